@@ -1,0 +1,46 @@
+"""shardarray: a NumPy-like distributed ndarray with named dims on a named device mesh.
+
+Example (an emulated 2×2 mesh of NumPy shards):
+    >>> import numpy as np, shardarray as sa
+    >>> mesh = sa.Mesh({"row": 2, "col": 2})
+    >>> x = sa.random.normal(mesh, {"batch": 8, "io": 4}, layout={"batch": "row"})
+    >>> w = sa.random.normal(mesh, {"io": 4, "hidden": 6}, layout={"hidden": "col"}, seed=1)
+    >>> y = sa.einsum("batch io, io hidden -> batch hidden", x, w)
+    >>> y.layout
+    {'batch': ('row',), 'hidden': ('col',)}
+    >>> np.allclose(y.numpy(), x.numpy() @ w.numpy(), atol=1e-5)
+    True
+"""
+
+from . import random
+from .array import ShardArray
+from .comm import CommLog, CommRecord, comm_log
+from .errors import BackendError, DimensionError, DTypeError, LayoutError, MeshError, ShardArrayError
+from .layout import Layout
+from .mesh import Mesh
+from .ops.creation import asarray, full, ones, zeros
+from .ops.einsum import einsum
+from .ops.elementwise import (
+    exp,
+    gelu,
+    log,
+    maximum,
+    minimum,
+    relu,
+    sqrt,
+    tanh,
+    where,
+)
+from .ops.reduce import max, mean, min, sum
+from .ops.relayout import relayout
+from .ops.show import show
+from .ops.softmax import logsumexp, softmax
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Mesh", "ShardArray", "Layout", "asarray", "zeros", "ones", "full", "random", "einsum", "relayout",
+    "exp", "log", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
+    "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
+    "ShardArrayError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
+]

@@ -1,0 +1,206 @@
+"""ShardArray: a tensor with named dims, split over a mesh by its layout."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .layout import Layout, block_slices
+from .mesh import AxesSpec, Mesh
+
+
+class ShardArray:
+    """A distributed array: one shard per device of a mesh.
+
+    Each dim has a name; ``layout`` says which mesh axes split which dims.
+    After an einsum that contracts a split dim the array may carry a *pending*
+    sum over some mesh axes (``pending``): each device holds a partial sum,
+    resolved lazily by an allreduce (or a reduce-scatter when the consumer
+    splits a dim over that axis).
+
+    Arrays are immutable: every op returns a new array, and replicas may share
+    one buffer on emulated backends.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(8.0).reshape(4, 2), dims=("batch", "io"), mesh=mesh, layout={"batch": "row"})
+        >>> x.dims, x.shape, x.layout
+        (('batch', 'io'), (4, 2), {'batch': ('row',)})
+        >>> (x * 2).sum("io").numpy()
+        array([ 2., 10., 18., 26.])
+    """
+
+    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(
+        self, mesh: Mesh, layout: Layout, dtype: Any, shards: Sequence[Any], pending: tuple[str, ...] = ()
+    ) -> None:
+        self.mesh = mesh
+        self._layout = layout
+        self.dtype = np.dtype(dtype)
+        self.shards = tuple(shards)
+        self.pending: tuple[str, ...] = pending
+
+    # ------------------------------------------------------------- metadata
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return self._layout.dims
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._layout.sizes
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return dict(zip(self._layout.dims, self._layout.sizes))
+
+    @property
+    def ndim(self) -> int:
+        return len(self._layout.dims)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._layout.sizes)
+
+    @property
+    def layout(self) -> dict[str, tuple[str, ...]]:
+        """``{dim: mesh axes}`` of the split dims (major axis first)."""
+        return self._layout.as_dict()
+
+    @property
+    def spec(self) -> Layout:
+        """The full ``Layout`` record (every dim, split or not)."""
+        return self._layout
+
+    @property
+    def nbytes_per_device(self) -> int:
+        """Largest shard in bytes (the device holding the biggest block)."""
+        return max(int(math.prod(s.shape)) for s in self.shards) * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{d}={n}" for d, n in zip(self.dims, self.shape))
+        pend = f", pending={self.pending}" if self.pending else ""
+        return f"ShardArray({sizes}; dtype={self.dtype}, layout={self.layout}{pend}, mesh={self.mesh})"
+
+    def __len__(self) -> int:
+        if not self.dims:
+            raise TypeError("len() of a 0-d ShardArray")
+        return self.shape[0]
+
+    # ------------------------------------------------------------- values
+    def numpy(self) -> np.ndarray:
+        """The global value as a NumPy array (resolves a pending sum first).
+
+        Raises:
+            BackendError: on the ``meta`` backend, which holds no values.
+        """
+        backend = self.mesh.backend
+        if not backend.has_data:
+            backend.to_numpy(None)  # raises BackendError with the explanation
+        x = self.resolve()
+        out = np.empty(x.shape, dtype=x.dtype)
+        slices = block_slices(x.mesh, x._layout)
+        for rep, _ in x.mesh.replica_classes(x._layout.used_axes):
+            out[slices[rep]] = backend.to_numpy(x.shards[rep])
+        return out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def item(self) -> Any:
+        """The single value of a size-1 array as a Python scalar."""
+        return self.numpy().item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    # ------------------------------------------------------------- layout
+    def relayout(self, layout: Mapping[str, AxesSpec] | None) -> ShardArray:
+        """The same values under another layout (Mesh-TF §6.1: slice, allgather, alltoall).
+
+        Args:
+            layout: ``{dim: axis | (axes) | None}``; dims left out are not split;
+                ``None`` follows the mesh rules.
+
+        Example:
+            >>> x = sa.zeros(sa.Mesh({"row": 2, "col": 2}), {"batch": 8, "io": 4}, layout={"batch": "row"})
+            >>> x.relayout({"io": "row"}).layout     # an alltoall over row
+            {'io': ('row',)}
+        """
+        return _relayout.relayout(self, layout)
+
+    def resolve(self, layout: Mapping[str, AxesSpec] | None = None) -> ShardArray:
+        """Resolve a pending sum now (allreduce, or reduce-scatter into ``layout``).
+
+        Without ``layout`` the array keeps its own layout and the pending axes
+        are allreduced; with one it is the same as ``relayout(layout)``.
+        """
+        if layout is not None:
+            return _relayout.relayout(self, layout)
+        return _relayout.resolve(self, self._layout.axes)
+
+    def rename(self, names: Mapping[str, str]) -> ShardArray:
+        """New dim names ``{old: new}``; layout, values and shards unchanged."""
+        return _structure.rename(self, names)
+
+    def transpose(self, *dims: str) -> ShardArray:
+        """Reorder the dims (no communication); no argument reverses them."""
+        return _structure.transpose(self, dims)
+
+    def astype(self, dtype: Any) -> ShardArray:
+        """Cast every shard (a pending sum is resolved first)."""
+        return _structure.astype(self, dtype)
+
+    # ------------------------------------------------------------- reductions
+    def sum(self, dims: Any = None) -> ShardArray:
+        """Sum over ``dims`` (a name, several names, or all); split dims leave a pending sum."""
+        return _reduce.sum(self, dims)
+
+    def mean(self, dims: Any = None) -> ShardArray:
+        """Mean over ``dims``."""
+        return _reduce.mean(self, dims)
+
+    def max(self, dims: Any = None) -> ShardArray:
+        """Maximum over ``dims`` (max-allreduce across split dims)."""
+        return _reduce.max(self, dims)
+
+    def min(self, dims: Any = None) -> ShardArray:
+        """Minimum over ``dims`` (min-allreduce across split dims)."""
+        return _reduce.min(self, dims)
+
+    # ------------------------------------------------------------- arithmetic
+    def __add__(self, other: Any) -> ShardArray: return _ew.add(self, other)
+    def __radd__(self, other: Any) -> ShardArray: return _ew.add(other, self)
+    def __sub__(self, other: Any) -> ShardArray: return _ew.subtract(self, other)
+    def __rsub__(self, other: Any) -> ShardArray: return _ew.subtract(other, self)
+    def __mul__(self, other: Any) -> ShardArray: return _ew.multiply(self, other)
+    def __rmul__(self, other: Any) -> ShardArray: return _ew.multiply(other, self)
+    def __truediv__(self, other: Any) -> ShardArray: return _ew.divide(self, other)
+    def __rtruediv__(self, other: Any) -> ShardArray: return _ew.divide(other, self)
+    def __pow__(self, other: Any) -> ShardArray: return _ew.power(self, other)
+    def __rpow__(self, other: Any) -> ShardArray: return _ew.power(other, self)
+    def __neg__(self) -> ShardArray: return _ew.negative(self)
+    def __pos__(self) -> ShardArray: return self
+    def __gt__(self, other: Any) -> ShardArray: return _ew.greater(self, other)
+    def __ge__(self, other: Any) -> ShardArray: return _ew.greater_equal(self, other)
+    def __lt__(self, other: Any) -> ShardArray: return _ew.less(self, other)
+    def __le__(self, other: Any) -> ShardArray: return _ew.less_equal(self, other)
+
+    __hash__ = object.__hash__
+
+
+from .ops import elementwise as _ew  # noqa: E402  (ops need the class defined above)
+from .ops import reduce as _reduce  # noqa: E402
+from .ops import relayout as _relayout  # noqa: E402
+from .ops import structure as _structure  # noqa: E402

@@ -1,0 +1,45 @@
+"""The backend interface shared by numpy, cupy and meta."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import opt_einsum
+
+
+@lru_cache(maxsize=4096)
+def contraction(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
+    """opt-einsum ``contract_expression`` for one equation and set of shard shapes (cached)."""
+    return opt_einsum.contract_expression(equation, *shapes)
+
+
+class Backend(ABC):
+    """Base class: subclasses set ``name``, ``xp`` and ``per_device``.
+
+    ``per_device`` is True where every device must own its own buffer (one GPU
+    each); emulated backends share one block between replicas instead.
+    """
+
+    name: str = ""
+    xp: Any = np
+    per_device: bool = False
+    has_data: bool = True
+
+    @abstractmethod
+    def from_numpy(self, array: np.ndarray) -> Any:
+        """A NumPy array moved to this backend."""
+
+    @abstractmethod
+    def to_numpy(self, array: Any) -> np.ndarray:
+        """A shard of this backend as a NumPy array."""
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        """Contract local shards with a cached opt-einsum expression."""
+        expr = contraction(equation, tuple(tuple(a.shape) for a in arrays))
+        return expr(*arrays, backend=self.name)
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"

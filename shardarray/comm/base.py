@@ -1,0 +1,60 @@
+"""The Communicator interface: the only place collectives happen.
+
+Buffers are passed as a sequence indexed by device id (one entry per device
+of the mesh). Groups run along ``axes`` (see ``Mesh.groups``): devices that
+share every other coordinate, ordered by their coordinates along ``axes``,
+first axis major. Every call appends one record to the active comm logs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .log import record
+
+if TYPE_CHECKING:
+    from ..mesh import Mesh
+
+REDUCE_OPS = ("sum", "max", "min")
+
+
+class Communicator(ABC):
+    """Collectives over mesh-axis subgroups."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self.mesh = mesh
+
+    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
+        """Record one collective; returns the group size (1 means nothing to do)."""
+        n = self.mesh.axes_size(axes)
+        if n > 1:
+            ids = range(len(shards)) if devices is None else devices
+            biggest = max((shards[d] for d in ids), key=lambda s: s.size)
+            record(op, axes, n, int(biggest.size), biggest.dtype.itemsize, str(biggest.dtype))
+        return n
+
+    @abstractmethod
+    def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
+        """Every device gets the reduction (sum, max or min) of its group's buffers."""
+
+    @abstractmethod
+    def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
+        """Every device gets its group's buffers concatenated along array axis ``dim``."""
+
+    @abstractmethod
+    def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
+        """Member i of each group gets ceil-chunk i (along ``dim``) of the group's reduction."""
+
+    @abstractmethod
+    def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
+        """Member j sends ceil-chunk i of ``split_dim`` to member i; receivers concatenate along ``concat_dim``."""
+
+    @abstractmethod
+    def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
+        """Every device gets the buffer of member ``root`` of its group."""
+
+    @abstractmethod
+    def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
+        """Member ``root`` of each group gets the reduction; the others keep their buffers."""

@@ -1,0 +1,121 @@
+"""The emulated Communicator: collectives as array arithmetic on one host.
+
+Works for every backend (NumPy, CuPy on one GPU, meta shapes). Groups whose
+members hold the very same buffers (replicas along other axes) are computed
+once and share the result; buffers are never modified in place.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import MeshError
+from ..layout import chunk
+from .base import REDUCE_OPS, Communicator
+
+
+def _take(array: Any, dim: int, lo: int, hi: int) -> Any:
+    index = [slice(None)] * array.ndim
+    index[dim] = slice(lo, hi)
+    return array[tuple(index)]
+
+
+class EmulatedCommunicator(Communicator):
+    """Collectives computed directly on the shards of every device."""
+
+    def _reducer(self, op: str) -> Callable[[Any, Any], Any]:
+        xp = self.mesh.backend.xp
+        if op == "sum":
+            return xp.add
+        if op == "max":
+            return xp.maximum
+        if op == "min":
+            return xp.minimum
+        raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
+
+    def _per_group(
+        self, shards: Sequence[Any], axes: tuple[str, ...], fn: Callable[[list[Any]], list[Any]]
+    ) -> list[Any]:
+        out: list[Any] = list(shards)
+        done: dict[tuple[int, ...], list[Any]] = {}
+        for group in self.mesh.groups(axes):
+            members = [shards[d] for d in group]
+            key = tuple(id(m) for m in members)
+            result = done.get(key)
+            if result is None:
+                result = done[key] = fn(members)
+            for d, r in zip(group, result):
+                out[d] = r
+        return out
+
+    def _check_root(self, root: int, axes: tuple[str, ...], n: int) -> None:
+        if not 0 <= root < n:
+            raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
+
+    def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
+        reducer = self._reducer(op)
+        n = self._log("allreduce", axes, shards)
+        if n == 1:
+            return list(shards)
+        return self._per_group(shards, axes, lambda m: [functools.reduce(reducer, m)] * len(m))
+
+    def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
+        n = self._log("allgather", axes, shards)
+        if n == 1:
+            return list(shards)
+        xp = self.mesh.backend.xp
+        return self._per_group(shards, axes, lambda m: [xp.concatenate(m, axis=dim)] * len(m))
+
+    def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
+        reducer = self._reducer(op)
+        n = self._log("reduce_scatter", axes, shards)
+        if n == 1:
+            return list(shards)
+
+        def run(m: list[Any]) -> list[Any]:
+            total = functools.reduce(reducer, m)
+            size = total.shape[dim]
+            return [_take(total, dim, *chunk(0, size, n, i)) for i in range(n)]
+
+        return self._per_group(shards, axes, run)
+
+    def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
+        n = self._log("alltoall", axes, shards)
+        if n == 1:
+            return list(shards)
+        xp = self.mesh.backend.xp
+
+        def run(m: list[Any]) -> list[Any]:
+            out = []
+            for i in range(n):
+                pieces = [_take(s, split_dim, *chunk(0, s.shape[split_dim], n, i)) for s in m]
+                out.append(xp.concatenate(pieces, axis=concat_dim))
+            return out
+
+        return self._per_group(shards, axes, run)
+
+    def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
+        n = self.mesh.axes_size(axes)
+        self._check_root(root, axes, n)
+        roots = [g[root] for g in self.mesh.groups(axes)]
+        self._log("broadcast", axes, shards, roots)
+        if n == 1:
+            return list(shards)
+        return self._per_group(shards, axes, lambda m: [m[root]] * len(m))
+
+    def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
+        reducer = self._reducer(op)
+        n = self.mesh.axes_size(axes)
+        self._check_root(root, axes, n)
+        self._log("reduce", axes, shards)
+        if n == 1:
+            return list(shards)
+
+        def run(m: list[Any]) -> list[Any]:
+            out = list(m)
+            out[root] = functools.reduce(reducer, m)
+            return out
+
+        return self._per_group(shards, axes, run)

@@ -1,0 +1,116 @@
+"""Communication accounting: every collective appends one ``CommRecord``.
+
+A record stands for one collective issued by the whole mesh at once, every
+group along ``axes`` running it side by side, so summing ``elements`` over the
+records gives the traffic of one device. ``elements`` is the buffer each
+participating device puts in (allgather: its local shard); with uneven blocks
+it is the largest such buffer, the device on the critical path.
+``wire_bytes`` is what that device sends under NCCL's ring algorithms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+OPS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce")
+
+
+def wire_bytes(op: str, group_size: int, nbytes: int) -> float:
+    """Bytes one device sends for ``op`` on a ring of ``group_size`` with buffer ``nbytes``."""
+    n = group_size
+    if n <= 1:
+        return 0.0
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n * nbytes
+    if op == "allgather":
+        return float((n - 1) * nbytes)
+    if op in ("reduce_scatter", "alltoall"):
+        return (n - 1) / n * nbytes
+    if op in ("broadcast", "reduce"):
+        return float(nbytes)
+    raise ValueError(f"unknown collective {op!r}; one of {OPS}")
+
+
+@dataclass(frozen=True)
+class CommRecord:
+    """One collective: ``op`` over groups along ``axes``, volumes per device."""
+
+    op: str
+    axes: tuple[str, ...]
+    group_size: int
+    elements: int
+    bytes: int
+    wire_bytes: float
+    dtype: str = ""
+
+
+class CommLog:
+    """Collects the records of every collective issued while it is active.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.ones(mesh, {"batch": 4, "io": 6}, layout={"io": "col"})
+        >>> with sa.comm_log() as log:
+        ...     _ = x.sum("io").numpy()
+        >>> [(r.op, r.axes, r.elements) for r in log.records]
+        [('allreduce', ('col',), 4)]
+    """
+
+    def __init__(self) -> None:
+        self.records: list[CommRecord] = []
+
+    def __enter__(self) -> CommLog:
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _ACTIVE.remove(self)
+
+    def __iter__(self) -> Iterator[CommRecord]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def total(self, field: str = "elements", op: str | None = None) -> float:
+        """Sum of ``field`` over the records (optionally of one ``op``): per-device traffic."""
+        return sum(getattr(r, field) for r in self.records if op is None or r.op == op)
+
+    def clear(self) -> None:
+        self.records.clear()
+
+    def summary(self) -> str:
+        """A plain-text table of the records and their totals."""
+        head = f"{'op':<15}{'axes':<18}{'group':>6}{'elements':>14}{'bytes':>14}{'wire bytes':>14}"
+        lines = [head, "-" * len(head)]
+        for r in self.records:
+            lines.append(
+                f"{r.op:<15}{','.join(r.axes):<18}{r.group_size:>6}{r.elements:>14}{r.bytes:>14}{r.wire_bytes:>14.0f}"
+            )
+        lines.append(
+            f"{'total':<39}{self.total('elements'):>14}{self.total('bytes'):>14}{self.total('wire_bytes'):>14.0f}"
+        )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"CommLog({len(self.records)} records, {self.total('elements')} elements per device)"
+
+
+_ACTIVE: list[CommLog] = []
+
+
+def comm_log() -> CommLog:
+    """A new ``CommLog``; use it as a context manager around the code to account."""
+    return CommLog()
+
+
+def record(op: str, axes: tuple[str, ...], group_size: int, elements: int, itemsize: int, dtype: str = "") -> None:
+    """Append one record to every active log."""
+    if not _ACTIVE:
+        return
+    nbytes = elements * itemsize
+    rec = CommRecord(op, tuple(axes), group_size, elements, nbytes, wire_bytes(op, group_size, nbytes), dtype)
+    for log in _ACTIVE:
+        log.records.append(rec)

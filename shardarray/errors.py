@@ -1,0 +1,32 @@
+"""Typed exceptions of shardarray.
+
+Every error raised on bad user input is one of these; each is a subclass of
+``ValueError`` or ``TypeError`` so that generic handlers keep working, and each
+message names the dims, sizes, axes and mesh involved and says what to do.
+"""
+
+from __future__ import annotations
+
+
+class ShardArrayError(Exception):
+    """Base class of every shardarray error."""
+
+
+class MeshError(ShardArrayError, ValueError):
+    """A mesh is malformed, or two arrays live on meshes that differ."""
+
+
+class LayoutError(ShardArrayError, ValueError):
+    """A layout names an unknown dim or axis, or uses one mesh axis twice."""
+
+
+class DimensionError(ShardArrayError, ValueError):
+    """Dim names or sizes do not fit: duplicates, size mismatches, unknown dims."""
+
+
+class BackendError(ShardArrayError, TypeError):
+    """The operation is not possible on this backend (e.g. ``numpy()`` on ``meta``)."""
+
+
+class DTypeError(ShardArrayError, TypeError):
+    """A dtype is unknown or unsupported by the operation."""

@@ -1,0 +1,187 @@
+"""Layouts: which tensor dims are split over which mesh axes (data only).
+
+A layout maps every dim of a tensor to a tuple of mesh axes, major first
+(``()`` means the dim is not split). It is validated when made: unknown dims
+or axes, and a mesh axis used by two dims of one tensor (Mesh-TF §8.5) raise
+``LayoutError``.
+
+Uneven sizes use nested ceil-chunking: a dim of size n split over one axis of
+size k gets blocks of ceil(n/k), trailing blocks smaller or empty; a dim split
+over axes (a, b) is chunked over a first and each a-block again over b. For
+sizes that divide evenly this is the usual flat split; for uneven ones it
+keeps every Mesh-TF transition exact (splitting further is a local slice,
+dropping the minor axis is an allgather).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import DimensionError, LayoutError
+from .mesh import AxesSpec, normalize_axes
+
+if TYPE_CHECKING:
+    from .mesh import Mesh
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The layout of one tensor: ``axes[i]`` are the mesh axes splitting ``dims[i]``."""
+
+    dims: tuple[str, ...]
+    sizes: tuple[int, ...]
+    axes: tuple[tuple[str, ...], ...]
+
+    def as_dict(self) -> dict[str, tuple[str, ...]]:
+        """``{dim: axes}`` for split dims only."""
+        return {d: a for d, a in zip(self.dims, self.axes) if a}
+
+    def of(self, dim: str) -> tuple[str, ...]:
+        return self.axes[self.dims.index(dim)]
+
+    @property
+    def used_axes(self) -> frozenset[str]:
+        return frozenset(a for axes in self.axes for a in axes)
+
+    def with_axes(self, axes: Sequence[tuple[str, ...]]) -> Layout:
+        return Layout(self.dims, self.sizes, tuple(axes))
+
+
+def check_dims(dims: Any, what: str = "array") -> tuple[str, ...]:
+    """Validate a sequence of dim names (strings, no duplicates)."""
+    if isinstance(dims, str):
+        dims = (dims,)
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise DimensionError(f"dims of {what} must be a sequence of names; got {dims!r}") from None
+    for d in dims:
+        if not isinstance(d, str) or not d:
+            raise DimensionError(f"dim names must be non-empty strings; got {d!r} in dims {dims} of {what}")
+    if len(set(dims)) != len(dims):
+        dup = sorted({d for d in dims if dims.count(d) > 1})
+        raise DimensionError(
+            f"dims {dims} of {what} repeat {dup}; a tensor may not have two dims of one name (Mesh-TF §4). "
+            f"Rename one of them"
+        )
+    return dims
+
+
+def check_sizes(dims: tuple[str, ...], sizes: Sequence[Any], what: str = "array") -> tuple[int, ...]:
+    out = []
+    for d, n in zip(dims, sizes):
+        if isinstance(n, bool) or not isinstance(n, (int,)) and not hasattr(n, "__index__"):
+            raise DimensionError(f"size of dim {d!r} of {what} must be an integer; got {n!r}")
+        n = int(n)
+        if n < 0:
+            raise DimensionError(f"size of dim {d!r} of {what} is {n}; sizes must be >= 0")
+        out.append(n)
+    return tuple(out)
+
+
+def _fmt_spec(spec: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in spec.items()) + "}"
+
+
+def make_layout(
+    mesh: Mesh,
+    dims: tuple[str, ...],
+    sizes: tuple[int, ...],
+    spec: Mapping[str, AxesSpec] | Layout | None = None,
+    what: str = "array",
+) -> Layout:
+    """Build and validate the layout of a tensor.
+
+    Args:
+        mesh: the mesh the tensor lives on.
+        dims: the tensor's dim names.
+        sizes: the tensor's global sizes.
+        spec: ``{dim: axis | (axes) | None}``; dims left out are not split.
+            ``None`` takes the mesh's rules restricted to ``dims``.
+        what: how to name the tensor in error messages.
+
+    Example:
+        >>> mesh = Mesh({"row": 2, "col": 2})
+        >>> make_layout(mesh, ("batch", "io"), (8, 4), {"batch": "row"}).as_dict()
+        {'batch': ('row',)}
+    """
+    if isinstance(spec, Layout):
+        if spec.dims != dims:
+            raise LayoutError(f"layout for dims {spec.dims} given to {what} with dims {dims}")
+        spec = dict(zip(spec.dims, spec.axes))
+    from_rules = spec is None
+    if from_rules:
+        spec = {d: mesh.rules[d] for d in dims if d in mesh.rules}
+    if not isinstance(spec, Mapping):
+        raise LayoutError(f"a layout is a dict {{dim: axis or (axes) or None}}; got {spec!r} for {what}")
+    per_dim: dict[str, tuple[str, ...]] = {}
+    for dim, value in spec.items():
+        if dim not in dims:
+            raise LayoutError(
+                f"layout {_fmt_spec(spec)} names dim {dim!r}, which {what} with dims {dims} does not have"
+            )
+        axes = normalize_axes(value)
+        for a in axes:
+            if a not in mesh.shape:
+                raise LayoutError(
+                    f"layout {_fmt_spec(spec)} of {what} maps dim {dim!r} to mesh axis {a!r}, "
+                    f"but mesh {mesh} has axes {mesh.axis_names}"
+                )
+        if len(set(axes)) != len(axes):
+            raise LayoutError(f"layout {_fmt_spec(spec)} of {what} repeats a mesh axis within dim {dim!r}")
+        per_dim[dim] = axes
+    owner: dict[str, str] = {}
+    for dim in dims:
+        for a in per_dim.get(dim, ()):
+            if a in owner:
+                source = f"mesh rules {_fmt_spec(mesh.rules)}" if from_rules else f"layout {_fmt_spec(spec)}"
+                raise LayoutError(
+                    f"{source} splits both dim {owner[a]!r} and dim {dim!r} of {what} "
+                    f"(dims {dims}, sizes {dict(zip(dims, sizes))}) over mesh axis {a!r} of mesh {mesh}; "
+                    f"a mesh axis may split at most one dim of a tensor (Mesh-TF §8.5). "
+                    f"Map one of the two dims to another axis or to None"
+                )
+            owner[a] = dim
+    return Layout(dims, sizes, tuple(per_dim.get(d, ()) for d in dims))
+
+
+def chunk(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
+    """Block ``index`` of ``[start, stop)`` cut into ``parts`` ceil-sized chunks."""
+    c = -(-(stop - start) // parts)
+    lo = min(stop, start + index * c)
+    return lo, min(stop, lo + c)
+
+
+def dim_bounds(mesh: Mesh, n: int, axes: Iterable[str], coords: tuple[int, ...]) -> tuple[int, int]:
+    """Global ``[start, stop)`` of a dim of size ``n`` split over ``axes`` at device ``coords``."""
+    start, stop = 0, n
+    names = mesh.axis_names
+    for a in axes:
+        i = names.index(a)
+        start, stop = chunk(start, stop, mesh.axis_size(a), coords[i])
+    return start, stop
+
+
+_BOUNDS: dict[tuple, tuple] = {}
+
+
+def block_bounds(mesh: Mesh, layout: Layout) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """Per device, the global ``(start, stop)`` of its block in every dim (cached)."""
+    key = (mesh._key(), layout.sizes, layout.axes)
+    out = _BOUNDS.get(key)
+    if out is None:
+        out = tuple(
+            tuple(dim_bounds(mesh, n, axes, c) for n, axes in zip(layout.sizes, layout.axes))
+            for c in mesh.device_coords
+        )
+        if len(_BOUNDS) > 4096:
+            _BOUNDS.clear()
+        _BOUNDS[key] = out
+    return out
+
+
+def block_slices(mesh: Mesh, layout: Layout) -> tuple[tuple[slice, ...], ...]:
+    """Per device, the slices of the global array that make its block."""
+    return tuple(tuple(slice(a, b) for a, b in dev) for dev in block_bounds(mesh, layout))

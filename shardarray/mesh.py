@@ -1,0 +1,227 @@
+"""The processor mesh: named axes, device coordinates and axis groups (data only)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from typing import Any, Union
+
+from .errors import LayoutError, MeshError
+
+AxesSpec = Union[None, str, Iterable[str]]
+
+
+def normalize_axes(spec: AxesSpec) -> tuple[str, ...]:
+    """Turn a layout value (None, one axis name or a sequence of names) into a tuple."""
+    if spec is None:
+        return ()
+    if isinstance(spec, str):
+        return (spec,)
+    try:
+        axes = tuple(spec)
+    except TypeError:
+        raise LayoutError(
+            f"a layout value must be None, a mesh axis name or a tuple of axis names; got {spec!r}"
+        ) from None
+    for a in axes:
+        if not isinstance(a, str):
+            raise LayoutError(f"mesh axis names are strings; got {a!r} in layout value {spec!r}")
+    return axes
+
+
+class Mesh:
+    """A logical n-dimensional mesh of processors with named axes.
+
+    Devices are numbered 0..size-1 in row-major order of their coordinates
+    (the first axis is the most significant). A mesh also carries Mesh-TF
+    layout *rules*: a global map from tensor dim names to mesh axes that every
+    array made without an explicit layout follows, restricted to its dims.
+
+    Args:
+        shape: ``{axis: size}`` (ordered) or a sequence of ``(axis, size)`` pairs.
+        backend: where shard data lives: ``"numpy"`` (default, emulated CPU
+            mesh), ``"cupy"`` (every shard on the current GPU) or ``"meta"``
+            (shapes and dtypes only, no data).
+        rules: Mesh-TF computation layout ``{dim: axis or (axes, major first)}``.
+
+    Example:
+        >>> mesh = Mesh({"row": 2, "col": 2}, rules={"batch": "row"})
+        >>> mesh.shape, mesh.size, mesh.coords(3)
+        ({'row': 2, 'col': 2}, 4, {'row': 1, 'col': 1})
+        >>> mesh.groups("col")   # devices that differ only in their col coordinate
+        ((0, 1), (2, 3))
+    """
+
+    def __init__(
+        self,
+        shape: Mapping[str, int] | Iterable[tuple[str, int]],
+        backend: str = "numpy",
+        rules: Mapping[str, AxesSpec] | None = None,
+    ) -> None:
+        from .backend import get_backend
+
+        pairs = list(shape.items()) if isinstance(shape, Mapping) else list(shape)
+        names: list[str] = []
+        sizes: list[int] = []
+        for item in pairs:
+            try:
+                name, size = item
+            except (TypeError, ValueError):
+                raise MeshError(
+                    f"a mesh shape is {{axis: size}} or a list of (axis, size) pairs; got item {item!r} in {shape!r}"
+                ) from None
+            if not isinstance(name, str) or not name:
+                raise MeshError(f"mesh axis names must be non-empty strings; got {name!r} in {shape!r}")
+            if name in names:
+                raise MeshError(f"mesh axis {name!r} appears twice in mesh shape {pairs!r}; axis names must be unique")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise MeshError(
+                    f"mesh axis {name!r} has size {size!r}; every axis size must be an integer >= 1"
+                )
+            names.append(name)
+            sizes.append(size)
+        self._names: tuple[str, ...] = tuple(names)
+        self._sizes: tuple[int, ...] = tuple(sizes)
+        self._index = {a: i for i, a in enumerate(names)}
+        self.backend = get_backend(backend)
+        self.rules: dict[str, tuple[str, ...]] = {}
+        for dim, spec in (rules or {}).items():
+            axes = normalize_axes(spec)
+            for a in axes:
+                if a not in self._index:
+                    raise LayoutError(
+                        f"layout rule {dim!r} -> {spec!r} names mesh axis {a!r}, which mesh {self} does not have; "
+                        f"use one of {self._names}"
+                    )
+            if len(set(axes)) != len(axes):
+                raise LayoutError(f"layout rule {dim!r} -> {spec!r} repeats a mesh axis on mesh {self}")
+            if axes:
+                self.rules[dim] = axes
+        from .comm.emulated import EmulatedCommunicator
+
+        self.comm = EmulatedCommunicator(self)
+        self._groups: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = {}
+        self._classes: dict[frozenset, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+
+    # ----------------------------------------------------------------- basics
+    @property
+    def shape(self) -> dict[str, int]:
+        """``{axis: size}`` in axis order."""
+        return dict(zip(self._names, self._sizes))
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def size(self) -> int:
+        """Number of devices."""
+        return math.prod(self._sizes)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._names)
+
+    def axis_size(self, axis: str) -> int:
+        """Size of one mesh axis (raises ``LayoutError`` naming the mesh if unknown)."""
+        self.check_axis(axis)
+        return self._sizes[self._index[axis]]
+
+    def axes_size(self, axes: Iterable[str]) -> int:
+        """Product of the sizes of several axes (1 for none)."""
+        return math.prod(self._sizes[self._index[a]] for a in axes)
+
+    def check_axis(self, axis: str, context: str = "") -> None:
+        if axis not in self._index:
+            where = f" in {context}" if context else ""
+            raise LayoutError(f"unknown mesh axis {axis!r}{where}; mesh {self} has axes {self._names}")
+
+    # ------------------------------------------------------------ coordinates
+    @cached_property
+    def device_coords(self) -> tuple[tuple[int, ...], ...]:
+        """Coordinates of every device, indexed by device id (row-major)."""
+        return tuple(itertools.product(*(range(s) for s in self._sizes)))
+
+    def coords(self, device: int) -> dict[str, int]:
+        """``{axis: coordinate}`` of one device."""
+        if not 0 <= device < self.size:
+            raise MeshError(f"device {device} is not on mesh {self} (devices 0..{self.size - 1})")
+        return dict(zip(self._names, self.device_coords[device]))
+
+    def device_at(self, coords: Mapping[str, int]) -> int:
+        """Device id at ``{axis: coordinate}`` (every axis must be given)."""
+        d = 0
+        for a, s in zip(self._names, self._sizes):
+            if a not in coords:
+                raise MeshError(f"device_at needs a coordinate for every axis of mesh {self}; {a!r} is missing")
+            c = coords[a]
+            if not 0 <= c < s:
+                raise MeshError(f"coordinate {a}={c} is outside mesh {self}")
+            d = d * s + c
+        return d
+
+    def groups(self, axes: AxesSpec) -> tuple[tuple[int, ...], ...]:
+        """Partition of the devices into groups along ``axes``.
+
+        Devices of one group share their coordinates on every other axis; each
+        group is ordered by its coordinates along ``axes`` (first axis major).
+        The groups are ordered by the first device they hold.
+        """
+        key = normalize_axes(axes)
+        cached = self._groups.get(key)
+        if cached is not None:
+            return cached
+        for a in key:
+            self.check_axis(a, "an axis group")
+        if len(set(key)) != len(key):
+            raise LayoutError(f"axis group {key} repeats an axis on mesh {self}")
+        others = [a for a in self._names if a not in key]
+        out = []
+        for fixed in itertools.product(*(range(self.axis_size(a)) for a in others)):
+            base = dict(zip(others, fixed))
+            group = []
+            for varying in itertools.product(*(range(self.axis_size(a)) for a in key)):
+                base.update(zip(key, varying))
+                group.append(self.device_at(base))
+            out.append(tuple(group))
+        out.sort(key=lambda g: g[0])
+        result = tuple(out)
+        self._groups[key] = result
+        return result
+
+    def replica_classes(self, axes: Iterable[str]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """Devices grouped by their coordinates on ``axes`` only.
+
+        An array whose layout and pending sums use only ``axes`` holds the same
+        block on every device of a class, so emulated backends compute a class
+        once (``(representative, devices)`` pairs) and share the result.
+        """
+        key = frozenset(axes)
+        cached = self._classes.get(key)
+        if cached is not None:
+            return cached
+        if self.backend.per_device:
+            result = tuple((d, (d,)) for d in range(self.size))
+        else:
+            rest = tuple(a for a in self._names if a not in key)
+            result = tuple((g[0], g) for g in self.groups(rest))
+        self._classes[key] = result
+        return result
+
+    # ----------------------------------------------------------------- dunder
+    def _key(self) -> tuple:
+        return (self._names, self._sizes, self.backend.name)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Mesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{a!r}: {s}" for a, s in zip(self._names, self._sizes))
+        extra = f", backend={self.backend.name!r}" if self.backend.name != "numpy" else ""
+        rules = f", rules={ {k: v if len(v) > 1 else v[0] for k, v in self.rules.items()} }" if self.rules else ""
+        return f"Mesh({{{inner}}}{extra}{rules})"

@@ -1,0 +1,1 @@
+"""Array operations: creation, random, elementwise, reduce, einsum, relayout, show."""

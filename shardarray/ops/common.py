@@ -1,0 +1,120 @@
+"""Helpers shared by the ops: operand checks, merged layouts, per-block maps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ..array import ShardArray
+from ..errors import DimensionError, MeshError
+from ..layout import Layout, make_layout
+from ..mesh import Mesh
+
+
+def common_mesh(arrays: Sequence[ShardArray], what: str) -> Mesh:
+    """The mesh every operand lives on (``MeshError`` if two differ)."""
+    mesh = arrays[0].mesh
+    for i, a in enumerate(arrays[1:], 1):
+        if a.mesh is not mesh and a.mesh != mesh:
+            raise MeshError(
+                f"{what}: operand 0 {arrays[0].dims} lives on {mesh} but operand {i} {a.dims} on {a.mesh}; "
+                f"move one of them with sa.asarray(x.numpy(), dims, mesh=...) first"
+            )
+    return mesh
+
+
+def union_dims(arrays: Sequence[ShardArray], what: str) -> tuple[tuple[str, ...], dict[str, int]]:
+    """All dims of the operands in order of first appearance, and their sizes.
+
+    Raises ``DimensionError`` when a dim name has two sizes.
+    """
+    sizes: dict[str, int] = {}
+    owner: dict[str, int] = {}
+    for i, a in enumerate(arrays):
+        for d, n in zip(a.dims, a.shape):
+            if d in sizes and sizes[d] != n:
+                raise DimensionError(
+                    f"{what}: dim {d!r} has size {sizes[d]} in operand {owner[d]} {arrays[owner[d]].sizes} "
+                    f"but size {n} in operand {i} {a.sizes}; same-named dims must have the same size "
+                    f"(rename one with .rename({{{d!r}: 'other'}}))"
+                )
+            if d not in sizes:
+                sizes[d] = n
+                owner[d] = i
+    return tuple(sizes), sizes
+
+
+def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
+    """Normalize a ``dims`` argument (None: all; a name; several names) against ``x``."""
+    if dims is None:
+        return x.dims
+    if isinstance(dims, str):
+        dims = (dims,)
+    dims = tuple(dims)
+    for d in dims:
+        if d not in x.dims:
+            raise DimensionError(f"{what}: dim {d!r} is not a dim of the array; its dims are {x.dims} ({x.sizes})")
+    if len(set(dims)) != len(dims):
+        raise DimensionError(f"{what}: dims {dims} repeat a name")
+    return dims
+
+
+def mesh_order(mesh: Mesh, axes: Iterable[str]) -> tuple[str, ...]:
+    """``axes`` as a tuple sorted in the mesh's axis order."""
+    s = set(axes)
+    return tuple(a for a in mesh.axis_names if a in s)
+
+
+def merged_axes(arrays: Sequence[ShardArray], dims: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The computation layout of an op over ``dims``: first operand that splits a dim wins.
+
+    A dim keeps the axes of the first operand that splits it, unless one of
+    those axes already splits an earlier dim; then it stays unsplit and the
+    operands are brought to this layout (a slice, or an allgather).
+    """
+    taken: set[str] = set()
+    out: dict[str, tuple[str, ...]] = {d: () for d in dims}
+    for a in arrays:
+        for d, axes in zip(a.dims, a.spec.axes):
+            if axes and not out[d] and not taken.intersection(axes):
+                out[d] = axes
+                taken.update(axes)
+    return out
+
+
+def check_rules(mesh: Mesh, dims: tuple[str, ...], sizes: dict[str, int], what: str) -> None:
+    """Refuse an output the mesh's rules would split illegally (Mesh-TF §8.5)."""
+    if mesh.rules:
+        make_layout(mesh, dims, tuple(sizes[d] for d in dims), None, what=what)
+
+
+def map_blocks(
+    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], *shard_lists: Sequence[Any]
+) -> list[Any]:
+    """Apply ``fn`` to the shards of every device, once per distinct block.
+
+    ``axes`` are the mesh axes the result depends on (its layout and pending
+    axes); devices that agree on them compute one block and share it.
+    """
+    out: list[Any] = [None] * mesh.size
+    for rep, devices in mesh.replica_classes(axes):
+        r = fn(*(s[rep] for s in shard_lists))
+        for d in devices:
+            out[d] = r
+    return out
+
+
+def new_array(
+    mesh: Mesh,
+    dims: tuple[str, ...],
+    sizes: dict[str, int],
+    axes: dict[str, tuple[str, ...]],
+    shards: Sequence[Any],
+    pending: Iterable[str] = (),
+    dtype: Any = None,
+) -> ShardArray:
+    """A ShardArray from computed shards (dtype from the first shard if not given)."""
+    layout = Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims))
+    if dtype is None:
+        dtype = shards[0].dtype
+    return ShardArray(mesh, layout, dtype, shards, mesh_order(mesh, pending))

@@ -1,0 +1,135 @@
+"""Creation ops: asarray, zeros, ones, full (each device builds only its own block)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..dtypes import as_dtype
+from ..errors import DimensionError, MeshError
+from ..layout import Layout, block_bounds, block_slices, check_dims, check_sizes, make_layout
+from ..mesh import AxesSpec, Mesh
+from .common import map_blocks
+
+
+def _check_mesh(mesh: Any, what: str) -> Mesh:
+    if not isinstance(mesh, Mesh):
+        raise MeshError(f"{what} needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r}")
+    return mesh
+
+
+def _sizes_arg(sizes: Any, what: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    if not isinstance(sizes, Mapping):
+        raise DimensionError(f"{what} takes sizes as a dict {{dim: size}}; got {sizes!r}")
+    dims = check_dims(tuple(sizes), what=what)
+    return dims, check_sizes(dims, tuple(sizes.values()), what=what)
+
+
+def from_blocks(
+    mesh: Mesh, layout: Layout, dtype: np.dtype, make: Callable[[tuple[tuple[int, int], ...]], Any]
+) -> ShardArray:
+    """An array whose block on each device is ``make(bounds)`` (once per distinct block)."""
+    bounds = block_bounds(mesh, layout)
+    out: list[Any] = [None] * mesh.size
+    for rep, devices in mesh.replica_classes(layout.used_axes):
+        block = make(bounds[rep])
+        for d in devices:
+            out[d] = block
+    return ShardArray(mesh, layout, dtype, out)
+
+
+def full(
+    mesh: Mesh,
+    sizes: Mapping[str, int],
+    fill_value: Any,
+    dtype: Any = None,
+    layout: Mapping[str, AxesSpec] | None = None,
+) -> ShardArray:
+    """An array of ``sizes`` filled with ``fill_value``.
+
+    Args:
+        mesh: the mesh.
+        sizes: ``{dim: size}`` in dim order.
+        fill_value: a scalar.
+        dtype: default float32 for floats, else NumPy's dtype of ``fill_value``.
+        layout: ``{dim: axes}``; None follows the mesh rules.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> sa.full(mesh, {"batch": 3, "io": 2}, 7.0, layout={"batch": "row"}).numpy()
+        array([[7., 7.],
+               [7., 7.],
+               [7., 7.]], dtype=float32)
+    """
+    mesh = _check_mesh(mesh, "full")
+    dims, shape = _sizes_arg(sizes, "full")
+    if dtype is None:
+        dtype = "float32" if isinstance(fill_value, float) else np.asarray(fill_value).dtype
+    dt = as_dtype(dtype)
+    lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
+    xp = mesh.backend.xp
+    return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill_value, dtype=dt))
+
+
+def zeros(mesh: Mesh, sizes: Mapping[str, int], dtype: Any = "float32", layout: Any = None) -> ShardArray:
+    """An array of zeros (see ``full``).
+
+    Example:
+        >>> sa.zeros(sa.Mesh({"row": 2, "col": 2}), {"batch": 8, "io": 4}, layout={"batch": "row"}).layout
+        {'batch': ('row',)}
+    """
+    return full(mesh, sizes, 0, dtype, layout)
+
+
+def ones(mesh: Mesh, sizes: Mapping[str, int], dtype: Any = "float32", layout: Any = None) -> ShardArray:
+    """An array of ones (see ``full``)."""
+    return full(mesh, sizes, 1, dtype, layout)
+
+
+def asarray(
+    array: Any,
+    dims: Any = None,
+    mesh: Mesh | None = None,
+    layout: Mapping[str, AxesSpec] | None = None,
+    dtype: Any = None,
+) -> ShardArray:
+    """A ShardArray from a global NumPy-like array: each device keeps its block.
+
+    Args:
+        array: array-like (or a ShardArray, which is relaid out and cast).
+        dims: one name per array dimension.
+        mesh: the mesh.
+        layout: ``{dim: axis | (axes) | None}``; dims left out are not split;
+            None follows the mesh rules.
+        dtype: optional cast.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(12.0).reshape(3, 4), dims=("batch", "io"), mesh=mesh,
+        ...                layout={"batch": "row", "io": "col"})
+        >>> x.shards[3]     # device (row=1, col=1): rows 2:3, cols 2:4
+        array([[10., 11.]])
+    """
+    if isinstance(array, ShardArray):
+        out = array if layout is None else array.relayout(layout)
+        return out if dtype is None else out.astype(dtype)
+    mesh = _check_mesh(mesh, "asarray")
+    host = np.asarray(array) if dtype is None else np.asarray(array, dtype=as_dtype(dtype))
+    as_dtype(host.dtype)
+    if dims is None:
+        if host.ndim:
+            raise DimensionError(f"asarray needs dims=(...) naming the {host.ndim} dims of an array of shape {host.shape}")
+        dims = ()
+    dims = check_dims(dims, what=f"asarray of shape {host.shape}")
+    if len(dims) != host.ndim:
+        raise DimensionError(
+            f"asarray: dims {dims} name {len(dims)} dim(s) but the array has shape {host.shape} ({host.ndim} dims)"
+        )
+    lay = make_layout(mesh, dims, host.shape, layout, what=f"array {dict(zip(dims, host.shape))}")
+    slices = block_slices(mesh, lay)
+    backend = mesh.backend
+    shards = map_blocks(mesh, lay.used_axes, lambda idx: backend.from_numpy(host[idx]), slices)
+    return ShardArray(mesh, lay, host.dtype, shards)

@@ -1,0 +1,238 @@
+"""Elementwise ops with broadcasting by name.
+
+Operands are matched by dim name: a dim missing from one operand broadcasts,
+and the result has the dims of the first operand followed by the new dims of
+the others. Operands are brought to one layout first (see ``merged_axes``).
+Linear ops keep a pending sum (add/subtract of arrays pending over the same
+axes, multiply by an unpending operand, divide a pending numerator, negate);
+every other op resolves it first.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import DTypeError
+from .common import check_rules, common_mesh, map_blocks, merged_axes, new_array, union_dims
+from .relayout import to_axes
+
+Scalar = (numbers.Number, np.generic)
+
+
+def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
+    arrays = []
+    for a in args:
+        if isinstance(a, ShardArray):
+            arrays.append(a)
+        elif not isinstance(a, Scalar):
+            raise DTypeError(
+                f"{name}: operands must be ShardArrays or Python/NumPy scalars; got {type(a).__name__}. "
+                f"Wrap arrays with sa.asarray(array, dims=..., mesh=...)"
+            )
+    if not arrays:
+        raise DTypeError(f"{name}: at least one operand must be a ShardArray")
+    return arrays
+
+
+def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray]) -> bool:
+    pend = [a for a in arrays if a.pending]
+    if not pend or kind is None:
+        return False
+    if kind == "add":
+        return len(pend) == len(args) and all(set(a.pending) == set(pend[0].pending) for a in pend)
+    if kind == "mul":
+        return len(pend) == 1
+    if kind == "div":
+        return len(pend) == 1 and args[0] is pend[0]
+    return kind == "neg"
+
+
+def apply(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kind: str | None = None) -> ShardArray:
+    """Run ``fn(xp, *local_operands)`` on every block, broadcasting by name."""
+    arrays = _check_args(name, args)
+    mesh = common_mesh(arrays, name)
+    xp = mesh.backend.xp
+    keep = _keeps_pending(kind, args, arrays)
+    if len(arrays) == 1:
+        x = arrays[0]
+        if x.pending and not keep:
+            x = to_axes(x, x.spec.axes, False)
+        dims, sizes, axes = x.dims, x.sizes, dict(zip(x.dims, x.spec.axes))
+        prepared: list[Any] = [x if isinstance(a, ShardArray) else a for a in args]
+        locals_ = [None if isinstance(a, ShardArray) else a for a in args]
+        pending = x.pending
+    else:
+        dims, sizes = union_dims(arrays, name)
+        check_rules(mesh, dims, sizes, f"the result of {name}")
+        axes = merged_axes(arrays, dims)
+        if keep:
+            pend_axes = next(a for a in arrays if a.pending).pending
+            keep = not any(set(ax).intersection(pend_axes) for ax in axes.values())
+        prepared = []
+        locals_ = []
+        pending = ()
+        for a in args:
+            if isinstance(a, ShardArray):
+                a = to_axes(a, tuple(axes[d] for d in a.dims), keep)
+                pending = pending or a.pending
+                locals_.append(_broadcaster(xp, a.dims, dims))
+            else:
+                locals_.append(a)
+            prepared.append(a)
+    shard_lists = [a.shards for a in prepared if isinstance(a, ShardArray)]
+    slots = [i for i, a in enumerate(prepared) if isinstance(a, ShardArray)]
+    template = list(locals_)
+
+    def block(*shards: Any) -> Any:
+        vals = list(template)
+        for i, s in zip(slots, shards):
+            vals[i] = s if template[i] is None else template[i](s)
+        return fn(xp, *vals)
+
+    used_axes = {a for ax in axes.values() for a in ax}.union(pending)
+    shards = map_blocks(mesh, used_axes, block, *shard_lists)
+    return new_array(mesh, dims, sizes, axes, shards, pending)
+
+
+def _broadcaster(xp: Any, have: tuple[str, ...], want: tuple[str, ...]) -> Callable[[Any], Any] | None:
+    """A function putting a block with dims ``have`` into the dim order ``want`` (size-1 for missing)."""
+    perm = tuple(have.index(d) for d in want if d in have)
+    missing = tuple(i for i, d in enumerate(want) if d not in have)
+    if perm == tuple(range(len(have))) and not missing:
+        return None
+    if not missing:
+        return lambda s: xp.transpose(s, perm)
+    return lambda s: xp.expand_dims(xp.transpose(s, perm), missing)
+
+
+# ------------------------------------------------------------------ binary
+def add(x: Any, y: Any) -> ShardArray:
+    """``x + y``, broadcasting by dim name."""
+    return apply("add", lambda xp, a, b: a + b, (x, y), "add")
+
+
+def subtract(x: Any, y: Any) -> ShardArray:
+    """``x - y``, broadcasting by dim name."""
+    return apply("subtract", lambda xp, a, b: a - b, (x, y), "add")
+
+
+def multiply(x: Any, y: Any) -> ShardArray:
+    """``x * y``, broadcasting by dim name."""
+    return apply("multiply", lambda xp, a, b: a * b, (x, y), "mul")
+
+
+def divide(x: Any, y: Any) -> ShardArray:
+    """``x / y``, broadcasting by dim name."""
+    return apply("divide", lambda xp, a, b: a / b, (x, y), "div")
+
+
+def power(x: Any, y: Any) -> ShardArray:
+    """``x ** y``, broadcasting by dim name."""
+    return apply("power", lambda xp, a, b: a**b, (x, y))
+
+
+def negative(x: ShardArray) -> ShardArray:
+    """``-x``."""
+    return apply("negative", lambda xp, a: -a, (x,), "neg")
+
+
+def greater(x: Any, y: Any) -> ShardArray:
+    return apply("greater", lambda xp, a, b: a > b, (x, y))
+
+
+def greater_equal(x: Any, y: Any) -> ShardArray:
+    return apply("greater_equal", lambda xp, a, b: a >= b, (x, y))
+
+
+def less(x: Any, y: Any) -> ShardArray:
+    return apply("less", lambda xp, a, b: a < b, (x, y))
+
+
+def less_equal(x: Any, y: Any) -> ShardArray:
+    return apply("less_equal", lambda xp, a, b: a <= b, (x, y))
+
+
+def maximum(x: Any, y: Any) -> ShardArray:
+    """Elementwise maximum, broadcasting by dim name.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, -2.0], [3.0, -4.0]]), dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+        >>> sa.maximum(x, 0.0).numpy()
+        array([[1., 0.],
+               [3., 0.]])
+    """
+    return apply("maximum", lambda xp, a, b: xp.maximum(a, b), (x, y))
+
+
+def minimum(x: Any, y: Any) -> ShardArray:
+    """Elementwise minimum, broadcasting by dim name (see ``maximum``)."""
+    return apply("minimum", lambda xp, a, b: xp.minimum(a, b), (x, y))
+
+
+def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
+    """``x`` where ``cond`` is true, else ``y``; all three broadcast by name.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, -2.0], [3.0, -4.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
+        >>> sa.where(x > 0, x, 0.0).numpy()
+        array([[1., 0.],
+               [3., 0.]])
+    """
+    if isinstance(cond, ShardArray) and cond.dtype != np.bool_:
+        raise DTypeError(f"where: the condition {cond.dims} has dtype {cond.dtype}; it must be bool (e.g. x > 0)")
+    if not isinstance(cond, ShardArray):
+        raise DTypeError(f"where: the condition must be a bool ShardArray; got {type(cond).__name__}")
+    return apply("where", lambda xp, c, a, b: xp.where(c, a, b), (cond, x, y))
+
+
+# ------------------------------------------------------------------ unary
+def exp(x: ShardArray) -> ShardArray:
+    """Elementwise ``e**x`` (see ``maximum`` for a 2×2-mesh example)."""
+    return apply("exp", lambda xp, a: xp.exp(a), (x,))
+
+
+def log(x: ShardArray) -> ShardArray:
+    """Elementwise natural logarithm."""
+    return apply("log", lambda xp, a: xp.log(a), (x,))
+
+
+def tanh(x: ShardArray) -> ShardArray:
+    """Elementwise hyperbolic tangent."""
+    return apply("tanh", lambda xp, a: xp.tanh(a), (x,))
+
+
+def sqrt(x: ShardArray) -> ShardArray:
+    """Elementwise square root."""
+    return apply("sqrt", lambda xp, a: xp.sqrt(a), (x,))
+
+
+def relu(x: ShardArray) -> ShardArray:
+    """``max(x, 0)`` elementwise."""
+    return apply("relu", lambda xp, a: xp.maximum(a, 0), (x,))
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(xp: Any, a: Any) -> Any:
+    return 0.5 * a * (1.0 + xp.tanh(_GELU_C * (a + 0.044715 * (a * a * a))))
+
+
+def gelu(x: ShardArray) -> ShardArray:
+    """GELU, tanh form: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[0.0, 1.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
+        >>> np.round(sa.gelu(x).numpy(), 4)
+        array([[0.    , 0.8412]])
+    """
+    return apply("gelu", _gelu, (x,))

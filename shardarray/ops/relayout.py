@@ -1,0 +1,114 @@
+"""Relayout (Mesh-TF §6.1) and the resolution of pending sums.
+
+A change of layout is decomposed per dim: axes a dim must give up are
+released from its minor end (an **alltoall** when another dim takes that axis
+next, else an **allgather**), then axes a dim must take on are acquired by a
+local **slice**. A pending sum is resolved first: a **reduce-scatter** for
+each pending axis that the target splits a dim over next, an **allreduce**
+over the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..array import ShardArray
+from ..layout import Layout, block_bounds, make_layout
+from ..mesh import AxesSpec
+
+
+def _is_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    return b[: len(a)] == a
+
+
+def _next_axis(cur: tuple[str, ...], target: tuple[str, ...]) -> str | None:
+    """The axis ``target`` adds next after ``cur``, when ``cur`` is a prefix of it."""
+    if len(target) > len(cur) and _is_prefix(cur, target):
+        return target[len(cur)]
+    return None
+
+
+def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
+    """Resolve the pending sum of ``x``, scattering into ``target`` where it can."""
+    if not x.pending:
+        return x
+    comm = x.mesh.comm
+    shards = list(x.shards)
+    cur = list(x.spec.axes)
+    left = list(x.pending)
+    progress = True
+    while progress and left:
+        progress = False
+        for i in range(len(cur)):
+            a = _next_axis(cur[i], target[i])
+            while a is not None and a in left:
+                shards = comm.reduce_scatter(shards, (a,), dim=i)
+                cur[i] = cur[i] + (a,)
+                left.remove(a)
+                progress = True
+                a = _next_axis(cur[i], target[i])
+    if left:
+        shards = comm.allreduce(shards, tuple(left))
+    return ShardArray(x.mesh, x.spec.with_axes(cur), x.dtype, shards)
+
+
+def move(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
+    """Bring ``x`` to the per-dim axes ``target`` (a pending sum stays pending).
+
+    ``target`` must not use a pending axis of ``x``.
+    """
+    target = tuple(target)
+    cur = list(x.spec.axes)
+    if tuple(cur) == target:
+        return x
+    comm = x.mesh.comm
+    shards = list(x.shards)
+    for i in range(len(cur)):
+        gathered: list[str] = []
+        while not _is_prefix(cur[i], target[i]):
+            a = cur[i][-1]
+            j = next((j for j in range(len(cur)) if j != i and _next_axis(cur[j], target[j]) == a), None)
+            if j is None:
+                gathered.insert(0, a)
+                cur[i] = cur[i][:-1]
+                continue
+            if gathered:
+                shards = comm.allgather(shards, tuple(gathered), dim=i)
+                gathered = []
+            shards = comm.alltoall(shards, (a,), split_dim=j, concat_dim=i)
+            cur[i] = cur[i][:-1]
+            cur[j] = cur[j] + (a,)
+        if gathered:
+            shards = comm.allgather(shards, tuple(gathered), dim=i)
+    moved = Layout(x.dims, x.shape, tuple(cur))
+    if tuple(cur) != target:
+        final = Layout(x.dims, x.shape, target)
+        src = block_bounds(x.mesh, moved)
+        dst = block_bounds(x.mesh, final)
+        used = final.used_axes.union(x.pending)
+        out: list[Any] = [None] * x.mesh.size
+        for rep, devices in x.mesh.replica_classes(used):
+            index = tuple(slice(t0 - s0, t1 - s0) for (s0, _), (t0, t1) in zip(src[rep], dst[rep]))
+            block = shards[rep][index]
+            for d in devices:
+                out[d] = block
+        shards = out
+        moved = final
+    return ShardArray(x.mesh, moved, x.dtype, shards, x.pending)
+
+
+def relayout(x: ShardArray, layout: Mapping[str, AxesSpec] | Layout | None) -> ShardArray:
+    """``x`` with the given layout, its pending sum resolved (see ``ShardArray.relayout``)."""
+    target = make_layout(x.mesh, x.dims, x.shape, layout, what=f"relayout of array {x.dims}").axes
+    return move(resolve(x, target), target)
+
+
+def to_axes(x: ShardArray, target: Sequence[tuple[str, ...]], keep_pending: bool) -> ShardArray:
+    """Internal relayout used by the ops: keep the pending sum or resolve it first."""
+    if not keep_pending:
+        x = resolve(x, target)
+    return move(x, target)
+
+
+__all__ = ["relayout", "resolve", "move", "to_axes"]

@@ -1,0 +1,5 @@
+"""``sa.random``: counter-based random arrays, identical on every mesh and layout."""
+
+from .ops.random import normal, randint, uniform
+
+__all__ = ["normal", "uniform", "randint"]
