@@ -154,6 +154,17 @@ def chunk(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
     return lo, min(stop, lo + c)
 
 
+def group_chunk(start: int, stop: int, radix: Sequence[int], member: int) -> tuple[int, int]:
+    """Block of group member ``member`` (mixed radix ``radix``, major first), nested-chunked."""
+    coords = []
+    for k in reversed(radix):
+        coords.append(member % k)
+        member //= k
+    for k, i in zip(radix, reversed(coords)):
+        start, stop = chunk(start, stop, k, i)
+    return start, stop
+
+
 def dim_bounds(mesh: Mesh, n: int, axes: Iterable[str], coords: tuple[int, ...]) -> tuple[int, int]:
     """Global ``[start, stop)`` of a dim of size ``n`` split over ``axes`` at device ``coords``."""
     start, stop = 0, n

@@ -45,11 +45,11 @@ class Communicator(ABC):
 
     @abstractmethod
     def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
-        """Member i of each group gets ceil-chunk i (along ``dim``) of the group's reduction."""
+        """Member i of each group gets chunk i (along ``dim``, nested ceil-chunks over ``axes``) of the reduction."""
 
     @abstractmethod
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
-        """Member j sends ceil-chunk i of ``split_dim`` to member i; receivers concatenate along ``concat_dim``."""
+        """Member j sends chunk i of ``split_dim`` to member i; receivers concatenate along ``concat_dim``."""
 
     @abstractmethod
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:

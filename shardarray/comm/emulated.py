@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import MeshError
-from ..layout import chunk
+from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
 
 
@@ -74,10 +74,12 @@ class EmulatedCommunicator(Communicator):
         if n == 1:
             return list(shards)
 
+        radix = [self.mesh.axis_size(a) for a in axes]
+
         def run(m: list[Any]) -> list[Any]:
             total = functools.reduce(reducer, m)
             size = total.shape[dim]
-            return [_take(total, dim, *chunk(0, size, n, i)) for i in range(n)]
+            return [_take(total, dim, *group_chunk(0, size, radix, i)) for i in range(n)]
 
         return self._per_group(shards, axes, run)
 
@@ -86,11 +88,12 @@ class EmulatedCommunicator(Communicator):
         if n == 1:
             return list(shards)
         xp = self.mesh.backend.xp
+        radix = [self.mesh.axis_size(a) for a in axes]
 
         def run(m: list[Any]) -> list[Any]:
             out = []
             for i in range(n):
-                pieces = [_take(s, split_dim, *chunk(0, s.shape[split_dim], n, i)) for s in m]
+                pieces = [_take(s, split_dim, *group_chunk(0, s.shape[split_dim], radix, i)) for s in m]
                 out.append(xp.concatenate(pieces, axis=concat_dim))
             return out
 

@@ -29,6 +29,24 @@ def _next_axis(cur: tuple[str, ...], target: tuple[str, ...]) -> str | None:
     return None
 
 
+def _alltoall_target(cur: list[tuple[str, ...]], target: Sequence[tuple[str, ...]], i: int) -> tuple[int, int] | None:
+    """``(j, n)`` when the last n axes of dim i are exactly what dim j takes on next (largest n)."""
+    keep = 0
+    while keep < min(len(cur[i]), len(target[i])) and cur[i][keep] == target[i][keep]:
+        keep += 1
+    best = None
+    for j in range(len(cur)):
+        if j == i or not _is_prefix(cur[j], target[j]):
+            continue
+        wanted = target[j][len(cur[j]):]
+        for n in range(min(len(cur[i]) - keep, len(wanted)), 0, -1):
+            if cur[i][len(cur[i]) - n:] == wanted[:n]:
+                if best is None or n > best[1]:
+                    best = (j, n)
+                break
+    return best
+
+
 def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
     """Resolve the pending sum of ``x``, scattering into ``target`` where it can."""
     if not x.pending:
@@ -67,18 +85,19 @@ def move(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
     for i in range(len(cur)):
         gathered: list[str] = []
         while not _is_prefix(cur[i], target[i]):
-            a = cur[i][-1]
-            j = next((j for j in range(len(cur)) if j != i and _next_axis(cur[j], target[j]) == a), None)
-            if j is None:
-                gathered.insert(0, a)
+            move_to = _alltoall_target(cur, target, i)
+            if move_to is None:
+                gathered.insert(0, cur[i][-1])
                 cur[i] = cur[i][:-1]
                 continue
+            j, n = move_to
             if gathered:
                 shards = comm.allgather(shards, tuple(gathered), dim=i)
                 gathered = []
-            shards = comm.alltoall(shards, (a,), split_dim=j, concat_dim=i)
-            cur[i] = cur[i][:-1]
-            cur[j] = cur[j] + (a,)
+            moving = cur[i][len(cur[i]) - n:]
+            shards = comm.alltoall(shards, moving, split_dim=j, concat_dim=i)
+            cur[i] = cur[i][: len(cur[i]) - n]
+            cur[j] = cur[j] + moving
         if gathered:
             shards = comm.allgather(shards, tuple(gathered), dim=i)
     moved = Layout(x.dims, x.shape, tuple(cur))
