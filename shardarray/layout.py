@@ -103,7 +103,7 @@ def make_layout(
         what: how to name the tensor in error messages.
 
     Example:
-        >>> mesh = Mesh({"row": 2, "col": 2})
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> make_layout(mesh, ("batch", "io"), (8, 4), {"batch": "row"}).as_dict()
         {'batch': ('row',)}
     """

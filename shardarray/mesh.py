@@ -47,7 +47,7 @@ class Mesh:
         rules: Mesh-TF computation layout ``{dim: axis or (axes, major first)}``.
 
     Example:
-        >>> mesh = Mesh({"row": 2, "col": 2}, rules={"batch": "row"})
+        >>> mesh = sa.Mesh({"row": 2, "col": 2}, rules={"batch": "row"})
         >>> mesh.shape, mesh.size, mesh.coords(3)
         ({'row': 2, 'col': 2}, 4, {'row': 1, 'col': 1})
         >>> mesh.groups("col")   # devices that differ only in their col coordinate

@@ -7,7 +7,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.comm import wire_bytes
-from conftest import rand
+from helpers import rand
 
 
 def per_device(mesh, fn):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from conftest import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
+from helpers import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

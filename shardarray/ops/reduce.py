@@ -28,7 +28,7 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
-        >>> x = sa.ones(mesh, {"batch": 4, "io": 6}, layout={"batch": "row", "io": "col"})
+        >>> x = sa.ones(mesh, {"batch": 4, "io": 6}, dtype="float64", layout={"batch": "row", "io": "col"})
         >>> s = x.sum("io")
         >>> s.pending, s.numpy()
         (('col',), array([6., 6., 6., 6.]))
