@@ -1,0 +1,171 @@
+"""One test per misuse case: the exception type, and a message that names the culprit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import shardarray as sa
+
+
+@pytest.fixture
+def mesh():
+    return sa.Mesh({"row": 2, "col": 2})
+
+
+def x_of(mesh, **kw):
+    return sa.zeros(mesh, {"batch": 4, "io": 6}, **kw)
+
+
+def test_unknown_axis_in_layout(mesh):
+    with pytest.raises(sa.LayoutError, match=r"'planes'.*\('row', 'col'\)"):
+        x_of(mesh, layout={"batch": "planes"})
+
+
+def test_unknown_dim_in_layout(mesh):
+    with pytest.raises(sa.LayoutError, match=r"'hidden'.*\('batch', 'io'\)"):
+        x_of(mesh, layout={"hidden": "row"})
+
+
+def test_one_axis_used_twice(mesh):
+    with pytest.raises(sa.LayoutError, match=r"'batch'.*'io'.*'row'.*8\.5"):
+        x_of(mesh, layout={"batch": "row", "io": "row"})
+
+
+def test_axis_repeated_within_a_dim(mesh):
+    with pytest.raises(sa.LayoutError, match="repeats a mesh axis within dim 'batch'"):
+        x_of(mesh, layout={"batch": ("row", "row")})
+
+
+def test_duplicate_dims(mesh):
+    with pytest.raises(sa.DimensionError, match=r"repeat \['a'\]"):
+        sa.asarray(np.zeros((2, 2)), dims=("a", "a"), mesh=mesh)
+
+
+def test_size_mismatch_of_same_named_dims(mesh):
+    a = sa.zeros(mesh, {"batch": 4})
+    b = sa.zeros(mesh, {"batch": 5})
+    with pytest.raises(sa.DimensionError, match=r"'batch' has size 4.*size 5"):
+        a + b
+    with pytest.raises(sa.DimensionError, match="'batch'"):
+        sa.einsum(a, b)
+
+
+def test_mesh_mismatch(mesh):
+    other = sa.Mesh({"all": 4})
+    with pytest.raises(sa.MeshError, match=r"Mesh\(\{'all': 4\}\)"):
+        x_of(mesh) + x_of(other)
+
+
+def test_dims_ndim_mismatch(mesh):
+    with pytest.raises(sa.DimensionError, match=r"\('a',\).*shape \(2, 3\)"):
+        sa.asarray(np.zeros((2, 3)), dims=("a",), mesh=mesh)
+
+
+def test_asarray_without_dims(mesh):
+    with pytest.raises(sa.DimensionError, match="needs dims"):
+        sa.asarray(np.zeros((2, 3)), mesh=mesh)
+
+
+def test_einsum_output_naming_no_input_dim(mesh):
+    with pytest.raises(sa.DimensionError, match="output dim 'hidden'"):
+        sa.einsum(x_of(mesh), out=("batch", "hidden"))
+
+
+def test_einsum_term_not_matching_operand(mesh):
+    with pytest.raises(sa.DimensionError, match=r"'batch model'.*\('batch', 'io'\)"):
+        sa.einsum("batch model -> batch", x_of(mesh))
+
+
+def test_einsum_operand_count(mesh):
+    with pytest.raises(sa.DimensionError, match="names 2 operand"):
+        sa.einsum("batch io, io h -> batch", x_of(mesh))
+
+
+def test_mesh_bad_axis_size():
+    with pytest.raises(sa.MeshError, match="'row' has size 0"):
+        sa.Mesh({"row": 0})
+
+
+def test_mesh_duplicate_axis():
+    with pytest.raises(sa.MeshError, match="'a' appears twice"):
+        sa.Mesh([("a", 2), ("a", 2)])
+
+
+def test_unknown_backend():
+    with pytest.raises(sa.MeshError, match="unknown backend 'tpu'"):
+        sa.Mesh({"a": 2}, backend="tpu")
+
+
+def test_rules_with_unknown_axis():
+    with pytest.raises(sa.LayoutError, match="'batch' -> 'rows'.*'rows'"):
+        sa.Mesh({"row": 2}, rules={"batch": "rows"})
+
+
+def test_numpy_on_meta_backend():
+    m = sa.Mesh({"row": 2, "col": 2}, backend="meta")
+    with pytest.raises(sa.BackendError, match="meta"):
+        x_of(m).numpy()
+    with pytest.raises(sa.BackendError):
+        np.asarray(x_of(m))
+
+
+def test_reduce_over_unknown_dim(mesh):
+    with pytest.raises(sa.DimensionError, match=r"'hidden'.*\('batch', 'io'\)"):
+        x_of(mesh).sum("hidden")
+
+
+def test_rename_errors(mesh):
+    with pytest.raises(sa.DimensionError, match="'nope'"):
+        x_of(mesh).rename({"nope": "x"})
+    with pytest.raises(sa.DimensionError, match=r"repeat \['io'\]"):
+        x_of(mesh).rename({"batch": "io"})
+
+
+def test_transpose_not_a_permutation(mesh):
+    with pytest.raises(sa.DimensionError, match="not a permutation"):
+        x_of(mesh).transpose("batch", "batch")
+
+
+def test_unknown_dtype(mesh):
+    with pytest.raises(sa.DTypeError, match="'complex128'"):
+        x_of(mesh, dtype="complex128")
+    with pytest.raises(sa.DTypeError, match="unknown dtype"):
+        x_of(mesh, dtype="floaty")
+
+
+def test_random_needs_float_dtype(mesh):
+    with pytest.raises(sa.DTypeError, match="'int32' is not a float"):
+        sa.random.normal(mesh, {"a": 3}, dtype="int32")
+
+
+def test_negative_size(mesh):
+    with pytest.raises(sa.DimensionError, match="'a'.*-1"):
+        sa.zeros(mesh, {"a": -1})
+
+
+def test_where_needs_bool_condition(mesh):
+    x = x_of(mesh)
+    with pytest.raises(sa.DTypeError, match="bool"):
+        sa.where(x, x, 0.0)
+
+
+def test_bad_operand_type(mesh):
+    with pytest.raises(sa.DTypeError, match="str"):
+        x_of(mesh) + "a"
+
+
+def test_sizes_not_a_dict(mesh):
+    with pytest.raises(sa.DimensionError, match="dict"):
+        sa.zeros(mesh, [4, 6])
+
+
+def test_mesh_argument_not_a_mesh():
+    with pytest.raises(sa.MeshError, match="needs a sa.Mesh"):
+        sa.zeros({"row": 2}, {"a": 2})
+
+
+def test_errors_are_value_or_type_errors():
+    assert issubclass(sa.LayoutError, ValueError) and issubclass(sa.DimensionError, ValueError)
+    assert issubclass(sa.MeshError, ValueError) and issubclass(sa.DTypeError, TypeError)
+    assert issubclass(sa.BackendError, TypeError)
