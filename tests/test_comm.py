@@ -164,3 +164,22 @@ def test_log_summary_and_totals():
         x.sum("h").numpy()
     assert log.total() == 4 and log.total("bytes", op="allreduce") == 16
     assert "allreduce" in log.summary() and "total" in log.summary()
+
+
+@pytest.mark.parametrize("axes", [("p", "q"), ("q", "p")])
+@pytest.mark.parametrize("n", [5, 6, 7, 13])
+def test_multi_axis_alltoall_on_uneven_mesh(axes, n):
+    """Two axes moving together between dims, on a 3 x 2 mesh with uneven sizes."""
+    mesh = sa.Mesh({"p": 3, "q": 2})
+    a = rand((n, n + 2))
+    x = sa.asarray(a, dims=("i", "j"), mesh=mesh, layout={"i": axes})
+    with sa.comm_log() as log:
+        y = x.relayout({"j": axes})
+    assert [(r.op, r.axes) for r in log.records] == [("alltoall", axes)]
+    ref = sa.asarray(a, dims=("i", "j"), mesh=mesh, layout={"j": axes})
+    for d in range(mesh.size):
+        np.testing.assert_array_equal(y.shards[d], ref.shards[d])
+    # and a pending sum scattered over both axes
+    w = sa.asarray(rand((n + 2, 4), 2), dims=("j", "k"), mesh=mesh, layout={"j": axes})
+    z = sa.einsum(y, w, layout={"i": axes})
+    np.testing.assert_allclose(z.numpy(), a @ w.numpy(), rtol=1e-12)
