@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import DimensionError, LayoutError
-from .mesh import AxesSpec, normalize_axes
+from .mesh import AxesSpec
 
 if TYPE_CHECKING:
     from .mesh import Mesh
@@ -122,16 +122,7 @@ def make_layout(
             raise LayoutError(
                 f"layout {_fmt_spec(spec)} names dim {dim!r}, which {what} with dims {dims} does not have"
             )
-        axes = normalize_axes(value)
-        for a in axes:
-            if a not in mesh.shape:
-                raise LayoutError(
-                    f"layout {_fmt_spec(spec)} of {what} maps dim {dim!r} to mesh axis {a!r}, "
-                    f"but mesh {mesh} has axes {mesh.axis_names}"
-                )
-        if len(set(axes)) != len(axes):
-            raise LayoutError(f"layout {_fmt_spec(spec)} of {what} repeats a mesh axis within dim {dim!r}")
-        per_dim[dim] = axes
+        per_dim[dim] = mesh.parse_axes(value, f"layout {_fmt_spec(spec)} of {what}, for dim {dim!r},")
     owner: dict[str, str] = {}
     for dim in dims:
         for a in per_dim.get(dim, ()):

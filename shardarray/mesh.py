@@ -88,15 +88,7 @@ class Mesh:
         self.backend = get_backend(backend)
         self.rules: dict[str, tuple[str, ...]] = {}
         for dim, spec in (rules or {}).items():
-            axes = normalize_axes(spec)
-            for a in axes:
-                if a not in self._index:
-                    raise LayoutError(
-                        f"layout rule {dim!r} -> {spec!r} names mesh axis {a!r}, which mesh {self} does not have; "
-                        f"use one of {self._names}"
-                    )
-            if len(set(axes)) != len(axes):
-                raise LayoutError(f"layout rule {dim!r} -> {spec!r} repeats a mesh axis on mesh {self}")
+            axes = self.parse_axes(spec, f"layout rule {dim!r} -> {spec!r}")
             if axes:
                 self.rules[dim] = axes
         from .comm.emulated import EmulatedCommunicator
@@ -132,6 +124,18 @@ class Mesh:
     def axes_size(self, axes: Iterable[str]) -> int:
         """Product of the sizes of several axes (1 for none)."""
         return math.prod(self._sizes[self._index[a]] for a in axes)
+
+    def parse_axes(self, spec: AxesSpec, context: str) -> tuple[str, ...]:
+        """A layout value as a tuple of this mesh's axes; ``LayoutError`` for unknown or repeated axes."""
+        axes = normalize_axes(spec)
+        for a in axes:
+            if a not in self._index:
+                raise LayoutError(
+                    f"{context} names mesh axis {a!r}, which mesh {self} does not have; use one of {self._names}"
+                )
+        if len(set(axes)) != len(axes):
+            raise LayoutError(f"{context} repeats a mesh axis {axes} on mesh {self}")
+        return axes
 
     def check_axis(self, axis: str, context: str = "") -> None:
         if axis not in self._index:

@@ -33,7 +33,7 @@ def test_one_axis_used_twice(mesh):
 
 
 def test_axis_repeated_within_a_dim(mesh):
-    with pytest.raises(sa.LayoutError, match="repeats a mesh axis within dim 'batch'"):
+    with pytest.raises(sa.LayoutError, match=r"dim 'batch', repeats a mesh axis \('row', 'row'\)"):
         x_of(mesh, layout={"batch": ("row", "row")})
 
 
