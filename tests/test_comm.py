@@ -183,3 +183,17 @@ def test_multi_axis_alltoall_on_uneven_mesh(axes, n):
     w = sa.asarray(rand((n + 2, 4), 2), dims=("j", "k"), mesh=mesh, layout={"j": axes})
     z = sa.einsum(y, w, layout={"i": axes})
     np.testing.assert_allclose(z.numpy(), a @ w.numpy(), rtol=1e-12)
+
+
+def test_public_relayout_and_resolve_into_layout():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = rand((6, 5))
+    x = sa.asarray(a, dims=("i", "j"), mesh=mesh, layout={"i": "row", "j": "col"})
+    y = sa.relayout(x, {"i": ("col", "row")})
+    assert y.layout == {"i": ("col", "row")}
+    np.testing.assert_array_equal(y.numpy(), a)
+    s = x.sum("i")                                  # pending over row
+    with sa.comm_log() as log:
+        r = s.resolve({"j": ("col", "row")})        # scatters the sum into j's next axis
+    assert [rec.op for rec in log.records] == ["reduce_scatter"]
+    np.testing.assert_allclose(r.numpy(), a.sum(axis=0), rtol=1e-12)
