@@ -145,25 +145,27 @@ def chunk(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
     return lo, min(stop, lo + c)
 
 
+def nested_chunk(start: int, stop: int, parts: Iterable[int], index: Iterable[int]) -> tuple[int, int]:
+    """Chunk ``[start, stop)`` into ``parts[0]`` ceil-chunks, take ``index[0]``, chunk that again, and so on."""
+    for k, i in zip(parts, index):
+        start, stop = chunk(start, stop, k, i)
+    return start, stop
+
+
 def group_chunk(start: int, stop: int, radix: Sequence[int], member: int) -> tuple[int, int]:
     """Block of group member ``member`` (mixed radix ``radix``, major first), nested-chunked."""
     coords = []
     for k in reversed(radix):
         coords.append(member % k)
         member //= k
-    for k, i in zip(radix, reversed(coords)):
-        start, stop = chunk(start, stop, k, i)
-    return start, stop
+    return nested_chunk(start, stop, radix, reversed(coords))
 
 
 def dim_bounds(mesh: Mesh, n: int, axes: Iterable[str], coords: tuple[int, ...]) -> tuple[int, int]:
     """Global ``[start, stop)`` of a dim of size ``n`` split over ``axes`` at device ``coords``."""
-    start, stop = 0, n
+    axes = tuple(axes)
     names = mesh.axis_names
-    for a in axes:
-        i = names.index(a)
-        start, stop = chunk(start, stop, mesh.axis_size(a), coords[i])
-    return start, stop
+    return nested_chunk(0, n, (mesh.axis_size(a) for a in axes), (coords[names.index(a)] for a in axes))
 
 
 _BOUNDS: dict[tuple, tuple] = {}
