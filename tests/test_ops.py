@@ -22,12 +22,18 @@ def array_case(draw, dims=("a", "b", "c"), min_size=0, max_size=7):
     return mesh, dims, shape, lay, seed
 
 
+def sharded(case, scale=1.0):
+    """The NumPy value of a drawn case and the same value as a ShardArray."""
+    mesh, dims, shape, lay, seed = case
+    a = rand(shape, seed) * scale
+    return a, sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+
+
 @given(array_case())
 @SETTINGS
 def test_asarray_roundtrip_and_blocks(case):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed)
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case)
     np.testing.assert_array_equal(x.numpy(), a)
     np.testing.assert_array_equal(np.asarray(x), a)
     assert x.layout == lay
@@ -40,8 +46,7 @@ def test_asarray_roundtrip_and_blocks(case):
 @SETTINGS
 def test_relayout_any_to_any(case, data):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed)
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case)
     target = data.draw(layouts(mesh, dims))
     y = x.relayout(target)
     assert y.layout == target
@@ -55,8 +60,7 @@ def test_relayout_any_to_any(case, data):
 @SETTINGS
 def test_binary_broadcast_by_name(case, data):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed)
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case)
     # y has dims (c, a): a is shared, b missing (broadcasts), c new
     c = data.draw(st.integers(0, 5))
     b = rand((c, shape[0]), seed + 1)
@@ -79,8 +83,7 @@ def test_binary_broadcast_by_name(case, data):
 @SETTINGS
 def test_scalars_unary_and_where(case):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed)
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case)
     close = lambda got, want: np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)  # noqa: E731
     close(x * 2.0, a * 2.0)
     close(3.0 - x, 3.0 - a)
@@ -103,8 +106,7 @@ def test_scalars_unary_and_where(case):
 @SETTINGS
 def test_reductions(case, data):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed)
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case)
     red = data.draw(st.lists(st.sampled_from(dims), unique=True, max_size=3))
     axis = tuple(dims.index(d) for d in red)
     arg = red[0] if len(red) == 1 and data.draw(st.booleans()) else tuple(red)
@@ -131,8 +133,7 @@ def test_reduce_all_dims_gives_scalar():
 @SETTINGS
 def test_softmax_logsumexp(case, data):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed) * 30.0
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case, 30.0)
     d = data.draw(st.sampled_from(dims))
     i = dims.index(d)
     m = a.max(axis=i, keepdims=True)
@@ -213,8 +214,7 @@ def test_integer_token_ids():
 @SETTINGS
 def test_rename_transpose_astype(case, data):
     mesh, dims, shape, lay, seed = case
-    a = rand(shape, seed)
-    x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
+    a, x = sharded(case)
     perm = data.draw(st.permutations(dims))
     t = x.transpose(*perm)
     assert t.dims == tuple(perm)

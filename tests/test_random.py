@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from helpers import MESH_SHAPES, layouts, meshes
+from helpers import layouts, meshes
 
 SIZES = {"a": 7, "b": 5, "c": 3}
 
