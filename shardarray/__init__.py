@@ -12,8 +12,9 @@ Example (an emulated 2×2 mesh of NumPy shards):
     True
 """
 
-from . import random
+from . import random, tree
 from .array import ShardArray
+from .autograd import grad, value_and_grad
 from .comm import CommLog, CommRecord, comm_log
 from .errors import BackendError, DimensionError, DTypeError, LayoutError, MeshError, ShardArrayError
 from .layout import Layout
@@ -21,26 +22,33 @@ from .mesh import Mesh
 from .ops.creation import asarray, full, ones, zeros
 from .ops.einsum import einsum
 from .ops.elementwise import (
+    equal,
     exp,
     gelu,
     log,
     maximum,
     minimum,
+    not_equal,
     relu,
     sqrt,
     tanh,
     where,
 )
 from .ops.reduce import max, mean, min, sum
+from .ops.indexing import one_hot, take
 from .ops.relayout import relayout
 from .ops.show import show
 from .ops.softmax import logsumexp, softmax
+from .ops.structure import broadcast_to, stop_gradient
+
+from .autograd import vjp_elementwise, vjp_reduce, vjp_structure  # noqa: E402,F401  (registers the VJPs)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Mesh", "ShardArray", "Layout", "asarray", "zeros", "ones", "full", "random", "einsum", "relayout",
-    "exp", "log", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
+    "exp", "log", "equal", "not_equal", "take", "one_hot", "broadcast_to", "stop_gradient",
+    "value_and_grad", "grad", "tree", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
     "ShardArrayError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
 ]

@@ -33,7 +33,7 @@ class ShardArray:
         array([ 2., 10., 18., 26.])
     """
 
-    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "__weakref__")
+    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "_node", "__weakref__")
     __array_priority__ = 100
 
     def __init__(
@@ -44,6 +44,7 @@ class ShardArray:
         self.dtype = np.dtype(dtype)
         self.shards = tuple(shards)
         self.pending: tuple[str, ...] = pending
+        self._node: Any = None  # set by the autograd tape while value_and_grad records
 
     # ------------------------------------------------------------- metadata
     @property
@@ -146,9 +147,7 @@ class ShardArray:
         Without ``layout`` the array keeps its own layout and the pending axes
         are allreduced; with one it is the same as ``relayout(layout)``.
         """
-        if layout is not None:
-            return _relayout.relayout(self, layout)
-        return _relayout.resolve(self, self._layout.axes)
+        return _relayout.resolve_to(self, layout)
 
     def rename(self, names: Mapping[str, str]) -> ShardArray:
         """New dim names ``{old: new}``; layout, values and shards unchanged."""
@@ -196,6 +195,8 @@ class ShardArray:
     def __ge__(self, other: Any) -> ShardArray: return _ew.greater_equal(self, other)
     def __lt__(self, other: Any) -> ShardArray: return _ew.less(self, other)
     def __le__(self, other: Any) -> ShardArray: return _ew.less_equal(self, other)
+    def __eq__(self, other: Any) -> ShardArray: return _ew.equal(self, other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> ShardArray: return _ew.not_equal(self, other)  # type: ignore[override]
 
     __hash__ = object.__hash__
 

@@ -41,5 +41,22 @@ class Backend(ABC):
         expr = contraction(equation, tuple(tuple(a.shape) for a in arrays))
         return expr(*arrays, backend=self.name)
 
+    def take_rows(self, table: Any, ids: Any) -> Any:
+        """``out[s, o, :] = table[s, ids[s, o], :]`` for a (S, V, R) table and (S, O) ids."""
+        if table.shape[0] == 1:
+            return table[0][ids[0]][None]
+        return table[self.xp.arange(table.shape[0])[:, None], ids]
+
+    def scatter_rows(self, ids: Any, values: Any, n: int) -> Any:
+        """The transpose of ``take_rows``: a (S, n, R) array with ``values[s, o]`` added at row ``ids[s, o]``."""
+        xp = self.xp
+        s, _, r = values.shape
+        out = xp.zeros((s, n, r), dtype=values.dtype)
+        if s == 1:
+            xp.add.at(out[0], ids[0], values[0])
+        else:
+            xp.add.at(out, (xp.arange(s)[:, None], ids), values)
+        return out
+
     def __repr__(self) -> str:
         return f"<backend {self.name}>"

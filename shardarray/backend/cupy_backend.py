@@ -28,7 +28,8 @@ class CupyBackend(Backend):
         self.xp = import_cupy()
 
     def from_numpy(self, array: np.ndarray) -> Any:
-        return self.xp.asarray(np.ascontiguousarray(array))
+        array = np.asarray(array)
+        return self.xp.asarray(np.array(array) if array.ndim == 0 else np.ascontiguousarray(array))
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return self.xp.asnumpy(array)

@@ -148,7 +148,13 @@ class MetaNamespace:
 
     @staticmethod
     def expand_dims(a: MetaArray, axis: Any) -> MetaArray:
-        return MetaArray(np.expand_dims(np.empty(a.shape, np.bool_), axis).shape, a.dtype)
+        axes = _axes(axis, a.ndim + (1 if isinstance(axis, int) else len(axis)))
+        it = iter(a.shape)
+        return MetaArray(tuple(1 if i in axes else next(it) for i in range(a.ndim + len(axes))), a.dtype)
+
+    @staticmethod
+    def broadcast_to(a: MetaArray, shape: Any) -> MetaArray:
+        return MetaArray(tuple(shape), a.dtype)
 
     @staticmethod
     def concatenate(arrays: Any, axis: int = 0) -> MetaArray:
@@ -202,6 +208,12 @@ class MetaBackend(Backend):
             "arrays on the 'meta' backend hold shapes only; numpy() needs data: "
             "build the mesh with backend='numpy' (or 'cupy') to compute values"
         )
+
+    def take_rows(self, table: Any, ids: Any) -> MetaArray:
+        return MetaArray((table.shape[0], ids.shape[1], table.shape[2]), table.dtype)
+
+    def scatter_rows(self, ids: Any, values: Any, n: int) -> MetaArray:
+        return MetaArray((values.shape[0], n, values.shape[2]), values.dtype)
 
     def einsum(self, equation: str, *arrays: Any) -> MetaArray:
         shape = _einsum_shape(equation, tuple(a.shape for a in arrays))

@@ -14,7 +14,9 @@ class NumpyBackend(Backend):
     xp = np
 
     def from_numpy(self, array: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(array)
+        array = np.asarray(array)
+        # ascontiguousarray would turn a 0-d array into shape (1,)
+        return np.array(array) if array.ndim == 0 else np.ascontiguousarray(array)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return np.asarray(array)

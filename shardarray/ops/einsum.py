@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from ..errors import DimensionError
 from ..layout import check_dims
 from ..mesh import AxesSpec
@@ -49,6 +50,7 @@ def implicit_output(operands: Sequence[ShardArray]) -> tuple[str, ...]:
     return tuple(d for d, c in count.items() if c == 1)
 
 
+@differentiable("einsum")
 def einsum(
     *args: Any,
     out: Sequence[str] | None = None,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from ..errors import DTypeError
 from .common import check_rules, common_mesh, map_blocks, merged_axes, new_array, union_dims
 from .relayout import to_axes
@@ -112,31 +113,37 @@ def _broadcaster(xp: Any, have: tuple[str, ...], want: tuple[str, ...]) -> Calla
 
 
 # ------------------------------------------------------------------ binary
+@differentiable("add")
 def add(x: Any, y: Any) -> ShardArray:
     """``x + y``, broadcasting by dim name."""
     return apply("add", lambda xp, a, b: a + b, (x, y), "add")
 
 
+@differentiable("subtract")
 def subtract(x: Any, y: Any) -> ShardArray:
     """``x - y``, broadcasting by dim name."""
     return apply("subtract", lambda xp, a, b: a - b, (x, y), "add")
 
 
+@differentiable("multiply")
 def multiply(x: Any, y: Any) -> ShardArray:
     """``x * y``, broadcasting by dim name."""
     return apply("multiply", lambda xp, a, b: a * b, (x, y), "mul")
 
 
+@differentiable("divide")
 def divide(x: Any, y: Any) -> ShardArray:
     """``x / y``, broadcasting by dim name."""
     return apply("divide", lambda xp, a, b: a / b, (x, y), "div")
 
 
+@differentiable("power")
 def power(x: Any, y: Any) -> ShardArray:
     """``x ** y``, broadcasting by dim name."""
     return apply("power", lambda xp, a, b: a**b, (x, y))
 
 
+@differentiable("negative")
 def negative(x: ShardArray) -> ShardArray:
     """``-x``."""
     return apply("negative", lambda xp, a: -a, (x,), "neg")
@@ -158,6 +165,17 @@ def less_equal(x: Any, y: Any) -> ShardArray:
     return apply("less_equal", lambda xp, a, b: a <= b, (x, y))
 
 
+def equal(x: Any, y: Any) -> ShardArray:
+    """``x == y`` elementwise (a bool array), broadcasting by dim name."""
+    return apply("equal", lambda xp, a, b: a == b, (x, y))
+
+
+def not_equal(x: Any, y: Any) -> ShardArray:
+    """``x != y`` elementwise (a bool array), broadcasting by dim name."""
+    return apply("not_equal", lambda xp, a, b: a != b, (x, y))
+
+
+@differentiable("maximum")
 def maximum(x: Any, y: Any) -> ShardArray:
     """Elementwise maximum, broadcasting by dim name.
 
@@ -171,11 +189,13 @@ def maximum(x: Any, y: Any) -> ShardArray:
     return apply("maximum", lambda xp, a, b: xp.maximum(a, b), (x, y))
 
 
+@differentiable("minimum")
 def minimum(x: Any, y: Any) -> ShardArray:
     """Elementwise minimum, broadcasting by dim name (see ``maximum``)."""
     return apply("minimum", lambda xp, a, b: xp.minimum(a, b), (x, y))
 
 
+@differentiable("where")
 def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
     """``x`` where ``cond`` is true, else ``y``; all three broadcast by name.
 
@@ -194,26 +214,31 @@ def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
 
 
 # ------------------------------------------------------------------ unary
+@differentiable("exp", resolve_inputs=True)
 def exp(x: ShardArray) -> ShardArray:
     """Elementwise ``e**x`` (see ``maximum`` for a 2×2-mesh example)."""
     return apply("exp", lambda xp, a: xp.exp(a), (x,))
 
 
+@differentiable("log", resolve_inputs=True)
 def log(x: ShardArray) -> ShardArray:
     """Elementwise natural logarithm."""
     return apply("log", lambda xp, a: xp.log(a), (x,))
 
 
+@differentiable("tanh", resolve_inputs=True)
 def tanh(x: ShardArray) -> ShardArray:
     """Elementwise hyperbolic tangent."""
     return apply("tanh", lambda xp, a: xp.tanh(a), (x,))
 
 
+@differentiable("sqrt", resolve_inputs=True)
 def sqrt(x: ShardArray) -> ShardArray:
     """Elementwise square root."""
     return apply("sqrt", lambda xp, a: xp.sqrt(a), (x,))
 
 
+@differentiable("relu", resolve_inputs=True)
 def relu(x: ShardArray) -> ShardArray:
     """``max(x, 0)`` elementwise."""
     return apply("relu", lambda xp, a: xp.maximum(a, 0), (x,))
@@ -226,6 +251,7 @@ def _gelu(xp: Any, a: Any) -> Any:
     return 0.5 * a * (1.0 + xp.tanh(_GELU_C * (a + 0.044715 * (a * a * a))))
 
 
+@differentiable("gelu", resolve_inputs=True)
 def gelu(x: ShardArray) -> ShardArray:
     """GELU, tanh form: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
 

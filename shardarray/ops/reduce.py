@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from .common import dims_arg, map_blocks, mesh_order, new_array
 from .relayout import resolve
 
@@ -20,6 +21,7 @@ def _split(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[int, ...], tuple
     return index, keep, axes
 
 
+@differentiable("sum")
 def sum(x: ShardArray, dims: Any = None) -> ShardArray:
     """Sum over ``dims`` (one name, several, or all when None).
 
@@ -84,6 +86,7 @@ def _extreme(x: ShardArray, dims: Any, op: str) -> ShardArray:
     return new_array(x.mesh, keep, x.sizes, axes, shards, dtype=x.dtype)
 
 
+@differentiable("max", resolve_inputs=True)
 def max(x: ShardArray, dims: Any = None) -> ShardArray:
     """Maximum over ``dims``: local max, then a max-allreduce over split dims' axes.
 
@@ -96,6 +99,7 @@ def max(x: ShardArray, dims: Any = None) -> ShardArray:
     return _extreme(x, dims, "max")
 
 
+@differentiable("min", resolve_inputs=True)
 def min(x: ShardArray, dims: Any = None) -> ShardArray:
     """Minimum over ``dims`` (see ``max``)."""
     return _extreme(x, dims, "min")

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec
 
@@ -117,10 +118,26 @@ def move(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
     return ShardArray(x.mesh, moved, x.dtype, shards, x.pending)
 
 
+@differentiable("relayout")
 def relayout(x: ShardArray, layout: Mapping[str, AxesSpec] | Layout | None) -> ShardArray:
-    """``x`` with the given layout, its pending sum resolved (see ``ShardArray.relayout``)."""
+    """``x`` with the given layout, its pending sum resolved (see ``ShardArray.relayout``).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.zeros(mesh, {"batch": 8, "io": 4}, layout={"batch": "row"})
+        >>> sa.relayout(x, {"batch": ("row", "col")}).layout    # a local slice
+        {'batch': ('row', 'col')}
+    """
     target = make_layout(x.mesh, x.dims, x.shape, layout, what=f"relayout of array {x.dims}").axes
     return move(resolve(x, target), target)
+
+
+@differentiable("relayout")
+def resolve_to(x: ShardArray, layout: Mapping[str, AxesSpec] | None = None) -> ShardArray:
+    """``x.resolve(layout)``: resolve the pending sum, keeping the layout (None) or into ``layout``."""
+    if layout is not None:
+        return relayout.__wrapped__(x, layout)
+    return resolve(x, x.spec.axes)
 
 
 def to_axes(x: ShardArray, target: Sequence[tuple[str, ...]], keep_pending: bool) -> ShardArray:
@@ -130,4 +147,4 @@ def to_axes(x: ShardArray, target: Sequence[tuple[str, ...]], keep_pending: bool
     return move(x, target)
 
 
-__all__ = ["relayout", "resolve", "move", "to_axes"]
+__all__ = ["relayout", "resolve_to", "resolve", "move", "to_axes"]

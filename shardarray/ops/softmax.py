@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from . import elementwise as ew
 from . import reduce as red
 
@@ -19,6 +20,7 @@ def _shift(x: ShardArray, dims: Any) -> ShardArray:
     return ew.where(m > -float("inf"), m, 0.0) if x.dtype.kind == "f" else m
 
 
+@differentiable("logsumexp", resolve_inputs=True)
 def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
     """``log(sum(exp(x)))`` over ``dims``, stable for large values.
 
@@ -32,6 +34,7 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
     return ew.log(red.sum(ew.exp(x - m), dims)) + m
 
 
+@differentiable("softmax", resolve_inputs=True)
 def softmax(x: ShardArray, dims: Any) -> ShardArray:
     """``exp(x) / sum(exp(x))`` over ``dims``: max-allreduce, then sum-allreduce.
 

@@ -1,4 +1,4 @@
-"""Ops that change names, order or dtype but not values: rename, transpose, astype."""
+"""Ops that change names, order, dtype or repetition but not values: rename, transpose, astype, broadcast_to."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from ..dtypes import as_dtype
 from ..errors import DimensionError
-from ..layout import Layout, check_dims
+from ..layout import Layout, block_bounds, check_dims, check_sizes, make_layout
+from ..mesh import AxesSpec
 from .common import map_blocks
-from .relayout import resolve
+from .relayout import resolve, to_axes
 
 
+@differentiable("rename")
 def rename(x: ShardArray, names: Mapping[str, str]) -> ShardArray:
     """``x`` with dims renamed ``{old: new}`` (no data moves; a pending sum stays)."""
     if not isinstance(names, Mapping):
@@ -24,6 +27,7 @@ def rename(x: ShardArray, names: Mapping[str, str]) -> ShardArray:
     return ShardArray(x.mesh, Layout(dims, x.shape, x.spec.axes), x.dtype, x.shards, x.pending)
 
 
+@differentiable("transpose")
 def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
     """``x`` with its dims in the order ``dims`` (reversed when empty)."""
     if len(dims) == 1 and not isinstance(dims[0], str):
@@ -44,6 +48,7 @@ def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
     return ShardArray(x.mesh, layout, x.dtype, shards, x.pending)
 
 
+@differentiable("astype")
 def astype(x: ShardArray, dtype: Any) -> ShardArray:
     """``x`` cast to ``dtype`` on every shard (a pending sum is resolved first)."""
     dt = as_dtype(dtype)
@@ -52,3 +57,77 @@ def astype(x: ShardArray, dtype: Any) -> ShardArray:
     x = resolve(x, x.spec.axes)
     shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: s.astype(dt), x.shards)
     return ShardArray(x.mesh, x.spec, dt, shards)
+
+
+@differentiable("broadcast_to")
+def broadcast_to(
+    x: ShardArray, sizes: Mapping[str, int], layout: Mapping[str, AxesSpec] | Layout | None = None
+) -> ShardArray:
+    """``x`` repeated along new dims: the result has the dims of ``sizes``, in that order.
+
+    Every dim of ``x`` must be in ``sizes`` with the same size. No data moves
+    for dims that keep their axes: each device builds its block from its own
+    shard (a view where the backend allows). A pending sum stays pending.
+
+    Args:
+        x: the array.
+        sizes: ``{dim: size}`` of the result (a superset of ``x``'s dims).
+        layout: the result's layout; by default ``x``'s dims keep their axes
+            and the new dims are not split.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> b = sa.asarray(np.array([1.0, 2.0]), dims=("hidden",), mesh=mesh, layout={"hidden": "col"})
+        >>> y = sa.broadcast_to(b, {"batch": 4, "hidden": 2}, layout={"batch": "row", "hidden": "col"})
+        >>> y.layout, y.numpy()[:, 1]
+        ({'batch': ('row',), 'hidden': ('col',)}, array([2., 2., 2., 2.]))
+    """
+    if not isinstance(sizes, Mapping):
+        raise DimensionError(f"broadcast_to takes sizes as a dict {{dim: size}}; got {sizes!r}")
+    dims = check_dims(tuple(sizes), what="broadcast_to")
+    shape = check_sizes(dims, tuple(sizes.values()), what="broadcast_to")
+    for d, n in zip(x.dims, x.shape):
+        if d not in sizes or sizes[d] != n:
+            raise DimensionError(
+                f"broadcast_to {dict(sizes)}: the array's dim {d!r} (size {n}) must appear with the same size; "
+                f"the array has dims {x.sizes}"
+            )
+    if isinstance(layout, Layout):
+        spec = layout
+    elif layout is None:
+        spec = Layout(dims, shape, tuple(x.spec.of(d) if d in x.dims else () for d in dims))
+        spec = make_layout(x.mesh, dims, shape, spec.as_dict(), what=f"broadcast_to {dict(sizes)}")
+    else:
+        spec = make_layout(x.mesh, dims, shape, layout, what=f"broadcast_to {dict(sizes)}")
+    return expand(x, spec)
+
+
+def expand(x: ShardArray, spec: Layout) -> ShardArray:
+    """``x`` broadcast to the dims, sizes and axes of ``spec`` (internal; see ``broadcast_to``)."""
+    keep = not set(x.pending).intersection(spec.used_axes)
+    x = to_axes(x, tuple(spec.of(d) for d in x.dims), keep)
+    if x.dims == spec.dims:
+        return x
+    xp = x.mesh.backend.xp
+    perm = tuple(x.dims.index(d) for d in spec.dims if d in x.dims)
+    new = tuple(i for i, d in enumerate(spec.dims) if d not in x.dims)
+    bounds = block_bounds(x.mesh, spec)
+    out: list[Any] = [None] * x.mesh.size
+    for rep, devices in x.mesh.replica_classes(spec.used_axes.union(x.pending)):
+        shape = tuple(e - s for s, e in bounds[rep])
+        block = xp.broadcast_to(xp.expand_dims(xp.transpose(x.shards[rep], perm), new), shape)
+        for d in devices:
+            out[d] = block
+    return ShardArray(x.mesh, spec, x.dtype, out, x.pending)
+
+
+def stop_gradient(x: ShardArray) -> ShardArray:
+    """The same values, treated as a constant by ``value_and_grad`` (no gradient flows through).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = sa.asarray(np.array([1.0, 2.0]), dims=("io",), mesh=mesh, layout={"io": "col"})
+        >>> sa.grad(lambda w: (w * sa.stop_gradient(w)).sum())(w).numpy()
+        array([1., 2.])
+    """
+    return ShardArray(x.mesh, x.spec, x.dtype, x.shards, x.pending)

@@ -1,0 +1,138 @@
+"""``value_and_grad`` and ``grad``: reverse-mode differentiation of a scalar loss."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..array import ShardArray
+from ..errors import DimensionError, DTypeError, ShardArrayError
+from ..tree import tree_flatten, tree_unflatten
+from .tape import STATE, Tape, backward
+
+
+def _check_leaf(x: ShardArray, i: int) -> None:
+    if x.dtype.kind != "f":
+        raise DTypeError(
+            f"value_and_grad: parameter {i} {x.sizes} has dtype {x.dtype}; only floating-point arrays can be differentiated "
+            f"(pass integer inputs such as token ids as later arguments)"
+        )
+
+
+def _zeros_like(x: ShardArray) -> ShardArray:
+    from ..ops.creation import zeros
+
+    return zeros(x.mesh, x.sizes, dtype=x.dtype, layout=x.layout)
+
+
+def _finish(g: ShardArray | None, x: ShardArray) -> ShardArray:
+    """The gradient of leaf ``x`` in exactly ``x``'s dims, layout and dtype, no pending sum."""
+    from ..ops.relayout import relayout
+    from ..ops.structure import astype, transpose
+
+    if g is None:
+        return _zeros_like(x)
+    g = relayout(transpose(g, x.dims), x.layout)
+    return astype(g, x.dtype)
+
+
+def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
+    """Make a function returning ``(fn(params, *args), grad of fn with respect to params)``.
+
+    ``fn`` must return a 0-d floating-point ShardArray (a scalar loss), or
+    ``(loss, aux)`` with ``has_aux=True``. ``params`` is a ShardArray or a dict,
+    list or tuple tree of them; the gradients come back in the same tree, each
+    in exactly its parameter's dims, layout and dtype, with no pending sum.
+    Collectives of the backward pass follow from the layouts (the VJP of an
+    einsum is an einsum; of a relayout, the inverse relayout).
+
+    Args:
+        fn: ``fn(params, *args) -> loss`` (or ``(loss, aux)``).
+        has_aux: ``fn`` returns ``(loss, aux)``; the result is then ``((loss, aux), grads)``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = sa.asarray(np.array([1.0, 2.0, 3.0, 4.0]), dims=("io",), mesh=mesh, layout={"io": "col"})
+        >>> loss, g = sa.value_and_grad(lambda w: (w * w).sum())(w)
+        >>> float(loss), g.numpy(), g.layout
+        (30.0, array([2., 4., 6., 8.]), {'io': ('col',)})
+    """
+
+    @functools.wraps(fn)
+    def run(params: Any, *args: Any, **kwargs: Any) -> Any:
+        if STATE.tape is not None:
+            raise ShardArrayError(
+                "value_and_grad cannot be nested (higher-order gradients are not supported); "
+                "call it outside any other value_and_grad"
+            )
+        leaves, treedef = tree_flatten(params)
+        for i, x in enumerate(leaves):
+            _check_leaf(x, i)
+        tape = Tape()
+        STATE.tape = tape
+        try:
+            traced = [tape.leaf(x) for x in leaves]
+            result = fn(tree_unflatten(treedef, traced), *args, **kwargs)
+        finally:
+            STATE.tape = None
+        try:
+            loss, aux = _split_result(result, has_aux)
+            found = backward(tape, loss, _seed(loss)) if tape.traced(loss) else {}
+            grads = tree_unflatten(treedef, [_finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+        finally:
+            tape.release()
+        loss = loss.resolve()
+        return ((loss, aux), grads) if has_aux else (loss, grads)
+
+    return run
+
+
+def grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
+    """Like ``value_and_grad`` but returns only the gradients (and ``aux`` with ``has_aux``).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = sa.asarray(np.array([1.0, -1.0]), dims=("io",), mesh=mesh, layout={"io": "row"})
+        >>> sa.grad(lambda w: (w ** 3).sum())(w).numpy()
+        array([3., 3.])
+    """
+    vg = value_and_grad(fn, has_aux)
+
+    @functools.wraps(fn)
+    def run(params: Any, *args: Any, **kwargs: Any) -> Any:
+        (value, grads) = vg(params, *args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return run
+
+
+def _split_result(result: Any, has_aux: bool) -> tuple[ShardArray, Any]:
+    if has_aux:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise DTypeError(f"value_and_grad(has_aux=True): fn must return (loss, aux); got {type(result).__name__}")
+        loss, aux = result
+    else:
+        loss, aux = result, None
+    if not isinstance(loss, ShardArray):
+        raise DTypeError(
+            f"value_and_grad: fn must return a 0-d ShardArray (the loss); got {type(loss).__name__}"
+            + ("" if has_aux else " (use has_aux=True to return (loss, aux))")
+        )
+    if loss.dims:
+        raise DimensionError(
+            f"value_and_grad: the loss must be a scalar (0-d) ShardArray; got dims {loss.sizes}. "
+            f"Reduce it first, e.g. loss.mean() or loss.sum()"
+        )
+    if loss.dtype.kind != "f":
+        raise DTypeError(f"value_and_grad: the loss has dtype {loss.dtype}; it must be floating point")
+    return loss, aux
+
+
+def _seed(loss: ShardArray) -> ShardArray:
+    from ..ops.creation import ones
+
+    return ones(loss.mesh, {}, dtype=loss.dtype, layout={})
+
+
+__all__ = ["value_and_grad", "grad"]

@@ -1,0 +1,173 @@
+"""The tape: records differentiable ops while ``value_and_grad`` runs, then plays them back.
+
+Ops are marked with ``@differentiable("name")``; the VJP of each op is
+registered under the same name (``register_vjp``) in the ``vjp_*`` modules of
+this package. Outside ``value_and_grad`` nothing is recorded and the marker
+costs one attribute lookup.
+
+While a primitive runs, the tape is paused, so the ops it is built from
+(``softmax`` from ``max``, ``exp`` and ``sum``, say) are not recorded: each
+primitive has exactly one VJP. VJPs run with the tape paused too (no
+higher-order gradients; nesting ``value_and_grad`` raises).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ShardArrayError
+
+VJP = Callable[["Context", ShardArray], Sequence[Any]]
+VJPS: dict[str, VJP] = {}
+
+
+class Context:
+    """What a VJP sees: the op's (possibly pre-resolved) ``args``, ``kwargs``, ``out`` and ``needs``.
+
+    ``needs[i]`` is True when positional argument ``i`` is a traced array whose
+    gradient is wanted; a VJP may skip the others (return None for them).
+    """
+
+    __slots__ = ("args", "kwargs", "out", "needs")
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: ShardArray, needs: tuple[bool, ...]):
+        self.args, self.kwargs, self.out, self.needs = args, kwargs, out, needs
+
+
+class Node:
+    """One recorded op (or a leaf: ``name`` is None) on a tape."""
+
+    __slots__ = ("tape", "name", "ctx", "parents")
+
+    def __init__(self, tape: Tape, name: str | None, ctx: Context | None, parents: tuple[tuple[int, ShardArray], ...]):
+        self.tape, self.name, self.ctx, self.parents = tape, name, ctx, parents
+
+
+class Tape:
+    """The ops of one ``value_and_grad`` call, in execution (hence topological) order."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.paused = 0
+
+    def traced(self, x: Any) -> bool:
+        return isinstance(x, ShardArray) and x._node is not None and x._node.tape is self
+
+    def leaf(self, x: ShardArray) -> ShardArray:
+        """A new array sharing ``x``'s shards, marked as a leaf of this tape."""
+        y = ShardArray(x.mesh, x.spec, x.dtype, x.shards, x.pending)
+        y._node = Node(self, None, None, ())
+        self.nodes.append(y._node)
+        return y
+
+    def release(self) -> None:
+        """Drop every saved context (breaks the out -> node -> ctx -> out cycles)."""
+        for node in self.nodes:
+            node.ctx = None
+            node.parents = ()
+        self.nodes.clear()
+
+
+class _State:
+    tape: Tape | None = None
+
+
+STATE = _State()
+
+
+class paused:
+    """Context manager: ops run inside it are not recorded."""
+
+    def __enter__(self) -> None:
+        if STATE.tape is not None:
+            STATE.tape.paused += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        if STATE.tape is not None:
+            STATE.tape.paused -= 1
+
+
+def register_vjp(name: str) -> Callable[[VJP], VJP]:
+    """Register the VJP of the op marked ``@differentiable(name)``."""
+
+    def deco(fn: VJP) -> VJP:
+        VJPS[name] = fn
+        return fn
+
+    return deco
+
+
+def _is_float(x: ShardArray) -> bool:
+    return np.dtype(x.dtype).kind in "fc"
+
+
+def differentiable(name: str, resolve_inputs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark an op as a primitive of the autograd: one recorded node, one VJP.
+
+    Args:
+        name: the key its VJP is registered under.
+        resolve_inputs: resolve pending array arguments before the op runs, so
+            that the op and its VJP share one resolution (for ops that would
+            resolve them anyway, e.g. the nonlinear unary ones).
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            tape = STATE.tape
+            if tape is None or tape.paused:
+                return fn(*args, **kwargs)
+            needs = tuple(tape.traced(a) and _is_float(a) for a in args)
+            if not any(needs):
+                return fn(*args, **kwargs)
+            parents = tuple((i, a) for i, a in enumerate(args) if needs[i])
+            tape.paused += 1
+            try:
+                if resolve_inputs:
+                    args = tuple(a.resolve() if isinstance(a, ShardArray) and a.pending else a for a in args)
+                out = fn(*args, **kwargs)
+            finally:
+                tape.paused -= 1
+            if not isinstance(out, ShardArray) or not _is_float(out) or any(out is a for a in args):
+                return out
+            if out._node is not None:  # an argument returned unchanged by a nested path: wrap it
+                out = ShardArray(out.mesh, out.spec, out.dtype, out.shards, out.pending)
+            out._node = Node(tape, name, Context(args, kwargs, out, needs), parents)
+            tape.nodes.append(out._node)
+            return out
+
+        wrapper.differentiable_name = name  # type: ignore[attr-defined]
+        return wrapper
+
+    return deco
+
+
+def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardArray]:
+    """Play the tape back from ``out`` with cotangent ``seed``; returns ``{id(leaf node): grad}``."""
+    from ..ops.elementwise import add
+
+    cot: dict[int, ShardArray] = {id(out._node): seed}
+    leaves: dict[int, ShardArray] = {}
+    for node in reversed(tape.nodes):
+        g = cot.pop(id(node), None)
+        if g is None:
+            continue
+        if node.name is None:
+            leaves[id(node)] = g
+            continue
+        vjp = VJPS.get(node.name)
+        if vjp is None:  # pragma: no cover - a missing registration is a bug of the package
+            raise ShardArrayError(f"no VJP is registered for the op {node.name!r}")
+        grads = vjp(node.ctx, g)
+        for i, parent in node.parents:
+            gi = grads[i]
+            if gi is None:
+                continue
+            key = id(parent._node)
+            cot[key] = gi if key not in cot else add(cot[key], gi)
+    return leaves

@@ -1,0 +1,134 @@
+"""VJPs of the elementwise ops. Each is linear in the cotangent ``g``, so ``g`` may stay pending."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..array import ShardArray
+from ..ops.elementwise import apply
+from .common import match
+from .tape import Context, register_vjp
+
+
+def _lin(name: str, fn: Any, g: ShardArray, *others: Any, bilinear: bool = False) -> ShardArray:
+    """``fn(xp, g, *others)`` per block; linear in ``g``, so a pending ``g`` stays pending.
+
+    The other operands are resolved first unless ``fn`` is linear in each of
+    them too (``bilinear``), so that only a linear argument is ever pending.
+    """
+    if not bilinear:
+        others = tuple(o.resolve() if isinstance(o, ShardArray) and o.pending else o for o in others)
+    return apply(name, fn, (g, *others), "mul")
+
+
+@register_vjp("add")
+def _add(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(g, a) if need else None for a, need in zip(ctx.args, ctx.needs)]
+
+
+@register_vjp("subtract")
+def _subtract(ctx: Context, g: ShardArray) -> list[Any]:
+    x, y = ctx.args
+    return [match(g, x) if ctx.needs[0] else None, match(-g, y) if ctx.needs[1] else None]
+
+
+@register_vjp("negative")
+def _negative(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(-g, ctx.args[0])]
+
+
+@register_vjp("multiply")
+def _multiply(ctx: Context, g: ShardArray) -> list[Any]:
+    x, y = ctx.args
+    gx = match(_lin("d_mul", lambda xp, g, b: g * b, g, y, bilinear=True), x) if ctx.needs[0] else None
+    gy = match(_lin("d_mul", lambda xp, g, a: g * a, g, x, bilinear=True), y) if ctx.needs[1] else None
+    return [gx, gy]
+
+
+@register_vjp("divide")
+def _divide(ctx: Context, g: ShardArray) -> list[Any]:
+    x, y = ctx.args
+    gx = match(_lin("d_div", lambda xp, g, b: g / b, g, y), x) if ctx.needs[0] else None
+    gy = match(_lin("d_div", lambda xp, g, o, b: -g * o / b, g, ctx.out, y), y) if ctx.needs[1] else None
+    return [gx, gy]
+
+
+@register_vjp("power")
+def _power(ctx: Context, g: ShardArray) -> list[Any]:
+    x, y = ctx.args
+    gx = gy = None
+    if ctx.needs[0]:
+        gx = match(_lin("d_pow", lambda xp, g, a, b: g * b * a ** (b - 1), g, x, y), x)
+    if ctx.needs[1]:
+        gy = match(_lin("d_pow", lambda xp, g, o, a: g * o * xp.log(a), g, ctx.out, x), y)
+    return [gx, gy]
+
+
+def _chooser(ctx: Context, g: ShardArray, sign: float) -> list[Any]:
+    # ties share the gradient equally (as JAX does)
+    x, y = ctx.args
+
+    def d(xp: Any, g: Any, a: Any, b: Any) -> Any:
+        d = sign * (a - b)
+        return g * ((d > 0) + 0.5 * (d == 0)).astype(g.dtype)
+
+    gx = match(_lin("d_choose", d, g, x, y), x) if ctx.needs[0] else None
+    gy = match(_lin("d_choose", d, g, y, x), y) if ctx.needs[1] else None
+    return [gx, gy]
+
+
+@register_vjp("maximum")
+def _maximum(ctx: Context, g: ShardArray) -> list[Any]:
+    return _chooser(ctx, g, 1.0)
+
+
+@register_vjp("minimum")
+def _minimum(ctx: Context, g: ShardArray) -> list[Any]:
+    return _chooser(ctx, g, -1.0)
+
+
+@register_vjp("where")
+def _where(ctx: Context, g: ShardArray) -> list[Any]:
+    c, x, y = ctx.args
+    gx = match(_lin("d_where", lambda xp, g, c: xp.where(c, g, 0), g, c), x) if ctx.needs[1] else None
+    gy = match(_lin("d_where", lambda xp, g, c: xp.where(c, 0, g), g, c), y) if ctx.needs[2] else None
+    return [None, gx, gy]
+
+
+@register_vjp("exp")
+def _exp(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_exp", lambda xp, g, o: g * o, g, ctx.out), ctx.args[0])]
+
+
+@register_vjp("log")
+def _log(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_log", lambda xp, g, a: g / a, g, ctx.args[0]), ctx.args[0])]
+
+
+@register_vjp("tanh")
+def _tanh(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_tanh", lambda xp, g, o: g * (1 - o * o), g, ctx.out), ctx.args[0])]
+
+
+@register_vjp("sqrt")
+def _sqrt(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_sqrt", lambda xp, g, o: g * 0.5 / o, g, ctx.out), ctx.args[0])]
+
+
+@register_vjp("relu")
+def _relu(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_relu", lambda xp, g, a: g * (a > 0), g, ctx.args[0]), ctx.args[0])]
+
+
+_C = math.sqrt(2.0 / math.pi)
+
+
+def _d_gelu(xp: Any, g: Any, a: Any) -> Any:
+    t = xp.tanh(_C * (a + 0.044715 * a * a * a))
+    return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * _C * (1 + 3 * 0.044715 * a * a))
+
+
+@register_vjp("gelu")
+def _gelu(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_gelu", _d_gelu, g, ctx.args[0]), ctx.args[0])]

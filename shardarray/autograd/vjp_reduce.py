@@ -1,0 +1,48 @@
+"""VJPs of the reductions: sum, max, min, logsumexp, softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..array import ShardArray
+from ..ops import reduce as red
+from ..ops.elementwise import apply
+from ..ops.structure import expand
+from .common import match
+from .tape import Context, register_vjp
+
+
+@register_vjp("sum")
+def _sum(ctx: Context, g: ShardArray) -> list[Any]:
+    # the gradient of a sum is the cotangent repeated along the summed dims
+    return [expand(g, ctx.args[0].spec)]
+
+
+def _extreme(ctx: Context, g: ShardArray) -> list[Any]:
+    # the gradient goes to the positions that reached the extreme, shared equally among ties
+    x, out = ctx.args[0], ctx.out
+    dims = tuple(d for d in x.dims if d not in out.dims)
+    hit = apply("d_hit", lambda xp, a, m: (a == m).astype(a.dtype), (x, out))
+    count = red.sum.__wrapped__(hit, dims)
+    grad = apply("d_extreme", lambda xp, h, g, c: h * (g / c), (hit, g.resolve(), count.resolve()))
+    return [match(grad, x)]
+
+
+register_vjp("max")(_extreme)
+register_vjp("min")(_extreme)
+
+
+@register_vjp("logsumexp")
+def _logsumexp(ctx: Context, g: ShardArray) -> list[Any]:
+    x, out = ctx.args[0], ctx.out
+    return [match(apply("d_lse", lambda xp, g, a, o: g * xp.exp(a - o), (g, x, out), "mul"), x)]
+
+
+@register_vjp("softmax")
+def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
+    # dx = y * (g - sum(g * y)): the sum is a sum-allreduce over the split dims, like the forward's
+    x, y = ctx.args[0], ctx.out
+    dims = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["dims"]
+    gy = apply("d_softmax", lambda xp, g, y: g * y, (g.resolve(), y))
+    s = red.sum.__wrapped__(gy, dims)
+    return [match(apply("d_softmax", lambda xp, gy, y, s: gy - y * s, (gy, y, s.resolve())), x), None]

@@ -1,0 +1,216 @@
+"""Gather by integer ids along a named dim (embedding lookups, picking target logits).
+
+``take(x, ids, dim)`` matches dims by name: dims that ``ids`` shares with
+``x`` are batch-like (elementwise), the other dims of ``ids`` are new. When
+``dim`` is split, each device looks up the ids that fall in its block and
+puts zeros elsewhere, leaving a sum pending over ``dim``'s axes (Megatron's
+vocab-parallel embedding): nothing is gathered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..autograd.tape import differentiable
+from ..errors import DimensionError, DTypeError
+from ..layout import block_bounds
+from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, union_dims
+from .relayout import to_axes
+
+
+class _Plan:
+    """Dims and layout of one take: shared (batch-like), own (new from ids) and rest (kept from x)."""
+
+    def __init__(self, x: ShardArray, ids: ShardArray, dim: str) -> None:
+        _check(x, ids, dim)
+        self.dim = dim
+        self.shared = tuple(d for d in ids.dims if d in x.dims)
+        self.own = tuple(d for d in ids.dims if d not in x.dims)
+        self.rest = tuple(d for d in x.dims if d != dim and d not in ids.dims)
+        self.out_dims = ids.dims + self.rest
+        _, self.sizes = union_dims([x, ids], f"take along {dim!r}")
+        self.axes = merged_axes([x, ids], (*x.dims, *self.own))
+        self.x_order = (*self.shared, dim, *self.rest)
+        self.ids_order = (*self.shared, *self.own)
+        local = (*self.shared, *self.own, *self.rest)
+        self.out_perm = tuple(local.index(d) for d in self.out_dims)
+        self.x_axes = tuple(self.axes[d] for d in x.dims)
+        self.ids_axes = tuple(self.axes[d] for d in ids.dims)
+        self.out_axes = {d: self.axes[d] for d in self.out_dims}
+
+    def lows(self, x: ShardArray) -> list[int]:
+        """Per device, the global index where its block of ``dim`` starts."""
+        spec = x.spec.with_axes(self.x_axes)
+        i = x.dims.index(self.dim)
+        return [b[i][0] for b in block_bounds(x.mesh, spec)]
+
+    def local_ids(self, xp: Any, ids_block: Any, ids_dims: tuple[str, ...], lo: int, n: int) -> tuple[Any, Any]:
+        """(S, O) ids relative to this device's block, clipped into it, and the mask of those inside."""
+        perm = tuple(ids_dims.index(d) for d in self.ids_order)
+        s = math.prod(self.sizes_of(ids_block, ids_dims, self.shared))
+        o = math.prod(self.sizes_of(ids_block, ids_dims, self.own))
+        rel = xp.transpose(ids_block, perm).reshape(s, o) - lo
+        inside = (rel >= 0) & (rel < n)
+        return xp.where(inside, rel, 0), inside
+
+    @staticmethod
+    def sizes_of(block: Any, dims: tuple[str, ...], which: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(block.shape[dims.index(d)] for d in which)
+
+
+def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
+    if not isinstance(x, ShardArray) or not isinstance(ids, ShardArray):
+        raise DTypeError(
+            f"take(x, ids, dim) needs two ShardArrays; got {type(x).__name__} and {type(ids).__name__}"
+        )
+    if dim not in x.dims:
+        raise DimensionError(f"take: dim {dim!r} is not a dim of x; x has dims {x.sizes}")
+    if dim in ids.dims:
+        raise DimensionError(
+            f"take along {dim!r}: ids {ids.sizes} must not have the dim {dim!r} itself; rename it "
+            f"(ids.rename({{{dim!r}: 'other'}}))"
+        )
+    if ids.dtype.kind not in "iu":
+        raise DTypeError(f"take: ids {ids.sizes} must be an integer array; got dtype {ids.dtype}")
+
+
+def _check_range(ids: ShardArray, n: int, dim: str) -> None:
+    if not ids.mesh.backend.has_data or ids.size == 0:
+        return
+    xp = ids.mesh.backend.xp
+    blocks = [ids.shards[rep] for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes) if ids.shards[rep].size]
+    lo = min(int(xp.min(b)) for b in blocks)
+    hi = max(int(xp.max(b)) for b in blocks)
+    if lo < 0 or hi >= n:
+        raise DimensionError(
+            f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}"
+        )
+
+
+@differentiable("take")
+def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
+    """Pick entries of ``x`` along ``dim`` at integer ``ids``, matching the other dims by name.
+
+    The result has the dims of ``ids`` followed by the remaining dims of
+    ``x``. Dims shared by ``x`` and ``ids`` are matched elementwise (like
+    ``np.take_along_axis``); the other dims of ``ids`` index (like
+    ``np.take``). If ``dim`` is split, the result is pending over its axes.
+
+    Args:
+        x: the array to pick from, e.g. an embedding table (vocab, d_model).
+        ids: integer ids in ``[0, x.sizes[dim])``, e.g. tokens (batch, seq).
+        dim: the dim of ``x`` the ids index.
+
+    Raises:
+        DimensionError: ``dim`` is not a dim of ``x``, or an id is out of range.
+        DTypeError: ``ids`` is not an integer array.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> table = sa.asarray(np.arange(8.0).reshape(4, 2), dims=("vocab", "d_model"), mesh=mesh,
+        ...                    layout={"vocab": "col"})
+        >>> tokens = sa.asarray(np.array([[3, 0], [1, 1]]), dims=("batch", "seq"), mesh=mesh, layout={"batch": "row"})
+        >>> e = sa.take(table, tokens, "vocab")
+        >>> e.dims, e.pending, e.numpy()[0]
+        (('batch', 'seq', 'd_model'), ('col',), array([[6., 7.],
+               [0., 1.]]))
+    """
+    plan = _Plan(x, ids, dim)
+    mesh = common_mesh([x, ids], "take")
+    _check_range(ids, x.sizes[dim], dim)
+    x = to_axes(x, plan.x_axes, False)
+    ids = to_axes(ids, plan.ids_axes, False)
+    xp, backend = mesh.backend.xp, mesh.backend
+    lows = plan.lows(x)
+    x_perm = tuple(x.dims.index(d) for d in plan.x_order)
+    split = bool(x.spec.of(dim))
+
+    def block(device: int, xb: Any, ib: Any) -> Any:
+        xb = xp.transpose(xb, x_perm)
+        shared = xb.shape[: len(plan.shared)]
+        n = xb.shape[len(plan.shared)]
+        rest = xb.shape[len(plan.shared) + 1:]
+        own = plan.sizes_of(ib, ids.dims, plan.own)
+        table = xb.reshape(math.prod(shared), n, math.prod(rest))
+        rel, inside = plan.local_ids(xp, ib, ids.dims, lows[device], n)
+        if n == 0:
+            got = xp.zeros((table.shape[0], rel.shape[1], table.shape[2]), dtype=x.dtype)
+        else:
+            got = backend.take_rows(table, rel)
+            if split:
+                got = got * inside[..., None].astype(x.dtype)
+        return xp.transpose(got.reshape(*shared, *own, *rest), plan.out_perm)
+
+    used = {a for axes in plan.axes.values() for a in axes}
+    shards = map_blocks(mesh, used, block, range(mesh.size), x.shards, ids.shards)
+    return new_array(mesh, plan.out_dims, plan.sizes, plan.out_axes, shards, x.spec.of(dim), dtype=x.dtype)
+
+
+def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> ShardArray:
+    """The VJP of ``take`` with respect to ``x``: add ``g`` into zeros shaped like ``x`` at ``ids``.
+
+    The result has ``x``'s dims in the computation layout of the forward
+    take, pending over the axes of ids' own dims (they are summed over).
+    """
+    plan = _Plan(x, ids, dim)
+    mesh = x.mesh
+    ids = to_axes(ids, plan.ids_axes, False)
+    target = tuple(plan.out_axes[d] for d in g.dims)
+    keep = not set(g.pending).intersection(a for axes in target for a in axes)
+    g = to_axes(g, target, keep)
+    xp, backend = mesh.backend.xp, mesh.backend
+    spec = x.spec.with_axes(plan.x_axes)
+    bounds = block_bounds(mesh, spec)
+    lows = plan.lows(x)
+    i_dim = x.dims.index(dim)
+    local = (*plan.shared, *plan.own, *plan.rest)
+    g_perm = tuple(g.dims.index(d) for d in local)
+    back = tuple(plan.x_order.index(d) for d in x.dims)
+
+    def block(device: int, gb: Any, ib: Any) -> Any:
+        n = bounds[device][i_dim][1] - bounds[device][i_dim][0]
+        gb = xp.transpose(gb, g_perm)
+        shared = gb.shape[: len(plan.shared)]
+        own = gb.shape[len(plan.shared): len(plan.shared) + len(plan.own)]
+        rest = gb.shape[len(plan.shared) + len(plan.own):]
+        s, r = math.prod(shared), math.prod(rest)
+        vals = gb.reshape(s, math.prod(own), r)
+        rel, inside = plan.local_ids(xp, ib, ids.dims, lows[device], n)
+        if n == 0 or vals.shape[1] == 0:
+            out = xp.zeros((s, n, r), dtype=g.dtype)
+        else:
+            out = backend.scatter_rows(rel, vals * inside[..., None].astype(g.dtype), n)
+        return xp.transpose(out.reshape(*shared, n, *rest), back)
+
+    own_axes = [a for d in plan.own for a in plan.axes[d]]
+    pending = set(g.pending).union(own_axes)
+    used = spec.used_axes.union(pending)
+    shards = map_blocks(mesh, used, block, range(mesh.size), g.shards, ids.shards)
+    axes = dict(zip(x.dims, plan.x_axes))
+    return new_array(mesh, x.dims, plan.sizes, axes, shards, mesh_order(mesh, pending), dtype=g.dtype)
+
+
+def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout: Any = None) -> ShardArray:
+    """A one-hot encoding of integer ``ids`` along a new dim ``dim`` of ``size``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> ids = sa.asarray(np.array([2, 0]), dims=("batch",), mesh=mesh, layout={"batch": "row"})
+        >>> sa.one_hot(ids, "vocab", 3, layout={"batch": "row", "vocab": "col"}).numpy()
+        array([[0., 0., 1.],
+               [1., 0., 0.]], dtype=float32)
+    """
+    from .creation import asarray
+    from .elementwise import equal
+    from .structure import astype
+
+    if dim in ids.dims:
+        raise DimensionError(f"one_hot: the new dim {dim!r} is already a dim of ids {ids.sizes}")
+    mesh = ids.mesh
+    rng = asarray(np.arange(size), dims=(dim,), mesh=mesh, layout={dim: layout[dim]} if layout and dim in layout else {})
+    out = astype(equal(ids, rng), dtype)
+    return out if layout is None else out.relayout(layout)

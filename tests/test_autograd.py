@@ -1,0 +1,200 @@
+"""Every VJP against float64 finite differences on random meshes, layouts and uneven sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import shardarray as sa
+from gradcheck import check_grad
+from helpers import layouts, meshes, rand, sizes_strategy
+
+SETTINGS = settings(max_examples=15, deadline=None)
+
+
+@st.composite
+def two_arrays(draw, x_dims=("a", "b"), y_dims=("b", "c"), min_size=1, max_size=5):
+    """Two float64 arrays with random (uneven) sizes and layouts on one random mesh."""
+    mesh = draw(meshes())
+    dims = tuple(dict.fromkeys(x_dims + y_dims))
+    shape = dict(zip(dims, draw(sizes_strategy(dims, min_size, max_size))))
+    seed = draw(st.integers(0, 1000))
+    x = sa.asarray(rand([shape[d] for d in x_dims], seed), dims=x_dims, mesh=mesh, layout=draw(layouts(mesh, x_dims)))
+    y = sa.asarray(rand([shape[d] for d in y_dims], seed + 1), dims=y_dims, mesh=mesh,
+                   layout=draw(layouts(mesh, y_dims)))
+    return mesh, x, y, seed
+
+
+def weighted(out, seed):
+    """A generic scalar of ``out``: sum(out * r) for a fixed random r (same dims)."""
+    r = sa.asarray(rand(out.shape, seed + 7), dims=out.dims, mesh=out.mesh)
+    return (out * r).sum()
+
+
+BINARY = {
+    "add": lambda x, y: x + y,
+    "subtract": lambda x, y: x - y,
+    "multiply": lambda x, y: x * y,
+    "divide": lambda x, y: x / (y * y + 1.0),
+    "power": lambda x, y: (x * x + 1.0) ** y,
+    "maximum": lambda x, y: sa.maximum(x, y),
+    "minimum": lambda x, y: sa.minimum(x, y),
+    "where": lambda x, y: sa.where(x > 0, x, y),
+    "scalars": lambda x, y: 2.0 - x * 3.0 / 4.0 + 1.5 ** y + (y ** 2) / 2.0 - (-x),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@given(case=two_arrays())
+@SETTINGS
+def test_binary_vjp_broadcasting_by_name(name, case):
+    mesh, x, y, seed = case
+    op = BINARY[name]
+    # the out has dims (a, b, c): x broadcasts over c and y over a; the gradient sums them back
+    check_grad(lambda p: weighted(op(p["x"], p["y"]), seed), {"x": x, "y": y})
+
+
+UNARY = {
+    "exp": lambda x: sa.exp(x),
+    "log": lambda x: sa.log(x * x + 0.5),
+    "tanh": sa.tanh,
+    "sqrt": lambda x: sa.sqrt(x * x + 0.5),
+    "relu": sa.relu,
+    "gelu": sa.gelu,
+    "negative": lambda x: -x,
+    "softmax": lambda x: sa.softmax(x, "b"),
+    "softmax2": lambda x: sa.softmax(x, ("a", "b")),
+    "logsumexp": lambda x: sa.logsumexp(x, "a"),
+    "sum": lambda x: x.sum("b") * x.sum("a"),
+    "mean": lambda x: x.mean() * x,
+    "max": lambda x: x.max("b") * 1.5,
+    "min": lambda x: x.min(("a", "b")),
+    "transpose": lambda x: x.transpose("b", "a") * x.rename({"a": "a2"}).sum("a2"),
+    "astype": lambda x: (x.astype("float32").astype("float64")) * 0 + x.astype("float64"),
+    "broadcast_to": lambda x: sa.broadcast_to(x, {"c": 3, "a": x.sizes["a"], "b": x.sizes["b"]}),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@given(case=two_arrays())
+@SETTINGS
+def test_unary_and_reduction_vjp(name, case):
+    mesh, x, y, seed = case
+    check_grad(lambda p: weighted(UNARY[name](p), seed), x)
+
+
+@given(case=two_arrays(), target=st.data())
+@SETTINGS
+def test_relayout_vjp_is_the_inverse_relayout(case, target):
+    mesh, x, y, seed = case
+    lay = target.draw(layouts(mesh, x.dims))
+    check_grad(lambda p: weighted(p.relayout(lay) * p.relayout(lay), seed), x)
+
+
+EINSUMS = [
+    "a b, b c -> a c",
+    "a b, b c -> c a",
+    "a b, b c -> a b c",
+    "a b, b c ->",
+    "a b, b c -> b",
+    "a b, b c -> a",    # c only in y and summed: its gradient is broadcast back
+]
+
+
+@pytest.mark.parametrize("eq", EINSUMS)
+@given(case=two_arrays())
+@SETTINGS
+def test_einsum_vjp_is_an_einsum(eq, case):
+    mesh, x, y, seed = case
+    check_grad(lambda p: weighted(sa.einsum(eq, p["x"], p["y"]), seed), {"x": x, "y": y})
+
+
+@given(case=two_arrays(x_dims=("a", "b"), y_dims=("b", "c")), data=st.data())
+@SETTINGS
+def test_pending_sums_flow_both_ways(case, data):
+    """Contracting split dims leaves pending sums; linear ops keep them; gradients are still exact."""
+    mesh, x, y, seed = case
+    lay = data.draw(layouts(mesh, ("a", "b")))
+
+    def fn(p):
+        h = sa.einsum("a b, b c -> a c", p["x"], p["y"])      # pending where b is split
+        h = 2.0 * h - h * 0.5                                 # stays pending
+        h = sa.einsum("a c, b c -> a b", h, p["y"])           # pending operand in an einsum
+        return weighted(sa.tanh(h.resolve()) + h.relayout(lay).sum("b"), seed)
+
+    check_grad(fn, {"x": x, "y": y})
+
+
+@given(case=two_arrays(x_dims=("vocab", "d"), y_dims=("batch", "seq"), max_size=6), data=st.data())
+@SETTINGS
+def test_take_vjp_scatters_into_the_table(case, data):
+    mesh, table, other, seed = case
+    n = table.sizes["vocab"]
+    ids_np = np.random.default_rng(seed).integers(0, n, other.shape)
+    ids = sa.asarray(ids_np, dims=other.dims, mesh=mesh, layout=data.draw(layouts(mesh, other.dims)))
+    got = sa.take(table, ids, "vocab")
+    assert got.dims == ("batch", "seq", "d")
+    np.testing.assert_allclose(got.numpy(), table.numpy()[ids_np], rtol=1e-12)
+    grads = check_grad(lambda t: weighted(sa.take(t, ids, "vocab"), seed), table)
+    r = rand(got.shape, seed + 7)
+    want = np.zeros(table.shape)
+    np.add.at(want, ids_np, r)
+    np.testing.assert_allclose(grads.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@given(case=two_arrays(x_dims=("b", "v"), y_dims=("b",), min_size=1, max_size=6), data=st.data())
+@SETTINGS
+def test_take_along_shared_dims_picks_target_logits(case, data):
+    """Shared dims match elementwise: cross-entropy's target logit without gathering the vocab."""
+    mesh, logits, other, seed = case
+    ids_np = np.random.default_rng(seed).integers(0, logits.sizes["v"], other.shape)
+    ids = sa.asarray(ids_np, dims=("b",), mesh=mesh, layout=data.draw(layouts(mesh, ("b",))))
+    got = sa.take(logits, ids, "v")
+    np.testing.assert_allclose(got.numpy(), logits.numpy()[np.arange(len(ids_np)), ids_np], rtol=1e-12)
+    check_grad(lambda x: (sa.logsumexp(x, "v") - sa.take(x, ids, "v")).mean(), logits)
+
+
+def test_unused_param_gets_zeros_and_tree_structure_is_kept():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    w = sa.random.normal(mesh, {"a": 4, "b": 3}, layout={"a": "row"}, dtype="float64")
+    u = sa.random.normal(mesh, {"c": 5}, layout={"c": "col"}, seed=1, dtype="float64")
+    params = {"w": w, "more": [u, (w,)]}
+    loss, grads = sa.value_and_grad(lambda p: (p["w"] * p["more"][1][0]).sum())(params)
+    assert set(grads) == {"w", "more"} and isinstance(grads["more"], list) and isinstance(grads["more"][1], tuple)
+    np.testing.assert_array_equal(grads["more"][0].numpy(), np.zeros(5))
+    assert grads["more"][0].layout == {"c": ("col",)}
+    np.testing.assert_allclose(grads["w"].numpy(), w.numpy())
+    np.testing.assert_allclose(grads["more"][1][0].numpy(), w.numpy())
+
+
+def test_has_aux_grad_and_stop_gradient():
+    mesh = sa.Mesh({"all": 4})
+    w = sa.asarray(np.array([1.0, 2.0, 3.0]), dims=("a",), mesh=mesh, layout={"a": "all"})
+    (loss, aux), g = sa.value_and_grad(lambda w: ((w * w).sum(), w.max()), has_aux=True)(w)
+    assert float(loss) == 14.0 and float(aux) == 3.0
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0, 6.0])
+    g2, aux2 = sa.grad(lambda w: ((w * sa.stop_gradient(w)).sum(), 1), has_aux=True)(w)
+    np.testing.assert_allclose(g2.numpy(), [1.0, 2.0, 3.0])
+    assert aux2 == 1
+
+
+def test_misuse_is_explained():
+    mesh = sa.Mesh({"all": 4})
+    w = sa.ones(mesh, {"a": 4}, dtype="float64")
+    with pytest.raises(sa.DimensionError, match="scalar"):
+        sa.value_and_grad(lambda w: w * 2)(w)
+    with pytest.raises(sa.DTypeError, match="int64"):
+        sa.value_and_grad(lambda w: w.sum())(sa.ones(mesh, {"a": 4}, dtype="int64"))
+    with pytest.raises(sa.DTypeError, match="str"):
+        sa.value_and_grad(lambda w: w["x"].sum())({"x": w, "name": "hello"})
+    with pytest.raises(sa.ShardArrayError, match="nested"):
+        sa.value_and_grad(lambda w: sa.value_and_grad(lambda v: v.sum())(w)[0])(w)
+    with pytest.raises(sa.DTypeError, match="has_aux"):
+        sa.value_and_grad(lambda w: (w.sum(), 1))(w)
+    ids = sa.asarray(np.array([0, 5]), dims=("b",), mesh=mesh)
+    with pytest.raises(sa.DimensionError, match=r"\[0, 4\).*0 to 5"):
+        sa.take(w, ids, "a")
+    with pytest.raises(sa.DTypeError, match="integer"):
+        sa.take(w, w.rename({"a": "b"}), "a")
