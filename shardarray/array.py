@@ -33,7 +33,7 @@ class ShardArray:
         array([ 2., 10., 18., 26.])
     """
 
-    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "_node", "__weakref__")
+    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "_node", "_resolved", "__weakref__")
     __array_priority__ = 100
 
     def __init__(
@@ -45,6 +45,7 @@ class ShardArray:
         self.shards = tuple(shards)
         self.pending: tuple[str, ...] = pending
         self._node: Any = None  # set by the autograd tape while value_and_grad records
+        self._resolved: Any = None  # (target axes, resolved array): a pending sum is reduced once
 
     # ------------------------------------------------------------- metadata
     @property

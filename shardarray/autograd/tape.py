@@ -151,12 +151,15 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
     """Play the tape back from ``out`` with cotangent ``seed``; returns ``{id(leaf node): grad}``."""
     from ..ops.elementwise import add
 
-    cot: dict[int, ShardArray] = {id(out._node): seed}
+    # contributions are summed per set of pending axes, so that partial sums
+    # pending over the same axes are added before the one reduction they need
+    cot: dict[int, dict[tuple[str, ...], ShardArray]] = {id(out._node): {(): seed}}
     leaves: dict[int, ShardArray] = {}
     for node in reversed(tape.nodes):
-        g = cot.pop(id(node), None)
-        if g is None:
+        parts = cot.pop(id(node), None)
+        if parts is None:
             continue
+        g = functools.reduce(add, sorted(parts.values(), key=lambda a: len(a.pending)))
         if node.name is None:
             leaves[id(node)] = g
             continue
@@ -168,6 +171,6 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
             gi = grads[i]
             if gi is None:
                 continue
-            key = id(parent._node)
-            cot[key] = gi if key not in cot else add(cot[key], gi)
+            slot = cot.setdefault(id(parent._node), {})
+            slot[gi.pending] = gi if gi.pending not in slot else add(slot[gi.pending], gi)
     return leaves

@@ -160,7 +160,7 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
     mesh = x.mesh
     ids = to_axes(ids, plan.ids_axes, False)
     target = tuple(plan.out_axes[d] for d in g.dims)
-    keep = not set(g.pending).intersection(a for axes in target for a in axes)
+    keep = not set(g.pending).intersection(a for axes in plan.axes.values() for a in axes)
     g = to_axes(g, target, keep)
     xp, backend = mesh.backend.xp, mesh.backend
     spec = x.spec.with_axes(plan.x_axes)

@@ -1,0 +1,92 @@
+"""The reference transformer's hyper-parameters and parameter count."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import DimensionError
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """A GPT-style decoder (DESIGN.md, the reference model).
+
+    Attributes:
+        vocab: vocabulary size.
+        d_model: width of the residual stream.
+        heads: attention heads.
+        d_kv: width of each head's queries, keys and values.
+        d_ff: hidden width of the MLP.
+        n_layers: transformer blocks.
+        seq_len: sequence length (the learned position table has this many rows).
+        eps: layer-norm epsilon.
+
+    Example:
+        >>> cfg = sa.nn.TransformerConfig(vocab=256, d_model=64, heads=4, d_kv=16, d_ff=256, n_layers=2, seq_len=32)
+        >>> sa.nn.param_count(cfg)
+        134400
+    """
+
+    vocab: int = 256
+    d_model: int = 64
+    heads: int = 4
+    d_kv: int = 16
+    d_ff: int = 256
+    n_layers: int = 2
+    seq_len: int = 32
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        for name in ("vocab", "d_model", "heads", "d_kv", "d_ff", "seq_len"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise DimensionError(f"TransformerConfig.{name} must be a positive integer; got {v!r}")
+        if isinstance(self.n_layers, bool) or not isinstance(self.n_layers, int) or self.n_layers < 0:
+            raise DimensionError(f"TransformerConfig.n_layers must be an integer >= 0; got {self.n_layers!r}")
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """The size of every named dim of the model (``seq`` and ``kseq`` are the sequence)."""
+        return {
+            "vocab": self.vocab, "d_model": self.d_model, "heads": self.heads, "d_kv": self.d_kv,
+            "d_ff": self.d_ff, "seq": self.seq_len, "kseq": self.seq_len,
+        }
+
+
+def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[str, ...]]:
+    """Every parameter's name and dims, in a fixed order (the same for every strategy)."""
+    shapes: dict[str, tuple[str, ...]] = {"embed": ("vocab", "d_model"), "pos": ("seq", "d_model")}
+    for i in range(cfg.n_layers):
+        p = f"layer{i}."
+        shapes.update({
+            p + "ln1.gain": ("d_model",), p + "ln1.bias": ("d_model",),
+            p + "attn.wq": ("d_model", "heads", "d_kv"), p + "attn.wk": ("d_model", "heads", "d_kv"),
+            p + "attn.wv": ("d_model", "heads", "d_kv"), p + "attn.wo": ("heads", "d_kv", "d_model"),
+            p + "ln2.gain": ("d_model",), p + "ln2.bias": ("d_model",),
+            p + "mlp.w_in": ("d_model", "d_ff"), p + "mlp.b_in": ("d_ff",),
+            p + "mlp.w_out": ("d_ff", "d_model"), p + "mlp.b_out": ("d_model",),
+        })
+    shapes.update({"ln_f.gain": ("d_model",), "ln_f.bias": ("d_model",), "unembed": ("d_model", "vocab")})
+    return shapes
+
+
+def param_count(cfg: TransformerConfig) -> int:
+    """The number of parameters of the reference transformer.
+
+    With vocab 32768, d_model 1024, d_kv 256 and 6 layers this gives Mesh-TF
+    Table 2's counts (0.14B for d_ff 4096 and 4 heads ... 4.90B for d_ff 262144
+    and 256 heads).
+
+    Example:
+        >>> cfg = sa.nn.TransformerConfig(vocab=32768, d_model=1024, heads=4, d_kv=256, d_ff=4096, n_layers=6, seq_len=256)
+        >>> round(sa.nn.param_count(cfg) / 1e9, 2)
+        0.14
+    """
+    sizes = cfg.sizes
+    total = 0
+    for dims in param_shapes(cfg).values():
+        n = 1
+        for d in dims:
+            n *= sizes[d]
+        total += n
+    return total
