@@ -1,4 +1,4 @@
-"""Mesh-TF Table 1: values allreduced per processor in the forward pass of §8's two layers."""
+"""Mesh-TF Table 1: values allreduced per processor in §8's two layers, forward and forward + backward."""
 
 from __future__ import annotations
 
@@ -30,6 +30,19 @@ def test_forward_allreduce_volume_matches_formula(case, b, d_io, d_h):
         '[("batch", "rows"), ("hidden", "cols")]': b * d_io / shape.get("rows", 1),
     }.get(case.name, b * d_h / (2 * 2) + b * d_io / (2 * 2))
     assert r["allreduced"] == expected == r["expected"]
+    # forward + backward, by hand: the gradient of each weight is allreduced over the axes that
+    # split batch (data parallelism), plus the forward terms; Table 1 drops the constants
+    rows, cols, planes = 2, 2, 2
+    expected_fb = {
+        "[]": 0,
+        '[("batch", "all")]': d_io * d_h + d_h + d_h * d_io + 1,
+        '[("hidden", "all")]': b * d_io,
+        '[("batch", "rows"), ("hidden", "cols")]': b * d_io / rows + d_h / cols * d_io + d_h / cols
+        + d_io * d_h / cols + 1,
+    }.get(case.name, b / rows * d_h / cols * 2 + b / rows * d_io / planes + d_h / cols * d_io / planes * 2
+          + d_h / cols + 1)
+    assert r["allreduced_fb"] == expected_fb == r["expected_fb"]
+    assert set(r["ops_fb"]) <= {"allreduce"}
 
 
 def test_illegal_layout_is_refused_with_explanation():
