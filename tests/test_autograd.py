@@ -198,3 +198,17 @@ def test_misuse_is_explained():
         sa.take(w, ids, "a")
     with pytest.raises(sa.DTypeError, match="integer"):
         sa.take(w, w.rename({"a": "b"}), "a")
+
+
+@given(case=two_arrays(x_dims=("batch", "d_model"), y_dims=("d_model",), min_size=1, max_size=6))
+@SETTINGS
+def test_layer_norm_forward_and_vjp(case):
+    """The fused layer norm (one op, one VJP) over a split and uneven d_model."""
+    mesh, x, gain, seed = case
+    bias = sa.asarray(rand(gain.shape, seed + 3), dims=gain.dims, mesh=mesh, layout=gain.layout)
+    a, w, b = x.numpy(), gain.numpy(), bias.numpy()
+    xc = a - a.mean(1, keepdims=True)
+    want = xc / np.sqrt((xc**2).mean(1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(sa.nn.layer_norm(x, gain, bias).numpy(), want, rtol=1e-9, atol=1e-12)
+    check_grad(lambda p: weighted(sa.nn.layer_norm(p["x"] * 1.0, p["g"], p["b"]), seed),
+               {"x": x, "g": gain, "b": bias}, rtol=1e-5)

@@ -33,10 +33,12 @@ class Context:
     gradient is wanted; a VJP may skip the others (return None for them).
     """
 
-    __slots__ = ("args", "kwargs", "out", "needs")
+    __slots__ = ("args", "kwargs", "out", "needs", "saved")
 
-    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: ShardArray, needs: tuple[bool, ...]):
-        self.args, self.kwargs, self.out, self.needs = args, kwargs, out, needs
+    def __init__(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: ShardArray, needs: tuple[bool, ...], saved: Any = None
+    ):
+        self.args, self.kwargs, self.out, self.needs, self.saved = args, kwargs, out, needs, saved
 
 
 class Node:
@@ -106,7 +108,9 @@ def _is_float(x: ShardArray) -> bool:
     return np.dtype(x.dtype).kind in "fc"
 
 
-def differentiable(name: str, resolve_inputs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def differentiable(
+    name: str, resolve_inputs: bool = False, saves: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark an op as a primitive of the autograd: one recorded node, one VJP.
 
     Args:
@@ -114,34 +118,39 @@ def differentiable(name: str, resolve_inputs: bool = False) -> Callable[[Callabl
         resolve_inputs: resolve pending array arguments before the op runs, so
             that the op and its VJP share one resolution (for ops that would
             resolve them anyway, e.g. the nonlinear unary ones).
+        saves: the op returns ``(out, saved)``; ``saved`` (intermediates its
+            VJP reuses) is kept in ``ctx.saved`` and callers see only ``out``.
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        plain = (lambda *a, **k: fn(*a, **k)[0]) if saves else fn
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             tape = STATE.tape
             if tape is None or tape.paused:
-                return fn(*args, **kwargs)
+                return plain(*args, **kwargs)
             needs = tuple(tape.traced(a) and _is_float(a) for a in args)
             if not any(needs):
-                return fn(*args, **kwargs)
+                return plain(*args, **kwargs)
             parents = tuple((i, a) for i, a in enumerate(args) if needs[i])
             tape.paused += 1
             try:
                 if resolve_inputs:
                     args = tuple(a.resolve() if isinstance(a, ShardArray) and a.pending else a for a in args)
-                out = fn(*args, **kwargs)
+                out, saved = fn(*args, **kwargs) if saves else (fn(*args, **kwargs), None)
             finally:
                 tape.paused -= 1
             if not isinstance(out, ShardArray) or not _is_float(out) or any(out is a for a in args):
                 return out
             if out._node is not None:  # an argument returned unchanged by a nested path: wrap it
                 out = ShardArray(out.mesh, out.spec, out.dtype, out.shards, out.pending)
-            out._node = Node(tape, name, Context(args, kwargs, out, needs), parents)
+            out._node = Node(tape, name, Context(args, kwargs, out, needs, saved), parents)
             tape.nodes.append(out._node)
             return out
 
         wrapper.differentiable_name = name  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = plain  # type: ignore[attr-defined]  (the op itself, never recorded)
         return wrapper
 
     return deco

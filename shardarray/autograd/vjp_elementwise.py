@@ -124,11 +124,20 @@ def _relu(ctx: Context, g: ShardArray) -> list[Any]:
 _C = math.sqrt(2.0 / math.pi)
 
 
-def _d_gelu(xp: Any, g: Any, a: Any) -> Any:
-    t = xp.tanh(_C * (a + 0.044715 * a * a * a))
-    return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * _C * (1 + 3 * 0.044715 * a * a))
+def _d_gelu(xp: Any, g: Any, a: Any, t: Any) -> Any:
+    # d/da 0.5 a (1 + t) = 0.5 (1 + t) + 0.5 a (1 - t^2) C (1 + 3 * 0.044715 a^2), with the saved t
+    s = a * a
+    s *= 3 * 0.044715 * _C
+    s += _C
+    s *= a
+    s *= 1.0 - t * t
+    s += t
+    s += 1.0
+    s *= g
+    s *= 0.5
+    return s
 
 
 @register_vjp("gelu")
 def _gelu(ctx: Context, g: ShardArray) -> list[Any]:
-    return [match(_lin("d_gelu", _d_gelu, g, ctx.args[0]), ctx.args[0])]
+    return [match(_lin("d_gelu", _d_gelu, g, ctx.args[0], ctx.saved), ctx.args[0])]

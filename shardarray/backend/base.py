@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
+from .contract import contract2
+
 
 @lru_cache(maxsize=4096)
 def contraction(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
@@ -37,7 +39,9 @@ class Backend(ABC):
         """A shard of this backend as a NumPy array."""
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
-        """Contract local shards with a cached opt-einsum expression."""
+        """Contract local shards: two operands as (batched) matmuls, more with a cached opt-einsum plan."""
+        if len(arrays) == 2:
+            return contract2(self.xp, equation, *arrays)
         expr = contraction(equation, tuple(tuple(a.shape) for a in arrays))
         return expr(*arrays, backend=self.name)
 

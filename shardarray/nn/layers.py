@@ -12,7 +12,9 @@ from ..array import ShardArray
 from ..mesh import Mesh
 from ..ops.creation import asarray
 from ..ops.einsum import einsum
-from ..ops.elementwise import gelu, sqrt, where
+from ..autograd.common import match
+from ..autograd.tape import Context, differentiable, register_vjp
+from ..ops.elementwise import apply, gelu, where
 from ..ops.indexing import take
 from ..ops.reduce import max as reduce_max
 from ..ops.softmax import logsumexp, softmax
@@ -20,10 +22,13 @@ from ..ops.softmax import logsumexp, softmax
 Params = dict[str, ShardArray]
 
 
-def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_model", eps: float = 1e-5) -> ShardArray:
+@differentiable("layer_norm", resolve_inputs=True, saves=True)
+def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_model", eps: float = 1e-5) -> Any:
     """Normalize ``x`` over ``dim`` to zero mean and unit variance, then scale and shift.
 
     When ``dim`` is split, the two means are sum-allreduces over its axes.
+    One differentiable op: its VJP reuses the normalized values and computes
+    ``dx = rstd (g' - mean(g') - x_hat mean(g' x_hat))`` with ``g' = g gain``.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -32,10 +37,40 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
         >>> np.round(sa.nn.layer_norm(x, one, zero).numpy(), 4)
         array([[-1.,  1.]])
     """
-    mu = x.mean(dim)
-    xc = x - mu
-    var = (xc * xc).mean(dim)
-    return xc / sqrt(var + eps) * gain + bias
+    n = x.sizes[dim]
+    xc = x - x.mean(dim)
+    var = apply("square", lambda xp, a: a * a, (xc,)).sum(dim)
+    rstd = apply("rstd", lambda xp, v: 1.0 / xp.sqrt(v * (1.0 / n) + eps), (var,))
+    xhat = xc * rstd
+    return apply("scale_shift", lambda xp, h, w, b: h * w + b, (xhat, gain, bias)), (xhat, rstd)
+
+
+@register_vjp("layer_norm")
+def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    x, gain, bias = ctx.args[:3]
+    dim = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs.get("dim", "d_model")
+    xhat, rstd = ctx.saved
+    g = g.resolve()
+    n = x.sizes[dim]
+    grads: list[Any] = [None] * len(ctx.args)
+    if ctx.needs[1]:
+        grads[1] = match(apply("d_gain", lambda xp, g, h: g * h, (g, xhat)), gain)
+    if ctx.needs[2]:
+        grads[2] = match(g, bias)
+    if ctx.needs[0]:
+        gh = apply("d_xhat", lambda xp, g, w: g * w, (g, gain))
+        m1 = gh.sum(dim)
+        m2 = apply("d_xhat_h", lambda xp, a, h: a * h, (gh, xhat)).sum(dim)
+
+        def dx(xp: Any, gh: Any, h: Any, r: Any, m1: Any, m2: Any) -> Any:
+            out = h * (m2 * (1.0 / n))
+            out += m1 * (1.0 / n)
+            out = gh - out
+            out *= r
+            return out
+
+        grads[0] = match(apply("d_layer_norm", dx, (gh, xhat, rstd, m1, m2)), x)
+    return grads
 
 
 @lru_cache(maxsize=64)
@@ -50,8 +85,9 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     q = einsum("batch seq d_model, d_model heads d_kv -> batch seq heads d_kv", x, wq)
     k = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wk)
     v = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wv)
+    q = q * (1.0 / math.sqrt(wq.sizes["d_kv"]))
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)
-    scores = where(_causal(x.mesh, x.sizes["seq"]), scores * (1.0 / math.sqrt(wq.sizes["d_kv"])), -np.inf)
+    scores = where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf)
     probs = softmax(scores, "kseq")
     o = einsum("batch heads seq kseq, batch kseq heads d_kv -> batch seq heads d_kv", probs, v)
     return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)

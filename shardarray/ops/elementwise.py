@@ -247,12 +247,17 @@ def relu(x: ShardArray) -> ShardArray:
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-def _gelu(xp: Any, a: Any) -> Any:
-    return 0.5 * a * (1.0 + xp.tanh(_GELU_C * (a + 0.044715 * (a * a * a))))
+def _gelu_tanh(xp: Any, a: Any) -> Any:
+    """``tanh(sqrt(2/pi) (a + 0.044715 a^3))``, in place on one temporary."""
+    u = a * a
+    u *= 0.044715 * _GELU_C
+    u += _GELU_C
+    u *= a
+    return xp.tanh(u)
 
 
-@differentiable("gelu", resolve_inputs=True)
-def gelu(x: ShardArray) -> ShardArray:
+@differentiable("gelu", resolve_inputs=True, saves=True)
+def gelu(x: ShardArray) -> Any:
     """GELU, tanh form: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
 
     Example:
@@ -261,4 +266,5 @@ def gelu(x: ShardArray) -> ShardArray:
         >>> np.round(sa.gelu(x).numpy(), 4)
         array([[0.    , 0.8412]])
     """
-    return apply("gelu", _gelu, (x,))
+    t = apply("gelu_tanh", _gelu_tanh, (x,))
+    return apply("gelu", lambda xp, a, t: (0.5 * a) * (1.0 + t), (x, t)), t

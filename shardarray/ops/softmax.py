@@ -31,7 +31,8 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
         array([1000.6931])
     """
     m = _shift(x, dims)
-    return ew.log(red.sum(ew.exp(x - m), dims)) + m
+    e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, m))
+    return ew.log(red.sum(e, dims)) + m
 
 
 @differentiable("softmax", resolve_inputs=True)
@@ -44,5 +45,5 @@ def softmax(x: ShardArray, dims: Any) -> ShardArray:
         >>> sa.softmax(x, "v").numpy()
         array([[0.25, 0.75]])
     """
-    e = ew.exp(x - _shift(x, dims))
-    return e / red.sum(e, dims)
+    e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, _shift(x, dims)))
+    return ew.apply("normalize", lambda xp, e, s: e / s, (e, red.sum(e, dims)))
