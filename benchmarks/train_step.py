@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
         table.add_row(r["impl"], f"{1e3 * r['time_s']:.1f} ms", f"{r['tokens_per_s']:,.0f}",
                       f"{r['ratio_vs_baseline']:.2f}", f"{r['first_loss']:.5f}",
                       "-" if comm is None else f"{comm / 2**20:.2f} MiB")
-    Console().print(table)
+    Console(width=120).print(table)
     losses = [r["first_loss"] for r in rows]
     same = max(losses) - min(losses) < 1e-3 * abs(losses[0])
     print("first losses agree: the same model on the same data" if same else f"first losses DIFFER: {losses}")

@@ -35,6 +35,13 @@ def _check(params: Any, grads: Any) -> tuple[list[ShardArray], list[ShardArray],
     return p, g, treedef
 
 
+def _axpby(x: Any, a: float, y: Any, b: float) -> Any:
+    """``a x + b y`` with one temporary."""
+    out = x * a
+    out += y * b if b != 1.0 else y
+    return out
+
+
 def _zeros(x: ShardArray) -> ShardArray:
     return apply("zeros_like", lambda xp, a: xp.zeros_like(a), (x,))
 
@@ -118,11 +125,15 @@ class Adam:
         v_all = tree_flatten(state["v"], "v")[0]
         new_p, new_m, new_v = [], [], []
         for x, dx, m, v in zip(p, g, m_all, v_all):
-            m = apply("adam_m", lambda xp, m, d: b1 * m + (1.0 - b1) * d, (m, dx))
-            v = apply("adam_v", lambda xp, v, d: b2 * v + (1.0 - b2) * (d * d), (v, dx))
+            m = apply("adam_m", lambda xp, m, d: _axpby(m, b1, d, 1.0 - b1), (m, dx))
+            v = apply("adam_v", lambda xp, v, d: _axpby(v, b2, d * d, 1.0 - b2), (v, dx))
 
             def step_fn(xp: Any, a: Any, m: Any, v: Any) -> Any:
-                return a * (1.0 - lr * wd) - step_size * m / (xp.sqrt(v * (1.0 / c2)) + eps)
+                den = xp.sqrt(v * (1.0 / c2))
+                den += eps
+                upd = m * -step_size
+                upd /= den
+                return _axpby(a, 1.0 - lr * wd, upd, 1.0) if wd else a + upd
 
             new_p.append(apply("adam", step_fn, (x, m, v)).astype(x.dtype))
             new_m.append(m)

@@ -43,6 +43,12 @@ def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
     # dx = y * (g - sum(g * y)): the sum is a sum-allreduce over the split dims, like the forward's
     x, y = ctx.args[0], ctx.out
     dims = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["dims"]
-    gy = apply("d_softmax", lambda xp, g, y: g * y, (g.resolve(), y))
-    s = red.sum.__wrapped__(gy, dims)
-    return [match(apply("d_softmax", lambda xp, gy, y, s: gy - y * s, (gy, y, s.resolve())), x), None]
+    g = g.resolve()
+    s = red.sum.__wrapped__(apply("d_softmax_gy", lambda xp, g, y: g * y, (g, y)), dims)
+
+    def dx(xp: Any, g: Any, y: Any, s: Any) -> Any:
+        out = g - s
+        out *= y
+        return out
+
+    return [match(apply("d_softmax", dx, (g, y, s.resolve())), x), None]
