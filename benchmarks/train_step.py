@@ -119,7 +119,7 @@ def torch_step(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], dev
         loss = loss_fn()
         loss.backward()
         opt.step()
-        value = float(loss)
+        value = loss.item()
         sync()
         if i >= 2:
             times.append(time.perf_counter() - t0)

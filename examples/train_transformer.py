@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-batch", type=int, default=256, help="held-out sequences for the final accuracy")
     p.add_argument("--plot", default="loss_curve.png", help="where to save the loss curve ('' to skip)")
     p.add_argument("--json", default="", help="also write the metrics to this JSON file")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (the summary is still printed)")
     return p
 
 
@@ -141,7 +141,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console(quiet=args.quiet)
+    console = Console()
     console.print(
         f"[bold]shardarray[/] training a {sa.nn.param_count(cfg):,}-parameter transformer "
         f"(d_model {cfg.d_model}, {cfg.n_layers} layers, {cfg.heads} heads, vocab {cfg.vocab}, seq {cfg.seq_len})\n"
