@@ -14,6 +14,7 @@ from typing import Any
 
 from .array import ShardArray
 from .errors import DTypeError
+from .ops.creation import zeros_like
 from .ops.elementwise import apply
 from .tree import tree_flatten, tree_unflatten
 
@@ -42,10 +43,6 @@ def _axpby(x: Any, a: float, y: Any, b: float) -> Any:
     return out
 
 
-def _zeros(x: ShardArray) -> ShardArray:
-    return apply("zeros_like", lambda xp, a: xp.zeros_like(a), (x,))
-
-
 @dataclass(frozen=True)
 class SGD:
     """Stochastic gradient descent with optional momentum and decoupled weight decay.
@@ -66,7 +63,7 @@ class SGD:
 
     def init(self, params: Any) -> dict[str, Any]:
         p, treedef = tree_flatten(params)
-        velocity = tree_unflatten(treedef, [_zeros(x) for x in p]) if self.momentum else None
+        velocity = tree_unflatten(treedef, [zeros_like(x) for x in p]) if self.momentum else None
         return {"step": 0, "velocity": velocity}
 
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -111,8 +108,8 @@ class Adam:
         p, treedef = tree_flatten(params)
         return {
             "step": 0,
-            "m": tree_unflatten(treedef, [_zeros(x) for x in p]),
-            "v": tree_unflatten(treedef, [_zeros(x) for x in p]),
+            "m": tree_unflatten(treedef, [zeros_like(x) for x in p]),
+            "v": tree_unflatten(treedef, [zeros_like(x) for x in p]),
         }
 
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

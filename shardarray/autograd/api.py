@@ -20,19 +20,14 @@ def _check_leaf(x: ShardArray, i: int) -> None:
         )
 
 
-def _zeros_like(x: ShardArray) -> ShardArray:
-    from ..ops.creation import zeros
-
-    return zeros(x.mesh, x.sizes, dtype=x.dtype, layout=x.layout)
-
-
 def _finish(g: ShardArray | None, x: ShardArray) -> ShardArray:
     """The gradient of leaf ``x`` in exactly ``x``'s dims, layout and dtype, no pending sum."""
+    from ..ops.creation import zeros_like
     from ..ops.relayout import relayout
     from ..ops.structure import astype, transpose
 
     if g is None:
-        return _zeros_like(x)
+        return zeros_like(x)
     g = relayout(transpose(g, x.dims), x.layout)
     return astype(g, x.dtype)
 

@@ -17,8 +17,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..array import ShardArray
 from ..errors import ShardArrayError
 
@@ -82,18 +80,6 @@ class _State:
 STATE = _State()
 
 
-class paused:
-    """Context manager: ops run inside it are not recorded."""
-
-    def __enter__(self) -> None:
-        if STATE.tape is not None:
-            STATE.tape.paused += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        if STATE.tape is not None:
-            STATE.tape.paused -= 1
-
-
 def register_vjp(name: str) -> Callable[[VJP], VJP]:
     """Register the VJP of the op marked ``@differentiable(name)``."""
 
@@ -105,7 +91,7 @@ def register_vjp(name: str) -> Callable[[VJP], VJP]:
 
 
 def _is_float(x: ShardArray) -> bool:
-    return np.dtype(x.dtype).kind in "fc"
+    return x.dtype.kind in "fc"
 
 
 def differentiable(
@@ -149,7 +135,6 @@ def differentiable(
             tape.nodes.append(out._node)
             return out
 
-        wrapper.differentiable_name = name  # type: ignore[attr-defined]
         wrapper.__wrapped__ = plain  # type: ignore[attr-defined]  (the op itself, never recorded)
         return wrapper
 

@@ -36,17 +36,10 @@ def _einsum(ctx: Context, g: ShardArray) -> list[Any]:
 
 
 @register_vjp("relayout")
-def _relayout(ctx: Context, g: ShardArray) -> list[Any]:
-    return [match(g, ctx.args[0])] + [None] * (len(ctx.args) - 1)
-
-
 @register_vjp("transpose")
-def _transpose(ctx: Context, g: ShardArray) -> list[Any]:
-    return [match(g, ctx.args[0])] + [None] * (len(ctx.args) - 1)
-
-
 @register_vjp("broadcast_to")
-def _broadcast_to(ctx: Context, g: ShardArray) -> list[Any]:
+def _to_primal_layout(ctx: Context, g: ShardArray) -> list[Any]:
+    # same values in another order, layout or repetition: match() undoes it (sums broadcast dims)
     return [match(g, ctx.args[0])] + [None] * (len(ctx.args) - 1)
 
 

@@ -171,10 +171,6 @@ class MetaNamespace:
     empty = zeros
 
     @staticmethod
-    def zeros_like(a: MetaArray, dtype: Any = None) -> MetaArray:
-        return MetaArray(a.shape, dtype or a.dtype)
-
-    @staticmethod
     def full(shape: Any, fill_value: Any, dtype: Any = None) -> MetaArray:
         return MetaArray(tuple(shape), dtype if dtype is not None else np.asarray(fill_value).dtype)
 

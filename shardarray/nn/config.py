@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import DimensionError
@@ -83,10 +84,4 @@ def param_count(cfg: TransformerConfig) -> int:
         0.14
     """
     sizes = cfg.sizes
-    total = 0
-    for dims in param_shapes(cfg).values():
-        n = 1
-        for d in dims:
-            n *= sizes[d]
-        total += n
-    return total
+    return sum(math.prod(sizes[d] for d in dims) for dims in param_shapes(cfg).values())

@@ -12,6 +12,7 @@ from ..layout import make_layout
 from ..mesh import Mesh
 from ..ops import random as rnd
 from ..ops.creation import full
+from ..ops.einsum import einsum
 from ..ops.indexing import take
 from .config import TransformerConfig, param_shapes
 from .layers import attention, cross_entropy, layer_norm, mlp
@@ -20,7 +21,7 @@ from .strategies import strategy_rules
 Params = dict[str, ShardArray]
 
 
-def _std(name: str, dims: tuple[str, ...], cfg: TransformerConfig) -> float:
+def _std(name: str, cfg: TransformerConfig) -> float:
     """Initial scale: fan-in for matrices (outputs into the residual stream also by 1/sqrt(2 layers))."""
     sizes = cfg.sizes
     if name in ("embed", "pos"):
@@ -76,7 +77,7 @@ def init_transformer(
         else:
             stream = zlib.crc32(name.encode())
             w = rnd.normal(mesh, shape_map, seed=seed * 1_000_003 + stream, dtype=dtype, layout=layout)
-            params[name] = w * _std(name, dims, cfg)
+            params[name] = w * _std(name, cfg)
     return params
 
 
@@ -100,8 +101,6 @@ def transformer_logits(params: Params, tokens: ShardArray, cfg: TransformerConfi
         x = x + attention(layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps=cfg.eps), params, p + "attn.")
         x = x + mlp(layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps=cfg.eps), params, p + "mlp.")
     x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], eps=cfg.eps)
-    from ..ops.einsum import einsum
-
     return einsum("batch seq d_model, d_model vocab -> batch seq vocab", x, params["unembed"])
 
 

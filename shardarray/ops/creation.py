@@ -89,6 +89,18 @@ def ones(mesh: Mesh, sizes: Mapping[str, int], dtype: Any = "float32", layout: A
     return full(mesh, sizes, 1, dtype, layout)
 
 
+def zeros_like(x: ShardArray) -> ShardArray:
+    """Zeros with ``x``'s sizes, dtype and layout (no pending sum, no communication).
+
+    Example:
+        >>> x = sa.ones(sa.Mesh({"row": 2, "col": 2}), {"a": 3}, layout={"a": "col"})
+        >>> z = sa.ops.creation.zeros_like(x)
+        >>> z.layout, z.numpy()
+        ({'a': ('col',)}, array([0., 0., 0.], dtype=float32))
+    """
+    return full(x.mesh, x.sizes, 0, x.dtype, x.layout)
+
+
 def asarray(
     array: Any,
     dims: Any = None,

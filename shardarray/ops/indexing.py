@@ -165,21 +165,21 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
     xp, backend = mesh.backend.xp, mesh.backend
     spec = x.spec.with_axes(plan.x_axes)
     bounds = block_bounds(mesh, spec)
-    lows = plan.lows(x)
     i_dim = x.dims.index(dim)
     local = (*plan.shared, *plan.own, *plan.rest)
     g_perm = tuple(g.dims.index(d) for d in local)
     back = tuple(plan.x_order.index(d) for d in x.dims)
 
     def block(device: int, gb: Any, ib: Any) -> Any:
-        n = bounds[device][i_dim][1] - bounds[device][i_dim][0]
+        lo, hi = bounds[device][i_dim]
+        n = hi - lo
         gb = xp.transpose(gb, g_perm)
         shared = gb.shape[: len(plan.shared)]
         own = gb.shape[len(plan.shared): len(plan.shared) + len(plan.own)]
         rest = gb.shape[len(plan.shared) + len(plan.own):]
         s, r = math.prod(shared), math.prod(rest)
         vals = gb.reshape(s, math.prod(own), r)
-        rel, inside = plan.local_ids(xp, ib, ids.dims, lows[device], n)
+        rel, inside = plan.local_ids(xp, ib, ids.dims, lo, n)
         if n == 0 or vals.shape[1] == 0:
             out = xp.zeros((s, n, r), dtype=g.dtype)
         else:

@@ -92,13 +92,7 @@ def broadcast_to(
                 f"broadcast_to {dict(sizes)}: the array's dim {d!r} (size {n}) must appear with the same size; "
                 f"the array has dims {x.sizes}"
             )
-    if isinstance(layout, Layout):
-        spec = layout
-    elif layout is None:
-        spec = Layout(dims, shape, tuple(x.spec.of(d) if d in x.dims else () for d in dims))
-        spec = make_layout(x.mesh, dims, shape, spec.as_dict(), what=f"broadcast_to {dict(sizes)}")
-    else:
-        spec = make_layout(x.mesh, dims, shape, layout, what=f"broadcast_to {dict(sizes)}")
+    spec = make_layout(x.mesh, dims, shape, x.layout if layout is None else layout, what=f"broadcast_to {dict(sizes)}")
     return expand(x, spec)
 
 
