@@ -212,3 +212,57 @@ def test_layer_norm_forward_and_vjp(case):
     np.testing.assert_allclose(sa.nn.layer_norm(x, gain, bias).numpy(), want, rtol=1e-9, atol=1e-12)
     check_grad(lambda p: weighted(sa.nn.layer_norm(p["x"] * 1.0, p["g"], p["b"]), seed),
                {"x": x, "g": gain, "b": bias}, rtol=1e-5)
+
+
+@given(case=two_arrays(x_dims=("a", "b"), y_dims=("b", "c"), max_size=5), data=st.data())
+@SETTINGS
+def test_new_public_ops_against_numpy(case, data):
+    """equal / not_equal, broadcast_to and one_hot against NumPy on random layouts."""
+    mesh, x, y, seed = case
+    a, b = x.numpy(), y.numpy()
+    np.testing.assert_array_equal((x == x).numpy(), np.ones(a.shape, bool))
+    np.testing.assert_array_equal(sa.equal(x, y).numpy(), a[:, :, None] == b[None])
+    np.testing.assert_array_equal((x != y).numpy(), a[:, :, None] != b[None])
+    sizes = {"c": 3, **x.sizes}
+    lay = data.draw(layouts(mesh, tuple(sizes)))
+    got = sa.broadcast_to(x, sizes, layout=lay)
+    assert got.dims == ("c", "a", "b") and got.layout == lay
+    np.testing.assert_array_equal(got.numpy(), np.broadcast_to(a, (3, *a.shape)))
+    ids_np = np.random.default_rng(seed).integers(0, 4, a.shape)
+    ids = sa.asarray(ids_np, dims=x.dims, mesh=mesh, layout=x.layout)
+    lay = data.draw(layouts(mesh, ("a", "b", "v")))
+    hot = sa.one_hot(ids, "v", 4, dtype="float64", layout=lay)
+    assert hot.layout == lay and hot.dtype == np.float64
+    np.testing.assert_array_equal(hot.numpy(), np.eye(4)[ids_np])
+
+
+def test_new_public_ops_explain_bad_input():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    x = sa.ones(mesh, {"a": 4, "b": 3}, layout={"a": "row"})
+    with pytest.raises(sa.DimensionError, match=r"'b' \(size 3\)"):
+        sa.broadcast_to(x, {"a": 4, "b": 5})
+    with pytest.raises(sa.DimensionError, match="'b'"):
+        sa.broadcast_to(x, {"a": 4, "c": 3})
+    with pytest.raises(sa.DimensionError, match="dict"):
+        sa.broadcast_to(x, [4, 3])
+    with pytest.raises(sa.LayoutError, match="'row'"):
+        sa.broadcast_to(x, {"c": 2, "a": 4, "b": 3}, layout={"c": "row", "a": "row"})
+    ids = sa.asarray(np.array([0, 1]), dims=("a",), mesh=mesh)
+    with pytest.raises(sa.DimensionError, match="'a' is already a dim"):
+        sa.one_hot(ids, "a", 3)
+    with pytest.raises(sa.DTypeError, match=r"\['b'\] is a str"):
+        sa.tree.tree_flatten({"w": x, "b": "no"})
+    with pytest.raises(sa.DTypeError, match="tree 1 has 1 arrays but the first has 2"):
+        sa.tree.tree_map(lambda p, q: p, [x, x], [x])
+
+
+def test_tree_roundtrip_keeps_structure():
+    mesh = sa.Mesh({"all": 4})
+    x = sa.ones(mesh, {"a": 4}, layout={"a": "all"})
+    tree = {"w": x, "more": [x, (x, x)]}
+    leaves, treedef = sa.tree.tree_flatten(tree)
+    assert len(leaves) == 4
+    back = sa.tree.tree_unflatten(treedef, [i * 1.0 for i in range(4)])
+    assert back == {"w": 0.0, "more": [1.0, (2.0, 3.0)]}
+    doubled = sa.tree.tree_map(lambda p: p * 2, tree)
+    np.testing.assert_array_equal(doubled["more"][1][1].numpy(), np.full(4, 2.0))
