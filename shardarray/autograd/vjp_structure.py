@@ -2,7 +2,8 @@
 
 The VJP of an einsum is an einsum of the cotangent with the other operands,
 so the collectives of the backward pass follow from the layouts (Megatron's
-f and g operators appear by themselves); the VJP of a relayout is the
+f and g operators appear by themselves); an einsum that ran as SUMMA or
+Tesseract uses that algorithm's backward pass (``SummaPlan.backward``); the VJP of a relayout is the
 inverse relayout.
 """
 
@@ -23,6 +24,12 @@ def _einsum(ctx: Context, g: ShardArray) -> list[Any]:
     first = 1 if isinstance(ctx.args[0], str) else 0
     operands = ctx.args[first:]
     grads: list[Any] = [None] * len(ctx.args)
+    plan = ctx.saved
+    if plan is not None:  # SUMMA / Tesseract: their own backward broadcasts and reduces
+        pair = plan.backward(operands, g, ctx.needs[first:])
+        for i, gi in enumerate(pair):
+            grads[first + i] = None if gi is None else match(gi, operands[i])
+        return grads
     for i, x in enumerate(operands):
         if not ctx.needs[first + i]:
             continue
