@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 def shardarray_step(cfg: sa.nn.TransformerConfig, shape: dict, strategy: str, backend: str, tok: np.ndarray,
                     tgt: np.ndarray, repeat: int, sync: Any) -> dict:
     mesh = sa.Mesh(shape, backend=backend, rules=sa.nn.strategy_rules(strategy, shape))
-    params = sa.nn.init_transformer(cfg, mesh, seed=0, dtype="float32")
+    params = sa.nn.init_transformer(cfg, mesh, strategy=strategy, seed=0, dtype="float32")
     opt = sa.optim.Adam(lr=1e-4)
     state = opt.init(params)
     vg = sa.value_and_grad(sa.nn.transformer_loss)

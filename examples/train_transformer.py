@@ -10,6 +10,7 @@ prints held-out accuracy and saves a loss-curve PNG.
     python examples/train_transformer.py                                 # 2x2 mesh2d, NumPy shards
     python examples/train_transformer.py --mesh model=4 --strategy megatron
     python examples/train_transformer.py --mesh data=2,model=2 --strategy megatron --steps 300
+    python examples/train_transformer.py --mesh row=2,col=2,dep=2 --strategy tesseract
     python examples/train_transformer.py --backend cupy --d-model 256 --layers 4   # every shard on the GPU
 """
 
@@ -129,7 +130,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     mesh = sa.Mesh(args.mesh, backend=args.backend, rules=rules)
     if args.plot:
         _import_plotting()  # fail before training, not after
-    params = sa.nn.init_transformer(cfg, mesh, strategy=None, seed=args.seed, dtype=args.dtype)
+    params = sa.nn.init_transformer(cfg, mesh, strategy=args.strategy, seed=args.seed, dtype=args.dtype)
     opt = sa.optim.Adam(sa.optim.cosine_schedule(args.lr, args.steps, warmup=min(50, args.steps // 10)),
                         weight_decay=args.weight_decay)
     state = opt.init(params)

@@ -28,10 +28,12 @@ def data(cfg=CFG, batch=BATCH, seed=0):
     return seqs[:, :-1], seqs[:, 1:]
 
 
-def setup(strategy, shape, cfg=CFG, dtype="float64"):
+def setup(strategy, shape, cfg=CFG, dtype="float64", batch=BATCH):
     mesh = sa.Mesh(shape, rules=sa.nn.strategy_rules(strategy, shape))
-    params = sa.nn.init_transformer(cfg, mesh, strategy=None, seed=3, dtype=dtype)
-    tok, tgt = data(cfg)
+    # tesseract's weights have layouts of their own (not rules): name the strategy
+    params = sa.nn.init_transformer(cfg, mesh, strategy="tesseract" if strategy == "tesseract" else None,
+                                    seed=3, dtype=dtype)
+    tok, tgt = data(cfg, batch)
     tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
     targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
     return mesh, params, tokens, targets
@@ -68,9 +70,55 @@ def test_loss_and_gradients_identical_across_strategies(strategy, shape):
         assert all(r.elements < local_logits for r in log), log.summary()
 
 
+# sizes that divide into Tesseract's blocks, so every matmul runs as Tesseract
+CFG_T = sa.nn.TransformerConfig(vocab=36, d_model=8, heads=2, d_kv=3, d_ff=12, n_layers=2, seq_len=5)
+TESSERACT_RUNS = [
+    {"row": 2, "col": 2, "dep": 2},
+    {"row": 2, "col": 2, "dep": 1},
+    {"data": 2, "row": 2, "col": 2, "dep": 1},
+]
+
+
+@pytest.mark.parametrize("shape", TESSERACT_RUNS, ids=str)
+def test_tesseract_strategy_equals_the_replicated_model(shape):
+    _, params, tokens, targets = setup("replicated", {"x": 1}, CFG_T, batch=8)
+    ref_loss, ref_grads = sa.value_and_grad(sa.nn.transformer_loss)(params, tokens, targets, CFG_T)
+    mesh, params, tokens, targets = setup("tesseract", shape, CFG_T, batch=8)
+    with sa.comm_log() as log:
+        loss, grads = sa.value_and_grad(sa.nn.transformer_loss)(params, tokens, targets, CFG_T)
+    np.testing.assert_allclose(float(loss), float(ref_loss), rtol=1e-12)
+    for name, g in grads.items():
+        assert g.layout == params[name].layout and not g.pending, name
+        np.testing.assert_allclose(g.numpy(), ref_grads[name].numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+    # Fig. 5's layouts: activations [b/(dq), s, h/q], weights [h/q, 4h/q] replicated over depth
+    assert params["layer0.mlp.w_in"].layout == {"d_model": ("row",), "d_ff": ("col",)}
+    assert params["layer0.attn.wo"].layout == {"heads": ("row",), "d_model": ("col",)}
+    assert tokens.layout["batch"] == tuple(a for a in ("data", "dep", "row") if a in shape)
+    # every weight matrix ran as Tesseract: q reduces for dX and q for dW, one dW allreduce over
+    # depth (and data) each; besides broadcasts and reduces only allreduces (layer norm and
+    # softmax rows, gradients of replicated vectors)
+    outer = tuple(a for a in ("data", "dep") if a in shape)
+    n_matrices = CFG_T.n_layers * 6 + 1
+    assert sum(1 for r in log if r.op == "reduce") == n_matrices * 2 * shape["row"]
+    dw_allreduces = sum(1 for r in log if r.op == "allreduce" and r.axes == outer)
+    assert dw_allreduces == (n_matrices if mesh.axes_size(outer) > 1 else 0)
+    assert {r.op for r in log} == {"broadcast", "reduce", "allreduce"}, log.summary()
+
+
+def test_tesseract_strategy_stays_correct_when_sizes_do_not_divide():
+    # vocab 37 does not split into q=2 equal blocks: the unembedding falls back to allreduce
+    _, params, tokens, targets = setup("replicated", {"x": 1})
+    ref_loss, ref_grads = sa.value_and_grad(sa.nn.transformer_loss)(params, tokens, targets, CFG)
+    _, params, tokens, targets = setup("tesseract", {"row": 2, "col": 2, "dep": 2}, batch=4)
+    loss, grads = sa.value_and_grad(sa.nn.transformer_loss)(params, tokens, targets, CFG)
+    np.testing.assert_allclose(float(loss), float(ref_loss), rtol=1e-12)
+    for name, g in grads.items():
+        np.testing.assert_allclose(g.numpy(), ref_grads[name].numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 def test_parameters_are_the_same_global_values_for_every_strategy():
     _, ref, _, _ = setup("replicated", {"x": 1})
-    for strategy, shape in RUNS[1:]:
+    for strategy, shape in RUNS[1:] + [("tesseract", TESSERACT_RUNS[0])]:
         _, params, _, _ = setup(strategy, shape)
         assert list(params) == list(ref)
         for name in ref:
@@ -95,6 +143,9 @@ def test_strategy_layouts():
     ("mesh2d", {"model": 4}, "('rows', 'cols')"),
     ("mesh2d", {"rows": 2, "cols": 2, "z": 2}, "'z'"),
     ("tensor", {"x": 2}, "unknown strategy"),
+    ("tesseract", {"row": 2, "col": 2}, "missing ('dep',)"),
+    ("tesseract", {"row": 2, "col": 4, "dep": 1}, "row=2, col=4"),
+    ("tesseract", {"row": 2, "col": 2, "dep": 4}, "dep=4"),
 ])
 def test_strategy_checks_the_mesh(strategy, shape, needle):
     with pytest.raises(sa.LayoutError) as e:

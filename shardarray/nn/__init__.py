@@ -11,10 +11,10 @@ Example (the 2×2 ``mesh2d`` strategy of Mesh-TF §9):
 from . import data
 from .config import TransformerConfig, param_count, param_shapes
 from .layers import accuracy, attention, cross_entropy, layer_norm, mlp
-from .strategies import STRATEGIES, strategy_rules
+from .strategies import STRATEGIES, param_layout, strategy_rules
 from .transformer import init_transformer, transformer_logits, transformer_loss
 
 __all__ = [
-    "data", "TransformerConfig", "param_count", "param_shapes", "STRATEGIES", "strategy_rules", "init_transformer",
+    "data", "TransformerConfig", "param_count", "param_shapes", "STRATEGIES", "strategy_rules", "param_layout", "init_transformer",
     "transformer_logits", "transformer_loss", "layer_norm", "attention", "mlp", "cross_entropy", "accuracy",
 ]

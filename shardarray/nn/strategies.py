@@ -11,7 +11,22 @@ replicated     any                nothing is split
 data           any                batch over every axis
 megatron       model [, data]     heads, d_ff, vocab over model; batch over data
 mesh2d         rows, cols         batch over rows; heads, d_ff, vocab over cols (§9)
+tesseract      row, col, dep      batch over (data, dep, row); weights {input dim: row,
+               [, data]           output dims: col} (``param_layout``)
 =============  =================  ==================================================
+
+Tesseract (tesseract.txt §3.2, Fig. 5) is not a set of Mesh-TF rules: d_model
+is split over ``col`` in the activations but over ``row`` in the weights that
+contract it. ``strategy_rules("tesseract", mesh)`` holds only the batch (for
+the tokens); ``param_layout`` gives each parameter its own layout, so build
+them with ``init_transformer(..., strategy="tesseract")``; the activations'
+layouts {batch: (dep, row), d_model / heads / d_ff / vocab: col} follow.
+The matmuls then fit the Tesseract pattern and run as Tesseract (SUMMA in each
+depth layer); activations are [b/(d·q), s, h/q] per device, weights [h/q, 4h/q]
+replicated over depth, heads split over ``col``, layer norm allreduces over
+the row of processors, biases are replicated over rows (their gradients are
+allreduced). An optional ``data`` axis adds data parallelism (Fig. 6); the
+embedding table keeps its vocab unsplit so that lookups stay local.
 """
 
 from __future__ import annotations
@@ -22,9 +37,19 @@ from typing import Any
 from ..errors import LayoutError
 from ..mesh import Mesh
 
-STRATEGIES: tuple[str, ...] = ("replicated", "data", "megatron", "mesh2d")
+STRATEGIES: tuple[str, ...] = ("replicated", "data", "megatron", "mesh2d", "tesseract")
 
-_NEEDS = {"megatron": (("model",), ("data",)), "mesh2d": (("rows", "cols"), ())}
+_NEEDS = {
+    "megatron": (("model",), ("data",)),
+    "mesh2d": (("rows", "cols"), ()),
+    "tesseract": (("row", "col", "dep"), ("data",)),
+}
+
+# the dim of each weight that its matmul contracts with the activations: split over ``row``
+_TESSERACT_INPUT = {
+    "wq": "d_model", "wk": "d_model", "wv": "d_model", "wo": "heads",
+    "w_in": "d_model", "w_out": "d_ff", "unembed": "d_model",
+}
 
 
 def _axes_of(mesh: Mesh | Mapping[str, int]) -> tuple[str, ...]:
@@ -64,4 +89,40 @@ def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, A
     if strategy == "megatron":
         rules: dict[str, Any] = {"batch": "data"} if "data" in axes else {}
         return {**rules, "heads": "model", "d_ff": "model", "vocab": "model"}
+    if strategy == "tesseract":
+        _check_tesseract(mesh)
+        return {"batch": tuple(a for a in ("data", "dep", "row") if a in axes)}
     return {"batch": "rows", "heads": "cols", "d_ff": "cols", "vocab": "cols"}
+
+
+def _check_tesseract(mesh: Mesh | Mapping[str, int]) -> None:
+    shape = mesh.shape if isinstance(mesh, Mesh) else dict(mesh)
+    q, c, d = shape["row"], shape["col"], shape["dep"]
+    if q != c or d > q:
+        raise LayoutError(
+            f"strategy 'tesseract' needs a q×q×d mesh with row = col = q and 1 ≤ dep = d ≤ q; "
+            f"the mesh has row={q}, col={c}, dep={d}. Build it as e.g. sa.Mesh({{'row': 2, 'col': 2, 'dep': 2}})"
+        )
+
+
+def param_layout(strategy: str | None, name: str, dims: tuple[str, ...], rules: Mapping[str, Any]) -> dict[str, Any]:
+    """The layout of parameter ``name`` (dims ``dims``) under a strategy whose rules are ``rules``.
+
+    Mesh-TF strategies (and None: the mesh's rules) restrict the rules to the
+    parameter's dims; ``tesseract`` splits a weight's input dim over ``row``
+    and its output dims over ``col`` (see the module docstring).
+
+    Example:
+        >>> rules = sa.nn.strategy_rules("tesseract", {"row": 2, "col": 2, "dep": 2})
+        >>> sa.nn.param_layout("tesseract", "layer0.mlp.w_in", ("d_model", "d_ff"), rules)
+        {'d_model': 'row', 'd_ff': 'col'}
+    """
+    if strategy != "tesseract":
+        return {d: rules[d] for d in dims if d in rules}
+    spec = {d: "col" for d in dims if d in ("d_model", "heads", "d_ff", "vocab")}
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in _TESSERACT_INPUT:
+        spec[_TESSERACT_INPUT[leaf]] = "row"
+    if name == "embed":
+        del spec["vocab"]
+    return spec

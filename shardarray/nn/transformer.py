@@ -16,7 +16,7 @@ from ..ops.einsum import einsum
 from ..ops.indexing import take
 from .config import TransformerConfig, param_shapes
 from .layers import attention, cross_entropy, layer_norm, mlp
-from .strategies import strategy_rules
+from .strategies import param_layout, strategy_rules
 
 Params = dict[str, ShardArray]
 
@@ -66,7 +66,7 @@ def init_transformer(
     params: Params = {}
     for name, dims in param_shapes(cfg).items():
         shape = tuple(sizes[d] for d in dims)
-        spec = {d: rules[d] for d in dims if d in rules}
+        spec = param_layout(strategy, name, dims, rules)
         lay = make_layout(mesh, dims, shape, spec, what=f"parameter {name!r}")
         layout = lay.as_dict()
         shape_map = dict(zip(dims, shape))
