@@ -1,6 +1,6 @@
-"""Reverse-mode autograd over a tape: ``value_and_grad``, ``grad``, one registered VJP per op."""
+"""Reverse-mode autograd over a tape: ``value_and_grad``, ``grad``, ``vjp``, one registered VJP per op."""
 
-from .api import grad, value_and_grad
+from .api import grad, value_and_grad, vjp
 from .tape import differentiable, register_vjp
 
-__all__ = ["value_and_grad", "grad", "differentiable", "register_vjp"]
+__all__ = ["value_and_grad", "grad", "vjp", "differentiable", "register_vjp"]

@@ -102,6 +102,56 @@ def grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
     return run
 
 
+def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple[ShardArray, Callable[[ShardArray], Any]]:
+    """``fn(params, *args)`` and a function that pulls a cotangent of it back to ``params`` (as ``jax.vjp``).
+
+    ``fn`` may return any floating-point ShardArray (not only a scalar). The
+    returned ``pullback(cotangent)`` takes an array with the output's dims
+    (any layout) and returns the gradients in ``params``' tree, dims and
+    layouts. It can be called once: the recorded ops are released after it.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.ones(mesh, {"m": 4, "k": 2}, layout={"m": "row", "k": "col"})
+        >>> w = sa.ones(mesh, {"k": 2, "n": 4}, layout={"k": "row", "n": "col"})
+        >>> y, pullback = sa.vjp(lambda p: sa.einsum("m k, k n -> m n", p[0], p[1]), (x, w))
+        >>> dx, dw = pullback(sa.ones(mesh, {"m": 4, "n": 4}))
+        >>> dx.numpy()[0].tolist(), dw.layout
+        ([4.0, 4.0], {'k': ('row',), 'n': ('col',)})
+    """
+    if STATE.tape is not None:
+        raise ShardArrayError("vjp cannot run inside value_and_grad or another vjp (no higher-order gradients)")
+    leaves, treedef = tree_flatten(params)
+    for i, x in enumerate(leaves):
+        _check_leaf(x, i)
+    tape = Tape()
+    STATE.tape = tape
+    try:
+        traced = [tape.leaf(x) for x in leaves]
+        out = fn(tree_unflatten(treedef, traced), *args, **kwargs)
+    finally:
+        STATE.tape = None
+    if not isinstance(out, ShardArray) or out.dtype.kind != "f":
+        tape.release()
+        raise DTypeError(f"vjp: fn must return a floating-point ShardArray; got {out!r:.80}")
+
+    def pullback(cotangent: ShardArray) -> Any:
+        if not tape.nodes and leaves:
+            raise ShardArrayError("vjp: the pullback was already called; it can be called once")
+        if not isinstance(cotangent, ShardArray) or sorted(cotangent.dims) != sorted(out.dims):
+            raise DimensionError(
+                f"vjp: the cotangent must be a ShardArray with the output's dims {out.sizes}; "
+                f"got {getattr(cotangent, 'sizes', type(cotangent).__name__)}"
+            )
+        try:
+            found = backward(tape, out, cotangent) if tape.traced(out) else {}
+            return tree_unflatten(treedef, [_finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+        finally:
+            tape.release()
+
+    return out, pullback
+
+
 def _split_result(result: Any, has_aux: bool) -> tuple[ShardArray, Any]:
     if has_aux:
         if not (isinstance(result, tuple) and len(result) == 2):
@@ -130,4 +180,4 @@ def _seed(loss: ShardArray) -> ShardArray:
     return ones(loss.mesh, {}, dtype=loss.dtype, layout={})
 
 
-__all__ = ["value_and_grad", "grad"]
+__all__ = ["value_and_grad", "grad", "vjp"]
