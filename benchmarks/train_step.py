@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import time
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import shardarray as sa
+from shardarray.bench.device import device_name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,16 +129,6 @@ def torch_step(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], dev
 
 
 # ----------------------------------------------------------------------------- main
-def device_name(backend: str) -> str:
-    if backend == "cupy":
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        name = props["name"]
-        return name.decode() if isinstance(name, bytes) else str(name)
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     cfg = sa.nn.TransformerConfig(vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv,

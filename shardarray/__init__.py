@@ -12,7 +12,7 @@ Example (an emulated 2×2 mesh of NumPy shards):
     True
 """
 
-from . import matmul, nn, optim, random, tree
+from . import hardware, matmul, nn, optim, random, tree
 from .array import ShardArray
 from .autograd import grad, value_and_grad, vjp
 from .comm import CommLog, CommRecord, comm_log
@@ -48,7 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Mesh", "ShardArray", "Layout", "asarray", "zeros", "ones", "full", "random", "einsum", "relayout",
     "exp", "log", "equal", "not_equal", "take", "one_hot", "broadcast_to", "stop_gradient",
-    "value_and_grad", "grad", "vjp", "tree", "nn", "matmul", "optim", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
+    "value_and_grad", "grad", "vjp", "tree", "nn", "matmul", "hardware", "optim", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
     "ShardArrayError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
 ]

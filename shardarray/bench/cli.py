@@ -1,0 +1,155 @@
+"""The ``shardarray-bench`` command line (also ``python -m shardarray.bench``).
+
+    shardarray-bench matmul --backend meta --devices 64 --batch 16 --seq 512 --hidden 3072
+    shardarray-bench matmul --backend numpy --mesh dep=2,row=2,col=2 --m 1024 --k 1024 --n 1024
+    shardarray-bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 --dtype float16 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..hardware import PROFILES, get_profile
+from . import matmul as bench_matmul
+from .device import device_name
+from .report import plot, table
+from .workload import ALGORITHMS, Problem, algorithm_of, meshes
+
+
+def parse_mesh(text: str) -> dict[str, int]:
+    """``"row=4,col=4,dep=4"`` -> ``{"row": 4, "col": 4, "dep": 4}``."""
+    shape: dict[str, int] = {}
+    for part in text.split(","):
+        name, eq, size = part.partition("=")
+        if not eq or not name or not size.isdigit() or int(size) < 1:
+            raise argparse.ArgumentTypeError(f"--mesh takes axis=size pairs like dep=2,row=2,col=2; got {text!r}")
+        shape[name.strip()] = int(size)
+    return shape
+
+
+def parse_algorithms(text: str) -> list[str]:
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    bad = [a for a in names if a not in ALGORITHMS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"--algorithms takes a comma list of {ALGORITHMS}; got {text!r}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shardarray-bench", description="Benchmarks of shardarray.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser(
+        "matmul",
+        help="distributed matmul algorithms (Megatron 1-D, SUMMA, Tesseract), forward and backward",
+        description="Run Megatron (allreduce), SUMMA and Tesseract on every legal mesh of --devices devices (or "
+        "on --mesh), forward and backward; report communication, flops and memory per device, measured time "
+        "(numpy/cupy) and an alpha-beta model's time on --hardware. Mesh axes are listed major to minor: the "
+        "last one varies fastest over GPU ids and stays inside a node.",
+    )
+    p.add_argument("--backend", choices=("numpy", "cupy", "meta"), default="meta",
+                   help="where shards live (meta: shapes only, no time measured; default)")
+    p.add_argument("--algorithms", type=parse_algorithms, default=list(ALGORITHMS),
+                   help="comma list of megatron,summa,tesseract (default all)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--devices", type=int, default=None, help="enumerate every legal mesh of P devices (default 4)")
+    where.add_argument("--mesh", type=parse_mesh, default=None,
+                       help="one mesh: model=P, row=q,col=q or dep=d,row=q,col=q")
+    for name in ("m", "k", "n"):
+        p.add_argument(f"--{name}", type=int, default=None, help=f"matmul size {name} (Y[m,n] = X[m,k]·W[k,n])")
+    p.add_argument("--batch", type=int, default=None, help="MLP block: batch size")
+    p.add_argument("--seq", type=int, default=None, help="MLP block: sequence length")
+    p.add_argument("--hidden", type=int, default=None, help="MLP block: hidden size (d_ff = 4·hidden)")
+    p.add_argument("--dtype", default="float32", choices=("float16", "float32", "float64"))
+    p.add_argument("--hardware", default="a100", choices=sorted(PROFILES),
+                   help="profile for modeled_time_s (default a100: the Tesseract paper's 4-GPU nodes)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per row (median), after one warm-up")
+    p.add_argument("--no-single", action="store_true", help="skip the single-device xp.matmul reference")
+    p.add_argument("--json", default="", help="write the results to this JSON file")
+    p.add_argument("--plot", default="", help="write a PNG bar chart of the times to this file")
+    p.add_argument("--quiet", action="store_true", help="no table or progress bar")
+    return parser
+
+
+def problem_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Problem:
+    mm = [args.m, args.k, args.n]
+    mlp = [args.batch, args.seq, args.hidden]
+    if any(v is not None for v in mm) and any(v is not None for v in mlp):
+        parser.error("give either --m --k --n (one matmul) or --batch --seq --hidden (an MLP block), not both")
+    if any(v is not None for v in mlp):
+        if None in mlp:
+            parser.error("the MLP block needs all of --batch, --seq and --hidden")
+        return Problem("mlp", {"batch": args.batch, "seq": args.seq, "hidden": args.hidden}, args.dtype)
+    m, k, n = (v if v is not None else 1024 for v in mm)
+    return Problem("matmul", {"m": m, "k": k, "n": n}, args.dtype)
+
+
+def sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, dict[str, int]]]:
+    if args.mesh is not None:
+        try:
+            algorithm = algorithm_of(args.mesh)
+        except ValueError as e:
+            parser.error(str(e))
+        if algorithm not in args.algorithms:
+            parser.error(f"--mesh {args.mesh} is a {algorithm} mesh, but --algorithms is {args.algorithms}")
+        return [(algorithm, args.mesh)]
+    devices = args.devices if args.devices is not None else 4
+    if devices < 1:
+        parser.error(f"--devices must be >= 1; got {devices}")
+    plan = [(a, shape) for a in args.algorithms for shape in meshes(a, devices)]
+    if not plan:
+        parser.error(f"no mesh of {devices} devices fits {args.algorithms} (summa needs q², tesseract q²·d with d ≤ q)")
+    return plan
+
+
+def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    problem = problem_of(args, parser)
+    plan = sweep(args, parser)
+    hw = get_profile(args.hardware)
+    if args.quiet:
+        out = bench_matmul.run(problem, plan, args.backend, hw, args.repeat, baseline=not args.no_single)
+    else:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("matmul", total=len(plan))
+            out = bench_matmul.run(problem, plan, args.backend, hw, args.repeat,
+                                   progress=lambda i, label: bar.update(task, description=label, completed=i),
+                                   baseline=not args.no_single)
+    result = {
+        "benchmark": "matmul",
+        "problem": {"kind": problem.kind, **problem.sizes, "dtype": problem.dtype, "what": problem.describe()},
+        "backend": args.backend,
+        "device": device_name(args.backend),
+        "hardware": {"name": hw.name, "description": hw.description},
+        "python": platform.python_version(),
+        **out,
+    }
+    if not args.quiet:
+        table(result)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    if args.plot:
+        plot(result, args.plot)
+    return result
+
+
+def run(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run one ``shardarray-bench`` command line; returns its result dict (also written with ``--json``)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "matmul":
+        return cmd_matmul(args, parser)
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse refuses first
+    return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``shardarray-bench`` console script: exit status 0 on success."""
+    run(sys.argv[1:] if argv is None else argv)
+    return 0
