@@ -5,8 +5,10 @@ cotangent, so every weight and the input get a gradient):
 
 * ``matmul``: Y = X·W with X [m, k], W [k, n];
 * ``mlp``: the transformer MLP block of tesseract.txt §3.2,
-  Y = gelu(X·W1)·W2 with X [batch, seq, hidden], W1 [hidden, 4·hidden],
-  W2 [4·hidden, hidden].
+  Y = gelu(X·W1)·W2 with X [batch·seq, hidden], W1 [hidden, 4·hidden],
+  W2 [4·hidden, hidden]. The batch and sequence dims are one ``tokens`` dim,
+  as in the paper's matrices [b·s, h] (so that, e.g., Table 1's batch 12
+  splits over Tesseract's d·q = 8).
 
 Layouts (mesh axes listed major → minor, so the last stays inside a node):
 
@@ -55,7 +57,8 @@ class Problem:
         if self.kind == "matmul":
             return f"Y = X·W, X [{s['m']}, {s['k']}], W [{s['k']}, {s['n']}], {self.dtype}"
         h = s["hidden"]
-        return f"MLP block, X [{s['batch']}, {s['seq']}, {h}], W1 [{h}, {4 * h}], W2 [{4 * h}, {h}], {self.dtype}"
+        return (f"MLP block, X [{s['batch']}·{s['seq']}, {h}], W1 [{h}, {4 * h}], W2 [{4 * h}, {h}], "
+                f"{self.dtype}")
 
 
 def meshes(algorithm: str, devices: int) -> list[dict[str, int]]:
@@ -98,11 +101,11 @@ def layouts(problem: Problem, algorithm: str, shape: dict[str, int]) -> dict[str
     if problem.kind == "matmul":
         return {"X": {"m": rows, "k": "col"}, "W": {"k": "row", "n": "col"}, "Y": {"m": rows, "n": "col"}}
     return {
-        "X": {"batch": rows, "hidden": "col"},
+        "X": {"tokens": rows, "hidden": "col"},
         "W1": {"hidden": "row", "ffn": "col"},
-        "H": {"batch": rows, "ffn": "col"},
+        "H": {"tokens": rows, "ffn": "col"},
         "W2": {"ffn": "row", "hidden": "col"},
-        "Y": {"batch": rows, "hidden": "col"},
+        "Y": {"tokens": rows, "hidden": "col"},
     }
 
 
@@ -111,13 +114,13 @@ def dims(problem: Problem) -> dict[str, dict[str, int]]:
     s = problem.sizes
     if problem.kind == "matmul":
         return {"X": {"m": s["m"], "k": s["k"]}, "W": {"k": s["k"], "n": s["n"]}, "Y": {"m": s["m"], "n": s["n"]}}
-    b, t, h = s["batch"], s["seq"], s["hidden"]
+    t, h = s["batch"] * s["seq"], s["hidden"]
     return {
-        "X": {"batch": b, "seq": t, "hidden": h},
+        "X": {"tokens": t, "hidden": h},
         "W1": {"hidden": h, "ffn": 4 * h},
-        "H": {"batch": b, "seq": t, "ffn": 4 * h},
+        "H": {"tokens": t, "ffn": 4 * h},
         "W2": {"ffn": 4 * h, "hidden": h},
-        "Y": {"batch": b, "seq": t, "hidden": h},
+        "Y": {"tokens": t, "hidden": h},
     }
 
 
@@ -137,8 +140,8 @@ def build(
             return sa.einsum("m k, k n -> m n", p["X"], p["W"], algorithm=alg)
     else:
         def forward(p: dict[str, sa.ShardArray]) -> sa.ShardArray:
-            h = sa.gelu(sa.einsum("batch seq hidden, hidden ffn -> batch seq ffn", p["X"], p["W1"], algorithm=alg))
-            y = sa.einsum("batch seq ffn, ffn hidden -> batch seq hidden", h, p["W2"], algorithm=alg)
+            h = sa.gelu(sa.einsum("tokens hidden, hidden ffn -> tokens ffn", p["X"], p["W1"], algorithm=alg))
+            y = sa.einsum("tokens ffn, ffn hidden -> tokens hidden", h, p["W2"], algorithm=alg)
             return y.resolve()  # Megatron's g: the allreduce of the output
 
     cotangent = sa.random.normal(mesh, size["Y"], seed=7, dtype=problem.dtype, layout=lay["Y"])
