@@ -136,3 +136,25 @@ def test_vjp_pulls_back_any_cotangent():
     _, pullback = sa.vjp(lambda p: p * 2.0, x)
     with pytest.raises(sa.DimensionError, match="output's dims"):
         pullback(w)
+
+
+def test_tesseract_tables_script(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "tesseract_tables.py"
+    spec = importlib.util.spec_from_file_location("tesseract_tables", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(["--json", str(tmp_path / "t.json")])
+    t1, t2 = out["table_1"], out["table_2"]
+    assert len(t1["rows"]) == 12 and len(t2["rows"]) == 13
+    rows = {(r["parallelization"], tuple(r["shape"])): r for r in t1["rows"]}
+    # at fixed q = 4, depth lowers the traffic and memory per device
+    comm = [rows[("Tesseract", (4, 4, d))]["comm_bytes_per_device"] for d in (1, 2, 4)]
+    assert comm[0] > comm[1] > comm[2]
+    # weak scaling: every SUMMA / Tesseract configuration holds the same memory per device
+    mem = {r["memory_bytes_per_device"] for r in t2["rows"] if r["parallelization"] != "Megatron-LM"}
+    assert len(mem) == 1
+    assert t2["ratios"][0]["model_forward"] > 1  # [8,8,1] slower than [4,4,4]
+    assert json.loads((tmp_path / "t.json").read_text())["table_1"]["ratios"] == t1["ratios"]
