@@ -32,6 +32,32 @@ def _finish(g: ShardArray | None, x: ShardArray) -> ShardArray:
     return astype(g, x.dtype)
 
 
+def _record(what: str, fn: Callable[..., Any], params: Any, args: Any, kwargs: Any) -> tuple[Tape, list, Any]:
+    """Run ``fn(params, *args)`` on a new tape: ``(tape, traced leaves, result)``."""
+    if STATE.tape is not None:
+        raise ShardArrayError(
+            f"{what} cannot run inside value_and_grad or vjp (higher-order gradients are not supported); "
+            f"call it outside them"
+        )
+    leaves, treedef = tree_flatten(params)
+    for i, x in enumerate(leaves):
+        _check_leaf(x, i)
+    tape = Tape()
+    STATE.tape = tape
+    try:
+        traced = [tape.leaf(x) for x in leaves]
+        return tape, traced, fn(tree_unflatten(treedef, traced), *args, **kwargs)
+    finally:
+        STATE.tape = None
+
+
+def _pull(tape: Tape, traced: list, params: Any, out: ShardArray, cotangent: ShardArray) -> Any:
+    """The gradients of ``params`` (a tree like it) for cotangent ``cotangent`` of ``out``."""
+    leaves, treedef = tree_flatten(params)
+    found = backward(tape, out, cotangent) if tape.traced(out) else {}
+    return tree_unflatten(treedef, [_finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+
+
 def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
     """Make a function returning ``(fn(params, *args), grad of fn with respect to params)``.
 
@@ -56,25 +82,10 @@ def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..
 
     @functools.wraps(fn)
     def run(params: Any, *args: Any, **kwargs: Any) -> Any:
-        if STATE.tape is not None:
-            raise ShardArrayError(
-                "value_and_grad cannot be nested (higher-order gradients are not supported); "
-                "call it outside any other value_and_grad"
-            )
-        leaves, treedef = tree_flatten(params)
-        for i, x in enumerate(leaves):
-            _check_leaf(x, i)
-        tape = Tape()
-        STATE.tape = tape
-        try:
-            traced = [tape.leaf(x) for x in leaves]
-            result = fn(tree_unflatten(treedef, traced), *args, **kwargs)
-        finally:
-            STATE.tape = None
+        tape, traced, result = _record("value_and_grad", fn, params, args, kwargs)
         try:
             loss, aux = _split_result(result, has_aux)
-            found = backward(tape, loss, _seed(loss)) if tape.traced(loss) else {}
-            grads = tree_unflatten(treedef, [_finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+            grads = _pull(tape, traced, params, loss, _seed(loss))
         finally:
             tape.release()
         loss = loss.resolve()
@@ -119,24 +130,13 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
         >>> dx.numpy()[0].tolist(), dw.layout
         ([4.0, 4.0], {'k': ('row',), 'n': ('col',)})
     """
-    if STATE.tape is not None:
-        raise ShardArrayError("vjp cannot run inside value_and_grad or another vjp (no higher-order gradients)")
-    leaves, treedef = tree_flatten(params)
-    for i, x in enumerate(leaves):
-        _check_leaf(x, i)
-    tape = Tape()
-    STATE.tape = tape
-    try:
-        traced = [tape.leaf(x) for x in leaves]
-        out = fn(tree_unflatten(treedef, traced), *args, **kwargs)
-    finally:
-        STATE.tape = None
+    tape, traced, out = _record("vjp", fn, params, args, kwargs)
     if not isinstance(out, ShardArray) or out.dtype.kind != "f":
         tape.release()
         raise DTypeError(f"vjp: fn must return a floating-point ShardArray; got {out!r:.80}")
 
     def pullback(cotangent: ShardArray) -> Any:
-        if not tape.nodes and leaves:
+        if not tape.nodes:
             raise ShardArrayError("vjp: the pullback was already called; it can be called once")
         if not isinstance(cotangent, ShardArray) or sorted(cotangent.dims) != sorted(out.dims):
             raise DimensionError(
@@ -144,8 +144,7 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
                 f"got {getattr(cotangent, 'sizes', type(cotangent).__name__)}"
             )
         try:
-            found = backward(tape, out, cotangent) if tape.traced(out) else {}
-            return tree_unflatten(treedef, [_finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+            return _pull(tape, traced, params, out, cotangent)
         finally:
             tape.release()
 
