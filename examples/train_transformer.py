@@ -12,6 +12,7 @@ prints held-out accuracy and saves a loss-curve PNG.
     python examples/train_transformer.py --mesh data=2,model=2 --strategy megatron --steps 300
     python examples/train_transformer.py --mesh row=2,col=2,dep=2 --strategy tesseract
     python examples/train_transformer.py --backend cupy --d-model 256 --layers 4   # every shard on the GPU
+    mpiexec -n 4 python examples/train_transformer.py     # the same, one process per device (MPI SPMD)
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mesh", type=parse_mesh, default={"rows": 2, "cols": 2}, help="mesh shape (default rows=2,cols=2)")
     p.add_argument("--strategy", default="mesh2d", choices=sa.nn.STRATEGIES, help="layout strategy (default mesh2d)")
     p.add_argument("--backend", default="numpy", choices=("numpy", "cupy"), help="where shards live")
+    p.add_argument("--comm", default="auto", choices=("auto", "emulated", "mpi"),
+                   help="emulated mesh, or one process per device under mpiexec (auto: mpi when launched by mpiexec)")
     p.add_argument("--vocab", type=int, default=64)
     p.add_argument("--d-model", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -127,7 +130,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         n_layers=args.layers, seq_len=args.seq,
     )
     rules = sa.nn.strategy_rules(args.strategy, args.mesh)
-    mesh = sa.Mesh(args.mesh, backend=args.backend, rules=rules)
+    mesh = sa.Mesh(args.mesh, backend=args.backend, rules=rules, comm=args.comm)
+    root = mesh.process_index == 0  # under mpiexec every process trains; one reports
     if args.plot:
         _import_plotting()  # fail before training, not after
     params = sa.nn.init_transformer(cfg, mesh, strategy=args.strategy, seed=args.seed, dtype=args.dtype)
@@ -142,7 +146,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console()
+    console = Console(quiet=not root)
     console.print(
         f"[bold]shardarray[/] training a {sa.nn.param_count(cfg):,}-parameter transformer "
         f"(d_model {cfg.d_model}, {cfg.n_layers} layers, {cfg.heads} heads, vocab {cfg.vocab}, seq {cfg.seq_len})\n"
@@ -163,7 +167,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     evals.append((0, evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed), 64)))
     start = time.perf_counter()
     train_time = 0.0
-    with Progress(*columns, console=console, transient=False, disable=args.quiet) as bar:
+    with Progress(*columns, console=console, transient=False, disable=args.quiet or not root) as bar:
         task = bar.add_task("training", total=args.steps, loss="-", tps="-", comm="-")
         for step in range(1, args.steps + 1):
             tok, tgt = sa.nn.data.pattern_batch(train_rng, args.batch, cfg.seq_len, cfg.vocab)
@@ -186,7 +190,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                        tps=f"{tokens_per_step / dt:,.0f}", comm=_fmt_bytes(comm_per_step[-1]))
     accuracy = evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed + 1), args.eval_batch)
     metrics = {
-        "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "params": sa.nn.param_count(cfg),
+        "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "comm": mesh.comm_kind, "params": sa.nn.param_count(cfg),
         "steps": args.steps, "first_loss": losses[0], "final_loss": float(np.mean(losses[-20:])),
         "held_out_accuracy": accuracy, "chance": chance,
         "tokens_per_s": tokens_per_step * args.steps / train_time, "wall_s": time.perf_counter() - start,
@@ -198,11 +202,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         f"{metrics['tokens_per_s']:,.0f} tokens/s; {_fmt_bytes(metrics['comm_bytes_per_step_per_device'])} "
         f"communicated per device and step; {metrics['wall_s']:.0f} s"
     )
-    if args.plot:
+    if args.plot and root:
         title = f"{args.strategy} on {mesh.shape}: {sa.nn.param_count(cfg):,} params, held-out accuracy {accuracy:.1%}"
         save_plot(args.plot, losses, evals, title, chance)
         console.print(f"loss curve saved to {args.plot}")
-    if args.json:
+    if args.json and root:
         Path(args.json).write_text(json.dumps(metrics, indent=2))
     return metrics
 

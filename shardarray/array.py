@@ -81,7 +81,7 @@ class ShardArray:
     @property
     def nbytes_per_device(self) -> int:
         """Largest shard in bytes (the device holding the biggest block)."""
-        return max(int(math.prod(s.shape)) for s in self.shards) * self.dtype.itemsize
+        return max(int(math.prod(s.shape)) for s in self.shards if s is not None) * self.dtype.itemsize
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{d}={n}" for d, n in zip(self.dims, self.shape))
@@ -104,11 +104,7 @@ class ShardArray:
         if not backend.has_data:
             backend.to_numpy(None)  # raises BackendError with the explanation
         x = self.resolve()
-        out = np.empty(x.shape, dtype=x.dtype)
-        slices = block_slices(x.mesh, x._layout)
-        for rep, _ in x.mesh.replica_classes(x._layout.used_axes):
-            out[slices[rep]] = backend.to_numpy(x.shards[rep])
-        return out
+        return x.mesh.comm.assemble(x.shards, block_slices(x.mesh, x._layout), x.shape, x.dtype, x._layout.used_axes)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self.numpy()

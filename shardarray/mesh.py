@@ -45,6 +45,13 @@ class Mesh:
             mesh), ``"cupy"`` (every shard on the current GPU) or ``"meta"``
             (shapes and dtypes only, no data).
         rules: Mesh-TF computation layout ``{dim: axis or (axes, major first)}``.
+        comm: ``"emulated"`` (default: every shard in this process, collectives
+            as array arithmetic), ``"mpi"`` (SPMD under ``mpiexec -n
+            size``: process ``rank`` owns device ``rank`` and only its shard;
+            collectives are MPI calls on axis-group communicators, see
+            ``comm.mpi``) or ``"auto"`` (``"mpi"`` when the process was
+            started by an MPI launcher with more than one process, else
+            ``"emulated"``), so one script runs unchanged either way.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2}, rules={"batch": "row"})
@@ -59,6 +66,7 @@ class Mesh:
         shape: Mapping[str, int] | Iterable[tuple[str, int]],
         backend: str = "numpy",
         rules: Mapping[str, AxesSpec] | None = None,
+        comm: str = "emulated",
     ) -> None:
         from .backend import get_backend
 
@@ -86,16 +94,30 @@ class Mesh:
         self._sizes: tuple[int, ...] = tuple(sizes)
         self._index = {a: i for i, a in enumerate(names)}
         self.backend = get_backend(backend)
+        if comm == "auto":
+            from .comm.launch import launched_processes
+
+            comm = "mpi" if launched_processes() > 1 else "emulated"
+        self.comm_kind = comm
         self.rules: dict[str, tuple[str, ...]] = {}
         for dim, spec in (rules or {}).items():
             axes = self.parse_axes(spec, f"layout rule {dim!r} -> {spec!r}")
             if axes:
                 self.rules[dim] = axes
-        from .comm.emulated import EmulatedCommunicator
-
-        self.comm = EmulatedCommunicator(self)
         self._groups: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = {}
         self._classes: dict[frozenset, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        if comm == "emulated":
+            from .comm.emulated import EmulatedCommunicator
+
+            self.comm = EmulatedCommunicator(self)
+            self.local_devices: tuple[int, ...] = tuple(range(self.size))
+        elif comm == "mpi":
+            from .comm.mpi import MpiCommunicator
+
+            self.comm = MpiCommunicator(self)
+            self.local_devices = (self.comm.rank,)
+        else:
+            raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated' or 'mpi'")
 
     # ----------------------------------------------------------------- basics
     @property
@@ -200,13 +222,18 @@ class Mesh:
 
         An array whose layout and pending sums use only ``axes`` holds the same
         block on every device of a class, so emulated backends compute a class
-        once (``(representative, devices)`` pairs) and share the result.
+        once (``(representative, devices)`` pairs) and share the result. Under
+        ``comm="mpi"`` only this process's own device is listed: the ops
+        compute the local shard and leave the others' slots empty (None).
         """
         key = frozenset(axes)
         cached = self._classes.get(key)
         if cached is not None:
             return cached
-        if self.backend.per_device:
+        if self.comm_kind != "emulated":  # SPMD: this process computes its own device only
+            (d,) = self.local_devices
+            result: tuple[tuple[int, tuple[int, ...]], ...] = ((d, (d,)),)
+        elif self.backend.per_device:
             result = tuple((d, (d,)) for d in range(self.size))
         else:
             rest = tuple(a for a in self._names if a not in key)
@@ -215,8 +242,18 @@ class Mesh:
         return result
 
     # ----------------------------------------------------------------- dunder
+    @property
+    def process_index(self) -> int:
+        """This process's index in an SPMD job (0 on an emulated mesh), as ``jax.process_index()``."""
+        return self.comm.rank if self.comm_kind == "mpi" else 0
+
+    @property
+    def local_device(self) -> int:
+        """A device whose shard this process holds (the first one)."""
+        return self.local_devices[0]
+
     def _key(self) -> tuple:
-        return (self._names, self._sizes, self.backend.name)
+        return (self._names, self._sizes, self.backend.name, self.comm_kind)
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Mesh) and self._key() == other._key()
@@ -227,5 +264,6 @@ class Mesh:
     def __repr__(self) -> str:
         inner = ", ".join(f"{a!r}: {s}" for a, s in zip(self._names, self._sizes))
         extra = f", backend={self.backend.name!r}" if self.backend.name != "numpy" else ""
+        extra += f", comm={self.comm_kind!r}" if self.comm_kind != "emulated" else ""
         rules = f", rules={ {k: v if len(v) > 1 else v[0] for k, v in self.rules.items()} }" if self.rules else ""
         return f"Mesh({{{inner}}}{extra}{rules})"

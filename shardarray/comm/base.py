@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .log import record
 
 if TYPE_CHECKING:
@@ -34,6 +36,21 @@ class Communicator(ABC):
             biggest = max((shards[d] for d in ids), key=lambda s: s.size)
             record(op, axes, n, int(biggest.size), biggest.dtype.itemsize, str(biggest.dtype))
         return n
+
+    def assemble(
+        self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
+        used_axes: Any,
+    ) -> np.ndarray:
+        """The global NumPy value from the shards (``slices[d]``: device d's block), on every process."""
+        backend = self.mesh.backend
+        out = np.empty(shape, dtype=dtype)
+        for rep, _ in self.mesh.replica_classes(used_axes):
+            out[slices[rep]] = backend.to_numpy(shards[rep])
+        return out
+
+    def host_reduce(self, value: float, op: str) -> float:
+        """A Python number reduced over every process of the job (itself on an emulated mesh)."""
+        return value
 
     @abstractmethod
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:

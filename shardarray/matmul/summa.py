@@ -113,13 +113,13 @@ class SummaPlan:
                 mesh, used, lambda t: (list(g.shards), comm.broadcast(b.shards, (p.row,), root=t)),
                 self.grad_a_eq, p.col,
             )
-            grads[p.roles.a] = ShardArray(mesh, a.spec, shards[0].dtype, shards)
+            grads[p.roles.a] = ShardArray(mesh, a.spec, shards[mesh.local_device].dtype, shards)
         if needs[p.roles.b]:
             shards = self._loop(
                 mesh, used, lambda t: (comm.broadcast(a.shards, (p.col,), root=t), list(g.shards)),
                 self.grad_b_eq, p.row,
             )
-            db = ShardArray(mesh, b.spec, shards[0].dtype, shards, mesh_order(mesh, p.outer))
+            db = ShardArray(mesh, b.spec, shards[mesh.local_device].dtype, shards, mesh_order(mesh, p.outer))
             grads[p.roles.b] = resolve(db, b.spec.axes)  # the allreduce over depth (and data)
         return grads
 

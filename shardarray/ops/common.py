@@ -116,5 +116,5 @@ def new_array(
     """A ShardArray from computed shards (dtype from the first shard if not given)."""
     layout = Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims))
     if dtype is None:
-        dtype = shards[0].dtype
+        dtype = shards[mesh.local_device].dtype
     return ShardArray(mesh, layout, dtype, shards, mesh_order(mesh, pending))

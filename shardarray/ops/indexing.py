@@ -83,8 +83,9 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
         return
     xp = ids.mesh.backend.xp
     blocks = [ids.shards[rep] for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes) if ids.shards[rep].size]
-    lo = min(int(xp.min(b)) for b in blocks)
-    hi = max(int(xp.max(b)) for b in blocks)
+    comm = ids.mesh.comm  # under MPI every process must agree (and raise) together
+    lo = comm.host_reduce(min((int(xp.min(b)) for b in blocks), default=0), "min")
+    hi = comm.host_reduce(max((int(xp.max(b)) for b in blocks), default=0), "max")
     if lo < 0 or hi >= n:
         raise DimensionError(
             f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}"
