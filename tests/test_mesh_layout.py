@@ -59,3 +59,13 @@ def test_show_any_mesh_rank():
     assert "all" in sa.show(sa.zeros(sa.Mesh({"d": 1}), {"a": 2}))
     s = sa.show(sa.zeros(sa.Mesh({"d": 1}), {}))
     assert "(scalar)" in s
+
+
+def test_auto_is_emulated_outside_a_launcher(monkeypatch):
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_NTASKS", "4")  # a batch script's own process is not an MPI job
+    mesh = sa.Mesh({"row": 2, "col": 2}, comm="auto")
+    assert mesh.comm_kind == "emulated" and mesh.process_index == 0 and mesh.local_devices == (0, 1, 2, 3)
+    with pytest.raises(sa.MeshError, match="'emulated' or 'mpi'"):
+        sa.Mesh({"row": 2}, comm="nccl")

@@ -54,3 +54,4 @@ def test_the_training_example_runs_unchanged_under_mpiexec(tmp_path):
     assert (a["comm"], b["comm"]) == ("mpi", "emulated")
     assert a["final_loss"] == pytest.approx(b["final_loss"], rel=1e-6)
     assert a["held_out_accuracy"] == b["held_out_accuracy"]
+

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-# set by MPICH/Hydra and Slurm's PMI (PMI_SIZE), Open MPI, and Slurm itself
-_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS")
+# set for each launched process by MPICH/Hydra and Slurm's srun with PMI/PMI-2 (PMI_SIZE) and by Open MPI;
+# not SLURM_NTASKS, which a batch script's own single process also sees
+_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 
 def launched_processes() -> int:
