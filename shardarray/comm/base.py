@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import MeshError
 from .log import record
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ class Communicator(ABC):
             biggest = max((shards[d] for d in ids), key=lambda s: s.size)
             record(op, axes, n, int(biggest.size), biggest.dtype.itemsize, str(biggest.dtype))
         return n
+
+    def _check_root(self, root: int, axes: tuple[str, ...], n: int) -> None:
+        if not 0 <= root < n:
+            raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
 
     def assemble(
         self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,

@@ -11,7 +11,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import MeshError
 from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
 
@@ -49,10 +48,6 @@ class EmulatedCommunicator(Communicator):
             for d, r in zip(group, result):
                 out[d] = r
         return out
-
-    def _check_root(self, root: int, axes: tuple[str, ...], n: int) -> None:
-        if not 0 <= root < n:
-            raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
 
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
         reducer = self._reducer(op)

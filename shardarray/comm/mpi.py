@@ -203,8 +203,7 @@ class MpiCommunicator(Communicator):
 
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
         n = self.mesh.axes_size(axes)
-        if not 0 <= root < n:
-            raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
+        self._check_root(root, axes, n)
         self._log("broadcast", axes, shards)
         if n == 1:
             return list(shards)
@@ -217,8 +216,7 @@ class MpiCommunicator(Communicator):
 
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
         n = self.mesh.axes_size(axes)
-        if not 0 <= root < n:
-            raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
+        self._check_root(root, axes, n)
         self._log("reduce", axes, shards)
         if n == 1:
             return list(shards)
