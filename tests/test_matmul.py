@@ -58,7 +58,7 @@ def test_broadcast_and_reduce_volumes_match_the_formulas(algorithm, shape):
     mesh, x, w = operands(shape, a, b, c)
     q, d = shape["row"], shape.get("dep", 1)
     with sa.comm_log() as fwd:
-        y = sa.einsum("m k, k n -> m n", x, w, algorithm=algorithm)
+        sa.einsum("m k, k n -> m n", x, w, algorithm=algorithm)
     assert {r.op for r in fwd} == {"broadcast"} and len(fwd) == 2 * q
     assert fwd.total() == a * b / (q * d) + b * c / q  # DESIGN.md: ab/(qd) + bc/q per device
 

@@ -48,9 +48,10 @@ class SummaPlan:
         a, b = operands[self.pattern.roles.a], operands[self.pattern.roles.b]
         return resolve(a, a.spec.axes), resolve(b, b.spec.axes)
 
-    def out_axes(self, a: ShardArray, b: ShardArray) -> tuple[tuple[str, ...], ...]:
-        """C's per-dim axes: A's for m and batch dims, B's for n dims."""
-        return tuple(a.spec.of(d) if d in a.dims else b.spec.of(d) for d in self.out_dims)
+    def out_axes(self, a: ShardArray, b: ShardArray) -> tuple[tuple[tuple[str, ...], ...], set[str]]:
+        """C's per-dim axes (A's for m and batch dims, B's for n dims) and the set of axes they use."""
+        axes = tuple(a.spec.of(d) if d in a.dims else b.spec.of(d) for d in self.out_dims)
+        return axes, {x for ax in axes for x in ax}
 
     def _owners(self, mesh: Any, axis: str, t: int) -> list[int]:
         i = mesh.axis_names.index(axis)
@@ -72,8 +73,8 @@ class SummaPlan:
             left, right = steps(t)
             if reduce_axis is None:
                 def step(x: Any, y: Any, acc: Any) -> Any:
-                    prod = backend.einsum(eq, x, y)
-                    return prod if acc is None else xp.add(acc, prod, out=acc) if backend.has_data else acc + prod
+                    prod = backend.einsum(eq, x, y)  # fresh, so accumulating into it in place is safe
+                    return prod if acc is None else xp.add(acc, prod, out=acc)  # meta: a new shape record
 
                 out = map_blocks(mesh, used, step, left, right, out)
             else:
@@ -89,8 +90,7 @@ class SummaPlan:
         a, b = self._operands(operands)
         mesh, comm = a.mesh, a.mesh.comm
         p = self.pattern
-        axes = self.out_axes(a, b)
-        used = {x for ax in axes for x in ax}
+        axes, used = self.out_axes(a, b)
 
         def steps(t: int) -> tuple[list[Any], list[Any]]:
             return comm.broadcast(a.shards, (p.col,), root=t), comm.broadcast(b.shards, (p.row,), root=t)
@@ -104,8 +104,7 @@ class SummaPlan:
         a, b = self._operands(operands)
         mesh, comm = a.mesh, a.mesh.comm
         p = self.pattern
-        axes = self.out_axes(a, b)
-        used = {x for ax in axes for x in ax}
+        axes, used = self.out_axes(a, b)
         g = to_axes(transpose.__wrapped__(g, self.out_dims), axes, keep_pending=False)
         grads: list[Any] = [None, None]
         if needs[p.roles.a]:
