@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import profiler
 from .layout import Layout, block_slices
 from .mesh import AxesSpec, Mesh
 
@@ -46,6 +47,8 @@ class ShardArray:
         self.pending: tuple[str, ...] = pending
         self._node: Any = None  # set by the autograd tape while value_and_grad records
         self._resolved: Any = None  # (target axes, resolved array): a pending sum is reduced once
+        if profiler.ACTIVE:
+            profiler.on_array(self)
 
     # ------------------------------------------------------------- metadata
     @property

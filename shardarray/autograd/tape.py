@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import profiler
 from ..array import ShardArray
 from ..errors import ShardArrayError
 
@@ -60,6 +61,8 @@ class Tape:
 
     def leaf(self, x: ShardArray) -> ShardArray:
         """A new array sharing ``x``'s shards, marked as a leaf of this tape."""
+        if profiler.ACTIVE:
+            profiler.touch((x,))
         y = ShardArray(x.mesh, x.spec, x.dtype, x.shards, x.pending)
         y._node = Node(self, None, None, ())
         self.nodes.append(y._node)
@@ -113,6 +116,12 @@ def differentiable(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if profiler.ACTIVE:
+                with profiler.scope(name, (*args, *kwargs.values())):
+                    return run(*args, **kwargs)
+            return run(*args, **kwargs)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
             tape = STATE.tape
             if tape is None or tape.paused:
                 return plain(*args, **kwargs)
@@ -160,7 +169,11 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
         vjp = VJPS.get(node.name)
         if vjp is None:  # pragma: no cover - a missing registration is a bug of the package
             raise ShardArrayError(f"no VJP is registered for the op {node.name!r}")
-        grads = vjp(node.ctx, g)
+        if profiler.ACTIVE:
+            with profiler.scope(f"{node.name}.grad"):
+                grads = vjp(node.ctx, g)
+        else:
+            grads = vjp(node.ctx, g)
         for i, parent in node.parents:
             gi = grads[i]
             if gi is None:

@@ -81,6 +81,11 @@ class MetaArray:
     def __ge__(self, o: Any) -> MetaArray: return META.greater_equal(self, o)
     def __lt__(self, o: Any) -> MetaArray: return META.less(self, o)
     def __le__(self, o: Any) -> MetaArray: return META.less_equal(self, o)
+    def __and__(self, o: Any) -> MetaArray: return META.bitwise_and(self, o)
+    def __rand__(self, o: Any) -> MetaArray: return META.bitwise_and(o, self)
+    def __or__(self, o: Any) -> MetaArray: return META.bitwise_or(self, o)
+    def __ror__(self, o: Any) -> MetaArray: return META.bitwise_or(o, self)
+    def __invert__(self) -> MetaArray: return META.invert(self)
 
 
 def _probe(x: Any) -> Any:

@@ -78,6 +78,10 @@ class CommLog:
         """Sum of ``field`` over the records (optionally of one ``op``): per-device traffic."""
         return sum(getattr(r, field) for r in self.records if op is None or r.op == op)
 
+    def add(self, record: CommRecord) -> None:
+        """Append one record (subclasses may watch them go by)."""
+        self.records.append(record)
+
     def clear(self) -> None:
         self.records.clear()
 
@@ -113,4 +117,4 @@ def record(op: str, axes: tuple[str, ...], group_size: int, elements: int, items
     nbytes = elements * itemsize
     rec = CommRecord(op, tuple(axes), group_size, elements, nbytes, wire_bytes(op, group_size, nbytes), dtype)
     for log in _ACTIVE:
-        log.records.append(rec)
+        log.add(rec)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
+from .. import profiler
 from ..array import ShardArray
 from ..errors import DimensionError
 from ..ops.common import map_blocks, merged_axes, mesh_order, new_array
@@ -43,4 +44,6 @@ def contract(
     shards = map_blocks(
         mesh, used.union(pending), lambda *s: backend.einsum(equation, *s), *(op.shards for op in prepared)
     )
+    if profiler.ACTIVE:
+        profiler.on_einsum(equation, [op.shards[mesh.local_device] for op in prepared])
     return new_array(mesh, out_dims, sizes, axes, shards, mesh_order(mesh, pending))

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import profiler
 from ..array import ShardArray
 from ..ops.common import map_blocks, mesh_order, new_array
 from ..ops.relayout import resolve, to_axes
@@ -71,6 +72,8 @@ class SummaPlan:
         out: list[Any] = [None] * mesh.size
         for t in range(self.pattern.q):
             left, right = steps(t)
+            if profiler.ACTIVE:
+                profiler.on_einsum(eq, [left[mesh.local_device], right[mesh.local_device]])
             if reduce_axis is None:
                 def step(x: Any, y: Any, acc: Any) -> Any:
                     prod = backend.einsum(eq, x, y)  # fresh, so accumulating into it in place is safe

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..array import ShardArray
+from ..backend.meta import MetaArray
 from ..errors import DimensionError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
@@ -97,8 +98,50 @@ def map_blocks(
     axes); devices that agree on them compute one block and share it.
     """
     out: list[Any] = [None] * mesh.size
+    if not mesh.backend.has_data:
+        return _map_meta(mesh, axes, fn, shard_lists, out)
     for rep, devices in mesh.replica_classes(axes):
         r = fn(*(s[rep] for s in shard_lists))
+        for d in devices:
+            out[d] = r
+    return out
+
+
+def _signature(arg: Any) -> Any:
+    """What a meta block's result depends on: shapes and dtypes of arrays, the values of the rest."""
+    if isinstance(arg, MetaArray):
+        return (arg.shape, arg.dtype)
+    if isinstance(arg, slice):
+        return ("slice", arg.start, arg.stop, arg.step)
+    if isinstance(arg, (tuple, list)):
+        return tuple(_signature(a) for a in arg)
+    return arg
+
+
+def _map_meta(
+    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]], out: list[Any]
+) -> list[Any]:
+    """``map_blocks`` on shapes: blocks with equal operand shapes (and equal other arguments) are computed once."""
+    seen: dict[tuple, Any] = {}
+    by_id: dict[tuple, Any] = {}
+    for rep, devices in mesh.replica_classes(axes):
+        args = [s[rep] for s in shard_lists]
+        ids = tuple(map(id, args))
+        r = by_id.get(ids)
+        if r is not None:
+            for d in devices:
+                out[d] = r
+            continue
+        key = _signature(args)
+        try:
+            r = seen.get(key)
+        except TypeError:  # an argument that cannot be a key: no sharing
+            key, r = None, None
+        if r is None:
+            r = fn(*args)
+            if key is not None:
+                seen[key] = r
+        by_id[ids] = r
         for d in devices:
             out[d] = r
     return out
