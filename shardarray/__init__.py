@@ -12,7 +12,7 @@ Example (an emulated 2×2 mesh of NumPy shards):
     True
 """
 
-from . import hardware, matmul, nn, optim, profiler, random, tree
+from . import hardware, matmul, nn, optim, plan, profiler, random, tree
 from .array import ShardArray
 from .autograd import grad, value_and_grad, vjp
 from .comm import CommLog, CommRecord, comm_log
@@ -51,6 +51,6 @@ __all__ = [
     "exp", "log", "equal", "not_equal", "take", "one_hot", "broadcast_to", "stop_gradient",
     "value_and_grad", "grad", "vjp", "tree", "nn", "matmul", "hardware", "optim", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
-    "profile", "Profile", "profiler",
+    "profile", "Profile", "profiler", "plan",
     "ShardArrayError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
 ]

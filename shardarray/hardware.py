@@ -17,7 +17,8 @@ between nodes (InfiniBand, bandwidth per node). The model:
   once per node), so each gets ``inter_bandwidth / groups_leaving``, and never
   more than NVLink.
 * **Compute** runs at ``peak_flops[dtype] · matmul_efficiency``; compute and
-  communication do not overlap (a pessimistic, simple bound).
+  communication do not overlap (a pessimistic, simple bound). Memory-bound
+  ops (``sa.plan``'s model) read and write their bytes at ``memory_bandwidth``.
 
 The figures are the vendors' and the Tesseract paper's (§4: Meluxina, 4 A100
 per node, NVLink 200 GB/s, InfiniBand 200 Gb/s). Latencies are typical NCCL
@@ -55,6 +56,7 @@ class HardwareProfile:
     peak_flops: Mapping[str, float] = field(hash=False)
     intra: Link
     inter: Link
+    memory_bandwidth: float = 1.5e12
     matmul_efficiency: float = 0.7
 
     def flop_rate(self, dtype: str) -> float:
@@ -81,6 +83,7 @@ PROFILES: dict[str, HardwareProfile] = {
             peak_flops={"float16": 312e12, "bfloat16": 312e12, "float32": 19.5e12, "float64": 9.7e12},
             intra=Link(200e9, 5e-6),
             inter=Link(200e9 / 8, 10e-6),
+            memory_bandwidth=1.555e12,
         ),
         HardwareProfile(
             "h100",
@@ -89,6 +92,7 @@ PROFILES: dict[str, HardwareProfile] = {
             peak_flops={"float16": 989e12, "bfloat16": 989e12, "float32": 67e12, "float64": 34e12},
             intra=Link(450e9, 4e-6),
             inter=Link(8 * 400e9 / 8, 8e-6),
+            memory_bandwidth=3.35e12,
         ),
         HardwareProfile(
             "a100-dgx",
@@ -97,6 +101,7 @@ PROFILES: dict[str, HardwareProfile] = {
             peak_flops={"float16": 312e12, "bfloat16": 312e12, "float32": 19.5e12, "float64": 9.7e12},
             intra=Link(300e9, 5e-6),
             inter=Link(8 * 200e9 / 8, 10e-6),
+            memory_bandwidth=2.039e12,
         ),
     )
 }

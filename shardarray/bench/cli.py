@@ -3,6 +3,7 @@
     shardarray-bench matmul --backend meta --devices 64 --batch 16 --seq 512 --hidden 3072
     shardarray-bench matmul --backend numpy --mesh dep=2,row=2,col=2 --m 1024 --k 1024 --n 1024
     shardarray-bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 --dtype float16 --json out.json
+    shardarray-bench plan --mesh rows=16,cols=32 --d-ff 262144 --heads 256 --d-kv 256 --batch 256 --memory 16GiB
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..hardware import PROFILES, get_profile
 from . import matmul as bench_matmul
+from . import plan as bench_plan
 from .device import device_name
 from .report import plot, table
 from .workload import ALGORITHMS, Problem, algorithm_of, meshes
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--plot", default="", help="write a PNG bar chart of the times to this file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
+    bench_plan.add_parser(sub, parse_mesh)
     return parser
 
 
@@ -131,12 +134,16 @@ def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dic
     }
     if not args.quiet:
         table(result)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
+    write_json(result, args.json)
     if args.plot:
         plot(result, args.plot)
     return result
+
+
+def write_json(result: dict[str, Any], path: str) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(result, indent=1))
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
@@ -145,6 +152,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.command == "matmul":
         return cmd_matmul(args, parser)
+    if args.command == "plan":
+        result = bench_plan.cmd_plan(args, parser)
+        write_json(result, args.json)
+        return result
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse refuses first
     return {}
 

@@ -1,0 +1,125 @@
+"""``shardarray-bench plan``: search the transformer's layouts on a mesh, beside the named strategies."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from typing import Any
+
+from ..hardware import PROFILES, get_profile
+from ..nn.config import TransformerConfig, param_count
+from ..plan import Plan, SearchStats, named_plans, search_layouts, transformer_step
+
+_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+GiB = 2**30
+
+
+def parse_bytes(text: str) -> float:
+    """``"16GiB"`` -> 17179869184.0; also GB, MiB, MB, plain numbers (bytes)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"--memory takes a size like 16GiB, 40GB or 512MiB; got {text!r}")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def add_parser(sub: Any, parse_mesh: Any) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="search the reference transformer's layout rules on a mesh (the planner)",
+        description="Trace one training step of the reference transformer on the meta backend under every legal "
+        "set of layout rules (branch and bound: exact under the cost model) and print the best ones with their "
+        "modeled step time, memory, communication and flops per device, beside the named strategies.",
+    )
+    for flag, default, what in (("--vocab", 32768, "vocabulary"), ("--d-model", 1024, "model width"),
+                                ("--heads", 16, "attention heads"), ("--d-kv", 64, "width per head"),
+                                ("--d-ff", 4096, "MLP hidden width"), ("--layers", 6, "transformer blocks"),
+                                ("--seq", 256, "sequence length"), ("--batch", 64, "sequences per step")):
+        p.add_argument(flag, type=int, default=default, help=f"{what} (default {default})")
+    p.add_argument("--mesh", type=parse_mesh, default={"rows": 2, "cols": 4},
+                   help="the mesh, major axis first, e.g. rows=16,cols=32 (default rows=2,cols=4)")
+    p.add_argument("--memory", type=parse_bytes, default=None, help="memory limit per device, e.g. 16GiB")
+    p.add_argument("--hardware", default="a100", choices=sorted(PROFILES), help="hardware profile (default a100)")
+    p.add_argument("--dtype", default="float32", choices=("float16", "float32"), help="parameter dtype")
+    p.add_argument("--top", type=int, default=5, help="how many layouts to print (default 5)")
+    p.add_argument("--json", default="", help="write the results to this JSON file")
+    p.add_argument("--quiet", action="store_true", help="no table or progress bar")
+
+
+def _row(plan: Plan, limit: float | None) -> dict[str, Any]:
+    out = plan.to_dict()
+    out.pop("ops")
+    out["fits"] = limit is None or plan.memory_bytes_per_device <= limit
+    return out
+
+
+def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    if args.top < 1:
+        parser.error(f"--top must be >= 1; got {args.top}")
+    try:
+        cfg = TransformerConfig(vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv,
+                                d_ff=args.d_ff, n_layers=args.layers, seq_len=args.seq)
+    except ValueError as e:
+        parser.error(str(e))
+    hw = get_profile(args.hardware)
+    step = transformer_step(cfg, args.batch, args.dtype)
+    stats = SearchStats()
+    t0 = time.perf_counter()
+    if args.quiet:
+        best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats)
+    else:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("layouts", total=None)
+            best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats,
+                                  progress=lambda i, n: bar.update(task, completed=i, total=n))
+    seconds = time.perf_counter() - t0
+    named, skipped = named_plans(cfg, args.batch, args.mesh, hw, args.dtype)
+    result = {
+        "benchmark": "plan",
+        "model": {**{k: getattr(cfg, k) for k in ("vocab", "d_model", "heads", "d_kv", "d_ff", "n_layers", "seq_len")},
+                  "batch": args.batch, "dtype": args.dtype, "parameters": param_count(cfg)},
+        "mesh": args.mesh,
+        "hardware": {"name": hw.name, "description": hw.description},
+        "memory_limit_bytes": args.memory,
+        "search": {"seconds": seconds, **stats.as_dict()},
+        "best": [_row(p, args.memory) for p in best],
+        "named": [_row(p, args.memory) for p in named],
+        "skipped": skipped,
+    }
+    if not args.quiet:
+        print_plan(result)
+    return result
+
+
+def print_plan(result: dict[str, Any]) -> None:
+    """Print a ``plan`` result as a table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    m, s = result["model"], result["search"]
+    t = Table(
+        title=f"transformer {m['parameters'] / 1e9:.3g}B params, batch {m['batch']}×{m['seq_len']}, {m['dtype']} "
+        f"on mesh {result['mesh']}, {result['hardware']['name']} model — per device",
+        title_justify="left",
+    )
+    for col in ("layout", "rules", "step ms", "compute ms", "memory-op ms", "comm ms", "memory GiB",
+                "comm MiB", "GFLOP", "fits"):
+        t.add_column(col, justify="left" if col in ("layout", "rules") else "right")
+    for row in result["best"] + result["named"]:
+        t.add_row(
+            row["label"], row["layout"], f"{row['step_time_s'] * 1e3:,.2f}", f"{row['compute_time_s'] * 1e3:,.2f}",
+            f"{row['memory_time_s'] * 1e3:,.2f}", f"{row['comm_time_s'] * 1e3:,.2f}",
+            f"{row['memory_bytes_per_device'] / GiB:,.3f}", f"{row['comm_bytes_per_device'] / 2**20:,.1f}",
+            f"{row['flops_per_device'] / 1e9:,.1f}", "yes" if row["fits"] else "no",
+        )
+    console = Console(width=max(Console().width, 140))
+    console.print(t)
+    console.print(
+        f"searched {s['legal']} legal rule sets in {s['seconds']:.1f} s: {s['complete']} priced in full, "
+        f"{s['stopped_time']} stopped early on time, {s['stopped_memory']} on memory, {s['refused']} refused"
+    )
+    for name, reason in result["skipped"].items():
+        console.print(f"{name}: not applicable — {reason}")
