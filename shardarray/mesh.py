@@ -104,6 +104,7 @@ class Mesh:
             axes = self.parse_axes(spec, f"layout rule {dim!r} -> {spec!r}")
             if axes:
                 self.rules[dim] = axes
+        self.constants: dict[Any, Any] = {}  # constant arrays ops make once per mesh (causal masks)
         self._groups: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = {}
         self._classes: dict[frozenset, tuple[tuple[int, tuple[int, ...]], ...]] = {}
         if comm == "emulated":

@@ -16,7 +16,12 @@ def _lin(name: str, fn: Any, g: ShardArray, *others: Any, bilinear: bool = False
 
     The other operands are resolved first unless ``fn`` is linear in each of
     them too (``bilinear``), so that only a linear argument is ever pending.
+    An operand the forward pass already resolved is used resolved (its sum
+    is not communicated again).
     """
+    others = tuple(
+        o._resolved[1] if isinstance(o, ShardArray) and o.pending and o._resolved is not None else o for o in others
+    )
     if not bilinear:
         others = tuple(o.resolve() if isinstance(o, ShardArray) and o.pending else o for o in others)
     return apply(name, fn, (g, *others), "mul")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -73,9 +72,12 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     return grads
 
 
-@lru_cache(maxsize=64)
 def _causal(mesh: Mesh, n: int) -> ShardArray:
-    return asarray(np.tril(np.ones((n, n), dtype=bool)), dims=("seq", "kseq"), mesh=mesh, layout={})
+    """The causal mask (seq, kseq), made once per mesh object (not per equal mesh: a fresh mesh starts afresh)."""
+    key = ("causal", n)
+    if key not in mesh.constants:
+        mesh.constants[key] = asarray(np.tril(np.ones((n, n), dtype=bool)), dims=("seq", "kseq"), mesh=mesh, layout={})
+    return mesh.constants[key]
 
 
 def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:

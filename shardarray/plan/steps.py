@@ -48,7 +48,7 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
 
 
 def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str = "float32") -> Step:
-    """Mesh-TF §8's network, ``layers`` times: ``y = relu(x·w + bias)·v`` per layer, loss = sum of the output.
+    """Mesh-TF §8's network, ``layers`` times: ``y = relu(x·w + bias)·v`` per layer, loss = sum of y².
 
     Dims: ``batch``, ``io``, ``hidden`` (the names Mesh-TF's Table 1 layouts use).
 
@@ -72,7 +72,7 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
             for i in range(layers):
                 h = relu(einsum("batch io, io hidden -> batch hidden", y, p[f"w{i}"]) + p[f"bias{i}"])
                 y = einsum("batch hidden, hidden io -> batch io", h, p[f"v{i}"])
-            return y.sum()
+            return (y * y).sum()
 
         return value_and_grad(loss)(params)
 
