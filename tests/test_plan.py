@@ -158,3 +158,35 @@ def test_cli_plan_rejects_bad_memory(capsys):
     with pytest.raises(SystemExit):
         run(["plan", "--memory", "lots"])
     assert "--memory" in capsys.readouterr().err
+
+
+def test_mesh_tf_tables_script_runs_table1(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "mesh_tf_tables.py"
+    spec = importlib.util.spec_from_file_location("mesh_tf_tables", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "t.json"
+    result = mod.main(["--batch", "64", "--io", "32", "--hidden", "128", "--skip-table2", "--json", str(out)])
+    rows = {r["layout"]: r for r in result["table1"]["rows"]}
+    assert rows['[("hidden", "all")]']["ratio"]["comm"] == 1.0  # b·d_io exactly
+    assert all(r["ratio"]["flops"] == 10.0 for r in rows.values())  # 2 flops × (2 forward + 3 backward einsums)
+    assert json.loads(out.read_text())["table1"]["b"] == 64
+
+
+def test_table2_largest_model_profiles_on_the_16x32_mesh():
+    """4.9B parameters, mesh2d on 16×32, batch 256×256: parameter bytes per device by hand."""
+    cfg = sa.nn.TransformerConfig(vocab=32768, d_model=1024, heads=256, d_kv=256, d_ff=262144, n_layers=6,
+                                  seq_len=256)
+    shape = {"rows": 16, "cols": 32}
+    rules = sa.nn.strategy_rules("mesh2d", shape)
+    plan = sa.plan.evaluate_layout(sa.plan.transformer_step(cfg, 256), shape, rules)
+    split = {"heads": 32, "d_ff": 32, "vocab": 32}
+    params = sum(4 * math.prod(cfg.sizes[d] // split.get(d, 1) for d in dims)
+                 for dims in sa.nn.param_shapes(cfg).values())
+    assert round(sa.nn.param_count(cfg) / 1e9, 2) == 4.90
+    assert 2 * params < plan.memory_bytes_per_device < 20 * params  # parameters, gradients, activations
+    tokens = 256 // 16 * 256
+    assert plan.flops_per_device > 6 * tokens * sa.nn.param_count(cfg) / 32 * 0.9  # ≈ 6·tokens·params per device
