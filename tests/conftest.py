@@ -1,6 +1,14 @@
 """Skips tests marked ``gpu`` when no CUDA GPU with CuPy is present."""
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# the same examples on every run (CI included); HYPOTHESIS_PROFILE=explore draws new ones
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from helpers import gpu_available
 
