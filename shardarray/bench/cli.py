@@ -134,7 +134,6 @@ def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dic
     }
     if not args.quiet:
         table(result)
-    write_json(result, args.json)
     if args.plot:
         plot(result, args.plot)
     return result
@@ -150,14 +149,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     """Run one ``shardarray-bench`` command line; returns its result dict (also written with ``--json``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "matmul":
-        return cmd_matmul(args, parser)
-    if args.command == "plan":
-        result = bench_plan.cmd_plan(args, parser)
-        write_json(result, args.json)
-        return result
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse refuses first
-    return {}
+    command = {"matmul": cmd_matmul, "plan": bench_plan.cmd_plan}[args.command]  # argparse refuses others
+    result = command(args, parser)
+    write_json(result, args.json)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

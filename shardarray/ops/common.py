@@ -97,9 +97,9 @@ def map_blocks(
     ``axes`` are the mesh axes the result depends on (its layout and pending
     axes); devices that agree on them compute one block and share it.
     """
-    out: list[Any] = [None] * mesh.size
     if not mesh.backend.has_data:
-        return _map_meta(mesh, axes, fn, shard_lists, out)
+        return _map_meta(mesh, axes, fn, shard_lists)
+    out: list[Any] = [None] * mesh.size
     for rep, devices in mesh.replica_classes(axes):
         r = fn(*(s[rep] for s in shard_lists))
         for d in devices:
@@ -118,30 +118,26 @@ def _signature(arg: Any) -> Any:
     return arg
 
 
-def _map_meta(
-    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]], out: list[Any]
-) -> list[Any]:
-    """``map_blocks`` on shapes: blocks with equal operand shapes (and equal other arguments) are computed once."""
-    seen: dict[tuple, Any] = {}
+def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]) -> list[Any]:
+    """``map_blocks`` on shapes: blocks with the same operands (by identity, else by signature) are computed once."""
+    out: list[Any] = [None] * mesh.size
     by_id: dict[tuple, Any] = {}
+    by_signature: dict[Any, Any] = {}
     for rep, devices in mesh.replica_classes(axes):
         args = [s[rep] for s in shard_lists]
         ids = tuple(map(id, args))
         r = by_id.get(ids)
-        if r is not None:
-            for d in devices:
-                out[d] = r
-            continue
-        key = _signature(args)
-        try:
-            r = seen.get(key)
-        except TypeError:  # an argument that cannot be a key: no sharing
-            key, r = None, None
         if r is None:
-            r = fn(*args)
-            if key is not None:
-                seen[key] = r
-        by_id[ids] = r
+            key = _signature(args)
+            try:
+                r = by_signature.get(key)
+            except TypeError:  # an argument that cannot be a key: no sharing
+                key = None
+            if r is None:
+                r = fn(*args)
+                if key is not None:
+                    by_signature[key] = r
+            by_id[ids] = r
         for d in devices:
             out[d] = r
     return out
