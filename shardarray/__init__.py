@@ -16,7 +16,7 @@ from . import hardware, matmul, nn, optim, plan, profiler, random, tree
 from .array import ShardArray
 from .autograd import grad, value_and_grad, vjp
 from .comm import CommLog, CommRecord, comm_log
-from .errors import BackendError, DimensionError, DTypeError, LayoutError, MeshError, ShardArrayError
+from .errors import BackendError, CommError, DimensionError, DTypeError, LayoutError, MeshError, ShardArrayError
 from .layout import Layout
 from .mesh import Mesh
 from .ops.creation import asarray, full, ones, zeros
@@ -52,5 +52,5 @@ __all__ = [
     "value_and_grad", "grad", "vjp", "tree", "nn", "matmul", "hardware", "optim", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
     "profile", "Profile", "profiler", "plan",
-    "ShardArrayError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
+    "ShardArrayError", "CommError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
 ]

@@ -30,3 +30,7 @@ class BackendError(ShardArrayError, TypeError):
 
 class DTypeError(ShardArrayError, TypeError):
     """A dtype is unknown or unsupported by the operation."""
+
+
+class CommError(ShardArrayError, RuntimeError):
+    """A collective failed inside the communication library (NCCL); the message names the collective, axes and mesh."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Union
 
@@ -42,16 +42,25 @@ class Mesh:
     Args:
         shape: ``{axis: size}`` (ordered) or a sequence of ``(axis, size)`` pairs.
         backend: where shard data lives: ``"numpy"`` (default, emulated CPU
-            mesh), ``"cupy"`` (every shard on the current GPU) or ``"meta"``
-            (shapes and dtypes only, no data).
+            mesh), ``"cupy"`` (every shard on the current GPU, or one GPU per
+            device with ``devices``) or ``"meta"`` (shapes and dtypes only, no data).
         rules: Mesh-TF computation layout ``{dim: axis or (axes, major first)}``.
-        comm: ``"emulated"`` (default: every shard in this process, collectives
-            as array arithmetic), ``"mpi"`` (SPMD under ``mpiexec -n
-            size``: process ``rank`` owns device ``rank`` and only its shard;
-            collectives are MPI calls on axis-group communicators, see
-            ``comm.mpi``) or ``"auto"`` (``"mpi"`` when the process was
-            started by an MPI launcher with more than one process, else
-            ``"emulated"``), so one script runs unchanged either way.
+        comm: ``"emulated"`` (every shard in this process, collectives as
+            array arithmetic), ``"nccl"`` (one GPU per device in this
+            process, NCCL collectives per axis group, see ``comm.nccl``),
+            ``"mpi"`` (SPMD under ``mpiexec -n size``: process ``rank`` owns
+            device ``rank`` and only its shard; NumPy shards move with MPI,
+            CuPy shards with NCCL bootstrapped over MPI) or ``"auto"``
+            (``"mpi"`` when the process was started by an MPI launcher with
+            more than one process). The default, None, is ``"nccl"`` when
+            ``devices`` names distinct GPUs, else ``"emulated"``.
+        devices: with ``backend="cupy"``, the GPU of every mesh device, in
+            device order (``[0, 1, 2, 3]``). Distinct GPUs use NCCL; the same
+            GPU for every device keeps the emulated communicator on that GPU;
+            ``comm="nccl"`` with a repeated GPU asks NCCL for several ranks on
+            one GPU (NCCL >= 2.30 with ``NCCL_MULTI_RANK_GPU_ENABLE=1``).
+            Under ``comm="mpi"``, ``devices[rank]`` is this process's GPU
+            (default: its local rank modulo the node's GPU count).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2}, rules={"batch": "row"})
@@ -59,6 +68,9 @@ class Mesh:
         ({'row': 2, 'col': 2}, 4, {'row': 1, 'col': 1})
         >>> mesh.groups("col")   # devices that differ only in their col coordinate
         ((0, 1), (2, 3))
+
+        On a node with four GPUs, ``sa.Mesh({"row": 2, "col": 2}, backend="cupy",
+        devices=[0, 1, 2, 3])`` puts each shard on its own GPU and moves data with NCCL.
     """
 
     def __init__(
@@ -66,7 +78,8 @@ class Mesh:
         shape: Mapping[str, int] | Iterable[tuple[str, int]],
         backend: str = "numpy",
         rules: Mapping[str, AxesSpec] | None = None,
-        comm: str = "emulated",
+        comm: str | None = None,
+        devices: Sequence[int] | None = None,
     ) -> None:
         from .backend import get_backend
 
@@ -93,12 +106,15 @@ class Mesh:
         self._names: tuple[str, ...] = tuple(names)
         self._sizes: tuple[int, ...] = tuple(sizes)
         self._index = {a: i for i, a in enumerate(names)}
-        self.backend = get_backend(backend)
         if comm == "auto":
             from .comm.launch import launched_processes
 
-            comm = "mpi" if launched_processes() > 1 else "emulated"
+            comm = "mpi" if launched_processes() > 1 else None
+        gpus = self._check_devices(devices, backend, comm)
+        if comm is None:
+            comm = "nccl" if gpus is not None and len(set(gpus)) == len(gpus) > 1 else "emulated"
         self.comm_kind = comm
+        self.backend = get_backend(backend)
         self.rules: dict[str, tuple[str, ...]] = {}
         for dim, spec in (rules or {}).items():
             axes = self.parse_axes(spec, f"layout rule {dim!r} -> {spec!r}")
@@ -107,18 +123,61 @@ class Mesh:
         self.constants: dict[Any, Any] = {}  # constant arrays ops make once per mesh (causal masks)
         self._groups: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = {}
         self._classes: dict[frozenset, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        self.local_devices: tuple[int, ...] = tuple(range(self.size))
         if comm == "emulated":
             from .comm.emulated import EmulatedCommunicator
 
-            self.comm = EmulatedCommunicator(self)
-            self.local_devices: tuple[int, ...] = tuple(range(self.size))
+            if gpus is not None:
+                self.backend = _cupy_on(gpus)
+            self.comm: Any = EmulatedCommunicator(self)
+        elif comm == "nccl":
+            from .comm.nccl import NcclCommunicator
+
+            self.backend = _cupy_on(gpus if gpus is not None else tuple(range(self.size)))
+            self.comm = NcclCommunicator(self)
+        elif comm == "mpi" and self.backend.name == "cupy":
+            from .comm.nccl import NcclCommunicator, mpi_world
+
+            world = mpi_world(self)
+            self.local_devices = (world.Get_rank(),)
+            self.backend = _cupy_on(_spmd_gpus(world, gpus, self.size))
+            self.comm = NcclCommunicator(self, world=world)
         elif comm == "mpi":
             from .comm.mpi import MpiCommunicator
 
             self.comm = MpiCommunicator(self)
             self.local_devices = (self.comm.rank,)
         else:
-            raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated' or 'mpi'")
+            raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated', 'nccl', 'mpi' or 'auto'")
+
+    def _check_devices(self, devices: Sequence[int] | None, backend: Any, comm: str | None) -> tuple[int, ...] | None:
+        """``devices`` as a tuple of GPU ids (None when not given); MeshError when it cannot work."""
+        name = getattr(backend, "name", backend)
+        if comm == "nccl" and name != "cupy":
+            raise MeshError(f"comm='nccl' moves GPU shards; mesh {self.shape} needs backend='cupy' (got {name!r})")
+        if devices is None:
+            return None
+        if name != "cupy":
+            raise MeshError(
+                f"devices={devices!r} places shards on GPUs, which needs backend='cupy' (got {name!r}) for mesh {self.shape}"
+            )
+        try:
+            gpus = tuple(int(g) for g in devices)
+        except (TypeError, ValueError):
+            raise MeshError(f"devices must be a list of GPU ids, one per mesh device; got {devices!r}") from None
+        if len(gpus) != self.size:
+            raise MeshError(
+                f"devices={list(gpus)} lists {len(gpus)} GPU(s) but mesh {self.shape} has {self.size} devices; "
+                f"give one GPU id per mesh device, in device order"
+            )
+        distinct = len(set(gpus))
+        if comm in (None, "emulated") and 1 < distinct < len(gpus):
+            raise MeshError(
+                f"devices={list(gpus)} puts several mesh devices on some GPUs and one on others; the emulated "
+                f"communicator needs one GPU for all devices and NCCL one GPU per device. Use distinct GPUs, "
+                f"one GPU for every device, or comm='nccl' with NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL >= 2.30)"
+            )
+        return gpus
 
     # ----------------------------------------------------------------- basics
     @property
@@ -231,7 +290,7 @@ class Mesh:
         cached = self._classes.get(key)
         if cached is not None:
             return cached
-        if self.comm_kind != "emulated":  # SPMD: this process computes its own device only
+        if self.comm_kind == "mpi":  # SPMD: this process computes its own device only
             (d,) = self.local_devices
             result: tuple[tuple[int, tuple[int, ...]], ...] = ((d, (d,)),)
         elif self.backend.per_device:
@@ -254,7 +313,7 @@ class Mesh:
         return self.local_devices[0]
 
     def _key(self) -> tuple:
-        return (self._names, self._sizes, self.backend.name, self.comm_kind)
+        return (self._names, self._sizes, self.backend.name, self.comm_kind, self.backend.gpus)
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Mesh) and self._key() == other._key()
@@ -265,6 +324,28 @@ class Mesh:
     def __repr__(self) -> str:
         inner = ", ".join(f"{a!r}: {s}" for a, s in zip(self._names, self._sizes))
         extra = f", backend={self.backend.name!r}" if self.backend.name != "numpy" else ""
+        extra += f", devices={list(self.backend.gpus)}" if self.backend.gpus is not None else ""
         extra += f", comm={self.comm_kind!r}" if self.comm_kind != "emulated" else ""
         rules = f", rules={ {k: v if len(v) > 1 else v[0] for k, v in self.rules.items()} }" if self.rules else ""
         return f"Mesh({{{inner}}}{extra}{rules})"
+
+
+def _cupy_on(gpus: tuple[int, ...]) -> Any:
+    from .backend.cupy_backend import on_devices
+
+    return on_devices(gpus)
+
+
+def _spmd_gpus(world: Any, gpus: tuple[int, ...] | None, size: int) -> tuple[int, ...]:
+    """Under MPI, every entry is this process's GPU: ``devices[rank]``, else its local rank modulo the GPU count."""
+    rank = world.Get_rank()
+    if gpus is not None:
+        return (gpus[rank],) * size
+    from .backend.cupy_backend import import_cupy
+
+    from mpi4py import MPI
+
+    node = world.Split_type(MPI.COMM_TYPE_SHARED)  # the processes on this node
+    local = node.Get_rank()
+    node.Free()
+    return (local % import_cupy().cuda.runtime.getDeviceCount(),) * size

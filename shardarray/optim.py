@@ -14,6 +14,8 @@ from typing import Any
 
 from .array import ShardArray
 from .errors import DTypeError
+from .backend import cuda_kernels
+from .ops import fused
 from .ops.creation import zeros_like
 from .ops.elementwise import apply
 from .tree import tree_flatten, tree_unflatten
@@ -122,6 +124,15 @@ class Adam:
         v_all = tree_flatten(state["v"], "v")[0]
         new_p, new_m, new_v = [], [], []
         for x, dx, m, v in zip(p, g, m_all, v_all):
+            if _fused(x, m, v):  # one kernel per block (kernels/adam.cu)
+                outs = fused.map_rows_multi(
+                    x.resolve(), 3, lambda xp, a, d, m, v: cuda_kernels.adam(
+                        xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd),
+                    fused.like(dx, x), m, v,
+                )
+                for out, shards in zip((new_p, new_m, new_v), outs):
+                    out.append(ShardArray(x.mesh, x.spec, x.dtype, shards))
+                continue
             m = apply("adam_m", lambda xp, m, d: _axpby(m, b1, d, 1.0 - b1), (m, dx))
             v = apply("adam_v", lambda xp, v, d: _axpby(v, b2, d * d, 1.0 - b2), (v, dx))
 
@@ -137,6 +148,13 @@ class Adam:
             new_v.append(v)
         state = {"step": step, "m": tree_unflatten(treedef, new_m), "v": tree_unflatten(treedef, new_v)}
         return tree_unflatten(treedef, new_p), state
+
+
+def _fused(x: ShardArray, m: ShardArray, v: ShardArray) -> bool:
+    """Adam's update as one kernel: CuPy shards, and moments laid out and typed like the parameter."""
+    return fused.kernels_for(x, "adam") and all(
+        s.spec == x.spec and s.dtype == x.dtype and not s.pending for s in (m, v)
+    )
 
 
 def cosine_schedule(peak: float, total_steps: int, warmup: int = 0, final: float = 0.0) -> Callable[[int], float]:

@@ -67,5 +67,5 @@ def test_auto_is_emulated_outside_a_launcher(monkeypatch):
     monkeypatch.setenv("SLURM_NTASKS", "4")  # a batch script's own process is not an MPI job
     mesh = sa.Mesh({"row": 2, "col": 2}, comm="auto")
     assert mesh.comm_kind == "emulated" and mesh.process_index == 0 and mesh.local_devices == (0, 1, 2, 3)
-    with pytest.raises(sa.MeshError, match="'emulated' or 'mpi'"):
-        sa.Mesh({"row": 2}, comm="nccl")
+    with pytest.raises(sa.MeshError, match="'emulated', 'nccl', 'mpi' or 'auto'"):
+        sa.Mesh({"row": 2}, comm="gloo")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, ContextManager
 
 import numpy as np
 import opt_einsum
@@ -29,6 +30,11 @@ class Backend(ABC):
     xp: Any = np
     per_device: bool = False
     has_data: bool = True
+    #: ``device_scope(d)``: a context manager that makes mesh device ``d``'s GPU and
+    #: stream current (per-device backends); None where every shard lives in one place.
+    device_scope: Callable[[int], ContextManager[Any]] | None = None
+    #: ``(gpu of every mesh device)`` for per-device GPU backends, else None
+    gpus: tuple[int, ...] | None = None
 
     @abstractmethod
     def from_numpy(self, array: np.ndarray) -> Any:
@@ -37,6 +43,14 @@ class Backend(ABC):
     @abstractmethod
     def to_numpy(self, array: Any) -> np.ndarray:
         """A shard of this backend as a NumPy array."""
+
+    def pointer(self, array: Any) -> int:
+        """The address of a contiguous shard's first element (what NCCL calls take)."""
+        return int(array.ctypes.data)
+
+    def stream_ptr(self, device: int) -> int:
+        """The stream that mesh device ``device``'s work is ordered on (0: the default stream)."""
+        return 0
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """Contract local shards: two operands as (batched) matmuls, more with a cached opt-einsum plan."""

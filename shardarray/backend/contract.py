@@ -56,8 +56,12 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
     )
 
 
-def contract2(xp: Any, equation: str, a: Any, b: Any) -> Any:
-    """``einsum(equation, a, b)`` through ``xp.matmul`` (see the module docstring)."""
+def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any:
+    """``einsum(equation, a, b)`` through ``xp.matmul`` (see the module docstring).
+
+    ``matmul(a, b)`` replaces ``xp.matmul`` for 3-D (batched) products; a
+    single product (no batch dim) is always one 2-D ``xp.matmul``.
+    """
     p = plan2(equation, tuple(a.shape), tuple(b.shape))
     if p.sum_a:
         a = xp.sum(a, axis=p.sum_a)
@@ -65,5 +69,8 @@ def contract2(xp: Any, equation: str, a: Any, b: Any) -> Any:
         b = xp.sum(b, axis=p.sum_b)
     a = xp.transpose(a, p.perm_a).reshape(p.shape_a)
     b = xp.transpose(b, p.perm_b).reshape(p.shape_b)
-    c = xp.matmul(a[0], b[0])[None] if p.shape_a[0] == 1 else xp.matmul(a, b)
+    if p.shape_a[0] == 1:
+        c = xp.matmul(a[0], b[0])[None]
+    else:
+        c = (matmul or xp.matmul)(a, b)
     return xp.transpose(c.reshape(p.shape_c), p.perm_c)

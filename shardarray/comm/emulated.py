@@ -39,12 +39,17 @@ class EmulatedCommunicator(Communicator):
     ) -> list[Any]:
         out: list[Any] = list(shards)
         done: dict[tuple[int, ...], list[Any]] = {}
+        scope = self.mesh.backend.device_scope
         for group in self.mesh.groups(axes):
             members = [shards[d] for d in group]
             key = tuple(id(m) for m in members)
             result = done.get(key)
             if result is None:
-                result = done[key] = fn(members)
+                if scope is None:
+                    result = done[key] = fn(members)
+                else:  # every shard on one GPU (devices=[g, g, ...]): compute there
+                    with scope(group[0]):
+                        result = done[key] = fn(members)
             for d, r in zip(group, result):
                 out[d] = r
         return out

@@ -61,6 +61,22 @@ def _abort_on_uncaught_exception(MPI: Any) -> None:
     _HOOKED = True
 
 
+def gather_blocks(
+    world: Any, local: np.ndarray, slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any
+) -> np.ndarray:
+    """The global array on every rank from each rank's block (``slices[rank]``), with one Allgatherv."""
+    local = np.ascontiguousarray(local, dtype=dtype)
+    counts = [int(np.prod([len(range(*s.indices(n))) for s, n in zip(sl, shape)])) for sl in slices]
+    flat = np.empty(sum(counts), dtype=dtype)
+    world.Allgatherv(local.reshape(-1).view(np.uint8), [flat.view(np.uint8), [c * flat.itemsize for c in counts]])
+    out = np.empty(shape, dtype=dtype)
+    start = 0
+    for sl, c in zip(slices, counts):
+        out[sl] = flat[start:start + c].reshape(out[sl].shape)
+        start += c
+    return out
+
+
 class MpiCommunicator(Communicator):
     """Collectives over MPI sub-communicators, one per axis group (see the module docstring)."""
 
@@ -128,16 +144,7 @@ class MpiCommunicator(Communicator):
         self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
         used_axes: Any,
     ) -> np.ndarray:
-        local = np.ascontiguousarray(shards[self.rank], dtype=dtype)
-        counts = [int(np.prod([len(range(*s.indices(n))) for s, n in zip(sl, shape)])) for sl in slices]
-        flat = np.empty(sum(counts), dtype=dtype)
-        self.world.Allgatherv(local.reshape(-1), [flat.view(np.uint8), [c * flat.itemsize for c in counts]])
-        out = np.empty(shape, dtype=dtype)
-        start = 0
-        for sl, c in zip(slices, counts):
-            out[sl] = flat[start:start + c].reshape(out[sl].shape)
-            start += c
-        return out
+        return gather_blocks(self.world, shards[self.rank], slices, shape, dtype)
 
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
         n = self._log("allreduce", axes, shards)

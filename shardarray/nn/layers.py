@@ -9,6 +9,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..mesh import Mesh
+from ..ops import fused
 from ..ops.creation import asarray
 from ..ops.einsum import einsum
 from ..autograd.common import match
@@ -36,6 +37,14 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
         >>> np.round(sa.nn.layer_norm(x, one, zero).numpy(), 4)
         array([[-1.,  1.]])
     """
+    if _fused_layer_norm(x, gain, bias, dim):
+        from ..backend import cuda_kernels
+
+        x = x.resolve()
+        y, mean, rstd = fused.map_rows_multi(
+            x, 3, lambda xp, a, w, b: cuda_kernels.layer_norm_rows(xp, a, w, b, eps), gain.resolve(), bias.resolve()
+        )
+        return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd)
     n = x.sizes[dim]
     xc = x - x.mean(dim)
     var = apply("square", lambda xp, a: a * a, (xc,)).sum(dim)
@@ -48,10 +57,22 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
 def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     x, gain, bias = ctx.args[:3]
     dim = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs.get("dim", "d_model")
-    xhat, rstd = ctx.saved
     g = g.resolve()
-    n = x.sizes[dim]
     grads: list[Any] = [None] * len(ctx.args)
+    if isinstance(ctx.saved[0], str):  # ("fused", mean, rstd)
+        from ..backend import cuda_kernels
+
+        _, mean, rstd = ctx.saved
+        dx, gxh = fused.map_rows_multi(
+            x, 2, lambda xp, a, g, w, m, r: cuda_kernels.layer_norm_rows_grad(xp, g, a, w, m, r),
+            fused.like(g, x), gain.resolve(), mean, rstd,
+        )
+        grads[0] = ShardArray(x.mesh, x.spec, x.dtype, dx) if ctx.needs[0] else None
+        grads[1] = match(ShardArray(x.mesh, x.spec, x.dtype, gxh), gain) if ctx.needs[1] else None
+        grads[2] = match(g, bias) if ctx.needs[2] else None
+        return grads
+    xhat, rstd = ctx.saved
+    n = x.sizes[dim]
     if ctx.needs[1]:
         grads[1] = match(apply("d_gain", lambda xp, g, h: g * h, (g, xhat)), gain)
     if ctx.needs[2]:
@@ -70,6 +91,15 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
 
         grads[0] = match(apply("d_layer_norm", dx, (gh, xhat, rstd, m1, m2)), x)
     return grads
+
+
+def _fused_layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str) -> bool:
+    """Whether layer norm runs as one kernel: ``dim`` last and unsplit, gain and bias over ``dim`` only."""
+    return (
+        fused.rows_ready(x, dim) and fused.kernels_for(x, "layer_norm")
+        and all(isinstance(p, ShardArray) and p.dims == (dim,) and not p.spec.of(dim) and p.dtype == x.dtype
+                for p in (gain, bias))
+    )
 
 
 def _causal(mesh: Mesh, n: int) -> ShardArray:
@@ -115,7 +145,43 @@ def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -
         >>> np.round(sa.nn.cross_entropy(logits, targets).numpy(), 4)     # -log(4/8)
         array([0.6931])
     """
+    if _fused_cross_entropy(logits, targets, dim):
+        return _cross_entropy_rows(logits, targets, dim)
     return logsumexp(logits, dim) - take(logits, targets, dim)
+
+
+def _fused_cross_entropy(logits: ShardArray, targets: ShardArray, dim: str) -> bool:
+    """One kernel per block: ``dim`` last and unsplit, targets over the other dims, laid out alike."""
+    return (
+        isinstance(targets, ShardArray) and fused.rows_ready(logits, dim) and fused.kernels_for(logits, "softmax")
+        and targets.dims == logits.dims[:-1] and targets.spec.axes == logits.spec.axes[:-1]
+        and targets.dtype.kind in "iu" and not targets.pending and targets.mesh is logits.mesh
+    )
+
+
+@differentiable("cross_entropy_rows", resolve_inputs=True, saves=True)
+def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> Any:
+    """``cross_entropy`` as the fused kernel (see ``_fused_cross_entropy``); saves logsumexp per row."""
+    from ..backend import cuda_kernels
+    from ..ops.indexing import _check_range
+
+    logits = logits.resolve()
+    _check_range(targets, logits.sizes[dim], dim)
+    loss, lse = fused.map_rows_multi(logits, 2, cuda_kernels.cross_entropy_rows, targets)
+    return fused.rows_result(logits, loss), lse
+
+
+@register_vjp("cross_entropy_rows")
+def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    from ..backend import cuda_kernels
+
+    logits, targets = ctx.args[0], ctx.args[1]
+    g = fused.like(g.resolve(), ctx.out)
+    dx = fused.map_rows_multi(
+        logits, 1, lambda xp, x, g, t, lse: (cuda_kernels.cross_entropy_rows_grad(xp, g, x, t, lse),),
+        g, targets, ctx.saved,
+    )[0]
+    return [ShardArray(logits.mesh, logits.spec, logits.dtype, dx), None, None]
 
 
 def accuracy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -> ShardArray:

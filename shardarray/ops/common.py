@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -89,6 +90,14 @@ def check_rules(mesh: Mesh, dims: tuple[str, ...], sizes: dict[str, int], what: 
         make_layout(mesh, dims, tuple(sizes[d] for d in dims), None, what=what)
 
 
+_NO_SCOPE = contextlib.nullcontext()
+
+
+def device_scopes(mesh: Mesh) -> Callable[[int], Any]:
+    """``scope(d)``: a context making device ``d``'s GPU current (a no-op where shards share one place)."""
+    return mesh.backend.device_scope or (lambda d: _NO_SCOPE)
+
+
 def map_blocks(
     mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], *shard_lists: Sequence[Any]
 ) -> list[Any]:
@@ -100,11 +109,24 @@ def map_blocks(
     if not mesh.backend.has_data:
         return _map_meta(mesh, axes, fn, shard_lists)
     out: list[Any] = [None] * mesh.size
+    scope = mesh.backend.device_scope
     for rep, devices in mesh.replica_classes(axes):
-        r = fn(*(s[rep] for s in shard_lists))
+        if scope is None:
+            r = fn(*(s[rep] for s in shard_lists))
+        else:  # one GPU per device: allocate and launch on the device's GPU and stream
+            with scope(rep):
+                r = fn(*(s[rep] for s in shard_lists))
         for d in devices:
             out[d] = r
     return out
+
+
+def map_blocks_multi(
+    mesh: Mesh, axes: Iterable[str], n_out: int, fn: Callable[..., tuple[Any, ...]], *shard_lists: Sequence[Any]
+) -> list[list[Any]]:
+    """``map_blocks`` for a ``fn`` that returns ``n_out`` blocks: one shard list per output."""
+    both = map_blocks(mesh, axes, fn, *shard_lists)
+    return [[None if r is None else r[i] for r in both] for i in range(n_out)]
 
 
 def _signature(arg: Any) -> Any:

@@ -34,8 +34,13 @@ def from_blocks(
     """An array whose block on each device is ``make(bounds)`` (once per distinct block)."""
     bounds = block_bounds(mesh, layout)
     out: list[Any] = [None] * mesh.size
+    scope = mesh.backend.device_scope
     for rep, devices in mesh.replica_classes(layout.used_axes):
-        block = make(bounds[rep])
+        if scope is None:
+            block = make(bounds[rep])
+        else:
+            with scope(rep):
+                block = make(bounds[rep])
         for d in devices:
             out[d] = block
     return ShardArray(mesh, layout, dtype, out)

@@ -18,7 +18,7 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, union_dims
+from .common import common_mesh, device_scopes, map_blocks, merged_axes, mesh_order, new_array, union_dims
 from .relayout import to_axes
 
 
@@ -82,10 +82,16 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
     if not ids.mesh.backend.has_data or ids.size == 0:
         return
     xp = ids.mesh.backend.xp
-    blocks = [ids.shards[rep] for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes) if ids.shards[rep].size]
+    scope = device_scopes(ids.mesh)
+    lo, hi = 0, 0
+    for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
+        b = ids.shards[rep]
+        if b.size:
+            with scope(rep):
+                lo, hi = min(lo, int(xp.min(b))), max(hi, int(xp.max(b)))
     comm = ids.mesh.comm  # under MPI every process must agree (and raise) together
-    lo = comm.host_reduce(min((int(xp.min(b)) for b in blocks), default=0), "min")
-    hi = comm.host_reduce(max((int(xp.max(b)) for b in blocks), default=0), "max")
+    lo = comm.host_reduce(lo, "min")
+    hi = comm.host_reduce(hi, "max")
     if lo < 0 or hi >= n:
         raise DimensionError(
             f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}"

@@ -1,0 +1,27 @@
+// One fused Adam step, out of place (shards may be shared, so inputs are never written):
+// m' = b1 m + (1 - b1) g;  v' = b2 v + (1 - b2) g^2;
+// p' = p decay - step_size m' / (sqrt(v' / c2) + eps), with step_size = lr / (1 - b1^t), c2 = 1 - b2^t.
+
+template <typename T> __device__ void adam_step(const T* p, const T* g, const T* m, const T* v, T* p_out, T* m_out,
+                                                T* v_out, index_t n, double b1, double b2, double step_size,
+                                                double c2, double eps, double decay) {
+    typedef typename Acc<T>::type A;
+    for (index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (index_t)gridDim.x * blockDim.x) {
+        const A gi = ld(g, i);
+        const A mi = (A)b1 * (A)ld(m, i) + (A)(1.0 - b1) * gi;
+        const A vi = (A)b2 * (A)ld(v, i) + (A)(1.0 - b2) * gi * gi;
+        const A den = sq(vi * (A)(1.0 / c2)) + (A)eps;
+        st(m_out, i, mi);
+        st(v_out, i, vi);
+        st(p_out, i, (A)ld(p, i) * (A)decay - (A)step_size * mi / den);
+    }
+}
+
+#define ADAM_KERNELS(S, T)                                                                                 \
+    extern "C" __global__ void adam_##S(const T* p, const T* g, const T* m, const T* v, T* p_out, T* m_out,  \
+                                        T* v_out, index_t n, double b1, double b2, double step_size,       \
+                                        double c2, double eps, double decay) {                             \
+        adam_step<T>(p, g, m, v, p_out, m_out, v_out, n, b1, b2, step_size, c2, eps, decay);              \
+    }
+
+FOR_FLOATS(ADAM_KERNELS)

@@ -1,0 +1,75 @@
+// Row-wise softmax and softmax cross-entropy over the last (contiguous) axis: one block per row.
+// Matches the array path: an all -inf row is shifted by 0, so softmax gives 0/0 = nan there.
+
+template <typename T> __device__ void softmax_fwd(const T* x, T* y, index_t n) {
+    typedef typename Acc<T>::type A;
+    __shared__ A shared[32];
+    const index_t row = (index_t)blockIdx.x * n;
+    A m = neg_inf<A>();
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) m = mx(m, (A)ld(x, row + i));
+    m = block_max(m, shared);
+    if (m == neg_inf<A>()) m = A(0);
+    A s = A(0);
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += ex((A)ld(x, row + i) - m);
+    s = block_sum(s, shared);
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) st(y, row + i, ex((A)ld(x, row + i) - m) / s);
+}
+
+// dx = y (g - sum(g y))
+template <typename T> __device__ void softmax_bwd(const T* g, const T* y, T* dx, index_t n) {
+    typedef typename Acc<T>::type A;
+    __shared__ A shared[32];
+    const index_t row = (index_t)blockIdx.x * n;
+    A s = A(0);
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += (A)ld(g, row + i) * (A)ld(y, row + i);
+    s = block_sum(s, shared);
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x)
+        st(dx, row + i, ((A)ld(g, row + i) - s) * (A)ld(y, row + i));
+}
+
+// loss[r] = logsumexp(x[r, :]) - x[r, t[r]]; lse[r] kept (accumulation type) for the backward pass
+template <typename T> __device__ void xent_fwd(const T* x, const index_t* t, T* loss,
+                                               typename Acc<T>::type* lse, index_t n) {
+    typedef typename Acc<T>::type A;
+    __shared__ A shared[32];
+    const index_t r = blockIdx.x, row = r * n;
+    A m = neg_inf<A>();
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) m = mx(m, (A)ld(x, row + i));
+    m = block_max(m, shared);
+    if (m == neg_inf<A>()) m = A(0);
+    A s = A(0);
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += ex((A)ld(x, row + i) - m);
+    s = block_sum(s, shared);
+    if (threadIdx.x == 0) {
+        const A l = lg(s) + m;
+        lse[r] = l;
+        st(loss, r, l - (A)ld(x, row + t[r]));
+    }
+}
+
+// dx[r, i] = g[r] (exp(x[r, i] - lse[r]) - [i == t[r]])
+template <typename T> __device__ void xent_bwd(const T* g, const T* x, const index_t* t,
+                                               const typename Acc<T>::type* lse, T* dx, index_t n) {
+    typedef typename Acc<T>::type A;
+    const index_t r = blockIdx.x, row = r * n;
+    const A gr = (A)ld(g, r), l = lse[r];
+    const index_t target = t[r];
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x)
+        st(dx, row + i, gr * (ex((A)ld(x, row + i) - l) - (i == target ? A(1) : A(0))));
+}
+
+#define SOFTMAX_KERNELS(S, T)                                                                              \
+    extern "C" __global__ void softmax_fwd_##S(const T* x, T* y, index_t n) { softmax_fwd<T>(x, y, n); }   \
+    extern "C" __global__ void softmax_bwd_##S(const T* g, const T* y, T* dx, index_t n) {                \
+        softmax_bwd<T>(g, y, dx, n);                                                                       \
+    }                                                                                                      \
+    extern "C" __global__ void xent_fwd_##S(const T* x, const index_t* t, T* loss, Acc<T>::type* lse,     \
+                                            index_t n) {                                                   \
+        xent_fwd<T>(x, t, loss, lse, n);                                                                   \
+    }                                                                                                      \
+    extern "C" __global__ void xent_bwd_##S(const T* g, const T* x, const index_t* t,                     \
+                                            const Acc<T>::type* lse, T* dx, index_t n) {                   \
+        xent_bwd<T>(g, x, t, lse, dx, n);                                                                  \
+    }
+
+FOR_FLOATS(SOFTMAX_KERNELS)

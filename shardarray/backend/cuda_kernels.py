@@ -1,0 +1,193 @@
+"""The fused CUDA kernels of ``kernels/*.cu``: compiled with ``cupy.RawModule`` on first use, per GPU.
+
+Each launcher takes CuPy arrays on the current device (made contiguous
+here), launches on the current stream and returns new arrays; inputs are
+never written (shards may be shared between replicas). Row kernels work on
+the last axis: one thread block per row. float16 is computed in float32,
+float32 in float32, float64 in float64.
+
+The sources live in the top-level ``kernels/`` of a source checkout and in
+``shardarray/kernels/`` of an installed wheel. ``SHARDARRAY_KERNELS=0`` turns
+them off (every op then runs the CuPy array path); a source that fails to
+compile is reported once with a ``RuntimeWarning`` and that op falls back.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SOURCES = ("softmax", "layer_norm", "gelu", "adam")
+_SUFFIX = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_MODULES: dict[tuple[str, int], Any] = {}
+_BROKEN: dict[str, str] = {}
+_THREADS = 256
+
+
+def source_dir() -> Path:
+    """Where the ``.cu`` files are: ``shardarray/kernels`` (wheel) or ``<checkout>/kernels``."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "kernels", here.parent / "kernels"):
+        if (candidate / "common.cuh").is_file():
+            return candidate
+    raise FileNotFoundError(f"shardarray's CUDA sources (common.cuh, ...) are in neither {here / 'kernels'} "
+                            f"nor {here.parent / 'kernels'}; reinstall shardarray")
+
+
+def source(name: str) -> str:
+    """The text NVRTC compiles for ``kernels/<name>.cu``: common.cuh followed by the file."""
+    d = source_dir()
+    return (d / "common.cuh").read_text() + "\n" + (d / f"{name}.cu").read_text()
+
+
+def enabled() -> bool:
+    """False when ``SHARDARRAY_KERNELS=0``."""
+    return os.environ.get("SHARDARRAY_KERNELS", "1") != "0"
+
+
+def supports(xp: Any, dtype: Any, name: str) -> bool:
+    """Whether the kernels of ``name`` run for CuPy shards of ``dtype`` here (compiling them once)."""
+    if getattr(xp, "__name__", "") != "cupy" or not enabled() or np.dtype(dtype) not in _SUFFIX:
+        return False
+    if name in _BROKEN:
+        return False
+    try:
+        _module(name)
+    except Exception as e:  # a compile or load failure: fall back to the array path, say so once
+        _BROKEN[name] = str(e)
+        warnings.warn(f"shardarray: the fused CUDA kernels of kernels/{name}.cu could not be built ({e}); "
+                      f"that op runs through CuPy array operations instead", RuntimeWarning, stacklevel=3)
+        return False
+    return True
+
+
+def _module(name: str) -> Any:
+    import cupy
+
+    key = (name, cupy.cuda.Device().id)
+    mod = _MODULES.get(key)
+    if mod is None:
+        mod = cupy.RawModule(code=source(name), options=("--std=c++17",))
+        mod.compile()
+        _MODULES[key] = mod
+    return mod
+
+
+def _fn(name: str, kernel: str, dtype: Any) -> Any:
+    return _module(name).get_function(f"{kernel}_{_SUFFIX[np.dtype(dtype)]}")
+
+
+def _acc(dtype: Any) -> Any:
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
+def _contig(xp: Any, *arrays: Any, dtype: Any = None) -> list[Any]:
+    return [xp.ascontiguousarray(a, dtype=dtype) for a in arrays]
+
+
+def _rows_launch(kernel: Any, rows: int, n: int, args: tuple) -> None:
+    if rows and n:
+        threads = min(1024, max(32, 1 << (max(n, 1) - 1).bit_length()), 2 * _THREADS)
+        kernel((rows,), (threads,), args)
+
+
+def _flat_launch(kernel: Any, n: int, args: tuple) -> None:
+    if n:
+        kernel((min(math.ceil(n / _THREADS), 1 << 16),), (_THREADS,), args)
+
+
+# ------------------------------------------------------------------ softmax
+def softmax_rows(xp: Any, x: Any) -> Any:
+    """``softmax`` over the last axis."""
+    (x,) = _contig(xp, x)
+    y = xp.empty_like(x)
+    n = x.shape[-1] if x.ndim else 1
+    _rows_launch(_fn("softmax", "softmax_fwd", x.dtype), x.size // max(n, 1), n, (x, y, np.int64(n)))
+    return y
+
+
+def softmax_rows_grad(xp: Any, g: Any, y: Any) -> Any:
+    """``y (g - sum(g y))`` over the last axis."""
+    g, y = _contig(xp, g, y, dtype=y.dtype)
+    dx = xp.empty_like(y)
+    n = y.shape[-1]
+    _rows_launch(_fn("softmax", "softmax_bwd", y.dtype), y.size // max(n, 1), n, (g, y, dx, np.int64(n)))
+    return dx
+
+
+def cross_entropy_rows(xp: Any, x: Any, t: Any) -> tuple[Any, Any]:
+    """``(logsumexp(x) - x[t], logsumexp(x))`` over the last axis, ``t`` of shape ``x.shape[:-1]``."""
+    (x,) = _contig(xp, x)
+    (t,) = _contig(xp, t, dtype=np.int64)
+    n = x.shape[-1]
+    loss = xp.empty(x.shape[:-1], dtype=x.dtype)
+    lse = xp.empty(x.shape[:-1], dtype=_acc(x.dtype))
+    _rows_launch(_fn("softmax", "xent_fwd", x.dtype), loss.size, n, (x, t, loss, lse, np.int64(n)))
+    return loss, lse
+
+
+def cross_entropy_rows_grad(xp: Any, g: Any, x: Any, t: Any, lse: Any) -> Any:
+    """``g (softmax(x) - onehot(t))`` over the last axis (``g``, ``t``, ``lse`` per row)."""
+    x, g = _contig(xp, x, g, dtype=x.dtype)
+    (t,) = _contig(xp, t, dtype=np.int64)
+    (lse,) = _contig(xp, lse, dtype=_acc(x.dtype))
+    dx = xp.empty_like(x)
+    n = x.shape[-1]
+    _rows_launch(_fn("softmax", "xent_bwd", x.dtype), g.size, n, (g, x, t, lse, dx, np.int64(n)))
+    return dx
+
+
+# ------------------------------------------------------------------ layer norm
+def layer_norm_rows(xp: Any, x: Any, gain: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+    """``(y, mean, rstd)`` of layer norm over the last axis; ``gain``/``bias`` have that axis only."""
+    x, gain, bias = _contig(xp, x, gain, bias, dtype=x.dtype)
+    n = x.shape[-1]
+    y = xp.empty_like(x)
+    mean = xp.empty(x.shape[:-1], dtype=_acc(x.dtype))
+    rstd = xp.empty_like(mean)
+    _rows_launch(_fn("layer_norm", "ln_fwd", x.dtype), mean.size, n,
+                 (x, gain, bias, y, mean, rstd, np.int64(n), np.float64(eps)))
+    return y, mean, rstd
+
+
+def layer_norm_rows_grad(xp: Any, g: Any, x: Any, gain: Any, mean: Any, rstd: Any) -> tuple[Any, Any]:
+    """``(dx, g * x_hat)`` of layer norm over the last axis."""
+    g, x, gain = _contig(xp, g, x, gain, dtype=x.dtype)
+    mean, rstd = _contig(xp, mean, rstd, dtype=_acc(x.dtype))
+    n = x.shape[-1]
+    dx, gxh = xp.empty_like(x), xp.empty_like(x)
+    _rows_launch(_fn("layer_norm", "ln_bwd", x.dtype), mean.size, n, (g, x, gain, mean, rstd, dx, gxh, np.int64(n)))
+    return dx, gxh
+
+
+# ------------------------------------------------------------------ elementwise
+def gelu(xp: Any, x: Any) -> Any:
+    """GELU (tanh form), elementwise."""
+    (x,) = _contig(xp, x)
+    y = xp.empty_like(x)
+    _flat_launch(_fn("gelu", "gelu_fwd", x.dtype), x.size, (x, y, np.int64(x.size)))
+    return y
+
+
+def gelu_grad(xp: Any, g: Any, x: Any) -> Any:
+    """``g * gelu'(x)``, elementwise (``g`` broadcast to ``x``'s shape)."""
+    (x,) = _contig(xp, x)
+    (g,) = _contig(xp, xp.broadcast_to(g, x.shape), dtype=x.dtype)
+    dx = xp.empty_like(x)
+    _flat_launch(_fn("gelu", "gelu_bwd", x.dtype), x.size, (g, x, dx, np.int64(x.size)))
+    return dx
+
+
+def adam(xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: float, c2: float, eps: float,
+         decay: float) -> tuple[Any, Any, Any]:
+    """One Adam step: new ``(p, m, v)`` (see ``kernels/adam.cu``)."""
+    p, g, m, v = _contig(xp, p, xp.broadcast_to(g, p.shape), m, v, dtype=p.dtype)
+    p2, m2, v2 = xp.empty_like(p), xp.empty_like(p), xp.empty_like(p)
+    args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))
+    _flat_launch(_fn("adam", "adam", p.dtype), p.size, args)
+    return p2, m2, v2
