@@ -98,3 +98,197 @@ def test_bench_matmul_runs_on_cupy(tmp_path):
                   "--repeat", "1", "--quiet", "--json", str(tmp_path / "r.json")])
     assert result["device"] and all(r["time_s"] > 0 for r in result["rows"])
     assert result["single"]["what"].startswith("cupy")
+
+
+# ---------------------------------------------------------------- fused kernels
+def _kernel_case(backend, dtype, shape, layout):
+    """softmax, gelu, layer norm and cross-entropy forward + backward, and one Adam step, on one mesh."""
+    mesh = sa.Mesh(shape, backend=backend)
+    x = sa.random.normal(mesh, {"batch": 6, "seq": 5, "d_model": 24}, seed=1, dtype=dtype, layout=layout)
+    w = sa.random.normal(mesh, {"d_model": 24, "vocab": 37}, seed=2, dtype=dtype) * 0.3
+    gain = sa.random.normal(mesh, {"d_model": 24}, seed=3, dtype=dtype) + 1.0
+    bias = sa.random.normal(mesh, {"d_model": 24}, seed=4, dtype=dtype)
+    tgt = np.random.default_rng(0).integers(0, 37, size=(6, 5))
+    targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh, layout={k: v for k, v in layout.items() if k != "d_model"})
+
+    def f(p):
+        h = sa.nn.layer_norm(p["x"], p["gain"], p["bias"])
+        logits = sa.einsum("batch seq d_model, d_model vocab -> batch seq vocab", sa.gelu(h), p["w"])
+        s = sa.softmax(logits, "vocab")
+        return sa.nn.cross_entropy(logits, targets).sum() + (s * s).sum()
+
+    params = {"x": x, "w": w, "gain": gain, "bias": bias}
+    loss, grads = sa.value_and_grad(f)(params)
+    opt = sa.optim.Adam(1e-2, weight_decay=0.1)
+    state = opt.init(params)
+    new, state = opt.update(params, grads, state)
+    new, state = opt.update(new, grads, state)
+    return float(loss), {k: g.numpy() for k, g in grads.items()}, {k: p.numpy() for k, p in new.items()}
+
+
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-10), ("float32", 2e-4), ("float16", 3e-2)])
+@pytest.mark.parametrize("shape,layout", [({"d": 1}, {}), ({"row": 2, "col": 2}, {"batch": "row", "seq": "col"})])
+def test_fused_kernels_match_the_numpy_path(dtype, tol, shape, layout):
+    from shardarray.backend import cuda_kernels
+
+    ref = _kernel_case("numpy", dtype, shape, layout)
+    got = _kernel_case("cupy", dtype, shape, layout)
+    assert not cuda_kernels._BROKEN, cuda_kernels._BROKEN
+    assert {name for name, _ in cuda_kernels._MODULES} == set(cuda_kernels.SOURCES)  # every kernel file ran
+    np.testing.assert_allclose(got[0], ref[0], rtol=tol)
+    for k in ref[1]:
+        np.testing.assert_allclose(got[1][k].astype(float), ref[1][k].astype(float), rtol=tol, atol=tol, err_msg=k)
+        np.testing.assert_allclose(got[2][k].astype(float), ref[2][k].astype(float), rtol=tol, atol=tol, err_msg=k)
+
+
+def test_kernels_can_be_turned_off(monkeypatch):
+    from shardarray.ops import fused
+
+    x = sa.zeros(sa.Mesh({"d": 1}, backend="cupy"), {"b": 2, "v": 3})
+    assert fused.kernels_for(x, "softmax")
+    monkeypatch.setenv("SHARDARRAY_KERNELS", "0")
+    assert not fused.kernels_for(x, "softmax")
+
+
+def test_all_masked_softmax_row_is_nan_like_the_array_path():
+    from shardarray.backend import cuda_kernels
+    import cupy
+
+    x = cupy.full((2, 5), -cupy.inf, dtype=cupy.float32)
+    x[1] = 0.0
+    y = cupy.asnumpy(cuda_kernels.softmax_rows(cupy, x))
+    assert np.isnan(y[0]).all() and np.allclose(y[1], 0.2)
+
+
+@pytest.mark.parametrize("eq,a,b", [
+    ("b h s k, b h t k -> b h s t", (2, 3, 64, 32), (2, 3, 48, 32)),
+    ("b s h k, b t h k -> b h s t", (2, 64, 3, 32), (2, 48, 3, 32)),
+    ("m k, k n -> m n", (96, 64), (64, 80)),
+])
+def test_float16_contractions_use_float32_accumulation(eq, a, b):
+    """Batched float16 products go to cublasGemmStridedBatchedEx (fp32 compute): close to the float64 product."""
+    import cupy
+
+    backend = sa.Mesh({"d": 1}, backend="cupy").backend
+    rng = np.random.default_rng(0)
+    xa, xb = rng.standard_normal(a).astype(np.float16), rng.standard_normal(b).astype(np.float16)
+    letters = eq.replace(" ", "")
+    got = cupy.asnumpy(backend.einsum(letters, cupy.asarray(xa), cupy.asarray(xb)))
+    want = np.einsum(letters, xa.astype(np.float64), xb.astype(np.float64))
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- NCCL
+def _gpu_count():
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+def _nccl_version():
+    from cupy.cuda import nccl
+
+    return nccl.get_version()
+
+
+def _nccl_case(mesh):
+    """Collectives, einsum, relayout and a training step on ``mesh``: the values, for comparison."""
+    cfg = sa.nn.TransformerConfig(vocab=37, d_model=16, heads=2, d_kv=8, d_ff=32, n_layers=1, seq_len=8)
+    tok, tgt = sa.nn.data.pattern_batch(np.random.default_rng(0), 4, cfg.seq_len, cfg.vocab)
+    axes = mesh.axis_names
+    x = sa.random.normal(mesh, {"batch": 9, "io": 7}, seed=1, dtype="float64", layout={"batch": axes[0]})
+    w = sa.random.normal(mesh, {"io": 7, "hidden": 5}, seed=2, dtype="float64", layout={"io": axes[-1]})
+    h = sa.einsum(x, w)
+    moved = h.relayout({"hidden": axes[0], "batch": axes[1:] or None})
+    out = [h.numpy(), moved.numpy(), x.max("io").numpy()]
+    params = sa.nn.init_transformer(cfg, mesh, seed=0, dtype="float64")
+    tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
+    targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
+    loss, grads = sa.value_and_grad(sa.nn.transformer_loss)(params, tokens, targets, cfg)
+    out.append(np.array(float(loss)))
+    out += [grads[k].numpy() for k in sorted(grads)]
+    return out
+
+
+def _compare_with_emulated(shape, devices, comm=None, rules_strategy="mesh2d"):
+    rules = sa.nn.strategy_rules(rules_strategy, shape)
+    ref = _nccl_case(sa.Mesh(shape, rules=rules))
+    mesh = sa.Mesh(shape, backend="cupy", devices=devices, comm=comm, rules=rules)
+    assert mesh.comm_kind == "nccl"
+    with sa.comm_log() as log:
+        got = _nccl_case(mesh)
+    assert len(log) > 0
+    for r, g in zip(ref, got):
+        np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-12)
+
+
+def test_nccl_one_gpu_per_device():
+    n = _gpu_count()
+    if n < 2:
+        pytest.skip(f"NCCL across GPUs needs 2 GPUs; this machine has {n}")
+    shape = {"rows": 2, "cols": n // 2} if n >= 4 else {"rows": 1, "cols": 2}
+    size = shape["rows"] * shape["cols"]
+    _compare_with_emulated(shape, list(range(size)))
+
+
+def test_nccl_several_ranks_on_one_gpu(monkeypatch):
+    """NCCL >= 2.30's NCCL_MULTI_RANK_GPU_ENABLE=1: two mesh devices on GPU 0 through the NCCL code path."""
+    version = _nccl_version()
+    if version < 23000:
+        pytest.skip(f"NCCL {version} has no multi-rank-per-GPU mode (needs >= 2.30)")
+    monkeypatch.setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1")
+    _compare_with_emulated({"rows": 1, "cols": 2}, [0, 0], comm="nccl")
+
+
+def test_nccl_error_is_a_comm_error_without_the_multi_rank_mode(monkeypatch):
+    """Two ranks on one GPU without the experimental mode: a CommError that says what to do (or it works)."""
+    monkeypatch.delenv("NCCL_MULTI_RANK_GPU_ENABLE", raising=False)
+    mesh = sa.Mesh({"cols": 2}, backend="cupy", devices=[0, 0], comm="nccl")
+    x = sa.ones(mesh, {"io": 4}, layout={"io": "cols"})
+    try:
+        value = x.sum().numpy()
+    except sa.CommError as e:
+        assert "NCCL allreduce" in str(e) or "set-up" in str(e)
+        assert "NCCL_MULTI_RANK_GPU_ENABLE" in str(e)
+    else:
+        assert value == 4.0
+
+
+MPI_NCCL_JOB = '''
+import os, sys, numpy as np, shardarray as sa
+sys.path.insert(0, os.path.join({root!r}, "tests"))
+from test_gpu import _nccl_case
+shape = {{"rows": 1, "cols": 2}}
+rules = sa.nn.strategy_rules("mesh2d", shape)
+mesh = sa.Mesh(shape, backend="cupy", comm="mpi", rules=rules)
+got = _nccl_case(mesh)
+ref = _nccl_case(sa.Mesh(shape, rules=rules))
+for r, g in zip(ref, got):
+    np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-12)
+print("rank", mesh.process_index, "gpu", mesh.backend.gpus[0], "ok")
+'''
+
+
+def test_nccl_across_processes_bootstrapped_over_mpi(tmp_path):
+    """mpiexec -n 2, CuPy shards: NCCL communicators from unique ids broadcast over MPI."""
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("mpiexec") is None or importlib.util.find_spec("mpi4py") is None:
+        pytest.skip("needs mpiexec and mpi4py (pip install '.[mpi]')")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    if _gpu_count() < 2:
+        if _nccl_version() < 23000:
+            pytest.skip("two processes on one GPU need NCCL >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE)")
+        env["NCCL_MULTI_RANK_GPU_ENABLE"] = "1"
+    script = tmp_path / "job.py"
+    script.write_text(MPI_NCCL_JOB.format(root=str(Path(__file__).parents[1])))
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert proc.stdout.count(" ok") == 2
