@@ -141,10 +141,9 @@ class NcclCommunicator(Communicator):
                 pos = group.index(d)
                 sub = self.world.Split(color, pos)
                 uid = sub.bcast(self.lib.get_unique_id() if pos == 0 else None, root=0)
-                scope = self.mesh.backend.device_scope
 
                 def init() -> Any:
-                    with scope(d):
+                    with self._scope(d):
                         return self.lib.NcclCommunicator(len(group), uid, pos)
 
                 found[d] = _Member(self._guard("communicator set-up (initRank)", axes, group, init), pos, group, sub)
