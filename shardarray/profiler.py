@@ -119,6 +119,7 @@ class Profile:
         self.tensors: set[tuple[str, ...]] = set()
         self._log = _ProfileLog(self)
         self._live: dict[int, list[int]] = {}  # id(shard) -> [arrays holding it, nbytes]
+        self._einsum_results: set[int] = set()  # ids of shards local einsums just made
         self._arrays: dict[int, int] = {}  # id(array) -> id(shard), for the arrays tracked and alive
         self._on_update = on_update
 
@@ -186,9 +187,10 @@ class Profile:
             self.peak_memory_bytes_per_device += nbytes
         elif self.memory_bytes > self.peak_memory_bytes_per_device:
             self.peak_memory_bytes_per_device = self.memory_bytes
-        if made_here and not (_SCOPE and _SCOPE[0] == "einsum"):
+        if made_here and key not in self._einsum_results:  # an einsum's output is counted as flops, not traffic
             self.written_bytes_per_device += nbytes
             self._op().written_bytes += nbytes
+        self._einsum_results.discard(key)
         self._changed()
 
     def _touch(self, args: Any) -> None:
@@ -267,6 +269,12 @@ def touch(arrays: Sequence[Any]) -> None:
     """Arrays about to be shared by a new array: count them from the block's start if made before it."""
     for p in ACTIVE:
         p._touch(arrays)
+
+
+def einsum_result(shard: Any) -> None:
+    """``shard`` (device 0's) is the output of local einsums: not memory-bound traffic."""
+    for p in ACTIVE:
+        p._einsum_results.add(id(shard))
 
 
 def on_einsum(equation: str, shards: Sequence[Any]) -> None:

@@ -46,4 +46,5 @@ def contract(
     )
     if profiler.ACTIVE:
         profiler.on_einsum(equation, [op.shards[mesh.local_device] for op in prepared])
+        profiler.einsum_result(shards[mesh.local_device])
     return new_array(mesh, out_dims, sizes, axes, shards, mesh_order(mesh, pending))

@@ -85,6 +85,8 @@ class SummaPlan:
                 reduced = comm.reduce(part, (reduce_axis,), root=t)
                 for d in self._owners(mesh, reduce_axis, t):
                     out[d] = reduced[d]
+        if profiler.ACTIVE:
+            profiler.einsum_result(out[mesh.local_device])
         return out
 
     # ---------------------------------------------------------- the passes
