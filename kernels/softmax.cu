@@ -1,17 +1,24 @@
 // Row-wise softmax and softmax cross-entropy over the last (contiguous) axis: one block per row.
 // Matches the array path: an all -inf row is shifted by 0, so softmax gives 0/0 = nan there.
 
+// The shift m (the row's maximum, 0 for an all -inf row) and s = sum(exp(x - m)) of one row, in every thread.
+template <typename T, typename A> __device__ void row_shift_sum(const T* x, index_t row, index_t n, A* shared,
+                                                                A& m, A& s) {
+    m = neg_inf<A>();
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) m = mx(m, (A)ld(x, row + i));
+    m = block_max(m, shared);
+    if (m == neg_inf<A>()) m = A(0);
+    s = A(0);
+    for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += ex((A)ld(x, row + i) - m);
+    s = block_sum(s, shared);
+}
+
 template <typename T> __device__ void softmax_fwd(const T* x, T* y, index_t n) {
     typedef typename Acc<T>::type A;
     __shared__ A shared[32];
     const index_t row = (index_t)blockIdx.x * n;
-    A m = neg_inf<A>();
-    for (index_t i = threadIdx.x; i < n; i += blockDim.x) m = mx(m, (A)ld(x, row + i));
-    m = block_max(m, shared);
-    if (m == neg_inf<A>()) m = A(0);
-    A s = A(0);
-    for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += ex((A)ld(x, row + i) - m);
-    s = block_sum(s, shared);
+    A m, s;
+    row_shift_sum(x, row, n, shared, m, s);
     for (index_t i = threadIdx.x; i < n; i += blockDim.x) st(y, row + i, ex((A)ld(x, row + i) - m) / s);
 }
 
@@ -33,13 +40,8 @@ template <typename T> __device__ void xent_fwd(const T* x, const index_t* t, T* 
     typedef typename Acc<T>::type A;
     __shared__ A shared[32];
     const index_t r = blockIdx.x, row = r * n;
-    A m = neg_inf<A>();
-    for (index_t i = threadIdx.x; i < n; i += blockDim.x) m = mx(m, (A)ld(x, row + i));
-    m = block_max(m, shared);
-    if (m == neg_inf<A>()) m = A(0);
-    A s = A(0);
-    for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += ex((A)ld(x, row + i) - m);
-    s = block_sum(s, shared);
+    A m, s;
+    row_shift_sum(x, row, n, shared, m, s);
     if (threadIdx.x == 0) {
         const A l = lg(s) + m;
         lse[r] = l;

@@ -136,7 +136,8 @@ class Mesh:
             self.backend = _cupy_on(gpus if gpus is not None else tuple(range(self.size)))
             self.comm = NcclCommunicator(self)
         elif comm == "mpi" and self.backend.name == "cupy":
-            from .comm.nccl import NcclCommunicator, mpi_world
+            from .comm.mpi import mpi_world
+            from .comm.nccl import NcclCommunicator
 
             world = mpi_world(self)
             self.local_devices = (world.Get_rank(),)

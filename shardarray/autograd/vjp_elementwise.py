@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ..array import ShardArray
+from ..backend import cuda_kernels
 from ..ops.elementwise import apply
 from .common import match
 from .tape import Context, register_vjp
@@ -146,7 +147,5 @@ def _d_gelu(xp: Any, g: Any, a: Any, t: Any) -> Any:
 @register_vjp("gelu")
 def _gelu(ctx: Context, g: ShardArray) -> list[Any]:
     if ctx.saved is None:  # the forward ran the fused kernel: so does the backward
-        from ..backend import cuda_kernels
-
         return [match(_lin("d_gelu", cuda_kernels.gelu_grad, g, ctx.args[0]), ctx.args[0])]
     return [match(_lin("d_gelu", _d_gelu, g, ctx.args[0], ctx.saved), ctx.args[0])]

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..ops import fused
+from ..backend import cuda_kernels
 from ..ops import reduce as red
 from ..ops.elementwise import apply
 from ..ops.structure import expand
@@ -46,8 +47,6 @@ def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
     dims = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["dims"]
     g = g.resolve()
     if fused.rows_ready(y, fused.single_dim(dims)) and fused.kernels_for(y, "softmax"):
-        from ..backend import cuda_kernels
-
         return [match(fused.map_like(y, lambda xp, y, g: cuda_kernels.softmax_rows_grad(xp, g, y), fused.like(g, y)), x),
                 None]
     s = red.sum.__wrapped__(apply("d_softmax_gy", lambda xp, g, y: g * y, (g, y)), dims)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import contextlib
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, ContextManager
@@ -11,6 +12,9 @@ import numpy as np
 import opt_einsum
 
 from .contract import contract2
+
+
+_NO_SCOPE = contextlib.nullcontext()
 
 
 @lru_cache(maxsize=4096)
@@ -43,6 +47,13 @@ class Backend(ABC):
     @abstractmethod
     def to_numpy(self, array: Any) -> np.ndarray:
         """A shard of this backend as a NumPy array."""
+
+    def scope(self, device: int) -> ContextManager[Any]:
+        """``with backend.scope(d):`` run on mesh device ``d``'s GPU and stream (a no-op where shards share one place).
+
+        Hot loops test ``device_scope is None`` first and skip the ``with`` altogether.
+        """
+        return _NO_SCOPE if self.device_scope is None else self.device_scope(device)
 
     def pointer(self, array: Any) -> int:
         """The address of a contiguous shard's first element (what NCCL calls take)."""

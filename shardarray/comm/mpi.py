@@ -77,28 +77,51 @@ def gather_blocks(
     return out
 
 
+def mpi_world(mesh: Any) -> Any:
+    """``MPI.COMM_WORLD`` after checking that the job has one process per mesh device.
+
+    Also makes an uncaught exception on any rank abort the whole job.
+    """
+    MPI = _mpi()
+    world = MPI.COMM_WORLD
+    if world.Get_size() != mesh.size:
+        raise MeshError(
+            f"a mesh with comm='mpi' needs one process per device: mesh {mesh.shape} has {mesh.size} devices but "
+            f"the job has {world.Get_size()} process(es); run it as mpiexec -n {mesh.size} python <script>"
+        )
+    _abort_on_uncaught_exception(MPI)
+    return world
+
+
+def log_spmd(world: Any, op: str, axes: tuple[str, ...], n: int, local: Any) -> None:
+    """Record one collective of an SPMD job: the largest buffer over every process (the critical path)."""
+    if n > 1 and _ACTIVE:
+        size = int(world.allreduce(int(local.size), op=_mpi().MAX))
+        record(op, axes, n, size, local.dtype.itemsize, str(local.dtype))
+
+
+def reduce_op(op: str) -> Any:
+    """The MPI reduction for ``op`` (sum, max or min)."""
+    MPI = _mpi()
+    ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+    if op not in ops:
+        raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
+    return ops[op]
+
+
 class MpiCommunicator(Communicator):
     """Collectives over MPI sub-communicators, one per axis group (see the module docstring)."""
 
     def __init__(self, mesh: Any) -> None:
         super().__init__(mesh)
-        MPI = _mpi()
-        self.MPI = MPI
-        self.world = MPI.COMM_WORLD
+        self.world = mpi_world(mesh)
         self.rank = self.world.Get_rank()
-        if self.world.Get_size() != mesh.size:
-            raise MeshError(
-                f"a mesh with comm='mpi' needs one process per device: mesh {dict(zip(mesh.axis_names, mesh._sizes))} "
-                f"has {mesh.size} devices but the job has {self.world.Get_size()} process(es); "
-                f"run it as mpiexec -n {mesh.size} python <script>"
-            )
         if mesh.backend.name != "numpy":
             raise BackendError(
                 f"comm='mpi' moves NumPy shards; got backend {mesh.backend.name!r}. "
                 f"Use backend='numpy' (GPU shards across processes use NCCL)"
             )
         self._subs: dict[tuple[str, ...], tuple[Any, int]] = {}
-        _abort_on_uncaught_exception(MPI)
 
     # ---------------------------------------------------------------- helpers
     def _sub(self, axes: tuple[str, ...]) -> tuple[Any, int]:
@@ -113,18 +136,11 @@ class MpiCommunicator(Communicator):
             self._subs[axes] = found
         return found  # type: ignore[return-value]
 
-    def _op(self, op: str) -> Any:
-        ops = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}
-        if op not in ops:
-            raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
-        return ops[op]
+    _op = staticmethod(reduce_op)
 
     def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
         n = self.mesh.axes_size(axes)
-        if n > 1 and _ACTIVE:
-            x = shards[self.rank]
-            size = int(self.world.allreduce(int(x.size), op=self.MPI.MAX))  # the device on the critical path
-            record(op, axes, n, size, x.dtype.itemsize, str(x.dtype))
+        log_spmd(self.world, op, axes, n, shards[self.rank])
         return n
 
     def _out(self, value: Any) -> list[Any]:

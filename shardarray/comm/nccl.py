@@ -30,10 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CommError, DTypeError, MeshError, ShardArrayError
+from ..errors import CommError, DTypeError, ShardArrayError
 from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
-from .log import _ACTIVE, record
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``
 DTYPES = {
@@ -54,21 +53,6 @@ def import_nccl() -> Any:
     if not getattr(nccl, "available", True):  # pragma: no cover
         raise ImportError(f"CuPy cannot load the NCCL library: {hint}")
     return nccl
-
-
-def mpi_world(mesh: Any) -> Any:
-    """``MPI.COMM_WORLD`` after checking that the job has one process per mesh device."""
-    from .mpi import _abort_on_uncaught_exception, _mpi
-
-    MPI = _mpi()
-    world = MPI.COMM_WORLD
-    if world.Get_size() != mesh.size:
-        raise MeshError(
-            f"a mesh with comm='mpi' needs one process per device: mesh {mesh.shape} has {mesh.size} devices but "
-            f"the job has {world.Get_size()} process(es); run it as mpiexec -n {mesh.size} python <script>"
-        )
-    _abort_on_uncaught_exception(MPI)
-    return world
 
 
 @dataclass
@@ -143,7 +127,7 @@ class NcclCommunicator(Communicator):
                 uid = sub.bcast(self.lib.get_unique_id() if pos == 0 else None, root=0)
 
                 def init() -> Any:
-                    with self._scope(d):
+                    with self.mesh.backend.scope(d):
                         return self.lib.NcclCommunicator(len(group), uid, pos)
 
                 found[d] = _Member(self._guard("communicator set-up (initRank)", axes, group, init), pos, group, sub)
@@ -195,10 +179,6 @@ class NcclCommunicator(Communicator):
     def _stream(self, d: int) -> int:
         return self.mesh.backend.stream_ptr(d)
 
-    def _scope(self, d: int) -> Any:
-        scope = self.mesh.backend.device_scope
-        return scope(d) if scope is not None else _NullScope()
-
     def _shapes(self, m: _Member, shards: Sequence[Any], d: int) -> list[tuple[int, ...]]:
         """The shard shapes of every member of ``d``'s group."""
         if m.sub is None:
@@ -208,22 +188,19 @@ class NcclCommunicator(Communicator):
     def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
         if self.world is None:
             return super()._log(op, axes, shards, devices)
-        n = self.mesh.axes_size(axes)
-        if n > 1 and _ACTIVE:
-            from mpi4py import MPI
+        from .mpi import log_spmd
 
-            x = shards[self.rank]
-            size = int(self.world.allreduce(int(x.size), op=MPI.MAX))
-            record(op, axes, n, size, x.dtype.itemsize, str(x.dtype))
+        n = self.mesh.axes_size(axes)
+        log_spmd(self.world, op, axes, n, shards[self.rank])
         return n
 
     # ------------------------------------------------------------ host side
     def host_reduce(self, value: float, op: str) -> float:
         if self.world is None:
             return value
-        from mpi4py import MPI
+        from .mpi import reduce_op
 
-        return self.world.allreduce(value, op={"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op])
+        return self.world.allreduce(value, op=reduce_op(op))
 
     def assemble(
         self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
@@ -249,7 +226,7 @@ class NcclCommunicator(Communicator):
         for d, m in self.members(axes).items():
             x = shards[d]
             dt, red = self._type(x.dtype, "allreduce"), self._op(op, x.dtype)
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 send = self._wire(x)
                 recv = self.mesh.backend.xp.empty_like(send)
             out[d] = recv.view(x.dtype)
@@ -270,7 +247,7 @@ class NcclCommunicator(Communicator):
             dt = self._type(x.dtype, "allgather")
             lengths = [s[dim] for s in self._shapes(m, shards, d)]
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 front = self._wire(xp.moveaxis(x, dim, 0))
                 recv = xp.empty((int(offsets[-1]),) + front.shape[1:], dtype=front.dtype)
             rest = int(np.prod(front.shape[1:], dtype=np.int64))
@@ -303,7 +280,7 @@ class NcclCommunicator(Communicator):
             bounds = [group_chunk(0, size, radix, i) for i in range(n)]
             lengths = [hi - lo for lo, hi in bounds]
             width = max(lengths)
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 front = self._wire(xp.moveaxis(x, dim, 0))
                 if len(set(lengths)) > 1:  # pad every chunk to the longest; the padding is dropped after
                     padded = xp.zeros((n, width) + front.shape[1:], dtype=front.dtype)
@@ -330,7 +307,7 @@ class NcclCommunicator(Communicator):
             dt = self._type(x.dtype, "alltoall")
             shapes = self._shapes(m, shards, d)
             pieces = []
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 for i in range(n):
                     lo, hi = group_chunk(0, x.shape[split_dim], radix, i)
                     index = (slice(None),) * split_dim + (slice(lo, hi),)
@@ -352,7 +329,7 @@ class NcclCommunicator(Communicator):
             parts[d] = [r.view(x.dtype) for r in received]
         self._grouped("alltoall", axes, calls)
         for d, received in parts.items():  # queued after the receives on the same stream
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 out[d] = xp.concatenate(received, axis=concat_dim)
         return out
 
@@ -368,7 +345,7 @@ class NcclCommunicator(Communicator):
             x = shards[d]
             dt = self._type(x.dtype, "broadcast")
             shape = self._shapes(m, shards, d)[root]
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 buf = self._wire(x) if m.pos == root else xp.empty(shape, dtype=_wire_dtype(x.dtype))
             if buf.size:
                 calls.append(lambda c=m.comm, b=buf, d=d: c.broadcast(
@@ -387,7 +364,7 @@ class NcclCommunicator(Communicator):
         for d, m in self.members(axes).items():
             x = shards[d]
             dt, red = self._type(x.dtype, "reduce"), self._op(op, x.dtype)
-            with self._scope(d):
+            with self.mesh.backend.scope(d):
                 send = self._wire(x)
                 recv = self.mesh.backend.xp.empty_like(send) if m.pos == root else send
             if send.size:
@@ -397,14 +374,6 @@ class NcclCommunicator(Communicator):
                 out[d] = recv.view(x.dtype)
         self._grouped("reduce", axes, calls)
         return out
-
-
-class _NullScope:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def _wire_dtype(dtype: Any) -> np.dtype:

@@ -10,6 +10,7 @@ import numpy as np
 from ..array import ShardArray
 from ..mesh import Mesh
 from ..ops import fused
+from ..backend import cuda_kernels
 from ..ops.creation import asarray
 from ..ops.einsum import einsum
 from ..autograd.common import match
@@ -38,8 +39,6 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
         array([[-1.,  1.]])
     """
     if _fused_layer_norm(x, gain, bias, dim):
-        from ..backend import cuda_kernels
-
         x = x.resolve()
         y, mean, rstd = fused.map_rows_multi(
             x, 3, lambda xp, a, w, b: cuda_kernels.layer_norm_rows(xp, a, w, b, eps), gain.resolve(), bias.resolve()
@@ -60,8 +59,6 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     g = g.resolve()
     grads: list[Any] = [None] * len(ctx.args)
     if isinstance(ctx.saved[0], str):  # ("fused", mean, rstd)
-        from ..backend import cuda_kernels
-
         _, mean, rstd = ctx.saved
         dx, gxh = fused.map_rows_multi(
             x, 2, lambda xp, a, g, w, m, r: cuda_kernels.layer_norm_rows_grad(xp, g, a, w, m, r),
@@ -162,7 +159,6 @@ def _fused_cross_entropy(logits: ShardArray, targets: ShardArray, dim: str) -> b
 @differentiable("cross_entropy_rows", resolve_inputs=True, saves=True)
 def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> Any:
     """``cross_entropy`` as the fused kernel (see ``_fused_cross_entropy``); saves logsumexp per row."""
-    from ..backend import cuda_kernels
     from ..ops.indexing import _check_range
 
     logits = logits.resolve()
@@ -173,8 +169,6 @@ def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> An
 
 @register_vjp("cross_entropy_rows")
 def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..backend import cuda_kernels
-
     logits, targets = ctx.args[0], ctx.args[1]
     g = fused.like(g.resolve(), ctx.out)
     dx = fused.map_rows_multi(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -88,14 +87,6 @@ def check_rules(mesh: Mesh, dims: tuple[str, ...], sizes: dict[str, int], what: 
     """Refuse an output the mesh's rules would split illegally (Mesh-TF §8.5)."""
     if mesh.rules:
         make_layout(mesh, dims, tuple(sizes[d] for d in dims), None, what=what)
-
-
-_NO_SCOPE = contextlib.nullcontext()
-
-
-def device_scopes(mesh: Mesh) -> Callable[[int], Any]:
-    """``scope(d)``: a context making device ``d``'s GPU current (a no-op where shards share one place)."""
-    return mesh.backend.device_scope or (lambda d: _NO_SCOPE)
 
 
 def map_blocks(

@@ -22,6 +22,8 @@ from ..autograd.tape import differentiable
 from ..errors import DTypeError
 from .common import check_rules, common_mesh, map_blocks, merged_axes, new_array, union_dims
 from .relayout import to_axes
+from ..backend import cuda_kernels
+from . import fused
 
 Scalar = (numbers.Number, np.generic)
 
@@ -266,11 +268,7 @@ def gelu(x: ShardArray) -> Any:
         >>> np.round(sa.gelu(x).numpy(), 4)
         array([[0.    , 0.8412]])
     """
-    from . import fused
-
     if fused.kernels_for(x, "gelu"):  # one kernel; the VJP recomputes tanh from x (saved: None)
-        from ..backend import cuda_kernels
-
         return fused.map_like(x.resolve(), cuda_kernels.gelu), None
     t = apply("gelu_tanh", _gelu_tanh, (x,))
     return apply("gelu", lambda xp, a, t: (0.5 * a) * (1.0 + t), (x, t)), t

@@ -18,7 +18,7 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import common_mesh, device_scopes, map_blocks, merged_axes, mesh_order, new_array, union_dims
+from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, union_dims
 from .relayout import to_axes
 
 
@@ -82,7 +82,7 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
     if not ids.mesh.backend.has_data or ids.size == 0:
         return
     xp = ids.mesh.backend.xp
-    scope = device_scopes(ids.mesh)
+    scope = ids.mesh.backend.scope
     lo, hi = 0, 0
     for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
         b = ids.shards[rep]

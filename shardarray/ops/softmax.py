@@ -12,6 +12,8 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from . import elementwise as ew
 from . import reduce as red
+from ..backend import cuda_kernels
+from . import fused
 
 
 def _shift(x: ShardArray, dims: Any) -> ShardArray:
@@ -45,11 +47,7 @@ def softmax(x: ShardArray, dims: Any) -> ShardArray:
         >>> sa.softmax(x, "v").numpy()
         array([[0.25, 0.75]])
     """
-    from . import fused
-
     if fused.rows_ready(x, fused.single_dim(dims)) and fused.kernels_for(x, "softmax"):
-        from ..backend import cuda_kernels
-
         return fused.map_like(x.resolve(), cuda_kernels.softmax_rows)  # whole rows in every block: one kernel
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, _shift(x, dims)))
     return ew.apply("normalize", lambda xp, e, s: e / s, (e, red.sum(e, dims)))

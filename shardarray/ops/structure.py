@@ -11,7 +11,7 @@ from ..dtypes import as_dtype
 from ..errors import DimensionError
 from ..layout import Layout, block_bounds, check_dims, check_sizes, make_layout
 from ..mesh import AxesSpec
-from .common import device_scopes, map_blocks
+from .common import map_blocks
 from .relayout import resolve, to_axes
 
 
@@ -107,7 +107,7 @@ def expand(x: ShardArray, spec: Layout) -> ShardArray:
     new = tuple(i for i, d in enumerate(spec.dims) if d not in x.dims)
     bounds = block_bounds(x.mesh, spec)
     out: list[Any] = [None] * x.mesh.size
-    scope = device_scopes(x.mesh)
+    scope = x.mesh.backend.scope
     for rep, devices in x.mesh.replica_classes(spec.used_axes.union(x.pending)):
         shape = tuple(e - s for s, e in bounds[rep])
         with scope(rep):
