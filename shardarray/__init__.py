@@ -16,7 +16,16 @@ from . import hardware, matmul, nn, optim, plan, profiler, random, tree
 from .array import ShardArray
 from .autograd import grad, value_and_grad, vjp
 from .comm import CommLog, CommRecord, comm_log
-from .errors import BackendError, CommError, DimensionError, DTypeError, LayoutError, MeshError, ShardArrayError
+from .errors import (
+    BackendError,
+    CommError,
+    DimensionError,
+    DTypeError,
+    LayoutError,
+    MeshError,
+    ShardArrayError,
+    TapeError,
+)
 from .layout import Layout
 from .mesh import Mesh
 from .ops.creation import asarray, full, ones, zeros
@@ -53,4 +62,5 @@ __all__ = [
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
     "profile", "Profile", "profiler", "plan",
     "ShardArrayError", "CommError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
+    "TapeError",
 ]

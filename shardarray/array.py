@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import profiler
+from .errors import DimensionError, DTypeError, TapeError
 from .layout import Layout, block_slices
 from .mesh import AxesSpec, Mesh
 
@@ -100,31 +101,80 @@ class ShardArray:
     def numpy(self) -> np.ndarray:
         """The global value as a NumPy array (resolves a pending sum first).
 
+        Under MPI (``comm="mpi"``) this is a collective when the array is split
+        or has a pending sum (every process must call it); a replicated array
+        with no pending sum converts locally, with no communication.
+
         Raises:
             BackendError: on the ``meta`` backend, which holds no values.
+            ShardArrayError: inside ``sa.value_and_grad``/``grad``/``vjp`` on
+                an array being differentiated (its gradient would silently
+                be zero); read ``sa.stop_gradient(x).numpy()`` instead.
         """
+        self._check_off_tape("numpy()")
         backend = self.mesh.backend
         if not backend.has_data:
             backend.to_numpy(None)  # raises BackendError with the explanation
         x = self.resolve()
         return x.mesh.comm.assemble(x.shards, block_slices(x.mesh, x._layout), x.shape, x.dtype, x._layout.used_axes)
 
+    def _check_off_tape(self, what: str) -> None:
+        """Refuse to hand a value being differentiated to the host: its gradient would be lost."""
+        node = self._node
+        if node is not None and node.tape.recording():
+            raise TapeError(
+                f"{what} on {self._describe()} inside sa.value_and_grad/grad/vjp: the value would leave the tape "
+                f"and its gradient would silently be zero. Compute with ShardArray ops instead; to read the value "
+                f"(e.g. for logging) convert sa.stop_gradient(x), or return it as aux with has_aux=True"
+            )
+
+    def _describe(self) -> str:
+        sizes = ", ".join(f"{d}={n}" for d, n in zip(self.dims, self.shape))
+        return f"the {self.dtype} array ({sizes or '0-d'})"
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        self._check_off_tape("np.asarray(x)")
         out = self.numpy()
         return out if dtype is None else out.astype(dtype)
 
+    def _scalar(self, what: str) -> Any:
+        """The single value as a NumPy scalar, after checking (without communication) that there is one."""
+        self._check_off_tape(what)
+        if self.size != 1:
+            raise DimensionError(
+                f"{what} needs an array of exactly one element; got {self._describe()} with {self.size} elements. "
+                f"Reduce it first (x.sum(), x.mean(), x.max()) or pick one element (x.numpy()[...])"
+            )
+        return self.numpy().reshape(()).item()
+
     def item(self) -> Any:
-        """The single value of a size-1 array as a Python scalar."""
-        return self.numpy().item()
+        """The single value of a size-1 array as a Python scalar (a collective under MPI if split)."""
+        return self._scalar("item()")
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar("float(x)"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar("int(x)"))
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iub":
+            raise DTypeError(
+                f"only integer arrays can be used as an index; got {self._describe()}. Use int(x) to truncate"
+            )
+        return int(self._scalar("operator.index(x)"))
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        return bool(self._scalar("bool(x)"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex(x)"))
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.3f}"`` formats the value of a one-element array; other arrays format their repr."""
+        if spec and self.size == 1:
+            return format(self._scalar(f"format(x, {spec!r})"), spec)
+        return format(repr(self), spec)
 
     # ------------------------------------------------------------- layout
     def relayout(self, layout: Mapping[str, AxesSpec] | None) -> ShardArray:
@@ -162,21 +212,42 @@ class ShardArray:
         return _structure.astype(self, dtype)
 
     # ------------------------------------------------------------- reductions
-    def sum(self, dims: Any = None) -> ShardArray:
-        """Sum over ``dims`` (a name, several names, or all); split dims leave a pending sum."""
-        return _reduce.sum(self, dims)
+    def _reduce_args(self, what: str, dims: Any, axis: Any, dtype: Any, out: Any) -> tuple[ShardArray, Any]:
+        """``(array to reduce, dims)`` from the named form (``dims``) or NumPy's keywords (``axis``, ``dtype``)."""
+        if out is not None:
+            raise DTypeError(
+                f"{what}: out= is not supported (ShardArrays are immutable); use the returned array. "
+                f"Array: {self._describe()}"
+            )
+        if axis is not None:
+            if dims is not None:
+                raise DimensionError(f"{what}: give the dims to reduce once, as dims={dims!r} or axis={axis!r}")
+            dims = axis
+        return (self if dtype is None else self.astype(dtype)), dims
 
-    def mean(self, dims: Any = None) -> ShardArray:
-        """Mean over ``dims``."""
-        return _reduce.mean(self, dims)
+    def sum(self, dims: Any = None, *, axis: Any = None, dtype: Any = None, out: Any = None) -> ShardArray:
+        """Sum over ``dims`` (names, positions, or all); split dims leave a pending sum.
 
-    def max(self, dims: Any = None) -> ShardArray:
+        ``axis`` and ``dtype`` are NumPy's spelling, so ``np.sum(x, axis=0)``
+        works and returns a ShardArray.
+        """
+        x, dims = self._reduce_args("sum", dims, axis, dtype, out)
+        return _reduce.sum(x, dims)
+
+    def mean(self, dims: Any = None, *, axis: Any = None, dtype: Any = None, out: Any = None) -> ShardArray:
+        """Mean over ``dims`` (names, positions, or all)."""
+        x, dims = self._reduce_args("mean", dims, axis, dtype, out)
+        return _reduce.mean(x, dims)
+
+    def max(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
         """Maximum over ``dims`` (max-allreduce across split dims)."""
-        return _reduce.max(self, dims)
+        x, dims = self._reduce_args("max", dims, axis, None, out)
+        return _reduce.max(x, dims)
 
-    def min(self, dims: Any = None) -> ShardArray:
+    def min(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
         """Minimum over ``dims`` (min-allreduce across split dims)."""
-        return _reduce.min(self, dims)
+        x, dims = self._reduce_args("min", dims, axis, None, out)
+        return _reduce.min(x, dims)
 
     # ------------------------------------------------------------- arithmetic
     def __add__(self, other: Any) -> ShardArray: return _ew.add(self, other)

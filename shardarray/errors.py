@@ -34,3 +34,7 @@ class DTypeError(ShardArrayError, TypeError):
 
 class CommError(ShardArrayError, RuntimeError):
     """A collective failed inside the communication library (NCCL); the message names the collective, axes and mesh."""
+
+
+class TapeError(ShardArrayError, TypeError):
+    """A value being differentiated was used in a way the tape cannot follow (e.g. ``float(x)`` inside ``grad``)."""

@@ -30,6 +30,7 @@ Each figure is also broken down by op: the outermost public op running
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,10 +39,14 @@ from typing import Any
 
 from .backend.contract import plan2
 from .comm.log import _ACTIVE as _LOGS
-from .comm.log import CommLog, CommRecord
+from .comm.log import CommLog, CommRecord, ThreadStack
 
-ACTIVE: list[Profile] = []
-_SCOPE: list[str] = []
+# Profiles are per thread: _PROFILES holds this thread's open profiles, _SCOPE its op-name stack.
+# ACTIVE counts the profiles open in any thread: a cheap gate the hot paths test before the hooks run.
+_PROFILES = ThreadStack("shardarray_profiles")
+_SCOPE = ThreadStack("shardarray_profile_scope")
+ACTIVE = 0
+_COUNT_LOCK = threading.Lock()
 OTHER = "(other)"
 
 
@@ -125,13 +130,19 @@ class Profile:
 
     # ------------------------------------------------------------ context
     def __enter__(self) -> Profile:
-        ACTIVE.append(self)
+        global ACTIVE
+        _PROFILES.append(self)
         _LOGS.append(self._log)
+        with _COUNT_LOCK:
+            ACTIVE += 1
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        ACTIVE.remove(self)
+        global ACTIVE
+        _PROFILES.remove(self)
         _LOGS.remove(self._log)
+        with _COUNT_LOCK:
+            ACTIVE -= 1
 
     @property
     def records(self) -> list[CommRecord]:
@@ -145,7 +156,8 @@ class Profile:
         return cost
 
     def _op(self) -> OpCost:
-        return self._op_named(_SCOPE[0] if _SCOPE else OTHER)
+        scopes = _SCOPE.get()
+        return self._op_named(scopes[0] if scopes else OTHER)
 
     def _changed(self) -> None:
         if self._on_update is not None:
@@ -261,29 +273,29 @@ def profile(on_update: Callable[[Profile], None] | None = None) -> Profile:
 # ------------------------------------------------------------------- hooks
 def on_array(array: Any) -> None:
     """A ShardArray was made (called by ``ShardArray.__init__`` while a profile is open)."""
-    for p in ACTIVE:
+    for p in _PROFILES:
         p._track(array)
 
 
 def touch(arrays: Sequence[Any]) -> None:
     """Arrays about to be shared by a new array: count them from the block's start if made before it."""
-    for p in ACTIVE:
+    for p in _PROFILES:
         p._touch(arrays)
 
 
 def einsum_result(shard: Any) -> None:
     """``shard`` (device 0's) is the output of local einsums: not memory-bound traffic."""
-    for p in ACTIVE:
+    for p in _PROFILES:
         p._einsum_results.add(id(shard))
 
 
 def on_einsum(equation: str, shards: Sequence[Any]) -> None:
     """A local einsum ran on ``shards`` (device 0's operands)."""
-    if not ACTIVE or any(s is None for s in shards):
+    if not _PROFILES or any(s is None for s in shards):
         return
     flops = einsum_flops(equation, [tuple(s.shape) for s in shards])
     dtype = str(shards[0].dtype)
-    for p in ACTIVE:
+    for p in _PROFILES:
         p._on_flops(flops, dtype)
 
 
@@ -291,7 +303,7 @@ def on_einsum(equation: str, shards: Sequence[Any]) -> None:
 def scope(name: str, args: Sequence[Any] = ()) -> Iterator[None]:
     """Attribute what runs inside to op ``name`` (the outermost scope wins); ``args`` are its operands."""
     if not _SCOPE:
-        for p in ACTIVE:
+        for p in _PROFILES:
             p._op_named(name).calls += 1
             p._touch(args)
     _SCOPE.append(name)

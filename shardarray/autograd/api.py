@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
-from ..errors import DimensionError, DTypeError, ShardArrayError
+from ..errors import DimensionError, DTypeError, MeshError, ShardArrayError
 from ..tree import tree_flatten, tree_unflatten
 from .tape import STATE, Tape, backward
 
@@ -138,10 +138,17 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
     def pullback(cotangent: ShardArray) -> Any:
         if not tape.nodes:
             raise ShardArrayError("vjp: the pullback was already called; it can be called once")
-        if not isinstance(cotangent, ShardArray) or sorted(cotangent.dims) != sorted(out.dims):
+        if not isinstance(cotangent, ShardArray) or sorted(cotangent.sizes.items()) != sorted(out.sizes.items()):
             raise DimensionError(
-                f"vjp: the cotangent must be a ShardArray with the output's dims {out.sizes}; "
-                f"got {getattr(cotangent, 'sizes', type(cotangent).__name__)}"
+                f"vjp: the cotangent must be a ShardArray with the output's dims and sizes {out.sizes} "
+                f"(any order and layout); got {getattr(cotangent, 'sizes', type(cotangent).__name__)}"
+            )
+        if cotangent.mesh != out.mesh:
+            raise MeshError(f"vjp: the cotangent lives on {cotangent.mesh} but the output on {out.mesh}; make it there")
+        if cotangent.dtype.kind != "f":
+            raise DTypeError(
+                f"vjp: the cotangent {cotangent.sizes} has dtype {cotangent.dtype}; it must be floating point "
+                f"(.astype({str(out.dtype)!r}))"
             )
         try:
             return _pull(tape, traced, params, out, cotangent)

@@ -9,12 +9,16 @@ While a primitive runs, the tape is paused, so the ops it is built from
 (``softmax`` from ``max``, ``exp`` and ``sum``, say) are not recorded: each
 primitive has exactly one VJP. VJPs run with the tape paused too (no
 higher-order gradients; nesting ``value_and_grad`` raises).
+
+The tape is per thread (a ``contextvars`` variable): two threads can run
+``value_and_grad`` at the same time, each on its own tape.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from .. import profiler
@@ -56,6 +60,10 @@ class Tape:
         self.nodes: list[Node] = []
         self.paused = 0
 
+    def recording(self) -> bool:
+        """Whether user code is running on this tape now (it is this thread's tape and not paused by an op)."""
+        return STATE.tape is self and not self.paused
+
     def traced(self, x: Any) -> bool:
         return isinstance(x, ShardArray) and x._node is not None and x._node.tape is self
 
@@ -77,7 +85,18 @@ class Tape:
 
 
 class _State:
-    tape: Tape | None = None
+    """The tape recording in this thread (a ``contextvars`` variable: two threads differentiate independently)."""
+
+    __slots__ = ()
+    _var: ContextVar[Tape | None] = ContextVar("shardarray_tape", default=None)
+
+    @property
+    def tape(self) -> Tape | None:
+        return self._var.get()
+
+    @tape.setter
+    def tape(self, tape: Tape | None) -> None:
+        self._var.set(tape)
 
 
 STATE = _State()

@@ -11,6 +11,7 @@ it is the largest such buffer, the device on the critical path.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,11 +103,61 @@ class CommLog:
         return f"CommLog({len(self.records)} records, {self.total('elements')} elements per device)"
 
 
-_ACTIVE: list[CommLog] = []
+class ThreadStack:
+    """A stack that each thread (each ``contextvars`` context) sees on its own.
+
+    ``sa.comm_log()``, ``sa.profile()`` and the autograd tape keep their active
+    objects in these, so a log opened in one thread never collects another
+    thread's collectives. Truthiness, iteration and ``append``/``remove`` act on
+    the calling thread's items only.
+    """
+
+    __slots__ = ("_var",)
+
+    def __init__(self, name: str) -> None:
+        self._var: ContextVar[tuple[Any, ...]] = ContextVar(name, default=())
+
+    def get(self) -> tuple[Any, ...]:
+        return self._var.get()
+
+    def append(self, item: Any) -> None:
+        self._var.set((*self._var.get(), item))
+
+    def remove(self, item: Any) -> None:
+        items = list(self._var.get())
+        for i in range(len(items) - 1, -1, -1):
+            if items[i] is item:
+                del items[i]
+                break
+        self._var.set(tuple(items))
+
+    def pop(self) -> Any:
+        items = self._var.get()
+        self._var.set(items[:-1])
+        return items[-1]
+
+    def __bool__(self) -> bool:
+        return bool(self._var.get())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._var.get())
+
+    def __len__(self) -> int:
+        return len(self._var.get())
+
+    def __getitem__(self, i: int) -> Any:
+        return self._var.get()[i]
+
+
+_ACTIVE = ThreadStack("shardarray_comm_logs")  # this thread's open CommLogs
 
 
 def comm_log() -> CommLog:
-    """A new ``CommLog``; use it as a context manager around the code to account."""
+    """A new ``CommLog``; use it as a context manager around the code to account.
+
+    A log collects the collectives of the thread that opened it (logs are
+    per thread, so two threads can each account their own work).
+    """
     return CommLog()
 
 

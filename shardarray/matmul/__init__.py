@@ -47,6 +47,11 @@ def select(algorithm: str, operands: Sequence[ShardArray], out_dims: Sequence[st
         raise LayoutError(f"unknown einsum algorithm {algorithm!r}; choose one of {ALGORITHMS}")
     if algorithm == "allreduce":
         return None
+    if algorithm != "auto" and len(operands) != 2:
+        raise LayoutError(
+            f"einsum(algorithm={algorithm!r}) multiplies exactly two operands; got {len(operands)} "
+            f"({', '.join(str(op.dims) for op in operands)}). Use algorithm='auto' or 'allreduce' for other counts"
+        )
     if algorithm == "auto":
         if len(operands) != 2:
             return None

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..array import ShardArray
 from ..backend.meta import MetaArray
-from ..errors import DimensionError, MeshError
+from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
 
@@ -46,18 +48,54 @@ def union_dims(arrays: Sequence[ShardArray], what: str) -> tuple[tuple[str, ...]
 
 
 def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
-    """Normalize a ``dims`` argument (None: all; a name; several names) against ``x``."""
+    """Normalize a ``dims`` argument against ``x``: None (all), a name, a position, or several of these.
+
+    Positions count ``x``'s dims as NumPy counts axes (negative from the end),
+    so ``x.sum(0)`` and ``np.sum(x, axis=0)`` reduce ``x.dims[0]``.
+    """
     if dims is None:
         return x.dims
-    if isinstance(dims, str):
+    if isinstance(dims, (str, int, np.integer)):
         dims = (dims,)
-    dims = tuple(dims)
-    for d in dims:
-        if d not in x.dims:
+    try:
+        items = tuple(dims)
+    except TypeError:
+        raise DimensionError(
+            f"{what}: dims must be a dim name, a position, or a tuple of them; got {dims!r}. "
+            f"The array's dims are {x.dims}"
+        ) from None
+    out = []
+    for d in items:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (str, int, np.integer)):
+            raise DimensionError(
+                f"{what}: {d!r} is neither a dim name nor a position; the array's dims are {x.dims} ({x.sizes})"
+            )
+        if not isinstance(d, str):
+            i = int(d)
+            if not -x.ndim <= i < x.ndim:
+                raise DimensionError(
+                    f"{what}: position {i} is out of range for an array with {x.ndim} dim(s) {x.dims}; "
+                    f"use 0..{x.ndim - 1}, -{x.ndim}..-1 or a dim name"
+                )
+            d = x.dims[i]
+        elif d not in x.dims:
             raise DimensionError(f"{what}: dim {d!r} is not a dim of the array; its dims are {x.dims} ({x.sizes})")
-    if len(set(dims)) != len(dims):
-        raise DimensionError(f"{what}: dims {dims} repeat a name")
-    return dims
+        out.append(d)
+    if len(set(out)) != len(out):
+        raise DimensionError(f"{what}: dims {tuple(items)} name the same dim twice (the array's dims are {x.dims})")
+    return tuple(out)
+
+
+def require_array(x: Any, what: str, name: str = "x") -> ShardArray:
+    """``x`` if it is a ShardArray, else a ``DTypeError`` saying how to make one."""
+    if isinstance(x, ShardArray):
+        return x
+    shape = getattr(x, "shape", None)
+    got = f"{type(x).__name__} of shape {shape}" if shape is not None else f"{type(x).__name__} {x!r:.60}"
+    raise DTypeError(
+        f"{what}: {name} must be a ShardArray; got a {got}. Make one with "
+        f"sa.asarray({name}, dims=(...), mesh=mesh) first"
+    )
 
 
 def mesh_order(mesh: Mesh, axes: Iterable[str]) -> tuple[str, ...]:

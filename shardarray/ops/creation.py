@@ -17,7 +17,8 @@ from .common import map_blocks
 
 def _check_mesh(mesh: Any, what: str) -> Mesh:
     if not isinstance(mesh, Mesh):
-        raise MeshError(f"{what} needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r}")
+        hint = f"sa.Mesh({mesh!r})" if isinstance(mesh, Mapping) else 'sa.Mesh({"row": 2, "col": 2})'
+        raise MeshError(f"{what} needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.80}. Make one with {hint}")
     return mesh
 
 
@@ -106,6 +107,29 @@ def zeros_like(x: ShardArray) -> ShardArray:
     return full(x.mesh, x.sizes, 0, x.dtype, x.layout)
 
 
+def _from_shardarray(x: ShardArray, dims: Any, mesh: Any, layout: Any, dtype: Any) -> ShardArray:
+    """``asarray`` of a ShardArray: rename to ``dims``, relayout, cast; refuse another mesh."""
+    if mesh is not None:
+        _check_mesh(mesh, "asarray")
+        if mesh is not x.mesh and mesh != x.mesh:
+            raise MeshError(
+                f"asarray: the ShardArray {x.sizes} lives on {x.mesh} but mesh={mesh} was given; asarray does not "
+                f"move arrays between meshes. Copy it through the host with "
+                f"sa.asarray(x.numpy(), dims=x.dims, mesh=other_mesh, layout=...)"
+            )
+    if dims is not None:
+        names = check_dims((dims,) if isinstance(dims, str) else dims, what=f"asarray of {x.sizes}")
+        if len(names) != x.ndim:
+            raise DimensionError(
+                f"asarray: dims {names} name {len(names)} dim(s) but the ShardArray {x.sizes} has {x.ndim}; "
+                f"give one name per dim, in order"
+            )
+        if names != x.dims:
+            x = x.rename(dict(zip(x.dims, names)))
+    out = x if layout is None else x.relayout(layout)
+    return out if dtype is None else out.astype(dtype)
+
+
 def asarray(
     array: Any,
     dims: Any = None,
@@ -116,9 +140,12 @@ def asarray(
     """A ShardArray from a global NumPy-like array: each device keeps its block.
 
     Args:
-        array: array-like (or a ShardArray, which is relaid out and cast).
+        array: array-like, or a ShardArray (relaid out to ``layout``, cast to
+            ``dtype``, its dims renamed to ``dims``; it stays on its mesh).
         dims: one name per array dimension.
-        mesh: the mesh.
+        mesh: the mesh. For a ShardArray it may be left out or be its own
+            mesh; another mesh is a ``MeshError`` (moving between meshes is a
+            resharding copy, not a conversion).
         layout: ``{dim: axis | (axes) | None}``; dims left out are not split;
             None follows the mesh rules.
         dtype: optional cast.
@@ -131,8 +158,7 @@ def asarray(
         array([[10., 11.]])
     """
     if isinstance(array, ShardArray):
-        out = array if layout is None else array.relayout(layout)
-        return out if dtype is None else out.astype(dtype)
+        return _from_shardarray(array, dims, mesh, layout, dtype)
     mesh = _check_mesh(mesh, "asarray")
     host = np.asarray(array) if dtype is None else np.asarray(array, dtype=as_dtype(dtype))
     as_dtype(host.dtype)

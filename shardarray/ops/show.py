@@ -6,6 +6,7 @@ import itertools
 
 from ..array import ShardArray
 from ..layout import block_bounds
+from .common import require_array
 
 
 def _cell(x: ShardArray, device: int) -> str:
@@ -30,6 +31,7 @@ def show(x: ShardArray) -> str:
         row=0     batch[0:4]  batch[0:4]
         row=1     batch[4:8]  batch[4:8]
     """
+    x = require_array(x, "sa.show")
     mesh = x.mesh
     names = mesh.axis_names
     half = (len(names) + 1) // 2
