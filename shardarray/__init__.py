@@ -17,6 +17,7 @@ from .array import ShardArray
 from .autograd import grad, value_and_grad, vjp
 from .comm import CommLog, CommRecord, comm_log
 from .errors import (
+    ArgumentError,
     BackendError,
     CommError,
     DimensionError,
@@ -62,5 +63,5 @@ __all__ = [
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
     "profile", "Profile", "profiler", "plan",
     "ShardArrayError", "CommError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
-    "TapeError",
+    "TapeError", "ArgumentError",
 ]

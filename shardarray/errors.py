@@ -24,6 +24,10 @@ class DimensionError(ShardArrayError, ValueError):
     """Dim names or sizes do not fit: duplicates, size mismatches, unknown dims."""
 
 
+class ArgumentError(ShardArrayError, ValueError):
+    """An argument's value is outside its legal range (a negative size, a probability > 1, an unknown name)."""
+
+
 class BackendError(ShardArrayError, TypeError):
     """The operation is not possible on this backend (e.g. ``numpy()`` on ``meta``)."""
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .comm.log import CommRecord
-from .errors import ShardArrayError
+from .errors import ArgumentError
 
 if TYPE_CHECKING:
     from .mesh import Mesh
@@ -63,7 +63,7 @@ class HardwareProfile:
         """Sustained matmul flop/s for ``dtype`` (peak × efficiency)."""
         peak = self.peak_flops.get(str(dtype))
         if peak is None:
-            raise ShardArrayError(
+            raise ArgumentError(
                 f"hardware profile {self.name!r} has no flop rate for dtype {dtype!r}; "
                 f"it knows {sorted(self.peak_flops)}"
             )
@@ -114,7 +114,9 @@ def get_profile(name: str | HardwareProfile) -> HardwareProfile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ShardArrayError(f"unknown hardware profile {name!r}; choose one of {sorted(PROFILES)}") from None
+        raise ArgumentError(
+            f"unknown hardware profile {name!r}; choose one of {sorted(PROFILES)} or pass a sa.hardware.HardwareProfile"
+        ) from None
 
 
 def _latency_steps(op: str, n: int) -> int:

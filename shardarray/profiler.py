@@ -40,6 +40,7 @@ from typing import Any
 from .backend.contract import plan2
 from .comm.log import _ACTIVE as _LOGS
 from .comm.log import CommLog, CommRecord, ThreadStack
+from .errors import DTypeError
 
 # Profiles are per thread: _PROFILES holds this thread's open profiles, _SCOPE its op-name stack.
 # ACTIVE counts the profiles open in any thread: a cheap gate the hot paths test before the hooks run.
@@ -267,6 +268,8 @@ def profile(on_update: Callable[[Profile], None] | None = None) -> Profile:
         >>> prof.flops_per_device, prof.peak_memory_bytes_per_device   # 2·4·16·16; x + w + y blocks
         (2048.0, 1536)
     """
+    if on_update is not None and not callable(on_update):
+        raise DTypeError(f"sa.profile(on_update=...) takes a function of the profile; got {type(on_update).__name__}")
     return Profile(on_update)
 
 

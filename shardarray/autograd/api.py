@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
-from ..errors import DimensionError, DTypeError, MeshError, ShardArrayError
+from ..errors import DimensionError, DTypeError, MeshError, TapeError
 from ..tree import tree_flatten, tree_unflatten
 from .tape import STATE, Tape, backward
 
@@ -35,7 +35,7 @@ def _finish(g: ShardArray | None, x: ShardArray) -> ShardArray:
 def _record(what: str, fn: Callable[..., Any], params: Any, args: Any, kwargs: Any) -> tuple[Tape, list, Any]:
     """Run ``fn(params, *args)`` on a new tape: ``(tape, traced leaves, result)``."""
     if STATE.tape is not None:
-        raise ShardArrayError(
+        raise TapeError(
             f"{what} cannot run inside value_and_grad or vjp (higher-order gradients are not supported); "
             f"call it outside them"
         )
@@ -137,7 +137,10 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
 
     def pullback(cotangent: ShardArray) -> Any:
         if not tape.nodes:
-            raise ShardArrayError("vjp: the pullback was already called; it can be called once")
+            raise TapeError(
+                "vjp: the pullback was already called; it can be called once (its recorded ops are released). "
+                "Call sa.vjp again for another cotangent"
+            )
         if not isinstance(cotangent, ShardArray) or sorted(cotangent.sizes.items()) != sorted(out.sizes.items()):
             raise DimensionError(
                 f"vjp: the cotangent must be a ShardArray with the output's dims and sizes {out.sizes} "

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..dtypes import as_dtype
-from ..errors import DimensionError, MeshError
+from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, block_bounds, block_slices, check_dims, check_sizes, make_layout
 from ..mesh import AxesSpec, Mesh
 from .common import map_blocks
@@ -72,6 +72,11 @@ def full(
     """
     mesh = _check_mesh(mesh, "full")
     dims, shape = _sizes_arg(sizes, "full")
+    if np.ndim(fill_value) != 0:
+        raise DTypeError(
+            f"full: fill_value must be a scalar; got {type(fill_value).__name__} of shape {np.shape(fill_value)}. "
+            f"For an array of values use sa.asarray(values, dims=..., mesh=...)"
+        )
     if dtype is None:
         dtype = "float32" if isinstance(fill_value, float) else np.asarray(fill_value).dtype
     dt = as_dtype(dtype)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..dtypes import as_dtype, as_float_dtype
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..layout import make_layout
 from .creation import _check_mesh, _sizes_arg, from_blocks
 
@@ -110,6 +110,8 @@ def normal(
         ((8, 4), dtype('float32'))
     """
     dt = as_float_dtype(dtype, "sa.random.normal")
+    if not std >= 0:
+        raise ArgumentError(f"sa.random.normal needs std >= 0 (a standard deviation); got std={std!r}")
     k1, k2 = _key(seed, 2), _key(seed, 3)
 
     def sample(xp: Any, i: Any) -> Any:
@@ -140,7 +142,7 @@ def randint(
     if dt.kind not in "iu":
         raise DTypeError(f"sa.random.randint makes integers; dtype {dt.name!r} is not an integer dtype")
     if not high > low:
-        raise ValueError(f"sa.random.randint needs high > low; got low={low}, high={high}")
+        raise ArgumentError(f"sa.random.randint needs high > low; got low={low}, high={high}")
     span = int(high) - int(low)
     key = _key(seed, 4)
     return _make(mesh, sizes, layout, dt, "sa.random.randint",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import MeshError
+from ..errors import DTypeError, MeshError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import AxesSpec, Mesh
 from ..profiler import Profile, profile
@@ -21,6 +21,15 @@ def normalize_rules(rules: Mapping[str, AxesSpec] | None, mesh: Mesh) -> dict[st
         if axes:
             out[dim] = axes
     return out
+
+
+def check_step(step: Any, what: str) -> None:
+    """A step is a function of the mesh (``sa.plan.transformer_step(...)``, ``sa.plan.mlp_step(...)``)."""
+    if not callable(step):
+        raise DTypeError(
+            f"{what}: step must be a function step(mesh) that runs one training step, e.g. "
+            f"sa.plan.mlp_step(batch=8, d_io=4, d_hidden=8); got {type(step).__name__} {step!r:.60}"
+        )
 
 
 def check_mesh_shape(mesh_shape: Any) -> dict[str, int]:
@@ -70,6 +79,7 @@ def evaluate_layout(
         ({'batch': ('rows',), 'hidden': ('cols',)}, True)
     """
     hw = get_profile(hardware)
+    check_step(step, "evaluate_layout")
     mesh = Mesh(check_mesh_shape(mesh_shape), backend=backend, rules=rules)
     clean = normalize_rules(rules, mesh)
     clock = Clock(mesh, hw)

@@ -25,10 +25,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import LayoutError
+from ..errors import ArgumentError, LayoutError
 from ..hardware import HardwareProfile, get_profile
 from ..profiler import Profile
-from .evaluate import check_mesh_shape, evaluate_layout
+from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .model import Clock, Plan
 from .space import Rules, legal_rule_sets, local_elements
 from .steps import Step
@@ -110,7 +110,7 @@ def search_layouts(
         count once, as the one splitting the fewest dims.
 
     Raises:
-        ValueError: no legal rule set fits ``memory_limit_bytes``; the message
+        ArgumentError: no legal rule set fits ``memory_limit_bytes``; the message
             gives the least memory any layout needs and its rules.
 
     Example (Mesh-TF §8's MLP on a 2×2 mesh):
@@ -119,10 +119,14 @@ def search_layouts(
         >>> best.step_time_s <= sa.plan.evaluate_layout(step, {"rows": 2, "cols": 2}, {"batch": "rows", "hidden": "cols"}).step_time_s
         True
     """
+    check_step(step, "search_layouts")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"search_layouts needs top_k >= 1; got {top_k!r}")
+        raise ArgumentError(f"search_layouts needs top_k >= 1; got {top_k!r}")
     if memory_limit_bytes is not None and not memory_limit_bytes > 0:
-        raise ValueError(f"memory_limit_bytes must be positive (bytes per device); got {memory_limit_bytes!r}")
+        raise ArgumentError(
+            f"search_layouts: memory_limit_bytes must be positive (bytes per device, e.g. 16 * 2**30); "
+            f"got {memory_limit_bytes!r}"
+        )
     hw = get_profile(hardware)
     stats = stats if stats is not None else SearchStats()
     rule_sets = candidates(step, mesh_shape, dims)
@@ -162,7 +166,7 @@ def search_layouts(
         if progress is not None:
             progress(i + 1, len(rule_sets))
     if not found:
-        raise ValueError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
+        raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
     ranked = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][1]))[:top_k]
     return [_relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
 

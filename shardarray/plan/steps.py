@@ -59,6 +59,10 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
         True
     """
 
+    for name, value in (("batch", batch), ("d_io", d_io), ("d_hidden", d_hidden), ("layers", layers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DimensionError(f"mlp_step needs a positive integer {name}; got {name}={value!r}")
+
     def step(mesh: Mesh) -> Any:
         params = {}
         for i in range(layers):
