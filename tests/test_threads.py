@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 import shardarray as sa
 
@@ -43,8 +44,10 @@ def _mesh():
     return sa.Mesh(shape, rules=sa.nn.strategy_rules("mesh2d", shape))
 
 
-def test_two_threads_train_at_once_as_they_would_alone():
+@pytest.mark.parametrize("shared_mesh", [False, True], ids=["own-meshes", "one-mesh"])
+def test_two_threads_train_at_once_as_they_would_alone(shared_mesh):
     steps = 4
+    common = _mesh()
     alone = [_train(_mesh(), seed, steps) for seed in (0, 1)]
     results: dict[int, object] = {}
     errors: list[BaseException] = []
@@ -52,7 +55,7 @@ def test_two_threads_train_at_once_as_they_would_alone():
 
     def worker(seed):
         try:
-            mesh = _mesh()
+            mesh = common if shared_mesh else _mesh()
             start.wait()
             results[seed] = _train(mesh, seed, steps)
         except BaseException as e:  # noqa: BLE001 - reported below
