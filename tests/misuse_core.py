@@ -119,3 +119,19 @@ CASES = [
     Case("profile-on-update-not-callable", lambda: sa.profile(on_update=3), sa.DTypeError, ("int",),
          ("function",)),
 ]
+
+CASES += [
+    Case("grad-of-a-number", lambda: sa.grad(3), sa.DTypeError, ("int",), ("sa.grad(loss_fn)",)),
+    Case("value-and-grad-of-none", lambda: sa.value_and_grad(None), sa.DTypeError, ("NoneType",),
+         ("sa.value_and_grad(loss_fn)",)),
+    Case("vjp-of-a-string", lambda: sa.vjp("f", W), sa.DTypeError, ("str",), ("sa.vjp(loss_fn)",)),
+    Case("vjp-returns-a-tuple", lambda: sa.vjp(lambda w: (w, w), W), sa.DTypeError, ("tuple",), ("floating-point",)),
+    Case("grad-params-none", lambda: sa.grad(lambda p: W.sum())(None), sa.DTypeError, ("params", "NoneType"),
+         ("separate arguments",)),
+    Case("take-float-ids", lambda: sa.take(X, sa.ones(M, {"q": 2}), "a"), sa.DTypeError, ("{'q': 2}", "float32"),
+         ('astype("int64")',)),
+    Case("add-a-string", lambda: X + "a", sa.DTypeError, ("str",), ("sa.asarray",)),
+    Case("relayout-axis-twice", lambda: X.relayout({"a": "row", "b": "row"}), sa.LayoutError,
+         ("'a'", "'b'", "'row'"), ()),
+    Case("rename-a-list", lambda: X.rename(["a", "b"]), sa.DimensionError, ("['a', 'b']",), ("{old: new}",)),
+]

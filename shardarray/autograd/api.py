@@ -80,6 +80,8 @@ def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..
         (30.0, array([2., 4., 6., 8.]), {'io': ('col',)})
     """
 
+    _check_fn(fn, "value_and_grad")
+
     @functools.wraps(fn)
     def run(params: Any, *args: Any, **kwargs: Any) -> Any:
         tape, traced, result = _record("value_and_grad", fn, params, args, kwargs)
@@ -103,6 +105,7 @@ def grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
         >>> sa.grad(lambda w: (w ** 3).sum())(w).numpy()
         array([3., 3.])
     """
+    _check_fn(fn, "grad")
     vg = value_and_grad(fn, has_aux)
 
     @functools.wraps(fn)
@@ -130,10 +133,15 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
         >>> dx.numpy()[0].tolist(), dw.layout
         ([4.0, 4.0], {'k': ('row',), 'n': ('col',)})
     """
+    _check_fn(fn, "vjp")
     tape, traced, out = _record("vjp", fn, params, args, kwargs)
     if not isinstance(out, ShardArray) or out.dtype.kind != "f":
         tape.release()
-        raise DTypeError(f"vjp: fn must return a floating-point ShardArray; got {out!r:.80}")
+        got = f"a {type(out).__name__}" if not isinstance(out, ShardArray) else f"a {out.dtype} array {out.sizes}"
+        raise DTypeError(
+            f"vjp: fn must return one floating-point ShardArray; got {got}. Return a single array "
+            f"(call sa.vjp once per output)"
+        )
 
     def pullback(cotangent: ShardArray) -> Any:
         if not tape.nodes:
@@ -159,6 +167,14 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
             tape.release()
 
     return out, pullback
+
+
+def _check_fn(fn: Any, what: str) -> None:
+    if not callable(fn):
+        raise DTypeError(
+            f"sa.{what} takes the function to differentiate, fn(params, *args) -> loss; got {type(fn).__name__} "
+            f"{fn!r:.60}. Pass the function itself, e.g. sa.{what}(loss_fn)"
+        )
 
 
 def _split_result(result: Any, has_aux: bool) -> tuple[ShardArray, Any]:
