@@ -30,14 +30,47 @@ import shardarray as sa
 
 
 def parse_mesh(text: str) -> dict[str, int]:
-    """``"rows=2,cols=2"`` -> ``{"rows": 2, "cols": 2}``."""
+    """``"rows=2,cols=2"`` -> ``{"rows": 2, "cols": 2}`` (sizes >= 1, names unique)."""
     shape: dict[str, int] = {}
     for part in text.split(","):
         name, eq, size = part.partition("=")
-        if not eq or not size.strip().isdigit():
-            raise argparse.ArgumentTypeError(f"--mesh takes axis=size pairs like rows=2,cols=2; got {text!r}")
-        shape[name.strip()] = int(size)
+        name, size = name.strip(), size.strip()
+        if not eq or not name or not size.isdigit() or int(size) < 1 or name in shape:
+            raise argparse.ArgumentTypeError(
+                f"takes unique axis=size pairs with sizes >= 1 like rows=2,cols=2; got {text!r}"
+            )
+        shape[name] = int(size)
     return shape
+
+
+def int_at_least(least: int) -> Any:
+    """An argparse type: an integer >= ``least`` (argparse names the flag in its error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"takes an integer >= {least}; got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be >= {least}; got {value}")
+        return value
+
+    return parse
+
+
+def float_at_least(least: float) -> Any:
+    """An argparse type: a finite number >= ``least``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"takes a number >= {least:g}; got {text!r}") from None
+        if not math.isfinite(value) or value < least:
+            raise argparse.ArgumentTypeError(f"must be a finite number >= {least:g}; got {text}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,20 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="numpy", choices=("numpy", "cupy"), help="where shards live")
     p.add_argument("--comm", default="auto", choices=("auto", "emulated", "mpi"),
                    help="emulated mesh, or one process per device under mpiexec (auto: mpi when launched by mpiexec)")
-    p.add_argument("--vocab", type=int, default=64)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--d-kv", type=int, default=16)
-    p.add_argument("--d-ff", type=int, default=256)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--seq", type=int, default=32, help="sequence length")
-    p.add_argument("--batch", type=int, default=32, help="sequences per step")
-    p.add_argument("--steps", type=int, default=800)
-    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (Adam, cosine schedule)")
-    p.add_argument("--weight-decay", type=float, default=0.0)
+    positive = int_at_least(1)
+    p.add_argument("--vocab", type=positive, default=64)
+    p.add_argument("--d-model", type=positive, default=64)
+    p.add_argument("--heads", type=positive, default=4)
+    p.add_argument("--d-kv", type=positive, default=16)
+    p.add_argument("--d-ff", type=positive, default=256)
+    p.add_argument("--layers", type=int_at_least(0), default=2)
+    p.add_argument("--seq", type=positive, default=32, help="sequence length")
+    p.add_argument("--batch", type=positive, default=32, help="sequences per step (>= 1)")
+    p.add_argument("--steps", type=positive, default=800, help="training steps (>= 1)")
+    p.add_argument("--lr", type=float_at_least(0.0), default=3e-3, help="peak learning rate (Adam, cosine schedule)")
+    p.add_argument("--weight-decay", type=float_at_least(0.0), default=0.0)
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-batch", type=int, default=256, help="held-out sequences for the final accuracy")
+    p.add_argument("--seed", type=int_at_least(0), default=0)
+    p.add_argument("--eval-batch", type=positive, default=256, help="held-out sequences for the final accuracy (>= 1)")
     p.add_argument("--plot", default="loss_curve.png", help="where to save the loss curve ('' to skip)")
     p.add_argument("--json", default="", help="also write the metrics to this JSON file")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the summary is still printed)")
@@ -215,7 +249,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     try:
         return train(args)
-    except sa.ShardArrayError as e:
+    except (sa.ShardArrayError, ImportError, FloatingPointError) as e:  # a mesh the strategy cannot use, no CuPy
         raise SystemExit(f"error: {e}") from None
 
 

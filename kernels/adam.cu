@@ -1,10 +1,13 @@
 // One fused Adam step, out of place (shards may be shared, so inputs are never written):
 // m' = b1 m + (1 - b1) g;  v' = b2 v + (1 - b2) g^2;
 // p' = p decay - step_size m' / (sqrt(v' / c2) + eps), with step_size = lr / (1 - b1^t), c2 = 1 - b2^t.
+// T: the parameter and gradient type; M: the moment type. float16 parameters keep float32 moments
+// (g^2 and the small (1 - b2) updates vanish in float16); the math is in float32 (double for double)
+// and only the new parameter is rounded to T.
 
-template <typename T> __device__ void adam_step(const T* p, const T* g, const T* m, const T* v, T* p_out, T* m_out,
-                                                T* v_out, index_t n, double b1, double b2, double step_size,
-                                                double c2, double eps, double decay) {
+template <typename T, typename M>
+__device__ void adam_step(const T* p, const T* g, const M* m, const M* v, T* p_out, M* m_out, M* v_out, index_t n,
+                          double b1, double b2, double step_size, double c2, double eps, double decay) {
     typedef typename Acc<T>::type A;
     for (index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (index_t)gridDim.x * blockDim.x) {
         const A gi = ld(g, i);
@@ -17,11 +20,14 @@ template <typename T> __device__ void adam_step(const T* p, const T* g, const T*
     }
 }
 
-#define ADAM_KERNELS(S, T)                                                                                 \
-    extern "C" __global__ void adam_##S(const T* p, const T* g, const T* m, const T* v, T* p_out, T* m_out,  \
-                                        T* v_out, index_t n, double b1, double b2, double step_size,       \
+// adam_<S>: parameters and gradients of type T, moments of type M
+#define ADAM_KERNEL(S, T, M)                                                                                 \
+    extern "C" __global__ void adam_##S(const T* p, const T* g, const M* m, const M* v, T* p_out, M* m_out,  \
+                                        M* v_out, index_t n, double b1, double b2, double step_size,       \
                                         double c2, double eps, double decay) {                             \
-        adam_step<T>(p, g, m, v, p_out, m_out, v_out, n, b1, b2, step_size, c2, eps, decay);              \
+        adam_step<T, M>(p, g, m, v, p_out, m_out, v_out, n, b1, b2, step_size, c2, eps, decay);           \
     }
 
-FOR_FLOATS(ADAM_KERNELS)
+ADAM_KERNEL(f16, half_t, float)
+ADAM_KERNEL(f32, float, float)
+ADAM_KERNEL(f64, double, double)

@@ -1,14 +1,36 @@
-"""Dtype parsing with clear errors."""
+"""Dtype parsing with clear errors, and the dtype rules the ops share.
+
+Rules (one place for every op):
+
+* **Accumulation.** Sums of floats narrower than 32 bits (float16; bfloat16
+  when it is supported) accumulate in float32 and are rounded once, as NumPy's
+  ``mean`` does: ``accumulation_dtype``.
+* **Domains.** An op declares which dtypes it is defined for
+  (``check_domain``): ``"inexact"`` ops (exp, log, tanh, sqrt) take real or
+  complex floats, ``"real_float"`` ops (gelu, softmax, logsumexp) real floats,
+  ``"real"`` ops (max, min, maximum, minimum, relu, ``<``, ``>``) anything
+  but complex. Integer and bool arrays are refused by float-only ops (no
+  silent promotion to float64 or float16): cast them with ``.astype("float32")``.
+  Complex arrays are refused by ordering ops, which the array API leaves
+  unspecified for complex numbers.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from .errors import DTypeError
 
-SUPPORTED = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+SUPPORTED = (
+    "float16", "float32", "float64", "complex64", "complex128",
+    "int8", "int16", "int32", "int64", "uint8", "bool",
+)
+#: floating dtypes NumPy gives another kind than "f" (ml_dtypes' bfloat16 has kind "V")
+_EXTRA_FLOATS = ("bfloat16",)
+DOMAINS = ("inexact", "real_float", "real")
 
 
 def as_dtype(dtype: Any) -> np.dtype:
@@ -27,3 +49,69 @@ def as_float_dtype(dtype: Any, what: str) -> np.dtype:
     if dt.kind != "f":
         raise DTypeError(f"{what} makes floating-point values; dtype {dt.name!r} is not a float dtype")
     return dt
+
+
+def is_real_float(dtype: Any) -> bool:
+    """A real floating-point dtype (float16/32/64, bfloat16)."""
+    dt = np.dtype(dtype)
+    return dt.kind == "f" or dt.name in _EXTRA_FLOATS
+
+
+def is_complex(dtype: Any) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def accumulation_dtype(dtype: Any) -> np.dtype | None:
+    """The dtype sums of ``dtype`` accumulate in when it is not ``dtype`` itself: float32 for narrow floats.
+
+    Example:
+        >>> accumulation_dtype("float16"), accumulation_dtype("float32")
+        (dtype('float32'), None)
+    """
+    dt = np.dtype(dtype)
+    if is_real_float(dt) and dt.itemsize < 4:
+        return np.dtype(np.float32)
+    return None
+
+
+def _in_domain(dt: np.dtype, domain: str) -> bool:
+    if domain == "inexact":
+        return is_real_float(dt) or dt.kind == "c"
+    if domain == "real_float":
+        return is_real_float(dt)
+    if domain == "real":
+        return dt.kind != "c"
+    raise ValueError(f"unknown dtype domain {domain!r}; one of {DOMAINS}")
+
+
+def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
+    """Raise ``DTypeError`` when an array operand of ``op`` has a dtype outside ``domain`` (see the module doc).
+
+    ``arrays`` are the array operands (anything with ``dtype`` and ``sizes``);
+    ``domain`` None accepts every dtype.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> ids = sa.asarray(np.array([1, 2]), dims=("b",), mesh=mesh)
+        >>> check_domain("exp", [ids], "inexact")
+        Traceback (most recent call last):
+        ...
+        shardarray.errors.DTypeError: exp: the operand with dims {'b': 2} has dtype int64, but exp is defined for floating-point arrays only; cast it first with x.astype("float32") (or "float64")
+    """
+    if domain is None:
+        return
+    for x in arrays:
+        dt = x.dtype
+        if _in_domain(dt, domain):
+            continue
+        if dt.kind == "c":
+            raise DTypeError(
+                f"{op}: the operand with dims {x.sizes} has complex dtype {dt.name}, but {op} needs ordered values and "
+                f"complex numbers have no order (the array API leaves it unspecified); apply {op} to a real "
+                f"array: the real part or the magnitude (sa.ops.elementwise.real(x), sa.ops.elementwise.abs(x))"
+            )
+        what = "real floating-point" if domain == "real_float" else "floating-point"
+        raise DTypeError(
+            f"{op}: the operand with dims {x.sizes} has dtype {dt.name}, but {op} is defined for {what} "
+            f"arrays only; cast it first with x.astype(\"float32\") (or \"float64\")"
+        )

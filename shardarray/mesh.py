@@ -4,30 +4,121 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Union
 
+import numpy as np
+
 from .errors import LayoutError, MeshError
 
 AxesSpec = Union[None, str, Iterable[str]]
+COMMS = (None, "emulated", "nccl", "mpi", "auto")
+_WARNED: set[tuple] = set()
 
 
-def normalize_axes(spec: AxesSpec) -> tuple[str, ...]:
+def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
+    """Axis names and sizes of a mesh shape (``{axis: size}`` or ``(axis, size)`` pairs); MeshError otherwise."""
+    example = "{'row': 2, 'col': 2}"
+    if isinstance(shape, str) or (isinstance(shape, (list, tuple)) and shape and all(isinstance(a, str)
+                                                                                     for a in shape)):
+        names = [shape] if isinstance(shape, str) else list(shape)
+        raise MeshError(
+            f"mesh shape {shape!r} names axes without sizes; give {{axis: size}}, e.g. "
+            f"{ {a: 2 for a in names} }"
+        )
+    try:
+        pairs = list(shape.items()) if isinstance(shape, Mapping) else list(shape)
+    except TypeError:
+        raise MeshError(f"a mesh shape is {{axis: size}} or a list of (axis, size) pairs, e.g. {example}; "
+                        f"got {shape!r}") from None
+    names: list[str] = []
+    sizes: list[int] = []
+    for item in pairs:
+        try:
+            name, size = item
+        except (TypeError, ValueError):
+            raise MeshError(
+                f"a mesh shape is {{axis: size}} or a list of (axis, size) pairs, e.g. {example}; "
+                f"got item {item!r} in {shape!r}"
+            ) from None
+        if not isinstance(name, str) or not name:
+            raise MeshError(f"mesh axis names must be non-empty strings; got {name!r} in {shape!r}")
+        if name in names:
+            raise MeshError(f"mesh axis {name!r} appears twice in mesh shape {pairs!r}; axis names must be unique")
+        try:
+            if isinstance(size, (bool, np.bool_)):
+                raise TypeError
+            n = operator.index(size)
+        except TypeError:
+            raise MeshError(
+                f"mesh axis {name!r} has size {size!r} ({type(size).__name__}); an axis size is an integer "
+                f"number of devices, e.g. {{{name!r}: 2}}"
+            ) from None
+        if n < 1:
+            raise MeshError(f"mesh axis {name!r} has size {n}; every axis size must be an integer >= 1")
+        names.append(name)
+        sizes.append(int(n))
+    return names, sizes
+
+
+def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: Any,
+                 gpus: tuple[int, ...] | None) -> str:
+    """The communicator a mesh gets when ``comm`` is left out (see ``Mesh``).
+
+    Args:
+        launched: how many processes the launcher started (``comm.launch.launched_processes``).
+        shape, size: the mesh's shape and device count.
+        backend: the backend's name.
+        gpus: the ``devices`` argument as GPU ids, or None.
+
+    Example:
+        >>> default_comm(1, {"row": 2, "col": 2}, 4, "numpy", None)
+        'emulated'
+        >>> default_comm(4, {"row": 2, "col": 2}, 4, "numpy", None)   # mpiexec -n 4
+        'mpi'
+    """
+    distinct = gpus is not None and len(set(gpus)) == len(gpus) > 1
+    if launched <= 1 or backend == "meta":
+        return "nccl" if distinct else "emulated"
+    if launched == size:
+        return "mpi"
+    if distinct:
+        raise MeshError(
+            f"mesh {dict(shape)} with devices={list(gpus or ())} runs under a launcher that started {launched} "
+            f"processes, each of which would drive every GPU; run it as mpiexec -n {size} (one process per GPU) "
+            f"or in a single process"
+        )
+    key = (tuple(shape.items()), launched)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(
+            f"mesh {dict(shape)} has {size} device(s) but the launcher started {launched} processes, so every "
+            f"process runs the whole mesh (the same work, the same files, {launched} times). Pass "
+            f"comm='emulated' if that is what you want, or run one process per device: mpiexec -n {size}",
+            UserWarning, stacklevel=3,
+        )
+    return "emulated"
+
+
+def normalize_axes(spec: AxesSpec, context: str = "") -> tuple[str, ...]:
     """Turn a layout value (None, one axis name or a sequence of names) into a tuple."""
     if spec is None:
         return ()
     if isinstance(spec, str):
         return (spec,)
+    where = f" ({context})" if context else ""
     try:
-        axes = tuple(spec)
+        axes = tuple(spec)  # type: ignore[arg-type]
     except TypeError:
         raise LayoutError(
-            f"a layout value must be None, a mesh axis name or a tuple of axis names; got {spec!r}"
+            f"a layout value must be None, a mesh axis name or a tuple of axis names; got {spec!r}{where}"
         ) from None
     for a in axes:
         if not isinstance(a, str):
-            raise LayoutError(f"mesh axis names are strings; got {a!r} in layout value {spec!r}")
+            raise LayoutError(f"mesh axis names are strings; got {a!r} in layout value {spec!r}{where}")
     return axes
 
 
@@ -52,8 +143,15 @@ class Mesh:
             device ``rank`` and only its shard; NumPy shards move with MPI,
             CuPy shards with NCCL bootstrapped over MPI) or ``"auto"``
             (``"mpi"`` when the process was started by an MPI launcher with
-            more than one process). The default, None, is ``"nccl"`` when
-            ``devices`` names distinct GPUs, else ``"emulated"``.
+            more than one process). The default, None, outside a launcher is
+            ``"nccl"`` when ``devices`` names distinct GPUs, else
+            ``"emulated"``. Under a launcher that started several processes
+            (mpiexec, srun) it is ``"mpi"`` when their count equals the mesh
+            size, since an emulated mesh would make every process compute
+            the whole mesh and write the same files; with another count it
+            stays ``"emulated"`` with a warning (a MeshError with distinct
+            GPUs). ``backend="meta"`` meshes (shapes only) stay emulated.
+            Pass ``comm="emulated"`` to run a whole mesh in every process on purpose.
         devices: with ``backend="cupy"``, the GPU of every mesh device, in
             device order (``[0, 1, 2, 3]``). Distinct GPUs use NCCL; the same
             GPU for every device keeps the emulated communicator on that GPU;
@@ -83,40 +181,33 @@ class Mesh:
     ) -> None:
         from .backend import get_backend
 
-        pairs = list(shape.items()) if isinstance(shape, Mapping) else list(shape)
-        names: list[str] = []
-        sizes: list[int] = []
-        for item in pairs:
-            try:
-                name, size = item
-            except (TypeError, ValueError):
-                raise MeshError(
-                    f"a mesh shape is {{axis: size}} or a list of (axis, size) pairs; got item {item!r} in {shape!r}"
-                ) from None
-            if not isinstance(name, str) or not name:
-                raise MeshError(f"mesh axis names must be non-empty strings; got {name!r} in {shape!r}")
-            if name in names:
-                raise MeshError(f"mesh axis {name!r} appears twice in mesh shape {pairs!r}; axis names must be unique")
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise MeshError(
-                    f"mesh axis {name!r} has size {size!r}; every axis size must be an integer >= 1"
-                )
-            names.append(name)
-            sizes.append(size)
+        names, sizes = _parse_shape(shape)
         self._names: tuple[str, ...] = tuple(names)
         self._sizes: tuple[int, ...] = tuple(sizes)
         self._index = {a: i for i, a in enumerate(names)}
-        if comm == "auto":
-            from .comm.launch import launched_processes
+        if comm not in COMMS:
+            raise MeshError(
+                f"unknown comm {comm!r} for mesh {self.shape}; choose 'emulated', 'nccl', 'mpi' or 'auto' "
+                f"(or leave it out)"
+            )
+        if rules is not None and not isinstance(rules, Mapping):
+            raise MeshError(
+                f"rules={rules!r} for mesh {self.shape}: rules is a dict {{dim: axis}} mapping tensor dim names to "
+                f"mesh axes, e.g. rules={{'batch': {self._names[0] if self._names else 'axis'!r}}}"
+            )
+        from .comm.launch import launched_processes
 
+        if comm == "auto":
             comm = "mpi" if launched_processes() > 1 else None
         gpus = self._check_devices(devices, backend, comm)
         if comm is None:
-            comm = "nccl" if gpus is not None and len(set(gpus)) == len(gpus) > 1 else "emulated"
+            comm = default_comm(launched_processes(), self.shape, self.size, getattr(backend, "name", backend), gpus)
         self.comm_kind = comm
         self.backend = get_backend(backend)
         self.rules: dict[str, tuple[str, ...]] = {}
         for dim, spec in (rules or {}).items():
+            if not isinstance(dim, str):
+                raise MeshError(f"rules={rules!r}: the keys of rules are tensor dim names (strings); got {dim!r}")
             axes = self.parse_axes(spec, f"layout rule {dim!r} -> {spec!r}")
             if axes:
                 self.rules[dim] = axes
@@ -148,7 +239,7 @@ class Mesh:
 
             self.comm = MpiCommunicator(self)
             self.local_devices = (self.comm.rank,)
-        else:
+        else:  # pragma: no cover - comm was checked against COMMS above
             raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated', 'nccl', 'mpi' or 'auto'")
 
     def _check_devices(self, devices: Sequence[int] | None, backend: Any, comm: str | None) -> tuple[int, ...] | None:
@@ -160,19 +251,33 @@ class Mesh:
             return None
         if name != "cupy":
             raise MeshError(
-                f"devices={devices!r} places shards on GPUs, which needs backend='cupy' (got {name!r}) for mesh {self.shape}"
+                f"devices={devices!r} places shards on GPUs, which needs backend='cupy' (got {name!r}) "
+                f"for mesh {self.shape}"
             )
         try:
-            gpus = tuple(int(g) for g in devices)
-        except (TypeError, ValueError):
-            raise MeshError(f"devices must be a list of GPU ids, one per mesh device; got {devices!r}") from None
+            if isinstance(devices, (str, bytes)) or any(isinstance(g, (bool, np.bool_)) for g in devices):
+                raise TypeError
+            gpus = tuple(operator.index(g) for g in devices)
+        except TypeError:
+            raise MeshError(
+                f"devices={devices!r} for mesh {self.shape}: devices is a list of integer GPU ids, one per mesh "
+                f"device, e.g. devices={list(range(self.size))}"
+            ) from None
+        if any(g < 0 for g in gpus):
+            raise MeshError(f"devices={list(gpus)} for mesh {self.shape} has a negative GPU id; GPU ids are >= 0")
         if len(gpus) != self.size:
             raise MeshError(
                 f"devices={list(gpus)} lists {len(gpus)} GPU(s) but mesh {self.shape} has {self.size} devices; "
                 f"give one GPU id per mesh device, in device order"
             )
         distinct = len(set(gpus))
-        if comm in (None, "emulated") and 1 < distinct < len(gpus):
+        if comm == "emulated" and distinct > 1:
+            raise MeshError(
+                f"comm='emulated' with devices={list(gpus)} would combine shards of different GPUs on one stream; "
+                f"use comm='nccl' (or leave comm out) for one GPU per device, or devices={[gpus[0]] * len(gpus)} "
+                f"for every device on one GPU"
+            )
+        if comm is None and 1 < distinct < len(gpus):
             raise MeshError(
                 f"devices={list(gpus)} puts several mesh devices on some GPUs and one on others; the emulated "
                 f"communicator needs one GPU for all devices and NCCL one GPU per device. Use distinct GPUs, "
@@ -210,7 +315,7 @@ class Mesh:
 
     def parse_axes(self, spec: AxesSpec, context: str) -> tuple[str, ...]:
         """A layout value as a tuple of this mesh's axes; ``LayoutError`` for unknown or repeated axes."""
-        axes = normalize_axes(spec)
+        axes = normalize_axes(spec, context)
         for a in axes:
             if a not in self._index:
                 raise LayoutError(

@@ -1,18 +1,67 @@
-"""Trees of arrays (dicts, lists, tuples nested): flatten to a list of leaves and back.
+"""Trees of arrays (dicts, lists, tuples, namedtuples nested): flatten to a list of leaves and back.
 
 Used by ``value_and_grad`` (params and grads share one structure) and by the
-optimizers (state mirrors the params).
+optimizers (state mirrors the params). Two trees are paired **by key path**
+(dict keys, list and tuple indices, namedtuple fields), never by position: a
+dict with the same keys in another order pairs each leaf with the leaf of the
+same name, and trees that differ raise an error naming the first path where
+they differ and what each tree has there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .array import ShardArray
 from .errors import DTypeError
 
 TreeDef = Any
+
+
+def _is_namedtuple(node: Any) -> bool:
+    return isinstance(node, tuple) and hasattr(type(node), "_fields")
+
+
+def _children(node: Any) -> Iterator[tuple[Any, str]]:
+    """``(key, path suffix)`` of each child of a container, in its order."""
+    if isinstance(node, dict):
+        for k in node:
+            yield k, f"[{k!r}]"
+    elif _is_namedtuple(node):
+        for i, f in enumerate(node._fields):
+            yield i, f".{f}"
+    else:
+        for i in range(len(node)):
+            yield i, f"[{i}]"
+
+
+def _container(node: Any) -> bool:
+    return isinstance(node, (dict, list, tuple))
+
+
+def _describe(node: Any) -> str:
+    """What a tree holds at one place, in words (for error messages)."""
+    if isinstance(node, ShardArray):
+        return f"an array {node.sizes} {node.dtype}"
+    if isinstance(node, dict):
+        keys = list(node)
+        shown = ", ".join(repr(k) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        return f"a dict with keys [{shown}]"
+    if _is_namedtuple(node):
+        return f"a {type(node).__name__} namedtuple with fields {node._fields}"
+    if isinstance(node, list):
+        return f"a list of {len(node)}"
+    if isinstance(node, tuple):
+        return f"a tuple of {len(node)}"
+    return f"a {type(node).__name__} ({node!r:.40})"
+
+
+def _not_allowed(node: Any, path: str) -> DTypeError:
+    return DTypeError(
+        f"{path} is a {type(node).__name__}; a tree of arrays may only hold ShardArrays in dicts, "
+        f"lists and tuples (pass other values as separate arguments)"
+    )
 
 
 def tree_flatten(tree: Any, what: str = "params") -> tuple[list[ShardArray], TreeDef]:
@@ -33,14 +82,34 @@ def tree_flatten(tree: Any, what: str = "params") -> tuple[list[ShardArray], Tre
         if isinstance(node, dict):
             return {k: walk(v, f"{path}[{k!r}]") for k, v in node.items()}
         if isinstance(node, (list, tuple)):
-            defs = [walk(v, f"{path}[{i}]") for i, v in enumerate(node)]
+            defs = [walk(v, path + suffix) for v, (_, suffix) in zip(node, _children(node))]
             return defs if isinstance(node, list) else (type(node), tuple(defs))
-        raise DTypeError(
-            f"{path} is a {type(node).__name__}; a tree of arrays may only hold ShardArrays in dicts, "
-            f"lists and tuples (pass other values as separate arguments)"
-        )
+        raise _not_allowed(node, path)
 
     return leaves, walk(tree, what)
+
+
+def tree_paths(tree: Any, what: str = "params") -> list[str]:
+    """The path of every leaf of ``tree``, in ``tree_flatten``'s order.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> sa.tree.tree_paths({"w": sa.zeros(mesh, {"a": 2}), "b": [sa.ones(mesh, {"a": 2})]})
+        ["params['w']", "params['b'][0]"]
+    """
+    paths: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, ShardArray):
+            paths.append(path)
+        elif _container(node):
+            for key, suffix in _children(node):
+                walk(node[key], path + suffix)
+        else:
+            raise _not_allowed(node, path)
+
+    walk(tree, what)
+    return paths
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
@@ -61,8 +130,76 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     return build(treedef)
 
 
+def tree_leaves_like(like: Any, tree: Any, what: str = "tree", like_what: str = "params",
+                     hint: str = "") -> list[ShardArray]:
+    """The leaves of ``tree`` in the order of ``like``'s leaves, paired by key path.
+
+    Dict keys are matched by name (their order may differ), list and tuple
+    items by index, namedtuple items by field.
+
+    Raises:
+        DTypeError: the trees differ (a missing or extra key, another container
+            type or length, a leaf against a subtree, a non-array leaf); the
+            message names the first path where they differ and what each has.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> a, b = sa.zeros(mesh, {"a": 2}), sa.ones(mesh, {"a": 2})
+        >>> leaves = sa.tree.tree_leaves_like({"w": a, "b": b}, {"b": b * 3.0, "w": a + 1.0}, "grads")
+        >>> [float(x.numpy()[0]) for x in leaves]
+        [1.0, 3.0]
+    """
+    out: list[ShardArray] = []
+
+    def differ(path: str, mine: str, theirs: str) -> DTypeError:
+        return DTypeError(
+            f"{what} differs in structure from {like_what} at {what}{path}: {like_what} has {mine} there, "
+            f"{what} has {theirs}" + (f". {hint}" if hint else "")
+        )
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, ShardArray):
+            if isinstance(b, ShardArray):
+                out.append(b)
+                return
+            if not _container(b):
+                raise differ(path, _describe(a), _describe(b) + "; a tree of arrays may only hold ShardArrays")
+            raise differ(path, _describe(a), _describe(b))
+        if not _container(a):
+            raise _not_allowed(a, like_what + path)
+        same_kind = (isinstance(a, dict) and isinstance(b, dict)) or (type(a) is type(b) and not isinstance(a, dict))
+        if not same_kind:
+            raise differ(path, _describe(a), _describe(b))
+        if isinstance(a, dict):
+            for k in a:
+                if k not in b:
+                    raise differ(f"{path}[{k!r}]", _describe(a[k]), f"nothing (no key {k!r})")
+                walk(a[k], b[k], f"{path}[{k!r}]")
+            for k in b:
+                if k not in a:
+                    raise differ(f"{path}[{k!r}]", f"nothing (no key {k!r})", _describe(b[k]))
+            return
+        for key, suffix in _children(a):
+            if key >= len(b):
+                raise differ(path + suffix, _describe(a[key]), f"nothing ({_describe(b)})")
+            walk(a[key], b[key], path + suffix)
+        if len(b) > len(a):
+            suffix = f"[{len(a)}]"
+            raise differ(path + suffix, f"nothing ({_describe(a)})", _describe(b[len(a)]))
+
+    walk(like, tree, "")
+    return out
+
+
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
-    """``fn`` applied leaf by leaf to ``tree`` and trees of the same structure.
+    """``fn`` applied leaf by leaf to ``tree`` and trees of the same structure, paired by key path.
+
+    The result has ``tree``'s structure and key order; the other trees may
+    hold their dict keys in any order.
+
+    Raises:
+        DTypeError: another tree differs from ``tree``; the message names the
+            first differing path (e.g. ``tree 1['layer1.ln1.gain']``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -70,12 +207,27 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
         >>> t["w"].numpy()
         array([2., 2.], dtype=float32)
     """
-    leaves, treedef = tree_flatten(tree)
-    others = [tree_flatten(r)[0] for r in rest]
-    for i, o in enumerate(others):
-        if len(o) != len(leaves):
-            raise DTypeError(f"tree_map: tree {i + 1} has {len(o)} arrays but the first has {len(leaves)}")
+    leaves, treedef = tree_flatten(tree, "tree 0")
+    others = []
+    for i, r in enumerate(rest, start=1):
+        try:
+            others.append(tree_leaves_like(tree, r, f"tree {i}", "tree 0",
+                                           hint="Give every tree the structure of the first (the same keys, "
+                                           "containers and lengths; dict keys may be in any order)"))
+        except DTypeError as e:
+            counts = _count(r)
+            if counts is not None and counts != len(leaves):
+                raise DTypeError(f"tree_map: {e} (in all, tree {i} has {counts} arrays but the first has "
+                                 f"{len(leaves)})") from None
+            raise DTypeError(f"tree_map: {e}") from None
     return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others)])
 
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map"]
+def _count(tree: Any) -> int | None:
+    try:
+        return len(tree_flatten(tree)[0])
+    except DTypeError:
+        return None
+
+
+__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_paths", "tree_leaves_like"]

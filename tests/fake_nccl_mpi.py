@@ -57,7 +57,13 @@ class NcclCommunicator:
         if self.mpi.Get_size() != ndev or self.mpi.Get_rank() != rank:
             raise NcclError(f"communicator of {self.mpi.Get_size()} ranks, expected {ndev}")
 
+    def abort(self) -> None:
+        """``ncclCommAbort``: this process stops using the communicator (peers are not told, as with NCCL)."""
+        self.aborted = True
+
     def _post(self, kind: str, *args: Any) -> None:
+        if getattr(self, "aborted", False):
+            raise NcclError("a call on an aborted communicator; make a new one")
         if _DEPTH[0] == 0:
             MPI.Request.Waitall(self.run(kind, args))
         else:

@@ -1,6 +1,18 @@
-"""The cupy backend on emulated meshes (every shard on the current GPU); skipped without a GPU."""
+"""The cupy backend on emulated meshes (every shard on the current GPU); skipped without a GPU.
+
+Tests that can hang (every NCCL test: a rank that never posts leaves its
+peers waiting forever) and tests that need NCCL environment variables (NCCL
+reads them once per process, e.g. ``NCCL_MULTI_RANK_GPU_ENABLE``) run in a
+subprocess with a time limit (``run_isolated``): a hang is a failure, not a
+stuck CI job.
+"""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +21,29 @@ import shardarray as sa
 from helpers import MESH_SHAPES, rand
 
 pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).parents[1]
+HANG_S = 300  # far above a healthy run (seconds): only a hang reaches it
+
+
+def run_isolated(code: str, env: dict[str, str | None] | None = None, timeout: float = HANG_S) -> str:
+    """Run ``code`` in a fresh Python (repo and tests/ importable) with ``env`` changes (None: unset).
+
+    Fails the test when it exits non-zero or runs past ``timeout`` (a hang); returns its stdout.
+    """
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    for key, value in (env or {}).items():
+        if value is None:
+            full.pop(key, None)
+        else:
+            full[key] = value
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=full)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"hung for {timeout} s (killed); output so far:\n{(e.stdout or b'')[-2000:]!r}\n"
+                    f"{(e.stderr or b'')[-3000:]!r}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout
 
 
 @pytest.mark.parametrize("shape", MESH_SHAPES)
@@ -160,23 +195,49 @@ def test_all_masked_softmax_row_is_nan_like_the_array_path():
     assert np.isnan(y[0]).all() and np.allclose(y[1], 0.2)
 
 
-@pytest.mark.parametrize("eq,a,b", [
-    ("b h s k, b h t k -> b h s t", (2, 3, 64, 32), (2, 3, 48, 32)),
-    ("b s h k, b t h k -> b h s t", (2, 64, 3, 32), (2, 48, 3, 32)),
-    ("m k, k n -> m n", (96, 64), (64, 80)),
+@pytest.mark.parametrize("eq,a,b,gemms", [
+    ("b h s k, b h t k -> b h s t", (2, 3, 64, 32), (2, 3, 48, 32), 1),
+    ("b s h k, b t h k -> b h s t", (2, 64, 3, 32), (2, 48, 3, 32), 1),
+    ("m k, k n -> m n", (96, 64), (64, 80), 0),  # 2-D: CuPy's gemmEx
 ])
-def test_float16_contractions_use_float32_accumulation(eq, a, b):
+def test_float16_contractions_use_float32_accumulation(eq, a, b, gemms):
     """Batched float16 products go to cublasGemmStridedBatchedEx (fp32 compute): close to the float64 product."""
     import cupy
+
+    from shardarray.backend import cublas
 
     backend = sa.Mesh({"d": 1}, backend="cupy").backend
     rng = np.random.default_rng(0)
     xa, xb = rng.standard_normal(a).astype(np.float16), rng.standard_normal(b).astype(np.float16)
     letters = eq.replace(" ", "")
+    before = cublas.STATS["gemm_strided_batched"]
     got = cupy.asnumpy(backend.einsum(letters, cupy.asarray(xa), cupy.asarray(xb)))
+    assert cublas.STATS["gemm_strided_batched"] - before == gemms
     want = np.einsum(letters, xa.astype(np.float64), xb.astype(np.float64))
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+def test_float16_batched_gemm_runs_on_cublas_with_float32_accumulation():
+    """K = 1024: the product equals float32 accumulation (within its final rounding), not float16 accumulation.
+
+    The same references and measure as ``test_gpu_host`` (where cuBLAS is the fake); here cuBLAS is real.
+    """
+    import cupy
+
+    from shardarray.backend import cublas
+    from test_gpu_host import accumulation_ulps, f16_references
+
+    backend = sa.Mesh({"d": 1}, backend="cupy").backend
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 16, 1024)).astype(np.float16)
+    b = rng.standard_normal((4, 1024, 8)).astype(np.float16)
+    before = cublas.STATS["gemm_strided_batched"]
+    got = cupy.asnumpy(backend.einsum("bmk,bkn->bmn", cupy.asarray(a), cupy.asarray(b)))
+    assert cublas.STATS["gemm_strided_batched"] == before + 1  # the tensor-core path ran
+    acc32, acc16 = f16_references(a, b)
+    near32, near16 = accumulation_ulps(got, acc32, acc16)
+    assert near32 <= 1 and near16 >= 4, (near32, near16)
 
 
 # ---------------------------------------------------------------- NCCL
@@ -229,30 +290,46 @@ def test_nccl_one_gpu_per_device():
         pytest.skip(f"NCCL across GPUs needs 2 GPUs; this machine has {n}")
     shape = {"rows": 2, "cols": n // 2} if n >= 4 else {"rows": 1, "cols": 2}
     size = shape["rows"] * shape["cols"]
-    _compare_with_emulated(shape, list(range(size)))
+    run_isolated(f"from test_gpu import _compare_with_emulated; _compare_with_emulated({shape!r}, {list(range(size))!r})")
 
 
-def test_nccl_several_ranks_on_one_gpu(monkeypatch):
-    """NCCL >= 2.30's NCCL_MULTI_RANK_GPU_ENABLE=1: two mesh devices on GPU 0 through the NCCL code path."""
+SEVERAL_RANKS_JOB = """
+import shardarray as sa
+from test_gpu import _compare_with_emulated
+mesh = sa.Mesh({"cols": 2}, backend="cupy", devices=[0, 0], comm="nccl")
+assert mesh.backend.stream_ptr(0) != mesh.backend.stream_ptr(1), "two ranks on one GPU share a stream"
+_compare_with_emulated({"rows": 1, "cols": 2}, [0, 0], comm="nccl")
+"""
+
+
+def test_nccl_several_ranks_on_one_gpu():
+    """NCCL >= 2.30's NCCL_MULTI_RANK_GPU_ENABLE=1: two mesh devices on GPU 0, each rank on its own stream."""
     version = _nccl_version()
     if version < 23000:
         pytest.skip(f"NCCL {version} has no multi-rank-per-GPU mode (needs >= 2.30)")
-    monkeypatch.setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1")
-    _compare_with_emulated({"rows": 1, "cols": 2}, [0, 0], comm="nccl")
+    run_isolated(SEVERAL_RANKS_JOB, env={"NCCL_MULTI_RANK_GPU_ENABLE": "1"})
 
 
-def test_nccl_error_is_a_comm_error_without_the_multi_rank_mode(monkeypatch):
+WITHOUT_MULTI_RANK_JOB = """
+import shardarray as sa
+mesh = sa.Mesh({"cols": 2}, backend="cupy", devices=[0, 0], comm="nccl")
+x = sa.ones(mesh, {"io": 4}, layout={"io": "cols"})
+try:
+    value = x.sum().numpy()
+except sa.CommError as e:
+    assert "NCCL allreduce" in str(e) or "set-up" in str(e), e
+    assert "NCCL_MULTI_RANK_GPU_ENABLE" in str(e), e
+    print("CommError")
+else:
+    assert value == 4.0, value
+    print("worked")
+"""
+
+
+def test_nccl_error_is_a_comm_error_without_the_multi_rank_mode():
     """Two ranks on one GPU without the experimental mode: a CommError that says what to do (or it works)."""
-    monkeypatch.delenv("NCCL_MULTI_RANK_GPU_ENABLE", raising=False)
-    mesh = sa.Mesh({"cols": 2}, backend="cupy", devices=[0, 0], comm="nccl")
-    x = sa.ones(mesh, {"io": 4}, layout={"io": "cols"})
-    try:
-        value = x.sum().numpy()
-    except sa.CommError as e:
-        assert "NCCL allreduce" in str(e) or "set-up" in str(e)
-        assert "NCCL_MULTI_RANK_GPU_ENABLE" in str(e)
-    else:
-        assert value == 4.0
+    out = run_isolated(WITHOUT_MULTI_RANK_JOB, env={"NCCL_MULTI_RANK_GPU_ENABLE": None})
+    assert "CommError" in out or "worked" in out
 
 
 MPI_NCCL_JOB = '''
@@ -266,6 +343,9 @@ got = _nccl_case(mesh)
 ref = _nccl_case(sa.Mesh(shape, rules=rules))
 for r, g in zip(ref, got):
     np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-12)
+from shardarray.backend import cuda_kernels
+gpus = {{gpu for _, gpu in cuda_kernels._MODULES}}
+assert gpus <= {{mesh.backend.gpus[0]}}, f"kernels compiled on GPUs {{gpus}}, not only this process's"
 print("rank", mesh.process_index, "gpu", mesh.backend.gpus[0], "ok")
 '''
 
@@ -273,22 +353,21 @@ print("rank", mesh.process_index, "gpu", mesh.backend.gpus[0], "ok")
 def test_nccl_across_processes_bootstrapped_over_mpi(tmp_path):
     """mpiexec -n 2, CuPy shards: NCCL communicators from unique ids broadcast over MPI."""
     import importlib.util
-    import os
     import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     if shutil.which("mpiexec") is None or importlib.util.find_spec("mpi4py") is None:
         pytest.skip("needs mpiexec and mpi4py (pip install '.[mpi]')")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {"PYTHONPATH": str(ROOT)}
     if _gpu_count() < 2:
         if _nccl_version() < 23000:
             pytest.skip("two processes on one GPU need NCCL >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE)")
         env["NCCL_MULTI_RANK_GPU_ENABLE"] = "1"
     script = tmp_path / "job.py"
-    script.write_text(MPI_NCCL_JOB.format(root=str(Path(__file__).parents[1])))
-    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    script.write_text(MPI_NCCL_JOB.format(root=str(ROOT)))
+    try:
+        proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=HANG_S, env={**os.environ, **env})
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the 2-process NCCL job hung for {HANG_S} s")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.count(" ok") == 2

@@ -69,3 +69,47 @@ def test_auto_is_emulated_outside_a_launcher(monkeypatch):
     assert mesh.comm_kind == "emulated" and mesh.process_index == 0 and mesh.local_devices == (0, 1, 2, 3)
     with pytest.raises(sa.MeshError, match="'emulated', 'nccl', 'mpi' or 'auto'"):
         sa.Mesh({"row": 2}, comm="gloo")
+
+
+# ------------------------------------------------------------ the constructor's arguments
+def test_numpy_integer_axis_sizes_are_accepted():
+    mesh = sa.Mesh({"row": np.int64(2), "col": np.int32(2)})
+    assert mesh.shape == {"row": 2, "col": 2} and all(type(n) is int for n in mesh.shape.values())
+    assert mesh == sa.Mesh({"row": 2, "col": 2})
+
+
+@pytest.mark.parametrize("size,words", [(True, ["'row'", "True"]), (2.0, ["'row'", "2.0", "integer"]),
+                                        (0, ["'row'", "0", ">= 1"]), (-2, ["'row'", "-2", ">= 1"]),
+                                        (np.float64(2), ["'row'", "2.0"]), ("2", ["'row'", "'2'"])])
+def test_bad_axis_sizes_name_the_axis_and_value(size, words):
+    with pytest.raises(sa.MeshError) as info:
+        sa.Mesh({"row": size})
+    for w in words:
+        assert w in str(info.value)
+    assert "every axis size must be an integer >= 1" not in str(info.value) or size in (0, -2)
+
+
+def test_rules_must_be_a_dict():
+    with pytest.raises(sa.MeshError, match=r"rules.*\{dim: axis"):
+        sa.Mesh({"batch_axis": 2}, rules=["batch"])
+
+
+def test_explicit_emulated_comm_refuses_distinct_gpus():
+    """Checked before the backend exists, so it needs no CuPy."""
+    with pytest.raises(sa.MeshError, match=r"devices=\[0, 1\].*comm='nccl'"):
+        sa.Mesh({"x": 2}, backend="cupy", devices=[0, 1], comm="emulated")
+
+
+def test_default_comm_follows_the_launcher():
+    from shardarray.mesh import default_comm
+
+    numpy = {"backend": "numpy", "gpus": None}
+    assert default_comm(1, {"x": 4}, 4, **numpy) == "emulated"
+    assert default_comm(4, {"x": 4}, 4, **numpy) == "mpi"
+    assert default_comm(4, {"x": 4}, 4, backend="meta", gpus=None) == "emulated"
+    assert default_comm(1, {"x": 2}, 2, backend="cupy", gpus=(0, 1)) == "nccl"
+    assert default_comm(2, {"x": 2}, 2, backend="cupy", gpus=(0, 1)) == "mpi"
+    with pytest.warns(UserWarning, match=r"4 processes.*comm='emulated'.*mpiexec -n 2"):
+        assert default_comm(4, {"x": 2}, 2, **numpy) == "emulated"
+    with pytest.raises(sa.MeshError, match=r"devices=\[0, 1\].*4 processes"):
+        default_comm(4, {"x": 2}, 2, backend="cupy", gpus=(0, 1))

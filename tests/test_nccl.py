@@ -15,6 +15,7 @@ import pytest
 
 import fake_nccl
 import shardarray as sa
+from fake_gpu import FakeCupy
 from shardarray.backend.numpy_backend import NumpyBackend
 from shardarray.comm.nccl import NcclCommunicator
 
@@ -22,12 +23,12 @@ SHAPES = [{"row": 2, "col": 2}, {"all": 4}, {"x": 2, "y": 2, "z": 2}, {"p": 3, "
 
 
 class PerDeviceNumpy(NumpyBackend):
-    """NumPy shards that never share a buffer between devices, as GPUs would not."""
+    """NumPy shards that never share a buffer between devices, as GPUs would not; one stream per device."""
 
     per_device = True
 
-    def __init__(self, n: int) -> None:
-        self.gpus = tuple(range(n))
+    def __init__(self, n: int, gpus: tuple[int, ...] | None = None) -> None:
+        self.gpus = tuple(range(n)) if gpus is None else gpus
         self.scoped: list[int] = []
 
         def scope(d: int):
@@ -36,10 +37,30 @@ class PerDeviceNumpy(NumpyBackend):
 
         self.device_scope = scope
 
+    def stream_ptr(self, device: int) -> int:
+        return 0x100 + device
 
-def nccl_mesh(shape, rules=None):
+
+class StreamPerGpuNumpy(PerDeviceNumpy):
+    """The old CupyDevicesBackend policy: one stream per GPU, shared by the mesh devices placed on it."""
+
+    def stream_ptr(self, device: int) -> int:
+        return 0x100 + self.gpus[device]
+
+
+@pytest.fixture(autouse=True)
+def _no_hang():
+    """Every test starts from a clean fake NCCL and must leave nothing that would hang on a GPU."""
+    fake_nccl.reset()
+    yield
+    hung = fake_nccl.hangs()
+    fake_nccl.reset()
+    assert not hung, f"these NCCL calls would hang on a real GPU: {hung}"
+
+
+def nccl_mesh(shape, rules=None, backend=None):
     n = int(np.prod(list(shape.values())))
-    mesh = sa.Mesh(shape, backend=PerDeviceNumpy(n), rules=rules)
+    mesh = sa.Mesh(shape, backend=backend or PerDeviceNumpy(n), rules=rules)
     mesh.comm = NcclCommunicator(mesh, lib=fake_nccl)
     return mesh
 
@@ -49,14 +70,19 @@ def shard_lists(mesh, shapes, dtype, seed=0):
     out = []
     for s in shapes:
         a = rng.standard_normal(s) * 4
+        if np.dtype(dtype).kind == "c":
+            a = a + 1j * rng.standard_normal(s)
         out.append(a.astype(dtype) if dtype != bool else a > 0)
     return out
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int64", bool])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int64", bool, "complex64", "complex128"])
 def test_collectives_equal_the_emulated_ones(shape, dtype):
-    """Every collective, uneven blocks included, equals the emulated communicator's result."""
+    """Every collective, uneven blocks included, equals the emulated communicator's result.
+
+    complex travels as (real, imag) float pairs: NCCL has no complex type.
+    """
     mesh = nccl_mesh(shape)
     emu = sa.Mesh(shape)
     axes_list = [(mesh.axis_names[0],), mesh.axis_names[-2:] if mesh.ndim > 1 else mesh.axis_names]
@@ -72,13 +98,15 @@ def test_collectives_equal_the_emulated_ones(shape, dtype):
         for name, run in [
             ("allgather", lambda c, s: c.allgather(shards, axes, dim=1)),
             ("allreduce", lambda c, s: c.allreduce(same, axes, "max" if dtype == bool else "sum")),
-            ("allreduce_min", lambda c, s: c.allreduce(same, axes, "min")),
+            ("allreduce_min", lambda c, s: c.allreduce(same, axes, "min")),  # skipped for complex
             ("reduce_scatter", lambda c, s: c.reduce_scatter(same, axes, dim=1)),
             ("alltoall", lambda c, s: c.alltoall(same, axes, split_dim=1, concat_dim=0)),
             ("broadcast", lambda c, s: c.broadcast(shards, axes, root=n - 1)),
             ("reduce", lambda c, s: c.reduce(same, axes, root=n - 1)),
         ]:
             if dtype == bool and name in ("reduce_scatter", "reduce"):
+                continue
+            if np.dtype(dtype).kind == "c" and name == "allreduce_min":
                 continue
             with sa.comm_log() as log_n:
                 got = run(mesh.comm, None)
@@ -88,7 +116,8 @@ def test_collectives_equal_the_emulated_ones(shape, dtype):
             for d in range(mesh.size):
                 assert got[d].shape == want[d].shape and got[d].dtype == want[d].dtype, (name, d)
                 tol = 1e-2 if dtype == "float16" else 1e-12
-                np.testing.assert_allclose(got[d].astype(float), want[d].astype(float), rtol=tol, atol=tol,
+                cast = complex if np.dtype(dtype).kind == "c" else float
+                np.testing.assert_allclose(got[d].astype(cast), want[d].astype(cast), rtol=tol, atol=tol,
                                            err_msg=f"{name} over {axes} on device {d}")
 
 
@@ -159,9 +188,105 @@ def test_nccl_errors_name_the_collective_axes_and_mesh(monkeypatch):
 
 def test_unsupported_dtype_is_a_dtype_error():
     mesh = nccl_mesh({"row": 2, "col": 2})
-    shards = [np.ones(3, dtype=np.complex128)] * 4
-    with pytest.raises(sa.DTypeError, match="cannot move dtype complex128"):
+    shards = [np.zeros(3, dtype="datetime64[s]")] * 4
+    with pytest.raises(sa.DTypeError, match=r"cannot move dtype datetime64\[s\]"):
         mesh.comm.allreduce(shards, ("col",))
+    assert not fake_nccl.STATS  # refused before any NCCL call
+
+
+# ---------------------------------------------------------------- streams (item: ranks on one GPU)
+def test_the_fake_refuses_two_ranks_of_one_communicator_on_one_stream():
+    """The deadlock of two NCCL ranks on one GPU sharing its stream is visible on the host."""
+    mesh = nccl_mesh({"cols": 2}, backend=StreamPerGpuNumpy(2, gpus=(0, 0)))
+    x = sa.ones(mesh, {"io": 4}, layout={"io": "cols"})
+    with pytest.raises(sa.CommError, match="same stream"):
+        x.sum().numpy()
+
+
+def test_ranks_on_one_gpu_get_their_own_streams(monkeypatch):
+    """devices=[0, 0] with comm="nccl": every mesh device has its own stream and buffers (CuPy played by a fake)."""
+    gpu = FakeCupy(gpus=1).install(monkeypatch)
+    mesh = sa.Mesh({"cols": 2}, backend="cupy", devices=[0, 0], comm="nccl")
+    assert mesh.backend.stream_ptr(0) != mesh.backend.stream_ptr(1)
+    assert mesh.backend.per_device  # a rank owns its buffers: no block shared between two streams
+    x = sa.asarray(np.arange(4.0), dims=("io",), mesh=mesh, layout={"io": "cols"})
+    fake_nccl.STATS.clear()
+    assert float(x.sum().numpy()) == 6.0  # fake_nccl refuses a shared stream
+    assert fake_nccl.STATS["allReduce"] == 2
+    assert {s for _, s in gpu.streams_made} >= {mesh.backend.stream_ptr(0), mesh.backend.stream_ptr(1)}
+
+
+def test_every_shard_on_one_gpu_keeps_one_stream(monkeypatch):
+    """The emulated communicator mixes shards of every device: they must stay ordered on one stream."""
+    FakeCupy(gpus=2).install(monkeypatch)
+    mesh = sa.Mesh({"row": 2, "col": 2}, backend="cupy", devices=[1, 1, 1, 1])
+    assert mesh.comm_kind == "emulated"
+    assert len({mesh.backend.stream_ptr(d) for d in range(4)}) == 1
+    distinct = sa.Mesh({"row": 1, "col": 2}, backend="cupy", devices=[0, 1])
+    assert len({distinct.backend.stream_ptr(d) for d in range(2)}) == 2
+
+
+# ---------------------------------------------------------------- failures inside a group
+def test_a_call_failing_inside_a_group_aborts_the_communicators(monkeypatch):
+    """Rank 1's call fails after rank 0's was posted: no launched call is left waiting for it."""
+    mesh = nccl_mesh({"row": 2, "col": 2})
+    x = sa.ones(mesh, {"batch": 4, "io": 6}, layout={"io": "col"})
+    real = fake_nccl.NcclCommunicator.allReduce
+
+    def fails_on_rank_1(self, *args):
+        if self.rank == 1:
+            raise fake_nccl.NcclError("NCCL_ERROR_INVALID_ARGUMENT: invalid argument")
+        return real(self, *args)
+
+    monkeypatch.setattr(fake_nccl.NcclCommunicator, "allReduce", fails_on_rank_1)
+    with pytest.raises(sa.CommError, match=r"NCCL allreduce over mesh axes \('col',\).*invalid argument.*aborted"):
+        x.sum("io").numpy()
+    assert fake_nccl.hangs() == []  # every communicator of the group was aborted
+    assert fake_nccl.STATS["abort"] == 4
+    assert ("col",) not in mesh.comm._members
+    monkeypatch.setattr(fake_nccl.NcclCommunicator, "allReduce", real)
+    np.testing.assert_array_equal(x.sum("io").numpy(), np.full(4, 6.0))  # new communicators, made outside a group
+
+
+def test_mismatched_buffers_are_refused_before_any_call():
+    mesh = nccl_mesh({"row": 2, "col": 2})
+    fake_nccl.STATS.clear()
+    with pytest.raises(sa.DimensionError, match=r"devices \[0, 1\].*\(3,\).*\(4,\)"):
+        mesh.comm.allreduce([np.ones(3), np.ones(4), np.ones(3), np.ones(3)], ("col",))
+    with pytest.raises(sa.DTypeError, match=r"float64.*float32"):
+        mesh.comm.allreduce([np.ones(3), np.ones(3, np.float32), np.ones(3), np.ones(3)], ("col",))
+    with pytest.raises(sa.DimensionError, match="reduce_scatter"):
+        mesh.comm.reduce_scatter([np.ones((2, 3))] * 3 + [np.ones((2, 4))], ("col",), dim=0)
+    with pytest.raises(sa.DimensionError, match="allgather"):
+        mesh.comm.allgather([np.ones((2, 3))] * 3 + [np.ones((2, 4))], ("col",), dim=0)
+    assert not any(fake_nccl.STATS.values())  # nothing was posted
+
+
+# ---------------------------------------------------------------- complex
+def test_complex_max_and_min_are_refused_before_any_call():
+    mesh = nccl_mesh({"row": 2, "col": 2})
+    shards = [np.ones(3, dtype=np.complex64)] * 4
+    for op in ("max", "min"):
+        with pytest.raises(sa.DTypeError, match=f"{op} of complex64.*abs"):
+            mesh.comm.allreduce(shards, ("col",), op)
+    assert not fake_nccl.STATS["allReduce"]
+
+
+def test_complex_moves_as_float_pairs():
+    mesh = nccl_mesh({"row": 2, "col": 2})
+    shards = [np.array([1 + 2j, -3j], dtype=np.complex128) * (d + 1) for d in range(4)]
+    seen = []
+    real = fake_nccl.NcclCommunicator.allReduce
+    fake_nccl.NcclCommunicator.allReduce = lambda self, s, r, n, t, op, st: (seen.append((n, t)), real(self, s, r, n, t, op, st))
+    try:
+        got = mesh.comm.allreduce(shards, ("col",))
+    finally:
+        fake_nccl.NcclCommunicator.allReduce = real
+    assert set(seen) == {(4, fake_nccl.NCCL_FLOAT64)}
+    np.testing.assert_array_equal(got[0], shards[0] + shards[1])
+    assert got[0].dtype == np.complex128 and got[0].shape == (2,)
+    scalars = mesh.comm.allreduce([np.complex64(1 + 1j)] * 4, ("col",))  # 0-d buffers too
+    assert scalars[0].dtype == np.complex64 and complex(scalars[0]) == 2 + 2j
 
 
 def test_mesh_devices_arguments_are_checked():

@@ -122,6 +122,11 @@ def _sqrt(ctx: Context, g: ShardArray) -> list[Any]:
     return [match(_lin("d_sqrt", lambda xp, g, o: g * 0.5 / o, g, ctx.out), ctx.args[0])]
 
 
+@register_vjp("abs")
+def _abs(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_abs", lambda xp, g, a: g * xp.sign(a), g, ctx.args[0]), ctx.args[0])]
+
+
 @register_vjp("relu")
 def _relu(ctx: Context, g: ShardArray) -> list[Any]:
     return [match(_lin("d_relu", lambda xp, g, a: g * (a > 0), g, ctx.args[0]), ctx.args[0])]

@@ -1,7 +1,8 @@
-"""VJPs of the reductions: sum, max, min, logsumexp, softmax."""
+"""VJPs of the reductions: sum, mean, max, min, logsumexp, softmax."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..array import ShardArray
@@ -18,6 +19,14 @@ from .tape import Context, register_vjp
 def _sum(ctx: Context, g: ShardArray) -> list[Any]:
     # the gradient of a sum is the cotangent repeated along the summed dims
     return [expand(g, ctx.args[0].spec)]
+
+
+@register_vjp("mean")
+def _mean(ctx: Context, g: ShardArray) -> list[Any]:
+    # the cotangent divided by the count, repeated along the averaged dims (a pending g stays pending)
+    x, out = ctx.args[0], ctx.out
+    count = math.prod(n for d, n in x.sizes.items() if d not in out.dims)
+    return [expand(g * (1.0 / count if count else float("nan")), x.spec)]
 
 
 def _extreme(ctx: Context, g: ShardArray) -> list[Any]:

@@ -63,6 +63,23 @@ class Backend(ABC):
         """The stream that mesh device ``device``'s work is ordered on (0: the default stream)."""
         return 0
 
+    def copy_between(self, array: Any, src: int, dst: int) -> Any:
+        """``array``, made on mesh device ``src``, usable on device ``dst`` (GPU to GPU where they differ, no host).
+
+        Here every device shares one memory: the array itself. GPU backends copy it
+        once ``src``'s stream has finished making it.
+        """
+        return array
+
+    def as_ranks(self) -> Backend:
+        """This backend for a communicator that drives every mesh device as its own rank (NCCL in one process).
+
+        Each device must then own its buffers and its stream, also where two
+        devices share a GPU: two ranks of one NCCL communicator on one stream
+        wait on each other forever. Backends that already do so return themselves.
+        """
+        return self
+
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """Contract local shards: two operands as (batched) matmuls, more with a cached opt-einsum plan."""
         if len(arrays) == 2:

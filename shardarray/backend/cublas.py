@@ -5,6 +5,11 @@ cores) but upcasts batched (3-D) float16 products to float32. Attention's
 contractions are batched, so ``batched_matmul`` calls
 ``cublasGemmStridedBatchedEx`` itself: float16 in and out, float32 compute.
 Other dtypes go to ``cupy.matmul`` unchanged.
+
+cuBLAS reads ``alpha``/``beta`` as host addresses only in host pointer mode,
+CuPy's default: it is set once per handle (CuPy's own calls restore the mode
+they change). ``STATS`` counts the strided batched gemms, so tests can tell
+the tensor-core path ran.
 """
 
 from __future__ import annotations
@@ -15,6 +20,30 @@ import numpy as np
 
 _ONE = np.array(1.0, dtype=np.float32)
 _ZERO = np.array(0.0, dtype=np.float32)
+_HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
+#: how many ``cublasGemmStridedBatchedEx`` calls were made, and pointer-mode changes
+STATS: dict[str, int] = {"gemm_strided_batched": 0, "pointer_mode_set": 0}
+
+
+def takes_tensor_cores(a_dtype: Any, b_dtype: Any, a_ndim: int, b_ndim: int) -> bool:
+    """Whether ``batched_matmul`` of such operands calls cuBLAS itself: float16 x float16, both 3-D.
+
+    Example:
+        >>> takes_tensor_cores(np.float16, np.float16, 3, 3), takes_tensor_cores(np.float32, np.float32, 3, 3)
+        (True, False)
+    """
+    return np.dtype(a_dtype) == np.float16 and np.dtype(b_dtype) == np.float16 and a_ndim == 3 and b_ndim == 3
+
+
+def _host_pointer_mode(cublas: Any, handle: int) -> None:
+    """Put ``handle`` in host pointer mode (alpha and beta are host addresses), once per handle."""
+    if handle in _HOST_MODE:
+        return
+    host = getattr(cublas, "CUBLAS_POINTER_MODE_HOST", 0)
+    if cublas.getPointerMode(handle) != host:
+        cublas.setPointerMode(handle, host)
+        STATS["pointer_mode_set"] += 1
+    _HOST_MODE.add(handle)
 
 
 def batched_matmul(a: Any, b: Any) -> Any:
@@ -22,7 +51,7 @@ def batched_matmul(a: Any, b: Any) -> Any:
     import cupy
     from cupy.cuda import cublas, runtime
 
-    if a.dtype != np.float16 or b.dtype != np.float16 or a.ndim != 3 or b.ndim != 3:
+    if not takes_tensor_cores(a.dtype, b.dtype, a.ndim, b.ndim):
         return cupy.matmul(a, b)
     nb, m, k = a.shape
     n = b.shape[2]
@@ -36,16 +65,13 @@ def batched_matmul(a: Any, b: Any) -> Any:
     b = cupy.ascontiguousarray(b)
     handle = cupy.cuda.device.get_cublas_handle()
     half = getattr(runtime, "CUDA_R_16F", 2)
-    mode = cublas.getPointerMode(handle)
-    cublas.setPointerMode(handle, getattr(cublas, "CUBLAS_POINTER_MODE_HOST", 0))
-    try:
-        # row-major C = A B is column-major C^T = B^T A^T: swap the operands, no transposes
-        cublas.gemmStridedBatchedEx(
-            handle, getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_N", 0), n, m, k,
-            _ONE.ctypes.data, b.data.ptr, half, n, k * n, a.data.ptr, half, k, m * k,
-            _ZERO.ctypes.data, c.data.ptr, half, n, m * n, nb,
-            getattr(cublas, "CUBLAS_COMPUTE_32F", 68), getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
-        )
-    finally:
-        cublas.setPointerMode(handle, mode)
+    _host_pointer_mode(cublas, handle)
+    # row-major C = A B is column-major C^T = B^T A^T: swap the operands, no transposes
+    cublas.gemmStridedBatchedEx(
+        handle, getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_N", 0), n, m, k,
+        _ONE.ctypes.data, b.data.ptr, half, n, k * n, a.data.ptr, half, k, m * k,
+        _ZERO.ctypes.data, c.data.ptr, half, n, m * n, nb,
+        getattr(cublas, "CUBLAS_COMPUTE_32F", 68), getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
+    )
+    STATS["gemm_strided_batched"] += 1
     return c

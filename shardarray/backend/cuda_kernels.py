@@ -10,6 +10,12 @@ The sources live in the top-level ``kernels/`` of a source checkout and in
 ``shardarray/kernels/`` of an installed wheel. ``SHARDARRAY_KERNELS=0`` turns
 them off (every op then runs the CuPy array path); a source that fails to
 compile is reported once with a ``RuntimeWarning`` and that op falls back.
+
+Each source is compiled once per GPU, with that GPU current (``supports``
+compiles on every GPU of the mesh's backend, so an MPI process never makes
+a context on a GPU it does not use), and each kernel function is looked up
+once per (GPU, kernel, dtype). Adam keeps float32 moments for float16
+parameters (``moment_dtype``).
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import BackendError, DTypeError
+
 SOURCES = ("softmax", "layer_norm", "gelu", "adam")
 _SUFFIX = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-_MODULES: dict[tuple[str, int], Any] = {}
+_MODULES: dict[tuple[str, int], Any] = {}  # (source, GPU) -> compiled RawModule
+_FUNCTIONS: dict[tuple[int, str, str], Any] = {}  # (GPU, kernel, dtype suffix) -> its function
 _BROKEN: dict[str, str] = {}
 _THREADS = 256
 
@@ -50,14 +59,31 @@ def enabled() -> bool:
     return os.environ.get("SHARDARRAY_KERNELS", "1") != "0"
 
 
-def supports(xp: Any, dtype: Any, name: str) -> bool:
-    """Whether the kernels of ``name`` run for CuPy shards of ``dtype`` here (compiling them once)."""
+def supports(where: Any, dtype: Any, name: str) -> bool:
+    """Whether the kernels of ``kernels/<name>.cu`` run for CuPy shards of ``dtype`` (compiling them once per GPU).
+
+    Args:
+        where: a backend (the kernels are compiled on each of its GPUs, under
+            that GPU's scope) or an array namespace (``cupy``: the current GPU).
+        dtype: the shards' dtype: float16, float32 or float64 have kernels.
+        name: one of ``SOURCES``.
+
+    Example (NumPy shards never take the kernels):
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> supports(mesh.backend, "float32", "softmax"), supports(np, "float32", "softmax")
+        (False, False)
+    """
+    if name not in SOURCES:
+        raise BackendError(f"there is no kernels/{name}.cu; the fused kernels are {list(SOURCES)}")
+    xp = getattr(where, "xp", where)
     if getattr(xp, "__name__", "") != "cupy" or not enabled() or np.dtype(dtype) not in _SUFFIX:
         return False
     if name in _BROKEN:
         return False
+    gpus = getattr(where, "gpus", None)
     try:
-        _module(name)
+        for gpu in sorted(set(gpus)) if gpus else [None]:
+            _module(name, gpu)
     except Exception as e:  # a compile or load failure: fall back to the array path, say so once
         _BROKEN[name] = str(e)
         warnings.warn(f"shardarray: the fused CUDA kernels of kernels/{name}.cu could not be built ({e}); "
@@ -66,20 +92,47 @@ def supports(xp: Any, dtype: Any, name: str) -> bool:
     return True
 
 
-def _module(name: str) -> Any:
+def moment_dtype(dtype: Any) -> np.dtype:
+    """The dtype of Adam's moments m, v for parameters of ``dtype``: float32 for float16, else ``dtype``.
+
+    Example:
+        >>> moment_dtype("float16"), moment_dtype("float64")
+        (dtype('float32'), dtype('float64'))
+    """
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _module(name: str, gpu: int | None = None) -> Any:
+    """``kernels/<name>.cu`` compiled and loaded on ``gpu`` (None: the current GPU), once per GPU."""
     import cupy
 
-    key = (name, cupy.cuda.Device().id)
+    if gpu is None:
+        gpu = cupy.cuda.Device().id
+    key = (name, gpu)
     mod = _MODULES.get(key)
     if mod is None:
-        mod = cupy.RawModule(code=source(name), options=("--std=c++17",))
-        mod.compile()
+        with cupy.cuda.Device(gpu):  # the module (and its context) belongs to this GPU
+            mod = cupy.RawModule(code=source(name), options=("--std=c++17",))
+            mod.compile()
         _MODULES[key] = mod
     return mod
 
 
 def _fn(name: str, kernel: str, dtype: Any) -> Any:
-    return _module(name).get_function(f"{kernel}_{_SUFFIX[np.dtype(dtype)]}")
+    """The function ``<kernel>_<f16|f32|f64>`` of ``kernels/<name>.cu`` on the current GPU (looked up once)."""
+    import cupy
+
+    suffix = _SUFFIX.get(np.dtype(dtype))
+    if suffix is None:
+        raise DTypeError(f"the fused {name} kernel {kernel} has no {np.dtype(dtype)} version; it takes float16, "
+                         f"float32 or float64 arrays: cast with .astype first (or set SHARDARRAY_KERNELS=0)")
+    gpu = cupy.cuda.Device().id
+    key = (gpu, kernel, suffix)
+    fn = _FUNCTIONS.get(key)
+    if fn is None:
+        fn = _FUNCTIONS[key] = _module(name, gpu).get_function(f"{kernel}_{suffix}")
+    return fn
 
 
 def _acc(dtype: Any) -> Any:
@@ -185,9 +238,17 @@ def gelu_grad(xp: Any, g: Any, x: Any) -> Any:
 
 def adam(xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: float, c2: float, eps: float,
          decay: float) -> tuple[Any, Any, Any]:
-    """One Adam step: new ``(p, m, v)`` (see ``kernels/adam.cu``)."""
-    p, g, m, v = _contig(xp, p, xp.broadcast_to(g, p.shape), m, v, dtype=p.dtype)
-    p2, m2, v2 = xp.empty_like(p), xp.empty_like(p), xp.empty_like(p)
+    """One Adam step: new ``(p, m, v)`` (see ``kernels/adam.cu``); ``m``, ``v`` are of ``moment_dtype(p.dtype)``."""
+    fn = _fn("adam", "adam", p.dtype)
+    moments = moment_dtype(p.dtype)
+    for label, s in (("m", m), ("v", v)):
+        if np.dtype(s.dtype) != moments:
+            raise DTypeError(f"Adam's moments m, v of {np.dtype(p.dtype)} parameters are {moments} "
+                             f"(cuda_kernels.moment_dtype); got {np.dtype(s.dtype)} for {label}. Keep the optimizer "
+                             f"state in {moments}")
+    p, g = _contig(xp, p, xp.broadcast_to(g, p.shape), dtype=p.dtype)
+    m, v = _contig(xp, m, v, dtype=moments)
+    p2, m2, v2 = xp.empty_like(p), xp.empty_like(m), xp.empty_like(v)
     args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))
-    _flat_launch(_fn("adam", "adam", p.dtype), p.size, args)
+    _flat_launch(fn, p.size, args)
     return p2, m2, v2

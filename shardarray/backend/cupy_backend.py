@@ -73,15 +73,24 @@ class _Scope:
 
 
 class CupyDevicesBackend(CupyBackend):
-    """One GPU per mesh device: ``sa.Mesh(shape, backend="cupy", devices=[0, 1, 2, 3])``.
+    """Mesh devices placed on GPUs: ``sa.Mesh(shape, backend="cupy", devices=[0, 1, 2, 3])``.
 
     Mesh device ``d``'s shards are allocated and its kernels run on GPU
-    ``gpus[d]``, in order on one stream per GPU (a blocking stream, so host
-    copies on the default stream wait for it). With several GPUs every device
-    owns its own buffers (``per_device``): replicas are not shared across GPUs.
+    ``gpus[d]``, in order on a blocking stream (host copies on the default
+    stream wait for it). Streams: one per GPU (``ranks=False``: every mesh
+    device of one GPU shares it, as the emulated communicator, which mixes
+    their shards, needs), or one per mesh device (``ranks=True``: each device
+    is an NCCL rank, and two ranks of one communicator on one stream would
+    wait on each other forever). With distinct GPUs both are the same. Where
+    the devices are separate ranks or on separate GPUs, each owns its
+    buffers (``per_device``): replicas are not shared between them.
+
+    Args:
+        gpus: the GPU of every mesh device.
+        ranks: one stream and separate buffers per mesh device, even where GPUs repeat.
     """
 
-    def __init__(self, gpus: tuple[int, ...]) -> None:
+    def __init__(self, gpus: tuple[int, ...], ranks: bool = False) -> None:
         super().__init__()
         cupy = self.xp
         count = cupy.cuda.runtime.getDeviceCount()
@@ -92,32 +101,59 @@ class CupyDevicesBackend(CupyBackend):
                 f"(ids 0..{count - 1}); list one GPU id per mesh device"
             )
         self.gpus = gpus
-        self.per_device = len(set(gpus)) > 1
-        self._scopes: dict[int, _Scope] = {}
-        for g in sorted(set(gpus)):
-            with cupy.cuda.Device(g):
-                self._scopes[g] = _Scope(cupy.cuda.Device(g), cupy.cuda.Stream(non_blocking=False))
-        self.device_scope = self._scope
-
-    def _scope(self, device: int) -> _Scope:
-        return self._scopes[self.gpus[device]]
+        self.ranks = ranks or len(set(gpus)) == len(gpus)
+        self.per_device = self.ranks or len(set(gpus)) > 1
+        self._scopes: list[_Scope] = []  # per mesh device
+        self._on_gpu: dict[int, list[_Scope]] = {}  # every distinct scope of a GPU
+        shared: dict[int, _Scope] = {}
+        for g in gpus:
+            scope = None if self.ranks else shared.get(g)
+            if scope is None:
+                with cupy.cuda.Device(g):
+                    scope = _Scope(cupy.cuda.Device(g), cupy.cuda.Stream(non_blocking=False))
+                shared[g] = scope
+                self._on_gpu.setdefault(g, []).append(scope)
+            self._scopes.append(scope)
+        self.device_scope = self._scopes.__getitem__
 
     def stream_ptr(self, device: int) -> int:
-        return int(self._scopes[self.gpus[device]].stream.ptr)
+        return int(self._scopes[device].stream.ptr)
+
+    def copy_between(self, array: Any, src: int, dst: int) -> Any:
+        """A copy of ``array`` (made on device ``src``) on device ``dst``'s GPU, ordered after ``src``'s stream."""
+        if self._scopes[src] is self._scopes[dst]:
+            return array
+        cupy = self.xp
+        with self._scopes[src]:
+            done = cupy.cuda.Event()
+            done.record()
+        with self._scopes[dst]:
+            cupy.cuda.get_current_stream().wait_event(done)
+            return cupy.array(array, copy=True)
+
+    def as_ranks(self) -> CupyDevicesBackend:
+        return self if self.ranks else on_devices(self.gpus, ranks=True)
 
     def to_numpy(self, array: Any) -> np.ndarray:
-        with self._scopes[array.device.id]:
+        scopes = self._on_gpu[array.device.id]
+        for other in scopes[1:]:  # the array may come from any rank's stream on this GPU
+            other.stream.synchronize()
+        with scopes[0]:
             return array.get()  # on this GPU's stream: waits for the work that made it
 
     def __repr__(self) -> str:
-        return f"<backend cupy on GPUs {list(self.gpus)}>"
+        return f"<backend cupy on GPUs {list(self.gpus)}{', a stream per device' if self.ranks else ''}>"
 
 
-_ON_DEVICES: dict[tuple[int, ...], CupyDevicesBackend] = {}
+_ON_DEVICES: dict[tuple[tuple[int, ...], bool], CupyDevicesBackend] = {}
 
 
-def on_devices(gpus: tuple[int, ...]) -> CupyDevicesBackend:
-    """The per-device backend for this GPU list (one per list, so equal meshes share streams)."""
-    if gpus not in _ON_DEVICES:
-        _ON_DEVICES[gpus] = CupyDevicesBackend(gpus)
-    return _ON_DEVICES[gpus]
+def on_devices(gpus: tuple[int, ...], ranks: bool = False) -> CupyDevicesBackend:
+    """The backend for this GPU list (one per list and stream policy, so equal meshes share streams).
+
+    ``ranks=True``: one stream per mesh device even where GPUs repeat (NCCL ranks); see ``CupyDevicesBackend``.
+    """
+    key = (tuple(gpus), bool(ranks) or len(set(gpus)) == len(gpus))
+    if key not in _ON_DEVICES:
+        _ON_DEVICES[key] = CupyDevicesBackend(key[0], ranks=key[1])
+    return _ON_DEVICES[key]

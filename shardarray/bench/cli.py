@@ -13,8 +13,10 @@ import json
 import platform
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
+from ..errors import ShardArrayError
 from ..hardware import PROFILES, get_profile
 from . import matmul as bench_matmul
 from . import plan as bench_plan
@@ -24,14 +26,37 @@ from .workload import ALGORITHMS, Problem, algorithm_of, meshes
 
 
 def parse_mesh(text: str) -> dict[str, int]:
-    """``"row=4,col=4,dep=4"`` -> ``{"row": 4, "col": 4, "dep": 4}``."""
+    """``"row=4,col=4,dep=4"`` -> ``{"row": 4, "col": 4, "dep": 4}`` (sizes >= 1, names unique)."""
     shape: dict[str, int] = {}
     for part in text.split(","):
         name, eq, size = part.partition("=")
-        if not eq or not name or not size.isdigit() or int(size) < 1:
-            raise argparse.ArgumentTypeError(f"--mesh takes axis=size pairs like dep=2,row=2,col=2; got {text!r}")
-        shape[name.strip()] = int(size)
+        name, size = name.strip(), size.strip()
+        if not eq or not name or not size.isdigit() or int(size) < 1 or name in shape:
+            raise argparse.ArgumentTypeError(
+                f"takes unique axis=size pairs with sizes >= 1 like dep=2,row=2,col=2; got {text!r}"
+            )
+        shape[name] = int(size)
     return shape
+
+
+def int_at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``least`` (argparse names the flag in its error).
+
+    Example:
+        >>> int_at_least(1)("4")
+        4
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"takes an integer >= {least}; got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be >= {least}; got {value}")
+        return value
+
+    return parse
 
 
 def parse_algorithms(text: str) -> list[str]:
@@ -58,23 +83,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithms", type=parse_algorithms, default=list(ALGORITHMS),
                    help="comma list of megatron,summa,tesseract (default all)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--devices", type=int, default=None, help="enumerate every legal mesh of P devices (default 4)")
+    where.add_argument("--devices", type=int_at_least(1), default=None,
+                       help="enumerate every legal mesh of P devices (default 4)")
     where.add_argument("--mesh", type=parse_mesh, default=None,
                        help="one mesh: model=P, row=q,col=q or dep=d,row=q,col=q")
     for name in ("m", "k", "n"):
-        p.add_argument(f"--{name}", type=int, default=None, help=f"matmul size {name} (Y[m,n] = X[m,k]·W[k,n])")
-    p.add_argument("--batch", type=int, default=None, help="MLP block: batch size")
-    p.add_argument("--seq", type=int, default=None, help="MLP block: sequence length")
-    p.add_argument("--hidden", type=int, default=None, help="MLP block: hidden size (d_ff = 4·hidden)")
+        p.add_argument(f"--{name}", type=int_at_least(1), default=None,
+                       help=f"matmul size {name} (Y[m,n] = X[m,k]·W[k,n])")
+    p.add_argument("--batch", type=int_at_least(1), default=None, help="MLP block: batch size")
+    p.add_argument("--seq", type=int_at_least(1), default=None, help="MLP block: sequence length")
+    p.add_argument("--hidden", type=int_at_least(1), default=None, help="MLP block: hidden size (d_ff = 4·hidden)")
     p.add_argument("--dtype", default="float32", choices=("float16", "float32", "float64"))
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES),
                    help="profile for modeled_time_s (default a100: the Tesseract paper's 4-GPU nodes)")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per row (median), after one warm-up")
+    p.add_argument("--repeat", type=int_at_least(1), default=3, help="timed runs per row (median), after one warm-up")
     p.add_argument("--no-single", action="store_true", help="skip the single-device xp.matmul reference")
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--plot", default="", help="write a PNG bar chart of the times to this file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
-    bench_plan.add_parser(sub, parse_mesh)
+    p.set_defaults(subparser=p)
+    bench_plan.add_parser(sub, parse_mesh, int_at_least)
     return parser
 
 
@@ -112,6 +140,7 @@ def sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tup
 def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
     problem = problem_of(args, parser)
     plan = sweep(args, parser)
+    device = device_name(args.backend)  # --backend cupy without CuPy fails here, before any work
     hw = get_profile(args.hardware)
     if args.quiet:
         out = bench_matmul.run(problem, plan, args.backend, hw, args.repeat, baseline=not args.no_single)
@@ -127,7 +156,7 @@ def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dic
         "benchmark": "matmul",
         "problem": {"kind": problem.kind, **problem.sizes, "dtype": problem.dtype, "what": problem.describe()},
         "backend": args.backend,
-        "device": device_name(args.backend),
+        "device": device,
         "hardware": {"name": hw.name, "description": hw.description},
         "python": platform.python_version(),
         **out,
@@ -141,8 +170,11 @@ def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dic
 
 def write_json(result: dict[str, Any], path: str) -> None:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(result, indent=1))
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps(result, indent=1))
+        except OSError as e:
+            raise OSError(f"cannot write --json {path!r}: {e.strerror or e}") from None
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
@@ -150,12 +182,21 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = {"matmul": cmd_matmul, "plan": bench_plan.cmd_plan}[args.command]  # argparse refuses others
-    result = command(args, parser)
+    result = command(args, args.subparser)  # its errors name the subcommand: "shardarray-bench matmul: error"
     write_json(result, args.json)
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``shardarray-bench`` console script: exit status 0 on success."""
-    run(sys.argv[1:] if argv is None else argv)
+    """The ``shardarray-bench`` console script: exit status 0 on success.
+
+    Bad arguments exit with argparse's status 2; a missing extra (CuPy for
+    ``--backend cupy``, matplotlib for ``--plot``), a shardarray error or a
+    file that cannot be written print one line and exit with status 1.
+    """
+    try:
+        run(sys.argv[1:] if argv is None else argv)
+    except (ImportError, ShardArrayError, OSError) as e:
+        print(f"shardarray-bench: error: {e}", file=sys.stderr)
+        return 1
     return 0

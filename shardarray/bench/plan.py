@@ -24,7 +24,7 @@ def parse_bytes(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def add_parser(sub: Any, parse_mesh: Any) -> None:
+def add_parser(sub: Any, parse_mesh: Any, int_at_least: Any) -> None:
     p = sub.add_parser(
         "plan",
         help="search the reference transformer's layout rules on a mesh (the planner)",
@@ -36,15 +36,17 @@ def add_parser(sub: Any, parse_mesh: Any) -> None:
                                 ("--heads", 16, "attention heads"), ("--d-kv", 64, "width per head"),
                                 ("--d-ff", 4096, "MLP hidden width"), ("--layers", 6, "transformer blocks"),
                                 ("--seq", 256, "sequence length"), ("--batch", 64, "sequences per step")):
-        p.add_argument(flag, type=int, default=default, help=f"{what} (default {default})")
+        least = 0 if flag == "--layers" else 1
+        p.add_argument(flag, type=int_at_least(least), default=default, help=f"{what} (default {default})")
     p.add_argument("--mesh", type=parse_mesh, default={"rows": 2, "cols": 4},
                    help="the mesh, major axis first, e.g. rows=16,cols=32 (default rows=2,cols=4)")
     p.add_argument("--memory", type=parse_bytes, default=None, help="memory limit per device, e.g. 16GiB")
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES), help="hardware profile (default a100)")
     p.add_argument("--dtype", default="float32", choices=("float16", "float32"), help="parameter dtype")
-    p.add_argument("--top", type=int, default=5, help="how many layouts to print (default 5)")
+    p.add_argument("--top", type=int_at_least(1), default=5, help="how many layouts to print (default 5)")
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
+    p.set_defaults(subparser=p)
 
 
 def _row(plan: Plan, limit: float | None) -> dict[str, Any]:
@@ -55,8 +57,6 @@ def _row(plan: Plan, limit: float | None) -> dict[str, Any]:
 
 
 def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
-    if args.top < 1:
-        parser.error(f"--top must be >= 1; got {args.top}")
     try:
         cfg = TransformerConfig(vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv,
                                 d_ff=args.d_ff, n_layers=args.layers, seq_len=args.seq)

@@ -2,6 +2,12 @@
 
 from .base import Communicator
 from .emulated import EmulatedCommunicator
+from .launch import launched_processes
 from .log import CommLog, CommRecord, comm_log, wire_bytes
+
+if launched_processes() > 1:  # under mpiexec/srun: a failing or exiting process ends the job (no MPI import here)
+    from .spmd import install_hooks
+
+    install_hooks()
 
 __all__ = ["Communicator", "EmulatedCommunicator", "CommLog", "CommRecord", "comm_log", "wire_bytes"]

@@ -9,7 +9,7 @@ first axis major. Every call appends one record to the active comm logs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,6 +52,22 @@ class Communicator(ABC):
         for rep, _ in self.mesh.replica_classes(used_axes):
             out[slices[rep]] = backend.to_numpy(shards[rep])
         return out
+
+    def check_spmd(self, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
+        """Check that every process of an SPMD job makes the same array here (a no-op in one process).
+
+        Under ``comm="mpi"`` with ``SHARDARRAY_CHECK_SPMD=1`` the processes
+        compare ``what``, the dim sizes and the dtype, and each raises
+        ``CommError`` naming which processes differ; creation functions call
+        it so that arrays of different global sizes are caught where they are
+        made, not at a later collective (or never, when only partial sums of
+        the same shape meet).
+
+        Example:
+            >>> mesh = sa.Mesh({"row": 2, "col": 2})
+            >>> mesh.comm.check_spmd("asarray", {"batch": 8}, "float32")   # one process: nothing to compare
+        """
+        return None
 
     def host_reduce(self, value: float, op: str) -> float:
         """A Python number reduced over every process of the job (itself on an emulated mesh)."""

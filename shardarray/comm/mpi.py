@@ -10,8 +10,11 @@ emulated mesh. Data moves with buffer-based calls (``Allreduce``,
 contiguous NumPy buffers; only small shape tuples travel pickled. float16 is
 reduced in float32 (MPI has no half-precision sum).
 
-An uncaught exception on any rank aborts the whole job (``MPI.COMM_WORLD.Abort``)
-instead of leaving the other ranks waiting in a collective.
+No process hangs when another fails: an uncaught exception on any rank aborts
+the whole job (``MPI.COMM_WORLD.Abort``), a rank that exits while others wait
+for it ends the job, and ``SHARDARRAY_CHECK_SPMD=1`` compares every
+collective's op, axes, dtype and block shapes over the job (``comm.spmd``).
+Converting a replicated array (``float(loss)``) needs no communication.
 
 Shards must be NumPy arrays (``backend="numpy"``); GPU shards across processes
 go through NCCL (``NcclCommunicator``).
@@ -19,16 +22,18 @@ go through NCCL (``NcclCommunicator``).
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from ..errors import BackendError, MeshError
+from ..errors import BackendError, CommError, MeshError
 from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
+from .spmd import check_enabled, enter, start_watchdog
 
 
 def _mpi() -> Any:
@@ -42,30 +47,30 @@ def _mpi() -> Any:
     return MPI
 
 
-_HOOKED = False
+def contiguous(x: Any, dtype: Any = None) -> np.ndarray:
+    """``x`` as a C-contiguous NumPy array of the same shape (``np.ascontiguousarray`` makes 0-d arrays 1-d)."""
+    return np.asarray(x, dtype=dtype, order="C")
 
 
-def _abort_on_uncaught_exception(MPI: Any) -> None:
-    """Make an uncaught exception on one rank end the job instead of hanging the others."""
-    global _HOOKED
-    if _HOOKED:
-        return
-    previous = sys.excepthook
-
-    def hook(kind: Any, value: Any, tb: Any) -> None:
-        previous(kind, value, tb)
-        sys.stderr.flush()
-        MPI.COMM_WORLD.Abort(1)
-
-    sys.excepthook = hook
-    _HOOKED = True
+def _whole(sl: tuple[slice, ...], shape: tuple[int, ...]) -> bool:
+    return all(len(range(*s.indices(n))) == n for s, n in zip(sl, shape))
 
 
 def gather_blocks(
     world: Any, local: np.ndarray, slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any
 ) -> np.ndarray:
-    """The global array on every rank from each rank's block (``slices[rank]``), with one Allgatherv."""
-    local = np.ascontiguousarray(local, dtype=dtype)
+    """The global array on every rank from each rank's block (``slices[rank]``), with one Allgatherv.
+
+    When every block is the whole array (a replicated array) this is the
+    local block and no communication: every process, or only some, may call it.
+    Otherwise it is a collective over the whole job, which first checks that
+    every process converts an array of the same global shape and dtype.
+    """
+    dtype = np.dtype(dtype)
+    if all(_whole(sl, shape) for sl in slices):
+        return np.array(local, dtype=dtype, copy=True).reshape(shape)
+    local = contiguous(local, dtype=dtype)
+    enter(world, "numpy", (), local, whole=tuple(shape), check=True)
     counts = [int(np.prod([len(range(*s.indices(n))) for s, n in zip(sl, shape)])) for sl in slices]
     flat = np.empty(sum(counts), dtype=dtype)
     world.Allgatherv(local.reshape(-1).view(np.uint8), [flat.view(np.uint8), [c * flat.itemsize for c in counts]])
@@ -80,24 +85,46 @@ def gather_blocks(
 def mpi_world(mesh: Any) -> Any:
     """``MPI.COMM_WORLD`` after checking that the job has one process per mesh device.
 
-    Also makes an uncaught exception on any rank abort the whole job.
+    Also makes an uncaught exception on any rank, or a rank that exits while
+    others wait for it, end the whole job (see ``comm.spmd``).
     """
     MPI = _mpi()
     world = MPI.COMM_WORLD
+    start_watchdog(world)
     if world.Get_size() != mesh.size:
         raise MeshError(
             f"a mesh with comm='mpi' needs one process per device: mesh {mesh.shape} has {mesh.size} devices but "
             f"the job has {world.Get_size()} process(es); run it as mpiexec -n {mesh.size} python <script>"
         )
-    _abort_on_uncaught_exception(MPI)
     return world
 
 
-def log_spmd(world: Any, op: str, axes: tuple[str, ...], n: int, local: Any) -> None:
-    """Record one collective of an SPMD job: the largest buffer over every process (the critical path)."""
-    if n > 1 and _ACTIVE:
-        size = int(world.allreduce(int(local.size), op=_mpi().MAX))
-        record(op, axes, n, size, local.dtype.itemsize, str(local.dtype))
+def log_spmd(
+    world: Any, op: str, axes: tuple[str, ...], n: int, local: Any, *, group: Sequence[int] | None = None,
+    dim: int | None = None,
+) -> None:
+    """Enter one collective of an SPMD job and record it: the largest buffer over every process.
+
+    Entering counts it (so a process that exits without joining it ends the
+    job instead of hanging it) and, with ``SHARDARRAY_CHECK_SPMD=1``, compares
+    its signature over the job; ``group`` (this process's group, by rank) and
+    ``dim`` (the array axis along which the members' blocks may differ)
+    sharpen that check (see ``comm.spmd.enter``).
+    """
+    if n > 1:
+        enter(world, op, axes, local, group=group, dim=dim)
+        if _ACTIVE:
+            size = int(world.allreduce(int(local.size), op=_mpi().MAX))
+            record(op, axes, n, size, local.dtype.itemsize, str(local.dtype))
+
+
+def check_array(world: Any, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
+    """With ``SHARDARRAY_CHECK_SPMD=1``: every process makes an array of these dims, sizes and dtype, or each
+    raises ``CommError`` naming who differs (see ``Communicator.check_spmd``); else nothing."""
+    if check_enabled():
+        dims = tuple(sizes)
+        enter(world, f"{what} of dims {dims}", (), SimpleNamespace(dtype=np.dtype(dtype)),
+              whole=tuple(int(sizes[d]) for d in dims), check=True)
 
 
 def reduce_op(op: str) -> Any:
@@ -131,17 +158,44 @@ class MpiCommunicator(Communicator):
             for color, group in enumerate(self.mesh.groups(axes)):
                 if self.rank in group:
                     pos = group.index(self.rank)
-                    found = (self.world.Split(color, pos), pos)
+                    sub = self.world.Split(color, pos)
+                    sub.Set_errhandler(_mpi().ERRORS_RETURN)  # MPI errors raise (then CommError), not abort silently
+                    found = (sub, pos)
                     break
             self._subs[axes] = found
         return found  # type: ignore[return-value]
 
     _op = staticmethod(reduce_op)
 
-    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
+    def _group(self, axes: tuple[str, ...]) -> tuple[int, ...]:
+        return next(g for g in self.mesh.groups(axes) if self.rank in g)
+
+    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None,
+             dim: int | None = None) -> int:
         n = self.mesh.axes_size(axes)
-        log_spmd(self.world, op, axes, n, shards[self.rank])
+        group = self._group(axes) if n > 1 else None
+        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim)
         return n
+
+    @contextmanager
+    def _calling(self, op: str, axes: tuple[str, ...], x: np.ndarray) -> Iterator[None]:
+        """Turn an MPI error (e.g. "Message truncated": the processes' buffers differ) into a ``CommError``."""
+        try:
+            yield
+        except _mpi().Exception as e:
+            raise CommError(
+                f"MPI {op} over axes {axes} of mesh {self.mesh} failed on process {self.rank} with a {x.dtype} "
+                f"block of shape {x.shape}: {e}. The processes probably disagree on the op or the array sizes; "
+                f"run with SHARDARRAY_CHECK_SPMD=1 to compare them before every collective"
+            ) from e
+
+    def _mismatch(self, op: str, axes: tuple[str, ...], shapes: Sequence[Any], what: str) -> CommError:
+        group = self._group(axes)
+        listed = "; ".join(f"process {d}: {s}" for d, s in zip(group, shapes))
+        return CommError(
+            f"SPMD mismatch in {op} over axes {axes} of mesh {self.mesh}: the blocks of group {group} differ {what} "
+            f"({listed}). Every process must build its arrays with the same global sizes and dtypes"
+        )
 
     def _out(self, value: Any) -> list[Any]:
         out: list[Any] = [None] * self.mesh.size
@@ -150,16 +204,22 @@ class MpiCommunicator(Communicator):
 
     @staticmethod
     def _wide(x: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(x, dtype=np.float32 if x.dtype == np.float16 else x.dtype)
+        return contiguous(x, dtype=np.float32 if x.dtype == np.float16 else x.dtype)
 
     # ------------------------------------------------------------ collectives
+    def check_spmd(self, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
+        check_array(self.world, what, sizes, dtype)
+
     def host_reduce(self, value: float, op: str) -> float:
+        enter(self.world, f"host_reduce({op})", (), np.asarray(value))
         return self.world.allreduce(value, op=self._op(op))
 
     def assemble(
         self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
         used_axes: Any,
     ) -> np.ndarray:
+        """The global value: this process's shard when the array is replicated (no communication), else
+        a collective over the whole job (see ``gather_blocks``)."""
         return gather_blocks(self.world, shards[self.rank], slices, shape, dtype)
 
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
@@ -170,21 +230,27 @@ class MpiCommunicator(Communicator):
         x = shards[self.rank]
         send = self._wide(x)
         recv = np.empty_like(send)
-        sub.Allreduce(send, recv, op=self._op(op))
+        with self._calling("allreduce", axes, x):
+            sub.Allreduce(send, recv, op=self._op(op))
         return self._out(recv.astype(x.dtype, copy=False))
 
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
-        n = self._log("allgather", axes, shards)
+        n = self._log("allgather", axes, shards, dim=dim)
         if n == 1:
             return list(shards)
         sub, _ = self._sub(axes)
         x = shards[self.rank]
-        front = np.ascontiguousarray(np.moveaxis(x, dim, 0))
-        lengths = sub.allgather(front.shape[0])
+        front = contiguous(np.moveaxis(x, dim, 0))
+        shapes = sub.allgather((front.shape, x.dtype.str))
+        if len({(s[1:], t) for s, t in shapes}) > 1:
+            raise self._mismatch("allgather", axes, [(s[1:dim + 1] + s[:1] + s[dim + 1:], np.dtype(t).name)
+                                                     for s, t in shapes], f"beyond dim {dim}")
+        lengths = [s[0] for s, _ in shapes]
         rest = int(np.prod(front.shape[1:]))
         recv = np.empty((sum(lengths),) + front.shape[1:], dtype=x.dtype)
-        sub.Allgatherv(front.view(np.uint8).reshape(-1),
-                       [recv.view(np.uint8).reshape(-1), [n_ * rest * x.itemsize for n_ in lengths]])
+        with self._calling("allgather", axes, x):
+            sub.Allgatherv(front.view(np.uint8).reshape(-1),
+                           [recv.view(np.uint8).reshape(-1), [n_ * rest * x.itemsize for n_ in lengths]])
         return self._out(np.moveaxis(recv, 0, dim))
 
     def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
@@ -198,26 +264,32 @@ class MpiCommunicator(Communicator):
         size, rest = front.shape[0], int(np.prod(front.shape[1:]))
         bounds = [group_chunk(0, size, radix, i) for i in range(n)]
         recv = np.empty((bounds[pos][1] - bounds[pos][0],) + front.shape[1:], dtype=front.dtype)
-        sub.Reduce_scatter(front.reshape(-1), recv.reshape(-1), [(hi - lo) * rest for lo, hi in bounds],
-                           op=self._op(op))
+        with self._calling("reduce_scatter", axes, x):
+            sub.Reduce_scatter(front.reshape(-1), recv.reshape(-1), [(hi - lo) * rest for lo, hi in bounds],
+                               op=self._op(op))
         return self._out(np.moveaxis(recv.astype(x.dtype, copy=False), 0, dim))
 
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
-        n = self._log("alltoall", axes, shards)
+        n = self._log("alltoall", axes, shards, dim=concat_dim)
         if n == 1:
             return list(shards)
         sub, _ = self._sub(axes)
         x = shards[self.rank]
         radix = [self.mesh.axis_size(a) for a in axes]
-        pieces = [np.ascontiguousarray(x[(slice(None),) * split_dim + (slice(*group_chunk(0, x.shape[split_dim],
+        pieces = [contiguous(x[(slice(None),) * split_dim + (slice(*group_chunk(0, x.shape[split_dim],
                   radix, i)),)]) for i in range(n)]
-        shapes = sub.alltoall([p.shape for p in pieces])
+        shapes = sub.alltoall([(p.shape, x.dtype.str) for p in pieces])
+        if len({(s[:concat_dim] + s[concat_dim + 1:], t) for s, t in shapes}) > 1:
+            raise self._mismatch("alltoall", axes, [(s, np.dtype(t).name) for s, t in shapes],
+                                 f"beyond dim {concat_dim}")
+        shapes = [s for s, _ in shapes]
         send = np.concatenate([p.reshape(-1) for p in pieces]) if pieces else np.empty(0, x.dtype)
         recv_counts = [int(np.prod(s)) for s in shapes]
         recv = np.empty(sum(recv_counts), dtype=x.dtype)
         send_bytes = [p.size * x.itemsize for p in pieces]
         recv_bytes = [c * x.itemsize for c in recv_counts]
-        sub.Alltoallv([send.view(np.uint8), send_bytes], [recv.view(np.uint8), recv_bytes])
+        with self._calling("alltoall", axes, x):
+            sub.Alltoallv([send.view(np.uint8), send_bytes], [recv.view(np.uint8), recv_bytes])
         parts, start = [], 0
         for s, c in zip(shapes, recv_counts):
             parts.append(recv[start:start + c].reshape(s))
@@ -233,8 +305,9 @@ class MpiCommunicator(Communicator):
         sub, pos = self._sub(axes)
         x = shards[self.rank]
         shape, dtype = sub.bcast((x.shape, x.dtype.str) if pos == root else None, root=root)
-        buf = np.ascontiguousarray(x) if pos == root else np.empty(shape, dtype=np.dtype(dtype))
-        sub.Bcast(buf.view(np.uint8).reshape(-1), root=root)
+        buf = contiguous(x) if pos == root else np.empty(shape, dtype=np.dtype(dtype))
+        with self._calling("broadcast", axes, x):
+            sub.Bcast(buf.view(np.uint8).reshape(-1), root=root)
         return self._out(buf)
 
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
@@ -247,5 +320,6 @@ class MpiCommunicator(Communicator):
         x = shards[self.rank]
         send = self._wide(x)
         recv = np.empty_like(send) if pos == root else None
-        sub.Reduce(send, recv, op=self._op(op), root=root)
+        with self._calling("reduce", axes, x):
+            sub.Reduce(send, recv, op=self._op(op), root=root)
         return self._out(recv.astype(x.dtype, copy=False) if pos == root else x)

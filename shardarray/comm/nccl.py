@@ -12,25 +12,42 @@ Two ways to run it:
   broadcasts it, then every member joins with ``NcclCommunicator(n, id, position)``.
 
 Members are ranked by their position along the axes, so ``root`` means the
-same member as on an emulated mesh. Calls are ordered on each GPU's stream
-(``backend.stream_ptr``). CuPy's NCCL has no alltoall: it is grouped
-send/recv. Uneven blocks (ceil-chunked layouts) use grouped broadcasts for
-allgather and a padded reduce-scatter. bool travels as uint8 (a sum is a
-max, i.e. a logical or, as on the emulated mesh). Empty buffers are not sent
-(every member knows every size, so all skip together).
+same member as on an emulated mesh. Calls are ordered on each mesh device's
+stream (``backend.stream_ptr``); driving several ranks from one process needs
+a backend whose every mesh device owns its buffers and its stream, even where
+two devices share a GPU (two ranks of one communicator on one stream wait on
+each other forever), so the communicator asks for ``backend.as_ranks()``.
+CuPy's NCCL has no alltoall: it is grouped send/recv. Uneven blocks
+(ceil-chunked layouts) use grouped broadcasts for allgather and a padded
+reduce-scatter. bool travels as uint8 (a sum is a max, i.e. a logical or, as
+on the emulated mesh); complex64/complex128 travel as float32/float64
+(real, imag) pairs (a sum is the sum of both parts; max and min of complex
+numbers are refused). Empty buffers are not sent (every member knows every
+size, so all skip together).
 
-NCCL errors become ``sa.CommError`` naming the collective, the axes and the mesh.
+Nothing is posted before every argument is known good: dtypes, reductions
+and, where this process sees them, the buffers of every member of each
+group (one process: always; SPMD: the shapes exchanged for allgather,
+alltoall and broadcast) are checked first, and every address, count and
+stream is computed before ``groupStart``. A call that still fails inside a
+group ends the group, aborts that axis group's communicators (launched
+calls would otherwise wait forever for the missing one), drops them from
+the cache (the next collective makes new ones) and raises ``sa.CommError``
+naming the collective, the axes and the mesh. Under SPMD only this
+process's communicator is aborted: the peers are not told (as with NCCL
+itself), so the uncaught CommError must end the job (mpiexec then stops
+every process).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import CommError, DTypeError, ShardArrayError
+from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
 from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
 
@@ -38,8 +55,10 @@ from .base import REDUCE_OPS, Communicator
 DTYPES = {
     "int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32", "uint32": "NCCL_UINT32",
     "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32",
-    "float64": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16", "bool": "NCCL_UINT8",
+    "float64": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16",
 }
+#: dtypes NCCL has no type for -> (the dtype they travel as, elements per value)
+WIRE = {"bool": ("uint8", 1), "complex64": ("float32", 2), "complex128": ("float64", 2)}
 _OPS = {"sum": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 
 
@@ -55,6 +74,18 @@ def import_nccl() -> Any:
     return nccl
 
 
+def wire(dtype: Any) -> tuple[np.dtype, int]:
+    """``(the dtype a buffer of dtype travels as, elements per value)``: bool as uint8, complex as float pairs.
+
+    Example:
+        >>> wire("complex64"), wire("bool"), wire("float16")
+        ((dtype('float32'), 2), (dtype('uint8'), 1), (dtype('float16'), 1))
+    """
+    dtype = np.dtype(dtype)
+    name, per = WIRE.get(dtype.name, (dtype.name, 1))
+    return np.dtype(name), per
+
+
 @dataclass
 class _Member:
     """One local device's place in one axis group."""
@@ -63,6 +94,19 @@ class _Member:
     pos: int  # its rank in the group
     group: tuple[int, ...]  # the mesh devices of the group, in rank order
     sub: Any = None  # the group's MPI communicator (SPMD only), for sizes
+
+
+class _Call(NamedTuple):
+    """One NCCL call, every argument computed: posted between groupStart and groupEnd as ``fn(*args)``.
+
+    ``keep`` holds the buffers behind the raw addresses in ``args``: NCCL
+    enqueues grouped calls at ``groupEnd``, so they must outlive the loop
+    that made them (a freed temporary's memory could be handed out again).
+    """
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    keep: tuple[Any, ...]
 
 
 class NcclCommunicator(Communicator):
@@ -80,19 +124,25 @@ class NcclCommunicator(Communicator):
         self.world = world
         self.rank = world.Get_rank() if world is not None else 0
         self._members: dict[tuple[str, ...], dict[int, _Member]] = {}
+        if world is None:  # every mesh device is a rank of this process: its own buffers and stream
+            mesh.backend = mesh.backend.as_ranks()
 
     # ---------------------------------------------------------------- set-up
     @property
     def _local(self) -> tuple[int, ...]:
         return self.mesh.local_devices if self.world is not None else tuple(range(self.mesh.size))
 
-    def _fail(self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, error: Exception) -> CommError:
+    def _fail(self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, error: Exception,
+              aborted: bool = False) -> CommError:
         gpus = self.mesh.backend.gpus
         where = f" (devices {list(group)} on GPUs {[gpus[d] for d in group]})" if group and gpus else ""
         hint = ""
-        if gpus and group and len({gpus[d] for d in group}) < len(group):
-            hint = (". Several ranks on one GPU need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; "
-                    "otherwise put every shard on one GPU (the emulated communicator) or one shard per GPU")
+        if aborted:
+            hint += (f"; the NCCL communicators of axes {axes} were aborted (calls already launched would wait "
+                     f"forever) and the next collective makes new ones")
+        if gpus and len(set(gpus[d] for d in (group or range(len(gpus))))) < len(group or gpus):
+            hint += (". Several ranks on one GPU need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; "
+                     "otherwise put every shard on one GPU (the emulated communicator) or one shard per GPU")
         return CommError(f"NCCL {what} over mesh axes {axes} of {self.mesh}{where} failed: {error}{hint}")
 
     def _guard(self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, fn: Callable[[], Any]) -> Any:
@@ -134,44 +184,104 @@ class NcclCommunicator(Communicator):
         self._members[axes] = found
         return found
 
-    def _grouped(self, what: str, axes: tuple[str, ...], calls: list[Callable[[], Any]]) -> None:
-        """Issue ``calls`` (one or more per local device) inside one groupStart/groupEnd."""
+    def _abort(self, axes: tuple[str, ...]) -> None:
+        """Abort and forget the communicators of ``axes`` (their pending calls end instead of waiting forever)."""
+        for m in self._members.pop(axes, {}).values():
+            try:
+                m.comm.abort()
+            except Exception:  # already broken: nothing more to stop
+                pass
+
+    def _grouped(self, what: str, axes: tuple[str, ...], calls: list[_Call]) -> None:
+        """Post ``calls`` (every argument already computed) between one groupStart and groupEnd.
+
+        A call that fails still ends the group, then the axis group's
+        communicators are aborted and dropped: NCCL would otherwise launch the
+        calls posted before it, and they would wait forever for the missing one.
+        """
         if not calls:
             return
-
-        def run() -> None:
-            self.lib.groupStart()
+        self._guard(what, axes, None, self.lib.groupStart)
+        try:
+            for call in calls:
+                call.fn(*call.args)
+        except Exception as e:
             try:
-                for call in calls:
-                    call()
-            finally:
                 self.lib.groupEnd()
+            finally:
+                self._abort(axes)
+            raise self._fail(what, axes, None, e, aborted=True) from e
+        try:
+            self.lib.groupEnd()
+        except Exception as e:
+            self._abort(axes)
+            raise self._fail(what, axes, None, e, aborted=True) from e
 
-        self._guard(what, axes, None, run)
-
-    # ---------------------------------------------------------------- buffers
+    # ---------------------------------------------------------------- checks
     def _type(self, dtype: Any, what: str) -> int:
-        name = np.dtype(dtype).name
-        const = DTYPES.get(name)
+        dtype = np.dtype(dtype)
+        const = DTYPES.get(wire(dtype)[0].name)
         if const is None or not hasattr(self.lib, const):
-            known = sorted(k for k, v in DTYPES.items() if hasattr(self.lib, v))
-            raise DTypeError(f"NCCL {what} cannot move dtype {name}; NCCL here moves {known}. Cast with .astype first")
+            known = sorted(k for k in (*DTYPES, *WIRE) if hasattr(self.lib, DTYPES[WIRE.get(k, (k,))[0]]))
+            raise DTypeError(f"NCCL {what} cannot move dtype {dtype}; NCCL here moves {known}. Cast with .astype first")
         return getattr(self.lib, const)
 
-    def _op(self, op: str, dtype: Any) -> int:
+    def _op(self, op: str, dtype: Any, what: str) -> int:
         if op not in _OPS:
             raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
-        if np.dtype(dtype) == np.bool_ and op == "sum":
+        dtype = np.dtype(dtype)
+        if dtype.kind == "c" and op != "sum":
+            raise DTypeError(f"NCCL {what}: the {op} of {dtype} buffers is not defined (complex numbers are not "
+                             f"ordered); reduce abs(x) or x.real instead, or use op='sum'")
+        if dtype == np.bool_ and op == "sum":
             op = "max"  # a sum of booleans is a logical or
         return getattr(self.lib, _OPS[op])
 
-    def _wire(self, x: Any) -> Any:
-        """A contiguous buffer NCCL can read (bool as uint8)."""
+    def _check(self, what: str, axes: tuple[str, ...], shards: Sequence[Any], free: Sequence[int] = (),
+               op: str | None = None) -> tuple[int, int | None]:
+        """Refuse what NCCL cannot do, before any call: ``(type constant, reduction constant or None)``.
+
+        Every member of a group this process sees must pass the same dtype,
+        and (except along the array axes ``free``) the same shape; with a
+        broadcast (``free`` = None) only the dtypes must agree.
+        """
+        local = [d for d in self._local if shards[d] is not None]
+        dtype = np.dtype(shards[local[0]].dtype)
+        dt = self._type(dtype, what)
+        red = self._op(op, dtype, what) if op is not None else None
+        if self.world is not None:
+            return dt, red
+        for group in self.mesh.groups(axes):
+            dtypes = [np.dtype(shards[d].dtype) for d in group]
+            if len(set(dtypes)) > 1:
+                raise DTypeError(
+                    f"NCCL {what} over mesh axes {axes}: the buffers of devices {list(group)} have dtypes "
+                    f"{[str(t) for t in dtypes]}; every member of a group must pass one dtype: cast with .astype first"
+                )
+            shapes = [tuple(np.shape(shards[d])) for d in group]
+            if free is None:
+                continue
+            keep = [tuple(n for i, n in enumerate(s) if i not in free) for s in shapes]
+            if len({len(s) for s in shapes}) > 1 or len(set(keep)) > 1:
+                along = f" except along array axes {list(free)}" if free else ""
+                raise DimensionError(
+                    f"NCCL {what} over mesh axes {axes}: the buffers of devices {list(group)} have shapes {shapes}; "
+                    f"every member of a group must pass the same shape{along}. Pass the blocks of one array laid "
+                    f"out on the mesh (their shapes agree), or reshape/pad the odd one"
+                )
+        return dt, red
+
+    # ---------------------------------------------------------------- buffers
+    def _contig(self, x: Any) -> Any:
+        """``x`` as a contiguous array (NumPy reductions may give scalars)."""
         xp = self.mesh.backend.xp
-        x = xp.asarray(x)  # NumPy reductions may give scalars
-        if not x.flags.c_contiguous:
-            x = xp.ascontiguousarray(x).reshape(x.shape)
-        return x.view(np.uint8) if x.dtype == np.bool_ else x
+        x = xp.asarray(x)
+        return x if x.flags.c_contiguous else xp.ascontiguousarray(x).reshape(x.shape)
+
+    @staticmethod
+    def _count(x: Any) -> int:
+        """How many wire elements ``x`` is (complex: two per value)."""
+        return int(x.size) * wire(x.dtype)[1]
 
     def _ptr(self, x: Any) -> int:
         return self.mesh.backend.pointer(x)
@@ -179,11 +289,22 @@ class NcclCommunicator(Communicator):
     def _stream(self, d: int) -> int:
         return self.mesh.backend.stream_ptr(d)
 
-    def _shapes(self, m: _Member, shards: Sequence[Any], d: int) -> list[tuple[int, ...]]:
-        """The shard shapes of every member of ``d``'s group."""
+    def _shapes(self, m: _Member, shards: Sequence[Any], d: int, what: str, axes: tuple[str, ...],
+                free: Sequence[int] | None) -> list[tuple[int, ...]]:
+        """The shard shapes of every member of ``d``'s group (SPMD: exchanged, then checked on every member)."""
         if m.sub is None:
             return [tuple(shards[e].shape) for e in m.group]
-        return [tuple(s) for s in m.sub.allgather(tuple(shards[d].shape))]
+        seen = m.sub.allgather((tuple(shards[d].shape), np.dtype(shards[d].dtype).str))
+        shapes, dtypes = [tuple(s) for s, _ in seen], [np.dtype(t) for _, t in seen]
+        if len(set(dtypes)) > 1:
+            raise DTypeError(f"NCCL {what} over mesh axes {axes}: the processes of group {list(m.group)} pass dtypes "
+                             f"{[str(t) for t in dtypes]}; pass one dtype on every process (cast with .astype)")
+        if free is not None:
+            keep = {tuple(n for i, n in enumerate(s) if i not in free) for s in shapes}
+            if len(keep) > 1 or len({len(s) for s in shapes}) > 1:
+                raise DimensionError(f"NCCL {what} over mesh axes {axes}: the processes of group {list(m.group)} "
+                                     f"pass shapes {shapes}; they must agree except along array axes {list(free)}")
+        return shapes
 
     def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
         if self.world is None:
@@ -222,17 +343,17 @@ class NcclCommunicator(Communicator):
         n = self._log("allreduce", axes, shards)
         if n == 1:
             return list(shards)
+        dt, red = self._check("allreduce", axes, shards, op=op)
+        xp = self.mesh.backend.xp
         out, calls = list(shards), []
         for d, m in self.members(axes).items():
-            x = shards[d]
-            dt, red = self._type(x.dtype, "allreduce"), self._op(op, x.dtype)
             with self.mesh.backend.scope(d):
-                send = self._wire(x)
-                recv = self.mesh.backend.xp.empty_like(send)
-            out[d] = recv.view(x.dtype)
+                send = self._contig(shards[d])
+                recv = xp.empty_like(send)
+            out[d] = recv
             if send.size:
-                calls.append(lambda c=m.comm, s=send, r=recv, d=d: c.allReduce(
-                    self._ptr(s), self._ptr(r), s.size, dt, red, self._stream(d)))
+                calls.append(_Call(m.comm.allReduce, (self._ptr(send), self._ptr(recv), self._count(send), dt, red,
+                                                      self._stream(d)), (send, recv)))
         self._grouped("allreduce", axes, calls)
         return out
 
@@ -240,29 +361,29 @@ class NcclCommunicator(Communicator):
         n = self._log("allgather", axes, shards)
         if n == 1:
             return list(shards)
+        dt, _ = self._check("allgather", axes, shards, free=(dim,))
         xp = self.mesh.backend.xp
         out, calls = list(shards), []
         for d, m in self.members(axes).items():
             x = shards[d]
-            dt = self._type(x.dtype, "allgather")
-            lengths = [s[dim] for s in self._shapes(m, shards, d)]
+            lengths = [s[dim] for s in self._shapes(m, shards, d, "allgather", axes, (dim,))]
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
             with self.mesh.backend.scope(d):
-                front = self._wire(xp.moveaxis(x, dim, 0))
+                front = self._contig(xp.moveaxis(x, dim, 0))
                 recv = xp.empty((int(offsets[-1]),) + front.shape[1:], dtype=front.dtype)
             rest = int(np.prod(front.shape[1:], dtype=np.int64))
             if len(set(lengths)) == 1:
                 if front.size:
-                    calls.append(lambda c=m.comm, s=front, r=recv, d=d: c.allGather(
-                        self._ptr(s), self._ptr(r), s.size, dt, self._stream(d)))
+                    calls.append(_Call(m.comm.allGather, (self._ptr(front), self._ptr(recv), self._count(front), dt,
+                                                          self._stream(d)), (front, recv)))
             else:  # uneven blocks: member i broadcasts its block into slot i
                 for root, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
                     if hi > lo and rest:
                         slot = recv[int(lo):int(hi)]
                         src = front if root == m.pos else slot
-                        calls.append(lambda c=m.comm, s=src, r=slot, root=root, d=d: c.broadcast(
-                            self._ptr(s), self._ptr(r), r.size, dt, root, self._stream(d)))
-            out[d] = xp.moveaxis(recv.view(x.dtype), 0, dim)
+                        calls.append(_Call(m.comm.broadcast, (self._ptr(src), self._ptr(slot), self._count(slot), dt,
+                                                              root, self._stream(d)), (src, slot, recv)))
+            out[d] = xp.moveaxis(recv, 0, dim)
         self._grouped("allgather", axes, calls)
         return out
 
@@ -270,18 +391,18 @@ class NcclCommunicator(Communicator):
         n = self._log("reduce_scatter", axes, shards)
         if n == 1:
             return list(shards)
+        dt, red = self._check("reduce_scatter", axes, shards, op=op)
         xp = self.mesh.backend.xp
         radix = [self.mesh.axis_size(a) for a in axes]
         out, calls = list(shards), []
         for d, m in self.members(axes).items():
             x = shards[d]
-            dt, red = self._type(x.dtype, "reduce_scatter"), self._op(op, x.dtype)
             size = x.shape[dim]
             bounds = [group_chunk(0, size, radix, i) for i in range(n)]
             lengths = [hi - lo for lo, hi in bounds]
             width = max(lengths)
             with self.mesh.backend.scope(d):
-                front = self._wire(xp.moveaxis(x, dim, 0))
+                front = self._contig(xp.moveaxis(x, dim, 0))
                 if len(set(lengths)) > 1:  # pad every chunk to the longest; the padding is dropped after
                     padded = xp.zeros((n, width) + front.shape[1:], dtype=front.dtype)
                     for i, (lo, hi) in enumerate(bounds):
@@ -289,9 +410,9 @@ class NcclCommunicator(Communicator):
                     front = padded
                 recv = xp.empty((width,) + front.shape[front.ndim - x.ndim + 1:], dtype=front.dtype)
             if recv.size:
-                calls.append(lambda c=m.comm, s=front, r=recv, d=d: c.reduceScatter(
-                    self._ptr(s), self._ptr(r), r.size, dt, red, self._stream(d)))
-            out[d] = xp.moveaxis(recv[: lengths[m.pos]].view(x.dtype), 0, dim)
+                calls.append(_Call(m.comm.reduceScatter, (self._ptr(front), self._ptr(recv), self._count(recv), dt,
+                                                          red, self._stream(d)), (front, recv)))
+            out[d] = xp.moveaxis(recv[: lengths[m.pos]], 0, dim)
         self._grouped("reduce_scatter", axes, calls)
         return out
 
@@ -299,34 +420,35 @@ class NcclCommunicator(Communicator):
         n = self._log("alltoall", axes, shards)
         if n == 1:
             return list(shards)
+        free = (split_dim, concat_dim)
+        dt, _ = self._check("alltoall", axes, shards, free=free)
         xp = self.mesh.backend.xp
         radix = [self.mesh.axis_size(a) for a in axes]
         out, calls, parts = list(shards), [], {}
         for d, m in self.members(axes).items():
             x = shards[d]
-            dt = self._type(x.dtype, "alltoall")
-            shapes = self._shapes(m, shards, d)
+            shapes = self._shapes(m, shards, d, "alltoall", axes, free)
             pieces = []
             with self.mesh.backend.scope(d):
                 for i in range(n):
                     lo, hi = group_chunk(0, x.shape[split_dim], radix, i)
                     index = (slice(None),) * split_dim + (slice(lo, hi),)
-                    pieces.append(self._wire(x[index]))
+                    pieces.append(self._contig(x[index]))
                 received = []
                 for j, shape in enumerate(shapes):  # what member j sends me: its chunk number m.pos
                     lo, hi = group_chunk(0, shape[split_dim], radix, m.pos)
                     got = shape[:split_dim] + (hi - lo,) + shape[split_dim + 1:]
-                    received.append(pieces[j] if j == m.pos else xp.empty(got, dtype=pieces[j].dtype))
+                    received.append(pieces[j] if j == m.pos else xp.empty(got, dtype=x.dtype))
             for j in range(n):
                 if j == m.pos:
                     continue
                 if pieces[j].size:
-                    calls.append(lambda c=m.comm, s=pieces[j], j=j, d=d: c.send(
-                        self._ptr(s), s.size, dt, j, self._stream(d)))
+                    calls.append(_Call(m.comm.send, (self._ptr(pieces[j]), self._count(pieces[j]), dt, j,
+                                                     self._stream(d)), (pieces[j],)))
                 if received[j].size:
-                    calls.append(lambda c=m.comm, r=received[j], j=j, d=d: c.recv(
-                        self._ptr(r), r.size, dt, j, self._stream(d)))
-            parts[d] = [r.view(x.dtype) for r in received]
+                    calls.append(_Call(m.comm.recv, (self._ptr(received[j]), self._count(received[j]), dt, j,
+                                                     self._stream(d)), (received[j],)))
+            parts[d] = received
         self._grouped("alltoall", axes, calls)
         for d, received in parts.items():  # queued after the receives on the same stream
             with self.mesh.backend.scope(d):
@@ -339,18 +461,18 @@ class NcclCommunicator(Communicator):
         self._log("broadcast", axes, shards, [g[root] for g in self.mesh.groups(axes)])
         if n == 1:
             return list(shards)
+        dt, _ = self._check("broadcast", axes, shards, free=None)
         xp = self.mesh.backend.xp
         out, calls = list(shards), []
         for d, m in self.members(axes).items():
             x = shards[d]
-            dt = self._type(x.dtype, "broadcast")
-            shape = self._shapes(m, shards, d)[root]
+            shape = self._shapes(m, shards, d, "broadcast", axes, None)[root]
             with self.mesh.backend.scope(d):
-                buf = self._wire(x) if m.pos == root else xp.empty(shape, dtype=_wire_dtype(x.dtype))
+                buf = self._contig(x) if m.pos == root else xp.empty(shape, dtype=x.dtype)
             if buf.size:
-                calls.append(lambda c=m.comm, b=buf, d=d: c.broadcast(
-                    self._ptr(b), self._ptr(b), b.size, dt, root, self._stream(d)))
-            out[d] = buf.view(x.dtype)
+                calls.append(_Call(m.comm.broadcast, (self._ptr(buf), self._ptr(buf), self._count(buf), dt, root,
+                                                      self._stream(d)), (buf,)))
+            out[d] = buf
         self._grouped("broadcast", axes, calls)
         return out
 
@@ -360,21 +482,17 @@ class NcclCommunicator(Communicator):
         self._log("reduce", axes, shards)
         if n == 1:
             return list(shards)
+        dt, red = self._check("reduce", axes, shards, op=op)
+        xp = self.mesh.backend.xp
         out, calls = list(shards), []
         for d, m in self.members(axes).items():
-            x = shards[d]
-            dt, red = self._type(x.dtype, "reduce"), self._op(op, x.dtype)
             with self.mesh.backend.scope(d):
-                send = self._wire(x)
-                recv = self.mesh.backend.xp.empty_like(send) if m.pos == root else send
+                send = self._contig(shards[d])
+                recv = xp.empty_like(send) if m.pos == root else send
             if send.size:
-                calls.append(lambda c=m.comm, s=send, r=recv, d=d: c.reduce(
-                    self._ptr(s), self._ptr(r), s.size, dt, red, root, self._stream(d)))
+                calls.append(_Call(m.comm.reduce, (self._ptr(send), self._ptr(recv), self._count(send), dt, red, root,
+                                                   self._stream(d)), (send, recv)))
             if m.pos == root:
-                out[d] = recv.view(x.dtype)
+                out[d] = recv
         self._grouped("reduce", axes, calls)
         return out
-
-
-def _wire_dtype(dtype: Any) -> np.dtype:
-    return np.dtype(np.uint8) if np.dtype(dtype) == np.bool_ else np.dtype(dtype)

@@ -12,9 +12,10 @@ from . import data
 from .config import TransformerConfig, param_count, param_shapes
 from .layers import accuracy, attention, cross_entropy, layer_norm, mlp
 from .strategies import STRATEGIES, param_layout, strategy_rules
-from .transformer import init_transformer, transformer_logits, transformer_loss
+from .transformer import check_params, init_transformer, transformer_logits, transformer_loss
 
 __all__ = [
     "data", "TransformerConfig", "param_count", "param_shapes", "STRATEGIES", "strategy_rules", "param_layout", "init_transformer",
-    "transformer_logits", "transformer_loss", "layer_norm", "attention", "mlp", "cross_entropy", "accuracy",
+    "transformer_logits", "transformer_loss", "check_params",
+    "layer_norm", "attention", "mlp", "cross_entropy", "accuracy",
 ]

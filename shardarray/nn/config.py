@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import DimensionError
+from ..errors import ArgumentError, DimensionError
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,17 @@ class TransformerConfig:
         for name in ("vocab", "d_model", "heads", "d_kv", "d_ff", "seq_len"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise DimensionError(f"TransformerConfig.{name} must be a positive integer; got {v!r}")
+                raise DimensionError(
+                    f"TransformerConfig.{name} must be a positive integer (>= 1); got {name}={v!r}"
+                )
         if isinstance(self.n_layers, bool) or not isinstance(self.n_layers, int) or self.n_layers < 0:
-            raise DimensionError(f"TransformerConfig.n_layers must be an integer >= 0; got {self.n_layers!r}")
+            raise DimensionError(f"TransformerConfig.n_layers must be an integer >= 0; got n_layers={self.n_layers!r}")
+        eps = self.eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+            raise ArgumentError(
+                f"TransformerConfig.eps (the layer-norm epsilon) must be a finite number > 0, e.g. 1e-5; "
+                f"got eps={eps!r}"
+            )
 
     @property
     def sizes(self) -> dict[str, int]:

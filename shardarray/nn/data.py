@@ -16,15 +16,42 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import DimensionError, DTypeError
 
-def pattern_batch(rng: np.random.Generator, batch: int, seq_len: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+
+def pattern_batch(
+    rng: np.random.Generator | int | None, batch: int, seq_len: int, vocab: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Inputs and next-token targets, both int64 arrays of shape (batch, seq_len).
+
+    Args:
+        rng: a ``np.random.Generator`` (drawn from, so successive calls give
+            new batches), or a seed as ``np.random.default_rng`` takes it (an
+            int: the same batch every time; None: fresh entropy).
+        batch: sequences (>= 0).
+        seq_len: tokens per sequence (>= 1).
+        vocab: token ids lie in [0, vocab) (>= 1).
+
+    Raises:
+        DimensionError: a size out of range. DTypeError: ``rng`` is neither a
+            Generator nor a seed.
 
     Example:
         >>> tokens, targets = sa.nn.data.pattern_batch(np.random.default_rng(0), 2, 8, 16)
         >>> tokens.shape, bool((tokens[:, 1:] == targets[:, :-1]).all())
         ((2, 8), True)
+        >>> bool((sa.nn.data.pattern_batch(0, 2, 8, 16)[0] == tokens).all())   # a seed: default_rng(0)
+        True
     """
+    for name, value, least in (("batch", batch, 0), ("seq_len", seq_len, 1), ("vocab", vocab, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise DimensionError(f"pattern_batch: {name} must be an integer >= {least}; got {name}={value!r}")
+    try:
+        rng = np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise DTypeError(
+            f"pattern_batch: rng must be a np.random.Generator or an integer seed; got {rng!r:.60}"
+        ) from None
     t = np.arange(seq_len + 1)[None]
     start = rng.integers(0, vocab, (batch, 1))
     stride = rng.integers(1, 9, (batch, 1))

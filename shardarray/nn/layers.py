@@ -15,12 +15,57 @@ from ..ops.creation import asarray
 from ..ops.einsum import einsum
 from ..autograd.common import match
 from ..autograd.tape import Context, differentiable, register_vjp
+from ..dtypes import check_domain
+from ..errors import DimensionError, DTypeError
 from ..ops.elementwise import apply, gelu, where
 from ..ops.indexing import take
 from ..ops.reduce import max as reduce_max
 from ..ops.softmax import logsumexp, softmax
 
 Params = dict[str, ShardArray]
+
+
+def _need_dims(what: str, name: str, x: Any, dims: tuple[str, ...]) -> None:
+    """``DimensionError`` (``DTypeError`` for a non-array) unless ``x`` is a ShardArray with every dim of ``dims``."""
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what}: {name} must be a ShardArray; got {type(x).__name__}; "
+                         f"wrap it with sa.asarray(array, dims=..., mesh=...)")
+    missing = [d for d in dims if d not in x.dims]
+    if missing:
+        raise DimensionError(
+            f"{what}: {name} must have the dim(s) {missing}, but its dims are {x.dims} ({x.sizes}); "
+            f"rename its dims to match (x.rename({{'old': {missing[0]!r}}})) or pass the dim it has"
+        )
+
+
+def _check_layer_norm(x: Any, gain: Any, bias: Any, dim: str) -> None:
+    _need_dims("layer_norm", "x", x, (dim,))
+    check_domain("layer_norm", [x], "real_float")
+    for name, p in (("gain", gain), ("bias", bias)):
+        if isinstance(p, ShardArray):
+            extra = [d for d in p.dims if d not in x.dims]
+            if extra:
+                raise DimensionError(
+                    f"layer_norm over {dim!r}: {name} has dims {p.sizes}, and {extra} are not dims of x "
+                    f"{x.sizes}; {name} is normally over {dim!r} only ({{{dim!r}: {x.sizes[dim]}}})"
+                )
+
+
+def _check_loss(what: str, logits: Any, targets: Any, dim: str) -> None:
+    _need_dims(what, "logits", logits, (dim,))
+    check_domain(what, [logits], "real_float")
+    if not isinstance(targets, ShardArray):
+        raise DTypeError(f"{what}: targets must be an integer ShardArray; got {type(targets).__name__}; "
+                         f"wrap them with sa.asarray(targets, dims=..., mesh=...)")
+    if targets.dtype.kind not in "iu":
+        raise DTypeError(f"{what}: targets {targets.sizes} must be integer class ids; got dtype {targets.dtype}; "
+                         f"cast them with targets.astype(\"int64\")")
+    extra = [d for d in targets.dims if d not in logits.dims or d == dim]
+    if extra:
+        raise DimensionError(
+            f"{what} over {dim!r}: targets {targets.sizes} have the dim(s) {extra}, but they must have the dims of "
+            f"logits {logits.sizes} except {dim!r} (one class id per position); rename or drop those dims"
+        )
 
 
 @differentiable("layer_norm", resolve_inputs=True, saves=True)
@@ -38,6 +83,7 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
         >>> np.round(sa.nn.layer_norm(x, one, zero).numpy(), 4)
         array([[-1.,  1.]])
     """
+    _check_layer_norm(x, gain, bias, dim)
     if _fused_layer_norm(x, gain, bias, dim):
         x = x.resolve()
         y, mean, rstd = fused.map_rows_multi(
@@ -108,7 +154,12 @@ def _causal(mesh: Mesh, n: int) -> ShardArray:
 
 
 def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
-    """Causal multi-head self-attention; ``x`` is (batch, seq, d_model)."""
+    """Causal multi-head self-attention; ``x`` is (batch, seq, d_model).
+
+    The masked scores keep the dims (batch, heads, seq, kseq), so their
+    softmax over the last dim, kseq, is one fused kernel per block on GPUs.
+    """
+    _need_dims("attention", "x", x, ("batch", "seq", "d_model"))
     wq, wk, wv, wo = (p[prefix + n] for n in ("wq", "wk", "wv", "wo"))
     xk = x.rename({"seq": "kseq"})
     q = einsum("batch seq d_model, d_model heads d_kv -> batch seq heads d_kv", x, wq)
@@ -124,6 +175,7 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
 
 def mlp(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     """``gelu(x·W_in + b_in)·W_out + b_out``; ``x`` is (batch, seq, d_model)."""
+    _need_dims("mlp", "x", x, ("d_model",))
     h = gelu(einsum("batch seq d_model, d_model d_ff -> batch seq d_ff", x, p[prefix + "w_in"]) + p[prefix + "b_in"])
     return einsum("batch seq d_ff, d_ff d_model -> batch seq d_model", h, p[prefix + "w_out"]) + p[prefix + "b_out"]
 
@@ -142,6 +194,7 @@ def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -
         >>> np.round(sa.nn.cross_entropy(logits, targets).numpy(), 4)     # -log(4/8)
         array([0.6931])
     """
+    _check_loss("cross_entropy", logits, targets, dim)
     if _fused_cross_entropy(logits, targets, dim):
         return _cross_entropy_rows(logits, targets, dim)
     return logsumexp(logits, dim) - take(logits, targets, dim)
@@ -180,6 +233,7 @@ def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
 
 def accuracy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -> ShardArray:
     """Fraction of positions whose target has the largest logit (no gather of ``dim``)."""
+    _check_loss("accuracy", logits, targets, dim)
     hit = take(logits, targets, dim) >= reduce_max(logits, dim)
     return hit.astype("float64").mean()
 

@@ -31,6 +31,8 @@ embedding table keeps its vocab unsplit so that lookups stay local.
 
 from __future__ import annotations
 
+import difflib
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,8 +71,12 @@ def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, A
         >>> mesh = sa.Mesh({"rows": 2, "cols": 2}, rules=sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2}))
     """
     axes = _axes_of(mesh)
-    if strategy not in STRATEGIES:
-        raise LayoutError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES} (or None for the mesh's rules)")
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        close = difflib.get_close_matches(strategy, STRATEGIES, n=1) if isinstance(strategy, str) else []
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LayoutError(
+            f"unknown strategy {strategy!r}{guess}; choose one of {STRATEGIES} (or None for the mesh's rules)"
+        )
     if strategy == "replicated":
         return {}
     if strategy == "data":

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..array import ShardArray
+from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import make_layout
 from ..mesh import Mesh
@@ -47,11 +51,18 @@ def init_transformer(
         cfg: the model's sizes.
         mesh: the mesh.
         strategy: one of ``sa.nn.STRATEGIES``, or None to follow the mesh's rules.
-        seed: the random seed.
-        dtype: parameter dtype.
+        seed: the random seed, an integer (not None: every process and mesh must
+            draw the same parameters).
+        dtype: parameter dtype, a float dtype.
 
     Returns:
         A dict ``{name: ShardArray}``; the names are the same for every strategy.
+
+    Raises:
+        DTypeError: ``cfg`` is not a ``TransformerConfig``, ``mesh`` not a
+            ``sa.Mesh`` (e.g. a dict of axis sizes), ``seed`` not an integer, or
+            ``dtype`` not a float dtype.
+        LayoutError: an unknown strategy, or a mesh the strategy cannot use.
 
     Example:
         >>> cfg = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=6)
@@ -59,8 +70,7 @@ def init_transformer(
         >>> params["layer0.mlp.w_in"].layout, params["embed"].layout
         ({'d_ff': ('cols',)}, {'vocab': ('cols',)})
     """
-    if not isinstance(cfg, TransformerConfig):
-        raise DTypeError(f"init_transformer needs a sa.nn.TransformerConfig; got {type(cfg).__name__}")
+    _check_init(cfg, mesh, seed, dtype)
     rules = dict(mesh.rules) if strategy is None else strategy_rules(strategy, mesh)
     sizes = cfg.sizes
     params: Params = {}
@@ -81,21 +91,107 @@ def init_transformer(
     return params
 
 
-def _check_tokens(tokens: ShardArray, cfg: TransformerConfig, what: str) -> None:
-    if not isinstance(tokens, ShardArray) or tokens.dtype.kind not in "iu":
-        raise DTypeError(f"{what} must be an integer ShardArray with dims ('batch', 'seq')")
+def _check_init(cfg: Any, mesh: Any, seed: Any, dtype: Any) -> None:
+    if not isinstance(cfg, TransformerConfig):
+        raise DTypeError(
+            f"init_transformer needs a sa.nn.TransformerConfig; got {type(cfg).__name__} {cfg!r:.60}. "
+            f"Make one with sa.nn.TransformerConfig(vocab=..., d_model=..., ...)"
+        )
+    if not isinstance(mesh, Mesh):
+        hint = f"sa.Mesh({dict(mesh)!r})" if isinstance(mesh, Mapping) else "sa.Mesh({'rows': 2, 'cols': 2})"
+        raise DTypeError(f"init_transformer needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}. "
+                         f"Build it with {hint}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise DTypeError(
+            f"init_transformer(seed={seed!r}): the seed must be an integer such as 0 (the same seed gives the "
+            f"same parameters on every mesh and process; there is no random seed)"
+        )
+    dt = as_dtype(dtype)
+    if dt.kind != "f":
+        raise DTypeError(f"init_transformer(dtype={dt.name!r}): parameters need a float dtype such as 'float32'")
+
+
+def check_params(params: Any, cfg: TransformerConfig) -> None:
+    """Raise unless ``params`` are the reference transformer's parameters for ``cfg``.
+
+    Raises:
+        DTypeError: ``params`` is not a dict of ShardArrays.
+        DimensionError: a parameter is missing, extra, or has other dims or
+            sizes than ``cfg`` gives; the message names the first one and the config.
+
+    Example:
+        >>> cfg = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=6)
+        >>> params = sa.nn.init_transformer(cfg, sa.Mesh({"rows": 2, "cols": 2}), strategy="mesh2d")
+        >>> sa.nn.check_params(params, cfg)
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise DTypeError(f"cfg must be a sa.nn.TransformerConfig; got {type(cfg).__name__} {cfg!r:.60}")
+    fix = ("build the params for this config with sa.nn.init_transformer(cfg, mesh), or pass the config they "
+           "were built with")
+    if not isinstance(params, Mapping):
+        raise DTypeError(f"params must be a dict {{name: ShardArray}} from sa.nn.init_transformer; got "
+                         f"{type(params).__name__}")
+    sizes = cfg.sizes
+    for name, dims in param_shapes(cfg).items():
+        if name not in params:
+            raise DimensionError(
+                f"params[{name!r}] is missing: the params do not fit the config {cfg!r}; {fix}"
+            )
+        p = params[name]
+        if not isinstance(p, ShardArray):
+            raise DTypeError(f"params[{name!r}] is a {type(p).__name__}, not a ShardArray; {fix}")
+        want = {d: sizes[d] for d in dims}
+        if p.sizes != want:
+            raise DimensionError(
+                f"params[{name!r}] has sizes {p.sizes} but the config {cfg!r} gives it {want}; {fix}"
+            )
+    shapes = param_shapes(cfg)
+    for name in params:
+        if name not in shapes:
+            raise DimensionError(
+                f"params[{name!r}] is not in the config {cfg!r} (it has n_layers={cfg.n_layers}); {fix}"
+            )
+
+
+def _check_tokens(tokens: Any, cfg: TransformerConfig, what: str) -> None:
+    make = "make it with sa.asarray(ids, dims=('batch', 'seq'), mesh=mesh)"
+    if not isinstance(tokens, ShardArray):
+        raise DTypeError(f"{what} must be an integer ShardArray with dims ('batch', 'seq'); got a "
+                         f"{type(tokens).__name__}: {make}")
+    if tokens.dtype.kind not in "iu":
+        raise DTypeError(f"{what} must be an integer ShardArray with dims ('batch', 'seq'); got dtype "
+                         f"{tokens.dtype.name}: pass token ids, e.g. {what}.astype('int64')")
     if set(tokens.dims) != {"batch", "seq"}:
-        raise DimensionError(f"{what} must have dims ('batch', 'seq'); got {tokens.sizes}")
+        raise DimensionError(f"{what} must have dims ('batch', 'seq'); got {tokens.sizes} "
+                             f"(rename them with {what}.rename({{...}}))")
     if tokens.sizes["seq"] != cfg.seq_len:
         raise DimensionError(
-            f"{what} has seq {tokens.sizes['seq']} but the model was built for seq_len {cfg.seq_len}"
+            f"{what} has seq {tokens.sizes['seq']} but the model was built for seq_len {cfg.seq_len}: pass "
+            f"sequences of exactly {cfg.seq_len} tokens, or build a config with seq_len={tokens.sizes['seq']}"
         )
+
+
+def _ids_in_vocab(fn: Any, what: str, cfg: TransformerConfig) -> Any:
+    """``fn()``, with an out-of-range id error told as ``what``'s (take checks the range)."""
+    try:
+        return fn()
+    except DimensionError as e:
+        if "must lie in" not in str(e):
+            raise
+        raise DimensionError(f"{what} hold ids outside the model's vocab {cfg.vocab} (ids must lie in "
+                             f"[0, {cfg.vocab})): {e}") from None
 
 
 def transformer_logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> ShardArray:
     """Logits (batch, seq, vocab) of the reference transformer for integer ``tokens`` (batch, seq)."""
+    check_params(params, cfg)
     _check_tokens(tokens, cfg, "tokens")
-    x = take(params["embed"], tokens, "vocab") + params["pos"]
+    return _logits(params, tokens, cfg)
+
+
+def _logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> ShardArray:
+    """The logits, with params and tokens already checked."""
+    x = _ids_in_vocab(lambda: take(params["embed"], tokens, "vocab"), "tokens", cfg) + params["pos"]
     for i in range(cfg.n_layers):
         p = f"layer{i}."
         x = x + attention(layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps=cfg.eps), params, p + "attn.")
@@ -109,6 +205,12 @@ def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cf
 
     The vocab dim of the logits is never gathered, whatever its layout.
 
+    Raises:
+        DimensionError: params of another config (the first missing, extra or
+            mis-sized one is named), tokens or targets with other dims or a seq
+            other than ``cfg.seq_len``, or ids outside [0, vocab).
+        DTypeError: tokens or targets that are not integer ShardArrays.
+
     Example:
         >>> cfg = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=6)
         >>> mesh = sa.Mesh({"rows": 2, "cols": 2}, rules=sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2}))
@@ -118,8 +220,14 @@ def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cf
         >>> 2.0 < float(loss) < 3.5, grads["embed"].layout
         (True, {'vocab': ('cols',)})
     """
+    check_params(params, cfg)
+    _check_tokens(tokens, cfg, "tokens")
     _check_tokens(targets, cfg, "targets")
-    return cross_entropy(transformer_logits(params, tokens, cfg), targets).mean()
+    if targets.sizes != tokens.sizes:
+        raise DimensionError(f"targets have sizes {targets.sizes} but tokens have {tokens.sizes}: give one "
+                             f"target per token")
+    logits = _logits(params, tokens, cfg)
+    return _ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg).mean()
 
 
-__all__ = ["init_transformer", "transformer_logits", "transformer_loss"]
+__all__ = ["init_transformer", "transformer_logits", "transformer_loss", "check_params"]

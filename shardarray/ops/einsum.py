@@ -18,7 +18,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
-from ..errors import DimensionError
+from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
 from ..mesh import AxesSpec
 from ..matmul import select
@@ -35,7 +35,8 @@ def parse_equation(equation: str, n_operands: int) -> tuple[list[tuple[str, ...]
     terms = [tuple(t.split()) for t in lhs.split(",")]
     if len(terms) != n_operands:
         raise DimensionError(
-            f"einsum equation {equation!r} names {len(terms)} operand(s) but {n_operands} were given"
+            f"einsum equation {equation!r} names {len(terms)} operand(s) but {n_operands} were given; "
+            f"give one comma-separated term of dim names per operand, e.g. 'batch io, io hidden -> batch hidden'"
         )
     out = tuple(rhs.split()) if arrow else None
     return terms, out
@@ -99,7 +100,10 @@ def einsum(
         raise DimensionError("einsum needs at least one operand")
     for i, op in enumerate(operands):
         if not isinstance(op, ShardArray):
-            raise DimensionError(f"einsum operand {i} is a {type(op).__name__}, not a ShardArray")
+            raise DTypeError(
+                f"einsum operand {i} is a {type(op).__name__}, not a ShardArray; "
+                f"wrap it with sa.asarray(array, dims=..., mesh=...)"
+            )
         if terms is not None and sorted(terms[i]) != sorted(op.dims):
             raise DimensionError(
                 f"einsum term {' '.join(terms[i])!r} does not name the dims {op.dims} of operand {i}; "

@@ -2,7 +2,14 @@
 
 Operands are matched by dim name: a dim missing from one operand broadcasts,
 and the result has the dims of the first operand followed by the new dims of
-the others. Operands are brought to one layout first (see ``merged_axes``).
+the others (``where(cond, x, y)``: of ``x`` first, see ``where``). Operands are
+brought to one layout first (see ``merged_axes``).
+
+Each op declares the dtypes it is defined for (``dtypes.check_domain``):
+float-only ops (exp, log, tanh, sqrt, gelu) refuse bool and integer arrays,
+ordering ops (maximum, minimum, relu, ``<``, ``>``) refuse complex ones, with
+a ``DTypeError`` naming the op, the dims and the dtype.
+
 Linear ops keep a pending sum (add/subtract of arrays pending over the same
 axes, multiply by an unpending operand, divide a pending numerator, negate);
 every other op resolves it first.
@@ -19,6 +26,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ..backend.meta import MetaArray
+from ..dtypes import check_domain, is_complex
 from ..errors import DTypeError
 from .common import check_rules, common_mesh, map_blocks, merged_axes, new_array, union_dims
 from .relayout import to_axes
@@ -56,9 +65,27 @@ def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardAr
     return kind == "neg"
 
 
-def apply(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kind: str | None = None) -> ShardArray:
-    """Run ``fn(xp, *local_operands)`` on every block, broadcasting by name."""
+def apply(
+    name: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kind: str | None = None,
+    domain: str | None = None,
+    lead: int = 0,
+) -> ShardArray:
+    """Run ``fn(xp, *local_operands)`` on every block, broadcasting by name.
+
+    Args:
+        name: the op's name (in error messages and profiles).
+        fn: ``fn(xp, *blocks_and_scalars)``, the op on local blocks.
+        args: the operands: ShardArrays and scalars.
+        kind: how a pending sum passes through (``"add"``, ``"mul"``, ``"div"``, ``"neg"``; None: resolved).
+        domain: the dtypes the op is defined for (``dtypes.check_domain``; None: any).
+        lead: the index, among the array operands, of the one whose dims come first
+            in the result and whose layout wins (0: the first array).
+    """
     arrays = _check_args(name, args)
+    check_domain(name, arrays, domain)
     mesh = common_mesh(arrays, name)
     xp = mesh.backend.xp
     keep = _keeps_pending(kind, args, arrays)
@@ -72,8 +99,11 @@ def apply(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kind: str | 
         pending = x.pending
     else:
         dims, sizes = union_dims(arrays, name)
+        order = [arrays[lead], *(a for i, a in enumerate(arrays) if i != lead)] if lead else arrays
+        if lead:
+            dims = union_dims(order, name)[0]
         check_rules(mesh, dims, sizes, f"the result of {name}")
-        axes = merged_axes(arrays, dims)
+        axes = merged_axes(order, dims)
         if keep:
             pend_axes = next(a for a in arrays if a.pending).pending
             keep = not any(set(ax).intersection(pend_axes) for ax in axes.values())
@@ -152,19 +182,23 @@ def negative(x: ShardArray) -> ShardArray:
 
 
 def greater(x: Any, y: Any) -> ShardArray:
-    return apply("greater", lambda xp, a, b: a > b, (x, y))
+    """``x > y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("greater", lambda xp, a, b: a > b, (x, y), domain="real")
 
 
 def greater_equal(x: Any, y: Any) -> ShardArray:
-    return apply("greater_equal", lambda xp, a, b: a >= b, (x, y))
+    """``x >= y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("greater_equal", lambda xp, a, b: a >= b, (x, y), domain="real")
 
 
 def less(x: Any, y: Any) -> ShardArray:
-    return apply("less", lambda xp, a, b: a < b, (x, y))
+    """``x < y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("less", lambda xp, a, b: a < b, (x, y), domain="real")
 
 
 def less_equal(x: Any, y: Any) -> ShardArray:
-    return apply("less_equal", lambda xp, a, b: a <= b, (x, y))
+    """``x <= y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("less_equal", lambda xp, a, b: a <= b, (x, y), domain="real")
 
 
 def equal(x: Any, y: Any) -> ShardArray:
@@ -188,18 +222,23 @@ def maximum(x: Any, y: Any) -> ShardArray:
         array([[1., 0.],
                [3., 0.]])
     """
-    return apply("maximum", lambda xp, a, b: xp.maximum(a, b), (x, y))
+    return apply("maximum", lambda xp, a, b: xp.maximum(a, b), (x, y), domain="real")
 
 
 @differentiable("minimum")
 def minimum(x: Any, y: Any) -> ShardArray:
     """Elementwise minimum, broadcasting by dim name (see ``maximum``)."""
-    return apply("minimum", lambda xp, a, b: xp.minimum(a, b), (x, y))
+    return apply("minimum", lambda xp, a, b: xp.minimum(a, b), (x, y), domain="real")
 
 
 @differentiable("where")
 def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
     """``x`` where ``cond`` is true, else ``y``; all three broadcast by name.
+
+    The result has the dims of ``x`` first (then the new dims of ``y`` and
+    ``cond``) and ``x``'s layout; when ``x`` is a scalar, ``y``'s; when both
+    are, ``cond``'s. So ``where(mask, scores, -inf)`` keeps the dim order of
+    ``scores`` whatever the mask's order.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -209,41 +248,91 @@ def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
                [3., 0.]])
     """
     if isinstance(cond, ShardArray) and cond.dtype != np.bool_:
-        raise DTypeError(f"where: the condition {cond.dims} has dtype {cond.dtype}; it must be bool (e.g. x > 0)")
+        raise DTypeError(
+            f"where: the condition with dims {cond.sizes} has dtype {cond.dtype}; it must be bool: "
+            f"compare first (e.g. where(x > 0, x, y) or where(c != 0, x, y))"
+        )
     if not isinstance(cond, ShardArray):
-        raise DTypeError(f"where: the condition must be a bool ShardArray; got {type(cond).__name__}")
-    return apply("where", lambda xp, c, a, b: xp.where(c, a, b), (cond, x, y))
+        raise DTypeError(
+            f"where: the condition must be a bool ShardArray; got {type(cond).__name__}; "
+            f"make one with a comparison (e.g. x > 0) or sa.asarray(mask, dims=..., mesh=...)"
+        )
+    lead = 1 if isinstance(x, ShardArray) or isinstance(y, ShardArray) else 0  # the first value array
+    return apply("where", lambda xp, c, a, b: xp.where(c, a, b), (cond, x, y), lead=lead)
 
 
 # ------------------------------------------------------------------ unary
 @differentiable("exp", resolve_inputs=True)
 def exp(x: ShardArray) -> ShardArray:
     """Elementwise ``e**x`` (see ``maximum`` for a 2×2-mesh example)."""
-    return apply("exp", lambda xp, a: xp.exp(a), (x,))
+    return apply("exp", lambda xp, a: xp.exp(a), (x,), domain="inexact")
 
 
 @differentiable("log", resolve_inputs=True)
 def log(x: ShardArray) -> ShardArray:
     """Elementwise natural logarithm."""
-    return apply("log", lambda xp, a: xp.log(a), (x,))
+    return apply("log", lambda xp, a: xp.log(a), (x,), domain="inexact")
 
 
 @differentiable("tanh", resolve_inputs=True)
 def tanh(x: ShardArray) -> ShardArray:
     """Elementwise hyperbolic tangent."""
-    return apply("tanh", lambda xp, a: xp.tanh(a), (x,))
+    return apply("tanh", lambda xp, a: xp.tanh(a), (x,), domain="inexact")
 
 
 @differentiable("sqrt", resolve_inputs=True)
 def sqrt(x: ShardArray) -> ShardArray:
     """Elementwise square root."""
-    return apply("sqrt", lambda xp, a: xp.sqrt(a), (x,))
+    return apply("sqrt", lambda xp, a: xp.sqrt(a), (x,), domain="inexact")
 
 
 @differentiable("relu", resolve_inputs=True)
 def relu(x: ShardArray) -> ShardArray:
     """``max(x, 0)`` elementwise."""
-    return apply("relu", lambda xp, a: xp.maximum(a, 0), (x,))
+    return apply("relu", lambda xp, a: xp.maximum(a, 0), (x,), domain="real")
+
+
+def real(x: ShardArray) -> ShardArray:
+    """The real part of a complex array (a real array is returned as it is).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> z = sa.asarray(np.array([1 + 2j, 3 - 1j]), dims=("a",), mesh=mesh, layout={"a": "col"})
+        >>> real(z).numpy(), imag(z).numpy(), conj(z).numpy()
+        (array([1., 3.]), array([ 2., -1.]), array([1.-2.j, 3.+1.j]))
+    """
+    return apply("real", lambda xp, a: _part(a, "real"), (x,)) if is_complex(x.dtype) else x
+
+
+def imag(x: ShardArray) -> ShardArray:
+    """The imaginary part of a complex array (zeros for a real one; see ``real``)."""
+    if is_complex(x.dtype):
+        return apply("imag", lambda xp, a: _part(a, "imag"), (x,))
+    return apply("imag", lambda xp, a: xp.zeros(a.shape, dtype=a.dtype), (x,))
+
+
+def _part(a: Any, which: str) -> Any:
+    """The real or imaginary part of a complex block, as a contiguous real block."""
+    if isinstance(a, MetaArray):
+        return a.astype(np.empty(0, a.dtype).real.dtype)
+    return (a.real if which == "real" else a.imag).copy()
+
+
+def conj(x: ShardArray) -> ShardArray:
+    """The complex conjugate (a real array is returned as it is; see ``real``)."""
+    return apply("conj", lambda xp, a: xp.conj(a), (x,)) if is_complex(x.dtype) else x
+
+
+@differentiable("abs", resolve_inputs=True)
+def abs(x: ShardArray) -> ShardArray:
+    """Elementwise absolute value; the magnitude (a real array) of a complex one.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> abs(sa.asarray(np.array([3 + 4j, -2.0]), dims=("a",), mesh=mesh, layout={"a": "col"})).numpy()
+        array([5., 2.])
+    """
+    return apply("abs", lambda xp, a: xp.abs(a), (x,))
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)
@@ -268,6 +357,7 @@ def gelu(x: ShardArray) -> Any:
         >>> np.round(sa.gelu(x).numpy(), 4)
         array([[0.    , 0.8412]])
     """
+    check_domain("gelu", [x], "real_float")
     if fused.kernels_for(x, "gelu"):  # one kernel; the VJP recomputes tanh from x (saved: None)
         return fused.map_like(x.resolve(), cuda_kernels.gelu), None
     t = apply("gelu_tanh", _gelu_tanh, (x,))

@@ -17,7 +17,7 @@ import numpy as np
 from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import DimensionError, DTypeError
-from ..layout import block_bounds
+from ..layout import block_bounds, check_dims, check_sizes
 from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, union_dims
 from .relayout import to_axes
 
@@ -65,37 +65,76 @@ class _Plan:
 def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
     if not isinstance(x, ShardArray) or not isinstance(ids, ShardArray):
         raise DTypeError(
-            f"take(x, ids, dim) needs two ShardArrays; got {type(x).__name__} and {type(ids).__name__}"
+            f"take(x, ids, dim) needs two ShardArrays; got {type(x).__name__} and {type(ids).__name__}; "
+            f"wrap arrays with sa.asarray(array, dims=..., mesh=...)"
         )
     if dim not in x.dims:
-        raise DimensionError(f"take: dim {dim!r} is not a dim of x; x has dims {x.sizes}")
+        raise DimensionError(f"take: dim {dim!r} is not a dim of x; x has dims {x.sizes}: pass one of those")
     if dim in ids.dims:
         raise DimensionError(
             f"take along {dim!r}: ids {ids.sizes} must not have the dim {dim!r} itself; rename it "
             f"(ids.rename({{{dim!r}: 'other'}}))"
         )
     if ids.dtype.kind not in "iu":
-        raise DTypeError(f"take: ids {ids.sizes} must be an integer array; got dtype {ids.dtype}")
+        raise DTypeError(
+            f"take along {dim!r}: ids {ids.sizes} must be an integer array; got dtype {ids.dtype}; "
+            f"cast them with ids.astype(\"int64\")"
+        )
 
 
 def _check_range(ids: ShardArray, n: int, dim: str) -> None:
-    if not ids.mesh.backend.has_data or ids.size == 0:
+    """Raise ``DimensionError`` unless every id lies in ``[0, n)``: one device-to-host transfer.
+
+    Each distinct block's (min, max) is computed on its device and the pairs
+    are stacked there (on the first block's GPU); the stack then comes to the
+    host in one transfer. Under MPI the processes agree on the range
+    (``host_reduce``), so they raise together.
+    """
+    backend = ids.mesh.backend
+    if not backend.has_data or ids.size == 0:
         return
-    xp = ids.mesh.backend.xp
-    scope = ids.mesh.backend.scope
-    lo, hi = 0, 0
+    xp = backend.xp
+    pairs, sources = [], []  # the sources of cross-GPU copies stay alive until the transfer is done
+    first = None
     for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
         b = ids.shards[rep]
         if b.size:
-            with scope(rep):
-                lo, hi = min(lo, int(xp.min(b))), max(hi, int(xp.max(b)))
+            first = rep if first is None else first
+            with backend.scope(rep):
+                pair = xp.stack([xp.min(b), xp.max(b)])
+            if rep != first and backend.per_device and hasattr(xp, "cuda"):  # CuPy blocks on other GPUs
+                sources.append(pair)
+                pair = _to_device(xp, backend, pair, rep, first)
+            pairs.append(pair)
+    lo, hi = _NO_IDS
+    if pairs:
+        with backend.scope(first):
+            host = backend.to_numpy(xp.concatenate(pairs))
+        lo, hi = int(host[0::2].min()), int(host[1::2].max())
     comm = ids.mesh.comm  # under MPI every process must agree (and raise) together
     lo = comm.host_reduce(lo, "min")
     hi = comm.host_reduce(hi, "max")
     if lo < 0 or hi >= n:
         raise DimensionError(
-            f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}"
+            f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}; "
+            f"clip or remap the ids (e.g. ids % {n}), or make {dim!r} larger"
         )
+
+
+def _to_device(xp: Any, backend: Any, a: Any, src: int, dst: int) -> Any:
+    """``a``, made on mesh device ``src``'s GPU and stream, copied to device ``dst``'s (GPU to GPU, no host).
+
+    ``dst``'s stream waits for ``src``'s work first (an event), so the copy reads the finished values.
+    """
+    with backend.scope(src):
+        done = xp.cuda.Event()
+        done.record()
+    with backend.scope(dst):
+        xp.cuda.get_current_stream().wait_event(done)
+        return xp.array(a, copy=True)
+
+
+_NO_IDS = (2**63, -(2**63))  # (min, max) of a process that holds no ids: neutral for the reductions
 
 
 @differentiable("take")
@@ -148,9 +187,9 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
             got = xp.zeros((table.shape[0], rel.shape[1], table.shape[2]), dtype=x.dtype)
         else:
             got = backend.take_rows(table, rel)
-            if split:
-                got = got * inside[..., None].astype(x.dtype)
-        return xp.transpose(got.reshape(*shared, *own, *rest), plan.out_perm)
+            if split:  # select, never multiply: 0 * inf at a clipped id would be NaN
+                got = xp.where(inside[..., None], got, xp.zeros((), dtype=got.dtype))
+        return xp.transpose(got.reshape((*shared, *own, *rest)), plan.out_perm)
 
     used = {a for axes in plan.axes.values() for a in axes}
     shards = map_blocks(mesh, used, block, range(mesh.size), x.shards, ids.shards)
@@ -190,8 +229,9 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
         if n == 0 or vals.shape[1] == 0:
             out = xp.zeros((s, n, r), dtype=g.dtype)
         else:
-            out = backend.scatter_rows(rel, vals * inside[..., None].astype(g.dtype), n)
-        return xp.transpose(out.reshape(*shared, n, *rest), back)
+            vals = xp.where(inside[..., None], vals, xp.zeros((), dtype=vals.dtype))  # select: 0 * inf is NaN
+            out = backend.scatter_rows(rel, vals, n)
+        return xp.transpose(out.reshape((*shared, n, *rest)), back)
 
     own_axes = [a for d in plan.own for a in plan.axes[d]]
     pending = set(g.pending).union(own_axes)
@@ -204,6 +244,17 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
 def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout: Any = None) -> ShardArray:
     """A one-hot encoding of integer ``ids`` along a new dim ``dim`` of ``size``.
 
+    Args:
+        ids: an integer array; ids outside ``[0, size)`` give all-zero rows.
+        dim: the name of the new dim (not a dim of ``ids``).
+        size: the number of classes, >= 1.
+        dtype: the dtype of the result.
+        layout: the result's layout (by default ``ids``' layout, ``dim`` unsplit).
+
+    Raises:
+        DimensionError: ``size`` is not an integer >= 1, or ``dim`` is a dim of ``ids``.
+        DTypeError: ``ids`` is not an integer array.
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> ids = sa.asarray(np.array([2, 0]), dims=("batch",), mesh=mesh, layout={"batch": "row"})
@@ -215,8 +266,24 @@ def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout
     from .elementwise import equal
     from .structure import astype
 
+    if not isinstance(ids, ShardArray):
+        raise DTypeError(f"one_hot: ids must be an integer ShardArray; got {type(ids).__name__}; "
+                         f"wrap it with sa.asarray(ids, dims=..., mesh=...)")
+    if ids.dtype.kind not in "iu":
+        raise DTypeError(f"one_hot: ids {ids.sizes} must be an integer array; got dtype {ids.dtype}; "
+                         f"cast them with ids.astype(\"int64\")")
+    (dim,) = check_dims((dim,), what="one_hot's new dim")
+    if isinstance(size, bool) or not hasattr(size, "__index__"):
+        check_sizes((dim,), (size,), what="one_hot")  # raises: the size must be an integer
+    size = int(size)
+    if size < 1:
+        raise DimensionError(
+            f"one_hot: the size of the new dim {dim!r} is {size}; it must be >= 1 (the number of classes)"
+        )
     if dim in ids.dims:
-        raise DimensionError(f"one_hot: the new dim {dim!r} is already a dim of ids {ids.sizes}")
+        raise DimensionError(
+            f"one_hot: the new dim {dim!r} is already a dim of ids {ids.sizes}; name the new dim differently"
+        )
     mesh = ids.mesh
     rng = asarray(np.arange(size), dims=(dim,), mesh=mesh, layout={dim: layout[dim]} if layout and dim in layout else {})
     out = astype(equal(ids, rng), dtype)

@@ -2,6 +2,12 @@
 
 The maximum is max-allreduced, the sum of exponentials sum-allreduced: the
 split dim is never gathered.
+
+Non-finite values follow ``scipy.special``: ``logsumexp`` of a slice holding
++inf is +inf, of an all -inf slice -inf, with a NaN NaN (the shift by the
+maximum is replaced by 0 where the maximum is not finite); ``softmax`` gives
+0 at -inf entries, and NaN for a whole slice holding +inf or NaN or only -inf.
+Both need real floating-point arrays (``DTypeError`` otherwise).
 """
 
 from __future__ import annotations
@@ -10,16 +16,24 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ..dtypes import check_domain
 from . import elementwise as ew
 from . import reduce as red
 from ..backend import cuda_kernels
 from . import fused
+from .common import dims_arg
 
 
 def _shift(x: ShardArray, dims: Any) -> ShardArray:
+    """The maximum over ``dims``, 0 where it is -inf (an all -inf slice: exp gives 0, as SciPy's softmax)."""
     m = red.max(x, dims)
-    # an all -inf slice has max -inf; shift by 0 there so exp gives 0 (as NumPy's logsumexp)
-    return ew.where(m > -float("inf"), m, 0.0) if x.dtype.kind == "f" else m
+    return ew.apply("shift", lambda xp, m: xp.where(m == -float("inf"), 0, m), (m,))
+
+
+def _finite_shift(x: ShardArray, dims: Any) -> ShardArray:
+    """The maximum over ``dims``, 0 where it is not finite (+-inf, NaN), as ``scipy.special.logsumexp``."""
+    m = red.max(x, dims)
+    return ew.apply("finite_shift", lambda xp, m: xp.where(xp.isfinite(m), m, 0), (m,))
 
 
 @differentiable("logsumexp", resolve_inputs=True)
@@ -32,7 +46,9 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
         >>> np.round(sa.logsumexp(x, "v").numpy(), 4)
         array([1000.6931])
     """
-    m = _shift(x, dims)
+    dims_arg(x, dims, "logsumexp")
+    check_domain("logsumexp", [x], "real_float")
+    m = _finite_shift(x, dims)
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, m))
     return ew.log(red.sum(e, dims)) + m
 
@@ -47,6 +63,8 @@ def softmax(x: ShardArray, dims: Any) -> ShardArray:
         >>> sa.softmax(x, "v").numpy()
         array([[0.25, 0.75]])
     """
+    dims_arg(x, dims, "softmax")
+    check_domain("softmax", [x], "real_float")
     if fused.rows_ready(x, fused.single_dim(dims)) and fused.kernels_for(x, "softmax"):
         return fused.map_like(x.resolve(), cuda_kernels.softmax_rows)  # whole rows in every block: one kernel
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, _shift(x, dims)))

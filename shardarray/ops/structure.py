@@ -8,10 +8,10 @@ from typing import Any
 from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..dtypes import as_dtype
-from ..errors import DimensionError
+from ..errors import DimensionError, DTypeError
 from ..layout import Layout, block_bounds, check_dims, check_sizes, make_layout
 from ..mesh import AxesSpec
-from .common import map_blocks
+from .common import map_blocks, require_array
 from .relayout import resolve, to_axes
 
 
@@ -50,10 +50,20 @@ def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
 
 @differentiable("astype")
 def astype(x: ShardArray, dtype: Any) -> ShardArray:
-    """``x`` cast to ``dtype`` on every shard (a pending sum is resolved first)."""
+    """``x`` cast to ``dtype`` on every shard (a pending sum is resolved first).
+
+    A complex array is not cast to a real dtype (which would drop the
+    imaginary part): take ``sa.ops.elementwise.real(x)`` or ``abs(x)`` first.
+    """
     dt = as_dtype(dtype)
     if dt == x.dtype:
         return x
+    if x.dtype.kind == "c" and dt.kind != "c":
+        raise DTypeError(
+            f"astype: casting the complex array with dims {x.sizes} ({x.dtype}) to {dt.name} would drop its "
+            f"imaginary part; take the real part or the magnitude first (sa.ops.elementwise.real(x), "
+            f"sa.ops.elementwise.abs(x))"
+        )
     x = resolve(x, x.spec.axes)
     shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: s.astype(dt), x.shards)
     return ShardArray(x.mesh, x.spec, dt, shards)
@@ -126,4 +136,5 @@ def stop_gradient(x: ShardArray) -> ShardArray:
         >>> sa.grad(lambda w: (w * sa.stop_gradient(w)).sum())(w).numpy()
         array([1., 2.])
     """
+    x = require_array(x, "sa.stop_gradient")
     return ShardArray(x.mesh, x.spec, x.dtype, x.shards, x.pending)

@@ -1,0 +1,275 @@
+"""SPMD jobs that never hang: abort hooks, departures, and the per-collective consistency check.
+
+Under an MPI launcher every process runs the same script and issues the same
+collectives in the same order (SPMD). Three things break that and would leave
+the other processes waiting forever inside a collective; this module turns
+each into a job that ends non-zero with a message naming the culprit.
+
+* **An uncaught exception** (main thread or a worker thread): ``sys.excepthook``
+  and ``threading.excepthook`` print it and end the job, with
+  ``MPI.COMM_WORLD.Abort`` when MPI is initialised, else by killing this
+  process (SIGKILL, after flushing its output), which MPI launchers (mpiexec/Hydra, Open MPI's mpirun)
+  answer by ending every process (under Slurm, ``srun --kill-on-bad-exit``).
+  The hooks are installed when shardarray is imported under a launcher that
+  started more than one process, so a rank that fails before it makes a mesh
+  (before MPI exists in it) still ends the job; mpi4py is not imported for that.
+* **A process that exits while others still wait for it** (``sys.exit``, the end
+  of its script; ``SystemExit`` never reaches an excepthook): at exit every
+  process tells every other one how many collectives it has entered (a
+  synchronous message on ``COMM_WORLD`` with a reserved tag, so the exchange
+  also ends only when every process exits). A watchdog thread (started with
+  the first ``comm="mpi"`` mesh; needs ``MPI.THREAD_MULTIPLE``, mpi4py's
+  default) receives these notices: a process waiting in collective number
+  ``s`` of the job learns that process ``r`` left after ``c < s`` collectives,
+  i.e. will never join, and ends the job naming ``r`` and the collective. A
+  collective entered after such a notice raises ``CommError`` at once.
+* **Processes that disagree** on the op, axes, dtype or block shapes of a
+  collective (e.g. arrays of different global sizes): with
+  ``SHARDARRAY_CHECK_SPMD=1`` every collective first compares a small
+  signature over the whole job (one extra small allgather each) and raises
+  ``CommError`` on every process, naming which processes ran what.
+  Conversions of split arrays (``x.numpy()``) always compare the global shape
+  and dtype, since they are not on a hot path.
+
+Collectives are counted only when their group has more than one member
+(the mesh decides that, so every process counts the same ones).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import CommError
+
+_TAG = 31_415  # below 32767, the least MPI_TAG_UB the standard allows
+_POLL_S = 0.05  # how often the watchdog looks for departure notices
+
+
+class _State:
+    lock = threading.Lock()
+    seq = 0  # collectives entered by this process (group size > 1)
+    current = ""  # what the collective entered last is, for messages
+    departed: dict[int, int] = {}  # process -> the collectives it had entered when it exited
+    hooks = False
+    watchdog: threading.Thread | None = None
+    stop = threading.Event()
+
+
+def check_enabled() -> bool:
+    """Whether ``SHARDARRAY_CHECK_SPMD=1`` asks for the per-collective signature check."""
+    return os.environ.get("SHARDARRAY_CHECK_SPMD", "") not in ("", "0")
+
+
+def _mpi_if_initialized() -> Any:
+    """The MPI module when this process has initialised MPI (and not finalised it), else None."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is None:
+        return None
+    try:
+        return MPI if MPI.Is_initialized() and not MPI.Is_finalized() else None
+    except Exception:  # pragma: no cover - a broken MPI library
+        return None
+
+
+def _rank() -> str:
+    MPI = _mpi_if_initialized()
+    if MPI is not None:
+        return str(MPI.COMM_WORLD.Get_rank())
+    return os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "?"))
+
+
+def abort_job(code: int = 1) -> None:
+    """End every process of the job now (flushes this process's output first)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # pragma: no cover - a closed stream
+            pass
+    MPI = _mpi_if_initialized()
+    if MPI is not None:
+        MPI.COMM_WORLD.Abort(code)  # MPICH may return from it when called from a thread other than main
+    # no MPI here (or Abort returned): a death by signal makes the launcher end the other processes
+    os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(code)  # pragma: no cover - SIGKILL ends the process first
+
+
+def install_hooks() -> None:
+    """Make an uncaught exception (any thread) and an early exit end the whole job. Idempotent.
+
+    Imports no MPI: called when shardarray is imported under a launcher that
+    started more than one process, and again by every ``comm="mpi"`` mesh.
+    """
+    with _State.lock:
+        if _State.hooks:
+            return
+        _State.hooks = True
+    previous = sys.excepthook
+    previous_thread = threading.excepthook
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        previous(kind, value, tb)
+        print(f"shardarray: process {_rank()} raised {kind.__name__}; ending the MPI job", file=sys.stderr)
+        abort_job(1)
+
+    def thread_hook(args: Any) -> None:
+        previous_thread(args)
+        if args.exc_type is SystemExit:
+            return
+        name = getattr(args.thread, "name", "?")
+        print(f"shardarray: process {_rank()} raised {args.exc_type.__name__} in thread {name!r}; "
+              f"ending the MPI job", file=sys.stderr)
+        abort_job(1)
+
+    sys.excepthook = hook
+    threading.excepthook = thread_hook
+    atexit.register(_at_exit)
+
+
+# ------------------------------------------------------------------ departures
+def start_watchdog(world: Any) -> None:
+    """Start the thread that receives other processes' exit notices (once; needs MPI.THREAD_MULTIPLE)."""
+    install_hooks()
+    with _State.lock:
+        if _State.watchdog is not None:
+            return
+        MPI = sys.modules["mpi4py.MPI"]
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:  # pragma: no cover - mpi4py asks for MULTIPLE by default
+            return
+        _State.watchdog = threading.Thread(target=_watch, args=(world, MPI), name="shardarray-spmd-watchdog",
+                                           daemon=True)
+        _State.watchdog.start()
+
+
+def _watch(world: Any, MPI: Any) -> None:
+    status = MPI.Status()
+    while not _State.stop.is_set():
+        while world.Iprobe(source=MPI.ANY_SOURCE, tag=_TAG, status=status):
+            source = status.Get_source()
+            _departed(source, world.recv(source=source, tag=_TAG))
+        _State.stop.wait(_POLL_S)
+
+
+def _departed(rank: int, entered: int) -> None:
+    with _State.lock:
+        _State.departed[rank] = entered
+        seq, current = _State.seq, _State.current
+    if seq > entered:  # we wait in collective `seq`, which `rank` never joined
+        print(f"shardarray: process {rank} exited after {entered} collective(s) while process {_rank()} waits "
+              f"for it in collective #{seq} ({current}); ending the MPI job. Every process must run the same "
+              f"collectives (SPMD): look for an early sys.exit/return or a collective (a split array's numpy(), "
+              f"a sum over a split dim) inside `if mesh.process_index == ...`", file=sys.stderr)
+        abort_job(1)
+
+
+def _at_exit() -> None:
+    """Tell every other process how many collectives this one entered; wait until each has said the same."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # pragma: no cover
+            pass
+    try:
+        from mpi4py import MPI  # initialises MPI if this process never did, so that peers in MPI_Init go on
+    except ImportError:  # pragma: no cover - no MPI: nothing can wait for us
+        return
+    if not MPI.Is_initialized() or MPI.Is_finalized():
+        return
+    _State.stop.set()
+    if _State.watchdog is not None:
+        _State.watchdog.join()
+    world = MPI.COMM_WORLD
+    me, n = world.Get_rank(), world.Get_size()
+    with _State.lock:
+        entered, known = _State.seq, dict(_State.departed)
+    requests = [world.issend(entered, dest=r, tag=_TAG) for r in range(n) if r != me]
+    receives = {r: world.irecv(source=r, tag=_TAG) for r in range(n) if r != me and r not in known}
+    for r, request in receives.items():
+        known[r] = request.wait()
+    MPI.Request.waitall(requests)
+
+
+# ------------------------------------------------------------------ collectives
+def _describe(sig: tuple, number: bool = True) -> str:
+    seq, op, axes, dtype, shape, _group, _dim, whole = sig
+    where = f" over axes {axes}" if axes else ""
+    what = f" on a {dtype} block of shape {shape}" if shape is not None else f" ({dtype})"
+    glob = f" of a global {whole}" if whole is not None else ""
+    return f"{f'#{seq} ' if number else ''}{op}{where}{what}{glob}"
+
+
+def enter(
+    world: Any, op: str, axes: tuple[str, ...], local: Any, *, group: Sequence[int] | None = None,
+    dim: int | None = None, whole: tuple[int, ...] | None = None, check: bool = False,
+) -> int:
+    """Count one collective of the job on this process, before it communicates; returns its number.
+
+    Raises ``CommError`` when a process of the job has already exited without
+    joining it, and, with ``check`` or ``SHARDARRAY_CHECK_SPMD=1``, when the
+    processes disagree on it (see the module docstring).
+
+    Args:
+        world: ``MPI.COMM_WORLD``.
+        op: the collective's name, as in the comm log.
+        axes: the mesh axes of its groups.
+        local: this process's buffer (its ``dtype`` and ``shape`` are compared; an object without
+            ``shape`` compares the dtype only).
+        group: the processes of this process's group (shapes are compared within groups).
+        dim: an array axis along which group members' shapes may differ (uneven blocks).
+        whole: the global shape, when the collective assembles a whole array.
+        check: compare signatures even without ``SHARDARRAY_CHECK_SPMD=1``.
+    """
+    sig_dtype, shape = str(getattr(local, "dtype", "?")), getattr(local, "shape", None)
+    shape = tuple(shape) if shape is not None else None
+    with _State.lock:
+        _State.seq += 1
+        seq = _State.seq
+        sig = (seq, op, tuple(axes), sig_dtype, shape, tuple(group) if group is not None else None, dim, whole)
+        _State.current = _describe(sig, number=False)
+        gone = {r: c for r, c in _State.departed.items() if c < seq}
+    if gone:
+        names = ", ".join(f"process {r} (after {c} collective(s))" for r, c in sorted(gone.items()))
+        raise CommError(
+            f"collective {_describe(sig)} needs every process of the job, but {names} already exited; "
+            f"every process must run the same collectives (SPMD)"
+        )
+    if check or check_enabled():
+        compare(world.allgather(sig))
+    return seq
+
+
+def compare(sigs: Sequence[tuple]) -> None:
+    """Raise ``CommError`` (on every process alike) when the processes' collective signatures disagree."""
+    def key(sig: tuple) -> tuple:
+        seq, op, axes, dtype, shape, _group, dim, whole = sig
+        return seq, op, axes, dtype, None if shape is None else len(shape), dim, whole
+
+    problem = ""
+    if len({key(s) for s in sigs}) > 1:
+        problem = "the op, axes, dtype or global shape"
+    else:
+        for sig in sigs:
+            group, dim = sig[5], sig[6]
+            if group is None or sig[4] is None or sig[1] == "broadcast":
+                continue
+            shapes = {tuple(n for i, n in enumerate(sigs[r][4]) if i != dim) for r in group if r < len(sigs)}
+            if len(shapes) > 1:
+                problem = f"the block shapes within group {tuple(group)}"
+                break
+    if not problem:
+        return
+    by_sig: dict[str, list[int]] = {}
+    for rank, sig in enumerate(sigs):
+        by_sig.setdefault(_describe(sig), []).append(rank)
+    lines = "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {d}"
+                      for d, r in by_sig.items())
+    raise CommError(
+        f"SPMD mismatch: the processes disagree on {problem} of a collective: {lines}. Every process must run "
+        f"the same ops in the same order on arrays of the same global sizes and dtypes (build them from the same "
+        f"data or seed on every process, or use sa.from_local for per-process data)"
+    )

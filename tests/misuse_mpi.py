@@ -1,0 +1,121 @@
+"""Misuse of the mesh constructor and layouts, and SPMD jobs that must end (never hang) with a clear message.
+
+The ``MpiCase`` scripts run under ``mpiexec -n 4``; each must end the job
+non-zero within its time limit and print the named strings: a rank that
+raises (before or after the mesh exists, in the main or a worker thread),
+exits early (``sys.exit`` with a message or 0), skips a collective the others
+wait in, or builds arrays of other sizes or runs other ops than the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import shardarray as sa
+from misuse import Case, MpiCase
+
+M = sa.Mesh({"row": 2, "col": 2}, comm="emulated")
+
+# the rank before any mesh exists (MPICH, then Open MPI), after shardarray is imported (which installs the hooks)
+RANK = ('import os\nimport shardarray as sa\n'
+        'RANK = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))\n')
+MESH = 'import shardarray as sa\nmesh = sa.Mesh({"row": 2, "col": 2}, comm="mpi")\nrank = mesh.process_index\n'
+SPLIT_K = 'x = sa.ones(mesh, {"m": 4, "k": 4}, layout={"k": "col"})\n'
+
+
+def _layout_on(layout):
+    return lambda: sa.zeros(M, {"batch": 4, "io": 2}, layout=layout)
+
+
+CASES = [
+    # ------------------------------------------------------------------ Mesh(shape)
+    Case("mesh-size-bool", lambda: sa.Mesh({"row": True}), sa.MeshError, ("'row'", "True"), ("{'row': 2}",)),
+    Case("mesh-size-float", lambda: sa.Mesh({"row": 2.0}), sa.MeshError, ("'row'", "2.0", "float"), ("integer",)),
+    Case("mesh-size-numpy-float", lambda: sa.Mesh({"row": np.float32(2)}), sa.MeshError, ("'row'", "2.0"),
+         ("integer",)),
+    Case("mesh-size-zero", lambda: sa.Mesh({"row": 2, "col": 0}), sa.MeshError, ("'col'", "size 0"), (">= 1",)),
+    Case("mesh-size-negative", lambda: sa.Mesh({"row": -2}), sa.MeshError, ("'row'", "-2"), (">= 1",)),
+    Case("mesh-shape-names-only", lambda: sa.Mesh(["row", "col"]), sa.MeshError, ("['row', 'col']",),
+         ("{'row': 2, 'col': 2}",)),
+    Case("mesh-shape-a-string", lambda: sa.Mesh("row"), sa.MeshError, ("'row'",), ("{'row': 2}",)),
+    Case("mesh-shape-an-int", lambda: sa.Mesh(4), sa.MeshError, ("got 4",), ("{axis: size}",)),
+    Case("mesh-axis-twice", lambda: sa.Mesh([("row", 2), ("row", 2)]), sa.MeshError, ("'row'", "twice"),
+         ("unique",)),
+    # ------------------------------------------------------------------ Mesh(rules=)
+    Case("mesh-rules-a-list", lambda: sa.Mesh({"rows": 2}, rules=["batch"]), sa.MeshError, ("['batch']",),
+         ("{dim: axis}", "rules={'batch': 'rows'}")),
+    Case("mesh-rules-int-key", lambda: sa.Mesh({"rows": 2}, rules={0: "rows"}), sa.MeshError, ("0",),
+         ("dim names",)),
+    Case("mesh-rules-unknown-axis", lambda: sa.Mesh({"rows": 2}, rules={"batch": "row"}), sa.LayoutError,
+         ("'batch'", "'row'"), ("('rows',)",)),
+    Case("mesh-rules-int-axis", lambda: sa.Mesh({"rows": 2}, rules={"batch": 0}), sa.LayoutError,
+         ("'batch'", "0"), ("axis name",)),
+    # ------------------------------------------------------------------ backend, comm, devices
+    Case("mesh-unknown-backend", lambda: sa.Mesh({"row": 2}, backend="gpu"), sa.MeshError, ("'gpu'",),
+         ("'cupy'",)),
+    Case("mesh-unknown-comm", lambda: sa.Mesh({"row": 2}, comm="MPI"), sa.MeshError, ("'MPI'",),
+         ("'mpi'", "'emulated'")),
+    Case("mesh-nccl-numpy", lambda: sa.Mesh({"row": 2}, comm="nccl"), sa.MeshError, ("comm='nccl'", "'numpy'"),
+         ("backend='cupy'",)),
+    Case("mesh-devices-numpy", lambda: sa.Mesh({"row": 2}, devices=[0, 1]), sa.MeshError, ("devices=[0, 1]",),
+         ("backend='cupy'",)),
+    Case("mesh-devices-length", lambda: sa.Mesh({"row": 2, "col": 2}, backend="cupy", devices=[0, 1]),
+         sa.MeshError, ("devices=[0, 1]", "4 devices"), ("one GPU id per mesh device",)),
+    Case("mesh-devices-a-string", lambda: sa.Mesh({"row": 2}, backend="cupy", devices="01"), sa.MeshError,
+         ("devices='01'",), ("devices=[0, 1]",)),
+    Case("mesh-devices-floats", lambda: sa.Mesh({"row": 2}, backend="cupy", devices=[0.0, 1.0]), sa.MeshError,
+         ("[0.0, 1.0]",), ("integer GPU ids",)),
+    Case("mesh-devices-negative", lambda: sa.Mesh({"row": 2}, backend="cupy", devices=[0, -1]), sa.MeshError,
+         ("[0, -1]",), (">= 0",)),
+    Case("mesh-emulated-distinct-gpus", lambda: sa.Mesh({"row": 2}, backend="cupy", devices=[0, 1],
+                                                        comm="emulated"),
+         sa.MeshError, ("comm='emulated'", "devices=[0, 1]"), ("comm='nccl'", "devices=[0, 0]")),
+    # ------------------------------------------------------------------ layouts
+    Case("layout-a-list", _layout_on(["batch"]), sa.LayoutError, ("['batch']",), ("{dim: axis",)),
+    Case("layout-axis-twice", _layout_on({"batch": "row", "io": "row"}), sa.LayoutError,
+         ("'batch'", "'io'", "'row'"), ("another axis",)),
+    Case("layout-unknown-axis", _layout_on({"batch": "rows"}), sa.LayoutError, ("'rows'",), ("('row', 'col')",)),
+    # ------------------------------------------------------------------ SPMD jobs that must end
+    MpiCase("mpi-raise-while-others-wait", MESH + SPLIT_K + (
+        'if rank == 1:\n    raise RuntimeError("rank 1 fails on purpose")\nx.sum("k").numpy()\n'),
+        names=("rank 1 fails on purpose", "process 1 raised RuntimeError")),
+    MpiCase("mpi-sys-exit-message", MESH + SPLIT_K + (
+        'import sys\nif rank == 3:\n    sys.exit("rank 3 gives up")\nx.sum("k").numpy()\n'),
+        names=("rank 3 gives up", "process 3 exited after 0 collective(s)", "allreduce")),
+    MpiCase("mpi-sys-exit-zero", MESH + SPLIT_K + (
+        'import sys\nx.sum("k").numpy()\nif rank == 1:\n    sys.exit(0)\nx.relayout({}).numpy()\n'),
+        names=("process 1 exited after 1 collective(s)", "collective #2", "allgather")),
+    MpiCase("mpi-raise-before-the-mesh", RANK + (
+        'if RANK == 1:\n    raise RuntimeError("rank 1 fails before its mesh")\n') + MESH + SPLIT_K
+        + 'x.sum("k").numpy()\n',
+        names=("rank 1 fails before its mesh", "process 1 raised RuntimeError")),
+    MpiCase("mpi-exit-before-the-mesh", RANK + 'import sys\nif RANK == 2:\n    sys.exit(0)\n' + MESH + SPLIT_K
+            + 'x.sum("k").numpy()\n',
+            names=("process 2 exited after 0 collective(s)",)),
+    MpiCase("mpi-raise-in-a-thread", MESH + SPLIT_K + (
+        'import threading\n'
+        'def work():\n    if rank == 2:\n        raise ValueError("worker thread fails on rank 2")\n'
+        't = threading.Thread(target=work, name="loader")\nt.start()\nt.join()\nx.sum("k").numpy()\n'),
+        names=("worker thread fails on rank 2", "in thread 'loader'")),
+    MpiCase("mpi-collective-on-one-rank", MESH + SPLIT_K + (
+        'if rank == 0:\n    print(float(x.sum()))  # a pending sum: a collective only rank 0 joins\n'),
+        names=("while process 0 waits", "allreduce", "mesh.process_index")),
+    MpiCase("mpi-numpy-of-other-sizes", MESH + (
+        'x = sa.zeros(mesh, {"m": 8 if rank == 0 else 12}, layout={"m": ("row", "col")})\nx.numpy()\n'),
+        names=("SPMD mismatch", "process 0: ", "global (8,)", "processes 1, 2, 3", "global (12,)")),
+    MpiCase("mpi-allgather-of-other-sizes", MESH + (
+        'x = sa.zeros(mesh, {"m": 4, "k": 3 if rank == 0 else 5}, layout={"m": "col"})\nx.relayout({})\n'),
+        names=("SPMD mismatch in allgather", "(2, 3)", "(2, 5)")),
+    MpiCase("mpi-allreduce-of-other-sizes", MESH + (
+        'x = sa.ones(mesh, {"m": 4 if rank == 0 else 5, "k": 4}, layout={"k": "col"})\nx.sum("k").numpy()\n'),
+        names=("SPMD mismatch", "allreduce", "(4,)", "(5,)"), env={"SHARDARRAY_CHECK_SPMD": "1"}),
+    MpiCase("mpi-other-ops", MESH + SPLIT_K + (
+        'y = x.sum("k") if rank == 0 else x.relayout({})\ny.numpy()\n'),
+        names=("SPMD mismatch", "process 0: #1 allreduce", "processes 1, 2, 3: #1 allgather"),
+        env={"SHARDARRAY_CHECK_SPMD": "1"}),
+    MpiCase("mpi-wrong-process-count", 'import shardarray as sa\nsa.Mesh({"a": 2, "b": 4}, comm="mpi")\n',
+            names=("8 devices", "mpiexec -n 8")),
+    MpiCase("mpi-default-comm-gpus-count", 'import shardarray as sa\n'
+            'sa.Mesh({"x": 2}, backend="cupy", devices=[0, 1])\n',
+            names=("devices=[0, 1]", "4 processes", "mpiexec -n 2")),
+]
