@@ -32,6 +32,8 @@ from .mesh import Mesh
 from .ops.creation import asarray, full, ones, zeros
 from .ops.einsum import einsum
 from .ops.elementwise import (
+    abs,
+    conj,
     equal,
     exp,
     gelu,
@@ -40,6 +42,8 @@ from .ops.elementwise import (
     minimum,
     not_equal,
     relu,
+    imag,
+    real,
     sqrt,
     tanh,
     where,
@@ -60,6 +64,7 @@ __all__ = [
     "Mesh", "ShardArray", "Layout", "asarray", "zeros", "ones", "full", "random", "einsum", "relayout",
     "exp", "log", "equal", "not_equal", "take", "one_hot", "broadcast_to", "stop_gradient",
     "value_and_grad", "grad", "vjp", "tree", "nn", "matmul", "hardware", "optim", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
+    "abs", "real", "imag", "conj",
     "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
     "profile", "Profile", "profiler", "plan",
     "ShardArrayError", "CommError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",

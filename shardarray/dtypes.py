@@ -108,7 +108,7 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
             raise DTypeError(
                 f"{op}: the operand with dims {x.sizes} has complex dtype {dt.name}, but {op} needs ordered values and "
                 f"complex numbers have no order (the array API leaves it unspecified); apply {op} to a real "
-                f"array: the real part or the magnitude (sa.ops.elementwise.real(x), sa.ops.elementwise.abs(x))"
+                f"array: the real part or the magnitude (sa.real(x), sa.abs(x))"
             )
         what = "real floating-point" if domain == "real_float" else "floating-point"
         raise DTypeError(

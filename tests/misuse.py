@@ -44,5 +44,6 @@ class MpiCase:
     script: str
     n: int = 4
     names: tuple[str, ...] = ()
+    fix: tuple[str, ...] = ()
     timeout: float = 30.0
     env: dict[str, str] = field(default_factory=dict)

@@ -181,8 +181,6 @@ def test_kernels_for_an_unsupported_dtype_are_refused(monkeypatch):
         cuda_kernels.supports(cupy, np.float32, "nope")
 
 
-@pytest.mark.xfail(strict=True, reason="ops/fused.py kernels_for must pass the backend to cuda_kernels.supports "
-                                       "(it passes backend.xp, so the current GPU 0 compiles); remove this mark then")
 def test_an_op_on_gpus_2_and_3_compiles_nothing_on_gpu_0(monkeypatch):
     """The whole softmax op on a fake 4-GPU machine: modules are built on the mesh's GPUs only."""
     gpu = FakeCupy(gpus=4).install(monkeypatch)

@@ -79,7 +79,10 @@ def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
                 )
             d = x.dims[i]
         elif d not in x.dims:
-            raise DimensionError(f"{what}: dim {d!r} is not a dim of the array; its dims are {x.dims} ({x.sizes})")
+            raise DimensionError(
+                f"{what}: dim {d!r} is not a dim of the array; its dims are {x.dims} ({x.sizes}): "
+                f"pass one of those names or positions"
+            )
         out.append(d)
     if len(set(out)) != len(out):
         raise DimensionError(f"{what}: dims {tuple(items)} name the same dim twice (the array's dims are {x.dims})")

@@ -29,7 +29,7 @@ from .structure import transpose
 def kernels_for(x: ShardArray, name: str) -> bool:
     """Whether ``kernels/<name>.cu`` runs for ``x``'s shards (CuPy, a float dtype, kernels on)."""
     backend = x.mesh.backend
-    return backend.has_data and cuda_kernels.supports(backend.xp, x.dtype, name)
+    return backend.has_data and cuda_kernels.supports(backend, x.dtype, name)
 
 
 def single_dim(dims: Any) -> str | None:

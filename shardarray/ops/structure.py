@@ -53,7 +53,7 @@ def astype(x: ShardArray, dtype: Any) -> ShardArray:
     """``x`` cast to ``dtype`` on every shard (a pending sum is resolved first).
 
     A complex array is not cast to a real dtype (which would drop the
-    imaginary part): take ``sa.ops.elementwise.real(x)`` or ``abs(x)`` first.
+    imaginary part): take ``sa.real(x)`` or ``abs(x)`` first.
     """
     dt = as_dtype(dtype)
     if dt == x.dtype:
@@ -61,8 +61,8 @@ def astype(x: ShardArray, dtype: Any) -> ShardArray:
     if x.dtype.kind == "c" and dt.kind != "c":
         raise DTypeError(
             f"astype: casting the complex array with dims {x.sizes} ({x.dtype}) to {dt.name} would drop its "
-            f"imaginary part; take the real part or the magnitude first (sa.ops.elementwise.real(x), "
-            f"sa.ops.elementwise.abs(x))"
+            f"imaginary part; take the real part or the magnitude first (sa.real(x), "
+            f"sa.abs(x))"
         )
     x = resolve(x, x.spec.axes)
     shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: s.astype(dt), x.shards)
