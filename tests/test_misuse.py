@@ -21,6 +21,7 @@ import pytest
 
 import shardarray as sa
 from misuse import Case, CliCase, MpiCase
+from mpi_jobs import JobHung, mpiexec
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -69,11 +70,9 @@ def test_cli(case: CliCase):
 def test_mpi_job_ends(case: MpiCase, tmp_path):
     script = tmp_path / "job.py"
     script.write_text(case.script)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **case.env}
-    try:
-        proc = subprocess.run(["mpiexec", "-n", str(case.n), sys.executable, str(script)], capture_output=True,
-                              text=True, timeout=case.timeout, env=env)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the MPI job {case.id} hung for {case.timeout} s")
+    try:  # a hung job is killed with every process it started (see tests/mpi_jobs.py)
+        proc = mpiexec(case.n, str(script), timeout=case.timeout, env=case.env)
+    except JobHung as e:
+        pytest.fail(f"the MPI job {case.id} hung: {e}")
     assert proc.returncode != 0, proc.stdout + proc.stderr
     _says(proc.stdout + proc.stderr, case)

@@ -180,7 +180,11 @@ def test_spmd_check_names_the_processes_that_differ(monkeypatch):
     with pytest.raises(sa.CommError, match=r"processes 0, 1, 3: #\d+ asarray of dims \('m', 'k'\) \(float32\) of a "
                                            r"global \(8, 2\); process 2: .*\(12, 2\)"):
         mesh.comm.check_spmd("asarray", {"m": 12 if rank == 2 else 8, "k": 2}, "float32")
-    x = sa.ones(mesh, {"m": 5 if rank == 1 else 4, "k": 4}, layout={"k": "col"})
+    with pytest.raises(sa.CommError, match=r"#\d+ full of dims \('m', 'k'\) \(float32\) of a global \(5, 4\)"):
+        sa.ones(mesh, {"m": 5 if rank == 1 else 4, "k": 4}, layout={"k": "col"})  # caught where it is made
+    monkeypatch.delenv("SHARDARRAY_CHECK_SPMD")
+    x = sa.ones(mesh, {"m": 5 if rank == 1 else 4, "k": 4}, layout={"k": "col"})  # made unchecked
+    monkeypatch.setenv("SHARDARRAY_CHECK_SPMD", "1")
     with pytest.raises(sa.CommError, match=r"block shapes within group \(0, 1\).*allreduce over axes \('col',\)"):
         x.sum("k").resolve()
     y = sa.ones(mesh, {"m": 4, "k": 4}, layout={"k": "col"})

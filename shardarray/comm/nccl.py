@@ -306,21 +306,31 @@ class NcclCommunicator(Communicator):
                                      f"pass shapes {shapes}; they must agree except along array axes {list(free)}")
         return shapes
 
-    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
+    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None,
+             dim: int | None = None) -> int:
         if self.world is None:
             return super()._log(op, axes, shards, devices)
         from .mpi import log_spmd
 
         n = self.mesh.axes_size(axes)
-        log_spmd(self.world, op, axes, n, shards[self.rank])
+        group = next(g for g in self.mesh.groups(axes) if self.rank in g) if n > 1 else None
+        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim)
         return n
 
     # ------------------------------------------------------------ host side
+    def check_spmd(self, what: str, sizes: Any, dtype: Any) -> None:
+        if self.world is not None:
+            from .mpi import check_array
+
+            check_array(self.world, what, sizes, dtype)
+
     def host_reduce(self, value: float, op: str) -> float:
         if self.world is None:
             return value
         from .mpi import reduce_op
+        from .spmd import enter
 
+        enter(self.world, f"host_reduce({op})", (), np.asarray(value))
         return self.world.allreduce(value, op=reduce_op(op))
 
     def assemble(
@@ -358,7 +368,7 @@ class NcclCommunicator(Communicator):
         return out
 
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
-        n = self._log("allgather", axes, shards)
+        n = self._log("allgather", axes, shards, dim=dim)
         if n == 1:
             return list(shards)
         dt, _ = self._check("allgather", axes, shards, free=(dim,))
@@ -417,7 +427,7 @@ class NcclCommunicator(Communicator):
         return out
 
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
-        n = self._log("alltoall", axes, shards)
+        n = self._log("alltoall", axes, shards, dim=concat_dim)
         if n == 1:
             return list(shards)
         free = (split_dim, concat_dim)

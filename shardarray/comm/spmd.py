@@ -42,6 +42,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,7 @@ from ..errors import CommError
 
 _TAG = 31_415  # below 32767, the least MPI_TAG_UB the standard allows
 _POLL_S = 0.05  # how often the watchdog looks for departure notices
+_FORWARD_S = 0.2  # pause before aborting, so that the launcher forwards the last output
 
 
 class _State:
@@ -91,6 +93,7 @@ def abort_job(code: int = 1) -> None:
             stream.flush()
         except Exception:  # pragma: no cover - a closed stream
             pass
+    time.sleep(_FORWARD_S)  # give the launcher a moment to forward what this process printed before it is killed
     MPI = _mpi_if_initialized()
     if MPI is not None:
         MPI.COMM_WORLD.Abort(code)  # MPICH may return from it when called from a thread other than main
@@ -271,5 +274,5 @@ def compare(sigs: Sequence[tuple]) -> None:
     raise CommError(
         f"SPMD mismatch: the processes disagree on {problem} of a collective: {lines}. Every process must run "
         f"the same ops in the same order on arrays of the same global sizes and dtypes (build them from the same "
-        f"data or seed on every process, or use sa.from_local for per-process data)"
+        f"data or seed on every process)"
     )

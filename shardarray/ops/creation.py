@@ -81,6 +81,7 @@ def full(
         dtype = "float32" if isinstance(fill_value, float) else np.asarray(fill_value).dtype
     dt = as_dtype(dtype)
     lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
+    mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt)  # SPMD jobs: every process makes the same array
     xp = mesh.backend.xp
     return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill_value, dtype=dt))
 
@@ -177,6 +178,7 @@ def asarray(
             f"asarray: dims {dims} name {len(dims)} dim(s) but the array has shape {host.shape} ({host.ndim} dims)"
         )
     lay = make_layout(mesh, dims, host.shape, layout, what=f"array {dict(zip(dims, host.shape))}")
+    mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype)
     slices = block_slices(mesh, lay)
     backend = mesh.backend
     shards = map_blocks(mesh, lay.used_axes, lambda idx: backend.from_numpy(host[idx]), slices)
