@@ -60,6 +60,11 @@ def check_dims(dims: Any, what: str = "array") -> tuple[str, ...]:
     for d in dims:
         if not isinstance(d, str) or not d:
             raise DimensionError(f"dim names must be non-empty strings; got {d!r} in dims {dims} of {what}")
+        if any(c.isspace() or c == "," for c in d) or "->" in d:
+            raise DimensionError(
+                f"dim name {d!r} in dims {dims} of {what} holds a space, ',' or '->', which einsum equations use "
+                f"as separators; use a name like {'_'.join(d.replace('->', ' ').replace(',', ' ').split())!r}"
+            )
     if len(set(dims)) != len(dims):
         dup = sorted({d for d in dims if dims.count(d) > 1})
         raise DimensionError(
@@ -109,7 +114,10 @@ def make_layout(
     """
     if isinstance(spec, Layout):
         if spec.dims != dims:
-            raise LayoutError(f"layout for dims {spec.dims} given to {what} with dims {dims}")
+            raise LayoutError(
+                f"a Layout for dims {spec.dims} was given to {what} with dims {dims}; give a Layout of these dims "
+                f"or a dict {{dim: axis}}"
+            )
         spec = dict(zip(spec.dims, spec.axes))
     from_rules = spec is None
     if from_rules:
@@ -120,7 +128,8 @@ def make_layout(
     for dim, value in spec.items():
         if dim not in dims:
             raise LayoutError(
-                f"layout {_fmt_spec(spec)} names dim {dim!r}, which {what} with dims {dims} does not have"
+                f"layout {_fmt_spec(spec)} names dim {dim!r}, which {what} with dims {dims} does not have; "
+                f"name only the array's dims {dims}"
             )
         per_dim[dim] = mesh.parse_axes(value, f"layout {_fmt_spec(spec)} of {what}, for dim {dim!r},")
     owner: dict[str, str] = {}

@@ -135,3 +135,10 @@ CASES += [
          ("'a'", "'b'", "'row'"), ()),
     Case("rename-a-list", lambda: X.rename(["a", "b"]), sa.DimensionError, ("['a', 'b']",), ("{old: new}",)),
 ]
+
+CASES += [
+    Case("dim-name-with-a-space", lambda: sa.zeros(M, {"a b": 2}), sa.DimensionError, ("'a b'",), ("'a_b'",)),
+    Case("dim-name-with-an-arrow", lambda: sa.zeros(M, {"a->b": 2}), sa.DimensionError, ("'a->b'",), ("'a_b'",)),
+    Case("layout-unknown-dim", lambda: sa.zeros(M, {"a": 2}, layout={"zz": "row"}), sa.LayoutError,
+         ("'zz'", "('a',)"), ("name only the array's dims",)),
+]

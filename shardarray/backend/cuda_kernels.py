@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import accumulation_dtype
 from ..errors import BackendError, DTypeError
 
 SOURCES = ("softmax", "layer_norm", "gelu", "adam")
@@ -93,14 +94,16 @@ def supports(where: Any, dtype: Any, name: str) -> bool:
 
 
 def moment_dtype(dtype: Any) -> np.dtype:
-    """The dtype of Adam's moments m, v for parameters of ``dtype``: float32 for float16, else ``dtype``.
+    """The dtype of Adam's moments m, v for parameters of ``dtype`` (the rule of ``sa.optim.moment_dtype``).
+
+    Floats narrower than float32 keep float32 moments; others their own dtype.
 
     Example:
         >>> moment_dtype("float16"), moment_dtype("float64")
         (dtype('float32'), dtype('float64'))
     """
     dtype = np.dtype(dtype)
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
+    return accumulation_dtype(dtype) or dtype
 
 
 def _module(name: str, gpu: int | None = None) -> Any:
