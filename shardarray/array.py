@@ -35,7 +35,7 @@ class ShardArray:
         array([ 2., 10., 18., 26.])
     """
 
-    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "_node", "_resolved", "__weakref__")
+    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "_node", "_resolved", "host_range", "__weakref__")
     __array_priority__ = 100
 
     def __init__(
@@ -48,6 +48,9 @@ class ShardArray:
         self.pending: tuple[str, ...] = pending
         self._node: Any = None  # set by the autograd tape while value_and_grad records
         self._resolved: Any = None  # (target axes, resolved array): a pending sum is reduced once
+        # (min, max) of an integer array known on the host where it was made (sa.asarray of host data), else
+        # None; lets id range checks (sa.take) skip a device-to-host transfer
+        self.host_range: tuple[int, int] | None = None
         if profiler.ACTIVE:
             profiler.on_array(self)
 

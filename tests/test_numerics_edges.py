@@ -315,6 +315,29 @@ def test_range_check_transfers_once(shape, monkeypatch):
     assert _OnDevice.syncs == 1
 
 
+def test_ids_made_from_host_data_are_checked_on_the_host(monkeypatch):
+    """Tokens and targets from sa.asarray carry their range: a training step's lookups transfer nothing."""
+    mesh = sa.Mesh({"rows": 2, "cols": 2}, rules=sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2}))
+    syncs = []
+    monkeypatch.setattr(mesh.backend, "to_numpy", lambda a: syncs.append(1) or np.asarray(a))
+    cfg = sa.nn.TransformerConfig(vocab=8, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=4)
+    params = sa.nn.init_transformer(cfg, mesh, seed=0)
+    seqs = np.random.default_rng(0).integers(0, cfg.vocab, size=(4, cfg.seq_len + 1))
+    tokens = sa.asarray(seqs[:, :-1], dims=("batch", "seq"), mesh=mesh)
+    targets = sa.asarray(seqs[:, 1:], dims=("batch", "seq"), mesh=mesh)
+    assert tokens.host_range == (int(seqs[:, :-1].min()), int(seqs[:, :-1].max()))
+    sa.value_and_grad(sa.nn.transformer_loss)(params, tokens, targets, cfg)
+    assert syncs == []
+    with pytest.raises(sa.DimensionError, match=r"\[0, 8\).*from 0 to 9"):
+        sa.nn.transformer_loss(params, sa.asarray(seqs[:, :-1] + (seqs[:, :-1] == 7) * 2, dims=("batch", "seq"),
+                                                  mesh=mesh), targets, cfg)
+    assert syncs == []
+    moved = tokens.relayout({"seq": "cols"})  # a derived array carries no range: checked on the device, once
+    assert moved.host_range is None
+    sa.take(params["embed"], moved, "vocab")
+    assert len(syncs) == 1
+
+
 # ------------------------------------------------------------------ 9. where keeps x's dim order: attention's softmax is fused
 def test_where_result_follows_the_first_value_operand():
     mesh = sa.Mesh({"row": 2, "col": 2})

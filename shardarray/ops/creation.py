@@ -182,4 +182,7 @@ def asarray(
     slices = block_slices(mesh, lay)
     backend = mesh.backend
     shards = map_blocks(mesh, lay.used_axes, lambda idx: backend.from_numpy(host[idx]), slices)
-    return ShardArray(mesh, lay, host.dtype, shards)
+    out = ShardArray(mesh, lay, host.dtype, shards)
+    if host.dtype.kind in "iu" and host.size and backend.has_data:  # ids from the host: their range is free here
+        out.host_range = (int(host.min()), int(host.max()))
+    return out

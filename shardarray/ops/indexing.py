@@ -83,9 +83,11 @@ def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
 
 
 def _check_range(ids: ShardArray, n: int, dim: str) -> None:
-    """Raise ``DimensionError`` unless every id lies in ``[0, n)``: one device-to-host transfer.
+    """Raise ``DimensionError`` unless every id lies in ``[0, n)``.
 
-    Each distinct block's (min, max) is computed on its device and the pairs
+    Ids made by ``sa.asarray`` from host data carry their range (``host_range``,
+    found on the host where they were made): no device is touched. Otherwise
+    each distinct block's (min, max) is computed on its device and the pairs
     are stacked there (on the first block's GPU); the stack then comes to the
     host in one transfer. Under MPI the processes agree on the range
     (``host_reduce``), so they raise together.
@@ -93,24 +95,7 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
     backend = ids.mesh.backend
     if not backend.has_data or ids.size == 0:
         return
-    xp = backend.xp
-    pairs, sources = [], []  # the sources of cross-GPU copies stay alive until the transfer is done
-    first = None
-    for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
-        b = ids.shards[rep]
-        if b.size:
-            first = rep if first is None else first
-            with backend.scope(rep):
-                pair = xp.stack([xp.min(b), xp.max(b)])
-            if rep != first and backend.per_device and hasattr(xp, "cuda"):  # CuPy blocks on other GPUs
-                sources.append(pair)
-                pair = _to_device(xp, backend, pair, rep, first)
-            pairs.append(pair)
-    lo, hi = _NO_IDS
-    if pairs:
-        with backend.scope(first):
-            host = backend.to_numpy(xp.concatenate(pairs))
-        lo, hi = int(host[0::2].min()), int(host[1::2].max())
+    lo, hi = ids.host_range if ids.host_range is not None else _device_range(ids)
     comm = ids.mesh.comm  # under MPI every process must agree (and raise) together
     lo = comm.host_reduce(lo, "min")
     hi = comm.host_reduce(hi, "max")
@@ -121,17 +106,27 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
         )
 
 
-def _to_device(xp: Any, backend: Any, a: Any, src: int, dst: int) -> Any:
-    """``a``, made on mesh device ``src``'s GPU and stream, copied to device ``dst``'s (GPU to GPU, no host).
-
-    ``dst``'s stream waits for ``src``'s work first (an event), so the copy reads the finished values.
-    """
-    with backend.scope(src):
-        done = xp.cuda.Event()
-        done.record()
-    with backend.scope(dst):
-        xp.cuda.get_current_stream().wait_event(done)
-        return xp.array(a, copy=True)
+def _device_range(ids: ShardArray) -> tuple[int, int]:
+    """(min, max) of ``ids`` over every block, in one device-to-host transfer (``_NO_IDS`` for no ids here)."""
+    backend = ids.mesh.backend
+    xp = backend.xp
+    pairs, sources = [], []  # the sources of cross-GPU copies stay alive until the transfer is done
+    first = None
+    for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
+        b = ids.shards[rep]
+        if b.size:
+            first = rep if first is None else first
+            with backend.scope(rep):
+                pair = xp.stack([xp.min(b), xp.max(b)])
+            if rep != first:  # blocks on other GPUs come to the first one's (no host round trip)
+                sources.append(pair)
+                pair = backend.copy_between(pair, rep, first)
+            pairs.append(pair)
+    if not pairs:
+        return _NO_IDS
+    with backend.scope(first):
+        host = backend.to_numpy(xp.concatenate(pairs))
+    return int(host[0::2].min()), int(host[1::2].max())
 
 
 _NO_IDS = (2**63, -(2**63))  # (min, max) of a process that holds no ids: neutral for the reductions
