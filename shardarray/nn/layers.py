@@ -11,6 +11,7 @@ from ..array import ShardArray
 from ..mesh import Mesh
 from ..ops import fused
 from ..backend import cuda_kernels
+from ..ops.common import require_ids
 from ..ops.creation import asarray
 from ..ops.einsum import einsum
 from ..autograd.common import match
@@ -54,12 +55,7 @@ def _check_layer_norm(x: Any, gain: Any, bias: Any, dim: str) -> None:
 def _check_loss(what: str, logits: Any, targets: Any, dim: str) -> None:
     _need_dims(what, "logits", logits, (dim,))
     check_domain(what, [logits], "real_float")
-    if not isinstance(targets, ShardArray):
-        raise DTypeError(f"{what}: targets must be an integer ShardArray; got {type(targets).__name__}; "
-                         f"wrap them with sa.asarray(targets, dims=..., mesh=...)")
-    if targets.dtype.kind not in "iu":
-        raise DTypeError(f"{what}: targets {targets.sizes} must be integer class ids; got dtype {targets.dtype}; "
-                         f"cast them with targets.astype(\"int64\")")
+    require_ids(targets, what, "targets")
     extra = [d for d in targets.dims if d not in logits.dims or d == dim]
     if extra:
         raise DimensionError(

@@ -15,6 +15,7 @@ from ..errors import DimensionError, DTypeError
 from ..layout import make_layout
 from ..mesh import Mesh
 from ..ops import random as rnd
+from ..ops.common import require_ids
 from ..ops.creation import full
 from ..ops.einsum import einsum
 from ..ops.indexing import take
@@ -154,13 +155,7 @@ def check_params(params: Any, cfg: TransformerConfig) -> None:
 
 
 def _check_tokens(tokens: Any, cfg: TransformerConfig, what: str) -> None:
-    make = "make it with sa.asarray(ids, dims=('batch', 'seq'), mesh=mesh)"
-    if not isinstance(tokens, ShardArray):
-        raise DTypeError(f"{what} must be an integer ShardArray with dims ('batch', 'seq'); got a "
-                         f"{type(tokens).__name__}: {make}")
-    if tokens.dtype.kind not in "iu":
-        raise DTypeError(f"{what} must be an integer ShardArray with dims ('batch', 'seq'); got dtype "
-                         f"{tokens.dtype.name}: pass token ids, e.g. {what}.astype('int64')")
+    require_ids(tokens, "transformer_loss", what)
     if set(tokens.dims) != {"batch", "seq"}:
         raise DimensionError(f"{what} must have dims ('batch', 'seq'); got {tokens.sizes} "
                              f"(rename them with {what}.rename({{...}}))")

@@ -101,6 +101,17 @@ def require_array(x: Any, what: str, name: str = "x") -> ShardArray:
     )
 
 
+def require_ids(ids: Any, what: str, name: str = "ids") -> ShardArray:
+    """``ids`` if it is an integer ShardArray (token or class ids), else a ``DTypeError`` saying how to get one."""
+    ids = require_array(ids, what, name)
+    if ids.dtype.kind not in "iu":
+        raise DTypeError(
+            f"{what}: {name} {ids.sizes} must be an integer array of ids; got dtype {ids.dtype}; "
+            f'cast them with {name}.astype("int64")'
+        )
+    return ids
+
+
 def mesh_order(mesh: Mesh, axes: Iterable[str]) -> tuple[str, ...]:
     """``axes`` as a tuple sorted in the mesh's axis order."""
     s = set(axes)

@@ -18,7 +18,7 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds, check_dims, check_sizes
-from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, union_dims
+from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
 from .relayout import to_axes
 
 
@@ -75,11 +75,7 @@ def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
             f"take along {dim!r}: ids {ids.sizes} must not have the dim {dim!r} itself; rename it "
             f"(ids.rename({{{dim!r}: 'other'}}))"
         )
-    if ids.dtype.kind not in "iu":
-        raise DTypeError(
-            f"take along {dim!r}: ids {ids.sizes} must be an integer array; got dtype {ids.dtype}; "
-            f"cast them with ids.astype(\"int64\")"
-        )
+    require_ids(ids, f"take along {dim!r}")
 
 
 def _check_range(ids: ShardArray, n: int, dim: str) -> None:
@@ -261,12 +257,7 @@ def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout
     from .elementwise import equal
     from .structure import astype
 
-    if not isinstance(ids, ShardArray):
-        raise DTypeError(f"one_hot: ids must be an integer ShardArray; got {type(ids).__name__}; "
-                         f"wrap it with sa.asarray(ids, dims=..., mesh=...)")
-    if ids.dtype.kind not in "iu":
-        raise DTypeError(f"one_hot: ids {ids.sizes} must be an integer array; got dtype {ids.dtype}; "
-                         f"cast them with ids.astype(\"int64\")")
+    ids = require_ids(ids, "one_hot")
     (dim,) = check_dims((dim,), what="one_hot's new dim")
     if isinstance(size, bool) or not hasattr(size, "__index__"):
         check_sizes((dim,), (size,), what="one_hot")  # raises: the size must be an integer
