@@ -56,6 +56,14 @@ from .ops.softmax import logsumexp, softmax
 from .ops.structure import broadcast_to, stop_gradient
 from .profiler import Profile, profile
 
+# ---- elementwise and reductions (elementwise engineer)
+
+# ---- indexing (indexing engineer)
+
+# ---- manipulation and search (manipulation engineer)
+
+# ---- protocols (protocols engineer)
+
 from .autograd import vjp_elementwise, vjp_reduce, vjp_structure  # noqa: E402,F401  (registers the VJPs)
 
 __version__ = "0.1.0"

@@ -274,6 +274,14 @@ class ShardArray:
 
     __hash__ = object.__hash__
 
+    # ------------------------------------------------------------- more operators (elementwise engineer)
+
+    # ------------------------------------------------------------- indexing (indexing engineer)
+
+    # ------------------------------------------------------------- manipulation (manipulation engineer)
+
+    # ------------------------------------------------------------- protocols (protocols engineer)
+
 
 from .ops import elementwise as _ew  # noqa: E402  (ops need the class defined above)
 from .ops import reduce as _reduce  # noqa: E402
