@@ -91,13 +91,21 @@ class ShardArray:
         return max(int(math.prod(s.shape)) for s in self.shards if s is not None) * self.dtype.itemsize
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{d}={n}" for d, n in zip(self.dims, self.shape))
-        pend = f", pending={self.pending}" if self.pending else ""
-        return f"ShardArray({sizes}; dtype={self.dtype}, layout={self.layout}{pend}, mesh={self.mesh})"
+        """Values, dims, dtype, layout and mesh of a small array (an explicit gather, see ``ops.show.array_repr``);
+        a summary of a large one."""
+        from .ops.show import array_repr
+
+        return array_repr(self)
 
     def __len__(self) -> int:
+        """The size of the first dim (``len(x) == x.shape[0]``); a 0-d array has no length."""
         if not self.dims:
-            raise TypeError("len() of a 0-d ShardArray")
+            from .numpy_protocol import ZeroDimError
+
+            raise ZeroDimError(
+                f"len() of a 0-d ShardArray ({self.dtype}) is undefined: it has no dims. "
+                f"Use x.item() or float(x) for its value"
+            )
         return self.shape[0]
 
     # ------------------------------------------------------------- values
@@ -275,12 +283,177 @@ class ShardArray:
     __hash__ = object.__hash__
 
     # ------------------------------------------------------------- more operators (elementwise engineer)
+    @staticmethod
+    def _ops() -> Any:
+        """The elementwise operators' module (imported late: the ops import this module)."""
+        from .ops import operators
+
+        return operators
+
+    # (no __iadd__ etc.: ``x += y`` falls back to ``x = x + y``, a new array, since arrays are immutable)
+    def __floordiv__(self, other: Any) -> ShardArray: return self._ops().floor_divide(self, other)
+    def __rfloordiv__(self, other: Any) -> ShardArray: return self._ops().floor_divide(other, self)
+    def __mod__(self, other: Any) -> ShardArray: return self._ops().remainder(self, other)
+    def __rmod__(self, other: Any) -> ShardArray: return self._ops().remainder(other, self)
+    def __and__(self, other: Any) -> ShardArray: return self._ops().bitwise_and(self, other)
+    def __rand__(self, other: Any) -> ShardArray: return self._ops().bitwise_and(other, self)
+    def __or__(self, other: Any) -> ShardArray: return self._ops().bitwise_or(self, other)
+    def __ror__(self, other: Any) -> ShardArray: return self._ops().bitwise_or(other, self)
+    def __xor__(self, other: Any) -> ShardArray: return self._ops().bitwise_xor(self, other)
+    def __rxor__(self, other: Any) -> ShardArray: return self._ops().bitwise_xor(other, self)
+    def __lshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_left_shift(self, other)
+    def __rlshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_left_shift(other, self)
+    def __rshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_right_shift(self, other)
+    def __rrshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_right_shift(other, self)
+    def __invert__(self) -> ShardArray: return self._ops().bitwise_invert(self)
+    def __abs__(self) -> ShardArray: return self._ops().abs(self)
+
+    def __matmul__(self, other: Any) -> ShardArray:
+        """``x @ y`` is ``sa.einsum(x, y)``: contracts the dims the two share (named, not positional)."""
+        return self._ops().matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> ShardArray:
+        return self._ops().matmul(other, self)
+
+    def prod(self, dims: Any = None, *, axis: Any = None, dtype: Any = None, out: Any = None) -> ShardArray:
+        """Product over ``dims`` (names, positions, or all); see ``sa.prod``."""
+        x, dims = self._reduce_args("prod", dims, axis, dtype, out)
+        return _reduce.prod(x, dims)
+
+    def var(self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None,
+            out: Any = None) -> ShardArray:
+        """Variance over ``dims`` (``ddof`` is NumPy's name for ``correction``); see ``sa.var``."""
+        x, dims = self._reduce_args("var", dims, axis, None, out)
+        return _reduce.var(x, dims, correction if ddof is None else ddof)
+
+    def std(self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None,
+            out: Any = None) -> ShardArray:
+        """Standard deviation over ``dims`` (``ddof`` is NumPy's name for ``correction``); see ``sa.std``."""
+        x, dims = self._reduce_args("std", dims, axis, None, out)
+        return _reduce.std(x, dims, correction if ddof is None else ddof)
+
+    def all(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
+        """Whether all elements over ``dims`` are true; see ``sa.all``."""
+        x, dims = self._reduce_args("all", dims, axis, None, out)
+        return _reduce.all(x, dims)
+
+    def any(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
+        """Whether any element over ``dims`` is true; see ``sa.any``."""
+        x, dims = self._reduce_args("any", dims, axis, None, out)
+        return _reduce.any(x, dims)
 
     # ------------------------------------------------------------- indexing (indexing engineer)
+    def isel(self, indexers: Mapping[str, Any] | None = None, /, **dims: Any) -> ShardArray:
+        """Select along named dims: ints drop a dim, slices keep it, integer ids pick; see ``sa.isel``.
+
+        Example:
+            >>> x = sa.zeros(sa.Mesh({"row": 2, "col": 2}), {"batch": 8, "seq": 4}, layout={"batch": "row"})
+            >>> x.isel(batch=slice(0, 4), seq=3).sizes
+            {'batch': 4}
+        """
+        from .ops import slicing
+
+        return slicing.isel(self, indexers, **dims)
+
+    def __getitem__(self, key: Any) -> ShardArray:
+        """``x[{"batch": slice(0, 4), "seq": 3}]`` by name, or ``x[0:4, 3]`` by position (NumPy rules).
+
+        Slices of split dims rebalance into the canonical layout (one alltoallv), an int of a split dim
+        broadcasts its row, integer ids are ``sa.take``; ``None`` adds a size-1 dim ``"new{k}"``.
+        """
+        from .ops import slicing
+
+        return slicing.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``x[idx] = v`` in place (ints and slices; v a scalar or a ShardArray); see ``ops/setitem.py``."""
+        from .ops import setitem, slicing
+
+        items, _ = slicing.parse_key(self, key)
+        setitem.setitem(self, items, value)
+
 
     # ------------------------------------------------------------- manipulation (manipulation engineer)
+    def split_dim(self, dim: Any, sizes: Mapping[str, int]) -> ShardArray:
+        """Split ``dim`` into the dims of ``sizes`` (``{name: size}``, major first, one may be -1); see ``sa.split_dim``.
+
+        A split dim keeps its mesh axes on the first new dim, with no collective when the blocks allow.
+
+        Example:
+            >>> x = sa.zeros(sa.Mesh({"row": 2, "col": 2}), {"batch": 2, "hidden": 8}, layout={"hidden": "col"})
+            >>> x.split_dim("hidden", {"heads": 2, "d_kv": 4}).layout
+            {'heads': ('col',)}
+        """
+        from .ops import reshape
+
+        return reshape.split_dim(self, dim, sizes)
+
+    def merge_dims(self, dims: Sequence[Any], new: str) -> ShardArray:
+        """Merge ``dims`` (major first) into one dim ``new``; see ``sa.merge_dims``.
+
+        Example:
+            >>> x = sa.zeros(sa.Mesh({"row": 2, "col": 2}), {"heads": 2, "d_kv": 4}, layout={"heads": "col"})
+            >>> x.merge_dims(("heads", "d_kv"), "hidden").layout
+            {'hidden': ('col',)}
+        """
+        from .ops import reshape
+
+        return reshape.merge_dims(self, dims, new)
+
+    def squeeze(self, dims: Any = None) -> ShardArray:
+        """Drop size-1 ``dims`` (all size-1 dims when None); see ``sa.squeeze``."""
+        from .ops import dims as _dims
+
+        return _dims.squeeze(self, dims)
+
+    def expand_dims(self, dim: str, position: int = 0) -> ShardArray:
+        """Add an unsplit size-1 dim ``dim`` at ``position``; see ``sa.expand_dims``."""
+        from .ops import dims as _dims
+
+        return _dims.expand_dims(self, dim, position)
+
+    def argmax(self, dim: Any = None) -> ShardArray:
+        """Index (int64) of the largest value along ``dim``; one allgather of (value, index) pairs if it is split."""
+        from .ops import search
+
+        return search.argmax(self, dim)
+
+    def argmin(self, dim: Any = None) -> ShardArray:
+        """Index (int64) of the smallest value along ``dim``; one allgather of (value, index) pairs if it is split."""
+        from .ops import search
+
+        return search.argmin(self, dim)
+
 
     # ------------------------------------------------------------- protocols (protocols engineer)
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs return ShardArrays: ``np.exp(x)`` is ``sa.exp(x)``; one without a counterpart raises
+        TypeError (never a silent gather). See ``shardarray.numpy_protocol``."""
+        from .numpy_protocol import array_ufunc
+
+        return array_ufunc(ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy functions with a counterpart return ShardArrays (``np.sum(x, axis=0)``, ``np.concatenate``...);
+        others raise TypeError. ``np.asarray(x)`` stays the explicit gather. See ``shardarray.numpy_protocol``."""
+        from .numpy_protocol import array_function
+
+        return array_function(func, types, args, kwargs)
+
+    def __iter__(self) -> Any:
+        """Iterate over the first dim: yields ``x[{dim: i}]`` (each a ShardArray without that dim).
+
+        Each step is an indexing op (see ``ShardArray.__getitem__`` for its traffic on a split dim).
+        """
+        from .numpy_protocol import iterate
+
+        return iterate(self)
+
+    def __round__(self, ndigits: int | None = None) -> ShardArray:
+        """``round(x)`` / ``round(x, 2)``: elementwise rounding (half to even, as NumPy), a new ShardArray."""
+        from .numpy_protocol import round_array
+
+        return round_array(self, ndigits)
 
 
 from .ops import elementwise as _ew  # noqa: E402  (ops need the class defined above)

@@ -12,7 +12,10 @@ Rules (one place for every op):
   but complex. Integer and bool arrays are refused by float-only ops (no
   silent promotion to float64 or float16): cast them with ``.astype("float32")``.
   Complex arrays are refused by ordering ops, which the array API leaves
-  unspecified for complex numbers.
+  unspecified for complex numbers. ``"numeric"`` ops (sign, square) refuse
+  bool, ``"real_numeric"`` ops (floor_divide, remainder, floor) bool and
+  complex; bitwise ops take ``"integer_or_bool"`` (shifts ``"integer"``) and
+  logical ops ``"bool"`` arrays only.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ SUPPORTED = (
 )
 #: floating dtypes NumPy gives another kind than "f" (ml_dtypes' bfloat16 has kind "V")
 _EXTRA_FLOATS = ("bfloat16",)
-DOMAINS = ("inexact", "real_float", "real")
+DOMAINS = ("inexact", "real_float", "real", "numeric", "real_numeric", "integer", "integer_or_bool", "bool")
 
 
 def as_dtype(dtype: Any) -> np.dtype:
@@ -81,7 +84,28 @@ def _in_domain(dt: np.dtype, domain: str) -> bool:
         return is_real_float(dt)
     if domain == "real":
         return dt.kind != "c"
+    if domain == "numeric":
+        return dt.kind != "b"
+    if domain == "real_numeric":
+        return dt.kind not in "bc"
+    if domain == "integer":
+        return dt.kind in "iu"
+    if domain == "integer_or_bool":
+        return dt.kind in "iub"
+    if domain == "bool":
+        return dt.kind == "b"
     raise ValueError(f"unknown dtype domain {domain!r}; one of {DOMAINS}")
+
+
+_KIND_DOMAINS = {
+    "numeric": ("numeric (non-bool)", 'cast it first with x.astype("int64") or x.astype("float32")'),
+    "real_numeric": ("real numeric (integer or real float)",
+                     'cast a bool array with x.astype("int64"); take sa.real(x) or sa.abs(x) of a complex one'),
+    "integer": ("integer", 'cast it first with x.astype("int64") (floats have no bits to shift: use x * 2**k)'),
+    "integer_or_bool": ("integer or bool",
+                        'cast it first with x.astype("int64"), or compare floats first (x > 0) for a bool mask'),
+    "bool": ("bool", "make a bool array first with a comparison (x != 0) or x.astype(\"bool\")"),
+}
 
 
 def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
@@ -104,6 +128,11 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
         dt = x.dtype
         if _in_domain(dt, domain):
             continue
+        if domain in _KIND_DOMAINS:
+            raise DTypeError(
+                f"{op}: the operand with dims {x.sizes} has dtype {dt.name}, but {op} is defined for "
+                f"{_KIND_DOMAINS[domain][0]} arrays only; {_KIND_DOMAINS[domain][1]}"
+            )
         if dt.kind == "c":
             raise DTypeError(
                 f"{op}: the operand with dims {x.sizes} has complex dtype {dt.name}, but {op} needs ordered values and "

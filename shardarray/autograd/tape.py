@@ -131,7 +131,14 @@ def differentiable(
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        plain = (lambda *a, **k: fn(*a, **k)[0]) if saves else fn
+        if saves:
+
+            @functools.wraps(fn)  # keeps fn's signature, docstring and type hints visible through the chain
+            def plain(*a: Any, **k: Any) -> Any:
+                return fn(*a, **k)[0]
+
+        else:
+            plain = fn
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -163,7 +170,9 @@ def differentiable(
             tape.nodes.append(out._node)
             return out
 
-        wrapper.__wrapped__ = plain  # type: ignore[attr-defined]  (the op itself, never recorded)
+        # the op itself, never recorded; inspect.signature/help()/typing.get_type_hints follow __wrapped__ (to fn
+        # through plain's own __wrapped__ when saves=True), so the public op shows its real parameters
+        wrapper.__wrapped__ = plain  # type: ignore[attr-defined]
         return wrapper
 
     return deco

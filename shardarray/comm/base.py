@@ -96,3 +96,40 @@ class Communicator(ABC):
     @abstractmethod
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
         """Member ``root`` of each group gets the reduction; the others keep their buffers."""
+
+    def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
+        """Personalized exchange of pieces of any size within each group along ``axes``.
+
+        ``send[d]`` is, for device ``d``, a list with one array per member of
+        its group (in member order; possibly empty along ``dim``), all of one
+        shape except along array axis ``dim``; ``None`` for a device this
+        process does not hold. Member ``i`` gets the pieces the members sent
+        it, concatenated in member order along ``dim``. Logged as one
+        ``"alltoall"`` record whose ``elements`` is the largest number of
+        elements any device sends to the *other* members of its group (the
+        piece a device addresses to itself never travels), so the logged
+        volume is the real per-device traffic of an uneven exchange.
+
+        Example:
+            >>> mesh = sa.Mesh({"row": 2, "col": 2})
+            >>> send = [[np.zeros((1, 3)), np.zeros((2, 3))] for _ in range(4)]
+            >>> [s.shape for s in mesh.comm.alltoallv(send, ("row",), 0)]
+            [(2, 3), (2, 3), (4, 3), (4, 3)]
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no alltoallv")
+
+    def _log_alltoallv(self, send: Sequence[Any], axes: tuple[str, ...]) -> int:
+        """Record an alltoallv: elements = the most any device sends to other members."""
+        n = self.mesh.axes_size(axes)
+        if n > 1:
+            most, dtype = 0, None
+            for group in self.mesh.groups(axes):
+                for pos, d in enumerate(group):
+                    pieces = send[d]
+                    if pieces is None:
+                        continue
+                    dtype = pieces[0].dtype if dtype is None else dtype
+                    most = max(most, sum(int(p.size) for j, p in enumerate(pieces) if j != pos))
+            if dtype is not None:
+                record("alltoall", axes, n, most, np.dtype(dtype).itemsize, str(np.dtype(dtype)))
+        return n

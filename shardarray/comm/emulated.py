@@ -122,3 +122,16 @@ class EmulatedCommunicator(Communicator):
             return out
 
         return self._per_group(shards, axes, run)
+
+    def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
+        """Member i gets ``concatenate([send[member j][i] for j], dim)`` (see ``Communicator.alltoallv``)."""
+        self._log_alltoallv(send, axes)
+        xp = self.mesh.backend.xp
+        out: list[Any] = [None] * len(send)
+        for group in self.mesh.groups(axes):
+            if any(send[d] is None for d in group):
+                continue
+            for i, d in enumerate(group):
+                pieces = [send[j][i] for j in group]
+                out[d] = pieces[0] if len(pieces) == 1 else xp.concatenate(pieces, axis=dim)
+        return out

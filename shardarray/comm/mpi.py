@@ -323,3 +323,29 @@ class MpiCommunicator(Communicator):
         with self._calling("reduce", axes, x):
             sub.Reduce(send, recv, op=self._op(op), root=root)
         return self._out(recv.astype(x.dtype, copy=False) if pos == root else x)
+
+    def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
+        """One ``Alltoallv`` per group with per-pair byte counts; only the pieces' shapes travel pickled."""
+        n = self.mesh.axes_size(axes)
+        pieces = [contiguous(p) for p in send[self.rank]]
+        if n == 1:
+            return self._out(pieces[0])
+        sub, pos = self._sub(axes)
+        mine = sum(int(p.size) for j, p in enumerate(pieces) if j != pos)
+        dtype = pieces[0].dtype
+        log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=self._group(axes), dim=0)
+        shapes = sub.alltoall([(p.shape, p.dtype.str) for p in pieces])
+        rest = {(s[:dim] + s[dim + 1:], t) for s, t in shapes}
+        if len(rest) > 1:
+            raise self._mismatch("alltoallv", axes, [(s, np.dtype(t).name) for s, t in shapes], f"beyond dim {dim}")
+        flat = np.concatenate([p.reshape(-1) for p in pieces])
+        recv_counts = [int(np.prod(s)) for s, _ in shapes]
+        recv = np.empty(sum(recv_counts), dtype=dtype)
+        with self._calling("alltoallv", axes, pieces[pos]):
+            sub.Alltoallv([flat.view(np.uint8), [p.size * dtype.itemsize for p in pieces]],
+                          [recv.view(np.uint8), [c * dtype.itemsize for c in recv_counts]])
+        parts, start = [], 0
+        for (s, _), c in zip(shapes, recv_counts):
+            parts.append(recv[start:start + c].reshape(s))
+            start += c
+        return self._out(np.concatenate(parts, axis=dim))

@@ -506,3 +506,53 @@ class NcclCommunicator(Communicator):
                 out[d] = recv
         self._grouped("reduce", axes, calls)
         return out
+
+    def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
+        """Grouped send/recv of the pieces of any size (see ``Communicator.alltoallv``); empty pieces post nothing.
+
+        The receive sizes come from the senders' pieces (SPMD: their shapes are exchanged pickled over the
+        group's MPI communicator first); logged as ``"alltoall"`` like the emulated communicator.
+        """
+        n = self.mesh.axes_size(axes)
+        local = [d for d in self._local if send[d] is not None]
+        if n == 1:
+            return [None if s is None else s[0] for s in send]
+        dtype = np.dtype(send[local[0]][0].dtype)
+        if self.world is None:
+            self._log_alltoallv(send, axes)
+        else:
+            from .mpi import log_spmd
+
+            d = self.rank
+            group = next(g for g in self.mesh.groups(axes) if d in g)
+            pos = group.index(d)
+            mine = sum(int(p.size) for j, p in enumerate(send[d]) if j != pos)
+            log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=group, dim=0)
+        dt = self._type(dtype, "alltoallv")
+        xp = self.mesh.backend.xp
+        out: list[Any] = [None] * len(send)
+        calls, parts = [], {}
+        for d, m in self.members(axes).items():
+            with self.mesh.backend.scope(d):
+                pieces = [self._contig(p) for p in send[d]]
+            if m.sub is None:
+                shapes = [tuple(send[e][m.pos].shape) for e in m.group]
+            else:
+                shapes = [tuple(s) for s in m.sub.alltoall([tuple(p.shape) for p in pieces])]
+            with self.mesh.backend.scope(d):
+                received = [pieces[j] if j == m.pos else xp.empty(shape, dtype=dtype) for j, shape in enumerate(shapes)]
+            for j in range(n):
+                if j == m.pos:
+                    continue
+                if pieces[j].size:
+                    calls.append(_Call(m.comm.send, (self._ptr(pieces[j]), self._count(pieces[j]), dt, j,
+                                                     self._stream(d)), (pieces[j],)))
+                if received[j].size:
+                    calls.append(_Call(m.comm.recv, (self._ptr(received[j]), self._count(received[j]), dt, j,
+                                                     self._stream(d)), (received[j],)))
+            parts[d] = received
+        self._grouped("alltoallv", axes, calls)
+        for d, received in parts.items():
+            with self.mesh.backend.scope(d):
+                out[d] = xp.concatenate(received, axis=dim)
+        return out

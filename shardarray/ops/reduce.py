@@ -23,7 +23,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ..backend.meta import MetaArray
 from ..dtypes import accumulation_dtype, check_domain
+from ..errors import ArgumentError
 from .common import dims_arg, map_blocks, mesh_order, new_array
 from .relayout import resolve
 
@@ -160,3 +162,206 @@ def max(x: ShardArray, dims: Any = None) -> ShardArray:
 def min(x: ShardArray, dims: Any = None) -> ShardArray:
     """Minimum over ``dims`` (see ``max``)."""
     return _extreme(x, dims, "min")
+
+
+# ------------------------------------------------------------------ prod, all, any, var, std
+def _on_meta(s: Any, index: tuple[int, ...], dtype: Any, lead: int = 0) -> MetaArray:
+    """The meta block (shape and dtype only) of a reduction of ``s`` over ``index``, with ``lead`` new leading axes."""
+    return MetaArray((4,) * lead + tuple(n for i, n in enumerate(s.shape) if i not in index), np.dtype(dtype))
+
+
+def _reduced_axes(x: ShardArray, dims: tuple[str, ...]) -> tuple[str, ...]:
+    return mesh_order(x.mesh, [a for d in dims for a in x.spec.of(d)])
+
+
+def _gather_partials(x: ShardArray, red_axes: tuple[str, ...], shards: list[Any]) -> list[Any]:
+    """Every device's partial results stacked along a new leading axis (one allgather over ``red_axes``)."""
+    xp = x.mesh.backend.xp
+    used = x.spec.used_axes
+    lead = map_blocks(x.mesh, used, lambda s: xp.expand_dims(s, 0), shards)
+    return x.mesh.comm.allgather(lead, red_axes, 0)
+
+
+@differentiable("prod", resolve_inputs=True)
+def prod(x: ShardArray, dims: Any = None) -> ShardArray:
+    """Product over ``dims`` (names, positions, or all when None), as ``np.prod``.
+
+    Each device multiplies its block; over split dims the per-device partial
+    products (one value per output element per device) are **allgathered**
+    over the reduced dims' axes and multiplied locally, an exact product with
+    no logarithms (the communicators reduce by sum, max and min only).
+    Low-precision floats multiply in float32 and are rounded once; integer
+    and bool arrays give NumPy's dtype (int64 for narrow integers).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]]), dims=("a", "b"), mesh=mesh,
+        ...                layout={"b": "col"})
+        >>> sa.prod(x, "b").numpy(), x.prod().numpy()
+        (array([ 6., -2.]), array(-12.))
+    """
+    dims = dims_arg(x, dims, "prod")
+    x = resolve(x, x.spec.axes)
+    acc = accumulation_dtype(x.dtype)
+    index, keep, axes = _split(x, dims)
+    xp = x.mesh.backend.xp
+    out_dtype = np.prod(np.ones(1, x.dtype), dtype=acc).dtype
+
+    def local(s: Any) -> Any:
+        return _on_meta(s, index, out_dtype) if isinstance(s, MetaArray) else xp.prod(s, axis=index, dtype=acc)
+
+    shards = map_blocks(x.mesh, x.spec.used_axes, local, x.shards)
+    red_axes = _reduced_axes(x, dims)
+    if red_axes:
+        gathered = _gather_partials(x, red_axes, shards)
+        shards = map_blocks(x.mesh, x.spec.used_axes,
+                            lambda s: _on_meta(s, (0,), s.dtype) if isinstance(s, MetaArray) else xp.prod(s, axis=0),
+                            gathered)
+    out = new_array(x.mesh, keep, x.sizes, axes, shards)
+    return out if acc is None else out.astype(x.dtype)
+
+
+def _logical(x: ShardArray, dims: Any, op: str) -> ShardArray:
+    dims = dims_arg(x, dims, op)
+    x = resolve(x, x.spec.axes)
+    index, keep, axes = _split(x, dims)
+    xp = x.mesh.backend.xp
+    red_axes = _reduced_axes(x, dims)
+    # over split dims one byte per output element: a min (all) or max (any) allreduce of uint8 truth values
+    dtype = np.uint8 if red_axes else np.bool_
+
+    def local(s: Any) -> Any:
+        if isinstance(s, MetaArray):
+            return _on_meta(s, index, dtype)
+        return xp.asarray((xp.all if op == "all" else xp.any)(s, axis=index)).astype(dtype)
+
+    shards = map_blocks(x.mesh, x.spec.used_axes, local, x.shards)
+    if not red_axes:
+        return new_array(x.mesh, keep, x.sizes, axes, shards, dtype=np.bool_)
+    shards = x.mesh.comm.allreduce(shards, red_axes, op="min" if op == "all" else "max")
+    shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: s.astype(np.bool_), shards)
+    return new_array(x.mesh, keep, x.sizes, axes, shards, dtype=np.bool_)
+
+
+def all(x: ShardArray, dims: Any = None) -> ShardArray:
+    """Whether every element over ``dims`` is true (nonzero), as ``np.all``: a bool array.
+
+    Over split dims: a local ``all``, then a min-allreduce of one byte per
+    output element over the reduced dims' axes. Empty dims give True.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, 2.0], [0.0, 3.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
+        >>> sa.all(x, "b").numpy(), sa.any(x == 0, "b").numpy(), sa.all(x).numpy()
+        (array([ True, False]), array([False,  True]), array(False))
+    """
+    return _logical(x, dims, "all")
+
+
+def any(x: ShardArray, dims: Any = None) -> ShardArray:
+    """Whether some element over ``dims`` is true (nonzero), as ``np.any``: a bool array.
+
+    Over split dims: a local ``any``, then a max-allreduce of one byte per
+    output element (see ``all``). Empty dims give False.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[0, 0], [0, 3]]), dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+        >>> sa.any(x, "b").numpy(), x.any().numpy()
+        (array([False,  True]), array(True))
+    """
+    return _logical(x, dims, "any")
+
+
+def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str, root: bool = False) -> ShardArray:
+    """The variance over ``dims``: one pass of per-device moments, one allgather, Chan's combination."""
+    check_domain(what, [x], "real_float")
+    if not isinstance(correction, (int, float, np.integer, np.floating)) or isinstance(correction, bool):
+        raise ArgumentError(f"{what}: correction must be a number (0 or 1 usually); got {correction!r}")
+    x = resolve(x, x.spec.axes)
+    acc = accumulation_dtype(x.dtype) or x.dtype
+    index, keep, axes = _split(x, dims)
+    xp = x.mesh.backend.xp
+    total = math.prod(x.sizes[d] for d in dims)
+
+    def local(s: Any) -> Any:
+        # (count n, shift m = the block's mean rounded, S1 = sum(x - m), S2 = sum((x - m)^2)) per output element
+        if isinstance(s, MetaArray):
+            return _on_meta(s, index, acc, lead=1)
+        s = xp.asarray(s, dtype=acc)
+        n = math.prod(s.shape[i] for i in index)
+        kept = tuple(k for i, k in enumerate(s.shape) if i not in index)
+        if n == 0:
+            z = xp.zeros(kept, dtype=acc)
+            return xp.stack([z, z, z, z])
+        m = xp.mean(s, axis=index, keepdims=True)
+        d = s - m
+        return xp.stack([xp.full(kept, n, dtype=acc), xp.reshape(m, kept), xp.sum(d, axis=index),
+                         xp.sum(d * d, axis=index)])
+
+    red_axes = _reduced_axes(x, dims)
+    used = x.spec.used_axes
+    parts = map_blocks(x.mesh, used, local, x.shards)
+    if red_axes:
+        parts = _gather_partials(x, red_axes, parts)
+    else:
+        parts = map_blocks(x.mesh, used, lambda p: xp.expand_dims(p, 0), parts)
+    denom = builtins.max(total - correction, 0)
+
+    def combine(p: Any) -> Any:
+        # Chan et al.'s parallel combination in shifted form: with r the shift of the largest block,
+        # T1 = sum(x - r) = sum S1_i + n_i (m_i - r), T2 = sum((x - r)^2) = sum S2_i + 2 (m_i - r) S1_i + n_i (m_i - r)^2,
+        # M2 = T2 - T1^2 / N. The block means' rounding cancels exactly (the corrected two-pass algorithm).
+        if isinstance(p, MetaArray):
+            return _on_meta(p, (0, 1), x.dtype)
+        n, m, s1, s2 = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+        if not total:
+            return xp.full(m.shape[1:], np.nan, dtype=x.dtype)
+        r = xp.take_along_axis(m, xp.argmax(n, axis=0)[None], 0)
+        e = m - r
+        t1 = xp.sum(s1 + n * e, axis=0)
+        t2 = xp.sum(s2 + e * (2 * s1 + n * e), axis=0)
+        m2_all = xp.maximum(t2 - t1 * (t1 / total), 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = m2_all / acc.type(denom)
+        return (xp.sqrt(var) if root else var).astype(x.dtype)
+
+    shards = map_blocks(x.mesh, used, combine, parts)
+    return new_array(x.mesh, keep, x.sizes, axes, shards, dtype=x.dtype)
+
+
+@differentiable("var", resolve_inputs=True)
+def var(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
+    """Variance over ``dims`` divided by ``N - correction`` (NumPy's ``ddof``), as ``np.var``.
+
+    Numerically stable in one pass: each device computes its block's count,
+    mean ``m`` and the sums of deviations and squared deviations from ``m``;
+    over split dims these four values per output element are **allgathered**
+    once over the reduced dims' axes (one collective; the communicators have
+    no reduction that combines moments) and combined with Chan et al.'s
+    parallel formula in shifted form, which also cancels the rounding of the
+    block means (more accurate than NumPy's float32 ``var`` of large offsets).
+    Low-precision floats are computed in float32 and rounded once. Real
+    floating-point arrays only.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0]]), dims=("a", "b"), mesh=mesh,
+        ...                layout={"b": "col"})
+        >>> sa.var(x, "b").numpy(), sa.var(x, "b", correction=1).numpy()
+        (array([1.25, 0.  ]), array([1.66666667, 0.        ]))
+    """
+    return _moments(x, dims_arg(x, dims, "var"), correction, "var")
+
+
+@differentiable("std", resolve_inputs=True)
+def std(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
+    """Standard deviation over ``dims``: ``sqrt(var(x, dims, correction))`` (one collective, see ``var``).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, 3.0, 1.0, 3.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
+        >>> sa.std(x, "b").numpy()
+        array([1.])
+    """
+    return _moments(x, dims_arg(x, dims, "std"), correction, "std", root=True)

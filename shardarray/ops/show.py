@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from ..array import ShardArray
 from ..layout import block_bounds
 from .common import require_array
@@ -55,3 +57,50 @@ def show(x: ShardArray) -> str:
     )
     body = ["  ".join(cell.ljust(w) for cell, w in zip(t, widths)).rstrip() for t in table]
     return "\n".join([head] + body)
+
+
+REPR_MAX_ELEMENTS = 1000  # arrays up to this many elements show their values in repr()
+
+
+def values_shown(x: ShardArray) -> bool:
+    """Whether ``repr(x)`` gathers and shows the values (small arrays, where that is safe on this process).
+
+    Not on the ``meta`` backend (no values), not for an array being differentiated on a recording tape, and under
+    MPI (``comm="mpi"``) only for a replicated array with no pending sum (its conversion is local: repr may run on
+    one process only, so it must never start a collective).
+    """
+    if not x.mesh.backend.has_data or x.size > REPR_MAX_ELEMENTS:
+        return False
+    node = x._node
+    if node is not None and node.tape.recording():
+        return False
+    return not (x.mesh.comm_kind == "mpi" and (x.layout or x.pending))
+
+
+def array_repr(x: ShardArray) -> str:
+    """``repr(x)``: the values of a small array (like NumPy and JAX) with its dims, layout and mesh; else a summary.
+
+    Showing the values is an explicit gather of at most ``REPR_MAX_ELEMENTS`` elements (``x.numpy()``): no
+    collective on an emulated mesh (a pending sum is resolved first, an allreduce), none under MPI either
+    (there only replicated arrays show values). Large arrays, ``meta`` arrays, arrays being differentiated and
+    split arrays under MPI show ``ShardArray(dim=size, ...; dtype=..., layout=..., mesh=...)``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> sa.asarray(np.arange(4.0).reshape(2, 2), dims=("batch", "io"), mesh=mesh, layout={"batch": "row"})
+        ShardArray([[0., 1.],
+                    [2., 3.]], dims=('batch', 'io'), dtype=float64, layout={'batch': ('row',)},
+                    mesh=Mesh({'row': 2, 'col': 2}))
+        >>> sa.zeros(mesh, {"batch": 100, "io": 20}, layout={"batch": "row"})
+        ShardArray(batch=100, io=20; dtype=float32, layout={'batch': ('row',)}, mesh=Mesh({'row': 2, 'col': 2}))
+    """
+    pend = f", pending={x.pending}" if x.pending else ""
+    if values_shown(x):
+        try:
+            text = np.array2string(x.numpy(), separator=", ", prefix="ShardArray(", threshold=REPR_MAX_ELEMENTS + 1)
+        except Exception:  # noqa: BLE001 - a repr never raises: fall back to the summary
+            text = None
+        if text is not None:
+            return f"ShardArray({text}, dims={x.dims}, dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"
+    sizes = ", ".join(f"{d}={n}" for d, n in zip(x.dims, x.shape)) or "0-d"
+    return f"ShardArray({sizes}; dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"

@@ -1,0 +1,608 @@
+"""NumPy's protocols on ShardArrays: ``np.exp(x)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])`` return ShardArrays.
+
+``__array_ufunc__`` maps a ufunc by its name to the ``shardarray`` function of
+the same name (``np.exp`` -> ``sa.exp``; a few NumPy names have aliases:
+``absolute`` -> ``abs``, ``arcsin`` -> ``asin``, ``true_divide`` -> ``divide``,
+...), else to the ShardArray operator (``np.add`` -> ``x + y``). The method
+``reduce`` of ``np.add``/``np.multiply``/``np.maximum``/``np.minimum``/
+``np.logical_and``/``np.logical_or`` maps to ``sa.sum``/``prod``/``max``/
+``min``/``all``/``any``. ``__array_function__`` looks NumPy functions up in
+``FUNCTIONS``: one line per function, naming the ``shardarray`` function by
+attribute name, looked up when called (so an op added to ``shardarray`` later
+works as soon as it exists). Positional axes become dim names: axis ``k`` of
+``x`` is ``x.dims[k]``.
+
+A ufunc or function without a counterpart returns ``NotImplemented``, so NumPy
+raises its ``TypeError``: nothing is gathered silently. ``np.asarray(x)``
+(``x.__array__``, ``x.numpy()``) stays the one explicit gather. The
+collectives of each call are those of the ``shardarray`` op it maps to (see
+its docstring); the dispatch itself moves nothing.
+
+Example:
+    >>> mesh = sa.Mesh({"row": 2, "col": 2})
+    >>> x = sa.asarray(np.arange(8.0).reshape(4, 2), dims=("batch", "io"), mesh=mesh, layout={"batch": "row"})
+    >>> y = np.exp(x)                      # sa.exp: no communication
+    >>> type(y).__name__, y.layout
+    ('ShardArray', {'batch': ('row',)})
+    >>> s = np.sum(x, axis=0)              # sa.sum(x, "batch"): pending over row, resolved when read
+    >>> s.dims, np.asarray(s)
+    (('io',), array([12., 16.]))
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import operator
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .array import ShardArray
+from .errors import ArgumentError, DimensionError, DTypeError
+
+# ------------------------------------------------------------------ ufuncs
+
+# NumPy ufunc name -> the shardarray name (the array API standard's spelling) when they differ
+UFUNC_ALIASES: dict[str, str] = {
+    "absolute": "abs", "true_divide": "divide", "conjugate": "conj", "power": "pow",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
+    "arctanh": "atanh", "arctan2": "atan2", "invert": "bitwise_invert", "bitwise_not": "bitwise_invert",
+    "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift", "rint": "round",
+    "mod": "remainder",
+}
+
+# NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
+UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
+    "divide": ("__truediv__", "__rtruediv__"), "true_divide": ("__truediv__", "__rtruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__"), "remainder": ("__mod__", "__rmod__"),
+    "power": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
+    "bitwise_and": ("__and__", "__rand__"), "bitwise_or": ("__or__", "__ror__"),
+    "bitwise_xor": ("__xor__", "__rxor__"), "left_shift": ("__lshift__", "__rlshift__"),
+    "right_shift": ("__rshift__", "__rrshift__"),
+    "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"), "less": ("__lt__", "__gt__"),
+    "less_equal": ("__le__", "__ge__"), "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
+    "negative": ("__neg__", None), "positive": ("__pos__", None), "absolute": ("__abs__", None),
+    "invert": ("__invert__", None),
+}
+
+# ufunc.reduce -> the shardarray reduction
+UFUNC_REDUCTIONS: dict[str, str] = {
+    "add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "logical_and": "all", "logical_or": "any",
+}
+# ufunc.accumulate -> the shardarray scan
+UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax",
+                                       "minimum": "cummin"}
+
+
+def lookup(name: str) -> Callable[..., Any] | None:
+    """The public ``shardarray`` function called ``name`` now (None when there is none; modules don't count)."""
+    import shardarray
+
+    fn = getattr(shardarray, name, None)
+    if fn is None or isinstance(fn, (types.ModuleType, type)) or not callable(fn):
+        return None
+    return fn
+
+
+def _operand(a: Any, what: str, i: int) -> Any:
+    """A ufunc operand as shardarray takes it: 0-d NumPy arrays become scalars; other NumPy arrays are refused."""
+    if isinstance(a, np.ndarray):
+        if a.ndim == 0:
+            return a[()]
+        raise DTypeError(
+            f"{what}: operand {i} is a NumPy array of shape {a.shape}; mixing NumPy arrays with ShardArrays would "
+            f"need its dims and mesh. Wrap it with sa.asarray(array, dims=(...), mesh=x.mesh), or gather the "
+            f"ShardArray explicitly with np.asarray(x)"
+        )
+    return a
+
+
+def _check_ufunc_kwargs(what: str, kwargs: dict[str, Any]) -> Any:
+    """Refuse ``out=`` and other keywords shardarray does not honour; returns ``dtype`` (or None)."""
+    out = kwargs.pop("out", None)
+    if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
+        raise DTypeError(
+            f"{what}: out= is not supported on ShardArrays (they are immutable); use the returned array, "
+            f"e.g. y = {what}(x) instead of {what}(x, out=y)"
+        )
+    dtype = kwargs.pop("dtype", None)
+    neutral = {"where": True, "casting": "same_kind", "order": "K", "subok": True, "signature": None,
+               "axis": None, "keepdims": False, "initial": np._NoValue}
+    for key, value in kwargs.items():
+        if key in neutral and (value is neutral[key] or _same(value, neutral[key])):
+            continue
+        raise ArgumentError(
+            f"{what}: the keyword {key}={_short(value)} is not supported on ShardArrays; call it without {key}= "
+            f"(or gather explicitly with np.asarray(x) and use NumPy)"
+        )
+    return dtype
+
+
+def _short(value: Any) -> str:
+    """A value for an error message: arrays by type and shape, others by a repr cut to 60 characters."""
+    if isinstance(value, (np.ndarray, ShardArray)):
+        return f"<{type(value).__name__} of shape {value.shape}>"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:  # noqa: BLE001 - an odd __eq__ (arrays) just means "not the same"
+        return False
+
+
+def _foreign(values: tuple[Any, ...]) -> bool:
+    """Whether an operand is an array type shardarray does not handle (a CuPy array, a duck array, ...)."""
+    for a in values:
+        if isinstance(a, (ShardArray, np.ndarray, numbers.Number, np.generic, str, type(None))):
+            continue
+        if hasattr(a, "__array_ufunc__") or hasattr(a, "__array_function__"):
+            return True
+    return False
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """``ShardArray.__array_ufunc__``: the ufunc as a shardarray op, or NotImplemented (NumPy raises TypeError)."""
+    name = ufunc.__name__
+    what = f"np.{name}" if method == "__call__" else f"np.{name}.{method}"
+    if _foreign(inputs):
+        return NotImplemented
+    if method == "__call__":
+        fn = lookup(name) or (lookup(UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
+        if fn is None and name not in UFUNC_OPERATORS:
+            return NotImplemented
+        dtype = _check_ufunc_kwargs(what, dict(kwargs))
+        args = [_operand(a, what, i) for i, a in enumerate(inputs)]
+        if dtype is not None:
+            args = [a.astype(dtype) if isinstance(a, ShardArray) else a for a in args]
+        if fn is not None:
+            return fn(*args)
+        return _by_operator(name, args)
+    if method in ("reduce", "accumulate"):
+        table = UFUNC_REDUCTIONS if method == "reduce" else UFUNC_ACCUMULATIONS
+        fn = lookup(table[name]) if name in table else None
+        if fn is None or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
+            return NotImplemented
+        kw = dict(kwargs)
+        axis = kw.pop("axis", 0)
+        dtype = _check_ufunc_kwargs(what, kw)
+        x = inputs[0] if dtype is None else inputs[0].astype(dtype)
+        if method == "accumulate":
+            return fn(x, _one_dim(x, axis, what))
+        return fn(x, _dims(x, axis, what))
+    return NotImplemented
+
+
+def _by_operator(name: str, args: list[Any]) -> Any:
+    method, reflected = UFUNC_OPERATORS[name]
+    if len(args) == 1:
+        fn = getattr(type(args[0]), method, None)
+        return NotImplemented if fn is None else fn(args[0])
+    x, y = args
+    if isinstance(x, ShardArray) and hasattr(ShardArray, method):
+        out = getattr(x, method)(y)
+        if out is not NotImplemented:
+            return out
+    if isinstance(y, ShardArray) and reflected is not None and hasattr(ShardArray, reflected):
+        return getattr(y, reflected)(x)
+    return NotImplemented
+
+
+# ------------------------------------------------------------------ axes -> dims
+
+
+def _dims(x: ShardArray, axis: Any, what: str) -> tuple[str, ...] | None:
+    """NumPy's ``axis`` (None, an int or a tuple of ints) as dim names of ``x`` (None: every dim)."""
+    from .ops.common import dims_arg
+
+    if axis is None:
+        return None
+    return dims_arg(x, axis, what)
+
+
+def _one_dim(x: ShardArray, axis: Any, what: str) -> str:
+    """One dim for an op along a single axis; ``axis=None`` (NumPy: flatten first) only for a 1-d array."""
+    if axis is None:
+        if x.ndim == 1:
+            return x.dims[0]
+        raise ArgumentError(
+            f"{what}: axis=None flattens the array in NumPy, which a distributed array with dims {x.dims} "
+            f"({x.sizes}) does not do implicitly; give axis= (0..{x.ndim - 1}) or a dim name, or merge the dims "
+            f"first with x.merge_dims({x.dims}, 'flat')"
+        )
+    if isinstance(axis, (tuple, list)):
+        raise ArgumentError(f"{what}: axis must be one axis here; got {axis!r}. The array's dims are {x.dims}")
+    return _dims(x, axis, what)[0]  # type: ignore[index]
+
+
+# ------------------------------------------------------------------ functions
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ``__array_function__`` table row: call ``shardarray.<name>`` after adapting NumPy's arguments.
+
+    ``kind``: ``"reduce"`` (``(a, axis=None, dtype=, ...)`` -> ``fn(x, dims)``), ``"axis"`` (one axis, NumPy's
+    default ``default_axis`` -> ``fn(x, dim)``), ``"dims"`` (several axes or None -> ``fn(x, dims)``),
+    ``"seq"`` (``(arrays, axis)`` -> ``fn(arrays, dim)``), ``"pass"`` (arguments forwarded as given) or
+    ``"custom"`` (``handler`` does it all).
+    """
+
+    name: str
+    kind: str = "pass"
+    default_axis: Any = None
+    handler: Callable[..., Any] | None = None
+
+
+# NumPy keyword -> the shardarray parameter of the same meaning
+KWARG_NAMES = {"ddof": "correction", "a_min": "min", "a_max": "max", "condition": "cond"}
+
+
+def _neutral(param: inspect.Parameter, value: Any) -> bool:
+    """Whether an explicitly passed NumPy keyword is a no-op (its default, or False/None/True as NumPy treats it)."""
+    if value is param.default or value is np._NoValue:
+        return True
+    if param.name in ("keepdims", "overwrite_input") and value is False:
+        return True
+    if param.name == "where" and value is True:
+        return True
+    if param.name in ("out", "dtype", "initial") and value is None:
+        return True
+    if param.name in ("ddof", "correction") and _same(value, 0):
+        return True
+    return _same(value, param.default)
+
+
+def _extra_kwargs(func: Callable[..., Any], fn: Callable[..., Any], rest: dict[str, Any], what: str) -> dict[str, Any]:
+    """The NumPy keywords that remain after adapting: forwarded when ``fn`` takes them, dropped when neutral."""
+    try:
+        accepted = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover - every shardarray function has a signature
+        accepted = {}
+    try:
+        np_params = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        np_params = {}
+    out: dict[str, Any] = {}
+    for key, value in rest.items():
+        if key == "out" and value is not None:
+            raise DTypeError(
+                f"{what}: out= is not supported on ShardArrays (they are immutable); use the returned array"
+            )
+        if key in accepted:
+            out[key] = value
+        elif KWARG_NAMES.get(key) in accepted:
+            out[KWARG_NAMES[key]] = value
+        elif key in np_params and _neutral(np_params[key], value):
+            continue
+        else:
+            raise ArgumentError(
+                f"{what}: {key}={_short(value)} is not supported on ShardArrays by "
+                f"sa.{getattr(fn, '__name__', '?')}; "
+                f"call it without {key}= (or gather explicitly with np.asarray(x) and use NumPy)"
+            )
+    return out
+
+
+def _bind(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> dict[str, Any]:
+    try:
+        return dict(inspect.signature(func).bind(*args, **kwargs).arguments)
+    except TypeError as e:
+        raise ArgumentError(f"{what}: {e}; see help({what})") from None
+
+
+def _call(entry: Entry, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    what = f"np.{func.__name__}"
+    if entry.kind == "custom":
+        assert entry.handler is not None  # the table's own invariant, not user input
+        return entry.handler(func, what, *args, **kwargs)
+    fn = lookup(entry.name)
+    if fn is None:
+        return NotImplemented
+    if entry.kind == "pass":
+        return fn(*args, **_extra_kwargs(func, fn, kwargs, what))
+    bound = _bind(func, args, kwargs, what)
+    if entry.kind == "seq":
+        arrays = list(bound.pop(next(iter(bound))))
+        if not arrays or not all(isinstance(a, ShardArray) for a in arrays):
+            return NotImplemented
+        axis = bound.pop("axis", 0)
+        if entry.name == "stack":
+            return _stack(fn, arrays, axis, what, _extra_kwargs(func, fn, bound, what))
+        return fn(arrays, _one_dim(arrays[0], axis, what), **_extra_kwargs(func, fn, bound, what))
+    x = bound.pop(next(iter(bound)))
+    if not isinstance(x, ShardArray):
+        return NotImplemented
+    axis = bound.pop("axis", entry.default_axis)
+    if entry.kind == "reduce":
+        dtype = bound.pop("dtype", None)
+        if dtype is not None:
+            x = x.astype(dtype)
+        return fn(x, _dims(x, axis, what), **_extra_kwargs(func, fn, bound, what))
+    if entry.kind == "axis":
+        return fn(x, _one_dim(x, axis, what), **_extra_kwargs(func, fn, bound, what))
+    if entry.kind == "dims":
+        return fn(x, _dims(x, axis, what), **_extra_kwargs(func, fn, bound, what))
+    raise AssertionError(f"unknown table kind {entry.kind!r}")  # pragma: no cover - the table's own invariant
+
+
+def _stack(fn: Callable[..., Any], arrays: list[ShardArray], axis: Any, what: str, extra: dict[str, Any]) -> Any:
+    """``np.stack(arrays, axis)``: a new dim (named ``stack``, or ``stack_1``... if taken) at position ``axis``."""
+    dims = arrays[0].dims
+    name, k = "stack", 0
+    while name in dims:
+        k += 1
+        name = f"stack_{k}"
+    try:
+        pos = operator.index(axis)
+    except TypeError:
+        raise ArgumentError(f"{what}: axis must be an integer; got {axis!r}") from None
+    if not -len(dims) - 1 <= pos <= len(dims):
+        raise DimensionError(
+            f"{what}: axis {pos} is out of range for stacking arrays with dims {dims}; use 0..{len(dims)}"
+        )
+    pos = pos % (len(dims) + 1)
+    out = fn(arrays, name, **extra)
+    order = [d for d in out.dims if d != name]
+    order.insert(pos, name)
+    return out if tuple(order) == out.dims else out.transpose(*order)
+
+
+# custom handlers: (numpy function, "np.name", *numpy args, **numpy kwargs)
+
+
+def _transpose(func: Any, what: str, a: Any, axes: Any = None) -> Any:
+    if not isinstance(a, ShardArray):
+        return NotImplemented
+    if axes is None:
+        return a.transpose()
+    names = _dims(a, tuple(axes), what)
+    if names is None or len(names) != a.ndim:
+        raise DimensionError(f"{what}: axes {axes!r} must list every axis of the array once; its dims are {a.dims}")
+    return a.transpose(*names)
+
+
+def _moveaxis(func: Any, what: str, a: Any, source: Any, destination: Any) -> Any:
+    if not isinstance(a, ShardArray):
+        return NotImplemented
+    src = _dims(a, source, what) or ()
+    dst = [operator.index(d) % a.ndim if -a.ndim <= operator.index(d) < a.ndim else None
+           for d in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    if len(src) != len(dst) or None in dst:
+        raise DimensionError(f"{what}: source {source!r} and destination {destination!r} must name the same number "
+                             f"of axes of the array with dims {a.dims}")
+    order = [d for d in a.dims if d not in src]
+    for pos, d in sorted(zip(dst, src)):
+        order.insert(pos, d)  # type: ignore[arg-type]
+    return a.transpose(*order)
+
+
+def _swapaxes(func: Any, what: str, a: Any, axis1: Any, axis2: Any) -> Any:
+    if not isinstance(a, ShardArray):
+        return NotImplemented
+    d1, d2 = _one_dim(a, axis1, what), _one_dim(a, axis2, what)
+    order = [d2 if d == d1 else d1 if d == d2 else d for d in a.dims]
+    return a.transpose(*order)
+
+
+def _expand_dims(func: Any, what: str, a: Any, axis: Any) -> Any:
+    """``np.expand_dims(x, axis)``: ``sa.expand_dims`` with a new dim named ``new`` (``new_1``... if taken)."""
+    fn = lookup("expand_dims")
+    if fn is None or not isinstance(a, ShardArray):
+        return NotImplemented
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = a.ndim + len(axes)
+    try:
+        positions = sorted(operator.index(p) % ndim if -ndim <= operator.index(p) < ndim else -1 - ndim
+                           for p in axes)
+    except TypeError:
+        raise ArgumentError(f"{what}: axis must be an integer or a tuple of integers; got {axis!r}") from None
+    if positions[0] < 0 or len(set(positions)) != len(positions):
+        raise DimensionError(f"{what}: axis {axis!r} is out of range or repeated for a result with {ndim} dims "
+                             f"(the array's dims are {a.dims}); use distinct positions in -{ndim}..{ndim - 1}")
+    out, k = a, 0
+    for pos in positions:
+        name = "new"
+        while name in out.dims:
+            k += 1
+            name = f"new_{k}"
+        out = fn(out, name, pos)
+    return out
+
+
+def _where(func: Any, what: str, condition: Any, *xy: Any) -> Any:
+    """``np.where(cond, x, y)`` -> ``sa.where``; ``np.where(cond)`` alone is ``np.nonzero`` -> ``sa.nonzero``."""
+    fn = lookup("where" if xy else "nonzero")
+    if fn is None:
+        return NotImplemented
+    if len(xy) not in (0, 2):
+        raise ArgumentError(f"{what}: give either the condition alone or the condition, x and y; got "
+                            f"{1 + len(xy)} arguments")
+    return fn(condition, *xy)
+
+
+def _round(func: Any, what: str, a: Any, decimals: Any = 0, out: Any = None) -> Any:
+    if not isinstance(a, ShardArray):
+        return NotImplemented
+    if out is not None:
+        raise DTypeError(f"{what}: out= is not supported on ShardArrays (they are immutable); use the returned "
+                            f"array")
+    return round_array(a, decimals or None)
+
+
+def _meta(attr: str) -> Callable[..., Any]:
+    def handler(func: Any, what: str, a: Any, *rest: Any) -> Any:
+        if not isinstance(a, ShardArray):
+            return NotImplemented
+        if attr == "size" and rest and rest[0] is not None:
+            return a.shape[operator.index(rest[0])]
+        return getattr(a, attr)
+
+    return handler
+
+
+def _like(fill: Any) -> Callable[..., Any]:
+    def handler(func: Any, what: str, a: Any, *args: Any, **kwargs: Any) -> Any:
+        from .ops.creation import full
+
+        if not isinstance(a, ShardArray):
+            return NotImplemented
+        bound = _bind(func, (a, *args), kwargs, what)
+        value = bound.pop("fill_value", fill)
+        dtype = bound.pop("dtype", None)
+        shape = bound.pop("shape", None)
+        for key, v in bound.items():
+            if key not in ("a", "order", "subok", "device") or (key == "order" and v not in ("K", "C")):
+                raise ArgumentError(f"{what}: {key}={v!r} is not supported on ShardArrays; call it without {key}=")
+        if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+            raise ArgumentError(f"{what}: shape={shape!r} differs from the array's {a.shape}; use sa.full(mesh, "
+                                f"sizes, value) for a new shape")
+        return full(a.mesh, a.sizes, value, a.dtype if dtype is None else dtype, a.layout)
+
+    return handler
+
+
+def _einsum(func: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
+    """``np.einsum("ij,jk->ik", x, w)``: letters become the operands' dim names (a shared letter renames to one)."""
+    fn = lookup("einsum")
+    if fn is None or not operands or not isinstance(operands[0], str):
+        return NotImplemented
+    spec, arrays = operands[0].replace(" ", ""), list(operands[1:])
+    if not all(isinstance(a, ShardArray) for a in arrays):
+        return NotImplemented
+    extra = {k: v for k, v in kwargs.items() if k != "optimize" and not (k == "out" and v is None)}
+    if extra:
+        raise ArgumentError(f"{what}: {', '.join(extra)}= is not supported on ShardArrays; call it without")
+    lhs, arrow, rhs = spec.partition("->")
+    terms = lhs.split(",")
+    if "." in spec or len(terms) != len(arrays):
+        raise ArgumentError(f"{what}: {operands[0]!r} must have one term per operand ({len(arrays)}) and no "
+                            f"'...'; or use the named form sa.einsum(x, w, out=(...))")
+    names: dict[str, str] = {}  # letter -> dim name: the operand's own name, or a fresh one when it is taken
+    every = {d for a in arrays for d in a.dims}
+    renamed = []
+    for i, (term, a) in enumerate(zip(terms, arrays)):
+        if len(term) != a.ndim or len(set(term)) != len(term):
+            raise DimensionError(f"{what}: term {term!r} must name each of the {a.ndim} axes {a.dims} of operand "
+                                 f"{i} once")
+        mapping = {}
+        for letter, d in zip(term, a.dims):
+            if letter not in names:
+                target, k = d, 0
+                while target in names.values():
+                    k += 1
+                    target = f"{d}_{k}"
+                    target = target if target not in every else target + "_"
+                names[letter] = target
+            if names[letter] != d:
+                mapping[d] = names[letter]
+        renamed.append(a.rename(mapping) if mapping else a)
+    if not arrow:
+        out_letters = "".join(sorted(c for c in names if lhs.count(c) == 1))
+    else:
+        out_letters = rhs
+    equation = ", ".join(" ".join(names[c] for c in t) for t in terms) + " -> " + " ".join(
+        names[c] for c in out_letters)
+    return fn(equation, *renamed)
+
+
+FUNCTIONS: dict[Callable[..., Any], Entry] = {
+    # reductions: axis= (positions or names) -> dims; dtype= casts first; out= refused
+    np.sum: Entry("sum", "reduce"), np.mean: Entry("mean", "reduce"), np.prod: Entry("prod", "reduce"),
+    np.max: Entry("max", "reduce"), np.amax: Entry("max", "reduce"), np.min: Entry("min", "reduce"),
+    np.amin: Entry("min", "reduce"), np.std: Entry("std", "reduce"), np.var: Entry("var", "reduce"),
+    np.all: Entry("all", "reduce"), np.any: Entry("any", "reduce"),
+    np.count_nonzero: Entry("count_nonzero", "reduce"),
+    # along one axis
+    np.argmax: Entry("argmax", "axis"), np.argmin: Entry("argmin", "axis"),
+    np.cumsum: Entry("cumsum", "axis"), np.cumprod: Entry("cumprod", "axis"),
+    np.sort: Entry("sort", "axis", default_axis=-1), np.argsort: Entry("argsort", "axis", default_axis=-1),
+    np.diff: Entry("diff", "axis", default_axis=-1),
+    # several axes or all
+    np.squeeze: Entry("squeeze", "dims"), np.flip: Entry("flip", "dims"),
+    # sequences of arrays
+    np.concatenate: Entry("concat", "seq"), np.stack: Entry("stack", "seq"),
+    # forwarded as given
+    np.where: Entry("where", "custom", handler=_where), np.clip: Entry("clip"), np.reshape: Entry("reshape"), np.real: Entry("real"),
+    np.imag: Entry("imag"), np.roll: Entry("roll"), np.tile: Entry("tile"), np.repeat: Entry("repeat"),
+    np.broadcast_to: Entry("broadcast_to"), np.nonzero: Entry("nonzero"), np.unique: Entry("unique"),
+    np.tensordot: Entry("tensordot"),
+    np.isclose: Entry("isclose"), np.allclose: Entry("allclose"), np.pad: Entry("pad"),
+    np.searchsorted: Entry("searchsorted"), np.trace: Entry("trace"), np.outer: Entry("outer"),
+    # custom adapters
+    np.transpose: Entry("transpose", "custom", handler=_transpose),
+    np.moveaxis: Entry("moveaxis", "custom", handler=_moveaxis),
+    np.swapaxes: Entry("swapaxes", "custom", handler=_swapaxes),
+    np.shape: Entry("shape", "custom", handler=_meta("shape")),
+    np.ndim: Entry("ndim", "custom", handler=_meta("ndim")),
+    np.size: Entry("size", "custom", handler=_meta("size")),
+    np.zeros_like: Entry("zeros_like", "custom", handler=_like(0)),
+    np.ones_like: Entry("ones_like", "custom", handler=_like(1)),
+    np.full_like: Entry("full_like", "custom", handler=_like(None)),
+    np.einsum: Entry("einsum", "custom", handler=_einsum),
+    np.expand_dims: Entry("expand_dims", "custom", handler=_expand_dims),
+    np.round: Entry("round", "custom", handler=_round), np.around: Entry("round", "custom", handler=_round),
+}
+
+
+def array_function(func: Callable[..., Any], types_: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ShardArray.__array_function__``: the NumPy function as a shardarray op, or NotImplemented (TypeError)."""
+    entry = FUNCTIONS.get(func)
+    if entry is None:
+        return NotImplemented
+    if not all(issubclass(t, (ShardArray, np.ndarray)) for t in types_):
+        return NotImplemented
+    return _call(entry, func, args, kwargs)
+
+
+# ------------------------------------------------------------------ Python protocols
+
+
+class ZeroDimError(DimensionError, TypeError):
+    """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""
+
+
+def iterate(x: ShardArray) -> Any:
+    """``iter(x)``: ``x[{dim: i}]`` for each index ``i`` of the first dim (a generator; each step indexes once)."""
+    if not x.dims:
+        raise ZeroDimError(
+            f"iteration over a 0-d ShardArray ({x.dtype}) is undefined: it has no dims. Use x.item() or float(x)"
+        )
+    if not hasattr(type(x), "__getitem__"):
+        raise ArgumentError(
+            f"iterating over the first dim {x.dims[0]!r} of {x._describe()} needs indexing (x[{{dim: i}}]), "
+            f"which this version of shardarray lacks; gather explicitly with np.asarray(x) and iterate over that"
+        )
+    dim, n = x.dims[0], x.shape[0]
+    return (x[{dim: i}] for i in range(n))
+
+
+def round_array(x: ShardArray, ndigits: int | None) -> ShardArray:
+    """``round(x, ndigits)`` via ``sa.round`` (with ``decimals=`` when it takes it, else by scaling by 10**ndigits)."""
+    fn = lookup("round")
+    if fn is None:
+        raise ArgumentError(
+            f"round() of {x._describe()} needs sa.round, which this version of shardarray lacks; "
+            f"gather explicitly with np.round(np.asarray(x))"
+        )
+    if ndigits is None:
+        return fn(x)
+    try:
+        nd = operator.index(ndigits)
+    except TypeError:
+        raise ArgumentError(f"round(x, ndigits): ndigits must be an integer; got {ndigits!r}") from None
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        params = {}
+    if "decimals" in params:
+        return fn(x, decimals=nd)
+    scale = 10.0 ** nd
+    return fn(x * scale) / scale
