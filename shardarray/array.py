@@ -426,6 +426,12 @@ class ShardArray:
 
 
     # ------------------------------------------------------------- protocols (protocols engineer)
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The array API namespace, ``shardarray.array_api`` (positional: axis ``i`` is the ``i``-th dim)."""
+        from .array_api import namespace
+
+        return namespace(api_version)
+
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs return ShardArrays: ``np.exp(x)`` is ``sa.exp(x)``; one without a counterpart raises
         TypeError (never a silent gather). See ``shardarray.numpy_protocol``."""

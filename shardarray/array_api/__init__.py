@@ -1,0 +1,68 @@
+"""``shardarray.array_api``: the Python array API standard (2024.12) on distributed arrays.
+
+Positional, NumPy-style scripting over shardarray's named ops::
+
+    import shardarray as sa, shardarray.array_api as xp
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        a = xp.reshape(xp.arange(24.0), (4, 6))        # axis k split over mesh axis k: a 2-D split
+        b = xp.sum(a[1:, ::2] * 2, axis=0)
+
+Arrays this namespace creates have dims ``dim0, dim1, ...``; axis ``k`` is split
+over mesh axis ``k`` where both exist (``device=`` a Mesh, else the default
+mesh: ``sa.default_mesh``, ``sa.set_default_mesh``, ``SHARDARRAY_MESH``, else
+one device). Results are ``Array``s (ShardArrays with positional operators);
+ShardArrays from the named API are accepted as they are (axis ``i`` is their
+``i``-th dim). Every function works on split dims with a distributed
+algorithm (its collectives are those of the named op it maps to; see each
+op's docstring), never by gathering. Sorting, set functions, cumulative sums,
+``nonzero``, ``searchsorted`` and boolean masks come with part 2; the ``linalg``
+and ``fft`` extensions with part 3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._array import Array
+from ._creation import *  # noqa: F403
+from ._creation import __all__ as _creation_all
+from ._dtypes import *  # noqa: F403
+from ._dtypes import __all__ as _dtypes_all
+from ._elementwise import *  # noqa: F403
+from ._elementwise import __all__ as _elementwise_all
+from ._info import __array_namespace_info__
+from ._linalg import *  # noqa: F403
+from ._linalg import __all__ as _linalg_all
+from ._manipulation import *  # noqa: F403
+from ._manipulation import __all__ as _manipulation_all
+from ._statistical import *  # noqa: F403
+from ._statistical import __all__ as _statistical_all
+
+__array_api_version__ = "2024.12"
+_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+
+e = 2.718281828459045
+pi = 3.141592653589793
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+
+
+def namespace(api_version: str | None = None) -> Any:
+    """This module, for ``x.__array_namespace__(api_version=...)`` (versions 2021.12 to 2024.12)."""
+    import sys
+
+    from ..errors import ArgumentError
+
+    if api_version is not None and api_version not in _VERSIONS:
+        raise ArgumentError(
+            f"shardarray.array_api implements the array API standard {__array_api_version__} "
+            f"(and the earlier {_VERSIONS[:-1]}); got api_version={api_version!r}"
+        )
+    return sys.modules[__name__]
+
+
+__all__ = [
+    "Array", "__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
+    *_creation_all, *_dtypes_all, *_elementwise_all, *_linalg_all, *_manipulation_all, *_statistical_all,
+]

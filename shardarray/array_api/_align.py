@@ -1,0 +1,111 @@
+"""Positional semantics on named arrays: axes to dims, right-aligned broadcasting by renaming.
+
+The array API is positional: axis ``i`` of an array is its ``i``-th dim, and
+binary operations broadcast right-aligned as NumPy does. shardarray's ops are
+named: dims match by name. This module bridges the two without moving data:
+operands are *renamed* so that dims at the same right-aligned position share a
+name, size-1 dims that broadcast are dropped, the named op runs, and its
+result is put back in positional order (a local transpose at most).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from ..array import ShardArray
+from ..errors import DimensionError
+from ..ops.dims import squeeze
+from ..ops.structure import rename, transpose
+
+
+def axis_dim(x: ShardArray, axis: Any, what: str) -> str:
+    """The dim at position ``axis`` (negative from the end), with NumPy's error for out-of-range axes."""
+    try:
+        i = operator.index(axis)
+    except TypeError:
+        raise DimensionError(f"{what}: axis must be an integer; got {axis!r}") from None
+    if not -x.ndim <= i < x.ndim:
+        raise DimensionError(
+            f"{what}: axis {i} is out of bounds for an array of {x.ndim} dimension(s) (shape {x.shape})"
+        )
+    return x.dims[i]
+
+
+def axes_dims(x: ShardArray, axis: Any, what: str) -> tuple[str, ...]:
+    """``axis`` (None: all, an int, or a tuple of ints) as dim names; duplicates are an error."""
+    if axis is None:
+        return x.dims
+    if isinstance(axis, (tuple, list)):
+        dims = tuple(axis_dim(x, a, what) for a in axis)
+    else:
+        dims = (axis_dim(x, axis, what),)
+    if len(set(dims)) != len(dims):
+        raise DimensionError(f"{what}: axis {axis!r} repeats an axis (array of shape {x.shape})")
+    return dims
+
+
+def fresh(taken: Sequence[str], n: int, stem: str = "dim") -> list[str]:
+    """``n`` dim names ``stem{k}`` not in ``taken`` (lowest k first)."""
+    out: list[str] = []
+    k = 0
+    used = set(taken)
+    while len(out) < n:
+        name = f"{stem}{k}"
+        if name not in used:
+            out.append(name)
+            used.add(name)
+        k += 1
+    return out
+
+
+def broadcast_shape(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
+    """NumPy's broadcast shape, with a typed error naming the shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for p in range(ndim, 0, -1):
+        sizes = {s[-p] for s in shapes if len(s) >= p} - {1}
+        if len(sizes) > 1:
+            raise DimensionError(
+                f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together "
+                f"(axis {-p} has sizes {sorted(sizes)}); sizes must match or be 1"
+            )
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def align(arrays: Sequence[ShardArray], what: str) -> tuple[list[ShardArray], tuple[str, ...], tuple[int, ...]]:
+    """Rename and squeeze ``arrays`` so that named broadcasting equals NumPy's positional one.
+
+    Returns the aligned arrays, the result's dims (positional order) and shape.
+    The result dims take the names of the operand with the most dims (the
+    first such), so an op on one array of the namespace keeps its names.
+    """
+    shape = broadcast_shape([a.shape for a in arrays], what)
+    ndim = len(shape)
+    lead = max(range(len(arrays)), key=lambda i: (arrays[i].ndim, -i))
+    names = list(arrays[lead].dims)
+    if len(names) < ndim:  # cannot happen: lead has the most dims
+        names = fresh(names, ndim - len(names)) + names
+    out = []
+    for a in arrays:
+        target = names[ndim - a.ndim:]
+        drop = [t for t, n, full in zip(target, a.shape, shape[ndim - a.ndim:]) if n == 1 and full != 1]
+        if tuple(target) != a.dims:
+            a = rename(a, _swap_free(a.dims, target))
+        if drop:
+            a = squeeze(a, tuple(drop))
+        out.append(a)
+    return out, tuple(names), shape
+
+
+def _swap_free(old: Sequence[str], new: Sequence[str]) -> dict[str, str]:
+    """A rename map ``old -> new`` (all at once, so swaps are fine)."""
+    return dict(zip(old, new))
+
+
+def in_order(x: ShardArray, dims: Sequence[str]) -> ShardArray:
+    """``x`` with its dims in the order of ``dims`` (the dims it has; a local transpose at most)."""
+    order = tuple(d for d in dims if d in x.dims)
+    return x if order == x.dims else transpose(x, order)

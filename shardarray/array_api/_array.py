@@ -1,0 +1,176 @@
+"""``Array``: a ShardArray seen positionally, as the array API standard sees arrays.
+
+The namespace's functions return ``Array``s. An ``Array`` *is* a ShardArray
+(same shards, dims, layout and mesh: the named API works on it unchanged);
+what differs is its operators: ``a + b`` broadcasts right-aligned by position
+as NumPy does (``_align``), ``a @ b`` is the standard's matmul, ``a[...]`` is
+positional indexing. A plain ShardArray meeting an ``Array`` in an operator is
+treated positionally too (Python asks the subclass first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..array import ShardArray
+from ..errors import DimensionError, MeshError
+from ..ops import elementwise as ew
+from ..ops import logical, math_binary
+from ..ops.structure import transpose
+from ._align import align, in_order
+
+
+def wrap(x: Any) -> Any:
+    """``x`` as an ``Array`` (no copy of data; the autograd identity is kept); other values unchanged."""
+    if type(x) is Array or not isinstance(x, ShardArray):
+        return x
+    out = Array(x.mesh, x.spec, x.dtype, x.shards, x.pending)
+    out._node, out.host_range, out._resolved = x._node, x.host_range, x._resolved
+    return out
+
+
+def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
+    """``fn(*args)`` with NumPy's positional broadcasting of the array arguments (scalars pass through)."""
+    idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
+    if not idx:
+        raise DimensionError(f"{what} needs at least one array argument")
+    aligned, dims, _ = align([args[i] for i in idx], what)
+    full = list(args)
+    for i, a in zip(idx, aligned):
+        full[i] = a
+    return wrap(in_order(fn(*full), dims))
+
+
+def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
+    def op(self: Array, other: Any) -> Any:
+        if not isinstance(other, (ShardArray, bool, int, float, complex)):
+            return NotImplemented
+        args = (other, self) if reflected else (self, other)
+        return elementwise(fn, *args, what=name)
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` with NumPy's right-aligned broadcasting (see ``shardarray.array_api``)."
+    return op
+
+
+class Array(ShardArray):
+    """A ShardArray with the array API standard's positional operators (see the module docstring).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        ...     b = xp.asarray([10.0, 20.0, 30.0])
+        ...     (a + b).shape, a.dims, a.layout
+        ((2, 3), ('dim0', 'dim1'), {'dim0': ('row',), 'dim1': ('col',)})
+    """
+
+    __slots__ = ()
+    __hash__ = ShardArray.__hash__
+
+    # ------------------------------------------------------------- attributes
+    @property
+    def device(self) -> Any:
+        """The mesh the array lives on (the standard's device)."""
+        return self.mesh
+
+    @property
+    def mT(self) -> Array:  # noqa: N802 - the standard's name
+        """The last two axes swapped (a local transpose)."""
+        if self.ndim < 2:
+            raise DimensionError(f"mT needs an array of at least 2 dimensions; got shape {self.shape}")
+        d = self.dims
+        return wrap(transpose(self, (*d[:-2], d[-1], d[-2])))
+
+    @property
+    def T(self) -> Array:  # noqa: N802 - the standard's name
+        """The transpose of a 2-D array (the standard defines ``T`` for 2 dimensions only)."""
+        if self.ndim != 2:
+            raise DimensionError(
+                f"T is defined for 2-D arrays; got shape {self.shape}. Use mT or permute_dims for more dims"
+            )
+        return wrap(transpose(self, tuple(reversed(self.dims))))
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
+        """The array on ``device`` (a Mesh): itself when it is this array's mesh."""
+        if device is self.mesh or device == self.mesh:
+            return self
+        raise MeshError(
+            f"to_device: the array lives on {self.mesh}, not {device}; moving arrays between meshes is a resharding "
+            f"copy: go through the host with xp.asarray(np.asarray(x), device=other_mesh)"
+        )
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        from . import namespace
+
+        return namespace(api_version)
+
+    # ------------------------------------------------------------- operators
+    __add__, __radd__ = _binary(ew.add, "add"), _binary(ew.add, "add", True)
+    __sub__, __rsub__ = _binary(ew.subtract, "subtract"), _binary(ew.subtract, "subtract", True)
+    __mul__, __rmul__ = _binary(ew.multiply, "multiply"), _binary(ew.multiply, "multiply", True)
+    __truediv__, __rtruediv__ = _binary(ew.divide, "divide"), _binary(ew.divide, "divide", True)
+    __pow__, __rpow__ = _binary(ew.power, "pow"), _binary(ew.power, "pow", True)
+    __floordiv__ = _binary(math_binary.floor_divide, "floor_divide")
+    __rfloordiv__ = _binary(math_binary.floor_divide, "floor_divide", True)
+    __mod__, __rmod__ = _binary(math_binary.remainder, "remainder"), _binary(math_binary.remainder, "remainder", True)
+    __and__, __rand__ = _binary(logical.bitwise_and, "bitwise_and"), _binary(logical.bitwise_and, "bitwise_and", True)
+    __or__, __ror__ = _binary(logical.bitwise_or, "bitwise_or"), _binary(logical.bitwise_or, "bitwise_or", True)
+    __xor__, __rxor__ = _binary(logical.bitwise_xor, "bitwise_xor"), _binary(logical.bitwise_xor, "bitwise_xor", True)
+    __lshift__ = _binary(logical.bitwise_left_shift, "bitwise_left_shift")
+    __rlshift__ = _binary(logical.bitwise_left_shift, "bitwise_left_shift", True)
+    __rshift__ = _binary(logical.bitwise_right_shift, "bitwise_right_shift")
+    __rrshift__ = _binary(logical.bitwise_right_shift, "bitwise_right_shift", True)
+    __eq__ = _binary(ew.equal, "equal")  # type: ignore[assignment]
+    __ne__ = _binary(ew.not_equal, "not_equal")  # type: ignore[assignment]
+    __lt__, __le__ = _binary(ew.less, "less"), _binary(ew.less_equal, "less_equal")
+    __gt__, __ge__ = _binary(ew.greater, "greater"), _binary(ew.greater_equal, "greater_equal")
+
+    def __matmul__(self, other: Any) -> Any:
+        from ._linalg import matmul
+
+        return matmul(self, other) if isinstance(other, ShardArray) else NotImplemented
+
+    def __rmatmul__(self, other: Any) -> Any:
+        from ._linalg import matmul
+
+        return matmul(other, self) if isinstance(other, ShardArray) else NotImplemented
+
+    def __neg__(self) -> Array:
+        return wrap(ew.negative(self))
+
+    def __pos__(self) -> Array:
+        return wrap(ops.math_unary.positive(self))
+
+    def __abs__(self) -> Array:
+        return wrap(ew.abs(self))
+
+    def __invert__(self) -> Array:
+        return wrap(logical.bitwise_invert(self))
+
+    # ------------------------------------------------------------- indexing
+    def __getitem__(self, key: Any) -> Array:
+        """Positional indexing (NumPy rules; see ``ShardArray.__getitem__`` for the data movement)."""
+        return wrap(super().__getitem__(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``x[key] = value`` in place; an array value broadcasts right-aligned by position."""
+        if isinstance(value, ShardArray) and not isinstance(key, dict):
+            from ..ops.slicing import parse_key
+
+            items, _ = parse_key(self, key)
+            kept = tuple(d for d in self.dims if not _drops(items.get(d)))
+            if value.ndim <= len(kept):
+                names = kept[len(kept) - value.ndim:]
+                if value.dims != names:
+                    value = value.rename(dict(zip(value.dims, names)))
+        super().__setitem__(key, value)
+
+
+def _drops(index: Any) -> bool:
+    """Whether indexing a dim with ``index`` removes it (an integer)."""
+    return isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_))
