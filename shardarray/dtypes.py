@@ -29,7 +29,7 @@ from .errors import DTypeError
 
 SUPPORTED = (
     "float16", "float32", "float64", "complex64", "complex128",
-    "int8", "int16", "int32", "int64", "uint8", "bool",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
 )
 #: floating dtypes NumPy gives another kind than "f" (ml_dtypes' bfloat16 has kind "V")
 _EXTRA_FLOATS = ("bfloat16",)

@@ -30,6 +30,8 @@ from ._dtypes import *  # noqa: F403
 from ._dtypes import __all__ as _dtypes_all
 from ._elementwise import *  # noqa: F403
 from ._elementwise import __all__ as _elementwise_all
+from ._indexing import *  # noqa: F403
+from ._indexing import __all__ as _indexing_all
 from ._info import __array_namespace_info__
 from ._linalg import *  # noqa: F403
 from ._linalg import __all__ as _linalg_all
@@ -64,5 +66,5 @@ def namespace(api_version: str | None = None) -> Any:
 
 __all__ = [
     "Array", "__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
-    *_creation_all, *_dtypes_all, *_elementwise_all, *_linalg_all, *_manipulation_all, *_statistical_all,
+    *_creation_all, *_dtypes_all, *_elementwise_all, *_indexing_all, *_linalg_all, *_manipulation_all, *_statistical_all,
 ]

@@ -10,17 +10,18 @@ treated positionally too (Python asks the subclass first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from .. import ops
 from ..array import ShardArray
-from ..errors import DimensionError, MeshError
+from ..errors import DimensionError, DTypeError, MeshError
 from ..ops import elementwise as ew
 from ..ops import logical, math_binary
 from ..ops.structure import transpose
+from . import _ew_special as special
 from ._align import align, in_order
 
 
@@ -55,6 +56,41 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
     op.__name__ = name
     op.__doc__ = f"``{name}`` with NumPy's right-aligned broadcasting (see ``shardarray.array_api``)."
     return op
+
+
+def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any], Any]:
+    """``x op= y``: the result of ``x op y``, rebound to ``x``, which must keep ``x``'s shape and dtype.
+
+    The standard forbids an in-place operator to change the shape or dtype of
+    its left operand: ``x += y`` with a ``y`` that broadcasts ``x`` to a bigger
+    shape raises a ``DimensionError``, one that promotes ``x`` to another dtype
+    (``int8 += int16``, ``int += 1.5``) a ``DTypeError``.
+    """
+    def op(self: Array, other: Any) -> Any:
+        if not isinstance(other, (ShardArray, bool, int, float, complex)):
+            return NotImplemented
+        out = elementwise(fn, self, other, what=name)
+        _check_inplace(self, other, out, name)
+        return out
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` in place: rebinds to the result, which keeps the left operand's shape and dtype."
+    return op
+
+
+def _check_inplace(x: ShardArray, other: Any, out: ShardArray, name: str) -> None:
+    """Raise when an in-place operator would change the shape or dtype of its left operand."""
+    if out.shape != x.shape:
+        raise DimensionError(
+            f"{name}: the in-place operator would change the left operand's shape {x.shape} to {out.shape} "
+            f"(the right operand has shape {getattr(other, 'shape', ())}); use the binary operator (x = x op y)"
+        )
+    if out.dtype != x.dtype:
+        raise DTypeError(
+            f"{name}: the in-place operator would change the left operand's dtype {x.dtype} to {out.dtype} "
+            f"(the right operand is {getattr(other, 'dtype', type(other).__name__)}); use the binary operator "
+            f"(x = x op y) or cast the right operand to {x.dtype}"
+        )
 
 
 class Array(ShardArray):
@@ -115,8 +151,8 @@ class Array(ShardArray):
     __mul__, __rmul__ = _binary(ew.multiply, "multiply"), _binary(ew.multiply, "multiply", True)
     __truediv__, __rtruediv__ = _binary(ew.divide, "divide"), _binary(ew.divide, "divide", True)
     __pow__, __rpow__ = _binary(ew.power, "pow"), _binary(ew.power, "pow", True)
-    __floordiv__ = _binary(math_binary.floor_divide, "floor_divide")
-    __rfloordiv__ = _binary(math_binary.floor_divide, "floor_divide", True)
+    __floordiv__ = _binary(special.floor_divide, "floor_divide")
+    __rfloordiv__ = _binary(special.floor_divide, "floor_divide", True)
     __mod__, __rmod__ = _binary(math_binary.remainder, "remainder"), _binary(math_binary.remainder, "remainder", True)
     __and__, __rand__ = _binary(logical.bitwise_and, "bitwise_and"), _binary(logical.bitwise_and, "bitwise_and", True)
     __or__, __ror__ = _binary(logical.bitwise_or, "bitwise_or"), _binary(logical.bitwise_or, "bitwise_or", True)
@@ -129,6 +165,23 @@ class Array(ShardArray):
     __ne__ = _binary(ew.not_equal, "not_equal")  # type: ignore[assignment]
     __lt__, __le__ = _binary(ew.less, "less"), _binary(ew.less_equal, "less_equal")
     __gt__, __ge__ = _binary(ew.greater, "greater"), _binary(ew.greater_equal, "greater_equal")
+
+    __iadd__, __isub__ = _inplace(ew.add, "add"), _inplace(ew.subtract, "subtract")
+    __imul__, __itruediv__ = _inplace(ew.multiply, "multiply"), _inplace(ew.divide, "divide")
+    __ipow__, __ifloordiv__ = _inplace(ew.power, "pow"), _inplace(special.floor_divide, "floor_divide")
+    __imod__, __iand__ = _inplace(math_binary.remainder, "remainder"), _inplace(logical.bitwise_and, "bitwise_and")
+    __ior__, __ixor__ = _inplace(logical.bitwise_or, "bitwise_or"), _inplace(logical.bitwise_xor, "bitwise_xor")
+    __ilshift__ = _inplace(logical.bitwise_left_shift, "bitwise_left_shift")
+    __irshift__ = _inplace(logical.bitwise_right_shift, "bitwise_right_shift")
+
+    def __imatmul__(self, other: Any) -> Any:
+        from ._linalg import matmul
+
+        if not isinstance(other, ShardArray):
+            return NotImplemented
+        out = matmul(self, other)
+        _check_inplace(self, other, out, "matmul")
+        return out
 
     def __matmul__(self, other: Any) -> Any:
         from ._linalg import matmul
@@ -154,21 +207,26 @@ class Array(ShardArray):
 
     # ------------------------------------------------------------- indexing
     def __getitem__(self, key: Any) -> Array:
-        """Positional indexing (NumPy rules; see ``ShardArray.__getitem__`` for the data movement)."""
-        return wrap(super().__getitem__(key))
+        """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
+
+        A dict key indexes by name (``ShardArray.__getitem__``). New axes get
+        fresh names; boolean masks are part 2 and raise ``ArgumentError``.
+        See ``_indexing.getitem`` for the data movement.
+        """
+        if isinstance(key, Mapping):
+            return wrap(super().__getitem__(key))
+        from ._indexing import getitem
+
+        return wrap(getitem(self, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[key] = value`` in place; an array value broadcasts right-aligned by position."""
-        if isinstance(value, ShardArray) and not isinstance(key, dict):
-            from ..ops.slicing import parse_key
+        if isinstance(key, Mapping):
+            super().__setitem__(key, value)
+            return
+        from ._indexing import setitem
 
-            items, _ = parse_key(self, key)
-            kept = tuple(d for d in self.dims if not _drops(items.get(d)))
-            if value.ndim <= len(kept):
-                names = kept[len(kept) - value.ndim:]
-                if value.dims != names:
-                    value = value.rename(dict(zip(value.dims, names)))
-        super().__setitem__(key, value)
+        setitem(self, key, value)
 
 
 def _drops(index: Any) -> bool:

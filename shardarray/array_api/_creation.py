@@ -1,3 +1,490 @@
-"""(being written)"""
+"""Creation functions of the standard: each device builds only its own block.
 
-__all__: list[str] = []
+Arrays made here have dims ``dim0, dim1, ...``; axis ``k`` is split over mesh
+axis ``k`` where both exist, on ``device`` (a Mesh) or else the default mesh
+(``sa.get_default_mesh()``). ``arange``, ``linspace``, ``eye`` and the masks of
+``tril``/``triu`` are computed per block from the block's global index range
+(no device builds the global array); ``asarray`` of host data slices the given
+global array. Default dtypes: ``float64``, ``int64``, ``complex128``, ``bool``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..default_mesh import get_default_mesh
+from ..dtypes import as_dtype
+from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
+from ..layout import Layout, make_layout
+from ..mesh import Mesh
+from ..ops import creation as _cr
+from ..ops.common import map_blocks
+from ..ops.elementwise import where
+from ..ops.structure import broadcast_to, rename
+from ._align import in_order
+from ._array import Array, wrap
+
+_DEFAULT = {"b": np.dtype("bool"), "i": np.dtype("int64"), "f": np.dtype("float64"), "c": np.dtype("complex128")}
+
+
+# ----------------------------------------------------------------- helpers
+def _mesh(device: Any, what: str) -> Mesh:
+    """``device`` as a Mesh (None: the default mesh)."""
+    if device is None:
+        return get_default_mesh()
+    if isinstance(device, Mesh):
+        return device
+    raise MeshError(
+        f"{what}: device must be a sa.Mesh (this namespace's devices are meshes) or None for the default mesh; "
+        f"got {type(device).__name__} {device!r:.80}"
+    )
+
+
+def _dims(n: int) -> tuple[str, ...]:
+    return tuple(f"dim{k}" for k in range(n))
+
+
+def _layout(mesh: Mesh, dims: Sequence[str]) -> dict[str, str]:
+    """Axis ``k`` over mesh axis ``k`` where both exist."""
+    return dict(zip(dims, mesh.axis_names))
+
+
+def _shape(shape: Any, what: str) -> tuple[int, ...]:
+    """The standard's ``shape`` argument (an int or a tuple of ints) as a tuple."""
+    items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for n in items:
+        if isinstance(n, bool):
+            raise DimensionError(f"{what}: shape {shape!r} holds a bool; sizes are integers")
+        try:
+            n = operator.index(n)
+        except TypeError:
+            raise DimensionError(f"{what}: shape must be an int or a tuple of ints; got {shape!r}") from None
+        if n < 0:
+            raise DimensionError(f"{what}: shape {shape!r} has a negative size; sizes must be >= 0")
+        out.append(n)
+    return tuple(out)
+
+
+def _scalar_dtype(value: Any) -> np.dtype:
+    """The default dtype of a Python scalar (bool, int64, float64, complex128)."""
+    if isinstance(value, (bool, np.bool_)):
+        return _DEFAULT["b"]
+    if isinstance(value, (int, np.integer)):
+        return np.dtype(value.dtype) if isinstance(value, np.integer) else _DEFAULT["i"]
+    if isinstance(value, (float, np.floating)):
+        return np.dtype(value.dtype) if isinstance(value, np.floating) else _DEFAULT["f"]
+    if isinstance(value, (complex, np.complexfloating)):
+        return np.dtype(value.dtype) if isinstance(value, np.complexfloating) else _DEFAULT["c"]
+    raise DTypeError(f"expected a bool, int, float or complex scalar; got {type(value).__name__} {value!r:.80}")
+
+
+def _copy(x: ShardArray) -> Array:
+    """A copy of ``x`` (every shard copied; same dims, layout and pending sum)."""
+    shards = x.shards
+    if x.mesh.backend.has_data:
+        shards = map_blocks(x.mesh, x.spec.used_axes | frozenset(x.pending), lambda s: s.copy(), x.shards)
+    out = ShardArray(x.mesh, x.spec, x.dtype, shards, x.pending)
+    out.host_range = x.host_range
+    return wrap(out)
+
+
+def _build(mesh: Mesh, shape: tuple[int, ...], dtype: np.dtype,
+           make: Callable[[tuple[tuple[int, int], ...]], np.ndarray]) -> Array:
+    """An array of ``shape`` on ``mesh`` whose block is ``make(bounds)`` (NumPy, moved to the block's device)."""
+    dims = _dims(len(shape))
+    lay = make_layout(mesh, dims, shape, _layout(mesh, dims), what=f"array of shape {shape}")
+    backend = mesh.backend
+    if not backend.has_data:  # shapes only: no values to compute
+        return wrap(_cr.from_blocks(mesh, lay, dtype, lambda b: backend.xp.full(_block_shape(b), 0, dtype=dtype)))
+    return wrap(_cr.from_blocks(mesh, lay, dtype, lambda b: backend.from_numpy(np.ascontiguousarray(make(b)))))
+
+
+def _block_shape(bounds: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    return tuple(e - s for s, e in bounds)
+
+
+def _full(shape: Any, fill_value: Any, dtype: Any, device: Any, what: str) -> Array:
+    mesh = _mesh(device, what)
+    shp = _shape(shape, what)
+    dt = _scalar_dtype(fill_value) if dtype is None else as_dtype(dtype)
+    dims = _dims(len(shp))
+    return wrap(_cr.full(mesh, dict(zip(dims, shp)), fill_value, dt, _layout(mesh, dims)))
+
+
+def _like(x: Any, fill_value: Any, dtype: Any, device: Any, what: str) -> Array:
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what} takes an array; got {type(x).__name__}. Make one first with xp.asarray")
+    dt = x.dtype if dtype is None else as_dtype(dtype)
+    if device is None or device is x.mesh or device == x.mesh:
+        return wrap(_cr.full(x.mesh, x.sizes, fill_value, dt, x.layout))
+    mesh = _mesh(device, what)
+    return wrap(_cr.full(mesh, x.sizes, fill_value, dt, _layout(mesh, x.dims)))
+
+
+# ----------------------------------------------------------------- asarray
+def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Array:
+    """An array from host data (nested lists, scalars, NumPy arrays, buffers) or an array.
+
+    Host data is the global array: each device keeps its block (axis ``k`` split
+    over mesh axis ``k``). A ShardArray is wrapped as it is (its dims and
+    layout kept), cast when ``dtype`` differs, copied when ``copy`` is True.
+
+    Args:
+        obj: the data.
+        dtype: the dtype (default: the data's; Python ``bool``/``int``/``float``/
+            ``complex`` give bool, int64, float64, complex128).
+        device: the mesh (default: the array's own, else the default mesh). A
+            ShardArray on another mesh is a ``MeshError``.
+        copy: True always copies; False never does (a ``ValueError`` where a
+            copy is needed: a cast, or host data, which is always copied onto
+            the devices); None copies only when needed.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1, 2, 3], [4, 5, 6]])
+        >>> a.dtype, a.dims, a.layout
+        (dtype('int64'), ('dim0', 'dim1'), {'dim0': ('row',), 'dim1': ('col',)})
+    """
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise ArgumentError(f"asarray: copy must be True, False or None; got {copy!r}")
+    if isinstance(obj, ShardArray):
+        if device is not None:
+            mesh = _mesh(device, "asarray")
+            if mesh is not obj.mesh and mesh != obj.mesh:
+                raise MeshError(
+                    f"asarray: the array {obj.sizes} lives on {obj.mesh} but device={mesh} was given; asarray does "
+                    f"not move arrays between meshes. Copy it through the host: "
+                    f"xp.asarray(np.asarray(x), device=other_mesh)"
+                )
+        dt = None if dtype is None else as_dtype(dtype)
+        if dt is not None and dt != obj.dtype:
+            if copy is False:
+                raise ValueError(
+                    f"asarray: copy=False, but casting the array {obj.sizes} from {obj.dtype} to {dt} needs a copy; "
+                    f"pass copy=None (or True)"
+                )
+            return wrap(obj.astype(dt))
+        return _copy(obj) if copy else wrap(obj)
+    if copy is False:
+        raise ValueError(
+            f"asarray: copy=False, but {type(obj).__name__} data lives on the host and is always copied onto the "
+            f"mesh's devices; pass copy=None (or True)"
+        )
+    mesh = _mesh(device, "asarray")
+    if dtype is None and isinstance(obj, (bool, int, float, complex)):
+        dt = _scalar_dtype(obj)
+    else:
+        dt = None if dtype is None else as_dtype(dtype)
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray) and not hasattr(obj, "__array__"):
+        obj = np.from_dlpack(obj)
+    host = np.array(obj, dtype=dt, copy=True) if copy else np.asarray(obj, dtype=dt)
+    if host.dtype.kind not in "biufc":
+        raise DTypeError(
+            f"asarray: the data became a NumPy array of dtype {host.dtype} (shape {host.shape}); give numbers "
+            f"(bool, int, float, complex) in lists of equal lengths"
+        )
+    if host.ndim == 0:  # sa.asarray's blocks host[()] would be NumPy scalars, not 0-d arrays
+        return wrap(_cr.full(mesh, {}, host[()], host.dtype))
+    dims = _dims(host.ndim)
+    return wrap(_cr.asarray(host, dims=dims, mesh=mesh, layout=_layout(mesh, dims)))
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
+    """An array from any object with ``__dlpack__`` (a NumPy, CuPy or torch array, ...): see ``asarray``.
+
+    The data is read through ``np.from_dlpack`` (on the host) and split over the
+    mesh; an array of this namespace is returned as ``asarray`` returns it.
+    """
+    if isinstance(x, ShardArray):
+        return asarray(x, device=device, copy=copy)
+    if not hasattr(x, "__dlpack__"):
+        raise DTypeError(f"from_dlpack takes an object with __dlpack__; got {type(x).__name__}")
+    return asarray(np.from_dlpack(x), device=device, copy=copy)
+
+
+# ----------------------------------------------------------------- ranges
+def arange(start: float, /, stop: float | None = None, step: float = 1, *,
+           dtype: Any = None, device: Any = None) -> Array:
+    """Evenly spaced values in ``[start, stop)``: each device computes its own block ``start + i * step``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.arange(1, 10, 2)
+        >>> a.numpy(), a.layout, a.shards[2]
+        (array([1, 3, 5, 7, 9]), {'dim0': ('row',)}, array([7, 9]))
+    """
+    if stop is None:
+        start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise DTypeError(f"arange: {name} must be a real number; got {v!r}")
+    if step == 0:
+        raise ArgumentError("arange: step must not be 0")
+    ints = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+    dt = (_DEFAULT["i"] if ints else _DEFAULT["f"]) if dtype is None else as_dtype(dtype)
+    if dt.kind not in "iuf":
+        raise DTypeError(f"arange makes integer or real floating-point values; got dtype {dt.name}")
+    mesh = _mesh(device, "arange")
+    if ints:
+        start, stop, step = int(start), int(stop), int(step)
+        n = len(range(start, stop, step))
+    else:
+        n = max(math.ceil((float(stop) - float(start)) / float(step)), 0)
+
+    def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
+        lo, hi = b[0]
+        if ints:
+            i = np.arange(lo, hi, dtype=np.int64)
+            if dt == np.uint64 and start + max(n - 1, 0) * step > np.iinfo(np.int64).max:
+                return np.uint64(start) + i.astype(np.uint64) * np.uint64(step)
+            return (start + i * step).astype(dt)
+        return (float(start) + np.arange(lo, hi, dtype=np.float64) * float(step)).astype(dt)
+
+    return _build(mesh, (n,), dt, make)
+
+
+def linspace(start: complex, stop: complex, /, num: int, *, dtype: Any = None,
+             device: Any = None, endpoint: bool = True) -> Array:
+    """``num`` evenly spaced values from ``start`` to ``stop``; each device computes its own block.
+
+    Values are ``start + i * (stop - start) / div`` (``div`` is ``num - 1``
+    with the endpoint, else ``num``), as NumPy computes them; the last is
+    exactly ``stop`` when ``endpoint``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.linspace(0.0, 1.0, 5).numpy()
+        array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise DimensionError(f"linspace: num must be an integer; got {num!r}") from None
+    if num < 0:
+        raise DimensionError(f"linspace: num must be >= 0; got {num}")
+    cplx = isinstance(start, (complex, np.complexfloating)) or isinstance(stop, (complex, np.complexfloating))
+    dt = (_DEFAULT["c"] if cplx else _DEFAULT["f"]) if dtype is None else as_dtype(dtype)
+    if dt.kind not in "fc":
+        raise DTypeError(f"linspace makes floating-point values; got dtype {dt.name}")
+    if cplx and dt.kind != "c":
+        raise DTypeError(f"linspace: complex start/stop need a complex dtype; got {dt.name}")
+    work = np.complex128 if dt.kind == "c" else np.float64
+    a, z = work(start), work(stop)
+    div = (num - 1) if endpoint else num
+    delta = z - a
+    step = delta / div if div > 0 else delta * np.nan
+    mesh = _mesh(device, "linspace")
+
+    def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
+        lo, hi = b[0]
+        i = np.arange(lo, hi, dtype=np.float64)
+        if div > 0 and step == 0:
+            y = (i / div) * delta + a
+        elif div > 0:
+            y = i * step + a
+        else:
+            y = i * delta + a
+        y = np.asarray(y, dtype=work)
+        if endpoint and num > 1 and hi == num and hi > lo:
+            y[-1] = z
+        return y.astype(dt)
+
+    return _build(mesh, (num,), dt, make)
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None) -> Array:
+    """Ones on the ``k``-th diagonal, zeros elsewhere; each device builds its own block.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     e = xp.eye(3, 4, k=1)
+        >>> e.numpy()[0], e.layout
+        (array([0., 1., 0., 0.]), {'dim0': ('row',), 'dim1': ('col',)})
+    """
+    shp = _shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
+    k = operator.index(k)
+    dt = _DEFAULT["f"] if dtype is None else as_dtype(dtype)
+    mesh = _mesh(device, "eye")
+    far = abs(k) > shp[0] + shp[1]
+
+    def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
+        (r0, r1), (c0, c1) = b
+        if far:
+            return np.zeros((r1 - r0, c1 - c0), dtype=dt)
+        return (np.arange(c0, c1)[None, :] - np.arange(r0, r1)[:, None] == k).astype(dt)
+
+    return _build(mesh, shp, dt, make)
+
+
+def _triangle(x: Any, k: int, lower: bool, what: str) -> Array:
+    """``x`` with the entries above (``tril``) or below (``triu``) the ``k``-th diagonal zeroed."""
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what} takes an array; got {type(x).__name__}")
+    if x.ndim < 2:
+        raise DimensionError(f"{what} needs an array of at least 2 dimensions; got shape {x.shape}")
+    k = operator.index(k)
+    mesh = x.mesh
+    dims = x.dims[-2:]
+    lay = Layout(dims, tuple(x.sizes[d] for d in dims), tuple(x.spec.of(d) for d in dims))
+    far = abs(k) > sum(lay.sizes)
+    backend = mesh.backend
+
+    def make(b: tuple[tuple[int, int], ...]) -> Any:
+        if not backend.has_data:  # shapes only
+            return backend.xp.full(_block_shape(b), True, dtype=bool)
+        (r0, r1), (c0, c1) = b
+        if far:
+            m = np.full((r1 - r0, c1 - c0), (k > 0) == lower, dtype=bool)
+        else:
+            d = np.arange(c0, c1)[None, :] - np.arange(r0, r1)[:, None]
+            m = d <= k if lower else d >= k
+        return backend.from_numpy(m)
+
+    mask = _cr.from_blocks(mesh, lay, np.dtype(bool), make)
+    zero = np.zeros((), dtype=x.dtype)[()]
+    out = where(mask, x, zero)
+    if out.dtype != x.dtype:
+        out = out.astype(x.dtype)
+    return wrap(in_order(out, x.dims))
+
+
+def tril(x: ShardArray, /, *, k: int = 0) -> Array:
+    """The lower triangle of the last two axes (entries above the ``k``-th diagonal zeroed); no communication.
+
+    Each device masks its own block by its global row/column range.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.tril(xp.ones((3, 3))).numpy()
+        array([[1., 0., 0.],
+               [1., 1., 0.],
+               [1., 1., 1.]])
+    """
+    return _triangle(x, k, True, "tril")
+
+
+def triu(x: ShardArray, /, *, k: int = 0) -> Array:
+    """The upper triangle of the last two axes (entries below the ``k``-th diagonal zeroed); no communication."""
+    return _triangle(x, k, False, "triu")
+
+
+# ----------------------------------------------------------------- filled arrays
+def empty(shape: int | tuple[int, ...], *, dtype: Any = None, device: Any = None) -> Array:
+    """An array of ``shape`` (its values are zeros: blocks are allocated filled)."""
+    return _full(shape, 0, _DEFAULT["f"] if dtype is None else dtype, device, "empty")
+
+
+def zeros(shape: int | tuple[int, ...], *, dtype: Any = None, device: Any = None) -> Array:
+    """Zeros of ``shape`` (default float64), axis ``k`` split over mesh axis ``k``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     z = xp.zeros((4, 6), dtype=xp.int32)
+        >>> z.shards[0].shape, z.layout
+        ((2, 3), {'dim0': ('row',), 'dim1': ('col',)})
+    """
+    return _full(shape, 0, _DEFAULT["f"] if dtype is None else dtype, device, "zeros")
+
+
+def ones(shape: int | tuple[int, ...], *, dtype: Any = None, device: Any = None) -> Array:
+    """Ones of ``shape`` (default float64); see ``zeros``."""
+    return _full(shape, 1, _DEFAULT["f"] if dtype is None else dtype, device, "ones")
+
+
+def full(shape: int | tuple[int, ...], fill_value: bool | complex, *, dtype: Any = None,
+         device: Any = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (dtype from the value: bool, int64, float64, complex128)."""
+    if isinstance(fill_value, ShardArray) or np.ndim(fill_value) != 0:
+        raise DTypeError(f"full: fill_value must be a Python scalar; got {type(fill_value).__name__}")
+    return _full(shape, fill_value, dtype, device, "full")
+
+
+def empty_like(x: ShardArray, /, *, dtype: Any = None, device: Any = None) -> Array:
+    """An array like ``x`` (its mesh, dims and layout; its values are zeros)."""
+    return _like(x, 0, dtype, device, "empty_like")
+
+
+def zeros_like(x: ShardArray, /, *, dtype: Any = None, device: Any = None) -> Array:
+    """Zeros like ``x``: its mesh, dims, layout and (default) dtype."""
+    return _like(x, 0, dtype, device, "zeros_like")
+
+
+def ones_like(x: ShardArray, /, *, dtype: Any = None, device: Any = None) -> Array:
+    """Ones like ``x``: its mesh, dims, layout and (default) dtype."""
+    return _like(x, 1, dtype, device, "ones_like")
+
+
+def full_like(x: ShardArray, /, fill_value: bool | complex, *, dtype: Any = None,
+              device: Any = None) -> Array:
+    """``fill_value`` everywhere, like ``x``: its mesh, dims, layout and (default) dtype."""
+    if isinstance(fill_value, ShardArray) or np.ndim(fill_value) != 0:
+        raise DTypeError(f"full_like: fill_value must be a Python scalar; got {type(fill_value).__name__}")
+    return _like(x, fill_value, dtype, device, "full_like")
+
+
+# ----------------------------------------------------------------- meshgrid
+def meshgrid(*arrays: ShardArray, indexing: str = "xy") -> list[Array]:
+    """Coordinate arrays from 1-D arrays: each input broadcast over the others' lengths.
+
+    With ``indexing="xy"`` the first two output axes are swapped (Cartesian),
+    with ``"ij"`` they are not (matrix). Each output is the named
+    ``broadcast_to`` of its input into dims ``dim0..`` laid out axis ``k`` over
+    mesh axis ``k``: every device builds its block from its own rows of the input.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     X, Y = xp.meshgrid(xp.arange(3), xp.arange(2))
+        >>> X.numpy()
+        array([[0, 1, 2],
+               [0, 1, 2]])
+    """
+    if indexing not in ("xy", "ij"):
+        raise ArgumentError(f"meshgrid: indexing must be 'xy' or 'ij'; got {indexing!r}")
+    for i, a in enumerate(arrays):
+        if not isinstance(a, ShardArray):
+            raise DTypeError(f"meshgrid takes arrays; argument {i} is {type(a).__name__}")
+        if a.ndim != 1:
+            raise DimensionError(f"meshgrid takes 1-D arrays; argument {i} has shape {a.shape}")
+    if not arrays:
+        return []
+    mesh = arrays[0].mesh
+    for a in arrays[1:]:
+        if a.mesh is not mesh and a.mesh != mesh:
+            raise MeshError(f"meshgrid: the arrays live on different meshes ({mesh} and {a.mesh}); use one mesh")
+    if len({a.dtype for a in arrays}) > 1:
+        raise DTypeError(f"meshgrid: the arrays must have one dtype; got {[a.dtype.name for a in arrays]}")
+    n = len(arrays)
+    pos = list(range(n))  # pos[i]: the output axis of input i
+    if indexing == "xy" and n > 1:
+        pos[0], pos[1] = 1, 0
+    shape = [0] * n
+    for i, a in enumerate(arrays):
+        shape[pos[i]] = a.shape[0]
+    dims = _dims(n)
+    sizes = dict(zip(dims, shape))
+    lay = _layout(mesh, dims)
+    out = []
+    for i, a in enumerate(arrays):
+        named = a if a.dims == (dims[pos[i]],) else rename(a, {a.dims[0]: dims[pos[i]]})
+        out.append(wrap(broadcast_to(named, sizes, lay)))
+    return out
+
+
+__all__ = [
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+]

@@ -4,51 +4,57 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..default_mesh import get_default_mesh
-from ..dtypes import SUPPORTED
+from ..errors import MeshError
+from ..mesh import Mesh
+
+
+def _check_device(device: Any, what: str) -> None:
+    if device is not None and not isinstance(device, Mesh):
+        raise MeshError(f"{what}: device must be a sa.Mesh or None; got {type(device).__name__} {device!r:.80}")
 
 
 class Info:
     """The inspection object of the standard (``capabilities``, ``default_device``, ``dtypes``, ...).
 
+    Devices are meshes: every mesh supports every dtype of the standard.
+
     Example:
         >>> import shardarray.array_api as xp
-        >>> xp.__array_namespace_info__().default_dtypes()["real floating"]
-        dtype('float64')
+        >>> xp.__array_namespace_info__().default_dtypes()["real floating"] == xp.float64
+        True
     """
 
     def capabilities(self) -> dict[str, Any]:
         """Boolean indexing and data-dependent shapes come with part 2 of the array API work."""
         return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 64}
 
-    def default_device(self) -> Any:
+    def default_device(self) -> Mesh:
         """The default mesh (``sa.get_default_mesh()``)."""
         return get_default_mesh()
 
-    def devices(self) -> list[Any]:
+    def devices(self) -> list[Mesh]:
         """The meshes this process can use by default: the default mesh."""
         return [get_default_mesh()]
 
-    def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
-        return {
-            "real floating": np.dtype("float64"),
-            "complex floating": np.dtype("complex128"),
-            "integral": np.dtype("int64"),
-            "indexing": np.dtype("int64"),
-        }
+    def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
+        """float64, complex128 and int64 (also the indexing dtype), on every mesh."""
+        from . import _dtypes as d
 
-    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, np.dtype]:
-        """The supported dtypes, optionally of a kind (``"bool"``, ``"signed integer"``, ..., or a tuple of kinds)."""
-        from ._dtypes import isdtype
+        _check_device(device, "default_dtypes")
+        return {"real floating": d.float64, "complex floating": d.complex128, "integral": d.int64,
+                "indexing": d.int64}
 
-        out = {n: np.dtype(n) for n in SUPPORTED if n != "float16"}
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
+        """The standard's dtypes by name, optionally of a kind (``"bool"``, ``"signed integer"``, ..., or a tuple)."""
+        from ._dtypes import DTYPES, isdtype
+
+        _check_device(device, "dtypes")
         if kind is None:
-            return out
-        return {n: d for n, d in out.items() if isdtype(d, kind)}
+            return dict(DTYPES)
+        return {n: t for n, t in DTYPES.items() if isdtype(t, kind)}
 
 
-def __array_namespace_info__() -> Info:  # noqa: N807 - the standard's name
+def __array_namespace_info__() -> Info:
     """The namespace's inspection object (see ``Info``)."""
     return Info()

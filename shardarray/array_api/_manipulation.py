@@ -1,3 +1,462 @@
-"""(being written)"""
+"""Manipulation functions of the array API standard, positional, over shardarray's named ops.
 
-__all__: list[str] = []
+Every function maps positions to dim names and calls the named op that moves
+the data (``reshape`` -> ``merge_dims``/``split_dim``, ``concat``/``stack`` ->
+``sa.concat``/``sa.stack``, ``flip``/``roll`` -> ``ops.flip``, ``permute_dims``
+-> a local transpose, ...). New dims get fresh names (``dim{k}`` not already
+used). Split dims are never gathered: a slice, flip, roll, concatenation or
+tile of a split dim is one ``alltoallv`` over its axes (``movement.move``);
+a reshape keeps a split on the leading part of a merged/split dim and
+otherwise does the smallest relayout (see ``ops/reshape.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops import concat as _concat
+from ..ops import dims as _dims
+from ..ops import flip as _flip
+from ..ops import repeat as _repeat
+from ..ops.reshape import merge_dims, split_dim
+from ..ops.slicing import isel
+from ..ops.structure import broadcast_to as _broadcast_to
+from ..ops.structure import rename, transpose
+from ._align import align, axes_dims, axis_dim, broadcast_shape, fresh
+from ._array import Array, wrap
+
+
+class AxisIndexError(DimensionError, IndexError):
+    """An axis out of range where the standard asks for ``IndexError`` (``expand_dims``)."""
+
+
+def _array(x: Any, what: str) -> ShardArray:
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what} takes an array (shardarray.array_api.asarray(...)); got {type(x).__name__}")
+    return x
+
+
+def _int(v: Any, what: str) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        raise ArgumentError(f"{what} must be an integer; got {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise ArgumentError(f"{what} must be an integer; got {v!r}") from None
+
+
+def _ints(v: Any, what: str) -> tuple[int, ...]:
+    if isinstance(v, (tuple, list)):
+        return tuple(_int(a, what) for a in v)
+    return (_int(v, what),)
+
+
+def _positional(arrays: Sequence[ShardArray], x0: ShardArray) -> list[ShardArray]:
+    """The arrays renamed to ``x0``'s dims, position by position (all have ``x0``'s ndim)."""
+    return [a if a.dims == x0.dims else rename(a, dict(zip(a.dims, x0.dims))) for a in arrays]
+
+
+def _seq(arrays: Any, what: str) -> list[ShardArray]:
+    if isinstance(arrays, ShardArray) or not isinstance(arrays, (tuple, list)) or not arrays:
+        raise DimensionError(f"{what} takes a non-empty tuple or list of arrays; got {arrays!r:.80}")
+    return [_array(a, f"{what}: arrays[{i}]") for i, a in enumerate(arrays)]
+
+
+# ----------------------------------------------------------------- broadcasting
+def broadcast_arrays(*arrays: ShardArray) -> list[Array]:
+    """The arrays broadcast against each other (NumPy rules, right-aligned); no data moves (local views).
+
+    Example:
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a, b = xp.broadcast_arrays(xp.ones((3, 1)), xp.ones((4,)))
+        >>> a.shape, b.shape
+        ((3, 4), (3, 4))
+    """
+    if not arrays:
+        return []
+    arrs = [_array(a, f"broadcast_arrays: arrays[{i}]") for i, a in enumerate(arrays)]
+    aligned, dims, shape = align(arrs, "broadcast_arrays")
+    sizes = dict(zip(dims, shape))
+    return [wrap(_broadcast_to(a, sizes)) for a in aligned]
+
+
+def broadcast_to(x: ShardArray, /, shape: tuple[int, ...]) -> Array:
+    """``x`` broadcast to ``shape`` (NumPy rules): new leading dims are unsplit; no data moves."""
+    x = _array(x, "broadcast_to")
+    shape = _ints(shape, "broadcast_to: shape")
+    if len(shape) < x.ndim or broadcast_shape([x.shape, shape], "broadcast_to") != shape:
+        raise DimensionError(
+            f"broadcast_to: an array of shape {x.shape} cannot be broadcast to {shape}; each axis of the array "
+            f"(right-aligned) must equal the target's or be 1"
+        )
+    names = fresh(x.dims, len(shape) - x.ndim) + list(x.dims)
+    ones = tuple(d for d, n, m in zip(x.dims, x.shape, shape[len(shape) - x.ndim:]) if n == 1 and m != 1)
+    if ones:
+        x = _dims.squeeze(x, ones)
+    return wrap(_broadcast_to(x, dict(zip(names, shape))))
+
+
+# ----------------------------------------------------------------- joining
+def concat(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int | None = 0) -> Array:
+    """Join arrays along an existing axis (``axis=None``: flattened first), dtypes promoted.
+
+    Collectives: none along an unsplit axis; along a split one a single
+    ``alltoallv`` over its mesh axes (``sa.concat``), each device sending at
+    most its blocks. Nothing is gathered.
+
+    Example:
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.reshape(xp.arange(6.0), (3, 2))
+        ...     xp.concat((a, a), axis=0).shape
+        (6, 2)
+    """
+    arrs = _seq(arrays, "concat")
+    if axis is None:
+        arrs = [reshape(a, (-1,)) for a in arrs]
+        axis = 0
+    x0 = arrs[0]
+    for i, a in enumerate(arrs):
+        if a.ndim != x0.ndim:
+            raise DimensionError(f"concat: arrays[0] has shape {x0.shape} but arrays[{i}] has shape {a.shape}; "
+                                 f"all arrays need the same number of dimensions")
+    if x0.ndim == 0:
+        raise DimensionError("concat: 0-d arrays cannot be concatenated; use axis=None or stack")
+    dim = axis_dim(x0, axis, "concat")
+    k = x0.dims.index(dim)
+    for i, a in enumerate(arrs):
+        if a.shape[:k] + a.shape[k + 1:] != x0.shape[:k] + x0.shape[k + 1:]:
+            raise DimensionError(f"concat along axis {axis}: arrays[0] has shape {x0.shape} but arrays[{i}] has "
+                                 f"shape {a.shape}; they may differ along axis {axis} only")
+    arrs = _positional(arrs, x0)
+    if len(arrs) == 1:
+        return wrap(arrs[0])
+    return wrap(_concat.concat(arrs, dim))
+
+
+def stack(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int = 0) -> Array:
+    """Join arrays of one shape along a new (unsplit) axis; no communication when they share a layout."""
+    arrs = _seq(arrays, "stack")
+    x0 = arrs[0]
+    for i, a in enumerate(arrs):
+        if a.shape != x0.shape:
+            raise DimensionError(f"stack: arrays[0] has shape {x0.shape} but arrays[{i}] has shape {a.shape}; "
+                                 f"stacked arrays need one shape")
+    pos = _int(axis, "stack: axis")
+    if not -(x0.ndim + 1) <= pos <= x0.ndim:
+        raise DimensionError(f"stack: axis {pos} is out of range for a result of {x0.ndim + 1} dimensions; "
+                             f"use {-(x0.ndim + 1)}..{x0.ndim}")
+    pos = pos + x0.ndim + 1 if pos < 0 else pos
+    arrs = _positional(arrs, x0)
+    (name,) = fresh(x0.dims, 1)
+    out = _concat.stack(arrs, name)
+    order = list(x0.dims)
+    order.insert(pos, name)
+    return wrap(transpose(out, tuple(order)))
+
+
+def unstack(x: ShardArray, /, *, axis: int = 0) -> tuple[Array, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple.
+
+    Each slice of a split axis is broadcast from the device that holds it
+    over the axis's mesh axes (the results have no such axis, so they are
+    replicated there).
+    """
+    x = _array(x, "unstack")
+    if x.ndim == 0:
+        raise DimensionError("unstack: a 0-d array has no axis to unstack")
+    dim = axis_dim(x, axis, "unstack")
+    return tuple(wrap(isel(x, {dim: i})) for i in range(x.sizes[dim]))
+
+
+# ----------------------------------------------------------------- axes
+def expand_dims(x: ShardArray, /, axis: int | tuple[int, ...] = 0) -> Array:
+    """``x`` with a new size-1 (unsplit) axis at ``axis`` (or several, a tuple); local."""
+    x = _array(x, "expand_dims")
+    axes = _ints(axis, "expand_dims: axis")
+    nd = x.ndim + len(axes)
+    norm = []
+    for a in axes:
+        if not -nd <= a < nd:
+            raise AxisIndexError(f"expand_dims: axis {a} is out of range for a result of {nd} dimension(s) "
+                                 f"(array of shape {x.shape}); use {-nd}..{nd - 1}")
+        norm.append(a + nd if a < 0 else a)
+    if len(set(norm)) != len(norm):
+        raise DimensionError(f"expand_dims: axis {axis!r} repeats an axis")
+    for a in sorted(norm):
+        (name,) = fresh(x.dims, 1)
+        x = _dims.expand_dims(x, name, a)
+    return wrap(x)
+
+
+def squeeze(x: ShardArray, /, axis: int | tuple[int, ...]) -> Array:
+    """``x`` without the size-1 axes ``axis`` (``ValueError`` for an axis of another size)."""
+    x = _array(x, "squeeze")
+    dims = axes_dims(x, axis, "squeeze")
+    bad = [x.dims.index(d) for d in dims if x.sizes[d] != 1]
+    if bad:
+        raise DimensionError(f"squeeze: axis {bad} of the array of shape {x.shape} does not have size 1; "
+                             f"only size-1 axes can be squeezed")
+    return wrap(_dims.squeeze(x, dims) if dims else x)
+
+
+def permute_dims(x: ShardArray, /, axes: tuple[int, ...]) -> Array:
+    """``x`` with its axes in the order ``axes`` (a local transpose: blocks keep their devices)."""
+    x = _array(x, "permute_dims")
+    ax = _ints(axes, "permute_dims: axes")
+    if sorted(a % x.ndim if x.ndim else a for a in ax) != list(range(x.ndim)) or len(ax) != x.ndim:
+        raise DimensionError(f"permute_dims: axes {axes!r} is not a permutation of the {x.ndim} axes of an array "
+                             f"of shape {x.shape}")
+    return wrap(transpose(x, tuple(x.dims[a] for a in ax)))
+
+
+def moveaxis(x: ShardArray, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> Array:
+    """``x`` with axes ``source`` moved to ``destination`` (the others keep their order); a local transpose."""
+    x = _array(x, "moveaxis")
+    src = _ints(source, "moveaxis: source")
+    dst = _ints(destination, "moveaxis: destination")
+    if len(src) != len(dst):
+        raise DimensionError(f"moveaxis: source {source!r} and destination {destination!r} differ in length")
+    sdims = axes_dims(x, src, "moveaxis")
+    dpos = [x.dims.index(d) for d in axes_dims(x, dst, "moveaxis")]
+    order = [d for d in x.dims if d not in sdims]
+    for p, d in sorted(zip(dpos, sdims)):
+        order.insert(p, d)
+    return wrap(transpose(x, tuple(order)))
+
+
+def flip(x: ShardArray, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``x`` reversed along ``axis`` (all axes when None); one ``alltoallv`` per split axis (``ops.flip``).
+
+    Example:
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.flip(xp.arange(5)).numpy()
+        array([4, 3, 2, 1, 0])
+    """
+    x = _array(x, "flip")
+    for d in axes_dims(x, axis, "flip"):
+        x = _flip.flip(x, d)
+    return wrap(x)
+
+
+def roll(x: ShardArray, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``x`` rotated by ``shift`` along ``axis`` (None: the flattened array, then the shape restored).
+
+    Collectives: one ``alltoallv`` per split axis rolled (``ops.flip.roll``).
+    """
+    x = _array(x, "roll")
+    shifts = _ints(shift, "roll: shift")
+    if axis is None:
+        if len(shifts) != 1:
+            raise DimensionError(f"roll: with axis=None, shift must be one integer; got {shift!r}")
+        flat = reshape(x, (-1,))
+        return reshape(_flip.roll(flat, flat.dims[0], shifts[0]), x.shape)
+    axes = _ints(axis, "roll: axis")
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise DimensionError(f"roll: shift {shift!r} and axis {axis!r} must have the same length")
+    for s, a in zip(shifts, axes):
+        x = _flip.roll(x, axis_dim(x, a, "roll"), s)
+    return wrap(x)
+
+
+# ----------------------------------------------------------------- reshape
+def _target(x: ShardArray, shape: Any) -> tuple[int, ...]:
+    shape = _ints(shape, "reshape: shape")
+    infer = [i for i, n in enumerate(shape) if n == -1]
+    if len(infer) > 1 or any(n < -1 for n in shape):
+        raise DimensionError(f"reshape: shape {shape} may hold one -1 (inferred) and sizes >= 0 otherwise")
+    known = math.prod(n for n in shape if n != -1)
+    if infer:
+        if known == 0 or x.size % known:
+            raise DimensionError(f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into {shape}")
+        shape = tuple(x.size // known if n == -1 else n for n in shape)
+    if math.prod(shape) != x.size:
+        raise DimensionError(f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into {shape}; "
+                             f"the sizes must multiply to {x.size}")
+    return shape
+
+
+def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Array:
+    """``x`` with a new shape, row-major (one size may be -1), via ``merge_dims`` and ``split_dim``.
+
+    The axes are grouped into the smallest runs whose sizes multiply to the
+    same product: a run of one axis keeps its name and layout, the others are
+    merged and/or split. A split axis stays split when it is the leading part
+    of a merged or split axis and the blocks line up (no communication);
+    otherwise the named ops do the smallest relayout (an alltoall to park the
+    mesh axes on another axis and back), never a gather of the whole array.
+    ``copy`` is accepted for the standard's signature: results never share
+    writable storage with ``x`` (``x[...] = v`` replaces blocks), so no copy
+    is needed either way.
+
+    Example:
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.reshape(xp.arange(24.0), (4, 6))
+        ...     a.shape, a.layout
+        ((4, 6), {'dim1': ('row',)})
+    """
+    x = _array(x, "reshape")
+    shape = _target(x, shape)
+    if shape == x.shape:
+        return wrap(x)
+    if x.size == 0:
+        from ..ops.creation import zeros
+
+        names = fresh((), len(shape))
+        return wrap(zeros(x.mesh, dict(zip(names, shape)), dtype=x.dtype))
+    ones = tuple(d for d in x.dims if x.sizes[d] == 1)
+    if ones:
+        x = _dims.squeeze(x, ones)
+    new = [n for n in shape if n != 1]
+    taken = set(x.dims)
+    i = j = 0
+    out_dims: list[str] = []
+    while i < x.ndim:
+        i0, j0 = i, j
+        po, pn = x.shape[i], new[j]
+        while po != pn:
+            if po < pn:
+                i += 1
+                po *= x.shape[i]
+            else:
+                j += 1
+                pn *= new[j]
+        old = x.dims[i0:i + 1]
+        sizes = new[j0:j + 1]
+        if len(old) == 1 and len(sizes) == 1:
+            out_dims.append(old[0])
+        else:
+            names = fresh(sorted(taken), len(sizes) + (len(old) > 1 and len(sizes) > 1))
+            taken.update(names)
+            if len(old) > 1:
+                merged = names[-1] if len(sizes) > 1 else names[0]
+                x = merge_dims(x, old, merged)
+                old = (merged,)
+            if len(sizes) > 1:
+                x = split_dim(x, old[0], dict(zip(names[:len(sizes)], sizes)))
+            out_dims.extend(names[:len(sizes)])
+            i = x.dims.index(out_dims[-1])
+        i += 1
+        j += 1
+    for p, n in enumerate(shape):
+        if n == 1:
+            (name,) = fresh(sorted(taken), 1)
+            taken.add(name)
+            x = _dims.expand_dims(x, name, p)
+    return wrap(x)
+
+
+# ----------------------------------------------------------------- repetition
+def _split(x: ShardArray, dim: str) -> bool:
+    return bool(x.spec.of(dim))
+
+
+def _repeat_int(x: ShardArray, dim: str, r: int) -> ShardArray:
+    if r == 1:
+        return x
+    if not _split(x, dim):
+        return _repeat.repeat(x, r, dim)
+    p = x.dims.index(dim)
+    (name,) = fresh(x.dims, 1)
+    y = _broadcast_to(x, {**{d: x.sizes[d] for d in x.dims[:p + 1]}, name: r,
+                                                  **{d: x.sizes[d] for d in x.dims[p + 1:]}})
+    return merge_dims(y, (dim, name), dim)
+
+
+def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = None) -> Array:
+    """Each element of ``x`` repeated along ``axis`` (None: the flattened array), as ``np.repeat``.
+
+    An integer ``repeats`` is local on an unsplit axis; on a split axis the
+    copies are made locally and the merged axis keeps its split (rebalanced by
+    ``merge_dims`` when the blocks do not line up). An array ``repeats`` makes
+    the result's size depend on data: its values are read on the host (it is
+    one number per element of the axis), and ``x`` is indexed with the
+    repeated positions (``take``; on a split axis one allreduce of the result).
+    """
+    x = _array(x, "repeat")
+    if axis is None:
+        x = reshape(x, (-1,))
+        axis = 0
+    dim = axis_dim(x, axis, "repeat")
+    n = x.sizes[dim]
+    if isinstance(repeats, ShardArray):
+        if repeats.dtype.kind not in "iu":
+            raise DTypeError(f"repeat: repeats must be integers; got {repeats.dtype}")
+        reps = np.asarray(repeats).astype(np.int64)
+        if reps.ndim != 1 or reps.shape[0] not in (1, n):
+            raise DimensionError(f"repeat: repeats has shape {reps.shape}; give one count, or one per element "
+                                 f"({n}) of axis {axis}")
+        if (reps < 0).any():
+            raise ArgumentError(f"repeat: repeats must be >= 0; got {reps.tolist()}")
+        if reps.shape[0] == 1:
+            return wrap(_repeat_int(x, dim, int(reps[0])))
+        ids = np.repeat(np.arange(n, dtype=np.int64), reps)
+        from ._indexing import take_positions
+
+        return wrap(take_positions(x, dim, ids))
+    r = _int(repeats, "repeat: repeats")
+    if r < 0:
+        raise ArgumentError(f"repeat: repeats must be >= 0; got {r}")
+    return wrap(_repeat_int(x, dim, r))
+
+
+def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
+    """``x`` repeated whole, as ``np.tile``: local along unsplit axes, a concatenation (one ``alltoallv``) along
+    split ones."""
+    x = _array(x, "tile")
+    reps = _ints(repetitions, "tile: repetitions")
+    if any(r < 0 for r in reps):
+        raise ArgumentError(f"tile: repetitions {reps} must be >= 0")
+    for _ in range(len(reps) - x.ndim):
+        (name,) = fresh(x.dims, 1)
+        x = _dims.expand_dims(x, name, 0)
+    reps = (1,) * (x.ndim - len(reps)) + reps
+    local = {d: r for d, r in zip(x.dims, reps) if r != 1 and not _split(x, d)}
+    if local:
+        x = _repeat.tile(x, local)
+    for d, r in zip(x.dims, reps):
+        if r != 1 and _split(x, d):
+            x = isel(x, {d: slice(0, 0)}) if r == 0 else _concat.concat([x] * r, d)
+    return wrap(x)
+
+
+__all__ = [
+    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis", "permute_dims", "repeat",
+    "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+]
+
+
+# ----------------------------------------------------------------- utility
+def diff(
+    x: ShardArray, /, *, axis: int = -1, n: int = 1, prepend: ShardArray | None = None,
+    append: ShardArray | None = None,
+) -> Array:
+    """The ``n``-th forward difference along ``axis``, after joining ``prepend`` and ``append`` (``np.diff``).
+
+    ``prepend``/``append`` have ``x``'s shape except along ``axis`` and are
+    concatenated first (``concat``). Each order is two slices (one
+    ``alltoallv`` each on a split axis) and a local subtraction (``ops.diff``).
+    """
+    from ..ops.diff import diff as _diff
+
+    x = _array(x, "diff")
+    if x.ndim == 0:
+        raise DimensionError("diff: a 0-d array has no axis to difference")
+    dim = axis_dim(x, axis, "diff")
+    k = x.dims.index(dim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    if len(parts) > 1:
+        x = concat(parts, axis=k)
+        dim = x.dims[k]
+    return wrap(_diff(x, dim, _int(n, "diff: n")))
+
+
+__all__ += ["diff"]

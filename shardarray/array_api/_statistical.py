@@ -1,3 +1,264 @@
-"""(being written)"""
+"""Statistical, utility and searching functions of the array API standard, positionally.
 
-__all__: list[str] = []
+Each function turns its ``axis`` argument into dim names (``_align.axes_dims``)
+and calls the named reduction of ``shardarray.ops`` (``sum``, ``prod``,
+``max``, ``mean``, ``var``, ``all``, ``argmax``, ...), whose collectives it
+inherits: a pending sum for ``sum``/``mean``, a max/min allreduce for
+``max``/``min``/``all``/``any``, one allgather of partials for
+``prod``/``var``/``std`` and of (value, index) pairs for ``argmax``/``argmin``.
+``keepdims=True`` re-inserts size-1 dims, unsplit, under the reduced dims'
+names at their positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import DimensionError, DTypeError
+from ..ops import reduce, search
+from ..layout import Layout
+from ..ops import elementwise as ew
+from ..ops import math_unary
+from ..ops.creation import from_blocks, zeros
+from ..ops.dims import expand_dims
+from ..ops.structure import astype
+from ._align import axes_dims, axis_dim
+from ._array import Array, wrap
+
+_Axis = int | tuple[int, ...] | None
+
+
+def _check(x: Any, what: str) -> ShardArray:
+    if not isinstance(x, ShardArray):
+        raise DTypeError(
+            f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)"
+        )
+    return x
+
+
+def _keep(out: ShardArray, x: ShardArray, dims: tuple[str, ...], keepdims: bool) -> Array:
+    """``out`` with the reduced ``dims`` of ``x`` back as size-1 dims at their positions when ``keepdims``."""
+    if keepdims:
+        for i, d in enumerate(x.dims):
+            if d in dims:
+                out = expand_dims(out, d, i)
+    return wrap(out)
+
+
+def _reduce(fn: Callable[..., ShardArray], x: Any, axis: Any, keepdims: bool, what: str, **kw: Any) -> Array:
+    x = _check(x, what)
+    dims = axes_dims(x, axis, what)
+    out = fn(x, dims, **kw)
+    return _keep(out, x, dims, keepdims)
+
+
+def _accumulator(x: ShardArray, dtype: Any, what: str) -> np.dtype:
+    """The standard's result dtype of ``sum``/``prod``: ``dtype``, else the default (u)int for integers."""
+    if dtype is not None:
+        return np.dtype(dtype)
+    if x.dtype.kind == "u":
+        return np.dtype(np.uint64)
+    if x.dtype.kind in "ib":
+        return np.dtype(np.int64)
+    return x.dtype
+
+
+def _accumulate(fn: Callable[..., ShardArray], x: Any, axis: Any, dtype: Any, keepdims: bool, what: str) -> Array:
+    x = _check(x, what)
+    dims = axes_dims(x, axis, what)
+    target = _accumulator(x, dtype, what)
+    if x.dtype != target:
+        x = astype(x, target)
+    out = fn(x, dims) if dims else x
+    if out.dtype != target:
+        out = astype(out, target)
+    return _keep(out, x, dims, keepdims)
+
+
+def sum(x: Array, /, *, axis: _Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
+    """The sum over ``axis`` (all axes when None); integers sum in the default (unsigned) integer dtype.
+
+    Over split axes each device sums its block and the result is a pending
+    sum, allreduced (or reduce-scattered) when it is needed. ``dtype`` casts
+    ``x`` first (the standard's accumulator); the sum of an empty axis is 0.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.reshape(xp.arange(12, dtype=xp.int8), (3, 4))
+        ...     s = xp.sum(a, axis=1, keepdims=True)
+        >>> s.shape, s.dtype, s.numpy().ravel()
+        ((3, 1), dtype('int64'), array([ 6, 22, 38]))
+    """
+    return _accumulate(reduce.sum, x, axis, dtype, keepdims, "sum")
+
+
+def prod(x: Array, /, *, axis: _Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:
+    """The product over ``axis``; integers multiply in the default (unsigned) integer dtype; empty gives 1.
+
+    Over split axes the per-device partial products are allgathered once and
+    multiplied locally (see ``sa.prod``).
+    """
+    return _accumulate(reduce.prod, x, axis, dtype, keepdims, "prod")
+
+
+def _extreme(fn: Callable[..., ShardArray], x: Any, axis: Any, keepdims: bool, what: str) -> Array:
+    x = _check(x, what)
+    dims = axes_dims(x, axis, what)
+    empty = {d: x.sizes[d] for d in dims if x.sizes[d] == 0}
+    if empty:
+        raise DimensionError(
+            f"{what}: axis {axis!r} of the array of shape {x.shape} is empty; an empty sequence has no {what} "
+            f"(as in NumPy). Reduce non-empty axes only, or use an identity: xp.{what}(xp.concat(...))"
+        )
+    return _keep(fn(x, dims) if dims else x, x, dims, keepdims)
+
+
+def max(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+    """The maximum over ``axis``: a local max, then a max-allreduce over split axes' mesh axes.
+
+    An empty axis raises ``DimensionError`` (the standard leaves it undefined).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1.0, 7.0, 3.0], [4.0, 5.0, 6.0]])
+        ...     xp.max(a, axis=1).numpy(), xp.max(a).numpy()
+        (array([7., 6.]), array(7.))
+    """
+    return _extreme(reduce.max, x, axis, keepdims, "max")
+
+
+def min(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+    """The minimum over ``axis`` (see ``max``)."""
+    return _extreme(reduce.min, x, axis, keepdims, "min")
+
+
+def mean(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
+    """The arithmetic mean over ``axis`` (a pending sum, scaled); the mean of an empty axis is NaN."""
+    return _reduce(reduce.mean, x, axis, keepdims, "mean")
+
+
+def _correction(correction: Any, what: str) -> float:
+    if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{what}: correction must be a real number (0 or 1 usually); got {correction!r}")
+    if correction < 0:
+        raise DimensionError(f"{what}: correction must be non-negative; got {correction!r}")
+    return float(correction)
+
+
+def var(x: Array, /, *, axis: _Axis = None, correction: int | float = 0.0, keepdims: bool = False) -> Array:
+    """The variance over ``axis``, divided by ``N - correction``: one allgather of per-device moments.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0]])
+        ...     xp.var(a, axis=1, correction=1).numpy()
+        array([1.66666667, 0.        ])
+    """
+    return _reduce(reduce.var, x, axis, keepdims, "var", correction=_correction(correction, "var"))
+
+
+def std(x: Array, /, *, axis: _Axis = None, correction: int | float = 0.0, keepdims: bool = False) -> Array:
+    """The standard deviation over ``axis``: ``sqrt(var(x, axis=axis, correction=correction))``."""
+    return _reduce(reduce.std, x, axis, keepdims, "std", correction=_correction(correction, "std"))
+
+
+def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+    """Whether every element over ``axis`` is true (nonzero): a min-allreduce of one byte per result element."""
+    return _reduce(reduce.all, x, axis, keepdims, "all")
+
+
+def any(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+    """Whether some element over ``axis`` is true (nonzero): a max-allreduce of one byte per result element."""
+    return _reduce(reduce.any, x, axis, keepdims, "any")
+
+
+def count_nonzero(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
+    """The number of nonzero elements over ``axis`` (int64): a (pending) sum of ``x != 0``."""
+    x = _check(x, "count_nonzero")
+    dims = axes_dims(x, axis, "count_nonzero")
+    nonzero = x if x.dtype.kind == "b" else ew.not_equal(x, 0)
+    out = reduce.sum(nonzero, dims) if dims else astype(nonzero, np.int64)
+    if out.dtype != np.int64:
+        out = astype(out, np.int64)
+    return _keep(out, x, dims, keepdims)
+
+
+def _search(fn: Callable[..., ShardArray], x: Any, axis: Any, keepdims: bool, what: str) -> Array:
+    x = _check(x, what)
+    if axis is not None:
+        dim = axis_dim(x, axis, what)
+        return _keep(fn(x, dim), x, (dim,), keepdims)
+    if x.ndim == 0:  # one element: index 0, as NumPy
+        return wrap(zeros(x.mesh, {}, dtype=np.int64))
+    if x.size == 0:
+        raise DimensionError(f"{what}: the array of shape {x.shape} is empty; an empty sequence has no {what}")
+    if x.ndim == 1:
+        return _keep(fn(x, x.dims[0]), x, x.dims, keepdims)
+    return _keep(_flat_search(x, what), x, x.dims, keepdims)
+
+
+def _flat_search(x: ShardArray, what: str) -> ShardArray:
+    """The flat (row-major) index of the first extreme of ``x``, with no data movement.
+
+    The extreme is found by a max/min allreduce (with an any-allreduce of
+    ``isnan`` for floats: the first NaN wins, as in NumPy), each device marks
+    its candidates and gives their flat positions (built locally from its
+    block's bounds), and a min-allreduce picks the first one: three
+    allreduces of one element, where merging the dims would move the array.
+    """
+    if x.dtype.kind == "c":
+        raise DTypeError(f"{what}: complex values ({x.dtype}, shape {x.shape}) have no order; search xp.real(x)")
+    if x.dtype.kind == "b":
+        x = astype(x, np.uint8)
+    extreme = (reduce.max if what == "argmax" else reduce.min)(x)
+    cand = ew.equal(x, extreme)
+    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
+        nan = math_unary.isnan(x)
+        cand = ew.where(reduce.any(nan), nan, cand)
+    strides = [int(np.prod(x.shape[i + 1:])) for i in range(x.ndim)]
+
+    def positions(bounds: tuple[tuple[int, int], ...]) -> Any:
+        grids = np.ix_(*[np.arange(lo, hi, dtype=np.int64) * st for (lo, hi), st in zip(bounds, strides)])
+        flat = np.zeros(tuple(hi - lo for lo, hi in bounds), dtype=np.int64)
+        for g in grids:
+            flat = flat + g
+        return x.mesh.backend.xp.asarray(flat)
+
+    spec = Layout(x.dims, x.shape, x.spec.axes)
+    flat = from_blocks(x.mesh, spec, np.dtype(np.int64), positions)
+    return reduce.min(ew.where(cand, flat, np.iinfo(np.int64).max))
+
+
+def argmax(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    """The index of the largest value along ``axis`` (of the flattened array when None), the first on ties.
+
+    Over a split axis: a local argmax, then one allgather of a (value, index)
+    pair per result element. ``axis=None`` on several axes moves no data:
+    the extreme, then the first flat position holding it, by allreduces of
+    one element.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1.0, 7.0, 3.0], [9.0, 5.0, 6.0]])
+        ...     xp.argmax(a, axis=1).numpy(), int(xp.argmax(a))
+        (array([1, 0]), 3)
+    """
+    return _search(search.argmax, x, axis, keepdims, "argmax")
+
+
+def argmin(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    """The index of the smallest value along ``axis`` (see ``argmax``)."""
+    return _search(search.argmin, x, axis, keepdims, "argmin")
+
+
+__all__ = [
+    "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
+]

@@ -1,0 +1,112 @@
+"""Slicing, reshape, concat and argmax of a split 4096×4096 float32 array, against NumPy on the whole array.
+
+For emulated meshes of 1, 2×2 and 2×2×2 devices (every shard in this process,
+so the time is the sum over devices), each op runs on a ShardArray split in 2-D
+(axis 0 over the first mesh axis, axis 1 over the second) and NumPy runs the
+same op on the whole array, materialising its result as shardarray does
+(``np.ascontiguousarray`` of a slice, a copy of a reshape). The two are timed interleaved (A B A B,
+after a warm-up) and the medians' ratio is reported, with the traffic per
+device from the comm log and the BLAS/OpenMP thread settings.
+
+    python benchmarks/array_api.py [--size 4096] [--repeat 7] [--json benchmarks/results/array_api-cpu.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import shardarray as sa
+
+MESHES = {"1": {"d": 1}, "2x2": {"row": 2, "col": 2}, "2x2x2": {"row": 2, "col": 2, "dep": 2}}
+
+
+def interleaved(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """Median times of ``a`` and ``b``, run alternately (A B A B ...) after one warm-up each."""
+    a(), b()
+    ta, tb = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        a()
+        ta.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        b()
+        tb.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def cases(x: sa.ShardArray, host: np.ndarray) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    n = host.shape[0]
+    return {
+        "slice x[1:-1, ::2]": (lambda: x[1:-1, ::2], lambda: np.ascontiguousarray(host[1:-1, ::2])),
+        "reshape (n, n) -> (n, 2, n/2)": (
+            lambda: sa.split_dim(x, "b", {"b0": 2, "b1": n // 2}),
+            lambda: host.reshape(n, 2, n // 2).copy(),
+        ),
+        "reshape (n, n) -> (2n, n/2)": (
+            lambda: sa.merge_dims(sa.split_dim(x, "b", {"b0": 2, "b1": n // 2}), ("a", "b0"), "ab"),
+            lambda: host.reshape(2 * n, n // 2).copy(),
+        ),
+        "concat [x, x] along axis 0": (lambda: sa.concat([x, x], "a"), lambda: np.concatenate([host, host], axis=0)),
+        "argmax along axis 1": (lambda: sa.argmax(x, "b"), lambda: np.argmax(host, axis=1)),
+    }
+
+
+def thread_settings() -> dict[str, Any]:
+    env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    try:
+        from threadpoolctl import threadpool_info
+
+        pools = [{k: p.get(k) for k in ("internal_api", "num_threads")} for p in threadpool_info()]
+    except ImportError:
+        pools = "threadpoolctl not installed"
+    return {"env": env, "threadpools": pools, "cpu_count": os.cpu_count()}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    host = np.random.default_rng(0).standard_normal((args.size, args.size)).astype(np.float32)
+    rows = []
+    for name, shape in MESHES.items():
+        mesh = sa.Mesh(shape)
+        axes = mesh.axis_names
+        layout = {"a": axes[0], "b": axes[1]} if len(axes) > 1 else {"a": axes[0]}
+        x = sa.asarray(host, dims=("a", "b"), mesh=mesh, layout=layout)
+        for op, (ours, theirs) in cases(x, host).items():
+            with sa.comm_log() as log:
+                out = ours()
+            ok = np.array_equal(np.asarray(out), theirs())
+            t_sa, t_np = interleaved(ours, theirs, args.repeat)
+            rows.append({
+                "op": op, "mesh": name, "devices": mesh.size, "layout": x.layout, "time_s": t_sa, "numpy_s": t_np,
+                "ratio_vs_numpy": t_sa / t_np, "collectives": [(r.op, r.axes) for r in log.records],
+                "comm_elements_per_device": log.total("elements"), "correct": bool(ok),
+            })
+            print(f"{op:30s} {name:6s} {t_sa * 1e3:9.2f} ms  numpy {t_np * 1e3:9.2f} ms  x{t_sa / t_np:5.2f}  "
+                  f"moved/device {log.total('elements'):>10.0f}  {'ok' if ok else 'WRONG'}")
+    result = {
+        "benchmark": "array_api", "size": args.size, "dtype": "float32", "repeat": args.repeat,
+        "device": f"CPU ({platform.processor() or platform.machine()}), emulated meshes in one process",
+        "numpy": np.__version__, "threads": thread_settings(), "rows": rows,
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1, default=str))
+    return result
+
+
+if __name__ == "__main__":
+    main()

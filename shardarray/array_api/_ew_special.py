@@ -1,0 +1,106 @@
+"""Named-level elementwise ops whose special values follow the array API standard where NumPy's differ.
+
+The named ops (``shardarray.ops``) follow NumPy, special values included. The
+standard asks for other results in a few cases; the positional namespace uses
+these variants, which run on the same elementwise engine (``ops.elementwise.apply``:
+broadcasting by dim name, one pass over each block where it lives, no
+communication beyond aligning layouts):
+
+- ``floor_divide`` of floats: ``±inf // finite`` is ``±inf`` (NumPy: NaN) and
+  ``finite // ±inf`` is ``floor(x1 / x2)``, a signed zero (``1.0 // -inf`` is
+  ``-0.0``; NumPy and Python: ``-1.0``).
+- ``expm1`` of complex values with an infinite or NaN part, and of zeros, is
+  ``exp(z) - 1`` (NumPy's complex ``expm1`` gives NaN there, and ``-0+0j`` for
+  ``-0+0j`` where the standard asks for ``+0+0j``).
+- ``tanh`` of complex values with an infinite real part and a finite
+  imaginary part ``b`` is ``±1 + copysign(0, b)j`` (NumPy's sign of that zero
+  follows ``sin(2b)``).
+
+Both are constant-gradient or complex functions, so they are not registered
+with the autograd (a gradient through them is zero, as it is for
+``floor_divide``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..backend.meta import MetaArray
+from ..ops import elementwise as ew
+from ..ops import math_unary
+from ..ops.elementwise import apply
+
+
+def _is_numpy(xp: Any) -> bool:
+    return getattr(xp, "__name__", "") == "numpy"
+
+
+def _floor_divide_block(xp: Any, a: Any, b: Any) -> Any:
+    q = xp.floor_divide(a, b)
+    if q.dtype.kind != "f":
+        return q
+    fix = xp.logical_or(xp.isinf(a), xp.isinf(b))
+    if isinstance(fix, (np.ndarray, np.bool_)) and not fix.any():
+        return q
+    return xp.where(fix, xp.floor(xp.divide(a, b)), q)
+
+
+def _expm1_block(xp: Any, z: Any) -> Any:
+    r = xp.expm1(z)
+    bad = xp.logical_or(xp.logical_not(xp.isfinite(z)), xp.equal(z, 0))  # zeros: +0 for a -0 real part
+    if isinstance(bad, (np.ndarray, np.bool_)) and not bad.any():
+        return r
+    return xp.where(bad, xp.subtract(xp.exp(z), 1), r)
+
+
+def _tanh_block(xp: Any, z: Any) -> Any:
+    r = xp.tanh(z)
+    if isinstance(z, MetaArray):
+        return r
+    re, im = z.real, z.imag
+    fix = xp.logical_and(xp.isinf(re), xp.isfinite(im))
+    if not fix.any():
+        return r
+    r = xp.array(r, copy=True)
+    r.real[fix] = xp.copysign(1.0, re[fix])
+    r.imag[fix] = xp.copysign(0.0, im[fix])
+    return r
+
+
+def _quiet(block: Any) -> Any:
+    """``block`` run without NumPy's floating-point warnings (inf and NaN are results here, not accidents)."""
+
+    def run(xp: Any, *args: Any) -> Any:
+        if _is_numpy(xp):
+            with np.errstate(all="ignore"):
+                return block(xp, *args)
+        return block(xp, *args)
+
+    return run
+
+
+_FLOOR_DIVIDE = _quiet(_floor_divide_block)
+_EXPM1 = _quiet(_expm1_block)
+_TANH = _quiet(_tanh_block)
+
+
+def floor_divide(x: Any, y: Any) -> ShardArray:
+    """``x // y`` broadcasting by dim name, with the standard's special values (see the module docstring)."""
+    return apply("floor_divide", _FLOOR_DIVIDE, (x, y), domain="real_numeric")
+
+
+def expm1(x: ShardArray) -> ShardArray:
+    """``exp(x) - 1``; complex arrays get the standard's special values (see the module docstring)."""
+    if isinstance(x, ShardArray) and x.dtype.kind == "c":
+        return apply("expm1", _EXPM1, (x,), domain="inexact")
+    return math_unary.expm1(x)
+
+
+def tanh(x: ShardArray) -> ShardArray:
+    """The hyperbolic tangent; complex arrays get the standard's special values (see the module docstring)."""
+    if isinstance(x, ShardArray) and x.dtype.kind == "c":
+        return apply("tanh", _TANH, (x,), domain="inexact")
+    return ew.tanh(x)

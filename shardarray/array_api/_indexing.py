@@ -1,0 +1,284 @@
+"""Indexing functions of the array API standard: ``take`` and ``take_along_axis`` over the named ``sa.take``.
+
+``sa.take`` along a split dim looks up, on each device, the ids that fall in
+its block (zeros elsewhere) and leaves a sum pending over the dim's mesh axes;
+these functions resolve it (one allreduce of the result over those axes), so
+their results are ordinary arrays. Nothing is gathered. Negative indices count
+from the end; indices out of range raise ``DimensionError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops import elementwise as ew
+from ..ops.creation import asarray as _asarray
+from ..ops.dims import squeeze
+from ..ops.indexing import take as _take
+from ..ops.structure import broadcast_to, rename, transpose
+from ._align import axis_dim, fresh
+from ._array import Array, wrap
+
+
+def _ids(x: ShardArray, dim: str, indices: Any, what: str) -> ShardArray:
+    """Integer ``indices`` as a ShardArray with non-negative ids (negative ones count from the end of ``dim``)."""
+    n = x.sizes[dim]
+    if not isinstance(indices, ShardArray):
+        arr = np.asarray(indices)
+        if arr.dtype.kind not in "iu":
+            raise DTypeError(f"{what}: indices must be integers; got {arr.dtype}")
+        indices = _asarray(arr, dims=tuple(fresh(x.dims, arr.ndim, "ids")), mesh=x.mesh)
+    if indices.dtype.kind == "b":
+        raise ArgumentError(f"{what}: boolean indices (masks) come with part 2 of issue 14; use integer indices")
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"{what}: indices must be an integer array; got {indices.dtype} "
+                         f"(use xp.astype(indices, xp.int64))")
+    if indices.dtype.kind == "i":
+        indices = ew.where(ew.less(indices, 0), ew.add(indices, n), indices)
+    return indices
+
+
+def take_positions(x: ShardArray, dim: str, ids: Any) -> ShardArray:
+    """``x`` indexed along ``dim`` by 1-D integer ``ids`` (host or array); the result keeps ``dim``'s name/place."""
+    ids = _ids(x, dim, ids, "take")
+    if ids.ndim != 1:
+        raise DimensionError(f"take: indices must be 1-dimensional; got shape {ids.shape}")
+    (own,) = fresh(x.dims, 1, "ids")
+    ids = rename(ids, {ids.dims[0]: own})
+    out = _take(x, ids, dim)
+    out = out.resolve() if out.pending else out
+    out = rename(out, {own: dim})
+    return transpose(out, x.dims)
+
+
+def take(x: ShardArray, indices: ShardArray, /, *, axis: int | None = None) -> Array:
+    """The entries of ``x`` at 1-D integer ``indices`` along ``axis`` (optional for a 1-D ``x``), as ``np.take``.
+
+    Collectives: none along an unsplit axis; along a split one each device
+    looks up the indices in its block and one allreduce over the axis's mesh
+    axes completes the result (the named ``sa.take`` plus its resolution).
+
+    Example:
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     x = xp.reshape(xp.arange(12.0), (3, 4))
+        ...     xp.take(x, xp.asarray([3, 0]), axis=1).numpy()
+        array([[ 3.,  0.],
+               [ 7.,  4.],
+               [11.,  8.]])
+    """
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"take: x must be an array; got {type(x).__name__}")
+    if axis is None:
+        if x.ndim != 1:
+            raise DimensionError(f"take: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
+        axis = 0
+    return wrap(take_positions(x, axis_dim(x, axis, "take"), indices))
+
+
+def take_along_axis(x: ShardArray, indices: ShardArray, /, *, axis: int = -1) -> Array:
+    """Entries of ``x`` at ``indices`` along ``axis``, matched elementwise on the other axes (``np.take_along_axis``).
+
+    ``indices`` has ``x``'s number of dimensions; its other axes match ``x``'s
+    (or are 1 on either side, broadcast). Collectives as ``take``: one
+    allreduce over the mesh axes of a split ``axis``, nothing otherwise.
+    """
+    if not isinstance(x, ShardArray) or not isinstance(indices, ShardArray):
+        raise DTypeError("take_along_axis takes two arrays (x, indices)")
+    if indices.ndim != x.ndim:
+        raise DimensionError(f"take_along_axis: indices (shape {indices.shape}) must have as many dimensions as x "
+                             f"(shape {x.shape})")
+    dim = axis_dim(x, axis, "take_along_axis")
+    k = x.dims.index(dim)
+    (own,) = fresh(x.dims, 1, "ids")
+    names = list(x.dims)
+    names[k] = own
+    ids = rename(indices, dict(zip(indices.dims, names)))
+    xs, isz = dict(x.sizes), dict(ids.sizes)
+    for i, d in enumerate(x.dims):
+        if i == k or xs[d] == isz[d]:
+            continue
+        if isz[d] == 1:
+            isz[d] = xs[d]
+        elif xs[d] == 1:
+            xs[d] = isz[d]
+        else:
+            raise DimensionError(f"take_along_axis: x (shape {x.shape}) and indices (shape {indices.shape}) differ "
+                                 f"along axis {i}; sizes must match or be 1")
+    if xs != x.sizes:
+        ones = tuple(d for d in x.dims if x.sizes[d] != xs[d])
+        x = broadcast_to(squeeze(x, ones), xs)
+    if isz != ids.sizes:
+        ones = tuple(d for d in ids.dims if ids.sizes[d] != isz[d])
+        ids = broadcast_to(squeeze(ids, ones), {d: isz[d] for d in names})
+    ids = _ids(x, dim, ids, "take_along_axis")
+    out = _take(x, ids, dim)
+    out = out.resolve() if out.pending else out
+    out = rename(out, {own: dim})
+    return wrap(transpose(out, x.dims))
+
+
+__all__ = ["take", "take_along_axis"]
+
+
+# ----------------------------------------------------------------- x[key] and x[key] = v
+def _part2(what: str) -> ArgumentError:
+    return ArgumentError(
+        f"{what}: boolean indices (masks, and True/False) come with part 2 of issue 14 and are not supported "
+        f"yet; use integer indices, or xp.where(mask, x, 0) to select values"
+    )
+
+
+def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, ...]:
+    """A positional key as a tuple: 0-d integer arrays become ints (their one value is read on the host);
+    boolean indices raise ``ArgumentError`` (part 2); lists and NumPy arrays become integer NumPy arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, (bool, np.bool_)):
+            raise _part2(what)
+        if isinstance(k, ShardArray):
+            if k.dtype.kind == "b":
+                raise _part2(what)
+            if k.dtype.kind not in "iu":
+                raise DTypeError(f"{what}: an index array must hold integers; got {k.dtype}")
+            if k.ndim == 0:
+                k = int(k)
+        elif isinstance(k, (list, np.ndarray)):
+            arr = np.asarray(k)
+            if arr.dtype.kind == "b":
+                raise _part2(what)
+            if arr.dtype.kind not in "iu" and arr.size:
+                raise DTypeError(f"{what}: an index array must hold integers; got {arr.dtype}")
+            k = int(arr) if arr.ndim == 0 else arr.astype(np.int64)
+        elif isinstance(k, np.integer):
+            k = int(k)
+        out.append(k)
+    return tuple(out)
+
+
+def _is_ids(k: Any) -> bool:
+    return isinstance(k, (ShardArray, np.ndarray))
+
+
+def getitem(x: ShardArray, key: Any) -> ShardArray:
+    """``x[key]`` by position (NumPy rules): ints, slices, Ellipsis, None, 0-d integer arrays and integer arrays.
+
+    Slices of split axes are one ``alltoallv`` (``isel``), ints of split axes
+    broadcast their row, integer arrays are ``sa.take`` (one allreduce over a
+    split axis's mesh axes). Several integer arrays (and ints with them)
+    broadcast together as in NumPy: the indexed axes are merged and indexed
+    by one flat position array.
+    """
+    from ..ops.dims import expand_dims
+    from ..ops.slicing import isel, parse_key
+
+    key = normalize_key(x, key)
+    if any(_is_ids(k) for k in key):
+        return _advanced(x, key)
+    items, new = parse_key(x, key)
+    out = isel(x, items)
+    for p in new:
+        (name,) = fresh(out.dims, 1)
+        out = expand_dims(out, name, p)
+    return out
+
+
+def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
+    """``key`` with its Ellipsis expanded and missing trailing slices added (one entry per axis of ``x``)."""
+    if any(k is None for k in key):
+        raise ArgumentError("x[...]: None (newaxis) together with integer-array indices is not supported; "
+                            "index first, then add axes with xp.expand_dims")
+    if sum(k is Ellipsis for k in key) > 1:
+        raise ArgumentError("x[...]: an index may hold at most one Ellipsis (...)")
+    real = [k for k in key if k is not Ellipsis]
+    if len(real) > x.ndim:
+        raise DimensionError(f"too many indices: {len(real)} given for an array of shape {x.shape}")
+    out: list[Any] = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (x.ndim - len(real)))
+        else:
+            out.append(k)
+    return out + [slice(None)] * (x.ndim - len(out))
+
+
+def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
+    """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes."""
+    from ..ops.indexing import _check_range
+    from ..ops.reshape import merge_dims
+    from ..ops.slicing import isel, normalize_int
+    from ._align import align
+
+    full = _expand(x, key)
+    slices = {d: k for d, k in zip(x.dims, full) if isinstance(k, slice) and k != slice(None)}
+    if slices:
+        x = isel(x, slices)
+    adv = [i for i, k in enumerate(full) if not isinstance(k, slice)]
+    adv_dims = tuple(x.dims[i] for i in adv)
+    nd = max(k.ndim for k in full if _is_ids(k))
+    bnames = fresh(x.dims, nd, "ids")
+    arrays, consts = [], 0
+    stride = 1
+    strides = {}
+    for i in reversed(adv):
+        strides[i] = stride
+        stride *= x.shape[i]
+    for i in adv:
+        k, d = full[i], x.dims[i]
+        if isinstance(k, (int, np.integer)):
+            consts += normalize_int(x, d, k) * strides[i]
+            continue
+        ids = _ids(x, d, k, "x[...]")
+        ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim:])))
+        _check_range(ids, x.sizes[d], d)
+        if ids.dtype != np.int64:
+            ids = ids.astype(np.int64)
+        arrays.append(ew.multiply(ids, strides[i]) if strides[i] != 1 else ids)
+    aligned, dims, shape = align(arrays, "x[...] (broadcasting the index arrays)")
+    flat = aligned[0]
+    for a in aligned[1:]:
+        flat = ew.add(flat, a)
+    if consts:
+        flat = ew.add(flat, consts)
+    flat = broadcast_to(flat, dict(zip(dims, shape)))
+    if len(adv_dims) > 1:
+        (tmp,) = fresh([*x.dims, *dims], 1, "merged")
+        x = merge_dims(x, adv_dims, tmp)
+    else:
+        tmp = adv_dims[0]
+    out = _take(x, flat, tmp)
+    out = out.resolve() if out.pending else out
+    rest = [d for d in x.dims if d != tmp]
+    contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
+    at = x.dims.index(tmp) if contiguous else 0
+    order = rest[:at] + list(dims) + rest[at:]
+    return transpose(out, tuple(order))
+
+
+def setitem(x: ShardArray, key: Any, value: Any) -> None:
+    """``x[key] = value`` in place (ints, slices, Ellipsis, 0-d integer arrays; ``value`` a scalar or an array
+    broadcast right-aligned by position); see ``ops/setitem.py`` for the data movement."""
+    from ..ops.setitem import setitem as _setitem
+    from ..ops.slicing import parse_key
+
+    key = normalize_key(x, key, "x[...] = v")
+    if any(_is_ids(k) for k in key):
+        raise ArgumentError("x[...] = v: integer-array indices are not supported for writing (part 2 of issue 14); "
+                            "write with ints and slices, or build the new array with xp.where")
+    if any(k is None for k in key):
+        key = tuple(k for k in key if k is not None)
+    items, _ = parse_key(x, key)
+    if isinstance(value, ShardArray):
+        kept = tuple(d for d in x.dims if not isinstance(items.get(d), int))
+        while value.ndim > len(kept) and value.shape[0] == 1:
+            value = squeeze(value, (value.dims[0],))
+        if value.ndim <= len(kept):
+            names = kept[len(kept) - value.ndim:]
+            if value.dims != names:
+                value = rename(value, dict(zip(value.dims, names)))
+    _setitem(x, items, value)
