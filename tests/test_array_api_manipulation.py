@@ -149,3 +149,51 @@ def test_setitem(mesh):
     a[xp.asarray(2), 2] = 9.0
     n[2, 2] = 9.0
     eq(a, n)
+
+
+def test_diff(mesh):
+    a, n = arr((4, 5))
+    n = n**2
+    a = a * a
+    for ax in (0, 1, -1):
+        for k in (0, 1, 2, 3):
+            eq(xp.diff(a, axis=ax, n=k), np.diff(n, k, axis=ax))
+    p = np.ones((4, 2))
+    eq(xp.diff(a, prepend=xp.asarray(p), append=xp.asarray(3 * p), n=2), np.diff(n, 2, prepend=p, append=3 * p))
+
+
+def test_merge_moves_axes_by_one_alltoall():
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        a = xp.asarray(np.arange(48.0).reshape(8, 6))
+        assert a.layout == {"dim0": ("row",), "dim1": ("col",)}
+        with sa.comm_log() as log:
+            b = xp.reshape(a, (48,))
+        assert [r.op for r in log.records] == ["alltoall"]
+        assert b.layout == {b.dims[0]: ("row", "col")}
+        np.testing.assert_array_equal(b.numpy(), np.arange(48.0))
+        with sa.comm_log() as log:
+            xp.repeat(a, 3, axis=0)
+            xp.stack([a, a], axis=1)
+        assert log.records == []
+
+
+@pytest.mark.parametrize("src,dst", [((5, 3), (15,)), ((5, 3), (3, 5)), ((8, 6), (6, 8)), ((7,), (7, 1))])
+def test_reshape_never_gathers(src, dst):
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        a, n = arr(src)
+        with sa.comm_log() as log:
+            b = xp.reshape(a, dst)
+        assert "allgather" not in {r.op for r in log.records}
+        eq(b, n.reshape(dst))
+        assert all(r.elements <= a.size for r in log.records)
+
+
+def test_gradients(mesh):
+    a, _ = arr((5, 3))
+    w = xp.asarray(np.arange(15.0).reshape(3, 5))
+    g = sa.grad(lambda t: (xp.reshape(t, (3, 5)) * w).sum())(a)
+    np.testing.assert_array_equal(g.numpy(), np.arange(15.0).reshape(5, 3))
+    g = sa.grad(lambda t: xp.take(t, xp.asarray([4, 4, 0]), axis=0).sum())(a)
+    np.testing.assert_array_equal(g.numpy()[:, 0], [1, 0, 0, 0, 2])
+    g = sa.grad(lambda t: (xp.flip(t[1:4, ::-1], axis=0) * 2).sum())(a)
+    np.testing.assert_array_equal(g.numpy()[:, 0], [0, 2, 2, 2, 0])

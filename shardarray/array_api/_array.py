@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import ops
 from ..array import ShardArray
-from ..errors import DimensionError, DTypeError, MeshError
+from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..ops import elementwise as ew
 from ..ops import logical, math_binary
 from ..ops.structure import transpose
@@ -140,6 +140,38 @@ class Array(ShardArray):
             f"copy: go through the host with xp.asarray(np.asarray(x), device=other_mesh)"
         )
 
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """DLPack's (device type, id) of the local shard: (1, 0) on CPU meshes, (2, gpu) for CuPy shards."""
+        shard = self.shards[self.mesh.local_device]
+        if hasattr(shard, "__dlpack_device__"):
+            return tuple(shard.__dlpack_device__())
+        return (1, 0)
+
+    def __dlpack__(self, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """Export by DLPack: only a whole array lives in one buffer, so the array must not be split.
+
+        A replicated array (no split dim, no pending sum) exports its local shard with no copy
+        unless ``copy=True``; a split array raises (``np.asarray(x)`` is the explicit gather).
+        """
+        if self._layout.used_axes or self.pending:
+            raise LayoutError(
+                f"__dlpack__: the array {self.sizes} is split over mesh axes {self.layout or self.pending}, so no "
+                f"single buffer holds it; gather it explicitly with np.asarray(x), or make it replicated first "
+                f"with x.relayout({{}})"
+            )
+        shard = self.shards[self.mesh.local_device]
+        if copy:
+            shard = shard.copy()
+        kwargs: dict[str, Any] = {}
+        if stream is not None:
+            kwargs["stream"] = stream
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        return shard.__dlpack__(**kwargs)
+
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         from . import namespace
 
@@ -227,8 +259,3 @@ class Array(ShardArray):
         from ._indexing import setitem
 
         setitem(self, key, value)
-
-
-def _drops(index: Any) -> bool:
-    """Whether indexing a dim with ``index`` removes it (an integer)."""
-    return isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_))

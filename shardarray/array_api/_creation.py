@@ -313,7 +313,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
         (array([0., 1., 0., 0.]), {'dim0': ('row',), 'dim1': ('col',)})
     """
     shp = _shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
-    k = operator.index(k)
+    k = _offset(k, "eye")
     dt = _DEFAULT["f"] if dtype is None else as_dtype(dtype)
     mesh = _mesh(device, "eye")
     far = abs(k) > shp[0] + shp[1]
@@ -327,13 +327,23 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     return _build(mesh, shp, dt, make)
 
 
+def _offset(k: Any, what: str) -> int:
+    """The diagonal offset ``k`` as an int."""
+    if isinstance(k, (bool, np.bool_)):
+        raise ArgumentError(f"{what}: k must be an integer diagonal offset; got {k!r}")
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise ArgumentError(f"{what}: k must be an integer diagonal offset; got {k!r}") from None
+
+
 def _triangle(x: Any, k: int, lower: bool, what: str) -> Array:
     """``x`` with the entries above (``tril``) or below (``triu``) the ``k``-th diagonal zeroed."""
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what} takes an array; got {type(x).__name__}")
     if x.ndim < 2:
         raise DimensionError(f"{what} needs an array of at least 2 dimensions; got shape {x.shape}")
-    k = operator.index(k)
+    k = _offset(k, what)
     mesh = x.mesh
     dims = x.dims[-2:]
     lay = Layout(dims, tuple(x.sizes[d] for d in dims), tuple(x.spec.of(d) for d in dims))

@@ -63,6 +63,7 @@ def take(x: ShardArray, indices: ShardArray, /, *, axis: int | None = None) -> A
     axes completes the result (the named ``sa.take`` plus its resolution).
 
     Example:
+        >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
         ...     x = xp.reshape(xp.arange(12.0), (3, 4))
         ...     xp.take(x, xp.asarray([3, 0]), axis=1).numpy()
@@ -210,9 +211,9 @@ def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
 def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes."""
     from ..ops.indexing import _check_range
-    from ..ops.reshape import merge_dims
     from ..ops.slicing import isel, normalize_int
     from ._align import align
+    from ._manipulation import merge
 
     full = _expand(x, key)
     slices = {d: k for d, k in zip(x.dims, full) if isinstance(k, slice) and k != slice(None)}
@@ -248,7 +249,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     flat = broadcast_to(flat, dict(zip(dims, shape)))
     if len(adv_dims) > 1:
         (tmp,) = fresh([*x.dims, *dims], 1, "merged")
-        x = merge_dims(x, adv_dims, tmp)
+        x = merge(x, adv_dims, tmp)
     else:
         tmp = adv_dims[0]
     out = _take(x, flat, tmp)

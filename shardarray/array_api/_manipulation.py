@@ -25,8 +25,9 @@ from ..ops import concat as _concat
 from ..ops import dims as _dims
 from ..ops import flip as _flip
 from ..ops import repeat as _repeat
+from ..ops.relayout import relayout
 from ..ops.reshape import merge_dims, split_dim
-from ..ops.slicing import isel
+from ..ops.slicing import isel, slice_dim
 from ..ops.structure import broadcast_to as _broadcast_to
 from ..ops.structure import rename, transpose
 from ._align import align, axes_dims, axis_dim, broadcast_shape, fresh
@@ -74,6 +75,7 @@ def broadcast_arrays(*arrays: ShardArray) -> list[Array]:
     """The arrays broadcast against each other (NumPy rules, right-aligned); no data moves (local views).
 
     Example:
+        >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
         ...     a, b = xp.broadcast_arrays(xp.ones((3, 1)), xp.ones((4,)))
         >>> a.shape, b.shape
@@ -112,6 +114,7 @@ def concat(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int | 
     most its blocks. Nothing is gathered.
 
     Example:
+        >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
         ...     a = xp.reshape(xp.arange(6.0), (3, 2))
         ...     xp.concat((a, a), axis=0).shape
@@ -165,14 +168,25 @@ def unstack(x: ShardArray, /, *, axis: int = 0) -> tuple[Array, ...]:
     """The slices of ``x`` along ``axis``, as a tuple.
 
     Each slice of a split axis is broadcast from the device that holds it
-    over the axis's mesh axes (the results have no such axis, so they are
-    replicated there).
+    over the axis's mesh axes (one ``broadcast`` of the slice); the freed
+    mesh axes then split the slice's largest axis when it is large enough (a
+    local slice), so the results are not replicated.
     """
     x = _array(x, "unstack")
     if x.ndim == 0:
         raise DimensionError("unstack: a 0-d array has no axis to unstack")
     dim = axis_dim(x, axis, "unstack")
-    return tuple(wrap(isel(x, {dim: i})) for i in range(x.sizes[dim]))
+    freed = x.spec.of(dim)
+    out = []
+    for i in range(x.sizes[dim]):
+        part = isel(x, {dim: i})
+        if freed and part.ndim:
+            big = max(part.dims, key=lambda d: part.sizes[d] // _axes_size(part, part.spec.of(d)))
+            axes = part.spec.of(big) + freed
+            if part.sizes[big] >= _axes_size(part, axes):
+                part = relayout(part, {d: (axes if d == big else part.spec.of(d)) or None for d in part.dims})
+        out.append(wrap(part))
+    return tuple(out)
 
 
 # ----------------------------------------------------------------- axes
@@ -210,10 +224,10 @@ def permute_dims(x: ShardArray, /, axes: tuple[int, ...]) -> Array:
     """``x`` with its axes in the order ``axes`` (a local transpose: blocks keep their devices)."""
     x = _array(x, "permute_dims")
     ax = _ints(axes, "permute_dims: axes")
-    if sorted(a % x.ndim if x.ndim else a for a in ax) != list(range(x.ndim)) or len(ax) != x.ndim:
+    if len(ax) != x.ndim:
         raise DimensionError(f"permute_dims: axes {axes!r} is not a permutation of the {x.ndim} axes of an array "
                              f"of shape {x.shape}")
-    return wrap(transpose(x, tuple(x.dims[a] for a in ax)))
+    return wrap(transpose(x, axes_dims(x, ax, "permute_dims")))
 
 
 def moveaxis(x: ShardArray, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> Array:
@@ -235,6 +249,7 @@ def flip(x: ShardArray, /, *, axis: int | tuple[int, ...] | None = None) -> Arra
     """``x`` reversed along ``axis`` (all axes when None); one ``alltoallv`` per split axis (``ops.flip``).
 
     Example:
+        >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
         ...     xp.flip(xp.arange(5)).numpy()
         array([4, 3, 2, 1, 0])
@@ -268,6 +283,57 @@ def roll(x: ShardArray, /, shift: int | tuple[int, ...], *, axis: int | tuple[in
 
 
 # ----------------------------------------------------------------- reshape
+def _axes_size(x: ShardArray, axes: Sequence[str]) -> int:
+    return math.prod(x.mesh.axis_size(a) for a in axes)
+
+
+def merge(x: ShardArray, dims: Sequence[str], name: str) -> ShardArray:
+    """``merge_dims`` of adjacent ``dims`` (major first), moving as little as the block layout allows.
+
+    The mesh axes of the minor dims are first brought onto the major one
+    (one alltoall, ``relayout``). When the major dim's size is a multiple of
+    those axes' sizes the merge is then local. Otherwise the major dim is
+    padded to the next multiple (``ops.flip.pad``), merged locally and the
+    padding sliced off (``slice_dim``): moves of at most a block per device,
+    never the allgather ``merge_dims`` falls back to with no dim to park on.
+    """
+    major, minors = dims[0], dims[1:]
+    axes = tuple(a for d in dims for a in x.spec.of(d))
+    if not axes:
+        return merge_dims(x, dims, name)
+    k = _axes_size(x, axes)
+    if any(x.spec.of(d) for d in minors):
+        layout = {d: (axes if d == major else () if d in dims else x.spec.of(d)) for d in x.dims}
+        x = relayout(x, {d: a or None for d, a in layout.items()})
+    a = x.sizes[major]
+    if a % k == 0:
+        return merge_dims(x, dims, name)
+    rest = math.prod(x.sizes[d] for d in minors)
+    padded = -(-a // k) * k
+    y = merge_dims(_flip.pad(x, major, 0, padded - a), dims, name)
+    return slice_dim(y, name, 0, 1, a * rest)
+
+
+def split(x: ShardArray, dim: str, sizes: dict[str, int]) -> ShardArray:
+    """``split_dim`` of ``dim`` into ``sizes`` (major first) keeping its mesh axes on the first new dim.
+
+    Local when the first new size is a multiple of the axes' sizes; otherwise
+    ``dim`` is padded so that it is (``ops.flip.pad``, one alltoallv), split
+    locally, and the padding sliced off the first new dim (``slice_dim``):
+    never the allgather ``split_dim`` falls back to with no dim to park on.
+    """
+    axes = x.spec.of(dim)
+    names = list(sizes)
+    a = sizes[names[0]]
+    k = _axes_size(x, axes)
+    if not axes or a % k == 0:
+        return split_dim(x, dim, sizes)
+    padded = -(-a // k) * k
+    rest = x.sizes[dim] // a
+    y = split_dim(_flip.pad(x, dim, 0, (padded - a) * rest), dim, {**sizes, names[0]: padded})
+    return slice_dim(y, names[0], 0, 1, a)
+
+
 def _target(x: ShardArray, shape: Any) -> tuple[int, ...]:
     shape = _ints(shape, "reshape: shape")
     infer = [i for i, n in enumerate(shape) if n == -1]
@@ -298,6 +364,7 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
     is needed either way.
 
     Example:
+        >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
         ...     a = xp.reshape(xp.arange(24.0), (4, 6))
         ...     a.shape, a.layout
@@ -338,10 +405,10 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
             taken.update(names)
             if len(old) > 1:
                 merged = names[-1] if len(sizes) > 1 else names[0]
-                x = merge_dims(x, old, merged)
+                x = merge(x, old, merged)
                 old = (merged,)
             if len(sizes) > 1:
-                x = split_dim(x, old[0], dict(zip(names[:len(sizes)], sizes)))
+                x = split(x, old[0], dict(zip(names[:len(sizes)], sizes)))
             out_dims.extend(names[:len(sizes)])
             i = x.dims.index(out_dims[-1])
         i += 1

@@ -19,10 +19,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
-from ..ops import reduce, search
 from ..layout import Layout
 from ..ops import elementwise as ew
-from ..ops import math_unary
+from ..ops import math_unary, reduce, search
 from ..ops.creation import from_blocks, zeros
 from ..ops.dims import expand_dims
 from ..ops.structure import astype
@@ -79,7 +78,7 @@ def _accumulate(fn: Callable[..., ShardArray], x: Any, axis: Any, dtype: Any, ke
     return _keep(out, x, dims, keepdims)
 
 
-def sum(x: Array, /, *, axis: _Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
+def sum(x: Array, /, *, axis: _Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:
     """The sum over ``axis`` (all axes when None); integers sum in the default (unsigned) integer dtype.
 
     Over split axes each device sums its block and the result is a pending
@@ -118,7 +117,7 @@ def _extreme(fn: Callable[..., ShardArray], x: Any, axis: Any, keepdims: bool, w
     return _keep(fn(x, dims) if dims else x, x, dims, keepdims)
 
 
-def max(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def max(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
     """The maximum over ``axis``: a local max, then a max-allreduce over split axes' mesh axes.
 
     An empty axis raises ``DimensionError`` (the standard leaves it undefined).
@@ -133,7 +132,7 @@ def max(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  #
     return _extreme(reduce.max, x, axis, keepdims, "max")
 
 
-def min(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def min(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
     """The minimum over ``axis`` (see ``max``)."""
     return _extreme(reduce.min, x, axis, keepdims, "min")
 
@@ -151,7 +150,7 @@ def _correction(correction: Any, what: str) -> float:
     return float(correction)
 
 
-def var(x: Array, /, *, axis: _Axis = None, correction: int | float = 0.0, keepdims: bool = False) -> Array:
+def var(x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """The variance over ``axis``, divided by ``N - correction``: one allgather of per-device moments.
 
     Example:
@@ -164,17 +163,17 @@ def var(x: Array, /, *, axis: _Axis = None, correction: int | float = 0.0, keepd
     return _reduce(reduce.var, x, axis, keepdims, "var", correction=_correction(correction, "var"))
 
 
-def std(x: Array, /, *, axis: _Axis = None, correction: int | float = 0.0, keepdims: bool = False) -> Array:
+def std(x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """The standard deviation over ``axis``: ``sqrt(var(x, axis=axis, correction=correction))``."""
     return _reduce(reduce.std, x, axis, keepdims, "std", correction=_correction(correction, "std"))
 
 
-def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
     """Whether every element over ``axis`` is true (nonzero): a min-allreduce of one byte per result element."""
     return _reduce(reduce.all, x, axis, keepdims, "all")
 
 
-def any(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def any(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
     """Whether some element over ``axis`` is true (nonzero): a max-allreduce of one byte per result element."""
     return _reduce(reduce.any, x, axis, keepdims, "any")
 
