@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-
 from .. import ops
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError

@@ -159,6 +159,8 @@ def map_blocks(
         else:  # one GPU per device: allocate and launch on the device's GPU and stream
             with scope(rep):
                 r = fn(*(s[rep] for s in shard_lists))
+        if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array
+            r = np.asarray(r)
         for d in devices:
             out[d] = r
     return out
