@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from .. import ops
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
@@ -30,6 +32,21 @@ def wrap(x: Any) -> Any:
     out = Array(x.mesh, x.spec, x.dtype, x.shards, x.pending)
     out._node, out.host_range, out._resolved = x._node, x.host_range, x._resolved
     return out
+
+
+_UFUNC_NAMES = {  # NumPy ufunc name -> the standard's name, where they differ
+    "absolute": "abs", "true_divide": "divide", "power": "pow", "arcsin": "asin", "arccos": "acos",
+    "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "invert": "bitwise_invert", "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
+    "conjugate": "conj", "rint": "round",
+}
+
+
+def _wrap_all(out: Any) -> Any:
+    """``wrap`` applied to a result or to each item of a tuple/list of results."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(wrap(o) for o in out)
+    return wrap(out)
 
 
 def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
@@ -169,6 +186,22 @@ class Array(ShardArray):
         if dl_device is not None:
             kwargs["dl_device"] = dl_device
         return shard.__dlpack__(**kwargs)
+
+    # ------------------------------------------------------------- NumPy protocols
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs on Arrays: the namespace's function of that name (positional broadcasting), else the
+        named dispatch of ``ShardArray`` (reductions, keywords); results are Arrays."""
+        if method == "__call__" and not kwargs:
+            from . import namespace
+
+            fn = getattr(namespace(), _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__), None)
+            if callable(fn) and all(isinstance(a, (ShardArray, bool, int, float, complex, np.generic)) for a in inputs):
+                return fn(*(a.item() if isinstance(a, np.generic) else a for a in inputs))
+        return _wrap_all(super().__array_ufunc__(ufunc, method, *inputs, **kwargs))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy functions on Arrays: the named dispatch of ``ShardArray`` (axis k is the k-th dim); results are Arrays."""
+        return _wrap_all(super().__array_function__(func, types, args, kwargs))
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         from . import namespace
