@@ -90,13 +90,16 @@ from .autograd import vjp_slicing as _vjp_slicing  # noqa: E402,F401  (registers
 _ALL_INDEXING = ["concat", "stack", "isel"]  # for __all__: __all__ += _ALL_INDEXING
 
 # ---- manipulation and search (manipulation engineer)
+from .ops.diff import diff  # noqa: E402
 from .ops.dims import expand_dims, squeeze  # noqa: E402
+from .ops.flip import flip, pad, roll  # noqa: E402
 from .ops.repeat import repeat, tile  # noqa: E402
 from .ops.reshape import merge_dims, split_dim  # noqa: E402
 from .ops.search import argmax, argmin  # noqa: E402
 from .autograd import vjp_shape  # noqa: E402,F401  (registers their VJPs)
 
-_ALL_MANIPULATION = ["split_dim", "merge_dims", "squeeze", "expand_dims", "argmax", "argmin", "tile", "repeat"]
+_ALL_MANIPULATION = ["split_dim", "merge_dims", "squeeze", "expand_dims", "argmax", "argmin", "tile", "repeat",
+                     "flip", "roll", "pad", "diff"]
 
 # ---- protocols (protocols engineer)
 from .default_mesh import default_mesh, get_default_mesh, set_default_mesh  # noqa: E402

@@ -169,7 +169,7 @@ class Array(ShardArray):
         A replicated array (no split dim, no pending sum) exports its local shard with no copy
         unless ``copy=True``; a split array raises (``np.asarray(x)`` is the explicit gather).
         """
-        if self._layout.used_axes or self.pending:
+        if self.mesh.axes_size(self._layout.used_axes) > 1 or self.mesh.axes_size(self.pending) > 1:
             raise LayoutError(
                 f"__dlpack__: the array {self.sizes} is split over mesh axes {self.layout or self.pending}, so no "
                 f"single buffer holds it; gather it explicitly with np.asarray(x), or make it replicated first "
