@@ -56,7 +56,7 @@ from .ops.softmax import logsumexp, softmax
 from .ops.structure import broadcast_to, stop_gradient
 from .profiler import Profile, profile
 
-# ---- elementwise and reductions (elementwise engineer)
+# ---- elementwise and reductions
 from .ops.elementwise import greater, greater_equal, less, less_equal, negative  # noqa: E402
 from .ops.math_unary import (  # noqa: E402
     acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, expm1, floor, isfinite, isinf, isnan, log1p, log2,
@@ -71,25 +71,14 @@ from .ops.logical import (  # noqa: E402
 from .ops.reduce import all, any, prod, std, var  # noqa: E402
 from .autograd import vjp_math as _vjp_math  # noqa: E402,F401  (registers the VJPs of the ops above)
 
-_ALL_ELEMENTWISE = [  # for __all__ (defined at the end of this file): __all__ += _ALL_ELEMENTWISE
-    "greater", "greater_equal", "less", "less_equal", "negative", "positive",
-    "sign", "floor", "ceil", "trunc", "round", "square", "reciprocal",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "expm1", "log1p", "log2", "log10", "isnan", "isinf", "isfinite", "signbit",
-    "floor_divide", "remainder", "atan2", "hypot", "copysign", "logaddexp", "nextafter", "clip",
-    "logical_not", "logical_and", "logical_or", "logical_xor",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
-    "prod", "var", "std", "all", "any",
-]
 
-# ---- indexing (indexing engineer)
+# ---- indexing, concatenation
 from .ops.concat import concat, stack  # noqa: E402
 from .ops.slicing import isel  # noqa: E402
 from .autograd import vjp_slicing as _vjp_slicing  # noqa: E402,F401  (registers their VJPs)
 
-_ALL_INDEXING = ["concat", "stack", "isel"]  # for __all__: __all__ += _ALL_INDEXING
 
-# ---- manipulation and search (manipulation engineer)
+# ---- manipulation and search
 from .ops.diff import diff  # noqa: E402
 from .ops.dims import expand_dims, squeeze  # noqa: E402
 from .ops.flip import flip, pad, roll  # noqa: E402
@@ -98,27 +87,32 @@ from .ops.reshape import merge_dims, split_dim  # noqa: E402
 from .ops.search import argmax, argmin  # noqa: E402
 from .autograd import vjp_shape  # noqa: E402,F401  (registers their VJPs)
 
-_ALL_MANIPULATION = ["split_dim", "merge_dims", "squeeze", "expand_dims", "argmax", "argmin", "tile", "repeat",
-                     "flip", "roll", "pad", "diff"]
 
-# ---- protocols (protocols engineer)
+# ---- the default mesh and NumPy's protocols
 from .default_mesh import default_mesh, get_default_mesh, set_default_mesh  # noqa: E402
 from . import numpy_protocol  # noqa: E402,F401  (ShardArray.__array_ufunc__/__array_function__ tables)
 
-_ALL_PROTOCOLS = ["default_mesh", "set_default_mesh", "get_default_mesh"]  # for __all__: __all__ += _ALL_PROTOCOLS
 
 from .autograd import vjp_elementwise, vjp_reduce, vjp_structure  # noqa: E402,F401  (registers the VJPs)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Mesh", "ShardArray", "Layout", "asarray", "zeros", "ones", "full", "random", "einsum", "relayout",
-    "exp", "log", "equal", "not_equal", "take", "one_hot", "broadcast_to", "stop_gradient",
-    "value_and_grad", "grad", "vjp", "tree", "nn", "matmul", "hardware", "optim", "tanh", "sqrt", "relu", "gelu", "maximum", "minimum", "where",
-    "abs", "real", "imag", "conj",
-    "sum", "mean", "max", "min", "logsumexp", "softmax", "show", "comm_log", "CommLog", "CommRecord",
-    "profile", "Profile", "profiler", "plan",
-    "ShardArrayError", "CommError", "LayoutError", "DimensionError", "MeshError", "BackendError", "DTypeError",
-    "TapeError", "ArgumentError",
+    'Mesh', 'ShardArray', 'Layout', 'asarray', 'zeros', 'ones', 'full', 'random',
+    'einsum', 'relayout', 'exp', 'log', 'equal', 'not_equal', 'take', 'one_hot',
+    'broadcast_to', 'stop_gradient', 'value_and_grad', 'grad', 'vjp', 'tree', 'nn', 'matmul',
+    'hardware', 'optim', 'tanh', 'sqrt', 'relu', 'gelu', 'maximum', 'minimum',
+    'where', 'abs', 'real', 'imag', 'conj', 'sum', 'mean', 'max',
+    'min', 'logsumexp', 'softmax', 'show', 'comm_log', 'CommLog', 'CommRecord', 'profile',
+    'Profile', 'profiler', 'plan', 'ShardArrayError', 'CommError', 'LayoutError', 'DimensionError', 'MeshError',
+    'BackendError', 'DTypeError', 'TapeError', 'ArgumentError', 'greater', 'greater_equal', 'less', 'less_equal',
+    'negative', 'positive', 'sign', 'floor', 'ceil', 'trunc', 'round', 'square',
+    'reciprocal', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh',
+    'cosh', 'asinh', 'acosh', 'atanh', 'expm1', 'log1p', 'log2', 'log10',
+    'isnan', 'isinf', 'isfinite', 'signbit', 'floor_divide', 'remainder', 'atan2', 'hypot',
+    'copysign', 'logaddexp', 'nextafter', 'clip', 'logical_not', 'logical_and', 'logical_or', 'logical_xor',
+    'bitwise_and', 'bitwise_or', 'bitwise_xor', 'bitwise_invert', 'bitwise_left_shift', 'bitwise_right_shift', 'prod', 'var',
+    'std', 'all', 'any', 'concat', 'stack', 'isel', 'split_dim', 'merge_dims',
+    'squeeze', 'expand_dims', 'argmax', 'argmin', 'tile', 'repeat', 'flip', 'roll',
+    'pad', 'diff', 'default_mesh', 'set_default_mesh', 'get_default_mesh',
 ]
-__all__ += _ALL_ELEMENTWISE + _ALL_INDEXING + _ALL_MANIPULATION + _ALL_PROTOCOLS

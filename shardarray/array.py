@@ -282,7 +282,7 @@ class ShardArray:
 
     __hash__ = object.__hash__
 
-    # ------------------------------------------------------------- more operators (elementwise engineer)
+    # ------------------------------------------------------------- more operators
     @staticmethod
     def _ops() -> Any:
         """The elementwise operators' module (imported late: the ops import this module)."""
@@ -342,7 +342,7 @@ class ShardArray:
         x, dims = self._reduce_args("any", dims, axis, None, out)
         return _reduce.any(x, dims)
 
-    # ------------------------------------------------------------- indexing (indexing engineer)
+    # ------------------------------------------------------------- indexing
     def isel(self, indexers: Mapping[str, Any] | None = None, /, **dims: Any) -> ShardArray:
         """Select along named dims: ints drop a dim, slices keep it, integer ids pick; see ``sa.isel``.
 
@@ -373,7 +373,7 @@ class ShardArray:
         setitem.setitem(self, items, value)
 
 
-    # ------------------------------------------------------------- manipulation (manipulation engineer)
+    # ------------------------------------------------------------- manipulation
     def split_dim(self, dim: Any, sizes: Mapping[str, int]) -> ShardArray:
         """Split ``dim`` into the dims of ``sizes`` (``{name: size}``, major first, one may be -1); see ``sa.split_dim``.
 
@@ -425,7 +425,7 @@ class ShardArray:
         return search.argmin(self, dim)
 
 
-    # ------------------------------------------------------------- protocols (protocols engineer)
+    # ------------------------------------------------------------- protocols
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         """The array API namespace, ``shardarray.array_api`` (positional: axis ``i`` is the ``i``-th dim)."""
         from .array_api import namespace

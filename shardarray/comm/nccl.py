@@ -192,6 +192,21 @@ class NcclCommunicator(Communicator):
             except Exception:  # already broken: nothing more to stop
                 pass
 
+    def _pairwise(self, m: Any, d: int, dt: int, pieces: Sequence[Any], received: Sequence[Any]) -> list[_Call]:
+        """Member ``m`` (mesh device ``d``) sends ``pieces[j]`` to and receives ``received[j]`` from every other
+        member ``j`` (empty pieces are not posted): the calls of an alltoall(v) as grouped send/recv."""
+        calls = []
+        for j in range(len(pieces)):
+            if j == m.pos:
+                continue
+            if pieces[j].size:
+                calls.append(_Call(m.comm.send, (self._ptr(pieces[j]), self._count(pieces[j]), dt, j,
+                                                 self._stream(d)), (pieces[j],)))
+            if received[j].size:
+                calls.append(_Call(m.comm.recv, (self._ptr(received[j]), self._count(received[j]), dt, j,
+                                                 self._stream(d)), (received[j],)))
+        return calls
+
     def _grouped(self, what: str, axes: tuple[str, ...], calls: list[_Call]) -> None:
         """Post ``calls`` (every argument already computed) between one groupStart and groupEnd.
 
@@ -449,15 +464,7 @@ class NcclCommunicator(Communicator):
                     lo, hi = group_chunk(0, shape[split_dim], radix, m.pos)
                     got = shape[:split_dim] + (hi - lo,) + shape[split_dim + 1:]
                     received.append(pieces[j] if j == m.pos else xp.empty(got, dtype=x.dtype))
-            for j in range(n):
-                if j == m.pos:
-                    continue
-                if pieces[j].size:
-                    calls.append(_Call(m.comm.send, (self._ptr(pieces[j]), self._count(pieces[j]), dt, j,
-                                                     self._stream(d)), (pieces[j],)))
-                if received[j].size:
-                    calls.append(_Call(m.comm.recv, (self._ptr(received[j]), self._count(received[j]), dt, j,
-                                                     self._stream(d)), (received[j],)))
+            calls.extend(self._pairwise(m, d, dt, pieces, received))
             parts[d] = received
         self._grouped("alltoall", axes, calls)
         for d, received in parts.items():  # queued after the receives on the same stream
@@ -541,15 +548,7 @@ class NcclCommunicator(Communicator):
                 shapes = [tuple(s) for s in m.sub.alltoall([tuple(p.shape) for p in pieces])]
             with self.mesh.backend.scope(d):
                 received = [pieces[j] if j == m.pos else xp.empty(shape, dtype=dtype) for j, shape in enumerate(shapes)]
-            for j in range(n):
-                if j == m.pos:
-                    continue
-                if pieces[j].size:
-                    calls.append(_Call(m.comm.send, (self._ptr(pieces[j]), self._count(pieces[j]), dt, j,
-                                                     self._stream(d)), (pieces[j],)))
-                if received[j].size:
-                    calls.append(_Call(m.comm.recv, (self._ptr(received[j]), self._count(received[j]), dt, j,
-                                                     self._stream(d)), (received[j],)))
+            calls.extend(self._pairwise(m, d, dt, pieces, received))
             parts[d] = received
         self._grouped("alltoallv", axes, calls)
         for d, received in parts.items():
