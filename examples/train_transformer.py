@@ -27,55 +27,12 @@ from typing import Any
 import numpy as np
 
 import shardarray as sa
-
-
-def parse_mesh(text: str) -> dict[str, int]:
-    """``"rows=2,cols=2"`` -> ``{"rows": 2, "cols": 2}`` (sizes >= 1, names unique)."""
-    shape: dict[str, int] = {}
-    for part in text.split(","):
-        name, eq, size = part.partition("=")
-        name, size = name.strip(), size.strip()
-        if not eq or not name or not size.isdigit() or int(size) < 1 or name in shape:
-            raise argparse.ArgumentTypeError(
-                f"takes unique axis=size pairs with sizes >= 1 like rows=2,cols=2; got {text!r}"
-            )
-        shape[name] = int(size)
-    return shape
-
-
-def int_at_least(least: int) -> Any:
-    """An argparse type: an integer >= ``least`` (argparse names the flag in its error)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"takes an integer >= {least}; got {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be >= {least}; got {value}")
-        return value
-
-    return parse
-
-
-def float_at_least(least: float) -> Any:
-    """An argparse type: a finite number >= ``least``."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"takes a number >= {least:g}; got {text!r}") from None
-        if not math.isfinite(value) or value < least:
-            raise argparse.ArgumentTypeError(f"must be a finite number >= {least:g}; got {text}")
-        return value
-
-    return parse
+from shardarray.bench.args import float_at_least, int_at_least, mesh_shape
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mesh", type=parse_mesh, default={"rows": 2, "cols": 2}, help="mesh shape (default rows=2,cols=2)")
+    p.add_argument("--mesh", type=mesh_shape, default={"rows": 2, "cols": 2}, help="mesh shape (default rows=2,cols=2)")
     p.add_argument("--strategy", default="mesh2d", choices=sa.nn.STRATEGIES, help="layout strategy (default mesh2d)")
     p.add_argument("--backend", default="numpy", choices=("numpy", "cupy"), help="where shards live")
     p.add_argument("--comm", default="auto", choices=("auto", "emulated", "mpi"),

@@ -13,50 +13,16 @@ import json
 import platform
 import sys
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import ShardArrayError
 from ..hardware import PROFILES, get_profile
 from . import matmul as bench_matmul
 from . import plan as bench_plan
+from .args import int_at_least, mesh_shape
 from .device import device_name
 from .report import plot, table
 from .workload import ALGORITHMS, Problem, algorithm_of, meshes
-
-
-def parse_mesh(text: str) -> dict[str, int]:
-    """``"row=4,col=4,dep=4"`` -> ``{"row": 4, "col": 4, "dep": 4}`` (sizes >= 1, names unique)."""
-    shape: dict[str, int] = {}
-    for part in text.split(","):
-        name, eq, size = part.partition("=")
-        name, size = name.strip(), size.strip()
-        if not eq or not name or not size.isdigit() or int(size) < 1 or name in shape:
-            raise argparse.ArgumentTypeError(
-                f"takes unique axis=size pairs with sizes >= 1 like dep=2,row=2,col=2; got {text!r}"
-            )
-        shape[name] = int(size)
-    return shape
-
-
-def int_at_least(least: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``least`` (argparse names the flag in its error).
-
-    Example:
-        >>> int_at_least(1)("4")
-        4
-    """
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"takes an integer >= {least}; got {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be >= {least}; got {value}")
-        return value
-
-    return parse
 
 
 def parse_algorithms(text: str) -> list[str]:
@@ -85,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--devices", type=int_at_least(1), default=None,
                        help="enumerate every legal mesh of P devices (default 4)")
-    where.add_argument("--mesh", type=parse_mesh, default=None,
+    where.add_argument("--mesh", type=mesh_shape, default=None,
                        help="one mesh: model=P, row=q,col=q or dep=d,row=q,col=q")
     for name in ("m", "k", "n"):
         p.add_argument(f"--{name}", type=int_at_least(1), default=None,
@@ -102,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default="", help="write a PNG bar chart of the times to this file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
     p.set_defaults(subparser=p)
-    bench_plan.add_parser(sub, parse_mesh, int_at_least)
+    bench_plan.add_parser(sub)
     return parser
 
 

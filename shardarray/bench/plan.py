@@ -10,6 +10,7 @@ from typing import Any
 from ..hardware import PROFILES, get_profile
 from ..nn.config import TransformerConfig, param_count
 from ..plan import Plan, SearchStats, named_plans, search_layouts, transformer_step
+from .args import int_at_least, mesh_shape
 
 _UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -24,7 +25,7 @@ def parse_bytes(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def add_parser(sub: Any, parse_mesh: Any, int_at_least: Any) -> None:
+def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
         help="search the reference transformer's layout rules on a mesh (the planner)",
@@ -38,7 +39,7 @@ def add_parser(sub: Any, parse_mesh: Any, int_at_least: Any) -> None:
                                 ("--seq", 256, "sequence length"), ("--batch", 64, "sequences per step")):
         least = 0 if flag == "--layers" else 1
         p.add_argument(flag, type=int_at_least(least), default=default, help=f"{what} (default {default})")
-    p.add_argument("--mesh", type=parse_mesh, default={"rows": 2, "cols": 4},
+    p.add_argument("--mesh", type=mesh_shape, default={"rows": 2, "cols": 4},
                    help="the mesh, major axis first, e.g. rows=16,cols=32 (default rows=2,cols=4)")
     p.add_argument("--memory", type=parse_bytes, default=None, help="memory limit per device, e.g. 16GiB")
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES), help="hardware profile (default a100)")
