@@ -56,7 +56,7 @@ _FORWARD_S = 0.2  # pause before aborting, so that the launcher forwards the las
 class _State:
     lock = threading.Lock()
     seq = 0  # collectives entered by this process (group size > 1)
-    current = ""  # what the collective entered last is, for messages
+    current: tuple | None = None  # the signature of the collective entered last (described only for a message)
     departed: dict[int, int] = {}  # process -> the collectives it had entered when it exited
     hooks = False
     watchdog: threading.Thread | None = None
@@ -162,9 +162,9 @@ def _departed(rank: int, entered: int) -> None:
     with _State.lock:
         _State.departed[rank] = entered
         seq, current = _State.seq, _State.current
-    if seq > entered:  # we wait in collective `seq`, which `rank` never joined
+    if seq > entered:  # we wait in collective `seq` (so one was entered), which `rank` never joined
         print(f"shardarray: process {rank} exited after {entered} collective(s) while process {_rank()} waits "
-              f"for it in collective #{seq} ({current}); ending the MPI job. Every process must run the same "
+              f"for it in collective #{seq} ({_describe(current, number=False)}); ending the MPI job. Every process must run the same "
               f"collectives (SPMD): look for an early sys.exit/return or a collective (a split array's numpy(), "
               f"a sum over a split dim) inside `if mesh.process_index == ...`", file=sys.stderr)
         abort_job(1)
@@ -233,7 +233,7 @@ def enter(
         _State.seq += 1
         seq = _State.seq
         sig = (seq, op, tuple(axes), sig_dtype, shape, tuple(group) if group is not None else None, dim, whole)
-        _State.current = _describe(sig, number=False)
+        _State.current = sig
         gone = {r: c for r, c in _State.departed.items() if c < seq}
     if gone:
         names = ", ".join(f"process {r} (after {c} collective(s))" for r, c in sorted(gone.items()))
