@@ -98,10 +98,8 @@ def apply(
         locals_ = [None if isinstance(a, ShardArray) else a for a in args]
         pending = x.pending
     else:
-        dims, sizes = union_dims(arrays, name)
         order = [arrays[lead], *(a for i, a in enumerate(arrays) if i != lead)] if lead else arrays
-        if lead:
-            dims = union_dims(order, name)[0]
+        dims, sizes = union_dims(order, name)
         check_rules(mesh, dims, sizes, f"the result of {name}")
         axes = merged_axes(order, dims)
         if keep:
