@@ -30,6 +30,16 @@ def _slice_dim(ctx: Context, g: ShardArray) -> list[Any]:
     return [match(back, x), None, None, None, None]
 
 
+@register_vjp("slice_dims")
+def _slice_dims(ctx: Context, g: ShardArray) -> list[Any]:
+    x, boxes = ctx.args
+    back = g.resolve() if g.pending else g
+    back = transpose.__wrapped__(back, x.dims)
+    for dim, start, step, count in boxes:  # each dim's entries back to their places, zeros elsewhere
+        back = move([back], dim, x.sizes[dim], [(0, 1, start, step, count)], axes=x.spec.of(dim))
+    return [match(back, x), None]
+
+
 @register_vjp("pick")
 def _pick(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, i = ctx.args

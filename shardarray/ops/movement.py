@@ -65,10 +65,12 @@ def _index(ndim: int, axis: int, sl: slice) -> tuple[slice, ...]:
 class MovePlan:
     """Who sends whom which entries: ``runs[j][i]`` = the ``(segment, k0, k1)`` member j sends member i."""
 
-    def __init__(self, src_sizes: Sequence[int], size: int, segments: Sequence[Segment], radix: Sequence[int]):
+    def __init__(self, src_sizes: Sequence[int], size: int, segments: Sequence[Segment], radix: Sequence[int],
+                 src_blocks: Sequence[Sequence[tuple[int, int]]] | None = None):
         n = int(np.prod(radix)) if radix else 1
         self.n = n
-        self.src_blocks = [[group_chunk(0, m, radix, j) for j in range(n)] for m in src_sizes]
+        self.src_blocks = ([list(b) for b in src_blocks] if src_blocks is not None else
+                           [[group_chunk(0, m, radix, j) for j in range(n)] for m in src_sizes])
         self.out_blocks = [group_chunk(0, size, radix, i) for i in range(n)]
         self.segments = [tuple(int(v) for v in s) for s in segments]
         self.runs: list[list[list[tuple[int, int, int]]]] = []
@@ -85,6 +87,11 @@ class MovePlan:
                         runs.append((s, k0, k1))
                 row.append(runs)
             self.runs.append(row)
+
+    @property
+    def local(self) -> bool:
+        """Whether every entry stays on its device (no member sends to another)."""
+        return not any(runs for j in range(self.n) for i, runs in enumerate(self.runs[j]) if i != j)
 
     def sent(self, j: int) -> int:
         """Entries member j sends to the others (its own piece stays)."""
@@ -140,8 +147,10 @@ def move(
     ceil-block layout.
 
     Collectives: one ``alltoallv`` over ``dim``'s axes when ``dim`` is split
-    (each device sends at most its own block, exactly the entries its peers'
-    output blocks need); nothing when ``dim`` is unsplit.
+    and some entry changes device (each device sends at most its own block,
+    exactly the entries its peers' output blocks need); nothing when ``dim`` is
+    unsplit or every entry stays where it is (then a block that needs no
+    reordering is a view of its source block, as NumPy's basic slicing is).
 
     Args:
         sources: the arrays to read from.
@@ -176,31 +185,48 @@ def move(
     dim_axes = per_dim[dim]
     radix = [mesh.axis_size(a) for a in dim_axes]
     plan = MovePlan([x.shape[axis] for x in srcs], size, segments, radix)
-    xp = mesh.backend.xp
     sizes = tuple(size if d == dim else n for d, n in zip(first.dims, first.shape))
     layout = Layout(first.dims, sizes, target)
+    shards = exchange(mesh, [x.shards for x in srcs], axis, dim_axes, plan, dtype)
+    return ShardArray(mesh, layout, dtype, shards)
+
+
+def exchange(
+    mesh: Any, sources: Sequence[Sequence[Any]], axis: int, axes: tuple[str, ...], plan: MovePlan, dtype: Any,
+) -> list[Any]:
+    """The shards of ``plan``'s output: member blocks of ``sources`` (one shard list per source) moved along
+    array axis ``axis`` within each group along ``axes``.
+
+    One ``Communicator.alltoallv`` over ``axes`` when some entry changes device;
+    none otherwise (each output block is then its own piece: a view of its
+    source block when no reordering or zero fill is needed).
+    """
+    xp = mesh.backend.xp
     send: list[Any] = [None] * mesh.size
-    for group in mesh.groups(dim_axes):
+    for group in mesh.groups(axes):
         for j, d in enumerate(group):
-            blocks = [x.shards[d] for x in srcs]
+            blocks = [src[d] for src in sources]
             if blocks[0] is None:
                 continue
             blocks = [b if b.dtype == dtype else b.astype(dtype) for b in blocks]
             empty_shape = blocks[0].shape[:axis] + (0,) + blocks[0].shape[axis + 1:]
             send[d] = plan.pieces(xp, blocks, j, axis, xp.zeros(empty_shape, dtype=dtype))
-    if plan.n > 1:
-        recv = mesh.comm.alltoallv(send, dim_axes, axis)
-    else:
-        recv = [None if p is None else p[0] for p in send]
+    if plan.n > 1 and not plan.local:
+        recv = mesh.comm.alltoallv(send, axes, axis)
+    else:  # every entry already lies on the device whose new block needs it: no exchange
+        recv = [None] * mesh.size
+        for group in mesh.groups(axes):
+            for i, d in enumerate(group):
+                recv[d] = None if send[d] is None else send[d][i]
     shards: list[Any] = [None] * mesh.size
-    for group in mesh.groups(dim_axes):
+    for group in mesh.groups(axes):
         for i, d in enumerate(group):
             if recv[d] is None:
                 continue
             olo, ohi = plan.out_blocks[i]
             shape = recv[d].shape[:axis] + (ohi - olo,) + recv[d].shape[axis + 1:]
             shards[d] = plan.place(xp, recv[d], i, axis, shape, dtype)
-    return ShardArray(mesh, layout, dtype, shards)
+    return shards
 
 
-__all__ = ["move", "MovePlan", "k_range", "Segment"]
+__all__ = ["move", "exchange", "MovePlan", "k_range", "Segment"]
