@@ -520,6 +520,9 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.amin: Entry("min", "reduce"), np.std: Entry("std", "reduce"), np.var: Entry("var", "reduce"),
     np.all: Entry("all", "reduce"), np.any: Entry("any", "reduce"),
     np.count_nonzero: Entry("count_nonzero", "reduce"),
+    np.nansum: Entry("nansum", "reduce"), np.nanmean: Entry("nanmean", "reduce"),
+    np.nanprod: Entry("nanprod", "reduce"), np.nanmax: Entry("nanmax", "reduce"),
+    np.nanmin: Entry("nanmin", "reduce"), np.nanvar: Entry("nanvar", "reduce"), np.nanstd: Entry("nanstd", "reduce"),
     # along one axis
     np.argmax: Entry("argmax", "axis"), np.argmin: Entry("argmin", "axis"),
     np.cumsum: Entry("cumsum", "axis"), np.cumprod: Entry("cumprod", "axis"),

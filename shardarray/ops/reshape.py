@@ -76,21 +76,27 @@ def _new_sizes(x: ShardArray, dim: str, sizes: Any, what: str) -> dict[str, int]
     return out
 
 
-def _park(x: ShardArray, free: Sequence[int]) -> tuple[ShardArray, int | None]:
-    """Free the axes of dims ``free`` of ``x``: alltoall them onto another dim (returned) or allgather them."""
-    axes = tuple(a for i in free for a in x.spec.axes[i])
-    k = math.prod(x.mesh.axis_size(a) for a in axes)
+def _park_dim(x: ShardArray, free: Sequence[int], keep: Sequence[int] = ()) -> int | None:
+    """The dim (not in ``free`` or ``keep``) with the most entries per device, if it has at least one entry per
+    device of the axes of ``free`` once they are added to it; else None."""
+    k = math.prod(x.mesh.axis_size(a) for i in free for a in x.spec.axes[i])
     best, room = None, 0
     for j, (n, own) in enumerate(zip(x.shape, x.spec.axes)):
-        if j in free:
+        if j in free or j in keep:
             continue
         per = n // math.prod(x.mesh.axis_size(a) for a in own)
         if per >= k and per > room:
             best, room = j, per
+    return best
+
+
+def _park(x: ShardArray, free: Sequence[int], best: int | None) -> ShardArray:
+    """Free the axes of dims ``free`` of ``x``: alltoall them onto dim ``best``, or allgather them (None)."""
+    axes = tuple(a for i in free for a in x.spec.axes[i])
     target = [() if i in free else a for i, a in enumerate(x.spec.axes)]
     if best is not None:
         target[best] = x.spec.axes[best] + axes
-    return move(x, target), best
+    return move(x, target)
 
 
 def _local(x: ShardArray, dims: tuple[str, ...], sizes: dict[str, int], axes: list[tuple[str, ...]]) -> ShardArray:
@@ -122,7 +128,15 @@ def _reshape(x: ShardArray, i: int, count: int, dims: tuple[str, ...], sizes: di
     minor_free = not any(x.spec.axes[i + 1:i + count])
     if not moved or (minor_free and _fits(x, i, r_old, target, r_new)):
         return _local(x, dims, sizes, list(target.axes))
-    parked, _ = _park(x, range(i, i + count))
+    major = x.spec.axes[i]
+    if not minor_free:  # the smallest relayout: the minor dims' axes move to another dim, the major keeps its own
+        kept = Layout(dims, target.sizes, tuple(axes_for(x.spec.axes, major)))
+        best = _park_dim(x, range(i + 1, i + count), keep=(i,))
+        if best is not None and (not major or _fits(x, i, r_old, kept, r_new)):
+            parked = _park(x, range(i + 1, i + count), best)
+            return _local(parked, dims, sizes, axes_for(parked.spec.axes, major))
+    free = range(i, i + count)
+    parked = _park(x, free, _park_dim(x, free))
     flat = _local(parked, dims, sizes, axes_for(parked.spec.axes, ()))
     return move(flat, target.axes)
 
@@ -184,11 +198,17 @@ def merge_dims(x: ShardArray, dims: Sequence[Any], new: str) -> ShardArray:
 
     Collectives: none when only the major dim is split and its blocks, times the
     minor sizes, are the canonical blocks of the merged dim (always when its
-    size is a multiple of its axes' sizes). Otherwise the merged dims' axes are
-    parked on another dim by an alltoall, the blocks are merged locally and an
-    alltoall brings the axes to the merged dim (about 2·(k−1)/k of a block per
-    device); with no dim large enough to park on, an allgather over them.
-    A pending sum stays pending.
+    size is a multiple of its axes' sizes). When a minor dim is split, the
+    smallest relayout: its axes move to another dim of the array (the largest
+    with at least one entry per device) by one alltoall over them ((k−1)/k of
+    a block per device), and the merged dim keeps the major dim's axes, so
+    the result's layout has those axes on that other dim (as NumPy users
+    expect of ``reshape(2n, n/2)`` on a 2-D split: axis 0 over the first mesh
+    axis, axis 1 over the second). Otherwise (uneven major blocks) the merged
+    dims' axes are parked on another dim by an alltoall, the blocks are merged
+    locally and an alltoall brings the axes to the merged dim (about
+    2·(k−1)/k of a block per device); with no dim large enough to park on, an
+    allgather over them. A pending sum stays pending.
 
     Args:
         x: the array.
