@@ -4,9 +4,12 @@ Times ``sa.einsum`` (plus the resolution of any pending sum) on emulated
 meshes of 1, 2×2 and 2×2×2 devices against one ``numpy.matmul`` of the whole
 problem, for a small problem (per-op dispatch overhead) and a large one
 (2048³ by default), and an elementwise add for the per-op overhead of the
-simplest op. Prints a table of ratios and writes JSON to benchmarks/results/.
+simplest op. Prints a table of ratios and writes JSON (with the machine's cores,
+thread settings and load before/after) to --json: by default
+/tmp/shardarray-bench/overhead-cpu.json; an existing file under
+benchmarks/results/ is only overwritten with --force.
 
-    python benchmarks/overhead.py [--large 2048] [--repeat 5] [--json PATH]
+    python benchmarks/overhead.py [--large 2048] [--repeat 5] [--json PATH] [--force]
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from pathlib import Path
 import numpy as np
 
 import shardarray as sa
+
+try:
+    from _env import default_output, environment, output_path
+except ImportError:  # imported as benchmarks.overhead
+    from benchmarks._env import default_output, environment, output_path
 
 MESHES = {
     "1": ({"d": 1}, {}),
@@ -94,8 +102,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--large", type=int, default=2048, help="size of the large square matmul")
     parser.add_argument("--small", type=int, default=8, help="size of the small square matmul")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--json", default=str(Path(__file__).parent / "results" / "overhead-cpu.json"))
+    parser.add_argument("--json", default=default_output("overhead-cpu"),
+                        help="where to write the JSON (default under /tmp; committed results need --force)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing file under benchmarks/results/")
     args = parser.parse_args(argv)
+    out = output_path(args.json, args.force)
+    sa.Mesh({"d": 1})  # applies the BLAS thread setting before the environment is recorded
+    before = environment()
     rows = []
     for name in MESHES:
         rows.append(matmul_case(name, args.small, "float32", args.repeat, 200))
@@ -118,9 +131,9 @@ def main(argv: list[str] | None = None) -> dict:
         "numpy": np.__version__,
         "shardarray": sa.__version__,
         "rows": rows,
+        "environment": {"before": before, "after": environment()},
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2))
+    out.write_text(json.dumps(result, indent=2))
     print(f"\nwrote {args.json}")
     return result
 

@@ -10,6 +10,7 @@ weights and the first losses are compared, so the two do the same work.
 Prints a table of times and ratios and writes JSON to benchmarks/results/.
 
     python benchmarks/train_step.py                      # CPU, d_model 256
+    python benchmarks/train_step.py --dtype bfloat16     # bfloat16 compute vs float32, interleaved
     python benchmarks/train_step.py --backend cupy --d-model 1024 --heads 8 --d-kv 128 --d-ff 4096 --seq 512
 """
 
@@ -42,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--repeat", type=int, default=5, help="timed steps (median reported) after 2 warm-up steps")
     p.add_argument("--threads", type=int, default=0, help="CPU threads for PyTorch (0: PyTorch's default)")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
+                   help="compute dtype of shardarray's model (float32 parameters); other than float32, each mesh "
+                        "also runs float32, interleaved step by step, and the table gives the ratio")
     p.add_argument("--json", default="", help="output file (default benchmarks/results/train_step-<device>.json)")
     return p
 
@@ -73,6 +77,41 @@ def shardarray_step(cfg: sa.nn.TransformerConfig, shape: dict, strategy: str, ba
             first_loss = value
         comm = log.total("bytes")
     return {"time_s": statistics.median(times), "first_loss": first_loss, "comm_bytes_per_device": comm}
+
+
+def shardarray_pair(cfg: sa.nn.TransformerConfig, dtype: str, shape: dict, strategy: str, backend: str,
+                    tok: np.ndarray, tgt: np.ndarray, repeat: int, sync: Any) -> tuple[dict, dict]:
+    """The step with float32 compute and with ``dtype`` compute, timed alternately (A B A B) for a fair ratio."""
+    import dataclasses
+
+    runs = []
+    for cd in (None, dtype):
+        c = dataclasses.replace(cfg, compute_dtype=cd)
+        mesh = sa.Mesh(shape, backend=backend, rules=sa.nn.strategy_rules(strategy, shape))
+        params = sa.nn.init_transformer(c, mesh, strategy=strategy, seed=0, dtype="float32")
+        opt = sa.optim.Adam(lr=1e-4)
+        runs.append({"cfg": c, "params": params, "opt": opt, "state": opt.init(params),
+                     "tokens": sa.asarray(tok, dims=("batch", "seq"), mesh=mesh),
+                     "targets": sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh),
+                     "times": [], "first_loss": None, "comm": 0.0})
+    vg = sa.value_and_grad(sa.nn.transformer_loss)
+    for i in range(repeat + 2):
+        for r in runs:
+            sync()
+            t0 = time.perf_counter()
+            with sa.comm_log() as log:
+                loss, grads = vg(r["params"], r["tokens"], r["targets"], r["cfg"])
+                r["params"], r["state"] = r["opt"].update(r["params"], grads, r["state"])
+                value = float(loss)
+            sync()
+            if i >= 2:
+                r["times"].append(time.perf_counter() - t0)
+            r["first_loss"] = value if r["first_loss"] is None else r["first_loss"]
+            r["comm"] = log.total("bytes")
+    out = tuple({"time_s": statistics.median(r["times"]), "first_loss": r["first_loss"],
+                 "comm_bytes_per_device": r["comm"]} for r in runs)
+    out[1]["ratio_vs_float32"] = out[1]["time_s"] / out[0]["time_s"]
+    return out
 
 
 # ----------------------------------------------------------------------------- PyTorch
@@ -141,8 +180,13 @@ def main(argv: list[str] | None = None) -> dict:
         sync = cupy.cuda.Device().synchronize
     rows: list[dict] = []
     for label, shape, strategy in (("1 device", {"d": 1}, "replicated"), ("2x2 mesh2d", {"rows": 2, "cols": 2}, "mesh2d")):
-        r = shardarray_step(cfg, shape, strategy, args.backend, tok, tgt, args.repeat, sync)
-        rows.append({"impl": f"shardarray {label} ({args.backend})", "mesh": shape, **r})
+        if args.dtype == "float32":
+            r = shardarray_step(cfg, shape, strategy, args.backend, tok, tgt, args.repeat, sync)
+            rows.append({"impl": f"shardarray {label} ({args.backend})", "mesh": shape, **r})
+            continue
+        r32, r16 = shardarray_pair(cfg, args.dtype, shape, strategy, args.backend, tok, tgt, args.repeat, sync)
+        rows.append({"impl": f"shardarray {label} ({args.backend}) float32", "mesh": shape, **r32})
+        rows.append({"impl": f"shardarray {label} ({args.backend}) {args.dtype}", "mesh": shape, **r16})
     weights = {k: v.numpy() for k, v in sa.nn.init_transformer(cfg, sa.Mesh({"d": 1}), seed=0).items()}
     torch_info = None
     try:
@@ -165,6 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "train_step",
         "device": device_name(args.backend),
         "backend": args.backend,
+        "dtype": args.dtype,
         "config": {**vars(cfg), "batch": args.batch, "params": sa.nn.param_count(cfg)},
         "baseline": rows[-1]["impl"] if torch_info else rows[0]["impl"],
         "numpy": np.__version__,
@@ -176,7 +221,7 @@ def main(argv: list[str] | None = None) -> dict:
     from rich.table import Table
 
     table = Table(title=f"one training step (fwd+bwd+Adam), {sa.nn.param_count(cfg):,} params, "
-                        f"{tokens} tokens, float32, on {result['device']}", title_justify="left")
+                        f"{tokens} tokens, {args.dtype}, on {result['device']}", title_justify="left")
     for col in ("implementation", "time/step", "tokens/s", "× baseline", "first loss", "comm/device"):
         table.add_column(col, justify="left" if col == "implementation" else "right")
     for r in rows:
@@ -185,11 +230,16 @@ def main(argv: list[str] | None = None) -> dict:
                       f"{r['ratio_vs_baseline']:.2f}", f"{r['first_loss']:.5f}",
                       "-" if comm is None else f"{comm / 2**20:.2f} MiB")
     Console(width=120).print(table)
+    for r in rows:
+        if "ratio_vs_float32" in r:
+            print(f"{r['impl']}: {r['ratio_vs_float32']:.2f}x the float32 step time (interleaved A B A B)")
     losses = [r["first_loss"] for r in rows]
-    same = max(losses) - min(losses) < 1e-3 * abs(losses[0])
+    tol = 1e-3 if args.dtype == "float32" else 2.0**-8  # 16-bit compute: equal to its rounding
+    same = max(losses) - min(losses) < tol * abs(losses[0])
     print("first losses agree: the same model on the same data" if same else f"first losses DIFFER: {losses}")
     result["same_first_loss"] = same
-    out = Path(args.json or Path(__file__).parent / "results" / f"train_step-{'gpu' if args.backend == 'cupy' else 'cpu'}.json")
+    out = Path(args.json or Path(__file__).parent / "results" / f"train_step-{'gpu' if args.backend == 'cupy' else 'cpu'}"
+                                           f"{'' if args.dtype == 'float32' else '-' + args.dtype}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")

@@ -13,6 +13,8 @@ prints held-out accuracy and saves a loss-curve PNG.
     python examples/train_transformer.py --mesh row=2,col=2,dep=2 --strategy tesseract
     python examples/train_transformer.py --backend cupy --d-model 256 --layers 4   # every shard on the GPU
     mpiexec -n 4 python examples/train_transformer.py     # the same, one process per device (MPI SPMD)
+    python examples/train_transformer.py --save runs/a --stop-at 400   # checkpoints in runs/a; stop at step 400
+    python examples/train_transformer.py --resume runs/a --save runs/a # the same losses as one uninterrupted run
 """
 
 from __future__ import annotations
@@ -49,12 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=positive, default=800, help="training steps (>= 1)")
     p.add_argument("--lr", type=float_at_least(0.0), default=3e-3, help="peak learning rate (Adam, cosine schedule)")
     p.add_argument("--weight-decay", type=float_at_least(0.0), default=0.0)
-    p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16", "float64"),
+                   help="compute dtype; bfloat16/float16 keep float32 parameters and Adam state (float16 adds a "
+                        "dynamic loss scale)")
     p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--eval-batch", type=positive, default=256, help="held-out sequences for the final accuracy (>= 1)")
     p.add_argument("--plot", default="loss_curve.png", help="where to save the loss curve ('' to skip)")
     p.add_argument("--json", default="", help="also write the metrics to this JSON file")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the summary is still printed)")
+    p.add_argument("--save", default="", help="checkpoint run directory: save every --save-every steps and at the end")
+    p.add_argument("--save-every", type=positive, default=100, help="steps between checkpoints (default 100)")
+    p.add_argument("--keep", type=positive, default=2, help="checkpoints of the run to keep (default 2)")
+    p.add_argument("--resume", default="", help="resume from this checkpoint (a run directory: its newest)")
+    p.add_argument("--stop-at", type=int_at_least(0), default=0,
+                   help="stop after this step (saved first with --save), as if interrupted; 0: run to --steps")
     return p
 
 
@@ -101,6 +111,26 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def _compute_dtype(dtype: str) -> str | None:
+    """The model's compute dtype for ``--dtype``: the 16-bit ones compute in 16 bits, the others in the params' dtype."""
+    return dtype if dtype in ("bfloat16", "float16") else None
+
+
+def _param_dtype(dtype: str) -> str:
+    """Parameters stay float32 under mixed precision (float64 runs keep float64)."""
+    return "float64" if dtype == "float64" else "float32"
+
+
+def policy(dtype: str) -> str:
+    """The precision policy ``--dtype`` selects, in words."""
+    if _compute_dtype(dtype) is None:
+        return f"precision: {dtype} everywhere"
+    extra = "; dynamic loss scale (init 2^15, halved on overflow, doubled after 2000 good steps)" \
+        if dtype == "float16" else ""
+    return (f"precision: {dtype} einsums and activations; float32 parameters, gradients and Adam moments; "
+            f"layer norm, softmax and loss in float32{extra}")
+
+
 def evaluate(params: dict, cfg: sa.nn.TransformerConfig, mesh: sa.Mesh, rng: np.random.Generator, n: int) -> float:
     """Held-out next-token accuracy on ``n`` fresh sequences (in chunks of at most 64)."""
     hits, total = 0.0, 0
@@ -114,22 +144,47 @@ def evaluate(params: dict, cfg: sa.nn.TransformerConfig, mesh: sa.Mesh, rng: np.
     return hits / total
 
 
+def save_checkpoint(run: str, keep: int, step: int, params: dict, state: dict, scale_state: Any,
+                    rng: np.random.Generator, history: tuple[list, list, list]) -> None:
+    """Save everything a bit-exact resume needs: params, optimizer and loss-scale state, the data stream's RNG
+    state and the history so far (JSON strings: Python floats round-trip exactly), into run dir ``run``."""
+    losses, comm, evals = history
+    sa.checkpoint.save(run, {"params": params, "opt": state, "scale": scale_state, "step": step,
+                             "data_rng": json.dumps(rng.bit_generator.state),
+                             "history": json.dumps({"losses": losses, "comm": comm, "evals": evals})}, keep=keep)
+
+
+def resume(path: str, params: dict, state: dict, scale_state: Any, rng: np.random.Generator,
+           history: tuple[list, list, list]) -> tuple[dict, dict, Any, int]:
+    """Load a ``save_checkpoint`` into the layouts of ``params``/``state`` (any mesh or strategy); restores
+    ``rng`` and ``history`` in place; returns ``(params, state, scale_state, first step to run)``."""
+    target = {"params": params, "opt": state, "scale": scale_state, "step": 0, "data_rng": "", "history": ""}
+    tree = sa.checkpoint.load(path, target)
+    rng.bit_generator.state = json.loads(tree["data_rng"])
+    saved = json.loads(tree["history"])
+    for into, key in zip(history, ("losses", "comm", "evals")):
+        into.extend(tuple(v) if key == "evals" else v for v in saved[key])
+    return tree["params"], tree["opt"], tree["scale"], tree["step"] + 1
+
+
 def train(args: argparse.Namespace) -> dict[str, Any]:
     """Run the training; returns the metrics (also printed)."""
     cfg = sa.nn.TransformerConfig(
         vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv, d_ff=args.d_ff,
-        n_layers=args.layers, seq_len=args.seq,
+        n_layers=args.layers, seq_len=args.seq, compute_dtype=_compute_dtype(args.dtype),
     )
     rules = sa.nn.strategy_rules(args.strategy, args.mesh)
     mesh = sa.Mesh(args.mesh, backend=args.backend, rules=rules, comm=args.comm)
     root = mesh.process_index == 0  # under mpiexec every process trains; one reports
     if args.plot:
         _import_plotting()  # fail before training, not after
-    params = sa.nn.init_transformer(cfg, mesh, strategy=args.strategy, seed=args.seed, dtype=args.dtype)
+    params = sa.nn.init_transformer(cfg, mesh, strategy=args.strategy, seed=args.seed, dtype=_param_dtype(args.dtype))
     opt = sa.optim.Adam(sa.optim.cosine_schedule(args.lr, args.steps, warmup=min(50, args.steps // 10)),
                         weight_decay=args.weight_decay)
     state = opt.init(params)
     step_fn = sa.value_and_grad(sa.nn.transformer_loss)
+    scaler = sa.optim.DynamicLossScale() if args.dtype == "float16" else None
+    scale_state = scaler.init() if scaler else None
     train_rng = np.random.default_rng(args.seed)
     eval_rng_seed = 10_000 + args.seed
     chance = 1.0 / cfg.vocab
@@ -142,7 +197,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         f"[bold]shardarray[/] training a {sa.nn.param_count(cfg):,}-parameter transformer "
         f"(d_model {cfg.d_model}, {cfg.n_layers} layers, {cfg.heads} heads, vocab {cfg.vocab}, seq {cfg.seq_len})\n"
         f"mesh {mesh.shape} ({args.backend}), strategy {args.strategy!r}: rules {rules or '{} (replicated)'}; "
-        f"batch {args.batch} x {cfg.seq_len} tokens, {args.steps} steps of Adam"
+        f"batch {args.batch} x {cfg.seq_len} tokens, {args.steps} steps of Adam\n{policy(args.dtype)}"
     )
     losses: list[float] = []
     comm_per_step: list[float] = []
@@ -155,19 +210,28 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[tps]} tok/s"),
         TextColumn("comm {task.fields[comm]}/step"), TimeElapsedColumn(),
     )
-    evals.append((0, evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed), 64)))
+    first = 1  # the first step to run; after the checkpoint's step with --resume
+    if args.resume:
+        params, state, scale_state, first = resume(args.resume, params, state, scale_state, train_rng,
+                                                   (losses, comm_per_step, evals))
+    else:
+        evals.append((0, evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed), 64)))
     start = time.perf_counter()
     train_time = 0.0
     with Progress(*columns, console=console, transient=False, disable=args.quiet or not root) as bar:
-        task = bar.add_task("training", total=args.steps, loss="-", tps="-", comm="-")
-        for step in range(1, args.steps + 1):
+        task = bar.add_task("training", total=args.steps, completed=first - 1, loss="-", tps="-", comm="-")
+        for step in range(first, args.steps + 1):
             tok, tgt = sa.nn.data.pattern_batch(train_rng, args.batch, cfg.seq_len, cfg.vocab)
             t0 = time.perf_counter()
             with sa.comm_log() as log:
                 tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
                 targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
-                loss, grads = step_fn(params, tokens, targets, cfg)
-                params, state = opt.update(params, grads, state)
+                if scaler is None:
+                    loss, grads = step_fn(params, tokens, targets, cfg)
+                    params, state = opt.update(params, grads, state)
+                else:  # float16: scaled loss, unscaled grads, a skipped step on overflow
+                    loss, grads = scaler.value_and_grad(sa.nn.transformer_loss)(scale_state, params, tokens, targets, cfg)
+                    params, state, scale_state = scaler.apply(opt, params, grads, state, scale_state)
                 loss_value = float(loss)
             dt = time.perf_counter() - t0
             train_time += dt
@@ -179,6 +243,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 evals.append((step, evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed), 64)))
             bar.update(task, advance=1, loss=f"{np.mean(losses[-20:]):.3f}",
                        tps=f"{tokens_per_step / dt:,.0f}", comm=_fmt_bytes(comm_per_step[-1]))
+            if args.save and (step % args.save_every == 0 or step in (args.steps, args.stop_at)):
+                save_checkpoint(args.save, args.keep, step, params, state, scale_state, train_rng,
+                                (losses, comm_per_step, evals))
+            if step == args.stop_at:
+                break
     accuracy = evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed + 1), args.eval_batch)
     metrics = {
         "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "comm": mesh.comm_kind, "params": sa.nn.param_count(cfg),
@@ -186,6 +255,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "held_out_accuracy": accuracy, "chance": chance,
         "tokens_per_s": tokens_per_step * args.steps / train_time, "wall_s": time.perf_counter() - start,
         "comm_bytes_per_step_per_device": float(np.mean(comm_per_step)), "evals": evals,
+        "dtype": args.dtype, "losses": losses,
+        "skipped_steps": scale_state["skipped"] if scale_state else 0,
     }
     console.print(
         f"loss {metrics['first_loss']:.3f} -> {metrics['final_loss']:.3f}; held-out next-token accuracy "

@@ -1,7 +1,7 @@
 // One fused Adam step, out of place (shards may be shared, so inputs are never written):
 // m' = b1 m + (1 - b1) g;  v' = b2 v + (1 - b2) g^2;
 // p' = p decay - step_size m' / (sqrt(v' / c2) + eps), with step_size = lr / (1 - b1^t), c2 = 1 - b2^t.
-// T: the parameter and gradient type; M: the moment type. float16 parameters keep float32 moments
+// T: the parameter and gradient type; M: the moment type. bfloat16/float16 parameters keep float32 moments
 // (g^2 and the small (1 - b2) updates vanish in float16); the math is in float32 (double for double)
 // and only the new parameter is rounded to T.
 
@@ -28,6 +28,7 @@ __device__ void adam_step(const T* p, const T* g, const M* m, const M* v, T* p_o
         adam_step<T, M>(p, g, m, v, p_out, m_out, v_out, n, b1, b2, step_size, c2, eps, decay);           \
     }
 
+ADAM_KERNEL(bf16, bf16_t, float)
 ADAM_KERNEL(f16, half_t, float)
 ADAM_KERNEL(f32, float, float)
 ADAM_KERNEL(f64, double, double)

@@ -16,14 +16,33 @@ __device__ __forceinline__ half_t f2h(float f) {
     return h;
 }
 
-// Acc<T>::type: the accumulation type (float for float16 and float32, double for float64)
+// bfloat16 is stored as its 16 bits too, in a struct so that ld/st overload on it apart from half_t.
+// Widening is exact (the high half of a float32); narrowing rounds to nearest even in integer
+// arithmetic (as cvt.rn.bf16.f32, which needs sm_80), NaN kept quiet. The math is float32 (Acc).
+struct bf16_t { unsigned short bits; };
+
+__device__ __forceinline__ float b2f(bf16_t b) { return __uint_as_float(((unsigned int)b.bits) << 16); }
+__device__ __forceinline__ bf16_t f2b(float f) {
+    unsigned int u = __float_as_uint(f);
+    bf16_t b;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        b.bits = (unsigned short)((u >> 16) | 0x0040u);
+    } else {
+        b.bits = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    return b;
+}
+
+// Acc<T>::type: the accumulation type (float for bfloat16, float16 and float32, double for float64)
 template <typename T> struct Acc { typedef float type; };
 template <> struct Acc<double> { typedef double type; };
 
 __device__ __forceinline__ float ld(const half_t* p, index_t i) { return h2f(p[i]); }
+__device__ __forceinline__ float ld(const bf16_t* p, index_t i) { return b2f(p[i]); }
 __device__ __forceinline__ float ld(const float* p, index_t i) { return p[i]; }
 __device__ __forceinline__ double ld(const double* p, index_t i) { return p[i]; }
 __device__ __forceinline__ void st(half_t* p, index_t i, float v) { p[i] = f2h(v); }
+__device__ __forceinline__ void st(bf16_t* p, index_t i, float v) { p[i] = f2b(v); }
 __device__ __forceinline__ void st(float* p, index_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void st(double* p, index_t i, double v) { p[i] = v; }
 
@@ -74,5 +93,5 @@ template <typename A> __device__ A block_max(A v, A* shared) {
     return shared[0];
 }
 
-// Instantiate KERNEL(suffix, T) for the three float types.
-#define FOR_FLOATS(KERNEL) KERNEL(f16, half_t) KERNEL(f32, float) KERNEL(f64, double)
+// Instantiate KERNEL(suffix, T) for the four float types (bfloat16 and float16 with float32 math inside).
+#define FOR_FLOATS(KERNEL) KERNEL(bf16, bf16_t) KERNEL(f16, half_t) KERNEL(f32, float) KERNEL(f64, double)

@@ -93,6 +93,36 @@ from .default_mesh import default_mesh, get_default_mesh, set_default_mesh  # no
 from . import numpy_protocol  # noqa: E402,F401  (ShardArray.__array_ufunc__/__array_function__ tables)
 
 
+# ---- BLAS threads (issue 18)
+from . import threads  # noqa: E402  (sa.threads: the BLAS pool, set at the first mesh)
+
+# ---- reshard and process-local data (issue 16)
+from .ops.from_local import from_local  # noqa: E402
+from .ops.reshard import reshard  # noqa: E402
+
+# ---- scans, top_k, take_along_dim, nonzero, boolean masks
+from .ops.scan import cumprod, cumsum  # noqa: E402
+from .ops.topk import top_k  # noqa: E402
+from .ops.take_along import take_along_dim  # noqa: E402
+from .ops.nonzero import count_nonzero, nonzero  # noqa: E402
+from .ops.mask import mask_assign, select  # noqa: E402
+from .autograd import vjp_scan as _vjp_scan  # noqa: E402,F401  (registers their VJPs)
+
+
+# ---- sorting (issue 15): sort, argsort, unique_*, searchsorted
+from .ops.sort import argsort, sort  # noqa: E402  (the sort VJP registers with the op)
+from .ops.unique import unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
+from .ops.searchsorted import searchsorted  # noqa: E402
+
+# ---- checkpoints (issue 16): save, load, export_safetensors
+from . import checkpoint  # noqa: E402
+from .errors import CheckpointError  # noqa: E402
+
+
+# ---- reductions that skip NaN (np.nansum & co., xarray's skipna)
+from .ops.nanreduce import nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar  # noqa: E402
+
+
 from .autograd import vjp_elementwise, vjp_reduce, vjp_structure  # noqa: E402,F401  (registers the VJPs)
 
 __version__ = "0.1.0"
@@ -115,4 +145,11 @@ __all__ = [
     'std', 'all', 'any', 'concat', 'stack', 'isel', 'split_dim', 'merge_dims',
     'squeeze', 'expand_dims', 'argmax', 'argmin', 'tile', 'repeat', 'flip', 'roll',
     'pad', 'diff', 'default_mesh', 'set_default_mesh', 'get_default_mesh',
+    "threads",
+    'reshard', 'from_local',
+    'cumsum', 'cumprod', 'top_k', 'take_along_dim', 'nonzero', 'count_nonzero', 'select', 'mask_assign',
+    'sort', 'argsort', 'unique_values', 'unique_counts', 'unique_inverse', 'unique_all',
+    'searchsorted',
+    'checkpoint', 'CheckpointError',
+    'nansum', 'nanmean', 'nanprod', 'nanmax', 'nanmin', 'nanvar', 'nanstd',
 ]

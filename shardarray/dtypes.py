@@ -2,9 +2,17 @@
 
 Rules (one place for every op):
 
-* **Accumulation.** Sums of floats narrower than 32 bits (float16; bfloat16
-  when it is supported) accumulate in float32 and are rounded once, as NumPy's
-  ``mean`` does: ``accumulation_dtype``.
+* **Accumulation.** Sums of floats narrower than 32 bits (float16, bfloat16)
+  accumulate in float32 and are rounded once, as NumPy's ``mean`` does:
+  ``accumulation_dtype``.
+* **bfloat16** (``ml_dtypes.bfloat16`` on NumPy, CuPy's bfloat16 on GPU) is a
+  real float everywhere (``is_real_float``); NumPy gives it kind ``"V"``, so
+  code asks ``is_real_float`` rather than ``dtype.kind == "f"``. On NumPy the
+  math on it runs in float32 and is rounded once (``compute_dtype``):
+  ml_dtypes' own loops are 3-40x slower than float32 ones and some (mixed
+  bfloat16/float16 promotion) are missing. ``promote`` gives the result
+  dtype of mixed operands where NumPy has no rule (bfloat16 with float16 or
+  a wide integer: float32).
 * **Domains.** An op declares which dtypes it is defined for
   (``check_domain``): ``"inexact"`` ops (exp, log, tanh, sqrt) take real or
   complex floats, ``"real_float"`` ops (gelu, softmax, logsumexp) real floats,
@@ -23,12 +31,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
 
+#: ``np.dtype("bfloat16")`` (ml_dtypes registers the name with NumPy on import)
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
 SUPPORTED = (
-    "float16", "float32", "float64", "complex64", "complex128",
+    "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
 )
 #: floating dtypes NumPy gives another kind than "f" (ml_dtypes' bfloat16 has kind "V")
@@ -37,7 +49,12 @@ DOMAINS = ("inexact", "real_float", "real", "numeric", "real_numeric", "integer"
 
 
 def as_dtype(dtype: Any) -> np.dtype:
-    """``np.dtype(dtype)`` restricted to the dtypes shards support."""
+    """``np.dtype(dtype)`` restricted to the dtypes shards support (``SUPPORTED``, bfloat16 included).
+
+    Example:
+        >>> as_dtype("bfloat16"), as_dtype(np.float32)
+        (dtype(bfloat16), dtype('float32'))
+    """
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -49,8 +66,9 @@ def as_dtype(dtype: Any) -> np.dtype:
 
 def as_float_dtype(dtype: Any, what: str) -> np.dtype:
     dt = as_dtype(dtype)
-    if dt.kind != "f":
-        raise DTypeError(f"{what} makes floating-point values; dtype {dt.name!r} is not a float dtype")
+    if not is_real_float(dt):
+        raise DTypeError(f"{what} makes floating-point values; dtype {dt.name!r} is not a float dtype: pass one of "
+                         f"'bfloat16', 'float16', 'float32' or 'float64'")
     return dt
 
 
@@ -64,12 +82,51 @@ def is_complex(dtype: Any) -> bool:
     return np.dtype(dtype).kind == "c"
 
 
+def is_bfloat16(dtype: Any) -> bool:
+    """``dtype`` is bfloat16 (``"bfloat16"``, ``ml_dtypes.bfloat16`` or CuPy's)."""
+    return getattr(dtype, "name", None) == "bfloat16" or np.dtype(dtype) == BFLOAT16
+
+
+def compute_dtype(dtype: Any) -> np.dtype | None:
+    """The dtype NumPy-backend math on ``dtype`` runs in when not ``dtype`` itself: float32 for bfloat16.
+
+    Elementwise math, einsums, softmax and norms on bfloat16 blocks upcast to
+    float32, compute, and round the result to bfloat16 once.
+
+    Example:
+        >>> compute_dtype("bfloat16"), compute_dtype("float16")
+        (dtype('float32'), None)
+    """
+    return np.dtype(np.float32) if np.dtype(dtype) == BFLOAT16 else None
+
+
+def promote(*dtypes: Any) -> np.dtype:
+    """``np.result_type`` of ``dtypes``, with float32 where NumPy has no rule for bfloat16.
+
+    NumPy with ml_dtypes refuses bfloat16 with float16, int16/32/64 and
+    uint16/32/64: it promotes as float32 would (float32 with float16 or int16,
+    float64 with int32/int64).
+
+    Example:
+        >>> promote("bfloat16", "float16"), promote("bfloat16", "int8"), promote("bfloat16", "float64")
+        (dtype('float32'), dtype('bfloat16'), dtype('float64'))
+    """
+    dts = [np.dtype(d) for d in dtypes]
+    try:
+        return np.result_type(*dts)
+    except TypeError:  # DTypePromotionError is a TypeError
+        if any(d == BFLOAT16 for d in dts):
+            rest = [d for d in dts if d != BFLOAT16]
+            return np.result_type(np.float32, *rest) if rest else BFLOAT16
+        raise
+
+
 def accumulation_dtype(dtype: Any) -> np.dtype | None:
     """The dtype sums of ``dtype`` accumulate in when it is not ``dtype`` itself: float32 for narrow floats.
 
     Example:
-        >>> accumulation_dtype("float16"), accumulation_dtype("float32")
-        (dtype('float32'), None)
+        >>> accumulation_dtype("float16"), accumulation_dtype("bfloat16"), accumulation_dtype("float32")
+        (dtype('float32'), dtype('float32'), None)
     """
     dt = np.dtype(dtype)
     if is_real_float(dt) and dt.itemsize < 4:

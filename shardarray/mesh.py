@@ -241,6 +241,9 @@ class Mesh:
             self.local_devices = (self.comm.rank,)
         else:  # pragma: no cover - comm was checked against COMMS above
             raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated', 'nccl', 'mpi' or 'auto'")
+        from .threads import on_mesh
+
+        on_mesh(comm)  # the BLAS pool, once per process (see shardarray/threads.py)
 
     def _check_devices(self, devices: Sequence[int] | None, backend: Any, comm: str | None) -> tuple[int, ...] | None:
         """``devices`` as a tuple of GPU ids (None when not given); MeshError when it cannot work."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 from .array import ShardArray
 from .errors import DTypeError
 
@@ -40,10 +42,20 @@ def _container(node: Any) -> bool:
     return isinstance(node, (dict, list, tuple))
 
 
+#: plain (non-array) leaves that ``tree_map`` walks: the optimizer state's int ``step``, hyperparameters, names
+PLAIN = (bool, int, float, complex, str, np.generic)
+
+
+def _plain(node: Any) -> bool:
+    return isinstance(node, PLAIN)
+
+
 def _describe(node: Any) -> str:
     """What a tree holds at one place, in words (for error messages)."""
     if isinstance(node, ShardArray):
         return f"an array {node.sizes} {node.dtype}"
+    if node is None:
+        return "None"
     if isinstance(node, dict):
         keys = list(node)
         shown = ", ".join(repr(k) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
@@ -64,8 +76,12 @@ def _not_allowed(node: Any, path: str) -> DTypeError:
     )
 
 
-def tree_flatten(tree: Any, what: str = "params") -> tuple[list[ShardArray], TreeDef]:
+def tree_flatten(tree: Any, what: str = "params", plain: bool = False) -> tuple[list[Any], TreeDef]:
     """The ShardArray leaves of ``tree`` in a fixed order, and its structure.
+
+    With ``plain=True`` plain values (ints, floats, bools, strings, NumPy
+    scalars) are leaves too and ``None`` is an empty subtree (as in JAX);
+    otherwise only ShardArrays may be leaves (what gradients and optimizers need).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -76,9 +92,11 @@ def tree_flatten(tree: Any, what: str = "params") -> tuple[list[ShardArray], Tre
     leaves: list[ShardArray] = []
 
     def walk(node: Any, path: str) -> TreeDef:
-        if isinstance(node, ShardArray):
+        if isinstance(node, ShardArray) or (plain and _plain(node)):
             leaves.append(node)
             return "*"
+        if plain and node is None:
+            return None
         if isinstance(node, dict):
             return {k: walk(v, f"{path}[{k!r}]") for k, v in node.items()}
         if isinstance(node, (list, tuple)):
@@ -119,6 +137,8 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     def build(d: TreeDef) -> Any:
         if isinstance(d, str):
             return next(it)
+        if d is None:
+            return None
         if isinstance(d, dict):
             return {k: build(v) for k, v in d.items()}
         if isinstance(d, list):
@@ -131,10 +151,12 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
 
 
 def tree_leaves_like(like: Any, tree: Any, what: str = "tree", like_what: str = "params",
-                     hint: str = "") -> list[ShardArray]:
+                     hint: str = "", plain: bool = False) -> list[Any]:
     """The leaves of ``tree`` in the order of ``like``'s leaves, paired by key path.
 
-    Dict keys are matched by name (their order may differ), list and tuple
+    With ``plain=True`` a plain value of ``like`` (see ``tree_flatten``) pairs
+    with a plain value of ``tree`` and ``None`` with ``None``. Dict keys are
+    matched by name (their order may differ), list and tuple
     items by index, namedtuple items by field.
 
     Raises:
@@ -158,6 +180,12 @@ def tree_leaves_like(like: Any, tree: Any, what: str = "tree", like_what: str = 
         )
 
     def walk(a: Any, b: Any, path: str) -> None:
+        if plain and (_plain(a) or a is None):
+            if (a is None) != (b is None) or not (b is None or _plain(b)):
+                raise differ(path, _describe(a), _describe(b))
+            if a is not None:
+                out.append(b)
+            return
         if isinstance(a, ShardArray):
             if isinstance(b, ShardArray):
                 out.append(b)
@@ -194,7 +222,9 @@ def tree_leaves_like(like: Any, tree: Any, what: str = "tree", like_what: str = 
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """``fn`` applied leaf by leaf to ``tree`` and trees of the same structure, paired by key path.
 
-    The result has ``tree``'s structure and key order; the other trees may
+    Leaves are ShardArrays and plain values (ints, floats, bools, strings,
+    NumPy scalars: e.g. the optimizer state's ``step``), as in JAX; ``None``
+    is an empty subtree and stays ``None``. The result has ``tree``'s structure and key order; the other trees may
     hold their dict keys in any order.
 
     Raises:
@@ -207,13 +237,13 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
         >>> t["w"].numpy()
         array([2., 2.], dtype=float32)
     """
-    leaves, treedef = tree_flatten(tree, "tree 0")
+    leaves, treedef = tree_flatten(tree, "tree 0", plain=True)
     others = []
     for i, r in enumerate(rest, start=1):
         try:
             others.append(tree_leaves_like(tree, r, f"tree {i}", "tree 0",
                                            hint="Give every tree the structure of the first (the same keys, "
-                                           "containers and lengths; dict keys may be in any order)"))
+                                           "containers and lengths; dict keys may be in any order)", plain=True))
         except DTypeError as e:
             counts = _count(r)
             if counts is not None and counts != len(leaves):
@@ -225,7 +255,7 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
 
 def _count(tree: Any) -> int | None:
     try:
-        return len(tree_flatten(tree)[0])
+        return len(tree_flatten(tree, plain=True)[0])
     except DTypeError:
         return None
 

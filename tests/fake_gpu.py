@@ -35,11 +35,13 @@ import sys
 import types
 from typing import Any
 
+import ml_dtypes  # noqa: F401  (registers np.dtype("bfloat16"))
 import numpy as np
 
 import fake_nccl
 
-CUDA_R_16F, CUDA_R_32F = 2, 0
+CUDA_R_16F, CUDA_R_32F, CUDA_R_16BF = 2, 0, 14
+_GEMM_TYPES = {CUDA_R_16F: np.dtype(np.float16), CUDA_R_16BF: np.dtype("bfloat16")}  # ml_dtypes registers the name
 CUBLAS_OP_N, CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 0, 1
 CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT = 64, 68, -1
 
@@ -237,7 +239,7 @@ class FakeCupy:
             getPointerMode=get_pointer_mode, setPointerMode=set_pointer_mode,
             gemmStridedBatchedEx=lambda *args: fake._gemm(*args),
         )
-        runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F,
+        runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_16BF=CUDA_R_16BF,
                                         getDeviceCount=lambda: fake.gpus)
         class Event:
             def __init__(self) -> None:
@@ -276,34 +278,36 @@ class FakeCupy:
             raise RuntimeError(f"cuBLAS handle {handle} of another GPU used on GPU {self.device}")
         if self.pointer_modes.get(handle, CUBLAS_POINTER_MODE_HOST) != CUBLAS_POINTER_MODE_HOST:
             raise RuntimeError("alpha/beta are host addresses but the handle is in device pointer mode")
-        if (transa, transb) != (CUBLAS_OP_N, CUBLAS_OP_N) or {atype, btype, ctype} != {CUDA_R_16F}:
-            raise RuntimeError(f"the fake gemm takes float16 N/N products only, got {transa, transb, atype, btype, ctype}")
+        if (transa, transb) != (CUBLAS_OP_N, CUBLAS_OP_N) or len({atype, btype, ctype}) != 1 or atype not in _GEMM_TYPES:
+            raise RuntimeError(f"the fake gemm takes float16 or bfloat16 N/N products only, got "
+                               f"{transa, transb, atype, btype, ctype}")
+        dt = _GEMM_TYPES[atype]
         if compute not in (CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_16F) or lda < m or ldb < k or ldc < m:
             raise RuntimeError(f"CUBLAS_STATUS_INVALID_VALUE: compute {compute}, lda {lda}, ldb {ldb}, ldc {ldc}")
         acc = np.float32 if compute == CUBLAS_COMPUTE_32F else np.float16
         scale = [float(np.frombuffer((ctypes.c_char * 4).from_address(p), np.float32)[0]) for p in (alpha, beta)]
         for i in range(batch):
-            ma = _column_major(a + 2 * i * stride_a, m, k, lda)  # op(A): m x k
-            mb = _column_major(b + 2 * i * stride_b, k, n, ldb)
-            mc = _column_major(c + 2 * i * stride_c, m, n, ldc)
+            ma = _column_major(a + 2 * i * stride_a, m, k, lda, dt)  # op(A): m x k
+            mb = _column_major(b + 2 * i * stride_b, k, n, ldb, dt)
+            mc = _column_major(c + 2 * i * stride_c, m, n, ldc, dt)
             total = np.zeros((m, n), acc)
             for j in range(k):  # accumulate in the compute type, one rank-1 update at a time
-                total = (total + np.outer(ma[:, j], mb[j]).astype(acc)).astype(acc)
+                total = (total + np.outer(ma[:, j].astype(np.float32), mb[j].astype(np.float32)).astype(acc)).astype(acc)
             out = scale[0] * total.astype(np.float32)
             if scale[1] != 0:  # cuBLAS does not read C when beta is 0 (it may be uninitialized)
                 out = out + scale[1] * mc.astype(np.float32)
-            mc[...] = out.astype(np.float16)
+            mc[...] = out.astype(dt)
         self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream})
 
 
-def _column_major(ptr: int, rows: int, cols: int, ld: int) -> np.ndarray:
-    """A writable (rows, cols) float16 view of a column-major matrix with leading dimension ``ld``."""
-    flat = np.frombuffer((ctypes.c_char * (2 * ld * cols)).from_address(ptr), np.float16)
+def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float16) -> np.ndarray:
+    """A writable (rows, cols) 16-bit view of a column-major matrix with leading dimension ``ld``."""
+    flat = np.frombuffer((ctypes.c_char * (2 * ld * cols)).from_address(ptr), dtype)
     return flat.reshape(cols, ld).T[:rows]
 
 
 #: C parameter types of the kernels -> the dtype (or NumPy scalar type) an argument must have
-_C_TYPES = {"half_t": "float16", "float": "float32", "double": "float64", "index_t": "int64",
+_C_TYPES = {"half_t": "float16", "bf16_t": "bfloat16", "Acc<bf16_t>::type": "float32", "float": "float32", "double": "float64", "index_t": "int64",
             "Acc<half_t>::type": "float32", "Acc<float>::type": "float32", "Acc<double>::type": "float64"}
 
 

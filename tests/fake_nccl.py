@@ -26,6 +26,7 @@ import ctypes
 from collections import defaultdict
 from typing import Any
 
+import ml_dtypes  # noqa: F401  (registers np.dtype("bfloat16"))
 import numpy as np
 
 NCCL_INT8, NCCL_UINT8, NCCL_INT32, NCCL_UINT32, NCCL_INT64, NCCL_UINT64 = 0, 1, 2, 3, 4, 5
@@ -34,7 +35,7 @@ NCCL_SUM, NCCL_PROD, NCCL_MAX, NCCL_MIN = 0, 1, 2, 3
 available = True
 
 _TYPES = {0: np.int8, 1: np.uint8, 2: np.int32, 3: np.uint32, 4: np.int64, 5: np.uint64,
-          6: np.float16, 7: np.float32, 8: np.float64}
+          6: np.float16, 7: np.float32, 8: np.float64, 9: np.dtype("bfloat16")}  # 9: ncclBfloat16 (ml_dtypes)
 _REDUCE = {0: np.add, 1: np.multiply, 2: np.maximum, 3: np.minimum}
 
 

@@ -77,10 +77,11 @@ def test_asarray_of_a_shardarray_honours_dims_layout_and_dtype(shape):
     assert sa.asarray(x, mesh=sa.Mesh(shape)).dims == ("a", "b")  # an equal mesh is the same mesh
 
 
-def test_asarray_refuses_to_move_a_shardarray_to_another_mesh(mesh):
-    x = sa.ones(mesh, {"a": 4})
-    with pytest.raises(sa.MeshError, match=r"lives on Mesh\(\{'row': 2, 'col': 2\}\).*Mesh\(\{'all': 4\}\).*x.numpy\(\)"):
-        sa.asarray(x, dims=("a",), mesh=sa.Mesh({"all": 4}))
+def test_asarray_moves_a_shardarray_to_another_mesh_by_reshard(mesh):
+    x = sa.asarray(np.arange(4.0), dims=("a",), mesh=mesh, layout={"a": "row"})
+    y = sa.asarray(x, dims=("a",), mesh=sa.Mesh({"all": 4}), layout={"a": "all"})  # issue 16: sa.reshard
+    assert y.mesh == sa.Mesh({"all": 4}) and y.layout == {"a": ("all",)}
+    np.testing.assert_array_equal(y.numpy(), np.arange(4.0))
     with pytest.raises(sa.DimensionError, match=r"\('p', 'q'\).*\{'a': 4\}"):
         sa.asarray(x, dims=("p", "q"))
 

@@ -39,6 +39,14 @@ from ._manipulation import *  # noqa: F403
 from ._manipulation import __all__ as _manipulation_all
 from ._statistical import *  # noqa: F403
 from ._statistical import __all__ as _statistical_all
+from ._scans import *  # noqa: F403
+from ._scans import __all__ as _scans_all
+from ._searching import *  # noqa: F403
+from ._searching import __all__ as _searching_all
+from ._sorting import *  # noqa: F403
+from ._sorting import __all__ as _sorting_all
+from ._set import *  # noqa: F403
+from ._set import __all__ as _set_all
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -67,4 +75,5 @@ def namespace(api_version: str | None = None) -> Any:
 __all__ = [
     "Array", "__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
     *_creation_all, *_dtypes_all, *_elementwise_all, *_indexing_all, *_linalg_all, *_manipulation_all, *_statistical_all,
+    *_scans_all, *_searching_all, *_sorting_all, *_set_all,
 ]

@@ -278,6 +278,10 @@ class Array(ShardArray):
         """
         if isinstance(key, Mapping):
             return wrap(super().__getitem__(key))
+        from ..ops.mask import bool_key, getitem_mask
+
+        if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/mask.py)
+            return wrap(getitem_mask(self, bool_key(key)))
         from ._indexing import getitem
 
         return wrap(getitem(self, key))
@@ -286,6 +290,11 @@ class Array(ShardArray):
         """``x[key] = value`` in place; an array value broadcasts right-aligned by position."""
         if isinstance(key, Mapping):
             super().__setitem__(key, value)
+            return
+        from ..ops.mask import bool_key, setitem_mask
+
+        if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/mask.py)
+            setitem_mask(self, bool_key(key), value)
             return
         from ._indexing import setitem
 

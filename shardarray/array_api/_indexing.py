@@ -33,7 +33,8 @@ def _ids(x: ShardArray, dim: str, indices: Any, what: str) -> ShardArray:
             raise DTypeError(f"{what}: indices must be integers; got {arr.dtype}")
         indices = _asarray(arr, dims=tuple(fresh(x.dims, arr.ndim, "ids")), mesh=x.mesh)
     if indices.dtype.kind == "b":
-        raise ArgumentError(f"{what}: boolean indices (masks) come with part 2 of issue 14; use integer indices")
+        raise ArgumentError(f"{what}: indices must be integers, not a boolean mask; use x[mask], or "
+                            f"xp.nonzero(mask) for integer indices")
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"{what}: indices must be an integer array; got {indices.dtype} "
                          f"(use xp.astype(indices, xp.int64))")
@@ -128,8 +129,9 @@ __all__ = ["take", "take_along_axis"]
 # ----------------------------------------------------------------- x[key] and x[key] = v
 def _part2(what: str) -> ArgumentError:
     return ArgumentError(
-        f"{what}: boolean indices (masks, and True/False) come with part 2 of issue 14 and are not supported "
-        f"yet; use integer indices, or xp.where(mask, x, 0) to select values"
+        f"{what}: a boolean mask must be the whole index (x[mask] or x[mask, ...], the mask over the leading "
+        f"axes); True/False and masks mixed with other indices are not supported: index in two steps, "
+        f"or use xp.nonzero(mask) for integer indices"
     )
 
 

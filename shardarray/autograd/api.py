@@ -7,13 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
+from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
 from ..tree import tree_flatten, tree_unflatten
 from .tape import STATE, Tape, backward
 
 
 def _check_leaf(x: ShardArray, i: int) -> None:
-    if x.dtype.kind != "f":
+    if not is_real_float(x.dtype):
         raise DTypeError(
             f"value_and_grad: parameter {i} {x.sizes} has dtype {x.dtype}; only floating-point arrays can be differentiated "
             f"(pass integer inputs such as token ids as later arguments)"
@@ -135,7 +136,7 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
     """
     _check_fn(fn, "vjp")
     tape, traced, out = _record("vjp", fn, params, args, kwargs)
-    if not isinstance(out, ShardArray) or out.dtype.kind != "f":
+    if not isinstance(out, ShardArray) or not is_real_float(out.dtype):
         tape.release()
         got = f"a {type(out).__name__}" if not isinstance(out, ShardArray) else f"a {out.dtype} array {out.sizes}"
         raise DTypeError(
@@ -156,7 +157,7 @@ def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple
             )
         if cotangent.mesh != out.mesh:
             raise MeshError(f"vjp: the cotangent lives on {cotangent.mesh} but the output on {out.mesh}; make it there")
-        if cotangent.dtype.kind != "f":
+        if not is_real_float(cotangent.dtype):
             raise DTypeError(
                 f"vjp: the cotangent {cotangent.sizes} has dtype {cotangent.dtype}; it must be floating point "
                 f"(.astype({str(out.dtype)!r}))"
@@ -194,7 +195,7 @@ def _split_result(result: Any, has_aux: bool) -> tuple[ShardArray, Any]:
             f"value_and_grad: the loss must be a scalar (0-d) ShardArray; got dims {loss.sizes}. "
             f"Reduce it first, e.g. loss.mean() or loss.sum()"
         )
-    if loss.dtype.kind != "f":
+    if not is_real_float(loss.dtype):
         raise DTypeError(f"value_and_grad: the loss has dtype {loss.dtype}; it must be floating point")
     return loss, aux
 

@@ -113,7 +113,7 @@ def register_vjp(name: str) -> Callable[[VJP], VJP]:
 
 
 def _is_float(x: ShardArray) -> bool:
-    return x.dtype.kind in "fc"
+    return x.dtype.kind in "fc" or x.dtype.name == "bfloat16"  # ml_dtypes' bfloat16 has kind "V"
 
 
 def differentiable(

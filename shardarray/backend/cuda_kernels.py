@@ -3,8 +3,10 @@
 Each launcher takes CuPy arrays on the current device (made contiguous
 here), launches on the current stream and returns new arrays; inputs are
 never written (shards may be shared between replicas). Row kernels work on
-the last axis: one thread block per row. float16 is computed in float32,
-float32 in float32, float64 in float64.
+the last axis: one thread block per row. bfloat16 and float16 are computed
+in float32 (loaded widened, stored rounded once), float32 in float32, float64
+in float64. bfloat16 needs CuPy >= 14 (its bfloat16 is ml_dtypes'); the
+sources convert it with integer bit operations, so no CUDA header is needed.
 
 The sources live in the top-level ``kernels/`` of a source checkout and in
 ``shardarray/kernels/`` of an installed wheel. ``SHARDARRAY_KERNELS=0`` turns
@@ -28,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import accumulation_dtype
+from ..dtypes import BFLOAT16, accumulation_dtype
 from ..errors import BackendError, DTypeError
 
 SOURCES = ("softmax", "layer_norm", "gelu", "adam")
-_SUFFIX = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_SUFFIX = {BFLOAT16: "bf16", np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _MODULES: dict[tuple[str, int], Any] = {}  # (source, GPU) -> compiled RawModule
 _FUNCTIONS: dict[tuple[int, str, str], Any] = {}  # (GPU, kernel, dtype suffix) -> its function
 _BROKEN: dict[str, str] = {}
@@ -66,7 +68,7 @@ def supports(where: Any, dtype: Any, name: str) -> bool:
     Args:
         where: a backend (the kernels are compiled on each of its GPUs, under
             that GPU's scope) or an array namespace (``cupy``: the current GPU).
-        dtype: the shards' dtype: float16, float32 or float64 have kernels.
+        dtype: the shards' dtype: bfloat16, float16, float32 or float64 have kernels.
         name: one of ``SOURCES``.
 
     Example (NumPy shards never take the kernels):
@@ -123,13 +125,13 @@ def _module(name: str, gpu: int | None = None) -> Any:
 
 
 def _fn(name: str, kernel: str, dtype: Any) -> Any:
-    """The function ``<kernel>_<f16|f32|f64>`` of ``kernels/<name>.cu`` on the current GPU (looked up once)."""
+    """The function ``<kernel>_<bf16|f16|f32|f64>`` of ``kernels/<name>.cu`` on the current GPU (looked up once)."""
     import cupy
 
     suffix = _SUFFIX.get(np.dtype(dtype))
     if suffix is None:
-        raise DTypeError(f"the fused {name} kernel {kernel} has no {np.dtype(dtype)} version; it takes float16, "
-                         f"float32 or float64 arrays: cast with .astype first (or set SHARDARRAY_KERNELS=0)")
+        raise DTypeError(f"the fused {name} kernel {kernel} has no {np.dtype(dtype)} version; it takes bfloat16, "
+                         f"float16, float32 or float64 arrays: cast with .astype first (or set SHARDARRAY_KERNELS=0)")
     gpu = cupy.cuda.Device().id
     key = (gpu, kernel, suffix)
     fn = _FUNCTIONS.get(key)

@@ -14,6 +14,10 @@ import math
 from collections.abc import Callable
 
 
+#: the ``--dtype`` choices of ``shardarray-bench`` and the examples (bfloat16: ml_dtypes on NumPy, CuPy >= 14 on GPU)
+FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
+
+
 def mesh_shape(text: str) -> dict[str, int]:
     """``"rows=2,cols=2"`` -> ``{"rows": 2, "cols": 2}`` (sizes >= 1, names unique)."""
     shape: dict[str, int] = {}

@@ -19,7 +19,7 @@ from ..errors import ShardArrayError
 from ..hardware import PROFILES, get_profile
 from . import matmul as bench_matmul
 from . import plan as bench_plan
-from .args import int_at_least, mesh_shape
+from .args import FLOAT_DTYPES, int_at_least, mesh_shape
 from .device import device_name
 from .report import plot, table
 from .workload import ALGORITHMS, Problem, algorithm_of, meshes
@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int_at_least(1), default=None, help="MLP block: batch size")
     p.add_argument("--seq", type=int_at_least(1), default=None, help="MLP block: sequence length")
     p.add_argument("--hidden", type=int_at_least(1), default=None, help="MLP block: hidden size (d_ff = 4·hidden)")
-    p.add_argument("--dtype", default="float32", choices=("float16", "float32", "float64"))
+    p.add_argument("--dtype", default="float32", choices=FLOAT_DTYPES,
+                   help="operand dtype; bfloat16 contracts in float32 on NumPy (rounded once), on tensor cores on GPUs")
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES),
                    help="profile for modeled_time_s (default a100: the Tesseract paper's 4-GPU nodes)")
     p.add_argument("--repeat", type=int_at_least(1), default=3, help="timed runs per row (median), after one warm-up")

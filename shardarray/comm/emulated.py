@@ -3,6 +3,11 @@
 Works for every backend (NumPy, CuPy on one GPU, meta shapes). Groups whose
 members hold the very same buffers (replicas along other axes) are computed
 once and share the result; buffers are never modified in place.
+
+Reductions of bfloat16 buffers (sum, max, min) add in float32 and round the
+result once, as the MPI communicator does (and NCCL, whose bfloat16 sums
+accumulate in float32 inside each step): the answer does not depend on the
+order the members are added in.
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ class EmulatedCommunicator(Communicator):
             return xp.minimum
         raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
 
+    def _total(self, members: list[Any], reducer: Callable[[Any, Any], Any]) -> Any:
+        """``reducer`` folded over the group's buffers; bfloat16 ones in float32, rounded once."""
+        first = members[0]
+        if self.mesh.backend.has_data and getattr(first.dtype, "name", "") == "bfloat16":
+            total = functools.reduce(reducer, [b.astype("float32") for b in members])
+            return total.astype(first.dtype)
+        return functools.reduce(reducer, members)
+
     def _per_group(
         self, shards: Sequence[Any], axes: tuple[str, ...], fn: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
@@ -59,7 +72,7 @@ class EmulatedCommunicator(Communicator):
         n = self._log("allreduce", axes, shards)
         if n == 1:
             return list(shards)
-        return self._per_group(shards, axes, lambda m: [functools.reduce(reducer, m)] * len(m))
+        return self._per_group(shards, axes, lambda m: [self._total(m, reducer)] * len(m))
 
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         n = self._log("allgather", axes, shards)
@@ -77,7 +90,7 @@ class EmulatedCommunicator(Communicator):
         radix = [self.mesh.axis_size(a) for a in axes]
 
         def run(m: list[Any]) -> list[Any]:
-            total = functools.reduce(reducer, m)
+            total = self._total(m, reducer)
             size = total.shape[dim]
             return [_take(total, dim, *group_chunk(0, size, radix, i)) for i in range(n)]
 
@@ -118,7 +131,7 @@ class EmulatedCommunicator(Communicator):
 
         def run(m: list[Any]) -> list[Any]:
             out = list(m)
-            out[root] = functools.reduce(reducer, m)
+            out[root] = self._total(m, reducer)
             return out
 
         return self._per_group(shards, axes, run)

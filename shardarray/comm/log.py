@@ -86,16 +86,55 @@ class CommLog:
     def clear(self) -> None:
         self.records.clear()
 
-    def summary(self) -> str:
-        """A plain-text table of the records and their totals."""
-        head = f"{'op':<15}{'axes':<18}{'group':>6}{'elements':>14}{'bytes':>14}{'wire bytes':>14}"
-        lines = [head, "-" * len(head)]
+    def grouped(self) -> list[tuple[tuple[str, tuple[str, ...], str], int, int, int, float]]:
+        """Records aggregated by ``(op, axes, dtype)``, in order of first appearance.
+
+        Returns:
+            ``[((op, axes, dtype), count, elements, bytes, wire_bytes), ...]``,
+            totals per device over the records of each key.
+        """
+        acc: dict[tuple[str, tuple[str, ...], str], list[Any]] = {}
         for r in self.records:
-            lines.append(
-                f"{r.op:<15}{','.join(r.axes):<18}{r.group_size:>6}{r.elements:>14}{r.bytes:>14}{r.wire_bytes:>14.0f}"
-            )
+            a = acc.setdefault((r.op, r.axes, r.dtype), [0, 0, 0, 0.0])
+            a[0] += 1
+            a[1] += r.elements
+            a[2] += r.bytes
+            a[3] += r.wire_bytes
+        return [(k, c, e, b, w) for k, (c, e, b, w) in acc.items()]
+
+    def summary(self, per_record: bool = False) -> str:
+        """A plain-text table: one line per ``(op, axes, dtype)`` with counts and totals, then the grand total.
+
+        Args:
+            per_record: one line per collective instead (the raw log).
+
+        Example (a 2×2 mesh, 3 reductions over ``col``):
+            >>> mesh = sa.Mesh({"row": 2, "col": 2})
+            >>> x = sa.ones(mesh, {"batch": 4, "io": 6}, layout={"io": "col"})
+            >>> with sa.comm_log() as log:
+            ...     for _ in range(3):
+            ...         _ = x.sum("io").numpy()
+            >>> print(log.summary().splitlines()[2])
+            allreduce      col             float32        3            12            48            48
+        """
+        if per_record:
+            head = f"{'op':<15}{'axes':<16}{'dtype':<10}{'group':>6}{'elements':>14}{'bytes':>14}{'wire bytes':>14}"
+            lines = [head, "-" * len(head)]
+            for r in self.records:
+                lines.append(
+                    f"{r.op:<15}{','.join(r.axes):<16}{r.dtype:<10}{r.group_size:>6}{r.elements:>14}{r.bytes:>14}"
+                    f"{r.wire_bytes:>14.0f}"
+                )
+        else:
+            head = f"{'op':<15}{'axes':<16}{'dtype':<10}{'calls':>6}{'elements':>14}{'bytes':>14}{'wire bytes':>14}"
+            lines = [head, "-" * len(head)]
+            for (op, axes, dtype), count, elements, nbytes, wire in self.grouped():
+                lines.append(
+                    f"{op:<15}{','.join(axes):<16}{dtype:<10}{count:>6}{elements:>14}{nbytes:>14}{wire:>14.0f}"
+                )
         lines.append(
-            f"{'total':<39}{self.total('elements'):>14}{self.total('bytes'):>14}{self.total('wire_bytes'):>14.0f}"
+            f"{'total':<41}{len(self.records):>6}{self.total('elements'):>14}{self.total('bytes'):>14}"
+            f"{self.total('wire_bytes'):>14.0f}"
         )
         return "\n".join(lines)
 

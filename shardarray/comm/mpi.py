@@ -8,7 +8,11 @@ by their position along the axes, so ``root`` means the same member as on an
 emulated mesh. Data moves with buffer-based calls (``Allreduce``,
 ``Allgatherv``, ``Reduce_scatter``, ``Alltoallv``, ``Bcast``, ``Reduce``) on
 contiguous NumPy buffers; only small shape tuples travel pickled. float16 is
-reduced in float32 (MPI has no half-precision sum).
+reduced in float32 (MPI has no half-precision sum). bfloat16, which MPI has
+no type for, moves as 16-bit payloads (the data-moving collectives send raw
+bytes: 2 per element); its reductions (sum, max, min: ``Allreduce``,
+``Reduce_scatter``, ``Reduce``) upcast to float32, reduce as float32 (4 bytes
+per element on the wire) and round the result to bfloat16 once.
 
 No process hangs when another fails: an uncaught exception on any rank aborts
 the whole job (``MPI.COMM_WORLD.Abort``), a rank that exits while others wait
@@ -204,7 +208,8 @@ class MpiCommunicator(Communicator):
 
     @staticmethod
     def _wide(x: np.ndarray) -> np.ndarray:
-        return contiguous(x, dtype=np.float32 if x.dtype == np.float16 else x.dtype)
+        """``x`` as a contiguous buffer MPI can reduce: float16 and bfloat16 (no MPI type) as float32."""
+        return contiguous(x, dtype=np.float32 if x.dtype == np.float16 or x.dtype.name == "bfloat16" else x.dtype)
 
     # ------------------------------------------------------------ collectives
     def check_spmd(self, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
@@ -304,7 +309,8 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, pos = self._sub(axes)
         x = shards[self.rank]
-        shape, dtype = sub.bcast((x.shape, x.dtype.str) if pos == root else None, root=root)
+        # the dtype by name: ml_dtypes' bfloat16 has str "<V2", which would come back as raw void bytes
+        shape, dtype = sub.bcast((x.shape, x.dtype.name) if pos == root else None, root=root)
         buf = contiguous(x) if pos == root else np.empty(shape, dtype=np.dtype(dtype))
         with self._calling("broadcast", axes, x):
             sub.Bcast(buf.view(np.uint8).reshape(-1), root=root)
@@ -349,3 +355,49 @@ class MpiCommunicator(Communicator):
             parts.append(recv[start:start + c].reshape(s))
             start += c
         return self._out(np.concatenate(parts, axis=dim))
+
+
+def exchange_flat(
+    world: Any, send: Sequence[np.ndarray], recv_counts: Sequence[int], dtype: Any, axes: tuple[str, ...],
+    elements: int,
+) -> list[np.ndarray]:
+    """A personalized exchange of flat buffers over the whole job (``sa.reshard`` between two MPI meshes).
+
+    ``send[p]`` is the 1-D buffer this process sends process ``p`` (the one
+    for itself is not used); ``recv_counts[p]`` the number of elements it
+    receives from ``p`` (every process knows them from the shared plan, so
+    only bytes travel: one ``Alltoallv`` of raw bytes, any dtype). Returns
+    the received buffers, one per process. Logged as one ``"alltoall"``
+    record over ``axes`` (the target mesh's) with ``elements``: the most any
+    process sends to the others (the caller's plan knows it for every process).
+
+    Example:
+        Under ``mpiexec -n 2``, process 0 sending ``[1., 2.]`` to process 1:
+        ``exchange_flat(COMM_WORLD, [empty, array([1., 2.])], [0, 0], "float64", ("model",), 2)`` on
+        process 0 and ``exchange_flat(COMM_WORLD, [empty, empty], [2, 0], ...)`` on process 1,
+        which receives ``[array([1., 2.]), array([])]``.
+    """
+    dtype = np.dtype(dtype)
+    rank, size = world.Get_rank(), world.Get_size()
+    bufs = [np.empty(0, dtype) if p == rank else contiguous(send[p], dtype=dtype).reshape(-1) for p in range(size)]
+    if size > 1:
+        enter(world, "alltoall", tuple(axes), np.empty(0, dtype))
+        if elements:
+            record("alltoall", tuple(axes), size, int(elements), dtype.itemsize, str(dtype))
+    counts = [0 if p == rank else int(c) for p, c in enumerate(recv_counts)]
+    recv = np.empty(sum(counts), dtype=dtype)
+    flat = np.concatenate(bufs) if bufs else np.empty(0, dtype)
+    try:
+        world.Alltoallv([flat.view(np.uint8), [b.size * dtype.itemsize for b in bufs]],
+                        [recv.view(np.uint8), [c * dtype.itemsize for c in counts]])
+    except _mpi().Exception as e:
+        raise CommError(
+            f"MPI Alltoallv of a reshard over the whole job failed on process {rank} ({dtype}, sending "
+            f"{[b.size for b in bufs]} and receiving {counts} elements): {e}. The processes probably disagree on "
+            f"the array or the target mesh; run with SHARDARRAY_CHECK_SPMD=1 to compare them"
+        ) from e
+    out, start = [], 0
+    for c in counts:
+        out.append(recv[start:start + c])
+        start += c
+    return out

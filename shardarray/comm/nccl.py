@@ -57,6 +57,9 @@ DTYPES = {
     "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32",
     "float64": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16",
 }
+#: ``ncclDataType_t`` values from nccl.h for the constants older CuPy builds do not export
+#: (``ncclBfloat16 = 9`` since NCCL 2.10; bfloat16 moves as 2 bytes and NCCL reduces it natively)
+FALLBACK = {"NCCL_BFLOAT16": 9}
 #: dtypes NCCL has no type for -> (the dtype they travel as, elements per value)
 WIRE = {"bool": ("uint8", 1), "complex64": ("float32", 2), "complex128": ("float64", 2)}
 _OPS = {"sum": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
@@ -236,10 +239,12 @@ class NcclCommunicator(Communicator):
     def _type(self, dtype: Any, what: str) -> int:
         dtype = np.dtype(dtype)
         const = DTYPES.get(wire(dtype)[0].name)
-        if const is None or not hasattr(self.lib, const):
-            known = sorted(k for k in (*DTYPES, *WIRE) if hasattr(self.lib, DTYPES[WIRE.get(k, (k,))[0]]))
+        value = None if const is None else getattr(self.lib, const, FALLBACK.get(const))
+        if value is None:
+            known = sorted(k for k in (*DTYPES, *WIRE) if hasattr(self.lib, DTYPES[WIRE.get(k, (k,))[0]])
+                           or DTYPES[WIRE.get(k, (k,))[0]] in FALLBACK)
             raise DTypeError(f"NCCL {what} cannot move dtype {dtype}; NCCL here moves {known}. Cast with .astype first")
-        return getattr(self.lib, const)
+        return int(value)
 
     def _op(self, op: str, dtype: Any, what: str) -> int:
         if op not in _OPS:

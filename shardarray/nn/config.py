@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError, DimensionError, DTypeError
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,13 @@ class TransformerConfig:
         n_layers: transformer blocks.
         seq_len: sequence length (the learned position table has this many rows).
         eps: layer-norm epsilon.
+        compute_dtype: the dtype of the einsums and activations (mixed precision), or
+            None (the default) to compute in the parameters' dtype. With
+            ``"bfloat16"`` or ``"float16"`` the parameters stay in their own dtype
+            (float32): they are cast once per step where the model uses them, and
+            the cast's VJP casts the gradients back, so gradients and optimizer
+            state keep the parameters' dtype. Layer norm, the attention softmax and
+            the loss (logits' softmax cross-entropy) compute in float32.
 
     Example:
         >>> cfg = sa.nn.TransformerConfig(vocab=256, d_model=64, heads=4, d_kv=16, d_ff=256, n_layers=2, seq_len=32)
@@ -36,6 +43,7 @@ class TransformerConfig:
     n_layers: int = 2
     seq_len: int = 32
     eps: float = 1e-5
+    compute_dtype: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("vocab", "d_model", "heads", "d_kv", "d_ff", "seq_len"):
@@ -53,6 +61,9 @@ class TransformerConfig:
                 f"got eps={eps!r}"
             )
 
+        if self.compute_dtype is not None:
+            _check_compute_dtype(self.compute_dtype)
+
     @property
     def sizes(self) -> dict[str, int]:
         """The size of every named dim of the model (``seq`` and ``kseq`` are the sequence)."""
@@ -60,6 +71,18 @@ class TransformerConfig:
             "vocab": self.vocab, "d_model": self.d_model, "heads": self.heads, "d_kv": self.d_kv,
             "d_ff": self.d_ff, "seq": self.seq_len, "kseq": self.seq_len,
         }
+
+
+COMPUTE_DTYPES = ("bfloat16", "float16", "float32", "float64")
+
+
+def _check_compute_dtype(value: object) -> None:
+    """``DTypeError`` unless ``value`` names a float dtype the model can compute in."""
+    if not isinstance(value, str) or value not in COMPUTE_DTYPES:
+        raise DTypeError(
+            f"TransformerConfig.compute_dtype must be None or one of {COMPUTE_DTYPES} (a string); got "
+            f"compute_dtype={value!r}. Use compute_dtype='bfloat16' for mixed precision with float32 parameters"
+        )
 
 
 def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[str, ...]]:

@@ -63,4 +63,27 @@ def pattern_batch(
     return seqs[:, :-1], seqs[:, 1:]
 
 
-__all__ = ["pattern_batch"]
+def pattern_rows(seed: int, step: int, start: int, stop: int, seq_len: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``[start, stop)`` of batch ``step`` of a ``patterns`` stream: each row drawn from its own generator,
+    seeded by ``(seed, step, row)``, so a device can make only its rows (``sa.from_local``) and every split of
+    the batch, emulated or under MPI, gives the same rows bit for bit.
+
+    Example:
+        >>> tok, tgt = sa.nn.data.pattern_rows(0, 5, 2, 4, 8, 16)          # rows 2 and 3 of step 5
+        >>> bool((tok == sa.nn.data.pattern_rows(0, 5, 0, 4, 8, 16)[0][2:4]).all())
+        True
+    """
+    for name, value in (("seed", seed), ("step", step), ("start", start), ("stop", stop)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise DimensionError(f"pattern_rows: {name} must be an integer >= 0; got {name}={value!r}")
+    if stop < start:
+        raise DimensionError(f"pattern_rows: stop={stop} < start={start}; give rows [start, stop) with start <= stop")
+    tok = np.empty((stop - start, seq_len), np.int64)
+    tgt = np.empty((stop - start, seq_len), np.int64)
+    for i, row in enumerate(range(start, stop)):
+        a, b = pattern_batch(np.random.default_rng((int(seed), int(step), row)), 1, seq_len, vocab)
+        tok[i], tgt[i] = a[0], b[0]
+    return tok, tgt
+
+
+__all__ = ["pattern_batch", "pattern_rows"]

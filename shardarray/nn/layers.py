@@ -154,6 +154,8 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
 
     The masked scores keep the dims (batch, heads, seq, kseq), so their
     softmax over the last dim, kseq, is one fused kernel per block on GPUs.
+    Scores narrower than float32 (float16, bfloat16) go through the softmax in
+    float32; the probabilities return to the scores' dtype for the next einsum.
     """
     _need_dims("attention", "x", x, ("batch", "seq", "d_model"))
     wq, wk, wv, wo = (p[prefix + n] for n in ("wq", "wk", "wv", "wo"))
@@ -164,7 +166,10 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     q = q * (1.0 / math.sqrt(wq.sizes["d_kv"]))
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)
     scores = where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf)
-    probs = softmax(scores, "kseq")
+    if scores.dtype.itemsize < 4:  # mixed precision: the softmax in float32, its probabilities back in 16 bits
+        probs = softmax(scores.astype("float32"), "kseq").astype(scores.dtype)
+    else:
+        probs = softmax(scores, "kseq")
     o = einsum("batch heads seq kseq, batch kseq heads d_kv -> batch seq heads d_kv", probs, v)
     return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
 

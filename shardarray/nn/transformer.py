@@ -184,15 +184,42 @@ def transformer_logits(params: Params, tokens: ShardArray, cfg: TransformerConfi
     return _logits(params, tokens, cfg)
 
 
+def _low(dtype: Any) -> bool:
+    """A float narrower than float32 (float16, bfloat16): layer norm, softmax and loss run in float32."""
+    return dtype is not None and as_dtype(dtype).itemsize < 4
+
+
+def _cast(params: Params, dtype: Any) -> Params:
+    """The parameters in the compute dtype, cast once per forward pass (the cast's VJP casts gradients back)."""
+    if dtype is None:
+        return params
+    dt, norms = as_dtype(dtype), _low(dtype)  # in 16 bits the layer norms keep their float32 gains and biases
+    return {k: v if v.dtype == dt or (norms and k.endswith((".gain", ".bias"))) else v.astype(dt)
+            for k, v in params.items()}
+
+
+def _norm(x: ShardArray, params: Params, name: str, cfg: TransformerConfig) -> ShardArray:
+    """Layer norm ``name``: in float32 with the float32 gain and bias when the model computes in 16 bits."""
+    gain, bias = params[name + ".gain"], params[name + ".bias"]
+    if not _low(cfg.compute_dtype):
+        return layer_norm(x, gain, bias, eps=cfg.eps)
+    f32 = "float32"
+    y = layer_norm(x.astype(f32), gain if gain.dtype == f32 else gain.astype(f32),
+                   bias if bias.dtype == f32 else bias.astype(f32), eps=cfg.eps)
+    return y.astype(cfg.compute_dtype)
+
+
 def _logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> ShardArray:
-    """The logits, with params and tokens already checked."""
-    x = _ids_in_vocab(lambda: take(params["embed"], tokens, "vocab"), "tokens", cfg) + params["pos"]
+    """The logits, with params and tokens already checked (float32 when the model computes in 16 bits)."""
+    p = _cast(params, cfg.compute_dtype)
+    x = _ids_in_vocab(lambda: take(p["embed"], tokens, "vocab"), "tokens", cfg) + p["pos"]
     for i in range(cfg.n_layers):
-        p = f"layer{i}."
-        x = x + attention(layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps=cfg.eps), params, p + "attn.")
-        x = x + mlp(layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps=cfg.eps), params, p + "mlp.")
-    x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], eps=cfg.eps)
-    return einsum("batch seq d_model, d_model vocab -> batch seq vocab", x, params["unembed"])
+        pre = f"layer{i}."
+        x = x + attention(_norm(x, params, pre + "ln1", cfg), p, pre + "attn.")
+        x = x + mlp(_norm(x, params, pre + "ln2", cfg), p, pre + "mlp.")
+    x = _norm(x, params, "ln_f", cfg)
+    logits = einsum("batch seq d_model, d_model vocab -> batch seq vocab", x, p["unembed"])
+    return logits.astype("float32") if _low(cfg.compute_dtype) else logits
 
 
 def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cfg: TransformerConfig) -> ShardArray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -185,28 +186,58 @@ def _signature(arg: Any) -> Any:
     return arg
 
 
+def _meta_classes(mesh: Mesh, axes: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, rep_of)`` for ``mesh.replica_classes(axes)``: representatives, and each device's class index."""
+    cache = mesh.__dict__.setdefault("_meta_class_index", {})
+    key = frozenset(axes)
+    hit = cache.get(key)
+    if hit is None:
+        classes = mesh.replica_classes(axes)
+        reps = np.fromiter((r for r, _ in classes), dtype=np.intp, count=len(classes))
+        rep_of = np.full(mesh.size, -1, dtype=np.intp)
+        for i, (_, devices) in enumerate(classes):
+            rep_of[list(devices)] = i
+        hit = cache[key] = (reps, rep_of)
+    return hit
+
+
 def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]) -> list[Any]:
-    """``map_blocks`` on shapes: blocks with the same operands (by identity, else by signature) are computed once."""
-    out: list[Any] = [None] * mesh.size
-    by_id: dict[tuple, Any] = {}
-    by_signature: dict[Any, Any] = {}
-    for rep, devices in mesh.replica_classes(axes):
-        args = [s[rep] for s in shard_lists]
-        ids = tuple(map(id, args))
-        r = by_id.get(ids)
-        if r is None:
-            key = _signature(args)
-            try:
-                r = by_signature.get(key)
-            except TypeError:  # an argument that cannot be a key: no sharing
-                key = None
-            if r is None:
-                r = fn(*args)
-                if key is not None:
-                    by_signature[key] = r
-            by_id[ids] = r
-        for d in devices:
+    """``map_blocks`` on shapes: blocks with the same operands (by identity, else by signature) are computed once.
+
+    The per-device work is vectorised: the representatives' operands are
+    grouped by identity with one ``np.unique``, ``fn`` runs once per distinct
+    signature, and the results are spread to the devices by one fancy index.
+    """
+    reps, rep_of = _meta_classes(mesh, axes)
+    if len(reps) == 1 or not shard_lists:
+        args = [s[int(reps[0])] for s in shard_lists]
+        r = fn(*args)
+        out = [None] * mesh.size
+        for d in np.flatnonzero(rep_of >= 0).tolist():
             out[d] = r
+        return out
+    ids = np.array([list(map(id, s)) for s in shard_lists], dtype=np.uintp)[:, reps].T  # (classes, operands)
+    _, first, inverse = np.unique(ids, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    by_signature: dict[Any, Any] = {}
+    results: list[Any] = [None] * len(first)
+    for u in np.argsort(first, kind="stable").tolist():  # in device order, as the per-device loop did
+        args = [s[int(reps[first[u]])] for s in shard_lists]
+        key = _signature(args)
+        try:
+            r = by_signature.get(key)
+        except TypeError:  # an argument that cannot be a key: no sharing
+            key, r = None, None
+        if r is None:
+            r = fn(*args)
+            if key is not None:
+                by_signature[key] = r
+        results[u] = r
+    if rep_of.min() >= 0:
+        return list(operator.itemgetter(*inverse[rep_of].tolist())(results)) if mesh.size > 1 else [results[0]]
+    out: list[Any] = [None] * mesh.size
+    for d in np.flatnonzero(rep_of >= 0).tolist():
+        out[d] = results[inverse[rep_of[d]]]
     return out
 
 

@@ -114,15 +114,12 @@ def zeros_like(x: ShardArray) -> ShardArray:
 
 
 def _from_shardarray(x: ShardArray, dims: Any, mesh: Any, layout: Any, dtype: Any) -> ShardArray:
-    """``asarray`` of a ShardArray: rename to ``dims``, relayout, cast; refuse another mesh."""
+    """``asarray`` of a ShardArray: rename to ``dims``, then relayout (or ``sa.reshard`` to another mesh), cast."""
+    other = None
     if mesh is not None:
         _check_mesh(mesh, "asarray")
         if mesh is not x.mesh and mesh != x.mesh:
-            raise MeshError(
-                f"asarray: the ShardArray {x.sizes} lives on {x.mesh} but mesh={mesh} was given; asarray does not "
-                f"move arrays between meshes. Copy it through the host with "
-                f"sa.asarray(x.numpy(), dims=x.dims, mesh=other_mesh, layout=...)"
-            )
+            other = mesh
     if dims is not None:
         names = check_dims((dims,) if isinstance(dims, str) else dims, what=f"asarray of {x.sizes}")
         if len(names) != x.ndim:
@@ -132,7 +129,12 @@ def _from_shardarray(x: ShardArray, dims: Any, mesh: Any, layout: Any, dtype: An
             )
         if names != x.dims:
             x = x.rename(dict(zip(x.dims, names)))
-    out = x if layout is None else x.relayout(layout)
+    if other is not None:  # another mesh: a resharding copy (layout None: the target mesh's rules)
+        from .reshard import reshard
+
+        out = reshard(x, other, layout)
+    else:
+        out = x if layout is None else x.relayout(layout)
     return out if dtype is None else out.astype(dtype)
 
 
@@ -147,11 +149,11 @@ def asarray(
 
     Args:
         array: array-like, or a ShardArray (relaid out to ``layout``, cast to
-            ``dtype``, its dims renamed to ``dims``; it stays on its mesh).
+            ``dtype``, its dims renamed to ``dims``).
         dims: one name per array dimension.
-        mesh: the mesh. For a ShardArray it may be left out or be its own
-            mesh; another mesh is a ``MeshError`` (moving between meshes is a
-            resharding copy, not a conversion).
+        mesh: the mesh. For a ShardArray it may be left out (it stays on its
+            mesh); another mesh moves it there with ``sa.reshard`` (a copy by
+            the block-overlap plan; ``layout=None`` then follows that mesh's rules).
         layout: ``{dim: axis | (axes) | None}``; dims left out are not split;
             None follows the mesh rules.
         dtype: optional cast.

@@ -91,7 +91,21 @@ def uniform(
     dt = as_float_dtype(dtype, "sa.random.uniform")
     key = _key(seed, 1)
     return _make(mesh, sizes, layout, dt, "sa.random.uniform",
-                 lambda xp, i: low + (high - low) * _unit(xp, _hash(xp, i, key), False))
+                 lambda xp, i: _below(xp, low + (high - low) * _unit(xp, _hash(xp, i, key), False), dt, low, high))
+
+
+def _below(xp: Any, v: Any, dtype: np.dtype, low: float, high: float) -> Any:
+    """``v`` rounded to ``dtype``, the values that round up to ``high`` moved to the largest one below it.
+
+    A float64 sample just under ``high`` rounds to ``high`` itself in a
+    narrow dtype (bfloat16 has 8 significant bits: 0.999 -> 1.0); the
+    interval stays half-open.
+    """
+    out = v.astype(dtype)
+    if not high > low:
+        return out
+    top = np.asarray(high).astype(dtype)[()]
+    return xp.where(out >= top, np.nextafter(top, np.asarray(low).astype(dtype)[()]), out)
 
 
 def normal(

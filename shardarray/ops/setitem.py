@@ -97,6 +97,22 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
             f"x[...] = v on {x._describe()} inside sa.value_and_grad/grad/vjp: writes in place are not "
             f"differentiable. Build the new value with sa.where(mask, v, x) or sa.concat instead"
         )
+    masks = [d for d, k in items.items() if getattr(k, "dtype", None) is not None and np.dtype(k.dtype).kind == "b"]
+    if masks and len(items) == 1:  # a boolean mask: see ops/mask.py
+        from .mask import mask_assign
+
+        k = items[masks[0]]
+        if not isinstance(k, ShardArray):
+            k = np.asarray(k)
+            if k.ndim != 1:
+                raise DimensionError(f"x[mask] = v: a NumPy mask for dim {masks[0]!r} must be 1-D; got {k.shape}")
+            from .creation import asarray
+
+            k = asarray(k, dims=(masks[0],), mesh=x.mesh)
+        elif k.ndim == 1 and k.dims[0] not in x.dims:
+            k = rename(k, {k.dims[0]: masks[0]})
+        mask_assign(x, k, v)
+        return
     box = _box(x, items)
     if x.pending:
         r = x.resolve()

@@ -18,12 +18,43 @@ def _cell(x: ShardArray, device: int) -> str:
     return text + (" +partial" if x.pending else "")
 
 
+MAX_PICTURE_DEVICES = 64  # larger meshes get a summary instead of one cell per device
+
+
+def _ranges(bounds: list[tuple[int, int]]) -> str:
+    """``[0:4] [4:8] ... [28:32]``: the first two and last block ranges of a split dim."""
+    shown = [f"[{lo}:{hi}]" for lo, hi in bounds]
+    return " ".join(shown) if len(shown) <= 4 else " ".join(shown[:2] + ["...", shown[-1]])
+
+
+def _summary(x: ShardArray, head: str) -> str:
+    """What ``show`` prints for a mesh of more than ``MAX_PICTURE_DEVICES`` devices: per split dim, then block shapes."""
+    bounds = block_bounds(x.mesh, x.spec)
+    lines = [head, f"{x.mesh.size} devices: summary (a picture is drawn up to {MAX_PICTURE_DEVICES} devices)"]
+    for i, (d, axes) in enumerate(zip(x.dims, x.spec.axes)):
+        if not axes:
+            lines.append(f"  {d}: not split (every device holds [0:{x.sizes[d]}])")
+            continue
+        distinct = sorted({b[i] for b in bounds})
+        lines.append(f"  {d}: split over {'+'.join(axes)} into {len(distinct)} blocks {_ranges(distinct)}")
+    shapes: dict[tuple[int, ...], int] = {}
+    for b in bounds:
+        shape = tuple(hi - lo for lo, hi in b)
+        shapes[shape] = shapes.get(shape, 0) + 1
+    text = ", ".join(f"{shape} on {n}" for shape, n in sorted(shapes.items(), key=lambda kv: -kv[1]))
+    lines.append(f"  block shapes: {text}" + (" (+partial: a sum is pending)" if x.pending else ""))
+    return "\n".join(lines)
+
+
 def show(x: ShardArray) -> str:
-    """A plain-text picture of the blocks each device holds.
+    """A plain-text picture of the blocks each device holds (a summary on meshes of more than 64 devices).
 
     The mesh's first half of axes index the rows of the picture, the rest the
     columns; each cell lists the global index range of every split dim
     (``all`` for a replicated array, ``+partial`` while a sum is pending).
+    Above ``MAX_PICTURE_DEVICES`` devices (a 16×32 mesh would need 512 cells)
+    it lists, per dim, the axes that split it and its block ranges, and the
+    distinct block shapes with their device counts.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -39,6 +70,14 @@ def show(x: ShardArray) -> str:
     half = (len(names) + 1) // 2
     row_axes, col_axes = names[:half], names[half:]
     sizes = mesh.shape
+    lay = ", ".join(f"{d}: {'+'.join(a)}" for d, a in x.layout.items())
+    pend = f", pending sum over {'+'.join(x.pending)}" if x.pending else ""
+    head = (
+        f"ShardArray {' '.join(f'{d}={n}' for d, n in x.sizes.items()) or '(scalar)'} {x.dtype}, "
+        f"layout {{{lay}}}{pend}, mesh {{{', '.join(f'{a}: {s}' for a, s in sizes.items())}}}"
+    )
+    if mesh.size > MAX_PICTURE_DEVICES:
+        return _summary(x, head)
     rows = list(itertools.product(*(range(sizes[a]) for a in row_axes)))
     cols = list(itertools.product(*(range(sizes[a]) for a in col_axes)))
     label = lambda axes, c: ",".join(f"{a}={i}" for a, i in zip(axes, c)) or "-"  # noqa: E731
@@ -49,12 +88,6 @@ def show(x: ShardArray) -> str:
             line.append(_cell(x, mesh.device_at(dict(zip(row_axes + col_axes, r + c)))))
         table.append(line)
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
-    lay = ", ".join(f"{d}: {'+'.join(a)}" for d, a in x.layout.items())
-    pend = f", pending sum over {'+'.join(x.pending)}" if x.pending else ""
-    head = (
-        f"ShardArray {' '.join(f'{d}={n}' for d, n in x.sizes.items()) or '(scalar)'} {x.dtype}, "
-        f"layout {{{lay}}}{pend}, mesh {{{', '.join(f'{a}: {s}' for a, s in sizes.items())}}}"
-    )
     body = ["  ".join(cell.ljust(w) for cell, w in zip(t, widths)).rstrip() for t in table]
     return "\n".join([head] + body)
 

@@ -140,10 +140,9 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
     n = x.sizes[dim]
     if isinstance(ids, ShardArray):
         if ids.dtype.kind == "b":
-            raise ArgumentError(
-                f"boolean mask {ids.sizes} for dim {dim!r}: boolean indexing is part 2 of issue 14 and not yet "
-                f"supported; use sa.where(mask, x, 0) or integer ids"
-            )
+            from .mask import select_along
+
+            return select_along(x, dim, ids)
         if ids.dtype.kind not in "iu":
             raise DTypeError(f"ids {ids.sizes} indexing dim {dim!r} must be integers; got {ids.dtype}; "
                              f"use ids.astype('int64')")
@@ -152,10 +151,9 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
     else:
         arr = np.asarray(ids)
         if arr.dtype.kind == "b":
-            raise ArgumentError(
-                f"boolean mask for dim {dim!r}: boolean indexing is part 2 of issue 14 and not yet supported; "
-                f"use sa.where(mask, x, 0) or integer ids"
-            )
+            from .mask import select_along
+
+            return select_along(x, dim, arr)
         if arr.dtype.kind not in "iu" and arr.size:
             raise DTypeError(f"ids {ids!r:.60} indexing dim {dim!r} must be integers; got {arr.dtype}; "
                              f"use int indices")
@@ -234,11 +232,13 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
         else:
             raise DTypeError(f"isel: index {v!r:.60} for dim {d!r} must be an int, a slice or integer ids; "
                              f"got {type(v).__name__}")
-    for kind, d, v in checked:
-        if kind == "slice":
-            start, step, count = v
-            if not (start == 0 and step == 1 and count == x.sizes[d]):
-                x = slice_dim(x, d, start, step, count)
+    boxes = [(d, *v) for kind, d, v in checked if kind == "slice" and v != (0, 1, x.sizes[d])]
+    if len(boxes) == 1:
+        x = slice_dim(x, *boxes[0])
+    elif boxes:
+        from .slice_box import slice_dims
+
+        x = slice_dims(x, boxes)
     for kind, d, v in checked:
         if kind == "int":
             x = pick(x, d, v)

@@ -7,7 +7,10 @@ Non-finite values follow ``scipy.special``: ``logsumexp`` of a slice holding
 +inf is +inf, of an all -inf slice -inf, with a NaN NaN (the shift by the
 maximum is replaced by 0 where the maximum is not finite); ``softmax`` gives
 0 at -inf entries, and NaN for a whole slice holding +inf or NaN or only -inf.
-Both need real floating-point arrays (``DTypeError`` otherwise).
+Both need real floating-point arrays (``DTypeError`` otherwise). bfloat16
+inputs are computed in float32 (the maximum, the exponentials and their sum)
+and the result is rounded to bfloat16 once; the collectives then carry
+float32 values (4 bytes per reduced element).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
-from ..dtypes import check_domain
+from ..dtypes import check_domain, compute_dtype
 from . import elementwise as ew
 from . import reduce as red
 from ..backend import cuda_kernels
@@ -48,6 +51,9 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
     """
     dims_arg(x, dims, "logsumexp")
     check_domain("logsumexp", [x], "real_float")
+    wide = compute_dtype(x.dtype)
+    if wide is not None:
+        return logsumexp.__wrapped__(x.astype(wide), dims).astype(x.dtype)
     m = _finite_shift(x, dims)
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, m))
     return ew.log(red.sum(e, dims)) + m
@@ -65,6 +71,9 @@ def softmax(x: ShardArray, dims: Any) -> ShardArray:
     """
     dims_arg(x, dims, "softmax")
     check_domain("softmax", [x], "real_float")
+    wide = compute_dtype(x.dtype)
+    if wide is not None and not fused.kernels_for(x, "softmax"):
+        return softmax.__wrapped__(x.astype(wide), dims).astype(x.dtype)
     if fused.rows_ready(x, fused.single_dim(dims)) and fused.kernels_for(x, "softmax"):
         return fused.map_like(x.resolve(), cuda_kernels.softmax_rows)  # whole rows in every block: one kernel
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, _shift(x, dims)))

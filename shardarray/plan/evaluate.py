@@ -47,6 +47,7 @@ def evaluate_layout(
     backend: str = "meta",
     label: str = "",
     watch: Callable[[Profile, Clock], None] | None = None,
+    cache: dict[tuple, float] | None = None,
 ) -> Plan:
     """Run ``step(mesh)`` once on a mesh with layout ``rules`` and model its cost (see ``plan.model``).
 
@@ -63,6 +64,8 @@ def evaluate_layout(
         label: a name kept in the plan.
         watch: called after every change to the totals (the search stops
             traces early through it).
+        cache: collective times shared across calls on the same mesh shape
+            and hardware (the search passes one dict to every rule set).
 
     Returns:
         The ``Plan``: rules, modeled ``step_time_s`` and its parts, memory,
@@ -82,8 +85,8 @@ def evaluate_layout(
     check_step(step, "evaluate_layout")
     mesh = Mesh(check_mesh_shape(mesh_shape), backend=backend, rules=rules)
     clean = normalize_rules(rules, mesh)
-    clock = Clock(mesh, hw)
+    clock = Clock(mesh, hw, cache)
     on_update = None if watch is None else (lambda prof: watch(prof, clock))
     with profile(on_update) as prof:
         step(mesh)
-    return price(prof, mesh, hw, clean, label)
+    return price(prof, mesh, hw, clean, label, cache)

@@ -79,11 +79,13 @@ def flop_rate(hw: HardwareProfile, dtype: str) -> float:
 class Clock:
     """The modeled time of a profile as it grows (the search's early stop reads it after every change)."""
 
-    def __init__(self, mesh: Mesh, hw: HardwareProfile) -> None:
+    def __init__(self, mesh: Mesh, hw: HardwareProfile, cache: dict[tuple, float] | None = None) -> None:
+        """``cache``: collective times by ``(op, axes, group size, wire bytes)``, shared by every rule set
+        a search prices on one mesh shape and hardware (a collective is priced once per search)."""
         self.mesh, self.hw = mesh, hw
         self.comm_time_s = 0.0
         self._seen = 0
-        self._cache: dict[tuple, float] = {}
+        self._cache: dict[tuple, float] = {} if cache is None else cache
 
     def comm(self, prof: Profile) -> float:
         records = prof.records
@@ -106,9 +108,10 @@ class Clock:
         return self.compute(prof) + self.memory(prof) + self.comm(prof)
 
 
-def price(prof: Profile, mesh: Mesh, hw: HardwareProfile, rules: dict[str, tuple[str, ...]], label: str = "") -> Plan:
-    """The ``Plan`` of a finished profile of one step on ``mesh``."""
-    clock = Clock(mesh, hw)
+def price(prof: Profile, mesh: Mesh, hw: HardwareProfile, rules: dict[str, tuple[str, ...]], label: str = "",
+          cache: dict[tuple, float] | None = None) -> Plan:
+    """The ``Plan`` of a finished profile of one step on ``mesh`` (``cache`` as for ``Clock``)."""
+    clock = Clock(mesh, hw, cache)
     ops = {
         name: {"calls": c.calls, "flops": c.flops, "comm_bytes": c.comm_bytes, "written_bytes": c.written_bytes}
         for name, c in prof.ops.items()

@@ -14,9 +14,20 @@ The search (Tofu §4's goal, by branch and bound instead of its recursion):
    trace, so a stopped rule set could not have made the top k: the result
    is what pricing every legal rule set in full would give.
 
-Tofu's other two ideas live in the tracer: identical blocks (every layer's,
-every replica's) are computed once per operand shape on the meta backend
-(coarsening), and collective times are memoised per (op, axes, size).
+Two reductions keep the answer exact and cut the work:
+
+* **Symmetric mesh axes** (``plan.symmetry``): axes of one size whose
+  swap leaves every collective's modeled link unchanged (both inside a node,
+  say) make rule sets that are renamings of each other cost the same; one
+  rule set per orbit is priced, the first in the proxy order, which is the
+  one the full search would report (equal costs count once, first found).
+* **Memoised sub-steps**: every collective's time is priced once per
+  ``(op, axes, group size, wire bytes)`` across all rule sets of a search
+  (one cache shared by their clocks), not once per trace.
+
+Tofu's coarsening lives in the tracer: identical blocks (every layer's,
+every replica's) are computed once per operand shape on the meta backend.
+Layers share their decisions because they share their dim names.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from ..profiler import Profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .model import Clock, Plan
 from .space import Rules, legal_rule_sets, local_elements
+from .symmetry import axis_symmetries, orbit_key
 from .steps import Step
 
 
@@ -43,6 +55,7 @@ class SearchStats:
 
     def __init__(self) -> None:
         self.legal = self.complete = self.stopped_time = self.stopped_memory = self.refused = 0
+        self.symmetric = 0  # rule sets skipped as a renaming of interchangeable axes of one priced
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -85,6 +98,7 @@ def search_layouts(
     *,
     dims: Any = None,
     prune: bool = True,
+    symmetric: bool = True,
     progress: Callable[[int, int], None] | None = None,
     stats: SearchStats | None = None,
 ) -> list[Plan]:
@@ -100,6 +114,8 @@ def search_layouts(
         dims: search only these dims (the others stay unsplit); None: all.
         prune: stop traces that cannot make the top k (False prices every
             rule set in full: the same answer, slower).
+        symmetric: price one rule set per orbit of the mesh's interchangeable
+            axes (``plan.symmetry``; False: every rule set, the same answer).
         progress: called as ``progress(done, total)`` after each rule set.
         stats: filled with what the search did.
 
@@ -132,43 +148,58 @@ def search_layouts(
     rule_sets = candidates(step, mesh_shape, dims)
     stats.legal = len(rule_sets)
     limit = math.inf if memory_limit_bytes is None else float(memory_limit_bytes)
+    symmetries = axis_symmetries(check_mesh_shape(mesh_shape), hw) if symmetric else []
+    found = _search(step, mesh_shape, rule_sets, hw, limit, top_k, prune, symmetries, progress, stats)
+    if not found:
+        raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
+    ranked = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][1]))[:top_k]
+    return [_relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
+
+
+def _search(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], hw: HardwareProfile, limit: float,
+            top_k: int, prune: bool, symmetries: list[dict[str, str]],
+            progress: Callable[[int, int], None] | None, stats: SearchStats) -> dict[tuple, tuple[Plan, int]]:
+    """Branch and bound over ``rule_sets`` in order: ``{costs: (plan, index of the first with them)}``."""
     found: dict[tuple, tuple[Plan, int]] = {}  # distinct costs -> the simplest rule set with them
     cut = [math.inf]  # the k-th best distinct time so far
-
-    def bound() -> float:
-        return cut[0]
+    cache: dict[tuple, float] = {}  # collective times, shared by every rule set
+    seen: set[tuple] = set()  # orbits under the mesh's axis symmetries already priced
 
     def watch(prof: Profile, clock: Clock) -> None:
         if prof.peak_memory_bytes_per_device > limit:
             stats.stopped_memory += 1
             raise _Stop
-        if prune and clock.total(prof) > bound():
+        if prune and clock.total(prof) > cut[0]:
             stats.stopped_time += 1
             raise _Stop
 
     for i, rules in enumerate(rule_sets):
+        if progress is not None and i:
+            progress(i, len(rule_sets))
+        if symmetries:
+            key = orbit_key(rules, symmetries)
+            if key in seen:
+                stats.symmetric += 1
+                continue
+            seen.add(key)
         try:
-            plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch)
+            plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache)
         except _Stop:
-            plan = None
+            continue
         except LayoutError:
             stats.refused += 1
-            plan = None
-        if plan is not None:
-            stats.complete += 1
-            if plan.memory_bytes_per_device <= limit:
-                key = _cost(plan)
-                if key not in found or _simpler(plan, found[key][0]):
-                    found[key] = (plan, found[key][1] if key in found else i)
-                times = sorted(k[0] for k in found)
-                if len(times) >= top_k:
-                    cut[0] = times[top_k - 1]
-        if progress is not None:
-            progress(i + 1, len(rule_sets))
-    if not found:
-        raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
-    ranked = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][1]))[:top_k]
-    return [_relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
+            continue
+        stats.complete += 1
+        if plan.memory_bytes_per_device <= limit:
+            key = _cost(plan)
+            if key not in found or _simpler(plan, found[key][0]):
+                found[key] = (plan, found[key][1] if key in found else i)
+            times = sorted(k[0] for k in found)
+            if len(times) >= top_k:
+                cut[0] = times[top_k - 1]
+    if progress is not None:
+        progress(len(rule_sets), len(rule_sets))
+    return found
 
 
 def _cost(plan: Plan) -> tuple[float, int, float, float]:

@@ -1,0 +1,89 @@
+"""``sort``, ``argsort`` and ``searchsorted`` of the array API standard, positionally, over the named ops.
+
+``axis`` picks the dim; the collectives are those of ``sa.sort``/``sa.argsort``
+(none on an unsplit axis; a transposition of two alltoalls when another axis
+can take the split; else a parallel sample sort: an allgather of samples,
+two alltoallv and one allgather of one int per device) and of
+``sa.searchsorted`` (one allreduce of one int64 per value). Results keep the
+input's layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..array import ShardArray
+from ..errors import DimensionError, DTypeError
+from ..ops import sort as _sort
+from ..ops.indexing import take
+from ..ops.searchsorted import searchsorted as _searchsorted
+from ._align import axis_dim, fresh
+from ._array import Array, wrap
+
+
+def _check(x: Any, what: str) -> ShardArray:
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
+    if x.ndim == 0:
+        raise DimensionError(f"{what}: needs an array of at least one dimension; got a 0-d array ({x.dtype}). "
+                             f"Reshape it first: xp.reshape(x, (1,))")
+    return x
+
+
+def sort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """``x`` sorted along ``axis`` (NaN last; ``descending`` keeps ties in order, NaN first); see ``sa.sort``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.sort(xp.asarray([3.0, 1.0, 2.0]), descending=True).numpy()
+        array([3., 2., 1.])
+    """
+    x = _check(x, "sort")
+    return wrap(_sort.sort(x, axis_dim(x, axis, "sort"), descending=descending, stable=stable))
+
+
+def argsort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """Indices (int64) that sort ``x`` along ``axis``, stable; see ``sa.argsort``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.argsort(xp.asarray([[3.0, 1.0], [0.0, 2.0]]), axis=0).numpy()
+        array([[1, 0],
+               [0, 1]])
+    """
+    x = _check(x, "argsort")
+    return wrap(_sort.argsort(x, axis_dim(x, axis, "argsort"), descending=descending, stable=stable))
+
+
+def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: ShardArray | None = None) -> Array:
+    """Insertion indices (int64) of ``x2`` in the 1-D ``x1`` (sorted, or sorted by ``sorter``); see ``sa.searchsorted``.
+
+    ``sorter`` (int indices that sort ``x1``) costs one ``sa.take`` of ``x1``
+    first. ``x2`` may be a Python scalar (made an array on ``x1``'s mesh).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.searchsorted(xp.asarray([1.0, 2.0, 4.0]), xp.asarray([2.0, 5.0]), side="right").numpy()
+        array([2, 3])
+    """
+    x1 = _check(x1, "searchsorted")
+    if x1.ndim != 1:
+        raise DimensionError(f"searchsorted: x1 must be 1-D; got shape {x1.shape}. Search each row separately")
+    if not isinstance(x2, ShardArray):
+        from ._creation import asarray
+
+        x2 = asarray(x2, device=x1.mesh)
+    if sorter is not None:
+        sorter = _check(sorter, "searchsorted (sorter)")
+        if sorter.dtype.kind not in "iu" or sorter.shape != x1.shape:
+            raise DTypeError(f"searchsorted: sorter must be integer indices of x1's shape {x1.shape}; got "
+                             f"{sorter.dtype} of shape {sorter.shape}. Pass xp.argsort(x1)")
+        name = fresh(x1.dims, 1, "sorter")[0]
+        x1 = take(x1, sorter.rename({sorter.dims[0]: name}), x1.dims[0]).rename({name: x1.dims[0]})
+    return wrap(_searchsorted(x1, x2, side=side))
+
+
+__all__ = ["sort", "argsort", "searchsorted"]

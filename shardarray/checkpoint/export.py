@@ -1,0 +1,89 @@
+"""``export_safetensors``: one plain safetensors file of global arrays from a checkpoint."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from ..dtypes import as_dtype
+from ..errors import CheckpointError
+from .manifest import EXPORT_KEY
+from .reader import _Files, _read_block
+from .source import open_source
+from .stfile import write_file
+
+
+def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str], *, verify: bool = True) -> Path:
+    """Write the arrays of the checkpoint at ``path`` as global tensors into one safetensors ``file``.
+
+    Tensor names are the arrays' tree paths joined by ``/`` (``"params/embed"``);
+    ``safetensors.numpy.load_file(file)`` reads it, as does any safetensors
+    reader. The file's ``__metadata__["shardarray"]`` holds the tree and dim
+    names as JSON, so ``sa.checkpoint.load(file, mesh=mesh)`` restores the
+    whole tree; ``load(file, target)`` works for any safetensors file.
+
+    Runs in one process, reading the block files directly (no mesh, no
+    collectives). Memory: one global array at a time; the file is written to
+    a temporary sibling, fsynced and renamed (atomic).
+
+    Args:
+        path: a checkpoint directory (or run directory: its newest checkpoint).
+        file: the safetensors file to write (replaced if it exists).
+        verify: check every block's checksum while reading.
+
+    Returns:
+        The path of the written file.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> sa.checkpoint.save("/tmp/ck3", {"w": sa.ones(mesh, {"a": 4, "b": 6}, layout={"a": "row"})},
+        ...                    overwrite=True)
+        PosixPath('/tmp/ck3')
+        >>> out = sa.checkpoint.export_safetensors("/tmp/ck3", "/tmp/ck3.safetensors")
+        >>> safetensors.numpy.load_file(out)["w"].shape
+        (4, 6)
+    """
+    src = open_source(Path(path))
+    if src.plain:
+        raise CheckpointError(f"export_safetensors: {path} is already a plain safetensors file; pass a checkpoint "
+                              f"directory that sa.checkpoint.save wrote")
+    out = Path(file)
+    m = src.manifest
+    names = list(m["arrays"])
+    meta = {EXPORT_KEY: json.dumps({"tree": m["tree"], "dims": {n: m["arrays"][n]["dims"] for n in names}})}
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        files = _Files(src, stack)
+        for n in names:
+            files.check(n, m["arrays"][n])
+
+        class _Lazy:
+            """Global arrays read one at a time while the file is written."""
+
+            def __iter__(self):  # type: ignore[no-untyped-def]
+                for n in names:
+                    entry = m["arrays"][n]
+                    yield n, _read_block(files, n, entry, tuple((0, s) for s in entry["sizes"]), verify)
+
+        tensors = [(n, _Shape(m["arrays"][n])) for n in names]
+        try:
+            write_file(tmp, tensors, meta, source=iter(_Lazy()))
+            os.replace(tmp, out)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    return out
+
+
+class _Shape:
+    """Shape and dtype of a tensor whose data comes later (for the file header)."""
+
+    def __init__(self, entry: dict) -> None:
+        self.shape = tuple(entry["sizes"])
+        self.dtype = as_dtype(entry["dtype"])
+        self.size = 1
+        for s in self.shape:
+            self.size *= s

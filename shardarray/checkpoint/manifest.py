@@ -1,0 +1,100 @@
+"""The checkpoint manifest (``manifest.json``): schema, format version and validation.
+
+A checkpoint is a directory::
+
+    manifest.json               # this schema (JSON, no pickle)
+    blocks-00000.safetensors    # the blocks process 0 wrote
+    blocks-00001.safetensors    # ... one file per process that owned blocks
+
+The manifest::
+
+    {"format": "shardarray-checkpoint", "version": 1,
+     "tree": <JSON tree, see treespec>,
+     "arrays": {name: {"dims": [...], "sizes": [...], "dtype": "float32",
+                       "mesh": {axis: size}, "layout": {dim: [axes]},
+                       "blocks": [{"offset": [...], "shape": [...], "file": "blocks-00000.safetensors",
+                                   "key": "name@offsets", "checksum": "crc32:<hex>"}]}}}
+
+The blocks of an array tile it exactly (each distinct block of the saved
+layout once). A plain safetensors file (``export_safetensors``, or weights
+from elsewhere) reads as the same structure with one block per array.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckpointError
+from .stfile import ST_DTYPES
+
+FORMAT = "shardarray-checkpoint"
+VERSION = 1
+MANIFEST = "manifest.json"
+EXPORT_KEY = "shardarray"  # safetensors __metadata__ key of an exported file: {"tree", "dims"} as JSON
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The validated manifest of the checkpoint directory ``path``.
+
+    Raises:
+        CheckpointError: no manifest, unreadable JSON, another format or an
+            unknown version, or an array entry that breaks the schema.
+    """
+    file = path / MANIFEST
+    try:
+        text = file.read_text()
+    except FileNotFoundError:
+        raise CheckpointError(
+            f"checkpoint {path}: no {MANIFEST}; this is not a complete shardarray checkpoint (an interrupted save "
+            f"never leaves one at the final path). Pass the directory sa.checkpoint.save wrote"
+        ) from None
+    try:
+        m = json.loads(text)
+    except ValueError as e:
+        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not valid JSON ({e}); the file is damaged") from None
+    if not isinstance(m, dict) or m.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not a {FORMAT!r} manifest (format "
+                              f"{m.get('format') if isinstance(m, dict) else None!r})")
+    if m.get("version") != VERSION:
+        raise CheckpointError(
+            f"checkpoint {path}: format version {m.get('version')!r} is unknown to this shardarray, which reads "
+            f"version {VERSION}; load it with the shardarray version that wrote it (or a newer one)"
+        )
+    validate(m, path)
+    return m
+
+
+def _int_list(v: Any, n: int | None) -> bool:
+    return (isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v)
+            and (n is None or len(v) == n))
+
+
+def validate(m: dict[str, Any], path: Path) -> None:
+    """Check the manifest's arrays against the schema; the blocks must lie inside and tile their array."""
+    if not isinstance(m.get("arrays"), dict) or not isinstance(m.get("tree"), dict):
+        raise CheckpointError(f"checkpoint {path}: {MANIFEST} lacks 'arrays' or 'tree'; the file is damaged")
+    for name, a in m["arrays"].items():
+        def bad(why: str) -> CheckpointError:
+            return CheckpointError(f"checkpoint {path}: array {name!r} in {MANIFEST}: {why}; the file is damaged")
+
+        if not isinstance(a, dict) or not _int_list(a.get("sizes"), None):
+            raise bad("no valid 'sizes'")
+        nd = len(a["sizes"])
+        if a.get("dims") is not None and (not isinstance(a["dims"], list) or len(a["dims"]) != nd):
+            raise bad(f"dims {a.get('dims')!r} do not match sizes {a['sizes']}")
+        if a.get("dtype") not in ST_DTYPES:
+            raise bad(f"unknown dtype {a.get('dtype')!r}")
+        covered = 0
+        for b in a.get("blocks", []):
+            ok = (isinstance(b, dict) and _int_list(b.get("offset"), nd) and _int_list(b.get("shape"), nd)
+                  and isinstance(b.get("file"), str) and isinstance(b.get("key"), str))
+            if not ok or "/" in b["file"] or b["file"].startswith("."):
+                raise bad(f"malformed block {b!r:.120}")
+            if any(o + s > n for o, s, n in zip(b["offset"], b["shape"], a["sizes"])):
+                raise bad(f"block at {b['offset']} of shape {b['shape']} lies outside sizes {a['sizes']}")
+            covered += math.prod(b["shape"])
+        if covered != math.prod(a["sizes"]):
+            raise bad(f"its blocks hold {covered} elements, not the {math.prod(a['sizes'])} of sizes {a['sizes']}")

@@ -1,0 +1,328 @@
+"""``load``: read a checkpoint into a target tree's meshes, layouts and dtypes, or by a mesh's rules."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..dtypes import as_dtype
+from ..errors import CheckpointError
+from ..layout import Layout, block_bounds, make_layout
+from ..mesh import Mesh
+from .blocks import overlap
+from .procs import procs_of
+from .source import Source, open_source
+from .stfile import CHUNK, checksum, crc32, np_dtype, read_header, read_into
+from .treespec import Node, build, describe, encode, value_of
+
+
+def _match(target: Any, spec: Node, src: Source) -> tuple[Any, list[tuple[str, ShardArray]]]:
+    """Pair ``target`` with the saved tree; returns a rebuild recipe and ``[(saved array name, target array)]``."""
+    pairs: list[tuple[str, ShardArray]] = []
+
+    def differ(path: str, mine: str, theirs: str) -> CheckpointError:
+        return CheckpointError(
+            f"checkpoint {src.where}: the target differs from the saved tree at target{path or ' (the root)'}: "
+            f"the checkpoint has {theirs} there, the target has {mine}. Give a target of the saved structure, or "
+            f"load with mesh=... to get the saved tree as it is"
+        )
+
+    def walk(t: Any, n: Node, path: str) -> Any:
+        if isinstance(t, ShardArray):
+            if "array" not in n:
+                raise differ(path, f"an array {t.sizes}", describe(n))
+            pairs.append((n["array"], t))
+            return ("array", n["array"])
+        if t is None or isinstance(t, (bool, int, float, str, np.generic)):
+            if "value" not in n and "float" not in n:
+                raise differ(path, f"the plain value {t!r}", describe(n))
+            return ("value", value_of(n))
+        if isinstance(t, dict):
+            if "dict" not in n:
+                raise differ(path, f"a dict with keys {list(t)[:6]}", describe(n))
+            saved = dict((k, v) for k, v in n["dict"])
+            for k in t:
+                if k not in saved:
+                    raise differ(f"{path}[{k!r}]", "an entry", "nothing (the saved tree has no key "
+                                 f"{k!r}: a missing array)")
+            for k in saved:
+                if k not in t:
+                    raise differ(f"{path}[{k!r}]", "nothing", f"{describe(saved[k])} (an extra saved entry)")
+            return ("dict", type(t), [(k, walk(v, saved[k], f"{path}[{k!r}]")) for k, v in t.items()])
+        if isinstance(t, (list, tuple)):
+            items = n.get("list") if isinstance(t, list) else n.get("tuple", n.get("items"))
+            if items is None:
+                raise differ(path, f"a {type(t).__name__} of {len(t)}", describe(n))
+            if len(items) != len(t):
+                raise differ(path, f"a {type(t).__name__} of {len(t)}", describe(n))
+            return ("seq", type(t), [walk(v, s, f"{path}[{i}]") for i, (v, s) in enumerate(zip(t, items))])
+        raise differ(path, f"a {type(t).__name__}", describe(n))
+
+    return walk(target, spec, ""), pairs
+
+
+def _rebuild(recipe: Any, arrays: dict[str, ShardArray]) -> Any:
+    kind = recipe[0]
+    if kind == "array":
+        return arrays[recipe[1]]
+    if kind == "value":
+        return recipe[1]
+    if kind == "dict":
+        return recipe[1]((k, _rebuild(v, arrays)) for k, v in recipe[2])
+    cls, items = recipe[1], [_rebuild(v, arrays) for v in recipe[2]]
+    return cls(*items) if hasattr(cls, "_fields") else cls(items)
+
+
+def _check_target(name: str, entry: dict[str, Any], x: Any, src: Source) -> None:
+    """The target array's dims and sizes must be the saved ones."""
+    dims, sizes = entry.get("dims"), tuple(entry["sizes"])
+    if dims is not None and tuple(dims) != x.dims:
+        raise CheckpointError(
+            f"checkpoint {src.where}: array {name!r} was saved with dims {tuple(dims)} but the target has dims "
+            f"{x.dims}; give a target with the saved dims (transpose or rename after loading)"
+        )
+    if sizes != x.shape:
+        raise CheckpointError(
+            f"checkpoint {src.where}: array {name!r} was saved with sizes {dict(zip(dims or x.dims, sizes))} but the "
+            f"target has sizes {x.sizes}; give a target of the saved sizes"
+        )
+
+
+class _Files:
+    """Open safetensors files of a checkpoint (each opened once), checked against the manifest before any read."""
+
+    def __init__(self, src: Source, stack: contextlib.ExitStack) -> None:
+        self.src, self.stack, self.handles = src, stack, {}
+        self.headers: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.paths: dict[str, Path] = {}
+        self.verified: set[tuple[str, str]] = set()
+
+    def get(self, name: str, block: dict[str, Any]) -> Any:
+        from safetensors import safe_open
+
+        file = block["file"]
+        if file not in self.handles:
+            full = self.src.base / file
+            if not full.is_file():
+                raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block file {full} is missing; "
+                                      f"the checkpoint is incomplete (copy every file of the directory)")
+            try:
+                self.handles[file] = self.stack.enter_context(safe_open(str(full), framework="np"))
+                self.headers[file] = read_header(full)
+                self.paths[file] = full
+            except Exception as e:  # SafetensorError on a truncated or damaged file
+                raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block file {full} is truncated "
+                                      f"or damaged ({type(e).__name__}: {e}); restore it or use an older "
+                                      f"checkpoint") from None
+        return self.handles[file]
+
+    def check(self, name: str, entry: dict[str, Any]) -> None:
+        """Every block of ``entry`` is in its file with the manifest's shape and dtype (reads headers only)."""
+        for b in entry["blocks"]:
+            f = self.get(name, b)
+            if b["key"] not in self.headers[b["file"]][1]:
+                raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} is missing "
+                                      f"from {self.src.base / b['file']}; the file is damaged")
+            sl = f.get_slice(b["key"])
+            if list(sl.get_shape()) != b["shape"] or np_dtype(sl.get_dtype()) != as_dtype(entry["dtype"]):
+                raise CheckpointError(
+                    f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} in {b['file']} holds "
+                    f"{sl.get_dtype()} {sl.get_shape()}, the manifest says {entry['dtype']} {b['shape']}; the "
+                    f"file is damaged")
+
+    def read_whole(self, name: str, b: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+        """A whole saved block, read straight from its byte range into a new array (as np.load does)."""
+        self.get(name, b)
+        start, header = self.headers[b["file"]]
+        out = np.empty(tuple(b["shape"]), dtype)
+        read_into(self.paths[b["file"]], start + header[b["key"]]["data_offsets"][0], out)
+        return out
+
+    def verify(self, name: str, b: dict[str, Any], whole: np.ndarray | None, dtype: np.dtype) -> None:
+        """Compare a saved block's checksum (once per block); ``whole``: its data if already read."""
+        if b.get("checksum") is None or (b["file"], b["key"]) in self.verified:
+            return
+        if whole is not None:
+            got = checksum(whole)
+        else:  # stream the block in slabs of the first dim (bounded memory)
+            sl, crc = self.get(name, b).get_slice(b["key"]), 0
+            row = max(1, int(np.prod(b["shape"][1:])) * dtype.itemsize)
+            step = max(1, CHUNK // row)
+            for lo in range(0, b["shape"][0], step):
+                crc = crc32(np.ascontiguousarray(sl[lo:min(lo + step, b["shape"][0])]), crc)
+            got = f"crc32:{crc:08x}"
+        if got != b["checksum"]:
+            raise CheckpointError(
+                f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} in {b['file']} fails its checksum "
+                f"({got} != {b['checksum']}); the file is corrupted: restore it or use an older checkpoint")
+        self.verified.add((b["file"], b["key"]))
+
+
+def _read_block(files: _Files, name: str, entry: dict[str, Any], bounds: tuple[tuple[int, int], ...],
+                verify: bool) -> np.ndarray:
+    """The region ``bounds`` of the saved array, read from only the saved blocks (and byte ranges) it overlaps."""
+    dtype = as_dtype(entry["dtype"])
+    shape = tuple(e - s for s, e in bounds)
+    out = np.empty(shape, dtype)
+    if out.size == 0:
+        return out
+    for b in entry["blocks"]:
+        ov = overlap(tuple(b["offset"]), tuple(b["shape"]), bounds)
+        if ov is None:
+            continue
+        f = files.get(name, b)
+        whole = all(hi - lo == n for (lo, hi), n in zip(ov, b["shape"]))
+        if whole:
+            data = files.read_whole(name, b, dtype)
+            if verify:
+                files.verify(name, b, data, dtype)
+        else:
+            local = tuple(slice(lo - o, hi - o) for (lo, hi), o in zip(ov, b["offset"]))
+            data = f.get_slice(b["key"])[local]
+            if verify:
+                files.verify(name, b, None, dtype)
+        if ov == bounds:
+            return np.asarray(data, dtype=dtype).reshape(shape)
+        out[tuple(slice(lo - s, hi - s) for (lo, hi), (s, _) in zip(ov, bounds))] = data
+    return out
+
+
+def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None = None, verify: bool = True) -> Any:
+    """Load a checkpoint into the meshes, layouts and dtypes of ``target``, or by ``mesh``'s rules.
+
+    Every process reads, for each distinct block of each target array it
+    holds, only the saved blocks that overlap it, and of each only the
+    overlapping region (safetensors ``get_slice`` over a memory map), so a
+    checkpoint saved on one mesh shape, process count or backend loads onto
+    any other. Values are bit-exact where the dtype is kept; a different
+    target dtype casts (float32 -> bfloat16 via ml_dtypes). Everything is
+    validated (manifest, tree, dims, sizes, files, block headers) before any
+    block is read, and arrays are built only after every read succeeded on
+    every process, so nothing is partially loaded.
+
+    Collectives: none on array data (each process reads its own blocks from
+    the files). Under MPI one allgather of an error flag (a few bytes, not in
+    ``sa.comm_log()``) so that a failure on one process raises on all.
+
+    A target's values are ignored: build it without filling memory twice on
+    the same meshes with ``sa.zeros(mesh, sizes, dtype, layout)`` (one
+    block per device, freed when the loaded tree replaces it), or for a model
+    ``sa.nn.init_transformer(cfg, mesh, strategy=...)`` and ``opt.init(params)``.
+    A target on a ``backend="meta"`` mesh checks sizes without reading data.
+
+    Args:
+        path: a checkpoint directory, a run directory (its newest
+            ``ckpt-<n>``), or a plain ``.safetensors`` file (``export_safetensors``
+            output, or weights from elsewhere: tensors are matched by the target's
+            tree paths, ``"a/b"`` being ``target["a"]["b"]``; such a file may hold more).
+        target: a tree of the saved structure; its ShardArrays give each array's
+            mesh, layout and dtype; its plain values are replaced by the saved ones.
+        mesh: instead of ``target``: lay out every array by ``mesh``'s rules on
+            its saved dim names (Mesh-TF style), in its saved dtype.
+            Namedtuples come back as dicts of their fields.
+        verify: compare each saved block read with its checksum (a block read
+            only in part is then read in full once, in 64 MiB slabs).
+
+    Returns:
+        The loaded tree: the target's containers (or the saved ones) with new arrays.
+
+    Raises:
+        CheckpointError: no checkpoint, a missing or damaged file, a checksum
+            mismatch, an unknown format version, missing or extra arrays, dims or
+            sizes that differ from the target; the message names the path and array.
+
+    Example:
+        >>> sa.checkpoint.save("/tmp/ck2", {"w": sa.ones(sa.Mesh({"row": 2, "col": 2}), {"a": 4, "b": 6},
+        ...                    layout={"a": "row", "b": "col"})}, overwrite=True)
+        PosixPath('/tmp/ck2')
+        >>> m4 = sa.Mesh({"model": 4}, rules={"b": "model"})
+        >>> sa.checkpoint.load("/tmp/ck2", mesh=m4)["w"].layout       # 2x2 blocks onto 4 column blocks
+        {'b': ('model',)}
+    """
+    path = Path(path)
+    if (target is None) == (mesh is None):
+        raise CheckpointError(f"checkpoint {path}: give exactly one of target=<tree of arrays> or mesh=<sa.Mesh>; "
+                              f"got {'both' if target is not None else 'neither'}")
+    if mesh is not None and not isinstance(mesh, Mesh):
+        raise CheckpointError(f"checkpoint {path}: mesh={mesh!r:.60} is not a sa.Mesh; pass sa.Mesh({{...}})")
+    src = open_source(path)
+    m = src.manifest
+    if target is not None:
+        spec, named = encode(target, str(path))  # rejects leaves a tree cannot hold, naming their path
+        if src.foreign:  # weights from elsewhere: tensors named by the target's tree paths
+            absent = [n for n, _ in named if n not in m["arrays"]]
+            if absent:
+                raise CheckpointError(
+                    f"checkpoint {src.where}: the target's arrays {absent[:4]} are not in the file, which holds "
+                    f"{sorted(m['arrays'])[:8]}; name the target's keys after the file's tensors ('a/b' is "
+                    f"target['a']['b'])")
+            m = {**m, "tree": spec, "arrays": {n: m["arrays"][n] for n, _ in named}}
+        recipe, pairs = _match(target, m["tree"], src)
+        plan = [(name, t.mesh, t.spec, t.dtype) for name, t in pairs]
+        for name, t in pairs:
+            _check_target(name, m["arrays"][name], t, src)
+    else:
+        recipe, plan = None, []
+        for name, entry in m["arrays"].items():
+            if entry.get("dims") is None:
+                raise CheckpointError(f"checkpoint {src.where}: tensor {name!r} has no dim names (a plain "
+                                      f"safetensors file); pass target=<tree of arrays> instead of mesh=")
+            dims, sizes = tuple(entry["dims"]), tuple(entry["sizes"])
+            plan.append((name, mesh, make_layout(mesh, dims, sizes, None, what=f"array {name!r}"),
+                         as_dtype(entry["dtype"])))
+    placed = {p[0] for p in plan}
+    missing = [n for n in m["arrays"] if n not in placed]
+    if missing:
+        raise CheckpointError(f"checkpoint {src.where}: the saved arrays {missing[:4]} have no place in the tree")
+
+    procs = procs_of(_Probe(msh) for _, msh, _, _ in plan)
+    loaded: dict[str, ShardArray] = {}
+    with contextlib.ExitStack() as stack:
+        files = _Files(src, stack)
+        for name, _, _, _ in plan:
+            files.check(name, m["arrays"][name])
+        blocks: dict[str, list[Any]] = {}
+        error = None
+        try:
+            for name, msh, lay, dtype in plan:
+                blocks[name] = _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify)
+        except CheckpointError as e:
+            error = str(e)
+        except Exception as e:  # a SafetensorError or OSError while reading bytes: a damaged file
+            error = f"checkpoint {src.where}: reading failed ({type(e).__name__}: {e}); the files are damaged"
+        procs.agree(error)
+    for name, msh, lay, dtype in plan:
+        loaded[name] = ShardArray(msh, lay, dtype, blocks[name])
+    return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
+
+
+class _Probe:
+    """A stand-in with a ``mesh`` attribute (``procs_of`` looks only at meshes)."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self.mesh = mesh
+
+
+def _read_array(files: _Files, name: str, entry: dict[str, Any], mesh: Mesh, lay: Layout, dtype: np.dtype,
+                verify: bool) -> list[Any]:
+    """The shards of one target array: each distinct block this process holds, read once and cast."""
+    bounds = block_bounds(mesh, lay)
+    backend = mesh.backend
+    out: list[Any] = [None] * mesh.size
+    for rep, devices in mesh.replica_classes(lay.used_axes):
+        shape = tuple(e - s for s, e in bounds[rep])
+        if not backend.has_data:
+            block = backend.xp.full(shape, 0, dtype=dtype)
+        else:
+            host = _read_block(files, name, entry, bounds[rep], verify)
+            host = host if host.dtype == dtype else host.astype(dtype)
+            with backend.scope(rep):
+                block = backend.from_numpy(host)
+        for d in devices:
+            out[d] = block
+    return out

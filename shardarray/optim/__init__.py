@@ -1,0 +1,28 @@
+"""Functional optimizers: ``state = opt.init(params)``; ``params, state = opt.update(params, grads, state)``.
+
+The state (moments) lives in the parameters' layouts, so an update is local
+to each shard: no communication. ``lr`` is a number or a schedule
+``step -> lr`` (the step counts from 1). Params, grads and state are paired
+by key path (``sa.tree``), so a dict in another key order updates each
+parameter with its own gradient. Moments and update arithmetic of a
+low-precision parameter (a float narrower than float32: float16, bfloat16)
+are float32, and such a parameter is updated through a float32 master copy
+in the state (``master_dtype="float32"``, the default; ``None`` turns it off);
+the new parameter is the master rounded once to its dtype.
+
+Mixed precision: ``clip_by_global_norm(grads, max_norm)`` and
+``DynamicLossScale`` (float16) each use one allreduce for all gradients.
+
+One concept a module: ``sgd``, ``adam``, ``schedule``, ``master`` (master
+copies), ``clip``, ``loss_scale``, ``reduce_tree`` (one collective for a tree).
+"""
+
+from .adam import Adam
+from .adam import _fused as _fused  # the fused-kernel test (tests/test_optim_tree.py)
+from .clip import clip_by_global_norm, global_norm
+from .common import moment_dtype
+from .loss_scale import DynamicLossScale
+from .schedule import cosine_schedule
+from .sgd import SGD
+
+__all__ = ["SGD", "Adam", "DynamicLossScale", "clip_by_global_norm", "cosine_schedule", "global_norm", "moment_dtype"]

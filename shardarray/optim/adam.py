@@ -1,0 +1,138 @@
+"""Adam / AdamW: a local update of each shard (one fused kernel per block on GPUs), no communication."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..array import ShardArray
+from ..backend import cuda_kernels
+from ..errors import ArgumentError
+from ..ops import fused
+from ..ops.elementwise import apply
+from ..tree import tree_flatten, tree_unflatten
+from .common import (
+    LR,
+    _axpby,
+    _check,
+    _check_lr,
+    _in_range,
+    _lr,
+    _moments,
+    _number,
+    _state,
+    _up,
+    _zeros_for,
+    moment_dtype,
+)
+from .master import check_master_dtype, finish, init_master, working_values
+
+
+@dataclass(frozen=True)
+class Adam:
+    """Adam (Kingma & Ba) with decoupled weight decay (AdamW, Loshchilov & Hutter).
+
+    ``p -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)``, with bias-corrected moments.
+    For parameters narrower than float32 (float16, bfloat16) the moments ``m``,
+    ``v`` and the arithmetic are float32 (``eps`` = 1e-8 would round to 0 and
+    ``v`` underflow in float16). Such parameters are also updated through a
+    float32 master copy in the state (``master_dtype="float32"``, the default;
+    see ``shardarray.optim.master``), and the returned parameter is the master
+    rounded once; ``master_dtype=None`` turns the copy off.
+
+    Raises:
+        ArgumentError: at construction, ``b1`` or ``b2`` outside [0, 1),
+            ``eps`` <= 0, ``lr`` < 0 or ``weight_decay`` < 0 (the message names
+            the parameter, its value and the range); at ``update``, a schedule
+            that returns a non-finite or negative lr.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = sa.ones(mesh, {"io": 4}, dtype="float64", layout={"io": "col"})
+        >>> opt = sa.optim.Adam(lr=0.1)
+        >>> state = opt.init(w)
+        >>> w, state = opt.update(w, w * 3.0, state)   # the first step moves by lr
+        >>> np.round(w.numpy(), 6), state["m"].layout
+        (array([0.9, 0.9, 0.9, 0.9]), {'io': ('col',)})
+    """
+
+    lr: LR = 1e-3
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    master_dtype: str | None = "float32"
+
+    def __post_init__(self) -> None:
+        _check_lr("Adam", self.lr)
+        _in_range("Adam", "b1", self.b1, 0.0, 1.0, "[0, 1)")
+        _in_range("Adam", "b2", self.b2, 0.0, 1.0, "[0, 1)")
+        eps = _number("Adam", "eps", self.eps)
+        if not (math.isfinite(eps) and eps > 0):
+            raise ArgumentError(f"Adam(eps={self.eps!r}): eps must be > 0 and finite (e.g. 1e-8)")
+        _in_range("Adam", "weight_decay", self.weight_decay, 0.0, None, "[0, inf) (weight_decay >= 0, finite)")
+        check_master_dtype("Adam", self.master_dtype)
+
+    def init(self, params: Any) -> dict[str, Any]:
+        p, treedef = tree_flatten(params)
+        return {
+            "step": 0,
+            "m": tree_unflatten(treedef, [_zeros_for(x) for x in p]),
+            "v": tree_unflatten(treedef, [_zeros_for(x) for x in p]),
+            "master": init_master(params, check_master_dtype("Adam", self.master_dtype)),
+        }
+
+    def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """New params and state; params, grads and the moments are paired by key path."""
+        _state(state, ("step", "m", "v"), "Adam")
+        p, g, paths, treedef = _check(params, grads)
+        step = state["step"] + 1
+        lr, b1, b2, eps, wd = _lr(self.lr, step), self.b1, self.b2, self.eps, self.weight_decay
+        c1, c2 = 1.0 - b1**step, 1.0 - b2**step
+        step_size = lr / c1
+        m_all = _moments(params, p, paths, state["m"], "m")
+        v_all = _moments(params, p, paths, state["v"], "v")
+        master = check_master_dtype("Adam", self.master_dtype)
+        new_p, new_m, new_v = [], [], []
+        for x, dx, m, v in zip(working_values(p, paths, state, master, "Adam"), g, m_all, v_all):
+            if _fused(x, m, v):  # one kernel per block (kernels/adam.cu)
+                outs = fused.map_rows_multi(
+                    x.resolve(), 3, lambda xp, a, d, m, v: cuda_kernels.adam(
+                        xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd),
+                    fused.like(dx, x), m, v,
+                )
+                for out, shards, dt in zip((new_p, new_m, new_v), outs, (x.dtype, m.dtype, v.dtype)):
+                    out.append(ShardArray(x.mesh, x.spec, dt, shards))
+                continue
+            ct = moment_dtype(x.dtype)
+            m = apply("adam_m", lambda xp, m, d: _axpby(_up(xp, m, ct), b1, _up(xp, d, ct), 1.0 - b1), (m, dx))
+
+            def v_fn(xp: Any, v: Any, d: Any) -> Any:
+                d = _up(xp, d, ct)
+                return _axpby(_up(xp, v, ct), b2, d * d, 1.0 - b2)
+
+            v = apply("adam_v", v_fn, (v, dx))
+
+            def step_fn(xp: Any, a: Any, m: Any, v: Any) -> Any:
+                den = xp.sqrt(v * (1.0 / c2))
+                den += eps
+                upd = m * -step_size
+                upd /= den
+                a = _up(xp, a, ct)
+                return _axpby(a, 1.0 - lr * wd, upd, 1.0) if wd else a + upd
+
+            new_p.append(apply("adam", step_fn, (x, m, v)))
+            new_m.append(m)
+            new_v.append(v)
+        new_p, copies = finish(p, paths, new_p, master)
+        state = {"step": step, "m": tree_unflatten(treedef, new_m), "v": tree_unflatten(treedef, new_v),
+                 "master": copies}
+        return tree_unflatten(treedef, new_p), state
+
+
+def _fused(x: ShardArray, m: ShardArray, v: ShardArray) -> bool:
+    """Adam's update as one kernel: CuPy shards, moments laid out like the parameter and of its moment dtype."""
+    return fused.kernels_for(x, "adam") and all(
+        s.spec == x.spec and s.dtype == moment_dtype(x.dtype) and not s.pending for s in (m, v)
+    )

@@ -1,0 +1,83 @@
+"""Gradient clipping by the global norm of all gradients together, with one allreduce."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import DTypeError
+from ..ops.elementwise import apply
+from ..tree import tree_flatten, tree_unflatten
+from .common import _in_range
+from .reduce_tree import allreduce_tree
+
+
+def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
+    leaves, treedef = tree_flatten(grads)
+    for x in leaves:
+        if not isinstance(x, ShardArray):
+            raise DTypeError(f"{what}: every leaf must be a ShardArray; got {type(x).__name__}")
+    return [x.resolve() if x.pending else x for x in leaves], treedef
+
+
+def _sum_squares(xp: Any, block: Any) -> Any:
+    """The block's sum of squares in float32 (float64 for float64 blocks)."""
+    ct = np.float64 if block.dtype == np.float64 else np.float32
+    a = (block if block.dtype == ct else block.astype(ct)).ravel()
+    return xp.dot(a, a).astype(np.float64)
+
+
+def global_norm(grads: Any) -> float:
+    """The L2 norm of all the leaves of ``grads`` together, with ONE allreduce (sum, one float64).
+
+    Each device sums the squares of its blocks (float32 arithmetic for 32-bit
+    and narrower dtypes, float64 for float64); a block held by several
+    devices counts once; one allreduce over all mesh axes adds the partials.
+
+    Communication: one ``allreduce`` of 1 float64 element over all mesh axes
+    (none on a 1-device mesh), whatever the number of leaves and their layouts.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> g = {"a": sa.full(mesh, {"i": 4}, 1.0, layout={"i": "col"}), "b": sa.full(mesh, {"j": 5}, 2.0)}
+        >>> sa.optim.global_norm(g)   # sqrt(4 * 1 + 5 * 4)
+        4.898979485566356
+    """
+    leaves, _ = _resolved(grads, "global_norm")
+    return math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "global_norm"))
+
+
+def clip_by_global_norm(grads: Any, max_norm: float) -> tuple[Any, float]:
+    """Scale all gradients by ``min(1, max_norm / norm)``, ``norm`` their global L2 norm.
+
+    Returns ``(clipped grads, norm)``: the grads in the same tree structure,
+    layouts and dtypes, and the norm before clipping (a Python float). When
+    ``norm`` is not finite the grads come back unchanged (a loss scale's
+    ``unscale`` catches that case and skips the step).
+
+    Communication: ONE ``allreduce`` of a single float64 over all mesh axes,
+    for all gradients together (see ``global_norm``); the scaling is local.
+
+    Raises:
+        ArgumentError: ``max_norm`` negative or not finite.
+        DTypeError: a leaf that is not a ShardArray.
+        MeshError: leaves on different meshes.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> g = {"w": sa.full(mesh, {"i": 4}, 3.0, layout={"i": ("row", "col")})}
+        >>> clipped, norm = sa.optim.clip_by_global_norm(g, 1.0)
+        >>> norm, clipped["w"].numpy()
+        (6.0, array([0.5, 0.5, 0.5, 0.5], dtype=float32))
+    """
+    _in_range("clip_by_global_norm", "max_norm", max_norm, 0.0, None, "[0, inf) (max_norm >= 0, finite, e.g. 1.0)")
+    leaves, treedef = _resolved(grads, "clip_by_global_norm")
+    norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "clip_by_global_norm"))
+    if not math.isfinite(norm) or norm <= max_norm:
+        return tree_unflatten(treedef, leaves), norm
+    factor = float(max_norm) / norm
+    out = [apply("clip", lambda xp, g: g * g.dtype.type(factor), (g,)) for g in leaves]
+    return tree_unflatten(treedef, out), norm

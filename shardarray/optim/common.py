@@ -1,0 +1,128 @@
+"""Shared pieces of the optimizers: argument checks, state checks, moments and the update arithmetic."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..dtypes import accumulation_dtype
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops.creation import full
+from ..tree import tree_flatten, tree_leaves_like, tree_paths
+
+LR = float | Callable[[int], float]
+_FIX = "make the state from these params with state = opt.init(params)"
+
+
+def moment_dtype(dtype: Any) -> np.dtype:
+    """The dtype of optimizer moments and update arithmetic for parameters of ``dtype``.
+
+    Floats narrower than float32 (float16, bfloat16) get float32; others keep their dtype.
+
+    Example:
+        >>> sa.optim.moment_dtype("float16"), sa.optim.moment_dtype("float64")
+        (dtype('float32'), dtype('float64'))
+    """
+    dt = np.dtype(dtype)
+    return accumulation_dtype(dt) or dt
+
+
+def _lr(lr: LR, step: int) -> float:
+    if not callable(lr):
+        return float(lr)
+    value = lr(step)
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise DTypeError(f"the lr schedule returned {value!r} at step {step}; it must return a number >= 0") from None
+    if not math.isfinite(out) or out < 0:
+        raise ArgumentError(
+            f"the lr schedule returned {out!r} at step {step}; it must return a finite number >= 0 "
+            f"(check the schedule's arguments, e.g. cosine_schedule(peak, total_steps))"
+        )
+    return out
+
+
+def _number(owner: str, name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{owner}({name}={value!r}): {name} must be a number")
+    return float(value)
+
+
+def _in_range(owner: str, name: str, value: Any, lo: float, hi: float | None, legal: str) -> None:
+    """Raise unless ``lo <= value`` (and ``value < hi``); ``legal`` spells the range for the message."""
+    v = _number(owner, name, value)
+    if not (math.isfinite(v) and v >= lo and (hi is None or v < hi)):
+        raise ArgumentError(f"{owner}({name}={value!r}): {name} must be in {legal}")
+
+
+def _check_lr(owner: str, lr: Any) -> None:
+    if callable(lr):
+        return
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{owner}(lr={lr!r}): lr must be a number >= 0 or a callable schedule step -> lr")
+    _in_range(owner, "lr", lr, 0.0, None, "[0, inf) (lr >= 0, finite), or a callable schedule step -> lr")
+
+
+def _state(state: Any, keys: tuple[str, ...], owner: str) -> None:
+    """The state is a dict with ``keys`` (the optimizer's own), and an integer step."""
+    if not isinstance(state, dict):
+        raise DTypeError(f"{owner}.update: state is {type(state).__name__}, not an optimizer state dict; {_FIX}")
+    missing = [k for k in keys if k not in state]
+    if missing:
+        raise DTypeError(
+            f"{owner}.update: state has keys {sorted(state)} but {owner}'s state needs {list(keys)} "
+            f"(missing {missing[0]!r}): is it another optimizer's state? {_FIX}"
+        )
+    step = state["step"]
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise DTypeError(f"{owner}.update: state['step'] is {step!r}, not an integer >= 0; {_FIX}")
+
+
+def _check(params: Any, grads: Any) -> tuple[list[ShardArray], list[ShardArray], list[str], Any]:
+    """Leaves of params and grads paired by key path, their paths and the params' structure."""
+    p, treedef = tree_flatten(params)
+    paths = tree_paths(params, "")
+    g = tree_leaves_like(params, grads, "grads", "params",
+                         hint="Pass the gradients of these params, e.g. from sa.value_and_grad(loss)(params, ...)")
+    for path, a, b in zip(paths, p, g):
+        if a.dims != b.dims or a.shape != b.shape:
+            raise DimensionError(
+                f"grads{path} has sizes {b.sizes} but params{path} has {a.sizes}: pass the gradients of these "
+                f"params, e.g. from sa.value_and_grad(loss)(params, ...)"
+            )
+    return p, g, paths, treedef
+
+
+def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name: str) -> list[ShardArray]:
+    """The moment leaves ``state[name]``, paired with the params by key path and checked against them."""
+    what = f"state[{name!r}]"
+    out = tree_leaves_like(params, tree, what, "params", hint=_FIX[0].upper() + _FIX[1:])
+    for path, x, m in zip(paths, p, out):
+        if m.dims != x.dims or m.shape != x.shape:
+            raise DimensionError(
+                f"{what}{path} has sizes {m.sizes} but params{path} has {x.sizes}: "
+                f"the state belongs to other params; {_FIX}"
+            )
+    return out
+
+
+def _zeros_for(x: ShardArray) -> ShardArray:
+    """A zero moment for parameter ``x``: its sizes and layout, the moment dtype."""
+    return full(x.mesh, x.sizes, 0, moment_dtype(x.dtype), x.layout)
+
+
+def _axpby(x: Any, a: float, y: Any, b: float) -> Any:
+    """``a x + b y`` with one temporary."""
+    out = x * a
+    out += y * b if b != 1.0 else y
+    return out
+
+
+def _up(xp: Any, a: Any, dtype: np.dtype) -> Any:
+    """``a`` in the arithmetic dtype (a no-op when it already has it)."""
+    return a if a.dtype == dtype else a.astype(dtype)

@@ -1,0 +1,190 @@
+"""Dynamic loss scaling for float16 training (PyTorch's GradScaler, jmp's DynamicLossScale), functional."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DTypeError
+from ..ops.elementwise import apply
+from ..tree import tree_unflatten
+from .clip import _resolved
+from .common import _in_range, _number
+from .reduce_tree import allreduce_tree
+
+
+def _nonfinite(xp: Any, block: Any) -> Any:
+    """1.0 when the block holds an inf or NaN, else 0.0."""
+    return xp.asarray(0.0 if block.size == 0 else float(not bool(xp.isfinite(block).all())), dtype=np.float64)
+
+
+def _sum_squares64(xp: Any, block: Any) -> Any:
+    """The block's sum of squares in float64: finite for every finite float32 block, inf/NaN otherwise."""
+    a = block.astype(np.float64).ravel()
+    return xp.dot(a, a)
+
+
+def _scaled(leaves: list[ShardArray], factor: float) -> list[ShardArray]:
+    return [apply("unscale", lambda xp, g: g * g.dtype.type(factor), (g,)) for g in leaves]
+
+
+@dataclass(frozen=True)
+class DynamicLossScale:
+    """Scale the loss so float16 gradients do not underflow; skip steps whose gradients overflow.
+
+    The state is a plain dict, like the optimizers': ``{"scale": float,
+    "good_steps": int, "skipped": int, "finite": bool}`` (``finite``: whether
+    the last step's gradients were finite, i.e. it was applied). After a step
+    with a non-finite gradient the step is skipped and the scale divided by
+    ``factor`` (not below ``min_scale``); after ``growth_interval`` good steps
+    in a row it is multiplied by ``factor`` (not above ``max_scale``).
+
+    A training loop::
+
+        scaler = sa.optim.DynamicLossScale()
+        ls = scaler.init()
+        loss, grads = scaler.value_and_grad(loss_fn)(ls, params, batch)   # loss unscaled, grads scaled
+        params, opt_state, ls = scaler.apply(opt, params, grads, opt_state, ls, max_norm=1.0)
+
+    or, piece by piece: ``scaled = scaler.scale(loss, ls)`` inside the
+    differentiated function, ``grads, finite = scaler.unscale(grads, ls)``,
+    ``ls = scaler.adjust(ls, finite)``, and ``opt.update`` only when finite.
+
+    Communication: ``unscale`` is ONE ``allreduce`` (max) of one float64 flag
+    over all mesh axes for all gradients together; ``apply`` with ``max_norm``
+    is ONE ``allreduce`` (sum) of one float64 (the squared norm, computed in
+    float64, is finite exactly when every gradient is, so it serves as the
+    flag and as the clipping norm); the unscaling is local.
+
+    Raises:
+        ArgumentError: at construction, ``init_scale`` or ``min_scale`` not
+            positive and finite, ``factor`` <= 1, ``growth_interval`` < 1,
+            ``max_scale`` below ``min_scale``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = {"w": sa.ones(mesh, {"i": 4}, layout={"i": "col"})}
+        >>> scaler, opt = sa.optim.DynamicLossScale(init_scale=8.0, growth_interval=2), sa.optim.SGD(lr=0.1)
+        >>> ls, st = scaler.init(), opt.init(w)
+        >>> bad = {"w": sa.full(mesh, {"i": 4}, np.inf, layout={"i": "col"})}
+        >>> w, st, ls = scaler.apply(opt, w, bad, st, ls)     # skipped, scale halved
+        >>> ls["scale"], ls["finite"], w["w"].numpy()
+        (4.0, False, array([1., 1., 1., 1.], dtype=float32))
+    """
+
+    init_scale: float = 2.0**15
+    growth_interval: int = 2000
+    factor: float = 2.0
+    min_scale: float = 1.0
+    max_scale: float = 2.0**24
+
+    def __post_init__(self) -> None:
+        pos = "(0, inf) (> 0 and finite)"
+        for name in ("init_scale", "min_scale", "max_scale"):
+            v = _number("DynamicLossScale", name, getattr(self, name))
+            if not (math.isfinite(v) and v > 0):
+                raise ArgumentError(f"DynamicLossScale({name}={getattr(self, name)!r}): {name} must be in {pos}")
+        f = _number("DynamicLossScale", "factor", self.factor)
+        if not (math.isfinite(f) and f > 1):
+            raise ArgumentError(f"DynamicLossScale(factor={self.factor!r}): factor must be > 1 and finite, e.g. 2")
+        n = self.growth_interval
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ArgumentError(
+                f"DynamicLossScale(growth_interval={n!r}): growth_interval must be an integer >= 1 (good steps "
+                f"before the scale grows), e.g. 2000"
+            )
+        if self.max_scale < self.min_scale:
+            raise ArgumentError(
+                f"DynamicLossScale(min_scale={self.min_scale!r}, max_scale={self.max_scale!r}): max_scale must be "
+                f">= min_scale"
+            )
+        _in_range("DynamicLossScale", "init_scale", self.init_scale, self.min_scale, self.max_scale * (1 + 1e-12),
+                  f"[min_scale, max_scale] = [{self.min_scale}, {self.max_scale}]")
+
+    def init(self) -> dict[str, Any]:
+        """The first state: ``init_scale``, no good steps, nothing skipped."""
+        return {"scale": float(self.init_scale), "good_steps": 0, "skipped": 0, "finite": True}
+
+    def _check_state(self, state: Any, what: str) -> float:
+        if not isinstance(state, dict) or not {"scale", "good_steps", "skipped"} <= set(state):
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise DTypeError(
+                f"DynamicLossScale.{what}: the state must be the dict from scaler.init() (keys scale, good_steps, "
+                f"skipped, finite); got {got}. Make it with ls = scaler.init()"
+            )
+        return float(state["scale"])
+
+    def scale(self, loss: Any, state: dict[str, Any]) -> Any:
+        """``loss * scale`` (differentiate this; its gradients are the true ones times the scale)."""
+        return loss * self._check_state(state, "scale")
+
+    def unscale(self, grads: Any, state: dict[str, Any]) -> tuple[Any, bool]:
+        """``(grads / scale, finite)``: ``finite`` is False when any gradient holds an inf or NaN.
+
+        One ``allreduce`` (max) of one float64 flag over all mesh axes, for all the gradients.
+        """
+        s = self._check_state(state, "unscale")
+        leaves, treedef = _resolved(grads, "DynamicLossScale.unscale")
+        finite = allreduce_tree(leaves, _nonfinite, "max", "DynamicLossScale.unscale") == 0.0
+        return tree_unflatten(treedef, _scaled(leaves, 1.0 / s)), finite
+
+    def adjust(self, state: dict[str, Any], finite: bool) -> dict[str, Any]:
+        """The next state: halve (``/ factor``) after an overflow, grow after ``growth_interval`` good steps."""
+        s = self._check_state(state, "adjust")
+        if not finite:
+            return {"scale": max(self.min_scale, s / self.factor), "good_steps": 0,
+                    "skipped": int(state["skipped"]) + 1, "finite": False}
+        good = int(state["good_steps"]) + 1
+        if good >= self.growth_interval:
+            s, good = min(self.max_scale, s * self.factor), 0
+        return {"scale": s, "good_steps": good, "skipped": int(state["skipped"]), "finite": True}
+
+    def value_and_grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``f(state, params, *args) -> (loss, scaled grads)``: the loss unscaled, the gradients of ``loss * scale``.
+
+        ``fn(params, *args)`` returns the loss, as for ``sa.value_and_grad``;
+        pass the scaled gradients to ``apply`` (or ``unscale``).
+        """
+        from ..autograd.api import value_and_grad
+
+        def scaled_fn(params: Any, s: float, *args: Any, **kwargs: Any) -> Any:
+            return fn(params, *args, **kwargs) * s
+
+        vg = value_and_grad(scaled_fn)
+
+        def wrapped(state: dict[str, Any], params: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            s = self._check_state(state, "value_and_grad")
+            loss, grads = vg(params, s, *args, **kwargs)
+            return loss * (1.0 / s), grads
+
+        return wrapped
+
+    def apply(
+        self, opt: Any, params: Any, grads: Any, opt_state: Any, state: dict[str, Any], max_norm: float | None = None
+    ) -> tuple[Any, Any, dict[str, Any]]:
+        """Unscale (and clip to ``max_norm``) the scaled ``grads``, update, or skip the step on overflow.
+
+        Returns ``(params, opt_state, state)``; a skipped step returns the
+        params and optimizer state unchanged (``state["finite"]`` is False).
+        One allreduce for all gradients: a max of the flags, or, with
+        ``max_norm``, a sum of float64 squared norms (the flag and the norm).
+        """
+        s = self._check_state(state, "apply")
+        if max_norm is None:
+            grads, finite = self.unscale(grads, state)
+        else:
+            _in_range("DynamicLossScale.apply", "max_norm", max_norm, 0.0, None, "[0, inf) (e.g. 1.0)")
+            leaves, treedef = _resolved(grads, "DynamicLossScale.apply")
+            norm = math.sqrt(allreduce_tree(leaves, _sum_squares64, "sum", "DynamicLossScale.apply")) / s
+            finite = math.isfinite(norm)
+            if finite:
+                factor = min(1.0, float(max_norm) / norm) if norm > 0 else 1.0
+                grads = tree_unflatten(treedef, _scaled(leaves, factor / s))
+        if finite:
+            params, opt_state = opt.update(params, grads, opt_state)
+        return params, opt_state, self.adjust(state, finite)

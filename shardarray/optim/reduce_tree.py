@@ -1,0 +1,66 @@
+"""One collective for a whole tree of arrays: the per-device partials of all leaves in one small buffer.
+
+Used by ``clip_by_global_norm`` (the sum of squares of every gradient) and
+``DynamicLossScale.unscale`` (whether any gradient is non-finite). Each device
+reduces its own blocks to one number; a block that several devices hold (a
+leaf replicated over some mesh axes) counts once: only the device with
+coordinate 0 on every axis that does not split the leaf contributes it. One
+allreduce of that one number over all the mesh's axes then gives the exact
+total, whatever mix of layouts the leaves have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import MeshError
+from ..mesh import Mesh
+
+
+def leaves_on_one_mesh(leaves: list[ShardArray], what: str) -> Mesh | None:
+    """The leaves' mesh (None for no leaves), with pending sums resolved by the caller; ``MeshError`` for two meshes."""
+    if not leaves:
+        return None
+    mesh = leaves[0].mesh
+    for x in leaves[1:]:
+        if x.mesh != mesh:
+            raise MeshError(
+                f"{what}: the arrays live on different meshes ({mesh} and {x.mesh}); one reduction needs them on one "
+                f"mesh: build every array on one mesh, or call {what} once per mesh's arrays"
+            )
+    return mesh
+
+
+def allreduce_tree(
+    leaves: list[ShardArray], block_fn: Callable[[Any, Any], Any], op: str, what: str
+) -> float:
+    """``op`` ("sum" or "max") over every distinct block of every leaf of ``block_fn(xp, block)``, in ONE allreduce.
+
+    ``block_fn`` maps one block to a 0-d float64 value (a backend scalar).
+    Leaves with a pending sum must be resolved first. Returns a Python float,
+    the same on every device and process.
+    """
+    mesh = leaves_on_one_mesh(leaves, what)
+    if mesh is None:
+        return 0.0
+    xp = mesh.backend.xp
+    bufs: list[Any] = [None] * mesh.size
+    for d in range(mesh.size):
+        if leaves[0].shards[d] is None:  # another process's device (MPI)
+            continue
+        coords = mesh.coords(d)
+        acc = None
+        for x in leaves:
+            used = x.spec.used_axes
+            if any(coords[a] != 0 for a in mesh.axis_names if a not in used):
+                continue  # a replica: the device at coordinate 0 counts this block
+            v = block_fn(xp, x.shards[d])
+            acc = v if acc is None else (acc + v if op == "sum" else xp.maximum(acc, v))
+        bufs[d] = xp.zeros(1, dtype=np.float64) if acc is None else xp.reshape(xp.asarray(acc, dtype=np.float64), (1,))
+    out = mesh.comm.allreduce(bufs, mesh.axis_names, op)
+    mine = next(b for b in out if b is not None)
+    return float(mesh.backend.to_numpy(mine)[0])

@@ -1,0 +1,76 @@
+"""Stochastic gradient descent: a local update of each shard, no communication."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DTypeError
+from ..ops.elementwise import apply
+from ..tree import tree_flatten, tree_unflatten
+from .common import _FIX, LR, _axpby, _check, _check_lr, _in_range, _lr, _moments, _state, _up, _zeros_for, moment_dtype
+from .master import check_master_dtype, finish, init_master, working_values
+
+
+@dataclass(frozen=True)
+class SGD:
+    """Stochastic gradient descent with optional momentum and decoupled weight decay.
+
+    Parameters narrower than ``master_dtype`` (float16, bfloat16 under the
+    default "float32") are updated through a float32 master copy kept in the
+    state (see ``shardarray.optim.master``); ``master_dtype=None`` turns it off.
+
+    Raises:
+        ArgumentError: at construction, ``lr`` < 0, ``momentum`` outside [0, 1) or
+            ``weight_decay`` < 0 (the message names the parameter and the range).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = sa.ones(mesh, {"io": 4}, dtype="float64", layout={"io": "col"})
+        >>> opt = sa.optim.SGD(lr=0.5)
+        >>> state = opt.init(w)
+        >>> w, state = opt.update(w, w * 2.0, state)
+        >>> w.numpy(), w.layout
+        (array([0., 0., 0., 0.]), {'io': ('col',)})
+    """
+
+    lr: LR = 1e-2
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    master_dtype: str | None = "float32"
+
+    def __post_init__(self) -> None:
+        _check_lr("SGD", self.lr)
+        _in_range("SGD", "momentum", self.momentum, 0.0, 1.0, "[0, 1)")
+        _in_range("SGD", "weight_decay", self.weight_decay, 0.0, None, "[0, inf) (weight_decay >= 0, finite)")
+        check_master_dtype("SGD", self.master_dtype)
+
+    def init(self, params: Any) -> dict[str, Any]:
+        p, treedef = tree_flatten(params)
+        velocity = tree_unflatten(treedef, [_zeros_for(x) for x in p]) if self.momentum else None
+        return {"step": 0, "velocity": velocity,
+                "master": init_master(params, check_master_dtype("SGD", self.master_dtype))}
+
+    def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """New params and state; params, grads and the velocity are paired by key path."""
+        _state(state, ("step", "velocity"), "SGD")
+        p, g, paths, treedef = _check(params, grads)
+        step = state["step"] + 1
+        lr, mu, wd = _lr(self.lr, step), self.momentum, self.weight_decay
+        if mu and state["velocity"] is None:
+            raise DTypeError(f"SGD.update: state['velocity'] is None (a state of SGD without momentum); {_FIX}")
+        vel = _moments(params, p, paths, state["velocity"], "velocity") if mu else [None] * len(p)
+        master = check_master_dtype("SGD", self.master_dtype)
+        new_p, new_v = [], []
+        for x, dx, v in zip(working_values(p, paths, state, master, "SGD"), g, vel):
+            ct = moment_dtype(x.dtype)
+            if mu:
+                v = apply("sgd_momentum", lambda xp, v, d: _axpby(_up(xp, v, ct), mu, _up(xp, d, ct), 1.0), (v, dx))
+                dx = v
+                new_v.append(v)
+            new_p.append(apply(
+                "sgd", lambda xp, a, d: _axpby(_up(xp, a, ct), 1.0 - lr * wd, _up(xp, d, ct), -lr), (x, dx)
+            ))
+        velocity = tree_unflatten(treedef, new_v) if mu else None
+        new_p, copies = finish(p, paths, new_p, master)
+        return tree_unflatten(treedef, new_p), {"step": step, "velocity": velocity, "master": copies}

@@ -1,0 +1,88 @@
+"""Misuse of sa.checkpoint.save / load / export_safetensors (issue 16): each raises CheckpointError naming the path and array."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import shardarray as sa
+from misuse import Case
+
+MESH = sa.Mesh({"row": 2, "col": 2})
+
+
+def _w(sizes=None, dims=("a", "b")):
+    sizes = sizes or {"a": 4, "b": 6}
+    return sa.ones(MESH, dict(zip(dims, sizes.values())), layout={dims[0]: "row"})
+
+
+def _saved() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ckmis")) / "ck"
+    sa.checkpoint.save(path, {"w": _w(), "step": 1})
+    return path
+
+
+def _damage(how: str) -> Path:
+    path = _saved()
+    block = path / "blocks-00000.safetensors"
+    data = bytearray(block.read_bytes())
+    if how == "truncate":
+        block.write_bytes(bytes(data[:-40]))
+    elif how == "flip":
+        data[-5] ^= 0xFF
+        block.write_bytes(bytes(data))
+    elif how == "remove":
+        block.unlink()
+    elif how == "manifest":
+        (path / "manifest.json").unlink()
+    elif how == "version":
+        m = json.loads((path / "manifest.json").read_text())
+        m["version"] = 99
+        (path / "manifest.json").write_text(json.dumps(m))
+    return path
+
+
+def _load(path: Path, target=None):
+    return sa.checkpoint.load(path, target if target is not None else {"w": _w(), "step": 0})
+
+
+CASES = [
+    Case("checkpoint-exists", lambda: sa.checkpoint.save(_saved(), {"x": 1}), sa.CheckpointError,
+         ("ck", "exists"), ("overwrite=True",)),
+    Case("checkpoint-no-manifest", lambda: _load(_damage("manifest")), sa.CheckpointError,
+         ("ck", "manifest.json"), ("sa.checkpoint.save wrote",)),
+    Case("checkpoint-missing-file", lambda: _load(_damage("remove")), sa.CheckpointError,
+         ("'w'", "blocks-00000.safetensors", "missing"), ("copy every file",)),
+    Case("checkpoint-truncated", lambda: _load(_damage("truncate")), sa.CheckpointError,
+         ("'w'", "blocks-00000.safetensors", "truncated"), ("older checkpoint",)),
+    Case("checkpoint-corrupted", lambda: _load(_damage("flip")), sa.CheckpointError,
+         ("'w'", "checksum", "blocks-00000.safetensors"), ("older checkpoint",)),
+    Case("checkpoint-unknown-version", lambda: _load(_damage("version")), sa.CheckpointError,
+         ("ck", "version 99"), ("shardarray version that wrote it",)),
+    Case("checkpoint-missing-array", lambda: _load(_saved(), {"w": _w(), "step": 0, "bias": _w()}),
+         sa.CheckpointError, ("ck", "['bias']", "no key 'bias'"), ("mesh=",)),
+    Case("checkpoint-extra-array", lambda: _load(_saved(), {"step": 0}), sa.CheckpointError,
+         ("ck", "['w']", "the array 'w'", "extra"), ("saved structure",)),
+    Case("checkpoint-size-mismatch", lambda: _load(_saved(), {"w": _w({"a": 4, "b": 5}), "step": 0}),
+         sa.CheckpointError, ("'w'", "'b': 6", "'b': 5"), ("saved sizes",)),
+    Case("checkpoint-dims-mismatch", lambda: _load(_saved(), {"w": _w(dims=("x", "b")), "step": 0}),
+         sa.CheckpointError, ("'w'", "('a', 'b')", "('x', 'b')"), ("rename after loading",)),
+    Case("checkpoint-array-vs-value", lambda: _load(_saved(), {"w": 0, "step": 0}), sa.CheckpointError,
+         ("['w']", "the array 'w'", "plain value 0"), ("saved structure",)),
+    Case("checkpoint-bad-leaf", lambda: sa.checkpoint.save(tempfile.mkdtemp() + "/c", {"f": open}),
+         sa.CheckpointError, ("['f']", "builtin_function_or_method"), ("ShardArrays and None/bool/int/float/str",)),
+    Case("checkpoint-complex", lambda: sa.checkpoint.save(tempfile.mkdtemp() + "/c", {"z": _w().astype("complex64")}),
+         sa.CheckpointError, ("'z'", "complex64"), ("real and imaginary parts",)),
+    Case("checkpoint-keep-zero", lambda: sa.checkpoint.save(tempfile.mkdtemp(), {"x": 1}, keep=0),
+         sa.CheckpointError, ("keep=0",), (">= 1",)),
+    Case("checkpoint-target-and-mesh", lambda: sa.checkpoint.load(_saved(), {"w": _w()}, mesh=MESH),
+         sa.CheckpointError, ("both",), ("exactly one of target=",)),
+    Case("checkpoint-no-path", lambda: sa.checkpoint.load("/nonexistent/ck", mesh=MESH), sa.CheckpointError,
+         ("/nonexistent/ck", "does not exist"), ("sa.checkpoint.save wrote",)),
+    Case("checkpoint-export-plain", lambda: sa.checkpoint.export_safetensors(
+        sa.checkpoint.export_safetensors(_saved(), tempfile.mkdtemp() + "/m.safetensors"), "/tmp/x.safetensors"),
+        sa.CheckpointError, ("m.safetensors", "plain safetensors"), ("checkpoint directory",)),
+    Case("checkpoint-dataclass", lambda: sa.checkpoint.save(tempfile.mkdtemp() + "/c", {"o": sa.optim.Adam()}),
+         sa.CheckpointError, ("['o']", "Adam dataclass"), ("dataclasses.asdict",)),
+]
