@@ -5,7 +5,9 @@ about ``--size`` MiB of parameters plus Adam moments (float32). The baseline
 writes the *same bytes* (each distinct block once) with ``np.save`` into one
 ``.npy`` file per block and reads them with ``np.load``; both sides fsync
 their files, both read from the page cache (files just written). Runs are
-interleaved (save, np.save, load, np.load, repeated) and the medians reported.
+interleaved (save, np.save, unsynced np.save, load, load without checksums,
+np.load, repeated) and the medians reported; the unsynced np.save (no fsync,
+so not durable) and ``load(..., verify=False)`` are shown too.
 Peak extra memory is the rise of the process's peak RSS (``VmHWM`` in
 /proc/self/status, reset through /proc/self/clear_refs) above its RSS before
 the call, less the loaded tree itself for loads; compared with the largest
@@ -36,6 +38,7 @@ import numpy as np
 
 import shardarray as sa
 from shardarray.checkpoint.blocks import distinct_blocks, process_of
+from shardarray.layout import block_bounds
 
 MIB = 1 << 20
 
@@ -43,7 +46,7 @@ MIB = 1 << 20
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", type=float, default=1024, help="MiB of params + Adam state (default 1024)")
-    p.add_argument("--repeats", type=int, default=3, help="interleaved repetitions (median reported)")
+    p.add_argument("--repeats", type=int, default=5, help="interleaved repetitions (median reported)")
     p.add_argument("--dir", default="", help="where to write (default: a temporary directory under /tmp)")
     p.add_argument("--json", default="benchmarks/results/checkpoint-cpu.json")
     return p
@@ -96,63 +99,76 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     state["m"] = sa.tree.tree_map(lambda x: x + 1.0, params)  # non-zero moments: nothing special about the bytes
     tree = {"params": params, "opt": state}
     leaves, _ = sa.tree.tree_flatten({"p": params, "m": state["m"], "v": state["v"]})
+    # the same bytes as the checkpoint: each process saves the distinct blocks it writes, and loads every
+    # distinct block its devices hold (under MPI that includes replicas another process wrote)
     mine = [(f"{i}-{b.key_suffix}", x.mesh.backend.to_numpy(x.shards[b.writer]))
             for i, x in enumerate(leaves) for b in distinct_blocks(x) if process_of(x, b.writer) == rank]
+    held = [f"{i}-{','.join(str(lo) for lo, _ in block_bounds(x.mesh, x.spec)[rep])}"
+            for i, x in enumerate(leaves) for rep, _ in x.mesh.replica_classes(x.spec.used_axes)
+            if x.shards[rep].size]
+    held_bytes = sum(x.shards[rep].nbytes for x in leaves for rep, _ in x.mesh.replica_classes(x.spec.used_axes))
     nbytes = sum(a.nbytes for _, a in mine)
-    total = procs.allgather(str(nbytes))
-    total_bytes = sum(int(t) for t in total)
+    total_bytes = sum(int(t) for t in procs.allgather(str(nbytes)))
+    total_held = sum(int(t) for t in procs.allgather(str(held_bytes)))
     largest_block = max(a.nbytes for _, a in mine) if mine else 0
     root = Path(procs.bcast(args.dir or tempfile.mkdtemp(prefix="ckbench")))
-    base = root / "np" / f"p{rank}"
+    base = root / "np"
     base.mkdir(parents=True, exist_ok=True)
 
-    def np_save() -> None:
+    def np_save(sync: bool = True) -> None:
         for k, a in mine:
             with open(base / f"{k}.npy", "wb") as f:
                 np.save(f, a)
-                f.flush()
-                os.fsync(f.fileno())
+                if sync:
+                    f.flush()
+                    os.fsync(f.fileno())
         procs.barrier()
 
     def np_load() -> list[np.ndarray]:
-        out = [np.load(base / f"{k}.npy") for k, _ in mine]
+        out = [np.load(base / f"{k}.npy") for k in held]
         procs.barrier()
         return out
 
     def ck_save() -> None:
         sa.checkpoint.save(root / "ck", tree, overwrite=True)
 
-    def ck_load() -> Any:
-        return sa.checkpoint.load(root / "ck", tree)
+    def ck_load(verify: bool = True) -> Any:
+        return sa.checkpoint.load(root / "ck", tree, verify=verify)
 
-    rows: dict[str, list[tuple[float, int]]] = {k: [] for k in ("save", "np_save", "load", "np_load")}
+    names = ("save", "np_save", "np_save_nosync", "load", "load_noverify", "np_load")
+    rows: dict[str, list[tuple[float, int]]] = {k: [] for k in names}
     for _ in range(args.repeats):
-        for name, fn in (("save", ck_save), ("np_save", np_save), ("load", ck_load), ("np_load", np_load)):
+        for name, fn in (("save", ck_save), ("np_save", np_save), ("np_save_nosync", lambda: np_save(False)),
+                         ("load", ck_load), ("load_noverify", lambda: ck_load(False)), ("np_load", np_load)):
             procs.barrier()
             dt, peak, out = measured(fn)
-            if name in ("load", "np_load"):
-                peak = max(0, peak - nbytes)  # the loaded values are the result, not overhead
+            if "load" in name:
+                peak = max(0, peak - held_bytes)  # the loaded values are the result, not overhead
             del out
             rows[name].append((dt, peak))
     med = {k: statistics.median(t for t, _ in v) for k, v in rows.items()}
     peak = {k: max(p for _, p in v) for k, v in rows.items()}
-    mbs = {k: total_bytes / MIB / med[k] for k in med}
+    mbs = {k: (total_held if "load" in k else total_bytes) / MIB / med[k] for k in med}
     peaks = [json.loads(t) for t in procs.allgather(json.dumps(peak))]
     result = {
         "mode": "emulated" if procs.size == 1 else f"mpi-{procs.size}", "mesh": shape, "processes": procs.size,
         "config": {"d_model": cfg.d_model, "d_ff": cfg.d_ff, "layers": cfg.n_layers, "vocab": cfg.vocab},
-        "params": sa.nn.param_count(cfg), "bytes": total_bytes, "repeats": args.repeats,
+        "params": sa.nn.param_count(cfg), "bytes_written": total_bytes, "bytes_read": total_held,
+        "repeats": args.repeats,
         "seconds": med, "MB_per_s": mbs,
-        "ratio_vs_numpy": {"save": mbs["save"] / mbs["np_save"], "load": mbs["load"] / mbs["np_load"]},
+        "ratio_vs_numpy": {"save": mbs["save"] / mbs["np_save"], "save_vs_nosync": mbs["save"] / mbs["np_save_nosync"],
+                           "load": mbs["load"] / mbs["np_load"], "load_noverify": mbs["load_noverify"] / mbs["np_load"]},
         "peak_extra_bytes_per_process": peaks, "largest_block_bytes": largest_block,
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "note": "shared 2-core machine; runs interleaved"},
     }
     if rank == 0:
         print(f"{result['mode']}: {total_bytes / MIB:.0f} MiB (d_model {cfg.d_model}); "
-              f"save {mbs['save']:.0f} MB/s vs np.save {mbs['np_save']:.0f} MB/s ({result['ratio_vs_numpy']['save']:.2f}x); "
+              f"save {mbs['save']:.0f} MB/s vs np.save {mbs['np_save']:.0f} MB/s ({result['ratio_vs_numpy']['save']:.2f}x), "
+              f"unsynced np.save {mbs['np_save_nosync']:.0f} MB/s ({result['ratio_vs_numpy']['save_vs_nosync']:.2f}x); "
               f"load {mbs['load']:.0f} MB/s vs np.load {mbs['np_load']:.0f} MB/s "
-              f"({result['ratio_vs_numpy']['load']:.2f}x); peak extra MiB save/load "
+              f"({result['ratio_vs_numpy']['load']:.2f}x; {result['ratio_vs_numpy']['load_noverify']:.2f}x with verify=False); "
+              f"peak extra MiB save/load "
               f"{max(p['save'] for p in peaks) / MIB:.1f}/{max(p['load'] for p in peaks) / MIB:.1f} "
               f"(largest block {largest_block / MIB:.1f} MiB)")
         out = Path(args.json)

@@ -111,7 +111,7 @@ from .autograd import vjp_scan as _vjp_scan  # noqa: E402,F401  (registers their
 
 # ---- sorting (issue 15): sort, argsort, unique_*, searchsorted
 from .ops.sort import argsort, sort  # noqa: E402  (the sort VJP registers with the op)
-from .ops.unique import unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
+from .ops.unique import unique, unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
 from .ops.searchsorted import searchsorted  # noqa: E402
 
 # ---- checkpoints (issue 16): save, load, export_safetensors
@@ -121,6 +121,14 @@ from .errors import CheckpointError  # noqa: E402
 
 # ---- reductions that skip NaN (np.nansum & co., xarray's skipna)
 from .ops.nanreduce import nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar  # noqa: E402
+
+
+# ---- fft (issue 19): sa.fft.* along named dims
+from . import fft  # noqa: E402
+from .autograd import vjp_fft as _vjp_fft  # noqa: E402,F401  (registers the FFT VJPs)
+
+# ---- linalg (issue 19): sa.linalg (qr/svd by TSQR, cholesky, solve, eigh, norms, ...)
+from . import linalg  # noqa: E402
 
 
 from .autograd import vjp_elementwise, vjp_reduce, vjp_structure  # noqa: E402,F401  (registers the VJPs)
@@ -149,7 +157,9 @@ __all__ = [
     'reshard', 'from_local',
     'cumsum', 'cumprod', 'top_k', 'take_along_dim', 'nonzero', 'count_nonzero', 'select', 'mask_assign',
     'sort', 'argsort', 'unique_values', 'unique_counts', 'unique_inverse', 'unique_all',
-    'searchsorted',
+    'searchsorted', 'unique',
     'checkpoint', 'CheckpointError',
     'nansum', 'nanmean', 'nanprod', 'nanmax', 'nanmin', 'nanvar', 'nanstd',
+    'fft',
+    'linalg',
 ]

@@ -109,7 +109,7 @@ def promote(*dtypes: Any) -> np.dtype:
 
     Example:
         >>> promote("bfloat16", "float16"), promote("bfloat16", "int8"), promote("bfloat16", "float64")
-        (dtype('float32'), dtype('bfloat16'), dtype('float64'))
+        (dtype('float32'), dtype(bfloat16), dtype('float64'))
     """
     dts = [np.dtype(d) for d in dtypes]
     try:

@@ -260,4 +260,4 @@ def _count(tree: Any) -> int | None:
         return None
 
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_paths", "tree_leaves_like"]
+__all__ = ["tree_flatten", "tree_leaves_like", "tree_map", "tree_paths", "tree_unflatten"]

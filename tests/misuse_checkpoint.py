@@ -6,8 +6,9 @@ import json
 import tempfile
 from pathlib import Path
 
-import shardarray as sa
 from misuse import Case
+
+import shardarray as sa
 
 MESH = sa.Mesh({"row": 2, "col": 2})
 

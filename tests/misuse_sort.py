@@ -48,6 +48,8 @@ CASES = [
          fix=("sa.asarray",)),
     Case("sort-unique-complex", lambda: sa.unique_values(_x("complex64")), sa.DTypeError, names=("complex64",),
          fix=("real numeric or bool",)),
+    Case("sort-unique-axis", lambda: np.unique(_x(), axis=0), sa.ArgumentError, names=("axis=0",),
+         fix=("flattened",)),
     Case("sort-unique-meta", lambda: sa.unique_counts(_meta()), sa.BackendError, names=("meta", "'i': 8"),
          fix=("NumPy or CuPy mesh",)),
     Case("searchsorted-side", lambda: sa.searchsorted(_sorted(), _sorted(), side="middle"), sa.ArgumentError,

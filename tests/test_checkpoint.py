@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import namedtuple
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 import safetensors.numpy as stnp
+from helpers import layouts, meshes, rand, sizes_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from helpers import layouts, meshes, rand, sizes_strategy
 
 CFG = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=4)
 

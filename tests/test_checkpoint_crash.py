@@ -12,7 +12,7 @@ ROOT = Path(__file__).parents[1]
 
 def test_sigkill_during_saves_leaves_the_old_or_the_new_checkpoint_complete(tmp_path):
     job = subprocess.run([sys.executable, str(ROOT / "tests" / "checkpoint_jobs" / "kill_saves.py"), str(tmp_path),
-                          "20", "1"], capture_output=True, text=True, timeout=120,
+                          "20", "1"], capture_output=True, text=True, timeout=120, check=False,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert job.returncode == 0, job.stderr[-3000:]
     out = json.loads(job.stdout.strip().splitlines()[-1])

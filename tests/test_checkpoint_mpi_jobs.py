@@ -9,9 +9,9 @@ import shutil
 
 import numpy as np
 import pytest
+from mpi_jobs import ROOT, mpiexec
 
 import shardarray as sa
-from mpi_jobs import ROOT, mpiexec
 
 pytestmark = pytest.mark.skipif(shutil.which("mpiexec") is None, reason="needs mpiexec")
 JOB = str(ROOT / "tests" / "checkpoint_jobs" / "mpi_save_load.py")

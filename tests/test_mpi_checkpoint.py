@@ -21,8 +21,9 @@ pytestmark = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4")
 @pytest.fixture
 def shared_dir(tmp_path):
     """One directory every process agrees on (process 0's tmp_path, sent as bytes)."""
-    from shardarray.checkpoint.procs import Procs
     from mpi4py import MPI
+
+    from shardarray.checkpoint.procs import Procs
 
     return Path(Procs(MPI.COMM_WORLD).bcast(str(tmp_path)))
 

@@ -91,3 +91,14 @@ def test_a_shared_collective_cache_prices_the_same():
         shared = sa.plan.evaluate_layout(step, mesh, rules, cache=cache)
         assert alone == shared and alone.comm_time_s > 0
     assert cache  # the collectives were priced into it
+
+
+def test_cli_times_the_search_with_and_without_symmetry():
+    from shardarray.bench import run
+
+    argv = ["plan", "--vocab", "2", "--d-model", "1", "--heads", "2", "--d-kv", "1", "--d-ff", "2", "--layers", "1",
+            "--seq", "2", "--batch", "2", "--mesh", "rows=2,cols=2", "--top", "3", "--quiet"]
+    on, off = run(argv), run(argv + ["--no-symmetry"])
+    assert on["best"] == off["best"] and len(on["best"]) == 3
+    assert on["search"]["symmetry"] is True and on["search"]["symmetric"] > 0 and on["search"]["cpus"] >= 1
+    assert off["search"]["symmetry"] is False and off["search"]["symmetric"] == 0

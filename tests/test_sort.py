@@ -188,3 +188,16 @@ def test_sort_vjp(shape, descending):
         want = np.zeros_like(a)
         np.put_along_axis(want, ref_argsort(a, 1, descending), w.numpy(), axis=1)
         np.testing.assert_allclose(g.numpy(), want)
+
+
+def test_rows_keep_the_other_dims_split():
+    """b (5) cannot take p and q (6 devices): each q-group sample-sorts its own rows; b is never gathered."""
+    mesh = sa.Mesh({"p": 3, "q": 2})
+    a = np.random.default_rng(0).standard_normal((5, 9))
+    x = sa.asarray(a, dims=("b", "s"), mesh=mesh, layout={"b": "p", "s": "q"})
+    with sa.comm_log() as log:
+        y = sa.argsort(x, "s")
+    assert {r.axes for r in log.records} == {("q",)}
+    assert [r.op for r in log.records] == ["allgather", "alltoall", "allgather", "alltoall"] * 2  # 2 rows at most
+    np.testing.assert_array_equal(y.numpy(), np.argsort(a, axis=1, kind="stable"))
+    assert y.layout == x.layout

@@ -47,6 +47,8 @@ from ._sorting import *  # noqa: F403
 from ._sorting import __all__ as _sorting_all
 from ._set import *  # noqa: F403
 from ._set import __all__ as _set_all
+from . import linalg  # noqa: E402  (the linalg extension: xp.linalg)
+from . import fft  # noqa: E402  (the fft extension: xp.fft)
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -76,4 +78,5 @@ __all__ = [
     "Array", "__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
     *_creation_all, *_dtypes_all, *_elementwise_all, *_indexing_all, *_linalg_all, *_manipulation_all, *_statistical_all,
     *_scans_all, *_searching_all, *_sorting_all, *_set_all,
+    "linalg",
 ]

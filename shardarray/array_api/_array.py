@@ -273,7 +273,7 @@ class Array(ShardArray):
         """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
 
         A dict key indexes by name (``ShardArray.__getitem__``). New axes get
-        fresh names; boolean masks are part 2 and raise ``ArgumentError``.
+        fresh names; a boolean mask over the leading axes (``x[mask]``, ``x[mask, ...]``) is ``ops/mask.py``.
         See ``_indexing.getitem`` for the data movement.
         """
         if isinstance(key, Mapping):

@@ -137,7 +137,7 @@ def _part2(what: str) -> ArgumentError:
 
 def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, ...]:
     """A positional key as a tuple: 0-d integer arrays become ints (their one value is read on the host);
-    boolean indices raise ``ArgumentError`` (part 2); lists and NumPy arrays become integer NumPy arrays."""
+    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/mask.py``); lists and NumPy arrays become integer NumPy arrays."""
     if not isinstance(key, tuple):
         key = (key,)
     out = []

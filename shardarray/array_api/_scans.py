@@ -74,4 +74,4 @@ def cumulative_prod(x: ShardArray, /, *, axis: int | None = None, dtype: Any = N
     return _cumulative(x, axis, dtype, include_initial, "prod")
 
 
-__all__ = ["cumulative_sum", "cumulative_prod"]
+__all__ = ["cumulative_prod", "cumulative_sum"]

@@ -7,7 +7,6 @@ the manipulation functions.) ``nonzero`` places its data-dependent result by an 
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..array import ShardArray
 from ..errors import DTypeError
@@ -47,4 +46,4 @@ def count_nonzero(x: ShardArray, /, *, axis: int | tuple[int, ...] | None = None
     return wrap(_count_nonzero(x, axis, keepdims))
 
 
-__all__ = ["nonzero", "count_nonzero"]
+__all__ = ["count_nonzero", "nonzero"]

@@ -43,7 +43,7 @@ def _cumprod(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("top_k")
 def _top_k(ctx: Context, g: ShardArray) -> list[Any]:
-    x, k, dim, new_dim, box = ctx.args
+    x, _, dim, _, box = ctx.args
     idx = box[0]
     g = to_axes(transpose.__wrapped__(match(g, ctx.out), idx.dims), idx.spec.axes, False)
     mesh, xp = x.mesh, x.mesh.backend.xp

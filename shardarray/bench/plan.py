@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from typing import Any
@@ -45,6 +46,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES), help="hardware profile (default a100)")
     p.add_argument("--dtype", default="float32", choices=("float16", "float32"), help="parameter dtype")
     p.add_argument("--top", type=int_at_least(1), default=5, help="how many layouts to print (default 5)")
+    p.add_argument("--no-symmetry", action="store_true",
+                   help="price every renaming of interchangeable mesh axes too (the search before symmetry: "
+                   "the same answer, slower; for timing)")
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
     p.set_defaults(subparser=p)
@@ -66,15 +70,16 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
     hw = get_profile(args.hardware)
     step = transformer_step(cfg, args.batch, args.dtype)
     stats = SearchStats()
+    symmetric = not getattr(args, "no_symmetry", False)
     t0 = time.perf_counter()
     if args.quiet:
-        best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats)
+        best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats, symmetric=symmetric)
     else:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("layouts", total=None)
-            best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats,
+            best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats, symmetric=symmetric,
                                   progress=lambda i, n: bar.update(task, completed=i, total=n))
     seconds = time.perf_counter() - t0
     named, skipped = named_plans(cfg, args.batch, args.mesh, hw, args.dtype)
@@ -85,7 +90,7 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
         "mesh": args.mesh,
         "hardware": {"name": hw.name, "description": hw.description},
         "memory_limit_bytes": args.memory,
-        "search": {"seconds": seconds, **stats.as_dict()},
+        "search": {"seconds": seconds, "symmetry": symmetric, "cpus": os.cpu_count(), **stats.as_dict()},
         "best": [_row(p, args.memory) for p in best],
         "named": [_row(p, args.memory) for p in named],
         "skipped": skipped,
@@ -120,7 +125,8 @@ def print_plan(result: dict[str, Any]) -> None:
     console.print(t)
     console.print(
         f"searched {s['legal']} legal rule sets in {s['seconds']:.1f} s: {s['complete']} priced in full, "
-        f"{s['stopped_time']} stopped early on time, {s['stopped_memory']} on memory, {s['refused']} refused"
+        f"{s['stopped_time']} stopped early on time, {s['stopped_memory']} on memory, {s['refused']} refused, "
+        f"{s.get('symmetric', 0)} skipped as renamings of interchangeable mesh axes"
     )
     for name, reason in result["skipped"].items():
         console.print(f"{name}: not applicable — {reason}")

@@ -22,4 +22,4 @@ from .manifest import FORMAT, VERSION
 from .reader import load
 from .writer import save
 
-__all__ = ["save", "load", "export_safetensors", "FORMAT", "VERSION"]
+__all__ = ["FORMAT", "VERSION", "export_safetensors", "load", "save"]

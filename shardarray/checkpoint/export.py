@@ -42,6 +42,7 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
         ...                    overwrite=True)
         PosixPath('/tmp/ck3')
         >>> out = sa.checkpoint.export_safetensors("/tmp/ck3", "/tmp/ck3.safetensors")
+        >>> import safetensors.numpy
         >>> safetensors.numpy.load_file(out)["w"].shape
         (4, 6)
     """

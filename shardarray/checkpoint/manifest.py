@@ -77,7 +77,7 @@ def validate(m: dict[str, Any], path: Path) -> None:
     if not isinstance(m.get("arrays"), dict) or not isinstance(m.get("tree"), dict):
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} lacks 'arrays' or 'tree'; the file is damaged")
     for name, a in m["arrays"].items():
-        def bad(why: str) -> CheckpointError:
+        def bad(why: str, name: str = name) -> CheckpointError:
             return CheckpointError(f"checkpoint {path}: array {name!r} in {MANIFEST}: {why}; the file is damaged")
 
         if not isinstance(a, dict) or not _int_list(a.get("sizes"), None):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
 
 from ..array import ShardArray
 from ..dtypes import as_dtype
@@ -45,14 +48,14 @@ def _match(target: Any, spec: Node, src: Source) -> tuple[Any, list[tuple[str, S
         if isinstance(t, dict):
             if "dict" not in n:
                 raise differ(path, f"a dict with keys {list(t)[:6]}", describe(n))
-            saved = dict((k, v) for k, v in n["dict"])
+            saved = {k: v for k, v in n["dict"]}
             for k in t:
                 if k not in saved:
                     raise differ(f"{path}[{k!r}]", "an entry", "nothing (the saved tree has no key "
                                  f"{k!r}: a missing array)")
-            for k in saved:
+            for k, v in saved.items():
                 if k not in t:
-                    raise differ(f"{path}[{k!r}]", "nothing", f"{describe(saved[k])} (an extra saved entry)")
+                    raise differ(f"{path}[{k!r}]", "nothing", f"{describe(v)} (an extra saved entry)")
             return ("dict", type(t), [(k, walk(v, saved[k], f"{path}[{k!r}]")) for k, v in t.items()])
         if isinstance(t, (list, tuple)):
             items = n.get("list") if isinstance(t, list) else n.get("tuple", n.get("items"))
@@ -115,7 +118,7 @@ class _Files:
                 self.handles[file] = self.stack.enter_context(safe_open(str(full), framework="np"))
                 self.headers[file] = read_header(full)
                 self.paths[file] = full
-            except Exception as e:  # SafetensorError on a truncated or damaged file
+            except (SafetensorError, OSError, ValueError) as e:  # a truncated or damaged file
                 raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block file {full} is truncated "
                                       f"or damaged ({type(e).__name__}: {e}); restore it or use an older "
                                       f"checkpoint") from None
@@ -288,12 +291,16 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
             files.check(name, m["arrays"][name])
         blocks: dict[str, list[Any]] = {}
         error = None
-        try:
-            for name, msh, lay, dtype in plan:
-                blocks[name] = _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify)
+        try:  # block reads (file reads and checksums release the GIL) overlap on a few threads
+            workers = max(1, min(4, (os.cpu_count() or 1) // procs.size))  # MPI ranks share the node's cores
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                started = [(name, _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify, pool))
+                           for name, msh, lay, dtype in plan]
+                for name, finish in started:
+                    blocks[name] = finish()
         except CheckpointError as e:
             error = str(e)
-        except Exception as e:  # a SafetensorError or OSError while reading bytes: a damaged file
+        except (SafetensorError, OSError, ValueError) as e:  # while reading bytes: a damaged file
             error = f"checkpoint {src.where}: reading failed ({type(e).__name__}: {e}); the files are damaged"
         procs.agree(error)
     for name, msh, lay, dtype in plan:
@@ -309,20 +316,27 @@ class _Probe:
 
 
 def _read_array(files: _Files, name: str, entry: dict[str, Any], mesh: Mesh, lay: Layout, dtype: np.dtype,
-                verify: bool) -> list[Any]:
-    """The shards of one target array: each distinct block this process holds, read once and cast."""
+                verify: bool, pool: ThreadPoolExecutor) -> Callable[[], list[Any]]:
+    """Start reading the distinct blocks of one target array this process holds; returns a function that
+    waits for them and gives the shards (each block read once, cast, moved to its device)."""
     bounds = block_bounds(mesh, lay)
     backend = mesh.backend
-    out: list[Any] = [None] * mesh.size
-    for rep, devices in mesh.replica_classes(lay.used_axes):
-        shape = tuple(e - s for s, e in bounds[rep])
-        if not backend.has_data:
-            block = backend.xp.full(shape, 0, dtype=dtype)
-        else:
-            host = _read_block(files, name, entry, bounds[rep], verify)
-            host = host if host.dtype == dtype else host.astype(dtype)
-            with backend.scope(rep):
-                block = backend.from_numpy(host)
-        for d in devices:
-            out[d] = block
-    return out
+    classes = mesh.replica_classes(lay.used_axes)
+    if backend.has_data:
+        pending = [pool.submit(_read_block, files, name, entry, bounds[rep], verify) for rep, _ in classes]
+
+    def finish() -> list[Any]:
+        out: list[Any] = [None] * mesh.size
+        for i, (rep, devices) in enumerate(classes):
+            if not backend.has_data:
+                block = backend.xp.full(tuple(e - s for s, e in bounds[rep]), 0, dtype=dtype)
+            else:
+                host = pending[i].result()
+                host = host if host.dtype == dtype else host.astype(dtype)
+                with backend.scope(rep):
+                    block = backend.from_numpy(host)
+            for d in devices:
+                out[d] = block
+        return out
+
+    return finish

@@ -44,13 +44,14 @@ def open_source(path: Path) -> Source:
 
 def _plain_file(file: Path) -> Source:
     """A plain safetensors file as a manifest with one block per array (names: the file's keys)."""
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
     try:
         with safe_open(str(file), framework="np") as f:
             meta = f.metadata() or {}
-            entries = {k: (f.get_slice(k).get_shape(), f.get_slice(k).get_dtype()) for k in f.keys()}
-    except Exception as e:  # the package raises its own SafetensorError (and OSError) for a damaged file
+            keys = f.keys()
+            entries = {k: (f.get_slice(k).get_shape(), f.get_slice(k).get_dtype()) for k in keys}
+    except (SafetensorError, OSError, ValueError) as e:  # a damaged file, or not safetensors
         raise CheckpointError(f"checkpoint {file}: not a readable safetensors file ({type(e).__name__}: {e}); "
                               f"the file is truncated or damaged, or not safetensors") from None
     extra: dict[str, Any] = {}

@@ -12,8 +12,8 @@ save needs no memory beyond the arrays themselves. The files are read with the
 from __future__ import annotations
 
 import json
-import zlib
 import os
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -122,8 +122,7 @@ def write_file(path: Path, tensors: Sequence[tuple[str, np.ndarray]], metadata: 
         f.write(head)
         for key, a in (source if source is not None else tensors):
             buf = _bytes(a)
-            for lo in range(0, len(buf), CHUNK):
-                f.write(buf[lo:lo + CHUNK])
+            f.writelines(buf[lo:lo + CHUNK] for lo in range(0, len(buf), CHUNK))
             if on_write is not None:
                 on_write(key, a)
         f.flush()

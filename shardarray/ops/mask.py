@@ -33,9 +33,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.meta import MetaArray
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import DimensionError, DTypeError
 from ..layout import Layout, group_chunk
-from .common import common_mesh, map_blocks, mesh_order, require_array
+from .common import common_mesh, map_blocks, require_array
 from .relayout import to_axes
 
 
@@ -137,8 +137,8 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
     p = _Plan(x, mask)
     if new_dim in p.rest:
         raise DimensionError(f"select: new_dim {new_dim!r} is already one of the kept dims {p.rest}; pass another")
-    mesh, xp = p.mesh, p.mesh.backend.xp
-    c, g = p.counts()
+    mesh = p.mesh
+    _, g = p.counts()
     total = p.total(g)
     rest_shape = tuple(x.sizes[d] for d in p.rest)
 
@@ -222,7 +222,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
         return
     p = _Plan(x, mask)
-    c, g = p.counts()
+    _, g = p.counts()
     total = p.total(g)
     rest_shape = tuple(x.sizes[d] for d in p.rest)
     want = (total,) + rest_shape
@@ -240,7 +240,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
                              f"{want} selected); v has shape {v.shape}; give a scalar or a value of shape {want}")
     v = v.resolve() if v.pending else v
     v = to_axes(v, (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest), False)
-    mesh, xp = p.mesh, p.mesh.backend.xp
+    mesh = p.mesh
     n = math.prod(p.radix) if p.radix else 1
     src_blocks = [group_chunk(0, total, p.radix, i) for i in range(n)]
     send: list[Any] = [None] * mesh.size
@@ -315,24 +315,44 @@ def bool_key(key: Any) -> Any:
             key = key[0]
         else:
             return None
-    if isinstance(key, (ShardArray, np.ndarray)) and np.dtype(key.dtype).kind == "b" and key.ndim > 0:
+    if isinstance(key, (ShardArray, np.ndarray, np.bool_)) and np.dtype(key.dtype).kind == "b":
         return key
     return None
 
 
 def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
     """``x[mask]`` by position (NumPy): the mask covers the leading axes; see ``select`` for the traffic."""
-    if np.ndim(mask) == 0 if not isinstance(mask, ShardArray) else mask.ndim == 0:
-        raise ArgumentError(f"x[mask]: a 0-d boolean index (True/False) on the array of shape {x.shape} is not "
-                            f"supported; use x[None] or xp.where(mask, x, 0)")
+    if np.ndim(mask) == 0:  # NumPy: a new leading axis of length 1 (True) or 0 (False)
+        from .dims import expand_dims
+
+        name = "__mask0"
+        while name in x.dims:
+            name += "_"
+        out = expand_dims(x, name, 0)
+        return out.isel({name: slice(0, 1 if bool(mask) else 0)})
     return select(x, _positional_mask(x, mask, "x[mask]"))
 
 
 def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
     """``x[mask] = v`` by position: ``v`` a scalar or of the selected shape; see ``mask_assign``."""
-    if np.ndim(mask) == 0 if not isinstance(mask, ShardArray) else mask.ndim == 0:
-        raise ArgumentError(f"x[mask] = v: a 0-d boolean index (True/False) on the array of shape {x.shape} is "
-                            f"not supported; use xp.where(mask, v, x)")
+    if np.ndim(mask) == 0:  # x[True] = v writes everything, x[False] = v nothing (v broadcasts right-aligned)
+        if not bool(mask):
+            return
+        from .creation import asarray
+        from .structure import broadcast_to, rename, transpose
+
+        if not isinstance(v, ShardArray):
+            v = asarray(np.asarray(v, dtype=x.dtype), dims=tuple(f"__v{i}" for i in range(np.ndim(v))), mesh=x.mesh)
+        if v.ndim == x.ndim + 1 and v.shape[0] == 1:
+            v = v.isel({v.dims[0]: 0})
+        if v.ndim > x.ndim or any(a not in (1, b) for a, b in zip(v.shape[::-1], x.shape[::-1])):
+            raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape "
+                                 f"{x.shape}")
+        names = x.dims[x.ndim - v.ndim:]
+        v = rename(rename(v, {d: f"__w{i}" for i, d in enumerate(v.dims)}), {f"__w{i}": n for i, n in enumerate(names)})
+        new = broadcast_to(v.astype(x.dtype), x.sizes) if v.shape != x.shape else v.astype(x.dtype)
+        _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
+        return
     if isinstance(v, ShardArray) and v.ndim:
         from .structure import rename
 
@@ -362,4 +382,4 @@ def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:
         mask = asarray(arr, dims=(dim,), mesh=x.mesh)
     out = select(x, mask, new_dim=dim)
     return transpose(out, x.dims)
-__all__ = ["select", "mask_assign", "bool_key", "getitem_mask", "setitem_mask", "select_along"]
+__all__ = ["bool_key", "getitem_mask", "mask_assign", "select", "select_along", "setitem_mask"]

@@ -92,4 +92,4 @@ def nonzero(x: ShardArray) -> tuple[ShardArray, ...]:
     return tuple(picked.isel({coord: k}) for k in range(nd))
 
 
-__all__ = ["nonzero", "count_nonzero"]
+__all__ = ["count_nonzero", "nonzero"]

@@ -106,11 +106,11 @@ def _splitters(samples: np.ndarray, dtype: np.dtype, p: int) -> tuple[np.ndarray
     return vals[pick], s[pick, 1], s[pick, 2]
 
 
-def _cuts(a: np.ndarray, member: int, split: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def _cuts(a: np.ndarray, member: int, split: tuple[np.ndarray, np.ndarray, np.ndarray], p: int) -> np.ndarray:
     """Bucket boundaries in the sorted block ``a``: entry ``i`` counts the keys below splitter ``i``."""
     vals, members, pos = split
-    if len(vals) == 0:
-        return np.zeros(0, dtype=np.int64)
+    if len(vals) == 0:  # no samples anywhere in the group: every block is empty
+        return np.full(p - 1, len(a), dtype=np.int64)
     left = np.searchsorted(a, vals, side="left")
     right = np.searchsorted(a, vals, side="right")
     c = np.where(members > member, right, np.where(members < member, left, pos))
@@ -173,7 +173,7 @@ def sample_sort(
         if item is None:
             continue
         a, pl = item
-        cuts = _cuts(a, member_of[d], _splitters(gathered[d], dtype, p))
+        cuts = _cuts(a, member_of[d], _splitters(gathered[d], dtype, p), p)
         buf = a if pl is None else np.stack([to_bits(a), to_bits(pl)], axis=1)
         send[d] = _pieces(buf, cuts)
     local = [None] * mesh.size  # the sorted blocks are no longer needed

@@ -61,13 +61,13 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
     mesh, xp = x.mesh, x.mesh.backend.xp
     i = x.dims.index(dim)
     axes = x.spec.of(dim)
-    cum = xp.cumsum if op == "sum" else xp.cumprod
     ident = 0 if op == "sum" else 1
 
     def local(s: Any) -> Any:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape, acc)
         s = s.astype(acc)
+        cum = xp.cumsum if op == "sum" else xp.cumprod
         if reverse:
             return xp.flip(cum(xp.flip(s, axis=i), axis=i), axis=i)
         return cum(s, axis=i)
@@ -155,4 +155,4 @@ def cumprod(x: ShardArray, dim: Any = None, dtype: Any = None) -> ShardArray:
     return scan(x, dim, "prod", dtype=dtype)
 
 
-__all__ = ["cumsum", "cumprod"]
+__all__ = ["cumprod", "cumsum"]

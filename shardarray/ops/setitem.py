@@ -42,7 +42,7 @@ def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, i
         else:
             raise DTypeError(
                 f"x[...] = v: index {v!r:.60} for dim {d!r} is not supported for writing; use ints and slices "
-                f"(integer-array and boolean-mask writes are part 2 of issue 14)"
+                f"(or one boolean mask: x[mask] = v; integer-array writes are not supported)"
             )
     return box
 

@@ -12,8 +12,8 @@
   pending sum is resolved by one allreduce of the result over the dim's axes.
 
 Negative ints, ids and slice bounds count from the end as in NumPy; an int
-or id out of range raises ``DimensionError``. Boolean masks are part 2 of
-issue 14 and raise ``ArgumentError`` for now.
+or id out of range raises ``DimensionError``. A 1-D boolean mask for a dim
+selects along it (``ops/mask.py``: an allgather of counts and one alltoallv).
 """
 
 from __future__ import annotations
@@ -221,8 +221,8 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
         if isinstance(v, slice):
             checked.append(("slice", d, normalize_slice(x, d, v)))
         elif isinstance(v, (bool, np.bool_)):
-            raise ArgumentError(f"isel: boolean index {v!r} for dim {d!r}: boolean indexing is part 2 of issue 14; "
-                                f"use an int or a slice")
+            raise ArgumentError(f"isel: boolean index {v!r} for dim {d!r} is not an index; use an int, a slice, "
+                                f"or a boolean mask array of the dim's length")
         elif isinstance(v, (int, np.integer)):
             checked.append(("int", d, normalize_int(x, d, v)))
         elif isinstance(v, (float, np.floating, complex)):

@@ -13,8 +13,8 @@ Which algorithm runs (``p`` = the number of devices splitting ``dim``):
   sort** (``ops/samplesort.py``): an allgather of ``p - 1`` samples per
   device, one alltoallv of buckets, an allgather of one bucket length per
   device and one rebalancing alltoallv into the canonical ceil-blocks. Other
-  (small) dims are first made unsplit and their rows are sorted one after
-  another.
+  (small) dims keep their layout; the rows of each device's block are sorted
+  one after another (as many sample sorts as the most rows a device holds).
 
 Results keep ``x``'s layout. Ties keep their original order (the sort is
 always stable; ``stable=False`` is allowed, as the array API standard says,
@@ -36,6 +36,7 @@ from ..array import ShardArray
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..errors import ArgumentError, DimensionError, DTypeError
+from ..layout import block_bounds
 from .common import dims_arg, map_blocks, require_array
 from .flip import _flip
 from .relayout import resolve, to_axes
@@ -100,25 +101,35 @@ def _local(x: ShardArray, i: int, payload: Any) -> ShardArray:
 
 
 def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
-    """Sample sort of every row of ``dim`` (the other dims unsplit): one sample sort per row."""
+    """Sample sort of every row of ``dim``, one after another (the other dims keep their layout).
+
+    Every group along ``dim``'s axes sorts its local rows; all run the same number of sample sorts (the most
+    rows any device holds), a group out of rows taking part with empty blocks, so that under MPI every
+    process issues the same collectives.
+    """
     mesh, i, n = x.mesh, x.dims.index(dim), x.sizes[dim]
     axes = x.spec.of(dim)
     dtype = x.dtype if payload is None else np.dtype(np.int64) if isinstance(payload, str) else payload.dtype
     if not mesh.backend.has_data:
         return ShardArray(mesh, x.spec, dtype, [None if s is None else MetaArray(s.shape, dtype) for s in x.shards])
-    rows = int(np.prod([s for d, s in zip(x.dims, x.shape) if d != dim], dtype=np.int64))
+    bounds = block_bounds(mesh, x.spec)
+    local_rows = [int(np.prod([b - a for k, (a, b) in enumerate(dev) if k != i], dtype=np.int64)) for dev in bounds]
+    rows = max(local_rows)
 
-    def flat(s: Any) -> Any:
-        return None if s is None else np.moveaxis(s, i, -1).reshape(rows, -1)
+    def flat(s: Any, d: int) -> Any:
+        return None if s is None else np.moveaxis(s, i, -1).reshape(local_rows[d], -1)
 
-    keys = [flat(s) for s in x.shards]
-    pays = [flat(s) for s in payload.shards] if isinstance(payload, ShardArray) else None
+    keys = [flat(s, d) for d, s in enumerate(x.shards)]
+    pays = [flat(s, d) for d, s in enumerate(payload.shards)] if isinstance(payload, ShardArray) else None
+    empty = np.zeros(0, dtype=x.dtype)
     done: list[list[Any]] = [[] for _ in range(mesh.size)]
     for r in range(rows):
-        row_pay = payload if pays is None else [None if p is None else p[r] for p in pays]
-        res = sample_sort(mesh, axes, [None if k is None else k[r] for k in keys], n, row_pay, x.dtype)
+        row_keys = [None if k is None else k[r] if r < len(k) else empty for k in keys]
+        row_pay = payload if pays is None else [None if q is None else q[r] if r < len(q) else q[:0].reshape(0)
+                                                for q in pays]
+        res = sample_sort(mesh, axes, row_keys, n, row_pay, x.dtype)
         for d, b in enumerate(res):
-            if b is not None:
+            if b is not None and r < local_rows[d]:
                 done[d].append(b)
     shards: list[Any] = [None] * mesh.size
     for d, s in enumerate(x.shards):
@@ -144,14 +155,12 @@ def ordered(x: ShardArray, dim: str, payload: Any = None) -> ShardArray:
     if not axes or n <= 1 or x.mesh.axes_size(axes) == 1 or x.size == 0:
         return _local(x, i, payload)
     other = _other_dim(x, dim)
-    if other is not None:
-        target = tuple(() if d == dim else a + axes if d == other else a for d, a in zip(x.dims, x.spec.axes))
-    else:
-        target = tuple(a if d == dim else () for d, a in zip(x.dims, x.spec.axes))
+    if other is None:
+        return _rows(x, dim, payload)
+    target = tuple(() if d == dim else a + axes if d == other else a for d, a in zip(x.dims, x.spec.axes))
     xt = to_axes(x, target, False)
     pt = to_axes(payload, target, False) if isinstance(payload, ShardArray) else payload
-    out = _local(xt, i, pt) if other is not None else _rows(xt, dim, pt)
-    return to_axes(out, x.spec.axes, False)
+    return to_axes(_local(xt, i, pt), x.spec.axes, False)
 
 
 def _reverse_index(y: ShardArray, dim: str) -> ShardArray:

@@ -6,7 +6,8 @@ block (stable) and keeps its first ``k`` candidates (fewer if its block is
 shorter: the rest are padding marked by index ``n``); the groups along the
 dim's mesh axes exchange these in **one allgather** of ``k`` (value, index)
 pairs per device per index of the other dims (packed into int64, 16 bytes a
-pair), and every device picks the final ``k`` locally. The new dim is not
+pair), and every device picks the final ``k`` locally. The local step is a
+partition (O(block)) plus a sort of the ``k`` candidates only. The new dim is not
 split (k is small); the other dims keep their layout.
 """
 
@@ -39,6 +40,30 @@ def _order(xp: Any, vals: Any, idx: Any, axis: int) -> Any:
     """Positions sorting along ``axis`` by (padding last, value descending with NaN last, index ascending)."""
     pad = idx < 0
     return np.lexsort((xp.where(pad, 0, idx), _key(xp, vals), pad), axis=axis)
+
+
+def _local_top(xp: Any, key: Any, m: int, axis: int) -> Any:
+    """Positions of the ``m`` smallest keys along ``axis`` in (key, index) order: ``np.argpartition``-style.
+
+    A partition finds the m-th key ``t``; the candidates are the keys below ``t`` and the first keys equal to
+    ``t`` (by index) up to ``m``; a stable bool sort pulls them out in index order, and only those ``m`` are
+    sorted. NaN keys count as the largest.
+    """
+    n = key.shape[axis]
+    if m == n or m == 0:
+        return np.argsort(key, axis=axis, kind="stable")[(slice(None),) * axis + (slice(0, m),)]
+    t = xp.take(np.partition(key, m - 1, axis=axis), [m - 1], axis=axis)
+    if key.dtype.kind == "f":
+        knan, tnan = xp.isnan(key), xp.isnan(t)
+        less = (key < t) | (tnan & ~knan)
+        equal = (key == t) | (knan & tnan)
+    else:
+        less, equal = key < t, key == t
+    room = m - xp.sum(less, axis=axis, keepdims=True)
+    sel = less | (equal & (xp.cumsum(equal, axis=axis) <= room))
+    cand = np.argsort(~sel, axis=axis, kind="stable")[(slice(None),) * axis + (slice(0, m),)]
+    inner = np.argsort(xp.take_along_axis(key, cand, axis=axis), axis=axis, kind="stable")
+    return xp.take_along_axis(cand, inner, axis=axis)
 
 
 def _check(x: Any, k: Any, dim: Any, new_dim: Any) -> tuple[ShardArray, int, str, str]:
@@ -85,9 +110,8 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
             shape = s.shape[:i] + (k,) + s.shape[i + 1:]
             return MetaArray(shape, x.dtype), MetaArray(shape, np.int64)
         idx = xp.broadcast_to(xp.arange(s.shape[i], dtype=np.int64).reshape((-1,) + (1,) * (s.ndim - i - 1)), s.shape)
-        order = np.argsort(_key(xp, s), axis=i, kind="stable")
         m = min(k, s.shape[i])
-        order = order[cut(s, m)]
+        order = _local_top(xp, _key(xp, s), m, i)
         vals = xp.take_along_axis(s, order, axis=i)
         ids = xp.take_along_axis(idx, order, axis=i) + off
         if m < k:  # pad to k candidates, padding marked by index -1
@@ -144,7 +168,7 @@ def top_k(x: ShardArray, k: int, dim: Any = None, new_dim: str = "k") -> tuple[S
 
     Collectives: none along an unsplit dim. Along a split dim, **one
     allgather** over its mesh axes of ``k`` (value, index) pairs per device
-    per index of the other dims (16 bytes a pair), after a local stable sort;
+    per index of the other dims (16 bytes a pair), after a local partition;
     each device then picks the final ``k``. Differentiable in the values: the
     VJP scatters the cotangent through the indices (no communication).
 

@@ -9,9 +9,11 @@ algorithm over the mesh axes that split ``x`` (``p`` devices per group, ``u``
 2. **allgather** of ``p - 1`` regular samples of the local uniques (2 int64
    each); every device picks the same ``p - 1`` value splitters;
 3. **one alltoallv**: each device sends the uniques of bucket ``i`` to member
-   ``i`` (rows of 4 int64: value bits, count, first global flat index,
-   sender); a value goes to one bucket from every device (cuts by value), so
-   duplicates meet on one device;
+   ``i``: rows of int64, the value bits and, only where asked, the count,
+   the first global flat index (also for the inverse of floats: it orders
+   the NaNs) and the sender (1 int64 per unique for ``unique_values``, 2 for
+   ``unique_counts``, 2 or 3 for ``unique_inverse``, 4 for ``unique_all``); a value goes to one bucket from every device (cuts by
+   value), so duplicates meet on one device;
 4. each bucket merges its rows (sort, sum counts, min first index);
 5. **allgather** of one int64 per device: the buckets' lengths give each
    bucket's global offset and the number of unique values ``T``;
@@ -37,7 +39,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import BackendError, DTypeError
+from ..errors import ArgumentError, BackendError, DTypeError
 from ..layout import Layout, block_bounds, group_chunk
 from .common import mesh_order, require_array
 from .relayout import resolve
@@ -68,8 +70,8 @@ class UniqueInverseResult(NamedTuple):
 
 def _check(x: Any, what: str) -> ShardArray:
     x = require_array(x, what)
-    if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
-        raise DTypeError(f"{what}: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
+    if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
+        raise DTypeError(f"{what}: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
     if not x.mesh.backend.has_data:
         raise BackendError(
             f"{what}: the number of unique values depends on the data, which the meta backend does not hold "
@@ -78,16 +80,39 @@ def _check(x: Any, what: str) -> ShardArray:
     return resolve(x, x.spec.axes)
 
 
+def _width(dtype: np.dtype) -> int:
+    """int64 words per value: 2 for complex (real and imaginary parts), else 1."""
+    return 2 if dtype.kind == "c" else 1
+
+
+def _enc(vals: np.ndarray) -> list[np.ndarray]:
+    """Values as int64 columns (``_width`` of them) that ``_dec`` turns back exactly."""
+    if vals.dtype.kind == "c":
+        return [to_bits(np.ascontiguousarray(vals.real)), to_bits(np.ascontiguousarray(vals.imag))]
+    return [to_bits(vals)]
+
+
+def _dec(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The values in the first ``_width`` columns of ``rows``."""
+    if dtype.kind == "c":
+        part = np.finfo(dtype).dtype
+        out = np.empty(len(rows), dtype=dtype)
+        out.real = from_bits(rows[:, 0].copy(), part)
+        out.imag = from_bits(rows[:, 1].copy(), part)
+        return out
+    return from_bits(rows[:, 0].copy(), dtype)
+
+
 def _local(b: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...], fields: tuple[str, ...],
-           inverse: bool) -> tuple[Any, ...]:
+           inverse: bool, equal_nan: bool) -> tuple[Any, ...]:
     """Sorted local uniques of block ``b``: rows of ``fields`` (value bits, count, first global flat index) and
     the inverse (None unless asked); NumPy computes only what is asked."""
     flat = np.asarray(b).reshape(-1)
     res = np.unique(flat, return_index="first" in fields, return_inverse=inverse, return_counts="count" in fields,
-                    equal_nan=False)
+                    equal_nan=equal_nan)
     res = res if isinstance(res, tuple) else (res,)
     vals, k = res[0], 1
-    cols = [to_bits(vals)]
+    cols = _enc(vals)
     first = inv = counts = None
     if "first" in fields:
         first, k = res[k], k + 1
@@ -103,9 +128,9 @@ def _local(b: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...], fields
     return vals, np.stack(cols, axis=1), inv
 
 
-def _merge(rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _merge(rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...], equal_nan: bool) -> tuple[np.ndarray, np.ndarray]:
     """Merged bucket rows (``fields``) and each received row's rank in the bucket."""
-    vals = from_bits(rows[:, 0].copy(), dtype)
+    vals = _dec(rows, dtype)
     if "first" in fields:  # NaNs (never equal) in order of their first index, as NumPy
         order = np.lexsort((rows[:, fields.index("first")], vals))
     else:
@@ -113,12 +138,14 @@ def _merge(rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...]) -> tuple[
     sv = vals[order]
     new = np.ones(len(sv), dtype=bool)
     new[1:] = sv[1:] != sv[:-1]  # NaN != NaN: each NaN starts its own group
+    if equal_nan and sv.dtype.kind == "f":
+        new[1:] &= ~(np.isnan(sv[1:]) & np.isnan(sv[:-1]))
     starts = np.flatnonzero(new)
     rank = np.empty(len(sv), dtype=np.int64)
     rank[order] = np.cumsum(new) - 1
     if len(sv) == 0:
         return np.zeros((0, len(fields)), dtype=np.int64), rank
-    cols = [rows[order[starts], 0]]
+    cols = [rows[order[starts], k] for k in range(_width(dtype))]
     if "count" in fields:
         cols.append(np.add.reduceat(rows[order, fields.index("count")], starts))
     if "first" in fields:
@@ -126,10 +153,12 @@ def _merge(rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...]) -> tuple[
     return np.stack(cols, axis=1), rank
 
 
-def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool) -> tuple[Any, Any, Any, Any]:
+def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: bool = False) -> tuple[Any, ...]:
     """(values, first indices, counts, inverse indices) of the flattened ``x``; None for what is not asked."""
     mesh, dtype = x.mesh, x.dtype
-    fields = ("value",) + (("count",) if counts else ()) + (("first",) if index else ())
+    # the inverse of float data needs the first indices too: they order the NaNs (each distinct) as NumPy does
+    index = index or (inverse and (dtype.kind == "f" or dtype.name == "bfloat16"))
+    fields = ("value",) + (("imag",) if dtype.kind == "c" else ()) + (("count",) if counts else ()) + (("first",) if index else ())
     axes = mesh_order(mesh, x.spec.used_axes)
     bounds = block_bounds(mesh, x.spec)
     groups = mesh.groups(axes)
@@ -138,7 +167,7 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool) -> tuple[An
     local: list[Any] = [None] * mesh.size
     for d, s in enumerate(x.shards):
         if s is not None:
-            local[d] = _local(mesh.backend.to_numpy(s), tuple(a for a, _ in bounds[d]), x.shape, fields, inverse)
+            local[d] = _local(mesh.backend.to_numpy(s), tuple(a for a, _ in bounds[d]), x.shape, fields, inverse, equal_nan)
     if p == 1:
         merged = [None if item is None else item[1] for item in local]
         ranks = [None if item is None else np.arange(len(item[1]), dtype=np.int64) for item in local]
@@ -148,10 +177,11 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool) -> tuple[An
         if item is None:
             continue
         vals, rows, _ = item
-        smp = np.zeros((p - 1, 2), dtype=np.int64)
+        w = _width(dtype)
+        smp = np.zeros((p - 1, w + 1), dtype=np.int64)
         if len(vals):
-            smp[:, 0] = rows[(np.arange(1, p) * len(vals)) // p, 0]
-            smp[:, 1] = 1
+            smp[:, :w] = rows[(np.arange(1, p) * len(vals)) // p, :w]
+            smp[:, w] = 1
         samples[d] = smp
     gathered = mesh.comm.allgather(samples, axes, 0)
     send: list[Any] = [None] * mesh.size
@@ -160,7 +190,7 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool) -> tuple[An
             continue
         vals, rows, _ = item
         g = gathered[d]
-        split = np.sort(from_bits(g[g[:, 1] == 1, 0].copy(), dtype))
+        split = np.sort(_dec(g[g[:, -1] == 1], dtype))
         inner = (np.searchsorted(vals, split[(np.arange(1, p) * len(split)) // p], side="left") if len(split)
                  else np.full(p - 1, len(vals)))
         cuts = np.concatenate([[0], inner, [len(vals)]])
@@ -173,7 +203,7 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool) -> tuple[An
     senders: list[Any] = [None] * mesh.size
     for d, r in enumerate(recv):
         if r is not None:
-            merged[d], ranks[d] = _merge(r[:, :len(fields)], dtype, fields)
+            merged[d], ranks[d] = _merge(r[:, :len(fields)], dtype, fields, equal_nan)
             senders[d] = r[:, -1] if inverse else None
     return _finish(x, axes, fields, merged, ranks, local, p, member, inverse, senders=senders)
 
@@ -229,7 +259,7 @@ def _finish(x: ShardArray, axes: tuple[str, ...], fields: tuple[str, ...], merge
         k = fields.index(name)
         return ShardArray(mesh, layout, np.int64, [None if f is None else np.ascontiguousarray(f[:, k]) for f in full])
 
-    vals = [None if f is None else from_bits(f[:, 0].copy(), dtype) for f in full]
+    vals = [None if f is None else _dec(f, dtype) for f in full]
     return ShardArray(mesh, layout, dtype, vals), column("first"), column("count"), inv_arr
 
 
@@ -237,7 +267,7 @@ def unique_values(x: ShardArray) -> ShardArray:
     """The sorted distinct values of ``x`` (flattened), each NaN distinct; 1-D with dim ``"unique"``.
 
     Collectives over the axes that split ``x`` (``p`` per group): an
-    allgather of ``p - 1`` samples, one alltoallv of the local uniques (4
+    allgather of ``p - 1`` samples, one alltoallv of the local uniques (1
     int64 each), an allgather of one int64, and one alltoallv placing the
     result: replicated when it has at most ``REPLICATE_MAX`` (65536) values,
     else split in the canonical layout over ``x``'s axes. No communication if ``x`` is unsplit.
@@ -301,5 +331,30 @@ def unique_all(x: ShardArray) -> UniqueAllResult:
     return UniqueAllResult(v, first, inv, c)
 
 
-__all__ = ["unique_values", "unique_counts", "unique_inverse", "unique_all", "UniqueAllResult",
+def unique(ar: ShardArray, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: Any = None, *, equal_nan: bool = True) -> Any:
+    """NumPy's ``np.unique`` (so that ``np.unique(x)`` works on a ShardArray): the flattened array's sorted
+    distinct values and, as asked, first indices, inverse (``x``'s shape, as NumPy 2) and counts.
+
+    NumPy's default ``equal_nan=True`` makes all NaNs one value; the array API functions (``unique_values``
+    etc.) keep each NaN distinct. Collectives as ``unique_all``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([2.0, np.nan, 1.0, np.nan]), dims=("i",), mesh=mesh, layout={"i": "col"})
+        >>> [a.numpy() for a in np.unique(x, return_counts=True)]
+        [array([ 1.,  2., nan]), array([1, 1, 2])]
+    """
+    if axis is not None:
+        raise ArgumentError(
+            f"unique: axis={axis!r} (unique rows or columns) is not supported; unique works on the flattened "
+            f"array (axis=None)"
+        )
+    x = _check(ar, "unique")
+    v, first, c, inv = _unique(x, bool(return_counts), bool(return_index), bool(return_inverse), bool(equal_nan))
+    extra = [a for a, want in ((first, return_index), (inv, return_inverse), (c, return_counts)) if want]
+    return (v, *extra) if extra else v
+
+
+__all__ = ["unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "UniqueAllResult",
            "UniqueCountsResult", "UniqueInverseResult", "REPLICATE_MAX"]

@@ -1,0 +1,73 @@
+"""2-D FFT of an N x N complex64 array split over a 2x2 mesh ({a: row, b: col}) against numpy.fft.fft2.
+
+Timed interleaved in one run (A B A B ..., median of ``--repeat``), so a
+shared machine loads both alike. Checks the result against NumPy and the
+traffic against the formula: each split dim costs two alltoalls over its
+2-device mesh axis (there and back), each device putting in its whole block
+``B = (N/2)^2 * 8`` bytes and sending ``(k-1)/k * B = B/2`` of it, so the
+2-D FFT sends ``4 * B/2 = 2B = N^2 * 4`` bytes per device (``wire_bytes``).
+Writes JSON to ``--json`` (default benchmarks/results/fft-cpu.json).
+
+    python benchmarks/fft.py [--n 4096] [--repeat 3] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import shardarray as sa
+
+
+def fft_section(n: int, repeat: int) -> dict:
+    """Time, traffic and error of ``sa.fft.fftn`` on an n x n complex64 array on a 2x2 mesh vs ``np.fft.fft2``."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))).astype(np.complex64)
+    x = sa.asarray(a, dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+    sa.fft.fftn(x), np.fft.fft2(a)  # warm-up
+    ours, ref = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        sa.fft.fftn(x)
+        ours.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        np.fft.fft2(a)
+        ref.append(time.perf_counter() - t)
+    with sa.comm_log() as log:
+        y = sa.fft.fftn(x)
+    want = np.fft.fft2(a)
+    err = float(np.max(np.abs(y.numpy() - want)) / np.max(np.abs(want)))
+    block = ((n + 1) // 2) ** 2 * 8
+    sent = sum(r.wire_bytes for r in log.records)
+    return {
+        "n": n, "dtype": str(y.dtype), "mesh": "2x2 emulated", "sa_s": statistics.median(ours),
+        "numpy_fft2_s": statistics.median(ref), "ratio": statistics.median(ours) / statistics.median(ref),
+        "collectives": [r.op for r in log.records], "wire_bytes_per_device": sent,
+        "formula_bytes_per_device": 2 * block, "max_rel_error": err,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=4096)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--json", default="benchmarks/results/fft-cpu.json")
+    args = p.parse_args()
+    res = fft_section(args.n, args.repeat)
+    res["machine"] = platform.processor() or platform.machine()
+    print(json.dumps(res, indent=1))
+    assert res["wire_bytes_per_device"] == res["formula_bytes_per_device"], res
+    assert res["max_rel_error"] < 1e-5, res
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

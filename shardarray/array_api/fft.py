@@ -1,0 +1,144 @@
+"""``xp.fft``: the array API standard's fft extension (2024.12), positionally, over ``sa.fft``.
+
+``axis``/``axes`` pick dims by position. Collectives are those of ``sa.fft``:
+none along an unsplit axis; two alltoalls over the axis's mesh axes (there and
+back, ``(k-1)/k`` of a block each) along a split axis; a split 1-D array is
+gathered along the axis (one allgather). Results keep the input's layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import fft as _f
+from ..array import ShardArray
+from ..dtypes import as_dtype
+from ..errors import DimensionError, DTypeError
+from ._align import axes_dims, axis_dim
+from ._array import Array, wrap
+from ._creation import _mesh
+
+
+def _x(x: Any, what: str) -> ShardArray:
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"fft.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
+    if x.ndim == 0:
+        raise DimensionError(f"fft.{what}: needs an array of at least one dimension; got a 0-d array. "
+                             f"Reshape it first: xp.reshape(x, (1,))")
+    return x
+
+
+def _one(fn: Any, name: str) -> Any:
+    def op(x: ShardArray, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
+        x = _x(x, name)
+        return wrap(fn(x, axis_dim(x, axis, f"fft.{name}"), n=n, norm=norm))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"``{name}`` of the standard along ``axis``; see ``sa.fft.{name}``.\n\n    Example:\n"
+                  f"        >>> import shardarray.array_api as xp\n"
+                  f"        >>> with sa.default_mesh(sa.Mesh({{\"row\": 2, \"col\": 2}})):\n"
+                  f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{'float64' if name in ('rfft', 'ihfft') else 'complex128'}))\n")
+    return op
+
+
+def _many(fn: Any, name: str) -> Any:
+    def op(x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+           norm: str = "backward") -> Array:
+        x = _x(x, name)
+        dims = None if axes is None else axes_dims(x, tuple(axes), f"fft.{name}")
+        return wrap(fn(x, dims, s=s, norm=norm))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"``{name}`` of the standard over ``axes`` (default all); see ``sa.fft.{name}``.\n\n    Example:\n"
+                  f"        >>> import shardarray.array_api as xp\n"
+                  f"        >>> with sa.default_mesh(sa.Mesh({{\"row\": 2, \"col\": 2}})):\n"
+                  f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{'float64' if name == 'rfftn' else 'complex128'}))\n")
+    return op
+
+
+fft = _one(_f.fft, "fft")
+ifft = _one(_f.ifft, "ifft")
+rfft = _one(_f.rfft, "rfft")
+irfft = _one(_f.irfft, "irfft")
+hfft = _one(_f.hfft, "hfft")
+ihfft = _one(_f.ihfft, "ihfft")
+fftn = _many(_f.fftn, "fftn")
+ifftn = _many(_f.ifftn, "ifftn")
+rfftn = _many(_f.rfftn, "rfftn")
+irfftn = _many(_f.irfftn, "irfftn")
+
+
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
+    """The ``n`` DFT sample frequencies, split like any new 1-D array (no communication); see ``sa.fft.fftfreq``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fft.fftfreq(4).numpy()
+        array([ 0.  ,  0.25, -0.5 , -0.25])
+    """
+    return _freq(_f.fftfreq, n, d, dtype, device, "fftfreq")
+
+
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
+    """The ``n//2 + 1`` non-negative DFT sample frequencies (no communication); see ``sa.fft.rfftfreq``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fft.rfftfreq(4).numpy()
+        array([0.  , 0.25, 0.5 ])
+    """
+    return _freq(_f.rfftfreq, n, d, dtype, device, "rfftfreq")
+
+
+def _freq(fn: Any, n: int, d: float, dtype: Any, device: Any, what: str) -> Array:
+    mesh = _mesh(device, f"fft.{what}")
+    layout = mesh.axis_names[0] if mesh.axis_names else None
+    dt = None if dtype is None else as_dtype(dtype)
+    return wrap(fn(mesh, n, d, dim="dim0", dtype=dt, layout=layout))
+
+
+def fftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> Array:
+    """``x`` rolled by ``n//2`` along ``axes`` (default all); see ``sa.fft.fftshift`` (one alltoallv per split axis).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fft.fftshift(xp.fft.fftfreq(5)).numpy()
+        array([-0.4, -0.2,  0. ,  0.2,  0.4])
+    """
+    x = _x(x, "fftshift")
+    return wrap(_f.fftshift(x, None if axes is None else axes_dims(x, axes, "fft.fftshift")))
+
+
+def ifftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> Array:
+    """The inverse of ``fftshift``; see ``sa.fft.ifftshift``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fft.ifftshift(xp.fft.fftshift(xp.fft.fftfreq(5))).numpy()
+        array([ 0. ,  0.2,  0.4, -0.4, -0.2])
+    """
+    x = _x(x, "ifftshift")
+    return wrap(_f.ifftshift(x, None if axes is None else axes_dims(x, axes, "fft.ifftshift")))
+
+
+__all__ = [
+    "fft",
+    "fftfreq",
+    "fftn",
+    "fftshift",
+    "hfft",
+    "ifft",
+    "ifftn",
+    "ifftshift",
+    "ihfft",
+    "irfft",
+    "irfftn",
+    "rfft",
+    "rfftfreq",
+    "rfftn",
+]

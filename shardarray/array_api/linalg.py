@@ -1,0 +1,338 @@
+"""``xp.linalg``: the array API ``linalg`` extension (2024.12) on distributed arrays, positionally.
+
+Each function maps to the named form in ``sa.linalg`` (or to ``matmul``/
+``tensordot``/``vecdot``/elementwise ops and reductions of this namespace) and
+has its collectives: ``qr``/``svd``/``svdvals`` (and ``pinv``,
+``matrix_rank``, the 2/nuclear matrix norms) use TSQR on a matrix split along
+its rows: **one allgather** of the ``n x n`` R factors over the row axes
+(plus one alltoall when the columns are split). ``cholesky``, ``solve``,
+``inv``, ``det``, ``slogdet``, ``eigh``, ``eigvalsh`` run batched per device;
+a split matrix is gathered with a ``sa.linalg.ReplicatedFallbackWarning``.
+Norms, ``trace``, ``diagonal``, ``cross``, ``outer`` are distributed
+elementwise ops and reductions (allreduces of output-sized partials).
+Results are ``Array``s with dims ``dim0, dim1, ...``.
+
+Example:
+    >>> import shardarray.array_api as xp
+    >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+    ...     a = xp.asarray(np.arange(12.0).reshape(4, 3))
+    ...     q, r = xp.linalg.qr(a)
+    >>> np.allclose(q.numpy() @ r.numpy(), np.arange(12.0).reshape(4, 3))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from .. import linalg as L
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops.structure import rename
+from ._align import axes_dims, broadcast_shape, fresh
+from ._array import Array, wrap
+from ._linalg import matmul, matrix_transpose, tensordot, vecdot
+
+
+class QRResult(NamedTuple):
+    Q: Array
+    R: Array
+
+
+class SVDResult(NamedTuple):
+    U: Array
+    S: Array
+    Vh: Array
+
+
+class SlogdetResult(NamedTuple):
+    sign: Array
+    logabsdet: Array
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
+
+
+def _xp() -> Any:
+    import sys
+
+    from . import __name__ as name
+
+    return sys.modules[name]
+
+
+def _pos(x: ShardArray) -> Array:
+    """``x`` with dims renamed ``dim0, dim1, ...`` in order, as an ``Array``."""
+    names = fresh((), x.ndim)
+    if tuple(names) != x.dims:
+        tmp = fresh(x.dims, x.ndim, "_lp")
+        x = rename(rename(x, dict(zip(x.dims, tmp))), dict(zip(tmp, names)))
+    return wrap(x)
+
+
+def _arr(x: Any, what: str, min_ndim: int = 2, floating: bool = True) -> ShardArray:
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"linalg.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
+    if x.ndim < min_ndim:
+        raise DimensionError(f"linalg.{what}: needs at least {min_ndim} dimensions; got shape {x.shape}")
+    if floating and x.dtype.kind not in "fc":
+        raise DTypeError(f"linalg.{what}: needs a floating-point array; got dtype {x.dtype} (shape {x.shape}). "
+                         f"Cast with xp.astype(x, xp.float64)")
+    return x
+
+
+def _m(x: ShardArray) -> tuple[str, str]:
+    return x.dims[-2], x.dims[-1]
+
+
+def cholesky(x: Array, /, *, upper: bool = False) -> Array:
+    """Cholesky factor (lower, or upper with ``upper=True``) of each matrix: ``sa.linalg.cholesky``."""
+    x = _arr(x, "cholesky")
+    return _pos(L.cholesky(x, _m(x), upper=upper))
+
+
+def det(x: Array, /) -> Array:
+    """Determinant of each square matrix: ``sa.linalg.det``."""
+    x = _arr(x, "det")
+    return _pos(L.det(x, _m(x)))
+
+
+def inv(x: Array, /) -> Array:
+    """Inverse of each square matrix: ``sa.linalg.inv``."""
+    x = _arr(x, "inv")
+    return _pos(L.inv(x, _m(x)))
+
+
+def slogdet(x: Array, /) -> SlogdetResult:
+    """Sign and natural log of |det| of each square matrix: ``sa.linalg.slogdet``."""
+    x = _arr(x, "slogdet")
+    s, la = L.slogdet(x, _m(x))
+    return SlogdetResult(_pos(s), _pos(la))
+
+
+def eigh(x: Array, /) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of each Hermitian matrix: ``sa.linalg.eigh``."""
+    x = _arr(x, "eigh")
+    w, v = L.eigh(x, _m(x), new="_eig_k")
+    return EighResult(_pos(w), _pos(v))
+
+
+def eigvalsh(x: Array, /) -> Array:
+    """Eigenvalues (ascending) of each Hermitian matrix: ``sa.linalg.eigvalsh``."""
+    x = _arr(x, "eigvalsh")
+    return _pos(L.eigvalsh(x, _m(x), new="_eig_k"))
+
+
+def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
+    """QR of each matrix (TSQR on row-split tall matrices; R's diagonal non-negative): ``sa.linalg.qr``."""
+    x = _arr(x, "qr")
+    q, r = L.qr(x, _m(x), mode=mode, new="_qr_k")
+    return QRResult(_pos(q), _pos(r))
+
+
+def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
+    """SVD of each matrix (TSQR-based on row-split tall matrices): ``sa.linalg.svd``."""
+    x = _arr(x, "svd")
+    u, s, vh = L.svd(x, _m(x), full_matrices=full_matrices, new="_svd_k")
+    return SVDResult(_pos(u), _pos(s), _pos(vh))
+
+
+def svdvals(x: Array, /) -> Array:
+    """Singular values of each matrix, descending (TSQR's R only): ``sa.linalg.svdvals``."""
+    x = _arr(x, "svdvals")
+    return _pos(L.svdvals(x, _m(x), new="_svd_k"))
+
+
+def solve(x1: Array, x2: Array, /) -> Array:
+    """Solve ``x1 @ out = x2``; ``x2`` of shape ``(M,)`` is one vector (broadcast against the stack).
+
+    The batch shapes broadcast (``xp.broadcast_to``, distributed), then ``sa.linalg.solve``.
+    """
+    xp = _xp()
+    x1 = _arr(x1, "solve")
+    x2 = _arr(x2, "solve", 1)
+    if x1.shape[-1] != x1.shape[-2]:
+        raise DimensionError(f"linalg.solve: x1 must be square matrices; got shape {x1.shape}")
+    vec = x2.ndim == 1
+    if vec:
+        x2 = xp.expand_dims(x2, axis=-1)
+    if x2.shape[-2] != x1.shape[-1]:
+        raise DimensionError(
+            f"linalg.solve: x2's rows ({x2.shape[-2]}, shape {x2.shape}) must match x1's size {x1.shape[-1]} "
+            f"(shape {x1.shape})")
+    batch = broadcast_shape([x1.shape[:-2], x2.shape[:-2]], "linalg.solve (batch axes)")
+    dt = xp.result_type(x1, x2)
+    a = xp.astype(xp.broadcast_to(x1, (*batch, *x1.shape[-2:])), dt)
+    b = xp.astype(xp.broadcast_to(x2, (*batch, *x2.shape[-2:])), dt)
+    nb = len(batch)
+    bn = fresh((), nb, "_sb")
+    a = rename(_pos(a), dict(zip(fresh((), nb + 2), [*bn, "_sr", "_sc"])))
+    b = rename(_pos(b), dict(zip(fresh((), nb + 2), [*bn, "_sc", "_sk"])))
+    out = _pos(L.solve(a, b, ("_sr", "_sc"), b_dims=("_sc", "_sk")))
+    return out[..., 0] if vec else out
+
+
+def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
+    """Moore-Penrose pseudo-inverse from the SVD (TSQR-based on row-split tall matrices): ``V diag(1/S) U^H``
+    with singular values ``<= rtol * max(S)`` dropped (default ``rtol = max(M, N) * eps``)."""
+    xp = _xp()
+    x = _arr(x, "pinv")
+    m, n = x.shape[-2:]
+    if m == 0 or n == 0:
+        return xp.zeros((*x.shape[:-2], n, m), dtype=x.dtype)
+    u, s, vh = svd(x, full_matrices=False)
+    cut = _cutoff(xp, s, x, rtol)
+    sinv = xp.where(s > cut, 1.0 / xp.where(s > cut, s, xp.ones_like(s)), xp.zeros_like(s))
+    v = xp.conj(matrix_transpose(vh)) if x.dtype.kind == "c" else matrix_transpose(vh)
+    uh = xp.conj(matrix_transpose(u)) if x.dtype.kind == "c" else matrix_transpose(u)
+    return matmul(v * xp.astype(xp.expand_dims(sinv, axis=-2), x.dtype), uh)
+
+
+def _cutoff(xp: Any, s: Array, x: ShardArray, rtol: Any) -> Any:
+    import numpy as np
+
+    m, n = x.shape[-2:]
+    if rtol is None:
+        rtol = max(m, n) * float(np.finfo(s.dtype).eps)
+    smax = xp.max(s, axis=-1, keepdims=True)
+    if isinstance(rtol, ShardArray):
+        rtol = xp.expand_dims(rtol, axis=-1)
+    return smax * rtol
+
+
+def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
+    """Number of singular values ``> rtol * max(S)`` per matrix (``svdvals``: TSQR on row-split tall matrices)."""
+    xp = _xp()
+    x = _arr(x, "matrix_rank")
+    if 0 in x.shape[-2:]:
+        return xp.zeros(x.shape[:-2], dtype=xp.int64)
+    s = svdvals(x)
+    return xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, x, rtol), xp.int64), axis=-1), xp.int64)
+
+
+def matrix_power(x: Array, n: int, /) -> Array:
+    """``x`` to the integer power ``n`` by repeated squaring (matmuls: einsum's collectives); ``n < 0`` inverts
+    first (``inv``), ``n == 0`` gives the identity."""
+    xp = _xp()
+    x = _arr(x, "matrix_power", 2, floating=False)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ArgumentError(f"linalg.matrix_power: n must be an int; got {n!r}")
+    if x.shape[-1] != x.shape[-2]:
+        raise DimensionError(f"linalg.matrix_power: needs square matrices; got shape {x.shape}")
+    if n == 0:
+        eye = xp.eye(x.shape[-1], dtype=x.dtype, device=x.mesh)
+        return xp.broadcast_to(eye, x.shape)
+    if n < 0:
+        x, n = inv(x), -n
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return wrap(result)
+
+
+def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:
+    """Matrix norm over the last two axes: ``sa.linalg.matrix_norm`` (2, -2, nuc via ``svdvals``)."""
+    xp = _xp()
+    x = _arr(x, "matrix_norm")
+    if ord in (1, -1, math.inf, -math.inf, "fro"):
+        a = xp.abs(x)
+        if a.dtype.kind not in "f":
+            a = xp.astype(a, xp.float64)
+        if ord == "fro":
+            out = xp.sqrt(xp.sum(a * a, axis=(-2, -1), keepdims=keepdims))
+            return out
+        inner, outer = (-2, -1) if ord in (1, -1) else (-1, -2)
+        col = xp.sum(a, axis=inner, keepdims=True)
+        red = xp.max if ord > 0 else xp.min
+        out = red(col, axis=outer, keepdims=True)
+        return out if keepdims else out[..., 0, 0]
+    if ord in (2, -2, "nuc"):
+        s = svdvals(x)
+        out = xp.sum(s, axis=-1) if ord == "nuc" else (xp.max if ord == 2 else xp.min)(s, axis=-1)
+        return xp.expand_dims(xp.expand_dims(out, axis=-1), axis=-1) if keepdims else out
+    raise ArgumentError(f"linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got {ord!r}")
+
+
+def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: float = 2) -> Array:
+    """Vector norm over ``axis`` (None: all): a distributed reduction (``sa.linalg.vector_norm``'s rules)."""
+    xp = _xp()
+    x = _arr(x, "vector_norm", 0)
+    axes_dims(x, axis, "linalg.vector_norm")  # validates
+    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        raise ArgumentError(f"linalg.vector_norm: ord must be a number or ±inf; got {ord!r}")
+    a = xp.abs(x)
+    if ord == math.inf:
+        return xp.max(a, axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return xp.min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return xp.astype(xp.sum(xp.astype(a != 0, a.dtype), axis=axis, keepdims=keepdims), a.dtype)
+    if ord == 1:
+        return xp.sum(a, axis=axis, keepdims=keepdims)
+    if ord == 2:
+        return xp.sqrt(xp.sum(a * a, axis=axis, keepdims=keepdims))
+    return xp.pow(xp.sum(xp.pow(a, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
+
+
+def diagonal(x: Array, /, *, offset: int = 0) -> Array:
+    """The ``offset`` diagonal of each matrix: ``x * eye(M, N, k=offset)`` summed over the last axis, then the
+    diagonal's rows sliced (an elementwise mask and a sum: an allreduce over a split column axis)."""
+    xp = _xp()
+    x = _arr(x, "diagonal", 2, floating=False)
+    m, n = x.shape[-2:]
+    lo, hi = max(0, -offset), min(m, n - offset)
+    if hi <= lo:
+        return xp.zeros((*x.shape[:-2], 0), dtype=x.dtype, device=x.mesh)
+    mask = xp.eye(m, n, k=offset, dtype=xp.bool, device=x.mesh)
+    picked = xp.where(mask, x, xp.zeros_like(x))
+    return xp.sum(picked, axis=-1, dtype=x.dtype)[..., lo:hi]
+
+
+def trace(x: Array, /, *, offset: int = 0, dtype: Any = None) -> Array:
+    """Sum of the ``offset`` diagonal of each matrix (``diagonal`` then a sum)."""
+    xp = _xp()
+    return xp.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+def outer(x1: Array, x2: Array, /) -> Array:
+    """Outer product of two vectors: one einsum with no contraction (no communication)."""
+    xp = _xp()
+    x1, x2 = _arr(x1, "outer", 1, False), _arr(x2, "outer", 1, False)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise DimensionError(f"linalg.outer: needs two 1-D arrays; got shapes {x1.shape} and {x2.shape}")
+    return xp.expand_dims(x1, axis=-1) * xp.expand_dims(x2, axis=0)
+
+
+def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
+    """3-D cross product along ``axis`` (size 3), broadcasting the other axes: positional slices and elementwise
+    products (a split ``axis``: the slices' exchanges of single elements)."""
+    xp = _xp()
+    x1, x2 = _arr(x1, "cross", 1, False), _arr(x2, "cross", 1, False)
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise DimensionError(f"linalg.cross: axis must be an int; got {axis!r}")
+    nd = max(x1.ndim, x2.ndim)
+    ax = axis if axis < 0 else axis - nd
+    if not -min(x1.ndim, x2.ndim) <= ax <= -1:
+        raise DimensionError(f"linalg.cross: axis {axis} out of range for shapes {x1.shape} and {x2.shape}")
+    if x1.shape[ax] != 3 or x2.shape[ax] != 3:
+        raise DimensionError(f"linalg.cross: axis {axis} must have size 3 in both; got shapes {x1.shape}, {x2.shape}")
+    dt = xp.result_type(x1, x2)
+    a, b = xp.moveaxis(xp.astype(x1, dt), ax, -1), xp.moveaxis(xp.astype(x2, dt), ax, -1)
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = xp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return xp.moveaxis(out, -1, ax)
+
+
+__all__ = [
+    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
+    "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
+    "trace", "vecdot", "vector_norm",
+]

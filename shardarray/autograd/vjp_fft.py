@@ -1,0 +1,81 @@
+"""VJPs of the FFT primitives (``shardarray/fft/transforms.py``): adjoint transforms along the same dim.
+
+Complex cotangents follow ``g = dL/dRe(y) + i dL/dIm(y)``; a real input gets
+the real part. With ``dual`` = the other normalisation (backward <-> forward,
+ortho stays), for input length ``m`` and transform length ``n``:
+
+- ``fft``/``ifft``: ``ifft``/``fft`` of ``g`` with the dual norm, truncated or
+  zero-padded back to ``m`` (the adjoint of the padding/truncation).
+- ``rfft``: ``Re(ifft(g zero-padded to n))`` (dual norm), resized to ``m``;
+  ``ihfft`` (= conj of rfft with swapped norm) the same on ``conj(g)``.
+- ``irfft``: ``w * rfft(g)`` (dual norm) with the Hermitian weights
+  ``w = 1, 2, ..., 2, (1 if n even)``, resized to ``m``; ``hfft`` (= irfft of
+  ``conj(x)``, swapped norm): the conjugate of that.
+
+Each runs as one ``pencil.along`` over the dim, so its collectives are the
+forward op's (two alltoalls when the dim is split).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..array import ShardArray
+from ..fft.pencil import along, resize
+from ..fft.transforms import DUAL, complex_dtype, real_dtype
+from .tape import Context, register_vjp
+
+
+def _rest(ctx: Context) -> list[Any]:
+    return [None] * (len(ctx.args) - 1)
+
+
+@register_vjp("fft_c2c")
+def _c2c(ctx: Context, g: ShardArray) -> list[Any]:
+    x, dim, n, norm, inverse = ctx.args[:5]
+    m, xp = x.sizes[dim], g.mesh.backend.xp
+    name = "fft" if inverse else "ifft"
+    dt = complex_dtype(x.dtype)
+
+    real = x.dtype.kind != "c"
+
+    def local(b: Any, axis: int) -> Any:
+        out = resize(xp, getattr(xp.fft, name)(b, n=n, axis=axis, norm=DUAL[norm]), axis, m)
+        return out.real if real else out
+
+    return [along(g, dim, local, m, x.dtype if real else dt)] + _rest(ctx)
+
+
+@register_vjp("fft_r2c")
+def _r2c(ctx: Context, g: ShardArray) -> list[Any]:
+    x, dim, n, norm, hermitian = ctx.args[:5]
+    m, xp = x.sizes[dim], g.mesh.backend.xp
+    inner = DUAL[DUAL[norm]] if hermitian else DUAL[norm]  # ihfft = conj(rfft(x, swapped norm))
+
+    def local(b: Any, axis: int) -> Any:
+        b = xp.conj(b) if hermitian else b
+        full = xp.fft.ifft(resize(xp, b, axis, n), n=n, axis=axis, norm=inner)
+        return resize(xp, full.real, axis, m)
+
+    return [along(g, dim, local, m, x.dtype)] + _rest(ctx)
+
+
+@register_vjp("fft_c2r")
+def _c2r(ctx: Context, g: ShardArray) -> list[Any]:
+    x, dim, n, norm, hermitian = ctx.args[:5]
+    m, xp = x.sizes[dim], g.mesh.backend.xp
+    inner = DUAL[DUAL[norm]] if hermitian else DUAL[norm]  # hfft = irfft(conj(x), swapped norm)
+    h = n // 2 + 1
+
+    def local(b: Any, axis: int) -> Any:
+        y = xp.fft.rfft(b, n=n, axis=axis, norm=inner)
+        w = xp.full((h,), 2.0, dtype=real_dtype(b.dtype))
+        w[0] = 1.0
+        if n % 2 == 0:
+            w[-1] = 1.0
+        y = y * w.reshape((h,) + (1,) * (b.ndim - axis - 1))
+        y = resize(xp, xp.conj(y) if hermitian else y, axis, m)
+        return y.real if real else y
+
+    real = x.dtype.kind != "c"
+    return [along(g, dim, local, m, x.dtype if real else complex_dtype(x.dtype))] + _rest(ctx)

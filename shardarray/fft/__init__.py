@@ -1,0 +1,28 @@
+"""``sa.fft``: discrete Fourier transforms along named dims of distributed arrays.
+
+A transform along an unsplit dim is local (``numpy.fft``/``cupy.fft`` per
+block); along a split dim it is the transposition method (one alltoall moves
+the split to another dim, local FFT, one alltoall back), so an n-D FFT on a
+2-D mesh is the pencil decomposition. Results keep the input's layout.
+"""
+
+from .freq import fftfreq, rfftfreq
+from .shift import fftshift, ifftshift
+from .transforms import fft, fftn, hfft, ifft, ifftn, ihfft, irfft, irfftn, rfft, rfftn
+
+__all__ = [
+           "fft",
+           "fftfreq",
+           "fftn",
+           "fftshift",
+           "hfft",
+           "ifft",
+           "ifftn",
+           "ifftshift",
+           "ihfft",
+           "irfft",
+           "irfftn",
+           "rfft",
+           "rfftfreq",
+           "rfftn",
+]

@@ -1,0 +1,126 @@
+"""Shared machinery of ``sa.linalg``: the matrix dims of an operand, and per-block (batched) local kernels.
+
+A linalg op sees an array as a stack of matrices: two named *matrix dims*
+(rows, cols) and any number of *batch dims*. A batch dim keeps its split (each
+device factors its own matrices, no communication). Ops without a distributed
+algorithm here (Cholesky, LU-based solve/inv/det, eigh) need each matrix whole
+on a device: a split matrix dim is then gathered (``relayout``: an allgather
+over its axes, the whole matrix per device) and a ``ReplicatedFallbackWarning``
+names the size.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import DimensionError, DTypeError
+from ..ops.common import dims_arg, map_blocks_multi, new_array, require_array
+from ..ops.relayout import relayout
+from ..ops.structure import transpose
+
+
+class ReplicatedFallbackWarning(UserWarning):
+    """A linalg op gathered a split matrix onto every device of its group (no distributed algorithm for it)."""
+
+
+def float_dtype(x: ShardArray, what: str) -> np.dtype:
+    """The floating dtype the op computes in (ints and bools refused: cast with ``astype``)."""
+    if x.dtype.kind not in "fc":
+        raise DTypeError(
+            f"{what}: needs a floating-point array; got dtype {x.dtype} (array {x.sizes}). "
+            f"Cast it first, e.g. x.astype('float64')"
+        )
+    return x.dtype
+
+
+def matrix_dims(x: Any, dims: Any, what: str, name: str = "x") -> tuple[ShardArray, str, str]:
+    """``(x, rows, cols)``: the two matrix dims named by ``dims`` (default: the last two dims)."""
+    x = require_array(x, f"sa.linalg.{what}", name)
+    if x.ndim < 2:
+        raise DimensionError(
+            f"sa.linalg.{what}: {name} needs at least 2 dims (a matrix); got dims {x.sizes}. "
+            f"Add one with sa.expand_dims"
+        )
+    if dims is None:
+        return x, x.dims[-2], x.dims[-1]
+    names = dims_arg(x, dims, f"sa.linalg.{what}")
+    if len(names) != 2:
+        raise DimensionError(
+            f"sa.linalg.{what}: dims must name 2 dims (rows, cols) of {name}; got {dims!r} (its dims are {x.sizes})"
+        )
+    return x, names[0], names[1]
+
+
+def require_square(x: ShardArray, rows: str, cols: str, what: str) -> None:
+    if x.sizes[rows] != x.sizes[cols]:
+        raise DimensionError(
+            f"sa.linalg.{what}: needs square matrices; dims {rows!r} ({x.sizes[rows]}) and {cols!r} "
+            f"({x.sizes[cols]}) differ. Use sa.linalg.lstsq-style pinv/qr for rectangular matrices"
+        )
+
+
+def gather_matrix(x: ShardArray, mdims: Sequence[str], what: str, layout: dict[str, tuple[str, ...]] | None = None
+                  ) -> ShardArray:
+    """``x`` with the matrix dims ``mdims`` unsplit (batch dims keep ``layout`` or their axes), pending resolved.
+
+    Warns ``ReplicatedFallbackWarning`` (naming the matrix size) when a matrix dim was split.
+    """
+    split = {d: x.spec.of(d) for d in mdims if x.mesh.axes_size(x.spec.of(d)) > 1}
+    if layout is None:
+        layout = {d: a for d, a in x.layout.items() if d not in mdims}
+    if split:
+        size = math.prod(x.sizes[d] for d in mdims)
+        warnings.warn(
+            f"sa.linalg.{what}: the matrix dims {split} are split; this op has no distributed algorithm, so each "
+            f"{'x'.join(str(x.sizes[d]) for d in mdims)} matrix ({size * x.dtype.itemsize} bytes) is gathered "
+            f"whole onto the devices (an allgather). Split a batch dim instead to keep it local",
+            ReplicatedFallbackWarning, stacklevel=4,
+        )
+    if x.pending or x.layout != layout:
+        x = relayout(x, layout)
+    return x
+
+
+def batch_last(x: ShardArray, mdims: Sequence[str]) -> tuple[ShardArray, tuple[str, ...]]:
+    """``x`` transposed so that ``mdims`` come last; returns it and its batch dims."""
+    batch = tuple(d for d in x.dims if d not in mdims)
+    order = (*batch, *mdims)
+    return (transpose(x, order) if order != x.dims else x), batch
+
+
+def local_op(
+    xs: Sequence[ShardArray],
+    mdims: Sequence[Sequence[str]],
+    fn: Callable[..., tuple[Any, ...]],
+    outs: Sequence[tuple[tuple[str, ...], dict[str, int], Any]],
+    what: str,
+) -> list[ShardArray]:
+    """Run ``fn`` on every device's blocks, the matrix dims whole and last, the batch dims as they are split.
+
+    ``xs[0]`` sets the batch layout; the other operands (same batch dims) follow
+    it. ``outs``: per result, its trailing (matrix) dims, their sizes and its
+    dtype; results have the batch dims of ``xs[0]`` first.
+    """
+    first = gather_matrix(xs[0], mdims[0], what)
+    first, batch = batch_last(first, mdims[0])
+    lay = {d: first.spec.of(d) for d in batch if first.spec.of(d)}
+    ready = [first]
+    for x, md in zip(xs[1:], mdims[1:]):
+        x = gather_matrix(x, md, what, layout=lay)
+        x, _ = batch_last(x, md)
+        ready.append(x)
+    mesh = first.mesh
+    sizes = {d: first.sizes[d] for d in batch}
+    used = first.spec.used_axes
+    shards = map_blocks_multi(mesh, used, len(outs), fn, *(r.shards for r in ready))
+    result = []
+    for (tail, tsizes, dtype), sh in zip(outs, shards):
+        dims = (*batch, *tail)
+        result.append(new_array(mesh, dims, {**sizes, **tsizes}, lay, sh, dtype=np.dtype(dtype)))
+    return result

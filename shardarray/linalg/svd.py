@@ -1,0 +1,140 @@
+"""``sa.linalg.svd`` / ``svdvals`` / ``pinv`` / ``matrix_rank``: from TSQR's R factor.
+
+A tall matrix (``m >= n``) split along its rows: TSQR (one allgather of the
+``n x n`` R factors over the row axes, see ``tsqr``), then every device takes
+the SVD of the small ``R = U_R S V^H`` (the same on all of them) and
+``U = Q U_R`` is one local product, so U keeps the rows' split. ``svdvals``
+skips Q entirely (the allgather of R is its only collective). Wide matrices
+are handled through the conjugate transpose (``A^H = V S U^H``, a tall
+problem with the roles of U and V swapped). ``full_matrices=True`` with
+``m != n`` needs the whole square U or V: replicated fallback
+(``ReplicatedFallbackWarning``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..array import ShardArray
+from ..ops.common import map_blocks, map_blocks_multi, new_array
+from ..ops.elementwise import conj
+from ._matrix import float_dtype, local_op, matrix_dims
+from .tsqr import tsqr
+
+
+class SVDResult(NamedTuple):
+    U: ShardArray
+    S: ShardArray
+    Vh: ShardArray
+
+
+def _real(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dtype == np.complex64 else np.dtype(np.float64) if dtype.kind == "c" else dtype
+
+
+def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SVDResult:
+    Q, R = tsqr(x, rows, cols, new, want_q=want_u)
+    mesh, xp = R.mesh, R.mesh.backend.xp
+    n = x.sizes[cols]
+    batch = R.dims[:-2]
+    blay = {d: R.spec.of(d) for d in batch if R.spec.of(d)}
+    sizes = {**{d: R.sizes[d] for d in batch}, new: n, cols: n, "_svd_r": n}
+
+    def small(r: Any) -> tuple[Any, Any, Any]:
+        if not want_u:
+            return None, xp.linalg.svd(r, compute_uv=False), None
+        u, s, vh = xp.linalg.svd(r)
+        return u, s, vh
+
+    ur, s, vh = map_blocks_multi(mesh, R.spec.used_axes, 3, small, R.shards)
+    S = new_array(mesh, (*batch, new), sizes, blay, s, dtype=_real(x.dtype))
+    if not want_u:
+        return SVDResult(None, S, None)
+    Vh = new_array(mesh, (*batch, new, cols), sizes, blay, vh, dtype=x.dtype)
+    items = list(zip(Q.shards, ur))
+    u = map_blocks(mesh, Q.spec.used_axes, lambda it: it[0] @ it[1], items)
+    U = new_array(mesh, Q.dims, {**sizes, rows: x.sizes[rows]}, Q.layout, u, dtype=x.dtype)
+    return SVDResult(U, S, Vh)
+
+
+def _fallback(x: ShardArray, rows: str, cols: str, new: str, full: bool) -> SVDResult:
+    m, n = x.sizes[rows], x.sizes[cols]
+    k = min(m, n)
+    xp = x.mesh.backend.xp
+    ku, kv = (m, n) if full else (k, k)
+    nu, nv = f"{new}_u" if full else new, f"{new}_v" if full else new
+    U, S, Vh = local_op(
+        [x], [(rows, cols)], lambda s: xp.linalg.svd(s, full_matrices=full),
+        [((rows, nu), {rows: m, nu: ku}, x.dtype), ((new,), {new: k}, _real(x.dtype)),
+         ((nv, cols), {nv: kv, cols: n}, x.dtype)], "svd")
+    return SVDResult(U, S, Vh)
+
+
+def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: str | None = None) -> SVDResult:
+    """Singular value decomposition ``x = U diag(S) Vh`` of the matrices of ``x`` (S descending).
+
+    Tall matrices split along their rows: TSQR (**one allgather** of the
+    ``n x n`` R factors over the row axes; an **alltoall** first when the
+    columns are split), the SVD of R on every device, ``U = Q U_R`` locally.
+    Wide matrices go through ``x^H`` (same collectives on the transposed
+    problem). ``full_matrices=True`` with ``m != n``: replicated fallback.
+
+    Args:
+        x: float or complex array.
+        dims: ``(rows, cols)``; default the last two dims.
+        full_matrices: U m x m and Vh n x n (else m x k and k x n, k = min(m, n)).
+        new: name of the dim of size k; default ``cols + "_k"``.
+
+    Returns:
+        ``(U, S, Vh)``: dims (batch..., rows, new), (batch..., new), (batch..., new, cols).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> a = sa.asarray(np.arange(24.0).reshape(8, 3), dims=("i", "j"), mesh=mesh, layout={"i": "row"})
+        >>> u, s, vh = sa.linalg.svd(a)
+        >>> np.allclose(s.numpy(), np.linalg.svd(np.arange(24.0).reshape(8, 3), compute_uv=False))
+        True
+    """
+    x, rows, cols = matrix_dims(x, dims, "svd")
+    float_dtype(x, "sa.linalg.svd")
+    new = new or f"{cols}_k"
+    m, n = x.sizes[rows], x.sizes[cols]
+    if (full_matrices and m != n) or m == 0 or n == 0:
+        return _fallback(x, rows, cols, new, full_matrices)
+    if m >= n:
+        return _tall_svd(x, rows, cols, new, True)
+    # wide: x^H = V S U^H is tall (its rows are x's cols)
+    xh = conj(x) if x.dtype.kind == "c" else x
+    V, S, Uh = _tall_svd(xh, cols, rows, new, True)
+    U = conj(Uh) if x.dtype.kind == "c" else Uh
+    Vh = conj(V) if x.dtype.kind == "c" else V
+    from ..ops.structure import transpose
+
+    batch = U.dims[:-2]
+    return SVDResult(transpose(U, (*batch, rows, new)), S, transpose(Vh, (*batch, new, cols)))
+
+
+def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> ShardArray:
+    """The singular values of the matrices of ``x``, descending: dims (batch..., new), real.
+
+    Collectives: TSQR's R only (**one allgather** of ``n x n`` R factors over
+    the row axes, an alltoall first if the columns are split); no Q is formed.
+    Wide matrices use ``x^H``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> a = sa.asarray(np.eye(6)[:, :2] * 3, dims=("i", "j"), mesh=mesh, layout={"i": ("row", "col")})
+        >>> sa.linalg.svdvals(a).numpy()
+        array([3., 3.])
+    """
+    x, rows, cols = matrix_dims(x, dims, "svdvals")
+    float_dtype(x, "sa.linalg.svdvals")
+    new = new or f"{cols}_k"
+    m, n = x.sizes[rows], x.sizes[cols]
+    if m == 0 or n == 0:
+        return _fallback(x, rows, cols, new, False).S
+    if m >= n:
+        return _tall_svd(x, rows, cols, new, False).S
+    return _tall_svd(conj(x) if x.dtype.kind == "c" else x, cols, rows, new, False).S

@@ -1,0 +1,188 @@
+"""``sa.linalg.qr``: TSQR (tall-skinny QR) of matrices split along their rows.
+
+For an ``m x n`` matrix (``m >= n``) whose rows are split over ``p`` devices:
+
+1. every device factors its block: ``A_i = Q1_i R_i`` (local ``qr``; ``R_i`` is
+   ``k_i x n`` with ``k_i = min(m_i, n)``, padded with zero rows to ``n x n``);
+2. **one allgather** over the row axes of the ``R_i``: ``(p - 1) * n * n``
+   elements received per device (per matrix of the batch), independent of ``m``;
+3. every device factors the stacked ``R``'s (the padding dropped) the same way,
+   ``[R_0; ...; R_{p-1}] = Q2 R``, so all hold the same ``R``;
+4. ``Q_i = Q1_i @ Q2[rows of device i]``: one local product.
+
+``Q`` comes back split like the input's rows; ``R`` is replicated. Signs: the
+diagonal of ``R`` is made non-negative (real) for every layout, so the
+factorization is the unique one of a full-rank matrix. NumPy's LAPACK
+Householder signs are arbitrary (often negative); ``Q @ R`` and ``Q^H Q`` agree.
+
+A matrix split over its columns (or in 2-D) is first brought to the row layout
+by one alltoall moving the column axes onto the rows. Wide matrices
+(``m < n``) and ``mode="complete"`` with ``m > n`` need the whole ``m x m``
+``Q``: they take the replicated fallback (a ``ReplicatedFallbackWarning``).
+Batch dims keep their split: each device factors its own matrices.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError
+from ..layout import group_chunk
+from ..ops.common import map_blocks, map_blocks_multi, mesh_order, new_array
+from ..ops.relayout import relayout
+from ._matrix import batch_last, float_dtype, local_op, matrix_dims
+
+
+class QRResult(NamedTuple):
+    Q: ShardArray
+    R: ShardArray
+
+
+def _fix_signs(xp: Any, q: Any, r: Any) -> tuple[Any, Any]:
+    """Make ``diag(r)`` real and non-negative: ``r <- D^H r``, ``q <- q D`` with ``D`` the diagonal's phases."""
+    k = min(r.shape[-2], r.shape[-1])
+    d = xp.diagonal(r[..., :k, :k], axis1=-2, axis2=-1)
+    a = xp.abs(d)
+    ph = xp.where(a == 0, 1, d / xp.where(a == 0, 1, a)).astype(r.dtype)
+    r = r.copy()
+    r[..., :k, :] = r[..., :k, :] * xp.conj(ph)[..., :, None]
+    if q is not None:
+        q = q.copy()
+        q[..., :, :k] = q[..., :, :k] * ph[..., None, :]
+    return q, r
+
+
+def row_layout(x: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``x`` with ``cols`` unsplit and the column axes moved onto ``rows`` (one alltoall), pending resolved."""
+    lay = x.layout
+    col_axes = lay.pop(cols, ())
+    if col_axes:
+        lay[rows] = (*lay.get(rows, ()), *col_axes)
+    if col_axes or x.pending:
+        x = relayout(x, lay)
+    return x
+
+
+def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> tuple[ShardArray | None, ShardArray]:
+    """TSQR of the (tall, ``m >= n``) matrices of ``x``: ``(Q (batch, rows, new), R (batch, new, cols))``."""
+    x = row_layout(x, rows, cols)
+    x, batch = batch_last(x, (rows, cols))
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    m, n = x.sizes[rows], x.sizes[cols]
+    raxes = x.spec.of(rows)
+    blay = {d: x.spec.of(d) for d in batch if x.spec.of(d)}
+    sizes = {**{d: x.sizes[d] for d in batch}, rows: m, new: n, cols: n}
+    bused = mesh_order(mesh, [a for v in blay.values() for a in v])
+    if not raxes:
+        def whole(s: Any) -> tuple[Any, Any]:
+            q, r = xp.linalg.qr(s) if want_q else (None, xp.linalg.qr(s, mode="r"))
+            return _fix_signs(xp, q, r)
+
+        q_sh, r_sh = map_blocks_multi(mesh, x.spec.used_axes, 2, whole, x.shards)
+        R = new_array(mesh, (*batch, new, cols), sizes, blay, r_sh, dtype=x.dtype)
+        Q = new_array(mesh, (*batch, rows, new), sizes, {**blay, rows: ()}, q_sh, dtype=x.dtype) if want_q else None
+        return Q, R
+    radix = [mesh.axis_size(a) for a in raxes]
+    p = int(np.prod(radix))
+    counts = [min(b - a, n) for a, b in (group_chunk(0, m, radix, j) for j in range(p))]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).tolist()
+
+    def local(s: Any) -> tuple[Any, Any]:
+        if want_q:
+            q1, r = xp.linalg.qr(s)
+        else:
+            q1, r = None, xp.linalg.qr(s, mode="r")
+        pad = xp.zeros(s.shape[:-2] + (n, n), dtype=s.dtype)
+        pad[..., : r.shape[-2], :] = r
+        return q1, pad
+
+    q1_sh, rp_sh = map_blocks_multi(mesh, x.spec.used_axes, 2, local, x.shards)
+    gathered = mesh.comm.allgather(rp_sh, raxes, dim=len(batch))
+
+    def second(g: Any) -> tuple[Any, Any]:
+        parts = [g[..., j * n: j * n + counts[j], :] for j in range(p)]
+        stack = xp.concatenate(parts, axis=-2)
+        q2, r = xp.linalg.qr(stack)
+        return _fix_signs(xp, q2, r)
+
+    q2_sh, r_sh = map_blocks_multi(mesh, bused, 2, second, gathered)
+    R = new_array(mesh, (*batch, new, cols), sizes, blay, r_sh, dtype=x.dtype)
+    if not want_q:
+        return None, R
+    names = mesh.axis_names
+    member = []
+    for c in mesh.device_coords:
+        j = 0
+        for a, k in zip(raxes, radix):
+            j = j * k + c[names.index(a)]
+        member.append(j)
+
+    def combine(item: Any) -> Any:
+        j, q1, q2 = item
+        return q1 @ q2[..., offsets[j]: offsets[j + 1], :]
+
+    items = [(member[d], q1_sh[d], q2_sh[d]) for d in range(mesh.size)]
+    q_sh = map_blocks(mesh, x.spec.used_axes, combine, items)
+    Q = new_array(mesh, (*batch, rows, new), sizes, {**blay, rows: raxes}, q_sh, dtype=x.dtype)
+    return Q, R
+
+
+def _fallback_qr(x: ShardArray, rows: str, cols: str, new: str, mode: str) -> QRResult:
+    m, n = x.sizes[rows], x.sizes[cols]
+    k = m if mode == "complete" else min(m, n)
+    xp = x.mesh.backend.xp
+    new2 = new if new != rows else f"{new}_"
+
+    def fn(s: Any) -> tuple[Any, Any]:
+        q, r = xp.linalg.qr(s, mode=mode)
+        return _fix_signs(xp, q, r)
+
+    Q, R = local_op([x], [(rows, cols)], fn, [((rows, new2), {rows: m, new2: k}, x.dtype),
+                                             ((new2, cols), {new2: k, cols: n}, x.dtype)], "qr")
+    return QRResult(Q, R)
+
+
+def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | None = None) -> QRResult:
+    """QR factorization ``x = Q R`` of the matrices of ``x`` (rows, cols = ``dims``, default the last two).
+
+    Tall matrices (``m >= n``) split along their rows use **TSQR**: local QR
+    per block, **one allgather** of the ``n x n`` R factors over the row axes
+    (``(p-1)·n²`` elements received per device and matrix), a QR of the
+    stacked R's on every device, and one local product for Q. Columns split:
+    first **one alltoall** moving the column axes onto the rows. Wide matrices
+    and ``mode="complete"`` with ``m > n``: replicated fallback (allgather,
+    ``ReplicatedFallbackWarning``). R's diagonal is real and non-negative.
+
+    Args:
+        x: float or complex array.
+        dims: ``(rows, cols)``, names or positions; default the last two dims.
+        mode: ``"reduced"`` (Q is m x k, R k x n, k = min(m, n)) or ``"complete"`` (Q m x m).
+        new: name of the new dim of size k (Q's columns, R's rows); default ``cols + "_k"``.
+
+    Returns:
+        ``(Q, R)``: Q has dims (batch..., rows, new), R (batch..., new, cols).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> a = sa.asarray(np.random.default_rng(0).standard_normal((8, 3)), dims=("i", "j"), mesh=mesh,
+        ...                layout={"i": ("row", "col")})
+        >>> with sa.comm_log() as log:
+        ...     q, r = sa.linalg.qr(a)
+        >>> q.dims, q.layout, r.dims, [rec.op for rec in log.records]
+        (('i', 'j_k'), {'i': ('row', 'col')}, ('j_k', 'j'), ['allgather'])
+    """
+    x, rows, cols = matrix_dims(x, dims, "qr")
+    float_dtype(x, "sa.linalg.qr")
+    if mode not in ("reduced", "complete"):
+        raise ArgumentError(f"sa.linalg.qr: mode must be 'reduced' or 'complete'; got {mode!r}")
+    new = new or f"{cols}_k"
+    if new in x.dims:
+        raise DimensionError(f"sa.linalg.qr: new={new!r} is already a dim of x {x.sizes}; pass another name")
+    m, n = x.sizes[rows], x.sizes[cols]
+    if m < n or (mode == "complete" and m > n) or n == 0 or m == 0:
+        return _fallback_qr(x, rows, cols, new, mode)
+    Q, R = tsqr(x, rows, cols, new)
+    return QRResult(Q, R)

@@ -1,0 +1,155 @@
+"""sa.fft and xp.fft against numpy.fft on every test mesh, with uneven and empty blocks; traffic vs the formula."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import layouts, meshes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import shardarray as sa
+import shardarray.array_api as xp
+
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+NORMS = ("backward", "ortho", "forward")
+ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+REAL_IN = ("rfft", "ihfft", "rfftn")
+
+
+def _data(shape, kind, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    return a if kind == "real" else a + 1j * rng.standard_normal(shape)
+
+
+@st.composite
+def cases(draw, ndim_min=1):
+    mesh = draw(meshes())
+    ndim = draw(st.integers(ndim_min, 3))
+    dims = ("a", "b", "c")[:ndim]
+    shape = tuple(draw(st.integers(2, 7)) for _ in dims)
+    return mesh, dims, shape, draw(layouts(mesh, dims))
+
+
+@SETTINGS
+@given(c=cases(), fn=st.sampled_from(ONE_D), norm=st.sampled_from(NORMS), data=st.data())
+def test_one_dim_matches_numpy(c, fn, norm, data):
+    mesh, dims, shape, layout = c
+    k = data.draw(st.integers(0, len(dims) - 1))
+    n = data.draw(st.none() | st.integers(1, 9))
+    if fn in ("irfft", "hfft") and n is None and shape[k] < 2:
+        n = 2
+    a = _data(shape, "real" if fn in REAL_IN else "complex", 0)
+    x = sa.asarray(a, dims=dims, mesh=mesh, layout=layout)
+    y = getattr(sa.fft, fn)(x, dims[k], n=n, norm=norm)
+    want = getattr(np.fft, fn)(a, n=n, axis=k, norm=norm)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10, atol=1e-10)
+    assert y.layout == x.layout and y.dims == x.dims and y.dtype == want.dtype
+
+
+@SETTINGS
+@given(c=cases(), fn=st.sampled_from(("fftn", "ifftn", "rfftn", "irfftn")), norm=st.sampled_from(NORMS),
+       data=st.data())
+def test_n_dim_matches_numpy(c, fn, norm, data):
+    mesh, dims, shape, layout = c
+    axes = data.draw(st.lists(st.integers(0, len(dims) - 1), min_size=1, unique=True))
+    s = data.draw(st.none() | st.tuples(*[st.integers(2, 8) for _ in axes]))
+    a = _data(shape, "real" if fn in REAL_IN else "complex", 1)
+    x = sa.asarray(a, dims=dims, mesh=mesh, layout=layout)
+    y = getattr(sa.fft, fn)(x, [dims[i] for i in axes], s=s, norm=norm)
+    want = getattr(np.fft, fn)(a, s=s, axes=axes, norm=norm)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10, atol=1e-10)
+    assert y.layout == x.layout
+
+
+@pytest.mark.parametrize("shape", [{"d": 1}, {"row": 2, "col": 2}, {"all": 4}, {"x": 2, "y": 2, "z": 2},
+                                   {"p": 3, "q": 2}])
+def test_single_precision_and_split_1d(shape):
+    mesh = sa.Mesh(shape)
+    axes = tuple(mesh.axis_names)
+    a = _data((7,), "complex", 2).astype(np.complex64)
+    x = sa.asarray(a, dims=("t",), mesh=mesh, layout={"t": axes})
+    y = sa.fft.fft(x, "t")
+    assert y.dtype == np.complex64 and y.layout == x.layout
+    np.testing.assert_allclose(y.numpy(), np.fft.fft(a), rtol=1e-5, atol=1e-5)
+    r = sa.asarray(a.real, dims=("t",), mesh=mesh, layout={"t": axes})
+    assert sa.fft.rfft(r, "t").dtype == np.complex64 and sa.fft.irfft(y, "t").dtype == np.float32
+
+
+def test_split_dim_costs_two_alltoalls_of_a_block():
+    """(k-1)/k of the block there (input) and back (output), over the dim's axes only."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = _data((8, 12), "complex", 3)
+    x = sa.asarray(a, dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+    with sa.comm_log() as log:
+        y = sa.fft.fft(x, "a", n=6)
+    recs = [(r.op, r.axes) for r in log.records]
+    assert recs == [("alltoall", ("row",)), ("alltoall", ("row",))]
+    block_in, block_out = 4 * 6, 3 * 6  # a: 8 -> 6 rows over row (2), b: 12 over col (2)
+    assert [r.elements for r in log.records] == [block_in, block_out]  # the buffer each device puts in
+    assert [r.wire_bytes for r in log.records] == [block_in * 16 // 2, block_out * 16 // 2]  # (k-1)/k of it
+    np.testing.assert_allclose(y.numpy(), np.fft.fft(a, n=6, axis=0))
+
+
+def test_pencil_fft2_traffic_matches_formula():
+    """2-D FFT split on both dims of a 2x2 mesh: per split dim two alltoalls of half a block each."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    n = 16
+    a = _data((n, n), "complex", 4)
+    x = sa.asarray(a, dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+    with sa.comm_log() as log:
+        y = sa.fft.fftn(x)
+    block = (n // 2) * (n // 2)
+    assert [r.op for r in log.records] == ["alltoall"] * 4
+    assert [r.elements for r in log.records] == [block] * 4
+    assert sum(r.wire_bytes for r in log.records) == 4 * block * 16 // 2  # 2 blocks sent per device in all
+    np.testing.assert_allclose(y.numpy(), np.fft.fft2(a), rtol=1e-10, atol=1e-9)
+
+
+def test_unsplit_dim_is_local():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = _data((6, 5), "complex", 5)
+    x = sa.asarray(a, dims=("a", "b"), mesh=mesh, layout={"a": ("row", "col")})
+    with sa.comm_log() as log:
+        y = sa.fft.ifft(x, "b", n=3)
+    assert log.records == []
+    np.testing.assert_allclose(y.numpy(), np.fft.ifft(a, n=3, axis=1))
+
+
+@SETTINGS
+@given(mesh=meshes(), n=st.integers(1, 12), d=st.sampled_from([1.0, 0.5, 3.0]))
+def test_freqs_and_shifts(mesh, n, d):
+    axes = tuple(mesh.axis_names)
+    f = sa.fft.fftfreq(mesh, n, d, layout=axes)
+    np.testing.assert_allclose(f.numpy(), np.fft.fftfreq(n, d))
+    np.testing.assert_allclose(sa.fft.rfftfreq(mesh, n, d, layout=axes).numpy(), np.fft.rfftfreq(n, d))
+    np.testing.assert_allclose(sa.fft.fftshift(f).numpy(), np.fft.fftshift(np.fft.fftfreq(n, d)))
+    np.testing.assert_allclose(sa.fft.ifftshift(f).numpy(), np.fft.ifftshift(np.fft.fftfreq(n, d)))
+
+
+def test_shift_on_split_dims_is_one_alltoallv_each():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = _data((5, 6), "real", 6)
+    x = sa.asarray(a, dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+    with sa.comm_log() as log:
+        y = sa.fft.fftshift(x)
+    assert [r.op for r in log.records] == ["alltoall", "alltoall"]
+    np.testing.assert_allclose(y.numpy(), np.fft.fftshift(a))
+    np.testing.assert_allclose(sa.fft.ifftshift(y, "a").numpy(), np.fft.ifftshift(np.fft.fftshift(a), axes=0))
+
+
+def test_positional_namespace():
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        a = _data((5, 3), "complex", 7)
+        x = xp.asarray(a)
+        np.testing.assert_allclose(xp.fft.fft(x, axis=0, n=4).numpy(), np.fft.fft(a, axis=0, n=4))
+        np.testing.assert_allclose(xp.fft.irfftn(x, axes=(0, 1), s=(4, 4)).numpy(),
+                                   np.fft.irfftn(a, axes=(0, 1), s=(4, 4)))
+        np.testing.assert_allclose(xp.fft.fftshift(x, axes=1).numpy(), np.fft.fftshift(a, axes=1))
+        f = xp.fft.rfftfreq(7, d=2.0, dtype=xp.float32)
+        assert f.dtype == np.float32 and isinstance(f, xp.Array)
+        np.testing.assert_allclose(f.numpy(), np.fft.rfftfreq(7, 2.0), rtol=1e-6)
+        assert type(xp.fft.fftn(x)) is xp.Array and math.isclose(xp.fft.fftn(x).numpy()[0, 0].real, a.sum().real)
