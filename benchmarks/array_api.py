@@ -10,7 +10,7 @@ interleaved (A B A B,
 after a warm-up) and the medians' ratio is reported, with the traffic per
 device from the comm log and the BLAS/OpenMP thread settings.
 
-    python benchmarks/array_api.py [--size 4096] [--repeat 7] [--json benchmarks/results/array_api-cpu.json]
+    python benchmarks/array_api.py [--size 4096] [--repeat 7] [--json benchmarks/results/array_api-cpu.json --force]
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ from typing import Any
 import numpy as np
 
 import shardarray as sa
+
+try:  # run as a script (benchmarks/ on sys.path) or imported as benchmarks.array_api
+    from _env import default_output, environment, output_path
+except ImportError:  # pragma: no cover
+    from benchmarks._env import default_output, environment, output_path
 
 MESHES = {"1": {"d": 1}, "2x2": {"row": 2, "col": 2}, "2x2x2": {"row": 2, "col": 2, "dep": 2}}
 
@@ -79,8 +84,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--repeat", type=int, default=7)
-    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--json", default=default_output("array_api-cpu"),
+                   help="where to write the JSON (default under /tmp; committed results need --force)")
+    p.add_argument("--force", action="store_true", help="overwrite a committed result under benchmarks/results/")
     args = p.parse_args(argv)
+    out_path = output_path(args.json, args.force)
+    env_before = environment()
     host = np.random.default_rng(0).standard_normal((args.size, args.size)).astype(np.float32)
     rows = []
     for name, shape in MESHES.items():
@@ -103,11 +112,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {
         "benchmark": "array_api", "size": args.size, "dtype": "float32", "repeat": args.repeat,
         "device": f"CPU ({platform.processor() or platform.machine()}), emulated meshes in one process",
-        "numpy": np.__version__, "threads": thread_settings(), "rows": rows,
+        "numpy": np.__version__, "threads": thread_settings(),
+        "environment": {"before": env_before, "after": environment()}, "rows": rows,
     }
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1, default=str))
+    out_path.write_text(json.dumps(result, indent=1, default=str))
+    print(f"wrote {out_path}")
     return result
 
 

@@ -49,7 +49,14 @@ def table(result: dict[str, Any]) -> None:
 
 
 def plot(result: dict[str, Any], path: str) -> None:
-    """A bar chart of modeled (and measured, where run) times per algorithm and mesh, saved as PNG."""
+    """Modeled and measured times per algorithm and mesh, saved as PNG, on separate axes.
+
+    The left panel stacks the alpha-beta model's forward and backward times on
+    the hardware model (``--hardware``); the right panel, when the run was
+    timed (numpy/cupy), shows the measured times with the single-device
+    ``xp.matmul`` reference as a line, so neither scale hides the other
+    (modeled GPU times are milliseconds, measured CPU times can be seconds).
+    """
     try:
         import matplotlib
 
@@ -59,21 +66,33 @@ def plot(result: dict[str, Any], path: str) -> None:
         raise ImportError("--plot needs matplotlib: pip install 'shardarray[examples]'") from e
     rows = result["rows"]
     labels = [f"{r['algorithm']}\n{mesh_label(r['mesh'])}" for r in rows]
-    x = range(len(rows))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows)), 3.6))
+    x = list(range(len(rows)))
+    measured = [r["time_s"] for r in rows]
+    timed = any(m is not None for m in measured)
+    width = max(5.0, 1.1 * len(rows))
+    fig, axes = plt.subplots(1, 2 if timed else 1, figsize=(2 * width if timed else width, 3.8), squeeze=False)
+    ax = axes[0][0]
     fwd = [r["modeled_forward_s"] * 1e3 for r in rows]
     bwd = [r["modeled_backward_s"] * 1e3 for r in rows]
-    measured = [r["time_s"] for r in rows]
-    width = 0.4 if any(m is not None for m in measured) else 0.7
-    ax.bar([i - (width / 2 if width < 0.5 else 0) for i in x], fwd, width, label="modeled forward")
-    ax.bar([i - (width / 2 if width < 0.5 else 0) for i in x], bwd, width, bottom=fwd, label="modeled backward")
-    if width < 0.5:
-        ax.bar([i + width / 2 for i in x], [(m or 0) * 1e3 for m in measured], width,
-               label=f"measured ({result['backend']})")
-    ax.set_xticks(list(x), labels, fontsize=8)
-    ax.set_ylabel("ms per forward + backward")
-    ax.set_title(f"{result['problem']['what']} ({result['hardware']['name']} model)", fontsize=9)
+    ax.bar(x, fwd, 0.7, label="modeled forward")
+    ax.bar(x, bwd, 0.7, bottom=fwd, label="modeled backward")
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("modeled ms per forward + backward")
+    ax.set_title(f"model: {result['hardware']['name']}", fontsize=9)
     ax.legend(fontsize=8)
+    if timed:
+        ax = axes[0][1]
+        ax.bar(x, [(m or 0) * 1e3 for m in measured], 0.7, color="tab:green",
+               label=f"measured ({result['backend']} on {result.get('device', '?')})")
+        single = result.get("single")
+        if single:
+            ax.axhline(single["time_s"] * 1e3, color="black", linestyle="--", linewidth=1,
+                       label="single device (xp.matmul)")
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_ylabel("measured ms per forward + backward")
+        ax.set_title("measured", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle(result["problem"]["what"], fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
