@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import rand
 
 import shardarray as sa
 import shardarray.array_api as xp
-from helpers import rand
 
 MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"p": 3, "q": 2}, {"x": 2, "y": 2, "z": 2}]
 

@@ -229,4 +229,4 @@ def exchange(
     return shards
 
 
-__all__ = ["move", "exchange", "MovePlan", "k_range", "Segment"]
+__all__ = ["MovePlan", "Segment", "exchange", "k_range", "move"]

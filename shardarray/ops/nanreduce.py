@@ -106,4 +106,4 @@ def nanstd(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArr
     return ew.sqrt(nanvar(require_array(x, "nanstd"), dims, correction))
 
 
-__all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd"]
+__all__ = ["nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar"]

@@ -20,7 +20,7 @@ from typing import Any
 from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..layout import Layout, block_bounds
-from .movement import MovePlan, exchange, k_range, _slice
+from .movement import MovePlan, _slice, exchange, k_range
 
 Box = tuple[str, int, int, int]
 """``(dim, start, step, count)``: entries ``start + k·step`` for ``k < count`` of ``dim``."""
@@ -96,4 +96,4 @@ def slice_dims(x: ShardArray, boxes: Sequence[Box]) -> ShardArray:
     return ShardArray(mesh, Layout(x.dims, sizes, spec.axes), x.dtype, shards)
 
 
-__all__ = ["slice_dims", "Box"]
+__all__ = ["Box", "slice_dims"]
