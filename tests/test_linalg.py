@@ -122,11 +122,12 @@ def test_dense_ops_batched(mesh, n, b, data):
         ev, evec = L.eigh(x)
         evals = L.eigvalsh(x)
         sol = L.solve(x, y, b_dims=("j", "k"))
+        upper = L.cholesky(x, upper=True)
     split = any(mesh.axes_size(lay.get(d, ())) > 1 for d in ("i", "j"))
     assert any(issubclass(i.category, L.ReplicatedFallbackWarning) for i in w) == split
     tol = {"atol": 1e-8, "rtol": 1e-8}
     np.testing.assert_allclose(ch.numpy(), np.linalg.cholesky(spd), **tol)
-    np.testing.assert_allclose(L.cholesky(x, upper=True).numpy(), np.swapaxes(np.linalg.cholesky(spd), -1, -2), **tol)
+    np.testing.assert_allclose(upper.numpy(), np.swapaxes(np.linalg.cholesky(spd), -1, -2), **tol)
     np.testing.assert_allclose(inv.numpy(), np.linalg.inv(spd), **tol)
     np.testing.assert_allclose(det.numpy(), np.linalg.det(spd), **tol)
     sn, ln = np.linalg.slogdet(spd)
@@ -203,3 +204,26 @@ def test_namespace_exposes_extension():
     assert xp.linalg.qr is not None and "linalg" in xp.__all__
     x = xp.asarray(np.eye(3))
     assert x.__array_namespace__().linalg is xp.linalg
+
+
+@SETTINGS
+@given(meshes(), st.integers(1, 4), st.integers(0, 9), st.booleans(), st.data())
+def test_wide_qr_column_split(mesh, m, extra, cplx, data):
+    n = m + 1 + extra
+    lay = data.draw(layouts(mesh, ("b", "i", "j")))
+    a = rand((2, m, n), m + n)
+    if cplx:
+        a = a + 1j * rand((2, m, n), 7)
+    x = _arr(a, ("b", "i", "j"), mesh, lay)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", L.ReplicatedFallbackWarning)
+        with sa.comm_log() as log:
+            q, r = L.qr(x)
+    Q, R = q.numpy(), r.numpy()
+    np.testing.assert_allclose(Q @ R, a, atol=1e-10)
+    np.testing.assert_allclose(np.conj(np.swapaxes(Q, -1, -2)) @ Q, np.broadcast_to(np.eye(m), (2, m, m)), atol=1e-10)
+    assert (np.tril(R, -1) == 0).all()
+    assert r.layout.get("j") or mesh.size == 1 or not any(mesh.axes_size(v) > 1 for k, v in lay.items() if k != "b")
+    # the traffic is O(m^2) per matrix for the leading block, plus the alltoall of the relayout when rows are split
+    moved = sum(rec.elements for rec in log.records if rec.op == "allgather")
+    assert moved <= 2 * m * m * (x.sizes["b"])

@@ -106,7 +106,7 @@ def test_training_example_runs_the_policy(dtype, tmp_path):
     cmd = [sys.executable, str(Path(__file__).parents[1] / "examples" / "train_transformer.py"), "--dtype", dtype,
            "--steps", "3", "--d-model", "16", "--d-ff", "32", "--layers", "1", "--seq", "8", "--batch", "4",
            "--vocab", "16", "--eval-batch", "8", "--plot", "", "--quiet", "--json", str(out)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert f"precision: {dtype} einsums and activations; float32 parameters" in text

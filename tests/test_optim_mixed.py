@@ -82,7 +82,7 @@ def test_loss_scale_skips_and_halves_on_overflow_with_one_flag_allreduce(shape):
     bad = {"w": sa.asarray(bad_values, dims=("i",), mesh=mesh, layout={"i": axis}).astype("float32"),
            "b": sa.ones(mesh, {"j": 3})}
     with sa.comm_log() as log:
-        unscaled, finite = scaler.unscale(bad, ls)
+        _unscaled, finite = scaler.unscale(bad, ls)
     assert not finite
     assert [(r.op, r.elements) for r in log.records] == ([("allreduce", 1)] if mesh.size > 1 else [])
     assert log.records[0].dtype == "float64" if mesh.size > 1 else True

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import HYPOTHESIS_SHAPES, layouts, meshes, sizes_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
 import shardarray.array_api as xp
-from helpers import HYPOTHESIS_SHAPES, layouts, meshes, sizes_strategy
 
 SETTINGS = settings(max_examples=30, deadline=None)
 

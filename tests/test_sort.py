@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck import check_grad
+from helpers import HYPOTHESIS_SHAPES, layouts, meshes, sizes_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from gradcheck import check_grad
-from helpers import HYPOTHESIS_SHAPES, layouts, meshes, sizes_strategy
 from shardarray.ops import samplesort
 
 SETTINGS = settings(max_examples=25, deadline=None)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import HYPOTHESIS_SHAPES, layouts, meshes, sizes_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_sort import DTYPES, values
 
 import shardarray as sa
 import shardarray.array_api as xp
-from helpers import HYPOTHESIS_SHAPES, layouts, meshes, sizes_strategy
 from shardarray.ops import unique as unique_mod
-from test_sort import DTYPES, values
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -125,3 +125,15 @@ def test_numpy_unique_protocol_merges_nans(shape):
         assert isinstance(g, sa.ShardArray)
         np.testing.assert_array_equal(g.numpy(), w)
     np.testing.assert_array_equal(np.unique(x).numpy(), np.unique(a))
+
+
+@pytest.mark.parametrize("shape", HYPOTHESIS_SHAPES, ids=str)
+def test_complex_values(shape):
+    """Complex values travel as two int64 words and sort as NumPy sorts them (real part, then imaginary)."""
+    mesh = sa.Mesh(shape)
+    rng = np.random.default_rng(0)
+    a = (rng.integers(0, 3, (4, 5)) + 1j * rng.integers(0, 2, (4, 5))).astype(np.complex64)
+    a[0, 0] = np.nan
+    a[1, 1] = complex(1, np.nan)
+    x = sa.asarray(a, dims=("a", "i"), mesh=mesh, layout={"i": tuple(shape)[-1:], "a": tuple(shape)[:-1]})
+    check_all(x, a)

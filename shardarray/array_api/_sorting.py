@@ -86,4 +86,4 @@ def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: Shar
     return wrap(_searchsorted(x1, x2, side=side))
 
 
-__all__ = ["sort", "argsort", "searchsorted"]
+__all__ = ["argsort", "searchsorted", "sort"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import ArgumentError, DimensionError
-from ..layout import group_chunk
+from ..layout import block_bounds, group_chunk
 from ..ops.common import map_blocks, map_blocks_multi, mesh_order, new_array
 from ..ops.relayout import relayout
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims
@@ -130,6 +130,49 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
     return Q, R
 
 
+def wide_qr(x: ShardArray, rows: str, cols: str, new: str) -> QRResult:
+    """QR of wide matrices (``m < n``): ``Q`` from the leading ``m x m`` block, ``R = Q^H A`` per column block.
+
+    The columns are split over every axis the matrix used (one alltoall moves the row axes onto the columns),
+    the leading ``m x m`` block is gathered on every device (an allgather of ``m²`` elements in all), its QR
+    gives the square ``Q`` (the same everywhere), and each device forms its columns of ``R = Q^H A`` locally.
+    ``Q R = A`` holds exactly in exact arithmetic for any ``A`` (``Q`` is square orthogonal).
+    """
+    lay = x.layout
+    raxes = lay.pop(rows, ())
+    if raxes:
+        lay[cols] = (*lay.get(cols, ()), *raxes)
+    if raxes or x.pending:
+        x = relayout(x, lay)
+    x, batch = batch_last(x, (rows, cols))
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    m, n = x.sizes[rows], x.sizes[cols]
+    blay = {d: x.spec.of(d) for d in batch if x.spec.of(d)}
+    lead = relayout(x.isel({cols: slice(0, m)}), blay)
+    bused = mesh_order(mesh, [a for v in blay.values() for a in v])
+
+    def square(s: Any) -> Any:
+        q, r = xp.linalg.qr(s)
+        return _fix_signs(xp, q, r)[0]
+
+    q_sh = map_blocks(mesh, bused, square, lead.shards)
+    ci = x.dims.index(cols)
+    starts = [b[ci][0] for b in block_bounds(mesh, x.spec)]
+
+    def right(item: Any) -> Any:
+        lo, q, a = item
+        r = xp.conj(xp.swapaxes(q, -1, -2)) @ a
+        j = xp.arange(lo, lo + a.shape[-1])
+        i = xp.arange(m)
+        return xp.where(i[:, None] > j[None, :], xp.zeros((), dtype=r.dtype), r)
+
+    r_sh = map_blocks(mesh, x.spec.used_axes, right, [(starts[d], q_sh[d], x.shards[d]) for d in range(mesh.size)])
+    sizes = {**{d: x.sizes[d] for d in batch}, rows: m, new: m, cols: n}
+    Q = new_array(mesh, (*batch, rows, new), sizes, blay, q_sh, dtype=x.dtype)
+    R = new_array(mesh, (*batch, new, cols), sizes, {**blay, cols: x.spec.of(cols)}, r_sh, dtype=x.dtype)
+    return QRResult(Q, R)
+
+
 def _fallback_qr(x: ShardArray, rows: str, cols: str, new: str, mode: str) -> QRResult:
     m, n = x.sizes[rows], x.sizes[cols]
     k = m if mode == "complete" else min(m, n)
@@ -153,8 +196,10 @@ def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | Non
     (``(p-1)·n²`` elements received per device and matrix), a QR of the
     stacked R's on every device, and one local product for Q. Columns split:
     first **one alltoall** moving the column axes onto the rows. Wide matrices
-    and ``mode="complete"`` with ``m > n``: replicated fallback (allgather,
-    ``ReplicatedFallbackWarning``). R's diagonal is real and non-negative.
+    (``m < n``): column-split, an allgather of the leading ``m x m`` block, and
+    ``R = Q^H A`` per column block. ``mode="complete"`` with ``m > n``:
+    replicated fallback (``ReplicatedFallbackWarning``). R's diagonal is real
+    and non-negative.
 
     Args:
         x: float or complex array.
@@ -182,7 +227,9 @@ def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | Non
     if new in x.dims:
         raise DimensionError(f"sa.linalg.qr: new={new!r} is already a dim of x {x.sizes}; pass another name")
     m, n = x.sizes[rows], x.sizes[cols]
-    if m < n or (mode == "complete" and m > n) or n == 0 or m == 0:
+    if 0 < m < n:
+        return wide_qr(x, rows, cols, new)
+    if (mode == "complete" and m > n) or n == 0 or m == 0:
         return _fallback_qr(x, rows, cols, new, mode)
     Q, R = tsqr(x, rows, cols, new)
     return QRResult(Q, R)

@@ -215,4 +215,4 @@ def sample_sort(
     return list(mesh.comm.alltoallv(send, axes, 0))
 
 
-__all__ = ["sample_sort", "wide", "to_bits", "from_bits", "LAST_PEAK"]
+__all__ = ["LAST_PEAK", "from_bits", "sample_sort", "to_bits", "wide"]

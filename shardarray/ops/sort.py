@@ -250,4 +250,4 @@ def _sort_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     return [ordered(perm, dim, match(g, x)), None, None]
 
 
-__all__ = ["sort", "argsort", "ordered", "check_sortable"]
+__all__ = ["argsort", "check_sortable", "ordered", "sort"]

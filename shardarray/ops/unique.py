@@ -356,5 +356,14 @@ def unique(ar: ShardArray, return_index: bool = False, return_inverse: bool = Fa
     return (v, *extra) if extra else v
 
 
-__all__ = ["unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "UniqueAllResult",
-           "UniqueCountsResult", "UniqueInverseResult", "REPLICATE_MAX"]
+__all__ = [
+    "REPLICATE_MAX",
+    "UniqueAllResult",
+    "UniqueCountsResult",
+    "UniqueInverseResult",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+]
