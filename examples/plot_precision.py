@@ -33,20 +33,27 @@ def main(argv: list[str] | None = None) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for path in args.runs:
-        m = json.loads(Path(path).read_text())
-        losses = m["losses"]
+    runs = [json.loads(Path(path).read_text()) for path in args.runs]
+    fig, (ax, diff) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    base = np.asarray(runs[0]["losses"])
+    for m in runs:
+        losses = np.asarray(m["losses"])
         label = f"{m['dtype']}: held-out accuracy {m['held_out_accuracy']:.1%}"
         if m.get("skipped_steps"):
             label += f" ({m['skipped_steps']} skipped steps)"
-        ax.plot(np.arange(1, len(losses) + 1), smooth(losses), lw=1.0, label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss, 20-step mean (nats)")
+        steps = np.arange(1, len(losses) + 1)
+        ax.plot(steps, smooth(list(losses)), lw=1.0, label=label)
+        n = min(len(losses), len(base))
+        diff.plot(steps[:n], losses[:n] - base[:n], lw=0.6, label=f"{m['dtype']} - {runs[0]['dtype']}")
+    ax.set_ylabel("training loss, 20-step mean")
     ax.set_yscale("log")
     ax.legend(loc="upper right")
-    ax.set_title(f"{m['strategy']} on {m['mesh']}, {m['params']:,} params: float32 parameters and Adam state, "
-                 f"compute in the dtype shown", fontsize=8)
+    diff.set_xlabel("step")
+    diff.set_ylabel("loss difference (nats)")
+    diff.legend(loc="lower right", fontsize=8)
+    m = runs[0]
+    ax.set_title(f"{m['strategy']} on {m['mesh']}, {m['params']:,} params; float32 parameters and Adam state",
+                 fontsize=9)
     fig.tight_layout()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)

@@ -131,40 +131,41 @@ def policy(dtype: str) -> str:
             f"layer norm, softmax and loss in float32{extra}")
 
 
-def evaluate(params: dict, cfg: sa.nn.TransformerConfig, mesh: sa.Mesh, rng: np.random.Generator, n: int) -> float:
-    """Held-out next-token accuracy on ``n`` fresh sequences (in chunks of at most 64)."""
+def evaluate(params: dict, cfg: sa.nn.TransformerConfig, mesh: sa.Mesh, seed: int, n: int) -> float:
+    """Held-out next-token accuracy on ``n`` sequences of stream ``seed`` (chunk ``i``, of at most 64, is its
+    batch ``i``); like training batches, each device makes only the rows of its block (``pattern_arrays``)."""
     hits, total = 0.0, 0
-    for lo in range(0, n, 64):
-        tok, tgt = sa.nn.data.pattern_batch(rng, min(64, n - lo), cfg.seq_len, cfg.vocab)
-        tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
-        targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
+    for i, lo in enumerate(range(0, n, 64)):
+        rows = min(64, n - lo)
+        tokens, targets = sa.nn.data.pattern_arrays(mesh, seed, i, rows, cfg.seq_len, cfg.vocab)
         acc = float(sa.nn.accuracy(sa.nn.transformer_logits(params, tokens, cfg), targets))
-        hits += acc * tok.size
-        total += tok.size
+        hits += acc * rows * cfg.seq_len
+        total += rows * cfg.seq_len
     return hits / total
 
 
 def save_checkpoint(run: str, keep: int, step: int, params: dict, state: dict, scale_state: Any,
-                    rng: np.random.Generator, history: tuple[list, list, list]) -> None:
-    """Save everything a bit-exact resume needs: params, optimizer and loss-scale state, the data stream's RNG
-    state and the history so far (JSON strings: Python floats round-trip exactly), into run dir ``run``."""
+                    data_seed: int, history: tuple[list, list, list]) -> None:
+    """Save everything a bit-exact resume needs: params, optimizer and loss-scale state, the data stream (its
+    seed; its position is ``step``: batch ``s`` is a function of ``(seed, s)`` alone) and the history so far
+    (JSON strings: Python floats round-trip exactly), into run dir ``run``."""
     losses, comm, evals = history
     sa.checkpoint.save(run, {"params": params, "opt": state, "scale": scale_state, "step": step,
-                             "data_rng": json.dumps(rng.bit_generator.state),
+                             "data": json.dumps({"stream": "patterns", "seed": data_seed, "next_step": step + 1}),
                              "history": json.dumps({"losses": losses, "comm": comm, "evals": evals})}, keep=keep)
 
 
-def resume(path: str, params: dict, state: dict, scale_state: Any, rng: np.random.Generator,
-           history: tuple[list, list, list]) -> tuple[dict, dict, Any, int]:
+def resume(path: str, params: dict, state: dict, scale_state: Any,
+           history: tuple[list, list, list]) -> tuple[dict, dict, Any, int, int]:
     """Load a ``save_checkpoint`` into the layouts of ``params``/``state`` (any mesh or strategy); restores
-    ``rng`` and ``history`` in place; returns ``(params, state, scale_state, first step to run)``."""
-    target = {"params": params, "opt": state, "scale": scale_state, "step": 0, "data_rng": "", "history": ""}
+    ``history`` in place; returns ``(params, state, scale_state, first step to run, data stream seed)``."""
+    target = {"params": params, "opt": state, "scale": scale_state, "step": 0, "data": "", "history": ""}
     tree = sa.checkpoint.load(path, target)
-    rng.bit_generator.state = json.loads(tree["data_rng"])
+    data = json.loads(tree["data"])
     saved = json.loads(tree["history"])
     for into, key in zip(history, ("losses", "comm", "evals")):
         into.extend(tuple(v) if key == "evals" else v for v in saved[key])
-    return tree["params"], tree["opt"], tree["scale"], tree["step"] + 1
+    return tree["params"], tree["opt"], tree["scale"], data["next_step"], data["seed"]
 
 
 def train(args: argparse.Namespace) -> dict[str, Any]:
@@ -185,7 +186,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     step_fn = sa.value_and_grad(sa.nn.transformer_loss)
     scaler = sa.optim.DynamicLossScale() if args.dtype == "float16" else None
     scale_state = scaler.init() if scaler else None
-    train_rng = np.random.default_rng(args.seed)
+    data_seed = args.seed  # batch s of the training stream is pattern_arrays(mesh, data_seed, s, ...)
     eval_rng_seed = 10_000 + args.seed
     chance = 1.0 / cfg.vocab
 
@@ -212,20 +213,20 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     )
     first = 1  # the first step to run; after the checkpoint's step with --resume
     if args.resume:
-        params, state, scale_state, first = resume(args.resume, params, state, scale_state, train_rng,
-                                                   (losses, comm_per_step, evals))
+        params, state, scale_state, first, data_seed = resume(args.resume, params, state, scale_state,
+                                                              (losses, comm_per_step, evals))
     else:
-        evals.append((0, evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed), 64)))
+        evals.append((0, evaluate(params, cfg, mesh, eval_rng_seed, 64)))
     start = time.perf_counter()
     train_time = 0.0
     with Progress(*columns, console=console, transient=False, disable=args.quiet or not root) as bar:
         task = bar.add_task("training", total=args.steps, completed=first - 1, loss="-", tps="-", comm="-")
         for step in range(first, args.steps + 1):
-            tok, tgt = sa.nn.data.pattern_batch(train_rng, args.batch, cfg.seq_len, cfg.vocab)
+            # each device makes only its block's rows (no process holds the global batch), the same bits
+            # emulated and under MPI, whatever the mesh
+            tokens, targets = sa.nn.data.pattern_arrays(mesh, data_seed, step, args.batch, cfg.seq_len, cfg.vocab)
             t0 = time.perf_counter()
             with sa.comm_log() as log:
-                tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
-                targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
                 if scaler is None:
                     loss, grads = step_fn(params, tokens, targets, cfg)
                     params, state = opt.update(params, grads, state)
@@ -240,15 +241,15 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             losses.append(loss_value)
             comm_per_step.append(log.total("bytes"))
             if step % eval_every == 0 or step == args.steps:
-                evals.append((step, evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed), 64)))
+                evals.append((step, evaluate(params, cfg, mesh, eval_rng_seed, 64)))
             bar.update(task, advance=1, loss=f"{np.mean(losses[-20:]):.3f}",
                        tps=f"{tokens_per_step / dt:,.0f}", comm=_fmt_bytes(comm_per_step[-1]))
             if args.save and (step % args.save_every == 0 or step in (args.steps, args.stop_at)):
-                save_checkpoint(args.save, args.keep, step, params, state, scale_state, train_rng,
+                save_checkpoint(args.save, args.keep, step, params, state, scale_state, data_seed,
                                 (losses, comm_per_step, evals))
             if step == args.stop_at:
                 break
-    accuracy = evaluate(params, cfg, mesh, np.random.default_rng(eval_rng_seed + 1), args.eval_batch)
+    accuracy = evaluate(params, cfg, mesh, eval_rng_seed + 1, args.eval_batch)
     metrics = {
         "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "comm": mesh.comm_kind, "params": sa.nn.param_count(cfg),
         "steps": args.steps, "first_loss": losses[0], "final_loss": float(np.mean(losses[-20:])),

@@ -54,6 +54,25 @@ class ShardArray:
         if profiler.ACTIVE:
             profiler.on_array(self)
 
+    @classmethod
+    def _trusted(
+        cls, mesh: Mesh, layout: Layout, dtype: np.dtype, shards: Sequence[Any], pending: tuple[str, ...] = ()
+    ) -> ShardArray:
+        """A ShardArray from parts already validated (a dispatch plan's layout, a ``np.dtype``, mesh-ordered
+        ``pending``): ``__init__`` without the conversions, for the ops' hot paths."""
+        self = cls.__new__(cls)
+        self.mesh = mesh
+        self._layout = layout
+        self.dtype = dtype
+        self.shards = tuple(shards)
+        self.pending = pending
+        self._node = None
+        self._resolved = None
+        self.host_range = None
+        if profiler.ACTIVE:
+            profiler.on_array(self)
+        return self
+
     # ------------------------------------------------------------- metadata
     @property
     def dims(self) -> tuple[str, ...]:

@@ -14,9 +14,14 @@ possible accuracy is about 0.9, against 1/vocab by chance.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
-from ..errors import DimensionError, DTypeError
+from ..array import ShardArray
+from ..errors import DimensionError, DTypeError, MeshError
+from ..layout import Layout, block_bounds, make_layout
+from ..mesh import AxesSpec, Mesh
 
 
 def pattern_batch(
@@ -78,6 +83,7 @@ def pattern_rows(seed: int, step: int, start: int, stop: int, seq_len: int, voca
             raise DimensionError(f"pattern_rows: {name} must be an integer >= 0; got {name}={value!r}")
     if stop < start:
         raise DimensionError(f"pattern_rows: stop={stop} < start={start}; give rows [start, stop) with start <= stop")
+    _check_task("pattern_rows", seq_len, vocab)  # also with no rows: every process refuses the same arguments
     tok = np.empty((stop - start, seq_len), np.int64)
     tgt = np.empty((stop - start, seq_len), np.int64)
     for i, row in enumerate(range(start, stop)):
@@ -86,4 +92,72 @@ def pattern_rows(seed: int, step: int, start: int, stop: int, seq_len: int, voca
     return tok, tgt
 
 
-__all__ = ["pattern_batch", "pattern_rows"]
+def _check_task(what: str, seq_len: int, vocab: int) -> None:
+    for name, value in (("seq_len", seq_len), ("vocab", vocab)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise DimensionError(f"{what}: {name} must be an integer >= 1; got {name}={value!r}")
+
+
+def pattern_arrays(
+    mesh: Mesh, seed: int, step: int, batch: int, seq_len: int, vocab: int,
+    layout: Mapping[str, AxesSpec] | Layout | None = None,
+) -> tuple[ShardArray, ShardArray]:
+    """Batch ``step`` of a ``patterns`` stream as ShardArrays ``(tokens, targets)`` of dims ``("batch", "seq")``,
+    built with ``sa.from_local``: each device makes only the rows of its block (``pattern_rows`` over its block's
+    ``[start, stop)`` of ``batch``), so no process ever holds the global batch, and the values are the same bit
+    for bit on every mesh, layout and process count (emulated or under MPI). Devices that hold replicas of a
+    block (mesh axes that split no dim) each make it; on an emulated mesh it is made once per process. A split
+    ``seq`` dim is supported too (each device keeps its columns of its rows).
+
+    Collectives: none (with ``SHARDARRAY_CHECK_SPMD=1``, ``from_local``'s creation check: under MPI one
+    allgather of 16-byte digests per array). Work and memory per device: its block's rows only.
+
+    Args:
+        mesh: the mesh.
+        seed: the stream's seed (>= 0).
+        step: which batch of the stream (>= 0); batch ``step`` is the same whatever came before.
+        batch: sequences in the batch (>= 0).
+        seq_len: tokens per sequence (>= 1).
+        vocab: token ids lie in [0, vocab) (>= 1).
+        layout: ``{dim: axes}`` for ``batch``/``seq``; None follows the mesh's rules.
+
+    Returns:
+        ``(tokens, targets)``: int64 arrays of global sizes ``{"batch": batch, "seq": seq_len}``, equal to
+        ``pattern_rows(seed, step, 0, batch, seq_len, vocab)``.
+
+    Raises:
+        DimensionError: a size or index out of range. LayoutError/MeshError: a layout the mesh cannot hold.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> tokens, targets = sa.nn.data.pattern_arrays(mesh, 0, 7, 5, 8, 16, layout={"batch": "row"})
+        >>> tokens.shards[0].shape, tokens.shards[3].shape       # rows 0-2 on row 0, rows 3-4 on row 1
+        ((3, 8), (2, 8))
+        >>> bool((tokens.numpy() == sa.nn.data.pattern_rows(0, 7, 0, 5, 8, 16)[0]).all())
+        True
+    """
+    from ..ops.from_local import from_local
+
+    if not isinstance(mesh, Mesh):
+        raise MeshError(f"pattern_arrays needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}")
+    for name, value in (("seed", seed), ("step", step), ("batch", batch)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise DimensionError(f"pattern_arrays: {name} must be an integer >= 0; got {name}={value!r}")
+    _check_task("pattern_arrays", seq_len, vocab)
+    dims, sizes = ("batch", "seq"), (int(batch), int(seq_len))
+    lay = make_layout(mesh, dims, sizes, layout, what=f"pattern_arrays batch {dict(zip(dims, sizes))}")
+    bounds = block_bounds(mesh, lay)
+    made: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # tokens and targets share one generation
+
+    def rows(device: int, which: int) -> np.ndarray:
+        (lo, hi), (s0, s1) = bounds[device]
+        if (lo, hi) not in made:
+            made[lo, hi] = pattern_rows(seed, step, lo, hi, seq_len, vocab)
+        return made[lo, hi][which][:, s0:s1]
+
+    tokens = from_local(mesh, lambda d: rows(d, 0), dims, sizes, lay)
+    targets = from_local(mesh, lambda d: rows(d, 1), dims, sizes, lay)
+    return tokens, targets
+
+
+__all__ = ["pattern_arrays", "pattern_batch", "pattern_rows"]

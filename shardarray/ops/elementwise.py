@@ -29,7 +29,9 @@ from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
 from ..dtypes import check_domain, is_bfloat16, is_complex, promote
 from ..errors import DTypeError
-from .common import check_rules, common_mesh, map_blocks, merged_axes, new_array, union_dims
+from ..layout import Layout
+from . import plans
+from .common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
 from .relayout import to_axes
 from ..backend import cuda_kernels
 from . import fused
@@ -65,6 +67,17 @@ def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardAr
     return kind == "neg"
 
 
+class _Plan:
+    """What ``apply`` works out for one operand signature (see ``plans``): everything but the per-shard work."""
+
+    __slots__ = ("mesh", "xp", "slots", "moves", "template", "scalars", "direct", "bf16", "classes", "used",
+                 "layout", "pending")
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
 def apply(
     name: str,
     fn: Callable[..., Any],
@@ -75,6 +88,11 @@ def apply(
 ) -> ShardArray:
     """Run ``fn(xp, *local_operands)`` on every block, broadcasting by name.
 
+    What does not depend on the values (result dims and layout, moves of the
+    operands, broadcasters, replica classes) is planned once per operand
+    signature and reused (``plans.ELEMENTWISE``); the moves (slices,
+    allgathers, resolutions of pending sums) run on every call.
+
     Args:
         name: the op's name (in error messages and profiles).
         fn: ``fn(xp, *blocks_and_scalars)``, the op on local blocks.
@@ -84,6 +102,44 @@ def apply(
         lead: the index, among the array operands, of the one whose dims come first
             in the result and whose layout wins (0: the first array).
     """
+    key: Any = (name, kind, domain, lead, plans.context_key(),
+                *(plans.array_key(a) if isinstance(a, ShardArray) else type(a) for a in args))
+    plan = plans.ELEMENTWISE.get(key)
+    if plan is None:
+        plan = _plan(name, args, kind, domain, lead)
+        plans.ELEMENTWISE.put(key, plan)
+    shard_lists = []
+    for i, move in zip(plan.slots, plan.moves):
+        a = args[i]
+        shard_lists.append((a if move is None else to_axes(a, move[0], move[1])).shards)
+    xp = plan.xp
+    if plan.direct:
+        def block(*shards: Any) -> Any:
+            return fn(xp, *shards)
+    else:
+        template = list(plan.template)
+        for i in plan.scalars:
+            template[i] = args[i]
+        slots = plan.slots
+
+        def block(*shards: Any) -> Any:
+            vals = list(template)
+            for i, s in zip(slots, shards):
+                vals[i] = s if template[i] is None else template[i](s)
+            return fn(xp, *vals)
+
+        if plan.bf16 is not None:
+            block = _in_float32(block, plan.bf16)
+    mesh = plan.mesh
+    if plan.classes is None:
+        shards = map_blocks(mesh, plan.used, block, *shard_lists)
+    else:
+        shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists)
+    return ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)
+
+
+def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None, lead: int) -> _Plan:
+    """Check the operands of ``apply`` and plan it (raises on bad input; see ``apply``)."""
     arrays = _check_args(name, args)
     check_domain(name, arrays, domain)
     mesh = common_mesh(arrays, name)
@@ -91,12 +147,11 @@ def apply(
     keep = _keeps_pending(kind, args, arrays)
     if len(arrays) == 1:
         x = arrays[0]
-        if x.pending and not keep:
-            x = to_axes(x, x.spec.axes, False)
         dims, sizes, axes = x.dims, x.sizes, dict(zip(x.dims, x.spec.axes))
-        prepared: list[Any] = [x if isinstance(a, ShardArray) else a for a in args]
-        locals_ = [None if isinstance(a, ShardArray) else a for a in args]
-        pending = x.pending
+        resolve_x = bool(x.pending) and not keep
+        moves: list[Any] = [(x.spec.axes, False) if resolve_x else None]
+        template: list[Any] = [None if isinstance(a, ShardArray) else a for a in args]
+        pending = () if resolve_x else x.pending
     else:
         order = [arrays[lead], *(a for i, a in enumerate(arrays) if i != lead)] if lead else arrays
         dims, sizes = union_dims(order, name)
@@ -105,33 +160,33 @@ def apply(
         if keep:
             pend_axes = next(a for a in arrays if a.pending).pending
             keep = not any(set(ax).intersection(pend_axes) for ax in axes.values())
-        prepared = []
-        locals_ = []
+        moves = []
+        template = []
         pending = ()
         for a in args:
             if isinstance(a, ShardArray):
-                a = to_axes(a, tuple(axes[d] for d in a.dims), keep)
-                pending = pending or a.pending
-                locals_.append(_broadcaster(xp, a.dims, dims))
+                target = tuple(axes[d] for d in a.dims)
+                moved = (a.pending and not keep) or target != a.spec.axes
+                moves.append((target, keep) if moved else None)
+                pending = pending or (a.pending if keep else ())
+                template.append(_broadcaster(xp, a.dims, dims))
             else:
-                locals_.append(a)
-            prepared.append(a)
-    shard_lists = [a.shards for a in prepared if isinstance(a, ShardArray)]
-    slots = [i for i, a in enumerate(prepared) if isinstance(a, ShardArray)]
-    template = list(locals_)
-
-    def block(*shards: Any) -> Any:
-        vals = list(template)
-        for i, s in zip(slots, shards):
-            vals[i] = s if template[i] is None else template[i](s)
-        return fn(xp, *vals)
-
+                template.append(a)
+    slots = tuple(i for i, a in enumerate(args) if isinstance(a, ShardArray))
+    scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, ShardArray))
+    bf16 = None
     if mesh.backend.name == "numpy" and any(is_bfloat16(a.dtype) for a in arrays):
-        block = _in_float32(block, promote(*(a.dtype for a in arrays)))
-
-    used_axes = {a for ax in axes.values() for a in ax}.union(pending)
-    shards = map_blocks(mesh, used_axes, block, *shard_lists)
-    return new_array(mesh, dims, sizes, axes, shards, pending)
+        bf16 = promote(*(a.dtype for a in arrays))
+    used = {a for ax in axes.values() for a in ax}.union(pending)
+    fast = mesh.backend.has_data and mesh.backend.device_scope is None
+    return _Plan(
+        mesh=mesh, xp=xp, slots=slots, moves=tuple(moves),
+        template=tuple(t if i in slots else None for i, t in enumerate(template)),
+        scalars=scalars, direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
+        bf16=bf16, classes=mesh.replica_classes(used) if fast else None, used=frozenset(used),
+        layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
+        pending=mesh_order(mesh, pending),
+    )
 
 
 def _in_float32(block: Callable[..., Any], target: np.dtype) -> Callable[..., Any]:

@@ -26,6 +26,8 @@ from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
 from ..dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_float
 from ..errors import ArgumentError
+from ..layout import Layout
+from . import plans
 from .common import dims_arg, map_blocks, mesh_order, new_array
 from .relayout import resolve
 
@@ -53,13 +55,65 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         >>> s.pending, s.numpy()
         (('col',), array([6., 6., 6., 6.]))
     """
-    dims = dims_arg(x, dims, "sum")
-    if not dims:
+    key = _dims_key(dims)
+    if key is not None:
+        key = ("sum", key, plans.context_key(), *plans.array_key(x))
+    plan = plans.REDUCE.get(key)
+    if plan is None:
+        plan = _sum_plan(x, dims_arg(x, dims, "sum"))
+        plans.REDUCE.put(key, plan)
+    if plan.index is None:  # a sum over no dims
         return x
-    acc = accumulation_dtype(x.dtype)
+    xp = x.mesh.backend.xp
+    index, acc = plan.index, plan.acc
     if acc is None:
-        return _partial_sum(x, dims, None)
-    return _round(_partial_sum(x, dims, acc), x.dtype)
+        block: Any = lambda s: xp.sum(s, axis=index)
+    else:
+        block = lambda s: xp.sum(s, axis=index, dtype=acc)
+    if plan.classes is None:
+        shards = map_blocks(x.mesh, plan.used, block, x.shards)
+    else:
+        shards = plans.map_classes(x.mesh.size, plan.classes, block, (x.shards,))
+    dtype = acc if acc is not None else np.dtype(shards[x.mesh.local_device].dtype)
+    out = ShardArray._trusted(x.mesh, plan.layout, dtype, shards, plan.pending)
+    return out if acc is None else _round(out, x.dtype)
+
+
+class _SumPlan:
+    """What ``sum`` works out for one signature: axis indices, accumulation dtype, result layout and pending axes."""
+
+    __slots__ = ("index", "acc", "used", "classes", "layout", "pending", "mesh")
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def _dims_key(dims: Any) -> Any:
+    """``dims`` as a cache key when it is None, a str/int, or a tuple of them (exact types: no bool, no float), else None."""
+    if dims is None or type(dims) in (str, int):
+        return (type(dims), dims)
+    if type(dims) is tuple and all(type(d) in (str, int) for d in dims):
+        return ("tuple", *((type(d), d) for d in dims))
+    return None
+
+
+def _sum_plan(x: ShardArray, dims: tuple[str, ...]) -> Any:
+    """Plan ``sum`` of ``x`` over the (checked) ``dims``: the same arithmetic as ``_partial_sum``."""
+    if not dims:  # x itself
+        return _SumPlan(index=None, mesh=x.mesh)
+    acc = accumulation_dtype(x.dtype)
+    index, keep, axes = _split(x, dims)
+    reduced_axes = [a for d in dims for a in x.spec.of(d)]
+    used = x.spec.used_axes.union(x.pending)
+    mesh = x.mesh
+    fast = mesh.backend.has_data and mesh.backend.device_scope is None
+    sizes = x.sizes
+    return _SumPlan(
+        index=index, acc=acc, used=used, classes=mesh.replica_classes(used) if fast else None,
+        layout=Layout(keep, tuple(sizes[d] for d in keep), tuple(axes.get(d, ()) for d in keep)),
+        pending=mesh_order(mesh, set(x.pending).union(reduced_axes)), mesh=mesh,
+    )
 
 
 def _partial_sum(x: ShardArray, dims: tuple[str, ...], acc: np.dtype | None) -> ShardArray:

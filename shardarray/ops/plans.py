@@ -1,0 +1,135 @@
+"""Dispatch plans: per-signature caches of what an op works out before its per-shard work.
+
+An op on small blocks spends most of its time deciding what to do: result
+dims and layout, broadcasters, which operands to move, replica classes,
+einsum equations and algorithm choice. All of that depends only on the
+operands' *signature* (mesh identity, dims, sizes, layout axes, pending axes,
+dtype, the types of scalar operands) and on the dispatch context (the
+autograd tape recording or not, ``profiler.ACTIVE``), so it is computed once
+per signature into a plan and reused; a repeated op then does only its
+per-shard work and its collectives, which run on every call exactly as
+without the plan (the comm log is identical).
+
+Keys hold ``id(mesh)``; every plan holds its mesh, so an id is never reused
+while a key naming it exists (two equal meshes of the same shape, even with
+other rules, never share a plan). Caches are bounded: a cache that reaches
+``maxsize`` entries is cleared (clear-when-large: one dict operation, atomic
+under the GIL, so threads may share the caches; a plan is immutable once
+stored). ``disabled()`` turns the caches off in the current thread/context
+(a ``contextvars`` variable), which the tests use to compare both paths.
+
+Example:
+    >>> mesh = sa.Mesh({"row": 2, "col": 2})
+    >>> x = sa.ones(mesh, {"a": 8, "b": 8}, layout={"a": "row", "b": "col"})
+    >>> y = x + x; y = x + x                      # the second add reuses the first one's plan
+    >>> sa.ops.plans.plan_stats()["elementwise"]["hits"] >= 1
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from .. import profiler
+from ..autograd.tape import STATE
+
+_ENABLED: ContextVar[bool] = ContextVar("shardarray_plans_enabled", default=True)
+
+
+class PlanCache:
+    """A bounded dict of plans (cleared when it reaches ``maxsize`` entries), with hit/miss counts."""
+
+    __slots__ = ("name", "maxsize", "_plans", "hits", "misses")
+
+    def __init__(self, name: str, maxsize: int = 1024) -> None:
+        self.name = name
+        self.maxsize = maxsize
+        self._plans: dict[Any, Any] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Any) -> Any:
+        """The plan stored under ``key``, or None (also when plans are disabled in this context)."""
+        if key is None or not _ENABLED.get():
+            return None
+        plan = self._plans.get(key)
+        if plan is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return plan
+
+    def put(self, key: Any, plan: Any) -> None:
+        """Store ``plan`` under ``key`` (no-op for a None key or while disabled); clears the cache when full."""
+        if key is None or not _ENABLED.get():
+            return
+        if len(self._plans) >= self.maxsize:
+            self._plans.clear()
+        self._plans[key] = plan
+
+    def clear(self) -> None:
+        self._plans.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+ELEMENTWISE = PlanCache("elementwise")
+REDUCE = PlanCache("reduce")
+EINSUM = PlanCache("einsum")
+CACHES: tuple[PlanCache, ...] = (ELEMENTWISE, REDUCE, EINSUM)
+
+
+def clear_plans() -> None:
+    """Empty every dispatch-plan cache (and reset its counts)."""
+    for c in CACHES:
+        c.clear()
+
+
+def plan_stats() -> dict[str, dict[str, int]]:
+    """``{cache: {"size", "maxsize", "hits", "misses"}}`` of every dispatch-plan cache."""
+    return {c.name: {"size": len(c), "maxsize": c.maxsize, "hits": c.hits, "misses": c.misses} for c in CACHES}
+
+
+@contextmanager
+def disabled() -> Iterator[None]:
+    """Run ops without dispatch plans (every op plans afresh) in this thread/context."""
+    token = _ENABLED.set(False)
+    try:
+        yield
+    finally:
+        _ENABLED.reset(token)
+
+
+def context_key() -> tuple[bool, bool]:
+    """The dispatch context a plan may depend on: ``(profiler.ACTIVE, a tape recording in this context)``."""
+    tape = STATE.tape
+    return profiler.ACTIVE, tape is not None and not tape.paused
+
+
+def array_key(a: Any) -> tuple[Any, ...]:
+    """The signature of one array operand: mesh identity, layout (dims, sizes, axes), dtype, pending axes."""
+    return (id(a.mesh), a._layout, a.dtype, a.pending)
+
+
+def map_classes(
+    size: int, classes: Sequence[tuple[int, Sequence[int]]], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]
+) -> list[Any]:
+    """``common.map_blocks`` with the replica classes already looked up (data backends without device scopes)."""
+    out: list[Any] = [None] * size
+    for rep, devices in classes:
+        r = fn(*[s[rep] for s in shard_lists])
+        if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array
+            r = np.asarray(r)
+        for d in devices:
+            out[d] = r
+    return out
+
+
+__all__ = ["PlanCache", "clear_plans", "plan_stats", "disabled", "context_key", "array_key", "map_classes"]
