@@ -226,3 +226,17 @@ def test_wide_qr_column_split(mesh, m, extra, cplx, data):
     # the traffic is O(m^2) per matrix for the leading block, plus the alltoall of the relayout when rows are split
     moved = sum(rec.elements for rec in log.records if rec.op == "allgather")
     assert moved <= 2 * m * m * (x.sizes["b"])
+
+
+@SETTINGS
+@given(meshes(), st.integers(1, 6), st.integers(1, 6), st.booleans(), st.data())
+def test_pinv_matrix_rank(mesh, m, n, deficient, data):
+    lay = data.draw(layouts(mesh, ("b", "i", "j")))
+    a = rand((2, m, n), 10 * m + n)
+    if deficient and n > 1:
+        a[1, :, 0] = a[1, :, 1]
+    x = _arr(a, ("b", "i", "j"), mesh, lay)
+    p = L.pinv(x)
+    assert p.dims == ("b", "j", "i")
+    np.testing.assert_allclose(p.numpy(), np.linalg.pinv(a), atol=1e-8)
+    np.testing.assert_array_equal(L.matrix_rank(x).numpy(), np.linalg.matrix_rank(a))

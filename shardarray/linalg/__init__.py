@@ -12,6 +12,7 @@ from ..autograd import vjp_linalg as _vjp_linalg  # noqa: F401  (registers the V
 from ._matrix import ReplicatedFallbackWarning
 from .dense import EighResult, SlogdetResult, cholesky, det, eigh, eigvalsh, inv, slogdet, solve
 from .norms import matrix_norm, vector_norm
+from .pinv import matrix_rank, pinv
 from .svd import SVDResult, svd, svdvals
 from .tsqr import QRResult, qr
 
@@ -27,6 +28,8 @@ __all__ = [
     "eigvalsh",
     "inv",
     "matrix_norm",
+    "matrix_rank",
+    "pinv",
     "qr",
     "slogdet",
     "solve",

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
 from ..errors import DimensionError
-from ..ops.common import map_blocks, merged_axes, mesh_order, new_array
+from ..layout import Layout
+from ..ops.common import map_blocks, merged_axes, mesh_order
+from ..ops.plans import map_classes
 from ..ops.relayout import to_axes
 
 _LETTERS = string.ascii_letters
@@ -25,26 +31,71 @@ def contract(
     operands: Sequence[ShardArray], dims: tuple[str, ...], sizes: dict[str, int], out_dims: tuple[str, ...]
 ) -> ShardArray:
     """The einsum of ``operands`` over the union ``dims`` into ``out_dims``, possibly pending."""
+    return run_contract(plan_contract(operands, dims, sizes, out_dims), operands)
+
+
+@dataclass(frozen=True)
+class ContractPlan:
+    """What ``contract`` works out for one operand signature (cached by ``sa.einsum``, see ``ops.plans``)."""
+
+    mesh: Any
+    moves: tuple[tuple[tuple[tuple[str, ...], ...], bool] | None, ...]  # per operand: (target axes, keep) or None
+    equation: str
+    used: frozenset[str]
+    classes: Any  # the replica classes of ``used`` (None: through ``map_blocks``)
+    layout: Layout
+    pending: tuple[str, ...]
+
+
+def plan_contract(
+    operands: Sequence[ShardArray], dims: tuple[str, ...], sizes: dict[str, int], out_dims: tuple[str, ...]
+) -> ContractPlan:
+    """Plan ``contract``: the computation layout, the operands' moves, the local equation, the pending axes."""
     mesh = operands[0].mesh
     pending_ops = [i for i, op in enumerate(operands) if op.pending]
     axes = merged_axes(operands, dims)
     used = {a for ax in axes.values() for a in ax}
     keep = pending_ops[0] if pending_ops and not used.intersection(operands[pending_ops[0]].pending) else None
-    prepared = [to_axes(op, tuple(axes[d] for d in op.dims), i == keep) for i, op in enumerate(operands)]
+    moves = []
+    for i, op in enumerate(operands):
+        target = tuple(axes[d] for d in op.dims)
+        moved = (op.pending and i != keep) or target != op.spec.axes
+        moves.append((target, i == keep) if moved else None)
 
     if len(dims) > len(_LETTERS):
         raise DimensionError(f"einsum over {len(dims)} distinct dims; at most {len(_LETTERS)} are supported")
     letter = {d: _LETTERS[i] for i, d in enumerate(dims)}
-    equation = ",".join("".join(letter[d] for d in op.dims) for op in prepared)
+    equation = ",".join("".join(letter[d] for d in op.dims) for op in operands)
     equation += "->" + "".join(letter[d] for d in out_dims)
 
     contracted = [a for d in dims if d not in out_dims for a in axes[d]]
-    pending = set(contracted).union(prepared[keep].pending if keep is not None else ())
-    backend = mesh.backend
-    shards = map_blocks(
-        mesh, used.union(pending), lambda *s: backend.einsum(equation, *s), *(op.shards for op in prepared)
+    pending = set(contracted).union(operands[keep].pending if keep is not None else ())
+    every = frozenset(used.union(pending))
+    fast = mesh.backend.has_data and mesh.backend.device_scope is None
+    return ContractPlan(
+        mesh=mesh, moves=tuple(moves), equation=equation, used=every,
+        classes=mesh.replica_classes(every) if fast else None,
+        layout=Layout(out_dims, tuple(sizes[d] for d in out_dims), tuple(axes.get(d, ()) for d in out_dims)),
+        pending=mesh_order(mesh, pending),
     )
+
+
+def run_contract(plan: ContractPlan, operands: Sequence[ShardArray]) -> ShardArray:
+    """Run a planned ``contract`` on operands of the plan's signature: moves, then one local einsum per block."""
+    mesh = plan.mesh
+    prepared = [op if m is None else to_axes(op, m[0], m[1]) for op, m in zip(operands, plan.moves)]
+    backend = mesh.backend
+    equation = plan.equation
+
+    def block(*s: Any) -> Any:
+        return backend.einsum(equation, *s)
+
+    shard_lists = [op.shards for op in prepared]
+    if plan.classes is None:
+        shards = map_blocks(mesh, plan.used, block, *shard_lists)
+    else:
+        shards = map_classes(mesh.size, plan.classes, block, shard_lists)
     if profiler.ACTIVE:
         profiler.on_einsum(equation, [op.shards[mesh.local_device] for op in prepared])
         profiler.einsum_result(shards[mesh.local_device])
-    return new_array(mesh, out_dims, sizes, axes, shards, mesh_order(mesh, pending))
+    return ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)

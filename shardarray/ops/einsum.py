@@ -22,7 +22,8 @@ from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
 from ..mesh import AxesSpec
 from ..matmul import select
-from ..matmul.allreduce import contract
+from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
+from . import plans
 from .common import check_rules, common_mesh, union_dims
 from .relayout import relayout
 
@@ -88,6 +89,39 @@ def einsum(
         >>> h2.layout, h2.pending, np.allclose(h2.numpy(), h.numpy())
         ({'batch': ('row',), 'hidden': ('col',)}, (), True)
     """
+    key = _plan_key(args, out, layout, algorithm)
+    cached = plans.EINSUM.get(key)
+    operands = args[1:] if args and isinstance(args[0], str) else args
+    if cached is None:
+        cached = _plan(args, out, algorithm)
+        plans.EINSUM.put(key, cached)
+    _, plan, cplan = cached
+    result = run_contract(cplan, operands) if plan is None else plan.forward(operands)
+    if layout is not None:
+        result = relayout(result, layout)
+    return result, plan
+
+
+def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> Any:
+    """The dispatch-plan key of an einsum call, or None when it is not cached (a layout, an unhashable or
+    non-array argument: those calls plan afresh)."""
+    if layout is not None or type(algorithm) is not str:
+        return None
+    if out is None or type(out) is str:
+        out_key: Any = (type(out), out)
+    elif type(out) in (tuple, list) and all(type(d) is str for d in out):
+        out_key = (type(out), tuple(out))
+    else:
+        return None
+    eq = args[0] if args and type(args[0]) is str else None
+    ops = args[1:] if eq is not None else args
+    if not all(type(op) is ShardArray for op in ops):
+        return None
+    return (eq, out_key, algorithm, plans.context_key(), *(plans.array_key(op) for op in ops))
+
+
+def _plan(args: tuple[Any, ...], out: Any, algorithm: str) -> tuple[Any, Any, ContractPlan | None]:
+    """Check an einsum call and plan it: ``(mesh, algorithm plan or None, allreduce ContractPlan or None)``."""
     if args and isinstance(args[0], str):
         equation, operands = args[0], args[1:]
         terms, eq_out = parse_equation(equation, len(operands))
@@ -121,7 +155,4 @@ def einsum(
     check_rules(mesh, out_dims, sizes, "the einsum output")
 
     plan = select(algorithm, operands, out_dims)
-    result = contract(operands, dims, sizes, out_dims) if plan is None else plan.forward(operands)
-    if layout is not None:
-        result = relayout(result, layout)
-    return result, plan
+    return mesh, plan, (plan_contract(operands, dims, sizes, out_dims) if plan is None else None)

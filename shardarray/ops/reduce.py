@@ -93,7 +93,7 @@ def _dims_key(dims: Any) -> Any:
     """``dims`` as a cache key when it is None, a str/int, or a tuple of them (exact types: no bool, no float), else None."""
     if dims is None or type(dims) in (str, int):
         return (type(dims), dims)
-    if type(dims) is tuple and all(type(d) in (str, int) for d in dims):
+    if type(dims) is tuple and builtins.all(type(d) in (str, int) for d in dims):
         return ("tuple", *((type(d), d) for d in dims))
     return None
 
