@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import shardarray.nn.data as data
+from shardarray.nn import data
 
 ROOT = Path(__file__).parents[1]
 

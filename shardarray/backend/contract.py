@@ -27,6 +27,7 @@ class Plan2:
     shape_b: tuple[int, int, int]
     shape_c: tuple[int, ...]
     perm_c: tuple[int, ...]
+    plain: bool = False  # a single 2-D product already in "ik,kj->ij" order (contract2 calls matmul directly)
 
 
 @lru_cache(maxsize=4096)
@@ -53,6 +54,8 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
         (nb, nl, nk), (nb, nk, nr),
         tuple(size[c] for c in order),
         tuple(order.index(c) for c in out),
+        plain=not sum_a and not sum_b and not batch and len(left) == len(contr) == len(right) == 1
+        and ta2 == left[0] + contr[0] and tb2 == contr[0] + right[0] and out == left[0] + right[0],
     )
 
 
@@ -63,6 +66,8 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any
     single product (no batch dim) is always one 2-D ``xp.matmul``.
     """
     p = plan2(equation, tuple(a.shape), tuple(b.shape))
+    if p.plain:  # "ik,kj->ij": the one 2-D gemm below, without the identity transposes and reshapes
+        return xp.matmul(a, b)
     if p.sum_a:
         a = xp.sum(a, axis=p.sum_a)
     if p.sum_b:

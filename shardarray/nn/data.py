@@ -139,7 +139,8 @@ def pattern_arrays(
     from ..ops.from_local import from_local
 
     if not isinstance(mesh, Mesh):
-        raise MeshError(f"pattern_arrays needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}")
+        raise MeshError(f"pattern_arrays needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}. "
+                        f"Make one with sa.Mesh({{'row': 2, 'col': 2}})")
     for name, value in (("seed", seed), ("step", step), ("batch", batch)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise DimensionError(f"pattern_arrays: {name} must be an integer >= 0; got {name}={value!r}")
