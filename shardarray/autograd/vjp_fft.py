@@ -13,7 +13,8 @@ ortho stays), for input length ``m`` and transform length ``n``:
   ``conj(x)``, swapped norm): the conjugate of that.
 
 Each runs as one ``pencil.along`` over the dim, so its collectives are the
-forward op's (two alltoalls when the dim is split).
+forward op's (two alltoalls when the dim is split); on a split 1-D array the
+adjoint is itself a four-step transform (``fft/split1d.py``: three alltoalls).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..fft import split1d
+from ..fft.four_step import applies
 from ..fft.pencil import along, resize
 from ..fft.transforms import DUAL, complex_dtype, real_dtype
 from .tape import Context, register_vjp
@@ -43,6 +46,8 @@ def _c2c(ctx: Context, g: ShardArray) -> list[Any]:
         out = resize(xp, getattr(xp.fft, name)(b, n=n, axis=axis, norm=DUAL[norm]), axis, m)
         return out.real if real else out
 
+    if applies(g, dim, n):
+        return [split1d.c2c(g, dim, n, DUAL[norm], not inverse, m, dt, x.dtype if real else None)] + _rest(ctx)
     return [along(g, dim, local, m, x.dtype if real else dt)] + _rest(ctx)
 
 
@@ -57,6 +62,9 @@ def _r2c(ctx: Context, g: ShardArray) -> list[Any]:
         full = xp.fft.ifft(resize(xp, b, axis, n), n=n, axis=axis, norm=inner)
         return resize(xp, full.real, axis, m)
 
+    if applies(g, dim, n):
+        y = split1d.r2c(g, dim, n, inner, True, m, complex_dtype(x.dtype), n, hermitian, x.dtype)
+        return [y] + _rest(ctx)
     return [along(g, dim, local, m, x.dtype)] + _rest(ctx)
 
 
@@ -78,4 +86,7 @@ def _c2r(ctx: Context, g: ShardArray) -> list[Any]:
         return y.real if real else y
 
     real = x.dtype.kind != "c"
+    if applies(g, dim, n):
+        y = split1d.r2c(g, dim, n, inner, False, m, complex_dtype(x.dtype), h)
+        return [split1d.weigh_out(y, n, hermitian, x.dtype if real else None, complex_dtype(x.dtype))] + _rest(ctx)
     return [along(g, dim, local, m, x.dtype if real else complex_dtype(x.dtype))] + _rest(ctx)

@@ -30,6 +30,8 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.common import dims_arg, require_array
+from . import split1d
+from .four_step import applies
 from .pencil import along
 
 NORMS = ("backward", "ortho", "forward")
@@ -101,6 +103,9 @@ def c2c(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, avoid: tuple[
     def local(b: Any, axis: int) -> Any:
         return getattr(xp.fft, name)(b.astype(dt, copy=False), n=n, axis=axis, norm=norm)
 
+    x = x.resolve() if x.pending else x
+    if applies(x, dim, n):  # a split 1-D array: the four-step algorithm (three alltoalls)
+        return split1d.c2c(x, dim, n, norm, inverse, n, dt)
     return along(x, dim, local, n, dt, avoid)
 
 
@@ -114,6 +119,9 @@ def r2c(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
     def local(b: Any, axis: int) -> Any:
         return getattr(xp.fft, name)(b.astype(rt, copy=False), n=n, axis=axis, norm=norm)
 
+    x = x.resolve() if x.pending else x
+    if applies(x, dim, n):  # rfft = fft[:n//2+1], ihfft = ifft[:n//2+1] of the real input (same norm)
+        return split1d.r2c(x, dim, n, norm, hermitian, n // 2 + 1, complex_dtype(x.dtype), n // 2 + 1)
     return along(x, dim, local, n // 2 + 1, complex_dtype(x.dtype), avoid)
 
 
@@ -127,6 +135,9 @@ def c2r(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
     def local(b: Any, axis: int) -> Any:
         return getattr(xp.fft, name)(b.astype(ct, copy=False), n=n, axis=axis, norm=norm)
 
+    x = x.resolve() if x.pending else x
+    if applies(x, dim, n):  # irfft = Re(ifft(w·x)), hfft = Re(fft(w·x)), w = 1, 2, ..., 2, 1 (same norm)
+        return split1d.c2r(x, dim, n, norm, not hermitian, real_dtype(x.dtype), ct)
     return along(x, dim, local, n, real_dtype(x.dtype), avoid)
 
 

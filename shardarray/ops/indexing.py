@@ -125,7 +125,8 @@ def _device_range(ids: ShardArray) -> tuple[int, int]:
     return int(host[0::2].min()), int(host[1::2].max())
 
 
-_NO_IDS = (2**63, -(2**63))  # (min, max) of a process that holds no ids: neutral for the reductions
+_NO_IDS = (2**63 - 1, -(2**63))  # (min, max) of a process that holds no ids: neutral for the reductions
+# (int64 bounds: every process offers host_reduce an int64, as SHARDARRAY_CHECK_SPMD=1 requires)
 
 
 @differentiable("take")

@@ -1,0 +1,253 @@
+"""The four-step (Bailey) FFT of a split 1-D array: three alltoalls of about one block each, no gather.
+
+A length ``n = n1·n2`` DFT along a dim split over mesh axes ``A`` (``k``
+devices, canonical nested ceil-blocks) is computed as
+
+1. **alltoall 1** (``flat -> columns``): view the input as ``a[j1, j2] =
+   x[j1·n2 + j2]`` and give member ``i`` the columns ``j2`` of its ceil-block
+   of ``n2`` (all ``n1`` rows). Truncation/zero-padding of the input to ``n``
+   is folded in (entries ``>= n`` are not sent, missing ones are zeros).
+2. local: FFT along ``j1`` (length ``n1``), then the twiddles
+   ``exp(∓2πi·k1·j2/n)`` from global indices (times the ``norm`` scale).
+3. **alltoall 2** (``columns -> rows``): member ``i`` gets the rows ``k1`` of
+   its ceil-block of ``n1`` (all ``n2`` columns).
+4. local: FFT along ``j2`` (length ``n2``): ``c[k1, k2] = X[k1 + n1·k2]``.
+5. **alltoall 3** (``rows -> flat``): the output index ``k = k1 + n1·k2``
+   (``merge_dims((k2, k1))``) into the canonical ceil-blocks of the output
+   size; a truncated output (rfft's ``n//2 + 1``) is folded in.
+
+Each alltoall is one ``Communicator.alltoallv`` over ``A``; a device sends at
+most its own block (``(k-1)/k`` of it when ``k²`` divides ``n``), so the whole
+transform sends about ``3·(k-1)/k`` blocks per device: 3 alltoalls (the
+transposition method on a 2-D array costs 2, but a 1-D array has no other dim
+to take the split; the old fallback was one allgather of ``(k-1)`` blocks).
+``n1`` and ``n2`` are the divisor pair nearest ``√n`` with both ``>= k``
+(preferring multiples of ``k``: even blocks); a prime ``n`` or one too small
+to factor that way has no such pair and keeps the allgather fallback.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..layout import Layout, group_chunk
+
+Pre = Callable[[Any, int], Any]
+"""``pre(block, start)``: a local map of an input block whose first entry has global index ``start``."""
+
+
+@functools.lru_cache(maxsize=256)
+def factor(n: int, k: int) -> tuple[int, int] | None:
+    """``(n1, n2)`` with ``n1·n2 = n``, both ``>= k``, nearest ``√n`` (multiples of ``k`` first); None if none."""
+    best, key = None, None
+    for d in range(k, math.isqrt(n) + 1):
+        if n % d or n // d < k:
+            continue
+        for n1 in {d, n // d}:
+            score = ((n1 % k != 0) + ((n // n1) % k != 0), abs(math.log(n1) - math.log(n // n1)), -n1)
+            if key is None or score < key:
+                best, key = (n1, n // n1), score
+    return best
+
+
+def scale(n: int, norm: str, inverse: bool) -> float:
+    """The normalisation factor of a length-``n`` transform (the sub-transforms are unscaled)."""
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    return 1.0 / n if (norm == "forward") != inverse else 1.0
+
+
+def _chunks(n: int, radix: tuple[int, ...]) -> list[tuple[int, int]]:
+    return [group_chunk(0, n, radix, i) for i in range(math.prod(radix))]
+
+
+def _grid(rows: tuple[int, int], cols: tuple[int, int], ncols: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row-major ``(r, c)`` with ``r`` in ``rows``, ``c`` in ``cols`` and ``lo <= r·ncols + c < hi`` (ascending)."""
+    if hi <= lo or cols[1] <= cols[0] or rows[1] <= rows[0]:
+        e = np.zeros(0, np.int64)
+        return e, e
+    r0, r1 = max(rows[0], lo // ncols), min(rows[1], (hi - 1) // ncols + 1)
+    if r1 <= r0:
+        e = np.zeros(0, np.int64)
+        return e, e
+    r, c = np.meshgrid(np.arange(r0, r1, dtype=np.int64), np.arange(*cols, dtype=np.int64), indexing="ij")
+    f = r * ncols + c
+    keep = (f >= lo) & (f < hi)
+    return r[keep], c[keep]
+
+
+@functools.lru_cache(maxsize=32)
+def _plan(m: int, lim: int, n1: int, n2: int, size: int, keep: int, radix: tuple[int, ...]) -> dict[str, Any]:
+    """Index maps of alltoalls 1 and 3 (per member: what it sends whom, where received pieces go)."""
+    k = math.prod(radix)
+    flat_in, c1, c2, flat_out = _chunks(m, radix), _chunks(n1, radix), _chunks(n2, radix), _chunks(size, radix)
+    send1, recv1, send3, recv3 = [], [], [], []
+    for j in range(k):
+        a, b = flat_in[j]
+        out, into = [], []
+        for i in range(k):
+            r, c = _grid((0, n1), c2[i], n2, a, min(b, lim))      # j's flat entries in i's columns
+            out.append(r * n2 + c - a)
+            r, c = _grid((0, n1), c2[j], n2, *flat_in[i][:1], min(flat_in[i][1], lim))
+            into.append(r * (c2[j][1] - c2[j][0]) + c - c2[j][0])  # where i's entries land in j's columns
+        send1.append(out)
+        recv1.append(np.concatenate(into))
+        out, into = [], []
+        for i in range(k):
+            k2, k1 = _grid((0, n2), c1[j], n1, flat_out[i][0], min(flat_out[i][1], keep))  # j's rows -> i's flat
+            out.append((k1 - c1[j][0]) * n2 + k2)
+            k2, k1 = _grid((0, n2), c1[i], n1, flat_out[j][0], min(flat_out[j][1], keep))  # i's rows -> j's flat
+            into.append(k2 * n1 + k1 - flat_out[j][0])
+        send3.append(out)
+        recv3.append(np.concatenate(into))
+    return {"c1": c1, "c2": c2, "flat_out": flat_out, "send1": send1, "recv1": recv1, "send3": send3,
+            "recv3": recv3}
+
+
+def _alltoallv(x: ShardArray, axes: tuple[str, ...], make: Callable[[int, Any], list[Any]]) -> list[Any]:
+    """One alltoallv of 1-D pieces over ``axes``: ``make(member, shard)`` gives a member's pieces."""
+    mesh = x.mesh
+    send: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
+        for j, d in enumerate(group):
+            if x.shards[d] is not None:
+                send[d] = make(j, x.shards[d])
+    return mesh.comm.alltoallv(send, axes, 0)
+
+
+def four_step(x: ShardArray, dim: str, n: int, inverse: bool, norm: str, size: int, keep: int | None = None,
+              lim: int | None = None, pre: Pre | None = None, dtype: Any = np.complex128) -> ShardArray:
+    """The length-``n`` DFT of the split 1-D array ``x`` (inverse: the IDFT), as a ``size``-entry array.
+
+    Input entries ``>= min(n, lim)`` are ignored (zero-padding/truncation to
+    ``n`` is folded into alltoall 1); output entry ``t < min(n, keep, size)``
+    is ``X[t]``, the rest zeros (folded into alltoall 3). ``pre`` maps input
+    blocks locally first (Hermitian weights). ``dtype``: the complex dtype.
+    The result has ``x``'s layout, ``dim`` of ``size`` in canonical ceil-blocks.
+
+    Collectives: three alltoalls (``alltoallv``) over ``dim``'s axes, each
+    sending at most a device's block; none other.
+    """
+    mesh = x.mesh
+    xp = mesh.backend.xp
+    data = mesh.backend.has_data
+    axes = x.spec.axes[0]
+    radix = tuple(mesh.axis_size(a) for a in axes)
+    m = x.shape[0]
+    n1, n2 = factor(n, math.prod(radix))
+    lim = min(m, n, m if lim is None else lim)
+    keep = min(n, size, size if keep is None else keep)
+    P = _plan(m, lim, n1, n2, size, keep, radix)
+    c1, c2, flat_out = P["c1"], P["c2"], P["flat_out"]
+    dtype = np.dtype(dtype)
+    flat_in = _chunks(m, radix)
+    sign = 1.0 if inverse else -1.0
+    sub = "ifft" if inverse else "fft"
+    sub_norm = "forward" if inverse else "backward"  # both unscaled
+
+    def take(b: Any, idx: np.ndarray) -> Any:
+        if not data:
+            return xp.zeros((idx.size,), dtype=b.dtype)
+        return b[xp.asarray(idx)] if idx.size else b[:0]
+
+    def make1(j: int, b: Any) -> list[Any]:
+        if pre is not None and data:
+            b = pre(b, flat_in[j][0])
+        return [take(b, idx) for idx in P["send1"][j]]
+
+    recv = _alltoallv(x, axes, make1)
+
+    def stage2(i: int, buf: Any) -> Any:
+        w = c2[i][1] - c2[i][0]
+        cols = xp.zeros((n1 * w,), dtype=dtype)
+        if data and buf.size:
+            cols[xp.asarray(P["recv1"][i])] = buf
+        cols = cols.reshape(n1, w)
+        if data and cols.size:
+            cols = getattr(xp.fft, sub)(cols, axis=0, norm=sub_norm).astype(dtype, copy=False)
+            k1 = np.arange(n1, dtype=np.int64)[:, None]
+            j2 = np.arange(*c2[i], dtype=np.int64)[None, :]
+            tw = np.exp((sign * 2j * np.pi / n) * ((k1 * j2) % n)) * scale(n, norm, inverse)
+            cols = cols * xp.asarray(tw.astype(dtype))
+        return cols
+
+    mid = _shards(x, axes, recv, stage2)
+
+    def make2(j: int, b: Any) -> list[Any]:
+        return [b[lo:hi].reshape(-1) for lo, hi in c1]
+
+    recv = _alltoallv(_wrap(x, mid), axes, make2)
+
+    def stage3(i: int, buf: Any) -> Any:
+        h = c1[i][1] - c1[i][0]
+        parts, pos = [], 0
+        for lo, hi in c2:
+            parts.append(buf[pos:pos + h * (hi - lo)].reshape(h, hi - lo))
+            pos += h * (hi - lo)
+        rows = xp.concatenate(parts, axis=1) if parts else xp.zeros((h, 0), dtype=dtype)
+        if data and rows.size:
+            rows = getattr(xp.fft, sub)(rows, axis=1, norm=sub_norm).astype(dtype, copy=False)
+        return rows.reshape(-1)
+
+    rows = _shards(x, axes, recv, stage3)
+    recv = _alltoallv(_wrap(x, rows), axes, lambda j, b: [take(b, idx) for idx in P["send3"][j]])
+
+    def place(i: int, buf: Any) -> Any:
+        out = xp.zeros((flat_out[i][1] - flat_out[i][0],), dtype=dtype)
+        if data and buf.size:
+            out[xp.asarray(P["recv3"][i])] = buf
+        return out
+
+    shards = _shards(x, axes, recv, place)
+    return ShardArray(mesh, Layout(x.dims, (size,), x.spec.axes), dtype, shards)
+
+
+def _shards(x: ShardArray, axes: tuple[str, ...], recv: list[Any], fn: Callable[[int, Any], Any]) -> list[Any]:
+    out: list[Any] = [None] * x.mesh.size
+    for group in x.mesh.groups(axes):
+        for i, d in enumerate(group):
+            if recv[d] is not None:
+                out[d] = fn(i, recv[d])
+    return out
+
+
+class _Blocks:
+    """Just the shards (``_alltoallv`` needs ``mesh`` and ``shards``)."""
+
+    def __init__(self, mesh: Any, shards: list[Any]) -> None:
+        self.mesh, self.shards = mesh, shards
+
+
+def _wrap(x: ShardArray, shards: list[Any]) -> Any:
+    return _Blocks(x.mesh, shards)
+
+
+def applies(x: ShardArray, dim: str, n: int) -> bool:
+    """Whether the four-step algorithm handles a transform of length ``n`` along ``dim`` of ``x``: a split
+    1-D array and ``n = n1·n2`` with both factors ``>=`` the number of devices on the dim's axes."""
+    if x.ndim != 1 or x.dims[0] != dim:
+        return False
+    k = x.mesh.axes_size(x.spec.axes[0])
+    return k > 1 and factor(n, k) is not None
+
+
+def per_block(x: ShardArray, fn: Callable[[Any, int], Any], dtype: Any) -> ShardArray:
+    """``fn(block, start)`` on every block of the 1-D array ``x`` (``start``: the block's global offset)."""
+    axes = x.spec.axes[0]
+    radix = tuple(x.mesh.axis_size(a) for a in axes)
+    starts = _chunks(x.shape[0], radix)
+    out: list[Any] = [None] * x.mesh.size
+    for group in x.mesh.groups(axes):
+        for i, d in enumerate(group):
+            if x.shards[d] is not None:
+                out[d] = fn(x.shards[d], starts[i][0]) if x.mesh.backend.has_data else x.shards[d].astype(dtype)
+    return ShardArray(x.mesh, x.spec, dtype, out)
+
+
+__all__ = ["applies", "factor", "four_step", "per_block", "scale"]
