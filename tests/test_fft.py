@@ -153,3 +153,95 @@ def test_positional_namespace():
         assert f.dtype == np.float32 and isinstance(f, xp.Array)
         np.testing.assert_allclose(f.numpy(), np.fft.rfftfreq(7, 2.0), rtol=1e-6)
         assert type(xp.fft.fftn(x)) is xp.Array and math.isclose(xp.fft.fftn(x).numpy()[0, 0].real, a.sum().real)
+
+
+MESH_SHAPES = [{"d": 1}, {"row": 2, "col": 2}, {"all": 4}, {"x": 2, "y": 2, "z": 2}, {"p": 3, "q": 2}]
+
+
+def _owners(n, radix):
+    """Member owning each index of a size-n dim in canonical nested ceil-blocks (independent of the library)."""
+    own = np.zeros(n, int)
+    for i in range(math.prod(radix)):
+        lo, hi = 0, n
+        coords = np.unravel_index(i, radix)
+        for k, c in zip(radix, coords):
+            step = -(-(hi - lo) // k)
+            lo, hi = min(hi, lo + c * step), min(hi, lo + (c + 1) * step)
+        own[lo:hi] = i
+    return own
+
+
+def _alltoall_elements(m, n, size, radix, lim=None):
+    """Most entries any member sends others in each of the four-step's three alltoalls (by index ownership)."""
+    from shardarray.fft.four_step import factor
+    n1, n2 = factor(n, math.prod(radix))
+    f = np.arange(min(m, n, m if lim is None else lim))
+    steps = [(_owners(m, radix)[f], _owners(n2, radix)[f % n2])]
+    k1, j2 = np.divmod(np.arange(n), n2)  # (k1, j2) row-major
+    steps.append((_owners(n2, radix)[j2], _owners(n1, radix)[k1]))
+    g = np.arange(min(n, size))
+    steps.append((_owners(n1, radix)[g % n1], _owners(size, radix)[g]))
+    return [int(max(np.bincount(s[s != d], minlength=1).max(initial=0), 0)) for s, d in steps]
+
+
+@SETTINGS
+@given(shape=st.sampled_from(MESH_SHAPES), m=st.integers(1, 80), n=st.none() | st.integers(1, 90),
+       fn=st.sampled_from(ONE_D), norm=st.sampled_from(NORMS))
+def test_split_1d_four_step_matches_numpy(shape, m, n, fn, norm):
+    """A 1-D array split over all mesh axes, uneven and empty blocks, composite and prime n, every norm."""
+    from shardarray.fft.four_step import factor
+    mesh = sa.Mesh(shape)
+    axes = tuple(mesh.axis_names)
+    if fn in ("irfft", "hfft") and n is None and m < 2:
+        n = 2
+    a = _data((m,), "real" if fn in REAL_IN else "complex", 8)
+    x = sa.asarray(a, dims=("t",), mesh=mesh, layout={"t": axes})
+    with sa.comm_log() as log:
+        y = getattr(sa.fft, fn)(x, "t", n=n, norm=norm)
+    want = getattr(np.fft, fn)(a, n=n, norm=norm)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10, atol=1e-10)
+    assert y.layout == x.layout and y.dtype == want.dtype
+    k, length = mesh.size, (n if n is not None else (m if fn not in ("irfft", "hfft") else 2 * (m - 1)))
+    ops = [r.op for r in log.records]
+    if k == 1:
+        assert ops == []
+    elif factor(length, k) is None:  # prime or too small: the documented fallback
+        assert ops == ["allgather"]
+    else:
+        assert ops == ["alltoall"] * 3
+
+
+@pytest.mark.parametrize("shape", MESH_SHAPES[1:])
+@pytest.mark.parametrize("m,n,fn", [(64, None, "fft"), (37, 64, "ifft"), (101, 96, "fft"), (50, 72, "rfft"),
+                                    (30, 80, "irfft"), (45, 64, "hfft"), (90, None, "ihfft")])
+def test_four_step_traffic_matches_formula(shape, m, n, fn):
+    """Exactly three alltoalls over the dim's axes, each the entries whose owner changes (no allgather)."""
+    mesh = sa.Mesh(shape)
+    axes = tuple(mesh.axis_names)
+    radix = tuple(mesh.shape.values())
+    a = _data((m,), "real" if fn in REAL_IN else "complex", 9)
+    x = sa.asarray(a, dims=("t",), mesh=mesh, layout={"t": axes})
+    with sa.comm_log() as log:
+        y = getattr(sa.fft, fn)(x, "t", n=n)
+    length = n or m
+    size = length // 2 + 1 if fn in ("rfft", "ihfft") else length
+    lim = length // 2 + 1 if fn in ("irfft", "hfft") else None  # only the Hermitian half x[:n//2+1] is sent
+    assert [(r.op, r.axes) for r in log.records] == [("alltoall", axes)] * 3
+    got = [r.elements for r in log.records]
+    assert got == _alltoall_elements(m, length, size, radix, lim)
+    k = mesh.size  # wire_bytes: (k-1)/k of the logged buffer (the comm log's alltoall model); 16-byte entries
+    assert [r.wire_bytes for r in log.records][1:] == pytest.approx([e * 16 * (k - 1) / k for e in got[1:]])
+    np.testing.assert_allclose(y.numpy(), getattr(np.fft, fn)(a, n=n), rtol=1e-10, atol=1e-10)
+
+
+def test_four_step_even_blocks_send_three_quarter_blocks():
+    """n = 256 on 4 devices (k² | n): each alltoall sends (k-1)/k of a 64-entry block per device."""
+    mesh = sa.Mesh({"all": 4})
+    a = _data((256,), "complex", 10).astype(np.complex64)
+    x = sa.asarray(a, dims=("t",), mesh=mesh, layout={"t": "all"})
+    with sa.comm_log() as log:
+        y = sa.fft.ifft(x, "t", norm="ortho")
+    assert [r.elements for r in log.records] == [48] * 3
+    assert [r.bytes for r in log.records] == [48 * 8] * 3  # complex64 stays complex64 on the wire
+    assert y.dtype == np.complex64
+    np.testing.assert_allclose(y.numpy(), np.fft.ifft(a, norm="ortho"), rtol=1e-5, atol=1e-5)

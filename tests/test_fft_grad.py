@@ -44,3 +44,34 @@ def test_fft_vjp_finite_differences(shape, name):
 
     grads = check_grad(loss, {"x": x})
     assert grads["x"].layout == x.layout and grads["x"].dtype == np.float64
+
+
+LOSSES_1D = {  # lengths n1·n2 with n1, n2 >= 6: the four-step path on every mesh below (k <= 6)
+    "fft_irfft": lambda x: sa.fft.irfft(sa.fft.fft(x, "t", n=36, norm="ortho"), "t", n=42),
+    "ifft_irfft": lambda x: sa.fft.irfft(sa.fft.ifft(x, "t", n=48), "t", n=36, norm="forward"),
+    "rfft_hfft": lambda x: sa.fft.hfft(sa.fft.rfft(x, "t", n=48), "t", n=36),
+    "ihfft_hfft": lambda x: sa.fft.hfft(sa.fft.ihfft(x, "t", n=42, norm="ortho"), "t", n=48, norm="forward"),
+}
+
+
+@pytest.mark.parametrize("shape", [{"all": 4}, {"row": 2, "col": 2}, {"p": 3, "q": 2}],
+                         ids=lambda s: "x".join(map(str, s.values())))
+@pytest.mark.parametrize("name", sorted(LOSSES_1D))
+def test_split_1d_four_step_vjp(shape, name):
+    """A split 1-D array: the VJPs are four-step transforms too (alltoalls only, never an allgather)."""
+    mesh = sa.Mesh(shape)
+    axes = tuple(mesh.axis_names)
+    x = sa.asarray(np.random.default_rng(2).standard_normal(40), dims=("t",), mesh=mesh, layout={"t": axes})
+    fn = LOSSES_1D[name]
+    w = sa.asarray(np.random.default_rng(3).standard_normal(fn(x).shape[0]), dims=("t",), mesh=mesh,
+                   layout={"t": axes})
+
+    def loss(p):
+        return (fn(p["x"]) * w).sum()
+
+    with sa.comm_log() as log:
+        sa.grad(loss)({"x": x})
+    ops = [r.op for r in log.records]
+    assert "allgather" not in ops and ops.count("alltoall") == 12  # 4 transforms forward and back, 3 each
+    grads = check_grad(loss, {"x": x})
+    assert grads["x"].layout == x.layout and grads["x"].dtype == np.float64

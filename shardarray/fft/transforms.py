@@ -8,8 +8,10 @@ blocks that hold all of ``dim`` (see ``pencil.along``):
   moves the split onto another dim, the transform runs locally, one alltoall
   back restores the input's layout. Per device each alltoall sends
   ``(k-1)/k`` of its block (input block there, output block back).
-- a 1-D array split over ``A``: one allgather of the dim over ``A``, then each
-  device keeps its own output block (the documented fallback).
+- a 1-D array split over ``A``: the four-step algorithm (``four_step.py``):
+  three alltoalls over ``A`` of at most a block each; only a length ``n``
+  with no factors ``n1·n2`` both ``>= k`` (prime, or too small) falls back to
+  one allgather of the dim (each device keeps its own output block).
 
 The result always has the input's layout (the array API user's expectation),
 with a dim whose size changed (``n``, rfft's ``n//2+1``) in canonical
@@ -159,7 +161,8 @@ def fft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -
 
     Collectives: none when ``dim`` is unsplit; else two alltoalls over its
     axes, each ``(k-1)/k`` of a device's block (see the module docstring); a
-    split 1-D array: one allgather. The result has ``x``'s layout.
+    split 1-D array: three alltoalls (four-step), or one allgather when ``n``
+    has no factors ``n1·n2`` both ``>= k``. The result has ``x``'s layout.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

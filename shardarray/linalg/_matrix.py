@@ -65,8 +65,8 @@ def require_square(x: ShardArray, rows: str, cols: str, what: str) -> None:
         )
 
 
-def gather_matrix(x: ShardArray, mdims: Sequence[str], what: str, layout: dict[str, tuple[str, ...]] | None = None
-                  ) -> ShardArray:
+def gather_matrix(x: ShardArray, mdims: Sequence[str], what: str, layout: dict[str, tuple[str, ...]] | None = None,
+                  reason: str | None = None) -> ShardArray:
     """``x`` with the matrix dims ``mdims`` unsplit (batch dims keep ``layout`` or their axes), pending resolved.
 
     Warns ``ReplicatedFallbackWarning`` (naming the matrix size) when a matrix dim was split.
@@ -77,7 +77,8 @@ def gather_matrix(x: ShardArray, mdims: Sequence[str], what: str, layout: dict[s
     if split:
         size = math.prod(x.sizes[d] for d in mdims)
         warnings.warn(
-            f"sa.linalg.{what}: the matrix dims {split} are split; this op has no distributed algorithm, so each "
+            f"sa.linalg.{what}: the matrix dims {split} are split; "
+            f"{reason or 'this op has no distributed algorithm'}, so each "
             f"{'x'.join(str(x.sizes[d]) for d in mdims)} matrix ({size * x.dtype.itemsize} bytes) is gathered "
             f"whole onto the devices (an allgather). Split a batch dim instead to keep it local",
             ReplicatedFallbackWarning, stacklevel=4,
@@ -100,14 +101,15 @@ def local_op(
     fn: Callable[..., tuple[Any, ...]],
     outs: Sequence[tuple[tuple[str, ...], dict[str, int], Any]],
     what: str,
+    reason: str | None = None,
 ) -> list[ShardArray]:
     """Run ``fn`` on every device's blocks, the matrix dims whole and last, the batch dims as they are split.
 
-    ``xs[0]`` sets the batch layout; the other operands (same batch dims) follow
+    ``reason`` replaces "no distributed algorithm" in the fallback warning. ``xs[0]`` sets the batch layout; the other operands (same batch dims) follow
     it. ``outs``: per result, its trailing (matrix) dims, their sizes and its
     dtype; results have the batch dims of ``xs[0]`` first.
     """
-    first = gather_matrix(xs[0], mdims[0], what)
+    first = gather_matrix(xs[0], mdims[0], what, reason=reason)
     first, batch = batch_last(first, mdims[0])
     lay = {d: first.spec.of(d) for d in batch if first.spec.of(d)}
     ready = [first]

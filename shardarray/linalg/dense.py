@@ -1,11 +1,22 @@
-"""Cholesky, solve, inv, det, slogdet, eigh, eigvalsh: batched local kernels.
+"""Cholesky, solve, inv, det, slogdet, eigh, eigvalsh.
 
-Each device factors the matrices of its batch block (a split batch dim: no
-communication at all). These ops have no distributed algorithm here for one
-matrix split over devices: a split matrix dim is gathered (**one allgather**
-over its axes per operand, the whole matrix on each device) with a
-``ReplicatedFallbackWarning`` naming the size; results come back with the
-batch dims' split and the matrix dims whole.
+Matrices whole on each device (a split batch dim or none): batched local
+kernels, no communication. One matrix split over devices (its rows and/or
+columns over mesh axes):
+
+* ``cholesky``: the blocked right-looking 2-D algorithm (``cholesky2d``:
+  per panel broadcasts of the diagonal block and the panel, one alltoallv for
+  its transpose, a local trailing update; one allreduce of a flag at the end);
+  ``L`` keeps ``x``'s layout. A matrix that is not positive definite raises
+  ``numpy.linalg.LinAlgError`` on every device.
+* ``solve``, ``inv``, ``det``, ``slogdet``: for Hermitian positive-definite
+  matrices through that Cholesky (``spd``: triangular solves by panels with a
+  reduce and a broadcast each; ``log|det|`` from ``L``'s diagonal, one
+  allreduce). Other matrices (the Hermitian test or the Cholesky fails) take
+  the **replicated LU fallback**: an allgather of each matrix onto every
+  device, with ``ReplicatedFallbackWarning``.
+* ``eigh``, ``eigvalsh``: always the replicated fallback (documented; no
+  distributed eigensolver here).
 """
 
 from __future__ import annotations
@@ -16,10 +27,17 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
-from ..errors import DimensionError
+from ..errors import ArgumentError, DimensionError
 from ..ops.common import require_array
+from ..ops.elementwise import exp, multiply
+from ..ops.structure import rename, transpose
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
+from .cholesky2d import cholesky_2d
+from .spd import is_split, spd_inv, spd_slogdet, spd_solve
+from ._parts import slogdet_logabs, traced, untraced
 from .svd import _real
+
+_NOT_SPD = "the matrix is not Hermitian positive definite, so the Cholesky path does not apply"
 
 
 class SlogdetResult(NamedTuple):
@@ -39,26 +57,74 @@ def _square(x: Any, dims: Any, what: str) -> tuple[ShardArray, str, str]:
     return x, rows, cols
 
 
-def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False) -> ShardArray:
+@differentiable("linalg.cholesky")
+def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int | None = None) -> ShardArray:
     """Cholesky factor of Hermitian positive-definite matrices: ``L`` (``x = L L^H``) or ``U`` (``x = U^H U``).
 
-    Batched locally; a split matrix: replicated fallback (allgather + ``ReplicatedFallbackWarning``).
+    Only the lower triangle of ``x`` is read. Matrices whole on each device:
+    batched locally (no communication). One matrix split over devices (rows
+    over axes ``R``, columns over ``C``, either may be empty): the blocked
+    right-looking 2-D algorithm, per panel of width ``b`` (the union of the
+    row and column block boundaries, at most ``panel``):
+
+    * **broadcast** of the diagonal factor ``L_kk`` over ``R`` (``b²`` elements),
+    * **broadcast** of the solved panel rows over ``C`` (a device's rows below
+      the panel ``x b``),
+    * **alltoallv** over ``R`` for the panel's transpose (at most a device's
+      columns ``x b`` received),
+    * a local trailing update ``A_ij -= L_ik L_jk^H``;
+
+    then **one allreduce** over the matrix axes of one number per matrix (the
+    failure flag; plus one of a single number over the batch axes when a
+    batch dim is split). Per device that is ``O(n·b + n²/p_r + n²/p_c)``
+    elements: its blocks' size, never a gather of the matrix. ``L`` (or ``U``)
+    keeps ``x``'s layout with zeros in the other triangle. A matrix that is not
+    positive definite raises ``numpy.linalg.LinAlgError`` (on every device).
+
+    Args:
+        x: float or complex array.
+        dims: ``(rows, cols)``; default the last two dims.
+        upper: return ``U = L^H`` instead of ``L``.
+        panel: the largest panel width of the 2-D algorithm (default: the layout's blocks).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
-        >>> a = sa.asarray(np.stack([np.eye(2) * 4] * 4), dims=("b", "i", "j"), mesh=mesh, layout={"b": "row"})
-        >>> sa.linalg.cholesky(a).numpy()[0]
-        array([[2., 0.],
-               [0., 2.]])
+        >>> a = sa.asarray(np.diag([4.0, 9.0, 16.0, 25.0]), dims=("i", "j"), mesh=mesh,
+        ...                layout={"i": "row", "j": "col"})
+        >>> with sa.comm_log() as log:
+        ...     low = sa.linalg.cholesky(a)
+        >>> np.diag(low.numpy()), low.layout, [r.op for r in log.records]
+        (array([2., 3., 4., 5.]), {'i': ('row',), 'j': ('col',)}, ['broadcast', 'broadcast', 'alltoall', \
+'broadcast', 'allreduce'])
     """
     x, rows, cols = _square(x, dims, "cholesky")
+    if panel is not None and (not isinstance(panel, (int, np.integer)) or isinstance(panel, bool) or panel < 1):
+        raise ArgumentError(f"sa.linalg.cholesky: panel must be a positive int (a panel width); got {panel!r}")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
+    if n and is_split(x, rows, cols):
+        return _cholesky_2d(x, rows, cols, upper, panel)
 
     def fn(s: Any) -> tuple[Any]:
         low = xp.linalg.cholesky(s) if n else s.copy()
         return (xp.conj(xp.swapaxes(low, -1, -2)) if upper else low,)
 
     return local_op([x], [(rows, cols)], fn, [((rows, cols), {rows: n, cols: n}, x.dtype)], "cholesky")[0]
+
+
+def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | None) -> ShardArray:
+    if upper:  # U[i, j] = conj(L[j, i]): factor x with its dim names swapped (x^T = conj(x)), swap them back
+        swap = {rows: cols, cols: rows}
+        low = cholesky_2d(rename(x, swap), rows, cols, panel)
+        out = None if low is None else rename(low, swap)
+    else:
+        out = cholesky_2d(x, rows, cols, panel)
+    if out is None:
+        raise np.linalg.LinAlgError(
+            f"sa.linalg.cholesky: a {x.sizes[rows]}x{x.sizes[cols]} matrix of x {x.sizes} is not positive definite "
+            f"(a diagonal block's Cholesky failed); use sa.linalg.eigh or an LU-based sa.linalg.solve instead"
+        )
+    batch = tuple(d for d in out.dims if d not in (rows, cols))
+    return transpose(out, (*batch, rows, cols)) if out.dims != (*batch, rows, cols) else out
 
 
 @differentiable("linalg.inv")
@@ -74,8 +140,12 @@ def inv(x: ShardArray, dims: Any = None) -> ShardArray:
     """
     x, rows, cols = _square(x, dims, "inv")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
+    if n and is_split(x, rows, cols):
+        out = spd_inv(x, rows, cols)
+        if out is not None:
+            return out
     return local_op([x], [(rows, cols)], lambda s: (xp.linalg.inv(s) if n else s.copy(),),
-                    [((rows, cols), {rows: n, cols: n}, x.dtype)], "inv")[0]
+                    [((rows, cols), {rows: n, cols: n}, x.dtype)], "inv", _NOT_SPD)[0]
 
 
 @differentiable("linalg.det")
@@ -89,7 +159,12 @@ def det(x: ShardArray, dims: Any = None) -> ShardArray:
     """
     x, rows, cols = _square(x, dims, "det")
     xp = x.mesh.backend.xp
-    return local_op([x], [(rows, cols)], lambda s: (xp.asarray(xp.linalg.det(s)),), [((), {}, x.dtype)], "det")[0]
+    if x.sizes[rows] and is_split(x, rows, cols):
+        sl = spd_slogdet(x, rows, cols)
+        if sl is not None:
+            return multiply(sl[0], exp(sl[1]))
+    return local_op([x], [(rows, cols)], lambda s: (xp.asarray(xp.linalg.det(s)),), [((), {}, x.dtype)], "det",
+                    _NOT_SPD)[0]
 
 
 def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
@@ -101,14 +176,28 @@ def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
         >>> float(s), round(float(l), 6)
         (-1.0, 1.791759)
     """
+    if not traced(x):
+        return _slogdet(x, dims)
+    with untraced():
+        sign, logabs = _slogdet(x, dims)
+    _, rows, cols = matrix_dims(x, dims, "slogdet")
+    return SlogdetResult(sign, slogdet_logabs(x, logabs, rows, cols))
+
+
+def _slogdet(x: ShardArray, dims: Any) -> SlogdetResult:
     x, rows, cols = _square(x, dims, "slogdet")
     xp = x.mesh.backend.xp
+    if x.sizes[rows] and is_split(x, rows, cols):
+        sl = spd_slogdet(x, rows, cols)
+        if sl is not None:
+            return SlogdetResult(*sl)
 
     def fn(s: Any) -> tuple[Any, Any]:
         sign, logabs = xp.linalg.slogdet(s)
         return xp.asarray(sign), xp.asarray(logabs)
 
-    sign, logabs = local_op([x], [(rows, cols)], fn, [((), {}, x.dtype), ((), {}, _real(x.dtype))], "slogdet")
+    sign, logabs = local_op([x], [(rows, cols)], fn, [((), {}, x.dtype), ((), {}, _real(x.dtype))], "slogdet",
+                            _NOT_SPD)
     return SlogdetResult(sign, logabs)
 
 
@@ -188,8 +277,13 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
     k = b.sizes[bcol]
     n = a.sizes[rows]
 
+    if n and k and is_split(a, rows, cols):
+        out = spd_solve(a, b, rows, cols, brow, bcol)
+        if out is not None:
+            return out
+
     def fn(sa_: Any, sb: Any) -> tuple[Any]:
         return (xp.linalg.solve(sa_, sb) if n and k else xp.zeros(sb.shape, dtype=sb.dtype),)
 
     return local_op([a, b], [(rows, cols), (brow, bcol)], fn, [((brow, bcol), {brow: n, bcol: k}, a.dtype)],
-                    "solve")[0]
+                    "solve", _NOT_SPD)[0]

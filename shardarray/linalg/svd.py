@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..array import ShardArray
+from ..autograd.tape import differentiable
 from ..ops.common import map_blocks, map_blocks_multi, new_array
 from ..ops.elementwise import conj
 from ._matrix import float_dtype, local_op, matrix_dims
@@ -116,6 +117,7 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     return SVDResult(transpose(U, (*batch, rows, new)), S, transpose(Vh, (*batch, new, cols)))
 
 
+@differentiable("linalg.svdvals")
 def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> ShardArray:
     """The singular values of the matrices of ``x``, descending: dims (batch..., new), real.
 

@@ -33,6 +33,7 @@ from ..errors import ArgumentError, DimensionError
 from ..layout import block_bounds, group_chunk
 from ..ops.common import map_blocks, map_blocks_multi, mesh_order, new_array
 from ..ops.relayout import relayout
+from ._parts import qr_part, traced, untraced
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims
 
 
@@ -219,6 +220,21 @@ def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | Non
         >>> q.dims, q.layout, r.dims, [rec.op for rec in log.records]
         (('i', 'j_k'), {'i': ('row', 'col')}, ('j_k', 'j'), ['allgather'])
     """
+    if not traced(x):
+        return _qr(x, dims, mode, new)
+    with untraced():
+        Q, R = _qr(x, dims, mode, new)
+    _, rows, cols = matrix_dims(x, dims, "qr")
+    if mode != "reduced" or x.sizes[rows] < x.sizes[cols]:
+        raise ArgumentError(
+            f"sa.linalg.qr: gradients are defined for mode='reduced' with m >= n; got mode={mode!r} and a "
+            f"{x.sizes[rows]}x{x.sizes[cols]} matrix (dims {rows!r}, {cols!r}). Use mode='reduced' on a tall "
+            f"matrix, or sa.stop_gradient(x) when no gradient is needed"
+        )
+    return QRResult(qr_part(x, Q, R, 0, rows, cols), qr_part(x, Q, R, 1, rows, cols))
+
+
+def _qr(x: Any, dims: Any, mode: str, new: str | None) -> QRResult:
     x, rows, cols = matrix_dims(x, dims, "qr")
     float_dtype(x, "sa.linalg.qr")
     if mode not in ("reduced", "complete"):

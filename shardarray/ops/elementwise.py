@@ -210,6 +210,11 @@ def _broadcaster(xp: Any, have: tuple[str, ...], want: tuple[str, ...]) -> Calla
     missing = tuple(i for i, d in enumerate(want) if d not in have)
     if perm == tuple(range(len(have))) and not missing:
         return None
+    if xp is np:  # a view by indexing (None adds the missing axes): no np.expand_dims/np.transpose wrappers
+        index = tuple(slice(None) if d in have else None for d in want)
+        if perm == tuple(range(len(have))):
+            return lambda s: s[index]
+        return lambda s: s.transpose(perm)[index]
     if not missing:
         return lambda s: xp.transpose(s, perm)
     return lambda s: xp.expand_dims(xp.transpose(s, perm), missing)

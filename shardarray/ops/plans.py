@@ -108,9 +108,11 @@ def disabled() -> Iterator[None]:
 
 
 def context_key() -> tuple[bool, bool]:
-    """The dispatch context a plan may depend on: ``(profiler.ACTIVE, a tape recording in this context)``."""
-    tape = STATE.tape
-    return profiler.ACTIVE, False
+    """The dispatch context a plan may depend on: ``(profiler.ACTIVE, a tape open in this context)``.
+
+    The tape counts while it is open, paused or not (ops run paused inside their own differentiable wrapper).
+    """
+    return profiler.ACTIVE, STATE.tape is not None
 
 
 def array_key(a: Any) -> tuple[Any, ...]:
