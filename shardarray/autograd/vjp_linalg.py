@@ -14,7 +14,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..ops.einsum import einsum
-from ..ops.elementwise import conj, multiply
+from ..ops.elementwise import add, conj, multiply
 from ..ops.structure import rename
 from .common import match
 from .tape import Context, register_vjp
@@ -77,3 +77,106 @@ def _solve(ctx: Context, g: ShardArray) -> list[Any]:
     x1 = rename(_h(x), {bi: j, bk: "_vk"})
     ga = multiply(_plain(einsum)(g1, x1, out=tuple(d for d in a.dims)), -1.0)
     return [match(ga, a), match(gb, b)] + [None] * (len(ctx.args) - 2)
+
+
+# ---- cholesky, qr, svdvals, slogdet (issue 19 follow-up) ----------------------------------------------------
+def _mask(like: ShardArray, rows: str, cols: str, diag: float, kind: str = "lower") -> ShardArray:
+    """1 below the diagonal, ``diag`` on it, 0 above, on dims (rows, cols) with ``like``'s split of them."""
+    import numpy as np
+
+    from ..layout import Layout
+    from ..ops.creation import from_blocks
+
+    mesh, n, m = like.mesh, like.sizes[rows], like.sizes[cols]
+    lay = Layout((rows, cols), (n, m), (like.spec.of(rows), like.spec.of(cols)))
+    backend = mesh.backend
+
+    def make(b: Any) -> Any:
+        (r0, r1), (c0, c1) = b
+        if not backend.has_data:
+            return backend.xp.zeros((r1 - r0, c1 - c0), dtype=like.dtype)
+        d = np.arange(r0, r1)[:, None] - np.arange(c0, c1)[None, :]
+        return backend.from_numpy(np.where(d > 0, 1.0, np.where(d == 0, diag, 0.0)).astype(like.dtype))
+
+    return from_blocks(mesh, lay, like.dtype, make)
+
+
+@register_vjp("linalg.cholesky")
+def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
+    """``A = L L^T`` (real; Murray 2016): ``P = Φ(L^T Ḡ)``, ``S = L^{-T} P L^{-1}``, ``Ā = Φ(S + S^T)`` (Φ: the
+    lower triangle with the diagonal halved; only A's lower triangle is read). ``L^{-T}`` by the distributed
+    back substitution (``linalg.spd.solve_lh``: per panel a reduce and a broadcast); ``upper=True`` is the same
+    on ``x^T``."""
+    from ..linalg.spd import solve_lh
+
+    a = ctx.args[0]
+    i, j = _matrix(ctx)
+    swap = {i: j, j: i}
+    low, g = ctx.out, g.resolve()
+    if ctx.kwargs.get("upper"):  # U = chol(x^T)^T: work on L = U^T and x^T
+        low, g = rename(low, swap), rename(g, swap)
+    batch = tuple(d for d in low.dims if d not in (i, j))
+    m = rename(_plain(einsum)(rename(low, {j: "_va"}), g, out=(*batch, "_va", j)), {"_va": i})
+    phi = _mask(low, i, j, 0.5)
+    p = multiply(m, phi)
+    z = solve_lh(low, p, i, j, i, j)                      # L^{-T} P
+    st = solve_lh(low, rename(z, swap), i, j, i, j)       # (L^{-T} P L^{-1})^T
+    ga = multiply(add(rename(st, swap), st), phi)
+    if ctx.kwargs.get("upper"):
+        ga = rename(ga, swap)
+    return [match(ga, a)] + [None] * (len(ctx.args) - 1)
+
+
+@register_vjp("linalg.qr_part")
+def _qr(ctx: Context, g: ShardArray) -> list[Any]:
+    """Reduced QR, ``m >= n`` (real): ``M = R R̄^T - Q̄^T Q``, ``Ā = (Q̄ + Q copyltu(M)) R^{-T}``
+    (``copyltu(M) = tril(M) + tril(M, -1)^T``). ``Q̄^T Q`` sums over the split rows (an allreduce of ``n²``);
+    the rest is local (``R`` is replicated)."""
+    import numpy as np
+
+    from ..linalg.dense import inv
+    from ..ops.creation import asarray
+
+    x, q, r, which = ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3]
+    rows, cols = ctx.args[4], ctx.args[5]
+    new = next(d for d in q.dims if d in r.dims and d not in x.dims)
+    batch = tuple(d for d in r.dims if d not in (new, cols))
+    g = g.resolve()
+    vb = "_vb"
+    if which == 1:   # R̄ only: M = R R̄^T
+        mm = _plain(einsum)(r, rename(g, {new: vb}), out=(*batch, new, vb))
+    else:            # Q̄ only: M = -Q̄^T Q
+        mm = multiply(_plain(einsum)(g, rename(q, {new: vb}), out=(*batch, new, vb)), -1.0)
+    n = r.sizes[new]
+    low = asarray(np.tril(np.ones((n, n))), dims=(new, vb), mesh=x.mesh).astype(x.dtype)
+    strict = asarray(np.tril(np.ones((n, n)), -1), dims=(new, vb), mesh=x.mesh).astype(x.dtype)
+    c = add(multiply(mm, low), rename(multiply(mm, strict), {new: vb, vb: new}))
+    b = rename(_plain(einsum)(q, c, out=(*batch, rows, vb)), {vb: new})
+    if which == 0:
+        b = add(b, g)
+    ri = rename(_plain(inv)(r, (new, cols)), {new: "_vc", cols: new})  # R^{-1}[c, j] at (_vc=c, new=j)
+    ga = rename(_plain(einsum)(b, ri, out=(*batch, rows, "_vc")), {"_vc": cols})
+    return [match(ga, x)] + [None] * (len(ctx.args) - 1)
+
+
+@register_vjp("linalg.svdvals")
+def _svdvals(ctx: Context, g: ShardArray) -> list[Any]:
+    """``s = svdvals(A)`` (real): ``Ā = U diag(ḡ) V^T`` (one SVD, i.e. TSQR, and one einsum)."""
+    from ..linalg.svd import svd
+
+    a = ctx.args[0]
+    i, j = _matrix(ctx)
+    new = ctx.kwargs.get("new") or f"{j}_k"
+    u, _, vh = svd(a, (i, j), new=new)
+    ga = _plain(einsum)(u, g.resolve(), vh, out=tuple(d for d in a.dims))
+    return [match(ga, a)] + [None] * (len(ctx.args) - 1)
+
+
+@register_vjp("linalg.slogdet_logabs")
+def _slogdet(ctx: Context, g: ShardArray) -> list[Any]:
+    """``log|det A|`` (real): ``Ā = ḡ A^{-T}`` (an ``inv``: the Cholesky path for a split SPD matrix)."""
+    from ..linalg.dense import inv
+
+    a, i, j = ctx.args[0], ctx.args[2], ctx.args[3]
+    yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})
+    return [match(multiply(yt, g.resolve()), a)] + [None] * (len(ctx.args) - 1)

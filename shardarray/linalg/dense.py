@@ -61,7 +61,8 @@ def _square(x: Any, dims: Any, what: str) -> tuple[ShardArray, str, str]:
 def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int | None = None) -> ShardArray:
     """Cholesky factor of Hermitian positive-definite matrices: ``L`` (``x = L L^H``) or ``U`` (``x = U^H U``).
 
-    Only the lower triangle of ``x`` is read. Matrices whole on each device:
+    Only the lower triangle of ``x`` is read (the upper one with ``upper=True``:
+    ``U = chol(x^T)^T``, which is ``L^H`` for Hermitian ``x``). Matrices whole on each device:
     batched locally (no communication). One matrix split over devices (rows
     over axes ``R``, columns over ``C``, either may be empty): the blocked
     right-looking 2-D algorithm, per panel of width ``b`` (the union of the
@@ -105,8 +106,11 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
         return _cholesky_2d(x, rows, cols, upper, panel)
 
     def fn(s: Any) -> tuple[Any]:
-        low = xp.linalg.cholesky(s) if n else s.copy()
-        return (xp.conj(xp.swapaxes(low, -1, -2)) if upper else low,)
+        if not n:
+            return (s.copy(),)
+        if upper:  # U = chol(x^T)^T (= L^H for Hermitian x): reads the upper triangle, as the 2-D path does
+            return (xp.swapaxes(xp.linalg.cholesky(xp.swapaxes(s, -1, -2)), -1, -2),)
+        return (xp.linalg.cholesky(s),)
 
     return local_op([x], [(rows, cols)], fn, [((rows, cols), {rows: n, cols: n}, x.dtype)], "cholesky")[0]
 
