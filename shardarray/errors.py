@@ -7,6 +7,8 @@ message names the dims, sizes, axes and mesh involved and says what to do.
 
 from __future__ import annotations
 
+from numpy import linalg as _np_linalg
+
 
 class ShardArrayError(Exception):
     """Base class of every shardarray error."""
@@ -47,3 +49,9 @@ class TapeError(ShardArrayError, TypeError):
 class CheckpointError(ShardArrayError, ValueError):
     """A checkpoint cannot be saved or loaded: a missing or corrupted file, an unknown format version, a tree or
     array that does not match the target; the message names the path and the array."""
+
+
+class LinAlgError(ShardArrayError, _np_linalg.LinAlgError):
+    """A matrix has no factorization of the kind asked for (e.g. ``sa.linalg.cholesky`` of a matrix that is not
+    positive definite); the message names the matrix dims and sizes. A ``ValueError`` and a
+    ``numpy.linalg.LinAlgError``, so ``except numpy.linalg.LinAlgError`` catches it too."""

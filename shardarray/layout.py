@@ -34,6 +34,18 @@ class Layout:
     sizes: tuple[int, ...]
     axes: tuple[tuple[str, ...], ...]
 
+    def __hash__(self) -> int:
+        """The hash of ``(dims, sizes, axes)``, computed once (layouts key the ops' dispatch plans)."""
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.dims, self.sizes, self.axes))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields only: string hashes differ between processes, so the cached hash is not pickled."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def as_dict(self) -> dict[str, tuple[str, ...]]:
         """``{dim: axes}`` for split dims only."""
         return {d: a for d, a in zip(self.dims, self.axes) if a}

@@ -2,13 +2,18 @@
 
 Distributed algorithms: ``qr``/``svd``/``svdvals`` of matrices split along
 their rows by TSQR (one allgather of the small ``n x n`` R factors);
-norms as distributed reductions. ``cholesky``, ``solve``, ``inv``, ``det``,
-``slogdet``, ``eigh``, ``eigvalsh`` run batched per device on a split batch
-dim; on a split matrix they gather it (``ReplicatedFallbackWarning``).
+``cholesky`` of a matrix split in 2-D by the blocked right-looking algorithm
+(broadcasts of panels, a SUMMA-style trailing update), and through it
+``solve``/``inv``/``det``/``slogdet`` of Hermitian positive-definite matrices
+(distributed triangular solves; others: the replicated LU fallback with
+``ReplicatedFallbackWarning``); norms as distributed reductions. ``eigh`` and
+``eigvalsh`` gather a split matrix (``ReplicatedFallbackWarning``). On a split
+batch dim every op runs per device with no communication.
 Products are ``sa.einsum``/``sa.matmul``.
 """
 
-from ..autograd import vjp_linalg as _vjp_linalg  # noqa: F401  (registers the VJPs of inv, det, solve)
+from ..autograd import vjp_linalg as _vjp_linalg  # noqa: F401  (registers the VJPs of inv, det, solve, cholesky, qr, svdvals, slogdet)
+from ..errors import LinAlgError
 from ._matrix import ReplicatedFallbackWarning
 from .dense import EighResult, SlogdetResult, cholesky, det, eigh, eigvalsh, inv, slogdet, solve
 from .norms import matrix_norm, vector_norm
@@ -18,6 +23,7 @@ from .tsqr import QRResult, qr
 
 __all__ = [
     "EighResult",
+    "LinAlgError",
     "QRResult",
     "ReplicatedFallbackWarning",
     "SVDResult",

@@ -24,11 +24,13 @@ column block ``c_k``), cut to at most ``panel`` columns. For each panel ``k``
 
 Per device, over the whole factorization: at most ``n·b`` elements in (1)-(2),
 ``(n/p_r)·n`` in (4) and ``(n/p_c)·n`` in (5) — proportional to the device's
-block, never the whole matrix. At the end **one allreduce** (over every mesh
-axis, a few numbers per matrix) tells every device whether some diagonal
-block failed (the matrix is not positive definite) and, for ``solve``/``inv``/
-``det``, whether ``A`` is Hermitian (``u^H A w`` against ``conj(w^H A u)`` for
-fixed random ``u, w``), so that every process takes the same decision.
+block, never the whole matrix. At the end **one allreduce** over the matrix
+axes (1 number per matrix, 4 with the Hermitian test; plus one allreduce of a
+single number over the batch axes when a batch dim is split) tells every
+device whether some diagonal block failed (the matrix is not positive
+definite) and, for ``solve``/``inv``/``det``, whether ``A`` is Hermitian
+(``u^H A w`` against ``conj(w^H A u)`` for fixed random ``u, w``, relative to
+``||A||_F``), so that every process takes the same decision.
 ``L`` keeps ``A``'s layout; its strictly upper part is zero. Only ``A``'s lower
 triangle is read.
 """

@@ -8,7 +8,7 @@ columns over mesh axes):
   per panel broadcasts of the diagonal block and the panel, one alltoallv for
   its transpose, a local trailing update; one allreduce of a flag at the end);
   ``L`` keeps ``x``'s layout. A matrix that is not positive definite raises
-  ``numpy.linalg.LinAlgError`` on every device.
+  ``sa.linalg.LinAlgError`` (a ``numpy.linalg.LinAlgError``) on every device.
 * ``solve``, ``inv``, ``det``, ``slogdet``: for Hermitian positive-definite
   matrices through that Cholesky (``spd``: triangular solves by panels with a
   reduce and a broadcast each; ``log|det|`` from ``L``'s diagonal, one
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError, DimensionError, LinAlgError
 from ..ops.common import require_array
 from ..ops.elementwise import exp, multiply
 from ..ops.structure import rename, transpose
@@ -80,7 +80,7 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
     batch dim is split). Per device that is ``O(n·b + n²/p_r + n²/p_c)``
     elements: its blocks' size, never a gather of the matrix. ``L`` (or ``U``)
     keeps ``x``'s layout with zeros in the other triangle. A matrix that is not
-    positive definite raises ``numpy.linalg.LinAlgError`` (on every device).
+    positive definite raises ``sa.linalg.LinAlgError`` (a ``numpy.linalg.LinAlgError``) on every device.
 
     Args:
         x: float or complex array.
@@ -123,7 +123,7 @@ def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | 
     else:
         out = cholesky_2d(x, rows, cols, panel)
     if out is None:
-        raise np.linalg.LinAlgError(
+        raise LinAlgError(
             f"sa.linalg.cholesky: a {x.sizes[rows]}x{x.sizes[cols]} matrix of x {x.sizes} is not positive definite "
             f"(a diagonal block's Cholesky failed); use sa.linalg.eigh or an LU-based sa.linalg.solve instead"
         )

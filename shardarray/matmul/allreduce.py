@@ -9,6 +9,7 @@ resolved by an allreduce (or a reduce-scatter) when a consumer needs it.
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
+from ..backend.contract import contract2
+from ..backend.numpy_backend import _NARROW, NumpyBackend
 from ..errors import DimensionError
 from ..layout import Layout
 from ..ops.common import map_blocks, merged_axes, mesh_order
@@ -45,6 +48,7 @@ class ContractPlan:
     classes: Any  # the replica classes of ``used`` (None: through ``map_blocks``)
     layout: Layout
     pending: tuple[str, ...]
+    local: Any  # ``local(*blocks)``: the local contraction (the backend's einsum, or contract2 where it is that)
 
 
 def plan_contract(
@@ -71,12 +75,17 @@ def plan_contract(
     contracted = [a for d in dims if d not in out_dims for a in axes[d]]
     pending = set(contracted).union(operands[keep].pending if keep is not None else ())
     every = frozenset(used.union(pending))
-    fast = mesh.backend.has_data and mesh.backend.device_scope is None
+    backend = mesh.backend
+    fast = backend.has_data and backend.device_scope is None
+    if type(backend) is NumpyBackend and len(operands) == 2 and not any(op.dtype in _NARROW for op in operands):
+        local: Any = functools.partial(contract2, np, equation)  # what NumpyBackend.einsum runs for these
+    else:
+        local = functools.partial(backend.einsum, equation)
     return ContractPlan(
         mesh=mesh, moves=tuple(moves), equation=equation, used=every,
         classes=mesh.replica_classes(every) if fast else None,
         layout=Layout(out_dims, tuple(sizes[d] for d in out_dims), tuple(axes.get(d, ()) for d in out_dims)),
-        pending=mesh_order(mesh, pending),
+        pending=mesh_order(mesh, pending), local=local,
     )
 
 
@@ -84,12 +93,8 @@ def run_contract(plan: ContractPlan, operands: Sequence[ShardArray]) -> ShardArr
     """Run a planned ``contract`` on operands of the plan's signature: moves, then one local einsum per block."""
     mesh = plan.mesh
     prepared = [op if m is None else to_axes(op, m[0], m[1]) for op, m in zip(operands, plan.moves)]
-    backend = mesh.backend
     equation = plan.equation
-
-    def block(*s: Any) -> Any:
-        return backend.einsum(equation, *s)
-
+    block = plan.local
     shard_lists = [op.shards for op in prepared]
     if plan.classes is None:
         shards = map_blocks(mesh, plan.used, block, *shard_lists)

@@ -9,10 +9,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import DTypeError
-from ..ops.elementwise import apply
 from ..tree import tree_flatten, tree_unflatten
 from .common import _in_range
-from .reduce_tree import allreduce_tree
+from .reduce_tree import allreduce_tree, scale_leaves
 
 
 def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
@@ -79,5 +78,4 @@ def clip_by_global_norm(grads: Any, max_norm: float) -> tuple[Any, float]:
     if not math.isfinite(norm) or norm <= max_norm:
         return tree_unflatten(treedef, leaves), norm
     factor = float(max_norm) / norm
-    out = [apply("clip", lambda xp, g: g * g.dtype.type(factor), (g,)) for g in leaves]
-    return tree_unflatten(treedef, out), norm
+    return tree_unflatten(treedef, scale_leaves(leaves, factor)), norm

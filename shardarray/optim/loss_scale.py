@@ -11,11 +11,10 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import ArgumentError, DTypeError
-from ..ops.elementwise import apply
 from ..tree import tree_unflatten
 from .clip import _resolved
 from .common import _in_range, _number
-from .reduce_tree import allreduce_tree
+from .reduce_tree import allreduce_tree, scale_leaves
 
 
 def _nonfinite(xp: Any, block: Any) -> Any:
@@ -30,7 +29,7 @@ def _sum_squares64(xp: Any, block: Any) -> Any:
 
 
 def _scaled(leaves: list[ShardArray], factor: float) -> list[ShardArray]:
-    return [apply("unscale", lambda xp, g: g * g.dtype.type(factor), (g,)) for g in leaves]
+    return scale_leaves(leaves, factor)
 
 
 @dataclass(frozen=True)
