@@ -21,7 +21,7 @@ def main() -> None:
     }
     want = math.sqrt(sum(float(np.sum(g.numpy().astype(np.float64) ** 2)) for g in grads.values()))
     with sa.comm_log() as log:
-        clipped, norm = sa.optim.clip_by_global_norm(grads, 1.0)
+        clipped, norm = sa.optim.clip_by_global_norm(grads, 1.0, return_norm=True)
     assert abs(norm - want) < 1e-5 * want, (norm, want)
     assert [r.op for r in log.records] == ["allreduce"], log.records
     np.testing.assert_allclose(clipped["a"].numpy(), grads["a"].numpy() / want, rtol=1e-5)

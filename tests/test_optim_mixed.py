@@ -34,7 +34,7 @@ def test_clip_by_global_norm_against_numpy_with_one_allreduce(data, mesh, n, max
     grads, ref = _grad_tree(data.draw, mesh, n)
     norm_ref = math.sqrt(sum(float(np.sum(v * v)) for v in ref.values()))
     with sa.comm_log() as log:
-        clipped, norm = sa.optim.clip_by_global_norm(grads, max_norm)
+        clipped, norm = sa.optim.clip_by_global_norm(grads, max_norm, return_norm=True)
     assert norm == pytest.approx(norm_ref, rel=1e-5, abs=1e-6)
     # the one collective: a single float64 summed over every mesh axis, whatever the layouts and the count
     records = list(log.records)
@@ -55,7 +55,7 @@ def test_clip_low_precision_grads_keep_their_dtype(dtype):
     mesh = sa.Mesh({"row": 2, "col": 2})
     g = {"w": sa.full(mesh, {"i": 5, "j": 3}, 2.0, dtype=dtype, layout={"i": "row", "j": "col"}),
          "b": sa.full(mesh, {"j": 3}, 1.0, dtype=dtype)}
-    clipped, norm = sa.optim.clip_by_global_norm(g, 1.0)
+    clipped, norm = sa.optim.clip_by_global_norm(g, 1.0, return_norm=True)
     assert norm == pytest.approx(math.sqrt(15 * 4 + 3))
     assert clipped["w"].dtype == np.dtype(dtype) if dtype == "float16" else str(clipped["w"].dtype) == dtype
     np.testing.assert_allclose(clipped["w"].numpy().astype(np.float64), 2.0 / norm, rtol=1e-2)
@@ -209,3 +209,11 @@ def test_clip_and_loss_scale_under_mpi(dtype):
     job = mpiexec(4, str(Path(__file__).parent / "mixed_mpi_job.py"), dtype, timeout=120)
     assert job.returncode == 0, job.stderr[-3000:] + job.stdout[-2000:]
     assert job.stdout.count(": OK") == 4
+
+
+def test_clip_by_global_norm_returns_the_grads_as_in_the_design():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    g = {"w": sa.full(mesh, {"i": 4}, 3.0, layout={"i": ("row", "col")})}
+    clipped = sa.optim.clip_by_global_norm(g, 1.0)          # DESIGN.md: grads = clip_by_global_norm(grads, 1.0)
+    assert set(clipped) == {"w"}
+    np.testing.assert_allclose(clipped["w"].numpy(), 0.5)

@@ -49,11 +49,13 @@ def global_norm(grads: Any) -> float:
     return math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "global_norm"))
 
 
-def clip_by_global_norm(grads: Any, max_norm: float) -> tuple[Any, float]:
+def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = False) -> Any:
     """Scale all gradients by ``min(1, max_norm / norm)``, ``norm`` their global L2 norm.
 
-    Returns ``(clipped grads, norm)``: the grads in the same tree structure,
-    layouts and dtypes, and the norm before clipping (a Python float). When
+    Returns the clipped grads in the same tree structure, layouts and dtypes
+    (``grads = sa.optim.clip_by_global_norm(grads, 1.0)``, as in DESIGN.md);
+    with ``return_norm=True``, ``(clipped grads, norm)`` with the norm before
+    clipping (a Python float) for logging, at no extra communication. When
     ``norm`` is not finite the grads come back unchanged (a loss scale's
     ``unscale`` catches that case and skips the step).
 
@@ -68,7 +70,7 @@ def clip_by_global_norm(grads: Any, max_norm: float) -> tuple[Any, float]:
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> g = {"w": sa.full(mesh, {"i": 4}, 3.0, layout={"i": ("row", "col")})}
-        >>> clipped, norm = sa.optim.clip_by_global_norm(g, 1.0)
+        >>> clipped, norm = sa.optim.clip_by_global_norm(g, 1.0, return_norm=True)
         >>> norm, clipped["w"].numpy()
         (6.0, array([0.5, 0.5, 0.5, 0.5], dtype=float32))
     """
@@ -76,6 +78,7 @@ def clip_by_global_norm(grads: Any, max_norm: float) -> tuple[Any, float]:
     leaves, treedef = _resolved(grads, "clip_by_global_norm")
     norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "clip_by_global_norm"))
     if not math.isfinite(norm) or norm <= max_norm:
-        return tree_unflatten(treedef, leaves), norm
-    factor = float(max_norm) / norm
-    return tree_unflatten(treedef, scale_leaves(leaves, factor)), norm
+        out = tree_unflatten(treedef, leaves)
+    else:
+        out = tree_unflatten(treedef, scale_leaves(leaves, float(max_norm) / norm))
+    return (out, norm) if return_norm else out
