@@ -12,13 +12,21 @@ accuracy on a matrix of condition number 1e8: ``||Q^T Q - I||_F`` and
 ``||QR - A||_F / ||A||_F`` next to NumPy's. JSON to ``--json`` (default
 benchmarks/results/linalg_fft-cpu.json; under MPI only rank 0 writes).
 
+Cholesky section (``--ops cholesky``): the 2-D blocked Cholesky of one
+``--chol-n`` square SPD float64 matrix split rows x cols on a 2x2 mesh
+(emulated, or ``mpiexec -n 4``), panel ``--panel``, interleaved with
+``numpy.linalg.cholesky`` of the whole matrix; bytes per device (comm log)
+against ``cholesky_formula`` and the residual ``||L L^T - A|| / ||A||``.
+
     python benchmarks/linalg_fft.py [--log2m 20] [--n 64] [--repeat 3] [--json PATH]
+    python benchmarks/linalg_fft.py --ops cholesky [--chol-n 2048] [--panel 256]
     mpiexec -n 4 python benchmarks/linalg_fft.py --json benchmarks/results/linalg_fft-cpu-mpi4.json
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -89,13 +97,66 @@ def bench_qr(label: str, mesh: sa.Mesh, a: np.ndarray, repeat: int) -> dict:
     }
 
 
+# ------------------------------------------------------------------------------------- Cholesky (2-D blocked)
+def cholesky_formula(mesh: sa.Mesh, n: int, raxes: tuple[str, ...], caxes: tuple[str, ...], panel: int) -> int:
+    """Elements of the collectives' largest buffers, summed (``CommRecord.elements``): per panel of width ``w``
+    a broadcast of ``w²`` over R; but for the last, a broadcast over C of the rows below it in a row block
+    ``x w`` and an alltoallv over R of a device's rows matching its column group's columns, to ``p_r - 1``
+    members, ``x w``; one allreduce of 1 number at the end."""
+    from shardarray.layout import group_chunk
+
+    pr, pc = mesh.axes_size(raxes), mesh.axes_size(caxes)
+    rb = [group_chunk(0, n, [mesh.axis_size(a) for a in raxes], j) for j in range(pr)]
+    cb = [group_chunk(0, n, [mesh.axis_size(a) for a in caxes], j) for j in range(pc)]
+    cuts = sorted({0, n, *(a for a, _ in rb), *(a for a, _ in cb)})
+    total = 1 if pr * pc > 1 else 0
+    for lo, hi in itertools.pairwise(cuts):
+        for s in range(lo, hi, panel):
+            e = min(hi, s + panel)
+            w = e - s
+            total += w * w if pr > 1 else 0
+            if e < n:
+                total += w * max(max(0, r1 - max(r0, e)) for r0, r1 in rb) if pc > 1 else 0
+                sent = max(len(range(max(c0, e, r0), min(c1, r1))) for r0, r1 in rb for c0, c1 in cb)
+                total += w * sent * (pr - 1)
+    return total
+
+
+def bench_cholesky(label: str, mesh: sa.Mesh, a: np.ndarray, panel: int, repeat: int) -> dict:
+    n = a.shape[0]
+    raxes, caxes = mesh.axis_names[:1], mesh.axis_names[1:]
+    x = sa.asarray(a, dims=("i", "j"), mesh=mesh, layout={"i": raxes, "j": caxes})
+
+    def ours():
+        return sa.linalg.cholesky(x, panel=panel).shards[mesh.local_device]
+
+    t_ours, t_ref = interleaved(ours, lambda: np.linalg.cholesky(a), repeat, mesh)
+    with sa.comm_log() as log:
+        low = sa.linalg.cholesky(x, panel=panel)
+    sent = int(sum(rec.bytes for rec in log.records))
+    received = float(sum(rec.wire_bytes for rec in log.records))
+    Lo, Ln = low.numpy(), np.linalg.cholesky(a)
+    norm_a = np.linalg.norm(a)
+    return {
+        "section": "cholesky", "mesh": label, "devices": mesh.size, "n": n, "panel": panel, "seconds": t_ours,
+        "numpy_seconds": t_ref, "ratio": t_ours / t_ref,
+        "collectives": {op: sum(r.op == op for r in log.records) for op in sorted({r.op for r in log.records})},
+        "bytes_sent_per_device": sent, "bytes_received_per_device": received,
+        "formula_bytes": cholesky_formula(mesh, n, raxes, caxes, panel) * 8, "matrix_bytes": n * n * 8,
+        "residual": float(np.linalg.norm(Lo @ Lo.T - a) / norm_a),
+        "numpy_residual": float(np.linalg.norm(Ln @ Ln.T - a) / norm_a),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log2m", type=int, default=20)
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--cond", type=float, default=1e8)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--ops", nargs="*", default=["qr"], help="sections to run (qr)")
+    ap.add_argument("--ops", nargs="*", default=["qr"], help="sections to run (qr, cholesky)")
+    ap.add_argument("--chol-n", type=int, default=2048, help="the SPD matrix of the cholesky section is n x n")
+    ap.add_argument("--panel", type=int, default=256, help="the 2-D Cholesky's panel width")
     ap.add_argument("--json", default="benchmarks/results/linalg_fft-cpu.json")
     args = ap.parse_args()
     procs = world_size()
@@ -107,6 +168,15 @@ def main() -> None:
         else:
             for p, shape in EMULATED.items():
                 rows.append(bench_qr(f"emulated-{p}", sa.Mesh(shape), a, args.repeat))
+    if "cholesky" in args.ops:
+        rng = np.random.default_rng(1)
+        m = rng.standard_normal((args.chol_n, args.chol_n))
+        spd = m @ m.T + args.chol_n * np.eye(args.chol_n)
+        if procs > 1:
+            shape = {"row": 2, "col": procs // 2} if procs % 2 == 0 else {"row": procs, "col": 1}
+            rows.append(bench_cholesky(f"mpi-{procs}", sa.Mesh(shape, comm="mpi"), spd, args.panel, args.repeat))
+        else:
+            rows.append(bench_cholesky("emulated-2x2", sa.Mesh({"row": 2, "col": 2}), spd, args.panel, args.repeat))
     rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
     if rank == 0:
         for r in rows:

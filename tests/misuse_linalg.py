@@ -14,6 +14,8 @@ SQ = sa.asarray(np.eye(3), dims=("i", "j"), mesh=M)
 V = sa.asarray(np.ones(4), dims=("i",), mesh=M)
 I = sa.asarray(np.ones((3, 3), dtype=np.int64), dims=("i", "j"), mesh=M)
 B = sa.asarray(np.ones((4, 1)), dims=("j", "k"), mesh=M)
+NPD = sa.asarray(-np.eye(4), dims=("i", "j"), mesh=M, layout={"i": "row", "j": "col"})
+W = sa.asarray(np.ones((3, 4)), dims=("i", "j"), mesh=M)
 
 CASES = [
     Case("linalg-qr-vector", lambda: sa.linalg.qr(V), sa.DimensionError, ("'i': 4", "at least 2 dims"), ("sa.expand_dims",)),
@@ -33,6 +35,12 @@ CASES = [
          sa.DimensionError, ("(4,)",), ("size 3",)),
     Case("xp-linalg-power-n", lambda: xp.linalg.matrix_power(xp.asarray(np.eye(2), device=M), 1.5), sa.ArgumentError,
          ("1.5",), ("an int",)),
+    Case("linalg-cholesky-panel", lambda: sa.linalg.cholesky(SQ, panel=0), sa.ArgumentError, ("panel", "0"),
+         ("positive int",)),
+    Case("linalg-cholesky-not-pd", lambda: sa.linalg.cholesky(NPD), sa.linalg.LinAlgError, ("4x4", "not positive definite"),
+         ("eigh", "solve")),
+    Case("linalg-qr-grad-wide", lambda: sa.grad(lambda p: sa.sum(sa.linalg.qr(p).R))(W), sa.ArgumentError,
+         ("3x4", "'i'", "'j'"), ("mode='reduced'", "sa.stop_gradient")),
     Case("xp-linalg-det-int", lambda: xp.linalg.det(xp.asarray(np.eye(2, dtype=np.int64), device=M)), sa.DTypeError,
          ("int64",), ("xp.astype",)),
 ]

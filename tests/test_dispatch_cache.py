@@ -16,6 +16,10 @@ from tests.helpers import HYPOTHESIS_SHAPES, layouts, rand
 DTYPES = ["float64", "float32", "float16", "bfloat16", "int64"]
 SHARED_MESHES = [sa.Mesh(shape) for shape in HYPOTHESIS_SHAPES]
 
+def _twice(p):
+    return p + p
+
+
 # each scenario: f(x, y) -> ShardArray, with x dims (a, b) and y dims (b, c); some make pending sums
 SCENARIOS = {
     "add_broadcast": lambda x, y: x + y,
@@ -29,7 +33,7 @@ SCENARIOS = {
     "sum_pos": lambda x, y: x.sum((1, "a")),
     "einsum": lambda x, y: sa.einsum(x, y, out=("a", "c")),
     "einsum_eq": lambda x, y: sa.einsum("b c, a b -> c a", y, x),
-    "pending_add": lambda x, y: (lambda p: p + p)(sa.einsum(x, y, out=("a", "c"))),
+    "pending_add": lambda x, y: _twice(sa.einsum(x, y, out=("a", "c"))),
     "pending_mul": lambda x, y: sa.einsum(x, y, out=("a", "c")) * 2,
     "pending_resolve": lambda x, y: sa.einsum(x, y, out=("a", "c")) + sa.einsum(y, x, out=("a", "c")).resolve(),
     "pending_sum": lambda x, y: sa.einsum(x, y, out=("a", "c")).sum("a"),
@@ -118,10 +122,10 @@ def test_no_hit_across_dtypes_and_pending_for_sum_and_einsum():
     for cache, op in ((plans.REDUCE, lambda v, u: v.sum("b")), (plans.EINSUM, lambda v, u: sa.einsum(v, u))):
         x64 = sa.asarray(data, dims=("a", "b"), mesh=mesh, layout={"b": "col"})
         w64 = sa.asarray(w, dims=("b", "c"), mesh=mesh, layout={"b": "col"})
-        _add_misses(lambda: op(x64, w64), cache)
+        _add_misses(lambda op=op, x64=x64, w64=w64: op(x64, w64), cache)
         for dtype in ("float32", "float16"):
             xd, wd = x64.astype(dtype), w64.astype(dtype)
-            out, missed = _add_misses(lambda: op(xd, wd), cache)
+            out, missed = _add_misses(lambda op=op, xd=xd, wd=wd: op(xd, wd), cache)
             assert missed == 1 and out.dtype == np.dtype(dtype)
             np.testing.assert_allclose(out.numpy().astype(float), op(x64, w64).numpy(), rtol=2e-2, atol=2e-2)
     p = sa.einsum(sa.asarray(data, dims=("a", "b"), mesh=mesh, layout={"b": "col"}),

@@ -56,3 +56,46 @@ def test_batched_inv_solve_and_fallback(shape):
         d = sa.linalg.det(z)
     assert any(issubclass(i.category, sa.linalg.ReplicatedFallbackWarning) for i in w)
     np.testing.assert_allclose(d.numpy(), np.linalg.det(a), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape,lay", [({"row": 2, "col": 2}, {"i": "row", "j": "col"}),
+                                       ({"row": 2, "col": 2}, {"i": "col", "j": "row"}),
+                                       ({"x": 4}, {"i": "x"}), ({"x": 4}, {"j": "x"})])
+@pytest.mark.parametrize("n", [5, 12])
+def test_cholesky_2d_matches_emulated(shape, lay, n):
+    rng = np.random.default_rng(n)
+    m = rng.standard_normal((2, n, n))
+    a = m @ np.swapaxes(m, -1, -2) + n * np.eye(n)
+    rhs = rng.standard_normal((2, n, 3))
+    out, ops = [], []
+    for comm in ("emulated", "mpi"):
+        mesh = sa.Mesh(shape, comm=comm)
+        x = sa.asarray(a, dims=("b", "i", "j"), mesh=mesh, layout=lay)
+        y = sa.asarray(rhs, dims=("b", "j", "k"), mesh=mesh)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sa.linalg.ReplicatedFallbackWarning)
+            with sa.comm_log() as log:
+                low = sa.linalg.cholesky(x, panel=2)
+            ops.append([(r.op, r.axes, r.elements) for r in log.records])
+            sol = sa.linalg.solve(x, y, b_dims=("j", "k"))
+            inv = sa.linalg.inv(x)
+            logdet = sa.linalg.slogdet(x).logabsdet
+        assert low.layout == x.layout
+        out.append((low.numpy(), sol.numpy(), inv.numpy(), logdet.numpy()))
+    assert ops[0] == ops[1]
+    for u, v in zip(*out):
+        np.testing.assert_allclose(v, u, atol=1e-12)
+    np.testing.assert_allclose(out[1][0], np.linalg.cholesky(a), atol=1e-12)
+    np.testing.assert_allclose(out[1][1], np.linalg.solve(a, rhs), atol=1e-12)
+
+
+def test_cholesky_2d_failure_is_seen_by_every_process():
+    mesh = sa.Mesh({"row": 2, "col": 2}, comm="mpi")
+    a = np.eye(6)
+    a[5, 5] = -1.0  # only the last diagonal block (one process) fails
+    x = sa.asarray(a, dims=("i", "j"), mesh=mesh, layout={"i": "row", "j": "col"})
+    with pytest.raises(sa.linalg.LinAlgError):
+        sa.linalg.cholesky(x)
+    with pytest.warns(sa.linalg.ReplicatedFallbackWarning):
+        d = sa.linalg.det(x)
+    np.testing.assert_allclose(d.numpy(), -1.0)

@@ -1,11 +1,15 @@
-"""VJPs of ``sa.linalg.inv``, ``det`` and ``solve`` (real floats: sa differentiates real parameters), built from the named ops themselves.
+"""VJPs of ``sa.linalg`` (real floats: sa differentiates real parameters), built from the named ops themselves.
 
 * ``Y = inv(A)``: ``gA = -Y^H G Y^H`` (one einsum of three operands).
 * ``d = det(A)``: ``gA = conj(g d) inv(A)^H`` (an ``inv`` and a broadcast product).
 * ``X = solve(A, B)``: ``gB = solve(A^H, G)``, ``gA = -gB X^H`` (one einsum).
+* ``L = cholesky(A)``: ``Φ(S + S^T)`` with ``S = L^{-T} Φ(L^T Ḡ) L^{-1}`` (Murray 2016; Φ: lower triangle,
+  halved diagonal), by two distributed back substitutions.
+* ``Q, R = qr(A)`` (reduced, ``m >= n``): ``(Q̄ + Q copyltu(R R̄^T - Q̄^T Q)) R^{-T}``.
+* ``s = svdvals(A)``: ``U diag(ḡ) V^T``; ``slogdet(A).logabsdet``: ``ḡ A^{-T}``.
 
 Their collectives are those of the ops they call (batched locally; the
-replicated fallback when a matrix dim is split).
+distributed Cholesky/TSQR paths or the replicated fallback when a matrix dim is split).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ triangle is read.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,13 +80,15 @@ def _member(mesh: Any, axes: tuple[str, ...], coords: tuple[int, ...]) -> int:
 
 
 def make_grid(mesh: Any, n: int, raxes: tuple[str, ...], caxes: tuple[str, ...], panel: int | None) -> Grid:
+    """The row/column blocks of an ``n x n`` matrix split rows over ``raxes``, cols over ``caxes``, and its
+    panels ``(start, stop, row member, col member)``: the union of both block boundaries, cut to ``panel``."""
     rr = [mesh.axis_size(a) for a in raxes]
     cr = [mesh.axis_size(a) for a in caxes]
     rb = [group_chunk(0, n, rr, j) for j in range(int(np.prod(rr)))]
     cb = [group_chunk(0, n, cr, j) for j in range(int(np.prod(cr)))]
     cuts = sorted({0, n, *(a for a, _ in rb), *(a for a, _ in cb)})
     panels = []
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in itertools.pairwise(cuts):
         step = max(1, panel or hi - lo)
         for s in range(lo, hi, step):
             e = min(hi, s + step)
@@ -242,7 +245,7 @@ def factor_blocks(x: ShardArray, rows: str, cols: str, panel: int | None = None,
 
 def cholesky_2d(x: ShardArray, rows: str, cols: str, panel: int | None = None) -> ShardArray | None:
     """``L`` with ``x``'s layout (batch dims first, then ``rows, cols``), or None when a matrix is not PD."""
-    g, x, A, ok = factor_blocks(x, rows, cols, panel)
+    _, x, A, ok = factor_blocks(x, rows, cols, panel)
     if not ok:
         return None
     return blocks_array(x, A)

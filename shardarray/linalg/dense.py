@@ -32,12 +32,12 @@ from ..ops.common import require_array
 from ..ops.elementwise import exp, multiply
 from ..ops.structure import rename, transpose
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
+from ._parts import slogdet_logabs, traced, untraced
 from .cholesky2d import cholesky_2d
 from .spd import is_split, spd_inv, spd_slogdet, spd_solve
-from ._parts import slogdet_logabs, traced, untraced
 from .svd import _real
 
-_NOT_SPD = "the matrix is not Hermitian positive definite, so the Cholesky path does not apply"
+_NOT_SPD = "the matrix is not Hermitian positive definite (the distributed Cholesky path needs that)"
 
 
 class SlogdetResult(NamedTuple):
@@ -94,9 +94,10 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
         ...                layout={"i": "row", "j": "col"})
         >>> with sa.comm_log() as log:
         ...     low = sa.linalg.cholesky(a)
-        >>> np.diag(low.numpy()), low.layout, [r.op for r in log.records]
-        (array([2., 3., 4., 5.]), {'i': ('row',), 'j': ('col',)}, ['broadcast', 'broadcast', 'alltoall', \
-'broadcast', 'allreduce'])
+        >>> np.diag(low.numpy()), low.layout
+        (array([2., 3., 4., 5.]), {'i': ('row',), 'j': ('col',)})
+        >>> [r.op for r in log.records]
+        ['broadcast', 'broadcast', 'alltoall', 'broadcast', 'allreduce']
     """
     x, rows, cols = _square(x, dims, "cholesky")
     if panel is not None and (not isinstance(panel, (int, np.integer)) or isinstance(panel, bool) or panel < 1):
@@ -133,7 +134,15 @@ def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | 
 
 @differentiable("linalg.inv")
 def inv(x: ShardArray, dims: Any = None) -> ShardArray:
-    """Inverse of square matrices (LU per matrix), batched locally; a split matrix: replicated fallback.
+    """Inverse of square matrices (LU per matrix), batched locally.
+
+    A split matrix that is Hermitian positive definite: the 2-D Cholesky (see
+    ``cholesky``; its final allreduce carries a Hermitian test), then forward
+    and back substitution with the identity (per panel one reduce and one
+    broadcast of ``b·n`` elements), then a local slice: the result keeps
+    ``x``'s layout (each device holds ``n/p_r`` rows of it in between). Any
+    other split matrix: the replicated LU fallback (an allgather of the
+    matrix, ``ReplicatedFallbackWarning``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -154,7 +163,12 @@ def inv(x: ShardArray, dims: Any = None) -> ShardArray:
 
 @differentiable("linalg.det")
 def det(x: ShardArray, dims: Any = None) -> ShardArray:
-    """Determinants of square matrices: dims (batch...). Batched locally; a split matrix: replicated fallback.
+    """Determinants of square matrices: dims (batch...). Batched locally (LU).
+
+    A split Hermitian positive-definite matrix: ``exp(2 Σ log L_ii)`` from the
+    2-D Cholesky's diagonal (each device sums the entries it holds, **one
+    allreduce** over the matrix axes); any other split matrix: the replicated
+    LU fallback (``ReplicatedFallbackWarning``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -172,7 +186,13 @@ def det(x: ShardArray, dims: Any = None) -> ShardArray:
 
 
 def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
-    """``(sign, log|det|)`` of square matrices; ``logabsdet`` is real. Batched locally; split matrix: fallback.
+    """``(sign, log|det|)`` of square matrices; ``logabsdet`` is real. Batched locally (LU).
+
+    A split Hermitian positive-definite matrix: ``2 Σ log L_ii`` from the 2-D
+    Cholesky (**one allreduce** over the matrix axes after it), ``sign = 1``;
+    any other split matrix: the replicated LU fallback
+    (``ReplicatedFallbackWarning``). Differentiable in ``logabsdet``
+    (``Ā = ḡ A^{-T}``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -245,7 +265,11 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
     """Solve ``a x = b`` for square ``a`` (rows, cols = ``dims``) and ``b`` with matrix dims ``b_dims``
     (default: its last two, ``(rows', k)``; ``b``'s row dim must have a's size). Batch dims must have the same
     names and sizes in both (broadcast first with ``sa.broadcast_to``). The result has ``b``'s dims, with
-    a's batch layout. Batched locally (LU per matrix); a split matrix: replicated fallback.
+    a's batch layout. Batched locally (LU per matrix). A split Hermitian positive-definite ``a``: the 2-D
+    Cholesky, ``b`` moved to rows over a's row axes (a relayout of b's own blocks), then forward and back
+    substitution (per panel of width ``w`` one **reduce** and one **broadcast** of ``w·k`` elements); the
+    result's rows are split like a's rows. Any other split ``a``: the replicated LU fallback (an allgather of
+    each operand, ``ReplicatedFallbackWarning``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -32,8 +32,9 @@ from .trisolve import backward, forward
 
 
 def is_split(x: ShardArray, rows: str, cols: str) -> bool:
-    """Whether a matrix dim of ``x`` is split over devices (and the mesh holds data)."""
-    return x.mesh.backend.has_data and x.mesh.axes_size((*x.spec.of(rows), *x.spec.of(cols))) > 1
+    """Whether a matrix dim of ``x`` is laid out over mesh axes (and the mesh holds data): the 2-D path then
+    keeps that layout (on axes of size 1 it moves no bytes)."""
+    return bool(x.mesh.backend.has_data and (x.spec.of(rows) or x.spec.of(cols)))
 
 
 def _batch_layout(x: ShardArray, rows: str, cols: str) -> dict[str, tuple[str, ...]]:

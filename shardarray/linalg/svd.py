@@ -123,7 +123,8 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
 
     Collectives: TSQR's R only (**one allgather** of ``n x n`` R factors over
     the row axes, an alltoall first if the columns are split); no Q is formed.
-    Wide matrices use ``x^H``.
+    Wide matrices use ``x^H``. Differentiable (real): ``Ā = U diag(ḡ) V^T``
+    (one ``svd`` in the VJP).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -33,8 +33,8 @@ from ..errors import ArgumentError, DimensionError
 from ..layout import block_bounds, group_chunk
 from ..ops.common import map_blocks, map_blocks_multi, mesh_order, new_array
 from ..ops.relayout import relayout
-from ._parts import qr_part, traced, untraced
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims
+from ._parts import qr_part, traced, untraced
 
 
 class QRResult(NamedTuple):
@@ -200,7 +200,8 @@ def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | Non
     (``m < n``): column-split, an allgather of the leading ``m x m`` block, and
     ``R = Q^H A`` per column block. ``mode="complete"`` with ``m > n``:
     replicated fallback (``ReplicatedFallbackWarning``). R's diagonal is real
-    and non-negative.
+    and non-negative. Differentiable (real, ``mode="reduced"``, ``m >= n``;
+    other cases raise ``ArgumentError`` under a gradient).
 
     Args:
         x: float or complex array.

@@ -20,9 +20,9 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
-from ..mesh import AxesSpec
 from ..matmul import select
 from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
+from ..mesh import AxesSpec
 from . import plans
 from .common import check_rules, common_mesh, union_dims
 from .relayout import relayout

@@ -26,15 +26,14 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ..backend import cuda_kernels
 from ..backend.meta import MetaArray
 from ..dtypes import check_domain, is_bfloat16, is_complex, promote
 from ..errors import DTypeError
 from ..layout import Layout
-from . import plans
+from . import fused, plans
 from .common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
 from .relayout import to_axes
-from ..backend import cuda_kernels
-from . import fused
 
 Scalar = (numbers.Number, np.generic)
 
@@ -70,8 +69,8 @@ def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardAr
 class _Plan:
     """What ``apply`` works out for one operand signature (see ``plans``): everything but the per-shard work."""
 
-    __slots__ = ("mesh", "xp", "slots", "moves", "template", "scalars", "direct", "bf16", "classes", "used",
-                 "layout", "pending")
+    __slots__ = ("bf16", "classes", "direct", "layout", "mesh", "moves", "pending", "scalars", "slots", "template",
+                 "used", "xp")
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():

@@ -44,7 +44,7 @@ _ENABLED: ContextVar[bool] = ContextVar("shardarray_plans_enabled", default=True
 class PlanCache:
     """A bounded dict of plans (cleared when it reaches ``maxsize`` entries), with hit/miss counts."""
 
-    __slots__ = ("name", "maxsize", "_plans", "hits", "misses")
+    __slots__ = ("_plans", "hits", "maxsize", "misses", "name")
 
     def __init__(self, name: str, maxsize: int = 1024) -> None:
         self.name = name
@@ -151,4 +151,4 @@ def map_classes(
     return out
 
 
-__all__ = ["PlanCache", "clear_plans", "plan_stats", "disabled", "context_key", "array_key", "map_classes"]
+__all__ = ["PlanCache", "array_key", "clear_plans", "context_key", "disabled", "map_classes", "plan_stats"]

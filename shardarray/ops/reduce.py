@@ -82,7 +82,7 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
 class _SumPlan:
     """What ``sum`` works out for one signature: axis indices, accumulation dtype, result layout and pending axes."""
 
-    __slots__ = ("index", "acc", "used", "classes", "layout", "pending", "mesh")
+    __slots__ = ("acc", "classes", "index", "layout", "mesh", "pending", "used")
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():
