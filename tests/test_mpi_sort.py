@@ -5,27 +5,13 @@ Runs only inside a 4-process MPI job: ``mpiexec -n 4 python -m pytest -q tests/t
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+from spmd import SHAPES, both, close, needs_four
 
 import shardarray as sa
 
-WORLD = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
-pytestmark = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4")
-
-SHAPES = [{"row": 2, "col": 2}, {"x": 4}]
-
-
-def both(shape, fn):
-    return fn(sa.Mesh(shape, comm="emulated")), fn(sa.Mesh(shape, comm="mpi"))
-
-
-def close(a, b):
-    assert len(a) == len(b)
-    for u, v in zip(a, b):
-        np.testing.assert_array_equal(np.asarray(v), np.asarray(u))
+pytestmark = needs_four
 
 
 def _data(n, seed):
