@@ -11,7 +11,6 @@ save needs no memory beyond the arrays themselves. The files are read with the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import zlib
@@ -54,97 +53,20 @@ def _bytes(a: np.ndarray) -> memoryview:
     return memoryview(a.reshape(-1).view(np.uint8))
 
 
-GRID = 256  # a gridsum chunk is GRID x GRID little-endian uint64 words (512 KiB: stays in cache while hashed)
-GRID_BYTES = GRID * GRID * 8
-ALGORITHMS = ("gridsum", "crc32")  # what checksums a manifest may name (per block: "<algorithm>:<hex>")
+def checksum(a: np.ndarray, start: int = 0) -> str:
+    """``"crc32:<hex>"`` of the block's C-order bytes (continuing from ``start``, a previous crc value).
 
-
-class GridSum:
-    """The ``gridsum`` checksum: wrapping 64-bit row and column sums of 512 KiB grids, hashed.
-
-    The bytes are cut into chunks of 256 x 256 little-endian uint64 words
-    (the last one zero-padded); for each chunk the 256 row sums and 256
-    column sums (mod 2**64, NumPy's vectorised adds, ~10 GB/s per core,
-    4x CRC-32) go into a BLAKE2b stream (1.6% of the bytes), which ends
-    with the total length. Any change confined to at most 3 words of a
-    chunk (any corrupted byte, bit flip or swapped pair of words) changes a
-    row or column sum and so the digest, deterministically; a truncation
-    changes the length; other accidents (torn pages, misplaced chunks) pass
-    with probability about 2**-64. Like CRC-32, it is no defence against
-    deliberate tampering.
-
-    ``update`` takes the bytes in pieces of any size, in order.
+    CRC-32 detects truncation, bit flips and torn writes (accidents), at
+    about 2 GB/s per core; it is not a defence against deliberate tampering.
     """
-
-    name = "gridsum"
-
-    def __init__(self) -> None:
-        self._hash = hashlib.blake2b(digest_size=8)
-        self._pending = np.zeros(GRID_BYTES, np.uint8)  # a partial chunk carried between updates
-        self._fill = 0
-        self._total = 0
-
-    def _chunk(self, words: np.ndarray) -> None:
-        grid = words.reshape(GRID, GRID)
-        self._hash.update(grid.sum(axis=0, dtype=np.uint64))
-        self._hash.update(grid.sum(axis=1, dtype=np.uint64))
-
-    def update(self, data: memoryview | np.ndarray) -> None:
-        buf = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1).view(np.uint8)
-        self._total += len(buf)
-        if self._fill:
-            take = min(len(buf), GRID_BYTES - self._fill)
-            self._pending[self._fill:self._fill + take] = buf[:take]
-            self._fill += take
-            buf = buf[take:]
-            if self._fill < GRID_BYTES:
-                return
-            self._chunk(self._pending.view("<u8"))
-            self._fill = 0
-        whole = len(buf) // GRID_BYTES * GRID_BYTES
-        for lo in range(0, whole, GRID_BYTES):
-            self._chunk(buf[lo:lo + GRID_BYTES].view("<u8"))
-        rest = len(buf) - whole
-        if rest:
-            self._pending[:rest] = buf[whole:]
-            self._fill = rest
-
-    def hexdigest(self) -> str:
-        if self._fill:
-            self._pending[self._fill:] = 0
-            self._chunk(self._pending.view("<u8"))
-            self._fill = 0
-        self._hash.update(self._total.to_bytes(8, "little"))
-        return f"gridsum:{self._hash.hexdigest()}"
+    return f"crc32:{crc32(a, start):08x}"
 
 
-class Crc32:
-    """CRC-32 (zlib), the checksum of format-version-1 checkpoints: ``"crc32:<8 hex>"``."""
-
-    name = "crc32"
-
-    def __init__(self) -> None:
-        self._crc = 0
-
-    def update(self, data: memoryview | np.ndarray) -> None:
-        self._crc = zlib.crc32(data if not isinstance(data, np.ndarray) else _bytes(data), self._crc)
-
-    def hexdigest(self) -> str:
-        return f"crc32:{self._crc:08x}"
-
-
-def hasher(algorithm: str = "gridsum") -> GridSum | Crc32:
-    """A fresh streaming checksum of ``algorithm`` (one of ``ALGORITHMS``)."""
-    return GridSum() if algorithm == "gridsum" else Crc32()
-
-
-def checksum(a: np.ndarray, algorithm: str = "gridsum") -> str:
-    """``"<algorithm>:<hex>"`` of the block's C-order little-endian bytes (see ``GridSum``)."""
-    h = hasher(algorithm)
+def crc32(a: np.ndarray, start: int = 0) -> int:
     buf = _bytes(a)
     for lo in range(0, len(buf), CHUNK):
-        h.update(buf[lo:lo + CHUNK])
-    return h.hexdigest()
+        start = zlib.crc32(buf[lo:lo + CHUNK], start)
+    return start
 
 
 def read_header(path: Path) -> tuple[int, dict[str, Any]]:
