@@ -7,9 +7,17 @@ CuPy shards (``--backend cupy``); PyTorch runs the same model eagerly
 (``nn.functional`` ops, ``scaled_dot_product_attention``, ``torch.optim.Adam``)
 on the CPU or, with ``--backend cupy``, on the GPU. Both start from the same
 weights and the first losses are compared, so the two do the same work.
-Prints a table of times and ratios and writes JSON to benchmarks/results/.
+All implementations are timed interleaved, step by step (A B C A B C ...),
+after 2 warm-up steps each, and the median of ``--repeat`` (≥ 5) steps is
+reported, so a busy machine slows them alike. Threads are pinned equally:
+``--threads N`` (default 1) sets NumPy's BLAS pool (threadpoolctl, and
+``SHARDARRAY_BLAS_THREADS``) and ``torch.set_num_threads`` to N; the JSON
+records ``_env.environment()`` (cores, BLAS pools, load) before and after.
+Prints a table of times and ratios and writes JSON (default under /tmp; a
+committed file in benchmarks/results/ is only overwritten with ``--force``).
 
-    python benchmarks/train_step.py                      # CPU, d_model 256
+    python benchmarks/train_step.py                      # CPU, d_model 256, 1 thread each
+    python benchmarks/train_step.py --json benchmarks/results/train_step-cpu.json --force
     python benchmarks/train_step.py --dtype bfloat16     # bfloat16 compute vs float32, interleaved
     python benchmarks/train_step.py --backend cupy --d-model 1024 --heads 8 --d-kv 128 --d-ff 4096 --seq 512
 """
@@ -21,13 +29,17 @@ import json
 import platform
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import shardarray as sa
 from shardarray.bench.device import device_name
+
+try:  # run as a script (benchmarks/ on sys.path) or as a module
+    from _env import default_output, environment, output_path
+except ImportError:  # pragma: no cover
+    from benchmarks._env import default_output, environment, output_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,82 +53,67 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--repeat", type=int, default=5, help="timed steps (median reported) after 2 warm-up steps")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads for PyTorch (0: PyTorch's default)")
+    p.add_argument("--repeat", type=int, default=5, help="timed steps (median reported, at least 5) after 2 warm-ups")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for NumPy's BLAS and for PyTorch alike")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
                    help="compute dtype of shardarray's model (float32 parameters); other than float32, each mesh "
                         "also runs float32, interleaved step by step, and the table gives the ratio")
-    p.add_argument("--json", default="", help="output file (default benchmarks/results/train_step-<device>.json)")
+    p.add_argument("--json", default="", help="output file (default /tmp/shardarray-bench/train_step-<device>.json)")
+    p.add_argument("--force", action="store_true", help="overwrite a committed file in benchmarks/results/")
+    p.add_argument("--no-torch", action="store_true", help="skip PyTorch (baseline: shardarray on 1 device)")
     return p
 
 
 # ----------------------------------------------------------------------------- shardarray
-def shardarray_step(cfg: sa.nn.TransformerConfig, shape: dict, strategy: str, backend: str, tok: np.ndarray,
-                    tgt: np.ndarray, repeat: int, sync: Any) -> dict:
+class Runner:
+    """One implementation's training step, timed one step at a time (so several interleave)."""
+
+    def __init__(self, impl: str, step: Any, sync: Any, extra: dict | None = None) -> None:
+        self.impl, self.step, self.sync, self.extra = impl, step, sync, extra or {}
+        self.times: list[float] = []
+        self.first_loss: float | None = None
+
+    def run(self, timed: bool) -> None:
+        self.sync()
+        t0 = time.perf_counter()
+        value = self.step()
+        self.sync()
+        if timed:
+            self.times.append(time.perf_counter() - t0)
+        if self.first_loss is None:
+            self.first_loss = value
+
+    def row(self) -> dict:
+        return {"impl": self.impl, **self.extra, "time_s": statistics.median(self.times),
+                "times_s": self.times, "first_loss": self.first_loss}
+
+
+def shardarray_runner(impl: str, cfg: sa.nn.TransformerConfig, shape: dict, strategy: str, backend: str,
+                      tok: np.ndarray, tgt: np.ndarray, sync: Any) -> Runner:
     mesh = sa.Mesh(shape, backend=backend, rules=sa.nn.strategy_rules(strategy, shape))
     params = sa.nn.init_transformer(cfg, mesh, strategy=strategy, seed=0, dtype="float32")
     opt = sa.optim.Adam(lr=1e-4)
-    state = opt.init(params)
+    box = {"params": params, "state": opt.init(params), "comm": 0.0}
     vg = sa.value_and_grad(sa.nn.transformer_loss)
     tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
     targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
-    first_loss = None
-    times = []
-    comm = 0.0
-    for i in range(repeat + 2):
-        sync()
-        t0 = time.perf_counter()
+    runner = Runner(impl, lambda: 0.0, sync, {"mesh": shape})
+
+    def step() -> float:
         with sa.comm_log() as log:
-            loss, grads = vg(params, tokens, targets, cfg)
-            params, state = opt.update(params, grads, state)
+            loss, grads = vg(box["params"], tokens, targets, cfg)
+            box["params"], box["state"] = opt.update(box["params"], grads, box["state"])
             value = float(loss)
-        sync()
-        if i >= 2:
-            times.append(time.perf_counter() - t0)
-        if first_loss is None:
-            first_loss = value
-        comm = log.total("bytes")
-    return {"time_s": statistics.median(times), "first_loss": first_loss, "comm_bytes_per_device": comm}
+        runner.extra["comm_bytes_per_device"] = log.total("bytes")
+        return value
 
-
-def shardarray_pair(cfg: sa.nn.TransformerConfig, dtype: str, shape: dict, strategy: str, backend: str,
-                    tok: np.ndarray, tgt: np.ndarray, repeat: int, sync: Any) -> tuple[dict, dict]:
-    """The step with float32 compute and with ``dtype`` compute, timed alternately (A B A B) for a fair ratio."""
-    import dataclasses
-
-    runs = []
-    for cd in (None, dtype):
-        c = dataclasses.replace(cfg, compute_dtype=cd)
-        mesh = sa.Mesh(shape, backend=backend, rules=sa.nn.strategy_rules(strategy, shape))
-        params = sa.nn.init_transformer(c, mesh, strategy=strategy, seed=0, dtype="float32")
-        opt = sa.optim.Adam(lr=1e-4)
-        runs.append({"cfg": c, "params": params, "opt": opt, "state": opt.init(params),
-                     "tokens": sa.asarray(tok, dims=("batch", "seq"), mesh=mesh),
-                     "targets": sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh),
-                     "times": [], "first_loss": None, "comm": 0.0})
-    vg = sa.value_and_grad(sa.nn.transformer_loss)
-    for i in range(repeat + 2):
-        for r in runs:
-            sync()
-            t0 = time.perf_counter()
-            with sa.comm_log() as log:
-                loss, grads = vg(r["params"], r["tokens"], r["targets"], r["cfg"])
-                r["params"], r["state"] = r["opt"].update(r["params"], grads, r["state"])
-                value = float(loss)
-            sync()
-            if i >= 2:
-                r["times"].append(time.perf_counter() - t0)
-            r["first_loss"] = value if r["first_loss"] is None else r["first_loss"]
-            r["comm"] = log.total("bytes")
-    out = tuple({"time_s": statistics.median(r["times"]), "first_loss": r["first_loss"],
-                 "comm_bytes_per_device": r["comm"]} for r in runs)
-    out[1]["ratio_vs_float32"] = out[1]["time_s"] / out[0]["time_s"]
-    return out
+    runner.step = step
+    return runner
 
 
 # ----------------------------------------------------------------------------- PyTorch
-def torch_step(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], device: str, tok: np.ndarray,
-               tgt: np.ndarray, repeat: int) -> dict:
+def torch_runner(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], device: str, tok: np.ndarray,
+                 tgt: np.ndarray) -> Runner:
     import torch
     import torch.nn.functional as F
 
@@ -145,61 +142,75 @@ def torch_step(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], dev
         logits = x @ p["unembed"]
         return F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
 
-    def sync() -> None:
-        if device == "cuda":
-            torch.cuda.synchronize()
-
-    first_loss = None
-    times = []
-    for i in range(repeat + 2):
-        sync()
-        t0 = time.perf_counter()
+    def step() -> float:
         opt.zero_grad(set_to_none=True)
         loss = loss_fn()
         loss.backward()
         opt.step()
-        value = loss.item()
-        sync()
-        if i >= 2:
-            times.append(time.perf_counter() - t0)
-        if first_loss is None:
-            first_loss = value
-    return {"time_s": statistics.median(times), "first_loss": first_loss, "version": torch.__version__}
+        return loss.item()
+
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    return Runner(f"PyTorch eager ({device})", step, sync, {"torch": torch.__version__})
 
 
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
+    if args.repeat < 5:
+        raise SystemExit(f"--repeat {args.repeat}: the median needs at least 5 timed steps")
+    if args.threads < 1:
+        raise SystemExit(f"--threads {args.threads}: pass a thread count >= 1 (the same for NumPy and PyTorch)")
+    out = output_path(args.json or default_output(
+        f"train_step-{'gpu' if args.backend == 'cupy' else 'cpu'}{'' if args.dtype == 'float32' else '-' + args.dtype}"
+    ), args.force)
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    os.environ["SHARDARRAY_BLAS_THREADS"] = str(args.threads)  # the first mesh keeps this pool size
+    env_before = environment()
     cfg = sa.nn.TransformerConfig(vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv,
                                   d_ff=args.d_ff, n_layers=args.layers, seq_len=args.seq)
     tok, tgt = sa.nn.data.pattern_batch(np.random.default_rng(0), args.batch, cfg.seq_len, cfg.vocab)
-    sync: Any = lambda: None  # noqa: E731
+    sync: Any = lambda: None
     if args.backend == "cupy":
         import cupy
 
         sync = cupy.cuda.Device().synchronize
-    rows: list[dict] = []
-    for label, shape, strategy in (("1 device", {"d": 1}, "replicated"), ("2x2 mesh2d", {"rows": 2, "cols": 2}, "mesh2d")):
-        if args.dtype == "float32":
-            r = shardarray_step(cfg, shape, strategy, args.backend, tok, tgt, args.repeat, sync)
-            rows.append({"impl": f"shardarray {label} ({args.backend})", "mesh": shape, **r})
-            continue
-        r32, r16 = shardarray_pair(cfg, args.dtype, shape, strategy, args.backend, tok, tgt, args.repeat, sync)
-        rows.append({"impl": f"shardarray {label} ({args.backend}) float32", "mesh": shape, **r32})
-        rows.append({"impl": f"shardarray {label} ({args.backend}) {args.dtype}", "mesh": shape, **r16})
-    weights = {k: v.numpy() for k, v in sa.nn.init_transformer(cfg, sa.Mesh({"d": 1}), seed=0).items()}
-    torch_info = None
-    try:
-        import torch
+    import dataclasses
 
-        if args.threads:
+    runners: list[Runner] = []
+    for label, shape, strategy in (("1 device", {"d": 1}, "replicated"), ("2x2 mesh2d", {"rows": 2, "cols": 2}, "mesh2d")):
+        impl = f"shardarray {label} ({args.backend})"
+        if args.dtype == "float32":
+            runners.append(shardarray_runner(impl, cfg, shape, strategy, args.backend, tok, tgt, sync))
+            continue
+        c16 = dataclasses.replace(cfg, compute_dtype=args.dtype)
+        runners.append(shardarray_runner(impl + " float32", cfg, shape, strategy, args.backend, tok, tgt, sync))
+        runners.append(shardarray_runner(f"{impl} {args.dtype}", c16, shape, strategy, args.backend, tok, tgt, sync))
+    torch_info = None
+    if not args.no_torch:
+        try:
+            import torch
+
             torch.set_num_threads(args.threads)
-        device = "cuda" if args.backend == "cupy" else "cpu"
-        r = torch_step(cfg, weights, device, tok, tgt, args.repeat)
-        torch_info = r.pop("version")
-        rows.append({"impl": f"PyTorch eager ({device})", **r})
-    except ImportError:
-        print("PyTorch is not installed (pip install 'shardarray[bench]'): no PyTorch baseline")
+            weights = {k: v.numpy() for k, v in sa.nn.init_transformer(cfg, sa.Mesh({"d": 1}), seed=0).items()}
+            runners.append(torch_runner(cfg, weights, "cuda" if args.backend == "cupy" else "cpu", tok, tgt))
+            torch_info = {"version": torch.__version__, "num_threads": torch.get_num_threads()}
+        except ImportError:
+            print("PyTorch is not installed (pip install 'shardarray[bench]'): no PyTorch baseline")
+    with threadpool_limits(limits=args.threads):  # every pool (NumPy's BLAS, PyTorch's OpenMP) at --threads
+        env_during = environment()
+        for i in range(args.repeat + 2):
+            for r in runners:  # interleaved: A B C A B C ...
+                r.run(timed=i >= 2)
+    env_after = environment()
+    rows = [r.row() for r in runners]
+    for r in rows[:]:
+        r.pop("torch", None)
+    for i in range(1, len(rows)):
+        if args.dtype != "float32" and rows[i]["impl"].endswith(args.dtype):
+            rows[i]["ratio_vs_float32"] = rows[i]["time_s"] / rows[i - 1]["time_s"]
     tokens = args.batch * args.seq
     base = rows[-1]["time_s"] if torch_info else rows[0]["time_s"]
     for r in rows:
@@ -210,18 +221,21 @@ def main(argv: list[str] | None = None) -> dict:
         "device": device_name(args.backend),
         "backend": args.backend,
         "dtype": args.dtype,
-        "config": {**vars(cfg), "batch": args.batch, "params": sa.nn.param_count(cfg)},
+        "threads": args.threads,
+        "interleaved": "step by step (A B C A B C), median of the timed steps after 2 warm-ups each",
+        "config": {**vars(cfg), "batch": args.batch, "params": sa.nn.param_count(cfg), "repeat": args.repeat},
         "baseline": rows[-1]["impl"] if torch_info else rows[0]["impl"],
         "numpy": np.__version__,
         "torch": torch_info,
         "python": platform.python_version(),
+        "environment": {"before": env_before, "during": env_during, "after": env_after},
         "rows": rows,
     }
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"one training step (fwd+bwd+Adam), {sa.nn.param_count(cfg):,} params, "
-                        f"{tokens} tokens, {args.dtype}, on {result['device']}", title_justify="left")
+    table = Table(title=f"one training step (fwd+bwd+Adam), {sa.nn.param_count(cfg):,} params, {tokens} tokens, "
+                        f"{args.dtype}, {args.threads} thread(s) each, on {result['device']}", title_justify="left")
     for col in ("implementation", "time/step", "tokens/s", "× baseline", "first loss", "comm/device"):
         table.add_column(col, justify="left" if col == "implementation" else "right")
     for r in rows:
@@ -230,6 +244,8 @@ def main(argv: list[str] | None = None) -> dict:
                       f"{r['ratio_vs_baseline']:.2f}", f"{r['first_loss']:.5f}",
                       "-" if comm is None else f"{comm / 2**20:.2f} MiB")
     Console(width=120).print(table)
+    print(f"load average before {env_before['loadavg']}, after {env_after['loadavg']} "
+          f"({env_before['cores_available']} cores); times interleaved step by step")
     for r in rows:
         if "ratio_vs_float32" in r:
             print(f"{r['impl']}: {r['ratio_vs_float32']:.2f}x the float32 step time (interleaved A B A B)")
@@ -238,9 +254,6 @@ def main(argv: list[str] | None = None) -> dict:
     same = max(losses) - min(losses) < tol * abs(losses[0])
     print("first losses agree: the same model on the same data" if same else f"first losses DIFFER: {losses}")
     result["same_first_loss"] = same
-    out = Path(args.json or Path(__file__).parent / "results" / f"train_step-{'gpu' if args.backend == 'cupy' else 'cpu'}"
-                                           f"{'' if args.dtype == 'float32' else '-' + args.dtype}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")
     return result

@@ -8,12 +8,12 @@ A checkpoint is a directory::
 
 The manifest::
 
-    {"format": "shardarray-checkpoint", "version": 1,
+    {"format": "shardarray-checkpoint", "version": 2,
      "tree": <JSON tree, see treespec>,
      "arrays": {name: {"dims": [...], "sizes": [...], "dtype": "float32",
                        "mesh": {axis: size}, "layout": {dim: [axes]},
                        "blocks": [{"offset": [...], "shape": [...], "file": "blocks-00000.safetensors",
-                                   "key": "name@offsets", "checksum": "crc32:<hex>"}]}}}
+                                   "key": "name@offsets", "checksum": "gridsum:<hex>"}]}}}
 
 The blocks of an array tile it exactly (each distinct block of the saved
 layout once). A plain safetensors file (``export_safetensors``, or weights
@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
-from .stfile import ST_DTYPES
+from .stfile import ALGORITHMS, ST_DTYPES
 
 FORMAT = "shardarray-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: block checksums "gridsum:<hex>" (see stfile.GridSum); 1: "crc32:<hex>"
+READABLE = (1, 2)  # versions this shardarray loads (a block's checksum names its algorithm)
 MANIFEST = "manifest.json"
 EXPORT_KEY = "shardarray"  # safetensors __metadata__ key of an exported file: {"tree", "dims"} as JSON
 
@@ -58,10 +59,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not a {FORMAT!r} manifest (format "
                               f"{m.get('format') if isinstance(m, dict) else None!r})")
-    if m.get("version") != VERSION:
+    if m.get("version") not in READABLE:
         raise CheckpointError(
             f"checkpoint {path}: format version {m.get('version')!r} is unknown to this shardarray, which reads "
-            f"version {VERSION}; load it with the shardarray version that wrote it (or a newer one)"
+            f"versions {list(READABLE)}; load it with the shardarray version that wrote it (or a newer one)"
         )
     validate(m, path)
     return m
@@ -95,6 +96,12 @@ def validate(m: dict[str, Any], path: Path) -> None:
                 raise bad(f"malformed block {b!r:.120}")
             if any(o + s > n for o, s, n in zip(b["offset"], b["shape"], a["sizes"])):
                 raise bad(f"block at {b['offset']} of shape {b['shape']} lies outside sizes {a['sizes']}")
+            ck = b.get("checksum")
+            if ck is not None and (not isinstance(ck, str) or ck.partition(":")[0] not in ALGORITHMS):
+                raise CheckpointError(
+                    f"checkpoint {path}: array {name!r} in {MANIFEST}: block {b['key']!r} has checksum {ck!r:.60}, "
+                    f"of an algorithm this shardarray does not know (it knows {list(ALGORITHMS)}); load it with the "
+                    f"shardarray version that wrote it (or a newer one)")
             covered += math.prod(b["shape"])
         if covered != math.prod(a["sizes"]):
             raise bad(f"its blocks hold {covered} elements, not the {math.prod(a['sizes'])} of sizes {a['sizes']}")

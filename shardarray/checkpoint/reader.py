@@ -20,7 +20,7 @@ from ..mesh import Mesh
 from .blocks import overlap
 from .procs import procs_of
 from .source import Source, open_source
-from .stfile import CHUNK, checksum, crc32, np_dtype, read_header, read_into
+from .stfile import CHUNK, hasher, np_dtype, read_header, read_into
 from .treespec import Node, build, describe, encode, value_of
 
 
@@ -138,32 +138,41 @@ class _Files:
                     f"{sl.get_dtype()} {sl.get_shape()}, the manifest says {entry['dtype']} {b['shape']}; the "
                     f"file is damaged")
 
-    def read_whole(self, name: str, b: dict[str, Any], dtype: np.dtype) -> np.ndarray:
-        """A whole saved block, read straight from its byte range into a new array (as np.load does)."""
+    def read_whole(self, name: str, b: dict[str, Any], dtype: np.dtype, verify: bool) -> np.ndarray:
+        """A whole saved block, read straight from its byte range into a new array (as np.load does);
+        with ``verify``, each piece is checksummed right after its read and the block compared."""
         self.get(name, b)
         start, header = self.headers[b["file"]]
         out = np.empty(tuple(b["shape"]), dtype)
-        read_into(self.paths[b["file"]], start + header[b["key"]]["data_offsets"][0], out)
+        check = self._hasher(b) if verify else None
+        read_into(self.paths[b["file"]], start + header[b["key"]]["data_offsets"][0], out, check)
+        if check is not None:
+            self._compare(name, b, check.hexdigest())
         return out
 
-    def verify(self, name: str, b: dict[str, Any], whole: np.ndarray | None, dtype: np.dtype) -> None:
-        """Compare a saved block's checksum (once per block); ``whole``: its data if already read."""
+    def _hasher(self, b: dict[str, Any]) -> Any:
         if b.get("checksum") is None or (b["file"], b["key"]) in self.verified:
-            return
-        if whole is not None:
-            got = checksum(whole)
-        else:  # stream the block in slabs of the first dim (bounded memory)
-            sl, crc = self.get(name, b).get_slice(b["key"]), 0
-            row = max(1, int(np.prod(b["shape"][1:])) * dtype.itemsize)
-            step = max(1, CHUNK // row)
-            for lo in range(0, b["shape"][0], step):
-                crc = crc32(np.ascontiguousarray(sl[lo:min(lo + step, b["shape"][0])]), crc)
-            got = f"crc32:{crc:08x}"
+            return None
+        return hasher(b["checksum"].partition(":")[0])
+
+    def _compare(self, name: str, b: dict[str, Any], got: str) -> None:
         if got != b["checksum"]:
             raise CheckpointError(
                 f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} in {b['file']} fails its checksum "
                 f"({got} != {b['checksum']}); the file is corrupted: restore it or use an older checkpoint")
         self.verified.add((b["file"], b["key"]))
+
+    def verify(self, name: str, b: dict[str, Any], dtype: np.dtype) -> None:
+        """Check a block read only in part: stream it whole in slabs of its first dim (once per block)."""
+        check = self._hasher(b)
+        if check is None:
+            return
+        sl = self.get(name, b).get_slice(b["key"])
+        row = max(1, int(np.prod(b["shape"][1:])) * dtype.itemsize)
+        step = max(1, CHUNK // row)
+        for lo in range(0, b["shape"][0], step):
+            check.update(np.ascontiguousarray(sl[lo:min(lo + step, b["shape"][0])]))
+        self._compare(name, b, check.hexdigest())
 
 
 def _read_block(files: _Files, name: str, entry: dict[str, Any], bounds: tuple[tuple[int, int], ...],
@@ -181,14 +190,12 @@ def _read_block(files: _Files, name: str, entry: dict[str, Any], bounds: tuple[t
         f = files.get(name, b)
         whole = all(hi - lo == n for (lo, hi), n in zip(ov, b["shape"]))
         if whole:
-            data = files.read_whole(name, b, dtype)
-            if verify:
-                files.verify(name, b, data, dtype)
+            data = files.read_whole(name, b, dtype, verify)
         else:
             local = tuple(slice(lo - o, hi - o) for (lo, hi), o in zip(ov, b["offset"]))
             data = f.get_slice(b["key"])[local]
             if verify:
-                files.verify(name, b, None, dtype)
+                files.verify(name, b, dtype)
         if ov == bounds:
             return np.asarray(data, dtype=dtype).reshape(shape)
         out[tuple(slice(lo - s, hi - s) for (lo, hi), (s, _) in zip(ov, bounds))] = data
@@ -293,7 +300,8 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
         error = None
         try:  # block reads (file reads and checksums release the GIL) overlap on a few threads
             workers = max(1, min(4, (os.cpu_count() or 1) // procs.size))  # MPI ranks share the node's cores
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            runner = ThreadPoolExecutor(max_workers=workers) if workers > 1 else contextlib.nullcontext(_Serial())
+            with runner as pool:  # one worker: read inline (a thread would only add GIL hand-overs)
                 started = [(name, _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify, pool))
                            for name, msh, lay, dtype in plan]
                 for name, finish in started:
@@ -308,6 +316,23 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
     return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
 
 
+class _Done:
+    """A finished result, as ``Future.result`` gives it."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _Serial:
+    """``submit`` that runs the call at once (the reader's executor when there is one worker per process)."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> _Done:
+        return _Done(fn(*args))
+
+
 class _Probe:
     """A stand-in with a ``mesh`` attribute (``procs_of`` looks only at meshes)."""
 
@@ -316,7 +341,7 @@ class _Probe:
 
 
 def _read_array(files: _Files, name: str, entry: dict[str, Any], mesh: Mesh, lay: Layout, dtype: np.dtype,
-                verify: bool, pool: ThreadPoolExecutor) -> Callable[[], list[Any]]:
+                verify: bool, pool: ThreadPoolExecutor | _Serial) -> Callable[[], list[Any]]:
     """Start reading the distinct blocks of one target array this process holds; returns a function that
     waits for them and gives the shards (each block read once, cast, moved to its device)."""
     bounds = block_bounds(mesh, lay)

@@ -11,10 +11,11 @@ save needs no memory beyond the arrays themselves. The files are read with the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ ST_DTYPES = {
 }
 FROM_ST = {v: k for k, v in ST_DTYPES.items()}
 CHUNK = 64 << 20  # bytes hashed and written per call (bounded temporaries for large blocks)
+PIECE = 2 << 20  # bytes per read or write call; a piece is hashed right after its read (still in cache)
 
 
 def st_dtype(dtype: np.dtype, what: str) -> str:
@@ -53,20 +55,128 @@ def _bytes(a: np.ndarray) -> memoryview:
     return memoryview(a.reshape(-1).view(np.uint8))
 
 
-def checksum(a: np.ndarray, start: int = 0) -> str:
-    """``"crc32:<hex>"`` of the block's C-order bytes (continuing from ``start``, a previous crc value).
+GRID = 256  # a gridsum chunk is GRID x GRID little-endian uint64 words (512 KiB: stays in cache while hashed)
+GRID_BYTES = GRID * GRID * 8
+FLUSH = 16  # chunks whose sums are hashed together (64 KiB of sums)
+ALGORITHMS = ("gridsum", "crc32")  # what checksums a manifest may name (per block: "<algorithm>:<hex>")
 
-    CRC-32 detects truncation, bit flips and torn writes (accidents), at
-    about 2 GB/s per core; it is not a defence against deliberate tampering.
+
+class GridSum:
+    """The ``gridsum`` checksum: wrapping 64-bit row and column sums of 512 KiB grids, hashed.
+
+    The bytes are cut into chunks of 256 x 256 little-endian uint64 words
+    (the last one zero-padded); for each chunk the 256 row sums and 256
+    column sums (mod 2**64, NumPy's vectorised adds on cache-sized chunks:
+    ~10 GB/s per core, 3x zlib's CRC-32, needing nothing beyond NumPy) go into a BLAKE2b stream (1.6% of the bytes), which ends
+    with the total length. Any change confined to at most 3 words of a
+    chunk (any corrupted byte, bit flip or swapped pair of words) changes a
+    row or column sum and so the digest, deterministically; a truncation
+    changes the length; other accidents (torn pages, misplaced chunks) pass
+    with probability about 2**-64. Like CRC-32, it is no defence against
+    deliberate tampering.
+
+    ``update`` takes the bytes in pieces of any size, in order.
     """
-    return f"crc32:{crc32(a, start):08x}"
+
+    name = "gridsum"
+
+    def __init__(self) -> None:
+        self._hash = hashlib.blake2b(digest_size=8)
+        self._sums = np.empty((FLUSH, 2, GRID), np.uint64)  # the sums of the chunks not yet hashed
+        self._done = 0
+        self._tail: list[np.ndarray] = []  # the bytes of a partial chunk (views of the caller's pieces)
+        self._fill = 0
+        self._total = 0
+
+    def _chunk(self, grid: np.ndarray) -> None:
+        np.add.reduce(grid, axis=0, out=self._sums[self._done, 0])
+        np.add.reduce(grid, axis=1, out=self._sums[self._done, 1])
+        self._advance()
+
+    def _advance(self) -> None:
+        self._done += 1
+        if self._done == FLUSH:  # hash the sums of several chunks at once (fewer, larger hash calls)
+            self._hash.update(self._sums)
+            self._done = 0
+
+    def update(self, data: memoryview | np.ndarray) -> None:
+        buf = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1).view(np.uint8)
+        self._total += len(buf)
+        if self._fill:
+            take = min(len(buf), GRID_BYTES - self._fill)
+            self._tail.append(buf[:take])
+            self._fill += take
+            buf = buf[take:]
+            if self._fill < GRID_BYTES:
+                return
+            self._chunk(np.concatenate(self._tail).view("<u8").reshape(GRID, GRID))
+            self._tail, self._fill = [], 0
+        whole = len(buf) // GRID_BYTES * GRID_BYTES
+        for lo in range(0, whole, GRID_BYTES):
+            self._chunk(buf[lo:lo + GRID_BYTES].view("<u8").reshape(GRID, GRID))
+        if whole < len(buf):
+            self._tail, self._fill = [buf[whole:]], len(buf) - whole
+
+    def _last(self) -> None:
+        """The sums of the final partial chunk, as if zero-padded to a whole one (without the padding)."""
+        data = np.concatenate(self._tail) if len(self._tail) > 1 else self._tail[0]
+        if len(data) % 8:
+            data = np.concatenate([data, np.zeros(8 - len(data) % 8, np.uint8)])
+        words = data.view("<u8")
+        full = len(words) // GRID
+        body, rest = words[:full * GRID].reshape(full, GRID), words[full * GRID:]
+        cols, rows = self._sums[self._done]
+        np.add.reduce(body, axis=0, out=cols)
+        cols[:len(rest)] += rest
+        rows[:] = 0
+        np.add.reduce(body, axis=1, out=rows[:full])
+        if len(rest):
+            rows[full] = rest.sum(dtype=np.uint64)
+        self._advance()
+
+    def hexdigest(self) -> str:
+        if self._fill:
+            self._last()
+            self._tail, self._fill = [], 0
+        self._hash.update(self._sums[:self._done])
+        self._done = 0
+        self._hash.update(self._total.to_bytes(8, "little"))
+        return f"gridsum:{self._hash.hexdigest()}"
 
 
-def crc32(a: np.ndarray, start: int = 0) -> int:
+try:  # ISA-L's CRC-32 (optional package ``isal``): the same values as zlib's, ~6x faster
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - depends on the environment
+    _crc32 = zlib.crc32
+
+
+class Crc32:
+    """CRC-32 (zlib's polynomial), the checksum of format-version-1 checkpoints: ``"crc32:<8 hex>"``."""
+
+    name = "crc32"
+
+    def __init__(self) -> None:
+        self._crc = 0
+
+    def update(self, data: memoryview | np.ndarray) -> None:
+        self._crc = _crc32(data if not isinstance(data, np.ndarray) else _bytes(data), self._crc)
+
+    def hexdigest(self) -> str:
+        return f"crc32:{self._crc:08x}"
+
+
+def hasher(algorithm: str = "gridsum") -> GridSum | Crc32:
+    """A fresh streaming checksum of ``algorithm`` (one of ``ALGORITHMS``)."""
+    return GridSum() if algorithm == "gridsum" else Crc32()
+
+
+def checksum(a: np.ndarray, algorithm: str = "gridsum") -> str:
+    """``"<algorithm>:<hex>"`` of the block's C-order little-endian bytes (see ``GridSum``)."""
+    h = hasher(algorithm)
     buf = _bytes(a)
     for lo in range(0, len(buf), CHUNK):
-        start = zlib.crc32(buf[lo:lo + CHUNK], start)
-    return start
+        h.update(buf[lo:lo + CHUNK])
+    return h.hexdigest()
 
 
 def read_header(path: Path) -> tuple[int, dict[str, Any]]:
@@ -76,16 +186,25 @@ def read_header(path: Path) -> tuple[int, dict[str, Any]]:
         return 8 + n, json.loads(f.read(n))
 
 
-def read_into(path: Path, offset: int, out: np.ndarray) -> None:
-    """Fill the C-contiguous ``out`` with the bytes at ``offset`` of ``path`` (one read, no temporary)."""
+def read_into(path: Path, offset: int, out: np.ndarray, check: GridSum | Crc32 | None = None) -> None:
+    """Fill the C-contiguous ``out`` with the bytes at ``offset`` of ``path`` (no temporary).
+
+    The bytes are read in pieces of ``PIECE`` (2 MiB: measured faster under
+    ``mpiexec -n 4`` than one read of a whole 12.5 MiB block, and than 512
+    KiB pieces); with ``check``, each piece goes into the checksum right
+    after its read, while it is still in cache.
+    """
     view = memoryview(out.reshape(-1).view(np.uint8))
     with open(path, "rb", buffering=0) as f:
         f.seek(offset)
         got = 0
         while got < len(view):
-            n = f.readinto(view[got:])
+            end = min(got + PIECE, len(view))
+            n = f.readinto(view[got:end])
             if not n:
                 raise OSError(f"{path} ends {len(view) - got} bytes early (truncated)")
+            if check is not None:
+                check.update(view[got:got + n])
             got += n
 
 
@@ -98,11 +217,12 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_file(path: Path, tensors: Sequence[tuple[str, np.ndarray]], metadata: dict[str, str] | None = None,
-               on_write: Callable[[str, np.ndarray], None] | None = None,
+               checksums: dict[str, str] | None = None,
                source: Iterator[tuple[str, np.ndarray]] | None = None) -> None:
     """Write ``tensors`` (``(key, array)`` pairs) as one safetensors file, fsynced before it returns.
 
-    ``on_write(key, array)`` runs after each tensor's bytes are written (checksums, freeing memory).
+    ``checksums``: a dict that receives ``{key: checksum(array)}`` (``GridSum``),
+    each piece hashed just before it is written, while it is in cache.
     With ``source``, ``tensors`` give only shapes and dtypes (the header) and
     the data comes from ``source``, one array at a time, in the same order.
     """
@@ -122,8 +242,13 @@ def write_file(path: Path, tensors: Sequence[tuple[str, np.ndarray]], metadata: 
         f.write(head)
         for key, a in (source if source is not None else tensors):
             buf = _bytes(a)
-            f.writelines(buf[lo:lo + CHUNK] for lo in range(0, len(buf), CHUNK))
-            if on_write is not None:
-                on_write(key, a)
+            if checksums is None:
+                f.writelines(buf[lo:lo + CHUNK] for lo in range(0, len(buf), CHUNK))
+                continue
+            h = GridSum()
+            for lo in range(0, len(buf), PIECE):
+                h.update(buf[lo:lo + PIECE])
+                f.write(buf[lo:lo + PIECE])
+            checksums[key] = h.hexdigest()
         f.flush()
         os.fsync(f.fileno())

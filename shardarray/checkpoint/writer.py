@@ -17,7 +17,7 @@ from . import commit as _commit
 from .blocks import distinct_blocks, process_of
 from .manifest import FORMAT, MANIFEST, VERSION
 from .procs import procs_of
-from .stfile import checksum, fsync_dir, st_dtype, write_file
+from .stfile import fsync_dir, st_dtype, write_file
 from .treespec import encode
 
 
@@ -122,7 +122,7 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     sums: dict[str, str] = {}
     try:
         if mine or procs.size == 1:
-            write_file(tmp / _file(procs.rank), mine, on_write=lambda k, a: sums.__setitem__(k, checksum(a)))
+            write_file(tmp / _file(procs.rank), mine, checksums=sums)
     except OSError as e:
         error = f"checkpoint {path}: writing {tmp / _file(procs.rank)} failed: {e}"
     del mine

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..mesh import Mesh
-from ..ops import fused
+from ..ops import fused, fused_numpy
+from ..ops import fused_attention as attention_fused
 from ..backend import cuda_kernels
 from ..ops.common import require_ids
 from ..ops.creation import asarray
@@ -82,8 +83,9 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
     _check_layer_norm(x, gain, bias, dim)
     if _fused_layer_norm(x, gain, bias, dim):
         x = x.resolve()
+        k = _row_kernels(x)
         y, mean, rstd = fused.map_rows_multi(
-            x, 3, lambda xp, a, w, b: cuda_kernels.layer_norm_rows(xp, a, w, b, eps), gain.resolve(), bias.resolve()
+            x, 3, lambda xp, a, w, b: k.layer_norm_rows(xp, a, w, b, eps), gain.resolve(), bias.resolve()
         )
         return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd)
     n = x.sizes[dim]
@@ -102,8 +104,9 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     grads: list[Any] = [None] * len(ctx.args)
     if isinstance(ctx.saved[0], str):  # ("fused", mean, rstd)
         _, mean, rstd = ctx.saved
+        k = _row_kernels(x)
         dx, gxh = fused.map_rows_multi(
-            x, 2, lambda xp, a, g, w, m, r: cuda_kernels.layer_norm_rows_grad(xp, g, a, w, m, r),
+            x, 2, lambda xp, a, g, w, m, r: k.layer_norm_rows_grad(xp, g, a, w, m, r),
             fused.like(g, x), gain.resolve(), mean, rstd,
         )
         grads[0] = ShardArray(x.mesh, x.spec, x.dtype, dx) if ctx.needs[0] else None
@@ -132,10 +135,18 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     return grads
 
 
+def _row_kernels(x: ShardArray) -> Any:
+    """The fused row launchers for ``x``'s shards: ``ops.fused_numpy`` on NumPy, ``backend.cuda_kernels`` on CuPy."""
+    return fused_numpy if fused_numpy.is_numpy(x) else cuda_kernels
+
+
 def _fused_layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str) -> bool:
-    """Whether layer norm runs as one kernel: ``dim`` last and unsplit, gain and bias over ``dim`` only."""
+    """Whether layer norm runs fused per block: ``dim`` last and unsplit, gain and bias over ``dim`` only.
+
+    On NumPy float32/float64 shards that is ``ops.fused_numpy`` (one mean/variance pass), on CuPy a kernel.
+    """
     return (
-        fused.rows_ready(x, dim) and fused.kernels_for(x, "layer_norm")
+        fused.rows_ready(x, dim) and (fused_numpy.is_numpy(x) or fused.kernels_for(x, "layer_norm"))
         and all(isinstance(p, ShardArray) and p.dims == (dim,) and not p.spec.of(dim) and p.dtype == x.dtype
                 for p in (gain, bias))
     )
@@ -152,6 +163,10 @@ def _causal(mesh: Mesh, n: int) -> ShardArray:
 def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     """Causal multi-head self-attention; ``x`` is (batch, seq, d_model).
 
+    On NumPy float32/float64 shards with seq and d_kv unsplit, scores, mask,
+    softmax and PV are one op per block with its own VJP
+    (``ops.fused_attention.causal_attention``, no collectives); otherwise:
+
     The masked scores keep the dims (batch, heads, seq, kseq), so their
     softmax over the last dim, kseq, is one fused kernel per block on GPUs.
     Scores narrower than float32 (float16, bfloat16) go through the softmax in
@@ -163,6 +178,9 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     q = einsum("batch seq d_model, d_model heads d_kv -> batch seq heads d_kv", x, wq)
     k = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wk)
     v = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wv)
+    if attention_fused.ready(q, k, v):  # one op per block, with its own VJP (ops/fused_attention.py)
+        o = attention_fused.causal_attention(q, k, v, 1.0 / math.sqrt(wq.sizes["d_kv"]))
+        return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
     q = q * (1.0 / math.sqrt(wq.sizes["d_kv"]))
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)
     scores = where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf)
@@ -204,7 +222,8 @@ def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -
 def _fused_cross_entropy(logits: ShardArray, targets: ShardArray, dim: str) -> bool:
     """One kernel per block: ``dim`` last and unsplit, targets over the other dims, laid out alike."""
     return (
-        isinstance(targets, ShardArray) and fused.rows_ready(logits, dim) and fused.kernels_for(logits, "softmax")
+        isinstance(targets, ShardArray) and fused.rows_ready(logits, dim)
+        and (fused_numpy.is_numpy(logits) or fused.kernels_for(logits, "softmax"))
         and targets.dims == logits.dims[:-1] and targets.spec.axes == logits.spec.axes[:-1]
         and targets.dtype.kind in "iu" and not targets.pending and targets.mesh is logits.mesh
     )
@@ -217,7 +236,7 @@ def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> An
 
     logits = logits.resolve()
     _check_range(targets, logits.sizes[dim], dim)
-    loss, lse = fused.map_rows_multi(logits, 2, cuda_kernels.cross_entropy_rows, targets)
+    loss, lse = fused.map_rows_multi(logits, 2, _row_kernels(logits).cross_entropy_rows, targets)
     return fused.rows_result(logits, loss), lse
 
 
@@ -225,8 +244,9 @@ def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> An
 def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     logits, targets = ctx.args[0], ctx.args[1]
     g = fused.like(g.resolve(), ctx.out)
+    k = _row_kernels(logits)
     dx = fused.map_rows_multi(
-        logits, 1, lambda xp, x, g, t, lse: (cuda_kernels.cross_entropy_rows_grad(xp, g, x, t, lse),),
+        logits, 1, lambda xp, x, g, t, lse: (k.cross_entropy_rows_grad(xp, g, x, t, lse),),
         g, targets, ctx.saved,
     )[0]
     return [ShardArray(logits.mesh, logits.spec, logits.dtype, dx), None, None]

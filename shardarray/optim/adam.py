@@ -9,7 +9,7 @@ from typing import Any
 from ..array import ShardArray
 from ..backend import cuda_kernels
 from ..errors import ArgumentError
-from ..ops import fused
+from ..ops import fused, fused_numpy
 from ..ops.elementwise import apply
 from ..tree import tree_flatten, tree_unflatten
 from .common import (
@@ -96,9 +96,10 @@ class Adam:
         master = check_master_dtype("Adam", self.master_dtype)
         new_p, new_m, new_v = [], [], []
         for x, dx, m, v in zip(working_values(p, paths, state, master, "Adam"), g, m_all, v_all):
-            if _fused(x, m, v):  # one kernel per block (kernels/adam.cu)
+            if _fused(x, m, v):  # one kernel per block (kernels/adam.cu), one NumPy pass (ops/fused_numpy.py)
+                kernels = fused_numpy if fused_numpy.is_numpy(x) else cuda_kernels
                 outs = fused.map_rows_multi(
-                    x.resolve(), 3, lambda xp, a, d, m, v: cuda_kernels.adam(
+                    x.resolve(), 3, lambda xp, a, d, m, v, kernels=kernels: kernels.adam(
                         xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd),
                     fused.like(dx, x), m, v,
                 )
@@ -132,7 +133,8 @@ class Adam:
 
 
 def _fused(x: ShardArray, m: ShardArray, v: ShardArray) -> bool:
-    """Adam's update as one kernel: CuPy shards, moments laid out like the parameter and of its moment dtype."""
-    return fused.kernels_for(x, "adam") and all(
+    """Adam's update fused per block: moments laid out like the parameter and of its moment dtype, and CuPy
+    shards (the kernel) or NumPy float32/float64 shards (``ops.fused_numpy.adam``)."""
+    return (fused_numpy.is_numpy(x) or fused.kernels_for(x, "adam")) and all(
         s.spec == x.spec and s.dtype == moment_dtype(x.dtype) and not s.pending for s in (m, v)
     )
