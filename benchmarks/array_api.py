@@ -19,8 +19,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,24 +28,14 @@ import shardarray as sa
 
 try:  # run as a script (benchmarks/ on sys.path) or imported as benchmarks.array_api
     from _env import default_output, environment, output_path
+    from _timing import interleaved
 except ImportError:  # pragma: no cover
     from benchmarks._env import default_output, environment, output_path
+    from benchmarks._timing import interleaved
 
 MESHES = {"1": {"d": 1}, "2x2": {"row": 2, "col": 2}, "2x2x2": {"row": 2, "col": 2, "dep": 2}}
 
 
-def interleaved(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[float, float]:
-    """Median times of ``a`` and ``b``, run alternately (A B A B ...) after one warm-up each."""
-    a(), b()
-    ta, tb = [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        a()
-        ta.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        b()
-        tb.append(time.perf_counter() - t0)
-    return statistics.median(ta), statistics.median(tb)
 
 
 def cases(x: sa.ShardArray, host: np.ndarray) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:

@@ -16,13 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 
 import shardarray as sa
+
+try:  # run as a script (benchmarks/ on sys.path) or imported as benchmarks.fft
+    from _timing import interleaved
+except ImportError:  # pragma: no cover
+    from benchmarks._timing import interleaved
 
 
 def fft_section(n: int, repeat: int) -> dict:
@@ -31,15 +34,7 @@ def fft_section(n: int, repeat: int) -> dict:
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))).astype(np.complex64)
     x = sa.asarray(a, dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
-    sa.fft.fftn(x), np.fft.fft2(a)  # warm-up
-    ours, ref = [], []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        sa.fft.fftn(x)
-        ours.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        np.fft.fft2(a)
-        ref.append(time.perf_counter() - t)
+    t_ours, t_ref = interleaved(lambda: sa.fft.fftn(x), lambda: np.fft.fft2(a), repeat)
     with sa.comm_log() as log:
         y = sa.fft.fftn(x)
     want = np.fft.fft2(a)
@@ -47,8 +42,8 @@ def fft_section(n: int, repeat: int) -> dict:
     block = ((n + 1) // 2) ** 2 * 8
     sent = sum(r.wire_bytes for r in log.records)
     return {
-        "n": n, "dtype": str(y.dtype), "mesh": "2x2 emulated", "sa_s": statistics.median(ours),
-        "numpy_fft2_s": statistics.median(ref), "ratio": statistics.median(ours) / statistics.median(ref),
+        "n": n, "dtype": str(y.dtype), "mesh": "2x2 emulated", "sa_s": t_ours,
+        "numpy_fft2_s": t_ref, "ratio": t_ours / t_ref,
         "collectives": [r.op for r in log.records], "wire_bytes_per_device": sent,
         "formula_bytes_per_device": 2 * block, "max_rel_error": err,
     }
@@ -64,22 +59,14 @@ def fft1d_section(n: int, repeat: int) -> dict:
     rng = np.random.default_rng(1)
     a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
     x = sa.asarray(a, dims=("t",), mesh=mesh, layout={"t": "all"})
-    sa.fft.fft(x, "t"), np.fft.fft(a)  # warm-up (and the cached index plans)
-    ours, ref = [], []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        sa.fft.fft(x, "t")
-        ours.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        np.fft.fft(a)
-        ref.append(time.perf_counter() - t)
+    t_ours, t_ref = interleaved(lambda: sa.fft.fft(x, "t"), lambda: np.fft.fft(a), repeat)  # warms the index plans
     with sa.comm_log() as log:
         y = sa.fft.fft(x, "t")
     want = np.fft.fft(a)
     err = float(np.max(np.abs(y.numpy() - want)) / np.max(np.abs(want)))
     return {
-        "n": n, "dtype": str(y.dtype), "mesh": "all=4 emulated", "sa_s": statistics.median(ours),
-        "numpy_fft_s": statistics.median(ref), "ratio": statistics.median(ours) / statistics.median(ref),
+        "n": n, "dtype": str(y.dtype), "mesh": "all=4 emulated", "sa_s": t_ours,
+        "numpy_fft_s": t_ref, "ratio": t_ours / t_ref,
         "collectives": [r.op for r in log.records], "bytes_per_device": sum(r.bytes for r in log.records),
         "formula_bytes_per_device": 3 * (3 * (n // 4) // 4) * 8, "max_rel_error": err,
     }

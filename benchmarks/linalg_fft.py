@@ -30,34 +30,22 @@ import itertools
 import json
 import os
 import platform
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 
 import shardarray as sa
 
+try:  # run as a script (benchmarks/ on sys.path) or imported as benchmarks.linalg_fft
+    from _timing import interleaved, world_size
+except ImportError:  # pragma: no cover
+    from benchmarks._timing import interleaved, world_size
+
 EMULATED = {1: {"d": 1}, 4: {"all": 4}}
 
 
-def world_size() -> int:
-    return int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
 
 
-def interleaved(ours, ref, repeat: int, mesh: sa.Mesh) -> tuple[float, float]:
-    """Median seconds of ``ours`` and of ``ref``, run A B A B after one warm-up each (max over processes)."""
-    ours()
-    ref()
-    a, b = [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        ours()
-        a.append(mesh.comm.host_reduce(time.perf_counter() - t0, "max"))
-        t0 = time.perf_counter()
-        ref()
-        b.append(mesh.comm.host_reduce(time.perf_counter() - t0, "max"))
-    return statistics.median(a), statistics.median(b)
 
 
 def conditioned(m: int, n: int, cond: float, seed: int = 0) -> np.ndarray:
