@@ -121,6 +121,18 @@ def promote(*dtypes: Any) -> np.dtype:
         raise
 
 
+def wide_dtype(dtype: Any) -> np.dtype:
+    """The 8-byte dtype that carries every value of the real ``dtype`` exactly: float64 for floats (bfloat16
+    included), uint64 for uint64, int64 for the other integers and bool. Used to pack values with int64
+    indices into one buffer (argmax's pairs, top_k's candidates, sample sort's keys)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return np.dtype(np.float64)
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)
+
+
 def accumulation_dtype(dtype: Any) -> np.dtype | None:
     """The dtype sums of ``dtype`` accumulate in when it is not ``dtype`` itself: float32 for narrow floats.
 

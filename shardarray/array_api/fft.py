@@ -126,19 +126,4 @@ def ifftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> A
     return wrap(_f.ifftshift(x, None if axes is None else axes_dims(x, axes, "fft.ifftshift")))
 
 
-__all__ = [
-    "fft",
-    "fftfreq",
-    "fftn",
-    "fftshift",
-    "hfft",
-    "ifft",
-    "ifftn",
-    "ifftshift",
-    "ihfft",
-    "irfft",
-    "irfftn",
-    "rfft",
-    "rfftfreq",
-    "rfftn",
-]
+__all__ = list(_f.__all__)  # one positional function for each named one

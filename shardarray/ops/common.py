@@ -48,6 +48,30 @@ def union_dims(arrays: Sequence[ShardArray], what: str) -> tuple[tuple[str, ...]
     return tuple(sizes), sizes
 
 
+def one_dim_arg(x: ShardArray, dim: Any, what: str, verb: str | None = None, *, none_on_1d: bool = False) -> str:
+    """Normalize a single-dim argument against ``x``: a dim name or a position (see ``dims_arg``).
+
+    ``None`` and tuples/lists are refused with a ``DimensionError`` naming the
+    array's dims; with ``none_on_1d`` (NumPy's ``axis=None`` on a vector),
+    ``None`` means the only dim of a 1-D array. ``verb`` names what the op does
+    along the dim ("sort", "search", ...) in the messages.
+    """
+    along = f" to {verb} along" if verb else ""
+    if dim is None and none_on_1d:
+        if x.ndim != 1:
+            raise DimensionError(
+                f"{what}: name the dim{along}; the array has dims {x.sizes}. To {verb or 'use'} all elements in "
+                f"order, merge them first: x.merge_dims({x.dims}, 'flat')"
+            )
+        dim = 0
+    if dim is None or isinstance(dim, (tuple, list)):
+        raise DimensionError(
+            f"{what}: name one dim{along} (a name or a position); got {dim!r}. The array's dims are {x.dims} "
+            f"({x.sizes})"
+        )
+    return dims_arg(x, dim, what)[0]
+
+
 def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
     """Normalize a ``dims`` argument against ``x``: None (all), a name, a position, or several of these.
 

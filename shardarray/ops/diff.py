@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError
 from . import elementwise as ew
-from .common import dims_arg, require_array
+from .common import one_dim_arg, require_array
 from .slicing import slice_dim
 
 
@@ -28,9 +28,7 @@ def diff(x: ShardArray, dim: Any, n: int = 1) -> ShardArray:
         (array([3., 5., 7., 9.]), array([2., 2., 2.]))
     """
     x = require_array(x, "diff")
-    if dim is None or isinstance(dim, (tuple, list)):
-        raise DimensionError(f"diff: name one dim; got {dim!r}. The array's dims are {x.dims}")
-    dim = dims_arg(x, dim, "diff")[0]
+    dim = one_dim_arg(x, dim, "diff")
     if isinstance(n, bool) or not hasattr(n, "__index__") or int(n) < 0:
         raise ArgumentError(f"diff: n (the order) must be an integer >= 0; got {n!r}")
     n = int(n)

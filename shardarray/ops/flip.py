@@ -17,15 +17,9 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.tape import Context, differentiable, register_vjp
-from ..errors import ArgumentError, DimensionError
-from .common import dims_arg, require_array
+from ..errors import ArgumentError
+from .common import one_dim_arg, require_array
 from .movement import move
-
-
-def _dim(x: ShardArray, dim: Any, what: str) -> str:
-    if dim is None or isinstance(dim, (tuple, list)):
-        raise DimensionError(f"{what}: name one dim (a name or a position); got {dim!r}. The array's dims are {x.dims}")
-    return dims_arg(x, dim, what)[0]
 
 
 def _int(v: Any, name: str, what: str) -> int:
@@ -56,7 +50,7 @@ def flip(x: ShardArray, dim: Any) -> ShardArray:
         array([4., 3., 2., 1., 0.])
     """
     x = require_array(x, "flip")
-    return _flip(x, _dim(x, dim, "flip"))
+    return _flip(x, one_dim_arg(x, dim, "flip"))
 
 
 @register_vjp("flip")
@@ -90,7 +84,7 @@ def roll(x: ShardArray, dim: Any, shift: int) -> ShardArray:
         array([3., 4., 0., 1., 2.])
     """
     x = require_array(x, "roll")
-    dim = _dim(x, dim, "roll")
+    dim = one_dim_arg(x, dim, "roll")
     return _roll(x, dim, _int(shift, "shift", f"roll along {dim!r}"))
 
 
@@ -126,7 +120,7 @@ def pad(x: ShardArray, dim: Any, before: int = 0, after: int = 0) -> ShardArray:
         array([0., 1., 2., 3., 0., 0.])
     """
     x = require_array(x, "pad")
-    dim = _dim(x, dim, "pad")
+    dim = one_dim_arg(x, dim, "pad")
     what = f"pad along {dim!r}"
     before, after = _int(before, "before", what), _int(after, "after", what)
     if before < 0 or after < 0:

@@ -8,9 +8,9 @@ from typing import Any
 from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
-from ..errors import ArgumentError, DimensionError, LayoutError
+from ..errors import ArgumentError, LayoutError
 from ..layout import Layout
-from .common import dims_arg, map_blocks, require_array
+from .common import dims_arg, map_blocks, one_dim_arg, require_array
 
 
 def _count(value: Any, what: str, dim: str) -> int:
@@ -82,9 +82,7 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
                [3, 3, 4, 4]])
     """
     x = require_array(x, "repeat")
-    if dim is None or isinstance(dim, (tuple, list)):
-        raise DimensionError(f"repeat: name one dim to repeat along; got {dim!r}. The array's dims are {x.dims}")
-    dim = dims_arg(x, dim, "repeat")[0]
+    dim = one_dim_arg(x, dim, "repeat", "repeat")
     n = _count(repeats, "repeat", dim)
     _unsplit(x, dim, "repeat")
     i = x.dims.index(dim)

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import wide_dtype
 from ..layout import group_chunk
 from ..mesh import Mesh
 
@@ -52,24 +53,15 @@ LAST_PEAK: dict[str, float] = {"elements": 0, "block": 0, "ratio": 0.0}
 """The last sample sort's largest bucket (``elements``), the canonical block ``ceil(n/p)`` and their ratio."""
 
 
-def wide(dtype: np.dtype) -> np.dtype:
-    """The 8-byte dtype that carries a value of ``dtype`` exactly (float64, int64 or uint64)."""
-    if dtype.kind == "f" or dtype.name == "bfloat16":
-        return np.dtype(np.float64)
-    if dtype.kind == "u" and dtype.itemsize == 8:
-        return np.dtype(np.uint64)
-    return np.dtype(np.int64)
-
-
 def to_bits(a: np.ndarray) -> np.ndarray:
     """``a`` as int64 words that ``from_bits`` turns back exactly."""
-    w = wide(a.dtype)
+    w = wide_dtype(a.dtype)
     return np.ascontiguousarray(a.astype(w, copy=False)).view(np.int64)
 
 
 def from_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """The values ``to_bits`` packed, in ``dtype``."""
-    return np.ascontiguousarray(bits).view(wide(dtype)).astype(dtype, copy=False)
+    return np.ascontiguousarray(bits).view(wide_dtype(dtype)).astype(dtype, copy=False)
 
 
 def _local(block: np.ndarray, payload: Any, offset: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -215,4 +207,4 @@ def sample_sort(
     return list(mesh.comm.alltoallv(send, axes, 0))
 
 
-__all__ = ["LAST_PEAK", "from_bits", "sample_sort", "to_bits", "wide"]
+__all__ = ["LAST_PEAK", "from_bits", "sample_sort", "to_bits"]

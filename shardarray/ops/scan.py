@@ -20,8 +20,8 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
 from ..dtypes import accumulation_dtype
-from ..errors import DimensionError, DTypeError
-from .common import dims_arg, map_blocks, new_array, require_array
+from ..errors import DTypeError
+from .common import map_blocks, new_array, one_dim_arg, require_array
 from .relayout import resolve
 
 
@@ -35,18 +35,10 @@ def scan_dtype(dtype: np.dtype) -> np.dtype:
 
 def _one_dim(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
     x = require_array(x, f"sa.{what}")
-    if dim is None:
-        if x.ndim != 1:
-            raise DimensionError(
-                f"{what}: name the dim to scan; the array has dims {x.sizes}. To scan all elements in order, merge "
-                f"them first: x.merge_dims({x.dims}, 'flat')"
-            )
-        dim = 0
-    if isinstance(dim, (tuple, list)):
-        raise DimensionError(f"{what}: give one dim (a name or a position); got {dim!r}. The array's dims are {x.dims}")
+    dim = one_dim_arg(x, dim, what, "scan", none_on_1d=True)
     if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
         raise DTypeError(f"{what}: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
-    return x, dims_arg(x, dim, what)[0]
+    return x, dim
 
 
 def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = None) -> ShardArray:

@@ -17,33 +17,16 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.meta import MetaArray
+from ..dtypes import wide_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import dims_arg, map_blocks, mesh_order, new_array, require_array
+from .common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
 from .relayout import resolve
-
-
-def _wide(dtype: np.dtype) -> np.dtype:
-    """The 8-byte dtype whose bits carry a value of ``dtype`` exactly (floats as float64, integers as int64/uint64)."""
-    if dtype.kind == "f" or dtype.name == "bfloat16":
-        return np.dtype(np.float64)
-    if dtype.kind == "u" and dtype.itemsize == 8:
-        return np.dtype(np.uint64)
-    return np.dtype(np.int64)
 
 
 def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     x = require_array(x, f"sa.{op}")
-    if dim is None:
-        if x.ndim != 1:
-            raise DimensionError(
-                f"{op}: name the dim to search; the array has dims {x.sizes}. To search all elements, merge them "
-                f"first: x.merge_dims({x.dims}, 'flat')"
-            )
-        dim = 0
-    if isinstance(dim, (tuple, list)):
-        raise DimensionError(f"{op}: give one dim (a name or a position); got {dim!r}. The array's dims are {x.dims}")
-    dim = dims_arg(x, dim, op)[0]
+    dim = one_dim_arg(x, dim, op, "search", none_on_1d=True)
     if x.dtype.kind == "c":
         raise DTypeError(
             f"{op}: complex values ({x.dtype}, array {x.sizes}) have no order; search sa.real(x) or sa.abs(x)"
@@ -70,7 +53,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         shards = map_blocks(mesh, x.spec.used_axes, local, x.shards)
         return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
 
-    wide, big = _wide(x.dtype), x.sizes[dim]
+    wide, big = wide_dtype(x.dtype), x.sizes[dim]
     if x.dtype.kind == "b":
         worst = 0 if op == "argmax" else 1
     elif wide.kind == "f":

@@ -35,9 +35,9 @@ import numpy as np
 from ..array import ShardArray
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..layout import block_bounds
-from .common import dims_arg, map_blocks, require_array
+from .common import map_blocks, one_dim_arg, require_array
 from .flip import _flip
 from .relayout import resolve, to_axes
 from .samplesort import sample_sort
@@ -47,12 +47,7 @@ from .structure import transpose
 def check_sortable(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
     """``(x, dim name)`` after checking that ``x`` is a real-valued ShardArray and ``dim`` one of its dims."""
     x = require_array(x, what)
-    if dim is None or isinstance(dim, (tuple, list)):
-        raise DimensionError(
-            f"{what}: name one dim to sort along (a name or a position); got {dim!r}. The array's dims are "
-            f"{x.dims} ({x.sizes})"
-        )
-    dim = dims_arg(x, dim, what)[0]
+    dim = one_dim_arg(x, dim, what, "sort")
     if x.dtype.kind == "c":
         raise DTypeError(f"{what}: complex values ({x.dtype}, array {x.sizes}) have no order; sort sa.real(x) or "
                          f"sa.abs(x) instead")

@@ -20,11 +20,11 @@ import numpy as np
 from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
+from ..dtypes import wide_dtype
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import dims_arg, map_blocks, mesh_order, new_array, require_array
+from .common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
 from .relayout import resolve
-from .search import _wide
 
 
 def _key(xp: Any, v: Any) -> Any:
@@ -33,7 +33,7 @@ def _key(xp: Any, v: Any) -> Any:
         return -v.astype(np.float64)
     if v.dtype.kind == "b":
         return ~v
-    return ~v.astype(_wide(v.dtype))
+    return ~v.astype(wide_dtype(v.dtype))
 
 
 def _order(xp: Any, vals: Any, idx: Any, axis: int) -> Any:
@@ -68,13 +68,7 @@ def _local_top(xp: Any, key: Any, m: int, axis: int) -> Any:
 
 def _check(x: Any, k: Any, dim: Any, new_dim: Any) -> tuple[ShardArray, int, str, str]:
     x = require_array(x, "sa.top_k")
-    if dim is None:
-        if x.ndim != 1:
-            raise DimensionError(f"top_k: name the dim to search; the array has dims {x.sizes}")
-        dim = 0
-    if isinstance(dim, (tuple, list)):
-        raise DimensionError(f"top_k: give one dim (a name or a position); got {dim!r}. The array's dims are {x.dims}")
-    dim = dims_arg(x, dim, "top_k")[0]
+    dim = one_dim_arg(x, dim, "top_k", "search", none_on_1d=True)
     if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
         raise DTypeError(f"top_k: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes}); "
                          f"for complex values use sa.abs(x)")
@@ -122,7 +116,7 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
 
     pairs = map_blocks(mesh, x.spec.used_axes, local, list(zip(offsets, x.shards)))
     if axes:
-        wide = _wide(x.dtype)
+        wide = wide_dtype(x.dtype)
 
         def pack(p: Any) -> Any:
             v, ids = p
