@@ -5,20 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..errors import DimensionError
-from ..ops.common import dims_arg, require_array
+from ..ops.common import require_array
 from ..ops.flip import roll
+from .transforms import distinct_dims
 
 
 def _shift(x: Any, dims: Any, sign: int, what: str) -> ShardArray:
     x = require_array(x, what)
-    raw = dims if isinstance(dims, (tuple, list)) else (dims,)
-    if dims is not None and len(set(raw)) != len(raw):
-        raise DimensionError(f"{what}: dims {tuple(raw)} repeat a dim; name each dim once")
-    names = x.dims if dims is None else dims_arg(x, tuple(raw), what)
-    if len(set(names)) != len(names):
-        raise DimensionError(f"{what}: dims {tuple(raw)} name a dim twice ({names}); name each dim once")
-    for d in names:
+    for d in distinct_dims(x, dims, what):
         n = x.sizes[d]
         if n > 1:
             x = roll(x, d, sign * (n // 2))

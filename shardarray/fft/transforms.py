@@ -250,13 +250,19 @@ def ihfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward")
 
 
 # ------------------------------------------------------------------ n-D forms
-def _dims_s(x: ShardArray, dims: Any, s: Any, what: str) -> tuple[tuple[str, ...], list[int | None]]:
+def distinct_dims(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
+    """``dims`` (None: all of ``x``'s; a name, a position or a tuple of them) as distinct dim names."""
     raw = dims if isinstance(dims, (tuple, list)) else (dims,)
     if dims is not None and len(set(raw)) != len(raw):
         raise DimensionError(f"{what}: dims {tuple(raw)} repeat a dim; name each dim once")
     names = x.dims if dims is None else dims_arg(x, tuple(raw), what)
     if len(set(names)) != len(names):
         raise DimensionError(f"{what}: dims {tuple(raw)} name a dim twice ({names}); name each dim once")
+    return names
+
+
+def _dims_s(x: ShardArray, dims: Any, s: Any, what: str) -> tuple[tuple[str, ...], list[int | None]]:
+    names = distinct_dims(x, dims, what)
     if not names:
         raise DimensionError(f"{what}: needs at least one dim to transform; got dims={dims!r} on {x.dims}")
     if s is None:
