@@ -249,6 +249,11 @@ class Profile:
         )
 
 
+def profiling() -> bool:
+    """Whether this thread has an open ``sa.profile()`` (profiles are per thread; ``ACTIVE`` counts all threads')."""
+    return bool(ACTIVE) and bool(_PROFILES.get())
+
+
 def profile(on_update: Callable[[Profile], None] | None = None) -> Profile:
     """Count per-device flops, communication and peak memory of the code in a ``with`` block.
 

@@ -31,11 +31,6 @@ def _acc(dtype: Any) -> Any:
     return np.float64 if np.dtype(dtype) == np.float64 else np.float32
 
 
-def _profiling() -> bool:
-    """Whether this thread has an open ``sa.profile()`` (profiles are per thread)."""
-    return bool(profiler.ACTIVE) and bool(profiler._PROFILES.get())
-
-
 def is_numpy(x: Any) -> bool:
     """Whether ``x``'s shards are NumPy arrays of float32 or float64 (the dtypes these launchers take).
 
@@ -43,7 +38,7 @@ def is_numpy(x: Any) -> bool:
     ``sa.plan`` models on meta shards, so meta and NumPy profiles agree.
     """
     backend = x.mesh.backend
-    return (not _profiling() and backend.has_data and getattr(backend.xp, "__name__", "") == "numpy"
+    return (not profiler.profiling() and backend.has_data and getattr(backend.xp, "__name__", "") == "numpy"
             and np.dtype(x.dtype) in (np.dtype(np.float32), np.dtype(np.float64)))
 
 
