@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 import contextlib
-from collections.abc import Callable
+import functools
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, ContextManager
 
@@ -12,7 +13,6 @@ import numpy as np
 import opt_einsum
 
 from .contract import contract2
-
 
 _NO_SCOPE = contextlib.nullcontext()
 
@@ -86,6 +86,11 @@ class Backend(ABC):
             return contract2(self.xp, equation, *arrays)
         expr = contraction(equation, tuple(tuple(a.shape) for a in arrays))
         return expr(*arrays, backend=self.name)
+
+    def einsum_fn(self, equation: str, dtypes: Sequence[Any]) -> Callable[..., Any]:
+        """The function ``einsum(equation, *arrays)`` amounts to for operands of ``dtypes``, for callers that
+        decide once (a dispatch plan) and call it on every block."""
+        return functools.partial(self.einsum, equation)
 
     def take_rows(self, table: Any, ids: Any) -> Any:
         """``out[s, o, :] = table[s, ids[s, o], :]`` for a (S, V, R) table and (S, O) ids."""

@@ -8,12 +8,15 @@ round differently).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import BFLOAT16, promote
 from .base import Backend
+from .contract import contract2
 
 _F32 = np.dtype(np.float32)
 # float16 too: NumPy's float16 einsum has no BLAS (about 100x slower than float32) and accumulates in float16
@@ -31,6 +34,12 @@ class NumpyBackend(Backend):
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return np.asarray(array)
+
+    def einsum_fn(self, equation: str, dtypes: Sequence[Any]) -> Callable[..., Any]:
+        """Two operands of no narrow dtype: ``contract2`` itself (what ``einsum`` runs for them)."""
+        if len(dtypes) == 2 and not any(np.dtype(d) in _NARROW for d in dtypes):
+            return functools.partial(contract2, np, equation)
+        return super().einsum_fn(equation, dtypes)
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """``Backend.einsum``; bfloat16 and float16 operands are upcast to float32 and the result rounded once."""

@@ -9,7 +9,6 @@ resolved by an allreduce (or a reduce-scatter) when a consumer needs it.
 
 from __future__ import annotations
 
-import functools
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,8 +18,6 @@ import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
-from ..backend.contract import contract2
-from ..backend.numpy_backend import _NARROW, NumpyBackend
 from ..errors import DimensionError
 from ..layout import Layout
 from ..ops.common import map_blocks, merged_axes, mesh_order
@@ -77,10 +74,7 @@ def plan_contract(
     every = frozenset(used.union(pending))
     backend = mesh.backend
     fast = backend.has_data and backend.device_scope is None
-    if type(backend) is NumpyBackend and len(operands) == 2 and not any(op.dtype in _NARROW for op in operands):
-        local: Any = functools.partial(contract2, np, equation)  # what NumpyBackend.einsum runs for these
-    else:
-        local = functools.partial(backend.einsum, equation)
+    local = backend.einsum_fn(equation, [op.dtype for op in operands])
     return ContractPlan(
         mesh=mesh, moves=tuple(moves), equation=equation, used=every,
         classes=mesh.replica_classes(every) if fast else None,
