@@ -28,7 +28,7 @@ from ..autograd.tape import differentiable
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout, block_bounds
 from .common import map_blocks, require_array
-from .movement import move
+from .slice_box import slice_dims
 
 
 def _index(ndim: int, axis: int, item: Any) -> tuple[Any, ...]:
@@ -78,14 +78,7 @@ def slice_dim(x: ShardArray, dim: str, start: int, step: int, count: int) -> Sha
         >>> slice_dim(x, "i", 7, -3, 3).numpy()
         array([7., 4., 1.])
     """
-    axis = x.dims.index(dim)
-    if not x.spec.of(dim):
-        x = x.resolve() if x.pending else x
-        sl = slice(start, None if start + count * step < 0 else start + count * step, step)
-        shards = map_blocks(x.mesh, x.spec.used_axes, lambda b: b[_index(b.ndim, axis, sl)], x.shards)
-        sizes = tuple(count if d == dim else n for d, n in zip(x.dims, x.shape))
-        return ShardArray(x.mesh, Layout(x.dims, sizes, x.spec.axes), x.dtype, shards)
-    return move([x], dim, count, [(start, step, 0, 1, count)])
+    return slice_dims.__wrapped__(x, [(dim, start, step, count)])
 
 
 @differentiable("pick")
@@ -233,11 +226,7 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
             raise DTypeError(f"isel: index {v!r:.60} for dim {d!r} must be an int, a slice or integer ids; "
                              f"got {type(v).__name__}")
     boxes = [(d, *v) for kind, d, v in checked if kind == "slice" and v != (0, 1, x.sizes[d])]
-    if len(boxes) == 1:
-        x = slice_dim(x, *boxes[0])
-    elif boxes:
-        from .slice_box import slice_dims
-
+    if boxes:
         x = slice_dims(x, boxes)
     for kind, d, v in checked:
         if kind == "int":
@@ -303,4 +292,4 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
     return out
 
 
-__all__ = ["isel", "getitem", "parse_key", "slice_dim", "pick", "normalize_int", "normalize_slice"]
+__all__ = ["getitem", "isel", "normalize_int", "normalize_slice", "parse_key", "pick", "slice_dim"]
