@@ -5,24 +5,16 @@ Runs only inside a 4-process MPI job: ``mpiexec -n 4 python -m pytest -q tests/t
 
 from __future__ import annotations
 
-import os
-
 import ml_dtypes
 import numpy as np
 import pytest
+from spmd import RANK, SHAPES, both, needs_four
 
 import shardarray as sa
 
-WORLD = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
-RANK = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-pytestmark = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4")
+pytestmark = needs_four
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-SHAPES = [{"row": 2, "col": 2}, {"x": 4}]
-
-
-def both(shape, fn):
-    return fn(sa.Mesh(shape, comm="emulated")), fn(sa.Mesh(shape, comm="mpi"))
 
 
 def same(a, b):
