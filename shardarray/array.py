@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import profiler
+from .backend.classlist import ClassList
 from .errors import DimensionError, DTypeError, TapeError
 from .layout import Layout, block_slices
 from .mesh import AxesSpec, Mesh
@@ -44,7 +45,7 @@ class ShardArray:
         self.mesh = mesh
         self._layout = layout
         self.dtype = np.dtype(dtype)
-        self.shards = tuple(shards)
+        self.shards = shards if type(shards) is ClassList else tuple(shards)  # meta: per-class
         self.pending: tuple[str, ...] = pending
         self._node: Any = None  # set by the autograd tape while value_and_grad records
         self._resolved: Any = None  # (target axes, resolved array): a pending sum is reduced once
@@ -64,7 +65,7 @@ class ShardArray:
         self.mesh = mesh
         self._layout = layout
         self.dtype = dtype
-        self.shards = tuple(shards)
+        self.shards = shards if type(shards) is ClassList else tuple(shards)  # meta: per-class
         self.pending = pending
         self._node = None
         self._resolved = None

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .errors import DimensionError, LayoutError
 from .mesh import AxesSpec
 
@@ -197,10 +199,8 @@ def block_bounds(mesh: Mesh, layout: Layout) -> tuple[tuple[tuple[int, int], ...
     key = (mesh._key(), layout.sizes, layout.axes)
     out = _BOUNDS.get(key)
     if out is None:
-        out = tuple(
-            tuple(dim_bounds(mesh, n, axes, c) for n, axes in zip(layout.sizes, layout.axes))
-            for c in mesh.device_coords
-        )
+        per_dim = [tuple(zip(lo.tolist(), hi.tolist())) for lo, hi in _bound_arrays(mesh, layout)]
+        out = tuple(zip(*per_dim)) if per_dim else ((),) * mesh.size
         if len(_BOUNDS) > 4096:
             _BOUNDS.clear()
         _BOUNDS[key] = out
@@ -210,3 +210,52 @@ def block_bounds(mesh: Mesh, layout: Layout) -> tuple[tuple[tuple[int, int], ...
 def block_slices(mesh: Mesh, layout: Layout) -> tuple[tuple[slice, ...], ...]:
     """Per device, the slices of the global array that make its block."""
     return tuple(tuple(slice(a, b) for a, b in dev) for dev in block_bounds(mesh, layout))
+
+
+_SHAPE_CLASSES: dict[tuple, tuple] = {}
+
+
+def block_shape_classes(mesh: Mesh, layout: Layout) -> tuple[np.ndarray, list[int]]:
+    """``(index, reps)``: per device the class of its block shape, and each class's first device (cached).
+
+    Computed with NumPy over the device coordinates (the same nested ceil
+    chunks as ``block_bounds``), never a Python loop over devices: the meta
+    backend builds one block per shape class.
+    """
+    key = (mesh._key(), layout.sizes, layout.axes)
+    hit = _SHAPE_CLASSES.get(key)
+    if hit is not None:
+        return hit
+    from .backend.classlist import intern_index
+
+    if not layout.sizes:
+        hit = (intern_index(np.zeros(mesh.size, dtype=np.intp)), [0])
+        _SHAPE_CLASSES[key] = hit
+        return hit
+    shapes = [hi - lo for lo, hi in _bound_arrays(mesh, layout)]
+    _, first, inverse = np.unique(np.stack(shapes, axis=1), axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    index = intern_index(rank[inverse.reshape(-1)])
+    hit = (index, first[order].tolist())
+    if len(_SHAPE_CLASSES) > 4096:
+        _SHAPE_CLASSES.clear()
+    _SHAPE_CLASSES[key] = hit
+    return hit
+
+
+def _bound_arrays(mesh: Mesh, layout: Layout) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per dim, every device's ``(start, stop)`` as two int arrays: ``dim_bounds`` vectorised over devices."""
+    coords = np.indices(tuple(mesh.axis_size(a) for a in mesh.axis_names)).reshape(mesh.ndim, -1)
+    names = mesh.axis_names
+    out = []
+    for n, axes in zip(layout.sizes, layout.axes):
+        lo = np.zeros(mesh.size, dtype=np.int64)
+        hi = np.full(mesh.size, n, dtype=np.int64)
+        for a in axes:
+            c = -(-(hi - lo) // mesh.axis_size(a))
+            lo = np.minimum(hi, lo + coords[names.index(a)] * c)
+            hi = np.minimum(hi, lo + c)
+        out.append((lo, hi))
+    return out

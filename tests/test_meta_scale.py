@@ -21,6 +21,9 @@ SMALL = dict(vocab=1000, d_model=96, heads=6, d_kv=16, d_ff=300, n_layers=1, seq
 RECORDED = [
     (BIG, {"rows": 16, "cols": 32}, 256, (3891240370176.0, 1050001412.0, 1996018695.5, 7881392136, 107, "d26f48047ae4bc5d")),
     (BIG, {"rows": 8, "cols": 8}, 256, (31129922961408.0, 3323953156.0, 5816918023.0, 48526262280, 107, "5a7f2d9585d18fc8")),
+    # recorded before the per-class rewrite (per-device loops), issue 18 item 4
+    (BIG, {"rows": 64, "cols": 64}, 256, (486405046272.0, 416526340.0, 820036231.875, 1826398216, 107, "2595cd740f721598")),
+    (BIG, {"rows": 128, "cols": 128}, 256, (121601261568.0, 208852996.0, 414442663.9375, 763482120, 107, "2b2a324bc94c065c")),
     (SMALL, {"rows": 3, "cols": 5}, 14, (26572800.0, 491044.0, 716485.3333333334, 1684328, 27, "d28a8894b488a57a")),
     (SMALL, {"rows": 2, "cols": 2}, 6, (34974720.0, 722860.0, 722860.0, 2487456, 27, "6aff9503b05dcdf1")),
     (SMALL, {"rows": 7, "cols": 4}, 9, (12472320.0, 402064.0, 669401.142857143, 1308508, 27, "0a4b1662139be4dc")),
@@ -59,3 +62,19 @@ def test_uneven_blocks_keep_their_own_shapes():
     # blocks of one class share one result; different classes do not
     assert y.shards[0] is y.shards[2] or y.shards[0].shape != y.shards[2].shape
     assert y.shards[0].shape != y.shards[-1].shape
+
+
+@pytest.mark.parametrize("shape", [{"p": 3, "q": 2}, {"a": 7, "b": 4}, {"x": 2, "y": 2, "z": 2}])
+def test_class_lists_match_the_numpy_backend_per_device(shape):
+    from shardarray.backend.classlist import ClassList
+
+    names = list(shape)
+    lay = {"i": names[0], "j": names[1]}
+    meta, ref = sa.Mesh(shape, backend="meta"), sa.Mesh(shape)
+    x = sa.ones(meta, {"i": 9, "j": 5}, layout=lay)
+    xr = sa.ones(ref, {"i": 9, "j": 5}, layout=lay)
+    assert isinstance(x.shards, ClassList) and len(x.shards.values) < meta.size
+    y, yr = (sa.exp(x) * 2.0).sum("j"), (sa.exp(xr) * 2.0).sum("j")
+    assert [b.shape for b in y.shards] == [np.shape(b) for b in yr.shards]
+    z, zr = y.relayout({"i": None}), yr.relayout({"i": None})
+    assert [b.shape for b in z.shards] == [np.shape(b) for b in zr.shards]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..backend.classlist import ClassList
 from ..errors import MeshError
 from .log import record
 
@@ -33,8 +34,14 @@ class Communicator(ABC):
         """Record one collective; returns the group size (1 means nothing to do)."""
         n = self.mesh.axes_size(axes)
         if n > 1:
-            ids = range(len(shards)) if devices is None else devices
-            biggest = max((shards[d] for d in ids), key=lambda s: s.size)
+            if isinstance(shards, ClassList):  # meta: one candidate per class, in order of its first device
+                index = shards.index if devices is None else shards.index[np.asarray(devices, dtype=np.intp)]
+                u, first = np.unique(index, return_index=True)
+                candidates = (shards.values[c] for c in u[np.argsort(first, kind="stable")].tolist())
+            else:
+                ids = range(len(shards)) if devices is None else devices
+                candidates = (shards[d] for d in ids)
+            biggest = max(candidates, key=lambda s: s.size)
             record(op, axes, n, int(biggest.size), biggest.dtype.itemsize, str(biggest.dtype))
         return n
 
@@ -118,18 +125,113 @@ class Communicator(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no alltoallv")
 
-    def _log_alltoallv(self, send: Sequence[Any], axes: tuple[str, ...]) -> int:
-        """Record an alltoallv: elements = the most any device sends to other members."""
+    def alltoallv_boxes(
+        self, send: Sequence[Any], axes: tuple[str, ...], boxes: Sequence[Any], shapes: Sequence[Any], dtype: Any,
+    ) -> list[Any]:
+        """Personalized exchange of N-D pieces that land directly in boxes of the receivers' new blocks.
+
+        ``send[d]`` is, for device ``d``, one list per member ``i`` of its
+        group along ``axes`` (member order) of the arrays ``d`` sends ``i``
+        (``None`` for a device this process does not hold); ``boxes[d]`` is,
+        for ``d`` as receiver, one list per member ``j`` of the index tuples
+        (of slices) where ``j``'s arrays go in ``d``'s new block, in the order
+        ``j`` sends them, each of its array's shape; ``shapes[d]`` is that
+        block's shape. Entries no box covers are zero. Every process computes
+        the same plan, so only the arrays' bytes travel. Logged as one
+        ``"alltoall"`` record, ``elements`` the most any device sends to the
+        *other* members. Devices whose ``send`` lists are the same object
+        (replicas along other mesh axes) may share one result.
+
+        This generic form packs each member's arrays into one flat buffer,
+        runs ``alltoallv`` on the flat buffers (MPI, NCCL) and unpacks them
+        into the boxes; the emulated communicator writes every array straight
+        into its box (one copy per entry).
+
+        Example:
+            >>> mesh = sa.Mesh({"row": 2, "col": 2})
+            >>> send = [[[np.full((1, 2), d + 1.0)], [np.full((1, 2), -d - 1.0)]] for d in range(4)]
+            >>> boxes = [[[(slice(0, 1), slice(0, 2))], [(slice(1, 2), slice(1, 3))]] for _ in range(4)]
+            >>> mesh.comm.alltoallv_boxes(send, ("row",), boxes, [(2, 3)] * 4, "float64")[0]   # from devices 0, 2
+            array([[1., 1., 0.],
+                   [0., 3., 3.]])
+        """
+        xp = self.mesh.backend.xp
+        dtype = np.dtype(dtype)
+
+        def flat(parts: Sequence[Any]) -> Any:
+            if not parts:
+                return xp.zeros((0,), dtype=dtype)
+            return xp.concatenate([p.reshape(-1) for p in parts]) if len(parts) > 1 else parts[0].reshape(-1)
+
+        scope = self.mesh.backend.scope
+        packed: list[Any] = [None] * len(send)
+        for d, s in enumerate(send):
+            if s is not None:
+                with scope(d):  # each device's buffers on its own GPU
+                    packed[d] = [flat(parts) for parts in s]
+        recv = self.alltoallv(packed, axes, 0)
+        out: list[Any] = [None] * len(send)
+        for d, buf in enumerate(recv):
+            if buf is None:
+                continue
+            with scope(d):
+                block = xp.zeros(tuple(shapes[d]), dtype=dtype)
+                if hasattr(block, "__setitem__"):  # meta shapes: nothing to write
+                    pos = 0
+                    for member in boxes[d]:
+                        for box in member:
+                            shape = box_shape(box, block.shape)
+                            count = int(np.prod(shape))
+                            block[box] = buf[pos:pos + count].reshape(shape)
+                            pos += count
+            out[d] = block
+        return out
+
+    def _log_alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dtype: Any = None) -> int:
+        """Record an alltoallv: elements = the most any device sends to other members.
+
+        A piece is an array, or a list of arrays (``alltoallv_boxes``).
+        """
         n = self.mesh.axes_size(axes)
         if n > 1:
-            most, dtype = 0, None
+            most = 0
             for group in self.mesh.groups(axes):
                 for pos, d in enumerate(group):
                     pieces = send[d]
                     if pieces is None:
                         continue
-                    dtype = pieces[0].dtype if dtype is None else dtype
-                    most = max(most, sum(int(p.size) for j, p in enumerate(pieces) if j != pos))
+                    if dtype is None:
+                        dtype = pieces[0].dtype
+                    most = max(most, sum(_size(p) for j, p in enumerate(pieces) if j != pos))
             if dtype is not None:
                 record("alltoall", axes, n, most, np.dtype(dtype).itemsize, str(np.dtype(dtype)))
         return n
+
+
+def _size(piece: Any) -> int:
+    """Elements of an array, or of a list of arrays."""
+    return sum(int(p.size) for p in piece) if isinstance(piece, (list, tuple)) else int(piece.size)
+
+
+def fill_block(xp: Any, parts: Sequence[tuple[Any, Any]], shape: Sequence[int], dtype: Any) -> Any:
+    """A new block of ``shape`` with each ``(box, piece)`` of ``parts`` written at its box, zeros elsewhere.
+
+    A block that is exactly one piece at its origin is that piece (no copy;
+    a view when the piece is one). Boxes must not overlap.
+    """
+    shape = tuple(shape)
+    if len(parts) == 1:
+        box, piece = parts[0]
+        if tuple(piece.shape) == shape and all(s.start in (0, None) and s.step in (1, None) for s in box):
+            return piece if piece.dtype == dtype else piece.astype(dtype)
+    covered = sum(int(piece.size) for _, piece in parts)
+    block = (xp.empty if covered == int(np.prod(shape)) else xp.zeros)(shape, dtype=dtype)
+    if hasattr(block, "__setitem__"):  # meta shapes: nothing to write
+        for box, piece in parts:
+            block[box] = piece
+    return block
+
+
+def box_shape(box: Sequence[slice], shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape ``array[box]`` has for an array of ``shape`` (``box``: one slice per axis, possibly fewer)."""
+    return tuple(len(range(*s.indices(n))) for s, n in zip(box, shape)) + tuple(shape[len(box):])

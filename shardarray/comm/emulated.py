@@ -16,8 +16,11 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..backend.classlist import ClassList, compact, is_interned
 from ..layout import group_chunk
-from .base import REDUCE_OPS, Communicator
+from .base import REDUCE_OPS, Communicator, fill_block
 
 
 def _take(array: Any, dim: int, lo: int, hi: int) -> Any:
@@ -42,6 +45,9 @@ class EmulatedCommunicator(Communicator):
     def _total(self, members: list[Any], reducer: Callable[[Any, Any], Any]) -> Any:
         """``reducer`` folded over the group's buffers; bfloat16 ones in float32, rounded once."""
         first = members[0]
+        if not self.mesh.backend.has_data:  # meta: the distinct buffers give the same shape and dtype
+            distinct = list({id(m): m for m in members}.values())
+            members = distinct if len(distinct) > 1 or len(members) == 1 else distinct * 2  # a new buffer
         if self.mesh.backend.has_data and getattr(first.dtype, "name", "") == "bfloat16":
             total = functools.reduce(reducer, [b.astype("float32") for b in members])
             return total.astype(first.dtype)
@@ -50,9 +56,11 @@ class EmulatedCommunicator(Communicator):
     def _per_group(
         self, shards: Sequence[Any], axes: tuple[str, ...], fn: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
+        scope = self.mesh.backend.device_scope
+        if isinstance(shards, ClassList) and scope is None and not self.mesh.backend.has_data:
+            return self._per_group_class(shards, axes, fn)
         out: list[Any] = list(shards)
         done: dict[tuple[int, ...], list[Any]] = {}
-        scope = self.mesh.backend.device_scope
         for group in self.mesh.groups(axes):
             members = [shards[d] for d in group]
             key = tuple(id(m) for m in members)
@@ -66,6 +74,37 @@ class EmulatedCommunicator(Communicator):
             for d, r in zip(group, result):
                 out[d] = r
         return out
+
+    def _per_group_class(
+        self, shards: ClassList, axes: tuple[str, ...], fn: Callable[[list[Any]], list[Any]]
+    ) -> ClassList:
+        """``_per_group`` on a meta ``ClassList``: ``fn`` once per distinct row of member classes."""
+        groups = self.mesh.group_array(axes)
+        memo = self.mesh.__dict__.setdefault("_meta_group_rows", {})
+        key = (tuple(axes), id(shards.index))
+        hit = memo.get(key) if is_interned(shards.index) else None  # interned arrays stay alive: ids are theirs
+        if hit is None:
+            rows = shards.index[groups]  # (n_groups, n): each member's class
+            _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+            hit = (rows, first, inverse.reshape(-1))
+            if is_interned(shards.index):
+                if len(memo) > 1024:
+                    memo.clear()
+                memo[key] = hit
+        rows, first, inverse = hit
+        n = groups.shape[1]
+        values: list[Any] = [None] * (len(first) * n)
+        by_shapes: dict[tuple, list[Any]] = {}  # meta results depend on the members' shapes and dtypes only
+        for u in np.argsort(first, kind="stable").tolist():  # in order of the groups' first devices
+            members = [shards.values[c] for c in rows[first[u]].tolist()]
+            key = tuple((m.shape, m.dtype) for m in members)
+            result = by_shapes.get(key)
+            if result is None:
+                result = by_shapes[key] = fn(members)
+            values[u * n:(u + 1) * n] = result
+        index = np.empty(self.mesh.size, dtype=np.intp)
+        index[groups] = inverse[:, None] * n + np.arange(n)
+        return compact(values, index)
 
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
         reducer = self._reducer(op)
@@ -148,3 +187,36 @@ class EmulatedCommunicator(Communicator):
                 pieces = [send[j][i] for j in group]
                 out[d] = pieces[0] if len(pieces) == 1 else xp.concatenate(pieces, axis=dim)
         return out
+
+    def alltoallv_boxes(
+        self, send: Sequence[Any], axes: tuple[str, ...], boxes: Sequence[Any], shapes: Sequence[Any], dtype: Any,
+    ) -> list[Any]:
+        """Every piece written straight into its box of the receiver's new block (see
+        ``Communicator.alltoallv_boxes``): one copy per entry, none for a block that is exactly one piece.
+        Groups whose devices share their ``send`` lists (replicas) are computed once."""
+        self._log_alltoallv(send, axes, dtype)
+        xp = self.mesh.backend.xp
+        scope = self.mesh.backend.device_scope
+        out: list[Any] = [None] * len(send)
+        done: dict[tuple[int, ...], list[Any]] = {}
+        for group in self.mesh.groups(axes):
+            if any(send[d] is None for d in group):
+                continue
+            key = tuple(id(send[d]) for d in group)
+            if key not in done:
+                if scope is None:
+                    done[key] = self._place(xp, [send[d] for d in group], [boxes[d] for d in group],
+                                            [shapes[d] for d in group], dtype)
+                else:
+                    with scope(group[0]):
+                        done[key] = self._place(xp, [send[d] for d in group], [boxes[d] for d in group],
+                                                [shapes[d] for d in group], dtype)
+            for d, block in zip(group, done[key]):
+                out[d] = block
+        return out
+
+    @staticmethod
+    def _place(xp: Any, send: list[Any], boxes: list[Any], shapes: list[Any], dtype: Any) -> list[Any]:
+        """The group's new blocks: member i's block gets ``send[j][i][k]`` at ``boxes[i][j][k]``."""
+        return [fill_block(xp, [(box, piece) for j in range(len(send)) for box, piece in zip(boxes[i][j], send[j][i])],
+                           shape, dtype) for i, shape in enumerate(shapes)]

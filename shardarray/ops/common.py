@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
+from ..backend.classlist import ClassList, class_ids, intern_index, is_interned
 from ..backend.meta import MetaArray
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
@@ -196,6 +196,8 @@ def map_blocks_multi(
 ) -> list[list[Any]]:
     """``map_blocks`` for a ``fn`` that returns ``n_out`` blocks: one shard list per output."""
     both = map_blocks(mesh, axes, fn, *shard_lists)
+    if isinstance(both, ClassList):  # meta: per class
+        return [ClassList([r[i] for r in both.values], both.index) for i in range(n_out)]
     return [[None if r is None else r[i] for r in both] for i in range(n_out)]
 
 
@@ -225,28 +227,28 @@ def _meta_classes(mesh: Mesh, axes: Iterable[str]) -> tuple[np.ndarray, np.ndarr
     return hit
 
 
-def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]) -> list[Any]:
-    """``map_blocks`` on shapes: blocks with the same operands (by identity, else by signature) are computed once.
+def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]) -> Sequence[Any]:
+    """``map_blocks`` on shapes: ``fn`` runs once per distinct operand class, the result is a ``ClassList``.
 
-    The per-device work is vectorised: the representatives' operands are
-    grouped by identity with one ``np.unique``, ``fn`` runs once per distinct
-    signature, and the results are spread to the devices by one fancy index.
+    Each device's operands are those of its replica class's representative
+    (as the per-device loop had them); devices whose operands are the same
+    objects share one result, and results are further shared between classes
+    whose operands have the same signature (shapes, dtypes, other values).
+    The cost is per class: operands that are ``ClassList`` s are combined by
+    their class indices (one NumPy pass, memoised per tuple of index arrays),
+    never by a Python loop over devices.
     """
     reps, rep_of = _meta_classes(mesh, axes)
+    if rep_of.min() < 0:  # SPMD (one local device): the per-device path
+        return _map_meta_devices(mesh, reps, rep_of, fn, shard_lists)
     if len(reps) == 1 or not shard_lists:
-        args = [s[int(reps[0])] for s in shard_lists]
-        r = fn(*args)
-        out = [None] * mesh.size
-        for d in np.flatnonzero(rep_of >= 0).tolist():
-            out[d] = r
-        return out
-    ids = np.array([list(map(id, s)) for s in shard_lists], dtype=np.uintp)[:, reps].T  # (classes, operands)
-    _, first, inverse = np.unique(ids, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+        return ClassList((fn(*(s[int(reps[0])] for s in shard_lists)),), _zero_index(mesh))
+    parts = [class_ids(s) for s in shard_lists]
+    order, inverse = _operand_classes(mesh, frozenset(axes), parts)
     by_signature: dict[Any, Any] = {}
-    results: list[Any] = [None] * len(first)
-    for u in np.argsort(first, kind="stable").tolist():  # in device order, as the per-device loop did
-        args = [s[int(reps[first[u]])] for s in shard_lists]
+    results: list[Any] = [None] * len(order)
+    for u, d in order:  # in device order, as the per-device loop did
+        args = [values[index[d]] for index, values in parts]
         key = _signature(args)
         try:
             r = by_signature.get(key)
@@ -257,11 +259,71 @@ def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lis
             if key is not None:
                 by_signature[key] = r
         results[u] = r
-    if rep_of.min() >= 0:
-        return list(operator.itemgetter(*inverse[rep_of].tolist())(results)) if mesh.size > 1 else [results[0]]
+    return ClassList(results, inverse)
+
+
+def _zero_index(mesh: Mesh) -> np.ndarray:
+    """Every device in class 0 (one shared read-only array per mesh)."""
+    z = mesh.__dict__.get("_meta_zero_index")
+    if z is None:
+        z = mesh.__dict__["_meta_zero_index"] = intern_index(np.zeros(mesh.size, dtype=np.intp))
+    return z
+
+
+_OPERAND_MEMO: dict[tuple, tuple] = {}
+
+
+def _operand_classes(
+    mesh: Mesh, axes: frozenset, parts: list[tuple[np.ndarray, tuple[Any, ...]]]
+) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """``(order, inverse)``: per device its result class, and ``(class, first device)`` in device order.
+
+    A device's operand classes are its representative's; classes are the
+    distinct combinations. Memoised on the identity of the index arrays.
+    """
+    key = (id(mesh), axes, tuple(id(index) for index, _ in parts))
+    hit = _OPERAND_MEMO.get(key)
+    if hit is not None and all(a is b for a, (b, _) in zip(hit[0], parts)) and hit[1] is mesh:
+        return hit[2], hit[3]
+    reps, rep_of = _meta_classes(mesh, axes)
+    rep_dev = reps[rep_of]
+    combined = np.zeros(mesh.size, dtype=np.int64)
+    radix = 1
+    for index, values in parts:
+        radix *= max(len(values), 1)
+        combined = combined * max(len(values), 1) + index[rep_dev]
+    if radix >= 2**62:  # too many combinations for one integer key: unique rows
+        rows = np.stack([index[rep_dev] for index, _ in parts], axis=1)
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    inverse = intern_index(inverse.reshape(-1).astype(np.intp))
+    order = [(u, int(first[u])) for u in np.argsort(first, kind="stable").tolist()]
+    if all(is_interned(index) for index, _ in parts):  # only canonical arrays stay alive
+        if len(_OPERAND_MEMO) > 2048:
+            _OPERAND_MEMO.clear()
+        _OPERAND_MEMO[key] = ([index for index, _ in parts], mesh, order, inverse)
+    return order, inverse
+
+
+def _map_meta_devices(
+    mesh: Mesh, reps: np.ndarray, rep_of: np.ndarray, fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]
+) -> list[Any]:
+    """``_map_meta`` where only some devices are listed (``rep_of`` is -1 for the others)."""
     out: list[Any] = [None] * mesh.size
+    by_signature: dict[Any, Any] = {}
     for d in np.flatnonzero(rep_of >= 0).tolist():
-        out[d] = results[inverse[rep_of[d]]]
+        args = [s[int(reps[rep_of[d]])] for s in shard_lists]
+        key = _signature(args)
+        try:
+            r = by_signature.get(key)
+        except TypeError:
+            key, r = None, None
+        if r is None:
+            r = fn(*args)
+            if key is not None:
+                by_signature[key] = r
+        out[d] = r
     return out
 
 

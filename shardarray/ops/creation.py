@@ -10,7 +10,10 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError, MeshError
-from ..layout import Layout, block_bounds, block_slices, check_dims, check_sizes, make_layout
+from ..backend.classlist import ClassList
+from ..layout import (
+    Layout, block_bounds, block_shape_classes, block_slices, check_dims, check_sizes, dim_bounds, make_layout,
+)
 from ..mesh import AxesSpec, Mesh
 from .common import map_blocks
 
@@ -33,6 +36,11 @@ def from_blocks(
     mesh: Mesh, layout: Layout, dtype: np.dtype, make: Callable[[tuple[tuple[int, int], ...]], Any]
 ) -> ShardArray:
     """An array whose block on each device is ``make(bounds)`` (once per distinct block)."""
+    if not mesh.backend.has_data and mesh.comm_kind != "mpi":  # meta: once per block-shape class
+        index, reps = block_shape_classes(mesh, layout)
+        blocks = [make(tuple(dim_bounds(mesh, n, axes, mesh.device_coords[r])
+                             for n, axes in zip(layout.sizes, layout.axes))) for r in reps]
+        return ShardArray(mesh, layout, dtype, ClassList(blocks, index))
     bounds = block_bounds(mesh, layout)
     out: list[Any] = [None] * mesh.size
     scope = mesh.backend.device_scope

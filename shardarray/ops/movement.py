@@ -13,10 +13,14 @@ Because both the source and the output blocks of ``dim`` are contiguous
 ranges and the maps are affine, the entries member ``j`` of a group sends
 member ``i`` are one strided slice per segment: each device computes the whole
 plan locally and sends each peer exactly what that peer's output block needs,
-with one ``Communicator.alltoallv`` over the dim's axes (logged as
+with one ``Communicator.alltoallv_boxes`` over the dim's axes (logged as
 ``"alltoall"``; ``elements`` = the most any device sends to others, at most
-its own block). Devices that hold replicas (other mesh axes) exchange within
-their group along the dim's axes only; an unsplit ``dim`` moves nothing.
+its own block), which writes every piece straight into its place in the
+receiver's new block. ``exchange`` does several dims at once (a 2-D slice is
+one exchange over both dims' axes: the piece one device sends another is the
+product of the dims' 1-D runs). Devices that hold replicas (other mesh axes)
+exchange within their group along the dim's axes only, and on an emulated
+mesh the replicas' blocks are computed once; an unsplit ``dim`` moves nothing.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import itertools
+
 import numpy as np
 
 from ..array import ShardArray
+from ..comm.base import fill_block
 from ..errors import DimensionError
 from ..layout import Layout, group_chunk
 from .common import common_mesh, merged_axes
@@ -97,42 +104,6 @@ class MovePlan:
         """Entries member j sends to the others (its own piece stays)."""
         return sum(k1 - k0 for i, runs in enumerate(self.runs[j]) if i != j for _, k0, k1 in runs)
 
-    def pieces(self, xp: Any, blocks: Sequence[Any], j: int, axis: int, empty: Any) -> list[Any]:
-        """What member j sends each member: its blocks' strided slices, concatenated per receiver."""
-        out = []
-        for i in range(self.n):
-            parts = []
-            for s, k0, k1 in self.runs[j][i]:
-                ss, sst = self.segments[s][:2]
-                lo = self.src_blocks[s][j][0]
-                parts.append(blocks[s][_index(blocks[s].ndim, axis, _slice(ss + k0 * sst - lo, k1 - k0, sst))])
-            out.append(empty if not parts else parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=axis))
-        return out
-
-    def place(self, xp: Any, buf: Any, i: int, axis: int, shape: tuple[int, ...], dtype: Any) -> Any:
-        """Member i's output block from the pieces received (``buf``, concatenated in member order)."""
-        olo, ohi = self.out_blocks[i]
-        places, pos = [], 0
-        for j in range(self.n):
-            for s, k0, k1 in self.runs[j][i]:
-                os_, ost = self.segments[s][2:4]
-                places.append((pos, k1 - k0, os_ + k0 * ost - olo, ost))
-                pos += k1 - k0
-        expect = 0
-        for p, c, o, st in places:  # the pieces already lie in order: the buffer is the block
-            if st != 1 and c > 1 or o != expect or p != expect:
-                break
-            expect += c
-        else:
-            if expect == ohi - olo:
-                return buf
-        out = xp.zeros(shape, dtype=dtype)
-        if not hasattr(out, "__setitem__"):  # meta shapes: nothing to write
-            return out
-        for p, c, o, st in places:
-            out[_index(len(shape), axis, _slice(o, c, st))] = buf[_index(len(shape), axis, slice(p, p + c))]
-        return out
-
 
 def move(
     sources: Sequence[ShardArray], dim: str, size: int, segments: Sequence[Segment],
@@ -146,7 +117,7 @@ def move(
     the move. The result keeps that layout, with ``dim`` in its canonical
     ceil-block layout.
 
-    Collectives: one ``alltoallv`` over ``dim``'s axes when ``dim`` is split
+    Collectives: one ``alltoallv`` (``alltoallv_boxes``) over ``dim``'s axes when ``dim`` is split
     and some entry changes device (each device sends at most its own block,
     exactly the entries its peers' output blocks need); nothing when ``dim`` is
     unsplit or every entry stays where it is (then a block that needs no
@@ -187,46 +158,112 @@ def move(
     plan = MovePlan([x.shape[axis] for x in srcs], size, segments, radix)
     sizes = tuple(size if d == dim else n for d, n in zip(first.dims, first.shape))
     layout = Layout(first.dims, sizes, target)
-    shards = exchange(mesh, [x.shards for x in srcs], axis, dim_axes, plan, dtype)
+    shards = exchange(mesh, [x.shards for x in srcs], [(axis, dim_axes, plan)], dtype)
     return ShardArray(mesh, layout, dtype, shards)
 
 
-def exchange(
-    mesh: Any, sources: Sequence[Sequence[Any]], axis: int, axes: tuple[str, ...], plan: MovePlan, dtype: Any,
-) -> list[Any]:
-    """The shards of ``plan``'s output: member blocks of ``sources`` (one shard list per source) moved along
-    array axis ``axis`` within each group along ``axes``.
+Move = tuple[int, tuple[str, ...], MovePlan]
+"""``(array axis, mesh axes, plan)``: one dim's entries moved along its mesh axes."""
 
-    One ``Communicator.alltoallv`` over ``axes`` when some entry changes device;
-    none otherwise (each output block is then its own piece: a view of its
-    source block when no reordering or zero fill is needed).
+
+def _member(mesh: Any, device: int, axes: tuple[str, ...]) -> int:
+    """``device``'s position in its group along ``axes`` (mixed radix, first axis major)."""
+    coords, names, m = mesh.device_coords[device], mesh.axis_names, 0
+    for a in axes:
+        m = m * mesh.axis_size(a) + coords[names.index(a)]
+    return m
+
+
+def exchange(mesh: Any, sources: Sequence[Sequence[Any]], moves: Sequence[Move], dtype: Any) -> list[Any]:
+    """The shards of the moves' output: member blocks of ``sources`` (one shard list per source) moved along
+    several array axes at once, each within its groups along its own mesh axes.
+
+    ``moves`` holds one ``(axis, axes, plan)`` per moving dim (disjoint mesh
+    axes); at most one plan has several segments (its segment ``s`` reads
+    source ``s``; the others read source 0's index range). The piece device
+    ``j`` sends device ``i`` is the product over the moving dims of the 1-D
+    runs its plans give for (j's member, i's member) along that dim's axes,
+    so one exchange over the union of the axes does every dim at once.
+
+    Collectives: one ``Communicator.alltoallv_boxes`` over the union of the
+    moving dims' axes when some entry changes device (a device sends at most
+    its own block, each piece written once into its box of the receiver's
+    block); none otherwise (each output block is then its own piece, a view
+    of its source block when no reordering or zero fill is needed). Replicas
+    along the other mesh axes are computed once on an emulated mesh.
     """
-    xp = mesh.backend.xp
+    moves = [m for m in moves if m[2].n > 1] or list(moves[:1])
+    multi = [m for m in moves if len(m[2].segments) > 1]
+    if len(multi) > 1:
+        raise ValueError(f"exchange: at most one moving dim may read several sources; got axes {[m[0] for m in multi]}")
+    dtype = np.dtype(dtype)
+    axes = tuple(a for _, ax, _ in moves for a in ax)
+    local = all(plan.local for _, _, plan in moves)
     send: list[Any] = [None] * mesh.size
+    boxes: list[Any] = [None] * mesh.size
+    shapes: list[Any] = [None] * mesh.size
+    shared: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
     for group in mesh.groups(axes):
-        for j, d in enumerate(group):
+        members = [[_member(mesh, d, ax) for _, ax, _ in moves] for d in group]
+        for pos, d in enumerate(group):
             blocks = [src[d] for src in sources]
             if blocks[0] is None:
                 continue
-            blocks = [b if b.dtype == dtype else b.astype(dtype) for b in blocks]
-            empty_shape = blocks[0].shape[:axis] + (0,) + blocks[0].shape[axis + 1:]
-            send[d] = plan.pieces(xp, blocks, j, axis, xp.zeros(empty_shape, dtype=dtype))
-    if plan.n > 1 and not plan.local:
-        recv = mesh.comm.alltoallv(send, axes, axis)
-    else:  # every entry already lies on the device whose new block needs it: no exchange
-        recv = [None] * mesh.size
-        for group in mesh.groups(axes):
-            for i, d in enumerate(group):
-                recv[d] = None if send[d] is None else send[d][i]
-    shards: list[Any] = [None] * mesh.size
-    for group in mesh.groups(axes):
-        for i, d in enumerate(group):
-            if recv[d] is None:
+            key = (tuple(members[pos]), *(id(b) for b in blocks))
+            if key in shared:  # a replica of a device already planned: the same lists, so the result is shared
+                send[d], boxes[d], shapes[d] = shared[key]
                 continue
-            olo, ohi = plan.out_blocks[i]
-            shape = recv[d].shape[:axis] + (ohi - olo,) + recv[d].shape[axis + 1:]
-            shards[d] = plan.place(xp, recv[d], i, axis, shape, dtype)
-    return shards
+            shape = list(blocks[0].shape)
+            for (axis, _, plan), m in zip(moves, members[pos]):
+                lo, hi = plan.out_blocks[m]
+                shape[axis] = hi - lo
+            out_pieces = [_runs(moves, members[pos], members[k]) for k in range(len(group))]
+            in_boxes = [_runs(moves, members[k], members[pos]) for k in range(len(group))]
+            send[d], boxes[d], shapes[d] = shared[key] = (
+                [[_source_piece(blocks, moves, members[pos], run, dtype) for run in runs] for runs in out_pieces],
+                [[_box(moves, members[pos], run, blocks[0].ndim) for run in runs] for runs in in_boxes],
+                tuple(shape),
+            )
+    if not local:
+        return mesh.comm.alltoallv_boxes(send, axes, boxes, shapes, dtype)
+    # every entry already lies on the device whose new block needs it: each block from its own pieces
+    out: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
+        for pos, d in enumerate(group):
+            if send[d] is not None:
+                with mesh.backend.scope(d):
+                    out[d] = fill_block(mesh.backend.xp, list(zip(boxes[d][pos], send[d][pos])), shapes[d], dtype)
+    return out
 
 
-__all__ = ["MovePlan", "Segment", "exchange", "k_range", "move"]
+Run = tuple[tuple[int, int, int], ...]
+"""One ``(segment, k0, k1)`` per moving dim: a box of entries one member sends another."""
+
+
+def _runs(moves: Sequence[Move], j: Sequence[int], i: Sequence[int]) -> list[Run]:
+    """The boxes member ``j`` sends member ``i`` (members per moving dim): the product of the dims' 1-D runs."""
+    per_dim = [plan.runs[j[m]][i[m]] for m, (_, _, plan) in enumerate(moves)]
+    return list(itertools.product(*per_dim)) if all(per_dim) else []
+
+
+def _source_piece(blocks: Sequence[Any], moves: Sequence[Move], j: Sequence[int], run: Run, dtype: Any) -> Any:
+    """The strided view of member j's blocks that ``run`` sends (source: the multi-segment dim's segment)."""
+    s = max(seg for seg, _, _ in run)
+    index = [slice(None)] * blocks[s].ndim
+    for (axis, _, plan), m, (seg, k0, k1) in zip(moves, j, run):
+        ss, sst = plan.segments[seg][:2]
+        index[axis] = _slice(ss + k0 * sst - plan.src_blocks[seg][m][0], k1 - k0, sst)
+    piece = blocks[s][tuple(index)]
+    return piece if piece.dtype == dtype else piece.astype(dtype)
+
+
+def _box(moves: Sequence[Move], i: Sequence[int], run: Run, ndim: int) -> tuple[slice, ...]:
+    """Where ``run``'s entries go in member i's new block."""
+    index = [slice(None)] * ndim
+    for (axis, _, plan), m, (seg, k0, k1) in zip(moves, i, run):
+        os_, ost = plan.segments[seg][2:4]
+        index[axis] = _slice(os_ + k0 * ost - plan.out_blocks[m][0], k1 - k0, ost)
+    return tuple(index)
+
+
+__all__ = ["Move", "MovePlan", "Segment", "exchange", "k_range", "move"]

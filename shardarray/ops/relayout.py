@@ -56,7 +56,7 @@ def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
     if x._resolved is not None and x._resolved[0] == target:
         return x._resolved[1]  # arrays are immutable: several consumers share one reduction
     comm = x.mesh.comm
-    shards = list(x.shards)
+    shards = x.shards  # immutable (a tuple, or a meta ClassList the communicator handles per class)
     cur = list(x.spec.axes)
     left = list(x.pending)
     progress = True

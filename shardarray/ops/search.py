@@ -6,7 +6,9 @@ of each group then exchange one (value, index) pair per output element in
 **one allgather** over the dim's axes (the pair packed into one int64 buffer:
 the value as float64 or int64 bits, the index), and every device picks the
 winner: the first NaN if any (NumPy's rule), else the extreme value with the
-smallest index (first occurrence). Results are int64 and not differentiable.
+smallest index (first occurrence). The candidates lie in index order (member
+order along the dim's axes), so when no block of the dim is empty the winner
+is NumPy's own arg-search over them. Results are int64 and not differentiable.
 """
 
 from __future__ import annotations
@@ -87,11 +89,17 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     pairs = map_blocks(mesh, x.spec.used_axes, pair, packed)
     gathered = mesh.comm.allgather(pairs, mesh_order(mesh, axes), dim=i)
 
+    bounds = block_bounds(mesh, x.spec)
+    some_empty = any(b[i][0] == b[i][1] for b in bounds)
+
     def pick(g: Any) -> Any:
         if isinstance(g, MetaArray):
             return MetaArray(g.shape[:i] + g.shape[i + 1:-1], np.int64)
         vals = xp.ascontiguousarray(g[..., 0]).view(wide)
         idx = g[..., 1]
+        if not some_empty:  # candidates lie in index order: the first extreme (or first NaN) wins, as in NumPy
+            win = (xp.argmax if op == "argmax" else xp.argmin)(vals, axis=i)
+            return xp.take_along_axis(idx, xp.expand_dims(win, i), axis=i).squeeze(i)
         if wide.kind == "f":
             nan = xp.isnan(vals)
             clean = xp.where(nan, worst, vals)

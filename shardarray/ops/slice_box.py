@@ -1,15 +1,16 @@
-"""Slicing several dims at once: one local strided view, then one rebalancing exchange per dim that needs one.
+"""Slicing several dims at once: one local strided view, then one rebalancing exchange for every dim that needs one.
 
 ``x[a:b:s, c:d:t]`` on an array split in 2-D could slice one dim after the
 other, copying every block once per dim. ``slice_dims`` instead first
 restricts every device's block to the entries it holds of the selection, in
 every sliced dim at once (a strided view: no copy, no traffic), and only then
-rebalances, dim by dim, the dims whose selected entries are not already where
-their canonical ceil-blocks need them. Each rebalance is one ``alltoallv``
-over that dim's axes in which a device sends at most its (already sliced)
-block; a dim whose entries all stay put costs nothing, and when no dim needs
-an exchange the result's blocks are views of ``x``'s, as NumPy's basic
-slicing gives a view.
+rebalances the dims whose selected entries are not already where their
+canonical ceil-blocks need them, all of them in one ``alltoallv_boxes`` over
+those dims' axes (``movement.exchange``): a device sends at most its (already
+sliced) block, and each entry is written once, straight into its place in
+the receiver's new block. A dim whose entries all stay put costs nothing, and
+when no dim needs an exchange the result's blocks are views of ``x``'s, as
+NumPy's basic slicing gives a view.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ Box = tuple[str, int, int, int]
 def slice_dims(x: ShardArray, boxes: Sequence[Box]) -> ShardArray:
     """Entries ``start + k·step`` (``k < count``) of each boxed dim, every dim in its canonical block layout.
 
-    Collectives: for each split dim whose selected entries do not already lie
-    on the devices whose new blocks need them, one ``alltoallv`` over that
-    dim's axes (each device sends at most its own sliced block); none for the
-    other dims. Unsplit dims are sliced locally.
+    Collectives: when some split dims' selected entries do not already lie
+    on the devices whose new blocks need them, one ``alltoallv`` (logged
+    ``"alltoall"``) over those dims' axes together (each device sends at most
+    its own sliced block); none otherwise. Unsplit dims are sliced locally.
 
     Args:
         x: the array.
@@ -84,7 +85,8 @@ def slice_dims(x: ShardArray, boxes: Sequence[Box]) -> ShardArray:
             view = restrict(rep)
         for dev in devices:
             shards[dev] = view
-    for axis in sorted(held, key=lambda a: box[x.dims[a]][2] / max(x.shape[a], 1)):
+    moves = []
+    for axis in held:
         axes = spec.axes[axis]
         if not axes:
             continue
@@ -92,7 +94,10 @@ def slice_dims(x: ShardArray, boxes: Sequence[Box]) -> ShardArray:
         members = mesh.groups(axes)[0]
         count = box[x.dims[axis]][2]
         plan = MovePlan([count], count, [(0, 1, 0, 1, count)], radix, src_blocks=[[held[axis][m] for m in members]])
-        shards = exchange(mesh, [shards], axis, axes, plan, x.dtype)
+        if not plan.local:
+            moves.append((axis, axes, plan))
+    if moves:
+        shards = exchange(mesh, [shards], moves, x.dtype)
     return ShardArray(mesh, Layout(x.dims, sizes, spec.axes), x.dtype, shards)
 
 
