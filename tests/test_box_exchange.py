@@ -127,3 +127,35 @@ def test_setitem_and_slice_vjp_still_match_numpy_on_every_mesh(shape):
     w = v.copy()
     w[1:4, 1:3] = 9.0
     np.testing.assert_array_equal(x.numpy(), w)
+
+
+@pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"x": 3, "y": 2}, {"a": 2, "b": 2, "c": 2}])
+def test_parallel_block_fills_give_the_serial_blocks(shape, monkeypatch):
+    """The emulated collectives' block fills on the copy pool (forced on for small blocks) change nothing."""
+    from shardarray.comm import parallel
+
+    mesh = sa.Mesh(shape)
+    axes = mesh.axis_names
+    v = rand((11, 9, 4), seed=5)
+    x = sa.asarray(v, dims=("a", "b", "c"), mesh=mesh, layout={"a": axes[0], "b": axes[1]})
+
+    def ops():
+        y = sa.merge_dims(sa.split_dim(x, "b", {"b0": 3, "b1": 3}), ("a", "b0"), "ab")  # an alltoall
+        return [x[2:, ::-2].numpy(), sa.concat([x, x[1:]], "a").numpy(), y.numpy()]
+
+    serial = ops()
+    used = []
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    original = parallel._pool
+
+    def counting(n):
+        used.append(n)
+        return original(n)
+
+    monkeypatch.setattr(parallel, "_pool", counting)
+    for got, want in zip(ops(), serial):
+        np.testing.assert_array_equal(got, want)
+    assert used  # the pool ran
+    np.testing.assert_array_equal(serial[0], v[2:, ::-2])
+    np.testing.assert_array_equal(serial[2], v.reshape(11 * 3, 3, 4))

@@ -23,14 +23,26 @@ def _check_leaf(x: ShardArray, i: int) -> None:
 
 def _finish(g: ShardArray | None, x: ShardArray) -> ShardArray:
     """The gradient of leaf ``x`` in exactly ``x``'s dims, layout and dtype, no pending sum."""
+    return _finisher()(g, x)
+
+
+def _finisher() -> Callable[[ShardArray | None, ShardArray], ShardArray]:
+    """``_finish`` with the ops it needs imported (once per call of this function: they import the autograd)."""
     from ..ops.creation import zeros_like
-    from ..ops.relayout import relayout
+    from ..ops.relayout import to_axes
     from ..ops.structure import astype, transpose
 
+    return functools.partial(_finish_with, zeros_like, to_axes, astype, transpose)
+
+
+def _finish_with(zeros_like: Any, to_axes: Any, astype: Any, transpose: Any, g: ShardArray | None,
+                 x: ShardArray) -> ShardArray:
     if g is None:
         return zeros_like(x)
-    g = relayout(transpose(g, x.dims), x.layout)
-    return astype(g, x.dtype)
+    if g.pending or g.spec != x.spec:  # (already in x's dims, sizes and layout, resolved: nothing to move)
+        # sa.relayout(g, x.layout) without re-validating x's own layout: resolve into it, then move
+        g = to_axes(transpose(g, x.dims), x.spec.axes, False)
+    return g if g.dtype == x.dtype else astype(g, x.dtype)
 
 
 def _record(what: str, fn: Callable[..., Any], params: Any, args: Any, kwargs: Any) -> tuple[Tape, list, Any]:
@@ -56,7 +68,8 @@ def _pull(tape: Tape, traced: list, params: Any, out: ShardArray, cotangent: Sha
     """The gradients of ``params`` (a tree like it) for cotangent ``cotangent`` of ``out``."""
     leaves, treedef = tree_flatten(params)
     found = backward(tape, out, cotangent) if tape.traced(out) else {}
-    return tree_unflatten(treedef, [_finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+    finish = _finisher()
+    return tree_unflatten(treedef, [finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
 
 
 def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:

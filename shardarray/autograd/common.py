@@ -20,11 +20,15 @@ def match(g: ShardArray, x: Any) -> ShardArray | None:
     """
     if not isinstance(x, ShardArray):
         return None
-    extra = tuple(d for d in g.dims if d not in x.dims)
-    if extra:
-        g = red.sum.__wrapped__(g, extra)
-    if len(g.dims) < len(x.dims):
-        return expand(g, x.spec)
-    g = transpose.__wrapped__(g, x.dims)
-    keep = not set(g.pending).intersection(x.spec.used_axes)
-    return to_axes(g, x.spec.axes, keep)
+    spec = x.spec
+    if g.dims != spec.dims:  # (same dims in the same order: no sum, broadcast or transpose to make)
+        extra = tuple(d for d in g.dims if d not in spec.dims)
+        if extra:
+            g = red.sum.__wrapped__(g, extra)
+        if len(g.dims) < len(spec.dims):
+            return expand(g, spec)
+        g = transpose.__wrapped__(g, spec.dims)
+    keep = not g.pending or not set(g.pending).intersection(spec.used_axes)
+    if keep and g.spec.axes == spec.axes:  # already laid out like x: to_axes would return g itself
+        return g
+    return to_axes(g, spec.axes, keep)

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import profiler
 from ..array import ShardArray
+from ..dtypes import BFLOAT16
 from ..errors import ShardArrayError
 
 VJP = Callable[["Context", ShardArray], Sequence[Any]]
@@ -100,6 +101,7 @@ class _State:
 
 
 STATE = _State()
+_TAPE = _State._var  # STATE.tape without the property call, for the per-op hot path
 
 
 def register_vjp(name: str) -> Callable[[VJP], VJP]:
@@ -113,7 +115,8 @@ def register_vjp(name: str) -> Callable[[VJP], VJP]:
 
 
 def _is_float(x: ShardArray) -> bool:
-    return x.dtype.kind in "fc" or x.dtype.name == "bfloat16"  # ml_dtypes' bfloat16 has kind "V"
+    dt = x.dtype
+    return dt.kind in "fc" or dt == BFLOAT16  # ml_dtypes' bfloat16 has kind "V"
 
 
 def differentiable(
@@ -148,13 +151,15 @@ def differentiable(
             return run(*args, **kwargs)
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            tape = STATE.tape
+            tape = _TAPE.get()
             if tape is None or tape.paused:
                 return plain(*args, **kwargs)
-            needs = tuple(tape.traced(a) and _is_float(a) for a in args)
-            if not any(needs):
+            # tape.traced(a) and _is_float(a), inlined: this runs for every op recorded
+            needs = tuple([a._node is not None and a._node.tape is tape and _is_float(a)
+                           if isinstance(a, ShardArray) else False for a in args])
+            if True not in needs:
                 return plain(*args, **kwargs)
-            parents = tuple((i, a) for i, a in enumerate(args) if needs[i])
+            parents = tuple([(i, a) for i, a in enumerate(args) if needs[i]])
             tape.paused += 1
             try:
                 if resolve_inputs:
@@ -190,7 +195,10 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
         parts = cot.pop(id(node), None)
         if parts is None:
             continue
-        g = functools.reduce(add, sorted(parts.values(), key=lambda a: len(a.pending)))
+        if len(parts) == 1:  # one contribution (the common case): what the reduce below gives, without a sort
+            (g,) = parts.values()
+        else:
+            g = functools.reduce(add, sorted(parts.values(), key=lambda a: len(a.pending)))
         if node.name is None:
             leaves[id(node)] = g
             continue

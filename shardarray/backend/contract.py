@@ -28,6 +28,10 @@ class Plan2:
     shape_c: tuple[int, ...]
     perm_c: tuple[int, ...]
     plain: bool = False  # a single 2-D product already in "ik,kj->ij" order (contract2 calls matmul directly)
+    # the permutations that are not the identity (None: skip the no-op transpose, a view with the same strides)
+    move_a: tuple[int, ...] | None = None
+    move_b: tuple[int, ...] | None = None
+    move_c: tuple[int, ...] | None = None
 
 
 @lru_cache(maxsize=4096)
@@ -47,15 +51,21 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
     right = [c for c in tb2 if c not in ta2]
     nb, nl, nk, nr = (math.prod(size[c] for c in group) for group in (batch, left, contr, right))
     order = batch + left + right
+    perm_a = tuple(ta2.index(c) for c in batch + left + contr)
+    perm_b = tuple(tb2.index(c) for c in batch + contr + right)
+    perm_c = tuple(order.index(c) for c in out)
+
+    def moved(perm: tuple[int, ...]) -> tuple[int, ...] | None:
+        return None if perm == tuple(range(len(perm))) else perm
+
     return Plan2(
-        sum_a, sum_b,
-        tuple(ta2.index(c) for c in batch + left + contr),
-        tuple(tb2.index(c) for c in batch + contr + right),
+        sum_a, sum_b, perm_a, perm_b,
         (nb, nl, nk), (nb, nk, nr),
         tuple(size[c] for c in order),
-        tuple(order.index(c) for c in out),
+        perm_c,
         plain=not sum_a and not sum_b and not batch and len(left) == len(contr) == len(right) == 1
         and ta2 == left[0] + contr[0] and tb2 == contr[0] + right[0] and out == left[0] + right[0],
+        move_a=moved(perm_a), move_b=moved(perm_b), move_c=moved(perm_c),
     )
 
 
@@ -72,10 +82,12 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any
         a = xp.sum(a, axis=p.sum_a)
     if p.sum_b:
         b = xp.sum(b, axis=p.sum_b)
-    a = xp.transpose(a, p.perm_a).reshape(p.shape_a)
-    b = xp.transpose(b, p.perm_b).reshape(p.shape_b)
+    # the array methods, not xp.transpose (NumPy's Python wrapper): the same views, less dispatch
+    a = (a if p.move_a is None else a.transpose(p.move_a)).reshape(p.shape_a)
+    b = (b if p.move_b is None else b.transpose(p.move_b)).reshape(p.shape_b)
     if p.shape_a[0] == 1:
         c = xp.matmul(a[0], b[0])[None]
     else:
         c = (matmul or xp.matmul)(a, b)
-    return xp.transpose(c.reshape(p.shape_c), p.perm_c)
+    c = c.reshape(p.shape_c)
+    return c if p.move_c is None else c.transpose(p.move_c)

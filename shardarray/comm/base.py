@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..mesh import Mesh
 
 REDUCE_OPS = ("sum", "max", "min")
+_DTYPE_NAMES: dict[Any, str] = {}  # the comm log's dtype strings, by dtype
 
 
 class Communicator(ABC):
@@ -38,11 +39,17 @@ class Communicator(ABC):
                 index = shards.index if devices is None else shards.index[np.asarray(devices, dtype=np.intp)]
                 u, first = np.unique(index, return_index=True)
                 candidates = (shards.values[c] for c in u[np.argsort(first, kind="stable")].tolist())
-            else:
-                ids = range(len(shards)) if devices is None else devices
-                candidates = (shards[d] for d in ids)
-            biggest = max(candidates, key=lambda s: s.size)
-            record(op, axes, n, int(biggest.size), biggest.dtype.itemsize, str(biggest.dtype))
+            else:  # a plain loop: the first of the largest buffers, as max() gives
+                candidates = shards if devices is None else [shards[d] for d in devices]
+            biggest, most = None, -1
+            for s in candidates:
+                if s.size > most:
+                    biggest, most = s, s.size
+            dt = biggest.dtype
+            name = _DTYPE_NAMES.get(dt)
+            if name is None:  # str(dtype) builds the name from NumPy's type hierarchy: once per dtype
+                name = _DTYPE_NAMES[dt] = str(dt)
+            record(op, axes, n, int(biggest.size), dt.itemsize, name)
         return n
 
     def _check_root(self, root: int, axes: tuple[str, ...], n: int) -> None:

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..backend.classlist import ClassList, compact, is_interned
+from ..dtypes import BFLOAT16
 from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator, fill_block
+from .parallel import run_all
 
 
 def _take(array: Any, dim: int, lo: int, hi: int) -> Any:
@@ -45,10 +47,11 @@ class EmulatedCommunicator(Communicator):
     def _total(self, members: list[Any], reducer: Callable[[Any, Any], Any]) -> Any:
         """``reducer`` folded over the group's buffers; bfloat16 ones in float32, rounded once."""
         first = members[0]
-        if not self.mesh.backend.has_data:  # meta: the distinct buffers give the same shape and dtype
+        has_data = self.mesh.backend.has_data
+        if not has_data:  # meta: the distinct buffers give the same shape and dtype
             distinct = list({id(m): m for m in members}.values())
             members = distinct if len(distinct) > 1 or len(members) == 1 else distinct * 2  # a new buffer
-        if self.mesh.backend.has_data and getattr(first.dtype, "name", "") == "bfloat16":
+        if has_data and first.dtype == BFLOAT16:  # a dtype comparison, not the dtype's name (built per call)
             total = functools.reduce(reducer, [b.astype("float32") for b in members])
             return total.astype(first.dtype)
         return functools.reduce(reducer, members)
@@ -63,7 +66,7 @@ class EmulatedCommunicator(Communicator):
         done: dict[tuple[int, ...], list[Any]] = {}
         for group in self.mesh.groups(axes):
             members = [shards[d] for d in group]
-            key = tuple(id(m) for m in members)
+            key = tuple(map(id, members))
             result = done.get(key)
             if result is None:
                 if scope is None:
@@ -143,11 +146,13 @@ class EmulatedCommunicator(Communicator):
         radix = [self.mesh.axis_size(a) for a in axes]
 
         def run(m: list[Any]) -> list[Any]:
-            out = []
+            jobs = []
             for i in range(n):
                 pieces = [_take(s, split_dim, *group_chunk(0, s.shape[split_dim], radix, i)) for s in m]
-                out.append(xp.concatenate(pieces, axis=concat_dim))
-            return out
+                jobs.append(functools.partial(xp.concatenate, pieces, axis=concat_dim))
+            if self.mesh.backend.name == "numpy" and self.mesh.backend.device_scope is None:
+                return run_all(jobs, sum(int(s.size) * s.dtype.itemsize for s in m))
+            return [job() for job in jobs]
 
         return self._per_group(shards, axes, run)
 
@@ -198,25 +203,37 @@ class EmulatedCommunicator(Communicator):
         xp = self.mesh.backend.xp
         scope = self.mesh.backend.device_scope
         out: list[Any] = [None] * len(send)
-        done: dict[tuple[int, ...], list[Any]] = {}
+        jobs: dict[tuple[int, ...], list[Callable[[], Any]]] = {}
+        members: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         for group in self.mesh.groups(axes):
             if any(send[d] is None for d in group):
                 continue
             key = tuple(id(send[d]) for d in group)
-            if key not in done:
-                if scope is None:
-                    done[key] = self._place(xp, [send[d] for d in group], [boxes[d] for d in group],
-                                            [shapes[d] for d in group], dtype)
-                else:
-                    with scope(group[0]):
-                        done[key] = self._place(xp, [send[d] for d in group], [boxes[d] for d in group],
-                                                [shapes[d] for d in group], dtype)
+            members.append((group, key))
+            if key not in jobs:
+                jobs[key] = self._place(xp, [send[d] for d in group], [boxes[d] for d in group],
+                                        [shapes[d] for d in group], dtype)
+        flat = [job for group_jobs in jobs.values() for job in group_jobs]
+        if not flat:
+            blocks = []
+        elif scope is None:
+            nbytes = sum(int(np.prod(shapes[d])) for group, _ in members for d in group) * np.dtype(dtype).itemsize
+            blocks = run_all(flat, nbytes) if self.mesh.backend.name == "numpy" else [job() for job in flat]
+        else:  # every shard on one GPU (devices=[g, g, ...]): fill there
+            with scope(members[0][0][0]):
+                blocks = [job() for job in flat]
+        done, pos = {}, 0
+        for key, group_jobs in jobs.items():
+            done[key] = blocks[pos:pos + len(group_jobs)]
+            pos += len(group_jobs)
+        for group, key in members:
             for d, block in zip(group, done[key]):
                 out[d] = block
         return out
 
     @staticmethod
-    def _place(xp: Any, send: list[Any], boxes: list[Any], shapes: list[Any], dtype: Any) -> list[Any]:
-        """The group's new blocks: member i's block gets ``send[j][i][k]`` at ``boxes[i][j][k]``."""
-        return [fill_block(xp, [(box, piece) for j in range(len(send)) for box, piece in zip(boxes[i][j], send[j][i])],
-                           shape, dtype) for i, shape in enumerate(shapes)]
+    def _place(xp: Any, send: list[Any], boxes: list[Any], shapes: list[Any], dtype: Any) -> list[Callable[[], Any]]:
+        """The group's new blocks, one job each: member i's block gets ``send[j][i][k]`` at ``boxes[i][j][k]``."""
+        return [functools.partial(fill_block, xp, [(box, piece) for j in range(len(send))
+                                                   for box, piece in zip(boxes[i][j], send[j][i])], shape, dtype)
+                for i, shape in enumerate(shapes)]

@@ -115,9 +115,11 @@ def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> A
         return None
     eq = args[0] if args and type(args[0]) is str else None
     ops = args[1:] if eq is not None else args
-    if not all(type(op) is ShardArray for op in ops):
-        return None
-    return (eq, out_key, algorithm, plans.context_key(), *(plans.array_key(op) for op in ops))
+    for op in ops:
+        if type(op) is not ShardArray:
+            return None
+    # plans.array_key per operand, inlined (a list, not a generator: this runs on every einsum)
+    return (eq, out_key, algorithm, plans.context_key(), *[(id(op.mesh), op._layout, op.dtype, op.pending) for op in ops])
 
 
 def _plan(args: tuple[Any, ...], out: Any, algorithm: str) -> tuple[Any, Any, ContractPlan | None]:

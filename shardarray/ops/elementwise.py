@@ -101,8 +101,8 @@ def apply(
         lead: the index, among the array operands, of the one whose dims come first
             in the result and whose layout wins (0: the first array).
     """
-    key: Any = (name, kind, domain, lead, plans.context_key(),
-                *(plans.array_key(a) if isinstance(a, ShardArray) else type(a) for a in args))
+    key: Any = (name, kind, domain, lead, plans.context_key(),  # plans.array_key per array operand, inlined
+                *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args])
     plan = plans.ELEMENTWISE.get(key)
     if plan is None:
         plan = _plan(name, args, kind, domain, lead)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
+from . import plans
 from .common import map_blocks, map_blocks_multi, new_array
 from .relayout import to_axes
 from .structure import transpose
@@ -48,9 +49,11 @@ def rows_ready(x: ShardArray, dim: str | None) -> bool:
 
 def like(a: ShardArray, x: ShardArray) -> ShardArray | None:
     """``a`` in ``x``'s dim order and layout, resolved (None when their dims differ)."""
-    if sorted(a.dims) != sorted(x.dims):
-        return None
-    return to_axes(transpose.__wrapped__(a, x.dims), x.spec.axes, False)
+    if a.dims != x.dims:  # (the same order: no transpose to make)
+        if sorted(a.dims) != sorted(x.dims):
+            return None
+        a = transpose.__wrapped__(a, x.dims)
+    return to_axes(a, x.spec.axes, False)
 
 
 def map_like(x: ShardArray, fn: Callable[..., Any], *others: ShardArray, dtype: Any = None) -> ShardArray:
@@ -64,9 +67,15 @@ def map_rows_multi(
     x: ShardArray, n_out: int, fn: Callable[..., tuple[Any, ...]], *others: Any
 ) -> list[list[Any]]:
     """``fn(xp, x_block, *other_blocks)`` returning ``n_out`` blocks: a shard list per output."""
-    xp = x.mesh.backend.xp
+    mesh = x.mesh
+    backend = mesh.backend
+    xp = backend.xp
     lists = [o.shards if isinstance(o, ShardArray) else o for o in others]
-    return map_blocks_multi(x.mesh, x.spec.used_axes, n_out, lambda *b: fn(xp, *b), x.shards, *lists)
+    if backend.has_data and backend.device_scope is None:  # map_blocks_multi's own path, its classes looked up here
+        both = plans.map_classes(mesh.size, mesh.replica_classes(x.spec.used_axes), lambda *b: fn(xp, *b),
+                                 [x.shards, *lists])
+        return [[None if r is None else r[i] for r in both] for i in range(n_out)]
+    return map_blocks_multi(mesh, x.spec.used_axes, n_out, lambda *b: fn(xp, *b), x.shards, *lists)
 
 
 def rows_result(x: ShardArray, shards: list[Any], dtype: Any = None) -> ShardArray:

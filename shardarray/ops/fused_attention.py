@@ -99,7 +99,8 @@ def _backward(g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any
     dq = np.matmul(dp, k.transpose(0, 2, 1, 3))
     dk = np.matmul(dp.transpose(0, 1, 3, 2), q.transpose(0, 2, 1, 3))
     back = (0, 2, 1, 3)
-    return tuple(np.ascontiguousarray(a.transpose(back)) for a in (dq, dk, dv))  # type: ignore[return-value]
+    return (np.ascontiguousarray(dq.transpose(back)), np.ascontiguousarray(dk.transpose(back)),
+            np.ascontiguousarray(dv.transpose(back)))
 
 
 @register_vjp("causal_attention")

@@ -38,8 +38,12 @@ def is_numpy(x: Any) -> bool:
     ``sa.plan`` models on meta shards, so meta and NumPy profiles agree.
     """
     backend = x.mesh.backend
-    return (not profiler.profiling() and backend.has_data and getattr(backend.xp, "__name__", "") == "numpy"
-            and np.dtype(x.dtype) in (np.dtype(np.float32), np.dtype(np.float64)))
+    xp = backend.xp
+    return (not (profiler.ACTIVE and profiler.profiling()) and backend.has_data
+            and (xp is np or getattr(xp, "__name__", "") == "numpy") and np.dtype(x.dtype) in _FLOATS)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _dot_rows(a: Any, b: Any) -> Any:
@@ -120,7 +124,8 @@ def adam(xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_siz
     The same operations, in the same order, as ``sa.optim.Adam``'s array path
     (so the results are equal bit for bit); the moments have ``p``'s dtype.
     """
-    g = np.broadcast_to(np.asarray(g, dtype=m.dtype), p.shape)  # a float16 gradient of a float32 master: widened
+    if not isinstance(g, np.ndarray) or g.dtype != m.dtype or g.shape != p.shape:
+        g = np.broadcast_to(np.asarray(g, dtype=m.dtype), p.shape)  # a float16 gradient of a float32 master: widened
     m2 = m * b1
     t = g * (1.0 - b1)
     m2 += t

@@ -39,6 +39,7 @@ from .. import profiler
 from ..autograd.tape import STATE
 
 _ENABLED: ContextVar[bool] = ContextVar("shardarray_plans_enabled", default=True)
+_TAPE = STATE._var
 
 
 class PlanCache:
@@ -129,7 +130,7 @@ def context_key() -> tuple[bool, bool]:
 
     The tape counts while it is open, paused or not (ops run paused inside their own differentiable wrapper).
     """
-    return profiler.ACTIVE, STATE.tape is not None
+    return profiler.ACTIVE, _TAPE.get() is not None  # STATE.tape, without the property call
 
 
 def array_key(a: Any) -> tuple[Any, ...]:
@@ -142,8 +143,9 @@ def map_classes(
 ) -> list[Any]:
     """``common.map_blocks`` with the replica classes already looked up (data backends without device scopes)."""
     out: list[Any] = [None] * size
+    one = shard_lists[0] if len(shard_lists) == 1 else None  # one operand (most ops): no argument list to build
     for rep, devices in classes:
-        r = fn(*[s[rep] for s in shard_lists])
+        r = fn(one[rep]) if one is not None else fn(*[s[rep] for s in shard_lists])
         if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array
             r = np.asarray(r)
         for d in devices:

@@ -30,6 +30,8 @@ def rename(x: ShardArray, names: Mapping[str, str]) -> ShardArray:
 @differentiable("transpose")
 def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
     """``x`` with its dims in the order ``dims`` (reversed when empty)."""
+    if dims == x.dims:  # already in this order (the VJPs' and fused paths' common case): nothing to check or move
+        return x
     if len(dims) == 1 and not isinstance(dims[0], str):
         dims = tuple(dims[0])
     if not dims:

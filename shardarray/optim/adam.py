@@ -135,6 +135,7 @@ class Adam:
 def _fused(x: ShardArray, m: ShardArray, v: ShardArray) -> bool:
     """Adam's update fused per block: moments laid out like the parameter and of its moment dtype, and CuPy
     shards (the kernel) or NumPy float32/float64 shards (``ops.fused_numpy.adam``)."""
-    return (fused_numpy.is_numpy(x) or fused.kernels_for(x, "adam")) and all(
-        s.spec == x.spec and s.dtype == moment_dtype(x.dtype) and not s.pending for s in (m, v)
-    )
+    if not (fused_numpy.is_numpy(x) or fused.kernels_for(x, "adam")):
+        return False
+    ct = moment_dtype(x.dtype)
+    return (m.spec == x.spec and m.dtype == ct and not m.pending) and (v.spec == x.spec and v.dtype == ct and not v.pending)
