@@ -63,7 +63,7 @@ def test_symmetry_prices_fewer_and_finds_the_same():
     full = sa.plan.search_layouts(step, mesh, top_k=40, symmetric=False, prune=False, stats=off)
     assert _rows(fast) == _rows(full) and len(fast) == 40
     assert on.symmetric > 0 and off.symmetric == 0
-    assert on.complete + on.stopped_time + on.symmetric == on.legal == off.complete
+    assert on.complete + on.stopped_time + on.stopped_bound + on.symmetric == on.legal == off.complete
 
 
 def test_axis_symmetries_follow_the_nodes():

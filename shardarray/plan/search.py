@@ -25,6 +25,22 @@ Two reductions keep the answer exact and cut the work:
   ``(op, axes, group size, wire bytes)`` across all rule sets of a search
   (one cache shared by their clocks), not once per trace.
 
+Two more cut the traces without changing the answer:
+
+* **Seeds first** (``pricing_order``): the rule sets splitting at most one dim
+  are priced before the rest, so the k-th best time (the cut) is tight from
+  the start and the later traces stop sooner. Ties are broken by the proxy
+  order whatever the pricing order (equal costs: the simplest rule set, then
+  the earliest), so the result is the proxy-order search's.
+* **A one-layer lower bound** (``step.lower_bound``, set by ``transformer_step``
+  and ``mlp_step`` for more than one layer): the same step with one layer runs a
+  subset of the step's ops, so under any rules it costs no more; and every
+  further layer costs at least its einsums' flops over the device count
+  (``layer_floor``, traced once on one device). A rule set whose one-layer
+  trace plus that floor passes the cut is cut without its full trace. The
+  search measures whether this pays (share cut × a full trace's wall time
+  against the bound trace's) and stops tracing the bound where it does not.
+
 Tofu's coarsening lives in the tracer: identical blocks (every layer's,
 every replica's) are computed once per operand shape on the meta backend.
 Layers share their decisions because they share their dim names.
@@ -33,6 +49,7 @@ Layers share their decisions because they share their dim names.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,7 +57,7 @@ from ..errors import ArgumentError, LayoutError
 from ..hardware import HardwareProfile, get_profile
 from ..profiler import Profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
-from .model import Clock, Plan
+from .model import Clock, Plan, flop_rate
 from .space import Rules, legal_rule_sets, local_elements
 from .symmetry import axis_symmetries, orbit_key
 from .steps import Step
@@ -56,6 +73,7 @@ class SearchStats:
     def __init__(self) -> None:
         self.legal = self.complete = self.stopped_time = self.stopped_memory = self.refused = 0
         self.symmetric = 0  # rule sets skipped as a renaming of interchangeable axes of one priced
+        self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -99,6 +117,8 @@ def search_layouts(
     dims: Any = None,
     prune: bool = True,
     symmetric: bool = True,
+    seeds_first: bool = True,
+    lower_bound: bool = True,
     progress: Callable[[int, int], None] | None = None,
     stats: SearchStats | None = None,
 ) -> list[Plan]:
@@ -116,6 +136,13 @@ def search_layouts(
             rule set in full: the same answer, slower).
         symmetric: price one rule set per orbit of the mesh's interchangeable
             axes (``plan.symmetry``; False: every rule set, the same answer).
+        seeds_first: price the rule sets splitting at most one dim first, to
+            set a tight cut early (``pricing_order``; False: the proxy order,
+            the same answer).
+        lower_bound: when ``step`` has a ``lower_bound`` step (the same step
+            with one layer: ``transformer_step``, ``mlp_step``), trace it first
+            and skip the full trace when it already passes the cut (False:
+            full traces only, the same answer).
         progress: called as ``progress(done, total)`` after each rule set.
         stats: filled with what the search did.
 
@@ -149,18 +176,28 @@ def search_layouts(
     stats.legal = len(rule_sets)
     limit = math.inf if memory_limit_bytes is None else float(memory_limit_bytes)
     symmetries = axis_symmetries(check_mesh_shape(mesh_shape), hw) if symmetric else []
-    found = _search(step, mesh_shape, rule_sets, hw, limit, top_k, prune, symmetries, progress, stats)
+    bound = getattr(step, "lower_bound", None) if prune and lower_bound else None
+    order = pricing_order(rule_sets) if prune and seeds_first else list(range(len(rule_sets)))
+    found = _search(step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats)
     if not found:
         raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
     ranked = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][1]))[:top_k]
     return [_relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
 
 
-def _search(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], hw: HardwareProfile, limit: float,
-            top_k: int, prune: bool, symmetries: list[dict[str, str]],
-            progress: Callable[[int, int], None] | None, stats: SearchStats) -> dict[tuple, tuple[Plan, int]]:
-    """Branch and bound over ``rule_sets`` in order: ``{costs: (plan, index of the first with them)}``."""
-    found: dict[tuple, tuple[Plan, int]] = {}  # distinct costs -> the simplest rule set with them
+def _search(step: Step, bound: Step | None, mesh_shape: Mapping[str, int], rule_sets: list[Rules],
+            order: list[int], hw: HardwareProfile, limit: float, top_k: int, prune: bool,
+            symmetries: list[dict[str, str]], progress: Callable[[int, int], None] | None,
+            stats: SearchStats) -> dict[tuple, tuple[Plan, int]]:
+    """Branch and bound over ``rule_sets``: ``{costs: (plan, index of the first with them in rule_sets)}``.
+
+    ``bound``: a step costing no more than ``step`` under any rules (its one-layer version), traced
+    first; passing the cut there cuts the rule set without its full trace. The rule sets are priced
+    in ``order`` (``pricing_order``: the seeds first, to set a tight cut early); ties keep the
+    meaning of the proxy order: each distinct cost is reported as its simplest rule set, and equal
+    simplicity goes to the earlier index, whatever order they were priced in.
+    """
+    found: dict[tuple, tuple[Plan, int]] = {}  # distinct costs -> (simplest rule set with them, first index)
     cut = [math.inf]  # the k-th best distinct time so far
     cache: dict[tuple, float] = {}  # collective times, shared by every rule set
     seen: set[tuple] = set()  # orbits under the mesh's axis symmetries already priced
@@ -173,9 +210,19 @@ def _search(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], h
             stats.stopped_time += 1
             raise _Stop
 
-    for i, rules in enumerate(rule_sets):
-        if progress is not None and i:
-            progress(i, len(rule_sets))
+    floor = layer_floor(step, mesh_shape, hw) if bound is not None else 0.0
+
+    def watch_bound(prof: Profile, clock: Clock) -> None:
+        if clock.total(prof) + floor > cut[0] * _ROUNDING:
+            stats.stopped_bound += 1
+            raise _Stop
+
+    simplest: dict[tuple, int] = {}  # costs -> index of the plan kept
+    gain = _BoundGain()
+    for n, i in enumerate(order):
+        rules = rule_sets[i]
+        if progress is not None and n:
+            progress(n, len(rule_sets))
         if symmetries:
             key = orbit_key(rules, symmetries)
             if key in seen:
@@ -183,7 +230,19 @@ def _search(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], h
                 continue
             seen.add(key)
         try:
-            plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache)
+            if bound is not None and cut[0] < math.inf and gain.worth_it():
+                t0 = time.perf_counter()
+                try:
+                    evaluate_layout(bound, mesh_shape, rules, hw, watch=watch_bound, cache=cache)
+                except _Stop:
+                    gain.bound(time.perf_counter() - t0, cut=True)
+                    raise
+                gain.bound(time.perf_counter() - t0, cut=False)
+            t0 = time.perf_counter()
+            try:
+                plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache)
+            finally:
+                gain.full(time.perf_counter() - t0)
         except _Stop:
             continue
         except LayoutError:
@@ -192,8 +251,13 @@ def _search(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], h
         stats.complete += 1
         if plan.memory_bytes_per_device <= limit:
             key = _cost(plan)
-            if key not in found or _simpler(plan, found[key][0]):
-                found[key] = (plan, found[key][1] if key in found else i)
+            if key not in found:
+                found[key], simplest[key] = (plan, i), i
+            else:
+                kept, first = found[key]
+                if (_size(plan), i) < (_size(kept), simplest[key]):
+                    kept, simplest[key] = plan, i
+                found[key] = (kept, min(first, i))
             times = sorted(k[0] for k in found)
             if len(times) >= top_k:
                 cut[0] = times[top_k - 1]
@@ -202,14 +266,75 @@ def _search(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], h
     return found
 
 
+# A lower-bound trace sums the same terms in another order: allow its last bits to differ.
+_ROUNDING = 1.0 + 1e-9
+
+
+class _BoundGain:
+    """Whether the bound trace pays: the share of rule sets it cuts times a full trace's mean wall time
+    against its own (measured as the search goes; the answer is the same either way, only the time differs)."""
+
+    def __init__(self) -> None:
+        self.tries = self.cuts = self.fulls = 0
+        self.bound_s = self.full_s = 0.0
+
+    def worth_it(self) -> bool:
+        if self.tries < 16 or self.fulls < 4 or self.fulls % 64 == 0:  # measure first, look again now and then
+            return True
+        return self.cuts / self.tries * self.full_s / self.fulls > self.bound_s / self.tries
+
+    def bound(self, seconds: float, cut: bool) -> None:
+        self.tries, self.cuts, self.bound_s = self.tries + 1, self.cuts + cut, self.bound_s + seconds
+
+    def full(self, seconds: float) -> None:
+        self.fulls, self.full_s = self.fulls + 1, self.full_s + seconds
+
+
+def layer_floor(step: Step, mesh_shape: Mapping[str, int], hw: HardwareProfile) -> float:
+    """A lower bound on what the layers ``step.lower_bound`` leaves out add to the step time, under any rules.
+
+    ``step`` is ``step.layers`` identical layers and ``step.lower_bound`` the same with one
+    (``transformer_step``, ``mlp_step``): the step's time is the bound's plus ``layers - 1`` times one
+    layer's. One layer's time is at least its einsums' time, and the device with the largest blocks
+    (the one priced) does at least ``1 / devices`` of the layer's flops: the flops of one layer on a
+    single device (``step.two_layers`` minus ``step.lower_bound``, traced once each) over the device
+    count. 0.0 when ``step`` does not say it repeats.
+    """
+    one, two, layers = (getattr(step, a, None) for a in ("lower_bound", "two_layers", "layers"))
+    if one is None or two is None or not layers or layers < 2:
+        return 0.0
+    from ..mesh import Mesh
+    from ..profiler import profile
+
+    flops = []
+    for s in (one, two):
+        with profile() as prof:
+            s(Mesh({"one": 1}, backend="meta"))
+        flops.append(prof.flops_by_dtype)
+    devices = math.prod(check_mesh_shape(mesh_shape).values())
+    per_layer = sum(max(0.0, f - flops[0].get(d, 0.0)) / flop_rate(hw, d) for d, f in flops[1].items())
+    return (layers - 1) * per_layer / devices
+
+
+def pricing_order(rule_sets: list[Rules]) -> list[int]:
+    """Indices of ``rule_sets`` in pricing order: the seeds (at most one dim split), then the rest.
+
+    Pricing the nearly replicated layouts first gives the k-th best time early, so the traces of
+    the many rule sets after them stop sooner; within each part the proxy order is kept. The
+    part a rule set falls in does not change under axis renaming, so the first rule set of each
+    orbit priced is still the first of the proxy order.
+    """
+    seeds = [i for i, r in enumerate(rule_sets) if len(r) <= 1]
+    return seeds + [i for i, r in enumerate(rule_sets) if len(r) > 1]
+
+
+def _size(plan: Plan) -> tuple[int, int]:
+    """How much a rule set splits: dims split, then axes used (of two with equal costs, the smaller is kept)."""
+    return len(plan.rules), sum(len(x) for x in plan.rules.values())
+
+
 def _cost(plan: Plan) -> tuple[float, int, float, float]:
     return (plan.step_time_s, plan.memory_bytes_per_device, plan.comm_bytes_per_device, plan.flops_per_device)
-
-
-def _simpler(a: Plan, b: Plan) -> bool:
-    """Of two rule sets with the same costs, keep the one that splits fewer dims over fewer axes."""
-    size = lambda p: (len(p.rules), sum(len(x) for x in p.rules.values()))  # noqa: E731
-    return size(a) < size(b)
 
 
 def _relabel(plan: Plan, label: str) -> Plan:

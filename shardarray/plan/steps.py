@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..autograd import value_and_grad
@@ -44,6 +45,10 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         tokens = zeros(mesh, {"batch": batch, "seq": cfg.seq_len}, dtype="int32", layout=layout)
         return value_and_grad(transformer_loss)(params, tokens, tokens, cfg)
 
+    if cfg.n_layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
+        one = transformer_step(replace(cfg, n_layers=1), batch, dtype, strategy)
+        two = step if cfg.n_layers == 2 else transformer_step(replace(cfg, n_layers=2), batch, dtype, strategy)
+        _repeat(step, one, two, cfg.n_layers)
     return step
 
 
@@ -80,4 +85,16 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
 
         return value_and_grad(loss)(params)
 
+    if layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
+        two = step if layers == 2 else mlp_step(batch, d_io, d_hidden, 2, dtype)
+        _repeat(step, mlp_step(batch, d_io, d_hidden, 1, dtype), two, layers)
     return step
+
+
+def _repeat(step: Any, one: Step, two: Step, layers: int) -> None:
+    """Mark ``step`` as ``layers`` identical layers: ``one``/``two`` are the same step with one/two of them.
+
+    The search reads these (``plan.search``): ``step.lower_bound`` runs a subset of ``step``'s ops, so
+    it costs no more under any rules; ``step.two_layers`` minus ``step.lower_bound`` is one layer.
+    """
+    step.lower_bound, step.two_layers, step.layers = one, two, layers

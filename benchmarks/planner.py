@@ -1,0 +1,125 @@
+"""How long ``sa.plan.search_layouts`` takes on the planner's three goal cases, before and after its speed-ups.
+
+Cases (a100 profile, float32, 16 GiB per device, top 5):
+
+* ``small_2x4``: the README's small transformer (vocab 512, d_model 64, 8 heads × 16,
+  d_ff 256, 2 layers, seq 32), batch 16, on ``{"rows": 2, "cols": 4}``;
+* ``0.14B_2x4``: the README's search-results model (16 GiB), batch 32, on ``{"rows": 2, "cols": 4}``
+  (not one of the goal cases; it is the slowest case the tests record);
+* ``meshtf_6layer_2x2x2``: the Mesh-TF bench model (vocab 32768, d_model 1024, 16 heads × 64,
+  d_ff 4096, 6 layers, seq 256), batch 64, on ``{"x": 2, "y": 2, "z": 2}``;
+* ``4.9B_8x8x8``: Mesh-TF's 4.9B model (d_ff 262144, 256 heads × 256, 6 layers), batch 256,
+  on ``{"x": 8, "y": 8, "z": 8}``.
+
+Each case runs in the modes ``before`` (the proxy order, full traces only: the search as it was)
+and ``after`` (the seeds first and the one-layer lower-bound trace), interleaved
+A B A B over ``--repeat`` rounds. A search that passes ``--budget`` seconds is stopped; its row
+gives the rule sets it got through and the wall time projected from that rate (the later rule
+sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
+the two modes are compared where both finish.
+
+    python benchmarks/planner.py [--cases small_2x4,...] [--modes before,after] [--budget 120]
+                                 [--repeat 1] [--json PATH] [--force]
+
+JSON (default /tmp/shardarray-bench/planner.json) has the machine's cores, thread settings and
+load before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import shardarray as sa
+
+try:
+    from _env import default_output, environment, output_path
+except ImportError:  # imported as benchmarks.planner
+    from benchmarks._env import default_output, environment, output_path
+
+GiB = 2**30
+_MODEL = {"vocab": 32768, "d_model": 1024, "n_layers": 6, "seq_len": 256}
+CASES = {
+    "small_2x4": ({"vocab": 512, "d_model": 64, "heads": 8, "d_kv": 16, "d_ff": 256, "n_layers": 2, "seq_len": 32},
+                  16, {"rows": 2, "cols": 4}),
+    "0.14B_2x4": ({**_MODEL, "heads": 4, "d_kv": 256, "d_ff": 4096}, 32, {"rows": 2, "cols": 4}),
+    "meshtf_6layer_2x2x2": ({**_MODEL, "heads": 16, "d_kv": 64, "d_ff": 4096}, 64, {"x": 2, "y": 2, "z": 2}),
+    "4.9B_8x8x8": ({**_MODEL, "heads": 256, "d_kv": 256, "d_ff": 262144}, 256, {"x": 8, "y": 8, "z": 8}),
+}
+MODES = {"before": {"seeds_first": False, "lower_bound": False}, "after": {"seeds_first": True, "lower_bound": True}}
+
+
+class _Budget(Exception):
+    """The search passed its time budget."""
+
+
+def run_case(name: str, mode: str, budget: float, memory: float, top: int) -> dict:
+    """One search of case ``name`` in ``mode``, stopped after ``budget`` seconds."""
+    cfg, batch, mesh = CASES[name]
+    step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
+    stats = sa.plan.SearchStats()
+    done = [0, 0]
+    t0 = time.perf_counter()
+
+    def progress(n: int, total: int) -> None:
+        done[:] = [n, total]
+        if time.perf_counter() - t0 > budget:
+            raise _Budget
+
+    row = {"case": name, "mode": mode, "mesh": mesh, "config": cfg, "batch": batch, "budget_s": budget}
+    try:
+        best = sa.plan.search_layouts(step, mesh, memory, top_k=top, stats=stats, progress=progress, **MODES[mode])
+        row.update(finished=True, best=[{"layout": p.describe(), "step_time_s": p.step_time_s,
+                                         "memory_bytes_per_device": p.memory_bytes_per_device} for p in best])
+    except _Budget:
+        row.update(finished=False)
+    seconds = time.perf_counter() - t0
+    row.update(seconds=seconds, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
+    if not row["finished"] and done[0]:
+        row["projected_s"] = seconds * done[1] / done[0]
+    return row
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8",
+                    help=f"comma-separated, of {', '.join(CASES)}")
+    ap.add_argument("--modes", default="before,after", help="comma-separated, of before, after")
+    ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
+    ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")
+    ap.add_argument("--memory", type=float, default=16 * GiB, help="bytes per device (default 16 GiB)")
+    ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--json", default=default_output("planner"))
+    ap.add_argument("--force", action="store_true", help="overwrite a committed result under benchmarks/results/")
+    args = ap.parse_args(argv)
+    cases, modes = args.cases.split(","), args.modes.split(",")
+    for c in cases:
+        if c not in CASES:
+            ap.error(f"--cases: unknown case {c!r}; pick from {', '.join(CASES)}")
+    for m in modes:
+        if m not in MODES:
+            ap.error(f"--modes: unknown mode {m!r}; pick from {', '.join(MODES)}")
+    out = output_path(args.json, args.force)
+    result = {"environment": {"before": environment()}, "runs": []}
+    for case in cases:
+        for _ in range(args.repeat):
+            for mode in modes:  # A B A B
+                row = run_case(case, mode, args.budget, args.memory, args.top)
+                result["runs"].append(row)
+                tail = "" if row["finished"] else f" (stopped; projected {row.get('projected_s', float('nan')):.0f} s)"
+                print(f"{case:<22}{mode:<8}{row['seconds']:8.2f} s  {row['rule_sets_done']}/{row['legal']} rule sets"
+                      f"{tail}", flush=True)
+        finished = [r for r in result["runs"] if r["case"] == case and r["finished"]]
+        if len({m for m in (r["mode"] for r in finished)}) > 1:
+            same = all(r["best"] == finished[0]["best"] for r in finished)
+            print(f"{case}: same best layouts in every mode: {same}")
+            result.setdefault("same_best", {})[case] = same
+    result["environment"]["after"] = environment()
+    out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
