@@ -16,8 +16,9 @@ first ``sa.Mesh`` of a process is made:
   divided by the processes of the job on this node under an MPI launcher
   (``MPI_LOCALNRANKS``/``OMPI_COMM_WORLD_LOCAL_SIZE``, else
   ``COMM_WORLD.Split_type(COMM_TYPE_SHARED)`` for a ``comm="mpi"`` mesh), less
-  the cores other processes keep busy (the 1-minute load average and the
-  runnable count of ``/proc/loadavg``), at least 1. An oversubscribed node
+  the cores other processes keep busy now (the fewest runnable tasks other
+  than this process in a few samples of ``/proc/loadavg``, 10 ms in all),
+  at least 1. An oversubscribed node
   (more local ranks than cores) or a busy machine gets 1 thread.
 * shardarray only ever *lowers* the pool: a smaller pool set earlier with
   ``threadpoolctl.threadpool_limits`` is kept, and one set later wins.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,12 +74,26 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def machine_load() -> float:
-    """Cores kept busy by *other* processes: max of the 1-minute load average and the runnable count less one."""
+def machine_load(samples: int = 5, interval_s: float = 0.002) -> float:
+    """Cores kept busy by *other* processes now: the fewest runnable tasks, less this one, over a few samples.
+
+    ``/proc/loadavg``'s runnable count is read ``samples`` times ``interval_s``
+    apart and the minimum taken (a process that keeps a core busy is runnable
+    in every sample; a kernel thread that wakes for a moment is not), less one
+    for this process. The 1-minute load average is not used: it lags by a
+    minute, so it still counts a job that just ended, and it counts this
+    process's own work before its first mesh (a benchmark that ran a while
+    would see itself as another busy process). Without ``/proc``, the load
+    average is the fallback.
+    """
+    counts = []
     try:
-        with open("/proc/loadavg") as f:
-            fields = f.read().split()
-        return max(float(fields[0]), float(int(fields[3].split("/")[0]) - 1))
+        for k in range(max(1, samples)):
+            if k:
+                time.sleep(interval_s)
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]))
+        return float(max(0, min(counts) - 1))
     except (OSError, IndexError, ValueError):
         try:
             return float(os.getloadavg()[0])

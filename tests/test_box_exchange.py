@@ -159,3 +159,19 @@ def test_parallel_block_fills_give_the_serial_blocks(shape, monkeypatch):
     assert used  # the pool ran
     np.testing.assert_array_equal(serial[0], v[2:, ::-2])
     np.testing.assert_array_equal(serial[2], v.reshape(11 * 3, 3, 4))
+
+
+@pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"x": 3, "y": 2}, {"a": 2, "b": 2, "c": 2}])
+def test_argmax_on_the_copy_pool_equals_numpy(shape, monkeypatch):
+    """``map_blocks_parallel`` (argmax's local search) forced onto the pool for small blocks gives NumPy's answer."""
+    from shardarray.comm import parallel
+
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    mesh = sa.Mesh(shape)
+    axes = mesh.axis_names
+    v = rand((7, 10), seed=9)
+    v[3, 4] = np.nan
+    x = sa.asarray(v, dims=("a", "b"), mesh=mesh, layout={"a": axes[0], "b": axes[1]})
+    np.testing.assert_array_equal(sa.argmax(x, "b").numpy(), np.argmax(v, axis=1))
+    np.testing.assert_array_equal(sa.argmin(x, "a").numpy(), np.argmin(v, axis=0))

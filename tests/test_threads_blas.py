@@ -102,3 +102,19 @@ def test_bad_override_is_a_typed_error_at_mesh_creation(monkeypatch):
     monkeypatch.setitem(threads._STATE, "applied", False)
     with pytest.raises(sa.ArgumentError, match="SHARDARRAY_BLAS_THREADS"):
         sa.Mesh({"row": 2, "col": 2})
+
+
+def test_machine_load_counts_what_is_runnable_now_not_the_lagging_average(monkeypatch):
+    """The fewest runnable tasks over the samples, less this process; a high 1-minute average alone is no load."""
+    import io
+
+    def fake_proc(lines):
+        it = iter(lines)
+        monkeypatch.setattr(threads, "open", lambda *a, **k: io.StringIO(next(it)), raising=False)
+
+    fake_proc(["3.90 2.00 1.00 1/120 999"] * 5)  # a job just ended: the average still says ~4, nothing runs
+    assert threads.machine_load(interval_s=0) == 0.0
+    fake_proc(["1.20 1.00 1.00 2/120 999", "1.20 1.00 1.00 4/120 999", "1.20 1.00 1.00 2/120 999",
+               "1.20 1.00 1.00 3/120 999", "1.20 1.00 1.00 2/120 999"])  # one hog, kernel threads waking now and then
+    assert threads.machine_load(interval_s=0) == 1.0
+    assert threads.blas_threads(env={}, cores=2, ranks=1, load=1.0).threads == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -185,6 +187,35 @@ def map_blocks(
             with scope(rep):
                 r = fn(*(s[rep] for s in shard_lists))
         if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array
+            r = np.asarray(r)
+        for d in devices:
+            out[d] = r
+    return out
+
+
+def map_blocks_parallel(
+    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], *shard_lists: Sequence[Any]
+) -> list[Any]:
+    """``map_blocks`` with the distinct blocks computed on the copy pool (``comm.parallel``) when they are big.
+
+    For a pure ``fn`` (no shared state: each call reads its own blocks and
+    returns a new one) of NumPy shards in one process, where the blocks of
+    different devices can be computed at once as real devices would; the
+    result is identical to ``map_blocks``. Elsewhere (meta, CuPy, small
+    blocks, one BLAS thread) it is ``map_blocks``.
+    """
+    from ..comm.parallel import MIN_BYTES, run_all, workers
+
+    if mesh.backend.name != "numpy" or mesh.backend.device_scope is not None or workers() <= 1:
+        return map_blocks(mesh, axes, fn, *shard_lists)
+    classes = mesh.replica_classes(axes)
+    nbytes = sum(int(getattr(s[rep], "nbytes", 0)) for rep, _ in classes for s in shard_lists)  # array operands
+    if nbytes < MIN_BYTES or len(classes) < 2:
+        return map_blocks(mesh, axes, fn, *shard_lists)
+    results = run_all([functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes], nbytes)
+    out: list[Any] = [None] * mesh.size
+    for (_, devices), r in zip(classes, results):
+        if isinstance(r, np.generic):
             r = np.asarray(r)
         for d in devices:
             out[d] = r

@@ -22,7 +22,7 @@ from ..backend.meta import MetaArray
 from ..dtypes import wide_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
+from .common import map_blocks, map_blocks_parallel, mesh_order, new_array, one_dim_arg, require_array
 from .relayout import resolve
 
 
@@ -64,12 +64,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         info = np.iinfo(x.dtype)
         worst = info.min if op == "argmax" else info.max
     # local pairs, packed as int64 (value bits, global index), shape (..., 1 at i, ..., 2)
-    packed = []
-    for d in range(mesh.size):
-        packed.append((offsets[d], x.shards[d]))
-
-    def pair(item: Any) -> Any:
-        off, s = item
+    def pair(off: int, s: Any) -> Any:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1:] + (2,), np.int64)
         shape = s.shape[:i] + (1,) + s.shape[i + 1:]
@@ -86,7 +81,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
             idx = xp.expand_dims(pos, i).astype(np.int64) + off
         return xp.stack([xp.ascontiguousarray(val).view(np.int64), idx], axis=-1)
 
-    pairs = map_blocks(mesh, x.spec.used_axes, pair, packed)
+    pairs = map_blocks_parallel(mesh, x.spec.used_axes, pair, offsets, x.shards)
     gathered = mesh.comm.allgather(pairs, mesh_order(mesh, axes), dim=i)
 
     bounds = block_bounds(mesh, x.spec)
