@@ -4,9 +4,12 @@ The tree is the transformer (``mesh2d`` on a 2×2 mesh) at a d_model that gives
 about ``--size`` MiB of parameters plus Adam moments (float32). The baseline
 writes the *same bytes* (each distinct block once) with ``np.save`` into one
 ``.npy`` file per block and reads them with ``np.load``; both sides fsync
-their files, both read from the page cache (files just written). Runs are
-interleaved (save, np.save, unsynced np.save, load, load without checksums,
-np.load, repeated; before each timed step ``os.sync()``, untimed, flushes the
+their files, both read files they have just written (each load right
+after its own save: on a machine with proactive reclaim, e.g. DAMON's
+``pageout`` scheme, page-cache pages a few seconds old go back to disk, so
+reading an older file would measure the disk). Runs are interleaved (save,
+load, load without checksums, np.save, np.load, unsynced np.save, repeated;
+before each timed step ``os.sync()``, untimed, flushes the
 dirty pages a previous step left, so no step pays for another's writeback) and the medians reported; the unsynced np.save (no fsync,
 so not durable) and ``load(..., verify=False)`` are shown too.
 Peak extra memory is the rise of the process's peak RSS (``VmHWM`` in
@@ -139,8 +142,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = ("save", "np_save", "np_save_nosync", "load", "load_noverify", "np_load")
     rows: dict[str, list[tuple[float, int]]] = {k: [] for k in names}
     for _ in range(args.repeats):
-        for name, fn in (("save", ck_save), ("np_save", np_save), ("np_save_nosync", lambda: np_save(False)),
-                         ("load", ck_load), ("load_noverify", lambda: ck_load(False)), ("np_load", np_load)):
+        # each load right after its own save: both read files just written (this machine kind runs DAMON's
+        # proactive reclaim, which pages out page-cache pages a few seconds old at up to 128 MiB/s, so a file
+        # written three steps earlier is partly read from disk)
+        for name, fn in (("save", ck_save), ("load", ck_load), ("load_noverify", lambda: ck_load(False)),
+                         ("np_save", np_save), ("np_load", np_load), ("np_save_nosync", lambda: np_save(False))):
             os.sync()  # untimed: the previous step's dirty pages (an unsynced np.save's) are not flushed on our clock
             procs.barrier()
             dt, peak, out = measured(fn)
