@@ -258,6 +258,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "comm_bytes_per_step_per_device": float(np.mean(comm_per_step)), "evals": evals,
         "dtype": args.dtype, "losses": losses,
         "skipped_steps": scale_state["skipped"] if scale_state else 0,
+        "blas_threads": None if sa.threads.last_setting() is None else vars(sa.threads.last_setting()),
     }
     console.print(
         f"loss {metrics['first_loss']:.3f} -> {metrics['final_loss']:.3f}; held-out next-token accuracy "
