@@ -3,8 +3,12 @@
 The tree is the transformer (``mesh2d`` on a 2×2 mesh) at a d_model that gives
 about ``--size`` MiB of parameters plus Adam moments (float32). The baseline
 writes the *same bytes* (each distinct block once) with ``np.save`` into one
-``.npy`` file per block and reads them with ``np.load``; both sides fsync
-their files, both read files they have just written (each load right
+``.npy`` file per block, in a new directory each time (removing the previous
+one, as an overwriting checkpoint save does: a checkpoint is never written
+over the previous one's files, and on this file system reading a newly
+created file back costs several times more than reading a rewritten one),
+and reads them with ``np.load``; both sides fsync their files, both read
+files they have just written (each load right
 after its own save: on a machine with proactive reclaim, e.g. DAMON's
 ``pageout`` scheme, page-cache pages a few seconds old go back to disk, so
 reading an older file would measure the disk). Runs are interleaved (save,
@@ -119,17 +123,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     base = root / "np"
     base.mkdir(parents=True, exist_ok=True)
 
+    saves = {"n": 0, "dir": None}
+
     def np_save(sync: bool = True) -> None:
+        # new files in a new directory each time, as every checkpoint is (an atomic save never overwrites the
+        # previous one's files); the previous directory is removed, as an overwriting save removes the old one
+        new = base / f"np-{saves['n']}"
+        new.mkdir(exist_ok=True)
         for k, a in mine:
-            with open(base / f"{k}.npy", "wb") as f:
+            with open(new / f"{k}.npy", "wb") as f:
                 np.save(f, a)
                 if sync:
                     f.flush()
                     os.fsync(f.fileno())
         procs.barrier()
+        old, saves["dir"] = saves["dir"], new
+        saves["n"] += 1
+        if old is not None and rank == 0:
+            shutil.rmtree(old, ignore_errors=True)
 
     def np_load() -> list[np.ndarray]:
-        out = [np.load(base / f"{k}.npy") for k in held]
+        out = [np.load(saves["dir"] / f"{k}.npy") for k in held]
         procs.barrier()
         return out
 
