@@ -26,6 +26,8 @@ CASES = [
          sa.DimensionError, names=("'heads'", "'d_kv'", "-1"), fix=("at most one",)),
     Case("manip-split-infer-not-a-divisor", lambda: _x().split_dim("hidden", {"heads": 5, "d_kv": -1}),
          sa.DimensionError, names=("'d_kv'", "12", "5"), fix=("multiple",)),
+    Case("manip-split-dim-none-on-2d", lambda: _x().split_dim(None, {"heads": 3, "d_kv": 4}),
+         sa.DimensionError, names=("'batch'", "'hidden'", "12"), fix=("name the dim", "merge_dims")),
     Case("manip-split-unknown-dim", lambda: _x().split_dim("hiden", {"heads": 3, "d_kv": 4}),
          sa.DimensionError, names=("'hiden'",), fix=("'hidden'",)),
     Case("manip-split-sizes-not-a-dict", lambda: _x().split_dim("hidden", (3, 4)),

@@ -22,15 +22,9 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import DimensionError
 from ..layout import Layout, block_bounds, check_dims
-from .common import dims_arg, require_array
+from .common import dims_arg, one_dim_arg, require_array
 from .relayout import move
 from .structure import transpose
-
-
-def _one_dim(x: ShardArray, dim: Any, what: str) -> str:
-    if isinstance(dim, (tuple, list)):
-        raise DimensionError(f"{what}: give one dim (a name or a position); got {dim!r}. The array's dims are {x.dims}")
-    return dims_arg(x, dim, what)[0]
 
 
 def _new_sizes(x: ShardArray, dim: str, sizes: Any, what: str) -> dict[str, int]:
@@ -180,7 +174,7 @@ def split_dim(x: ShardArray, dim: Any, sizes: Mapping[str, int]) -> ShardArray:
         True
     """
     x = require_array(x, "split_dim")
-    dim = _one_dim(x, dim, "split_dim")
+    dim = one_dim_arg(x, dim, "split_dim", "split", none_on_1d=True)
     new = _new_sizes(x, dim, sizes, f"split_dim({dim!r}, {dict(sizes) if isinstance(sizes, Mapping) else sizes!r})")
     i = x.dims.index(dim)
     dims = x.dims[:i] + tuple(new) + x.dims[i + 1:]
