@@ -175,3 +175,35 @@ def test_argmax_on_the_copy_pool_equals_numpy(shape, monkeypatch):
     x = sa.asarray(v, dims=("a", "b"), mesh=mesh, layout={"a": axes[0], "b": axes[1]})
     np.testing.assert_array_equal(sa.argmax(x, "b").numpy(), np.argmax(v, axis=1))
     np.testing.assert_array_equal(sa.argmin(x, "a").numpy(), np.argmin(v, axis=0))
+
+
+def test_a_forked_child_gets_its_own_copy_pool(monkeypatch):
+    """A child forked after the pool ran must not wait on its parent's (absent) threads."""
+    import os
+
+    from shardarray.comm import parallel
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    assert parallel.run_all([lambda: 1, lambda: 2], 1) == [1, 2]  # the pool exists in the parent now
+    pid = os.fork()
+    if pid == 0:  # the child: the pool must work (a hang would be killed by the parent's wait below)
+        ok = False
+        try:
+            ok = parallel.run_all([lambda: 3, lambda: 4], 1) == [3, 4]
+        finally:
+            os._exit(0 if ok else 1)
+    import time
+
+    for _ in range(200):  # up to 10 s
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on the copy pool")
+    assert os.WEXITSTATUS(status) == 0

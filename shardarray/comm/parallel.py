@@ -14,6 +14,7 @@ Results are identical either way (each job writes its own new block).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,17 @@ MIN_BYTES = 8 << 20
 
 _POOL: dict[str, Any] = {"size": 0, "pool": None}
 _LOCK = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: start a new pool there when one is needed."""
+    global _LOCK
+    _POOL["size"], _POOL["pool"] = 0, None
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def workers() -> int:
