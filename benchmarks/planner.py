@@ -11,14 +11,15 @@ Cases (a100 profile, float32, 16 GiB per device, top 5):
 * ``4.9B_8x8x8``: Mesh-TF's 4.9B model (d_ff 262144, 256 heads × 256, 6 layers), batch 256,
   on ``{"x": 8, "y": 8, "z": 8}``.
 
-Each case runs in the modes ``before`` (the proxy order, full traces only: the search as it was)
-and ``after`` (the seeds first and the one-layer lower-bound trace), interleaved
+Each case runs in the modes ``before`` (the proxy order, full traces only, no op memo),
+``no_memo`` (the seeds first and the one-layer lower-bound trace: the search of the first round) and
+``after`` (the same with the per-op memo, ``sa.plan.memo``; the default pair is no_memo, after), interleaved
 A B A B over ``--repeat`` rounds. A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
 the two modes are compared where both finish.
 
-    python benchmarks/planner.py [--cases small_2x4,...] [--modes before,after] [--budget 120]
+    python benchmarks/planner.py [--cases small_2x4,...] [--modes no_memo,after] [--budget 120]
                                  [--repeat 1] [--json PATH] [--force]
 
 JSON (default /tmp/shardarray-bench/planner.json) has the machine's cores, thread settings and
@@ -47,7 +48,9 @@ CASES = {
     "meshtf_6layer_2x2x2": ({**_MODEL, "heads": 16, "d_kv": 64, "d_ff": 4096}, 64, {"x": 2, "y": 2, "z": 2}),
     "4.9B_8x8x8": ({**_MODEL, "heads": 256, "d_kv": 256, "d_ff": 262144}, 256, {"x": 8, "y": 8, "z": 8}),
 }
-MODES = {"before": {"seeds_first": False, "lower_bound": False}, "after": {"seeds_first": True, "lower_bound": True}}
+MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False},
+         "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False},
+         "after": {"seeds_first": True, "lower_bound": True, "memo": True}}
 
 
 class _Budget(Exception):
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8",
                     help=f"comma-separated, of {', '.join(CASES)}")
-    ap.add_argument("--modes", default="before,after", help="comma-separated, of before, after")
+    ap.add_argument("--modes", default="no_memo,after", help="comma-separated, of before, no_memo, after (memo)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--memory", type=float, default=16 * GiB, help="bytes per device (default 16 GiB)")

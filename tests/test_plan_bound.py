@@ -31,13 +31,13 @@ def test_fast_search_equals_brute_force(name, monkeypatch):
     The bound trace runs for every rule set here (the search drops it where it does not pay)."""
     make, mesh, limit, k = CASES[name]
     step = make()
-    brute = sa.plan.search_layouts(step, mesh, limit, top_k=k, prune=False, symmetric=False)
+    brute = sa.plan.search_layouts(step, mesh, limit, top_k=k, prune=False, symmetric=False, memo=False)
     stats = sa.plan.SearchStats()
     with monkeypatch.context() as m:
         m.setattr(_BoundGain, "worth_it", lambda self: True)
         fast = sa.plan.search_layouts(step, mesh, limit, top_k=k, stats=stats)
     assert _rows(fast) == _rows(brute) and len(fast) == k
-    knob_sets = ({"seeds_first": False}, {"lower_bound": False}) if name.startswith("mlp") else ()
+    knob_sets = ({"seeds_first": False}, {"lower_bound": False}, {"memo": False}) if name.startswith("mlp") else ()
     for knobs in knob_sets:
         assert _rows(sa.plan.search_layouts(step, mesh, limit, top_k=k, **knobs)) == _rows(brute), knobs
     assert stats.stopped_bound > 0  # the bound trace did cut rule sets

@@ -25,6 +25,7 @@ from .. import profiler
 from ..array import ShardArray
 from ..dtypes import BFLOAT16
 from ..errors import ShardArrayError
+from ..memo_hook import OP_MEMO  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
 
 VJP = Callable[["Context", ShardArray], Sequence[Any]]
 VJPS: dict[str, VJP] = {}
@@ -150,7 +151,24 @@ def differentiable(
                     return run(*args, **kwargs)
             return run(*args, **kwargs)
 
+        @functools.wraps(fn)
+        def direct(*args: Any, **kwargs: Any) -> Any:  # op.__wrapped__ (VJPs call it): plain, memoised in a search
+            memo = OP_MEMO.get()
+            if memo is None:
+                return plain(*args, **kwargs)
+            out = memo.call(name, fn, args, kwargs)
+            return out[0] if saves else out
+
+        def call(*args: Any, **kwargs: Any) -> Any:  # fn, or its memoised result during a layout search
+            memo = OP_MEMO.get()
+            return fn(*args, **kwargs) if memo is None else memo.call(name, fn, args, kwargs)
+
         def run(*args: Any, **kwargs: Any) -> Any:
+            if OP_MEMO.get() is not None:
+                return _run(call, (lambda *a, **k: call(*a, **k)[0]) if saves else call, args, kwargs)
+            return _run(fn, plain, args, kwargs)
+
+        def _run(fn: Callable[..., Any], plain: Callable[..., Any], args: Any, kwargs: Any) -> Any:
             tape = _TAPE.get()
             if tape is None or tape.paused:
                 return plain(*args, **kwargs)
@@ -175,9 +193,9 @@ def differentiable(
             tape.nodes.append(out._node)
             return out
 
-        # the op itself, never recorded; inspect.signature/help()/typing.get_type_hints follow __wrapped__ (to fn
-        # through plain's own __wrapped__ when saves=True), so the public op shows its real parameters
-        wrapper.__wrapped__ = plain  # type: ignore[attr-defined]
+        # the op itself, never recorded (memoised during a layout search); inspect.signature/help()/
+        # typing.get_type_hints follow __wrapped__ (to fn through direct's own), so the op shows its real parameters
+        wrapper.__wrapped__ = direct  # type: ignore[attr-defined]
         return wrapper
 
     return deco

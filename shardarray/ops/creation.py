@@ -14,6 +14,7 @@ from ..backend.classlist import ClassList
 from ..layout import (
     Layout, block_bounds, block_shape_classes, block_slices, check_dims, check_sizes, dim_bounds, make_layout,
 )
+from ..memo_hook import memoisable
 from ..mesh import AxesSpec, Mesh
 from .common import map_blocks
 
@@ -55,6 +56,7 @@ def from_blocks(
     return ShardArray(mesh, layout, dtype, out)
 
 
+@memoisable("full")  # the layout search replays it (shardarray.plan.memo); a no-op elsewhere
 def full(
     mesh: Mesh,
     sizes: Mapping[str, int],

@@ -17,6 +17,7 @@ from ..array import ShardArray
 from ..dtypes import as_dtype, as_float_dtype
 from ..errors import ArgumentError, DTypeError
 from ..layout import make_layout
+from ..memo_hook import memoisable
 from .creation import _check_mesh, _sizes_arg, from_blocks
 
 _MASK = (1 << 64) - 1
@@ -108,6 +109,7 @@ def _below(xp: Any, v: Any, dtype: np.dtype, low: float, high: float) -> Any:
     return xp.where(out >= top, np.nextafter(top, np.asarray(low).astype(dtype)[()]), out)
 
 
+@memoisable("normal")  # the layout search replays it (shardarray.plan.memo); a no-op elsewhere
 def normal(
     mesh: Any,
     sizes: Mapping[str, int],

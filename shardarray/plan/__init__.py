@@ -8,7 +8,7 @@ mesh's rules and runs a forward/backward (``transformer_step``,
 ``mlp_step``). Both run it on the meta backend under ``sa.profile()``; the
 cost model is in ``plan.model``, the search space in ``plan.space``, the
 search in ``plan.search`` (one rule set per orbit of interchangeable mesh
-axes: ``plan.symmetry``).
+axes: ``plan.symmetry``; each op priced once per signature: ``plan.memo``).
 
 Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the search):
     >>> step = sa.plan.mlp_step(batch=64, d_io=32, d_hidden=128)
@@ -18,7 +18,7 @@ Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the sea
     (3, True)
 """
 
-from . import model, space, symmetry
+from . import memo, model, space, symmetry
 from .evaluate import evaluate_layout
 from .model import Plan
 from .named import named_plans
@@ -27,5 +27,5 @@ from .steps import mlp_step, transformer_step
 
 __all__ = [
     "Plan", "evaluate_layout", "search_layouts", "candidates", "SearchStats", "named_plans",
-    "transformer_step", "mlp_step", "model", "space", "symmetry",
+    "transformer_step", "mlp_step", "memo", "model", "space", "symmetry",
 ]

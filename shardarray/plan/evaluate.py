@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..autograd.tape import OP_MEMO
 from ..errors import DTypeError, MeshError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import AxesSpec, Mesh
 from ..profiler import Profile, profile
+from .memo import OpMemo, RuleWatch
 from .model import Clock, Plan, price
 from .steps import Step
 
@@ -48,6 +50,7 @@ def evaluate_layout(
     label: str = "",
     watch: Callable[[Profile, Clock], None] | None = None,
     cache: dict[tuple, float] | None = None,
+    memo: OpMemo | None = None,
 ) -> Plan:
     """Run ``step(mesh)`` once on a mesh with layout ``rules`` and model its cost (see ``plan.model``).
 
@@ -66,6 +69,10 @@ def evaluate_layout(
             traces early through it).
         cache: collective times shared across calls on the same mesh shape
             and hardware (the search passes one dict to every rule set).
+        memo: an ``OpMemo`` shared across calls on the same mesh shape (meta
+            backend): ops are run once per operand signature and the rules
+            of the dims they look up, and replayed after (``plan.memo``; the
+            plan is the same as without it).
 
     Returns:
         The ``Plan``: rules, modeled ``step_time_s`` and its parts, memory,
@@ -83,10 +90,25 @@ def evaluate_layout(
     """
     hw = get_profile(hardware)
     check_step(step, "evaluate_layout")
+    if memo is not None and not isinstance(memo, OpMemo):
+        raise DTypeError(
+            f"evaluate_layout: memo must be a sa.plan.memo.OpMemo() shared by the calls of one search, or None; "
+            f"got {type(memo).__name__} {memo!r:.60}"
+        )
     mesh = Mesh(check_mesh_shape(mesh_shape), backend=backend, rules=rules)
     clean = normalize_rules(rules, mesh)
     clock = Clock(mesh, hw, cache)
     on_update = None if watch is None else (lambda prof: watch(prof, clock))
-    with profile(on_update) as prof:
-        step(mesh)
+    if memo is None or backend != "meta":
+        with profile(on_update) as prof:
+            step(mesh)
+    else:
+        memo.bind(mesh)
+        mesh.rules = RuleWatch(mesh.rules)
+        token = OP_MEMO.set(memo)
+        try:
+            with profile(on_update) as prof:
+                step(mesh)
+        finally:
+            OP_MEMO.reset(token)
     return price(prof, mesh, hw, clean, label, cache)

@@ -41,6 +41,15 @@ Two more cut the traces without changing the answer:
   search measures whether this pays (share cut × a full trace's wall time
   against the bound trace's) and stops tracing the bound where it does not.
 
+And one makes each trace cheaper without changing it:
+
+* **A per-op memo** (``plan.memo.OpMemo``, one per search): an op runs once per
+  (op, static arguments, operand signatures, rules of the dims it looks up);
+  later calls, in later layers, the backward pass or other rule sets that agree
+  on those dims, get fresh meta arrays of the recorded signatures and replay the
+  recorded flops, collectives, bytes written and live-memory excursion, so every
+  figure is bit for bit the one of running the op (``memo=False`` turns it off).
+
 Tofu's coarsening lives in the tracer: identical blocks (every layer's,
 every replica's) are computed once per operand shape on the meta backend.
 Layers share their decisions because they share their dim names.
@@ -57,6 +66,7 @@ from ..errors import ArgumentError, LayoutError
 from ..hardware import HardwareProfile, get_profile
 from ..profiler import Profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
+from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
 from .space import Rules, legal_rule_sets, local_elements
 from .symmetry import axis_symmetries, orbit_key
@@ -74,6 +84,7 @@ class SearchStats:
         self.legal = self.complete = self.stopped_time = self.stopped_memory = self.refused = 0
         self.symmetric = 0  # rule sets skipped as a renaming of interchangeable axes of one priced
         self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
+        self.memo_hits = self.memo_misses = 0  # op calls replayed / run and recorded by the op memo (``plan.memo``)
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -119,6 +130,7 @@ def search_layouts(
     symmetric: bool = True,
     seeds_first: bool = True,
     lower_bound: bool = True,
+    memo: bool = True,
     progress: Callable[[int, int], None] | None = None,
     stats: SearchStats | None = None,
 ) -> list[Plan]:
@@ -143,6 +155,9 @@ def search_layouts(
             with one layer: ``transformer_step``, ``mlp_step``), trace it first
             and skip the full trace when it already passes the cut (False:
             full traces only, the same answer).
+        memo: run each op once per operand signature and the rules of the
+            dims it looks up, and replay its results and profile events after
+            (``plan.memo``; False: every op runs, the same answer).
         progress: called as ``progress(done, total)`` after each rule set.
         stats: filled with what the search did.
 
@@ -178,7 +193,11 @@ def search_layouts(
     symmetries = axis_symmetries(check_mesh_shape(mesh_shape), hw) if symmetric else []
     bound = getattr(step, "lower_bound", None) if prune and lower_bound else None
     order = pricing_order(rule_sets) if prune and seeds_first else list(range(len(rule_sets)))
-    found = _search(step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats)
+    op_memo = OpMemo() if memo else None
+    found = _search(step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats,
+                    op_memo)
+    if op_memo is not None:
+        stats.memo_hits, stats.memo_misses = op_memo.hits, op_memo.misses
     if not found:
         raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
     ranked = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][1]))[:top_k]
@@ -188,7 +207,7 @@ def search_layouts(
 def _search(step: Step, bound: Step | None, mesh_shape: Mapping[str, int], rule_sets: list[Rules],
             order: list[int], hw: HardwareProfile, limit: float, top_k: int, prune: bool,
             symmetries: list[dict[str, str]], progress: Callable[[int, int], None] | None,
-            stats: SearchStats) -> dict[tuple, tuple[Plan, int]]:
+            stats: SearchStats, memo: OpMemo | None = None) -> dict[tuple, tuple[Plan, int]]:
     """Branch and bound over ``rule_sets``: ``{costs: (plan, index of the first with them in rule_sets)}``.
 
     ``bound``: a step costing no more than ``step`` under any rules (its one-layer version), traced
@@ -233,14 +252,14 @@ def _search(step: Step, bound: Step | None, mesh_shape: Mapping[str, int], rule_
             if bound is not None and cut[0] < math.inf and gain.worth_it():
                 t0 = time.perf_counter()
                 try:
-                    evaluate_layout(bound, mesh_shape, rules, hw, watch=watch_bound, cache=cache)
+                    evaluate_layout(bound, mesh_shape, rules, hw, watch=watch_bound, cache=cache, memo=memo)
                 except _Stop:
                     gain.bound(time.perf_counter() - t0, cut=True)
                     raise
                 gain.bound(time.perf_counter() - t0, cut=False)
             t0 = time.perf_counter()
             try:
-                plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache)
+                plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache, memo=memo)
             finally:
                 gain.full(time.perf_counter() - t0)
         except _Stop:

@@ -1,0 +1,456 @@
+"""A per-op memo for the layout search: an op priced once per operand signature, replayed after.
+
+On the meta backend an op's results (their dims, sizes, layout axes, pending
+axes, dtype and which blocks they share with the operands) and what the
+profiler sees of it (local einsum flops, collective records, bytes written,
+the live-memory excursion while it runs) depend only on the op, its static
+arguments, its operands' signatures, the mesh shape and the mesh's layout rules
+*for the dims the op looks up*. ``OpMemo`` keeps them for one search: the first
+call of a signature runs the op with a recorder attached (the dims whose rules
+it consults are recorded too, through ``RuleWatch``); a later call with the same
+signature and the same rules for those dims makes fresh meta arrays with the
+recorded signatures and replays the recorded events into the open profile, in
+the same order, so every total the cost model reads comes out bit for bit the
+same. Repeated layers, the backward pass of repeated layers, and rule sets that
+agree on an op's dims skip the op's body.
+
+An op whose call cannot be keyed (an array inside a container argument, an
+unhashable static argument), that has a side effect the replay would miss
+(caching a resolution on an operand, keeping buffers alive past its return,
+counting an array made before the profile) or whose results are not plain
+arrays is run as it is, every time. The memo is inert outside
+``evaluate_layout(..., memo=...)`` (a context variable, ``autograd.tape.OP_MEMO``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import profiler
+from ..array import ShardArray
+from ..autograd.tape import OP_MEMO
+from ..backend.classlist import ClassList
+from ..backend.meta import MetaArray
+from ..comm.log import _ACTIVE as _LOGS
+from ..comm.log import CommLog, CommRecord
+from ..mesh import Mesh
+
+_NO = object()  # a call that is not memoised
+
+
+class RuleWatch(dict):
+    """A mesh's rules dict that records which dims are looked up while ``seen`` is a set."""
+
+    seen: set | None = None
+    everything = False
+
+    def __contains__(self, dim: object) -> bool:
+        if self.seen is not None:
+            self.seen.add(dim)
+        return dict.__contains__(self, dim)
+
+    def __getitem__(self, dim: str) -> tuple[str, ...]:
+        if self.seen is not None:
+            self.seen.add(dim)
+        return dict.__getitem__(self, dim)
+
+    def get(self, dim: str, default: Any = None) -> Any:
+        if self.seen is not None:
+            self.seen.add(dim)
+        return dict.get(self, dim, default)
+
+    def _all(self) -> None:
+        if self.seen is not None:
+            self.everything = True
+
+    def __iter__(self) -> Any:
+        self._all()
+        return dict.__iter__(self)
+
+    def keys(self) -> Any:
+        self._all()
+        return dict.keys(self)
+
+    def items(self) -> Any:
+        self._all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._all()
+        return dict.values(self)
+
+    def copy(self) -> dict:
+        self._all()
+        return dict(dict.items(self))
+
+
+class _Recorder:
+    """Pushed on the profile stack (after the search's profile) while an op runs for the first time."""
+
+    def __init__(self, outer: profiler.Profile) -> None:
+        self.outer = outer
+        self.flops: list[tuple[float, str]] = []
+        self.peak = outer.memory_bytes
+        self.last_peak = outer.peak_memory_bytes_per_device
+        self.bad = False
+        self._einsum_results: set[int] = set()
+
+    def _track(self, array: Any, made_here: bool = True) -> None:
+        if not made_here:
+            self.bad = True
+        self.peak = max(self.peak, self.outer.memory_bytes)
+        self.last_peak = self.outer.peak_memory_bytes_per_device
+
+    def _touch(self, args: Any) -> None:
+        # the profile before this one counted an array made before it (it raises the earlier peak): not replayable
+        if self.outer.peak_memory_bytes_per_device != self.last_peak:
+            self.bad = True
+
+    def _on_flops(self, flops: float, dtype: str) -> None:
+        self.flops.append((flops, dtype))
+
+    def _op_named(self, name: str) -> Any:  # pragma: no cover - scopes inside an op are never outermost
+        self.bad = True
+        return profiler.OpCost()
+
+
+class _RecordLog(CommLog):
+    def add(self, record: CommRecord) -> None:
+        self.records.append(record)
+
+
+class _Entry:
+    """One recorded call: its rules, its results' template and its profile events."""
+
+    __slots__ = ("consulted", "excursion", "flops", "records", "rules", "template", "written")
+
+    def __init__(self, consulted: tuple[str, ...] | None, rules: tuple, template: Any, flops: list,
+                 records: list, excursion: int, written: float) -> None:
+        self.consulted, self.rules, self.template = consulted, rules, template
+        self.flops, self.records, self.excursion, self.written = flops, records, excursion, written
+
+
+class OpMemo:
+    """The memo of one search (one mesh shape, meta backend). ``hits``/``misses``/``skipped`` count calls."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple, list[_Entry]] = {}
+        self._never: set[tuple] = set()
+        self.hits = self.misses = self.skipped = 0
+        self.mesh_shape: tuple | None = None
+        self._shard_keys: dict[int, tuple] = {}  # id(shards) -> (shards, key), for one trace
+
+    def bind(self, mesh: Mesh) -> None:
+        """Use the memo on ``mesh``: a memo holds one mesh shape, and starts afresh on another."""
+        self._shard_keys.clear()  # per trace: it holds the blocks it keys, so their ids stay theirs
+        shape = tuple(mesh.shape.items())
+        if shape != self.mesh_shape:
+            self._entries.clear()
+            self._never.clear()
+            self.mesh_shape = shape
+
+    # ------------------------------------------------------------------ keys
+    def _key(self, name: str, args: tuple, kwargs: dict) -> tuple | None:
+        parts: list[Any] = [name]
+        for a in args:
+            k = self._array_key(a) if type(a) is ShardArray else _arg_key(a)
+            if k is _NO:
+                return None
+            parts.append(k)
+        for n in sorted(kwargs):
+            k = _arg_key(kwargs[n])
+            if k is _NO:
+                return None
+            parts.append((n, k))
+        key = tuple(parts)
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def _array_key(self, a: ShardArray) -> Any:
+        if a._resolved is not None or a.host_range is not None:
+            return _NO
+        hit = self._shard_keys.get(id(a.shards))
+        if hit is None or hit[0] is not a.shards:
+            hit = self._shard_keys[id(a.shards)] = (a.shards, _shards_key(a.shards))
+        return ("A", a._layout, a.pending, a.dtype, hit[1])
+
+    # ------------------------------------------------------------------ call
+    def call(self, name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)``, or its recorded result replayed."""
+        profs = profiler._PROFILES.get()
+        mesh = None
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, ShardArray):
+                mesh = a.mesh
+                break
+            if isinstance(a, Mesh) and mesh is None:
+                mesh = a  # a creation op: every array of the trace is on this mesh
+        rules = None if mesh is None else mesh.__dict__.get("rules")
+        key = None
+        if len(profs) == 1 and type(rules) is RuleWatch and rules.seen is None \
+                and getattr(mesh.backend, "name", None) == "meta":
+            key = self._key(name, args, kwargs)
+        if key is None or key in self._never:
+            self.skipped += 1
+            return _plain(fn, args, kwargs)
+        for entry in self._entries.get(key, ()):
+            if entry.consulted is None:
+                current = tuple(dict.items(rules))
+            else:
+                current = tuple(dict.get(rules, d) for d in entry.consulted)
+            if current == entry.rules:
+                self.hits += 1
+                return self._replay(entry, profs[0], mesh, args, kwargs)
+        self.misses += 1
+        return self._record(key, fn, args, kwargs, profs[0], mesh, rules)
+
+    def _record(self, key: tuple, fn: Any, args: tuple, kwargs: dict, prof: profiler.Profile, mesh: Mesh,
+                rules: RuleWatch) -> Any:
+        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, ShardArray)]
+        before = [(a._resolved, a.pending) for a in operands]
+        rec, log = _Recorder(prof), _RecordLog()
+        m0, w0 = prof.memory_bytes, prof.written_bytes_per_device
+        rules.seen, rules.everything = set(), False
+        profiler._PROFILES.append(rec)
+        _LOGS.append(log)
+        token = OP_MEMO.set(None)  # ops inside this one run as they are
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            OP_MEMO.reset(token)
+            _LOGS.remove(log)
+            profiler._PROFILES.remove(rec)
+            seen, everything = rules.seen, rules.everything
+            rules.seen, rules.everything = None, False
+        if rec.bad or any(a.pending != b[1] for a, b in zip(operands, before)):
+            self._never.add(key)
+            return result
+        # a pending operand resolved inside the op keeps its reduction (``relayout.resolve``): replayed too
+        cached = tuple((i, a._resolved) for i, a in enumerate(operands) if a._resolved is not before[i][0])
+        if any(not (isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], ShardArray)) for _, r in cached):
+            self._never.add(key)
+            return result
+        both = (result, tuple((i, r[0], r[1]) for i, r in cached))
+        template = _template(both, operands, mesh)
+        if template is _NO or prof.memory_bytes - m0 != _new_bytes(both, operands, mesh):
+            self._never.add(key)
+            return result
+        if everything:
+            consulted, current = None, tuple(dict.items(rules))
+        else:
+            consulted = tuple(sorted(seen, key=str))
+            current = tuple(dict.get(rules, d) for d in consulted)
+        entry = _Entry(consulted, current, template, rec.flops, log.records,
+                       rec.peak - m0, prof.written_bytes_per_device - w0)
+        self._entries.setdefault(key, []).append(entry)
+        return result
+
+    def _replay(self, entry: _Entry, prof: profiler.Profile, mesh: Mesh, args: tuple, kwargs: dict) -> Any:
+        """The recorded events in order; the profile's watcher sees the totals once, after them all (time and
+        memory only grow, so a trace it stops is stopped as it would have been, a little later)."""
+        watcher, prof._on_update = prof._on_update, None
+        try:
+            result = self._events(entry, prof, mesh, args, kwargs)
+        finally:
+            prof._on_update = watcher
+        prof._changed()
+        return result
+
+    def _events(self, entry: _Entry, prof: profiler.Profile, mesh: Mesh, args: tuple, kwargs: dict) -> Any:
+        top = prof.memory_bytes + entry.excursion
+        prof.peak_memory_bytes_per_device = max(prof.peak_memory_bytes_per_device, top)
+        for flops, dtype in entry.flops:
+            prof._on_flops(flops, dtype)
+        for r in entry.records:
+            for lg in _LOGS:
+                lg.add(r)
+        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, ShardArray)]
+        result_t, cached_t = entry.template[1]  # the template of (result, cached resolutions)
+        state: dict = {}
+        result = _build(result_t, operands, mesh, prof, state)
+        if cached_t[1]:
+            for i, target, array in _build(cached_t, operands, mesh, prof, state):
+                operands[i]._resolved = (target, array)
+        if entry.written:
+            prof.written_bytes_per_device += entry.written
+            prof._op().written_bytes += entry.written
+        return result
+
+
+def _plain(fn: Any, args: tuple, kwargs: dict) -> Any:
+    token = OP_MEMO.set(None)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        OP_MEMO.reset(token)
+
+
+def _arg_key(a: Any) -> Any:
+    """A hashable stand-in for an argument (``_NO``: cannot be keyed)."""
+    if isinstance(a, ShardArray):
+        if a._resolved is not None or a.host_range is not None:
+            return _NO
+        return ("A", a._layout, a.pending, a.dtype, _shards_key(a.shards))
+    if a is None or isinstance(a, (bool, int, float, str, bytes, np.dtype, type)):
+        return (type(a).__name__, a)
+    if isinstance(a, (tuple, list)):
+        out = [type(a).__name__]
+        for x in a:
+            k = _arg_key(x)
+            if k is _NO or isinstance(x, ShardArray):
+                return _NO
+            out.append(k)
+        return tuple(out)
+    if isinstance(a, dict):
+        items = []
+        for n, x in a.items():
+            k = _arg_key(x)
+            if k is _NO or isinstance(x, ShardArray) or not isinstance(n, (str, int)):
+                return _NO
+            items.append((n, k))
+        return ("dict", tuple(sorted(items, key=lambda kv: str(kv[0]))))
+    if isinstance(a, Mesh):
+        return ("mesh",)  # one mesh shape per memo (``OpMemo.bind``); its rules are watched
+    if callable(a) and getattr(a, "__module__", "").startswith("shardarray") and hasattr(a, "__qualname__") \
+            and "<locals>" not in a.__qualname__ and "<lambda>" not in a.__qualname__:
+        return ("fn", a.__module__, a.__qualname__)
+    try:
+        if type(a).__hash__ is not None and getattr(type(a), "__dataclass_params__", None) is not None \
+                and type(a).__dataclass_params__.frozen:
+            hash(a)
+            return ("dc", type(a).__qualname__, a)
+    except TypeError:
+        return _NO
+    return _NO
+
+
+def _shards_key(shards: Any) -> Any:
+    """The blocks' shapes and dtypes and which devices share one (the layout fixes them; this is cheap)."""
+    if type(shards) is ClassList:
+        return ("C", tuple(None if v is None else (v.shape, v.dtype.str) if type(v) is MetaArray else _NO
+                           for v in shards.values), shards.index.tobytes())
+    return _NO
+
+
+# ------------------------------------------------------------------ results
+def _template(result: Any, operands: list[ShardArray], mesh: Mesh) -> Any:
+    """The structure of ``result`` with each array as a recipe (``_NO`` when it is not plain).
+
+    Plain functions, no closures: a recursive closure is a reference cycle that would keep the operands
+    alive until the next garbage collection, and change the live memory the profile sees.
+    """
+    where: dict[int, tuple] = {}  # id(block) -> ("op", operand, position): blocks shared with operands
+    for i, a in enumerate(operands):
+        if type(a.shards) is not ClassList:
+            return _NO
+        for j, v in enumerate(a.shards.values):
+            where.setdefault(id(v), ("op", i, j))
+    try:
+        return _walk(result, operands, mesh, where, {}, {})
+    except _Unplain:
+        return _NO
+
+
+def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dict, arrays: dict) -> Any:
+    if isinstance(x, ShardArray):
+        for i, a in enumerate(operands):
+            if x is a:
+                return ("same", i)
+        if x.mesh is not mesh or type(x.shards) is not ClassList or x._resolved is not None \
+                or x.host_range is not None or x._node is not None or type(x) is not ShardArray:
+            raise _Unplain
+        n = arrays.get(id(x))
+        if n is not None:
+            return ("again", n)
+        arrays[id(x)] = len(arrays)
+        blocks = []
+        for v in x.shards.values:
+            if v is None:
+                blocks.append(None)
+            elif id(v) in where:
+                blocks.append(where[id(v)])
+            elif type(v) is MetaArray:
+                blocks.append(("new", made.setdefault(id(v), len(made)), v.shape, v.dtype))
+            else:
+                raise _Unplain
+        return ("array", arrays[id(x)], x._layout, x.dtype, x.pending, x.shards.index, tuple(blocks))
+    if isinstance(x, (tuple, list)):
+        return ("tuple" if isinstance(x, tuple) else "list",
+                tuple(_walk(y, operands, mesh, where, made, arrays) for y in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _walk(v, operands, mesh, where, made, arrays)) for k, v in x.items()))
+    if x is None or isinstance(x, (bool, int, float, str, np.dtype)):
+        return ("value", x)
+    raise _Unplain
+
+
+class _Unplain(Exception):
+    pass
+
+
+def _new_bytes(result: Any, operands: list[ShardArray], mesh: Mesh) -> int:
+    """Bytes of the distinct local blocks of ``result`` that are not an operand's (what it adds to live memory)."""
+    seen = {id(a.shards[mesh.local_device]) for a in operands}
+    stack, total = [result], 0
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ShardArray):
+            s = x.shards[mesh.local_device]
+            if s is not None and id(s) not in seen:
+                seen.add(id(s))
+                total += int(s.nbytes)
+        elif isinstance(x, (tuple, list)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+    return total
+
+
+def _build(t: Any, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profile, state: dict) -> Any:
+    """A fresh result from a template: new meta blocks where the op made them, the operands' where it shared."""
+    kind = t[0]
+    if kind == "array":
+        _, n, layout, dtype, pending, index, blocks = t
+        made = state.get("blocks")
+        if made is None:
+            made = state["blocks"] = {}
+        values = []
+        for b in blocks:
+            if b is None:
+                values.append(None)
+            elif b[0] == "op":
+                values.append(operands[b[1]].shards.values[b[2]])
+            else:
+                v = made.get(b[1])
+                if v is None:
+                    v = made[b[1]] = MetaArray.__new__(MetaArray)
+                    v.shape, v.dtype = b[2], b[3]
+                values.append(v)
+        local = values[index[mesh.local_device]]
+        fresh = local is not None and id(local) in {id(v) for v in made.values()}
+        if fresh:  # its bytes written are replayed with the op's (the profile drops the mark as it counts it)
+            prof._einsum_results.add(id(local))
+        arr = ShardArray._trusted(mesh, layout, dtype, ClassList(values, index), pending)
+        if fresh:
+            prof._einsum_results.discard(id(local))  # already live (a second array on a block made here)
+        arrays = state.get("arrays")
+        if arrays is None:
+            arrays = state["arrays"] = {}
+        arrays[n] = arr
+        return arr
+    if kind == "same":
+        return operands[t[1]]
+    if kind == "again":
+        return state["arrays"][t[1]]
+    if kind == "tuple":
+        return tuple([_build(y, operands, mesh, prof, state) for y in t[1]])
+    if kind == "list":
+        return [_build(y, operands, mesh, prof, state) for y in t[1]]
+    if kind == "dict":
+        return {k: _build(v, operands, mesh, prof, state) for k, v in t[1]}
+    return t[1]
