@@ -1,9 +1,10 @@
 """Selecting along named dims: ``isel`` (ints, slices, integer arrays) and its pieces.
 
-* a **slice** of an unsplit dim is a local slice of every block; of a split
-  dim it is a ``movement.move``: one ``alltoallv`` over the dim's axes that
-  rebalances the selected entries into the canonical ceil-block layout, each
-  device sending at most its own block (never the whole dim);
+* a **slice** of an unsplit dim is a local slice of every block; slices of
+  split dims are ``slice_box.slice_dims``: one ``alltoallv`` over the axes of
+  every split dim whose selected entries change device, rebalancing them into
+  the canonical ceil-block layout, each device sending at most its own block
+  (never the whole dim; none when every selected entry stays put);
 * an **int** drops the dim: on an unsplit dim a local pick; on a split dim
   the row lies in one device's block, which **broadcasts** it over the dim's
   axes (one row per device, ``elements`` = the row);
@@ -179,8 +180,8 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
     An int drops its dim; a slice (any step, negative too) keeps it; integer
     ids (a list, a NumPy array or an integer ShardArray, whose dims take the
     place of ``dim``) pick entries. See the module docstring for the
-    collectives: slices of split dims are one ``alltoallv`` each (traffic at
-    most the device's block), ints of split dims one ``broadcast`` of the row,
+    collectives: the slices of split dims are one ``alltoallv`` together (traffic
+    at most the device's block; none when nothing changes device), ints of split dims one ``broadcast`` of the row,
     ids of split dims one ``allreduce`` of the result. Nothing is gathered.
 
     Args:
