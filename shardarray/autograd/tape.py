@@ -225,7 +225,8 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
             raise ShardArrayError(f"no VJP is registered for the op {node.name!r}")
         if profiler.ACTIVE:
             with profiler.scope(f"{node.name}.grad"):
-                grads = vjp(node.ctx, g)
+                memo = OP_MEMO.get()  # a layout search's memo (plan.memo) replays the VJP; None elsewhere
+                grads = vjp(node.ctx, g) if memo is None else memo.call_vjp(node.name, vjp, node.ctx, g)
         else:
             grads = vjp(node.ctx, g)
         for i, parent in node.parents:

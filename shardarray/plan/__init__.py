@@ -26,6 +26,16 @@ from .search import SearchStats, candidates, search_layouts
 from .steps import mlp_step, transformer_step
 
 __all__ = [
-    "Plan", "evaluate_layout", "search_layouts", "candidates", "SearchStats", "named_plans",
-    "transformer_step", "mlp_step", "memo", "model", "space", "symmetry",
+    "Plan",
+    "SearchStats",
+    "candidates",
+    "evaluate_layout",
+    "memo",
+    "mlp_step",
+    "model",
+    "named_plans",
+    "search_layouts",
+    "space",
+    "symmetry",
+    "transformer_step",
 ]

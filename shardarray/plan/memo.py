@@ -12,7 +12,10 @@ signature and the same rules for those dims makes fresh meta arrays with the
 recorded signatures and replays the recorded events into the open profile, in
 the same order, so every total the cost model reads comes out bit for bit the
 same. Repeated layers, the backward pass of repeated layers, and rule sets that
-agree on an op's dims skip the op's body.
+agree on an op's dims skip the op's body. The backward pass's VJPs go through it as
+whole ops too (``OpMemo.call_vjp``, called by ``autograd.tape.backward`` while a
+memo is active): a VJP's context is its operands and static arguments, so a
+replayed VJP skips its body (its elementwise helpers, broadcasts, scatters) at once.
 
 An op whose call cannot be keyed (an array inside a container argument, an
 unhashable static argument), that has a side effect the replay would miss
@@ -38,6 +41,7 @@ from ..comm.log import CommLog, CommRecord
 from ..mesh import Mesh
 
 _NO = object()  # a call that is not memoised
+_NEVER: list = []  # ``OpMemo._entries`` value of a key whose calls always run as they are (never appended to)
 
 
 class RuleWatch(dict):
@@ -136,8 +140,7 @@ class OpMemo:
     """The memo of one search (one mesh shape, meta backend). ``hits``/``misses``/``skipped`` count calls."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple, list[_Entry]] = {}
-        self._never: set[tuple] = set()
+        self._entries: dict[tuple, list[_Entry]] = {}  # key -> entries, or ``_NEVER``: always run as it is
         self.hits = self.misses = self.skipped = 0
         self.mesh_shape: tuple | None = None
         self._shard_keys: dict[int, tuple] = {}  # id(shards) -> (shards, key), for one trace
@@ -148,7 +151,6 @@ class OpMemo:
         shape = tuple(mesh.shape.items())
         if shape != self.mesh_shape:
             self._entries.clear()
-            self._never.clear()
             self.mesh_shape = shape
 
     # ------------------------------------------------------------------ keys
@@ -164,12 +166,7 @@ class OpMemo:
             if k is _NO:
                 return None
             parts.append((n, k))
-        key = tuple(parts)
-        try:
-            hash(key)
-        except TypeError:
-            return None
-        return key
+        return tuple(parts)  # hashed once, by the lookup in ``call`` (a TypeError there: not memoised)
 
     def _array_key(self, a: ShardArray) -> Any:
         if a._resolved is not None or a.host_range is not None:
@@ -195,10 +192,16 @@ class OpMemo:
         if len(profs) == 1 and type(rules) is RuleWatch and rules.seen is None \
                 and getattr(mesh.backend, "name", None) == "meta":
             key = self._key(name, args, kwargs)
-        if key is None or key in self._never:
+        entries = None
+        if key is not None:
+            try:
+                entries = self._entries.get(key, ())
+            except TypeError:  # an unhashable static argument
+                key = None
+        if key is None or entries is _NEVER:
             self.skipped += 1
             return _plain(fn, args, kwargs)
-        for entry in self._entries.get(key, ()):
+        for entry in entries:
             if entry.consulted is None:
                 current = tuple(dict.items(rules))
             else:
@@ -208,6 +211,28 @@ class OpMemo:
                 return self._replay(entry, profs[0], mesh, args, kwargs)
         self.misses += 1
         return self._record(key, fn, args, kwargs, profs[0], mesh, rules)
+
+    def call_vjp(self, name: str, vjp: Any, ctx: Any, g: ShardArray) -> Any:
+        """``vjp(ctx, g)`` (the backward pass of op ``name``, ``autograd.tape.backward``), or its recorded result.
+
+        The context is passed flat, as operands (``g``, ``ctx.out``, ``ctx.args``, the arrays or static values
+        of ``ctx.saved``) and static arguments, so a VJP is keyed and replayed like an op (``vjp:<name>``);
+        a context the memo cannot key (an array inside a container argument, say) runs as it is.
+        """
+        saved = ctx.saved
+        if saved is None or isinstance(saved, ShardArray):
+            shape: Any = ("one",)
+            items: tuple = (saved,)
+        elif type(saved) in (tuple, list):
+            shape, items = (type(saved).__name__, len(saved)), tuple(saved)
+        else:
+            shape, items = ("one",), (saved,)
+        n = len(ctx.args)
+        flat = (g, ctx.out, *ctx.args, *items)
+        ids = [id(x) if isinstance(x, ShardArray) else -1 for x in flat]
+        alias = tuple([ids.index(i) if i != -1 else -1 for i in ids])  # operands that are one array (``x * x``)
+        spec = (n, shape, ctx.needs, alias)
+        return self.call(f"vjp:{name}", _VjpCall(vjp, ctx.needs, n, shape), (*flat, spec), ctx.kwargs)
 
     def _record(self, key: tuple, fn: Any, args: tuple, kwargs: dict, prof: profiler.Profile, mesh: Mesh,
                 rules: RuleWatch) -> Any:
@@ -228,17 +253,17 @@ class OpMemo:
             seen, everything = rules.seen, rules.everything
             rules.seen, rules.everything = None, False
         if rec.bad or any(a.pending != b[1] for a, b in zip(operands, before)):
-            self._never.add(key)
+            self._entries[key] = _NEVER
             return result
         # a pending operand resolved inside the op keeps its reduction (``relayout.resolve``): replayed too
         cached = tuple((i, a._resolved) for i, a in enumerate(operands) if a._resolved is not before[i][0])
         if any(not (isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], ShardArray)) for _, r in cached):
-            self._never.add(key)
+            self._entries[key] = _NEVER
             return result
         both = (result, tuple((i, r[0], r[1]) for i, r in cached))
         template = _template(both, operands, mesh)
         if template is _NO or prof.memory_bytes - m0 != _new_bytes(both, operands, mesh):
-            self._never.add(key)
+            self._entries[key] = _NEVER
             return result
         if everything:
             consulted, current = None, tuple(dict.items(rules))
@@ -271,6 +296,12 @@ class OpMemo:
                 lg.add(r)
         operands = [a for a in (*args, *kwargs.values()) if isinstance(a, ShardArray)]
         result_t, cached_t = entry.template[1]  # the template of (result, cached resolutions)
+        if result_t[0] == "array" and not cached_t[1]:  # the common case: one new array, no cached resolution
+            result = _build_array(result_t, operands, mesh, prof, {})
+            if entry.written:
+                prof.written_bytes_per_device += entry.written
+                prof._op().written_bytes += entry.written
+            return result
         state: dict = {}
         result = _build(result_t, operands, mesh, prof, state)
         if cached_t[1]:
@@ -282,6 +313,22 @@ class OpMemo:
         return result
 
 
+class _VjpCall:
+    """A VJP called on a flat context (``OpMemo.call_vjp``): rebuilds the ``Context`` and calls it."""
+
+    __slots__ = ("n", "needs", "shape", "vjp")
+
+    def __init__(self, vjp: Any, needs: tuple, n: int, shape: Any) -> None:
+        self.vjp, self.needs, self.n, self.shape = vjp, needs, n, shape
+
+    def __call__(self, g: ShardArray, out: ShardArray, /, *rest: Any, **kwargs: Any) -> Any:  # any kwarg names
+        from ..autograd.tape import Context
+
+        args, items = rest[:self.n], rest[self.n:-1]
+        saved = items[0] if self.shape == ("one",) else (tuple(items) if self.shape[0] == "tuple" else list(items))
+        return self.vjp(Context(tuple(args), kwargs, out, self.needs, saved), g)
+
+
 def _plain(fn: Any, args: tuple, kwargs: dict) -> Any:
     token = OP_MEMO.set(None)
     try:
@@ -290,12 +337,18 @@ def _plain(fn: Any, args: tuple, kwargs: dict) -> Any:
         OP_MEMO.reset(token)
 
 
+_SIMPLE = frozenset((bool, int, float, str, bytes, type(None)))
+
+
 def _arg_key(a: Any) -> Any:
     """A hashable stand-in for an argument (``_NO``: cannot be keyed)."""
     if isinstance(a, ShardArray):
         if a._resolved is not None or a.host_range is not None:
             return _NO
         return ("A", a._layout, a.pending, a.dtype, _shards_key(a.shards))
+    t = type(a)
+    if t in _SIMPLE:  # the usual static arguments: the same key as the isinstance test below gives them
+        return (t.__name__, a)
     if a is None or isinstance(a, (bool, int, float, str, bytes, np.dtype, type)):
         return (type(a).__name__, a)
     if isinstance(a, (tuple, list)):
@@ -378,7 +431,9 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
                 blocks.append(("new", made.setdefault(id(v), len(made)), v.shape, v.dtype))
             else:
                 raise _Unplain
-        return ("array", arrays[id(x)], x._layout, x.dtype, x.pending, x.shards.index, tuple(blocks))
+        local = blocks[x.shards.index[mesh.local_device]]  # made by the op: its bytes written go with the op's
+        fresh = local is not None and local[0] == "new"
+        return ("array", arrays[id(x)], x._layout, x.dtype, x.pending, x.shards.index, tuple(blocks), fresh)
     if isinstance(x, (tuple, list)):
         return ("tuple" if isinstance(x, tuple) else "list",
                 tuple(_walk(y, operands, mesh, where, made, arrays) for y in x))
@@ -415,33 +470,14 @@ def _build(t: Any, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profil
     """A fresh result from a template: new meta blocks where the op made them, the operands' where it shared."""
     kind = t[0]
     if kind == "array":
-        _, n, layout, dtype, pending, index, blocks = t
         made = state.get("blocks")
         if made is None:
             made = state["blocks"] = {}
-        values = []
-        for b in blocks:
-            if b is None:
-                values.append(None)
-            elif b[0] == "op":
-                values.append(operands[b[1]].shards.values[b[2]])
-            else:
-                v = made.get(b[1])
-                if v is None:
-                    v = made[b[1]] = MetaArray.__new__(MetaArray)
-                    v.shape, v.dtype = b[2], b[3]
-                values.append(v)
-        local = values[index[mesh.local_device]]
-        fresh = local is not None and id(local) in {id(v) for v in made.values()}
-        if fresh:  # its bytes written are replayed with the op's (the profile drops the mark as it counts it)
-            prof._einsum_results.add(id(local))
-        arr = ShardArray._trusted(mesh, layout, dtype, ClassList(values, index), pending)
-        if fresh:
-            prof._einsum_results.discard(id(local))  # already live (a second array on a block made here)
+        arr = _build_array(t, operands, mesh, prof, made)
         arrays = state.get("arrays")
         if arrays is None:
             arrays = state["arrays"] = {}
-        arrays[n] = arr
+        arrays[t[1]] = arr
         return arr
     if kind == "same":
         return operands[t[1]]
@@ -454,3 +490,27 @@ def _build(t: Any, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profil
     if kind == "dict":
         return {k: _build(v, operands, mesh, prof, state) for k, v in t[1]}
     return t[1]
+
+
+def _build_array(t: tuple, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profile, made: dict) -> ShardArray:
+    """One array of a template (``made``: the new blocks of this call so far, by their number in the template)."""
+    _, _, layout, dtype, pending, index, blocks, fresh = t
+    values = []
+    for b in blocks:
+        if b is None:
+            values.append(None)
+        elif b[0] == "op":
+            values.append(operands[b[1]].shards.values[b[2]])
+        else:
+            v = made.get(b[1])
+            if v is None:
+                v = made[b[1]] = MetaArray.__new__(MetaArray)
+                v.shape, v.dtype = b[2], b[3]
+            values.append(v)
+    local = values[index[mesh.local_device]]
+    if fresh:  # its bytes written are replayed with the op's (the profile drops the mark as it counts it)
+        prof._einsum_results.add(id(local))
+    arr = ShardArray._trusted(mesh, layout, dtype, ClassList(values, index), pending)
+    if fresh:
+        prof._einsum_results.discard(id(local))  # already live (a second array on a block made here)
+    return arr

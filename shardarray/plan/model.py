@@ -85,6 +85,7 @@ class Clock:
         self.mesh, self.hw = mesh, hw
         self.comm_time_s = 0.0
         self._seen = 0
+        self._rates: dict[str, float] = {}  # flop rate by dtype (``flop_rate``), read after every change
         self._cache: dict[tuple, float] = {} if cache is None else cache
 
     def comm(self, prof: Profile) -> float:
@@ -99,7 +100,11 @@ class Clock:
         return self.comm_time_s
 
     def compute(self, prof: Profile) -> float:
-        return sum(f / flop_rate(self.hw, d) for d, f in prof.flops_by_dtype.items())
+        rates = self._rates
+        for d in prof.flops_by_dtype:
+            if d not in rates:
+                rates[d] = flop_rate(self.hw, d)
+        return sum(f / rates[d] for d, f in prof.flops_by_dtype.items())  # the same terms in the same order
 
     def memory(self, prof: Profile) -> float:
         return MEMORY_TRAFFIC * prof.written_bytes_per_device / self.hw.memory_bandwidth

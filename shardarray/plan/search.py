@@ -49,6 +49,7 @@ And one makes each trace cheaper without changing it:
   on those dims, get fresh meta arrays of the recorded signatures and replay the
   recorded flops, collectives, bytes written and live-memory excursion, so every
   figure is bit for bit the one of running the op (``memo=False`` turns it off).
+  Each VJP of the backward pass is memoised as one op (``OpMemo.call_vjp``).
 
 Tofu's coarsening lives in the tracer: identical blocks (every layer's,
 every replica's) are computed once per operand shape on the meta backend.
@@ -69,8 +70,8 @@ from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
 from .space import Rules, legal_rule_sets, local_elements
-from .symmetry import axis_symmetries, orbit_key
 from .steps import Step
+from .symmetry import axis_symmetries, orbit_key
 
 
 class _Stop(BaseException):
