@@ -163,7 +163,7 @@ def test_parallel_block_fills_give_the_serial_blocks(shape, monkeypatch):
 
 @pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"x": 3, "y": 2}, {"a": 2, "b": 2, "c": 2}])
 def test_argmax_on_the_copy_pool_equals_numpy(shape, monkeypatch):
-    """``map_blocks_parallel`` (argmax's local search) forced onto the pool for small blocks gives NumPy's answer."""
+    """``map_blocks(..., pure=True)`` (argmax's local search) forced onto the pool for small blocks gives NumPy's answer."""
     from shardarray.comm import parallel
 
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
@@ -187,12 +187,13 @@ def test_a_forked_child_gets_its_own_copy_pool(monkeypatch):
         pytest.skip("no fork")
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "workers", lambda: 2)
-    assert parallel.run_all([lambda: 1, lambda: 2], 1) == [1, 2]  # the pool exists in the parent now
+    backend = sa.Mesh({"d": 2}).backend
+    assert parallel.run_all([lambda: 1, lambda: 2], 1, backend) == [1, 2]  # the pool exists in the parent now
     pid = os.fork()
     if pid == 0:  # the child: the pool must work (a hang would be killed by the parent's wait below)
         ok = False
         try:
-            ok = parallel.run_all([lambda: 3, lambda: 4], 1) == [3, 4]
+            ok = parallel.run_all([lambda: 3, lambda: 4], 1, backend) == [3, 4]
         finally:
             os._exit(0 if ok else 1)
     import time

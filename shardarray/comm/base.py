@@ -181,17 +181,14 @@ class Communicator(ABC):
         for d, buf in enumerate(recv):
             if buf is None:
                 continue
+            parts, pos = [], 0
+            for box in (box for member in boxes[d] for box in member):
+                shape = box_shape(box, shapes[d])
+                count = int(np.prod(shape))
+                parts.append((box, buf[pos:pos + count].reshape(shape)))
+                pos += count
             with scope(d):
-                block = xp.zeros(tuple(shapes[d]), dtype=dtype)
-                if hasattr(block, "__setitem__"):  # meta shapes: nothing to write
-                    pos = 0
-                    for member in boxes[d]:
-                        for box in member:
-                            shape = box_shape(box, block.shape)
-                            count = int(np.prod(shape))
-                            block[box] = buf[pos:pos + count].reshape(shape)
-                            pos += count
-            out[d] = block
+                out[d] = fill_block(xp, parts, shapes[d], dtype)
         return out
 
     def _log_alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dtype: Any = None) -> int:

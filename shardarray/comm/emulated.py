@@ -150,9 +150,7 @@ class EmulatedCommunicator(Communicator):
             for i in range(n):
                 pieces = [_take(s, split_dim, *group_chunk(0, s.shape[split_dim], radix, i)) for s in m]
                 jobs.append(functools.partial(xp.concatenate, pieces, axis=concat_dim))
-            if self.mesh.backend.name == "numpy" and self.mesh.backend.device_scope is None:
-                return run_all(jobs, sum(int(s.size) * s.dtype.itemsize for s in m))
-            return [job() for job in jobs]
+            return run_all(jobs, sum(int(s.size) * s.dtype.itemsize for s in m), self.mesh.backend)
 
         return self._per_group(shards, axes, run)
 
@@ -218,7 +216,7 @@ class EmulatedCommunicator(Communicator):
             blocks = []
         elif scope is None:
             nbytes = sum(int(np.prod(shapes[d])) for group, _ in members for d in group) * np.dtype(dtype).itemsize
-            blocks = run_all(flat, nbytes) if self.mesh.backend.name == "numpy" else [job() for job in flat]
+            blocks = run_all(flat, nbytes, self.mesh.backend)
         else:  # every shard on one GPU (devices=[g, g, ...]): fill there
             with scope(members[0][0][0]):
                 blocks = [job() for job in flat]

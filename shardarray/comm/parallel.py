@@ -56,17 +56,23 @@ def _pool(n: int) -> ThreadPoolExecutor:
         return _POOL["pool"]
 
 
-def run_all(jobs: Sequence[Callable[[], Any]], nbytes: int) -> list[Any]:
-    """``[job() for job in jobs]``, on the copy pool when there are several jobs and ``nbytes`` is large.
+def usable(backend: Any) -> bool:
+    """Whether ``backend``'s blocks can be filled on the pool: NumPy shards in one process and more than one thread."""
+    return backend.name == "numpy" and backend.device_scope is None and workers() > 1
+
+
+def run_all(jobs: Sequence[Callable[[], Any]], nbytes: int, backend: Any) -> list[Any]:
+    """``[job() for job in jobs]``, on the copy pool when ``backend`` allows it (``usable``), there are several
+    jobs and ``nbytes`` is large.
 
     Example:
-        >>> run_all([lambda: 1, lambda: 2], nbytes=0)
+        >>> run_all([lambda: 1, lambda: 2], nbytes=0, backend=sa.Mesh({"d": 2}).backend)
         [1, 2]
     """
-    n = workers()
-    if n <= 1 or len(jobs) <= 1 or nbytes < MIN_BYTES or threading.current_thread().name.startswith("shardarray-copy"):
+    if len(jobs) <= 1 or nbytes < MIN_BYTES or threading.current_thread().name.startswith("shardarray-copy") \
+            or not usable(backend):
         return [job() for job in jobs]
-    return list(_pool(n).map(lambda job: job(), jobs))
+    return list(_pool(workers()).map(lambda job: job(), jobs))
 
 
-__all__ = ["MIN_BYTES", "run_all", "workers"]
+__all__ = ["MIN_BYTES", "run_all", "usable", "workers"]

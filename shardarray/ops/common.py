@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 from ..array import ShardArray
 from ..backend.classlist import ClassList, class_ids, intern_index, is_interned
 from ..backend.meta import MetaArray
+from ..comm.parallel import run_all, usable
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
@@ -169,53 +169,36 @@ def check_rules(mesh: Mesh, dims: tuple[str, ...], sizes: dict[str, int], what: 
 
 
 def map_blocks(
-    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], *shard_lists: Sequence[Any]
+    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], *shard_lists: Sequence[Any], pure: bool = False
 ) -> list[Any]:
     """Apply ``fn`` to the shards of every device, once per distinct block.
 
     ``axes`` are the mesh axes the result depends on (its layout and pending
-    axes); devices that agree on them compute one block and share it.
+    axes); devices that agree on them compute one block and share it. With
+    ``pure`` (``fn`` shares no state: each call reads its own blocks and
+    returns a new one), big NumPy blocks in one process are computed on the
+    copy pool (``comm.parallel``) at once, as separate devices would; the
+    result is the same.
     """
     if not mesh.backend.has_data:
         return _map_meta(mesh, axes, fn, shard_lists)
-    out: list[Any] = [None] * mesh.size
-    scope = mesh.backend.device_scope
-    for rep, devices in mesh.replica_classes(axes):
-        if scope is None:
-            r = fn(*(s[rep] for s in shard_lists))
-        else:  # one GPU per device: allocate and launch on the device's GPU and stream
-            with scope(rep):
-                r = fn(*(s[rep] for s in shard_lists))
-        if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array
-            r = np.asarray(r)
-        for d in devices:
-            out[d] = r
-    return out
-
-
-def map_blocks_parallel(
-    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], *shard_lists: Sequence[Any]
-) -> list[Any]:
-    """``map_blocks`` with the distinct blocks computed on the copy pool (``comm.parallel``) when they are big.
-
-    For a pure ``fn`` (no shared state: each call reads its own blocks and
-    returns a new one) of NumPy shards in one process, where the blocks of
-    different devices can be computed at once as real devices would; the
-    result is identical to ``map_blocks``. Elsewhere (meta, CuPy, small
-    blocks, one BLAS thread) it is ``map_blocks``.
-    """
-    from ..comm.parallel import MIN_BYTES, run_all, workers
-
-    if mesh.backend.name != "numpy" or mesh.backend.device_scope is not None or workers() <= 1:
-        return map_blocks(mesh, axes, fn, *shard_lists)
     classes = mesh.replica_classes(axes)
-    nbytes = sum(int(getattr(s[rep], "nbytes", 0)) for rep, _ in classes for s in shard_lists)  # array operands
-    if nbytes < MIN_BYTES or len(classes) < 2:
-        return map_blocks(mesh, axes, fn, *shard_lists)
-    results = run_all([functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes], nbytes)
+    if pure and len(classes) > 1 and usable(mesh.backend):
+        nbytes = sum(int(getattr(s[rep], "nbytes", 0)) for rep, _ in classes for s in shard_lists)  # array operands
+        results = run_all([functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes], nbytes,
+                          mesh.backend)
+    else:
+        scope = mesh.backend.device_scope
+        results = []
+        for rep, _ in classes:
+            if scope is None:
+                results.append(fn(*(s[rep] for s in shard_lists)))
+            else:  # one GPU per device: allocate and launch on the device's GPU and stream
+                with scope(rep):
+                    results.append(fn(*(s[rep] for s in shard_lists)))
     out: list[Any] = [None] * mesh.size
     for (_, devices), r in zip(classes, results):
-        if isinstance(r, np.generic):
+        if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array
             r = np.asarray(r)
         for d in devices:
             out[d] = r

@@ -22,7 +22,7 @@ from ..backend.meta import MetaArray
 from ..dtypes import wide_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import map_blocks, map_blocks_parallel, mesh_order, new_array, one_dim_arg, require_array
+from .common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
 from .relayout import resolve
 
 
@@ -81,7 +81,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
             idx = xp.expand_dims(pos, i).astype(np.int64) + off
         return xp.stack([xp.ascontiguousarray(val).view(np.int64), idx], axis=-1)
 
-    pairs = map_blocks_parallel(mesh, x.spec.used_axes, pair, offsets, x.shards)
+    pairs = map_blocks(mesh, x.spec.used_axes, pair, offsets, x.shards, pure=True)
     gathered = mesh.comm.allgather(pairs, mesh_order(mesh, axes), dim=i)
 
     bounds = block_bounds(mesh, x.spec)
