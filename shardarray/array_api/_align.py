@@ -15,9 +15,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..array import ShardArray
-from ..errors import DimensionError
+from ..errors import DimensionError, DTypeError
 from ..ops.dims import squeeze
 from ..ops.structure import rename, transpose
+
+
+def at_least_1d(x: Any, what: str) -> ShardArray:
+    """``x`` itself when it is an array with at least one dimension; else a typed error saying what to do."""
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
+    if x.ndim == 0:
+        raise DimensionError(f"{what}: needs an array of at least one dimension; got a 0-d array ({x.dtype}). "
+                             f"Reshape it first: xp.reshape(x, (1,))")
+    return x
 
 
 def axis_dim(x: ShardArray, axis: Any, what: str) -> str:

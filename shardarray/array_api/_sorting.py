@@ -17,17 +17,8 @@ from ..errors import DimensionError, DTypeError
 from ..ops import sort as _sort
 from ..ops.indexing import take
 from ..ops.searchsorted import searchsorted as _searchsorted
-from ._align import axis_dim, fresh
+from ._align import at_least_1d, axis_dim, fresh
 from ._array import Array, wrap
-
-
-def _check(x: Any, what: str) -> ShardArray:
-    if not isinstance(x, ShardArray):
-        raise DTypeError(f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
-    if x.ndim == 0:
-        raise DimensionError(f"{what}: needs an array of at least one dimension; got a 0-d array ({x.dtype}). "
-                             f"Reshape it first: xp.reshape(x, (1,))")
-    return x
 
 
 def sort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
@@ -39,7 +30,7 @@ def sort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stable: 
         ...     xp.sort(xp.asarray([3.0, 1.0, 2.0]), descending=True).numpy()
         array([3., 2., 1.])
     """
-    x = _check(x, "sort")
+    x = at_least_1d(x, "sort")
     return wrap(_sort.sort(x, axis_dim(x, axis, "sort"), descending=descending, stable=stable))
 
 
@@ -53,7 +44,7 @@ def argsort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stabl
         array([[1, 0],
                [0, 1]])
     """
-    x = _check(x, "argsort")
+    x = at_least_1d(x, "argsort")
     return wrap(_sort.argsort(x, axis_dim(x, axis, "argsort"), descending=descending, stable=stable))
 
 
@@ -69,7 +60,7 @@ def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: Shar
         ...     xp.searchsorted(xp.asarray([1.0, 2.0, 4.0]), xp.asarray([2.0, 5.0]), side="right").numpy()
         array([2, 3])
     """
-    x1 = _check(x1, "searchsorted")
+    x1 = at_least_1d(x1, "searchsorted")
     if x1.ndim != 1:
         raise DimensionError(f"searchsorted: x1 must be 1-D; got shape {x1.shape}. Search each row separately")
     if not isinstance(x2, ShardArray):
@@ -77,7 +68,7 @@ def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: Shar
 
         x2 = asarray(x2, device=x1.mesh)
     if sorter is not None:
-        sorter = _check(sorter, "searchsorted (sorter)")
+        sorter = at_least_1d(sorter, "searchsorted (sorter)")
         if sorter.dtype.kind not in "iu" or sorter.shape != x1.shape:
             raise DTypeError(f"searchsorted: sorter must be integer indices of x1's shape {x1.shape}; got "
                              f"{sorter.dtype} of shape {sorter.shape}. Pass xp.argsort(x1)")

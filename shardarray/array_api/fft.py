@@ -14,24 +14,14 @@ from typing import Any
 from .. import fft as _f
 from ..array import ShardArray
 from ..dtypes import as_dtype
-from ..errors import DimensionError, DTypeError
-from ._align import axes_dims, axis_dim
+from ._align import at_least_1d, axes_dims, axis_dim
 from ._array import Array, wrap
 from ._creation import _mesh
 
 
-def _x(x: Any, what: str) -> ShardArray:
-    if not isinstance(x, ShardArray):
-        raise DTypeError(f"fft.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
-    if x.ndim == 0:
-        raise DimensionError(f"fft.{what}: needs an array of at least one dimension; got a 0-d array. "
-                             f"Reshape it first: xp.reshape(x, (1,))")
-    return x
-
-
 def _one(fn: Any, name: str) -> Any:
     def op(x: ShardArray, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-        x = _x(x, name)
+        x = at_least_1d(x, f"fft.{name}")
         return wrap(fn(x, axis_dim(x, axis, f"fft.{name}"), n=n, norm=norm))
 
     op.__name__ = op.__qualname__ = name
@@ -45,7 +35,7 @@ def _one(fn: Any, name: str) -> Any:
 def _many(fn: Any, name: str) -> Any:
     def op(x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
            norm: str = "backward") -> Array:
-        x = _x(x, name)
+        x = at_least_1d(x, f"fft.{name}")
         dims = None if axes is None else axes_dims(x, tuple(axes), f"fft.{name}")
         return wrap(fn(x, dims, s=s, norm=norm))
 
@@ -109,7 +99,7 @@ def fftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> Ar
         ...     xp.fft.fftshift(xp.fft.fftfreq(5)).numpy()
         array([-0.4, -0.2,  0. ,  0.2,  0.4])
     """
-    x = _x(x, "fftshift")
+    x = at_least_1d(x, "fft.fftshift")
     return wrap(_f.fftshift(x, None if axes is None else axes_dims(x, axes, "fft.fftshift")))
 
 
@@ -122,7 +112,7 @@ def ifftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> A
         ...     xp.fft.ifftshift(xp.fft.fftshift(xp.fft.fftfreq(5))).numpy()
         array([ 0. ,  0.2,  0.4, -0.4, -0.2])
     """
-    x = _x(x, "ifftshift")
+    x = at_least_1d(x, "fft.ifftshift")
     return wrap(_f.ifftshift(x, None if axes is None else axes_dims(x, axes, "fft.ifftshift")))
 
 
