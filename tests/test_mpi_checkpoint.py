@@ -70,3 +70,37 @@ def test_a_damaged_block_raises_on_every_process(shared_dir):
     mesh.comm.world.Barrier()
     with pytest.raises(sa.CheckpointError, match="process 3.*checksum"):
         sa.checkpoint.load(shared_dir / "d", {"x": sa.zeros(mesh, {"a": 8}, "float64", {"a": "all"})})
+
+
+def test_a_replicated_block_is_checked_by_one_process_and_a_mismatch_fails_all(shared_dir):
+    mesh = sa.Mesh({"row": 2, "col": 2}, comm="mpi")
+    x = sa.asarray(np.arange(8.0 * 3).reshape(8, 3), dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+    sa.checkpoint.save(shared_dir / "r", {"x": x})
+    target = {"x": sa.zeros(mesh, {"a": 8, "b": 3}, "float64", {"a": "row"})}
+    from shardarray.checkpoint import reader
+
+    seen = []
+    real = reader.hasher
+
+    def counting(algorithm):
+        seen.append(algorithm)
+        return real(algorithm)
+
+    reader.hasher = counting
+    try:
+        np.testing.assert_array_equal(sa.checkpoint.load(shared_dir / "r", target)["x"].numpy(), x.numpy())
+    finally:
+        reader.hasher = real
+    # rows 0-3 are held by devices 0 and 1, rows 4-7 by 2 and 3: processes 0 and 2 check one block each
+    counts = mesh.comm.world.allgather(len(seen))
+    assert counts == [1, 0, 1, 0]
+    mesh.comm.world.Barrier()
+    if mesh.process_index == 0:  # corrupt the block of rows 4-7 (written and checked by process 2, read by 3 too)
+        f = shared_dir / "r" / "blocks-00002.safetensors"
+        data = bytearray(f.read_bytes())
+        data[-1] ^= 0xFF
+        f.write_bytes(bytes(data))
+    mesh.comm.world.Barrier()
+    with pytest.raises(sa.CheckpointError, match="process 2.*checksum") as err:
+        sa.checkpoint.load(shared_dir / "r", target)
+    assert "process 3" not in str(err.value)

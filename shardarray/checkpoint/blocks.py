@@ -11,7 +11,9 @@ for blocks other processes write.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..array import ShardArray
 from ..layout import block_bounds
@@ -64,6 +66,34 @@ def overlap(a_off: tuple[int, ...], a_shape: tuple[int, ...], b: Bounds) -> Boun
             return None
         out.append((lo, hi))
     return tuple(out)
+
+
+def checker(block: dict[str, Any], targets: Sequence[Bounds]) -> int | None:
+    """The device whose process checks a saved block's checksum on load, among the devices in ``targets``.
+
+    ``targets[d]`` is device ``d``'s target block. A saved block read by
+    several processes (replicas, or target blocks that each take part of it)
+    needs its checksum computed once: the bytes come from the same file
+    range, and a mismatch on the checking process fails the load on all
+    (``Procs.agree``). The checker is the lowest device that reads the block
+    whole (its checksum then costs no extra read), else the lowest that
+    reads part of it (it then reads the rest to check it); None when no
+    device reads it.
+
+    Example:
+        >>> checker({"offset": [0], "shape": [4]}, [((0, 4),), ((0, 4),), ((4, 8),)])   # replicas 0, 1
+        0
+    """
+    off, shape = tuple(block["offset"]), tuple(block["shape"])
+    part = None
+    for d, bounds in enumerate(targets):
+        ov = overlap(off, shape, bounds)
+        if ov is None:
+            continue
+        if all(hi - lo == n for (lo, hi), n in zip(ov, shape)):
+            return d
+        part = d if part is None else part
+    return part
 
 
 def volume(shape: tuple[int, ...]) -> int:

@@ -17,7 +17,7 @@ from ..dtypes import as_dtype
 from ..errors import CheckpointError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import Mesh
-from .blocks import overlap
+from .blocks import checker, overlap
 from .procs import procs_of
 from .source import Source, open_source
 from .stfile import CHUNK, hasher, np_dtype, read_header, read_into
@@ -104,6 +104,7 @@ class _Files:
         self.headers: dict[str, tuple[int, dict[str, Any]]] = {}
         self.paths: dict[str, Path] = {}
         self.verified: set[tuple[str, str]] = set()
+        self.elsewhere: set[tuple[str, str]] = set()  # blocks another process checks (see ``blocks.checker``)
 
     def get(self, name: str, block: dict[str, Any]) -> Any:
         from safetensors import safe_open
@@ -151,7 +152,8 @@ class _Files:
         return out
 
     def _hasher(self, b: dict[str, Any]) -> Any:
-        if b.get("checksum") is None or (b["file"], b["key"]) in self.verified:
+        key = (b["file"], b["key"])
+        if b.get("checksum") is None or key in self.verified or key in self.elsewhere:
             return None
         return hasher(b["checksum"].partition(":")[0])
 
@@ -242,7 +244,10 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
             its saved dim names (Mesh-TF style), in its saved dtype.
             Namedtuples come back as dicts of their fields.
         verify: compare each saved block read with its checksum (a block read
-            only in part is then read in full once, in 64 MiB slabs).
+            only in part is then read in full once, in 64 MiB slabs). Under
+            MPI each saved block is checked by one process, one that reads it
+            whole if any (``blocks.checker``); a mismatch there fails the load
+            on every process.
 
     Returns:
         The loaded tree: the target's containers (or the saved ones) with new arrays.
@@ -300,8 +305,12 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
     loaded: dict[str, ShardArray] = {}
     with contextlib.ExitStack() as stack:
         files = _Files(src, stack)
-        for name, _, _, _ in plan:
+        for name, msh, lay, _ in plan:
             files.check(name, m["arrays"][name])
+            if verify and procs.size > 1 and msh.comm_kind == "mpi":  # device d is process d
+                targets = block_bounds(msh, lay)
+                files.elsewhere.update((b["file"], b["key"]) for b in m["arrays"][name]["blocks"]
+                                       if checker(b, targets) not in (None, procs.rank))
         blocks: dict[str, list[Any]] = {}
         error = None
         try:  # block reads (file reads and checksums release the GIL) overlap on a few threads
