@@ -11,11 +11,16 @@ and reads them with ``np.load``; both sides fsync their files, both read
 files they have just written (each load right
 after its own save: on a machine with proactive reclaim, e.g. DAMON's
 ``pageout`` scheme, page-cache pages a few seconds old go back to disk, so
-reading an older file would measure the disk). Runs are interleaved (save,
-load, load without checksums, np.save, np.load, unsynced np.save, repeated;
-before each timed step ``os.sync()``, untimed, flushes the
-dirty pages a previous step left, so no step pays for another's writeback) and the medians reported; the unsynced np.save (no fsync,
-so not durable) and ``load(..., verify=False)`` are shown too.
+reading an older file would measure the disk). Runs are interleaved: each repeat runs
+the checkpoint group (save, load, load without checksums) and the NumPy
+group (np.save, np.load) and then an unsynced np.save; the two groups swap
+places every repeat, so each follows the unsynced np.save equally often
+(whichever does runs slower: this machine still pays for that 1 GiB of
+writeback); before
+each timed step ``os.sync()``, untimed, flushes the dirty pages a previous
+step left. Medians are reported, and every repeat's time
+(``seconds_each_repeat``); the unsynced np.save (no fsync, so not durable)
+and ``load(..., verify=False)`` are shown too.
 Peak extra memory is the rise of the process's peak RSS (``VmHWM`` in
 /proc/self/status, reset through /proc/self/clear_refs) above its RSS before
 the call, less the loaded tree itself for loads; compared with the largest
@@ -54,7 +59,8 @@ MIB = 1 << 20
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", type=float, default=1024, help="MiB of params + Adam state (default 1024)")
-    p.add_argument("--repeats", type=int, default=5, help="interleaved repetitions (median reported)")
+    p.add_argument("--repeats", type=int, default=6,
+                   help="interleaved repetitions, the two groups alternating first (median reported; even is balanced)")
     p.add_argument("--dir", default="", help="where to write (default: a temporary directory under /tmp)")
     p.add_argument("--json", default="benchmarks/results/checkpoint-cpu.json")
     return p
@@ -155,12 +161,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     names = ("save", "np_save", "np_save_nosync", "load", "load_noverify", "np_load")
     rows: dict[str, list[tuple[float, int]]] = {k: [] for k in names}
-    for _ in range(args.repeats):
+    ck_group = (("save", ck_save), ("load", ck_load), ("load_noverify", lambda: ck_load(False)))
+    np_group = (("np_save", np_save), ("np_load", np_load))
+    nosync = (("np_save_nosync", lambda: np_save(False)),)
+    for r in range(args.repeats):
         # each load right after its own save: both read files just written (this machine kind runs DAMON's
         # proactive reclaim, which pages out page-cache pages a few seconds old at up to 128 MiB/s, so a file
-        # written three steps earlier is partly read from disk)
-        for name, fn in (("save", ck_save), ("load", ck_load), ("load_noverify", lambda: ck_load(False)),
-                         ("np_save", np_save), ("np_load", np_load), ("np_save_nosync", lambda: np_save(False))):
+        # written three steps earlier is partly read from disk). The checkpoint and np groups swap places every
+        # repeat, so each comes first, right after the previous repeat's unsynced np.save, equally often: that
+        # position is measurably slower (the 1 GiB of writeback, flushed by the untimed os.sync, still costs the
+        # next save and load: 1.0-1.8 s against 0.5-1.0 s for the same load in the other position)
+        order = (ck_group, np_group, nosync) if r % 2 == 0 else (np_group, ck_group, nosync)
+        for name, fn in (step for g in order for step in g):
             os.sync()  # untimed: the previous step's dirty pages (an unsynced np.save's) are not flushed on our clock
             procs.barrier()
             dt, peak, out = measured(fn)
@@ -177,7 +189,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "config": {"d_model": cfg.d_model, "d_ff": cfg.d_ff, "layers": cfg.n_layers, "vocab": cfg.vocab},
         "params": sa.nn.param_count(cfg), "bytes_written": total_bytes, "bytes_read": total_held,
         "repeats": args.repeats, "checksum": "gridsum (verified by load by default; see checkpoint.stfile.GridSum)",
-        "seconds": med, "MB_per_s": mbs,
+        "seconds": med, "seconds_each_repeat": {k: [round(t, 3) for t, _ in v] for k, v in rows.items()},
+        "MB_per_s": mbs,
         "ratio_vs_numpy": {"save": mbs["save"] / mbs["np_save"], "save_vs_nosync": mbs["save"] / mbs["np_save_nosync"],
                            "load": mbs["load"] / mbs["np_load"], "load_noverify": mbs["load_noverify"] / mbs["np_load"]},
         "peak_extra_bytes_per_process": peaks, "largest_block_bytes": largest_block,
