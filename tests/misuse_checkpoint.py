@@ -37,6 +37,10 @@ def _damage(how: str) -> Path:
         block.unlink()
     elif how == "manifest":
         (path / "manifest.json").unlink()
+    elif how == "overlap":  # both blocks of w at rows 0-1: the element count still adds up, rows 2-3 unwritten
+        m = json.loads((path / "manifest.json").read_text())
+        m["arrays"]["w"]["blocks"][1]["offset"] = [0, 0]
+        (path / "manifest.json").write_text(json.dumps(m))
     elif how == "version":
         m = json.loads((path / "manifest.json").read_text())
         m["version"] = 99
@@ -59,6 +63,8 @@ CASES = [
          ("'w'", "blocks-00000.safetensors", "truncated"), ("older checkpoint",)),
     Case("checkpoint-corrupted", lambda: _load(_damage("flip")), sa.CheckpointError,
          ("'w'", "checksum", "blocks-00000.safetensors"), ("older checkpoint",)),
+    Case("checkpoint-overlapping-blocks", lambda: _load(_damage("overlap")), sa.CheckpointError,
+         ("ck", "'w'", "end at 2, not at the size 4"), ("damaged",)),
     Case("checkpoint-unknown-version", lambda: _load(_damage("version")), sa.CheckpointError,
          ("ck", "version 99"), ("shardarray version that wrote it",)),
     Case("checkpoint-missing-array", lambda: _load(_saved(), {"w": _w(), "step": 0, "bias": _w()}),

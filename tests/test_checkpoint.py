@@ -260,3 +260,18 @@ def test_tree_map_walks_plain_leaves_like_the_optimizer_step():
     assert pairs == {"s": (1, 4), "x": (2.0, 3.0)}
     with pytest.raises(sa.DTypeError, match=r"tree 1\['s'\]"):
         sa.tree.tree_map(lambda a, b: a, {"s": 1}, {"s": params["w"]})
+
+
+@pytest.mark.parametrize("blocks, sizes, why", [
+    ([((0, 0), (3, 2)), ((3, 0), (2, 2)), ((0, 2), (3, 1)), ((3, 2), (2, 1))], [5, 3], None),  # uneven 2x2 grid
+    ([((0,), (2,)), ((3,), (2,))], [5], "gap at 2"),
+    ([((0,), (3,)), ((2,), (3,))], [5], "overlap at 2"),
+    ([((0,), (2,)), ((0,), (3,))], [5], "different lengths"),
+    ([((0, 0), (2, 2)), ((2, 2), (2, 2)), ((0, 0), (2, 2)), ((2, 2), (2, 2))], [4, 4], "grid"),  # twice, two missing
+    ([((0, 0), (2, 4)), ((2, 0), (2, 4))], [4, 5], "end at 4, not at the size 5"),
+])
+def test_manifest_blocks_must_tile_their_array_as_a_grid(blocks, sizes, why):
+    from shardarray.checkpoint.manifest import _grid_gap
+
+    got = _grid_gap([{"offset": list(o), "shape": list(s)} for o, s in blocks], sizes)
+    assert got is None if why is None else why in got

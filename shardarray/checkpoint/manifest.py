@@ -105,3 +105,37 @@ def validate(m: dict[str, Any], path: Path) -> None:
             covered += math.prod(b["shape"])
         if covered != math.prod(a["sizes"]):
             raise bad(f"its blocks hold {covered} elements, not the {math.prod(a['sizes'])} of sizes {a['sizes']}")
+        hole = _grid_gap(a["blocks"], a["sizes"]) if covered else None
+        if hole:
+            raise bad(hole)
+
+
+def _grid_gap(blocks: list[dict[str, Any]], sizes: list[int]) -> str | None:
+    """Why ``blocks`` do not tile ``sizes`` as a grid, or None when they do.
+
+    A layout cuts each dim into consecutive intervals and an array into their
+    products, so a saved array's blocks are a grid: per dim, the blocks'
+    ``(offset, length)`` intervals must run from 0 to the size without gaps
+    or overlaps, and every combination must appear once. Checked in one pass
+    over the blocks, so a manifest whose blocks overlap (leaving part of the
+    array unwritten while the element count still adds up) is refused instead
+    of loading uninitialised memory.
+    """
+    nd = len(sizes)
+    cuts: list[dict[int, int]] = [{} for _ in range(nd)]
+    for b in blocks:
+        for d in range(nd):
+            if cuts[d].setdefault(b["offset"][d], b["shape"][d]) != b["shape"][d]:
+                return f"two blocks start at {b['offset'][d]} along axis {d} with different lengths (they overlap)"
+    for d in range(nd):
+        end = 0
+        for start in sorted(cuts[d]):
+            if start != end:
+                return f"along axis {d} the blocks {'overlap' if start < end else 'leave a gap'} at {min(start, end)}"
+            end = start + cuts[d][start]
+        if end != sizes[d]:
+            return f"along axis {d} the blocks end at {end}, not at the size {sizes[d]}"
+    corners = {tuple(b["offset"]) for b in blocks}
+    if len(corners) != len(blocks) or len(blocks) != math.prod(len(c) for c in cuts):
+        return "its blocks do not form a grid (some appear twice or are missing)"
+    return None
