@@ -113,7 +113,12 @@ def shardarray_runner(impl: str, cfg: sa.nn.TransformerConfig, shape: dict, stra
 
 # ----------------------------------------------------------------------------- PyTorch
 def torch_runner(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], device: str, tok: np.ndarray,
-                 tgt: np.ndarray) -> Runner:
+                 tgt: np.ndarray, autocast: str | None = None, compile: bool = False) -> Runner:
+    """The same model in PyTorch eager: float32 parameters and Adam; ``autocast="bfloat16"`` (or "float16")
+    computes under ``torch.autocast`` (as shardarray's ``compute_dtype``); ``compile`` wraps the loss in
+    ``torch.compile``."""
+    import contextlib
+
     import torch
     import torch.nn.functional as F
 
@@ -142,15 +147,20 @@ def torch_runner(cfg: sa.nn.TransformerConfig, weights: dict[str, np.ndarray], d
         logits = x @ p["unembed"]
         return F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
 
+    forward = torch.compile(loss_fn) if compile else loss_fn
+
     def step() -> float:
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn()
+        ctx = torch.autocast(device, dtype=getattr(torch, autocast)) if autocast else contextlib.nullcontext()
+        with ctx:
+            loss = forward()
         loss.backward()
         opt.step()
         return loss.item()
 
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    return Runner(f"PyTorch eager ({device})", step, sync, {"torch": torch.__version__})
+    label = f"PyTorch {'torch.compile' if compile else 'eager'} ({device}{', autocast ' + autocast if autocast else ''})"
+    return Runner(label, step, sync, {"torch": torch.__version__})
 
 
 # ----------------------------------------------------------------------------- main

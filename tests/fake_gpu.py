@@ -32,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import types
 from typing import Any
 
@@ -108,6 +109,7 @@ class FakeCupy:
         self.streams_made: list[tuple[int, int]] = []  # (GPU, stream)
         self.synchronized: list[int] = []
         self.waits: list[tuple[int, int]] = []  # (waiting stream, stream of the event)
+        self.events: list[int] = []  # the stream of every recorded event
         self.pointer_modes: dict[int, int] = {}
         self.pointer_mode_sets: list[tuple[int, int]] = []
         self.gemms: list[dict[str, Any]] = []
@@ -159,6 +161,9 @@ class FakeCupy:
 
             def use(self) -> None:
                 fake.device = self.id
+
+            def synchronize(self) -> None:  # the whole GPU
+                fake.synchronized.append(-1 - self.id)
 
         class Stream:
             null: Any = None
@@ -240,13 +245,18 @@ class FakeCupy:
             gemmStridedBatchedEx=lambda *args: fake._gemm(*args),
         )
         runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_16BF=CUDA_R_16BF,
-                                        getDeviceCount=lambda: fake.gpus)
+                                        getDeviceCount=lambda: fake.gpus,
+                                        getDeviceProperties=lambda gpu: {"name": b"Fake GPU (tests/fake_gpu.py)"})
+
         class Event:
             def __init__(self) -> None:
                 self.stream: int | None = None
+                self.time: float | None = None
 
             def record(self, stream: Any = None) -> None:
                 self.stream = fake.stream if stream is None else stream.ptr
+                self.time = time.perf_counter()
+                fake.events.append(self.stream)
 
             def synchronize(self) -> None:
                 fake.synchronized.append(self.stream)
@@ -263,11 +273,17 @@ class FakeCupy:
             def synchronize(self) -> None:
                 fake.synchronized.append(self.ptr)
 
+        def get_elapsed_time(start: Event, end: Event) -> float:  # milliseconds, as CuPy's
+            if start.time is None or end.time is None:
+                raise RuntimeError("cudaErrorInvalidResourceHandle: an event that was never recorded")
+            return 1e3 * (end.time - start.time)
+
         device = types.SimpleNamespace(get_cublas_handle=lambda: 1000 + fake.device)
         cupy.cuda = types.SimpleNamespace(
             Device=Device, Stream=Stream, Event=Event, runtime=runtime, device=device, cublas=cublas,
-            nccl=fake_nccl, get_current_stream=_Current,
+            nccl=fake_nccl, get_current_stream=_Current, get_elapsed_time=get_elapsed_time,
         )
+        cupy.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
         return cupy
 
     # ------------------------------------------------------------ cuBLAS

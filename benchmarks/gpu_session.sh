@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The GPU work of issues 20 and 21, in stages that each fit one 10-minute device call, with every log kept.
+#
+#   bash benchmarks/gpu_session.sh tests            # versions, then pytest -m gpu (a hang costs 2 minutes, not 10)
+#   bash benchmarks/gpu_session.sh bench            # benchmarks/gpu.py and the 4-device float16 matmul CLI run
+#   bash benchmarks/gpu_session.sh main sanitize    # the README's main job on the GPU; compute-sanitizer on the kernels
+#
+# Run from the repository root (the source tree, PYTHONPATH=.). Results go to $OUT (default /tmp/gpu-session):
+# at most 8 files, as the device tool brings back. A stage that fails does not stop the next; the script's exit
+# status is the number of failed stages.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+OUT="${OUT:-/tmp/gpu-session}"
+mkdir -p "$OUT"
+PY="${PYTHON:-python3}"
+failed=0
+
+stage() {  # stage NAME LIMIT_S COMMAND...: run COMMAND under a time limit, log to $OUT/NAME.log
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name: $* (limit ${limit}s)" | tee -a "$OUT/$name.log"
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" >>"$OUT/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$OUT/$name.log"
+    [ "$rc" -eq 0 ] || failed=$((failed + 1))
+    tail -n 5 "$OUT/$name.log"
+}
+
+for what in "$@"; do
+    case "$what" in
+    tests)
+        stage tests 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'; command -v mpiexec || echo 'no mpiexec'"
+        stage tests 480 "$PY" -m pytest -q -m gpu -x --timeout 120 -p no:cacheprovider -rs tests/
+        ;;
+    bench)
+        stage bench 420 "$PY" benchmarks/gpu.py --json "$OUT/gpu.json"
+        stage bench 150 "$PY" -m shardarray.bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 \
+            --dtype float16 --json "$OUT/matmul-gpu-4dev-8192.json"
+        ;;
+    compile)  # torch.compile's figure beside the eager one (issue 21), a separate call: compiling takes minutes
+        stage compile 540 "$PY" benchmarks/gpu.py --compile --json "$OUT/gpu-compile.json"
+        ;;
+    main)
+        # the held-out accuracy must match the NumPy run's (the README's main job: 2x2 mesh2d)
+        stage main 200 "$PY" examples/train_transformer.py --backend cupy --mesh d=1 --strategy replicated --quiet \
+            --plot '' --json "$OUT/main-1dev.json"
+        stage main 200 "$PY" examples/train_transformer.py --backend cupy --quiet --plot '' --json "$OUT/main-2x2.json"
+        ;;
+    sanitize)
+        for tool in memcheck racecheck; do
+            stage sanitize 280 compute-sanitizer --tool "$tool" --error-exitcode 1 \
+                "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py -k "kernel or fused"
+        done
+        ;;
+    *)
+        echo "unknown stage '$what': give some of tests, bench, compile, main, sanitize" >&2
+        failed=$((failed + 1))
+        ;;
+    esac
+done
+exit "$failed"
