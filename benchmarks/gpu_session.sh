@@ -32,7 +32,7 @@ for what in "$@"; do
     case "$what" in
     tests)
         stage tests 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'; command -v mpiexec || echo 'no mpiexec'"
-        stage tests 480 "$PY" -m pytest -q -m gpu -x --timeout 120 -p no:cacheprovider -rs tests/
+        stage tests 480 "$PY" -m pytest -q -m gpu --timeout 120 -p no:cacheprovider -rs tests/  # no -x: every failure in one call
         ;;
     bench)
         stage bench 420 "$PY" benchmarks/gpu.py --json "$OUT/gpu.json"
