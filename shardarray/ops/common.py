@@ -262,18 +262,20 @@ def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lis
     by_signature: dict[Any, Any] = {}
     results: list[Any] = [None] * len(order)
     for u, d in order:  # in device order, as the per-device loop did
-        args = [values[index[d]] for index, values in parts]
-        key = _signature(args)
-        try:
-            r = by_signature.get(key)
-        except TypeError:  # an argument that cannot be a key: no sharing
-            key, r = None, None
-        if r is None:
-            r = fn(*args)
-            if key is not None:
-                by_signature[key] = r
-        results[u] = r
+        results[u] = _shared_call(by_signature, fn, [values[index[d]] for index, values in parts])
     return ClassList(results, inverse)
+
+
+def _shared_call(by_signature: dict[Any, Any], fn: Callable[..., Any], args: list[Any]) -> Any:
+    """``fn(*args)``, or the result of an earlier call whose arguments had the same ``_signature``."""
+    key = _signature(args)
+    try:
+        r = by_signature.get(key)
+    except TypeError:  # an argument that cannot be a key: no sharing
+        return fn(*args)
+    if r is None:
+        r = by_signature[key] = fn(*args)
+    return r
 
 
 def _zero_index(mesh: Mesh) -> np.ndarray:
@@ -327,17 +329,7 @@ def _map_meta_devices(
     out: list[Any] = [None] * mesh.size
     by_signature: dict[Any, Any] = {}
     for d in np.flatnonzero(rep_of >= 0).tolist():
-        args = [s[int(reps[rep_of[d]])] for s in shard_lists]
-        key = _signature(args)
-        try:
-            r = by_signature.get(key)
-        except TypeError:
-            key, r = None, None
-        if r is None:
-            r = fn(*args)
-            if key is not None:
-                by_signature[key] = r
-        out[d] = r
+        out[d] = _shared_call(by_signature, fn, [s[int(reps[rep_of[d]])] for s in shard_lists])
     return out
 
 
