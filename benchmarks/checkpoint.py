@@ -159,11 +159,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def ck_load(verify: bool = True) -> Any:
         return sa.checkpoint.load(root / "ck", tree, verify=verify)
 
-    names = ("save", "np_save", "np_save_nosync", "load", "load_noverify", "np_load")
-    rows: dict[str, list[tuple[float, int]]] = {k: [] for k in names}
     ck_group = (("save", ck_save), ("load", ck_load), ("load_noverify", lambda: ck_load(False)))
     np_group = (("np_save", np_save), ("np_load", np_load))
     nosync = (("np_save_nosync", lambda: np_save(False)),)
+    rows: dict[str, list[tuple[float, int]]] = {name: [] for g in (ck_group, np_group, nosync) for name, _ in g}
     for r in range(args.repeats):
         # each load right after its own save: both read files just written (this machine kind runs DAMON's
         # proactive reclaim, which pages out page-cache pages a few seconds old at up to 128 MiB/s, so a file

@@ -69,43 +69,37 @@ def free_pool() -> None:
         pool().free_all_blocks()
 
 
-def event_seconds(fn: Callable[[], Any], scope: Any, calls: int, repeat: int, warmup: int = 2) -> float:
-    """Median seconds per call of ``fn()``: CUDA events around ``calls`` back-to-back calls, ``repeat`` times.
-
-    ``scope`` makes the GPU and stream the work runs on current, so the
-    events are recorded on that stream.
-    """
-    import cupy
-
-    with scope:
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(repeat):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            for _ in range(calls):
-                fn()
-            end.record()
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / calls)
-    return statistics.median(times)
-
-
-def torch_event_seconds(torch: Any, fn: Callable[[], Any], calls: int, repeat: int, warmup: int = 2) -> float:
-    """``event_seconds`` for PyTorch (its events, on its current stream)."""
+def _timed_calls(fn: Callable[[], Any], event: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float],
+                 calls: int, repeat: int, warmup: int = 2) -> float:
+    """Median seconds per call of ``fn()``: a pair of ``event()``s around ``calls`` back-to-back calls, ``repeat``
+    times (one synchronisation per pair)."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = event(), event()
         start.record()
         for _ in range(calls):
             fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / calls)
+        times.append(elapsed_ms(start, end) / 1e3 / calls)
     return statistics.median(times)
+
+
+def event_seconds(fn: Callable[[], Any], scope: Any, calls: int, repeat: int) -> float:
+    """``_timed_calls`` with CuPy's events; ``scope`` makes the GPU and stream the work runs on current, so the
+    events are recorded on that stream."""
+    import cupy
+
+    with scope:
+        return _timed_calls(fn, cupy.cuda.Event, cupy.cuda.get_elapsed_time, calls, repeat)
+
+
+def torch_event_seconds(torch: Any, fn: Callable[[], Any], calls: int, repeat: int) -> float:
+    """``_timed_calls`` with PyTorch's events, on its current stream."""
+    return _timed_calls(fn, lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b),
+                        calls, repeat)
 
 
 def matmul_rows(sizes: list[int], dtypes: list[str], calls: int, repeat: int) -> list[dict[str, Any]]:

@@ -68,6 +68,11 @@ def overlap(a_off: tuple[int, ...], a_shape: tuple[int, ...], b: Bounds) -> Boun
     return tuple(out)
 
 
+def whole(ov: Bounds, shape: Sequence[int]) -> bool:
+    """Whether the overlap ``ov`` (from ``overlap``) is the whole of a block of ``shape``."""
+    return all(hi - lo == n for (lo, hi), n in zip(ov, shape))
+
+
 def checker(block: dict[str, Any], targets: Sequence[Bounds]) -> int | None:
     """The device whose process checks a saved block's checksum on load, among the devices in ``targets``.
 
@@ -90,7 +95,7 @@ def checker(block: dict[str, Any], targets: Sequence[Bounds]) -> int | None:
         ov = overlap(off, shape, bounds)
         if ov is None:
             continue
-        if all(hi - lo == n for (lo, hi), n in zip(ov, shape)):
+        if whole(ov, shape):
             return d
         part = d if part is None else part
     return part
