@@ -4,6 +4,10 @@
 #   bash benchmarks/gpu_session.sh tests            # versions, then pytest -m gpu (a hang costs 2 minutes, not 10)
 #   bash benchmarks/gpu_session.sh bench            # benchmarks/gpu.py and the 4-device float16 matmul CLI run
 #   bash benchmarks/gpu_session.sh main sanitize    # the README's main job on the GPU; compute-sanitizer on the kernels
+#   bash benchmarks/gpu_session.sh bench4 profile   # the 4-device CLI matmul; the step's top kernels (gpu_profile.py)
+#
+# Each stage's time limit can be lowered for a short lease: TESTS_LIMIT, TEST_TIMEOUT (per test), MAIN_LIMIT,
+# SANITIZE_LIMIT, BENCH_LIMIT, PROFILE_LIMIT (seconds); SHARDARRAY_TEST_HANG_S bounds each isolated NCCL test.
 #
 # Run from the repository root (the source tree, PYTHONPATH=.). Results go to $OUT (default /tmp/gpu-session):
 # at most 8 files, as the device tool brings back. A stage that fails does not stop the next; the script's exit
@@ -32,30 +36,38 @@ for what in "$@"; do
     case "$what" in
     tests)
         stage tests 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'; command -v mpiexec || echo 'no mpiexec'"
-        stage tests 480 "$PY" -m pytest -q -m gpu --timeout 120 -p no:cacheprovider -rs tests/  # no -x: every failure in one call
+        stage tests "${TESTS_LIMIT:-480}" "$PY" -m pytest -q -m gpu --timeout "${TEST_TIMEOUT:-120}" -p no:cacheprovider -rs tests/  # no -x: every failure in one call
         ;;
     bench)
-        stage bench 420 "$PY" benchmarks/gpu.py --json "$OUT/gpu.json"
-        stage bench 150 "$PY" -m shardarray.bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 \
+        # shellcheck disable=SC2086  # GPU_BENCH_ARGS: extra flags, e.g. "--repeat 5 --calls 5" in a short lease
+        stage bench "${BENCH_LIMIT:-420}" "$PY" benchmarks/gpu.py ${GPU_BENCH_ARGS:-} --json "$OUT/gpu.json"
+        ;;
+    bench4)
+        stage bench4 150 "$PY" -m shardarray.bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 \
             --dtype float16 --json "$OUT/matmul-gpu-4dev-8192.json"
+        ;;
+    profile)  # top kernels, launches and syncs per step: shardarray and PyTorch eager, bfloat16 then float32
+        for dtype in ${PROFILE_DTYPES:-bfloat16 float32}; do
+            stage profile "${PROFILE_LIMIT:-120}" "$PY" benchmarks/gpu_profile.py --dtype "$dtype" --steps 2
+        done
         ;;
     compile)  # torch.compile's figure beside the eager one (issue 21), a separate call: compiling takes minutes
         stage compile 540 "$PY" benchmarks/gpu.py --compile --json "$OUT/gpu-compile.json"
         ;;
     main)
         # the held-out accuracy must match the NumPy run's (the README's main job: 2x2 mesh2d)
-        stage main 200 "$PY" examples/train_transformer.py --backend cupy --mesh d=1 --strategy replicated --quiet \
+        stage main "${MAIN_LIMIT:-200}" "$PY" examples/train_transformer.py --backend cupy --mesh d=1 --strategy replicated --quiet \
             --plot '' --json "$OUT/main-1dev.json"
-        stage main 200 "$PY" examples/train_transformer.py --backend cupy --quiet --plot '' --json "$OUT/main-2x2.json"
+        stage main "${MAIN_LIMIT:-200}" "$PY" examples/train_transformer.py --backend cupy --quiet --plot '' --json "$OUT/main-2x2.json"
         ;;
     sanitize)
         for tool in memcheck racecheck; do
-            stage sanitize 280 compute-sanitizer --tool "$tool" --error-exitcode 1 \
+            stage sanitize "${SANITIZE_LIMIT:-280}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
                 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py -k "kernel or fused or softmax or batched_gemm"
         done
         ;;
     *)
-        echo "unknown stage '$what': give some of tests, bench, compile, main, sanitize" >&2
+        echo "unknown stage '$what': give some of tests, bench, bench4, profile, compile, main, sanitize" >&2
         failed=$((failed + 1))
         ;;
     esac

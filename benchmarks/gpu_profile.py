@@ -1,0 +1,130 @@
+"""Where a GPU training step spends its time: the top kernels, launches and host syncs per step (issue 33).
+
+Profiles the training step of ``benchmarks/gpu.py`` (d_model 1024, 8×128
+heads, d_ff 4096, seq 512, batch 8, 4 layers) for shardarray on a 1-device
+CuPy mesh (fused kernels) and for the same model in PyTorch eager, in one
+compute dtype, with the PyTorch profiler. CUPTI traces every kernel of the
+process, so CuPy's and shardarray's own kernels show beside PyTorch's. For
+each implementation it prints the top kernels by GPU time, and per step the
+kernel launches, device-to-host copies and synchronising runtime calls.
+
+    python benchmarks/gpu_profile.py --dtype bfloat16 --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import shardarray as sa
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_step import Runner, shardarray_runner, torch_runner  # noqa: E402
+
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+              "cuStreamSynchronize", "cuCtxSynchronize", "cuMemcpyDtoH", "cuEventSynchronize")
+
+
+def summarize(prof: Any, steps: int, top: int) -> dict[str, Any]:
+    """Kernel time by name, launches, device-to-host copies and sync calls per step, from the profiler's events."""
+    kernel_us: dict[str, float] = defaultdict(float)
+    kernel_n: Counter[str] = Counter()
+    runtime: Counter[str] = Counter()
+    d2h = 0
+    for ev in prof.events():
+        name = ev.name
+        dev = getattr(ev, "device_type", None)
+        on_gpu = dev is not None and str(dev).endswith("CUDA") and not getattr(ev, "is_user_annotation", False)
+        if on_gpu and "#" in name:  # a user annotation's span on the GPU timeline (Optimizer.step#Adam.step)
+            continue
+        if on_gpu:
+            if "Memcpy DtoH" in name or "Memcpy Device -> Host" in name or "DtoH" in name:
+                d2h += 1
+            elif "Memcpy" in name or "Memset" in name:
+                pass
+            else:
+                kernel_us[name] += getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0.0)
+                kernel_n[name] += 1
+        elif name.startswith(("cuda", "cu")) and any(s in name for s in SYNC_CALLS):
+            runtime[name] += 1
+    total = sum(kernel_us.values())
+    ranked = sorted(kernel_us.items(), key=lambda kv: -kv[1])[:top]
+    return {
+        "gpu_kernel_ms_per_step": total / 1e3 / steps,
+        "kernel_launches_per_step": sum(kernel_n.values()) / steps,
+        "device_to_host_copies_per_step": d2h / steps,
+        "sync_calls_per_step": {k: v / steps for k, v in runtime.items()},
+        "top_kernels": [{"name": n[:120], "ms_per_step": us / 1e3 / steps, "share": us / total if total else 0.0,
+                         "calls_per_step": kernel_n[n] / steps} for n, us in ranked],
+    }
+
+
+def profile(runner: Runner, steps: int, top: int) -> dict[str, Any]:
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as tprofile
+
+    for _ in range(2):
+        runner.run(timed=False)
+    with tprofile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            runner.run(timed=True)
+        torch.cuda.synchronize()
+    out = summarize(prof, steps, top)
+    out["impl"] = runner.impl
+    out["wall_ms_per_step"] = 1e3 * sum(runner.times) / len(runner.times)
+    return out
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dtype", default="bfloat16", choices=("float32", "bfloat16", "float16"))
+    p.add_argument("--steps", type=int, default=2, help="profiled steps (after 2 warm-ups)")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--top", type=int, default=15)
+    p.add_argument("--quick", action="store_true", help="a tiny model: check that it runs")
+    p.add_argument("--json", default="")
+    args = p.parse_args(argv)
+    import cupy
+
+    if args.quick:
+        cfg = sa.nn.TransformerConfig(vocab=64, d_model=32, heads=2, d_kv=16, d_ff=64, n_layers=1, seq_len=16)
+        args.batch = 2
+    else:
+        cfg = sa.nn.TransformerConfig(vocab=4096, d_model=1024, heads=8, d_kv=128, d_ff=4096,
+                                      n_layers=args.layers, seq_len=512)
+    tok, tgt = sa.nn.data.pattern_batch(np.random.default_rng(0), args.batch, cfg.seq_len, cfg.vocab)
+    c = cfg if args.dtype == "float32" else dataclasses.replace(cfg, compute_dtype=args.dtype)
+    sync = cupy.cuda.Device().synchronize
+    weights = {k: v.numpy() for k, v in sa.nn.init_transformer(cfg, sa.Mesh({"d": 1}), seed=0).items()}
+    runners = [
+        shardarray_runner(f"shardarray 1 device, fused kernels, {args.dtype}", c, {"d": 1}, "replicated", "cupy",
+                          tok, tgt, sync),
+        torch_runner(cfg, weights, "cuda", tok, tgt, None if args.dtype == "float32" else args.dtype),
+    ]
+    results = []
+    for r in runners:
+        res = profile(r, args.steps, args.top)
+        results.append(res)
+        print(f"\n== {res['impl']}: {res['wall_ms_per_step']:.1f} ms wall, {res['gpu_kernel_ms_per_step']:.1f} ms of "
+              f"kernels, {res['kernel_launches_per_step']:.0f} launches, "
+              f"{res['device_to_host_copies_per_step']:.1f} device-to-host copies per step; "
+              f"sync calls per step {res['sync_calls_per_step']}")
+        for k in res["top_kernels"]:
+            print(f"  {k['ms_per_step']:8.2f} ms {100 * k['share']:5.1f}% x{k['calls_per_step']:5.0f}  {k['name']}")
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()
