@@ -19,7 +19,8 @@ so tests can check the contracts a real GPU would enforce silently:
 * ``cuda.cublas``: one handle per GPU, its pointer mode, every
   ``setPointerMode`` (``pointer_mode_sets``) and ``gemmStridedBatchedEx``
   carried out in NumPy on the raw addresses, column-major as cuBLAS reads
-  them, with float32 or float16 accumulation as ``computeType`` says
+  them (op N or T, float16/bfloat16/float32/float64), accumulated in the
+  type ``computeType`` says
   (``gemms``). A host ``alpha`` read in device pointer mode raises.
 * ``cuda.nccl``: ``tests/fake_nccl.py``.
 """
@@ -41,10 +42,15 @@ import numpy as np
 
 import fake_nccl
 
-CUDA_R_16F, CUDA_R_32F, CUDA_R_16BF = 2, 0, 14
-_GEMM_TYPES = {CUDA_R_16F: np.dtype(np.float16), CUDA_R_16BF: np.dtype("bfloat16")}  # ml_dtypes registers the name
-CUBLAS_OP_N, CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 0, 1
-CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT = 64, 68, -1
+CUDA_R_16F, CUDA_R_32F, CUDA_R_64F, CUDA_R_16BF = 2, 0, 1, 14
+_GEMM_TYPES = {CUDA_R_16F: np.dtype(np.float16), CUDA_R_16BF: np.dtype("bfloat16"),  # ml_dtypes registers the name
+               CUDA_R_32F: np.dtype(np.float32), CUDA_R_64F: np.dtype(np.float64)}
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 1, 0, 1
+CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT = 64, 68, 70, -1
+#: the compute types each data type may use (cuBLAS's table for cublasGemmEx), their accumulator and alpha/beta type
+_COMPUTE = {CUDA_R_16F: (CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_16F), CUDA_R_16BF: (CUBLAS_COMPUTE_32F,),
+            CUDA_R_32F: (CUBLAS_COMPUTE_32F,), CUDA_R_64F: (CUBLAS_COMPUTE_64F,)}
+_ACCUMULATOR = {CUBLAS_COMPUTE_16F: np.float16, CUBLAS_COMPUTE_32F: np.float32, CUBLAS_COMPUTE_64F: np.float64}
 
 
 class FakeArray(np.ndarray):
@@ -238,13 +244,14 @@ class FakeCupy:
             fake.pointer_modes[handle] = mode
 
         cublas = types.SimpleNamespace(
-            CUBLAS_OP_N=CUBLAS_OP_N, CUBLAS_POINTER_MODE_HOST=CUBLAS_POINTER_MODE_HOST,
+            CUBLAS_OP_N=CUBLAS_OP_N, CUBLAS_OP_T=CUBLAS_OP_T, CUBLAS_POINTER_MODE_HOST=CUBLAS_POINTER_MODE_HOST,
             CUBLAS_POINTER_MODE_DEVICE=CUBLAS_POINTER_MODE_DEVICE, CUBLAS_COMPUTE_32F=CUBLAS_COMPUTE_32F,
-            CUBLAS_COMPUTE_16F=CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT=CUBLAS_GEMM_DEFAULT,
+            CUBLAS_COMPUTE_16F=CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_64F=CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT=CUBLAS_GEMM_DEFAULT,
             getPointerMode=get_pointer_mode, setPointerMode=set_pointer_mode,
             gemmStridedBatchedEx=lambda *args: fake._gemm(*args),
         )
-        runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_16BF=CUDA_R_16BF,
+        runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_64F=CUDA_R_64F,
+                                        CUDA_R_16BF=CUDA_R_16BF,
                                         getDeviceCount=lambda: fake.gpus,
                                         getDeviceProperties=lambda gpu: {"name": b"Fake GPU (tests/fake_gpu.py)"})
 
@@ -294,32 +301,45 @@ class FakeCupy:
             raise RuntimeError(f"cuBLAS handle {handle} of another GPU used on GPU {self.device}")
         if self.pointer_modes.get(handle, CUBLAS_POINTER_MODE_HOST) != CUBLAS_POINTER_MODE_HOST:
             raise RuntimeError("alpha/beta are host addresses but the handle is in device pointer mode")
-        if (transa, transb) != (CUBLAS_OP_N, CUBLAS_OP_N) or len({atype, btype, ctype}) != 1 or atype not in _GEMM_TYPES:
-            raise RuntimeError(f"the fake gemm takes float16 or bfloat16 N/N products only, got "
-                               f"{transa, transb, atype, btype, ctype}")
+        ops = (CUBLAS_OP_N, CUBLAS_OP_T)
+        if transa not in ops or transb not in ops or len({atype, btype, ctype}) != 1 or atype not in _GEMM_TYPES:
+            raise RuntimeError(f"the fake gemm takes N/T products of one float type, got {transa, transb, atype, btype, ctype}")
         dt = _GEMM_TYPES[atype]
-        if compute not in (CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_16F) or lda < m or ldb < k or ldc < m:
+        # op(A) is m x k: stored m x k (N, lda >= m) or k x m (T, lda >= k); op(B) is k x n likewise
+        rows_a, cols_a = (m, k) if transa == CUBLAS_OP_N else (k, m)
+        rows_b, cols_b = (k, n) if transb == CUBLAS_OP_N else (n, k)
+        if compute not in _COMPUTE[atype] or lda < max(1, rows_a) or ldb < max(1, rows_b) or ldc < max(1, m):
             raise RuntimeError(f"CUBLAS_STATUS_INVALID_VALUE: compute {compute}, lda {lda}, ldb {ldb}, ldc {ldc}")
-        acc = np.float32 if compute == CUBLAS_COMPUTE_32F else np.float16
-        scale = [float(np.frombuffer((ctypes.c_char * 4).from_address(p), np.float32)[0]) for p in (alpha, beta)]
+        acc = _ACCUMULATOR[compute]
+        size = 8 if compute == CUBLAS_COMPUTE_64F else 4  # alpha and beta: double for 64F compute, else float
+        scale = [float(np.frombuffer((ctypes.c_char * size).from_address(p), np.float64 if size == 8 else np.float32)[0])
+                 for p in (alpha, beta)]
+        it = dt.itemsize
         for i in range(batch):
-            ma = _column_major(a + 2 * i * stride_a, m, k, lda, dt)  # op(A): m x k
-            mb = _column_major(b + 2 * i * stride_b, k, n, ldb, dt)
-            mc = _column_major(c + 2 * i * stride_c, m, n, ldc, dt)
-            total = np.zeros((m, n), acc)
-            for j in range(k):  # accumulate in the compute type, one rank-1 update at a time
-                total = (total + np.outer(ma[:, j].astype(np.float32), mb[j].astype(np.float32)).astype(acc)).astype(acc)
-            out = scale[0] * total.astype(np.float32)
+            ma = _column_major(a + it * i * stride_a, rows_a, cols_a, lda, dt)
+            mb = _column_major(b + it * i * stride_b, rows_b, cols_b, ldb, dt)
+            ma, mb = (ma if transa == CUBLAS_OP_N else ma.T), (mb if transb == CUBLAS_OP_N else mb.T)
+            mc = _column_major(c + it * i * stride_c, m, n, ldc, dt)
+            if acc == np.float16:  # accumulate in float16, one rank-1 update at a time
+                total = np.zeros((m, n), acc)
+                for j in range(k):
+                    total = (total + np.outer(ma[:, j].astype(np.float32), mb[j].astype(np.float32)).astype(acc)).astype(acc)
+            else:
+                total = ma.astype(acc) @ mb.astype(acc)
+            out = scale[0] * total.astype(np.float64)
             if scale[1] != 0:  # cuBLAS does not read C when beta is 0 (it may be uninitialized)
-                out = out + scale[1] * mc.astype(np.float32)
+                out = out + scale[1] * mc.astype(np.float64)
             mc[...] = out.astype(dt)
-        self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream})
+        self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream,
+                           "dtype": dt.name, "ops": (transa, transb)})
 
 
 def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float16) -> np.ndarray:
-    """A writable (rows, cols) 16-bit view of a column-major matrix with leading dimension ``ld``."""
-    flat = np.frombuffer((ctypes.c_char * (2 * ld * cols)).from_address(ptr), dtype)
-    return flat.reshape(cols, ld).T[:rows]
+    """A writable (rows, cols) view of a column-major matrix with leading dimension ``ld`` (only its own bytes)."""
+    dtype = np.dtype(dtype)
+    count = ld * (cols - 1) + rows if cols and rows else 0
+    flat = np.frombuffer((ctypes.c_char * (dtype.itemsize * count)).from_address(ptr), dtype)
+    return np.lib.stride_tricks.as_strided(flat, (rows, cols), (dtype.itemsize, dtype.itemsize * ld), writeable=True)
 
 
 #: C parameter types of the kernels -> the dtype (or NumPy scalar type) an argument must have

@@ -294,13 +294,14 @@ def test_kernels_have_bfloat16_instantiations():
 
 
 def test_cublas_bfloat16_batched_products(monkeypatch):
-    """bfloat16 x bfloat16 batched products call cublasGemmStridedBatchedEx with CUDA_R_16BF and float32 compute."""
+    """bfloat16 x bfloat16 products, batched and 2-D, call cublasGemmStridedBatchedEx with CUDA_R_16BF and float32
+    compute (CuPy's matmul would upcast them to float32)."""
     from fake_gpu import CUBLAS_COMPUTE_32F
 
     gpu = FakeCupy(gpus=1).install(monkeypatch)
     import cupy
 
-    assert cublas.takes_tensor_cores(BF16, BF16, 3, 3) and not cublas.takes_tensor_cores(BF16, np.float16, 3, 3)
+    assert cublas.calls_cublas(BF16, BF16, 3, 3) and not cublas.calls_cublas(BF16, np.float16, 3, 3)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 3, 64)).astype(BF16)
     b = rng.standard_normal((2, 64, 5)).astype(BF16)
@@ -309,6 +310,9 @@ def test_cublas_bfloat16_batched_products(monkeypatch):
     assert got.dtype == BF16
     want = np.matmul(a.astype(F32), b.astype(F32))
     np.testing.assert_allclose(got.astype(F32), want, rtol=RTOL, atol=5e-2)
+    got2 = np.asarray(cublas.batched_matmul(cupy.asarray(a[1]), cupy.asarray(b[1])))
+    assert cublas.STATS["gemm_strided_batched"] == 2 and gpu.gemms[1]["batch"] == 1 and got2.dtype == BF16
+    np.testing.assert_allclose(got2.astype(F32), want[1], rtol=RTOL, atol=5e-2)
 
 
 class _PerDevice(NumpyBackend):

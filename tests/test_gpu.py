@@ -198,7 +198,8 @@ def test_all_masked_softmax_row_is_nan_like_the_array_path():
 @pytest.mark.parametrize("eq,a,b,gemms", [
     ("b h s k, b h t k -> b h s t", (2, 3, 64, 32), (2, 3, 48, 32), 1),
     ("b s h k, b t h k -> b h s t", (2, 64, 3, 32), (2, 48, 3, 32), 1),
-    ("m k, k n -> m n", (96, 64), (64, 80), 0),  # 2-D: CuPy's gemmEx
+    ("m k, k n -> m n", (96, 64), (64, 80), 1),  # 2-D as well (CuPy's matmul upcasts bfloat16)
+    ("k m, k n -> m n", (64, 96), (64, 80), 1),  # a transposed operand: op T, read in place
 ])
 def test_float16_contractions_use_float32_accumulation(eq, a, b, gemms):
     """Batched float16 products go to cublasGemmStridedBatchedEx (fp32 compute): close to the float64 product."""

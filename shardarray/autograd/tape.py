@@ -120,6 +120,11 @@ def _is_float(x: ShardArray) -> bool:
     return dt.kind in "fc" or dt == BFLOAT16  # ml_dtypes' bfloat16 has kind "V"
 
 
+def _is_real_float(x: ShardArray) -> bool:
+    dt = x.dtype
+    return dt.kind == "f" or dt == BFLOAT16
+
+
 def differentiable(
     name: str, resolve_inputs: bool = False, saves: bool = False
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -233,6 +238,10 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
             gi = grads[i]
             if gi is None:
                 continue
+            if gi.dtype != parent.dtype and _is_real_float(gi) and _is_real_float(parent):
+                # a cotangent has its primal's dtype (as in JAX): a VJP's float32 arithmetic on a bfloat16 primal
+                # (CuPy promotes bfloat16 with a Python float) must not turn the rest of the backward pass float32
+                gi = gi.astype(parent.dtype)
             slot = cot.setdefault(id(parent._node), {})
             slot[gi.pending] = gi if gi.pending not in slot else add(slot[gi.pending], gi)
     return leaves

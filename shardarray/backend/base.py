@@ -87,6 +87,10 @@ class Backend(ABC):
         expr = contraction(equation, tuple(tuple(a.shape) for a in arrays))
         return expr(*arrays, backend=self.name)
 
+    def sum(self, x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
+        """``xp.sum(x, axis=axis, dtype=dtype)`` of one block (backends may have a faster way for some shapes)."""
+        return self.xp.sum(x, axis=axis, dtype=dtype)
+
     def einsum_fn(self, equation: str, dtypes: Sequence[Any]) -> Callable[..., Any]:
         """The function ``einsum(equation, *arrays)`` amounts to for operands of ``dtypes``, for callers that
         decide once (a dispatch plan) and call it on every block."""

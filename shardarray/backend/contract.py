@@ -32,6 +32,9 @@ class Plan2:
     move_a: tuple[int, ...] | None = None
     move_b: tuple[int, ...] | None = None
     move_c: tuple[int, ...] | None = None
+    # the output is (batch, right, left): B^T A^T gives it in order (used where ``matmul`` reads transposed
+    # operands in place, as cuBLAS does), of this shape
+    swap_shape: tuple[int, ...] | None = None
 
 
 @lru_cache(maxsize=4096)
@@ -66,18 +69,23 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
         plain=not sum_a and not sum_b and not batch and len(left) == len(contr) == len(right) == 1
         and ta2 == left[0] + contr[0] and tb2 == contr[0] + right[0] and out == left[0] + right[0],
         move_a=moved(perm_a), move_b=moved(perm_b), move_c=moved(perm_c),
+        swap_shape=tuple(size[c] for c in out) if left and right and list(out) == batch + right + left else None,
     )
 
 
 def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any:
     """``einsum(equation, a, b)`` through ``xp.matmul`` (see the module docstring).
 
-    ``matmul(a, b)`` replaces ``xp.matmul`` for 3-D (batched) products; a
-    single product (no batch dim) is always one 2-D ``xp.matmul``.
+    ``matmul(a, b)`` replaces ``xp.matmul`` for every product: 3-D (batched)
+    ones and single 2-D ones (no batch dim, or a batch of one). It must read
+    transposed views in place (``cublas.batched_matmul`` does): an output
+    wanted as (batch, right, left) is then computed as ``B^T A^T``, in order,
+    instead of ``A B`` and a transposing copy.
     """
+    mm = matmul or xp.matmul
     p = plan2(equation, tuple(a.shape), tuple(b.shape))
     if p.plain:  # "ik,kj->ij": the one 2-D gemm below, without the identity transposes and reshapes
-        return xp.matmul(a, b)
+        return mm(a, b)
     if p.sum_a:
         a = xp.sum(a, axis=p.sum_a)
     if p.sum_b:
@@ -85,9 +93,9 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any
     # the array methods, not xp.transpose (NumPy's Python wrapper): the same views, less dispatch
     a = (a if p.move_a is None else a.transpose(p.move_a)).reshape(p.shape_a)
     b = (b if p.move_b is None else b.transpose(p.move_b)).reshape(p.shape_b)
-    if p.shape_a[0] == 1:
-        c = xp.matmul(a[0], b[0])[None]
-    else:
-        c = (matmul or xp.matmul)(a, b)
+    if matmul is not None and p.swap_shape is not None:  # C^T = B^T A^T: the output in order, no transpose copy
+        c = mm(b.transpose(0, 2, 1), a.transpose(0, 2, 1)) if p.shape_a[0] != 1 else mm(b[0].T, a[0].T)
+        return c.reshape(p.swap_shape)
+    c = mm(a[0], b[0])[None] if p.shape_a[0] == 1 else mm(a, b)
     c = c.reshape(p.shape_c)
     return c if p.move_c is None else c.transpose(p.move_c)

@@ -1,16 +1,27 @@
-"""float16 and bfloat16 batched products on cuBLAS tensor cores, accumulated in float32.
+"""Floating-point matrix products straight on cuBLAS: 16-bit on tensor cores, no copies for transposed operands.
 
-CuPy's ``matmul`` sends 2-D float16 products to cuBLAS ``gemmEx`` (tensor
-cores) but upcasts batched (3-D) float16 products to float32. Attention's
-contractions are batched, so ``batched_matmul`` calls
-``cublasGemmStridedBatchedEx`` itself: float16 (``CUDA_R_16F``) or bfloat16
-(``CUDA_R_16BF``) in and out, float32 compute (``CUBLAS_COMPUTE_32F``).
-Other dtypes go to ``cupy.matmul`` unchanged.
+CuPy's ``matmul`` upcasts bfloat16 products to float32 (a copy of each
+operand, a float32 SIMT gemm, a copy back) and float16 batched (3-D)
+products too, and copies a batched operand that is not C-contiguous. On an
+H200 that made a bfloat16 training step run most of its products in float32
+(``benchmarks/results/gpu-h200/profile-bfloat16-before.log``). So
+``batched_matmul`` calls ``cublasGemmStridedBatchedEx`` itself for 2-D and
+3-D operands of one real floating dtype:
+
+* float16 (``CUDA_R_16F``) and bfloat16 (``CUDA_R_16BF``) in and out,
+  float32 compute (``CUBLAS_COMPUTE_32F``): tensor cores;
+* float32 with ``CUBLAS_COMPUTE_32F`` (IEEE float32, no TF32: what CuPy and
+  PyTorch do by default) and float64 with ``CUBLAS_COMPUTE_64F``.
+
+Each operand is read in place when its matrices are row-major (op N) or
+column-major (op T, a transposed view such as the weight gradient's
+``x.T @ dy``) with one batch stride; anything else is made contiguous
+first. Other dtypes (complex, integer, mixed) go to ``cupy.matmul``.
 
 cuBLAS reads ``alpha``/``beta`` as host addresses only in host pointer mode,
 CuPy's default: it is set once per handle (CuPy's own calls restore the mode
 they change). ``STATS`` counts the strided batched gemms, so tests can tell
-the tensor-core path ran.
+the cuBLAS path ran.
 """
 
 from __future__ import annotations
@@ -21,26 +32,35 @@ import numpy as np
 
 from ..dtypes import BFLOAT16
 
-#: cudaDataType_t of the 16-bit operand types (library_types.h: CUDA_R_16F = 2, CUDA_R_16BF = 14)
-CUDA_TYPES = {np.dtype(np.float16): ("CUDA_R_16F", 2), BFLOAT16: ("CUDA_R_16BF", 14)}
-_ONE = np.array(1.0, dtype=np.float32)
-_ZERO = np.array(0.0, dtype=np.float32)
+#: dtype -> (cudaDataType_t name and value, cublasComputeType_t name and value, the host scalar type of alpha/beta)
+#: (library_types.h: CUDA_R_16F = 2, CUDA_R_16BF = 14, CUDA_R_32F = 0, CUDA_R_64F = 1;
+#: cublas_api.h: CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70)
+CUDA_TYPES: dict[np.dtype, tuple[tuple[str, int], tuple[str, int], type]] = {
+    np.dtype(np.float16): (("CUDA_R_16F", 2), ("CUBLAS_COMPUTE_32F", 68), np.float32),
+    BFLOAT16: (("CUDA_R_16BF", 14), ("CUBLAS_COMPUTE_32F", 68), np.float32),
+    np.dtype(np.float32): (("CUDA_R_32F", 0), ("CUBLAS_COMPUTE_32F", 68), np.float32),
+    np.dtype(np.float64): (("CUDA_R_64F", 1), ("CUBLAS_COMPUTE_64F", 70), np.float64),
+}
+#: alpha = 1 and beta = 0 in each host scalar type (kept alive: cuBLAS reads them during the call)
+_SCALARS = {t: (np.array(1.0, dtype=t), np.array(0.0, dtype=t)) for t in (np.float32, np.float64)}
 _HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
 #: how many ``cublasGemmStridedBatchedEx`` calls were made, and pointer-mode changes
 STATS: dict[str, int] = {"gemm_strided_batched": 0, "pointer_mode_set": 0}
 
 
-def takes_tensor_cores(a_dtype: Any, b_dtype: Any, a_ndim: int, b_ndim: int) -> bool:
-    """Whether ``batched_matmul`` of such operands calls cuBLAS itself: float16 x float16 or bfloat16 x bfloat16, 3-D.
+def calls_cublas(a_dtype: Any, b_dtype: Any, a_ndim: int, b_ndim: int) -> bool:
+    """Whether ``batched_matmul`` calls cuBLAS itself: one real floating dtype on both sides, 2-D or 3-D.
 
     Example:
-        >>> takes_tensor_cores(np.float16, np.float16, 3, 3), takes_tensor_cores("bfloat16", "bfloat16", 3, 3)
+        >>> calls_cublas(np.float16, np.float16, 3, 3), calls_cublas("bfloat16", "bfloat16", 2, 2)
         (True, True)
-        >>> takes_tensor_cores(np.float32, np.float32, 3, 3), takes_tensor_cores("bfloat16", np.float16, 3, 3)
+        >>> calls_cublas(np.float32, np.float32, 3, 3), calls_cublas("bfloat16", np.float16, 3, 3)
+        (True, False)
+        >>> calls_cublas(np.complex64, np.complex64, 2, 2), calls_cublas(np.float32, np.float32, 3, 2)
         (False, False)
     """
     a, b = np.dtype(a_dtype), np.dtype(b_dtype)
-    return a == b and a in CUDA_TYPES and a_ndim == 3 and b_ndim == 3
+    return a == b and a in CUDA_TYPES and a_ndim == b_ndim and a_ndim in (2, 3)
 
 
 def _host_pointer_mode(cublas: Any, handle: int) -> None:
@@ -54,32 +74,110 @@ def _host_pointer_mode(cublas: Any, handle: int) -> None:
     _HOST_MODE.add(handle)
 
 
+def matrix_layout(x: Any) -> tuple[bool, int, int] | None:
+    """How cuBLAS can read the (B, R, C) array ``x`` in place: ``(transposed, ld, batch_stride)`` in elements.
+
+    ``transposed`` False: each matrix is row-major with leading dimension
+    ``ld`` >= C (element (r, c) at ``r * ld + c``); True: column-major with
+    ``ld`` >= R (at ``c * ld + r``). None when neither holds (negative or
+    mixed strides, a broadcast batch): the caller makes ``x`` contiguous.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.zeros((2, 3, 4), np.float32)
+        >>> matrix_layout(x), matrix_layout(x.transpose(0, 2, 1)), matrix_layout(x[:, :, ::2])
+        ((False, 4, 12), (True, 4, 12), None)
+    """
+    b, r, c = x.shape
+    it = x.itemsize
+    sb, sr, sc = (s // it for s in x.strides)
+    if any(s * it != full for s, full in zip((sb, sr, sc), x.strides)):
+        return None
+    if c == 1:
+        sc = 1 if sr != 1 else max(r, 1)  # a single column: its stride is free
+    if r == 1:
+        sr = max(c, 1) if sc == 1 else 1  # a single row likewise
+    if b == 1:
+        sb = r * c
+    if sb <= 0:
+        return None
+    if sc == 1 and sr >= max(c, 1):
+        return False, sr, sb
+    if sr == 1 and sc >= max(r, 1):
+        return True, sc, sb
+    return None
+
+
+def _operand(cupy: Any, x: Any) -> tuple[Any, bool, int, int]:
+    """``x`` (made contiguous only where cuBLAS cannot read it in place) and its ``matrix_layout``."""
+    layout = matrix_layout(x)
+    if layout is None:
+        x = cupy.ascontiguousarray(x)
+        layout = matrix_layout(x)
+        assert layout is not None  # a C-contiguous array is always row-major
+    return (x, *layout)
+
+
 def batched_matmul(a: Any, b: Any) -> Any:
-    """``a @ b`` for (B, M, K) and (B, K, N) CuPy arrays on the current device and stream."""
+    """``a @ b`` for (B, M, K) and (B, K, N), or (M, K) and (K, N), CuPy arrays on the current device and stream.
+
+    One ``cublasGemmStridedBatchedEx`` where ``calls_cublas`` holds (module
+    docstring), else ``cupy.matmul``. The result is C-contiguous.
+    """
     import cupy
     from cupy.cuda import cublas, runtime
 
-    if not takes_tensor_cores(a.dtype, b.dtype, a.ndim, b.ndim):
+    if not calls_cublas(a.dtype, b.dtype, a.ndim, b.ndim):
         return cupy.matmul(a, b)
+    if a.ndim == 2:
+        return batched_matmul(a[None], b[None])[0]
     nb, m, k = a.shape
     n = b.shape[2]
+    if b.shape[0] != nb or b.shape[1] != k:
+        return cupy.matmul(a, b)  # broadcasting or a mismatch: CuPy's rules and errors
     c = cupy.empty((nb, m, n), dtype=a.dtype)
     if c.size == 0:
         return c
     if k == 0:
         c.fill(0)
         return c
-    a = cupy.ascontiguousarray(a)
-    b = cupy.ascontiguousarray(b)
+    a, ta, lda, sa = _operand(cupy, a)
+    b, tb, ldb, sb = _operand(cupy, b)
+    (dname, dvalue), (cname, cvalue), scalar = CUDA_TYPES[np.dtype(a.dtype)]
+    dtype = getattr(runtime, dname, dvalue)
+    one, zero = _SCALARS[scalar]
     handle = cupy.cuda.device.get_cublas_handle()
-    half = getattr(runtime, *CUDA_TYPES[np.dtype(a.dtype)])
     _host_pointer_mode(cublas, handle)
-    # row-major C = A B is column-major C^T = B^T A^T: swap the operands, no transposes
+    op_n, op_t = getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_T", 1)
+    # row-major C = A B is column-major C^T = B^T A^T: B first. A row-major operand is, read column-major,
+    # already its transpose (op N); a column-major one (a transposed view) needs op T.
     cublas.gemmStridedBatchedEx(
-        handle, getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_N", 0), n, m, k,
-        _ONE.ctypes.data, b.data.ptr, half, n, k * n, a.data.ptr, half, k, m * k,
-        _ZERO.ctypes.data, c.data.ptr, half, n, m * n, nb,
-        getattr(cublas, "CUBLAS_COMPUTE_32F", 68), getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
+        handle, op_t if tb else op_n, op_t if ta else op_n, n, m, k,
+        one.ctypes.data, b.data.ptr, dtype, ldb, sb, a.data.ptr, dtype, lda, sa,
+        zero.ctypes.data, c.data.ptr, dtype, n, m * n, nb,
+        getattr(cublas, cname, cvalue), getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
     )
     STATS["gemm_strided_batched"] += 1
     return c
+
+
+def sum_leading(x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
+    """``x.sum(axis)`` as ``ones(1, N) @ x.reshape(N, M)`` on cuBLAS when ``axis`` is ``(0, ..., j-1)``, ``0 < j <
+    x.ndim``, ``x`` is C-contiguous, non-empty, of a ``calls_cublas`` dtype and ``dtype`` is None or that dtype;
+    else None (the caller sums another way). Accumulates in float32 (float64 for float64), as a gemm does.
+
+    Example (a CuPy array ``x`` of shape (8, 512, 1024), float32):
+        ``sum_leading(x, (0, 1))`` is ``x.sum((0, 1))``, shape (1024,), in one gemm.
+    """
+    j = len(axis)
+    if not 0 < j < x.ndim or tuple(sorted(axis)) != tuple(range(j)) or x.size == 0 or not x.flags.c_contiguous:
+        return None
+    if np.dtype(x.dtype) not in CUDA_TYPES or (dtype is not None and np.dtype(dtype) != np.dtype(x.dtype)):
+        return None
+    import cupy
+
+    rows = 1
+    for n in x.shape[:j]:
+        rows *= n
+    ones = cupy.ones((1, rows), dtype=x.dtype)
+    return batched_matmul(ones, x.reshape(rows, -1)).reshape(x.shape[j:])

@@ -26,9 +26,11 @@ def import_cupy() -> Any:
 class CupyBackend(Backend):
     """Every shard of an emulated mesh on the current GPU (``sa.Mesh(shape, backend="cupy")``).
 
-    Two-operand float16 contractions with a batch dim go to cuBLAS's strided
-    batched gemm with float32 accumulation (tensor cores); CuPy's own batched
-    ``matmul`` would upcast them to float32 first.
+    Two-operand contractions of one floating dtype go to cuBLAS's strided
+    batched gemm (``backend/cublas.py``): float16 and bfloat16 on tensor cores
+    with float32 accumulation, where CuPy's own ``matmul`` would upcast
+    bfloat16 (and batched float16) to float32, and transposed operands read
+    in place rather than copied.
     """
 
     name = "cupy"
@@ -52,6 +54,20 @@ class CupyBackend(Backend):
 
             return contract2(self.xp, equation, *arrays, matmul=batched_matmul)
         return super().einsum(equation, *arrays)
+
+
+    def sum(self, x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
+        """``cupy.sum``, except a float sum over the leading axes of a C-contiguous block, which is one cuBLAS
+        product with a vector of ones (``cublas.sum_leading``).
+
+        CuPy's reduction kernel reads such a sum (a bias or layer-norm gain gradient: (batch, seq, d_model)
+        summed over batch and seq) with strided accesses: about 80 µs for 4096 x 1024 float32 on an H200, where
+        the product reads it once at memory speed.
+        """
+        from .cublas import sum_leading
+
+        out = sum_leading(x, axis, dtype)
+        return self.xp.sum(x, axis=axis, dtype=dtype) if out is None else out
 
 
 class _Scope:

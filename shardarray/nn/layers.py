@@ -169,8 +169,10 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
 
     The masked scores keep the dims (batch, heads, seq, kseq), so their
     softmax over the last dim, kseq, is one fused kernel per block on GPUs.
-    Scores narrower than float32 (float16, bfloat16) go through the softmax in
-    float32; the probabilities return to the scores' dtype for the next einsum.
+    Scores narrower than float32 (float16, bfloat16) are scaled by
+    ``1/sqrt(d_kv)`` and go through the softmax in float32 (q is not scaled
+    in 16 bits); the probabilities return to the scores' dtype for the next
+    einsum.
     """
     _need_dims("attention", "x", x, ("batch", "seq", "d_model"))
     wq, wk, wv, wo = (p[prefix + n] for n in ("wq", "wk", "wv", "wo"))
@@ -181,11 +183,14 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     if attention_fused.ready(q, k, v):  # one op per block, with its own VJP (ops/fused_attention.py)
         o = attention_fused.causal_attention(q, k, v, 1.0 / math.sqrt(wq.sizes["d_kv"]))
         return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
-    q = q * (1.0 / math.sqrt(wq.sizes["d_kv"]))
+    scale = 1.0 / math.sqrt(wq.sizes["d_kv"])
+    low = q.dtype.itemsize < 4  # mixed precision: scaled and softmaxed in float32, probabilities back in 16 bits
+    if not low:
+        q = q * scale
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)
     scores = where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf)
-    if scores.dtype.itemsize < 4:  # mixed precision: the softmax in float32, its probabilities back in 16 bits
-        probs = softmax(scores.astype("float32"), "kseq").astype(scores.dtype)
+    if low:
+        probs = softmax(scores.astype("float32") * scale, "kseq").astype(scores.dtype)
     else:
         probs = softmax(scores, "kseq")
     o = einsum("batch heads seq kseq, batch kseq heads d_kv -> batch seq heads d_kv", probs, v)

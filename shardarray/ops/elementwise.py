@@ -128,7 +128,7 @@ def apply(
             return fn(xp, *vals)
 
         if plan.bf16 is not None:
-            block = _in_float32(block, plan.bf16)
+            block = (_in_float32 if xp is np else _rounded)(block, plan.bf16)
     mesh = plan.mesh
     if plan.classes is None:
         shards = map_blocks(mesh, plan.used, block, *shard_lists)
@@ -174,7 +174,7 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
     slots = tuple(i for i, a in enumerate(args) if isinstance(a, ShardArray))
     scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, ShardArray))
     bf16 = None
-    if mesh.backend.name == "numpy" and any(is_bfloat16(a.dtype) for a in arrays):
+    if any(is_bfloat16(a.dtype) for a in arrays) and mesh.backend.name in ("numpy", "cupy"):
         bf16 = promote(*(a.dtype for a in arrays))
     used = {a for ax in axes.values() for a in ax}.union(pending)
     fast = mesh.backend.has_data and mesh.backend.device_scope is None
@@ -199,6 +199,22 @@ def _in_float32(block: Callable[..., Any], target: np.dtype) -> Callable[..., An
     def run(*shards: Any) -> Any:
         out = block(*(s.astype(wide) if is_bfloat16(s.dtype) else s for s in shards))
         return out.astype(target) if out.dtype == wide and target != wide else out
+
+    return run
+
+
+def _rounded(block: Callable[..., Any], target: np.dtype) -> Callable[..., Any]:
+    """``block`` with a wider float result rounded to ``target``: CuPy computes bfloat16 with a Python float (an
+    operand, or a constant inside ``fn``) in float32 or float64 (ml_dtypes' bfloat16 is no NumPy float kind, so the
+    scalar is not weak), where the array API keeps bfloat16.
+
+    Without it, ``q * 0.125`` of bfloat16 ``q`` on CuPy shards became a float32 array, and every product after it
+    ran in float32 (measured on an H200: most of a bfloat16 training step's gemms).
+    """
+
+    def run(*shards: Any) -> Any:
+        out = block(*shards)
+        return out.astype(target) if out.dtype != target and out.dtype.kind == "f" else out  # bfloat16's kind is "V"
 
     return run
 

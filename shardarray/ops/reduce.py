@@ -64,12 +64,9 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         plans.REDUCE.put(key, plan)
     if plan.index is None:  # a sum over no dims
         return x
-    xp = x.mesh.backend.xp
+    backend = x.mesh.backend
     index, acc = plan.index, plan.acc
-    if acc is None:
-        block: Any = lambda s: xp.sum(s, axis=index)
-    else:
-        block = lambda s: xp.sum(s, axis=index, dtype=acc)
+    block: Any = lambda s: backend.sum(s, index, acc)
     if plan.classes is None:
         shards = map_blocks(x.mesh, plan.used, block, x.shards)
     else:
@@ -119,13 +116,10 @@ def _sum_plan(x: ShardArray, dims: tuple[str, ...]) -> Any:
 def _partial_sum(x: ShardArray, dims: tuple[str, ...], acc: np.dtype | None) -> ShardArray:
     """The local sums over ``dims`` (in ``acc`` when given), pending over the axes of split reduced dims."""
     index, keep, axes = _split(x, dims)
-    xp = x.mesh.backend.xp
+    backend = x.mesh.backend
     reduced_axes = [a for d in dims for a in x.spec.of(d)]
     used = x.spec.used_axes.union(x.pending)
-    if acc is None:
-        shards = map_blocks(x.mesh, used, lambda s: xp.sum(s, axis=index), x.shards)
-    else:
-        shards = map_blocks(x.mesh, used, lambda s: xp.sum(s, axis=index, dtype=acc), x.shards)
+    shards = map_blocks(x.mesh, used, lambda s: backend.sum(s, index, acc), x.shards)
     pending = mesh_order(x.mesh, set(x.pending).union(reduced_axes))
     return new_array(x.mesh, keep, x.sizes, axes, shards, pending, dtype=acc)
 
