@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--mesh", default="1", choices=("1", "2x2"), help="shardarray's mesh: 1 device or the emulated "
+                   "2x2 mesh2d on the one GPU (PyTorch is profiled on one device either way)")
+    p.add_argument("--host", action="store_true", help="also the host side: cProfile of 2 shardarray steps, the top "
+                   "functions by own time")
     p.add_argument("--quick", action="store_true", help="a tiny model: check that it runs")
     p.add_argument("--json", default="")
     args = p.parse_args(argv)
@@ -104,9 +108,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     c = cfg if args.dtype == "float32" else dataclasses.replace(cfg, compute_dtype=args.dtype)
     sync = cupy.cuda.Device().synchronize
     weights = {k: v.numpy() for k, v in sa.nn.init_transformer(cfg, sa.Mesh({"d": 1}), seed=0).items()}
+    shape, strategy = ({"d": 1}, "replicated") if args.mesh == "1" else ({"rows": 2, "cols": 2}, "mesh2d")
     runners = [
-        shardarray_runner(f"shardarray 1 device, fused kernels, {args.dtype}", c, {"d": 1}, "replicated", "cupy",
-                          tok, tgt, sync),
+        shardarray_runner(f"shardarray {args.mesh} device(s) ({strategy}), fused kernels, {args.dtype}", c, shape,
+                          strategy, "cupy", tok, tgt, sync),
         torch_runner(cfg, weights, "cuda", tok, tgt, None if args.dtype == "float32" else args.dtype),
     ]
     results = []
@@ -119,6 +124,20 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
               f"sync calls per step {res['sync_calls_per_step']}")
         for k in res["top_kernels"]:
             print(f"  {k['ms_per_step']:8.2f} ms {100 * k['share']:5.1f}% x{k['calls_per_step']:5.0f}  {k['name']}")
+    if args.host:
+        import cProfile
+        import io
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2):
+            runners[0].run(timed=False)
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+        print(f"\n== host side of 2 steps of {runners[0].impl} (cProfile, own time):")
+        print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:6000])
     if args.json:
         import json
 

@@ -43,6 +43,7 @@ CUDA_TYPES: dict[np.dtype, tuple[tuple[str, int], tuple[str, int], type]] = {
 }
 #: alpha = 1 and beta = 0 in each host scalar type (kept alive: cuBLAS reads them during the call)
 _SCALARS = {t: (np.array(1.0, dtype=t), np.array(0.0, dtype=t)) for t in (np.float32, np.float64)}
+_SCALAR_PTRS = {t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALARS.items()}
 _HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
 #: how many ``cublasGemmStridedBatchedEx`` calls were made, and pointer-mode changes
 STATS: dict[str, int] = {"gemm_strided_batched": 0, "pointer_mode_set": 0}
@@ -108,54 +109,86 @@ def matrix_layout(x: Any) -> tuple[bool, int, int] | None:
     return None
 
 
-def _operand(cupy: Any, x: Any) -> tuple[Any, bool, int, int]:
-    """``x`` (made contiguous only where cuBLAS cannot read it in place) and its ``matrix_layout``."""
-    layout = matrix_layout(x)
-    if layout is None:
-        x = cupy.ascontiguousarray(x)
-        layout = matrix_layout(x)
-        assert layout is not None  # a C-contiguous array is always row-major
-    return (x, *layout)
+class _Gemm:
+    """What ``batched_matmul`` works out once per operand signature (dtypes, shapes, strides)."""
+
+    __slots__ = ("copy_a", "copy_b", "dtype", "compute", "scalars", "shape", "squeeze", "args_a", "args_b", "mnk")
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+_PLANS: dict[tuple[Any, ...], _Gemm | None] = {}
+_CONTIGUOUS: Any = object()  # "no plan yet" (None is a plan: cupy.matmul)
+
+
+def _plan(a: Any, b: Any) -> _Gemm | None:
+    """The cuBLAS call for ``a @ b``, or None for ``cupy.matmul`` (another dtype, broadcasting, empty)."""
+    from cupy.cuda import cublas, runtime
+
+    if not calls_cublas(a.dtype, b.dtype, a.ndim, b.ndim):
+        return None
+    squeeze = a.ndim == 2
+    sa_, sb_ = (a[None], b[None]) if squeeze else (a, b)
+    nb, m, k = sa_.shape
+    n = sb_.shape[2]
+    if sb_.shape[0] != nb or sb_.shape[1] != k:
+        return None  # broadcasting or a mismatch: CuPy's rules and errors
+    la, lb = matrix_layout(sa_), matrix_layout(sb_)
+    (dname, dvalue), (cname, cvalue), scalar = CUDA_TYPES[np.dtype(a.dtype)]
+    op_n, op_t = getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_T", 1)
+    # row-major C = A B is column-major C^T = B^T A^T: B first. A row-major operand is, read column-major,
+    # already its transpose (op N); a column-major one (a transposed view) needs op T.
+    ta, lda, stra = la if la is not None else (False, k, m * k)
+    tb, ldb, strb = lb if lb is not None else (False, n, k * n)
+    return _Gemm(
+        copy_a=la is None, copy_b=lb is None, dtype=getattr(runtime, dname, dvalue),
+        compute=getattr(cublas, cname, cvalue), scalars=_SCALAR_PTRS[scalar], squeeze=squeeze,
+        shape=(m, n) if squeeze else (nb, m, n), mnk=(nb, m, n, k),
+        args_a=(op_t if ta else op_n, lda, stra), args_b=(op_t if tb else op_n, ldb, strb),
+    )
 
 
 def batched_matmul(a: Any, b: Any) -> Any:
     """``a @ b`` for (B, M, K) and (B, K, N), or (M, K) and (K, N), CuPy arrays on the current device and stream.
 
     One ``cublasGemmStridedBatchedEx`` where ``calls_cublas`` holds (module
-    docstring), else ``cupy.matmul``. The result is C-contiguous.
+    docstring), else ``cupy.matmul``. The result is C-contiguous. The call's
+    arguments are worked out once per signature (dtypes, shapes, strides):
+    the step of a model makes the same few hundred products every time.
     """
     import cupy
-    from cupy.cuda import cublas, runtime
+    from cupy.cuda import cublas
 
-    if not calls_cublas(a.dtype, b.dtype, a.ndim, b.ndim):
+    key = (a.dtype.num, b.dtype.num, a.shape, a.strides, b.shape, b.strides, a.itemsize)
+    plan = _PLANS.get(key, _CONTIGUOUS)
+    if plan is _CONTIGUOUS:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(a, b)
+    if plan is None:
         return cupy.matmul(a, b)
-    if a.ndim == 2:
-        return batched_matmul(a[None], b[None])[0]
-    nb, m, k = a.shape
-    n = b.shape[2]
-    if b.shape[0] != nb or b.shape[1] != k:
-        return cupy.matmul(a, b)  # broadcasting or a mismatch: CuPy's rules and errors
-    c = cupy.empty((nb, m, n), dtype=a.dtype)
-    if c.size == 0:
-        return c
-    if k == 0:
-        c.fill(0)
-        return c
-    a, ta, lda, sa = _operand(cupy, a)
-    b, tb, ldb, sb = _operand(cupy, b)
-    (dname, dvalue), (cname, cvalue), scalar = CUDA_TYPES[np.dtype(a.dtype)]
-    dtype = getattr(runtime, dname, dvalue)
-    one, zero = _SCALARS[scalar]
+    if plan.copy_a:
+        a = cupy.ascontiguousarray(a)
+    if plan.copy_b:
+        b = cupy.ascontiguousarray(b)
+    nb, m, n, k = plan.mnk
+    if nb * m * n * k == 0:  # nothing to multiply: zeros (or an empty array) of a's dtype
+        return cupy.zeros(plan.shape, dtype=a.dtype)
+    c = cupy.empty(plan.shape, dtype=a.dtype)
+    op_a, lda, stra = plan.args_a
+    op_b, ldb, strb = plan.args_b
+    one, zero = plan.scalars
+    dtype = plan.dtype
     handle = cupy.cuda.device.get_cublas_handle()
-    _host_pointer_mode(cublas, handle)
-    op_n, op_t = getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_T", 1)
-    # row-major C = A B is column-major C^T = B^T A^T: B first. A row-major operand is, read column-major,
-    # already its transpose (op N); a column-major one (a transposed view) needs op T.
+    if handle not in _HOST_MODE:
+        _host_pointer_mode(cublas, handle)
     cublas.gemmStridedBatchedEx(
-        handle, op_t if tb else op_n, op_t if ta else op_n, n, m, k,
-        one.ctypes.data, b.data.ptr, dtype, ldb, sb, a.data.ptr, dtype, lda, sa,
-        zero.ctypes.data, c.data.ptr, dtype, n, m * n, nb,
-        getattr(cublas, cname, cvalue), getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
+        handle, op_b, op_a, n, m, k,
+        one, b.data.ptr, dtype, ldb, strb, a.data.ptr, dtype, lda, stra,
+        zero, c.data.ptr, dtype, n, m * n, nb,
+        plan.compute, getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
     )
     STATS["gemm_strided_batched"] += 1
     return c
