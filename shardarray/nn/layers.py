@@ -188,11 +188,11 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     if not low:
         q = q * scale
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)
-    scores = where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf)
-    if low:
-        probs = softmax(scores.astype("float32") * scale, "kseq").astype(scores.dtype)
+    if low:  # cast first: the mask and the scale act on float32 (a 16-bit where would compute in float32 anyway)
+        wide = where(_causal(x.mesh, x.sizes["seq"]), scores.astype("float32") * scale, -np.inf)
+        probs = softmax(wide, "kseq").astype(scores.dtype)
     else:
-        probs = softmax(scores, "kseq")
+        probs = softmax(where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf), "kseq")
     o = einsum("batch heads seq kseq, batch kseq heads d_kv -> batch seq heads d_kv", probs, v)
     return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
 
