@@ -25,7 +25,7 @@ import numpy as np
 import shardarray as sa
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_step import Runner, shardarray_runner, torch_runner  # noqa: E402
+from train_step import Runner, shardarray_runner, torch_runner
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "cuStreamSynchronize", "cuCtxSynchronize", "cuMemcpyDtoH", "cuEventSynchronize")

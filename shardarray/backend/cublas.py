@@ -35,15 +35,16 @@ from ..dtypes import BFLOAT16
 #: dtype -> (cudaDataType_t name and value, cublasComputeType_t name and value, the host scalar type of alpha/beta)
 #: (library_types.h: CUDA_R_16F = 2, CUDA_R_16BF = 14, CUDA_R_32F = 0, CUDA_R_64F = 1;
 #: cublas_api.h: CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70)
-CUDA_TYPES: dict[np.dtype, tuple[tuple[str, int], tuple[str, int], type]] = {
+CUDA_TYPES: dict[np.dtype, tuple[tuple[str, int], tuple[str, int], Any]] = {
     np.dtype(np.float16): (("CUDA_R_16F", 2), ("CUBLAS_COMPUTE_32F", 68), np.float32),
     BFLOAT16: (("CUDA_R_16BF", 14), ("CUBLAS_COMPUTE_32F", 68), np.float32),
     np.dtype(np.float32): (("CUDA_R_32F", 0), ("CUBLAS_COMPUTE_32F", 68), np.float32),
     np.dtype(np.float64): (("CUDA_R_64F", 1), ("CUBLAS_COMPUTE_64F", 70), np.float64),
 }
 #: alpha = 1 and beta = 0 in each host scalar type (kept alive: cuBLAS reads them during the call)
-_SCALARS = {t: (np.array(1.0, dtype=t), np.array(0.0, dtype=t)) for t in (np.float32, np.float64)}
-_SCALAR_PTRS = {t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALARS.items()}
+_SCALARS: dict[Any, tuple[np.ndarray, np.ndarray]] = {
+    t: (np.array(1.0, dtype=t), np.array(0.0, dtype=t)) for t in (np.float32, np.float64)}
+_SCALAR_PTRS: dict[Any, tuple[int, int]] = {t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALARS.items()}
 _HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
 #: how many ``cublasGemmStridedBatchedEx`` calls were made, and pointer-mode changes
 STATS: dict[str, int] = {"gemm_strided_batched": 0, "pointer_mode_set": 0}
@@ -112,7 +113,7 @@ def matrix_layout(x: Any) -> tuple[bool, int, int] | None:
 class _Gemm:
     """What ``batched_matmul`` works out once per operand signature (dtypes, shapes, strides)."""
 
-    __slots__ = ("copy_a", "copy_b", "dtype", "compute", "scalars", "shape", "squeeze", "args_a", "args_b", "mnk")
+    __slots__ = ("args_a", "args_b", "compute", "copy_a", "copy_b", "dtype", "mnk", "scalars", "shape", "squeeze")
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():
@@ -120,7 +121,7 @@ class _Gemm:
 
 
 _PLANS: dict[tuple[Any, ...], _Gemm | None] = {}
-_CONTIGUOUS: Any = object()  # "no plan yet" (None is a plan: cupy.matmul)
+_NO_PLAN: Any = object()  # "no plan yet" (None is a plan: cupy.matmul)
 
 
 def _plan(a: Any, b: Any) -> _Gemm | None:
@@ -162,8 +163,8 @@ def batched_matmul(a: Any, b: Any) -> Any:
     from cupy.cuda import cublas
 
     key = (a.dtype.num, b.dtype.num, a.shape, a.strides, b.shape, b.strides, a.itemsize)
-    plan = _PLANS.get(key, _CONTIGUOUS)
-    if plan is _CONTIGUOUS:
+    plan = _PLANS.get(key, _NO_PLAN)
+    if plan is _NO_PLAN:
         if len(_PLANS) > 4096:
             _PLANS.clear()
         plan = _PLANS[key] = _plan(a, b)
