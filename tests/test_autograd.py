@@ -266,3 +266,30 @@ def test_tree_roundtrip_keeps_structure():
     assert back == {"w": 0.0, "more": [1.0, (2.0, 3.0)]}
     doubled = sa.tree.tree_map(lambda p: p * 2, tree)
     np.testing.assert_array_equal(doubled["more"][1][1].numpy(), np.full(4, 2.0))
+
+
+def test_a_cotangent_takes_its_primals_dtype(monkeypatch):
+    """A VJP that returns a wider cotangent (float64 for a float32 input) is cast back on the tape, as in JAX:
+    the op before it gets a cotangent of its own output's dtype, so the rest of the backward pass keeps it."""
+    from shardarray.autograd import tape as tape_mod
+
+    @tape_mod.differentiable("test_widening_identity")
+    def widening_identity(x):
+        return x + 0.0
+
+    @tape_mod.differentiable("test_recording_identity")
+    def recording_identity(x):
+        return x + 0.0
+
+    seen = []
+    monkeypatch.setitem(tape_mod.VJPS, "test_widening_identity", lambda ctx, g: [g.astype("float64")])
+    monkeypatch.setitem(tape_mod.VJPS, "test_recording_identity",
+                        lambda ctx, g: seen.append((g.dtype, {s.dtype for s in g.shards})) or [g])
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    for dtype in ("float32", "bfloat16", "float16"):
+        seen.clear()
+        x = sa.random.normal(mesh, {"a": 5, "b": 3}, seed=0, layout={"a": "row"}).astype(dtype)
+        g = sa.grad(lambda p: (widening_identity(recording_identity(p)) * 2.0).astype("float32").sum())(x)
+        assert seen == [(x.dtype, {x.dtype})], (dtype, seen)
+        assert g.dtype == x.dtype
+        np.testing.assert_array_equal(g.numpy().astype(np.float64), np.full((5, 3), 2.0))

@@ -328,3 +328,17 @@ def test_leading_axis_sums_are_one_cublas_product(monkeypatch, dtype):
     assert len(gpu.gemms) == 3
     ints = cupy.asarray(np.arange(12).reshape(4, 3))
     assert np.asarray(backend.sum(ints, (0,))).tolist() == [18, 22, 26] and len(gpu.gemms) == 3
+
+
+def test_array_op_vjps_stay_bfloat16_on_cupy(monkeypatch):
+    """Gradients through the array-op GELU (no fused kernels) have bfloat16 shards: its forward and VJP compute with
+    Python-float constants, which CuPy would widen to float32."""
+    monkeypatch.setenv("SHARDARRAY_KERNELS", "0")
+    FakeCupy(gpus=1).install(monkeypatch)
+    mesh = sa.Mesh({"row": 2, "col": 2}, backend="cupy")
+    x = sa.random.normal(mesh, {"a": 6, "b": 4}, seed=1, layout={"a": "row", "b": "col"}).astype("bfloat16")
+    w = sa.random.normal(mesh, {"b": 4, "c": 3}, seed=2, layout={"b": "col"}).astype("bfloat16")
+    grads = sa.grad(lambda p: sa.einsum("a b, b c -> a c", sa.gelu(p["x"]), p["w"]).astype("float32").sum())(
+        {"x": x, "w": w})
+    for k, g in grads.items():
+        assert g.dtype == x.dtype and {s.dtype for s in g.shards} == {x.dtype}, (k, {s.dtype for s in g.shards})
