@@ -36,7 +36,7 @@ class ShardArray:
         array([ 2., 10., 18., 26.])
     """
 
-    __slots__ = ("mesh", "_layout", "dtype", "shards", "pending", "_node", "_resolved", "host_range", "__weakref__")
+    __slots__ = ("mesh", "_layout", "dtype", "_shards", "pending", "_node", "_resolved", "host_range", "__weakref__")
     __array_priority__ = 100
 
     def __init__(
@@ -45,7 +45,7 @@ class ShardArray:
         self.mesh = mesh
         self._layout = layout
         self.dtype = np.dtype(dtype)
-        self.shards = shards if type(shards) is ClassList else tuple(shards)  # meta: per-class
+        self._shards = shards if type(shards) is ClassList else tuple(shards)  # meta: per-class
         self.pending: tuple[str, ...] = pending
         self._node: Any = None  # set by the autograd tape while value_and_grad records
         self._resolved: Any = None  # (target axes, resolved array): a pending sum is reduced once
@@ -65,7 +65,7 @@ class ShardArray:
         self.mesh = mesh
         self._layout = layout
         self.dtype = dtype
-        self.shards = shards if type(shards) is ClassList else tuple(shards)  # meta: per-class
+        self._shards = shards if type(shards) is ClassList else tuple(shards)  # meta: per-class
         self.pending = pending
         self._node = None
         self._resolved = None
@@ -73,6 +73,24 @@ class ShardArray:
         if profiler.ACTIVE:
             profiler.on_array(self)
         return self
+
+    # ------------------------------------------------------------- shards
+    @property
+    def shards(self) -> Any:
+        """The per-device blocks (one per mesh device; ``None`` on devices of other processes under MPI).
+
+        Reading them from an array being differentiated, outside an op that is recorded on the tape, raises
+        ``TapeError``: whatever is computed from them would be a constant, and its gradient silently zero. Every
+        op reads its inputs' shards inside the op mechanism (``autograd.tape.differentiable``), which allows it.
+        """
+        node = self._node
+        if node is not None and node.tape.recording():
+            _untracked_read(self)
+        return self._shards
+
+    @shards.setter
+    def shards(self, value: Any) -> None:
+        self._shards = value
 
     # ------------------------------------------------------------- metadata
     @property
@@ -486,3 +504,25 @@ from .ops import elementwise as _ew  # noqa: E402  (ops need the class defined a
 from .ops import reduce as _reduce  # noqa: E402
 from .ops import relayout as _relayout  # noqa: E402
 from .ops import structure as _structure  # noqa: E402
+
+
+def _untracked_read(x: ShardArray) -> None:
+    """Raise ``TapeError`` for a read of a traced array's shards by code the tape does not record, naming the
+    outermost function of the package on the call stack (the public op the user called)."""
+    import sys
+
+    frame = sys._getframe(2)
+    op = None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module == "shardarray" or module.startswith("shardarray."):
+            op = frame.f_code.co_name
+        elif op is not None:
+            break
+        frame = frame.f_back
+    where = f"sa op {op!r}" if op else "an op"
+    raise TapeError(
+        f"{where} was given {x._describe()}, which is being differentiated (inside sa.value_and_grad/grad/vjp), "
+        f"but it has no gradient rule: its result would be a constant and the gradient silently zero. Use ops "
+        f"that are differentiable here, or pass sa.stop_gradient(x) to treat the value as a constant"
+    )

@@ -29,7 +29,7 @@ def wrap(x: Any) -> Any:
     """``x`` as an ``Array`` (no copy of data; the autograd identity is kept); other values unchanged."""
     if type(x) is Array or not isinstance(x, ShardArray):
         return x
-    out = Array(x.mesh, x.spec, x.dtype, x.shards, x.pending)
+    out = Array(x.mesh, x.spec, x.dtype, x._shards, x.pending)  # the same array (and tape node), another type
     out._node, out.host_range, out._resolved = x._node, x.host_range, x._resolved
     return out
 

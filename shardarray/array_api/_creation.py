@@ -26,6 +26,7 @@ from ..mesh import Mesh
 from ..ops import creation as _cr
 from ..ops.common import map_blocks
 from ..ops.elementwise import where
+from ..ops import structure
 from ..ops.structure import broadcast_to, rename
 from ._align import in_order
 from ._array import Array, wrap
@@ -86,13 +87,8 @@ def _scalar_dtype(value: Any) -> np.dtype:
 
 
 def _copy(x: ShardArray) -> Array:
-    """A copy of ``x`` (every shard copied; same dims, layout and pending sum)."""
-    shards = x.shards
-    if x.mesh.backend.has_data:
-        shards = map_blocks(x.mesh, x.spec.used_axes | frozenset(x.pending), lambda s: s.copy(), x.shards)
-    out = ShardArray(x.mesh, x.spec, x.dtype, shards, x.pending)
-    out.host_range = x.host_range
-    return wrap(out)
+    """A copy of ``x`` (every shard copied; same dims, layout and pending sum; differentiable)."""
+    return wrap(structure.copy(x))
 
 
 def _build(mesh: Mesh, shape: tuple[int, ...], dtype: np.dtype,

@@ -42,7 +42,9 @@ def _finish_with(zeros_like: Any, to_axes: Any, astype: Any, transpose: Any, g: 
     if g.pending or g.spec != x.spec:  # (already in x's dims, sizes and layout, resolved: nothing to move)
         # sa.relayout(g, x.layout) without re-validating x's own layout: resolve into it, then move
         g = to_axes(transpose(g, x.dims), x.spec.axes, False)
-    return g if g.dtype == x.dtype else astype(g, x.dtype)
+    g = g if g.dtype == x.dtype else astype(g, x.dtype)
+    # a gradient has its parameter's kind: positional (shardarray.array_api's Array) for a positional parameter
+    return g if type(g) is type(x) else type(x)(g.mesh, g.spec, g.dtype, g._shards, g.pending)
 
 
 def _record(what: str, fn: Callable[..., Any], params: Any, args: Any, kwargs: Any) -> tuple[Tape, list, Any]:

@@ -2,7 +2,10 @@
 
 Ops are marked with ``@differentiable("name")``; the VJP of each op is
 registered under the same name (``register_vjp``) in the ``vjp_*`` modules of
-this package. Outside ``value_and_grad`` nothing is recorded and the marker
+this package. Ops without a gradient (integer or boolean results) are marked
+``@nondifferentiable("name")``. Reading the shards of an array being
+differentiated anywhere else raises ``TapeError`` (``ShardArray.shards``), so
+an op that forgets the tape fails loudly instead of giving a zero gradient. Outside ``value_and_grad`` nothing is recorded and the marker
 costs one attribute lookup.
 
 While a primitive runs, the tape is paused, so the ops it is built from
@@ -19,16 +22,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from .. import profiler
 from ..array import ShardArray
 from ..dtypes import BFLOAT16
-from ..errors import ShardArrayError
+from ..errors import ShardArrayError, TapeError
 from ..memo_hook import OP_MEMO  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
 
 VJP = Callable[["Context", ShardArray], Sequence[Any]]
 VJPS: dict[str, VJP] = {}
+#: the ops declared without a gradient (``nondifferentiable``)
+NONDIFFERENTIABLE: set[str] = set()
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class Context:
@@ -73,7 +80,7 @@ class Tape:
         """A new array sharing ``x``'s shards, marked as a leaf of this tape."""
         if profiler.ACTIVE:
             profiler.touch((x,))
-        y = ShardArray(x.mesh, x.spec, x.dtype, x.shards, x.pending)
+        y = type(x)(x.mesh, x.spec, x.dtype, x.shards, x.pending)  # of x's kind: a positional Array stays one
         y._node = Node(self, None, None, ())
         self.nodes.append(y._node)
         return y
@@ -193,7 +200,7 @@ def differentiable(
             if not isinstance(out, ShardArray) or not _is_float(out) or any(out is a for a in args):
                 return out
             if out._node is not None:  # an argument returned unchanged by a nested path: wrap it
-                out = ShardArray(out.mesh, out.spec, out.dtype, out.shards, out.pending)
+                out = type(out)(out.mesh, out.spec, out.dtype, out._shards, out.pending)
             out._node = Node(tape, name, Context(args, kwargs, out, needs, saved), parents)
             tape.nodes.append(out._node)
             return out
@@ -201,6 +208,62 @@ def differentiable(
         # the op itself, never recorded (memoised during a layout search); inspect.signature/help()/
         # typing.get_type_hints follow __wrapped__ (to fn through direct's own), so the op shows its real parameters
         wrapper.__wrapped__ = direct  # type: ignore[attr-defined]
+        return wrapper
+
+    return deco
+
+
+def _traced_float_arg(tape: Tape, args: Any, kwargs: dict[str, Any]) -> ShardArray | None:
+    """The first floating array of ``tape`` among ``args``/``kwargs`` (one level into lists and tuples), or None."""
+    for a in (*args, *kwargs.values()):
+        for b in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(b, ShardArray) and b._node is not None and b._node.tape is tape and _is_float(b):
+                return b
+    return None
+
+
+def _has_float_array(out: Any) -> bool:
+    items = out if isinstance(out, (list, tuple)) else (out,)
+    return any(isinstance(o, ShardArray) and _is_float(o) for o in items)
+
+
+def nondifferentiable(
+    name: str, floats: bool = False
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Mark an op that has no gradient: its array results are integers or booleans (comparisons, argmax,
+    searchsorted, ...), which carry none.
+
+    While ``value_and_grad`` records, the op runs with the tape paused, so it may read arrays being
+    differentiated. If it returns a floating array computed from one of them, it raises ``TapeError`` naming
+    the op and ``sa.stop_gradient``, where the result would otherwise be a constant with a silently zero
+    gradient. ``floats=True`` declares float results that are constants by design (a step function's
+    values), which are returned as they are.
+    """
+
+    def deco(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            tape = _TAPE.get()
+            if tape is None or tape.paused:
+                return fn(*args, **kwargs)
+            traced = _traced_float_arg(tape, args, kwargs)
+            if traced is None:
+                return fn(*args, **kwargs)
+            tape.paused += 1
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                tape.paused -= 1
+            if not floats and _has_float_array(out):
+                raise TapeError(
+                    f"sa.{name} is not differentiable, and it was given {traced._describe()}, which is being "
+                    f"differentiated (inside sa.value_and_grad/grad/vjp): its floating result would be a constant "
+                    f"with a silently zero gradient. Pass sa.stop_gradient(x) to use the value as a constant"
+                )
+            return out
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        NONDIFFERENTIABLE.add(name)
         return wrapper
 
     return deco

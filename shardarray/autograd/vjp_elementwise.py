@@ -124,7 +124,9 @@ def _sqrt(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("abs")
 def _abs(ctx: Context, g: ShardArray) -> list[Any]:
-    return [match(_lin("d_abs", lambda xp, g, a: g * xp.sign(a), g, ctx.args[0]), ctx.args[0])]
+    # complex a: g * conj(a / |a|), in the convention of every VJP here (JAX's: the cotangent of a complex value
+    # is dL/dRe - i dL/dIm, so linear maps transpose without a conjugate); real a: g * sign(a)
+    return [match(_lin("d_abs", lambda xp, g, a: g * xp.conj(xp.sign(a)), g, ctx.args[0]), ctx.args[0])]
 
 
 @register_vjp("relu")
@@ -154,3 +156,22 @@ def _gelu(ctx: Context, g: ShardArray) -> list[Any]:
     if ctx.saved is None:  # the forward ran the fused kernel: so does the backward
         return [match(_lin("d_gelu", cuda_kernels.gelu_grad, g, ctx.args[0]), ctx.args[0])]
     return [match(_lin("d_gelu", _d_gelu, g, ctx.args[0], ctx.saved), ctx.args[0])]
+
+
+# complex parts, in JAX's convention (a complex value's cotangent is dL/dx - i dL/dy for z = x + iy, so a linear
+# map's VJP is its transpose, without a conjugate)
+@register_vjp("real")
+def _real(ctx: Context, g: ShardArray) -> list[Any]:
+    z = ctx.args[0]
+    return [match(_lin("d_real", lambda xp, g: g.astype(z.dtype), g), z)]
+
+
+@register_vjp("imag")
+def _imag(ctx: Context, g: ShardArray) -> list[Any]:
+    z = ctx.args[0]
+    return [match(_lin("d_imag", lambda xp, g: (g * -1j).astype(z.dtype), g), z)]
+
+
+@register_vjp("conj")
+def _conj(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(_lin("d_conj", lambda xp, g: xp.conj(g), g), ctx.args[0])]

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..dtypes import is_complex
 from ..ops.einsum import einsum
+from ..ops.elementwise import real
 from ..ops.indexing import scatter_add
 from ..ops.structure import astype, rename
 from .common import match
@@ -60,6 +62,8 @@ def _rename(ctx: Context, g: ShardArray) -> list[Any]:
 @register_vjp("astype")
 def _astype(ctx: Context, g: ShardArray) -> list[Any]:
     x = ctx.args[0]
+    if is_complex(g.dtype) and not is_complex(x.dtype):  # real -> complex: only the real part flows back
+        g = real(g)
     return [match(astype.__wrapped__(g, x.dtype), x), None]
 
 
@@ -67,3 +71,8 @@ def _astype(ctx: Context, g: ShardArray) -> list[Any]:
 def _take(ctx: Context, g: ShardArray) -> list[Any]:
     x, ids, dim = ctx.args
     return [match(scatter_add(g, ids, x, dim), x), None, None]
+
+
+@register_vjp("copy")
+def _copy(ctx: Context, g: ShardArray) -> list[Any]:
+    return [match(g, ctx.args[0])]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..autograd.tape import differentiable, nondifferentiable
 from ..backend import cuda_kernels
 from ..backend.meta import MetaArray
 from ..dtypes import check_domain, is_bfloat16, is_complex, promote
@@ -34,6 +34,7 @@ from ..layout import Layout
 from . import fused, plans
 from .common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
 from .relayout import to_axes
+from .structure import stop_gradient
 
 Scalar = (numbers.Number, np.generic)
 
@@ -272,31 +273,37 @@ def negative(x: ShardArray) -> ShardArray:
     return apply("negative", lambda xp, a: -a, (x,), "neg")
 
 
+@nondifferentiable("greater")
 def greater(x: Any, y: Any) -> ShardArray:
     """``x > y`` elementwise (a bool array); not defined for complex arrays."""
     return apply("greater", lambda xp, a, b: a > b, (x, y), domain="real")
 
 
+@nondifferentiable("greater_equal")
 def greater_equal(x: Any, y: Any) -> ShardArray:
     """``x >= y`` elementwise (a bool array); not defined for complex arrays."""
     return apply("greater_equal", lambda xp, a, b: a >= b, (x, y), domain="real")
 
 
+@nondifferentiable("less")
 def less(x: Any, y: Any) -> ShardArray:
     """``x < y`` elementwise (a bool array); not defined for complex arrays."""
     return apply("less", lambda xp, a, b: a < b, (x, y), domain="real")
 
 
+@nondifferentiable("less_equal")
 def less_equal(x: Any, y: Any) -> ShardArray:
     """``x <= y`` elementwise (a bool array); not defined for complex arrays."""
     return apply("less_equal", lambda xp, a, b: a <= b, (x, y), domain="real")
 
 
+@nondifferentiable("equal")
 def equal(x: Any, y: Any) -> ShardArray:
     """``x == y`` elementwise (a bool array), broadcasting by dim name."""
     return apply("equal", lambda xp, a, b: a == b, (x, y))
 
 
+@nondifferentiable("not_equal")
 def not_equal(x: Any, y: Any) -> ShardArray:
     """``x != y`` elementwise (a bool array), broadcasting by dim name."""
     return apply("not_equal", lambda xp, a, b: a != b, (x, y))
@@ -392,14 +399,31 @@ def real(x: ShardArray) -> ShardArray:
         >>> real(z).numpy(), imag(z).numpy(), conj(z).numpy()
         (array([1., 3.]), array([ 2., -1.]), array([1.-2.j, 3.+1.j]))
     """
-    return apply("real", lambda xp, a: _part(a, "real"), (x,)) if is_complex(x.dtype) else x
+    return _real_part(x) if is_complex(x.dtype) else x
+
+
+@differentiable("real")
+def _real_part(x: ShardArray) -> ShardArray:
+    return apply("real", lambda xp, a: _part(a, "real"), (x,))
 
 
 def imag(x: ShardArray) -> ShardArray:
-    """The imaginary part of a complex array (zeros for a real one; see ``real``)."""
+    """The imaginary part of a complex array (zeros for a real one; see ``real``).
+
+    Gradients, in JAX's convention for complex values (the cotangent of
+    ``z = x + iy`` is ``dL/dx - i dL/dy``): ``real`` passes the cotangent
+    ``g`` back as ``g + 0j``, ``imag`` as ``-1j * g``, ``conj`` as
+    ``conj(g)``; for a real array ``imag`` is a constant zero.
+    """
     if is_complex(x.dtype):
-        return apply("imag", lambda xp, a: _part(a, "imag"), (x,))
-    return apply("imag", lambda xp, a: xp.zeros(a.shape, dtype=a.dtype), (x,))
+        return _imag_part(x)
+    # a constant zero (its derivative is 0 everywhere), so computed from the value alone
+    return apply("imag", lambda xp, a: xp.zeros(a.shape, dtype=a.dtype), (stop_gradient(x),))
+
+
+@differentiable("imag")
+def _imag_part(x: ShardArray) -> ShardArray:
+    return apply("imag", lambda xp, a: _part(a, "imag"), (x,))
 
 
 def _part(a: Any, which: str) -> Any:
@@ -411,7 +435,12 @@ def _part(a: Any, which: str) -> Any:
 
 def conj(x: ShardArray) -> ShardArray:
     """The complex conjugate (a real array is returned as it is; see ``real``)."""
-    return apply("conj", lambda xp, a: xp.conj(a), (x,)) if is_complex(x.dtype) else x
+    return _conj(x) if is_complex(x.dtype) else x
+
+
+@differentiable("conj")
+def _conj(x: ShardArray) -> ShardArray:
+    return apply("conj", lambda xp, a: xp.conj(a), (x,))
 
 
 @differentiable("abs", resolve_inputs=True)

@@ -32,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..errors import DimensionError, DTypeError
 from ..layout import Layout, group_chunk
 from .common import common_mesh, map_blocks, require_array
+from .creation import zeros_like
 from .relayout import to_axes
 
 
@@ -134,6 +136,12 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
     mask = _as_mask(x, mask, "select")
     if new_dim is None:
         new_dim = mask.dims[0] if mask.ndim == 1 else "_".join(mask.dims)
+    return _select(x, mask, new_dim)
+
+
+@differentiable("select")
+def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
+    """``select`` of a checked bool ``mask``; its VJP writes the cotangent back at the selected positions."""
     p = _Plan(x, mask)
     if new_dim in p.rest:
         raise DimensionError(f"select: new_dim {new_dim!r} is already one of the kept dims {p.rest}; pass another")
@@ -383,3 +391,13 @@ def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:
     out = select(x, mask, new_dim=dim)
     return transpose(out, x.dims)
 __all__ = ["bool_key", "getitem_mask", "mask_assign", "select", "select_along", "setitem_mask"]
+
+
+@register_vjp("select")
+def _select_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    """Zeros in ``x``'s layout with ``g`` written at the selected positions: ``select``'s plan run backwards
+    (``mask_assign``: one allgather of counts, one alltoallv)."""
+    x, mask = ctx.args[0], ctx.args[1]
+    dx = zeros_like(x)
+    mask_assign(dx, mask, g)
+    return [dx, None, None]

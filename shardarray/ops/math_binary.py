@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..autograd.tape import differentiable, nondifferentiable
 from .common import require_array
 from .elementwise import apply
 
@@ -119,6 +119,7 @@ def logaddexp(x: Any, y: Any) -> ShardArray:
     return _ufunc("logaddexp", "logaddexp", x, y, "real_float")
 
 
+@nondifferentiable("nextafter")
 def nextafter(x: Any, y: Any) -> ShardArray:
     """The next floating-point value after ``x`` toward ``y`` elementwise (not differentiable).
 

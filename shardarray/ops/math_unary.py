@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..autograd.tape import differentiable, nondifferentiable
 from .elementwise import apply
 
 __all__ = [
@@ -53,7 +53,7 @@ def _make(
     op.__module__ = __name__
     op.__doc__ = doc + _EXAMPLE.format(name=name, ufunc=ufunc, a=values[0], b=values[1], c=values[2], d=values[3])
     op.__annotations__ = {"x": "ShardArray", "return": "ShardArray"}
-    return differentiable(name, resolve_inputs=True)(op) if differentiable_ else op
+    return differentiable(name, resolve_inputs=True)(op) if differentiable_ else nondifferentiable(name)(op)
 
 
 # blocks not computed by the ufunc of the same name: round is rint (half to even) on floats, identity on integers

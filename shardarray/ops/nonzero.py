@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
 from ..backend.meta import MetaArray
 from ..errors import DimensionError
@@ -23,6 +24,7 @@ from .common import dims_arg, map_blocks, new_array, require_array
 from .mask import select
 
 
+@nondifferentiable("count_nonzero")
 def count_nonzero(x: ShardArray, dims: Any = None, keepdims: bool = False) -> ShardArray:
     """How many elements of ``x`` are nonzero over ``dims`` (default all), as int64.
 
@@ -50,6 +52,7 @@ def count_nonzero(x: ShardArray, dims: Any = None, keepdims: bool = False) -> Sh
     return out
 
 
+@nondifferentiable("nonzero")
 def nonzero(x: ShardArray) -> tuple[ShardArray, ...]:
     """The global indices of the nonzero elements of ``x``, one 1-D int64 array per dim, in row-major order.
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..autograd.tape import differentiable, nondifferentiable
 from ..backend.meta import MetaArray
 from ..dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_float
 from ..errors import ArgumentError
@@ -295,6 +295,7 @@ def _logical(x: ShardArray, dims: Any, op: str) -> ShardArray:
     return new_array(x.mesh, keep, x.sizes, axes, shards, dtype=np.bool_)
 
 
+@nondifferentiable("all")
 def all(x: ShardArray, dims: Any = None) -> ShardArray:
     """Whether every element over ``dims`` is true (nonzero), as ``np.all``: a bool array.
 
@@ -310,6 +311,7 @@ def all(x: ShardArray, dims: Any = None) -> ShardArray:
     return _logical(x, dims, "all")
 
 
+@nondifferentiable("any")
 def any(x: ShardArray, dims: Any = None) -> ShardArray:
     """Whether some element over ``dims`` is true (nonzero), as ``np.any``: a bool array.
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
 from ..backend.meta import MetaArray
 from ..dtypes import wide_dtype
@@ -115,6 +116,7 @@ def _used(mesh: Any, axes: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     return mesh_order(mesh, [a for v in axes.values() for a in v])
 
 
+@nondifferentiable("argmax")
 def argmax(x: ShardArray, dim: Any = None) -> ShardArray:
     """Index of the largest value along ``dim`` (int64), the first one on ties; NaN counts as largest (NumPy).
 
@@ -135,6 +137,7 @@ def argmax(x: ShardArray, dim: Any = None) -> ShardArray:
     return _search(x, dim, "argmax")
 
 
+@nondifferentiable("argmin")
 def argmin(x: ShardArray, dim: Any = None) -> ShardArray:
     """Index of the smallest value along ``dim`` (int64), the first one on ties; NaN counts as smallest (NumPy).
 

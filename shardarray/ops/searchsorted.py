@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
 from ..backend.meta import MetaArray
 from ..errors import ArgumentError, DimensionError, DTypeError
@@ -29,6 +30,7 @@ from .common import common_mesh, map_blocks, require_array
 from .relayout import resolve, to_axes
 
 
+@nondifferentiable("searchsorted")
 def searchsorted(sorted_x: ShardArray, values: ShardArray, side: str = "left") -> ShardArray:
     """Indices where ``values`` would be inserted into the sorted 1-D ``sorted_x`` to keep it sorted.
 

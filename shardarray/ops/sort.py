@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import Context, differentiable, register_vjp
+from ..autograd.tape import Context, differentiable, nondifferentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..errors import ArgumentError, DTypeError
 from ..layout import block_bounds
@@ -209,6 +209,7 @@ def sort(x: ShardArray, dim: Any, descending: bool = False, stable: bool = True)
     return _sort(x, dim, _flag(descending, "descending", "sort"))
 
 
+@nondifferentiable("argsort")
 def argsort(x: ShardArray, dim: Any, descending: bool = False, stable: bool = True) -> ShardArray:
     """Global int64 indices that sort ``x`` along ``dim`` (stable), in ``x``'s layout; ``np.argsort``.
 

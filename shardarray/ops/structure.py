@@ -129,6 +129,25 @@ def expand(x: ShardArray, spec: Layout) -> ShardArray:
     return ShardArray(x.mesh, spec, x.dtype, out, x.pending)
 
 
+@differentiable("copy")
+def copy(x: ShardArray) -> ShardArray:
+    """A copy of ``x``: every shard copied (same dims, layout, dtype and pending sum); its gradient passes through.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([1.0, 2.0]), dims=("io",), mesh=mesh, layout={"io": "col"})
+        >>> y = copy(x)
+        >>> y.numpy(), y.shards[0] is x.shards[0]
+        (array([1., 2.]), False)
+    """
+    shards = x.shards
+    if x.mesh.backend.has_data:
+        shards = map_blocks(x.mesh, x.spec.used_axes | frozenset(x.pending), lambda s: s.copy(), shards)
+    out = ShardArray(x.mesh, x.spec, x.dtype, shards, x.pending)
+    out.host_range = x.host_range
+    return out
+
+
 def stop_gradient(x: ShardArray) -> ShardArray:
     """The same values, treated as a constant by ``value_and_grad`` (no gradient flows through).
 
@@ -139,4 +158,4 @@ def stop_gradient(x: ShardArray) -> ShardArray:
         array([1., 2.])
     """
     x = require_array(x, "sa.stop_gradient")
-    return ShardArray(x.mesh, x.spec, x.dtype, x.shards, x.pending)
+    return ShardArray(x.mesh, x.spec, x.dtype, x._shards, x.pending)  # _shards: leaving the tape is the point

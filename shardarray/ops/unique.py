@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
 from ..errors import ArgumentError, BackendError, DTypeError
 from ..layout import Layout, block_bounds, group_chunk
@@ -263,6 +264,7 @@ def _finish(x: ShardArray, axes: tuple[str, ...], fields: tuple[str, ...], merge
     return ShardArray(mesh, layout, dtype, vals), column("first"), column("count"), inv_arr
 
 
+@nondifferentiable("unique_values")
 def unique_values(x: ShardArray) -> ShardArray:
     """The sorted distinct values of ``x`` (flattened), each NaN distinct; 1-D with dim ``"unique"``.
 
@@ -284,6 +286,7 @@ def unique_values(x: ShardArray) -> ShardArray:
     return _unique(x, False, False, False)[0]
 
 
+@nondifferentiable("unique_counts")
 def unique_counts(x: ShardArray) -> UniqueCountsResult:
     """``(values, counts)`` of the distinct values of ``x`` (flattened); collectives as ``unique_values``.
 
@@ -298,6 +301,7 @@ def unique_counts(x: ShardArray) -> UniqueCountsResult:
     return UniqueCountsResult(v, c)
 
 
+@nondifferentiable("unique_inverse")
 def unique_inverse(x: ShardArray) -> UniqueInverseResult:
     """``(values, inverse_indices)``: ``values[inverse_indices]`` is ``x``; the inverse keeps ``x``'s dims and layout.
 
@@ -315,6 +319,7 @@ def unique_inverse(x: ShardArray) -> UniqueInverseResult:
     return UniqueInverseResult(v, inv)
 
 
+@nondifferentiable("unique_all")
 def unique_all(x: ShardArray) -> UniqueAllResult:
     """``(values, indices, inverse_indices, counts)``; ``indices`` are first occurrences in the flattened ``x``.
 
@@ -331,6 +336,7 @@ def unique_all(x: ShardArray) -> UniqueAllResult:
     return UniqueAllResult(v, first, inv, c)
 
 
+@nondifferentiable("unique")
 def unique(ar: ShardArray, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: Any = None, *, equal_nan: bool = True) -> Any:
     """NumPy's ``np.unique`` (so that ``np.unique(x)`` works on a ShardArray): the flattened array's sorted
