@@ -500,6 +500,22 @@ class ShardArray:
         return round_array(self, ndigits)
 
 
+def like_kind(out: ShardArray, ref: Any) -> ShardArray:
+    """``out`` as an array of ``ref``'s kind: positional (``shardarray.array_api``'s ``Array``) when ``ref`` is one,
+    named otherwise. The same data and tape node; a non-array ``ref`` leaves ``out`` as it is.
+
+    Functions that return arrays derived from their inputs' values (gradients, optimizer updates, clipping,
+    loss scaling, resharding) use it, so a positional array never comes back named, where ``+`` would broadcast
+    by dim name and ``@`` contract every matching name.
+    """
+    kind = type(ref)
+    if kind is type(out) or not isinstance(ref, ShardArray):
+        return out
+    y = kind(out.mesh, out.spec, out.dtype, out._shards, out.pending)
+    y._node, y.host_range, y._resolved = out._node, out.host_range, out._resolved
+    return y
+
+
 from .ops import elementwise as _ew  # noqa: E402  (ops need the class defined above)
 from .ops import reduce as _reduce  # noqa: E402
 from .ops import relayout as _relayout  # noqa: E402
@@ -526,3 +542,4 @@ def _untracked_read(x: ShardArray) -> None:
         f"but it has no gradient rule: its result would be a constant and the gradient silently zero. Use ops "
         f"that are differentiable here, or pass sa.stop_gradient(x) to treat the value as a constant"
     )
+

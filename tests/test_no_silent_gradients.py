@@ -131,3 +131,55 @@ def test_an_op_reading_a_traced_array_outside_the_tape_raises():
         sa.grad(lambda p: forgetful_double(p).sum())(x)
     # outside value_and_grad, the same code runs
     np.testing.assert_array_equal(forgetful_double(x).numpy(), 2 * x.numpy())
+
+
+@pytest.mark.parametrize("shape", MESHES)
+def test_eigh_gradients(shape):
+    """eigh's eigenvalues and eigenvectors (sign-invariant losses) and eigvalsh, batched, against finite differences
+    on symmetric inputs ``b + b^T``."""
+    mesh = sa.Mesh(shape)
+    axes = mesh.axis_names
+    rng = np.random.default_rng(0)
+    b = sa.asarray(rng.standard_normal((2, 4, 4)), dims=("n", "i", "j"), mesh=mesh, layout={"n": axes[0]})
+    wv = sa.asarray(rng.standard_normal((2, 4, 4)), dims=("n", "i", "j_k"), mesh=mesh)
+    ww = sa.asarray(rng.standard_normal((2, 4)), dims=("n", "j_k"), mesh=mesh)
+
+    def sym(p):
+        return p + p.rename({"i": "j", "j": "i"})
+
+    check_grad(lambda p: (sa.linalg.eigvalsh(sym(p), ("i", "j")) * ww).sum(), b)
+    check_grad(lambda p: (sa.linalg.eigh(sym(p), ("i", "j")).eigenvalues ** 2 * ww).sum(), b)
+    check_grad(lambda p: (sa.linalg.eigh(sym(p), ("i", "j")).eigenvectors ** 2 * wv).sum(), b)
+
+
+def test_eigh_gradient_at_a_degenerate_eigenvalue_is_finite():
+    """Equal eigenvalues: the eigenvector term drops their pair (documented), so the gradient stays finite and a
+    loss of the eigenvalues alone gets the exact one."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = sa.asarray(np.diag([1.0, 1.0, 3.0]), dims=("i", "j"), mesh=mesh)
+    g = sa.grad(lambda p: sa.linalg.eigh(p, ("i", "j")).eigenvalues.sum())(a)  # the trace: gradient I
+    np.testing.assert_allclose(g.numpy(), np.eye(3), atol=1e-12)
+    # the squared eigenvectors summed over the degenerate pair and the top one: basis-invariant, finite
+    g = sa.grad(lambda p: (sa.linalg.eigh(p, ("i", "j")).eigenvectors ** 2).sum())(a)
+    assert np.isfinite(g.numpy()).all()
+
+
+@pytest.mark.parametrize("shape", MESHES)
+@pytest.mark.parametrize("m,n", [(7, 3), (3, 5), (4, 4)])
+def test_svd_and_pinv_gradients(shape, m, n):
+    """U, S and Vh (sign-invariant losses) and pinv, tall (TSQR over split rows), wide and square, batched,
+    against finite differences."""
+    mesh = sa.Mesh(shape)
+    axes = mesh.axis_names
+    rng = np.random.default_rng(m * 10 + n)
+    layout = {"n": axes[0], "i": axes[1:]} if len(axes) > 1 else {}
+    x = sa.asarray(rng.standard_normal((2, m, n)), dims=("n", "i", "j"), mesh=mesh, layout=layout)
+    k = min(m, n)
+    wu = sa.asarray(rng.standard_normal((2, m, k)), dims=("n", "i", "j_k"), mesh=mesh)
+    ws = sa.asarray(rng.standard_normal((2, k)), dims=("n", "j_k"), mesh=mesh)
+    wv = sa.asarray(rng.standard_normal((2, k, n)), dims=("n", "j_k", "j"), mesh=mesh)
+    wp = sa.asarray(rng.standard_normal((2, n, m)), dims=("n", "j", "i"), mesh=mesh)
+    check_grad(lambda p: (sa.linalg.svd(p, ("i", "j")).S * ws).sum(), x)
+    check_grad(lambda p: (sa.linalg.svd(p, ("i", "j")).U ** 2 * wu).sum(), x, rtol=1e-5)
+    check_grad(lambda p: (sa.linalg.svd(p, ("i", "j")).Vh ** 2 * wv).sum(), x, rtol=1e-5)
+    check_grad(lambda p: (sa.linalg.pinv(p, ("i", "j")) * wp).sum(), x, rtol=1e-5)

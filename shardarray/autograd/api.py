@@ -8,6 +8,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..dtypes import is_real_float
+from ..array import like_kind
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
 from ..tree import tree_flatten, tree_unflatten
 from .tape import STATE, Tape, backward
@@ -43,8 +44,7 @@ def _finish_with(zeros_like: Any, to_axes: Any, astype: Any, transpose: Any, g: 
         # sa.relayout(g, x.layout) without re-validating x's own layout: resolve into it, then move
         g = to_axes(transpose(g, x.dims), x.spec.axes, False)
     g = g if g.dtype == x.dtype else astype(g, x.dtype)
-    # a gradient has its parameter's kind: positional (shardarray.array_api's Array) for a positional parameter
-    return g if type(g) is type(x) else type(x)(g.mesh, g.spec, g.dtype, g._shards, g.pending)
+    return like_kind(g, x)  # positional (shardarray.array_api's Array) for a positional parameter
 
 
 def _record(what: str, fn: Callable[..., Any], params: Any, args: Any, kwargs: Any) -> tuple[Tape, list, Any]:

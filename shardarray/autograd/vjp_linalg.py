@@ -184,3 +184,98 @@ def _slogdet(ctx: Context, g: ShardArray) -> list[Any]:
     a, i, j = ctx.args[0], ctx.args[2], ctx.args[3]
     yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})
     return [match(multiply(yt, g.resolve()), a)] + [None] * (len(ctx.args) - 1)
+
+
+def _eig_parts(ctx: Context) -> tuple[ShardArray, ShardArray, ShardArray, str, str, str]:
+    x, w, v, rows, cols = ctx.args[:5]
+    new = w.dims[-1]
+    return x, w, v, rows, cols, new
+
+
+def _hermitian_part(a: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``(a + a^H) / 2`` over the matrix dims ``rows``, ``cols``."""
+    at = rename(a, {rows: cols, cols: rows})
+    return multiply(add(a, conj(at) if a.dtype.kind == "c" else at), 0.5)
+
+
+def _v_m_vh(v: ShardArray, m: ShardArray, rows: str, cols: str, new: str, new2: str) -> ShardArray:
+    """``V M V^H``: ``v`` (batch..., rows, new), ``m`` (batch..., new, new2) -> (batch..., rows, cols)."""
+    batch = tuple(d for d in v.dims if d not in (rows, new))
+    vh = rename(conj(v) if v.dtype.kind == "c" else v, {rows: cols, new: new2})
+    return einsum(einsum(v, m, out=(*batch, rows, new2)), vh, out=(*batch, rows, cols))
+
+
+@register_vjp("linalg.eigh_values")
+def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
+    """``Ā = V diag(w̄) V^H``."""
+    x, w, v, rows, cols, new = _eig_parts(ctx)
+    vh = rename(conj(v) if v.dtype.kind == "c" else v, {rows: cols})
+    a = einsum(multiply(v, g.resolve()), vh, out=x.dims)  # sums over new: V diag(g) V^H
+    return [match(a.astype(x.dtype) if a.dtype != x.dtype else a, x), None, None, None, None]
+
+
+@register_vjp("linalg.eigh_vectors")
+def _eigh_vectors(ctx: Context, g: ShardArray) -> list[Any]:
+    """``Ā = herm(V (F ∘ (V^H V̄)) V^H)``, ``F_ij = 1/(w_j - w_i)`` (0 where the eigenvalues are equal)."""
+    from ..ops.elementwise import divide, not_equal, subtract, where
+
+    x, w, v, rows, cols, new = _eig_parts(ctx)
+    new2 = new + "_"
+    while new2 in x.dims or new2 in v.dims:
+        new2 += "_"
+    vh = conj(v) if v.dtype.kind == "c" else v
+    batch = tuple(d for d in x.dims if d not in (rows, cols))
+    inner = einsum(vh, rename(g.resolve(), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
+    diff = subtract(rename(w, {new: new2}), w)  # w_j - w_i over (new2, new)
+    nz = not_equal(diff, 0.0)
+    f = where(nz, divide(1.0, where(nz, diff, 1.0)), 0.0)
+    a = _hermitian_part(_v_m_vh(v, multiply(inner, f), rows, cols, new, new2), rows, cols)
+    return [match(a, x), None, None, None, None]
+
+
+def _fresh(name: str, *arrays: ShardArray) -> str:
+    taken = {d for a in arrays for d in a.dims}
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _f_matrix(s: ShardArray, new: str, new2: str) -> ShardArray:
+    """``F_ij = 1 / (s_j² - s_i²)`` over (new, new2), 0 where the squares are equal (the diagonal among them)."""
+    from ..ops.elementwise import divide, not_equal, subtract, where
+
+    sq = multiply(s, s)
+    diff = subtract(rename(sq, {new: new2}), sq)
+    nz = not_equal(diff, 0.0)
+    return where(nz, divide(1.0, where(nz, diff, 1.0)), 0.0)
+
+
+@register_vjp("linalg.svd_part")
+def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
+    """One factor's share of the SVD's VJP (see ``sa.linalg.svd``); the three shares add up to the whole."""
+    from ..ops.elementwise import divide, subtract
+
+    x, u, s, vh, rows, cols, part = ctx.args
+    new = s.dims[-1]
+    batch = tuple(d for d in x.dims if d not in (rows, cols))
+    new2 = _fresh(new + "2", x, u, vh)
+    g = g.resolve()
+    vh2 = rename(vh, {new: new2})
+    if part == "S":
+        a = einsum(multiply(u, g), vh, out=x.dims)
+    elif part == "U":
+        utg = einsum(u, rename(g, {new: new2}), out=(*batch, new, new2))  # Uᵀ Ū
+        skew = subtract(utg, rename(utg, {new: new2, new2: new}))
+        m = multiply(multiply(skew, _f_matrix(s, new, new2)), rename(s, {new: new2}))  # (F ∘ skew) S
+        a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
+        proj = subtract(g, rename(einsum(u, utg, out=(*batch, rows, new2)), {new2: new}))  # (I - UUᵀ) Ū
+        a = add(a, einsum(divide(proj, s), vh, out=x.dims))
+    else:  # "Vh": V̄ = ḡᵀ
+        vtvb = einsum(vh, rename(g, {new: new2}), out=(*batch, new, new2))  # Vᵀ V̄ = Vh ḡᵀ
+        skew = subtract(vtvb, rename(vtvb, {new: new2, new2: new}))
+        m = multiply(multiply(skew, _f_matrix(s, new, new2)), s)  # S (F ∘ skew)
+        a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
+        gvt = einsum(g, vh2, out=(*batch, new, new2))  # ḡ Vhᵀ
+        proj = subtract(g, einsum(gvt, vh2, out=(*batch, new, cols)))  # V̄ᵀ (I - VVᵀ)
+        a = add(a, einsum(divide(u, s), proj, out=x.dims))
+    return [match(a, x)] + [None] * (len(ctx.args) - 1)

@@ -50,3 +50,15 @@ def qr_part(x: ShardArray, q: ShardArray, r: ShardArray, which: int, rows: str, 
 def slogdet_logabs(x: ShardArray, logabs: ShardArray, rows: str, cols: str) -> ShardArray:
     """``slogdet(x).logabsdet``, recorded as a function of ``x``."""
     return _copy(logabs)
+
+
+@differentiable("linalg.eigh_values")
+def eigh_values(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``eigh(x).eigenvalues`` (computed untraced, with the eigenvectors ``v``), recorded as a function of ``x``."""
+    return _copy(w)
+
+
+@differentiable("linalg.eigh_vectors")
+def eigh_vectors(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``eigh(x).eigenvectors``, recorded as a function of ``x``."""
+    return _copy(v)

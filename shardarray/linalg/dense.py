@@ -32,7 +32,7 @@ from ..ops.common import require_array
 from ..ops.elementwise import exp, multiply
 from ..ops.structure import rename, transpose
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
-from ._parts import slogdet_logabs, traced, untraced
+from ._parts import eigh_values, eigh_vectors, slogdet_logabs, traced, untraced
 from .cholesky2d import cholesky_2d
 from .spd import is_split, spd_inv, spd_slogdet, spd_solve
 from .svd import _real
@@ -229,12 +229,22 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
     """Eigenvalues (ascending, real; dims (batch..., new)) and eigenvectors (batch..., rows, new) of Hermitian
     matrices (the lower triangle is read). Batched locally; a split matrix: replicated fallback.
 
+    Differentiable, for Hermitian inputs (the gradient is Hermitian, as the input is taken to be):
+    ``Ā = V (diag(w̄) + F ∘ (V^H V̄)) V^H`` with ``F_ij = 1 / (w_j - w_i)``. Where two eigenvalues are equal
+    their eigenvectors are not unique and ``F_ij`` is taken as 0: the gradient is then exact for losses that do
+    not depend on the choice of basis within an eigenspace (eigenvalues, projectors), as with ``eigvalsh``.
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> w, v = sa.linalg.eigh(sa.asarray(np.diag([3.0, 1.0]), dims=("i", "j"), mesh=mesh))
         >>> w.numpy(), w.dims
         (array([1., 3.]), ('j_k',))
     """
+    if traced(x):
+        with untraced():
+            w, v = eigh(x, dims, new=new)
+        _, rows, cols = matrix_dims(x, dims, "eigh")
+        return EighResult(eigh_values(x, w, v, rows, cols), eigh_vectors(x, w, v, rows, cols))
     x, rows, cols = _square(x, dims, "eigh")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
     new = new or f"{cols}_k"
@@ -253,6 +263,8 @@ def eigvalsh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shar
         >>> sa.linalg.eigvalsh(sa.asarray(np.diag([3.0, 1.0]), dims=("i", "j"), mesh=mesh)).numpy()
         array([1., 3.])
     """
+    if traced(x):  # differentiable through eigh's eigenvalues (the VJP needs the eigenvectors)
+        return eigh(x, dims, new=new).eigenvalues
     x, rows, cols = _square(x, dims, "eigvalsh")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
     new = new or f"{cols}_k"

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ._parts import traced, untraced
 from ..ops.common import map_blocks, map_blocks_multi, new_array
 from ..ops.elementwise import conj
 from ._matrix import float_dtype, local_op, matrix_dims
@@ -91,6 +92,11 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     Returns:
         ``(U, S, Vh)``: dims (batch..., rows, new), (batch..., new), (batch..., new, cols).
 
+    Differentiable for real matrices (thin SVD; ``full_matrices=True`` only when square), with the standard
+    formula: with ``F_ij = 1 / (s_j² - s_i²)``, ``Ā = U [(F ∘ (UᵀŪ - ŪᵀU)) S + diag(S̄) + S (F ∘ (VᵀV̄ - V̄ᵀV))] Vᵀ
+    + (I - UUᵀ) Ū S⁻¹ Vᵀ + U S⁻¹ V̄ᵀ (I - VVᵀ)``. Equal singular values contribute nothing to ``F`` (their
+    vectors are not unique), and the ``S⁻¹`` terms need nonzero singular values where ``U`` or ``Vh`` is used.
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> a = sa.asarray(np.arange(24.0).reshape(8, 3), dims=("i", "j"), mesh=mesh, layout={"i": "row"})
@@ -102,6 +108,10 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     float_dtype(x, "sa.linalg.svd")
     new = new or f"{cols}_k"
     m, n = x.sizes[rows], x.sizes[cols]
+    if traced(x) and x.dtype.kind == "f" and not (full_matrices and m != n):
+        with untraced():
+            u, s, vh = svd(x, (rows, cols), full_matrices=full_matrices, new=new)
+        return SVDResult(*(svd_part(x, u, s, vh, rows, cols, part) for part in ("U", "S", "Vh")))
     if (full_matrices and m != n) or m == 0 or n == 0:
         return _fallback(x, rows, cols, new, full_matrices)
     if m >= n:
@@ -141,3 +151,11 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
     if m >= n:
         return _tall_svd(x, rows, cols, new, False).S
     return _tall_svd(conj(x) if x.dtype.kind == "c" else x, cols, rows, new, False).S
+
+
+@differentiable("linalg.svd_part")
+def svd_part(x: ShardArray, u: ShardArray, s: ShardArray, vh: ShardArray, rows: str, cols: str,
+             part: str) -> ShardArray:
+    """One factor (``part``: "U", "S" or "Vh") of ``svd(x)`` (computed untraced), recorded as a function of ``x``."""
+    chosen = {"U": u, "S": s, "Vh": vh}[part]
+    return ShardArray(chosen.mesh, chosen.spec, chosen.dtype, chosen.shards, chosen.pending)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..comm.log import record
@@ -226,9 +226,9 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
             f"Make one with sa.Mesh({{'model': 4}})"
         )
     lay = make_layout(mesh, x.dims, x.shape, layout, what=f"reshard target of array {x.sizes}")
-    x = x.resolve()
+    given, x = x, x.resolve()
     if mesh is x.mesh or mesh == x.mesh:
-        return relayout(x, lay)
+        return like_kind(relayout(x, lay), given)
     kinds = {x.mesh.comm_kind == "mpi", mesh.comm_kind == "mpi"}
     if len(kinds) > 1:
         raise MeshError(
@@ -242,7 +242,7 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
     else:
         shards = _in_process(x, mesh, lay, plan)
         _log(plan, mesh, x.dtype)
-    return ShardArray(mesh, lay, x.dtype, shards)
+    return like_kind(ShardArray(mesh, lay, x.dtype, shards), given)  # a positional array stays positional
 
 
 @register_vjp("reshard")

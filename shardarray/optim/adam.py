@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..backend import cuda_kernels
 from ..errors import ArgumentError
 from ..ops import fused, fused_numpy
@@ -127,6 +127,7 @@ class Adam:
             new_m.append(m)
             new_v.append(v)
         new_p, copies = finish(p, paths, new_p, master)
+        new_p, new_m, new_v = ([like_kind(o, x) for o, x in zip(outs, p)] for outs in (new_p, new_m, new_v))
         state = {"step": step, "m": tree_unflatten(treedef, new_m), "v": tree_unflatten(treedef, new_v),
                  "master": copies}
         return tree_unflatten(treedef, new_p), state

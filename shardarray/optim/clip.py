@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..errors import DTypeError
 from ..tree import tree_flatten, tree_unflatten
 from .common import _in_range
@@ -77,8 +77,7 @@ def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = Fals
     _in_range("clip_by_global_norm", "max_norm", max_norm, 0.0, None, "[0, inf) (max_norm >= 0, finite, e.g. 1.0)")
     leaves, treedef = _resolved(grads, "clip_by_global_norm")
     norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "clip_by_global_norm"))
-    if not math.isfinite(norm) or norm <= max_norm:
-        out = tree_unflatten(treedef, leaves)
-    else:
-        out = tree_unflatten(treedef, scale_leaves(leaves, float(max_norm) / norm))
+    if math.isfinite(norm) and norm > max_norm:
+        leaves = scale_leaves(leaves, float(max_norm) / norm)
+    out = tree_unflatten(treedef, [like_kind(o, g) for o, g in zip(leaves, tree_flatten(grads)[0])])
     return (out, norm) if return_norm else out

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..errors import ArgumentError, DTypeError
-from ..tree import tree_unflatten
+from ..tree import tree_flatten, tree_unflatten
 from .clip import _resolved
 from .common import _in_range, _number
 from .reduce_tree import allreduce_tree, scale_leaves
@@ -28,8 +28,9 @@ def _sum_squares64(xp: Any, block: Any) -> Any:
     return xp.dot(a, a)
 
 
-def _scaled(leaves: list[ShardArray], factor: float) -> list[ShardArray]:
-    return scale_leaves(leaves, factor)
+def _scaled(leaves: list[ShardArray], factor: float, grads: Any) -> list[ShardArray]:
+    """The leaves times ``factor``, each of its gradient's kind (positional stays positional)."""
+    return [like_kind(o, x) for o, x in zip(scale_leaves(leaves, factor), tree_flatten(grads)[0])]
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class DynamicLossScale:
         s = self._check_state(state, "unscale")
         leaves, treedef = _resolved(grads, "DynamicLossScale.unscale")
         finite = allreduce_tree(leaves, _nonfinite, "max", "DynamicLossScale.unscale") == 0.0
-        return tree_unflatten(treedef, _scaled(leaves, 1.0 / s)), finite
+        return tree_unflatten(treedef, _scaled(leaves, 1.0 / s, grads)), finite
 
     def adjust(self, state: dict[str, Any], finite: bool) -> dict[str, Any]:
         """The next state: halve (``/ factor``) after an overflow, grow after ``growth_interval`` good steps."""
@@ -183,7 +184,7 @@ class DynamicLossScale:
             finite = math.isfinite(norm)
             if finite:
                 factor = min(1.0, float(max_norm) / norm) if norm > 0 else 1.0
-                grads = tree_unflatten(treedef, _scaled(leaves, factor / s))
+                grads = tree_unflatten(treedef, _scaled(leaves, factor / s, grads))
         if finite:
             params, opt_state = opt.update(params, grads, opt_state)
         return params, opt_state, self.adjust(state, finite)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import DTypeError
 from ..ops.elementwise import apply
+from ..array import like_kind
 from ..tree import tree_flatten, tree_unflatten
 from .common import _FIX, LR, _axpby, _check, _check_lr, _in_range, _lr, _moments, _state, _up, _zeros_for, moment_dtype
 from .master import check_master_dtype, finish, init_master, working_values
@@ -71,6 +72,7 @@ class SGD:
             new_p.append(apply(
                 "sgd", lambda xp, a, d: _axpby(_up(xp, a, ct), 1.0 - lr * wd, _up(xp, d, ct), -lr), (x, dx)
             ))
-        velocity = tree_unflatten(treedef, new_v) if mu else None
+        velocity = tree_unflatten(treedef, [like_kind(v, x) for v, x in zip(new_v, p)]) if mu else None
         new_p, copies = finish(p, paths, new_p, master)
+        new_p = [like_kind(o, x) for o, x in zip(new_p, p)]
         return tree_unflatten(treedef, new_p), {"step": step, "velocity": velocity, "master": copies}
