@@ -38,6 +38,9 @@ class ShardArray:
 
     __slots__ = ("mesh", "_layout", "dtype", "_shards", "pending", "_node", "_resolved", "host_range", "__weakref__")
     __array_priority__ = 100
+    #: whether arrays of this class are positional (``shardarray.array_api``'s ``Array``: NumPy's broadcasting
+    #: and indexing) rather than named; kept by gradients, optimizers, resharding and checkpoints
+    positional = False
 
     def __init__(
         self, mesh: Mesh, layout: Layout, dtype: Any, shards: Sequence[Any], pending: tuple[str, ...] = ()

@@ -86,3 +86,22 @@ def test_reshard_keeps_positional(target):
     assert type(r) is Array
     assert (r @ r.mT).shape == (3, 3)
     np.testing.assert_allclose((r @ r.mT).numpy(), a @ a.T)
+
+
+def test_checkpoints_keep_the_kind(tmp_path):
+    """A positional array saved loads positional: by mesh= with the namespace's default split (axis k over mesh
+    axis k; never silently replicated), and into a target of either kind as that kind."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = np.arange(12.0).reshape(3, 4)
+    q = xp.asarray(a, device=mesh)
+    w = sa.ones(mesh, {"i": 4}, layout={"i": "col"})
+    sa.checkpoint.save(tmp_path / "ck", {"q": q, "w": w})
+    for target_mesh in (sa.Mesh({"x": 4}), sa.Mesh({"r": 2, "c": 2}), sa.Mesh({"d": 1})):
+        out = sa.checkpoint.load(tmp_path / "ck", mesh=target_mesh)
+        assert type(out["q"]) is Array and type(out["w"]) is sa.ShardArray
+        axes = target_mesh.axis_names
+        assert out["q"].layout == {d: (ax,) for d, ax in zip(out["q"].dims, axes)}  # split, not replicated
+        np.testing.assert_array_equal((out["q"] @ out["q"].mT).numpy(), a @ a.T)
+    out = sa.checkpoint.load(tmp_path / "ck", target={"q": xp.zeros((3, 4), device=mesh), "w": w})
+    assert type(out["q"]) is Array
+    np.testing.assert_array_equal(out["q"].numpy(), a)

@@ -122,6 +122,7 @@ class Array(ShardArray):
 
     __slots__ = ()
     __hash__ = ShardArray.__hash__
+    positional = True
 
     # ------------------------------------------------------------- attributes
     @property

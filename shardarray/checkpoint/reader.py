@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from safetensors import SafetensorError
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
+from ..array_api._array import Array
 from ..dtypes import as_dtype
 from ..errors import CheckpointError
 from ..layout import Layout, block_bounds, make_layout
@@ -287,13 +288,16 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
         for name, t in pairs:
             _check_target(name, m["arrays"][name], t, src)
     else:
-        recipe, plan = None, []
+        recipe, plan, pairs = None, [], []
         for name, entry in m["arrays"].items():
             if entry.get("dims") is None:
                 raise CheckpointError(f"checkpoint {src.where}: tensor {name!r} has no dim names (a plain "
                                       f"safetensors file); pass target=<tree of arrays> instead of mesh=")
             dims, sizes = tuple(entry["dims"]), tuple(entry["sizes"])
-            plan.append((name, mesh, make_layout(mesh, dims, sizes, None, what=f"array {name!r}"),
+            # a positional array gets the namespace's default split (axis k over mesh axis k), as
+            # shardarray.array_api makes arrays; a named one the mesh's rules on its dim names
+            rules = dict(zip(dims, mesh.axis_names)) if entry.get("kind") == "positional" else None
+            plan.append((name, mesh, make_layout(mesh, dims, sizes, rules, what=f"array {name!r}"),
                          as_dtype(entry["dtype"])))
     placed = {p[0] for p in plan}
     missing = [n for n in m["arrays"] if n not in placed]
@@ -325,8 +329,13 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
         except (SafetensorError, OSError, ValueError) as e:  # while reading bytes: a damaged file
             error = f"checkpoint {src.where}: reading failed ({type(e).__name__}: {e}); the files are damaged"
         procs.agree(error)
+    kinds = dict(pairs) if recipe is not None else {}
     for name, msh, lay, dtype in plan:
-        loaded[name] = ShardArray(msh, lay, dtype, blocks[name])
+        out = ShardArray(msh, lay, dtype, blocks[name])
+        if name in kinds:  # the target's kind
+            loaded[name] = like_kind(out, kinds[name])
+        else:  # the saved kind
+            loaded[name] = Array(msh, lay, dtype, out.shards) if m["arrays"][name].get("kind") == "positional" else out
     return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
 
 

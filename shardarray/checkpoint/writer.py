@@ -136,6 +136,7 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
         try:
             manifest = {"format": FORMAT, "version": VERSION, "tree": spec, "arrays": {
                 name: {"dims": list(x.dims), "sizes": list(x.shape), "dtype": x.dtype.name,
+                       **({"kind": "positional"} if x.positional else {}),
                        "mesh": x.mesh.shape, "layout": {d: list(a) for d, a in x.layout.items()},
                        "blocks": [{"offset": list(b.offset), "shape": list(b.shape),
                                    "file": _file(process_of(x, b.writer)), "key": f"{name}@{b.key_suffix}",
