@@ -71,7 +71,7 @@ class Tape:
 
     def recording(self) -> bool:
         """Whether user code is running on this tape now (it is this thread's tape and not paused by an op)."""
-        return STATE.tape is self and not self.paused
+        return not self.paused and _TAPE.get() is self  # paused first: inside every op it is, and cheaper
 
     def traced(self, x: Any) -> bool:
         return isinstance(x, ShardArray) and x._node is not None and x._node.tape is self
