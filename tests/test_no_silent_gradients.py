@@ -183,3 +183,37 @@ def test_svd_and_pinv_gradients(shape, m, n):
     check_grad(lambda p: (sa.linalg.svd(p, ("i", "j")).U ** 2 * wu).sum(), x, rtol=1e-5)
     check_grad(lambda p: (sa.linalg.svd(p, ("i", "j")).Vh ** 2 * wv).sum(), x, rtol=1e-5)
     check_grad(lambda p: (sa.linalg.pinv(p, ("i", "j")) * wp).sum(), x, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", MESHES)
+def test_det_gradient_at_singular_matrices(shape):
+    """det's gradient is the adjugate's transpose, also where the inverse does not exist (rank n-1, n-2, 0)."""
+    mesh = sa.Mesh(shape)
+    for a in (np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]), np.outer([1.0, 2.0, 3.0], [1.0, 0.5, 2.0]),
+              np.zeros((3, 3)), np.random.default_rng(0).standard_normal((3, 3))):
+        x = sa.asarray(a, dims=("i", "j"), mesh=mesh)
+        g = sa.grad(lambda p: sa.linalg.det(p, ("i", "j")))(x).numpy()
+        eps = 1e-6
+        fd = np.array([(np.linalg.det(a + e) - np.linalg.det(a - e)) / (2 * eps)
+                       for e in np.eye(9).reshape(9, 3, 3) * eps]).reshape(3, 3)
+        np.testing.assert_allclose(g, fd, atol=1e-8)
+
+
+@pytest.mark.parametrize("shape", MESHES)
+def test_cumprod_gradient_with_zeros(shape):
+    """cumprod's gradient with zeros anywhere in a row (one, several, first, last, all), the scanned dim split."""
+    mesh = sa.Mesh(shape)
+    axes = mesh.axis_names
+    rows = np.array([[2.0, 0.0, 3.0, 0.0, 5.0], [2.0, 0.0, 3.0, 1.5, 5.0], [0.0, 1.0, 3.0, 1.0, 5.0],
+                     [2.0, 1.0, 3.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0], [2.0, 1.0, 3.0, -1.0, 5.0]])
+    x = sa.asarray(rows, dims=("r", "i"), mesh=mesh, layout={"i": axes[-1]} if len(axes) > 1 else {})
+    w = sa.asarray(np.random.default_rng(1).standard_normal(rows.shape), dims=("r", "i"), mesh=mesh)
+    g = sa.grad(lambda p: (sa.cumprod(p, "i") * w).sum())(x).numpy()
+    eps = 1e-6
+    fd = np.zeros_like(rows)
+    for idx in np.ndindex(rows.shape):
+        e = np.zeros_like(rows)
+        e[idx] = eps
+        fd[idx] = ((np.cumprod(rows + e, axis=1) * w.numpy()).sum() - (np.cumprod(rows - e, axis=1) * w.numpy()).sum()) / (2 * eps)
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, fd, atol=1e-6)

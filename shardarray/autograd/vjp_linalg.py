@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..array import ShardArray
+from ..errors import LinAlgError
 from ..ops.einsum import einsum
 from ..ops.elementwise import add, conj, multiply
 from ..ops.structure import rename
@@ -59,9 +62,29 @@ def _det(ctx: Context, g: ShardArray) -> list[Any]:
 
     a = ctx.args[0]
     i, j = _matrix(ctx)
-    yh = _h(rename(_plain(inv)(a, (i, j)), {i: j, j: i}))  # inv(A)^H with dims (.., i, j)
+    try:
+        yh = _h(rename(_plain(inv)(a, (i, j)), {i: j, j: i}))  # inv(A)^H with dims (.., i, j)
+    except (LinAlgError, np.linalg.LinAlgError):  # singular: det(A) inv(A)^T is still the adjugate's transpose
+        return [match(_h(multiply(_adjugate_t(a, i, j), g.resolve())), a)] + [None] * (len(ctx.args) - 1)
     coef = _h(multiply(g.resolve(), ctx.out))
     return [match(multiply(yh, coef), a)] + [None] * (len(ctx.args) - 1)
+
+
+def _adjugate_t(a: ShardArray, i: str, j: str) -> ShardArray:
+    """``adj(A)^T`` (``= det(A) A^{-T}`` where A is invertible), from the SVD ``A = U S Vh``:
+    ``adj(A) = det(U) det(Vh) Vh^H adj(S) U^H`` with ``adj(S)_k = prod_{l != k} s_l``, defined at singular A."""
+    from ..linalg._matrix import local_op
+
+    xp, n = a.mesh.backend.xp, a.sizes[i]
+
+    def block(m: Any) -> tuple[Any]:
+        u, s, vh = xp.linalg.svd(m)
+        adj_s = xp.stack([xp.prod(s[..., [l for l in range(n) if l != k]], axis=-1) for k in range(n)], axis=-1)
+        sign = xp.linalg.det(u) * xp.linalg.det(vh)
+        adj = sign[..., None, None] * ((xp.conj(vh).swapaxes(-1, -2) * adj_s[..., None, :]) @ xp.conj(u).swapaxes(-1, -2))
+        return (adj.swapaxes(-1, -2).astype(m.dtype),)
+
+    return local_op([a], [(i, j)], block, [((i, j), {i: n, j: n}, a.dtype)], "det")[0]
 
 
 @register_vjp("linalg.solve")

@@ -9,6 +9,7 @@ import numpy as np
 from ..array import ShardArray
 from ..layout import block_bounds
 from ..ops import elementwise as ew
+from ..ops import logical
 from ..ops.common import map_blocks, new_array
 from ..ops.relayout import to_axes
 from ..ops.scan import scan
@@ -35,10 +36,23 @@ def _cumsum(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("cumprod")
 def _cumprod(ctx: Context, g: ShardArray) -> list[Any]:
+    """``x̄_k = Σ_{i≥k} ȳ_i y_i / x_k`` where ``x_k != 0``. At the first zero ``k0`` of a row, which that
+    formula would divide by, ``x̄_k0 = (Π_{j<k0} x_j) Σ_{i≥k0} ȳ_i Π_{k0<j≤i} x_j``; after it every gradient is
+    0 (the prefix holds the zero), which the division formula gives too, as ``y`` is 0 there."""
     x, y = ctx.args[0], ctx.out
+    dim = _dim(ctx)
     g = match(g, y).resolve()
-    r = scan(ew.multiply(g, y), _dim(ctx), "sum", reverse=True)
-    return [match(ew.divide(r, x).astype(x.dtype), x)] + [None] * (len(ctx.args) - 1)
+    r = scan(ew.multiply(g, y), dim, "sum", reverse=True)
+    nz = ew.not_equal(x, 0.0)
+    gx = ew.where(nz, ew.divide(r, ew.where(nz, x, 1.0)), 0.0)
+    zeros_upto = scan(ew.where(nz, 0.0, 1.0), dim, "sum")  # zeros at or before each position
+    first = logical.logical_and(logical.logical_not(nz), ew.equal(zeros_upto, 1.0))
+    before = ew.equal(zeros_upto, 0.0)
+    prefix = scan(ew.where(before, x, 1.0), dim, "prod")  # Π_{j≤k} x_j before the first zero; constant after
+    after = scan(ew.where(ew.greater(zeros_upto, 0.0), ew.where(first, 1.0, x), 1.0), dim, "prod")
+    tail = scan(ew.multiply(g, after), dim, "sum", reverse=True)  # Σ_{i≥k} ȳ_i Π_{k0<j≤i} x_j at k = k0
+    gx = ew.add(gx, ew.where(first, ew.multiply(prefix, tail), 0.0))
+    return [match(gx.astype(x.dtype), x)] + [None] * (len(ctx.args) - 1)
 
 
 @register_vjp("top_k")
