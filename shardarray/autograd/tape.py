@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
 from ..array import ShardArray
@@ -132,9 +132,18 @@ def _is_real_float(x: ShardArray) -> bool:
     return dt.kind == "f" or dt == BFLOAT16
 
 
+class Op(Protocol[P, R]):
+    """What ``differentiable`` and ``nondifferentiable`` return: the op with its own signature, and the plain,
+    unrecorded op as ``__wrapped__`` (which ``inspect.signature`` and ``help()`` follow, and VJPs call)."""
+
+    __wrapped__: Callable[P, R]
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+
 def differentiable(
     name: str, resolve_inputs: bool = False, saves: bool = False
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Callable[P, R]], Op[P, R]]:
     """Mark an op as a primitive of the autograd: one recorded node, one VJP.
 
     Args:
@@ -143,18 +152,22 @@ def differentiable(
             that the op and its VJP share one resolution (for ops that would
             resolve them anyway, e.g. the nonlinear unary ones).
         saves: the op returns ``(out, saved)``; ``saved`` (intermediates its
-            VJP reuses) is kept in ``ctx.saved`` and callers see only ``out``.
+            VJP reuses) is kept in ``ctx.saved`` and callers see only ``out``
+            (annotate the op with the type callers see).
+
+    The result keeps the op's signature for type checkers (``Op[P, R]``: ``P`` its
+    parameters, ``R`` its annotated return type).
     """
 
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def deco(fn: Callable[..., Any]) -> Any:
+        plain: Callable[..., Any] = fn
         if saves:
 
             @functools.wraps(fn)  # keeps fn's signature, docstring and type hints visible through the chain
-            def plain(*a: Any, **k: Any) -> Any:
+            def first(*a: Any, **k: Any) -> Any:
                 return fn(*a, **k)[0]
 
-        else:
-            plain = fn
+            plain = first
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -227,9 +240,7 @@ def _has_float_array(out: Any) -> bool:
     return any(isinstance(o, ShardArray) and _is_float(o) for o in items)
 
 
-def nondifferentiable(
-    name: str, floats: bool = False
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
+def nondifferentiable(name: str, floats: bool = False) -> Callable[[Callable[P, R]], Op[P, R]]:
     """Mark an op that has no gradient: its array results are integers or booleans (comparisons, argmax,
     searchsorted, ...), which carry none.
 
@@ -240,7 +251,7 @@ def nondifferentiable(
     values), which are returned as they are.
     """
 
-    def deco(fn: Callable[P, R]) -> Callable[P, R]:
+    def deco(fn: Callable[P, R]) -> Op[P, R]:
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             tape = _TAPE.get()
@@ -262,9 +273,9 @@ def nondifferentiable(
                 )
             return out
 
-        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = fn
         NONDIFFERENTIABLE.add(name)
-        return wrapper
+        return cast("Op[P, R]", wrapper)
 
     return deco
 
