@@ -530,16 +530,19 @@ def _untracked_read(x: ShardArray) -> None:
     outermost function of the package on the call stack (the public op the user called)."""
     import sys
 
-    frame = sys._getframe(2)
-    op = None
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module == "shardarray" or module.startswith("shardarray."):
+    def ours(f: Any) -> bool:
+        module = f.f_globals.get("__name__", "")
+        return bool(module == "shardarray" or module.startswith("shardarray."))
+
+    frame = sys._getframe(2)  # the function that read .shards
+    if frame is not None and not ours(frame):
+        where = f"the function {frame.f_code.co_name!r}"  # code outside the package
+    else:
+        op = None
+        while frame is not None and ours(frame):  # the outermost frame of the package: the op the user called
             op = frame.f_code.co_name
-        elif op is not None:
-            break
-        frame = frame.f_back
-    where = f"sa op {op!r}" if op else "an op"
+            frame = frame.f_back
+        where = f"sa op {op!r}" if op else "an op"
     raise TapeError(
         f"{where} was given {x._describe()}, which is being differentiated (inside sa.value_and_grad/grad/vjp), "
         f"but it has no gradient rule: its result would be a constant and the gradient silently zero. Use ops "

@@ -11,7 +11,7 @@ from ..backend import cuda_kernels
 from ..errors import ArgumentError
 from ..ops import fused, fused_numpy
 from ..ops.elementwise import apply
-from ..tree import tree_flatten, tree_unflatten
+from ..tree import tree_unflatten
 from .common import (
     LR,
     _axpby,
@@ -24,6 +24,7 @@ from .common import (
     _state,
     _up,
     _zeros_for,
+    float_params,
     moment_dtype,
 )
 from .master import check_master_dtype, finish, init_master, working_values
@@ -75,7 +76,7 @@ class Adam:
         check_master_dtype("Adam", self.master_dtype)
 
     def init(self, params: Any) -> dict[str, Any]:
-        p, treedef = tree_flatten(params)
+        p, treedef = float_params(params, "Adam.init")
         return {
             "step": 0,
             "m": tree_unflatten(treedef, [_zeros_for(x) for x in p]),
@@ -86,7 +87,7 @@ class Adam:
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """New params and state; params, grads and the moments are paired by key path."""
         _state(state, ("step", "m", "v"), "Adam")
-        p, g, paths, treedef = _check(params, grads)
+        p, g, paths, treedef = _check(params, grads, "Adam.update")
         step = state["step"] + 1
         lr, b1, b2, eps, wd = _lr(self.lr, step), self.b1, self.b2, self.eps, self.weight_decay
         c1, c2 = 1.0 - b1**step, 1.0 - b2**step

@@ -23,17 +23,36 @@ def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
 
 
 def _sum_squares(xp: Any, block: Any) -> Any:
-    """The block's sum of squares in float32 (float64 for float64 blocks)."""
-    ct = np.float64 if block.dtype == np.float64 else np.float32
-    a = (block if block.dtype == ct else block.astype(ct)).ravel()
-    return xp.dot(a, a).astype(np.float64)
+    """The block's sum of squares in float64: finite for every finite block of 32 bits or fewer (a float32 sum
+    of squares overflows from about 1e19 per element)."""
+    a = (block if block.dtype == np.float64 else block.astype(np.float64)).ravel()
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is detected (and handled) by the caller
+        return xp.dot(a, a)
+
+
+def _max_abs(xp: Any, block: Any) -> Any:
+    return xp.asarray(0.0 if block.size == 0 else float(xp.abs(block).max()), dtype=np.float64)
+
+
+def _norm(leaves: list[ShardArray], what: str) -> float:
+    """The global L2 norm: one allreduce; two more only where float64 squares overflow (values beyond 1e154),
+    which are then summed scaled by the largest magnitude. Non-finite gradients give a non-finite norm."""
+    norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", what))
+    if math.isfinite(norm):
+        return norm
+    top = allreduce_tree(leaves, _max_abs, "max", what)
+    if not math.isfinite(top) or top == 0.0:
+        return norm  # an inf or NaN among the gradients
+    scaled = allreduce_tree(leaves, lambda xp, b: _sum_squares(xp, b.astype(np.float64) / top), "sum", what)
+    return top * math.sqrt(scaled)
 
 
 def global_norm(grads: Any) -> float:
     """The L2 norm of all the leaves of ``grads`` together, with ONE allreduce (sum, one float64).
 
-    Each device sums the squares of its blocks (float32 arithmetic for 32-bit
-    and narrower dtypes, float64 for float64); a block held by several
+    Each device sums the squares of its blocks in float64 (finite for any
+    finite 32-bit gradients; float64 ones beyond 1e154 are summed scaled by
+    the largest magnitude, two more allreduces); a block held by several
     devices counts once; one allreduce over all mesh axes adds the partials.
 
     Communication: one ``allreduce`` of 1 float64 element over all mesh axes
@@ -46,7 +65,7 @@ def global_norm(grads: Any) -> float:
         4.898979485566356
     """
     leaves, _ = _resolved(grads, "global_norm")
-    return math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "global_norm"))
+    return _norm(leaves, "global_norm")
 
 
 def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = False) -> Any:
@@ -76,7 +95,7 @@ def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = Fals
     """
     _in_range("clip_by_global_norm", "max_norm", max_norm, 0.0, None, "[0, inf) (max_norm >= 0, finite, e.g. 1.0)")
     leaves, treedef = _resolved(grads, "clip_by_global_norm")
-    norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "clip_by_global_norm"))
+    norm = _norm(leaves, "clip_by_global_norm")
     if math.isfinite(norm) and norm > max_norm:
         leaves = scale_leaves(leaves, float(max_norm) / norm)
     out = tree_unflatten(treedef, [like_kind(o, g) for o, g in zip(leaves, tree_flatten(grads)[0])])

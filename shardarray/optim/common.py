@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..dtypes import accumulation_dtype
+from ..dtypes import BFLOAT16, accumulation_dtype
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation import full
 from ..tree import tree_flatten, tree_leaves_like, tree_paths
@@ -83,9 +83,24 @@ def _state(state: Any, keys: tuple[str, ...], owner: str) -> None:
         raise DTypeError(f"{owner}.update: state['step'] is {step!r}, not an integer >= 0; {_FIX}")
 
 
-def _check(params: Any, grads: Any) -> tuple[list[ShardArray], list[ShardArray], list[str], Any]:
-    """Leaves of params and grads paired by key path, their paths and the params' structure."""
+def float_params(params: Any, what: str) -> tuple[list[Any], Any]:
+    """The leaves and structure of ``params``, refusing any that is not a floating-point ShardArray: an update of
+    an integer or bool parameter would be truncated to nothing without a word."""
     p, treedef = tree_flatten(params)
+    for path, x in zip(tree_paths(params, ""), p):
+        if isinstance(x, ShardArray) and not (x.dtype.kind in "fc" or x.dtype == BFLOAT16):
+            raise DTypeError(
+                f"{what}: params{path} has dtype {x.dtype}; gradient updates need floating-point parameters (an "
+                f"integer update would be truncated). Keep it out of the optimized tree, or cast it: "
+                f"x.astype('float32')"
+            )
+    return p, treedef
+
+
+def _check(params: Any, grads: Any, what: str = "optimizer update") -> tuple[list[ShardArray], list[ShardArray],
+                                                                             list[str], Any]:
+    """Leaves of params and grads paired by key path, their paths and the params' structure."""
+    p, treedef = float_params(params, what)
     paths = tree_paths(params, "")
     g = tree_leaves_like(params, grads, "grads", "params",
                          hint="Pass the gradients of these params, e.g. from sa.value_and_grad(loss)(params, ...)")

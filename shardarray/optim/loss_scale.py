@@ -117,21 +117,36 @@ class DynamicLossScale:
                 f"DynamicLossScale.{what}: the state must be the dict from scaler.init() (keys scale, good_steps, "
                 f"skipped, finite); got {got}. Make it with ls = scaler.init()"
             )
-        return float(state["scale"])
+        s = state["scale"]
+        if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not (
+                math.isfinite(float(s)) and float(s) > 0):
+            raise ArgumentError(
+                f"DynamicLossScale.{what}: state['scale'] is {s!r}; it must be a positive finite number. The state "
+                f"is damaged (or was edited): start again from scaler.init(), or restore a saved state"
+            )
+        for key in ("good_steps", "skipped"):
+            n = state[key]
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+                raise ArgumentError(f"DynamicLossScale.{what}: state[{key!r}] is {n!r}; it must be an integer >= 0")
+        return float(s)
 
     def scale(self, loss: Any, state: dict[str, Any]) -> Any:
         """``loss * scale`` (differentiate this; its gradients are the true ones times the scale)."""
         return loss * self._check_state(state, "scale")
 
     def unscale(self, grads: Any, state: dict[str, Any]) -> tuple[Any, bool]:
-        """``(grads / scale, finite)``: ``finite`` is False when any gradient holds an inf or NaN.
+        """``(grads / scale, finite)``: ``finite`` is False when any unscaled gradient holds an inf or NaN.
 
-        One ``allreduce`` (max) of one float64 flag over all mesh axes, for all the gradients.
+        The division is computed in float32 at least (a 16-bit ``1 / scale`` would overflow) and rounded to each
+        gradient's dtype; finiteness is judged on that result, so a 16-bit gradient that overflows only when
+        unscaled skips the step rather than reaching the parameters. One ``allreduce`` (max) of one float64
+        flag over all mesh axes, for all the gradients.
         """
         s = self._check_state(state, "unscale")
         leaves, treedef = _resolved(grads, "DynamicLossScale.unscale")
-        finite = allreduce_tree(leaves, _nonfinite, "max", "DynamicLossScale.unscale") == 0.0
-        return tree_unflatten(treedef, _scaled(leaves, 1.0 / s, grads)), finite
+        unscaled = _scaled(leaves, 1.0 / s, grads)
+        finite = allreduce_tree(unscaled, _nonfinite, "max", "DynamicLossScale.unscale") == 0.0
+        return tree_unflatten(treedef, unscaled), finite
 
     def adjust(self, state: dict[str, Any], finite: bool) -> dict[str, Any]:
         """The next state: halve (``/ factor``) after an overflow, grow after ``growth_interval`` good steps."""
@@ -184,7 +199,10 @@ class DynamicLossScale:
             finite = math.isfinite(norm)
             if finite:
                 factor = min(1.0, float(max_norm) / norm) if norm > 0 else 1.0
-                grads = tree_unflatten(treedef, _scaled(leaves, factor / s, grads))
+                scaled = _scaled(leaves, factor / s, grads)
+                if any(x.dtype.itemsize < 4 for x in scaled):  # 16-bit results of a large max_norm may overflow
+                    finite = allreduce_tree(scaled, _nonfinite, "max", "DynamicLossScale.apply") == 0.0
+                grads = tree_unflatten(treedef, scaled)
         if finite:
             params, opt_state = opt.update(params, grads, opt_state)
         return params, opt_state, self.adjust(state, finite)

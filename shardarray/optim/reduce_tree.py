@@ -67,10 +67,19 @@ def allreduce_tree(
     return float(mesh.backend.to_numpy(mine)[0])
 
 
+def _times(s: Any, factor: float) -> Any:
+    """``s * factor`` rounded to ``s``'s dtype, multiplied in float32 at least: a 16-bit ``factor`` (``1 / scale`` of
+    a small loss scale) would itself overflow to inf."""
+    if s.dtype.itemsize >= 4 and s.dtype.kind in "fc":
+        return s * s.dtype.type(factor)  # a NumPy scalar: CuPy takes it as an operand, unlike a NumPy array
+    with np.errstate(over="ignore"):  # an overflow to inf is what the loss scale's finiteness check looks for
+        return (s.astype(np.float32) * np.float32(factor)).astype(s.dtype)
+
+
 def scale_leaves(leaves: list[ShardArray], factor: float) -> list[ShardArray]:
     """Every leaf times ``factor`` in its own dtype, layout and blocks (local: no communication)."""
     out = []
     for g in leaves:
-        shards = map_blocks(g.mesh, g.spec.used_axes, lambda s: s * s.dtype.type(factor), g.shards)
+        shards = map_blocks(g.mesh, g.spec.used_axes, lambda s: _times(s, factor), g.shards)
         out.append(ShardArray(g.mesh, g.spec, g.dtype, shards))
     return out

@@ -8,8 +8,10 @@ from typing import Any
 from ..errors import DTypeError
 from ..ops.elementwise import apply
 from ..array import like_kind
-from ..tree import tree_flatten, tree_unflatten
-from .common import _FIX, LR, _axpby, _check, _check_lr, _in_range, _lr, _moments, _state, _up, _zeros_for, moment_dtype
+from ..tree import tree_unflatten
+from .common import (
+    _FIX, LR, _axpby, _check, _check_lr, _in_range, _lr, _moments, _state, _up, _zeros_for, float_params, moment_dtype,
+)
 from .master import check_master_dtype, finish, init_master, working_values
 
 
@@ -47,7 +49,7 @@ class SGD:
         check_master_dtype("SGD", self.master_dtype)
 
     def init(self, params: Any) -> dict[str, Any]:
-        p, treedef = tree_flatten(params)
+        p, treedef = float_params(params, "SGD.init")
         velocity = tree_unflatten(treedef, [_zeros_for(x) for x in p]) if self.momentum else None
         return {"step": 0, "velocity": velocity,
                 "master": init_master(params, check_master_dtype("SGD", self.master_dtype))}
@@ -55,7 +57,7 @@ class SGD:
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """New params and state; params, grads and the velocity are paired by key path."""
         _state(state, ("step", "velocity"), "SGD")
-        p, g, paths, treedef = _check(params, grads)
+        p, g, paths, treedef = _check(params, grads, "SGD.update")
         step = state["step"] + 1
         lr, mu, wd = _lr(self.lr, step), self.momentum, self.weight_decay
         if mu and state["velocity"] is None:
