@@ -19,6 +19,7 @@ from .comm import CommLog, CommRecord, comm_log
 from .errors import (
     ArgumentError,
     BackendError,
+    CastError,
     CommError,
     DimensionError,
     DTypeError,
@@ -142,7 +143,7 @@ __all__ = [
     'hardware', 'optim', 'tanh', 'sqrt', 'relu', 'gelu', 'maximum', 'minimum',
     'where', 'abs', 'real', 'imag', 'conj', 'sum', 'mean', 'max',
     'min', 'logsumexp', 'softmax', 'show', 'comm_log', 'CommLog', 'CommRecord', 'profile',
-    'Profile', 'profiler', 'plan', 'ShardArrayError', 'CommError', 'LayoutError', 'DimensionError', 'MeshError',
+    'Profile', 'profiler', 'plan', 'ShardArrayError', 'CastError', 'CommError', 'LayoutError', 'DimensionError', 'MeshError',
     'BackendError', 'DTypeError', 'TapeError', 'ArgumentError', 'greater', 'greater_equal', 'less', 'less_equal',
     'negative', 'positive', 'sign', 'floor', 'ceil', 'trunc', 'round', 'square',
     'reciprocal', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh',

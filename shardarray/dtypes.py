@@ -34,7 +34,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .errors import DTypeError
+from .errors import CastError, DTypeError
 
 #: ``np.dtype("bfloat16")`` (ml_dtypes registers the name with NumPy on import)
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
@@ -213,3 +213,43 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
             f"{op}: the operand with dims {x.sizes} has dtype {dt.name}, but {op} is defined for {what} "
             f"arrays only; cast it first with x.astype(\"float32\") (or \"float64\")"
         )
+
+
+def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
+    """``value`` (a scalar) as a 0-d array of ``dtype`` for writing into an array of that dtype, NumPy 2's way.
+
+    Refused (``CastError``), where NumPy 2 raises and an unchecked cast would store something else silently: a
+    Python ``int`` out of an integer dtype's range (300 into int8 would store 44; -1 into uint8, 255), and NaN
+    or ±inf into an integer (or bool) dtype. A complex value into a real dtype is a ``DTypeError``. Other values
+    are cast as NumPy casts them (3.7 into an integer dtype is 3).
+
+    Example:
+        >>> scalar_for_write(7, "int8", "x[0] = v")
+        array(7, dtype=int8)
+        >>> scalar_for_write(300, "int8", "x[0] = v")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        shardarray.errors.CastError: x[0] = v: the Python integer 300 is out of range for int8 [-128, 127]; ...
+    """
+    dt = as_dtype(dtype)
+    arr = np.asarray(value)
+    if arr.ndim:
+        raise DTypeError(f"{what}: expected a scalar value; got an array of shape {arr.shape}")
+    if arr.dtype.kind == "c" and dt.kind != "c":
+        raise DTypeError(f"{what}: cannot write the complex value {value!r} into an array of dtype {dt}; write its real part "
+                         f"(v.real) or its magnitude (abs(v))")
+    if dt.kind in "iub":
+        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and dt.kind in "iu":
+            info = np.iinfo(dt)
+            if not info.min <= int(value) <= info.max:
+                raise CastError(
+                    f"{what}: the Python integer {int(value)} is out of range for {dt} [{info.min}, {info.max}]; "
+                    f"write a value in range, or cast the array to a wider dtype first (x.astype('int64'))"
+                )
+        if arr.dtype.kind == "f" and not np.isfinite(arr):
+            raise CastError(
+                f"{what}: cannot write {float(arr)} into an array of dtype {dt} (it has no NaN or inf); "
+                f"cast the array to a float dtype first (x.astype('float32')), or write a finite value"
+            )
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(dt)

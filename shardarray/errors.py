@@ -38,6 +38,11 @@ class DTypeError(ShardArrayError, TypeError):
     """A dtype is unknown or unsupported by the operation."""
 
 
+class CastError(ShardArrayError, ValueError, OverflowError):
+    """A value cannot be written into an array's dtype without changing it: a Python integer out of the integer
+    dtype's range, NaN or inf into integers (as NumPy 2 refuses). Also an ``OverflowError``, as NumPy's."""
+
+
 class CommError(ShardArrayError, RuntimeError):
     """A collective failed inside the communication library (NCCL); the message names the collective, axes and mesh."""
 

@@ -60,7 +60,7 @@ CASES = [
          TAPE_FIX),
     # code that reads a traced array's blocks outside the tape
     Case("grad-forgetful-op", _grad_of(_forgetful), sa.TapeError, ("_forgetful", "no gradient rule"), TAPE_FIX),
-    Case("grad-numpy-inside", _grad_of(lambda p: p.sum() * float(np.asarray(p).sum())), sa.TapeError,
+    Case("grad-np-asarray-of-traced", _grad_of(lambda p: p.sum() * float(np.asarray(p).sum())), sa.TapeError,
          ("np.asarray", "a=4, b=3"), TAPE_FIX),
     # optimizers on integer or bool parameters
     Case("adam-init-int-params", lambda: sa.optim.Adam(1e-3).init(_ints()), sa.DTypeError,

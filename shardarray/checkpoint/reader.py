@@ -82,6 +82,21 @@ def _rebuild(recipe: Any, arrays: dict[str, ShardArray]) -> Any:
     return cls(*items) if hasattr(cls, "_fields") else cls(items)
 
 
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # bool < integers < floats (bfloat16: "V") < complex
+
+
+def _check_cast(name: str, saved: Any, target: Any, casting: str, src: Source) -> None:
+    """Refuse a cast to a lower kind (float -> integer, complex -> real, integer -> bool), which would change
+    values without a word (NaN and 1e10 into int8 both become 0), unless ``casting="unsafe"``."""
+    a, b = as_dtype(saved), as_dtype(target)
+    if casting != "unsafe" and _KIND_RANK.get(b.kind, 2) < _KIND_RANK.get(a.kind, 2):
+        raise CheckpointError(
+            f"checkpoint {src.where}: array {name!r} was saved as {a} and the target is {b}; that cast can change "
+            f"the values (NaN, inf and out-of-range numbers have no {b} value). Give a {a} target, or pass "
+            f"casting='unsafe' to cast as NumPy's astype does"
+        )
+
+
 def _check_target(name: str, entry: dict[str, Any], x: Any, src: Source) -> None:
     """The target array's dims and sizes must be the saved ones."""
     dims, sizes = entry.get("dims"), tuple(entry["sizes"])
@@ -210,7 +225,8 @@ def _read_block(files: _Files, name: str, entry: dict[str, Any], bounds: tuple[t
     return out
 
 
-def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None = None, verify: bool = True) -> Any:
+def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None = None, verify: bool = True,
+         casting: str = "same_kind") -> Any:
     """Load a checkpoint into the meshes, layouts and dtypes of ``target``, or by ``mesh``'s rules.
 
     Every process reads, for each distinct block of each target array it
@@ -248,6 +264,11 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
             MPI each saved block is checked by one process, one that reads it
             whole if any (``blocks.checker``); a mismatch there fails the load
             on every process.
+        casting: ``"same_kind"`` (default) casts within a kind and upwards
+            (float32 -> bfloat16, int32 -> float64) and refuses a target of a
+            lower kind (a float checkpoint into an integer target, complex into
+            real), which would change values silently; ``"unsafe"`` casts
+            anything as NumPy's ``astype`` does.
 
     Returns:
         The loaded tree: the target's containers (or the saved ones) with new arrays.
@@ -285,8 +306,11 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
             m = {**m, "tree": spec, "arrays": {n: m["arrays"][n] for n, _ in named}}
         recipe, pairs = _match(target, m["tree"], src)
         plan = [(name, t.mesh, t.spec, t.dtype) for name, t in pairs]
+        if casting not in ("same_kind", "unsafe"):
+            raise CheckpointError(f"checkpoint {path}: casting={casting!r}; pass 'same_kind' (default) or 'unsafe'")
         for name, t in pairs:
             _check_target(name, m["arrays"][name], t, src)
+            _check_cast(name, m["arrays"][name]["dtype"], t.dtype, casting, src)
     else:
         recipe, plan, pairs = None, [], []
         for name, entry in m["arrays"].items():

@@ -193,8 +193,11 @@ def asarray(
     mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype)
     slices = block_slices(mesh, lay)
     backend = mesh.backend
-    # host[(*idx, ...)] is an array even for 0-d data (host[()] would be a NumPy scalar)
-    shards = map_blocks(mesh, lay.used_axes, lambda idx: backend.from_numpy(host[(*idx, Ellipsis)]), slices)
+    # host[(*idx, ...)] is an array even for 0-d data (host[()] would be a NumPy scalar). Shards in host memory
+    # (NumPy) are copies: a view would change with the caller's array, and so would a cached id range
+    own = backend.xp is np
+    shards = map_blocks(mesh, lay.used_axes, lambda idx: backend.from_numpy(
+        np.array(host[(*idx, Ellipsis)], order="C") if own else host[(*idx, Ellipsis)]), slices)
     out = ShardArray(mesh, lay, host.dtype, shards)
     if host.dtype.kind in "iu" and host.size and backend.has_data:  # ids from the host: their range is free here
         out.host_range = (int(host.min()), int(host.max()))

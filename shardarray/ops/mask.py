@@ -34,6 +34,7 @@ import numpy as np
 from ..array import ShardArray
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
+from ..dtypes import scalar_for_write
 from ..errors import DimensionError, DTypeError
 from ..layout import Layout, group_chunk
 from .common import common_mesh, map_blocks, require_array
@@ -215,9 +216,8 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     if not isinstance(v, ShardArray):
         arr = np.asarray(v)
         if arr.ndim == 0:
-            if np.iscomplexobj(arr) and x.dtype.kind != "c":
-                raise DTypeError(f"x[mask] = v: cannot write the complex value {v!r} into the {x.dtype} array")
-            new = ew.where(mask, asarray(arr.astype(x.dtype), dims=(), mesh=x.mesh), x)
+            arr = scalar_for_write(v, x.dtype, f"x[mask] = v (the {x.dtype} array {x.sizes})")
+            new = ew.where(mask, asarray(arr, dims=(), mesh=x.mesh), x)
             new = to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False)
             _replace(x, new)
             return

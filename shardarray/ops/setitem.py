@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..dtypes import scalar_for_write
 from ..errors import DimensionError, DTypeError, TapeError
 from ..layout import block_bounds
 from .common import common_mesh, map_blocks
@@ -124,8 +125,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         if arr.ndim:
             raise DTypeError(f"x[...] = v: v must be a scalar or a ShardArray; got a {type(v).__name__} of shape "
                              f"{arr.shape}. Wrap it with sa.asarray(v, dims=..., mesh=x.mesh)")
-        if np.iscomplexobj(arr) and x.dtype.kind != "c":
-            raise DTypeError(f"x[...] = v: cannot write the complex value {v!r} into the {x.dtype} array {x.sizes}")
+        arr = scalar_for_write(v, x.dtype, f"x[...] = v (the {x.dtype} array {x.sizes})")
         value = None
     else:
         common_mesh([x, v], "x[...] = v")
@@ -154,7 +154,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
             stop = a + (k1 - k0) * step
             index.append(slice(a, None if stop < 0 else stop, step))
         out = xb.copy()
-        out[tuple(index)] = xp.asarray(arr, dtype=x.dtype) if scalar else vb[tuple(index)]
+        out[tuple(index)] = arr[()] if scalar else vb[tuple(index)]  # a NumPy scalar of x's dtype: any backend
         return out
 
     vshards = [None] * mesh.size if scalar else value.shards
