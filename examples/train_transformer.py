@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,19 @@ def save_plot(path: str, losses: list[float], evals: list[tuple[int, float]], ti
     plt.close(fig)
 
 
+def _check_writable(flag: str, path: str) -> None:
+    """Refuse an output path that cannot be written before training, not after it (its parents are made)."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise sa.ArgumentError(f"{flag} {path}: its folder cannot be made ({e.strerror}); give a writable path") from None
+    if p.is_dir():
+        raise sa.ArgumentError(f"{flag} {path}: that is a folder; give a file path, e.g. {p / 'out'}")
+    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise sa.ArgumentError(f"{flag} {path}: not writable here; give a writable path")
+
+
 def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -145,23 +159,32 @@ def evaluate(params: dict, cfg: sa.nn.TransformerConfig, mesh: sa.Mesh, seed: in
 
 
 def save_checkpoint(run: str, keep: int, step: int, params: dict, state: dict, scale_state: Any,
-                    data_seed: int, history: tuple[list, list, list]) -> None:
+                    data_seed: int, history: tuple[list, list, list], dtype: str = "float32") -> None:
     """Save everything a bit-exact resume needs: params, optimizer and loss-scale state, the data stream (its
     seed; its position is ``step``: batch ``s`` is a function of ``(seed, s)`` alone) and the history so far
     (JSON strings: Python floats round-trip exactly), into run dir ``run``."""
     losses, comm, evals = history
     sa.checkpoint.save(run, {"params": params, "opt": state, "scale": scale_state, "step": step,
-                             "data": json.dumps({"stream": "patterns", "seed": data_seed, "next_step": step + 1}),
+                             "data": json.dumps({"stream": "patterns", "seed": data_seed, "next_step": step + 1,
+                                                 "dtype": dtype}),
                              "history": json.dumps({"losses": losses, "comm": comm, "evals": evals})}, keep=keep)
 
 
 def resume(path: str, params: dict, state: dict, scale_state: Any,
-           history: tuple[list, list, list]) -> tuple[dict, dict, Any, int, int]:
+           history: tuple[list, list, list], dtype: str = "float32") -> tuple[dict, dict, Any, int, int]:
     """Load a ``save_checkpoint`` into the layouts of ``params``/``state`` (any mesh or strategy); restores
     ``history`` in place; returns ``(params, state, scale_state, first step to run, data stream seed)``."""
     target = {"params": params, "opt": state, "scale": scale_state, "step": 0, "data": "", "history": ""}
-    tree = sa.checkpoint.load(path, target)
+    try:
+        tree = sa.checkpoint.load(path, target)
+    except sa.CheckpointError as e:  # name the flag: another --dtype changes the saved tree (the loss scale)
+        raise sa.CheckpointError(f"{e}\n(--resume {path} with --dtype {dtype}: resume with the --dtype of the "
+                                 f"run that saved it)") from None
     data = json.loads(tree["data"])
+    saved_dtype = data.get("dtype", dtype)
+    if saved_dtype != dtype:
+        raise sa.ArgumentError(f"--resume {path}: the run was saved with --dtype {saved_dtype}, this one has "
+                               f"--dtype {dtype}; resume with --dtype {saved_dtype}")
     saved = json.loads(tree["history"])
     for into, key in zip(history, ("losses", "comm", "evals")):
         into.extend(tuple(v) if key == "evals" else v for v in saved[key])
@@ -179,6 +202,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     root = mesh.process_index == 0  # under mpiexec every process trains; one reports
     if args.plot:
         _import_plotting()  # fail before training, not after
+    for flag, path in (("--plot", args.plot), ("--json", args.json)):
+        if path and root:
+            _check_writable(flag, path)
     params = sa.nn.init_transformer(cfg, mesh, strategy=args.strategy, seed=args.seed, dtype=_param_dtype(args.dtype))
     opt = sa.optim.Adam(sa.optim.cosine_schedule(args.lr, args.steps, warmup=min(50, args.steps // 10)),
                         weight_decay=args.weight_decay)
@@ -214,11 +240,15 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     first = 1  # the first step to run; after the checkpoint's step with --resume
     if args.resume:
         params, state, scale_state, first, data_seed = resume(args.resume, params, state, scale_state,
-                                                              (losses, comm_per_step, evals))
+                                                              (losses, comm_per_step, evals), args.dtype)
+        if first > args.steps:
+            raise sa.ArgumentError(f"--resume {args.resume}: the checkpoint is at step {first - 1}, and --steps is "
+                                   f"{args.steps}: nothing is left to run; pass --steps greater than {first - 1}")
     else:
         evals.append((0, evaluate(params, cfg, mesh, eval_rng_seed, 64)))
     start = time.perf_counter()
     train_time = 0.0
+    ran = 0  # steps run by this call (--stop-at ends early, --resume starts late)
     with Progress(*columns, console=console, transient=False, disable=args.quiet or not root) as bar:
         task = bar.add_task("training", total=args.steps, completed=first - 1, loss="-", tps="-", comm="-")
         for step in range(first, args.steps + 1):
@@ -236,6 +266,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 loss_value = float(loss)
             dt = time.perf_counter() - t0
             train_time += dt
+            ran += 1
             if not math.isfinite(loss_value):
                 raise FloatingPointError(f"the loss became {loss_value} at step {step}; lower --lr")
             losses.append(loss_value)
@@ -246,7 +277,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                        tps=f"{tokens_per_step / dt:,.0f}", comm=_fmt_bytes(comm_per_step[-1]))
             if args.save and (step % args.save_every == 0 or step in (args.steps, args.stop_at)):
                 save_checkpoint(args.save, args.keep, step, params, state, scale_state, data_seed,
-                                (losses, comm_per_step, evals))
+                                (losses, comm_per_step, evals), args.dtype)
             if step == args.stop_at:
                 break
     accuracy = evaluate(params, cfg, mesh, eval_rng_seed + 1, args.eval_batch)
@@ -254,7 +285,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "comm": mesh.comm_kind, "params": sa.nn.param_count(cfg),
         "steps": args.steps, "first_loss": losses[0], "final_loss": float(np.mean(losses[-20:])),
         "held_out_accuracy": accuracy, "chance": chance,
-        "tokens_per_s": tokens_per_step * args.steps / train_time, "wall_s": time.perf_counter() - start,
+        "steps_run": ran, "tokens_per_s": tokens_per_step * ran / train_time, "wall_s": time.perf_counter() - start,
         "comm_bytes_per_step_per_device": float(np.mean(comm_per_step)), "evals": evals,
         "dtype": args.dtype, "losses": losses,
         "skipped_steps": scale_state["skipped"] if scale_state else 0,

@@ -76,3 +76,14 @@ CASES = [
     Case("load-float-into-bool", lambda: _load_into("float64", "bool"), sa.CheckpointError, ("float64", "bool"),
          ("casting='unsafe'",)),
 ]
+
+CASES += [
+    Case("xp-arange-1e20", lambda: xp.arange(0, 1e20, device=_mesh()), sa.ArgumentError,
+         ("arange(0, 1e+20, 1)", "elements"), ("larger step",)),
+    Case("xp-arange-int-1e20", lambda: xp.arange(0, 10**20, device=_mesh()), sa.ArgumentError,
+         ("arange(0, 100000000000000000000, 1)",), ("larger step",)),
+    Case("xp-arange-inf", lambda: xp.arange(0, float("inf"), device=_mesh()), sa.ArgumentError,
+         ("arange(0, inf, 1)", "finite"), ()),
+    Case("xp-arange-nan-step", lambda: xp.arange(0.0, 1.0, float("nan"), device=_mesh()), sa.ArgumentError,
+         ("nan", "finite"), ()),
+]

@@ -105,3 +105,25 @@ def test_checkpoints_keep_the_kind(tmp_path):
     out = sa.checkpoint.load(tmp_path / "ck", target={"q": xp.zeros((3, 4), device=mesh), "w": w})
     assert type(out["q"]) is Array
     np.testing.assert_array_equal(out["q"].numpy(), a)
+
+
+@pytest.mark.parametrize("shape", MESHES)
+@pytest.mark.parametrize("vshape,rows", [((4,), [True, False, True]), ((1, 4), [True, True, False]),
+                                         ((1,), [False, True, True]), ((2, 4), [True, False, True])])
+def test_boolean_mask_writes_broadcast_as_numpy(shape, vshape, rows):
+    """``x[mask] = v`` with a value that broadcasts (right-aligned) to the selected shape, as NumPy writes it."""
+    mesh = sa.Mesh(shape)
+    a = xp.asarray(np.arange(12.0).reshape(3, 4), device=mesh)
+    want = np.arange(12.0).reshape(3, 4)
+    mask = np.array(rows)
+    v = np.arange(float(np.prod(vshape))).reshape(vshape) + 100
+    want[mask] = v
+    a[xp.asarray(mask, device=mesh)] = xp.asarray(v, device=mesh)
+    np.testing.assert_array_equal(a.numpy(), want)
+
+
+def test_boolean_mask_write_errors_speak_in_shapes():
+    a = xp.asarray(np.arange(8.0).reshape(2, 4), device=sa.Mesh({"row": 2, "col": 2}))
+    with pytest.raises(sa.DimensionError, match=r"shape \(5,\) selected.*shape \(3,\)") as info:
+        a[a > 2] = xp.asarray(np.arange(3.0), device=a.mesh)
+    assert "__v" not in str(info.value)

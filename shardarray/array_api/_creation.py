@@ -232,9 +232,15 @@ def arange(start: float, /, stop: float | None = None, step: float = 1, *,
     mesh = _mesh(device, "arange")
     if ints:
         start, stop, step = int(start), int(stop), int(step)
-        n = len(range(start, stop, step))
+        # len(range(...)) without range's limit (an OverflowError past 2**63)
+        n = max(0, (stop - start + step - 1) // step) if step > 0 else max(0, (start - stop - step - 1) // -step)
     else:
+        if not all(math.isfinite(float(v)) for v in (start, stop, step)):
+            raise ArgumentError(f"arange({start!r}, {stop!r}, {step!r}): start, stop and step must be finite")
         n = max(math.ceil((float(stop) - float(start)) / float(step)), 0)
+    if n > np.iinfo(np.int64).max:
+        raise ArgumentError(f"arange({start!r}, {stop!r}, {step!r}) would have {n:.3g} elements, more than an array "
+                            f"can index (2**63 - 1); narrow the range or use a larger step")
 
     def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
         lo, hi = b[0]

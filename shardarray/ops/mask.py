@@ -235,6 +235,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     rest_shape = tuple(x.sizes[d] for d in p.rest)
     want = (total,) + rest_shape
     extra = tuple(d for d in v.dims if d not in p.rest)
+    positional = positional or all(d.startswith("__v") for d in v.dims)  # x[mask] = v by position
     if not positional and len(extra) == 1 and v.ndim == len(want):
         if v.sizes[extra[0]] != total or tuple(v.sizes[d] for d in p.rest) != rest_shape:
             raise DimensionError(f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes}; "
@@ -243,9 +244,12 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         v = transpose.__wrapped__(v, extra + p.rest).rename({extra[0]: "__sel"})
     elif v.shape == want:
         v = v.rename(dict(zip(v.dims, ("__sel",) + p.rest)))
+    elif (positional or all(d.startswith("__v") for d in v.dims)) and _broadcasts(v.shape, want):
+        v = _broadcast_positional(v, ("__sel",) + p.rest, want)  # NumPy's rule: right-aligned, size 1 stretches
     else:
         raise DimensionError(f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes} (shape "
-                             f"{want} selected); v has shape {v.shape}; give a scalar or a value of shape {want}")
+                             f"{want} selected); v has shape {v.shape}, which does not broadcast to it; give a "
+                             f"scalar or a value of shape {want}")
     v = v.resolve() if v.pending else v
     v = to_axes(v, (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest), False)
     mesh = p.mesh
@@ -339,6 +343,24 @@ def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
         out = expand_dims(x, name, 0)
         return out.isel({name: slice(0, 1 if bool(mask) else 0)})
     return select(x, _positional_mask(x, mask, "x[mask]"))
+
+
+def _broadcasts(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    """Whether a value of shape ``have`` broadcasts to ``want`` (NumPy's rule, right-aligned)."""
+    return len(have) <= len(want) and all(a in (1, b) for a, b in zip(have[::-1], want[::-1]))
+
+
+def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int, ...]) -> ShardArray:
+    """``v`` broadcast by position to ``want``, its dims named ``names`` (size-1 dims stretched, missing ones
+    added in front): a local repeat of each device's block, no communication."""
+    from .structure import broadcast_to, rename
+
+    aligned = names[len(want) - v.ndim:]
+    keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim:])
+            if size == full}
+    drop = {d: 0 for d in v.dims if d not in keep}
+    v = rename(v.isel(drop) if drop else v, keep)
+    return broadcast_to(v, dict(zip(names, want)))
 
 
 def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
