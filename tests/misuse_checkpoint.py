@@ -9,6 +9,7 @@ from pathlib import Path
 from misuse import Case
 
 import shardarray as sa
+from shardarray.checkpoint.manifest import manifest_checksum
 
 MESH = sa.Mesh({"row": 2, "col": 2})
 
@@ -20,7 +21,7 @@ def _w(sizes=None, dims=("a", "b")):
 
 def _saved() -> Path:
     path = Path(tempfile.mkdtemp(prefix="ckmis")) / "ck"
-    sa.checkpoint.save(path, {"w": _w(), "step": 1})
+    sa.checkpoint.save(path, {"w": _w(), "step": 7})
     return path
 
 
@@ -40,7 +41,18 @@ def _damage(how: str) -> Path:
     elif how == "overlap":  # both blocks of w at rows 0-1: the element count still adds up, rows 2-3 unwritten
         m = json.loads((path / "manifest.json").read_text())
         m["arrays"]["w"]["blocks"][1]["offset"] = [0, 0]
+        m["checksum"] = manifest_checksum(m)  # consistent, so the schema check itself is what refuses it
         (path / "manifest.json").write_text(json.dumps(m))
+    elif how in ("repeated-dims", "number-dims"):
+        m = json.loads((path / "manifest.json").read_text())
+        m["arrays"]["w"]["dims"] = ["a", "a"] if how == "repeated-dims" else [0, 1]
+        m["checksum"] = manifest_checksum(m)
+        (path / "manifest.json").write_text(json.dumps(m))
+    elif how == "edited-scalar":
+        f = path / "manifest.json"
+        m = json.loads(f.read_text())
+        m["tree"] = json.loads(json.dumps(m["tree"]).replace("7", "8"))
+        f.write_text(json.dumps(m))
     elif how == "version":
         m = json.loads((path / "manifest.json").read_text())
         m["version"] = 99
@@ -65,6 +77,12 @@ CASES = [
          ("'w'", "checksum", "blocks-00000.safetensors"), ("older checkpoint",)),
     Case("checkpoint-overlapping-blocks", lambda: _load(_damage("overlap")), sa.CheckpointError,
          ("ck", "'w'", "end at 2, not at the size 4"), ("damaged",)),
+    Case("checkpoint-edited-manifest", lambda: _load(_damage("edited-scalar")), sa.CheckpointError,
+         ("ck", "manifest.json fails its checksum"), ("restore it",)),
+    Case("checkpoint-repeated-dims", lambda: _load(_damage("repeated-dims")), sa.CheckpointError,
+         ("ck", "'w'", "['a', 'a']", "distinct"), ("damaged",)),
+    Case("checkpoint-number-dims", lambda: _load(_damage("number-dims")), sa.CheckpointError,
+         ("ck", "'w'", "[0, 1]"), ("damaged",)),
     Case("checkpoint-unknown-version", lambda: _load(_damage("version")), sa.CheckpointError,
          ("ck", "version 99"), ("shardarray version that wrote it",)),
     Case("checkpoint-missing-array", lambda: _load(_saved(), {"w": _w(), "step": 0, "bias": _w()}),
@@ -92,4 +110,14 @@ CASES = [
         sa.CheckpointError, ("m.safetensors", "plain safetensors"), ("checkpoint directory",)),
     Case("checkpoint-dataclass", lambda: sa.checkpoint.save(tempfile.mkdtemp() + "/c", {"o": sa.optim.Adam()}),
          sa.CheckpointError, ("['o']", "Adam dataclass"), ("dataclasses.asdict",)),
+]
+
+CASES += [
+    Case("export-into-itself", lambda: (lambda p: sa.checkpoint.export_safetensors(p, p))(_saved()),
+         sa.CheckpointError, ("export_safetensors", "a folder"), ("outside",)),
+    Case("export-over-own-manifest", lambda: (lambda p: sa.checkpoint.export_safetensors(p, p / "manifest.json"))(
+        _saved()), sa.CheckpointError, ("manifest.json", "inside the checkpoint"), ("outside",)),
+    Case("export-over-own-blocks", lambda: (lambda p: sa.checkpoint.export_safetensors(
+        p, p / "blocks-00000.safetensors"))(_saved()), sa.CheckpointError, ("blocks-00000", "inside the checkpoint"),
+        ("outside",)),
 ]

@@ -105,11 +105,49 @@ def _as_version_1(path):
     (path / "manifest.json").write_text(json.dumps(m))
 
 
-def test_new_checkpoints_are_version_2_with_a_gridsum_per_block(tmp_path):
+def test_new_checkpoints_are_version_3_with_a_gridsum_per_block_and_a_manifest_checksum(tmp_path):
+    from shardarray.checkpoint.manifest import manifest_checksum
+
     _save(tmp_path / "c")
     m = json.loads((tmp_path / "c" / "manifest.json").read_text())
-    assert m["version"] == 2
+    assert m["version"] == 3
     assert all(b["checksum"].startswith("gridsum:") for b in m["arrays"]["x"]["blocks"])
+    assert m["checksum"] == manifest_checksum(m) and m["checksum"].startswith("sha256:")
+
+
+def test_an_edited_manifest_fails_its_checksum(tmp_path):
+    """One changed digit of a saved scalar (or of anything else in the manifest) is caught."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    sa.checkpoint.save(tmp_path / "c", {"step": 400, "x": sa.ones(mesh, {"a": 4})})
+    f = tmp_path / "c" / "manifest.json"
+    text = f.read_text()
+    assert text.count("400") == 1
+    f.write_text(text.replace("400", "410"))
+    with pytest.raises(sa.CheckpointError, match="manifest.json fails its checksum"):
+        sa.checkpoint.load(tmp_path / "c", mesh=mesh)
+
+
+def test_blocks_without_checksums_need_verify_false(tmp_path):
+    """An older (version 2) checkpoint whose blocks carry no checksums loads only with verify=False."""
+    value, _ = _save(tmp_path / "c")
+    f = tmp_path / "c" / "manifest.json"
+    m = json.loads(f.read_text())
+    m["version"] = 2
+    del m["checksum"]
+    for b in m["arrays"]["x"]["blocks"]:
+        del b["checksum"]
+    f.write_text(json.dumps(m))
+    with pytest.raises(sa.CheckpointError, match=r"\['x'\] have blocks without checksums.*verify=False"):
+        sa.checkpoint.load(tmp_path / "c", mesh=sa.Mesh({"d": 1}))
+    out = sa.checkpoint.load(tmp_path / "c", mesh=sa.Mesh({"d": 1}), verify=False)
+    assert np.array_equal(out["x"].numpy(), value)
+    m["version"] = 3  # a version-3 manifest must have them: damaged
+    from shardarray.checkpoint.manifest import manifest_checksum
+
+    m["checksum"] = manifest_checksum(m)
+    f.write_text(json.dumps(m))
+    with pytest.raises(sa.CheckpointError, match="has no checksum"):
+        sa.checkpoint.load(tmp_path / "c", mesh=sa.Mesh({"d": 1}), verify=False)
 
 
 @pytest.mark.parametrize("layout", [{"a": "row", "b": "col"}, {"b": "all"}])  # whole blocks; parts of blocks
@@ -145,6 +183,9 @@ def test_an_unknown_checksum_algorithm_is_refused_before_reading(tmp_path):
     _save(tmp_path / "c")
     m = json.loads((tmp_path / "c" / "manifest.json").read_text())
     m["arrays"]["x"]["blocks"][0]["checksum"] = "xxh3:0123456789abcdef"
+    from shardarray.checkpoint.manifest import manifest_checksum
+
+    m["checksum"] = manifest_checksum(m)  # a consistent manifest, from a newer writer
     (tmp_path / "c" / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(sa.CheckpointError, match=r"'x'.*xxh3.*\['gridsum', 'crc32'\].*shardarray version"):
         sa.checkpoint.load(tmp_path / "c", mesh=sa.Mesh({"d": 1}))

@@ -51,6 +51,14 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
         raise CheckpointError(f"export_safetensors: {path} is already a plain safetensors file; pass a checkpoint "
                               f"directory that sa.checkpoint.save wrote")
     out = Path(file)
+    base = src.base.resolve()
+    where = out.resolve()
+    if where == base or base in where.parents or out.is_dir():
+        raise CheckpointError(
+            f"export_safetensors: the output {file} is {'a folder' if out.is_dir() else 'inside the checkpoint'} "
+            f"{src.base}; writing there would replace a file of the checkpoint. Give a file path outside it, e.g. "
+            f"{base.parent / (base.name + '.safetensors')}"
+        )
     m = src.manifest
     names = list(m["arrays"])
     meta = {EXPORT_KEY: json.dumps({"tree": m["tree"], "dims": {n: m["arrays"][n]["dims"] for n in names}})}

@@ -22,6 +22,7 @@ from elsewhere) reads as the same structure with one block per array.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -31,10 +32,21 @@ from ..errors import CheckpointError
 from .stfile import ALGORITHMS, ST_DTYPES
 
 FORMAT = "shardarray-checkpoint"
-VERSION = 2  # 2: block checksums "gridsum:<hex>" (see stfile.GridSum); 1: "crc32:<hex>"
-READABLE = (1, 2)  # versions this shardarray loads (a block's checksum names its algorithm)
+#: 3: the manifest checksums itself ("checksum": "sha256:<hex>" of the rest) and every block has a checksum;
+#: 2: block checksums "gridsum:<hex>" (see stfile.GridSum); 1: "crc32:<hex>"
+VERSION = 3
+READABLE = (1, 2, 3)  # versions this shardarray loads (a block's checksum names its algorithm)
 MANIFEST = "manifest.json"
 EXPORT_KEY = "shardarray"  # safetensors __metadata__ key of an exported file: {"tree", "dims"} as JSON
+
+
+def manifest_checksum(m: dict[str, Any]) -> str:
+    """``"sha256:<hex>"`` of the manifest without its own ``checksum`` field, in a canonical JSON form (sorted
+    keys, no spaces): any changed character of the tree (a saved scalar), a dtype, a size or a block checksum
+    changes it."""
+    body = {k: v for k, v in m.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -64,6 +76,12 @@ def read_manifest(path: Path) -> dict[str, Any]:
             f"checkpoint {path}: format version {m.get('version')!r} is unknown to this shardarray, which reads "
             f"versions {list(READABLE)}; load it with the shardarray version that wrote it (or a newer one)"
         )
+    if m["version"] >= 3:
+        if m.get("checksum") != manifest_checksum(m):
+            raise CheckpointError(
+                f"checkpoint {path}: {MANIFEST} fails its checksum ({m.get('checksum')!r:.80} != "
+                f"{manifest_checksum(m)}); the file is damaged or was edited: restore it or use an older checkpoint"
+            )
     validate(m, path)
     return m
 
@@ -86,6 +104,9 @@ def validate(m: dict[str, Any], path: Path) -> None:
         nd = len(a["sizes"])
         if a.get("dims") is not None and (not isinstance(a["dims"], list) or len(a["dims"]) != nd):
             raise bad(f"dims {a.get('dims')!r} do not match sizes {a['sizes']}")
+        if a.get("dims") is not None and (not all(isinstance(d, str) and d for d in a["dims"])
+                                          or len(set(a["dims"])) != nd):
+            raise bad(f"dims {a['dims']!r} are not {nd} distinct non-empty names")
         if a.get("dtype") not in ST_DTYPES:
             raise bad(f"unknown dtype {a.get('dtype')!r}")
         covered = 0
@@ -97,6 +118,8 @@ def validate(m: dict[str, Any], path: Path) -> None:
             if any(o + s > n for o, s, n in zip(b["offset"], b["shape"], a["sizes"])):
                 raise bad(f"block at {b['offset']} of shape {b['shape']} lies outside sizes {a['sizes']}")
             ck = b.get("checksum")
+            if ck is None and m.get("version", 0) >= 3:
+                raise bad(f"block {b['key']!r} has no checksum (every block of a version-3 checkpoint has one)")
             if ck is not None and (not isinstance(ck, str) or ck.partition(":")[0] not in ALGORITHMS):
                 raise CheckpointError(
                     f"checkpoint {path}: array {name!r} in {MANIFEST}: block {b['key']!r} has checksum {ck!r:.60}, "

@@ -323,6 +323,12 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
             rules = dict(zip(dims, mesh.axis_names)) if entry.get("kind") == "positional" else None
             plan.append((name, mesh, make_layout(mesh, dims, sizes, rules, what=f"array {name!r}"),
                          as_dtype(entry["dtype"])))
+    if verify and not src.plain:  # an older checkpoint's blocks may lack checksums: loading them is a choice
+        unchecked = [n for n, *_ in plan if any(b.get("checksum") is None for b in m["arrays"][n]["blocks"])]
+        if unchecked:
+            raise CheckpointError(
+                f"checkpoint {src.where}: the arrays {unchecked[:4]} have blocks without checksums, so a corrupted "
+                f"block could not be caught; pass verify=False to load them unchecked (or save them again)")
     placed = {p[0] for p in plan}
     missing = [n for n in m["arrays"] if n not in placed]
     if missing:

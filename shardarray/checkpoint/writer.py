@@ -15,7 +15,7 @@ from ..array import ShardArray
 from ..errors import CheckpointError
 from . import commit as _commit
 from .blocks import distinct_blocks, process_of
-from .manifest import FORMAT, MANIFEST, VERSION
+from .manifest import FORMAT, MANIFEST, VERSION, manifest_checksum
 from .procs import procs_of
 from .stfile import fsync_dir, st_dtype, write_file
 from .treespec import encode
@@ -142,6 +142,7 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
                                    "file": _file(process_of(x, b.writer)), "key": f"{name}@{b.key_suffix}",
                                    "checksum": all_sums[f"{name}@{b.key_suffix}"]} for b in plans[name]]}
                 for name, x in arrays}}
+            manifest["checksum"] = manifest_checksum(manifest)
             with open(tmp / MANIFEST, "w") as f:
                 json.dump(manifest, f, indent=1)
                 f.flush()
