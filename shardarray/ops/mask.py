@@ -40,6 +40,7 @@ from ..layout import Layout, group_chunk
 from .common import common_mesh, map_blocks, require_array
 from .creation import zeros_like
 from .relayout import to_axes
+from .writes import serialized
 
 
 def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
@@ -185,6 +186,7 @@ def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
     return ShardArray(mesh, layout, x.dtype, shards)
 
 
+@serialized
 def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     """``x[mask] = v`` in place: ``v`` a scalar, or an array of the selected length (as ``select`` returns).
 

@@ -27,6 +27,7 @@ from .movement import k_range, move
 from .relayout import to_axes
 from .slicing import normalize_int, normalize_slice
 from .structure import broadcast_to, rename, transpose
+from .writes import serialized
 
 
 def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, int, bool]]:
@@ -72,6 +73,7 @@ def _value(x: ShardArray, v: ShardArray, box: dict[str, tuple[int, int, int, boo
     return v.astype(x.dtype) if v.dtype != x.dtype else v
 
 
+@serialized
 def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
     """Write ``v`` into ``x[items]`` in place (see the module docstring for the collectives).
 
