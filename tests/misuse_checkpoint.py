@@ -121,3 +121,26 @@ CASES += [
         p, p / "blocks-00000.safetensors"))(_saved()), sa.CheckpointError, ("blocks-00000", "inside the checkpoint"),
         ("outside",)),
 ]
+
+
+def _file_at() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ckmis")) / "notes.txt"
+    path.write_text("my notes")
+    return path
+
+
+def _folder_at() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ckmis")) / "results"
+    path.mkdir()
+    (path / "table.csv").write_text("1,2")
+    return path
+
+
+CASES += [
+    Case("save-over-a-file", lambda: sa.checkpoint.save(_file_at(), {"w": _w()}, overwrite=True), sa.CheckpointError,
+         ("notes.txt", "a file of that name exists"), ("save to another path",)),
+    Case("save-over-a-folder", lambda: sa.checkpoint.save(_folder_at(), {"w": _w()}, overwrite=True),
+         sa.CheckpointError, ("results", "no manifest.json"), ("save to another path",)),
+    Case("save-run-over-a-file", lambda: sa.checkpoint.save(_file_at(), {"w": _w()}, keep=2), sa.CheckpointError,
+         ("notes.txt", "a file of that name exists"), ("save to another path",)),
+]

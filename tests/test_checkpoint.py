@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import namedtuple
 
 import ml_dtypes
@@ -14,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
+from shardarray.checkpoint.commit import new_token
 
 CFG = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=4)
 
@@ -214,12 +217,16 @@ def test_overwrite_replaces_atomically_and_cleans_leftovers(tmp_path):
     mesh = sa.Mesh({"d": 1})
     path = tmp_path / "c"
     sa.checkpoint.save(path, {"v": 1})
-    (tmp_path / ".c.tmp-deadbeef").mkdir()  # a crashed save's temporary directory
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = new_token().split("-")[0] + f"-{int(gone.stdout)}-0"
+    (tmp_path / f".c.tmp-{dead}").mkdir()  # a crashed save's temporary directory: its process is gone
+    live = tmp_path / f".c.tmp-{new_token()}"
+    live.mkdir()  # a save of the same path still running (this process): kept
     with pytest.raises(sa.CheckpointError, match="exists.*overwrite=True"):
         sa.checkpoint.save(path, {"v": 2})
     sa.checkpoint.save(path, {"v": 2, "w": sa.ones(mesh, {"a": 2})}, overwrite=True)
     assert sa.checkpoint.load(path, mesh=mesh)["v"] == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "c"]
 
 
 def test_export_is_one_plain_file_that_load_reads_back(tmp_path):
@@ -275,3 +282,35 @@ def test_manifest_blocks_must_tile_their_array_as_a_grid(blocks, sizes, why):
 
     got = _grid_gap([{"offset": list(o), "shape": list(s)} for o, s in blocks], sizes)
     assert got is None if why is None else why in got
+
+
+def test_concurrent_saves_of_one_path_do_not_delete_each_other(tmp_path):
+    """Two saves racing to one path: each keeps its own temporary folder (a save cleans only leftovers of
+    processes that are gone), both commit, and the checkpoint is one of the two, complete."""
+    import threading
+
+    mesh = sa.Mesh({"d": 1})
+    path = tmp_path / "c"
+    errors = []
+
+    def saver(v: int) -> None:
+        try:
+            for _ in range(10):
+                sa.checkpoint.save(path, {"v": v, "w": sa.full(mesh, {"a": 64}, float(v))}, overwrite=True)
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # interleave the two saves' steps finely
+    try:
+        pool = [threading.Thread(target=saver, args=(v,)) for v in (1, 2)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    finally:
+        sys.setswitchinterval(old_interval)
+    assert errors == []
+    out = sa.checkpoint.load(path, mesh=mesh)
+    assert out["v"] in (1, 2) and out["w"].numpy().tolist() == [float(out["v"])] * 64
+    assert [p.name for p in tmp_path.iterdir()] == ["c"]

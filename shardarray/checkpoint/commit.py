@@ -19,10 +19,14 @@ A kill at any moment leaves either the old or the new complete checkpoint at
 from __future__ import annotations
 
 import ctypes
+import errno
 import ctypes.util
 import os
 import re
 import shutil
+import socket
+import time
+import uuid
 from pathlib import Path
 
 from .stfile import fsync_dir
@@ -41,13 +45,52 @@ def old_copies(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
 
 
+def new_token() -> str:
+    """A save's token: ``<host>-<pid>-<random>``, so a later save can tell a dead save's leftovers (its process
+    is gone) from a live one's."""
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _dead(token: str) -> bool:
+    """Whether the save that made ``token`` has certainly ended: its process (on this host) is gone. Leftovers
+    of other hosts, or of tokens without a pid (older versions), count as dead only after an hour untouched."""
+    host, _, rest = token.partition("-")
+    pid_text = rest.partition("-")[0]
+    here = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+    if host == here and pid_text.isdigit():
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
+    return False
+
+
+def stale(p: Path) -> bool:
+    """Whether the leftover ``p`` (a ``.tmp-`` or ``.old-`` folder) belongs to a save that has certainly ended."""
+    token = p.name.rpartition(".tmp-")[2] if ".tmp-" in p.name else p.name.rpartition(".old-")[2]
+    if _dead(token):
+        return True
+    try:
+        return time.time() - p.stat().st_mtime > 3600
+    except OSError:
+        return False
+
+
 def clean_leftovers(path: Path) -> None:
-    """Remove temporary directories of interrupted saves of ``path``; restore an old copy if ``path`` is gone."""
+    """Remove temporary directories of interrupted saves of ``path``; restore an old copy if ``path`` is gone.
+
+    Only what is provably dead is removed: the leftovers of a save whose process is gone (or, from another host,
+    untouched for an hour). A save of the same path running at the same time keeps its temporary directory."""
     olds = old_copies(path)
     if olds and not path.exists():
         os.rename(olds.pop(), path)
     for p in [*path.parent.glob(f".{path.name}.tmp-*"), *olds]:
-        shutil.rmtree(p, ignore_errors=True)
+        if stale(p):
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -62,21 +105,36 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def commit(tmp: Path, path: Path, token: str) -> None:
-    """Make the finished directory ``tmp`` the checkpoint at ``path`` in one atomic step (see the module doc)."""
+    """Make the finished directory ``tmp`` the checkpoint at ``path`` in one atomic step (see the module doc).
+
+    Another save of the same path may commit between this one's look and its rename (``path`` appears, or is
+    swapped): the step is then retried against what is there now, so both saves commit, the later one last.
+    """
     fsync_dir(tmp)
-    if path.exists():
-        if _exchange(tmp, path):
+    for _ in range(16):
+        if path.exists():
+            if _exchange(tmp, path):
+                fsync_dir(path.parent)
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+            old = path.parent / f".{path.name}.old-{token}"
+            try:
+                os.rename(path, old)
+            except FileNotFoundError:  # moved away by another save meanwhile: look again
+                continue
+            os.rename(tmp, path)
             fsync_dir(path.parent)
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
             return
-        old = path.parent / f".{path.name}.old-{token}"
-        os.rename(path, old)
-        os.rename(tmp, path)
+        try:
+            os.rename(tmp, path)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # another save committed first: replace it
+                continue
+            raise
         fsync_dir(path.parent)
-        shutil.rmtree(old, ignore_errors=True)
         return
-    os.rename(tmp, path)
-    fsync_dir(path.parent)
+    raise OSError(errno.EBUSY, f"{path} kept changing while this save committed (other saves of the same path)")
 
 
 def run_entries(run: Path) -> list[Path]:
@@ -98,6 +156,6 @@ def next_in_run(run: Path) -> Path:
 def prune(run: Path, keep: int) -> None:
     """Remove all but the newest ``keep`` checkpoints of a run directory (oldest first, each by one rename)."""
     for p in run_entries(run)[:-keep]:
-        doomed = p.parent / f".{p.name}.old-prune"
+        doomed = p.parent / f".{p.name}.old-{new_token()}"  # a killed prune's leftover is provably dead later
         os.rename(p, doomed)
         shutil.rmtree(doomed, ignore_errors=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,21 @@ def _check(name: str, x: ShardArray, path: Path) -> ShardArray:
         )
     st_dtype(x.dtype, f"checkpoint {path}: array {name!r} {x.sizes}")
     return x.resolve() if x.pending else x
+
+
+def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:
+    """``save`` replaces checkpoints only: an existing file, or a folder holding something else, is never
+    swapped away (its data would be lost, and a file swapped out of the way cannot be removed as a folder)."""
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise CheckpointError(
+            f"checkpoint {path}: a file of that name exists, and sa.checkpoint.save replaces only checkpoints; "
+            f"remove it or save to another path")
+    if keep is None and not (path / MANIFEST).exists() and any(path.iterdir()):
+        raise CheckpointError(
+            f"checkpoint {path}: the folder exists and holds files but no {MANIFEST}, so it is not a checkpoint; "
+            f"sa.checkpoint.save replaces only checkpoints (or an empty folder): remove it or save to another path")
 
 
 def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, keep: int | None = None) -> Path:
@@ -89,20 +103,22 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
             f"checkpoint {path} exists; pass overwrite=True to replace it (atomically), or save to a new path "
             f"(keep=N saves numbered checkpoints into a run directory)"
         )
+    _refuse_non_checkpoint(path, keep)
     error = None
     if procs.rank == 0:
         try:
             if keep is not None:
                 path.mkdir(parents=True, exist_ok=True)
                 for p in [*path.glob(f".{_commit.RUN_PREFIX}*.tmp-*"), *path.glob(f".{_commit.RUN_PREFIX}*.old-*")]:
-                    shutil.rmtree(p, ignore_errors=True)
+                    if _commit.stale(p):  # never a save of this run that is still writing
+                        shutil.rmtree(p, ignore_errors=True)
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _commit.clean_leftovers(path)
         except OSError as e:
             error = f"checkpoint {path}: cannot prepare the directory: {e}"
     procs.agree(error)
-    token = procs.bcast(uuid.uuid4().hex if procs.rank == 0 else "")
+    token = procs.bcast(_commit.new_token() if procs.rank == 0 else "")
     target = Path(procs.bcast(str(_commit.next_in_run(path)) if procs.rank == 0 else "")) if keep else path
     tmp = _commit.temp_path(target, token)
     try:
