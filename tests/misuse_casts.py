@@ -87,3 +87,19 @@ CASES += [
     Case("xp-arange-nan-step", lambda: xp.arange(0.0, 1.0, float("nan"), device=_mesh()), sa.ArgumentError,
          ("nan", "finite"), ()),
 ]
+
+
+def _square(dtype):
+    return sa.asarray(np.eye(4) * 2, dims=("i", "j"), mesh=_mesh()).astype(dtype)
+
+
+CASES += [
+    Case("linalg-inv-bfloat16", lambda: sa.linalg.inv(_square("bfloat16")), sa.DTypeError,
+         ("sa.linalg.inv", "bfloat16 is floating-point", "16-bit"), ("astype('float32')",)),
+    Case("linalg-cholesky-float16", lambda: sa.linalg.cholesky(_square("float16")), sa.DTypeError,
+         ("cholesky", "float16 is floating-point"), ("astype('float32')",)),
+    Case("linalg-svd-bfloat16", lambda: sa.linalg.svd(_square("bfloat16")), sa.DTypeError,
+         ("svd", "bfloat16"), ("astype('float32')",)),
+    Case("xp-linalg-det-float16", lambda: xp.linalg.det(xp.astype(xp.asarray(np.eye(3), device=_mesh()), "float16")),
+         sa.DTypeError, ("linalg.det", "float16 is floating-point"), ("xp.float32",)),
+]

@@ -144,3 +144,63 @@ CASES += [
     Case("save-run-over-a-file", lambda: sa.checkpoint.save(_file_at(), {"w": _w()}, keep=2), sa.CheckpointError,
          ("notes.txt", "a file of that name exists"), ("save to another path",)),
 ]
+
+
+def _hostile(edit) -> Path:
+    """A checkpoint whose manifest was edited consistently (its checksum recomputed): the schema must refuse it."""
+    path = _saved()
+    f = path / "manifest.json"
+    m = json.loads(f.read_text())
+    edit(m)
+    m["checksum"] = manifest_checksum(m)
+    f.write_text(json.dumps(m))
+    return path
+
+
+def _raw_manifest(data: bytes) -> Path:
+    path = _saved()
+    (path / "manifest.json").write_bytes(data)
+    return path
+
+
+_DEEP = ('{"format": "shardarray-checkpoint", "version": 2, "arrays": {}, "tree": '
+         + '{"list": [' * 100_000 + '{"value": 1}' + ']}' * 100_000 + "}").encode()
+
+CASES += [
+    Case("manifest-missing-array", lambda: _load(_hostile(lambda m: m["arrays"].pop("w")), {"w": _w(), "step": 0}),
+         sa.CheckpointError, ("ck", "'w'", "do not hold"), ("damaged",)),
+    Case("manifest-empty-node", lambda: _load(_hostile(lambda m: m.__setitem__("tree", {}))), sa.CheckpointError,
+         ("ck", "the root", "no form"), ("damaged",)),
+    Case("manifest-two-forms", lambda: _load(_hostile(lambda m: m.__setitem__("tree", {"value": 1, "list": []}))),
+         sa.CheckpointError, ("ck", "more than one form"), ("damaged",)),
+    Case("manifest-unplaced-array", lambda: _load(_hostile(lambda m: m.__setitem__("tree", {"value": 1}))),
+         sa.CheckpointError, ("ck", "does not place the arrays", "'w'"), ("damaged",)),
+    Case("manifest-bad-dict", lambda: _load(_hostile(lambda m: m.__setitem__("tree", {"dict": [["a"]]}))),
+         sa.CheckpointError, ("ck", "[key, node] pairs"), ("damaged",)),
+    Case("manifest-deep-nesting", lambda: _load(_raw_manifest(_DEEP)), sa.CheckpointError,
+         ("ck", "nested too deeply"), ("damaged",)),
+    Case("manifest-not-utf8", lambda: _load(_raw_manifest(b"\xff\xfe\x00garbage")), sa.CheckpointError,
+         ("ck", "not UTF-8"), ("damaged",)),
+    Case("manifest-wrong-block-shape", lambda: _load(_hostile(
+        lambda m: m["arrays"]["w"]["blocks"][0].__setitem__("shape", [4]))), sa.CheckpointError,
+        ("ck", "'w'", "malformed block"), ("damaged",)),
+]
+
+
+def _nest(levels: int) -> dict:
+    node: dict = {"value": 1}
+    for _ in range(levels):
+        node = {"list": [node]}
+    return node
+
+
+CASES += [
+    Case("manifest-too-deep", lambda: _load(_hostile(lambda m: m.__setitem__(
+        "tree", {"dict": [["w", {"array": "w"}], ["deep", _nest(300)]]}))), sa.CheckpointError,
+        ("ck", "deeper than 200 levels"), ("damaged",)),
+]
+
+CASES += [
+    Case("save-too-deep", lambda: sa.checkpoint.save(Path(tempfile.mkdtemp()) / "ck", {"w": _w(), "n": _nest(250)}),
+         sa.CheckpointError, ("deeper than 200 levels",), ("flatten the tree",)),
+]

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import CheckpointError
 from .stfile import ALGORITHMS, ST_DTYPES
+from .treespec import check_spec
 
 FORMAT = "shardarray-checkpoint"
 #: 3: the manifest checksums itself ("checksum": "sha256:<hex>" of the rest) and every block has a checksum;
@@ -58,7 +59,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
     """
     file = path / MANIFEST
     try:
-        text = file.read_text()
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not UTF-8 text ({e.reason} at byte {e.start}); "
+                              f"the file is damaged") from None
     except FileNotFoundError:
         raise CheckpointError(
             f"checkpoint {path}: no {MANIFEST}; this is not a complete shardarray checkpoint (an interrupted save "
@@ -68,6 +72,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
         m = json.loads(text)
     except ValueError as e:
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not valid JSON ({e}); the file is damaged") from None
+    except RecursionError:
+        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is nested too deeply to read; the file is damaged") \
+            from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not a {FORMAT!r} manifest (format "
                               f"{m.get('format') if isinstance(m, dict) else None!r})")
@@ -95,6 +102,7 @@ def validate(m: dict[str, Any], path: Path) -> None:
     """Check the manifest's arrays against the schema; the blocks must lie inside and tile their array."""
     if not isinstance(m.get("arrays"), dict) or not isinstance(m.get("tree"), dict):
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} lacks 'arrays' or 'tree'; the file is damaged")
+    check_spec(m["tree"], m["arrays"], str(path))
     for name, a in m["arrays"].items():
         def bad(why: str, name: str = name) -> CheckpointError:
             return CheckpointError(f"checkpoint {path}: array {name!r} in {MANIFEST}: {why}; the file is damaged")

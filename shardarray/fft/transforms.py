@@ -30,8 +30,10 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ..dtypes import BFLOAT16
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.common import dims_arg, require_array
+from ..ops.structure import astype
 from . import split1d
 from .four_step import applies
 from .pencil import along
@@ -70,6 +72,8 @@ def check_n(n: Any, what: str, name: str = "n") -> int | None:
 
 def _input(x: Any, what: str, kinds: str, expect: str) -> ShardArray:
     x = require_array(x, what)
+    if x.dtype == BFLOAT16:  # no bfloat16 FFT anywhere: computed in float32 (complex64 out), as float16 is
+        return astype(x, "float32")
     if x.dtype.kind not in kinds:
         raise DTypeError(f"{what}: expects {expect} input; got dtype {x.dtype}. Convert first, e.g. "
                          f"x.astype('{'complex128' if 'c' in kinds else 'float64'}')")
