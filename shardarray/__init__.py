@@ -12,6 +12,8 @@ Example (an emulated 2×2 mesh of NumPy shards):
     True
 """
 
+from importlib import import_module as _import_module  # the VJP modules register themselves (nothing bound here)
+
 from . import hardware, matmul, nn, optim, plan, profiler, random, tree
 from .array import ShardArray
 from .autograd import grad, value_and_grad, vjp
@@ -70,13 +72,13 @@ from .ops.logical import (  # noqa: E402
 )
 # (x @ y is shardarray.ops.operators.matmul; sa.matmul stays the distributed-matmul subpackage)
 from .ops.reduce import all, any, prod, std, var  # noqa: E402
-from .autograd import vjp_math as _vjp_math  # noqa: E402,F401  (registers the VJPs of the ops above)
+_import_module(".autograd.vjp_math", __name__)  # (registers the VJPs of the ops above)
 
 
 # ---- indexing, concatenation
 from .ops.concat import concat, stack  # noqa: E402
 from .ops.slicing import isel  # noqa: E402
-from .autograd import vjp_slicing as _vjp_slicing  # noqa: E402,F401  (registers their VJPs)
+_import_module(".autograd.vjp_slicing", __name__)  # (registers their VJPs)
 
 
 # ---- manipulation and search
@@ -86,7 +88,7 @@ from .ops.flip import flip, pad, roll  # noqa: E402
 from .ops.repeat import repeat, tile  # noqa: E402
 from .ops.reshape import merge_dims, split_dim  # noqa: E402
 from .ops.search import argmax, argmin  # noqa: E402
-from .autograd import vjp_shape  # noqa: E402,F401  (registers their VJPs)
+_import_module(".autograd.vjp_shape", __name__)  # (registers their VJPs)
 
 
 # ---- the default mesh and NumPy's protocols
@@ -94,10 +96,10 @@ from .default_mesh import default_mesh, get_default_mesh, set_default_mesh  # no
 from . import numpy_protocol  # noqa: E402,F401  (ShardArray.__array_ufunc__/__array_function__ tables)
 
 
-# ---- BLAS threads (issue 18)
+# ---- BLAS threads
 from . import threads  # noqa: E402  (sa.threads: the BLAS pool, set at the first mesh)
 
-# ---- reshard and process-local data (issue 16)
+# ---- reshard and process-local data
 from .ops.from_local import from_local  # noqa: E402
 from .ops.reshard import reshard  # noqa: E402
 
@@ -107,15 +109,15 @@ from .ops.topk import top_k  # noqa: E402
 from .ops.take_along import take_along_dim  # noqa: E402
 from .ops.nonzero import count_nonzero, nonzero  # noqa: E402
 from .ops.mask import mask_assign, select  # noqa: E402
-from .autograd import vjp_scan as _vjp_scan  # noqa: E402,F401  (registers their VJPs)
+_import_module(".autograd.vjp_scan", __name__)  # (registers their VJPs)
 
 
-# ---- sorting (issue 15): sort, argsort, unique_*, searchsorted
+# ---- sorting: sort, argsort, unique_*, searchsorted
 from .ops.sort import argsort, sort  # noqa: E402  (the sort VJP registers with the op)
 from .ops.unique import unique, unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
 from .ops.searchsorted import searchsorted  # noqa: E402
 
-# ---- checkpoints (issue 16): save, load, export_safetensors
+# ---- checkpoints: save, load, export_safetensors
 from . import checkpoint  # noqa: E402
 from .errors import CheckpointError  # noqa: E402
 
@@ -124,17 +126,21 @@ from .errors import CheckpointError  # noqa: E402
 from .ops.nanreduce import nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar  # noqa: E402
 
 
-# ---- fft (issue 19): sa.fft.* along named dims
+# ---- fft: sa.fft.* along named dims
 from . import fft  # noqa: E402
-from .autograd import vjp_fft as _vjp_fft  # noqa: E402,F401  (registers the FFT VJPs)
+_import_module(".autograd.vjp_fft", __name__)  # (registers the FFT VJPs)
 
-# ---- linalg (issue 19): sa.linalg (qr/svd by TSQR, cholesky, solve, eigh, norms, ...)
+# ---- linalg: sa.linalg (qr/svd by TSQR, cholesky, solve, eigh, norms, ...)
 from . import linalg  # noqa: E402
 
 
-from .autograd import vjp_elementwise, vjp_reduce, vjp_structure  # noqa: E402,F401  (registers the VJPs)
+_import_module(".autograd.vjp_elementwise", __name__)  # (registers the VJPs)
+_import_module(".autograd.vjp_reduce", __name__)
+_import_module(".autograd.vjp_structure", __name__)
 
-__version__ = "0.1.0"
+del _import_module
+
+__version__ = "0.1.0"  # the one source of the version (pyproject.toml reads it: [tool.hatch.version])
 
 __all__ = [
     'Mesh', 'ShardArray', 'Layout', 'asarray', 'zeros', 'ones', 'full', 'random',
