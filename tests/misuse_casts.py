@@ -4,10 +4,10 @@ integers raise) and of checkpoint loads that would cast to a lower kind."""
 from __future__ import annotations
 
 import numpy as np
+from misuse import Case
 
 import shardarray as sa
 import shardarray.array_api as xp
-from misuse import Case
 
 
 def _mesh():

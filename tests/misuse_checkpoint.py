@@ -112,14 +112,19 @@ CASES = [
          sa.CheckpointError, ("['o']", "Adam dataclass"), ("dataclasses.asdict",)),
 ]
 
+def _export_into(name: str) -> Path:
+    """Export a checkpoint to ``name`` inside itself (the checkpoint folder itself for "")."""
+    path = _saved()
+    return sa.checkpoint.export_safetensors(path, path / name if name else path)
+
+
 CASES += [
-    Case("export-into-itself", lambda: (lambda p: sa.checkpoint.export_safetensors(p, p))(_saved()),
-         sa.CheckpointError, ("export_safetensors", "a folder"), ("outside",)),
-    Case("export-over-own-manifest", lambda: (lambda p: sa.checkpoint.export_safetensors(p, p / "manifest.json"))(
-        _saved()), sa.CheckpointError, ("manifest.json", "inside the checkpoint"), ("outside",)),
-    Case("export-over-own-blocks", lambda: (lambda p: sa.checkpoint.export_safetensors(
-        p, p / "blocks-00000.safetensors"))(_saved()), sa.CheckpointError, ("blocks-00000", "inside the checkpoint"),
-        ("outside",)),
+    Case("export-into-itself", lambda: _export_into(""), sa.CheckpointError, ("export_safetensors", "a folder"),
+         ("outside",)),
+    Case("export-over-own-manifest", lambda: _export_into("manifest.json"), sa.CheckpointError,
+         ("manifest.json", "inside the checkpoint"), ("outside",)),
+    Case("export-over-own-blocks", lambda: _export_into("blocks-00000.safetensors"), sa.CheckpointError,
+         ("blocks-00000", "inside the checkpoint"), ("outside",)),
 ]
 
 

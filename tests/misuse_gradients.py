@@ -5,9 +5,9 @@ damaged loss-scale states."""
 from __future__ import annotations
 
 import numpy as np
+from misuse import Case
 
 import shardarray as sa
-from misuse import Case
 
 
 def _mesh():

@@ -30,7 +30,7 @@ def test_init_has_no_issue_numbers():
 
 def test_one_source_for_the_version():
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'dynamic = ["version"]' in pyproject and re.search(r'^version\s*=', pyproject, re.M) is None
+    assert 'dynamic = ["version"]' in pyproject and re.search(r'^version\s*=', pyproject, re.MULTILINE) is None
     assert re.fullmatch(r"\d+\.\d+\.\d+", sa.__version__)
     try:
         installed = importlib.metadata.version("shardarray")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck import check_grad
 
 import shardarray as sa
-from gradcheck import check_grad
 
 MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"dep": 2, "row": 2, "col": 2}]
 
@@ -43,17 +43,17 @@ def test_masked_selection_gradients(shape):
         m1 = sa.asarray(mask2[:, 0], dims=("a",), mesh=mesh, layout={k: v for k, v in layout.items() if k == "a"})
         weights = np.random.default_rng(2).standard_normal(int(mask2.sum()))
 
-        def two_dims(p):
+        def two_dims(p, m2=m2, weights=weights):
             picked = sa.select(p, m2)  # (a_b,)
             w = sa.asarray(weights, dims=("a_b",), mesh=mesh, layout=picked.layout)
             return (picked * picked * w).sum()
 
-        def one_dim(p):
+        def one_dim(p, m1=m1, w1=w1):
             return (sa.select(p, m1, "k") * sa.select(w1, m1, "k")).sum()
 
         check_grad(two_dims, x)
         check_grad(one_dim, x)
-        g = sa.grad(lambda p: sa.select(p, m2).sum())(x).numpy()
+        g = sa.grad(lambda p, m2=m2: sa.select(p, m2).sum())(x).numpy()
         np.testing.assert_array_equal(g, mask2.astype(float))
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck import check_grad
 
 import shardarray as sa
-from gradcheck import check_grad
 from shardarray.autograd.tape import NONDIFFERENTIABLE, VJPS
 from shardarray.ops import elementwise, math_binary, math_unary, nanreduce, reduce
 

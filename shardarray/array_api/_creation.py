@@ -24,9 +24,8 @@ from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
 from ..ops import creation as _cr
-from ..ops.common import map_blocks
-from ..ops.elementwise import where
 from ..ops import structure
+from ..ops.elementwise import where
 from ..ops.structure import broadcast_to, rename
 from ._align import in_order
 from ._array import Array, wrap

@@ -6,9 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..dtypes import is_real_float
-from ..array import like_kind
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
 from ..tree import tree_flatten, tree_unflatten
 from .tape import STATE, Tape, backward

@@ -19,8 +19,8 @@ A kill at any moment leaves either the old or the new complete checkpoint at
 from __future__ import annotations
 
 import ctypes
-import errno
 import ctypes.util
+import errno
 import os
 import re
 import shutil

@@ -19,10 +19,10 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
-from ._parts import traced, untraced
 from ..ops.common import map_blocks, map_blocks_multi, new_array
 from ..ops.elementwise import conj
 from ._matrix import float_dtype, local_op, matrix_dims
+from ._parts import traced, untraced
 from .tsqr import tsqr
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
+from ..autograd.tape import nondifferentiable
 from ..backend.meta import MetaArray
 from ..errors import DimensionError
 from ..layout import block_bounds

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
+from ..autograd.tape import nondifferentiable
 from ..backend.meta import MetaArray
 from ..dtypes import wide_dtype
 from ..errors import DimensionError, DTypeError

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
+from ..autograd.tape import nondifferentiable
 from ..backend.meta import MetaArray
 from ..errors import ArgumentError, DimensionError, DTypeError
 from .common import common_mesh, map_blocks, require_array

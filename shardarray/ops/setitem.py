@@ -138,8 +138,6 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
                 value = move([value], d, x.sizes[d], [(0, 1, start, step, count)], axes=x.spec.of(d))
         value = to_axes(transpose.__wrapped__(value, x.dims), x.spec.axes, False)
     bounds = block_bounds(mesh, x.spec)
-    xp = mesh.backend.xp
-
     has_data = mesh.backend.has_data
 
     def block(device: int, xb: Any, vb: Any) -> Any:

@@ -38,8 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..autograd.tape import nondifferentiable
 from ..array import ShardArray
+from ..autograd.tape import nondifferentiable
 from ..errors import ArgumentError, BackendError, DTypeError
 from ..layout import Layout, block_bounds, group_chunk
 from .common import mesh_order, require_array

@@ -5,12 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..array import like_kind
 from ..errors import DTypeError
 from ..ops.elementwise import apply
-from ..array import like_kind
 from ..tree import tree_unflatten
 from .common import (
-    _FIX, LR, _axpby, _check, _check_lr, _in_range, _lr, _moments, _state, _up, _zeros_for, float_params, moment_dtype,
+    _FIX,
+    LR,
+    _axpby,
+    _check,
+    _check_lr,
+    _in_range,
+    _lr,
+    _moments,
+    _state,
+    _up,
+    _zeros_for,
+    float_params,
+    moment_dtype,
 )
 from .master import check_master_dtype, finish, init_master, working_values
 
