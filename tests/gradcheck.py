@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 import shardarray as sa
+from shardarray.array import like_kind
 
 
 def perturb(params, direction, eps):
     """``params + eps * direction`` (direction: one NumPy array per leaf), in the same layouts."""
     leaves, treedef = sa.tree.tree_flatten(params)
-    moved = [sa.asarray(p.numpy() + eps * v, dims=p.dims, mesh=p.mesh, layout=p.layout) for p, v in zip(leaves, direction)]
+    moved = [like_kind(sa.asarray(p.numpy() + eps * v, dims=p.dims, mesh=p.mesh, layout=p.layout), p)
+             for p, v in zip(leaves, direction)]  # positional parameters stay positional
     return sa.tree.tree_unflatten(treedef, moved)
 
 

@@ -122,3 +122,94 @@ def test_reduction_gradients(shape, name):
             assert g[1, 2] == 0.0 and np.isfinite(g).all()
             continue
         check_grad(loss, x, rtol=1e-5, atol=1e-7)
+
+
+def _ab(mesh, seed=0, shape=(5, 6)):
+    axes = mesh.axis_names
+    layout = {"a": axes[0], "b": axes[1]} if len(axes) > 1 else {}
+    return sa.asarray(np.random.default_rng(seed).standard_normal(shape), dims=("a", "b"), mesh=mesh, layout=layout)
+
+
+#: manipulation, indexing, scans, sorting and the nn functions: a loss of one array ``p`` (dims a=5, b=6), each
+#: weighted by a fixed random array of the result's dims so every output element matters
+STRUCTURAL = {
+    "concat": lambda p: sa.concat([p, p * 2.0], "a"),
+    "stack": lambda p: sa.stack([p, p * p], "s"),
+    "isel-slice": lambda p: sa.isel(p, {"a": slice(1, 4), "b": slice(None, None, 2)}),
+    "isel-int": lambda p: sa.isel(p, {"b": 3}),
+    "flip": lambda p: sa.flip(p, "b"),
+    "roll": lambda p: sa.roll(p, "a", 2),
+    "pad": lambda p: sa.pad(p, {"b": (1, 2)}),
+    "diff": lambda p: sa.diff(p, "b"),
+    "tile": lambda p: sa.tile(p.relayout({}), {"a": 2}),  # along a split dim it is refused (LayoutError)
+    "repeat": lambda p: sa.repeat(p.relayout({}), 2, "b"),
+    "split-merge": lambda p: sa.merge_dims(sa.split_dim(p, "b", {"b1": 2, "b2": 3}), ("b2", "b1"), "b"),
+    "expand-squeeze": lambda p: sa.squeeze(sa.expand_dims(p * 3.0, "n", 0), "n"),
+    "transpose": lambda p: p.transpose("b", "a"),
+    "relayout": lambda p: p.relayout({"b": p.mesh.axis_names[0]}) if p.mesh.size > 1 else p,
+    "broadcast_to": lambda p: sa.broadcast_to(p, {"c": 3, "a": 5, "b": 6}),
+    "where": lambda p: sa.where(p > 0.1, p * p, -p),
+    "cumsum": lambda p: sa.cumsum(p, "b"),
+    "cumprod": lambda p: sa.cumprod(p, "a"),
+    "sort": lambda p: sa.sort(p, "b"),
+    "top_k": lambda p: sa.top_k(p, 3, "b")[0],
+    "take_along_dim": lambda p: sa.take_along_dim(p, sa.argsort(p, "b"), "b"),
+    "softmax": lambda p: sa.softmax(p, "b"),
+    "logsumexp": lambda p: sa.logsumexp(p, "b"),
+    "einsum": lambda p: sa.einsum("a b, b c -> a c", p, sa.broadcast_to(p.sum("a"), {"b": 6, "c": 2})),
+    "take": lambda p: sa.take(p, sa.asarray(np.array([4, 0, 2, 2]), dims=("n",), mesh=p.mesh), "a"),
+    "layer_norm": lambda p: sa.nn.layer_norm(p, sa.ones(p.mesh, {"b": 6}, dtype="float64") * 1.5,
+                                             sa.zeros(p.mesh, {"b": 6}, dtype="float64"), dim="b"),
+}
+
+
+@pytest.mark.parametrize("shape", MESHES)
+@pytest.mark.parametrize("name", sorted(STRUCTURAL))
+def test_structural_op_gradients(shape, name):
+    mesh = sa.Mesh(shape)
+    op = STRUCTURAL[name]
+    x = _ab(mesh)
+    y = op(x)
+    w = sa.asarray(np.random.default_rng(7).standard_normal(y.shape), dims=y.dims, mesh=mesh)
+    check_grad(lambda p: (op(p) * w).sum(), x, rtol=1e-5, atol=1e-7)
+
+
+#: the array API namespace (positional arrays): a loss of one (5, 6) array
+POSITIONAL = {
+    "reshape": lambda xp, p: xp.reshape(p, (3, 10)),
+    "permute_dims": lambda xp, p: xp.permute_dims(p, (1, 0)),
+    "matmul": lambda xp, p: p @ p.mT,
+    "tensordot": lambda xp, p: xp.tensordot(p, p, axes=([1], [1])),
+    "vecdot": lambda xp, p: xp.vecdot(p, p * 2.0),
+    "concat": lambda xp, p: xp.concat([p, p[:2]], axis=0),
+    "stack": lambda xp, p: xp.stack([p, -p], axis=1),
+    "expand-squeeze": lambda xp, p: xp.squeeze(xp.expand_dims(p, axis=0), axis=0),
+    "flip": lambda xp, p: xp.flip(p, axis=1),
+    "roll": lambda xp, p: xp.roll(p, 2, axis=0),
+    "take": lambda xp, p: xp.take(p, xp.asarray(np.array([4, 1, 1]), device=p.mesh), axis=0),
+    "getitem": lambda xp, p: p[1:4, ::2],
+    "where": lambda xp, p: xp.where(p > 0, p * p, p),
+    "clip": lambda xp, p: xp.clip(p, -0.5, 0.5),
+    "sum-mean": lambda xp, p: xp.sum(p, axis=1) + xp.mean(p, axis=1),
+    "std-var": lambda xp, p: xp.std(p, axis=0) + xp.var(p, axis=0, correction=1),
+    "max-min": lambda xp, p: xp.max(p, axis=1) - xp.min(p, axis=1),
+    "cumulative_sum": lambda xp, p: xp.cumulative_sum(p, axis=1),
+    "sort": lambda xp, p: xp.sort(p, axis=1),
+    "broadcast": lambda xp, p: p + xp.ones((4, 1, 1), device=p.mesh),
+    "linalg-norm": lambda xp, p: xp.linalg.vector_norm(p, axis=1) + xp.linalg.matrix_norm(p),
+    "logaddexp": lambda xp, p: xp.logaddexp(p, p * 0.5),
+}
+
+
+@pytest.mark.parametrize("shape", MESHES)
+@pytest.mark.parametrize("name", sorted(POSITIONAL))
+def test_positional_op_gradients(shape, name):
+    import shardarray.array_api as xp
+
+    mesh = sa.Mesh(shape)
+    op = POSITIONAL[name]
+    x = xp.asarray(np.random.default_rng(0).standard_normal((5, 6)), device=mesh)
+    y = op(xp, x)
+    w = xp.asarray(np.random.default_rng(7).standard_normal(y.shape), device=mesh)
+    g = check_grad(lambda p: xp.sum(op(xp, p) * w), x, rtol=1e-5, atol=1e-7)
+    assert g.positional
