@@ -119,3 +119,11 @@ CASES = [
             'sa.Mesh({"x": 2}, backend="cupy", devices=[0, 1])\n',
             names=("devices=[0, 1]", "4 processes", "mpiexec -n 2")),
 ]
+
+CASES += [
+    MpiCase("mpi-save-to-different-paths", MESH + (
+        'import os\n'
+        'path = "/tmp/sa-mpi-paths-" + str(os.getppid()) + ("-a" if rank == 0 else "-b") + "/ck"\n'
+        'sa.checkpoint.save(path, {"w": sa.ones(mesh, {"i": 4}, layout={"i": "row"})}, overwrite=True)\n'),
+        names=("save to different paths", "processes [0]", "processes [1, 2, 3]")),
+]

@@ -98,12 +98,25 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise CheckpointError(f"checkpoint {path}: keep={keep!r}; give an int >= 1 (checkpoints of the run to keep)")
     procs = procs_of(x for _, x in arrays)
-    if keep is None and path.exists() and not overwrite:
-        raise CheckpointError(
-            f"checkpoint {path} exists; pass overwrite=True to replace it (atomically), or save to a new path "
-            f"(keep=N saves numbered checkpoints into a run directory)"
-        )
-    _refuse_non_checkpoint(path, keep)
+    # checked on every process, then agreed on: a process that raised alone would leave the others waiting in
+    # the next collective forever (under MPI); processes saving to different paths are refused the same way
+    error = None
+    try:
+        if keep is None and path.exists() and not overwrite:
+            raise CheckpointError(
+                f"checkpoint {path} exists; pass overwrite=True to replace it (atomically), or save to a new path "
+                f"(keep=N saves numbered checkpoints into a run directory)"
+            )
+        _refuse_non_checkpoint(path, keep)
+    except CheckpointError as e:
+        error = str(e)
+    paths = procs.allgather(str(path.absolute()))
+    if len(set(paths)) > 1:
+        groups = {p: [r for r, q in enumerate(paths) if q == p] for p in dict.fromkeys(paths)}
+        error = (f"checkpoint: the processes save to different paths ("
+                 f"{'; '.join(f'processes {rs}: {p}' for p, rs in groups.items())}); every process of the job must "
+                 f"call save with the same path (on a shared file system)")
+    procs.agree(error)
     error = None
     if procs.rank == 0:
         try:
