@@ -127,3 +127,12 @@ CASES += [
         'sa.checkpoint.save(path, {"w": sa.ones(mesh, {"i": 4}, layout={"i": "row"})}, overwrite=True)\n'),
         names=("save to different paths", "processes [0]", "processes [1, 2, 3]")),
 ]
+
+CASES += [
+    MpiCase("mpi-save-on-process-0-only", MESH + (
+        'import os\n'
+        'w = sa.ones(mesh, {"i": 4}, layout={"i": "row"})\n'
+        'if rank == 0:\n'
+        '    sa.checkpoint.save("/tmp/sa-mpi-only0-" + str(os.getppid()) + "/ck", {"w": w}, overwrite=True)\n'),
+        names=("exited after", "checkpoint metadata allgather", "process 0 waits")),
+]

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
+from ..comm import spmd
 from ..errors import CheckpointError
+
+_BYTES = SimpleNamespace(dtype=np.dtype(np.uint8))  # what spmd.enter compares of a metadata collective
 
 
 class Procs:
@@ -35,12 +39,19 @@ class Procs:
 
     def barrier(self) -> None:
         if self.world is not None:
+            spmd.enter(self.world, "checkpoint barrier", (), _BYTES)
             _wait(self.world.Ibarrier())
 
     def allgather(self, text: str) -> list[str]:
-        """Every process's ``text``, in rank order (two MPI buffer allgathers: lengths, then bytes)."""
+        """Every process's ``text``, in rank order (two MPI buffer allgathers: lengths, then bytes).
+
+        Counted as one collective of the job (``comm.spmd.enter``), like every collective of the meshes: a
+        process that never joins it (it exited, or only process 0 called ``save``) ends the job with a message
+        naming it instead of leaving the others waiting forever.
+        """
         if self.world is None:
             return [text]
+        spmd.enter(self.world, "checkpoint metadata allgather", (), _BYTES)
         data = np.frombuffer(text.encode(), dtype=np.uint8)
         counts = np.zeros(self.size, dtype=np.int64)
         _wait(self.world.Iallgather(np.array([data.size], dtype=np.int64), counts))
