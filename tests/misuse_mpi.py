@@ -136,3 +136,12 @@ CASES += [
         '    sa.checkpoint.save("/tmp/sa-mpi-only0-" + str(os.getppid()) + "/ck", {"w": w}, overwrite=True)\n'),
         names=("exited after", "checkpoint metadata allgather", "process 0 waits")),
 ]
+
+CASES += [
+    MpiCase("mpi-save-of-other-sizes", MESH + (
+        'import os\n'
+        'w = sa.ones(mesh, {"i": 4 if rank == 0 else 8}, layout={"i": "row"})\n'
+        'sa.checkpoint.save("/tmp/sa-mpi-sizes-" + str(os.getppid()) + "/ck", {"w": w}, overwrite=True)\n'),
+        names=("save different arrays", "'w'", "[[4], 'float32'] (shape, dtype) on process 0",
+               "[[8], 'float32'] on process 1")),
+]

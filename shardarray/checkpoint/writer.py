@@ -110,12 +110,25 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
         _refuse_non_checkpoint(path, keep)
     except CheckpointError as e:
         error = str(e)
-    paths = procs.allgather(str(path.absolute()))
+    shapes = json.dumps({name: [list(x.shape), x.dtype.name] for name, x in arrays})
+    said = [json.loads(t) for t in procs.allgather(json.dumps([str(path.absolute()), shapes]))]
+    paths, trees = [p for p, _ in said], [t for _, t in said]
     if len(set(paths)) > 1:
         groups = {p: [r for r, q in enumerate(paths) if q == p] for p in dict.fromkeys(paths)}
         error = (f"checkpoint: the processes save to different paths ("
                  f"{'; '.join(f'processes {rs}: {p}' for p, rs in groups.items())}); every process of the job must "
                  f"call save with the same path (on a shared file system)")
+    elif len(set(trees)) > 1:
+        first = json.loads(trees[0])
+        for r, t in enumerate(trees):
+            mine = json.loads(t)
+            diff = sorted(n for n in set(first) | set(mine) if first.get(n) != mine.get(n))
+            if diff:
+                n = diff[0]
+                error = (f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
+                         f"(shape, dtype) on process 0 and {mine.get(n)} on process {r}; every process must save "
+                         f"the same tree of arrays (the same global sizes), as in any SPMD program")
+                break
     procs.agree(error)
     error = None
     if procs.rank == 0:
