@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -511,9 +512,14 @@ def like_kind(out: ShardArray, ref: Any) -> ShardArray:
     loss scaling, resharding) use it, so a positional array never comes back named, where ``+`` would broadcast
     by dim name and ``@`` contract every matching name.
     """
-    kind = type(ref)
-    if kind is type(out) or not isinstance(ref, ShardArray):
+    if type(ref) is type(out) or not isinstance(ref, ShardArray):
         return out
+    return as_kind(out, type(ref))
+
+
+def as_kind(out: ShardArray, kind: type[ShardArray]) -> ShardArray:
+    """``out`` as an instance of ``kind`` (``ShardArray`` or a subclass): the same blocks, cached values and tape
+    node, so it is the same array to the autograd, seen named or positionally."""
     y = kind(out.mesh, out.spec, out.dtype, out._shards, out.pending)
     y._node, y.host_range, y._resolved = out._node, out.host_range, out._resolved
     return y
@@ -528,8 +534,6 @@ from .ops import structure as _structure  # noqa: E402
 def _untracked_read(x: ShardArray) -> None:
     """Raise ``TapeError`` for a read of a traced array's shards by code the tape does not record, naming the
     outermost function of the package on the call stack (the public op the user called)."""
-    import sys
-
     def ours(f: Any) -> bool:
         module = f.f_globals.get("__name__", "")
         return bool(module == "shardarray" or module.startswith("shardarray."))

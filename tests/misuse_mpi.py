@@ -120,28 +120,26 @@ CASES = [
             names=("devices=[0, 1]", "4 processes", "mpiexec -n 2")),
 ]
 
+
+def _save_job(path_expr: str, array_expr: str, guard: str = "") -> str:
+    """An MPI job script that saves ``{"w": <array_expr>}`` to ``<path_expr>`` (under ``guard``, if given)."""
+    save = f'sa.checkpoint.save({path_expr}, {{"w": {array_expr}}}, overwrite=True)\n'
+    return MESH + "import os\n" + (f"if {guard}:\n    " + save if guard else save)
+
+
+# each job's paths are its own: the launcher (this test's mpiexec) is the ranks' common parent
 CASES += [
-    MpiCase("mpi-save-to-different-paths", MESH + (
-        'import os\n'
-        'path = "/tmp/sa-mpi-paths-" + str(os.getppid()) + ("-a" if rank == 0 else "-b") + "/ck"\n'
-        'sa.checkpoint.save(path, {"w": sa.ones(mesh, {"i": 4}, layout={"i": "row"})}, overwrite=True)\n'),
+    MpiCase("mpi-save-to-different-paths", _save_job(
+        '"/tmp/sa-mpi-paths-" + str(os.getppid()) + ("-a" if rank == 0 else "-b") + "/ck"',
+        'sa.ones(mesh, {"i": 4}, layout={"i": "row"})'),
         names=("save to different paths", "processes [0]", "processes [1, 2, 3]")),
-]
-
-CASES += [
-    MpiCase("mpi-save-on-process-0-only", MESH + (
-        'import os\n'
-        'w = sa.ones(mesh, {"i": 4}, layout={"i": "row"})\n'
-        'if rank == 0:\n'
-        '    sa.checkpoint.save("/tmp/sa-mpi-only0-" + str(os.getppid()) + "/ck", {"w": w}, overwrite=True)\n'),
+    MpiCase("mpi-save-on-process-0-only", _save_job(
+        '"/tmp/sa-mpi-only0-" + str(os.getppid()) + "/ck"', 'sa.ones(mesh, {"i": 4}, layout={"i": "row"})',
+        guard="rank == 0"),
         names=("exited after", "checkpoint metadata allgather", "process 0 waits")),
-]
-
-CASES += [
-    MpiCase("mpi-save-of-other-sizes", MESH + (
-        'import os\n'
-        'w = sa.ones(mesh, {"i": 4 if rank == 0 else 8}, layout={"i": "row"})\n'
-        'sa.checkpoint.save("/tmp/sa-mpi-sizes-" + str(os.getppid()) + "/ck", {"w": w}, overwrite=True)\n'),
+    MpiCase("mpi-save-of-other-sizes", _save_job(
+        '"/tmp/sa-mpi-sizes-" + str(os.getppid()) + "/ck"',
+        'sa.ones(mesh, {"i": 4 if rank == 0 else 8}, layout={"i": "row"})'),
         names=("save different arrays", "'w'", "[[4], 'float32'] (shape, dtype) on process 0",
                "[[8], 'float32'] on process 1")),
 ]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
-from ..array import ShardArray
+from ..array import ShardArray, as_kind
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..ops import elementwise as ew
 from ..ops import logical, math_binary
@@ -29,9 +29,7 @@ def wrap(x: Any) -> Any:
     """``x`` as an ``Array`` (no copy of data; the autograd identity is kept); other values unchanged."""
     if type(x) is Array or not isinstance(x, ShardArray):
         return x
-    out = Array(x.mesh, x.spec, x.dtype, x._shards, x.pending)  # the same array (and tape node), another type
-    out._node, out.host_range, out._resolved = x._node, x.host_range, x._resolved
-    return out
+    return as_kind(x, Array)  # the same array (and tape node), another type
 
 
 _UFUNC_NAMES = {  # NumPy ufunc name -> the standard's name, where they differ

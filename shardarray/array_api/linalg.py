@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from .. import linalg as L
 from ..array import ShardArray
-from ..dtypes import BFLOAT16
+from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.structure import rename
 from ._align import axes_dims, broadcast_shape, fresh
@@ -79,7 +79,7 @@ def _arr(x: Any, what: str, min_ndim: int = 2, floating: bool = True) -> ShardAr
         raise DTypeError(f"linalg.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     if x.ndim < min_ndim:
         raise DimensionError(f"linalg.{what}: needs at least {min_ndim} dimensions; got shape {x.shape}")
-    if floating and x.dtype.itemsize < 4 and (x.dtype.kind == "f" or x.dtype == BFLOAT16):
+    if floating and is_real_float(x.dtype) and x.dtype.itemsize < 4:
         raise DTypeError(f"linalg.{what}: {x.dtype} is floating-point, but LAPACK has no 16-bit routines (NumPy "
                          f"refuses float16 too; shape {x.shape}). Compute in float32: xp.astype(x, xp.float32)")
     if floating and x.dtype.kind not in "fc":

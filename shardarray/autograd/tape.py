@@ -5,8 +5,9 @@ registered under the same name (``register_vjp``) in the ``vjp_*`` modules of
 this package. Ops without a gradient (integer or boolean results) are marked
 ``@nondifferentiable("name")``. Reading the shards of an array being
 differentiated anywhere else raises ``TapeError`` (``ShardArray.shards``), so
-an op that forgets the tape fails loudly instead of giving a zero gradient. Outside ``value_and_grad`` nothing is recorded and the marker
-costs one attribute lookup.
+an op that forgets the tape fails loudly instead of giving a zero gradient.
+Outside ``value_and_grad`` nothing is recorded and the marker costs one
+attribute lookup.
 
 While a primitive runs, the tape is paused, so the ops it is built from
 (``softmax`` from ``max``, ``exp`` and ``sum``, say) are not recorded: each
@@ -26,7 +27,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
 from ..array import ShardArray
-from ..dtypes import BFLOAT16
+from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
 from ..memo_hook import OP_MEMO  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
 
@@ -125,11 +126,6 @@ def register_vjp(name: str) -> Callable[[VJP], VJP]:
 def _is_float(x: ShardArray) -> bool:
     dt = x.dtype
     return dt.kind in "fc" or dt == BFLOAT16  # ml_dtypes' bfloat16 has kind "V"
-
-
-def _is_real_float(x: ShardArray) -> bool:
-    dt = x.dtype
-    return dt.kind == "f" or dt == BFLOAT16
 
 
 class Op(Protocol[P, R]):
@@ -240,15 +236,14 @@ def _has_float_array(out: Any) -> bool:
     return any(isinstance(o, ShardArray) and _is_float(o) for o in items)
 
 
-def nondifferentiable(name: str, floats: bool = False) -> Callable[[Callable[P, R]], Op[P, R]]:
+def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
     """Mark an op that has no gradient: its array results are integers or booleans (comparisons, argmax,
     searchsorted, ...), which carry none.
 
     While ``value_and_grad`` records, the op runs with the tape paused, so it may read arrays being
     differentiated. If it returns a floating array computed from one of them, it raises ``TapeError`` naming
     the op and ``sa.stop_gradient``, where the result would otherwise be a constant with a silently zero
-    gradient. ``floats=True`` declares float results that are constants by design (a step function's
-    values), which are returned as they are.
+    gradient.
     """
 
     def deco(fn: Callable[P, R]) -> Op[P, R]:
@@ -265,7 +260,7 @@ def nondifferentiable(name: str, floats: bool = False) -> Callable[[Callable[P, 
                 out = fn(*args, **kwargs)
             finally:
                 tape.paused -= 1
-            if not floats and _has_float_array(out):
+            if _has_float_array(out):
                 raise TapeError(
                     f"sa.{name} is not differentiable, and it was given {traced._describe()}, which is being "
                     f"differentiated (inside sa.value_and_grad/grad/vjp): its floating result would be a constant "
@@ -312,7 +307,7 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
             gi = grads[i]
             if gi is None:
                 continue
-            if gi.dtype != parent.dtype and _is_real_float(gi) and _is_real_float(parent):
+            if gi.dtype != parent.dtype and is_real_float(gi.dtype) and is_real_float(parent.dtype):
                 # a cotangent has its primal's dtype (as in JAX): a VJP's float32 arithmetic on a bfloat16 primal
                 # (CuPy promotes bfloat16 with a Python float) must not turn the rest of the backward pass float32
                 gi = gi.astype(parent.dtype)

@@ -217,14 +217,13 @@ def _eig_parts(ctx: Context) -> tuple[ShardArray, ShardArray, ShardArray, str, s
 
 def _hermitian_part(a: ShardArray, rows: str, cols: str) -> ShardArray:
     """``(a + a^H) / 2`` over the matrix dims ``rows``, ``cols``."""
-    at = rename(a, {rows: cols, cols: rows})
-    return multiply(add(a, conj(at) if a.dtype.kind == "c" else at), 0.5)
+    return multiply(add(a, _h(rename(a, {rows: cols, cols: rows}))), 0.5)
 
 
 def _v_m_vh(v: ShardArray, m: ShardArray, rows: str, cols: str, new: str, new2: str) -> ShardArray:
     """``V M V^H``: ``v`` (batch..., rows, new), ``m`` (batch..., new, new2) -> (batch..., rows, cols)."""
     batch = tuple(d for d in v.dims if d not in (rows, new))
-    vh = rename(conj(v) if v.dtype.kind == "c" else v, {rows: cols, new: new2})
+    vh = rename(_h(v), {rows: cols, new: new2})
     return einsum(einsum(v, m, out=(*batch, rows, new2)), vh, out=(*batch, rows, cols))
 
 
@@ -232,7 +231,7 @@ def _v_m_vh(v: ShardArray, m: ShardArray, rows: str, cols: str, new: str, new2: 
 def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
     """``Ā = V diag(w̄) V^H``."""
     x, w, v, rows, cols, new = _eig_parts(ctx)
-    vh = rename(conj(v) if v.dtype.kind == "c" else v, {rows: cols})
+    vh = rename(_h(v), {rows: cols})
     a = einsum(multiply(v, g.resolve()), vh, out=x.dims)  # sums over new: V diag(g) V^H
     return [match(a.astype(x.dtype) if a.dtype != x.dtype else a, x), None, None, None, None]
 
@@ -240,18 +239,11 @@ def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
 @register_vjp("linalg.eigh_vectors")
 def _eigh_vectors(ctx: Context, g: ShardArray) -> list[Any]:
     """``Ā = herm(V (F ∘ (V^H V̄)) V^H)``, ``F_ij = 1/(w_j - w_i)`` (0 where the eigenvalues are equal)."""
-    from ..ops.elementwise import divide, not_equal, subtract, where
-
     x, w, v, rows, cols, new = _eig_parts(ctx)
-    new2 = new + "_"
-    while new2 in x.dims or new2 in v.dims:
-        new2 += "_"
-    vh = conj(v) if v.dtype.kind == "c" else v
+    new2 = _fresh(new + "_", x, v)
     batch = tuple(d for d in x.dims if d not in (rows, cols))
-    inner = einsum(vh, rename(g.resolve(), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
-    diff = subtract(rename(w, {new: new2}), w)  # w_j - w_i over (new2, new)
-    nz = not_equal(diff, 0.0)
-    f = where(nz, divide(1.0, where(nz, diff, 1.0)), 0.0)
+    inner = einsum(_h(v), rename(g.resolve(), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
+    f = _reciprocal_gaps(w, new, new2)
     a = _hermitian_part(_v_m_vh(v, multiply(inner, f), rows, cols, new, new2), rows, cols)
     return [match(a, x), None, None, None, None]
 
@@ -263,12 +255,12 @@ def _fresh(name: str, *arrays: ShardArray) -> str:
     return name
 
 
-def _f_matrix(s: ShardArray, new: str, new2: str) -> ShardArray:
-    """``F_ij = 1 / (s_j² - s_i²)`` over (new, new2), 0 where the squares are equal (the diagonal among them)."""
+def _reciprocal_gaps(w: ShardArray, new: str, new2: str) -> ShardArray:
+    """``F_ij = 1 / (w_j - w_i)`` over (new, new2), 0 where the values are equal (the diagonal among them): the
+    factor of the eigenvector (``eigh``, with eigenvalues) and singular-vector (``svd``, with squares) VJPs."""
     from ..ops.elementwise import divide, not_equal, subtract, where
 
-    sq = multiply(s, s)
-    diff = subtract(rename(sq, {new: new2}), sq)
+    diff = subtract(rename(w, {new: new2}), w)
     nz = not_equal(diff, 0.0)
     return where(nz, divide(1.0, where(nz, diff, 1.0)), 0.0)
 
@@ -289,14 +281,14 @@ def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
     elif part == "U":
         utg = einsum(u, rename(g, {new: new2}), out=(*batch, new, new2))  # Uᵀ Ū
         skew = subtract(utg, rename(utg, {new: new2, new2: new}))
-        m = multiply(multiply(skew, _f_matrix(s, new, new2)), rename(s, {new: new2}))  # (F ∘ skew) S
+        m = multiply(multiply(skew, _reciprocal_gaps(multiply(s, s), new, new2)), rename(s, {new: new2}))  # (F ∘ skew) S
         a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
         proj = subtract(g, rename(einsum(u, utg, out=(*batch, rows, new2)), {new2: new}))  # (I - UUᵀ) Ū
         a = add(a, einsum(divide(proj, s), vh, out=x.dims))
     else:  # "Vh": V̄ = ḡᵀ
         vtvb = einsum(vh, rename(g, {new: new2}), out=(*batch, new, new2))  # Vᵀ V̄ = Vh ḡᵀ
         skew = subtract(vtvb, rename(vtvb, {new: new2, new2: new}))
-        m = multiply(multiply(skew, _f_matrix(s, new, new2)), s)  # S (F ∘ skew)
+        m = multiply(multiply(skew, _reciprocal_gaps(multiply(s, s), new, new2)), s)  # S (F ∘ skew)
         a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
         gvt = einsum(g, vh2, out=(*batch, new, new2))  # ḡ Vhᵀ
         proj = subtract(g, einsum(gvt, vh2, out=(*batch, new, cols)))  # V̄ᵀ (I - VVᵀ)

@@ -55,7 +55,6 @@ class CupyBackend(Backend):
             return contract2(self.xp, equation, *arrays, matmul=batched_matmul)
         return super().einsum(equation, *arrays)
 
-
     def sum(self, x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
         """``cupy.sum``, except a float sum over the leading axes of a C-contiguous block, which is one cuBLAS
         product with a vector of ones (``cublas.sum_leading``).

@@ -45,32 +45,36 @@ def old_copies(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
 
 
+def _host() -> str:
+    """This machine's name as it appears in tokens (letters, digits and ``_``)."""
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+
+
 def new_token() -> str:
     """A save's token: ``<host>-<pid>-<random>``, so a later save can tell a dead save's leftovers (its process
     is gone) from a live one's."""
-    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
-    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    return f"{_host()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 def _dead(token: str) -> bool:
-    """Whether the save that made ``token`` has certainly ended: its process (on this host) is gone. Leftovers
-    of other hosts, or of tokens without a pid (older versions), count as dead only after an hour untouched."""
+    """Whether the save that made ``token`` has certainly ended: it ran on this host and its process is gone
+    (tokens of other hosts, or without a pid, never count as dead here)."""
     host, _, rest = token.partition("-")
     pid_text = rest.partition("-")[0]
-    here = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
-    if host == here and pid_text.isdigit():
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:  # alive, another user's
-            return False
+    if host != _host() or not pid_text.isdigit():
         return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        pass
     return False
 
 
 def stale(p: Path) -> bool:
-    """Whether the leftover ``p`` (a ``.tmp-`` or ``.old-`` folder) belongs to a save that has certainly ended."""
+    """Whether the leftover ``p`` (a ``.tmp-`` or ``.old-`` folder) belongs to a save that has certainly ended:
+    its process is gone (``_dead``), or it has not been touched for an hour (another host's, or an older token)."""
     token = p.name.rpartition(".tmp-")[2] if ".tmp-" in p.name else p.name.rpartition(".old-")[2]
     if _dead(token):
         return True

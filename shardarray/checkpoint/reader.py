@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from safetensors import SafetensorError
 
-from ..array import ShardArray, like_kind
+from ..array import ShardArray
 from ..array_api._array import Array
 from ..dtypes import as_dtype
 from ..errors import CheckpointError
@@ -359,13 +359,12 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
         except (SafetensorError, OSError, ValueError) as e:  # while reading bytes: a damaged file
             error = f"checkpoint {src.where}: reading failed ({type(e).__name__}: {e}); the files are damaged"
         procs.agree(error)
-    kinds = dict(pairs) if recipe is not None else {}
+    target_of = dict(pairs) if recipe is not None else {}
     for name, msh, lay, dtype in plan:
-        out = ShardArray(msh, lay, dtype, blocks[name])
-        if name in kinds:  # the target's kind
-            loaded[name] = like_kind(out, kinds[name])
-        else:  # the saved kind
-            loaded[name] = Array(msh, lay, dtype, out.shards) if m["arrays"][name].get("kind") == "positional" else out
+        # the target's kind, or else the saved one: positional arrays load positional
+        kind = type(target_of[name]) if name in target_of else (
+            Array if m["arrays"][name].get("kind") == "positional" else ShardArray)
+        loaded[name] = kind(msh, lay, dtype, blocks[name])
     return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
 
 

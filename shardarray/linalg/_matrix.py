@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..dtypes import BFLOAT16
+from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError
 from ..ops.common import dims_arg, map_blocks_multi, new_array, require_array
 from ..ops.relayout import relayout
@@ -32,7 +32,7 @@ class ReplicatedFallbackWarning(UserWarning):
 
 def float_dtype(x: ShardArray, what: str) -> np.dtype:
     """The floating dtype the op computes in (ints and bools refused: cast with ``astype``)."""
-    if x.dtype.itemsize < 4 and (x.dtype.kind == "f" or x.dtype == BFLOAT16):
+    if is_real_float(x.dtype) and x.dtype.itemsize < 4:
         raise DTypeError(
             f"{what}: {x.dtype} is floating-point, but LAPACK (NumPy's and cuSOLVER's) has no 16-bit routines, and "
             f"NumPy refuses float16 too (array {x.sizes}). Compute in float32: x.astype('float32'), and cast the "

@@ -19,7 +19,7 @@ def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
     for x in leaves:
         if not isinstance(x, ShardArray):
             raise DTypeError(f"{what}: every leaf must be a ShardArray; got {type(x).__name__}")
-    return [x.resolve() if x.pending else x for x in leaves], treedef
+    return [like_kind(x.resolve(), x) if x.pending else x for x in leaves], treedef  # each keeps its kind
 
 
 def _sum_squares(xp: Any, block: Any) -> Any:
@@ -98,5 +98,5 @@ def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = Fals
     norm = _norm(leaves, "clip_by_global_norm")
     if math.isfinite(norm) and norm > max_norm:
         leaves = scale_leaves(leaves, float(max_norm) / norm)
-    out = tree_unflatten(treedef, [like_kind(o, g) for o, g in zip(leaves, tree_flatten(grads)[0])])
+    out = tree_unflatten(treedef, leaves)
     return (out, norm) if return_norm else out

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..dtypes import BFLOAT16, accumulation_dtype
+from ..dtypes import accumulation_dtype, is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation import full
 from ..tree import tree_flatten, tree_leaves_like, tree_paths
@@ -88,7 +88,7 @@ def float_params(params: Any, what: str) -> tuple[list[Any], Any]:
     an integer or bool parameter would be truncated to nothing without a word."""
     p, treedef = tree_flatten(params)
     for path, x in zip(tree_paths(params, ""), p):
-        if isinstance(x, ShardArray) and not (x.dtype.kind in "fc" or x.dtype == BFLOAT16):
+        if isinstance(x, ShardArray) and not (is_real_float(x.dtype) or is_complex(x.dtype)):
             raise DTypeError(
                 f"{what}: params{path} has dtype {x.dtype}; gradient updates need floating-point parameters (an "
                 f"integer update would be truncated). Keep it out of the optimized tree, or cast it: "

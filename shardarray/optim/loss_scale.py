@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray, like_kind
 from ..errors import ArgumentError, DTypeError
-from ..tree import tree_flatten, tree_unflatten
-from .clip import _resolved
+from ..tree import tree_unflatten
+from .clip import _resolved, _sum_squares
 from .common import _in_range, _number
 from .reduce_tree import allreduce_tree, scale_leaves
 
@@ -20,17 +19,6 @@ from .reduce_tree import allreduce_tree, scale_leaves
 def _nonfinite(xp: Any, block: Any) -> Any:
     """1.0 when the block holds an inf or NaN, else 0.0."""
     return xp.asarray(0.0 if block.size == 0 else float(not bool(xp.isfinite(block).all())), dtype=np.float64)
-
-
-def _sum_squares64(xp: Any, block: Any) -> Any:
-    """The block's sum of squares in float64: finite for every finite float32 block, inf/NaN otherwise."""
-    a = block.astype(np.float64).ravel()
-    return xp.dot(a, a)
-
-
-def _scaled(leaves: list[ShardArray], factor: float, grads: Any) -> list[ShardArray]:
-    """The leaves times ``factor``, each of its gradient's kind (positional stays positional)."""
-    return [like_kind(o, x) for o, x in zip(scale_leaves(leaves, factor), tree_flatten(grads)[0])]
 
 
 @dataclass(frozen=True)
@@ -144,7 +132,7 @@ class DynamicLossScale:
         """
         s = self._check_state(state, "unscale")
         leaves, treedef = _resolved(grads, "DynamicLossScale.unscale")
-        unscaled = _scaled(leaves, 1.0 / s, grads)
+        unscaled = scale_leaves(leaves, 1.0 / s)
         finite = allreduce_tree(unscaled, _nonfinite, "max", "DynamicLossScale.unscale") == 0.0
         return tree_unflatten(treedef, unscaled), finite
 
@@ -195,11 +183,11 @@ class DynamicLossScale:
         else:
             _in_range("DynamicLossScale.apply", "max_norm", max_norm, 0.0, None, "[0, inf) (e.g. 1.0)")
             leaves, treedef = _resolved(grads, "DynamicLossScale.apply")
-            norm = math.sqrt(allreduce_tree(leaves, _sum_squares64, "sum", "DynamicLossScale.apply")) / s
+            norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "DynamicLossScale.apply")) / s
             finite = math.isfinite(norm)
             if finite:
                 factor = min(1.0, float(max_norm) / norm) if norm > 0 else 1.0
-                scaled = _scaled(leaves, factor / s, grads)
+                scaled = scale_leaves(leaves, factor / s)
                 if any(x.dtype.itemsize < 4 for x in scaled):  # 16-bit results of a large max_norm may overflow
                     finite = allreduce_tree(scaled, _nonfinite, "max", "DynamicLossScale.apply") == 0.0
                 grads = tree_unflatten(treedef, scaled)

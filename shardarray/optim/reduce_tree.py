@@ -77,9 +77,9 @@ def _times(s: Any, factor: float) -> Any:
 
 
 def scale_leaves(leaves: list[ShardArray], factor: float) -> list[ShardArray]:
-    """Every leaf times ``factor`` in its own dtype, layout and blocks (local: no communication)."""
+    """Every leaf times ``factor`` in its own dtype, layout, blocks and kind (local: no communication)."""
     out = []
     for g in leaves:
         shards = map_blocks(g.mesh, g.spec.used_axes, lambda s: _times(s, factor), g.shards)
-        out.append(ShardArray(g.mesh, g.spec, g.dtype, shards))
+        out.append(type(g)(g.mesh, g.spec, g.dtype, shards))  # a positional gradient stays positional
     return out
