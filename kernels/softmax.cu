@@ -75,3 +75,77 @@ template <typename T> __device__ void xent_bwd(const T* g, const T* x, const ind
     }
 
 FOR_FLOATS(SOFTMAX_KERNELS)
+
+// Causal softmax of attention scores, in place of scale, mask and softmax: the rows are (..., seq) of an array
+// (..., seq, kseq) with seq == kseq == n, row r being query i = r % n; p[j] = exp(scale x[j] - m) / s for j <= i
+// and 0 above the diagonal (no -inf is ever written). The arithmetic is in float32 (float64 for float64).
+// One warp per row (blockDim.x a multiple of 32, ``rows`` rows in all): the reductions are warp shuffles, with
+// no shared memory and no block barrier.
+
+template <typename A> __device__ __forceinline__ A warp_sum(A v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <typename A> __device__ __forceinline__ A warp_max(A v) {
+    for (int o = 16; o > 0; o >>= 1) v = mx(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// The shift m (the maximum of scale x over the visible keys 0..last) and s = sum(exp(scale x - m)) of one row.
+template <typename T, typename A> __device__ void causal_shift_sum(const T* x, index_t last, A scale, int lane,
+                                                                   A& m, A& s) {
+    m = neg_inf<A>();
+    for (index_t j = lane; j <= last; j += 32) m = mx(m, scale * (A)ld(x, j));
+    m = warp_max(m);
+    s = A(0);
+    for (index_t j = lane; j <= last; j += 32) s += ex(scale * (A)ld(x, j) - m);
+    s = warp_sum(s);
+}
+
+template <typename T, typename A> __device__ void causal_softmax_fwd(const T* x, T* p, index_t rows, index_t n,
+                                                                     A scale) {
+    const index_t r = (index_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= rows) return;  // the whole warp: no barrier follows
+    const index_t last = r % n;  // keys 0..last are visible
+    x += r * n;
+    p += r * n;
+    A m, s;
+    causal_shift_sum(x, last, scale, lane, m, s);
+    const A inv = A(1) / s;
+    for (index_t j = lane; j < n; j += 32) st(p, j, j <= last ? ex(scale * (A)ld(x, j) - m) * inv : A(0));
+}
+
+// dx = scale p (g - sum(g p)) per row, p recomputed from the scores x in float32 (not read back rounded to
+// 16 bits); zero above the diagonal, where p is 0
+template <typename T, typename A> __device__ void causal_softmax_bwd(const T* g, const T* x, T* dx, index_t rows,
+                                                                     index_t n, A scale) {
+    const index_t r = (index_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= rows) return;
+    const index_t last = r % n;
+    x += r * n;
+    g += r * n;
+    dx += r * n;
+    A m, s;
+    causal_shift_sum(x, last, scale, lane, m, s);
+    const A inv = A(1) / s;
+    A gp = A(0);
+    for (index_t j = lane; j <= last; j += 32) gp += (A)ld(g, j) * (ex(scale * (A)ld(x, j) - m) * inv);
+    gp = warp_sum(gp);
+    for (index_t j = lane; j < n; j += 32)
+        st(dx, j, j <= last ? scale * ((A)ld(g, j) - gp) * (ex(scale * (A)ld(x, j) - m) * inv) : A(0));
+}
+
+#define CAUSAL_KERNELS(S, T)                                                                               \
+    extern "C" __global__ void causal_softmax_fwd_##S(const T* x, T* p, index_t rows, index_t n,          \
+                                                      Acc<T>::type scale) {                                \
+        causal_softmax_fwd<T, Acc<T>::type>(x, p, rows, n, scale);                                         \
+    }                                                                                                      \
+    extern "C" __global__ void causal_softmax_bwd_##S(const T* g, const T* x, T* dx, index_t rows,        \
+                                                      index_t n, Acc<T>::type scale) {                     \
+        causal_softmax_bwd<T, Acc<T>::type>(g, x, dx, rows, n, scale);                                     \
+    }
+
+FOR_FLOATS(CAUSAL_KERNELS)

@@ -15,7 +15,7 @@ from shardarray.backend import cuda_kernels
 from shardarray.backend.cupy_backend import on_devices
 from shardarray.ops import fused
 
-LAUNCHED = {"softmax": ["softmax_fwd", "softmax_bwd", "xent_fwd", "xent_bwd"], "layer_norm": ["ln_fwd", "ln_bwd"],
+LAUNCHED = {"softmax": ["softmax_fwd", "softmax_bwd", "xent_fwd", "xent_bwd", "causal_softmax_fwd", "causal_softmax_bwd"], "layer_norm": ["ln_fwd", "ln_bwd"],
             "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam"]}
 
 
@@ -145,6 +145,9 @@ def test_every_kernel_is_launched_with_its_parameter_types(monkeypatch, dtype):
     t = cupy.asarray(rng.integers(0, 6, 4))
     y = cuda_kernels.softmax_rows(cupy, x)
     cuda_kernels.softmax_rows_grad(cupy, x, y)
+    sq = cupy.asarray(rng.standard_normal((2, 3, 3)).astype(dtype))
+    p = cuda_kernels.causal_softmax_rows(cupy, sq, 0.5)
+    cuda_kernels.causal_softmax_rows_grad(cupy, sq, p, 0.5)
     loss, lse = cuda_kernels.cross_entropy_rows(cupy, x, t)
     cuda_kernels.cross_entropy_rows_grad(cupy, loss, x, t, lse)
     out, mean, rstd = cuda_kernels.layer_norm_rows(cupy, x, w, w, 1e-5)
@@ -155,7 +158,7 @@ def test_every_kernel_is_launched_with_its_parameter_types(monkeypatch, dtype):
     m = cupy.zeros((4, 6), moments)
     p2, m2, v2 = cuda_kernels.adam(cupy, x, x, m, m, 0.9, 0.999, 1e-3, 0.1, 1e-8, 1.0)
     assert p2.dtype == np.dtype(dtype) and m2.dtype == v2.dtype == np.dtype(moments)
-    assert len(gpu.launches) == 9
+    assert len(gpu.launches) == 11
 
 
 def test_adam_moments_of_float16_parameters_are_float32(monkeypatch):

@@ -178,6 +178,36 @@ def softmax_rows_grad(xp: Any, g: Any, y: Any) -> Any:
     return dx
 
 
+def _warp_rows_launch(kernel: Any, rows: int, n: int, args: tuple) -> None:
+    """One warp per row, ``_THREADS // 32`` rows per block (the kernel's first scalars are ``rows, n``)."""
+    if rows and n:
+        per_block = _THREADS // 32
+        kernel((math.ceil(rows / per_block),), (_THREADS,), args)
+
+
+def causal_softmax_rows(xp: Any, x: Any, scale: float) -> Any:
+    """``softmax(scale x + causal mask)`` over the last axis of ``x`` (..., n, n): row ``i`` sees keys ``0..i``."""
+    (x,) = _contig(xp, x)
+    p = xp.empty_like(x)
+    n = x.shape[-1]
+    rows = x.size // max(n, 1)
+    _warp_rows_launch(_fn("softmax", "causal_softmax_fwd", x.dtype), rows, n,
+                      (x, p, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)))
+    return p
+
+
+def causal_softmax_rows_grad(xp: Any, g: Any, x: Any, scale: float) -> Any:
+    """``scale p (g - sum(g p))`` over the last axis, the VJP of ``causal_softmax_rows``: ``p`` is recomputed from
+    the scores ``x`` in float32 (not read back rounded to 16 bits)."""
+    x, g = _contig(xp, x, g, dtype=x.dtype)
+    dx = xp.empty_like(x)
+    n = x.shape[-1]
+    rows = x.size // max(n, 1)
+    _warp_rows_launch(_fn("softmax", "causal_softmax_bwd", x.dtype), rows, n,
+                      (g, x, dx, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)))
+    return dx
+
+
 def cross_entropy_rows(xp: Any, x: Any, t: Any) -> tuple[Any, Any]:
     """``(logsumexp(x) - x[t], logsumexp(x))`` over the last axis, ``t`` of shape ``x.shape[:-1]``."""
     (x,) = _contig(xp, x)

@@ -5,24 +5,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 
 from ..array import ShardArray
-from ..mesh import Mesh
 from ..ops import fused, fused_numpy
 from ..ops import fused_attention as attention_fused
 from ..backend import cuda_kernels
 from ..ops.common import require_ids
-from ..ops.creation import asarray
 from ..ops.einsum import einsum
 from ..autograd.common import match
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..dtypes import check_domain
 from ..errors import DimensionError, DTypeError
-from ..ops.elementwise import apply, gelu, where
+from ..ops.elementwise import apply, gelu
 from ..ops.indexing import take
 from ..ops.reduce import max as reduce_max
-from ..ops.softmax import logsumexp, softmax
+from ..ops.causal_softmax import causal_softmax
+from ..ops.softmax import logsumexp
 
 Params = dict[str, ShardArray]
 
@@ -152,14 +150,6 @@ def _fused_layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: st
     )
 
 
-def _causal(mesh: Mesh, n: int) -> ShardArray:
-    """The causal mask (seq, kseq), made once per mesh object (not per equal mesh: a fresh mesh starts afresh)."""
-    key = ("causal", n)
-    if key not in mesh.constants:
-        mesh.constants[key] = asarray(np.tril(np.ones((n, n), dtype=bool)), dims=("seq", "kseq"), mesh=mesh, layout={})
-    return mesh.constants[key]
-
-
 def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     """Causal multi-head self-attention; ``x`` is (batch, seq, d_model).
 
@@ -167,12 +157,11 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     softmax and PV are one op per block with its own VJP
     (``ops.fused_attention.causal_attention``, no collectives); otherwise:
 
-    The masked scores keep the dims (batch, heads, seq, kseq), so their
-    softmax over the last dim, kseq, is one fused kernel per block on GPUs.
-    Scores narrower than float32 (float16, bfloat16) are scaled by
-    ``1/sqrt(d_kv)`` and go through the softmax in float32 (q is not scaled
-    in 16 bits); the probabilities return to the scores' dtype for the next
-    einsum.
+    The scores keep the dims (batch, heads, seq, kseq), so their scaled,
+    masked softmax over the last dim, kseq, is one kernel per block on GPUs
+    (``ops.causal_softmax``). Scores narrower than float32 (float16,
+    bfloat16) are scaled by ``1/sqrt(d_kv)`` and normalized in float32; the
+    probabilities return to the scores' dtype for the next einsum.
     """
     _need_dims("attention", "x", x, ("batch", "seq", "d_model"))
     wq, wk, wv, wo = (p[prefix + n] for n in ("wq", "wk", "wv", "wo"))
@@ -183,16 +172,8 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     if attention_fused.ready(q, k, v):  # one op per block, with its own VJP (ops/fused_attention.py)
         o = attention_fused.causal_attention(q, k, v, 1.0 / math.sqrt(wq.sizes["d_kv"]))
         return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
-    scale = 1.0 / math.sqrt(wq.sizes["d_kv"])
-    low = q.dtype.itemsize < 4  # mixed precision: scaled and softmaxed in float32, probabilities back in 16 bits
-    if not low:
-        q = q * scale
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)
-    if low:  # cast first: the mask and the scale act on float32 (a 16-bit where would compute in float32 anyway)
-        wide = where(_causal(x.mesh, x.sizes["seq"]), scores.astype("float32") * scale, -np.inf)
-        probs = softmax(wide, "kseq").astype(scores.dtype)
-    else:
-        probs = softmax(where(_causal(x.mesh, x.sizes["seq"]), scores, -np.inf), "kseq")
+    probs = causal_softmax(scores, 1.0 / math.sqrt(wq.sizes["d_kv"]))
     o = einsum("batch heads seq kseq, batch kseq heads d_kv -> batch seq heads d_kv", probs, v)
     return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
 
