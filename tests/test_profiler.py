@@ -79,7 +79,7 @@ def test_meta_and_numpy_profiles_agree_on_a_training_step():
         real = sa.plan.evaluate_layout(step, {"rows": 2, "cols": 2}, rules, backend="numpy")
         assert meta == real
         assert meta.ops == real.ops
-        assert {"einsum", "einsum.grad", "softmax", "layer_norm"} <= set(meta.ops)
+        assert {"einsum", "einsum.grad", "causal_softmax", "layer_norm"} <= set(meta.ops)
 
 
 def test_arrays_freed_inside_the_block_leave_the_live_total():
