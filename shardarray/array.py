@@ -37,7 +37,7 @@ class ShardArray:
         array([ 2., 10., 18., 26.])
     """
 
-    __slots__ = ("mesh", "_layout", "dtype", "_shards", "pending", "_node", "_resolved", "host_range", "__weakref__")
+    __slots__ = ("__weakref__", "_layout", "_node", "_resolved", "_shards", "dtype", "host_range", "mesh", "pending")
     __array_priority__ = 100
     #: whether arrays of this class are positional (``shardarray.array_api``'s ``Array``: NumPy's broadcasting
     #: and indexing) rather than named; kept by gradients, optimizers, resharding and checkpoints

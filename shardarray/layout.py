@@ -91,7 +91,7 @@ def check_dims(dims: Any, what: str = "array") -> tuple[str, ...]:
 def check_sizes(dims: tuple[str, ...], sizes: Sequence[Any], what: str = "array") -> tuple[int, ...]:
     out = []
     for d, n in zip(dims, sizes):
-        if isinstance(n, bool) or not isinstance(n, (int,)) and not hasattr(n, "__index__"):
+        if isinstance(n, bool) or (not isinstance(n, (int,)) and not hasattr(n, "__index__")):
             raise DimensionError(f"size of dim {d!r} of {what} must be an integer; got {n!r}")
         n = int(n)
         if n < 0:

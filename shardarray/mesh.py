@@ -464,9 +464,9 @@ def _spmd_gpus(world: Any, gpus: tuple[int, ...] | None, size: int) -> tuple[int
     rank = world.Get_rank()
     if gpus is not None:
         return (gpus[rank],) * size
-    from .backend.cupy_backend import import_cupy
-
     from mpi4py import MPI
+
+    from .backend.cupy_backend import import_cupy
 
     node = world.Split_type(MPI.COMM_TYPE_SHARED)  # the processes on this node
     local = node.Get_rank()

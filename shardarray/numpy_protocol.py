@@ -134,7 +134,7 @@ def _short(value: Any) -> str:
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(type(a) is type(b) and a == b)
-    except Exception:  # noqa: BLE001 - an odd __eq__ (arrays) just means "not the same"
+    except Exception:
         return False
 
 

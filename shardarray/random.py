@@ -2,4 +2,4 @@
 
 from .ops.random import normal, randint, uniform
 
-__all__ = ["normal", "uniform", "randint"]
+__all__ = ["normal", "randint", "uniform"]

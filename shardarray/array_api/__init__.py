@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import (
+    fft,
+    linalg,
+)
 from ._array import Array
 from ._creation import *  # noqa: F403
 from ._creation import __all__ as _creation_all
@@ -37,18 +41,16 @@ from ._linalg import *  # noqa: F403
 from ._linalg import __all__ as _linalg_all
 from ._manipulation import *  # noqa: F403
 from ._manipulation import __all__ as _manipulation_all
-from ._statistical import *  # noqa: F403
-from ._statistical import __all__ as _statistical_all
 from ._scans import *  # noqa: F403
 from ._scans import __all__ as _scans_all
 from ._searching import *  # noqa: F403
 from ._searching import __all__ as _searching_all
-from ._sorting import *  # noqa: F403
-from ._sorting import __all__ as _sorting_all
 from ._set import *  # noqa: F403
 from ._set import __all__ as _set_all
-from . import linalg  # noqa: E402  (the linalg extension: xp.linalg)
-from . import fft  # noqa: E402  (the fft extension: xp.fft)
+from ._sorting import *  # noqa: F403
+from ._sorting import __all__ as _sorting_all
+from ._statistical import *  # noqa: F403
+from ._statistical import __all__ as _statistical_all
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")

@@ -129,7 +129,7 @@ class Array(ShardArray):
         return self.mesh
 
     @property
-    def mT(self) -> Array:  # noqa: N802 - the standard's name
+    def mT(self) -> Array:
         """The last two axes swapped (a local transpose)."""
         if self.ndim < 2:
             raise DimensionError(f"mT needs an array of at least 2 dimensions; got shape {self.shape}")
@@ -137,7 +137,7 @@ class Array(ShardArray):
         return wrap(transpose(self, (*d[:-2], d[-1], d[-2])))
 
     @property
-    def T(self) -> Array:  # noqa: N802 - the standard's name
+    def T(self) -> Array:
         """The transpose of a 2-D array (the standard defines ``T`` for 2 dimensions only)."""
         if self.ndim != 2:
             raise DimensionError(

@@ -7,7 +7,6 @@ the manipulation functions.) ``nonzero`` places its data-dependent result by an 
 
 from __future__ import annotations
 
-
 from ..array import ShardArray
 from ..errors import DTypeError
 from ..ops.nonzero import count_nonzero as _count_nonzero

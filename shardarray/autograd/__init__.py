@@ -3,4 +3,4 @@
 from .api import grad, value_and_grad, vjp
 from .tape import differentiable, register_vjp
 
-__all__ = ["value_and_grad", "grad", "vjp", "differentiable", "register_vjp"]
+__all__ = ["differentiable", "grad", "register_vjp", "value_and_grad", "vjp"]

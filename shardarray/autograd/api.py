@@ -220,4 +220,4 @@ def _seed(loss: ShardArray) -> ShardArray:
     return ones(loss.mesh, {}, dtype=loss.dtype, layout={})
 
 
-__all__ = ["value_and_grad", "grad", "vjp"]
+__all__ = ["grad", "value_and_grad", "vjp"]

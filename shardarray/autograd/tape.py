@@ -46,7 +46,7 @@ class Context:
     gradient is wanted; a VJP may skip the others (return None for them).
     """
 
-    __slots__ = ("args", "kwargs", "out", "needs", "saved")
+    __slots__ = ("args", "kwargs", "needs", "out", "saved")
 
     def __init__(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], out: ShardArray, needs: tuple[bool, ...], saved: Any = None
@@ -57,7 +57,7 @@ class Context:
 class Node:
     """One recorded op (or a leaf: ``name`` is None) on a tape."""
 
-    __slots__ = ("tape", "name", "ctx", "parents")
+    __slots__ = ("ctx", "name", "parents", "tape")
 
     def __init__(self, tape: Tape, name: str | None, ctx: Context | None, parents: tuple[tuple[int, ShardArray], ...]):
         self.tape, self.name, self.ctx, self.parents = tape, name, ctx, parents

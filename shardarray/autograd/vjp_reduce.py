@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from ..array import ShardArray
-from ..ops import fused
 from ..backend import cuda_kernels
+from ..ops import fused
 from ..ops import reduce as red
 from ..ops.elementwise import apply
 from ..ops.structure import expand

@@ -32,7 +32,7 @@ class ClassList(Sequence):
         (4, True, True)
     """
 
-    __slots__ = ("values", "index", "_tuple")
+    __slots__ = ("_tuple", "index", "values")
 
     def __init__(self, values: Sequence[Any], index: np.ndarray) -> None:
         self.values = tuple(values)

@@ -21,7 +21,7 @@ from .base import Backend
 class MetaArray:
     """A shape and a dtype standing in for a shard."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("dtype", "shape")
     __array_priority__ = 1000
 
     def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:

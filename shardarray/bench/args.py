@@ -13,7 +13,6 @@ import argparse
 import math
 from collections.abc import Callable
 
-
 #: the ``--dtype`` choices of ``shardarray-bench`` and the examples (bfloat16: ml_dtypes on NumPy, CuPy >= 14 on GPU)
 FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
 

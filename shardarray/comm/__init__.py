@@ -10,4 +10,4 @@ if launched_processes() > 1:  # under mpiexec/srun: a failing or exiting process
 
     install_hooks()
 
-__all__ = ["Communicator", "EmulatedCommunicator", "CommLog", "CommRecord", "comm_log", "wire_bytes"]
+__all__ = ["CommLog", "CommRecord", "Communicator", "EmulatedCommunicator", "comm_log", "wire_bytes"]

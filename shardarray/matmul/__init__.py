@@ -68,4 +68,4 @@ def select(algorithm: str, operands: Sequence[ShardArray], out_dims: Sequence[st
     return plan
 
 
-__all__ = ["ALGORITHMS", "select", "SummaPlan"]
+__all__ = ["ALGORITHMS", "SummaPlan", "select"]

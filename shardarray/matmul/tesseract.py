@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..array import ShardArray
-from .summa import SummaPlan, make_plan as summa_plan
+from .summa import SummaPlan
+from .summa import make_plan as summa_plan
 
 
 def depth_reason(plan: SummaPlan, operands: Sequence[ShardArray]) -> str | None:

@@ -15,7 +15,20 @@ from .strategies import STRATEGIES, param_layout, strategy_rules
 from .transformer import check_params, init_transformer, transformer_logits, transformer_loss
 
 __all__ = [
-    "data", "TransformerConfig", "param_count", "param_shapes", "STRATEGIES", "strategy_rules", "param_layout", "init_transformer",
-    "transformer_logits", "transformer_loss", "check_params",
-    "layer_norm", "attention", "mlp", "cross_entropy", "accuracy",
+    "STRATEGIES",
+    "TransformerConfig",
+    "accuracy",
+    "attention",
+    "check_params",
+    "cross_entropy",
+    "data",
+    "init_transformer",
+    "layer_norm",
+    "mlp",
+    "param_count",
+    "param_layout",
+    "param_shapes",
+    "strategy_rules",
+    "transformer_logits",
+    "transformer_loss",
 ]

@@ -5,21 +5,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-
 from ..array import ShardArray
-from ..ops import fused, fused_numpy
-from ..ops import fused_attention as attention_fused
-from ..backend import cuda_kernels
-from ..ops.common import require_ids
-from ..ops.einsum import einsum
 from ..autograd.common import match
 from ..autograd.tape import Context, differentiable, register_vjp
+from ..backend import cuda_kernels
 from ..dtypes import check_domain
 from ..errors import DimensionError, DTypeError
+from ..ops import fused, fused_numpy
+from ..ops import fused_attention as attention_fused
+from ..ops.causal_softmax import causal_softmax
+from ..ops.common import require_ids
+from ..ops.einsum import einsum
 from ..ops.elementwise import apply, gelu
 from ..ops.indexing import take
 from ..ops.reduce import max as reduce_max
-from ..ops.causal_softmax import causal_softmax
 from ..ops.softmax import logsumexp
 
 Params = dict[str, ShardArray]
@@ -245,4 +244,4 @@ def accuracy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -> Sha
     return hit.astype("float64").mean()
 
 
-__all__ = ["layer_norm", "attention", "mlp", "cross_entropy", "accuracy"]
+__all__ = ["accuracy", "attention", "cross_entropy", "layer_norm", "mlp"]

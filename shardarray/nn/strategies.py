@@ -32,7 +32,6 @@ embedding table keeps its vocab unsplit so that lookups stay local.
 from __future__ import annotations
 
 import difflib
-
 from collections.abc import Mapping
 from typing import Any
 

@@ -252,4 +252,4 @@ def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cf
     return _ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg).mean()
 
 
-__all__ = ["init_transformer", "transformer_logits", "transformer_loss", "check_params"]
+__all__ = ["check_params", "init_transformer", "transformer_logits", "transformer_loss"]

@@ -133,4 +133,4 @@ def stack(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
     return parts[0] if len(parts) == 1 else _concat(dim, *parts)
 
 
-__all__ = ["concat", "stack", "new_dim"]
+__all__ = ["concat", "new_dim", "stack"]

@@ -8,11 +8,18 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..backend.classlist import ClassList
 from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError, MeshError
-from ..backend.classlist import ClassList
 from ..layout import (
-    Layout, block_bounds, block_shape_classes, block_slices, check_dims, check_sizes, dim_bounds, make_layout,
+    Layout,
+    block_bounds,
+    block_shape_classes,
+    block_slices,
+    check_dims,
+    check_sizes,
+    dim_bounds,
+    make_layout,
 )
 from ..memo_hook import memoisable
 from ..mesh import AxesSpec, Mesh

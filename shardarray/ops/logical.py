@@ -15,8 +15,16 @@ from ..array import ShardArray
 from .elementwise import apply
 
 __all__ = [
-    "logical_not", "logical_and", "logical_or", "logical_xor",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
 ]
 
 

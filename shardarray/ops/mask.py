@@ -325,7 +325,7 @@ def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
 def bool_key(key: Any) -> Any:
     """The boolean mask of a positional key ``mask``, ``(mask,)`` or ``(mask, ...)``, else None."""
     if isinstance(key, tuple):
-        if len(key) == 2 and key[1] is Ellipsis or len(key) == 1:
+        if (len(key) == 2 and key[1] is Ellipsis) or len(key) == 1:
             key = key[0]
         else:
             return None

@@ -20,7 +20,7 @@ from ..autograd.tape import differentiable, nondifferentiable
 from .common import require_array
 from .elementwise import apply
 
-__all__ = ["floor_divide", "remainder", "atan2", "hypot", "copysign", "logaddexp", "nextafter", "clip"]
+__all__ = ["atan2", "clip", "copysign", "floor_divide", "hypot", "logaddexp", "nextafter", "remainder"]
 
 
 def _ufunc(name: str, ufunc: str, x: Any, y: Any, domain: str | None) -> ShardArray:

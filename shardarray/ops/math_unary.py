@@ -22,9 +22,33 @@ from ..autograd.tape import differentiable, nondifferentiable
 from .elementwise import apply
 
 __all__ = [
-    "sign", "floor", "ceil", "trunc", "round", "square", "reciprocal", "positive",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "expm1", "log1p", "log2", "log10", "isnan", "isinf", "isfinite", "signbit",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "ceil",
+    "cos",
+    "cosh",
+    "expm1",
+    "floor",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "log1p",
+    "log2",
+    "log10",
+    "positive",
+    "reciprocal",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "square",
+    "tan",
+    "trunc",
 ]
 
 _EXAMPLE = '''

@@ -25,10 +25,9 @@ mesh the replicas' blocks are computed once; an unsplit ``dim`` moves nothing.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
-
-import itertools
 
 import numpy as np
 

@@ -12,7 +12,12 @@ from ..errors import DTypeError
 from .einsum import einsum
 from .elementwise import abs
 from .logical import (
-    bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_or, bitwise_right_shift, bitwise_xor,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
 )
 from .math_binary import floor_divide, remainder
 

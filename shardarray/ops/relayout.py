@@ -152,4 +152,4 @@ def to_axes(x: ShardArray, target: Sequence[tuple[str, ...]], keep_pending: bool
     return move(x, target)
 
 
-__all__ = ["relayout", "resolve_to", "resolve", "move", "to_axes"]
+__all__ = ["move", "relayout", "resolve", "resolve_to", "to_axes"]

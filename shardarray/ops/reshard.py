@@ -252,4 +252,4 @@ def _reshard_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     return [reshard.__wrapped__(g, x.mesh, x.spec)] + [None] * (len(ctx.args) - 1)
 
 
-__all__ = ["reshard", "ReshardPlan"]
+__all__ = ["ReshardPlan", "reshard"]

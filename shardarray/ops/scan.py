@@ -92,7 +92,7 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
             prefix = red(before, axis=i, keepdims=True).astype(acc)
             combined[d] = s + prefix if op == "sum" else s * prefix
         scanned = combined
-    shards = [None if s is None or isinstance(s, MetaArray) and s.dtype == out_dtype else
+    shards = [None if s is None or (isinstance(s, MetaArray) and s.dtype == out_dtype) else
               (MetaArray(s.shape, out_dtype) if isinstance(s, MetaArray) else s.astype(out_dtype, copy=False))
               for s in scanned]
     return new_array(mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, dtype=out_dtype)

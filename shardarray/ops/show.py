@@ -131,7 +131,7 @@ def array_repr(x: ShardArray) -> str:
     if values_shown(x):
         try:
             text = np.array2string(x.numpy(), separator=", ", prefix="ShardArray(", threshold=REPR_MAX_ELEMENTS + 1)
-        except Exception:  # noqa: BLE001 - a repr never raises: fall back to the summary
+        except Exception:
             text = None
         if text is not None:
             return f"ShardArray({text}, dims={x.dims}, dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"

@@ -19,11 +19,11 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable
+from ..backend import cuda_kernels
 from ..dtypes import check_domain, compute_dtype
 from . import elementwise as ew
-from . import reduce as red
-from ..backend import cuda_kernels
 from . import fused
+from . import reduce as red
 from .common import dims_arg
 
 
