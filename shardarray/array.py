@@ -303,24 +303,59 @@ class ShardArray:
         return _reduce.min(x, dims)
 
     # ------------------------------------------------------------- arithmetic
-    def __add__(self, other: Any) -> ShardArray: return _ew.add(self, other)
-    def __radd__(self, other: Any) -> ShardArray: return _ew.add(other, self)
-    def __sub__(self, other: Any) -> ShardArray: return _ew.subtract(self, other)
-    def __rsub__(self, other: Any) -> ShardArray: return _ew.subtract(other, self)
-    def __mul__(self, other: Any) -> ShardArray: return _ew.multiply(self, other)
-    def __rmul__(self, other: Any) -> ShardArray: return _ew.multiply(other, self)
-    def __truediv__(self, other: Any) -> ShardArray: return _ew.divide(self, other)
-    def __rtruediv__(self, other: Any) -> ShardArray: return _ew.divide(other, self)
-    def __pow__(self, other: Any) -> ShardArray: return _ew.power(self, other)
-    def __rpow__(self, other: Any) -> ShardArray: return _ew.power(other, self)
-    def __neg__(self) -> ShardArray: return _ew.negative(self)
-    def __pos__(self) -> ShardArray: return self
-    def __gt__(self, other: Any) -> ShardArray: return _ew.greater(self, other)
-    def __ge__(self, other: Any) -> ShardArray: return _ew.greater_equal(self, other)
-    def __lt__(self, other: Any) -> ShardArray: return _ew.less(self, other)
-    def __le__(self, other: Any) -> ShardArray: return _ew.less_equal(self, other)
-    def __eq__(self, other: Any) -> ShardArray: return _ew.equal(self, other)  # type: ignore[override]
-    def __ne__(self, other: Any) -> ShardArray: return _ew.not_equal(self, other)  # type: ignore[override]
+    def __add__(self, other: Any) -> ShardArray:
+        return _ew.add(self, other)
+
+    def __radd__(self, other: Any) -> ShardArray:
+        return _ew.add(other, self)
+
+    def __sub__(self, other: Any) -> ShardArray:
+        return _ew.subtract(self, other)
+
+    def __rsub__(self, other: Any) -> ShardArray:
+        return _ew.subtract(other, self)
+
+    def __mul__(self, other: Any) -> ShardArray:
+        return _ew.multiply(self, other)
+
+    def __rmul__(self, other: Any) -> ShardArray:
+        return _ew.multiply(other, self)
+
+    def __truediv__(self, other: Any) -> ShardArray:
+        return _ew.divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> ShardArray:
+        return _ew.divide(other, self)
+
+    def __pow__(self, other: Any) -> ShardArray:
+        return _ew.power(self, other)
+
+    def __rpow__(self, other: Any) -> ShardArray:
+        return _ew.power(other, self)
+
+    def __neg__(self) -> ShardArray:
+        return _ew.negative(self)
+
+    def __pos__(self) -> ShardArray:
+        return self
+
+    def __gt__(self, other: Any) -> ShardArray:
+        return _ew.greater(self, other)
+
+    def __ge__(self, other: Any) -> ShardArray:
+        return _ew.greater_equal(self, other)
+
+    def __lt__(self, other: Any) -> ShardArray:
+        return _ew.less(self, other)
+
+    def __le__(self, other: Any) -> ShardArray:
+        return _ew.less_equal(self, other)
+
+    def __eq__(self, other: Any) -> ShardArray:
+        return _ew.equal(self, other)  # type: ignore[override]
+
+    def __ne__(self, other: Any) -> ShardArray:
+        return _ew.not_equal(self, other)  # type: ignore[override]
 
     __hash__ = object.__hash__
 
@@ -333,22 +368,53 @@ class ShardArray:
         return operators
 
     # (no __iadd__ etc.: ``x += y`` falls back to ``x = x + y``, a new array, since arrays are immutable)
-    def __floordiv__(self, other: Any) -> ShardArray: return self._ops().floor_divide(self, other)
-    def __rfloordiv__(self, other: Any) -> ShardArray: return self._ops().floor_divide(other, self)
-    def __mod__(self, other: Any) -> ShardArray: return self._ops().remainder(self, other)
-    def __rmod__(self, other: Any) -> ShardArray: return self._ops().remainder(other, self)
-    def __and__(self, other: Any) -> ShardArray: return self._ops().bitwise_and(self, other)
-    def __rand__(self, other: Any) -> ShardArray: return self._ops().bitwise_and(other, self)
-    def __or__(self, other: Any) -> ShardArray: return self._ops().bitwise_or(self, other)
-    def __ror__(self, other: Any) -> ShardArray: return self._ops().bitwise_or(other, self)
-    def __xor__(self, other: Any) -> ShardArray: return self._ops().bitwise_xor(self, other)
-    def __rxor__(self, other: Any) -> ShardArray: return self._ops().bitwise_xor(other, self)
-    def __lshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_left_shift(self, other)
-    def __rlshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_left_shift(other, self)
-    def __rshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_right_shift(self, other)
-    def __rrshift__(self, other: Any) -> ShardArray: return self._ops().bitwise_right_shift(other, self)
-    def __invert__(self) -> ShardArray: return self._ops().bitwise_invert(self)
-    def __abs__(self) -> ShardArray: return self._ops().abs(self)
+    def __floordiv__(self, other: Any) -> ShardArray:
+        return self._ops().floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> ShardArray:
+        return self._ops().floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> ShardArray:
+        return self._ops().remainder(self, other)
+
+    def __rmod__(self, other: Any) -> ShardArray:
+        return self._ops().remainder(other, self)
+
+    def __and__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_and(self, other)
+
+    def __rand__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_and(other, self)
+
+    def __or__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_or(self, other)
+
+    def __ror__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_or(other, self)
+
+    def __xor__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_xor(self, other)
+
+    def __rxor__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_xor(other, self)
+
+    def __lshift__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> ShardArray:
+        return self._ops().bitwise_right_shift(other, self)
+
+    def __invert__(self) -> ShardArray:
+        return self._ops().bitwise_invert(self)
+
+    def __abs__(self) -> ShardArray:
+        return self._ops().abs(self)
 
     def __matmul__(self, other: Any) -> ShardArray:
         """``x @ y`` is ``sa.einsum(x, y)``: contracts the dims the two share (named, not positional)."""
@@ -362,14 +428,16 @@ class ShardArray:
         x, dims = self._reduce_args("prod", dims, axis, dtype, out)
         return _reduce.prod(x, dims)
 
-    def var(self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None,
-            out: Any = None) -> ShardArray:
+    def var(
+        self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None, out: Any = None
+    ) -> ShardArray:
         """Variance over ``dims`` (``ddof`` is NumPy's name for ``correction``); see ``sa.var``."""
         x, dims = self._reduce_args("var", dims, axis, None, out)
         return _reduce.var(x, dims, correction if ddof is None else ddof)
 
-    def std(self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None,
-            out: Any = None) -> ShardArray:
+    def std(
+        self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None, out: Any = None
+    ) -> ShardArray:
         """Standard deviation over ``dims`` (``ddof`` is NumPy's name for ``correction``); see ``sa.std``."""
         x, dims = self._reduce_args("std", dims, axis, None, out)
         return _reduce.std(x, dims, correction if ddof is None else ddof)
@@ -414,10 +482,9 @@ class ShardArray:
         items, _ = slicing.parse_key(self, key)
         setitem.setitem(self, items, value)
 
-
     # ------------------------------------------------------------- manipulation
     def split_dim(self, dim: Any, sizes: Mapping[str, int]) -> ShardArray:
-        """Split ``dim`` into the dims of ``sizes`` (``{name: size}``, major first, one may be -1); see ``sa.split_dim``.
+        """Split ``dim`` into the dims of ``sizes`` (``{name: size}``, major first, one may be -1): ``sa.split_dim``.
 
         A split dim keeps its mesh axes on the first new dim, with no collective when the blocks allow.
 
@@ -465,7 +532,6 @@ class ShardArray:
         from .ops import search
 
         return search.argmin(self, dim)
-
 
     # ------------------------------------------------------------- protocols
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
@@ -534,6 +600,7 @@ from .ops import structure as _structure  # noqa: E402
 def _untracked_read(x: ShardArray) -> None:
     """Raise ``TapeError`` for a read of a traced array's shards by code the tape does not record, naming the
     outermost function of the package on the call stack (the public op the user called)."""
+
     def ours(f: Any) -> bool:
         module = f.f_globals.get("__name__", "")
         return bool(module == "shardarray" or module.startswith("shardarray."))
@@ -552,4 +619,3 @@ def _untracked_read(x: ShardArray) -> None:
         f"but it has no gradient rule: its result would be a constant and the gradient silently zero. Use ops "
         f"that are differentiable here, or pass sa.stop_gradient(x) to treat the value as a constant"
     )
-

@@ -8,13 +8,13 @@ import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from .errors import LayoutError, MeshError
 
-AxesSpec = Union[None, str, Iterable[str]]
+AxesSpec = None | str | Iterable[str]
 COMMS = (None, "emulated", "nccl", "mpi", "auto")
 _WARNED: set[tuple] = set()
 
@@ -22,18 +22,19 @@ _WARNED: set[tuple] = set()
 def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
     """Axis names and sizes of a mesh shape (``{axis: size}`` or ``(axis, size)`` pairs); MeshError otherwise."""
     example = "{'row': 2, 'col': 2}"
-    if isinstance(shape, str) or (isinstance(shape, (list, tuple)) and shape and all(isinstance(a, str)
-                                                                                     for a in shape)):
+    if isinstance(shape, str) or (
+        isinstance(shape, (list, tuple)) and shape and all(isinstance(a, str) for a in shape)
+    ):
         names = [shape] if isinstance(shape, str) else list(shape)
         raise MeshError(
-            f"mesh shape {shape!r} names axes without sizes; give {{axis: size}}, e.g. "
-            f"{ {a: 2 for a in names} }"
+            f"mesh shape {shape!r} names axes without sizes; give {{axis: size}}, e.g. { {a: 2 for a in names} }"
         )
     try:
         pairs = list(shape.items()) if isinstance(shape, Mapping) else list(shape)
     except TypeError:
-        raise MeshError(f"a mesh shape is {{axis: size}} or a list of (axis, size) pairs, e.g. {example}; "
-                        f"got {shape!r}") from None
+        raise MeshError(
+            f"a mesh shape is {{axis: size}} or a list of (axis, size) pairs, e.g. {example}; got {shape!r}"
+        ) from None
     names: list[str] = []
     sizes: list[int] = []
     for item in pairs:
@@ -64,8 +65,7 @@ def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
     return names, sizes
 
 
-def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: Any,
-                 gpus: tuple[int, ...] | None) -> str:
+def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: Any, gpus: tuple[int, ...] | None) -> str:
     """The communicator a mesh gets when ``comm`` is left out (see ``Mesh``).
 
     Args:
@@ -98,7 +98,8 @@ def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: An
             f"mesh {dict(shape)} has {size} device(s) but the launcher started {launched} processes, so every "
             f"process runs the whole mesh (the same work, the same files, {launched} times). Pass "
             f"comm='emulated' if that is what you want, or run one process per device: mpiexec -n {size}",
-            UserWarning, stacklevel=3,
+            UserWarning,
+            stacklevel=3,
         )
     return "emulated"
 

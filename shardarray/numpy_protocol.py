@@ -1,4 +1,4 @@
-"""NumPy's protocols on ShardArrays: ``np.exp(x)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])`` return ShardArrays.
+"""NumPy's protocols on ShardArrays: ``np.exp(x)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])`` give ShardArrays.
 
 ``__array_ufunc__`` maps a ufunc by its name to the ``shardarray`` function of
 the same name (``np.exp`` -> ``sa.exp``; a few NumPy names have aliases:
@@ -48,35 +48,64 @@ from .errors import ArgumentError, DimensionError, DTypeError
 
 # NumPy ufunc name -> the shardarray name (the array API standard's spelling) when they differ
 UFUNC_ALIASES: dict[str, str] = {
-    "absolute": "abs", "true_divide": "divide", "conjugate": "conj", "power": "pow",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
-    "arctanh": "atanh", "arctan2": "atan2", "invert": "bitwise_invert", "bitwise_not": "bitwise_invert",
-    "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift", "rint": "round",
+    "absolute": "abs",
+    "true_divide": "divide",
+    "conjugate": "conj",
+    "power": "pow",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
+    "invert": "bitwise_invert",
+    "bitwise_not": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "rint": "round",
     "mod": "remainder",
 }
 
 # NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
 UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
-    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
-    "divide": ("__truediv__", "__rtruediv__"), "true_divide": ("__truediv__", "__rtruediv__"),
-    "floor_divide": ("__floordiv__", "__rfloordiv__"), "remainder": ("__mod__", "__rmod__"),
-    "power": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
-    "bitwise_and": ("__and__", "__rand__"), "bitwise_or": ("__or__", "__ror__"),
-    "bitwise_xor": ("__xor__", "__rxor__"), "left_shift": ("__lshift__", "__rlshift__"),
+    "add": ("__add__", "__radd__"),
+    "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"),
+    "divide": ("__truediv__", "__rtruediv__"),
+    "true_divide": ("__truediv__", "__rtruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__"),
+    "remainder": ("__mod__", "__rmod__"),
+    "power": ("__pow__", "__rpow__"),
+    "matmul": ("__matmul__", "__rmatmul__"),
+    "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"),
+    "bitwise_xor": ("__xor__", "__rxor__"),
+    "left_shift": ("__lshift__", "__rlshift__"),
     "right_shift": ("__rshift__", "__rrshift__"),
-    "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"), "less": ("__lt__", "__gt__"),
-    "less_equal": ("__le__", "__ge__"), "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
-    "negative": ("__neg__", None), "positive": ("__pos__", None), "absolute": ("__abs__", None),
+    "greater": ("__gt__", "__lt__"),
+    "greater_equal": ("__ge__", "__le__"),
+    "less": ("__lt__", "__gt__"),
+    "less_equal": ("__le__", "__ge__"),
+    "equal": ("__eq__", "__eq__"),
+    "not_equal": ("__ne__", "__ne__"),
+    "negative": ("__neg__", None),
+    "positive": ("__pos__", None),
+    "absolute": ("__abs__", None),
     "invert": ("__invert__", None),
 }
 
 # ufunc.reduce -> the shardarray reduction
 UFUNC_REDUCTIONS: dict[str, str] = {
-    "add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "logical_and": "all", "logical_or": "any",
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_and": "all",
+    "logical_or": "any",
 }
 # ufunc.accumulate -> the shardarray scan
-UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax",
-                                       "minimum": "cummin"}
+UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax", "minimum": "cummin"}
 
 
 def lookup(name: str) -> Callable[..., Any] | None:
@@ -111,8 +140,16 @@ def _check_ufunc_kwargs(what: str, kwargs: dict[str, Any]) -> Any:
             f"e.g. y = {what}(x) instead of {what}(x, out=y)"
         )
     dtype = kwargs.pop("dtype", None)
-    neutral = {"where": True, "casting": "same_kind", "order": "K", "subok": True, "signature": None,
-               "axis": None, "keepdims": False, "initial": np._NoValue}
+    neutral = {
+        "where": True,
+        "casting": "same_kind",
+        "order": "K",
+        "subok": True,
+        "signature": None,
+        "axis": None,
+        "keepdims": False,
+        "initial": np._NoValue,
+    }
     for key, value in kwargs.items():
         if key in neutral and (value is neutral[key] or _same(value, neutral[key])):
             continue
@@ -373,11 +410,15 @@ def _moveaxis(func: Any, what: str, a: Any, source: Any, destination: Any) -> An
     if not isinstance(a, ShardArray):
         return NotImplemented
     src = _dims(a, source, what) or ()
-    dst = [operator.index(d) % a.ndim if -a.ndim <= operator.index(d) < a.ndim else None
-           for d in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    dst = [
+        operator.index(d) % a.ndim if -a.ndim <= operator.index(d) < a.ndim else None
+        for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
+    ]
     if len(src) != len(dst) or None in dst:
-        raise DimensionError(f"{what}: source {source!r} and destination {destination!r} must name the same number "
-                             f"of axes of the array with dims {a.dims}")
+        raise DimensionError(
+            f"{what}: source {source!r} and destination {destination!r} must name the same number "
+            f"of axes of the array with dims {a.dims}"
+        )
     order = [d for d in a.dims if d not in src]
     for pos, d in sorted(zip(dst, src)):
         order.insert(pos, d)  # type: ignore[arg-type]
@@ -400,13 +441,14 @@ def _expand_dims(func: Any, what: str, a: Any, axis: Any) -> Any:
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = a.ndim + len(axes)
     try:
-        positions = sorted(operator.index(p) % ndim if -ndim <= operator.index(p) < ndim else -1 - ndim
-                           for p in axes)
+        positions = sorted(operator.index(p) % ndim if -ndim <= operator.index(p) < ndim else -1 - ndim for p in axes)
     except TypeError:
         raise ArgumentError(f"{what}: axis must be an integer or a tuple of integers; got {axis!r}") from None
     if positions[0] < 0 or len(set(positions)) != len(positions):
-        raise DimensionError(f"{what}: axis {axis!r} is out of range or repeated for a result with {ndim} dims "
-                             f"(the array's dims are {a.dims}); use distinct positions in -{ndim}..{ndim - 1}")
+        raise DimensionError(
+            f"{what}: axis {axis!r} is out of range or repeated for a result with {ndim} dims "
+            f"(the array's dims are {a.dims}); use distinct positions in -{ndim}..{ndim - 1}"
+        )
     out, k = a, 0
     for pos in positions:
         name = "new"
@@ -423,8 +465,9 @@ def _where(func: Any, what: str, condition: Any, *xy: Any) -> Any:
     if fn is None:
         return NotImplemented
     if len(xy) not in (0, 2):
-        raise ArgumentError(f"{what}: give either the condition alone or the condition, x and y; got "
-                            f"{1 + len(xy)} arguments")
+        raise ArgumentError(
+            f"{what}: give either the condition alone or the condition, x and y; got {1 + len(xy)} arguments"
+        )
     return fn(condition, *xy)
 
 
@@ -432,8 +475,7 @@ def _round(func: Any, what: str, a: Any, decimals: Any = 0, out: Any = None) -> 
     if not isinstance(a, ShardArray):
         return NotImplemented
     if out is not None:
-        raise DTypeError(f"{what}: out= is not supported on ShardArrays (they are immutable); use the returned "
-                            f"array")
+        raise DTypeError(f"{what}: out= is not supported on ShardArrays (they are immutable); use the returned array")
     return round_array(a, decimals or None)
 
 
@@ -462,8 +504,10 @@ def _like(fill: Any) -> Callable[..., Any]:
             if key not in ("a", "order", "subok", "device") or (key == "order" and v not in ("K", "C")):
                 raise ArgumentError(f"{what}: {key}={v!r} is not supported on ShardArrays; call it without {key}=")
         if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
-            raise ArgumentError(f"{what}: shape={shape!r} differs from the array's {a.shape}; use sa.full(mesh, "
-                                f"sizes, value) for a new shape")
+            raise ArgumentError(
+                f"{what}: shape={shape!r} differs from the array's {a.shape}; use sa.full(mesh, "
+                f"sizes, value) for a new shape"
+            )
         return full(a.mesh, a.sizes, value, a.dtype if dtype is None else dtype, a.layout)
 
     return handler
@@ -483,15 +527,18 @@ def _einsum(func: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
     lhs, arrow, rhs = spec.partition("->")
     terms = lhs.split(",")
     if "." in spec or len(terms) != len(arrays):
-        raise ArgumentError(f"{what}: {operands[0]!r} must have one term per operand ({len(arrays)}) and no "
-                            f"'...'; or use the named form sa.einsum(x, w, out=(...))")
+        raise ArgumentError(
+            f"{what}: {operands[0]!r} must have one term per operand ({len(arrays)}) and no "
+            f"'...'; or use the named form sa.einsum(x, w, out=(...))"
+        )
     names: dict[str, str] = {}  # letter -> dim name: the operand's own name, or a fresh one when it is taken
     every = {d for a in arrays for d in a.dims}
     renamed = []
     for i, (term, a) in enumerate(zip(terms, arrays)):
         if len(term) != a.ndim or len(set(term)) != len(term):
-            raise DimensionError(f"{what}: term {term!r} must name each of the {a.ndim} axes {a.dims} of operand "
-                                 f"{i} once")
+            raise DimensionError(
+                f"{what}: term {term!r} must name each of the {a.ndim} axes {a.dims} of operand {i} once"
+            )
         mapping = {}
         for letter, d in zip(term, a.dims):
             if letter not in names:
@@ -508,37 +555,66 @@ def _einsum(func: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
         out_letters = "".join(sorted(c for c in names if lhs.count(c) == 1))
     else:
         out_letters = rhs
-    equation = ", ".join(" ".join(names[c] for c in t) for t in terms) + " -> " + " ".join(
-        names[c] for c in out_letters)
+    equation = (
+        ", ".join(" ".join(names[c] for c in t) for t in terms) + " -> " + " ".join(names[c] for c in out_letters)
+    )
     return fn(equation, *renamed)
 
 
 FUNCTIONS: dict[Callable[..., Any], Entry] = {
     # reductions: axis= (positions or names) -> dims; dtype= casts first; out= refused
-    np.sum: Entry("sum", "reduce"), np.mean: Entry("mean", "reduce"), np.prod: Entry("prod", "reduce"),
-    np.max: Entry("max", "reduce"), np.amax: Entry("max", "reduce"), np.min: Entry("min", "reduce"),
-    np.amin: Entry("min", "reduce"), np.std: Entry("std", "reduce"), np.var: Entry("var", "reduce"),
-    np.all: Entry("all", "reduce"), np.any: Entry("any", "reduce"),
+    np.sum: Entry("sum", "reduce"),
+    np.mean: Entry("mean", "reduce"),
+    np.prod: Entry("prod", "reduce"),
+    np.max: Entry("max", "reduce"),
+    np.amax: Entry("max", "reduce"),
+    np.min: Entry("min", "reduce"),
+    np.amin: Entry("min", "reduce"),
+    np.std: Entry("std", "reduce"),
+    np.var: Entry("var", "reduce"),
+    np.all: Entry("all", "reduce"),
+    np.any: Entry("any", "reduce"),
     np.count_nonzero: Entry("count_nonzero", "reduce"),
-    np.nansum: Entry("nansum", "reduce"), np.nanmean: Entry("nanmean", "reduce"),
-    np.nanprod: Entry("nanprod", "reduce"), np.nanmax: Entry("nanmax", "reduce"),
-    np.nanmin: Entry("nanmin", "reduce"), np.nanvar: Entry("nanvar", "reduce"), np.nanstd: Entry("nanstd", "reduce"),
+    np.nansum: Entry("nansum", "reduce"),
+    np.nanmean: Entry("nanmean", "reduce"),
+    np.nanprod: Entry("nanprod", "reduce"),
+    np.nanmax: Entry("nanmax", "reduce"),
+    np.nanmin: Entry("nanmin", "reduce"),
+    np.nanvar: Entry("nanvar", "reduce"),
+    np.nanstd: Entry("nanstd", "reduce"),
     # along one axis
-    np.argmax: Entry("argmax", "axis"), np.argmin: Entry("argmin", "axis"),
-    np.cumsum: Entry("cumsum", "axis"), np.cumprod: Entry("cumprod", "axis"),
-    np.sort: Entry("sort", "axis", default_axis=-1), np.argsort: Entry("argsort", "axis", default_axis=-1),
+    np.argmax: Entry("argmax", "axis"),
+    np.argmin: Entry("argmin", "axis"),
+    np.cumsum: Entry("cumsum", "axis"),
+    np.cumprod: Entry("cumprod", "axis"),
+    np.sort: Entry("sort", "axis", default_axis=-1),
+    np.argsort: Entry("argsort", "axis", default_axis=-1),
     np.diff: Entry("diff", "axis", default_axis=-1),
     # several axes or all
-    np.squeeze: Entry("squeeze", "dims"), np.flip: Entry("flip", "dims"),
+    np.squeeze: Entry("squeeze", "dims"),
+    np.flip: Entry("flip", "dims"),
     # sequences of arrays
-    np.concatenate: Entry("concat", "seq"), np.stack: Entry("stack", "seq"),
+    np.concatenate: Entry("concat", "seq"),
+    np.stack: Entry("stack", "seq"),
     # forwarded as given
-    np.where: Entry("where", "custom", handler=_where), np.clip: Entry("clip"), np.reshape: Entry("reshape"), np.real: Entry("real"),
-    np.imag: Entry("imag"), np.roll: Entry("roll"), np.tile: Entry("tile"), np.repeat: Entry("repeat"),
-    np.broadcast_to: Entry("broadcast_to"), np.nonzero: Entry("nonzero"), np.unique: Entry("unique"),
+    np.where: Entry("where", "custom", handler=_where),
+    np.clip: Entry("clip"),
+    np.reshape: Entry("reshape"),
+    np.real: Entry("real"),
+    np.imag: Entry("imag"),
+    np.roll: Entry("roll"),
+    np.tile: Entry("tile"),
+    np.repeat: Entry("repeat"),
+    np.broadcast_to: Entry("broadcast_to"),
+    np.nonzero: Entry("nonzero"),
+    np.unique: Entry("unique"),
     np.tensordot: Entry("tensordot"),
-    np.isclose: Entry("isclose"), np.allclose: Entry("allclose"), np.pad: Entry("pad"),
-    np.searchsorted: Entry("searchsorted"), np.trace: Entry("trace"), np.outer: Entry("outer"),
+    np.isclose: Entry("isclose"),
+    np.allclose: Entry("allclose"),
+    np.pad: Entry("pad"),
+    np.searchsorted: Entry("searchsorted"),
+    np.trace: Entry("trace"),
+    np.outer: Entry("outer"),
     # custom adapters
     np.transpose: Entry("transpose", "custom", handler=_transpose),
     np.moveaxis: Entry("moveaxis", "custom", handler=_moveaxis),
@@ -551,7 +627,8 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.full_like: Entry("full_like", "custom", handler=_like(None)),
     np.einsum: Entry("einsum", "custom", handler=_einsum),
     np.expand_dims: Entry("expand_dims", "custom", handler=_expand_dims),
-    np.round: Entry("round", "custom", handler=_round), np.around: Entry("round", "custom", handler=_round),
+    np.round: Entry("round", "custom", handler=_round),
+    np.around: Entry("round", "custom", handler=_round),
 }
 
 
@@ -607,5 +684,5 @@ def round_array(x: ShardArray, ndigits: int | None) -> ShardArray:
         params = {}
     if "decimals" in params:
         return fn(x, decimals=nd)
-    scale = 10.0 ** nd
+    scale = 10.0**nd
     return fn(x * scale) / scale

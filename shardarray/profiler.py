@@ -319,4 +319,3 @@ def scope(name: str, args: Sequence[Any] = ()) -> Iterator[None]:
         yield
     finally:
         _SCOPE.pop()
-

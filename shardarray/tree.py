@@ -150,8 +150,9 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     return build(treedef)
 
 
-def tree_leaves_like(like: Any, tree: Any, what: str = "tree", like_what: str = "params",
-                     hint: str = "", plain: bool = False) -> list[Any]:
+def tree_leaves_like(
+    like: Any, tree: Any, what: str = "tree", like_what: str = "params", hint: str = "", plain: bool = False
+) -> list[Any]:
     """The leaves of ``tree`` in the order of ``like``'s leaves, paired by key path.
 
     With ``plain=True`` a plain value of ``like`` (see ``tree_flatten``) pairs
@@ -241,14 +242,23 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     others = []
     for i, r in enumerate(rest, start=1):
         try:
-            others.append(tree_leaves_like(tree, r, f"tree {i}", "tree 0",
-                                           hint="Give every tree the structure of the first (the same keys, "
-                                           "containers and lengths; dict keys may be in any order)", plain=True))
+            others.append(
+                tree_leaves_like(
+                    tree,
+                    r,
+                    f"tree {i}",
+                    "tree 0",
+                    hint="Give every tree the structure of the first (the same keys, "
+                    "containers and lengths; dict keys may be in any order)",
+                    plain=True,
+                )
+            )
         except DTypeError as e:
             counts = _count(r)
             if counts is not None and counts != len(leaves):
-                raise DTypeError(f"tree_map: {e} (in all, tree {i} has {counts} arrays but the first has "
-                                 f"{len(leaves)})") from None
+                raise DTypeError(
+                    f"tree_map: {e} (in all, tree {i} has {counts} arrays but the first has {len(leaves)})"
+                ) from None
             raise DTypeError(f"tree_map: {e}") from None
     return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others)])
 

@@ -361,12 +361,13 @@ def test_attention_softmax_takes_the_fused_kernel(monkeypatch):
     plain = sa.nn.attention(x, params, "layer0.attn.").numpy()
     calls = []
 
-    def softmax_rows(xp, a):
+    def causal_softmax_rows(xp, a, scale):  # what kernels/softmax.cu's causal_softmax_fwd computes
         calls.append(a.shape)
-        return ss.softmax(a, axis=-1)
+        n = a.shape[-1]
+        return ss.softmax(np.where(np.tril(np.ones((n, n), bool)), scale * a, -np.inf), axis=-1)
 
     monkeypatch.setattr(fused, "kernels_for", lambda x, name: name == "softmax")
-    monkeypatch.setattr(cuda_kernels, "softmax_rows", softmax_rows)
+    monkeypatch.setattr(cuda_kernels, "causal_softmax_rows", causal_softmax_rows)
     fast = sa.nn.attention(x, params, "layer0.attn.").numpy()
     assert calls and all(s[-1] == 4 for s in calls)
     np.testing.assert_allclose(fast, plain, rtol=1e-12)

@@ -23,10 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import (
-    fft,
-    linalg,
-)
+from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 from ._array import Array
 from ._creation import *  # noqa: F403
 from ._creation import __all__ as _creation_all
@@ -77,8 +74,24 @@ def namespace(api_version: str | None = None) -> Any:
 
 
 __all__ = [
-    "Array", "__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
-    *_creation_all, *_dtypes_all, *_elementwise_all, *_indexing_all, *_linalg_all, *_manipulation_all, *_statistical_all,
-    *_scans_all, *_searching_all, *_sorting_all, *_set_all,
+    "Array",
+    "__array_api_version__",
+    "__array_namespace_info__",
+    "e",
+    "pi",
+    "inf",
+    "nan",
+    "newaxis",
+    *_creation_all,
+    *_dtypes_all,
+    *_elementwise_all,
+    *_indexing_all,
+    *_linalg_all,
+    *_manipulation_all,
+    *_statistical_all,
+    *_scans_all,
+    *_searching_all,
+    *_sorting_all,
+    *_set_all,
     "linalg",
 ]

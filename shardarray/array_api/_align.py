@@ -25,8 +25,10 @@ def at_least_1d(x: Any, what: str) -> ShardArray:
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     if x.ndim == 0:
-        raise DimensionError(f"{what}: needs an array of at least one dimension; got a 0-d array ({x.dtype}). "
-                             f"Reshape it first: xp.reshape(x, (1,))")
+        raise DimensionError(
+            f"{what}: needs an array of at least one dimension; got a 0-d array ({x.dtype}). "
+            f"Reshape it first: xp.reshape(x, (1,))"
+        )
     return x
 
 
@@ -100,8 +102,8 @@ def align(arrays: Sequence[ShardArray], what: str) -> tuple[list[ShardArray], tu
         names = fresh(names, ndim - len(names)) + names
     out = []
     for a in arrays:
-        target = names[ndim - a.ndim:]
-        drop = [t for t, n, full in zip(target, a.shape, shape[ndim - a.ndim:]) if n == 1 and full != 1]
+        target = names[ndim - a.ndim :]
+        drop = [t for t, n, full in zip(target, a.shape, shape[ndim - a.ndim :]) if n == 1 and full != 1]
         if tuple(target) != a.dims:
             a = rename(a, _swap_free(a.dims, target))
         if drop:

@@ -33,10 +33,21 @@ def wrap(x: Any) -> Any:
 
 
 _UFUNC_NAMES = {  # NumPy ufunc name -> the standard's name, where they differ
-    "absolute": "abs", "true_divide": "divide", "power": "pow", "arcsin": "asin", "arccos": "acos",
-    "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
-    "invert": "bitwise_invert", "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
-    "conjugate": "conj", "rint": "round",
+    "absolute": "abs",
+    "true_divide": "divide",
+    "power": "pow",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "conjugate": "conj",
+    "rint": "round",
 }
 
 
@@ -79,6 +90,7 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
     shape raises a ``DimensionError``, one that promotes ``x`` to another dtype
     (``int8 += int16``, ``int += 1.5``) a ``DTypeError``.
     """
+
     def op(self: Array, other: Any) -> Any:
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
             return NotImplemented
@@ -161,8 +173,9 @@ class Array(ShardArray):
             return tuple(shard.__dlpack_device__())
         return (1, 0)
 
-    def __dlpack__(self, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: bool | None = None) -> Any:
+    def __dlpack__(
+        self, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None
+    ) -> Any:
         """Export by DLPack: only a whole array lives in one buffer, so the array must not be split.
 
         A replicated array (no split dim, no pending sum) exports its local shard with no copy
@@ -199,7 +212,7 @@ class Array(ShardArray):
         return _wrap_all(super().__array_ufunc__(ufunc, method, *inputs, **kwargs))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """NumPy functions on Arrays: the named dispatch of ``ShardArray`` (axis k is the k-th dim); results are Arrays."""
+        """NumPy functions on Arrays: ``ShardArray``'s named dispatch (axis k is the k-th dim); results are Arrays."""
         return _wrap_all(super().__array_function__(func, types, args, kwargs))
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:

@@ -90,8 +90,9 @@ def _copy(x: ShardArray) -> Array:
     return wrap(structure.copy(x))
 
 
-def _build(mesh: Mesh, shape: tuple[int, ...], dtype: np.dtype,
-           make: Callable[[tuple[tuple[int, int], ...]], np.ndarray]) -> Array:
+def _build(
+    mesh: Mesh, shape: tuple[int, ...], dtype: np.dtype, make: Callable[[tuple[tuple[int, int], ...]], np.ndarray]
+) -> Array:
     """An array of ``shape`` on ``mesh`` whose block is ``make(bounds)`` (NumPy, moved to the block's device)."""
     dims = _dims(len(shape))
     lay = make_layout(mesh, dims, shape, _layout(mesh, dims), what=f"array of shape {shape}")
@@ -206,8 +207,9 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
 
 
 # ----------------------------------------------------------------- ranges
-def arange(start: float, /, stop: float | None = None, step: float = 1, *,
-           dtype: Any = None, device: Any = None) -> Array:
+def arange(
+    start: float, /, stop: float | None = None, step: float = 1, *, dtype: Any = None, device: Any = None
+) -> Array:
     """Evenly spaced values in ``[start, stop)``: each device computes its own block ``start + i * step``.
 
     Example:
@@ -238,8 +240,10 @@ def arange(start: float, /, stop: float | None = None, step: float = 1, *,
             raise ArgumentError(f"arange({start!r}, {stop!r}, {step!r}): start, stop and step must be finite")
         n = max(math.ceil((float(stop) - float(start)) / float(step)), 0)
     if n > np.iinfo(np.int64).max:
-        raise ArgumentError(f"arange({start!r}, {stop!r}, {step!r}) would have {n:.3g} elements, more than an array "
-                            f"can index (2**63 - 1); narrow the range or use a larger step")
+        raise ArgumentError(
+            f"arange({start!r}, {stop!r}, {step!r}) would have {n:.3g} elements, more than an array "
+            f"can index (2**63 - 1); narrow the range or use a larger step"
+        )
 
     def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
         lo, hi = b[0]
@@ -253,8 +257,9 @@ def arange(start: float, /, stop: float | None = None, step: float = 1, *,
     return _build(mesh, (n,), dt, make)
 
 
-def linspace(start: complex, stop: complex, /, num: int, *, dtype: Any = None,
-             device: Any = None, endpoint: bool = True) -> Array:
+def linspace(
+    start: complex, stop: complex, /, num: int, *, dtype: Any = None, device: Any = None, endpoint: bool = True
+) -> Array:
     """``num`` evenly spaced values from ``start`` to ``stop``; each device computes its own block.
 
     Values are ``start + i * (stop - start) / div`` (``div`` is ``num - 1``
@@ -415,8 +420,7 @@ def ones(shape: int | tuple[int, ...], *, dtype: Any = None, device: Any = None)
     return _full(shape, 1, _DEFAULT["f"] if dtype is None else dtype, device, "ones")
 
 
-def full(shape: int | tuple[int, ...], fill_value: bool | complex, *, dtype: Any = None,
-         device: Any = None) -> Array:
+def full(shape: int | tuple[int, ...], fill_value: bool | complex, *, dtype: Any = None, device: Any = None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (dtype from the value: bool, int64, float64, complex128)."""
     if isinstance(fill_value, ShardArray) or np.ndim(fill_value) != 0:
         raise DTypeError(f"full: fill_value must be a Python scalar; got {type(fill_value).__name__}")
@@ -438,8 +442,7 @@ def ones_like(x: ShardArray, /, *, dtype: Any = None, device: Any = None) -> Arr
     return _like(x, 1, dtype, device, "ones_like")
 
 
-def full_like(x: ShardArray, /, fill_value: bool | complex, *, dtype: Any = None,
-              device: Any = None) -> Array:
+def full_like(x: ShardArray, /, fill_value: bool | complex, *, dtype: Any = None, device: Any = None) -> Array:
     """``fill_value`` everywhere, like ``x``: its mesh, dims, layout and (default) dtype."""
     if isinstance(fill_value, ShardArray) or np.ndim(fill_value) != 0:
         raise DTypeError(f"full_like: fill_value must be a Python scalar; got {type(fill_value).__name__}")
@@ -496,6 +499,20 @@ def meshgrid(*arrays: ShardArray, indexing: str = "xy") -> list[Array]:
 
 
 __all__ = [
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
-    "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_dlpack",
+    "full",
+    "full_like",
+    "linspace",
+    "meshgrid",
+    "ones",
+    "ones_like",
+    "tril",
+    "triu",
+    "zeros",
+    "zeros_like",
 ]

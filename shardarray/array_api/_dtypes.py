@@ -1,4 +1,4 @@
-"""The standard's dtypes and data type functions (``astype``, ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``, ``result_type``).
+"""The standard's dtypes and data type functions (``astype``, ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``, ...).
 
 The dtype objects are NumPy's scalar types (``xp.float32`` is ``np.float32``),
 as in NumPy's own namespace, so ``x.dtype == xp.float32`` holds for every array
@@ -42,8 +42,8 @@ complex128 = np.complex128
 
 #: the standard's dtypes, by name
 DTYPES: dict[str, type] = {
-    np.dtype(d).name: d for d in (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                        float32, float64, complex64, complex128)
+    np.dtype(d).name: d
+    for d in (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, complex128)
 }
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric")
 
@@ -152,8 +152,9 @@ def finfo(type: Any, /) -> finfo_object:
     if dt.kind not in "fc":
         raise DTypeError(f"finfo takes a floating-point dtype; got {dt.name} (use xp.iinfo for integer dtypes)")
     fi = np.finfo(dt)
-    return finfo_object(int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal),
-                        np.dtype(fi.dtype))
+    return finfo_object(
+        int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal), np.dtype(fi.dtype)
+    )
 
 
 def iinfo(type: Any, /) -> iinfo_object:
@@ -192,7 +193,7 @@ def _is_kind(dt: np.dtype, kind: Any) -> builtins.bool:
 
 
 def isdtype(dtype: Any, kind: Any) -> builtins.bool:
-    """Whether ``dtype`` is of ``kind``: a kind name (``"integral"``, ``"real floating"``, ...), a dtype, or a tuple of them.
+    """Whether ``dtype`` is of ``kind``: a kind name (``"integral"``, ``"real floating"``, ...), a dtype, or a tuple.
 
     Example:
         >>> import shardarray.array_api as xp

@@ -139,9 +139,7 @@ def _check(value: Any, what: str, name: str) -> None:
 def _unary(fn: Callable[[ShardArray], ShardArray], x: Any, what: str) -> Array:
     """``fn(x)`` as an ``Array`` (``x`` must be an array)."""
     if not isinstance(x, ShardArray):
-        raise DTypeError(
-            f"{what}: x must be an array; got {type(x).__name__}. Make one with xp.asarray(...)"
-        )
+        raise DTypeError(f"{what}: x must be an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     return elementwise(fn, x, what=what)
 
 
@@ -471,7 +469,7 @@ def equal(x1: Array | _AnyScalar, x2: Array | _AnyScalar, /) -> Array:
 
 
 def floor_divide(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """``x1 // x2``, ``floor(x1 / x2)`` (real numeric; ``±inf // finite`` is ``±inf``, ``finite // ±inf`` a signed zero)."""
+    """``x1 // x2``, ``floor(x1 / x2)`` (real numbers; ``±inf // finite`` is ``±inf``, ``finite // ±inf`` ±0)."""
     return _binary(special.floor_divide, x1, x2, "floor_divide")
 
 
@@ -558,4 +556,3 @@ def remainder(x1: Array | _Real, x2: Array | _Real, /) -> Array:
 def subtract(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
     """``x1 - x2``."""
     return _binary(ew.subtract, x1, x2, "subtract")
-

@@ -33,11 +33,14 @@ def _ids(x: ShardArray, dim: str, indices: Any, what: str) -> ShardArray:
             raise DTypeError(f"{what}: indices must be integers; got {arr.dtype}")
         indices = _asarray(arr, dims=tuple(fresh(x.dims, arr.ndim, "ids")), mesh=x.mesh)
     if indices.dtype.kind == "b":
-        raise ArgumentError(f"{what}: indices must be integers, not a boolean mask; use x[mask], or "
-                            f"xp.nonzero(mask) for integer indices")
+        raise ArgumentError(
+            f"{what}: indices must be integers, not a boolean mask; use x[mask], or "
+            f"xp.nonzero(mask) for integer indices"
+        )
     if indices.dtype.kind not in "iu":
-        raise DTypeError(f"{what}: indices must be an integer array; got {indices.dtype} "
-                         f"(use xp.astype(indices, xp.int64))")
+        raise DTypeError(
+            f"{what}: indices must be an integer array; got {indices.dtype} (use xp.astype(indices, xp.int64))"
+        )
     if indices.dtype.kind == "i":
         indices = ew.where(ew.less(indices, 0), ew.add(indices, n), indices)
     return indices
@@ -91,8 +94,9 @@ def take_along_axis(x: ShardArray, indices: ShardArray, /, *, axis: int = -1) ->
     if not isinstance(x, ShardArray) or not isinstance(indices, ShardArray):
         raise DTypeError("take_along_axis takes two arrays (x, indices)")
     if indices.ndim != x.ndim:
-        raise DimensionError(f"take_along_axis: indices (shape {indices.shape}) must have as many dimensions as x "
-                             f"(shape {x.shape})")
+        raise DimensionError(
+            f"take_along_axis: indices (shape {indices.shape}) must have as many dimensions as x (shape {x.shape})"
+        )
     dim = axis_dim(x, axis, "take_along_axis")
     k = x.dims.index(dim)
     (own,) = fresh(x.dims, 1, "ids")
@@ -108,8 +112,10 @@ def take_along_axis(x: ShardArray, indices: ShardArray, /, *, axis: int = -1) ->
         elif xs[d] == 1:
             xs[d] = isz[d]
         else:
-            raise DimensionError(f"take_along_axis: x (shape {x.shape}) and indices (shape {indices.shape}) differ "
-                                 f"along axis {i}; sizes must match or be 1")
+            raise DimensionError(
+                f"take_along_axis: x (shape {x.shape}) and indices (shape {indices.shape}) differ "
+                f"along axis {i}; sizes must match or be 1"
+            )
     if xs != x.sizes:
         ones = tuple(d for d in x.dims if x.sizes[d] != xs[d])
         x = broadcast_to(squeeze(x, ones), xs)
@@ -137,7 +143,8 @@ def _part2(what: str) -> ArgumentError:
 
 def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, ...]:
     """A positional key as a tuple: 0-d integer arrays become ints (their one value is read on the host);
-    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/mask.py``); lists and NumPy arrays become integer NumPy arrays."""
+    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/mask.py``); lists and NumPy
+    arrays become integer NumPy arrays."""
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -194,8 +201,10 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
 def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
     """``key`` with its Ellipsis expanded and missing trailing slices added (one entry per axis of ``x``)."""
     if any(k is None for k in key):
-        raise ArgumentError("x[...]: None (newaxis) together with integer-array indices is not supported; "
-                            "index first, then add axes with xp.expand_dims")
+        raise ArgumentError(
+            "x[...]: None (newaxis) together with integer-array indices is not supported; "
+            "index first, then add axes with xp.expand_dims"
+        )
     if sum(k is Ellipsis for k in key) > 1:
         raise ArgumentError("x[...]: an index may hold at most one Ellipsis (...)")
     real = [k for k in key if k is not Ellipsis]
@@ -237,7 +246,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
             consts += normalize_int(x, d, k) * strides[i]
             continue
         ids = _ids(x, d, k, "x[...]")
-        ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim:])))
+        ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim :])))
         _check_range(ids, x.sizes[d], d)
         if ids.dtype != np.int64:
             ids = ids.astype(np.int64)
@@ -271,8 +280,10 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
 
     key = normalize_key(x, key, "x[...] = v")
     if any(_is_ids(k) for k in key):
-        raise ArgumentError("x[...] = v: integer-array indices are not supported for writing (part 2 of issue 14); "
-                            "write with ints and slices, or build the new array with xp.where")
+        raise ArgumentError(
+            "x[...] = v: integer-array indices are not supported for writing (part 2 of issue 14); "
+            "write with ints and slices, or build the new array with xp.where"
+        )
     if any(k is None for k in key):
         key = tuple(k for k in key if k is not None)
     items, _ = parse_key(x, key)
@@ -281,7 +292,7 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
         while value.ndim > len(kept) and value.shape[0] == 1:
             value = squeeze(value, (value.dims[0],))
         if value.ndim <= len(kept):
-            names = kept[len(kept) - value.ndim:]
+            names = kept[len(kept) - value.ndim :]
             if value.dims != names:
                 value = rename(value, dict(zip(value.dims, names)))
     _setitem(x, items, value)

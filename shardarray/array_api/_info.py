@@ -42,8 +42,7 @@ class Info:
         from . import _dtypes as d
 
         _check_device(device, "default_dtypes")
-        return {"real floating": d.float64, "complex floating": d.complex128, "integral": d.int64,
-                "indexing": d.int64}
+        return {"real floating": d.float64, "complex floating": d.complex128, "integral": d.int64, "indexing": d.int64}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
         """The standard's dtypes by name, optionally of a kind (``"bool"``, ``"signed integer"``, ..., or a tuple)."""

@@ -82,8 +82,8 @@ def matmul(x1: Array, x2: Array, /) -> Array:
     k, n, m = fresh(taken, 3, "_mm")
 
     def names(shape: tuple[int, ...], tail: list[str]) -> tuple[list[str], list[str]]:
-        own = bn[nb - len(shape):]
-        drop = [d for d, s, full in zip(own, shape, batch[nb - len(shape):]) if s == 1 and full != 1]
+        own = bn[nb - len(shape) :]
+        drop = [d for d, s, full in zip(own, shape, batch[nb - len(shape) :]) if s == 1 and full != 1]
         return own + tail, drop
 
     names1, drop1 = names(b1, [n, k] if x1.ndim > 1 else [k])
@@ -141,7 +141,7 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
             raise DimensionError(
                 f"tensordot: axes={n_ax} must be between 0 and the operands' ranks (shapes {x1.shape}, {x2.shape})"
             )
-        c1, c2 = list(x1.dims[x1.ndim - n_ax:]), list(x2.dims[:n_ax])
+        c1, c2 = list(x1.dims[x1.ndim - n_ax :]), list(x2.dims[:n_ax])
     else:
         try:
             ax1, ax2 = axes

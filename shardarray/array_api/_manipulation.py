@@ -99,7 +99,7 @@ def broadcast_to(x: ShardArray, /, shape: tuple[int, ...]) -> Array:
             f"(right-aligned) must equal the target's or be 1"
         )
     names = fresh(x.dims, len(shape) - x.ndim) + list(x.dims)
-    ones = tuple(d for d, n, m in zip(x.dims, x.shape, shape[len(shape) - x.ndim:]) if n == 1 and m != 1)
+    ones = tuple(d for d, n, m in zip(x.dims, x.shape, shape[len(shape) - x.ndim :]) if n == 1 and m != 1)
     if ones:
         x = _dims.squeeze(x, ones)
     return wrap(_broadcast_to(x, dict(zip(names, shape))))
@@ -127,16 +127,20 @@ def concat(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int | 
     x0 = arrs[0]
     for i, a in enumerate(arrs):
         if a.ndim != x0.ndim:
-            raise DimensionError(f"concat: arrays[0] has shape {x0.shape} but arrays[{i}] has shape {a.shape}; "
-                                 f"all arrays need the same number of dimensions")
+            raise DimensionError(
+                f"concat: arrays[0] has shape {x0.shape} but arrays[{i}] has shape {a.shape}; "
+                f"all arrays need the same number of dimensions"
+            )
     if x0.ndim == 0:
         raise DimensionError("concat: 0-d arrays cannot be concatenated; use axis=None or stack")
     dim = axis_dim(x0, axis, "concat")
     k = x0.dims.index(dim)
     for i, a in enumerate(arrs):
-        if a.shape[:k] + a.shape[k + 1:] != x0.shape[:k] + x0.shape[k + 1:]:
-            raise DimensionError(f"concat along axis {axis}: arrays[0] has shape {x0.shape} but arrays[{i}] has "
-                                 f"shape {a.shape}; they may differ along axis {axis} only")
+        if a.shape[:k] + a.shape[k + 1 :] != x0.shape[:k] + x0.shape[k + 1 :]:
+            raise DimensionError(
+                f"concat along axis {axis}: arrays[0] has shape {x0.shape} but arrays[{i}] has "
+                f"shape {a.shape}; they may differ along axis {axis} only"
+            )
     arrs = _positional(arrs, x0)
     if len(arrs) == 1:
         return wrap(arrs[0])
@@ -149,12 +153,16 @@ def stack(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int = 0
     x0 = arrs[0]
     for i, a in enumerate(arrs):
         if a.shape != x0.shape:
-            raise DimensionError(f"stack: arrays[0] has shape {x0.shape} but arrays[{i}] has shape {a.shape}; "
-                                 f"stacked arrays need one shape")
+            raise DimensionError(
+                f"stack: arrays[0] has shape {x0.shape} but arrays[{i}] has shape {a.shape}; "
+                f"stacked arrays need one shape"
+            )
     pos = _int(axis, "stack: axis")
     if not -(x0.ndim + 1) <= pos <= x0.ndim:
-        raise DimensionError(f"stack: axis {pos} is out of range for a result of {x0.ndim + 1} dimensions; "
-                             f"use {-(x0.ndim + 1)}..{x0.ndim}")
+        raise DimensionError(
+            f"stack: axis {pos} is out of range for a result of {x0.ndim + 1} dimensions; "
+            f"use {-(x0.ndim + 1)}..{x0.ndim}"
+        )
     pos = pos + x0.ndim + 1 if pos < 0 else pos
     arrs = _positional(arrs, x0)
     (name,) = fresh(x0.dims, 1)
@@ -198,8 +206,10 @@ def expand_dims(x: ShardArray, /, axis: int | tuple[int, ...] = 0) -> Array:
     norm = []
     for a in axes:
         if not -nd <= a < nd:
-            raise AxisIndexError(f"expand_dims: axis {a} is out of range for a result of {nd} dimension(s) "
-                                 f"(array of shape {x.shape}); use {-nd}..{nd - 1}")
+            raise AxisIndexError(
+                f"expand_dims: axis {a} is out of range for a result of {nd} dimension(s) "
+                f"(array of shape {x.shape}); use {-nd}..{nd - 1}"
+            )
         norm.append(a + nd if a < 0 else a)
     if len(set(norm)) != len(norm):
         raise DimensionError(f"expand_dims: axis {axis!r} repeats an axis")
@@ -215,8 +225,10 @@ def squeeze(x: ShardArray, /, axis: int | tuple[int, ...]) -> Array:
     dims = axes_dims(x, axis, "squeeze")
     bad = [x.dims.index(d) for d in dims if x.sizes[d] != 1]
     if bad:
-        raise DimensionError(f"squeeze: axis {bad} of the array of shape {x.shape} does not have size 1; "
-                             f"only size-1 axes can be squeezed")
+        raise DimensionError(
+            f"squeeze: axis {bad} of the array of shape {x.shape} does not have size 1; "
+            f"only size-1 axes can be squeezed"
+        )
     return wrap(_dims.squeeze(x, dims) if dims else x)
 
 
@@ -225,8 +237,9 @@ def permute_dims(x: ShardArray, /, axes: tuple[int, ...]) -> Array:
     x = _array(x, "permute_dims")
     ax = _ints(axes, "permute_dims: axes")
     if len(ax) != x.ndim:
-        raise DimensionError(f"permute_dims: axes {axes!r} is not a permutation of the {x.ndim} axes of an array "
-                             f"of shape {x.shape}")
+        raise DimensionError(
+            f"permute_dims: axes {axes!r} is not a permutation of the {x.ndim} axes of an array of shape {x.shape}"
+        )
     return wrap(transpose(x, axes_dims(x, ax, "permute_dims")))
 
 
@@ -345,8 +358,10 @@ def _target(x: ShardArray, shape: Any) -> tuple[int, ...]:
             raise DimensionError(f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into {shape}")
         shape = tuple(x.size // known if n == -1 else n for n in shape)
     if math.prod(shape) != x.size:
-        raise DimensionError(f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into {shape}; "
-                             f"the sizes must multiply to {x.size}")
+        raise DimensionError(
+            f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into {shape}; "
+            f"the sizes must multiply to {x.size}"
+        )
     return shape
 
 
@@ -396,8 +411,8 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
             else:
                 j += 1
                 pn *= new[j]
-        old = x.dims[i0:i + 1]
-        sizes = new[j0:j + 1]
+        old = x.dims[i0 : i + 1]
+        sizes = new[j0 : j + 1]
         if len(old) == 1 and len(sizes) == 1:
             out_dims.append(old[0])
         else:
@@ -408,8 +423,8 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
                 x = merge(x, old, merged)
                 old = (merged,)
             if len(sizes) > 1:
-                x = split(x, old[0], dict(zip(names[:len(sizes)], sizes)))
-            out_dims.extend(names[:len(sizes)])
+                x = split(x, old[0], dict(zip(names[: len(sizes)], sizes)))
+            out_dims.extend(names[: len(sizes)])
             i = x.dims.index(out_dims[-1])
         i += 1
         j += 1
@@ -433,8 +448,9 @@ def _repeat_int(x: ShardArray, dim: str, r: int) -> ShardArray:
         return _repeat.repeat(x, r, dim)
     p = x.dims.index(dim)
     (name,) = fresh(x.dims, 1)
-    y = _broadcast_to(x, {**{d: x.sizes[d] for d in x.dims[:p + 1]}, name: r,
-                                                  **{d: x.sizes[d] for d in x.dims[p + 1:]}})
+    y = _broadcast_to(
+        x, {**{d: x.sizes[d] for d in x.dims[: p + 1]}, name: r, **{d: x.sizes[d] for d in x.dims[p + 1 :]}}
+    )
     return merge_dims(y, (dim, name), dim)
 
 
@@ -459,8 +475,9 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
             raise DTypeError(f"repeat: repeats must be integers; got {repeats.dtype}")
         reps = np.asarray(repeats).astype(np.int64)
         if reps.ndim != 1 or reps.shape[0] not in (1, n):
-            raise DimensionError(f"repeat: repeats has shape {reps.shape}; give one count, or one per element "
-                                 f"({n}) of axis {axis}")
+            raise DimensionError(
+                f"repeat: repeats has shape {reps.shape}; give one count, or one per element ({n}) of axis {axis}"
+            )
         if (reps < 0).any():
             raise ArgumentError(f"repeat: repeats must be >= 0; got {reps.tolist()}")
         if reps.shape[0] == 1:
@@ -496,14 +513,31 @@ def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
 
 
 __all__ = [
-    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis", "permute_dims", "repeat",
-    "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    "broadcast_arrays",
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flip",
+    "moveaxis",
+    "permute_dims",
+    "repeat",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "tile",
+    "unstack",
 ]
 
 
 # ----------------------------------------------------------------- utility
 def diff(
-    x: ShardArray, /, *, axis: int = -1, n: int = 1, prepend: ShardArray | None = None,
+    x: ShardArray,
+    /,
+    *,
+    axis: int = -1,
+    n: int = 1,
+    prepend: ShardArray | None = None,
     append: ShardArray | None = None,
 ) -> Array:
     """The ``n``-th forward difference along ``axis``, after joining ``prepend`` and ``append`` (``np.diff``).

@@ -26,8 +26,9 @@ def _cumulative(x: Any, axis: int | None, dtype: Any, include_initial: bool, op:
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what}: x must be an array; got {type(x).__name__}")
     if x.ndim == 0:
-        raise DimensionError(f"{what}: x must have at least one dimension; got a 0-d array. Use "
-                             f"xp.reshape(x, (1,)) first")
+        raise DimensionError(
+            f"{what}: x must have at least one dimension; got a 0-d array. Use xp.reshape(x, (1,)) first"
+        )
     if axis is None:
         if x.ndim != 1:
             raise DimensionError(f"{what}: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
@@ -43,8 +44,9 @@ def _cumulative(x: Any, axis: int | None, dtype: Any, include_initial: bool, op:
     return wrap(y)
 
 
-def cumulative_sum(x: ShardArray, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: bool = False) -> Array:
+def cumulative_sum(
+    x: ShardArray, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Array:
     """Cumulative sum along ``axis`` (optional for 1-D ``x``); ``include_initial`` prepends a zero.
 
     Along a split axis: a local scan, one allgather of the block totals over
@@ -59,8 +61,9 @@ def cumulative_sum(x: ShardArray, /, *, axis: int | None = None, dtype: Any = No
     return _cumulative(x, axis, dtype, include_initial, "sum")
 
 
-def cumulative_prod(x: ShardArray, /, *, axis: int | None = None, dtype: Any = None,
-                    include_initial: bool = False) -> Array:
+def cumulative_prod(
+    x: ShardArray, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Array:
     """Cumulative product along ``axis`` (optional for 1-D ``x``); ``include_initial`` prepends a one.
 
     Collectives as ``cumulative_sum`` (an allgather of block products).

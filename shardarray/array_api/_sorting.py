@@ -70,8 +70,10 @@ def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: Shar
     if sorter is not None:
         sorter = at_least_1d(sorter, "searchsorted (sorter)")
         if sorter.dtype.kind not in "iu" or sorter.shape != x1.shape:
-            raise DTypeError(f"searchsorted: sorter must be integer indices of x1's shape {x1.shape}; got "
-                             f"{sorter.dtype} of shape {sorter.shape}. Pass xp.argsort(x1)")
+            raise DTypeError(
+                f"searchsorted: sorter must be integer indices of x1's shape {x1.shape}; got "
+                f"{sorter.dtype} of shape {sorter.shape}. Pass xp.argsort(x1)"
+            )
         name = fresh(x1.dims, 1, "sorter")[0]
         x1 = take(x1, sorter.rename({sorter.dims[0]: name}), x1.dims[0]).rename({name: x1.dims[0]})
     return wrap(_searchsorted(x1, x2, side=side))

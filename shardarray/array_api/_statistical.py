@@ -33,9 +33,7 @@ _Axis = int | tuple[int, ...] | None
 
 def _check(x: Any, what: str) -> ShardArray:
     if not isinstance(x, ShardArray):
-        raise DTypeError(
-            f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)"
-        )
+        raise DTypeError(f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     return x
 
 
@@ -221,7 +219,7 @@ def _flat_search(x: ShardArray, what: str) -> ShardArray:
     if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
         nan = math_unary.isnan(x)
         cand = ew.where(reduce.any(nan), nan, cand)
-    strides = [int(np.prod(x.shape[i + 1:])) for i in range(x.ndim)]
+    strides = [int(np.prod(x.shape[i + 1 :])) for i in range(x.ndim)]
 
     def positions(bounds: tuple[tuple[int, int], ...]) -> Any:
         grids = np.ix_(*[np.arange(lo, hi, dtype=np.int64) * st for (lo, hi), st in zip(bounds, strides)])
@@ -259,5 +257,16 @@ def argmin(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> A
 
 
 __all__ = [
-    "all", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum", "var",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "count_nonzero",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "var",
 ]

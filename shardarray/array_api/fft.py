@@ -19,31 +19,41 @@ from ._array import Array, wrap
 from ._creation import _mesh
 
 
+def _example_dtype(name: str) -> str:
+    """The dtype of a docstring example's input: real for the transforms of real input, else complex."""
+    return "float64" if name in ("rfft", "rfftn", "ihfft") else "complex128"
+
+
 def _one(fn: Any, name: str) -> Any:
     def op(x: ShardArray, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
         x = at_least_1d(x, f"fft.{name}")
         return wrap(fn(x, axis_dim(x, axis, f"fft.{name}"), n=n, norm=norm))
 
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = (f"``{name}`` of the standard along ``axis``; see ``sa.fft.{name}``.\n\n    Example:\n"
-                  f"        >>> import shardarray.array_api as xp\n"
-                  f"        >>> with sa.default_mesh(sa.Mesh({{\"row\": 2, \"col\": 2}})):\n"
-                  f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{'float64' if name in ('rfft', 'ihfft') else 'complex128'}))\n")
+    op.__doc__ = (
+        f"``{name}`` of the standard along ``axis``; see ``sa.fft.{name}``.\n\n    Example:\n"
+        f"        >>> import shardarray.array_api as xp\n"
+        f'        >>> with sa.default_mesh(sa.Mesh({{"row": 2, "col": 2}})):\n'
+        f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{_example_dtype(name)}))\n"
+    )
     return op
 
 
 def _many(fn: Any, name: str) -> Any:
-    def op(x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-           norm: str = "backward") -> Array:
+    def op(
+        x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str = "backward"
+    ) -> Array:
         x = at_least_1d(x, f"fft.{name}")
         dims = None if axes is None else axes_dims(x, tuple(axes), f"fft.{name}")
         return wrap(fn(x, dims, s=s, norm=norm))
 
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = (f"``{name}`` of the standard over ``axes`` (default all); see ``sa.fft.{name}``.\n\n    Example:\n"
-                  f"        >>> import shardarray.array_api as xp\n"
-                  f"        >>> with sa.default_mesh(sa.Mesh({{\"row\": 2, \"col\": 2}})):\n"
-                  f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{'float64' if name == 'rfftn' else 'complex128'}))\n")
+    op.__doc__ = (
+        f"``{name}`` of the standard over ``axes`` (default all); see ``sa.fft.{name}``.\n\n    Example:\n"
+        f"        >>> import shardarray.array_api as xp\n"
+        f'        >>> with sa.default_mesh(sa.Mesh({{"row": 2, "col": 2}})):\n'
+        f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{_example_dtype(name)}))\n"
+    )
     return op
 
 

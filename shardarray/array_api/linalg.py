@@ -80,11 +80,15 @@ def _arr(x: Any, what: str, min_ndim: int = 2, floating: bool = True) -> ShardAr
     if x.ndim < min_ndim:
         raise DimensionError(f"linalg.{what}: needs at least {min_ndim} dimensions; got shape {x.shape}")
     if floating and is_real_float(x.dtype) and x.dtype.itemsize < 4:
-        raise DTypeError(f"linalg.{what}: {x.dtype} is floating-point, but LAPACK has no 16-bit routines (NumPy "
-                         f"refuses float16 too; shape {x.shape}). Compute in float32: xp.astype(x, xp.float32)")
+        raise DTypeError(
+            f"linalg.{what}: {x.dtype} is floating-point, but LAPACK has no 16-bit routines (NumPy "
+            f"refuses float16 too; shape {x.shape}). Compute in float32: xp.astype(x, xp.float32)"
+        )
     if floating and x.dtype.kind not in "fc":
-        raise DTypeError(f"linalg.{what}: needs a floating-point array; got dtype {x.dtype} (shape {x.shape}). "
-                         f"Cast with xp.astype(x, xp.float64)")
+        raise DTypeError(
+            f"linalg.{what}: needs a floating-point array; got dtype {x.dtype} (shape {x.shape}). "
+            f"Cast with xp.astype(x, xp.float64)"
+        )
     return x
 
 
@@ -166,7 +170,8 @@ def solve(x1: Array, x2: Array, /) -> Array:
     if x2.shape[-2] != x1.shape[-1]:
         raise DimensionError(
             f"linalg.solve: x2's rows ({x2.shape[-2]}, shape {x2.shape}) must match x1's size {x1.shape[-1]} "
-            f"(shape {x1.shape})")
+            f"(shape {x1.shape})"
+        )
     batch = broadcast_shape([x1.shape[:-2], x2.shape[:-2]], "linalg.solve (batch axes)")
     dt = xp.result_type(x1, x2)
     a = xp.astype(xp.broadcast_to(x1, (*batch, *x1.shape[-2:])), dt)
@@ -336,7 +341,27 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 
 __all__ = [
-    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
-    "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
-    "trace", "vecdot", "vector_norm",
+    "cholesky",
+    "cross",
+    "det",
+    "diagonal",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]

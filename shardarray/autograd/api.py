@@ -16,7 +16,8 @@ from .tape import STATE, Tape, backward
 def _check_leaf(x: ShardArray, i: int) -> None:
     if not is_real_float(x.dtype):
         raise DTypeError(
-            f"value_and_grad: parameter {i} {x.sizes} has dtype {x.dtype}; only floating-point arrays can be differentiated "
+            f"value_and_grad: parameter {i} {x.sizes} has dtype {x.dtype}; only floating-point arrays can be "
+            "differentiated "
             f"(pass integer inputs such as token ids as later arguments)"
         )
 
@@ -35,8 +36,9 @@ def _finisher() -> Callable[[ShardArray | None, ShardArray], ShardArray]:
     return functools.partial(_finish_with, zeros_like, to_axes, astype, transpose)
 
 
-def _finish_with(zeros_like: Any, to_axes: Any, astype: Any, transpose: Any, g: ShardArray | None,
-                 x: ShardArray) -> ShardArray:
+def _finish_with(
+    zeros_like: Any, to_axes: Any, astype: Any, transpose: Any, g: ShardArray | None, x: ShardArray
+) -> ShardArray:
     if g is None:
         return zeros_like(x)
     if g.pending or g.spec != x.spec:  # (already in x's dims, sizes and layout, resolved: nothing to move)
@@ -131,7 +133,9 @@ def grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
     return run
 
 
-def vjp(fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any) -> tuple[ShardArray, Callable[[ShardArray], Any]]:
+def vjp(
+    fn: Callable[..., Any], params: Any, *args: Any, **kwargs: Any
+) -> tuple[ShardArray, Callable[[ShardArray], Any]]:
     """``fn(params, *args)`` and a function that pulls a cotangent of it back to ``params`` (as ``jax.vjp``).
 
     ``fn`` may return any floating-point ShardArray (not only a scalar). The

@@ -194,8 +194,14 @@ def differentiable(
             if tape is None or tape.paused:
                 return plain(*args, **kwargs)
             # tape.traced(a) and _is_float(a), inlined: this runs for every op recorded
-            needs = tuple([a._node is not None and a._node.tape is tape and _is_float(a)
-                           if isinstance(a, ShardArray) else False for a in args])
+            needs = tuple(
+                [
+                    a._node is not None and a._node.tape is tape and _is_float(a)
+                    if isinstance(a, ShardArray)
+                    else False
+                    for a in args
+                ]
+            )
             if True not in needs:
                 return plain(*args, **kwargs)
             parents = tuple([(i, a) for i, a in enumerate(args) if needs[i]])
@@ -225,7 +231,7 @@ def differentiable(
 def _traced_float_arg(tape: Tape, args: Any, kwargs: dict[str, Any]) -> ShardArray | None:
     """The first floating array of ``tape`` among ``args``/``kwargs`` (one level into lists and tuples), or None."""
     for a in (*args, *kwargs.values()):
-        for b in (a if isinstance(a, (list, tuple)) else (a,)):
+        for b in a if isinstance(a, (list, tuple)) else (a,):
             if isinstance(b, ShardArray) and b._node is not None and b._node.tape is tape and _is_float(b):
                 return b
     return None

@@ -34,8 +34,11 @@ def _h(x: ShardArray) -> ShardArray:
 def _matrix(ctx: Context) -> tuple[str, str]:
     from ..linalg._matrix import matrix_dims
 
-    _, rows, cols = matrix_dims(ctx.args[0], ctx.args[1] if len(ctx.args) > 1 and not isinstance(
-        ctx.args[1], ShardArray) else ctx.kwargs.get("dims"), "vjp")
+    _, rows, cols = matrix_dims(
+        ctx.args[0],
+        ctx.args[1] if len(ctx.args) > 1 and not isinstance(ctx.args[1], ShardArray) else ctx.kwargs.get("dims"),
+        "vjp",
+    )
     return rows, cols
 
 
@@ -48,9 +51,9 @@ def _inv(ctx: Context, g: ShardArray) -> list[Any]:
     a, y = ctx.args[0], _h(ctx.out)
     i, j = _matrix(ctx)
     g = g.resolve()
-    y1 = rename(y, {i: "_vk", j: i})       # Y^H[i, k] stored at (k, i)
+    y1 = rename(y, {i: "_vk", j: i})  # Y^H[i, k] stored at (k, i)
     g1 = rename(g, {i: "_vk", j: "_vl"})
-    y2 = rename(y, {i: j, j: "_vl"})       # Y^H[l, j] stored at (j, l)
+    y2 = rename(y, {i: j, j: "_vl"})  # Y^H[l, j] stored at (j, l)
     ga = _plain(einsum)(y1, g1, y2, out=tuple(ctx.out.dims))
     ga = multiply(ga, -1.0)
     return [match(ga, a)] + [None] * (len(ctx.args) - 1)
@@ -79,9 +82,11 @@ def _adjugate_t(a: ShardArray, i: str, j: str) -> ShardArray:
 
     def block(m: Any) -> tuple[Any]:
         u, s, vh = xp.linalg.svd(m)
-        adj_s = xp.stack([xp.prod(s[..., [l for l in range(n) if l != k]], axis=-1) for k in range(n)], axis=-1)
+        adj_s = xp.stack([xp.prod(s[..., [j for j in range(n) if j != k]], axis=-1) for k in range(n)], axis=-1)
         sign = xp.linalg.det(u) * xp.linalg.det(vh)
-        adj = sign[..., None, None] * ((xp.conj(vh).swapaxes(-1, -2) * adj_s[..., None, :]) @ xp.conj(u).swapaxes(-1, -2))
+        adj = sign[..., None, None] * (
+            (xp.conj(vh).swapaxes(-1, -2) * adj_s[..., None, :]) @ xp.conj(u).swapaxes(-1, -2)
+        )
         return (adj.swapaxes(-1, -2).astype(m.dtype),)
 
     return local_op([a], [(i, j)], block, [((i, j), {i: n, j: n}, a.dtype)], "det")[0]
@@ -146,8 +151,8 @@ def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
     m = rename(_plain(einsum)(rename(low, {j: "_va"}), g, out=(*batch, "_va", j)), {"_va": i})
     phi = _mask(low, i, j, 0.5)
     p = multiply(m, phi)
-    z = solve_lh(low, p, i, j, i, j)                      # L^{-T} P
-    st = solve_lh(low, rename(z, swap), i, j, i, j)       # (L^{-T} P L^{-1})^T
+    z = solve_lh(low, p, i, j, i, j)  # L^{-T} P
+    st = solve_lh(low, rename(z, swap), i, j, i, j)  # (L^{-T} P L^{-1})^T
     ga = multiply(add(rename(st, swap), st), phi)
     if ctx.kwargs.get("upper"):
         ga = rename(ga, swap)
@@ -170,9 +175,9 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
     batch = tuple(d for d in r.dims if d not in (new, cols))
     g = g.resolve()
     vb = "_vb"
-    if which == 1:   # R̄ only: M = R R̄^T
+    if which == 1:  # R̄ only: M = R R̄^T
         mm = _plain(einsum)(r, rename(g, {new: vb}), out=(*batch, new, vb))
-    else:            # Q̄ only: M = -Q̄^T Q
+    else:  # Q̄ only: M = -Q̄^T Q
         mm = multiply(_plain(einsum)(g, rename(q, {new: vb}), out=(*batch, new, vb)), -1.0)
     n = r.sizes[new]
     low = asarray(np.tril(np.ones((n, n))), dims=(new, vb), mesh=x.mesh).astype(x.dtype)
@@ -230,7 +235,7 @@ def _v_m_vh(v: ShardArray, m: ShardArray, rows: str, cols: str, new: str, new2: 
 @register_vjp("linalg.eigh_values")
 def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
     """``Ā = V diag(w̄) V^H``."""
-    x, w, v, rows, cols, new = _eig_parts(ctx)
+    x, _, v, rows, cols, _ = _eig_parts(ctx)
     vh = rename(_h(v), {rows: cols})
     a = einsum(multiply(v, g.resolve()), vh, out=x.dims)  # sums over new: V diag(g) V^H
     return [match(a.astype(x.dtype) if a.dtype != x.dtype else a, x), None, None, None, None]
@@ -281,7 +286,9 @@ def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
     elif part == "U":
         utg = einsum(u, rename(g, {new: new2}), out=(*batch, new, new2))  # Uᵀ Ū
         skew = subtract(utg, rename(utg, {new: new2, new2: new}))
-        m = multiply(multiply(skew, _reciprocal_gaps(multiply(s, s), new, new2)), rename(s, {new: new2}))  # (F ∘ skew) S
+        m = multiply(
+            multiply(skew, _reciprocal_gaps(multiply(s, s), new, new2)), rename(s, {new: new2})
+        )  # (F ∘ skew) S
         a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
         proj = subtract(g, rename(einsum(u, utg, out=(*batch, rows, new2)), {new2: new}))  # (I - UUᵀ) Ū
         a = add(a, einsum(divide(proj, s), vh, out=x.dims))

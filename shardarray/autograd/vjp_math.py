@@ -30,8 +30,10 @@ def _unary(name: str, fn: Any, use_out: bool = False) -> None:
 
 
 def _zero(ctx: Context, g: ShardArray) -> list[Any]:
-    return [match(apply("d_zero", lambda xp, g: xp.zeros_like(g), (g.resolve(),)), a) if need else None
-            for a, need in zip(ctx.args, ctx.needs)]
+    return [
+        match(apply("d_zero", lambda xp, g: xp.zeros_like(g), (g.resolve(),)), a) if need else None
+        for a, need in zip(ctx.args, ctx.needs)
+    ]
 
 
 for _name in ("sign", "floor", "ceil", "trunc", "round", "floor_divide"):
@@ -90,8 +92,10 @@ def _clip(ctx: Context, g: ShardArray) -> list[Any]:
     def take_hi(xp: Any, g: Any, a: Any, lo: Any, hi: Any) -> Any:
         return g * (xp.maximum(a, lo) > hi)
 
-    return [match(_lin("d_clip", f, g, x, lo, hi), v) if need else None
-            for f, v, need in zip((take_x, take_lo, take_hi), (x, lo, hi), ctx.needs)]
+    return [
+        match(_lin("d_clip", f, g, x, lo, hi), v) if need else None
+        for f, v, need in zip((take_x, take_lo, take_hi), (x, lo, hi), ctx.needs)
+    ]
 
 
 @register_vjp("clip_lo")

@@ -56,8 +56,10 @@ def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
     dims = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["dims"]
     g = g.resolve()
     if fused.rows_ready(y, fused.single_dim(dims)) and fused.kernels_for(y, "softmax"):
-        return [match(fused.map_like(y, lambda xp, y, g: cuda_kernels.softmax_rows_grad(xp, g, y), fused.like(g, y)), x),
-                None]
+        return [
+            match(fused.map_like(y, lambda xp, y, g: cuda_kernels.softmax_rows_grad(xp, g, y), fused.like(g, y)), x),
+            None,
+        ]
     s = red.sum.__wrapped__(apply("d_softmax_gy", lambda xp, g, y: g * y, (g, y)), dims)
 
     def dx(xp: Any, g: Any, y: Any, s: Any) -> Any:

@@ -63,6 +63,7 @@ def _top_k(ctx: Context, g: ShardArray) -> list[Any]:
     mesh, xp = x.mesh, x.mesh.backend.xp
     i = x.dims.index(dim)
     bounds = block_bounds(mesh, x.spec)
+
     # g and idx: new_dim unsplit, other dims on x's axes: each device scatters into its own block of x
     def local(dev: int, gb: Any, ib: Any) -> Any:
         lo, hi = bounds[dev][i]

@@ -54,7 +54,7 @@ def _fold(g: ShardArray, out: ShardArray, x: ShardArray, folds: dict[int, tuple[
         for i in sorted(folds, reverse=True):
             r, where = folds[i]
             n = x.shape[i]
-            shape = s.shape[:i] + ((r, n) if where == 0 else (n, r)) + s.shape[i + 1:]
+            shape = s.shape[:i] + ((r, n) if where == 0 else (n, r)) + s.shape[i + 1 :]
             s = xp.sum(s.reshape(shape), axis=i + where)
         return s
 

@@ -26,7 +26,9 @@ from .tape import Context, register_vjp
 def _slice_dim(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, start, step, count = ctx.args
     g = g.resolve() if g.pending else g
-    back = move([transpose.__wrapped__(g, x.dims)], dim, x.sizes[dim], [(0, 1, start, step, count)], axes=x.spec.of(dim))
+    back = move(
+        [transpose.__wrapped__(g, x.dims)], dim, x.sizes[dim], [(0, 1, start, step, count)], axes=x.spec.of(dim)
+    )
     return [match(back, x), None, None, None, None]
 
 
@@ -45,7 +47,7 @@ def _pick(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, i = ctx.args
     g = g.resolve() if g.pending else g
     axis = x.dims.index(dim)
-    rest = x.dims[:axis] + x.dims[axis + 1:]
+    rest = x.dims[:axis] + x.dims[axis + 1 :]
     g = to_axes(transpose.__wrapped__(g, rest), tuple(x.spec.of(d) for d in rest), False)
     mesh, xp = x.mesh, x.mesh.backend.xp
     spec = x.spec.with_axes(x.spec.axes)

@@ -35,7 +35,7 @@ def _einsum(ctx: Context, g: ShardArray) -> list[Any]:
     for i, x in enumerate(operands):
         if not ctx.needs[first + i]:
             continue
-        others = operands[:i] + operands[i + 1:]
+        others = operands[:i] + operands[i + 1 :]
         seen = set(g.dims).union(*(o.dims for o in others))
         # dims only x has were summed in the forward pass: match() broadcasts them back
         keep = tuple(d for d in x.dims if d in seen)

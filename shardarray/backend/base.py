@@ -6,8 +6,9 @@ import contextlib
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Any, ContextManager
+from typing import Any
 
 import numpy as np
 import opt_einsum
@@ -36,7 +37,7 @@ class Backend(ABC):
     has_data: bool = True
     #: ``device_scope(d)``: a context manager that makes mesh device ``d``'s GPU and
     #: stream current (per-device backends); None where every shard lives in one place.
-    device_scope: Callable[[int], ContextManager[Any]] | None = None
+    device_scope: Callable[[int], AbstractContextManager[Any]] | None = None
     #: ``(gpu of every mesh device)`` for per-device GPU backends, else None
     gpus: tuple[int, ...] | None = None
 
@@ -48,7 +49,7 @@ class Backend(ABC):
     def to_numpy(self, array: Any) -> np.ndarray:
         """A shard of this backend as a NumPy array."""
 
-    def scope(self, device: int) -> ContextManager[Any]:
+    def scope(self, device: int) -> AbstractContextManager[Any]:
         """``with backend.scope(d):`` run on mesh device ``d``'s GPU and stream (a no-op where shards share one place).
 
         Hot loops test ``device_scope is None`` first and skip the ``with`` altogether.

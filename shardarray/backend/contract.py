@@ -62,13 +62,24 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
         return None if perm == tuple(range(len(perm))) else perm
 
     return Plan2(
-        sum_a, sum_b, perm_a, perm_b,
-        (nb, nl, nk), (nb, nk, nr),
+        sum_a,
+        sum_b,
+        perm_a,
+        perm_b,
+        (nb, nl, nk),
+        (nb, nk, nr),
         tuple(size[c] for c in order),
         perm_c,
-        plain=not sum_a and not sum_b and not batch and len(left) == len(contr) == len(right) == 1
-        and ta2 == left[0] + contr[0] and tb2 == contr[0] + right[0] and out == left[0] + right[0],
-        move_a=moved(perm_a), move_b=moved(perm_b), move_c=moved(perm_c),
+        plain=not sum_a
+        and not sum_b
+        and not batch
+        and len(left) == len(contr) == len(right) == 1
+        and ta2 == left[0] + contr[0]
+        and tb2 == contr[0] + right[0]
+        and out == left[0] + right[0],
+        move_a=moved(perm_a),
+        move_b=moved(perm_b),
+        move_c=moved(perm_c),
         swap_shape=tuple(size[c] for c in out) if left and right and list(out) == batch + right + left else None,
     )
 

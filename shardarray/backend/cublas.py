@@ -43,8 +43,11 @@ CUDA_TYPES: dict[np.dtype, tuple[tuple[str, int], tuple[str, int], Any]] = {
 }
 #: alpha = 1 and beta = 0 in each host scalar type (kept alive: cuBLAS reads them during the call)
 _SCALARS: dict[Any, tuple[np.ndarray, np.ndarray]] = {
-    t: (np.array(1.0, dtype=t), np.array(0.0, dtype=t)) for t in (np.float32, np.float64)}
-_SCALAR_PTRS: dict[Any, tuple[int, int]] = {t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALARS.items()}
+    t: (np.array(1.0, dtype=t), np.array(0.0, dtype=t)) for t in (np.float32, np.float64)
+}
+_SCALAR_PTRS: dict[Any, tuple[int, int]] = {
+    t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALARS.items()
+}
 _HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
 #: how many ``cublasGemmStridedBatchedEx`` calls were made, and pointer-mode changes
 STATS: dict[str, int] = {"gemm_strided_batched": 0, "pointer_mode_set": 0}
@@ -144,10 +147,16 @@ def _plan(a: Any, b: Any) -> _Gemm | None:
     ta, lda, stra = la if la is not None else (False, k, m * k)
     tb, ldb, strb = lb if lb is not None else (False, n, k * n)
     return _Gemm(
-        copy_a=la is None, copy_b=lb is None, dtype=getattr(runtime, dname, dvalue),
-        compute=getattr(cublas, cname, cvalue), scalars=_SCALAR_PTRS[scalar], squeeze=squeeze,
-        shape=(m, n) if squeeze else (nb, m, n), mnk=(nb, m, n, k),
-        args_a=(op_t if ta else op_n, lda, stra), args_b=(op_t if tb else op_n, ldb, strb),
+        copy_a=la is None,
+        copy_b=lb is None,
+        dtype=getattr(runtime, dname, dvalue),
+        compute=getattr(cublas, cname, cvalue),
+        scalars=_SCALAR_PTRS[scalar],
+        squeeze=squeeze,
+        shape=(m, n) if squeeze else (nb, m, n),
+        mnk=(nb, m, n, k),
+        args_a=(op_t if ta else op_n, lda, stra),
+        args_b=(op_t if tb else op_n, ldb, strb),
     )
 
 
@@ -186,10 +195,29 @@ def batched_matmul(a: Any, b: Any) -> Any:
     if handle not in _HOST_MODE:
         _host_pointer_mode(cublas, handle)
     cublas.gemmStridedBatchedEx(
-        handle, op_b, op_a, n, m, k,
-        one, b.data.ptr, dtype, ldb, strb, a.data.ptr, dtype, lda, stra,
-        zero, c.data.ptr, dtype, n, m * n, nb,
-        plan.compute, getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
+        handle,
+        op_b,
+        op_a,
+        n,
+        m,
+        k,
+        one,
+        b.data.ptr,
+        dtype,
+        ldb,
+        strb,
+        a.data.ptr,
+        dtype,
+        lda,
+        stra,
+        zero,
+        c.data.ptr,
+        dtype,
+        n,
+        m * n,
+        nb,
+        plan.compute,
+        getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
     )
     STATS["gemm_strided_batched"] += 1
     return c

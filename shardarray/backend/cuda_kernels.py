@@ -47,8 +47,10 @@ def source_dir() -> Path:
     for candidate in (here / "kernels", here.parent / "kernels"):
         if (candidate / "common.cuh").is_file():
             return candidate
-    raise FileNotFoundError(f"shardarray's CUDA sources (common.cuh, ...) are in neither {here / 'kernels'} "
-                            f"nor {here.parent / 'kernels'}; reinstall shardarray")
+    raise FileNotFoundError(
+        f"shardarray's CUDA sources (common.cuh, ...) are in neither {here / 'kernels'} "
+        f"nor {here.parent / 'kernels'}; reinstall shardarray"
+    )
 
 
 def source(name: str) -> str:
@@ -89,8 +91,12 @@ def supports(where: Any, dtype: Any, name: str) -> bool:
             _module(name, gpu)
     except Exception as e:  # a compile or load failure: fall back to the array path, say so once
         _BROKEN[name] = str(e)
-        warnings.warn(f"shardarray: the fused CUDA kernels of kernels/{name}.cu could not be built ({e}); "
-                      f"that op runs through CuPy array operations instead", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"shardarray: the fused CUDA kernels of kernels/{name}.cu could not be built ({e}); "
+            f"that op runs through CuPy array operations instead",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return False
     return True
 
@@ -130,8 +136,10 @@ def _fn(name: str, kernel: str, dtype: Any) -> Any:
 
     suffix = _SUFFIX.get(np.dtype(dtype))
     if suffix is None:
-        raise DTypeError(f"the fused {name} kernel {kernel} has no {np.dtype(dtype)} version; it takes bfloat16, "
-                         f"float16, float32 or float64 arrays: cast with .astype first (or set SHARDARRAY_KERNELS=0)")
+        raise DTypeError(
+            f"the fused {name} kernel {kernel} has no {np.dtype(dtype)} version; it takes bfloat16, "
+            f"float16, float32 or float64 arrays: cast with .astype first (or set SHARDARRAY_KERNELS=0)"
+        )
     gpu = cupy.cuda.Device().id
     key = (gpu, kernel, suffix)
     fn = _FUNCTIONS.get(key)
@@ -191,8 +199,12 @@ def causal_softmax_rows(xp: Any, x: Any, scale: float) -> Any:
     p = xp.empty_like(x)
     n = x.shape[-1]
     rows = x.size // max(n, 1)
-    _warp_rows_launch(_fn("softmax", "causal_softmax_fwd", x.dtype), rows, n,
-                      (x, p, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)))
+    _warp_rows_launch(
+        _fn("softmax", "causal_softmax_fwd", x.dtype),
+        rows,
+        n,
+        (x, p, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)),
+    )
     return p
 
 
@@ -203,8 +215,12 @@ def causal_softmax_rows_grad(xp: Any, g: Any, x: Any, scale: float) -> Any:
     dx = xp.empty_like(x)
     n = x.shape[-1]
     rows = x.size // max(n, 1)
-    _warp_rows_launch(_fn("softmax", "causal_softmax_bwd", x.dtype), rows, n,
-                      (g, x, dx, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)))
+    _warp_rows_launch(
+        _fn("softmax", "causal_softmax_bwd", x.dtype),
+        rows,
+        n,
+        (g, x, dx, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)),
+    )
     return dx
 
 
@@ -238,8 +254,9 @@ def layer_norm_rows(xp: Any, x: Any, gain: Any, bias: Any, eps: float) -> tuple[
     y = xp.empty_like(x)
     mean = xp.empty(x.shape[:-1], dtype=_acc(x.dtype))
     rstd = xp.empty_like(mean)
-    _rows_launch(_fn("layer_norm", "ln_fwd", x.dtype), mean.size, n,
-                 (x, gain, bias, y, mean, rstd, np.int64(n), np.float64(eps)))
+    _rows_launch(
+        _fn("layer_norm", "ln_fwd", x.dtype), mean.size, n, (x, gain, bias, y, mean, rstd, np.int64(n), np.float64(eps))
+    )
     return y, mean, rstd
 
 
@@ -271,16 +288,19 @@ def gelu_grad(xp: Any, g: Any, x: Any) -> Any:
     return dx
 
 
-def adam(xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: float, c2: float, eps: float,
-         decay: float) -> tuple[Any, Any, Any]:
+def adam(
+    xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: float, c2: float, eps: float, decay: float
+) -> tuple[Any, Any, Any]:
     """One Adam step: new ``(p, m, v)`` (see ``kernels/adam.cu``); ``m``, ``v`` are of ``moment_dtype(p.dtype)``."""
     fn = _fn("adam", "adam", p.dtype)
     moments = moment_dtype(p.dtype)
     for label, s in (("m", m), ("v", v)):
         if np.dtype(s.dtype) != moments:
-            raise DTypeError(f"Adam's moments m, v of {np.dtype(p.dtype)} parameters are {moments} "
-                             f"(cuda_kernels.moment_dtype); got {np.dtype(s.dtype)} for {label}. Keep the optimizer "
-                             f"state in {moments}")
+            raise DTypeError(
+                f"Adam's moments m, v of {np.dtype(p.dtype)} parameters are {moments} "
+                f"(cuda_kernels.moment_dtype); got {np.dtype(s.dtype)} for {label}. Keep the optimizer "
+                f"state in {moments}"
+            )
     p, g = _contig(xp, p, xp.broadcast_to(g, p.shape), dtype=p.dtype)
     m, v = _contig(xp, m, v, dtype=moments)
     p2, m2, v2 = xp.empty_like(p), xp.empty_like(m), xp.empty_like(v)

@@ -61,31 +61,68 @@ class MetaArray:
         return f"MetaArray(shape={self.shape}, dtype={self.dtype})"
 
     def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise BackendError(
-            "a meta shard has no values; build the mesh with backend='numpy' or 'cupy' to compute them"
-        )
+        raise BackendError("a meta shard has no values; build the mesh with backend='numpy' or 'cupy' to compute them")
 
     # arithmetic defers to the namespace
-    def __add__(self, o: Any) -> MetaArray: return META.add(self, o)
-    def __radd__(self, o: Any) -> MetaArray: return META.add(o, self)
-    def __sub__(self, o: Any) -> MetaArray: return META.subtract(self, o)
-    def __rsub__(self, o: Any) -> MetaArray: return META.subtract(o, self)
-    def __mul__(self, o: Any) -> MetaArray: return META.multiply(self, o)
-    def __rmul__(self, o: Any) -> MetaArray: return META.multiply(o, self)
-    def __truediv__(self, o: Any) -> MetaArray: return META.true_divide(self, o)
-    def __rtruediv__(self, o: Any) -> MetaArray: return META.true_divide(o, self)
-    def __pow__(self, o: Any) -> MetaArray: return META.power(self, o)
-    def __rpow__(self, o: Any) -> MetaArray: return META.power(o, self)
-    def __neg__(self) -> MetaArray: return META.negative(self)
-    def __gt__(self, o: Any) -> MetaArray: return META.greater(self, o)
-    def __ge__(self, o: Any) -> MetaArray: return META.greater_equal(self, o)
-    def __lt__(self, o: Any) -> MetaArray: return META.less(self, o)
-    def __le__(self, o: Any) -> MetaArray: return META.less_equal(self, o)
-    def __and__(self, o: Any) -> MetaArray: return META.bitwise_and(self, o)
-    def __rand__(self, o: Any) -> MetaArray: return META.bitwise_and(o, self)
-    def __or__(self, o: Any) -> MetaArray: return META.bitwise_or(self, o)
-    def __ror__(self, o: Any) -> MetaArray: return META.bitwise_or(o, self)
-    def __invert__(self) -> MetaArray: return META.invert(self)
+    def __add__(self, o: Any) -> MetaArray:
+        return META.add(self, o)
+
+    def __radd__(self, o: Any) -> MetaArray:
+        return META.add(o, self)
+
+    def __sub__(self, o: Any) -> MetaArray:
+        return META.subtract(self, o)
+
+    def __rsub__(self, o: Any) -> MetaArray:
+        return META.subtract(o, self)
+
+    def __mul__(self, o: Any) -> MetaArray:
+        return META.multiply(self, o)
+
+    def __rmul__(self, o: Any) -> MetaArray:
+        return META.multiply(o, self)
+
+    def __truediv__(self, o: Any) -> MetaArray:
+        return META.true_divide(self, o)
+
+    def __rtruediv__(self, o: Any) -> MetaArray:
+        return META.true_divide(o, self)
+
+    def __pow__(self, o: Any) -> MetaArray:
+        return META.power(self, o)
+
+    def __rpow__(self, o: Any) -> MetaArray:
+        return META.power(o, self)
+
+    def __neg__(self) -> MetaArray:
+        return META.negative(self)
+
+    def __gt__(self, o: Any) -> MetaArray:
+        return META.greater(self, o)
+
+    def __ge__(self, o: Any) -> MetaArray:
+        return META.greater_equal(self, o)
+
+    def __lt__(self, o: Any) -> MetaArray:
+        return META.less(self, o)
+
+    def __le__(self, o: Any) -> MetaArray:
+        return META.less_equal(self, o)
+
+    def __and__(self, o: Any) -> MetaArray:
+        return META.bitwise_and(self, o)
+
+    def __rand__(self, o: Any) -> MetaArray:
+        return META.bitwise_and(o, self)
+
+    def __or__(self, o: Any) -> MetaArray:
+        return META.bitwise_or(self, o)
+
+    def __ror__(self, o: Any) -> MetaArray:
+        return META.bitwise_or(o, self)
+
+    def __invert__(self) -> MetaArray:
+        return META.invert(self)
 
 
 def _probe(x: Any) -> Any:

@@ -1,9 +1,9 @@
 """The ``shardarray-bench`` command line (also ``python -m shardarray.bench``).
 
-    shardarray-bench matmul --backend meta --devices 64 --batch 16 --seq 512 --hidden 3072
-    shardarray-bench matmul --backend numpy --mesh dep=2,row=2,col=2 --m 1024 --k 1024 --n 1024
-    shardarray-bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 --dtype float16 --json out.json
-    shardarray-bench plan --mesh rows=16,cols=32 --d-ff 262144 --heads 256 --d-kv 256 --batch 256 --memory 16GiB
+shardarray-bench matmul --backend meta --devices 64 --batch 16 --seq 512 --hidden 3072
+shardarray-bench matmul --backend numpy --mesh dep=2,row=2,col=2 --m 1024 --k 1024 --n 1024
+shardarray-bench matmul --backend cupy --devices 4 --m 8192 --k 8192 --n 8192 --dtype float16 --json out.json
+shardarray-bench plan --mesh rows=16,cols=32 --d-ff 262144 --heads 256 --d-kv 256 --batch 256 --memory 16GiB
 """
 
 from __future__ import annotations
@@ -44,25 +44,44 @@ def build_parser() -> argparse.ArgumentParser:
         "(numpy/cupy) and an alpha-beta model's time on --hardware. Mesh axes are listed major to minor: the "
         "last one varies fastest over GPU ids and stays inside a node.",
     )
-    p.add_argument("--backend", choices=("numpy", "cupy", "meta"), default="meta",
-                   help="where shards live (meta: shapes only, no time measured; default)")
-    p.add_argument("--algorithms", type=parse_algorithms, default=list(ALGORITHMS),
-                   help="comma list of megatron,summa,tesseract (default all)")
+    p.add_argument(
+        "--backend",
+        choices=("numpy", "cupy", "meta"),
+        default="meta",
+        help="where shards live (meta: shapes only, no time measured; default)",
+    )
+    p.add_argument(
+        "--algorithms",
+        type=parse_algorithms,
+        default=list(ALGORITHMS),
+        help="comma list of megatron,summa,tesseract (default all)",
+    )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--devices", type=int_at_least(1), default=None,
-                       help="enumerate every legal mesh of P devices (default 4)")
-    where.add_argument("--mesh", type=mesh_shape, default=None,
-                       help="one mesh: model=P, row=q,col=q or dep=d,row=q,col=q")
+    where.add_argument(
+        "--devices", type=int_at_least(1), default=None, help="enumerate every legal mesh of P devices (default 4)"
+    )
+    where.add_argument(
+        "--mesh", type=mesh_shape, default=None, help="one mesh: model=P, row=q,col=q or dep=d,row=q,col=q"
+    )
     for name in ("m", "k", "n"):
-        p.add_argument(f"--{name}", type=int_at_least(1), default=None,
-                       help=f"matmul size {name} (Y[m,n] = X[m,k]·W[k,n])")
+        p.add_argument(
+            f"--{name}", type=int_at_least(1), default=None, help=f"matmul size {name} (Y[m,n] = X[m,k]·W[k,n])"
+        )
     p.add_argument("--batch", type=int_at_least(1), default=None, help="MLP block: batch size")
     p.add_argument("--seq", type=int_at_least(1), default=None, help="MLP block: sequence length")
     p.add_argument("--hidden", type=int_at_least(1), default=None, help="MLP block: hidden size (d_ff = 4·hidden)")
-    p.add_argument("--dtype", default="float32", choices=FLOAT_DTYPES,
-                   help="operand dtype; bfloat16 contracts in float32 on NumPy (rounded once), on tensor cores on GPUs")
-    p.add_argument("--hardware", default="a100", choices=sorted(PROFILES),
-                   help="profile for modeled_time_s (default a100: the Tesseract paper's 4-GPU nodes)")
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        choices=FLOAT_DTYPES,
+        help="operand dtype; bfloat16 contracts in float32 on NumPy (rounded once), on tensor cores on GPUs",
+    )
+    p.add_argument(
+        "--hardware",
+        default="a100",
+        choices=sorted(PROFILES),
+        help="profile for modeled_time_s (default a100: the Tesseract paper's 4-GPU nodes)",
+    )
     p.add_argument("--repeat", type=int_at_least(1), default=3, help="timed runs per row (median), after one warm-up")
     p.add_argument("--no-single", action="store_true", help="skip the single-device xp.matmul reference")
     p.add_argument("--json", default="", help="write the results to this JSON file")
@@ -116,9 +135,15 @@ def cmd_matmul(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dic
 
         with Progress(transient=True) as bar:
             task = bar.add_task("matmul", total=len(plan))
-            out = bench_matmul.run(problem, plan, args.backend, hw, args.repeat,
-                                   progress=lambda i, label: bar.update(task, description=label, completed=i),
-                                   baseline=not args.no_single)
+            out = bench_matmul.run(
+                problem,
+                plan,
+                args.backend,
+                hw,
+                args.repeat,
+                progress=lambda i, label: bar.update(task, description=label, completed=i),
+                baseline=not args.no_single,
+            )
     result = {
         "benchmark": "matmul",
         "problem": {"kind": problem.kind, **problem.sizes, "dtype": problem.dtype, "what": problem.describe()},

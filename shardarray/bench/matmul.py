@@ -56,6 +56,7 @@ def run_row(
         "output_layout": {d: list(a) for d, a in y.layout.items()},
     }
     if mesh.backend.has_data:
+
         def once() -> None:
             _, pull = sa.vjp(forward, params)
             pull(cotangent)

@@ -13,8 +13,18 @@ from ..nn.config import TransformerConfig, param_count
 from ..plan import Plan, SearchStats, named_plans, search_layouts, transformer_step
 from .args import int_at_least, mesh_shape
 
-_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 GiB = 2**30
 
 
@@ -34,21 +44,34 @@ def add_parser(sub: Any) -> None:
         "set of layout rules (branch and bound: exact under the cost model) and print the best ones with their "
         "modeled step time, memory, communication and flops per device, beside the named strategies.",
     )
-    for flag, default, what in (("--vocab", 32768, "vocabulary"), ("--d-model", 1024, "model width"),
-                                ("--heads", 16, "attention heads"), ("--d-kv", 64, "width per head"),
-                                ("--d-ff", 4096, "MLP hidden width"), ("--layers", 6, "transformer blocks"),
-                                ("--seq", 256, "sequence length"), ("--batch", 64, "sequences per step")):
+    for flag, default, what in (
+        ("--vocab", 32768, "vocabulary"),
+        ("--d-model", 1024, "model width"),
+        ("--heads", 16, "attention heads"),
+        ("--d-kv", 64, "width per head"),
+        ("--d-ff", 4096, "MLP hidden width"),
+        ("--layers", 6, "transformer blocks"),
+        ("--seq", 256, "sequence length"),
+        ("--batch", 64, "sequences per step"),
+    ):
         least = 0 if flag == "--layers" else 1
         p.add_argument(flag, type=int_at_least(least), default=default, help=f"{what} (default {default})")
-    p.add_argument("--mesh", type=mesh_shape, default={"rows": 2, "cols": 4},
-                   help="the mesh, major axis first, e.g. rows=16,cols=32 (default rows=2,cols=4)")
+    p.add_argument(
+        "--mesh",
+        type=mesh_shape,
+        default={"rows": 2, "cols": 4},
+        help="the mesh, major axis first, e.g. rows=16,cols=32 (default rows=2,cols=4)",
+    )
     p.add_argument("--memory", type=parse_bytes, default=None, help="memory limit per device, e.g. 16GiB")
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES), help="hardware profile (default a100)")
     p.add_argument("--dtype", default="float32", choices=("float16", "float32"), help="parameter dtype")
     p.add_argument("--top", type=int_at_least(1), default=5, help="how many layouts to print (default 5)")
-    p.add_argument("--no-symmetry", action="store_true",
-                   help="price every renaming of interchangeable mesh axes too (the search before symmetry: "
-                   "the same answer, slower; for timing)")
+    p.add_argument(
+        "--no-symmetry",
+        action="store_true",
+        help="price every renaming of interchangeable mesh axes too (the search before symmetry: "
+        "the same answer, slower; for timing)",
+    )
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
     p.set_defaults(subparser=p)
@@ -63,8 +86,15 @@ def _row(plan: Plan, limit: float | None) -> dict[str, Any]:
 
 def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
     try:
-        cfg = TransformerConfig(vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv,
-                                d_ff=args.d_ff, n_layers=args.layers, seq_len=args.seq)
+        cfg = TransformerConfig(
+            vocab=args.vocab,
+            d_model=args.d_model,
+            heads=args.heads,
+            d_kv=args.d_kv,
+            d_ff=args.d_ff,
+            n_layers=args.layers,
+            seq_len=args.seq,
+        )
     except ValueError as e:
         parser.error(str(e))
     hw = get_profile(args.hardware)
@@ -79,14 +109,26 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
 
         with Progress(transient=True) as bar:
             task = bar.add_task("layouts", total=None)
-            best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats, symmetric=symmetric,
-                                  progress=lambda i, n: bar.update(task, completed=i, total=n))
+            best = search_layouts(
+                step,
+                args.mesh,
+                args.memory,
+                hw,
+                args.top,
+                stats=stats,
+                symmetric=symmetric,
+                progress=lambda i, n: bar.update(task, completed=i, total=n),
+            )
     seconds = time.perf_counter() - t0
     named, skipped = named_plans(cfg, args.batch, args.mesh, hw, args.dtype)
     result = {
         "benchmark": "plan",
-        "model": {**{k: getattr(cfg, k) for k in ("vocab", "d_model", "heads", "d_kv", "d_ff", "n_layers", "seq_len")},
-                  "batch": args.batch, "dtype": args.dtype, "parameters": param_count(cfg)},
+        "model": {
+            **{k: getattr(cfg, k) for k in ("vocab", "d_model", "heads", "d_kv", "d_ff", "n_layers", "seq_len")},
+            "batch": args.batch,
+            "dtype": args.dtype,
+            "parameters": param_count(cfg),
+        },
         "mesh": args.mesh,
         "hardware": {"name": hw.name, "description": hw.description},
         "memory_limit_bytes": args.memory,
@@ -111,15 +153,31 @@ def print_plan(result: dict[str, Any]) -> None:
         f"on mesh {result['mesh']}, {result['hardware']['name']} model — per device",
         title_justify="left",
     )
-    for col in ("layout", "rules", "step ms", "compute ms", "memory-op ms", "comm ms", "memory GiB",
-                "comm MiB", "GFLOP", "fits"):
+    for col in (
+        "layout",
+        "rules",
+        "step ms",
+        "compute ms",
+        "memory-op ms",
+        "comm ms",
+        "memory GiB",
+        "comm MiB",
+        "GFLOP",
+        "fits",
+    ):
         t.add_column(col, justify="left" if col in ("layout", "rules") else "right")
     for row in result["best"] + result["named"]:
         t.add_row(
-            row["label"], row["layout"], f"{row['step_time_s'] * 1e3:,.2f}", f"{row['compute_time_s'] * 1e3:,.2f}",
-            f"{row['memory_time_s'] * 1e3:,.2f}", f"{row['comm_time_s'] * 1e3:,.2f}",
-            f"{row['memory_bytes_per_device'] / GiB:,.3f}", f"{row['comm_bytes_per_device'] / 2**20:,.1f}",
-            f"{row['flops_per_device'] / 1e9:,.1f}", "yes" if row["fits"] else "no",
+            row["label"],
+            row["layout"],
+            f"{row['step_time_s'] * 1e3:,.2f}",
+            f"{row['compute_time_s'] * 1e3:,.2f}",
+            f"{row['memory_time_s'] * 1e3:,.2f}",
+            f"{row['comm_time_s'] * 1e3:,.2f}",
+            f"{row['memory_bytes_per_device'] / GiB:,.3f}",
+            f"{row['comm_bytes_per_device'] / 2**20:,.1f}",
+            f"{row['flops_per_device'] / 1e9:,.1f}",
+            "yes" if row["fits"] else "no",
         )
     console = Console(width=max(Console().width, 140))
     console.print(t)

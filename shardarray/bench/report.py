@@ -26,22 +26,47 @@ def table(result: dict[str, Any]) -> None:
         f"backend {result['backend']} on {result['device']}; model: {hw}",
         title_justify="left",
     )
-    for col in ("algorithm", "mesh", "comm MiB", "wire MiB", "GFLOP", "mem MiB",
-                "model fwd ms", "model bwd ms", "measured ms", "× single"):
+    for col in (
+        "algorithm",
+        "mesh",
+        "comm MiB",
+        "wire MiB",
+        "GFLOP",
+        "mem MiB",
+        "model fwd ms",
+        "model bwd ms",
+        "measured ms",
+        "× single",
+    ):
         t.add_column(col, justify="left" if col in ("algorithm", "mesh") else "right")
     for r in result["rows"]:
         ratio = r.get("time_vs_single")
         t.add_row(
-            r["algorithm"], mesh_label(r["mesh"]),
-            f"{r['comm_bytes_per_device'] / MiB:,.2f}", f"{r['wire_bytes_per_device'] / MiB:,.2f}",
-            f"{r['flops_per_device'] / 1e9:,.2f}", f"{r['memory_bytes_per_device'] / MiB:,.1f}",
-            _ms(r["modeled_forward_s"]), _ms(r["modeled_backward_s"]), _ms(r["time_s"]),
+            r["algorithm"],
+            mesh_label(r["mesh"]),
+            f"{r['comm_bytes_per_device'] / MiB:,.2f}",
+            f"{r['wire_bytes_per_device'] / MiB:,.2f}",
+            f"{r['flops_per_device'] / 1e9:,.2f}",
+            f"{r['memory_bytes_per_device'] / MiB:,.1f}",
+            _ms(r["modeled_forward_s"]),
+            _ms(r["modeled_backward_s"]),
+            _ms(r["time_s"]),
             "—" if ratio is None else f"{ratio:.2f}",
         )
     single = result.get("single")
     if single:
-        t.add_row("single", "[1]", "0", "0", f"{single['flops_per_device'] / 1e9:,.2f}", "", "", "",
-                  _ms(single["time_s"]), "1.00")
+        t.add_row(
+            "single",
+            "[1]",
+            "0",
+            "0",
+            f"{single['flops_per_device'] / 1e9:,.2f}",
+            "",
+            "",
+            "",
+            _ms(single["time_s"]),
+            "1.00",
+        )
     console = Console(width=max(Console().width, 124))
     console.print(t)
     for s in result.get("skipped", []):
@@ -82,12 +107,18 @@ def plot(result: dict[str, Any], path: str) -> None:
     ax.legend(fontsize=8)
     if timed:
         ax = axes[0][1]
-        ax.bar(x, [(m or 0) * 1e3 for m in measured], 0.7, color="tab:green",
-               label=f"measured ({result['backend']} on {result.get('device', '?')})")
+        ax.bar(
+            x,
+            [(m or 0) * 1e3 for m in measured],
+            0.7,
+            color="tab:green",
+            label=f"measured ({result['backend']} on {result.get('device', '?')})",
+        )
         single = result.get("single")
         if single:
-            ax.axhline(single["time_s"] * 1e3, color="black", linestyle="--", linewidth=1,
-                       label="single device (xp.matmul)")
+            ax.axhline(
+                single["time_s"] * 1e3, color="black", linestyle="--", linewidth=1, label="single device (xp.matmul)"
+            )
         ax.set_xticks(x, labels, fontsize=8)
         ax.set_ylabel("measured ms per forward + backward")
         ax.set_title("measured", fontsize=9)

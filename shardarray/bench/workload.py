@@ -57,8 +57,7 @@ class Problem:
         if self.kind == "matmul":
             return f"Y = X·W, X [{s['m']}, {s['k']}], W [{s['k']}, {s['n']}], {self.dtype}"
         h = s["hidden"]
-        return (f"MLP block, X [{s['batch']}·{s['seq']}, {h}], W1 [{h}, {4 * h}], W2 [{4 * h}, {h}], "
-                f"{self.dtype}")
+        return f"MLP block, X [{s['batch']}·{s['seq']}, {h}], W1 [{h}, {4 * h}], W2 [{4 * h}, {h}], {self.dtype}"
 
 
 def meshes(algorithm: str, devices: int) -> list[dict[str, int]]:
@@ -136,9 +135,11 @@ def build(
         for i, n in enumerate(names)
     }
     if problem.kind == "matmul":
+
         def forward(p: dict[str, sa.ShardArray]) -> sa.ShardArray:
             return sa.einsum("m k, k n -> m n", p["X"], p["W"], algorithm=alg)
     else:
+
         def forward(p: dict[str, sa.ShardArray]) -> sa.ShardArray:
             h = sa.gelu(sa.einsum("tokens hidden, hidden ffn -> tokens ffn", p["X"], p["W1"], algorithm=alg))
             y = sa.einsum("tokens ffn, ffn hidden -> tokens hidden", h, p["W2"], algorithm=alg)

@@ -145,15 +145,21 @@ def run_entries(run: Path) -> list[Path]:
     """The committed checkpoints ``ckpt-<n>`` of a run directory, oldest first."""
     if not run.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in run.iterdir()
-             if (m := re.fullmatch(rf"{RUN_PREFIX}(\d+)", p.name)) and (p / "manifest.json").is_file()]
+    found = [
+        (int(m.group(1)), p)
+        for p in run.iterdir()
+        if (m := re.fullmatch(rf"{RUN_PREFIX}(\d+)", p.name)) and (p / "manifest.json").is_file()
+    ]
     return [p for _, p in sorted(found)]
 
 
 def next_in_run(run: Path) -> Path:
     """The path of the next checkpoint of a run directory (``ckpt-00000001`` after none)."""
-    nums = [int(m.group(1)) for p in (run.iterdir() if run.is_dir() else ())
-            if (m := re.fullmatch(rf"(?:\.)?{RUN_PREFIX}(\d+)(?:\..*)?", p.name))]
+    nums = [
+        int(m.group(1))
+        for p in (run.iterdir() if run.is_dir() else ())
+        if (m := re.fullmatch(rf"(?:\.)?{RUN_PREFIX}(\d+)(?:\..*)?", p.name))
+    ]
     return run / f"{RUN_PREFIX}{max(nums, default=0) + 1:08d}"
 
 

@@ -48,8 +48,10 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
     """
     src = open_source(Path(path))
     if src.plain:
-        raise CheckpointError(f"export_safetensors: {path} is already a plain safetensors file; pass a checkpoint "
-                              f"directory that sa.checkpoint.save wrote")
+        raise CheckpointError(
+            f"export_safetensors: {path} is already a plain safetensors file; pass a checkpoint "
+            f"directory that sa.checkpoint.save wrote"
+        )
     out = Path(file)
     base = src.base.resolve()
     where = out.resolve()

@@ -61,8 +61,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not UTF-8 text ({e.reason} at byte {e.start}); "
-                              f"the file is damaged") from None
+        raise CheckpointError(
+            f"checkpoint {path}: {MANIFEST} is not UTF-8 text ({e.reason} at byte {e.start}); the file is damaged"
+        ) from None
     except FileNotFoundError:
         raise CheckpointError(
             f"checkpoint {path}: no {MANIFEST}; this is not a complete shardarray checkpoint (an interrupted save "
@@ -73,11 +74,14 @@ def read_manifest(path: Path) -> dict[str, Any]:
     except ValueError as e:
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not valid JSON ({e}); the file is damaged") from None
     except RecursionError:
-        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is nested too deeply to read; the file is damaged") \
-            from None
+        raise CheckpointError(
+            f"checkpoint {path}: {MANIFEST} is nested too deeply to read; the file is damaged"
+        ) from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint {path}: {MANIFEST} is not a {FORMAT!r} manifest (format "
-                              f"{m.get('format') if isinstance(m, dict) else None!r})")
+        raise CheckpointError(
+            f"checkpoint {path}: {MANIFEST} is not a {FORMAT!r} manifest (format "
+            f"{m.get('format') if isinstance(m, dict) else None!r})"
+        )
     if m.get("version") not in READABLE:
         raise CheckpointError(
             f"checkpoint {path}: format version {m.get('version')!r} is unknown to this shardarray, which reads "
@@ -94,8 +98,11 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _int_list(v: Any, n: int | None) -> bool:
-    return (isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v)
-            and (n is None or len(v) == n))
+    return (
+        isinstance(v, list)
+        and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v)
+        and (n is None or len(v) == n)
+    )
 
 
 def validate(m: dict[str, Any], path: Path) -> None:
@@ -104,6 +111,7 @@ def validate(m: dict[str, Any], path: Path) -> None:
         raise CheckpointError(f"checkpoint {path}: {MANIFEST} lacks 'arrays' or 'tree'; the file is damaged")
     check_spec(m["tree"], m["arrays"], str(path))
     for name, a in m["arrays"].items():
+
         def bad(why: str, name: str = name) -> CheckpointError:
             return CheckpointError(f"checkpoint {path}: array {name!r} in {MANIFEST}: {why}; the file is damaged")
 
@@ -112,15 +120,21 @@ def validate(m: dict[str, Any], path: Path) -> None:
         nd = len(a["sizes"])
         if a.get("dims") is not None and (not isinstance(a["dims"], list) or len(a["dims"]) != nd):
             raise bad(f"dims {a.get('dims')!r} do not match sizes {a['sizes']}")
-        if a.get("dims") is not None and (not all(isinstance(d, str) and d for d in a["dims"])
-                                          or len(set(a["dims"])) != nd):
+        if a.get("dims") is not None and (
+            not all(isinstance(d, str) and d for d in a["dims"]) or len(set(a["dims"])) != nd
+        ):
             raise bad(f"dims {a['dims']!r} are not {nd} distinct non-empty names")
         if a.get("dtype") not in ST_DTYPES:
             raise bad(f"unknown dtype {a.get('dtype')!r}")
         covered = 0
         for b in a.get("blocks", []):
-            ok = (isinstance(b, dict) and _int_list(b.get("offset"), nd) and _int_list(b.get("shape"), nd)
-                  and isinstance(b.get("file"), str) and isinstance(b.get("key"), str))
+            ok = (
+                isinstance(b, dict)
+                and _int_list(b.get("offset"), nd)
+                and _int_list(b.get("shape"), nd)
+                and isinstance(b.get("file"), str)
+                and isinstance(b.get("key"), str)
+            )
             if not ok or "/" in b["file"] or b["file"].startswith("."):
                 raise bad(f"malformed block {b!r:.120}")
             if any(o + s > n for o, s, n in zip(b["offset"], b["shape"], a["sizes"])):
@@ -132,7 +146,8 @@ def validate(m: dict[str, Any], path: Path) -> None:
                 raise CheckpointError(
                     f"checkpoint {path}: array {name!r} in {MANIFEST}: block {b['key']!r} has checksum {ck!r:.60}, "
                     f"of an algorithm this shardarray does not know (it knows {list(ALGORITHMS)}); load it with the "
-                    f"shardarray version that wrote it (or a newer one)")
+                    f"shardarray version that wrote it (or a newer one)"
+                )
             covered += math.prod(b["shape"])
         if covered != math.prod(a["sizes"]):
             raise bad(f"its blocks hold {covered} elements, not the {math.prod(a['sizes'])} of sizes {a['sizes']}")

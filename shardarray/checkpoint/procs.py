@@ -58,7 +58,7 @@ class Procs:
         out = np.empty(int(counts.sum()), dtype=np.uint8)
         displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
         _wait(self.world.Iallgatherv(data, [out, counts.tolist(), displs.tolist(), _mpi_byte()]))
-        return [out[int(o):int(o) + int(n)].tobytes().decode() for o, n in zip(displs, counts)]
+        return [out[int(o) : int(o) + int(n)].tobytes().decode() for o, n in zip(displs, counts)]
 
     def bcast(self, text: str) -> str:
         """Process 0's ``text`` on every process."""

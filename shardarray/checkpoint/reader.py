@@ -52,8 +52,9 @@ def _match(target: Any, spec: Node, src: Source) -> tuple[Any, list[tuple[str, S
             saved = {k: v for k, v in n["dict"]}
             for k in t:
                 if k not in saved:
-                    raise differ(f"{path}[{k!r}]", "an entry", "nothing (the saved tree has no key "
-                                 f"{k!r}: a missing array)")
+                    raise differ(
+                        f"{path}[{k!r}]", "an entry", f"nothing (the saved tree has no key {k!r}: a missing array)"
+                    )
             for k, v in saved.items():
                 if k not in t:
                     raise differ(f"{path}[{k!r}]", "nothing", f"{describe(v)} (an extra saved entry)")
@@ -129,16 +130,20 @@ class _Files:
         if file not in self.handles:
             full = self.src.base / file
             if not full.is_file():
-                raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block file {full} is missing; "
-                                      f"the checkpoint is incomplete (copy every file of the directory)")
+                raise CheckpointError(
+                    f"checkpoint {self.src.where}: array {name!r}: block file {full} is missing; "
+                    f"the checkpoint is incomplete (copy every file of the directory)"
+                )
             try:
                 self.handles[file] = self.stack.enter_context(safe_open(str(full), framework="np"))
                 self.headers[file] = read_header(full)
                 self.paths[file] = full
             except (SafetensorError, OSError, ValueError) as e:  # a truncated or damaged file
-                raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block file {full} is truncated "
-                                      f"or damaged ({type(e).__name__}: {e}); restore it or use an older "
-                                      f"checkpoint") from None
+                raise CheckpointError(
+                    f"checkpoint {self.src.where}: array {name!r}: block file {full} is truncated "
+                    f"or damaged ({type(e).__name__}: {e}); restore it or use an older "
+                    f"checkpoint"
+                ) from None
         return self.handles[file]
 
     def check(self, name: str, entry: dict[str, Any]) -> None:
@@ -146,14 +151,17 @@ class _Files:
         for b in entry["blocks"]:
             f = self.get(name, b)
             if b["key"] not in self.headers[b["file"]][1]:
-                raise CheckpointError(f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} is missing "
-                                      f"from {self.src.base / b['file']}; the file is damaged")
+                raise CheckpointError(
+                    f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} is missing "
+                    f"from {self.src.base / b['file']}; the file is damaged"
+                )
             sl = f.get_slice(b["key"])
             if list(sl.get_shape()) != b["shape"] or np_dtype(sl.get_dtype()) != as_dtype(entry["dtype"]):
                 raise CheckpointError(
                     f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} in {b['file']} holds "
                     f"{sl.get_dtype()} {sl.get_shape()}, the manifest says {entry['dtype']} {b['shape']}; the "
-                    f"file is damaged")
+                    f"file is damaged"
+                )
 
     def read_whole(self, name: str, b: dict[str, Any], dtype: np.dtype, verify: bool) -> np.ndarray:
         """A whole saved block, read straight from its byte range into a new array (as np.load does);
@@ -177,7 +185,8 @@ class _Files:
         if got != b["checksum"]:
             raise CheckpointError(
                 f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} in {b['file']} fails its checksum "
-                f"({got} != {b['checksum']}); the file is corrupted: restore it or use an older checkpoint")
+                f"({got} != {b['checksum']}); the file is corrupted: restore it or use an older checkpoint"
+            )
         self.verified.add((b["file"], b["key"]))
 
     def verify(self, name: str, b: dict[str, Any], dtype: np.dtype) -> None:
@@ -189,12 +198,13 @@ class _Files:
         row = max(1, int(np.prod(b["shape"][1:])) * dtype.itemsize)
         step = max(1, CHUNK // row)
         for lo in range(0, b["shape"][0], step):
-            check.update(np.ascontiguousarray(sl[lo:min(lo + step, b["shape"][0])]))
+            check.update(np.ascontiguousarray(sl[lo : min(lo + step, b["shape"][0])]))
         self._compare(name, b, check.hexdigest())
 
 
-def _read_block(files: _Files, name: str, entry: dict[str, Any], bounds: tuple[tuple[int, int], ...],
-                verify: bool) -> np.ndarray:
+def _read_block(
+    files: _Files, name: str, entry: dict[str, Any], bounds: tuple[tuple[int, int], ...], verify: bool
+) -> np.ndarray:
     """The region ``bounds`` of the saved array, read from only the saved blocks (and byte ranges) it overlaps."""
     dtype = as_dtype(entry["dtype"])
     shape = tuple(e - s for s, e in bounds)
@@ -225,8 +235,14 @@ def _read_block(files: _Files, name: str, entry: dict[str, Any], bounds: tuple[t
     return out
 
 
-def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None = None, verify: bool = True,
-         casting: str = "same_kind") -> Any:
+def load(
+    path: str | os.PathLike[str],
+    target: Any = None,
+    *,
+    mesh: Mesh | None = None,
+    verify: bool = True,
+    casting: str = "same_kind",
+) -> Any:
     """Load a checkpoint into the meshes, layouts and dtypes of ``target``, or by ``mesh``'s rules.
 
     Every process reads, for each distinct block of each target array it
@@ -288,8 +304,10 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
     """
     path = Path(path)
     if (target is None) == (mesh is None):
-        raise CheckpointError(f"checkpoint {path}: give exactly one of target=<tree of arrays> or mesh=<sa.Mesh>; "
-                              f"got {'both' if target is not None else 'neither'}")
+        raise CheckpointError(
+            f"checkpoint {path}: give exactly one of target=<tree of arrays> or mesh=<sa.Mesh>; "
+            f"got {'both' if target is not None else 'neither'}"
+        )
     if mesh is not None and not isinstance(mesh, Mesh):
         raise CheckpointError(f"checkpoint {path}: mesh={mesh!r:.60} is not a sa.Mesh; pass sa.Mesh({{...}})")
     src = open_source(path)
@@ -302,7 +320,8 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
                 raise CheckpointError(
                     f"checkpoint {src.where}: the target's arrays {absent[:4]} are not in the file, which holds "
                     f"{sorted(m['arrays'])[:8]}; name the target's keys after the file's tensors ('a/b' is "
-                    f"target['a']['b'])")
+                    f"target['a']['b'])"
+                )
             m = {**m, "tree": spec, "arrays": {n: m["arrays"][n] for n, _ in named}}
         recipe, pairs = _match(target, m["tree"], src)
         plan = [(name, t.mesh, t.spec, t.dtype) for name, t in pairs]
@@ -315,20 +334,24 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
         recipe, plan, pairs = None, [], []
         for name, entry in m["arrays"].items():
             if entry.get("dims") is None:
-                raise CheckpointError(f"checkpoint {src.where}: tensor {name!r} has no dim names (a plain "
-                                      f"safetensors file); pass target=<tree of arrays> instead of mesh=")
+                raise CheckpointError(
+                    f"checkpoint {src.where}: tensor {name!r} has no dim names (a plain "
+                    f"safetensors file); pass target=<tree of arrays> instead of mesh="
+                )
             dims, sizes = tuple(entry["dims"]), tuple(entry["sizes"])
             # a positional array gets the namespace's default split (axis k over mesh axis k), as
             # shardarray.array_api makes arrays; a named one the mesh's rules on its dim names
             rules = dict(zip(dims, mesh.axis_names)) if entry.get("kind") == "positional" else None
-            plan.append((name, mesh, make_layout(mesh, dims, sizes, rules, what=f"array {name!r}"),
-                         as_dtype(entry["dtype"])))
+            plan.append(
+                (name, mesh, make_layout(mesh, dims, sizes, rules, what=f"array {name!r}"), as_dtype(entry["dtype"]))
+            )
     if verify and not src.plain:  # an older checkpoint's blocks may lack checksums: loading them is a choice
         unchecked = [n for n, *_ in plan if any(b.get("checksum") is None for b in m["arrays"][n]["blocks"])]
         if unchecked:
             raise CheckpointError(
                 f"checkpoint {src.where}: the arrays {unchecked[:4]} have blocks without checksums, so a corrupted "
-                f"block could not be caught; pass verify=False to load them unchecked (or save them again)")
+                f"block could not be caught; pass verify=False to load them unchecked (or save them again)"
+            )
     placed = {p[0] for p in plan}
     missing = [n for n in m["arrays"] if n not in placed]
     if missing:
@@ -342,16 +365,21 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
             files.check(name, m["arrays"][name])
             if verify and procs.size > 1 and msh.comm_kind == "mpi":  # device d is process d
                 targets = block_bounds(msh, lay)
-                files.elsewhere.update((b["file"], b["key"]) for b in m["arrays"][name]["blocks"]
-                                       if checker(b, targets) not in (None, procs.rank))
+                files.elsewhere.update(
+                    (b["file"], b["key"])
+                    for b in m["arrays"][name]["blocks"]
+                    if checker(b, targets) not in (None, procs.rank)
+                )
         blocks: dict[str, list[Any]] = {}
         error = None
         try:  # block reads (file reads and checksums release the GIL) overlap on a few threads
             workers = max(1, min(4, (os.cpu_count() or 1) // procs.size))  # MPI ranks share the node's cores
             runner = ThreadPoolExecutor(max_workers=workers) if workers > 1 else contextlib.nullcontext(_Serial())
             with runner as pool:  # one worker: read inline (a thread would only add GIL hand-overs)
-                started = [(name, _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify, pool))
-                           for name, msh, lay, dtype in plan]
+                started = [
+                    (name, _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify, pool))
+                    for name, msh, lay, dtype in plan
+                ]
                 for name, finish in started:
                     blocks[name] = finish()
         except CheckpointError as e:
@@ -362,8 +390,11 @@ def load(path: str | os.PathLike[str], target: Any = None, *, mesh: Mesh | None 
     target_of = dict(pairs) if recipe is not None else {}
     for name, msh, lay, dtype in plan:
         # the target's kind, or else the saved one: positional arrays load positional
-        kind = type(target_of[name]) if name in target_of else (
-            Array if m["arrays"][name].get("kind") == "positional" else ShardArray)
+        kind = (
+            type(target_of[name])
+            if name in target_of
+            else (Array if m["arrays"][name].get("kind") == "positional" else ShardArray)
+        )
         loaded[name] = kind(msh, lay, dtype, blocks[name])
     return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
 
@@ -392,8 +423,16 @@ class _Probe:
         self.mesh = mesh
 
 
-def _read_array(files: _Files, name: str, entry: dict[str, Any], mesh: Mesh, lay: Layout, dtype: np.dtype,
-                verify: bool, pool: ThreadPoolExecutor | _Serial) -> Callable[[], list[Any]]:
+def _read_array(
+    files: _Files,
+    name: str,
+    entry: dict[str, Any],
+    mesh: Mesh,
+    lay: Layout,
+    dtype: np.dtype,
+    verify: bool,
+    pool: ThreadPoolExecutor | _Serial,
+) -> Callable[[], list[Any]]:
     """Start reading the distinct blocks of one target array this process holds; returns a function that
     waits for them and gives the shards (each block read once, cast, moved to its device)."""
     bounds = block_bounds(mesh, lay)

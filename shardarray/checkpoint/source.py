@@ -1,4 +1,4 @@
-"""Where a load reads from: a checkpoint directory, a run directory (its newest checkpoint) or a plain safetensors file."""
+"""Where a load reads from: a checkpoint directory, a run directory (its newest checkpoint) or a safetensors file."""
 
 from __future__ import annotations
 
@@ -37,8 +37,10 @@ def open_source(path: Path) -> Source:
         if olds and (olds[-1] / MANIFEST).is_file():
             path = olds[-1]
         else:
-            raise CheckpointError(f"checkpoint {path} does not exist; pass the directory sa.checkpoint.save wrote "
-                                  f"(or a .safetensors file)")
+            raise CheckpointError(
+                f"checkpoint {path} does not exist; pass the directory sa.checkpoint.save wrote "
+                f"(or a .safetensors file)"
+            )
     return Source(path, path, read_manifest(path), plain=False)
 
 
@@ -52,8 +54,10 @@ def _plain_file(file: Path) -> Source:
             keys = f.keys()
             entries = {k: (f.get_slice(k).get_shape(), f.get_slice(k).get_dtype()) for k in keys}
     except (SafetensorError, OSError, ValueError) as e:  # a damaged file, or not safetensors
-        raise CheckpointError(f"checkpoint {file}: not a readable safetensors file ({type(e).__name__}: {e}); "
-                              f"the file is truncated or damaged, or not safetensors") from None
+        raise CheckpointError(
+            f"checkpoint {file}: not a readable safetensors file ({type(e).__name__}: {e}); "
+            f"the file is truncated or damaged, or not safetensors"
+        ) from None
     extra: dict[str, Any] = {}
     if EXPORT_KEY in meta:
         try:
@@ -64,13 +68,22 @@ def _plain_file(file: Path) -> Source:
     arrays = {}
     for key, (shape, st) in entries.items():
         if st not in FROM_ST:
-            raise CheckpointError(f"checkpoint {file}: tensor {key!r} has safetensors dtype {st}, which shardarray "
-                                  f"cannot load; convert it to one of {sorted(FROM_ST)}")
-        arrays[key] = {"dims": dims.get(key), "sizes": list(shape), "dtype": FROM_ST[st],
-                       "blocks": [{"offset": [0] * len(shape), "shape": list(shape), "file": file.name, "key": key,
-                                   "checksum": None}]}
+            raise CheckpointError(
+                f"checkpoint {file}: tensor {key!r} has safetensors dtype {st}, which shardarray "
+                f"cannot load; convert it to one of {sorted(FROM_ST)}"
+            )
+        arrays[key] = {
+            "dims": dims.get(key),
+            "sizes": list(shape),
+            "dtype": FROM_ST[st],
+            "blocks": [
+                {"offset": [0] * len(shape), "shape": list(shape), "file": file.name, "key": key, "checksum": None}
+            ],
+        }
     tree = extra.get("tree") if isinstance(extra, dict) else None
-    manifest = {"tree": tree if isinstance(tree, dict) else {"dict": [[k, {"array": k}] for k in arrays]},
-                "arrays": arrays}
+    manifest = {
+        "tree": tree if isinstance(tree, dict) else {"dict": [[k, {"array": k}] for k in arrays]},
+        "arrays": arrays,
+    }
     validate(manifest, file)
     return Source(file, file.parent, manifest, plain=True, foreign=not isinstance(tree, dict))

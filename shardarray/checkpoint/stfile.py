@@ -25,8 +25,19 @@ from ..dtypes import as_dtype
 from ..errors import CheckpointError
 
 ST_DTYPES = {
-    "bool": "BOOL", "uint8": "U8", "int8": "I8", "uint16": "U16", "int16": "I16", "uint32": "U32", "int32": "I32",
-    "uint64": "U64", "int64": "I64", "float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64",
+    "bool": "BOOL",
+    "uint8": "U8",
+    "int8": "I8",
+    "uint16": "U16",
+    "int16": "I16",
+    "uint32": "U32",
+    "int32": "I32",
+    "uint64": "U64",
+    "int64": "I64",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float32": "F32",
+    "float64": "F64",
 }
 FROM_ST = {v: k for k, v in ST_DTYPES.items()}
 CHUNK = 64 << 20  # bytes hashed and written per call (bounded temporaries for large blocks)
@@ -67,8 +78,9 @@ class GridSum:
     The bytes are cut into chunks of 256 x 256 little-endian uint64 words
     (the last one zero-padded); for each chunk the 256 row sums and 256
     column sums (mod 2**64, NumPy's vectorised adds on cache-sized chunks:
-    ~10 GB/s per core, 3x zlib's CRC-32, needing nothing beyond NumPy) go into a BLAKE2b stream (1.6% of the bytes), which ends
-    with the total length. Any change confined to at most 3 words of a
+    ~10 GB/s per core, 3x zlib's CRC-32, needing nothing beyond NumPy) go
+    into a BLAKE2b stream (1.6% of the bytes), which ends with the total
+    length. Any change confined to at most 3 words of a
     chunk (any corrupted byte, bit flip or swapped pair of words) changes a
     row or column sum and so the digest, deterministically; a truncation
     changes the length; other accidents (torn pages, misplaced chunks) pass
@@ -113,7 +125,7 @@ class GridSum:
             self._tail, self._fill = [], 0
         whole = len(buf) // GRID_BYTES * GRID_BYTES
         for lo in range(0, whole, GRID_BYTES):
-            self._chunk(buf[lo:lo + GRID_BYTES].view("<u8").reshape(GRID, GRID))
+            self._chunk(buf[lo : lo + GRID_BYTES].view("<u8").reshape(GRID, GRID))
         if whole < len(buf):
             self._tail, self._fill = [buf[whole:]], len(buf) - whole
 
@@ -124,10 +136,10 @@ class GridSum:
             data = np.concatenate([data, np.zeros(8 - len(data) % 8, np.uint8)])
         words = data.view("<u8")
         full = len(words) // GRID
-        body, rest = words[:full * GRID].reshape(full, GRID), words[full * GRID:]
+        body, rest = words[: full * GRID].reshape(full, GRID), words[full * GRID :]
         cols, rows = self._sums[self._done]
         np.add.reduce(body, axis=0, out=cols)
-        cols[:len(rest)] += rest
+        cols[: len(rest)] += rest
         rows[:] = 0
         np.add.reduce(body, axis=1, out=rows[:full])
         if len(rest):
@@ -138,7 +150,7 @@ class GridSum:
         if self._fill:
             self._last()
             self._tail, self._fill = [], 0
-        self._hash.update(self._sums[:self._done])
+        self._hash.update(self._sums[: self._done])
         self._done = 0
         self._hash.update(self._total.to_bytes(8, "little"))
         return f"gridsum:{self._hash.hexdigest()}"
@@ -175,7 +187,7 @@ def checksum(a: np.ndarray, algorithm: str = "gridsum") -> str:
     h = hasher(algorithm)
     buf = _bytes(a)
     for lo in range(0, len(buf), CHUNK):
-        h.update(buf[lo:lo + CHUNK])
+        h.update(buf[lo : lo + CHUNK])
     return h.hexdigest()
 
 
@@ -204,7 +216,7 @@ def read_into(path: Path, offset: int, out: np.ndarray, check: GridSum | Crc32 |
             if not n:
                 raise OSError(f"{path} ends {len(view) - got} bytes early (truncated)")
             if check is not None:
-                check.update(view[got:got + n])
+                check.update(view[got : got + n])
             got += n
 
 
@@ -216,9 +228,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_file(path: Path, tensors: Sequence[tuple[str, np.ndarray]], metadata: dict[str, str] | None = None,
-               checksums: dict[str, str] | None = None,
-               source: Iterator[tuple[str, np.ndarray]] | None = None) -> None:
+def write_file(
+    path: Path,
+    tensors: Sequence[tuple[str, np.ndarray]],
+    metadata: dict[str, str] | None = None,
+    checksums: dict[str, str] | None = None,
+    source: Iterator[tuple[str, np.ndarray]] | None = None,
+) -> None:
     """Write ``tensors`` (``(key, array)`` pairs) as one safetensors file, fsynced before it returns.
 
     ``checksums``: a dict that receives ``{key: checksum(array)}`` (``GridSum``),
@@ -232,23 +248,26 @@ def write_file(path: Path, tensors: Sequence[tuple[str, np.ndarray]], metadata: 
     pos = 0
     for key, a in tensors:
         n = int(a.size) * a.dtype.itemsize
-        header[key] = {"dtype": st_dtype(a.dtype, f"tensor {key!r}"), "shape": list(a.shape),
-                       "data_offsets": [pos, pos + n]}
+        header[key] = {
+            "dtype": st_dtype(a.dtype, f"tensor {key!r}"),
+            "shape": list(a.shape),
+            "data_offsets": [pos, pos + n],
+        }
         pos += n
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)  # the format pads the header to 8 bytes
     with open(path, "wb") as f:
         f.write(len(head).to_bytes(8, "little"))
         f.write(head)
-        for key, a in (source if source is not None else tensors):
+        for key, a in source if source is not None else tensors:
             buf = _bytes(a)
             if checksums is None:
-                f.writelines(buf[lo:lo + CHUNK] for lo in range(0, len(buf), CHUNK))
+                f.writelines(buf[lo : lo + CHUNK] for lo in range(0, len(buf), CHUNK))
                 continue
             h = GridSum()
             for lo in range(0, len(buf), PIECE):
-                h.update(buf[lo:lo + PIECE])
-                f.write(buf[lo:lo + PIECE])
+                h.update(buf[lo : lo + PIECE])
+                f.write(buf[lo : lo + PIECE])
             checksums[key] = h.hexdigest()
         f.flush()
         os.fsync(f.fileno())

@@ -49,12 +49,18 @@ def encode(tree: Any, where: str) -> tuple[Node, list[tuple[str, ShardArray]]]:
 
     def walk(node: Any, name: str, path: str, depth: int = 0) -> Node:
         if depth > MAX_DEPTH:
-            raise bad(path[:80] + "...", f"nested deeper than {MAX_DEPTH} levels",
-                      "flatten the tree (e.g. join the inner keys into one string key)")
+            raise bad(
+                path[:80] + "...",
+                f"nested deeper than {MAX_DEPTH} levels",
+                "flatten the tree (e.g. join the inner keys into one string key)",
+            )
         if isinstance(node, ShardArray):
             if name in seen:
-                raise bad(path, f"an array named {name!r}, like the array at tree{seen[name]}",
-                          "array names join the key path with '/': rename one of the keys")
+                raise bad(
+                    path,
+                    f"an array named {name!r}, like the array at tree{seen[name]}",
+                    "array names join the key path with '/': rename one of the keys",
+                )
             seen[name] = path
             arrays.append((name, node))
             return {"array": name}
@@ -71,21 +77,33 @@ def encode(tree: Any, where: str) -> tuple[Node, list[tuple[str, ShardArray]]]:
             items = []
             for k, v in node.items():
                 if isinstance(k, bool) or not isinstance(k, (str, int)):
-                    raise bad(f"{path}[{k!r}]", f"under a dict key of type {type(k).__name__}",
-                              "checkpoint dict keys must be strings or ints")
+                    raise bad(
+                        f"{path}[{k!r}]",
+                        f"under a dict key of type {type(k).__name__}",
+                        "checkpoint dict keys must be strings or ints",
+                    )
                 items.append([k, walk(v, _join(name, k), f"{path}[{k!r}]", depth + 1)])
             return {"dict": items}
         if _is_namedtuple(node):
-            return {"namedtuple": type(node).__name__, "fields": list(node._fields),
-                    "items": [walk(v, _join(name, f), f"{path}.{f}", depth + 1) for f, v in zip(node._fields, node)]}
+            return {
+                "namedtuple": type(node).__name__,
+                "fields": list(node._fields),
+                "items": [walk(v, _join(name, f), f"{path}.{f}", depth + 1) for f, v in zip(node._fields, node)],
+            }
         if isinstance(node, (list, tuple)):
             kind = "list" if isinstance(node, list) else "tuple"
             return {kind: [walk(v, _join(name, i), f"{path}[{i}]", depth + 1) for i, v in enumerate(node)]}
         if dataclasses.is_dataclass(node):
-            raise bad(path, f"a {type(node).__name__} dataclass",
-                      "pass dataclasses.asdict(value) (and rebuild it after loading)")
-        raise bad(path, f"a {type(node).__name__} ({node!r:.40})",
-                  "a checkpoint tree holds ShardArrays and None/bool/int/float/str in dicts, lists and tuples")
+            raise bad(
+                path,
+                f"a {type(node).__name__} dataclass",
+                "pass dataclasses.asdict(value) (and rebuild it after loading)",
+            )
+        raise bad(
+            path,
+            f"a {type(node).__name__} ({node!r:.40})",
+            "a checkpoint tree holds ShardArrays and None/bool/int/float/str in dicts, lists and tuples",
+        )
 
     return walk(tree, "", ""), arrays
 
@@ -153,9 +171,11 @@ def check_spec(spec: Any, arrays: Any, where: str) -> None:
 
     Walks iteratively, so a hostile manifest nested 100,000 deep is refused, not a ``RecursionError``.
     """
+
     def bad(path: str, why: str) -> CheckpointError:
-        return CheckpointError(f"checkpoint {where}: the manifest's tree at {path or 'the root'} {why}; the file "
-                               f"is damaged")
+        return CheckpointError(
+            f"checkpoint {where}: the manifest's tree at {path or 'the root'} {why}; the file is damaged"
+        )
 
     seen: set[str] = set()
     stack: list[tuple[Any, str, int]] = [(spec, "", 0)]
@@ -194,9 +214,11 @@ def check_spec(spec: Any, arrays: Any, where: str) -> None:
             items = node["items"] if form == "namedtuple" else node[form]
             if not isinstance(items, list):
                 raise bad(path, f"holds a {form} that is not a list")
-            if form == "namedtuple" and (not isinstance(node.get("fields"), list)
-                                         or len(node["fields"]) != len(items)
-                                         or not all(isinstance(f, str) for f in node["fields"])):
+            if form == "namedtuple" and (
+                not isinstance(node.get("fields"), list)
+                or len(node["fields"]) != len(items)
+                or not all(isinstance(f, str) for f in node["fields"])
+            ):
                 raise bad(path, "holds a namedtuple whose fields do not match its items")
             for i, v in enumerate(items):
                 stack.append((v, f"{path}[{i}]", depth + 1))

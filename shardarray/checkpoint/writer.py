@@ -42,11 +42,13 @@ def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:
     if not path.is_dir():
         raise CheckpointError(
             f"checkpoint {path}: a file of that name exists, and sa.checkpoint.save replaces only checkpoints; "
-            f"remove it or save to another path")
+            f"remove it or save to another path"
+        )
     if keep is None and not (path / MANIFEST).exists() and any(path.iterdir()):
         raise CheckpointError(
             f"checkpoint {path}: the folder exists and holds files but no {MANIFEST}, so it is not a checkpoint; "
-            f"sa.checkpoint.save replaces only checkpoints (or an empty folder): remove it or save to another path")
+            f"sa.checkpoint.save replaces only checkpoints (or an empty folder): remove it or save to another path"
+        )
 
 
 def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, keep: int | None = None) -> Path:
@@ -115,9 +117,11 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     paths, trees = [p for p, _ in said], [t for _, t in said]
     if len(set(paths)) > 1:
         groups = {p: [r for r, q in enumerate(paths) if q == p] for p in dict.fromkeys(paths)}
-        error = (f"checkpoint: the processes save to different paths ("
-                 f"{'; '.join(f'processes {rs}: {p}' for p, rs in groups.items())}); every process of the job must "
-                 f"call save with the same path (on a shared file system)")
+        error = (
+            f"checkpoint: the processes save to different paths ("
+            f"{'; '.join(f'processes {rs}: {p}' for p, rs in groups.items())}); every process of the job must "
+            f"call save with the same path (on a shared file system)"
+        )
     elif len(set(trees)) > 1:
         first = json.loads(trees[0])
         for r, t in enumerate(trees):
@@ -125,9 +129,11 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
             diff = sorted(n for n in set(first) | set(mine) if first.get(n) != mine.get(n))
             if diff:
                 n = diff[0]
-                error = (f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
-                         f"(shape, dtype) on process 0 and {mine.get(n)} on process {r}; every process must save "
-                         f"the same tree of arrays (the same global sizes), as in any SPMD program")
+                error = (
+                    f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
+                    f"(shape, dtype) on process 0 and {mine.get(n)} on process {r}; every process must save "
+                    f"the same tree of arrays (the same global sizes), as in any SPMD program"
+                )
                 break
     procs.agree(error)
     error = None
@@ -176,14 +182,32 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     # ---- process 0: the manifest, then the one rename
     if procs.rank == 0:
         try:
-            manifest = {"format": FORMAT, "version": VERSION, "tree": spec, "arrays": {
-                name: {"dims": list(x.dims), "sizes": list(x.shape), "dtype": x.dtype.name,
-                       **({"kind": "positional"} if x.positional else {}),
-                       "mesh": x.mesh.shape, "layout": {d: list(a) for d, a in x.layout.items()},
-                       "blocks": [{"offset": list(b.offset), "shape": list(b.shape),
-                                   "file": _file(process_of(x, b.writer)), "key": f"{name}@{b.key_suffix}",
-                                   "checksum": all_sums[f"{name}@{b.key_suffix}"]} for b in plans[name]]}
-                for name, x in arrays}}
+            manifest = {
+                "format": FORMAT,
+                "version": VERSION,
+                "tree": spec,
+                "arrays": {
+                    name: {
+                        "dims": list(x.dims),
+                        "sizes": list(x.shape),
+                        "dtype": x.dtype.name,
+                        **({"kind": "positional"} if x.positional else {}),
+                        "mesh": x.mesh.shape,
+                        "layout": {d: list(a) for d, a in x.layout.items()},
+                        "blocks": [
+                            {
+                                "offset": list(b.offset),
+                                "shape": list(b.shape),
+                                "file": _file(process_of(x, b.writer)),
+                                "key": f"{name}@{b.key_suffix}",
+                                "checksum": all_sums[f"{name}@{b.key_suffix}"],
+                            }
+                            for b in plans[name]
+                        ],
+                    }
+                    for name, x in arrays
+                },
+            }
             manifest["checksum"] = manifest_checksum(manifest)
             with open(tmp / MANIFEST, "w") as f:
                 json.dump(manifest, f, indent=1)
@@ -205,4 +229,3 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
 
 
 __all__ = ["save"]
-

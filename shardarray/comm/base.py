@@ -57,7 +57,11 @@ class Communicator(ABC):
             raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
 
     def assemble(
-        self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
+        self,
+        shards: Sequence[Any],
+        slices: Sequence[tuple[slice, ...]],
+        shape: tuple[int, ...],
+        dtype: Any,
         used_axes: Any,
     ) -> np.ndarray:
         """The global NumPy value from the shards (``slices[d]``: device d's block), on every process."""
@@ -133,7 +137,12 @@ class Communicator(ABC):
         raise NotImplementedError(f"{type(self).__name__} has no alltoallv")
 
     def alltoallv_boxes(
-        self, send: Sequence[Any], axes: tuple[str, ...], boxes: Sequence[Any], shapes: Sequence[Any], dtype: Any,
+        self,
+        send: Sequence[Any],
+        axes: tuple[str, ...],
+        boxes: Sequence[Any],
+        shapes: Sequence[Any],
+        dtype: Any,
     ) -> list[Any]:
         """Personalized exchange of N-D pieces that land directly in boxes of the receivers' new blocks.
 
@@ -185,7 +194,7 @@ class Communicator(ABC):
             for box in (box for member in boxes[d] for box in member):
                 shape = box_shape(box, shapes[d])
                 count = int(np.prod(shape))
-                parts.append((box, buf[pos:pos + count].reshape(shape)))
+                parts.append((box, buf[pos : pos + count].reshape(shape)))
                 pos += count
             with scope(d):
                 out[d] = fill_block(xp, parts, shapes[d], dtype)
@@ -238,4 +247,4 @@ def fill_block(xp: Any, parts: Sequence[tuple[Any, Any]], shape: Sequence[int], 
 
 def box_shape(box: Sequence[slice], shape: Sequence[int]) -> tuple[int, ...]:
     """The shape ``array[box]`` has for an array of ``shape`` (``box``: one slice per axis, possibly fewer)."""
-    return tuple(len(range(*s.indices(n))) for s, n in zip(box, shape)) + tuple(shape[len(box):])
+    return tuple(len(range(*s.indices(n))) for s, n in zip(box, shape)) + tuple(shape[len(box) :])

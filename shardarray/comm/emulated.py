@@ -104,7 +104,7 @@ class EmulatedCommunicator(Communicator):
             result = by_shapes.get(key)
             if result is None:
                 result = by_shapes[key] = fn(members)
-            values[u * n:(u + 1) * n] = result
+            values[u * n : (u + 1) * n] = result
         index = np.empty(self.mesh.size, dtype=np.intp)
         index[groups] = inverse[:, None] * n + np.arange(n)
         return compact(values, index)
@@ -192,7 +192,12 @@ class EmulatedCommunicator(Communicator):
         return out
 
     def alltoallv_boxes(
-        self, send: Sequence[Any], axes: tuple[str, ...], boxes: Sequence[Any], shapes: Sequence[Any], dtype: Any,
+        self,
+        send: Sequence[Any],
+        axes: tuple[str, ...],
+        boxes: Sequence[Any],
+        shapes: Sequence[Any],
+        dtype: Any,
     ) -> list[Any]:
         """Every piece written straight into its box of the receiver's new block (see
         ``Communicator.alltoallv_boxes``): one copy per entry, none for a block that is exactly one piece.
@@ -209,8 +214,9 @@ class EmulatedCommunicator(Communicator):
             key = tuple(id(send[d]) for d in group)
             members.append((group, key))
             if key not in jobs:
-                jobs[key] = self._place(xp, [send[d] for d in group], [boxes[d] for d in group],
-                                        [shapes[d] for d in group], dtype)
+                jobs[key] = self._place(
+                    xp, [send[d] for d in group], [boxes[d] for d in group], [shapes[d] for d in group], dtype
+                )
         flat = [job for group_jobs in jobs.values() for job in group_jobs]
         if not flat:
             blocks = []
@@ -222,7 +228,7 @@ class EmulatedCommunicator(Communicator):
                 blocks = [job() for job in flat]
         done, pos = {}, 0
         for key, group_jobs in jobs.items():
-            done[key] = blocks[pos:pos + len(group_jobs)]
+            done[key] = blocks[pos : pos + len(group_jobs)]
             pos += len(group_jobs)
         for group, key in members:
             for d, block in zip(group, done[key]):
@@ -232,6 +238,13 @@ class EmulatedCommunicator(Communicator):
     @staticmethod
     def _place(xp: Any, send: list[Any], boxes: list[Any], shapes: list[Any], dtype: Any) -> list[Callable[[], Any]]:
         """The group's new blocks, one job each: member i's block gets ``send[j][i][k]`` at ``boxes[i][j][k]``."""
-        return [functools.partial(fill_block, xp, [(box, piece) for j in range(len(send))
-                                                   for box, piece in zip(boxes[i][j], send[j][i])], shape, dtype)
-                for i, shape in enumerate(shapes)]
+        return [
+            functools.partial(
+                fill_block,
+                xp,
+                [(box, piece) for j in range(len(send)) for box, piece in zip(boxes[i][j], send[j][i])],
+                shape,
+                dtype,
+            )
+            for i, shape in enumerate(shapes)
+        ]

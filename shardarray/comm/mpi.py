@@ -81,7 +81,7 @@ def gather_blocks(
     out = np.empty(shape, dtype=dtype)
     start = 0
     for sl, c in zip(slices, counts):
-        out[sl] = flat[start:start + c].reshape(out[sl].shape)
+        out[sl] = flat[start : start + c].reshape(out[sl].shape)
         start += c
     return out
 
@@ -104,7 +104,13 @@ def mpi_world(mesh: Any) -> Any:
 
 
 def log_spmd(
-    world: Any, op: str, axes: tuple[str, ...], n: int, local: Any, *, group: Sequence[int] | None = None,
+    world: Any,
+    op: str,
+    axes: tuple[str, ...],
+    n: int,
+    local: Any,
+    *,
+    group: Sequence[int] | None = None,
     dim: int | None = None,
 ) -> None:
     """Enter one collective of an SPMD job and record it: the largest buffer over every process.
@@ -127,8 +133,14 @@ def check_array(world: Any, what: str, sizes: Mapping[str, int], dtype: Any) -> 
     raises ``CommError`` naming who differs (see ``Communicator.check_spmd``); else nothing."""
     if check_enabled():
         dims = tuple(sizes)
-        enter(world, f"{what} of dims {dims}", (), SimpleNamespace(dtype=np.dtype(dtype)),
-              whole=tuple(int(sizes[d]) for d in dims), check=True)
+        enter(
+            world,
+            f"{what} of dims {dims}",
+            (),
+            SimpleNamespace(dtype=np.dtype(dtype)),
+            whole=tuple(int(sizes[d]) for d in dims),
+            check=True,
+        )
 
 
 def reduce_op(op: str) -> Any:
@@ -174,8 +186,14 @@ class MpiCommunicator(Communicator):
     def _group(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return next(g for g in self.mesh.groups(axes) if self.rank in g)
 
-    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None,
-             dim: int | None = None) -> int:
+    def _log(
+        self,
+        op: str,
+        axes: tuple[str, ...],
+        shards: Sequence[Any],
+        devices: Sequence[int] | None = None,
+        dim: int | None = None,
+    ) -> int:
         n = self.mesh.axes_size(axes)
         group = self._group(axes) if n > 1 else None
         log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim)
@@ -220,7 +238,11 @@ class MpiCommunicator(Communicator):
         return self.world.allreduce(value, op=self._op(op))
 
     def assemble(
-        self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
+        self,
+        shards: Sequence[Any],
+        slices: Sequence[tuple[slice, ...]],
+        shape: tuple[int, ...],
+        dtype: Any,
         used_axes: Any,
     ) -> np.ndarray:
         """The global value: this process's shard when the array is replicated (no communication), else
@@ -248,14 +270,20 @@ class MpiCommunicator(Communicator):
         front = contiguous(np.moveaxis(x, dim, 0))
         shapes = sub.allgather((front.shape, x.dtype.str))
         if len({(s[1:], t) for s, t in shapes}) > 1:
-            raise self._mismatch("allgather", axes, [(s[1:dim + 1] + s[:1] + s[dim + 1:], np.dtype(t).name)
-                                                     for s, t in shapes], f"beyond dim {dim}")
+            raise self._mismatch(
+                "allgather",
+                axes,
+                [(s[1 : dim + 1] + s[:1] + s[dim + 1 :], np.dtype(t).name) for s, t in shapes],
+                f"beyond dim {dim}",
+            )
         lengths = [s[0] for s, _ in shapes]
         rest = int(np.prod(front.shape[1:]))
         recv = np.empty((sum(lengths),) + front.shape[1:], dtype=x.dtype)
         with self._calling("allgather", axes, x):
-            sub.Allgatherv(front.view(np.uint8).reshape(-1),
-                           [recv.view(np.uint8).reshape(-1), [n_ * rest * x.itemsize for n_ in lengths]])
+            sub.Allgatherv(
+                front.view(np.uint8).reshape(-1),
+                [recv.view(np.uint8).reshape(-1), [n_ * rest * x.itemsize for n_ in lengths]],
+            )
         return self._out(np.moveaxis(recv, 0, dim))
 
     def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
@@ -270,8 +298,9 @@ class MpiCommunicator(Communicator):
         bounds = [group_chunk(0, size, radix, i) for i in range(n)]
         recv = np.empty((bounds[pos][1] - bounds[pos][0],) + front.shape[1:], dtype=front.dtype)
         with self._calling("reduce_scatter", axes, x):
-            sub.Reduce_scatter(front.reshape(-1), recv.reshape(-1), [(hi - lo) * rest for lo, hi in bounds],
-                               op=self._op(op))
+            sub.Reduce_scatter(
+                front.reshape(-1), recv.reshape(-1), [(hi - lo) * rest for lo, hi in bounds], op=self._op(op)
+            )
         return self._out(np.moveaxis(recv.astype(x.dtype, copy=False), 0, dim))
 
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
@@ -281,12 +310,15 @@ class MpiCommunicator(Communicator):
         sub, _ = self._sub(axes)
         x = shards[self.rank]
         radix = [self.mesh.axis_size(a) for a in axes]
-        pieces = [contiguous(x[(slice(None),) * split_dim + (slice(*group_chunk(0, x.shape[split_dim],
-                  radix, i)),)]) for i in range(n)]
+        pieces = [
+            contiguous(x[(slice(None),) * split_dim + (slice(*group_chunk(0, x.shape[split_dim], radix, i)),)])
+            for i in range(n)
+        ]
         shapes = sub.alltoall([(p.shape, x.dtype.str) for p in pieces])
-        if len({(s[:concat_dim] + s[concat_dim + 1:], t) for s, t in shapes}) > 1:
-            raise self._mismatch("alltoall", axes, [(s, np.dtype(t).name) for s, t in shapes],
-                                 f"beyond dim {concat_dim}")
+        if len({(s[:concat_dim] + s[concat_dim + 1 :], t) for s, t in shapes}) > 1:
+            raise self._mismatch(
+                "alltoall", axes, [(s, np.dtype(t).name) for s, t in shapes], f"beyond dim {concat_dim}"
+            )
         shapes = [s for s, _ in shapes]
         send = np.concatenate([p.reshape(-1) for p in pieces]) if pieces else np.empty(0, x.dtype)
         recv_counts = [int(np.prod(s)) for s in shapes]
@@ -297,7 +329,7 @@ class MpiCommunicator(Communicator):
             sub.Alltoallv([send.view(np.uint8), send_bytes], [recv.view(np.uint8), recv_bytes])
         parts, start = [], 0
         for s, c in zip(shapes, recv_counts):
-            parts.append(recv[start:start + c].reshape(s))
+            parts.append(recv[start : start + c].reshape(s))
             start += c
         return self._out(np.concatenate(parts, axis=concat_dim))
 
@@ -341,24 +373,30 @@ class MpiCommunicator(Communicator):
         dtype = pieces[0].dtype
         log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=self._group(axes), dim=0)
         shapes = sub.alltoall([(p.shape, p.dtype.str) for p in pieces])
-        rest = {(s[:dim] + s[dim + 1:], t) for s, t in shapes}
+        rest = {(s[:dim] + s[dim + 1 :], t) for s, t in shapes}
         if len(rest) > 1:
             raise self._mismatch("alltoallv", axes, [(s, np.dtype(t).name) for s, t in shapes], f"beyond dim {dim}")
         flat = np.concatenate([p.reshape(-1) for p in pieces])
         recv_counts = [int(np.prod(s)) for s, _ in shapes]
         recv = np.empty(sum(recv_counts), dtype=dtype)
         with self._calling("alltoallv", axes, pieces[pos]):
-            sub.Alltoallv([flat.view(np.uint8), [p.size * dtype.itemsize for p in pieces]],
-                          [recv.view(np.uint8), [c * dtype.itemsize for c in recv_counts]])
+            sub.Alltoallv(
+                [flat.view(np.uint8), [p.size * dtype.itemsize for p in pieces]],
+                [recv.view(np.uint8), [c * dtype.itemsize for c in recv_counts]],
+            )
         parts, start = [], 0
         for (s, _), c in zip(shapes, recv_counts):
-            parts.append(recv[start:start + c].reshape(s))
+            parts.append(recv[start : start + c].reshape(s))
             start += c
         return self._out(np.concatenate(parts, axis=dim))
 
 
 def exchange_flat(
-    world: Any, send: Sequence[np.ndarray], recv_counts: Sequence[int], dtype: Any, axes: tuple[str, ...],
+    world: Any,
+    send: Sequence[np.ndarray],
+    recv_counts: Sequence[int],
+    dtype: Any,
+    axes: tuple[str, ...],
     elements: int,
 ) -> list[np.ndarray]:
     """A personalized exchange of flat buffers over the whole job (``sa.reshard`` between two MPI meshes).
@@ -388,8 +426,10 @@ def exchange_flat(
     recv = np.empty(sum(counts), dtype=dtype)
     flat = np.concatenate(bufs) if bufs else np.empty(0, dtype)
     try:
-        world.Alltoallv([flat.view(np.uint8), [b.size * dtype.itemsize for b in bufs]],
-                        [recv.view(np.uint8), [c * dtype.itemsize for c in counts]])
+        world.Alltoallv(
+            [flat.view(np.uint8), [b.size * dtype.itemsize for b in bufs]],
+            [recv.view(np.uint8), [c * dtype.itemsize for c in counts]],
+        )
     except _mpi().Exception as e:
         raise CommError(
             f"MPI Alltoallv of a reshard over the whole job failed on process {rank} ({dtype}, sending "
@@ -398,6 +438,6 @@ def exchange_flat(
         ) from e
     out, start = [], 0
     for c in counts:
-        out.append(recv[start:start + c])
+        out.append(recv[start : start + c])
         start += c
     return out

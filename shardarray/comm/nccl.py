@@ -41,6 +41,7 @@ every process).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -53,9 +54,16 @@ from .base import REDUCE_OPS, Communicator
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``
 DTYPES = {
-    "int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32", "uint32": "NCCL_UINT32",
-    "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32",
-    "float64": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16",
+    "int8": "NCCL_INT8",
+    "uint8": "NCCL_UINT8",
+    "int32": "NCCL_INT32",
+    "uint32": "NCCL_UINT32",
+    "int64": "NCCL_INT64",
+    "uint64": "NCCL_UINT64",
+    "float16": "NCCL_FLOAT16",
+    "float32": "NCCL_FLOAT32",
+    "float64": "NCCL_FLOAT64",
+    "bfloat16": "NCCL_BFLOAT16",
 }
 #: ``ncclDataType_t`` values from nccl.h for the constants older CuPy builds do not export
 #: (``ncclBfloat16 = 9`` since NCCL 2.10; bfloat16 moves as 2 bytes and NCCL reduces it natively)
@@ -135,17 +143,22 @@ class NcclCommunicator(Communicator):
     def _local(self) -> tuple[int, ...]:
         return self.mesh.local_devices if self.world is not None else tuple(range(self.mesh.size))
 
-    def _fail(self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, error: Exception,
-              aborted: bool = False) -> CommError:
+    def _fail(
+        self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, error: Exception, aborted: bool = False
+    ) -> CommError:
         gpus = self.mesh.backend.gpus
         where = f" (devices {list(group)} on GPUs {[gpus[d] for d in group]})" if group and gpus else ""
         hint = ""
         if aborted:
-            hint += (f"; the NCCL communicators of axes {axes} were aborted (calls already launched would wait "
-                     f"forever) and the next collective makes new ones")
+            hint += (
+                f"; the NCCL communicators of axes {axes} were aborted (calls already launched would wait "
+                f"forever) and the next collective makes new ones"
+            )
         if gpus and len(set(gpus[d] for d in (group or range(len(gpus))))) < len(group or gpus):
-            hint += (". Several ranks on one GPU need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; "
-                     "otherwise put every shard on one GPU (the emulated communicator) or one shard per GPU")
+            hint += (
+                ". Several ranks on one GPU need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; "
+                "otherwise put every shard on one GPU (the emulated communicator) or one shard per GPU"
+            )
         return CommError(f"NCCL {what} over mesh axes {axes} of {self.mesh}{where} failed: {error}{hint}")
 
     def _guard(self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, fn: Callable[[], Any]) -> Any:
@@ -169,8 +182,12 @@ class NcclCommunicator(Communicator):
             if not mine:
                 continue
             if self.world is None:  # never inside groupStart/groupEnd
-                comms = self._guard("communicator set-up (initAll)", axes, group,
-                                    lambda: self.lib.NcclCommunicator.initAll([gpus[d] for d in group]))
+                comms = self._guard(
+                    "communicator set-up (initAll)",
+                    axes,
+                    group,
+                    lambda group=group: self.lib.NcclCommunicator.initAll([gpus[d] for d in group]),
+                )
                 for pos, (d, c) in enumerate(zip(group, comms)):
                     found[d] = _Member(c, pos, group)
             else:
@@ -179,7 +196,7 @@ class NcclCommunicator(Communicator):
                 sub = self.world.Split(color, pos)
                 uid = sub.bcast(self.lib.get_unique_id() if pos == 0 else None, root=0)
 
-                def init() -> Any:
+                def init(d: int = d, group: tuple = group, uid: Any = uid, pos: int = pos) -> Any:
                     with self.mesh.backend.scope(d):
                         return self.lib.NcclCommunicator(len(group), uid, pos)
 
@@ -203,11 +220,21 @@ class NcclCommunicator(Communicator):
             if j == m.pos:
                 continue
             if pieces[j].size:
-                calls.append(_Call(m.comm.send, (self._ptr(pieces[j]), self._count(pieces[j]), dt, j,
-                                                 self._stream(d)), (pieces[j],)))
+                calls.append(
+                    _Call(
+                        m.comm.send,
+                        (self._ptr(pieces[j]), self._count(pieces[j]), dt, j, self._stream(d)),
+                        (pieces[j],),
+                    )
+                )
             if received[j].size:
-                calls.append(_Call(m.comm.recv, (self._ptr(received[j]), self._count(received[j]), dt, j,
-                                                 self._stream(d)), (received[j],)))
+                calls.append(
+                    _Call(
+                        m.comm.recv,
+                        (self._ptr(received[j]), self._count(received[j]), dt, j, self._stream(d)),
+                        (received[j],),
+                    )
+                )
         return calls
 
     def _grouped(self, what: str, axes: tuple[str, ...], calls: list[_Call]) -> None:
@@ -241,8 +268,11 @@ class NcclCommunicator(Communicator):
         const = DTYPES.get(wire(dtype)[0].name)
         value = None if const is None else getattr(self.lib, const, FALLBACK.get(const))
         if value is None:
-            known = sorted(k for k in (*DTYPES, *WIRE) if hasattr(self.lib, DTYPES[WIRE.get(k, (k,))[0]])
-                           or DTYPES[WIRE.get(k, (k,))[0]] in FALLBACK)
+            known = sorted(
+                k
+                for k in (*DTYPES, *WIRE)
+                if hasattr(self.lib, DTYPES[WIRE.get(k, (k,))[0]]) or DTYPES[WIRE.get(k, (k,))[0]] in FALLBACK
+            )
             raise DTypeError(f"NCCL {what} cannot move dtype {dtype}; NCCL here moves {known}. Cast with .astype first")
         return int(value)
 
@@ -251,14 +281,17 @@ class NcclCommunicator(Communicator):
             raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
         dtype = np.dtype(dtype)
         if dtype.kind == "c" and op != "sum":
-            raise DTypeError(f"NCCL {what}: the {op} of {dtype} buffers is not defined (complex numbers are not "
-                             f"ordered); reduce abs(x) or x.real instead, or use op='sum'")
+            raise DTypeError(
+                f"NCCL {what}: the {op} of {dtype} buffers is not defined (complex numbers are not "
+                f"ordered); reduce abs(x) or x.real instead, or use op='sum'"
+            )
         if dtype == np.bool_ and op == "sum":
             op = "max"  # a sum of booleans is a logical or
         return getattr(self.lib, _OPS[op])
 
-    def _check(self, what: str, axes: tuple[str, ...], shards: Sequence[Any], free: Sequence[int] = (),
-               op: str | None = None) -> tuple[int, int | None]:
+    def _check(
+        self, what: str, axes: tuple[str, ...], shards: Sequence[Any], free: Sequence[int] = (), op: str | None = None
+    ) -> tuple[int, int | None]:
         """Refuse what NCCL cannot do, before any call: ``(type constant, reduction constant or None)``.
 
         Every member of a group this process sees must pass the same dtype,
@@ -309,25 +342,36 @@ class NcclCommunicator(Communicator):
     def _stream(self, d: int) -> int:
         return self.mesh.backend.stream_ptr(d)
 
-    def _shapes(self, m: _Member, shards: Sequence[Any], d: int, what: str, axes: tuple[str, ...],
-                free: Sequence[int] | None) -> list[tuple[int, ...]]:
+    def _shapes(
+        self, m: _Member, shards: Sequence[Any], d: int, what: str, axes: tuple[str, ...], free: Sequence[int] | None
+    ) -> list[tuple[int, ...]]:
         """The shard shapes of every member of ``d``'s group (SPMD: exchanged, then checked on every member)."""
         if m.sub is None:
             return [tuple(shards[e].shape) for e in m.group]
         seen = m.sub.allgather((tuple(shards[d].shape), np.dtype(shards[d].dtype).str))
         shapes, dtypes = [tuple(s) for s, _ in seen], [np.dtype(t) for _, t in seen]
         if len(set(dtypes)) > 1:
-            raise DTypeError(f"NCCL {what} over mesh axes {axes}: the processes of group {list(m.group)} pass dtypes "
-                             f"{[str(t) for t in dtypes]}; pass one dtype on every process (cast with .astype)")
+            raise DTypeError(
+                f"NCCL {what} over mesh axes {axes}: the processes of group {list(m.group)} pass dtypes "
+                f"{[str(t) for t in dtypes]}; pass one dtype on every process (cast with .astype)"
+            )
         if free is not None:
             keep = {tuple(n for i, n in enumerate(s) if i not in free) for s in shapes}
             if len(keep) > 1 or len({len(s) for s in shapes}) > 1:
-                raise DimensionError(f"NCCL {what} over mesh axes {axes}: the processes of group {list(m.group)} "
-                                     f"pass shapes {shapes}; they must agree except along array axes {list(free)}")
+                raise DimensionError(
+                    f"NCCL {what} over mesh axes {axes}: the processes of group {list(m.group)} "
+                    f"pass shapes {shapes}; they must agree except along array axes {list(free)}"
+                )
         return shapes
 
-    def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None,
-             dim: int | None = None) -> int:
+    def _log(
+        self,
+        op: str,
+        axes: tuple[str, ...],
+        shards: Sequence[Any],
+        devices: Sequence[int] | None = None,
+        dim: int | None = None,
+    ) -> int:
         if self.world is None:
             return super()._log(op, axes, shards, devices)
         from .mpi import log_spmd
@@ -354,7 +398,11 @@ class NcclCommunicator(Communicator):
         return self.world.allreduce(value, op=reduce_op(op))
 
     def assemble(
-        self, shards: Sequence[Any], slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any,
+        self,
+        shards: Sequence[Any],
+        slices: Sequence[tuple[slice, ...]],
+        shape: tuple[int, ...],
+        dtype: Any,
         used_axes: Any,
     ) -> np.ndarray:
         backend = self.mesh.backend
@@ -382,8 +430,13 @@ class NcclCommunicator(Communicator):
                 recv = xp.empty_like(send)
             out[d] = recv
             if send.size:
-                calls.append(_Call(m.comm.allReduce, (self._ptr(send), self._ptr(recv), self._count(send), dt, red,
-                                                      self._stream(d)), (send, recv)))
+                calls.append(
+                    _Call(
+                        m.comm.allReduce,
+                        (self._ptr(send), self._ptr(recv), self._count(send), dt, red, self._stream(d)),
+                        (send, recv),
+                    )
+                )
         self._grouped("allreduce", axes, calls)
         return out
 
@@ -404,15 +457,25 @@ class NcclCommunicator(Communicator):
             rest = int(np.prod(front.shape[1:], dtype=np.int64))
             if len(set(lengths)) == 1:
                 if front.size:
-                    calls.append(_Call(m.comm.allGather, (self._ptr(front), self._ptr(recv), self._count(front), dt,
-                                                          self._stream(d)), (front, recv)))
+                    calls.append(
+                        _Call(
+                            m.comm.allGather,
+                            (self._ptr(front), self._ptr(recv), self._count(front), dt, self._stream(d)),
+                            (front, recv),
+                        )
+                    )
             else:  # uneven blocks: member i broadcasts its block into slot i
-                for root, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+                for root, (lo, hi) in enumerate(itertools.pairwise(offsets)):
                     if hi > lo and rest:
-                        slot = recv[int(lo):int(hi)]
+                        slot = recv[int(lo) : int(hi)]
                         src = front if root == m.pos else slot
-                        calls.append(_Call(m.comm.broadcast, (self._ptr(src), self._ptr(slot), self._count(slot), dt,
-                                                              root, self._stream(d)), (src, slot, recv)))
+                        calls.append(
+                            _Call(
+                                m.comm.broadcast,
+                                (self._ptr(src), self._ptr(slot), self._count(slot), dt, root, self._stream(d)),
+                                (src, slot, recv),
+                            )
+                        )
             out[d] = xp.moveaxis(recv, 0, dim)
         self._grouped("allgather", axes, calls)
         return out
@@ -438,10 +501,15 @@ class NcclCommunicator(Communicator):
                     for i, (lo, hi) in enumerate(bounds):
                         padded[i, : hi - lo] = front[lo:hi]
                     front = padded
-                recv = xp.empty((width,) + front.shape[front.ndim - x.ndim + 1:], dtype=front.dtype)
+                recv = xp.empty((width,) + front.shape[front.ndim - x.ndim + 1 :], dtype=front.dtype)
             if recv.size:
-                calls.append(_Call(m.comm.reduceScatter, (self._ptr(front), self._ptr(recv), self._count(recv), dt,
-                                                          red, self._stream(d)), (front, recv)))
+                calls.append(
+                    _Call(
+                        m.comm.reduceScatter,
+                        (self._ptr(front), self._ptr(recv), self._count(recv), dt, red, self._stream(d)),
+                        (front, recv),
+                    )
+                )
             out[d] = xp.moveaxis(recv[: lengths[m.pos]], 0, dim)
         self._grouped("reduce_scatter", axes, calls)
         return out
@@ -467,7 +535,7 @@ class NcclCommunicator(Communicator):
                 received = []
                 for j, shape in enumerate(shapes):  # what member j sends me: its chunk number m.pos
                     lo, hi = group_chunk(0, shape[split_dim], radix, m.pos)
-                    got = shape[:split_dim] + (hi - lo,) + shape[split_dim + 1:]
+                    got = shape[:split_dim] + (hi - lo,) + shape[split_dim + 1 :]
                     received.append(pieces[j] if j == m.pos else xp.empty(got, dtype=x.dtype))
             calls.extend(self._pairwise(m, d, dt, pieces, received))
             parts[d] = received
@@ -492,8 +560,13 @@ class NcclCommunicator(Communicator):
             with self.mesh.backend.scope(d):
                 buf = self._contig(x) if m.pos == root else xp.empty(shape, dtype=x.dtype)
             if buf.size:
-                calls.append(_Call(m.comm.broadcast, (self._ptr(buf), self._ptr(buf), self._count(buf), dt, root,
-                                                      self._stream(d)), (buf,)))
+                calls.append(
+                    _Call(
+                        m.comm.broadcast,
+                        (self._ptr(buf), self._ptr(buf), self._count(buf), dt, root, self._stream(d)),
+                        (buf,),
+                    )
+                )
             out[d] = buf
         self._grouped("broadcast", axes, calls)
         return out
@@ -512,8 +585,13 @@ class NcclCommunicator(Communicator):
                 send = self._contig(shards[d])
                 recv = xp.empty_like(send) if m.pos == root else send
             if send.size:
-                calls.append(_Call(m.comm.reduce, (self._ptr(send), self._ptr(recv), self._count(send), dt, red, root,
-                                                   self._stream(d)), (send, recv)))
+                calls.append(
+                    _Call(
+                        m.comm.reduce,
+                        (self._ptr(send), self._ptr(recv), self._count(send), dt, red, root, self._stream(d)),
+                        (send, recv),
+                    )
+                )
             if m.pos == root:
                 out[d] = recv
         self._grouped("reduce", axes, calls)

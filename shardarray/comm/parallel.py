@@ -69,8 +69,12 @@ def run_all(jobs: Sequence[Callable[[], Any]], nbytes: int, backend: Any) -> lis
         >>> run_all([lambda: 1, lambda: 2], nbytes=0, backend=sa.Mesh({"d": 2}).backend)
         [1, 2]
     """
-    if len(jobs) <= 1 or nbytes < MIN_BYTES or threading.current_thread().name.startswith("shardarray-copy") \
-            or not usable(backend):
+    if (
+        len(jobs) <= 1
+        or nbytes < MIN_BYTES
+        or threading.current_thread().name.startswith("shardarray-copy")
+        or not usable(backend)
+    ):
         return [job() for job in jobs]
     return list(_pool(workers()).map(lambda job: job(), jobs))
 

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import CommError
 
@@ -57,7 +57,7 @@ class _State:
     lock = threading.Lock()
     seq = 0  # collectives entered by this process (group size > 1)
     current: tuple | None = None  # the signature of the collective entered last (described only for a message)
-    departed: dict[int, int] = {}  # process -> the collectives it had entered when it exited
+    departed: ClassVar[dict[int, int]] = {}  # process -> the collectives it had entered when it exited
     hooks = False
     watchdog: threading.Thread | None = None
     stop = threading.Event()
@@ -125,8 +125,10 @@ def install_hooks() -> None:
         if args.exc_type is SystemExit:
             return
         name = getattr(args.thread, "name", "?")
-        print(f"shardarray: process {_rank()} raised {args.exc_type.__name__} in thread {name!r}; "
-              f"ending the MPI job", file=sys.stderr)
+        print(
+            f"shardarray: process {_rank()} raised {args.exc_type.__name__} in thread {name!r}; ending the MPI job",
+            file=sys.stderr,
+        )
         abort_job(1)
 
     sys.excepthook = hook
@@ -144,8 +146,9 @@ def start_watchdog(world: Any) -> None:
         MPI = sys.modules["mpi4py.MPI"]
         if MPI.Query_thread() < MPI.THREAD_MULTIPLE:  # pragma: no cover - mpi4py asks for MULTIPLE by default
             return
-        _State.watchdog = threading.Thread(target=_watch, args=(world, MPI), name="shardarray-spmd-watchdog",
-                                           daemon=True)
+        _State.watchdog = threading.Thread(
+            target=_watch, args=(world, MPI), name="shardarray-spmd-watchdog", daemon=True
+        )
         _State.watchdog.start()
 
 
@@ -163,10 +166,13 @@ def _departed(rank: int, entered: int) -> None:
         _State.departed[rank] = entered
         seq, current = _State.seq, _State.current
     if seq > entered:  # we wait in collective `seq` (so one was entered), which `rank` never joined
-        print(f"shardarray: process {rank} exited after {entered} collective(s) while process {_rank()} waits "
-              f"for it in collective #{seq} ({_describe(current, number=False)}); ending the MPI job. Every process must run the same "
-              f"collectives (SPMD): look for an early sys.exit/return or a collective (a split array's numpy(), "
-              f"a sum over a split dim) inside `if mesh.process_index == ...`", file=sys.stderr)
+        print(
+            f"shardarray: process {rank} exited after {entered} collective(s) while process {_rank()} waits "
+            f"for it in collective #{seq} ({_describe(current, number=False)}); ending the MPI job. "
+            f"Every process must run the same collectives (SPMD): look for an early sys.exit/return or a collective "
+            f"(a split array's numpy(), a sum over a split dim) inside `if mesh.process_index == ...`",
+            file=sys.stderr,
+        )
         abort_job(1)
 
 
@@ -207,8 +213,15 @@ def _describe(sig: tuple, number: bool = True) -> str:
 
 
 def enter(
-    world: Any, op: str, axes: tuple[str, ...], local: Any, *, group: Sequence[int] | None = None,
-    dim: int | None = None, whole: tuple[int, ...] | None = None, check: bool = False,
+    world: Any,
+    op: str,
+    axes: tuple[str, ...],
+    local: Any,
+    *,
+    group: Sequence[int] | None = None,
+    dim: int | None = None,
+    whole: tuple[int, ...] | None = None,
+    check: bool = False,
 ) -> int:
     """Count one collective of the job on this process, before it communicates; returns its number.
 
@@ -248,6 +261,7 @@ def enter(
 
 def compare(sigs: Sequence[tuple]) -> None:
     """Raise ``CommError`` (on every process alike) when the processes' collective signatures disagree."""
+
     def key(sig: tuple) -> tuple:
         seq, op, axes, dtype, shape, _group, dim, whole = sig
         return seq, op, axes, dtype, None if shape is None else len(shape), dim, whole
@@ -269,8 +283,7 @@ def compare(sigs: Sequence[tuple]) -> None:
     by_sig: dict[str, list[int]] = {}
     for rank, sig in enumerate(sigs):
         by_sig.setdefault(_describe(sig), []).append(rank)
-    lines = "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {d}"
-                      for d, r in by_sig.items())
+    lines = "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {d}" for d, r in by_sig.items())
     raise CommError(
         f"SPMD mismatch: the processes disagree on {problem} of a collective: {lines}. Every process must run "
         f"the same ops in the same order on arrays of the same global sizes and dtypes (build them from the same "

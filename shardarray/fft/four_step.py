@@ -92,7 +92,7 @@ def _plan(m: int, lim: int, n1: int, n2: int, size: int, keep: int, radix: tuple
         a, b = flat_in[j]
         out, into = [], []
         for i in range(k):
-            r, c = _grid((0, n1), c2[i], n2, a, min(b, lim))      # j's flat entries in i's columns
+            r, c = _grid((0, n1), c2[i], n2, a, min(b, lim))  # j's flat entries in i's columns
             out.append(r * n2 + c - a)
             r, c = _grid((0, n1), c2[j], n2, *flat_in[i][:1], min(flat_in[i][1], lim))
             into.append(r * (c2[j][1] - c2[j][0]) + c - c2[j][0])  # where i's entries land in j's columns
@@ -106,8 +106,7 @@ def _plan(m: int, lim: int, n1: int, n2: int, size: int, keep: int, radix: tuple
             into.append(k2 * n1 + k1 - flat_out[j][0])
         send3.append(out)
         recv3.append(np.concatenate(into))
-    return {"c1": c1, "c2": c2, "flat_out": flat_out, "send1": send1, "recv1": recv1, "send3": send3,
-            "recv3": recv3}
+    return {"c1": c1, "c2": c2, "flat_out": flat_out, "send1": send1, "recv1": recv1, "send3": send3, "recv3": recv3}
 
 
 def _alltoallv(x: ShardArray, axes: tuple[str, ...], make: Callable[[int, Any], list[Any]]) -> list[Any]:
@@ -121,8 +120,18 @@ def _alltoallv(x: ShardArray, axes: tuple[str, ...], make: Callable[[int, Any], 
     return mesh.comm.alltoallv(send, axes, 0)
 
 
-def four_step(x: ShardArray, dim: str, n: int, inverse: bool, norm: str, size: int, keep: int | None = None,
-              lim: int | None = None, pre: Pre | None = None, dtype: Any = np.complex128) -> ShardArray:
+def four_step(
+    x: ShardArray,
+    dim: str,
+    n: int,
+    inverse: bool,
+    norm: str,
+    size: int,
+    keep: int | None = None,
+    lim: int | None = None,
+    pre: Pre | None = None,
+    dtype: Any = np.complex128,
+) -> ShardArray:
     """The length-``n`` DFT of the split 1-D array ``x`` (inverse: the IDFT), as a ``size``-entry array.
 
     Input entries ``>= min(n, lim)`` are ignored (zero-padding/truncation to
@@ -188,7 +197,7 @@ def four_step(x: ShardArray, dim: str, n: int, inverse: bool, norm: str, size: i
         h = c1[i][1] - c1[i][0]
         parts, pos = [], 0
         for lo, hi in c2:
-            parts.append(buf[pos:pos + h * (hi - lo)].reshape(h, hi - lo))
+            parts.append(buf[pos : pos + h * (hi - lo)].reshape(h, hi - lo))
             pos += h * (hi - lo)
         rows = xp.concatenate(parts, axis=1) if parts else xp.zeros((h, 0), dtype=dtype)
         if data and rows.size:

@@ -13,8 +13,9 @@ from ..mesh import AxesSpec, Mesh
 from .transforms import check_n
 
 
-def _freqs(mesh: Mesh, size: int, n: int, d: Any, dim: str, dtype: Any, layout: AxesSpec | None,
-           what: str) -> ShardArray:
+def _freqs(
+    mesh: Mesh, size: int, n: int, d: Any, dim: str, dtype: Any, layout: AxesSpec | None, what: str
+) -> ShardArray:
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, float, np.integer, np.floating)) or d == 0:
         raise ArgumentError(f"{what}: d (the sample spacing) must be a non-zero real number; got d={d!r}")
     dt = np.dtype(np.float64 if dtype is None else dtype)
@@ -36,8 +37,9 @@ def _freqs(mesh: Mesh, size: int, n: int, d: Any, dim: str, dtype: Any, layout: 
     return ShardArray(mesh, lay, dt, shards)
 
 
-def fftfreq(mesh: Mesh, n: int, d: float = 1.0, *, dim: str = "freq", dtype: Any = None,
-            layout: AxesSpec | None = None) -> ShardArray:
+def fftfreq(
+    mesh: Mesh, n: int, d: float = 1.0, *, dim: str = "freq", dtype: Any = None, layout: AxesSpec | None = None
+) -> ShardArray:
     """The ``n`` DFT sample frequencies ``[0, 1, ..., -1] / (d*n)``, as ``numpy.fft.fftfreq``.
 
     Each device computes its own block: no communication.
@@ -59,8 +61,9 @@ def fftfreq(mesh: Mesh, n: int, d: float = 1.0, *, dim: str = "freq", dtype: Any
     return _freqs(mesh, n, n, d, dim, dtype, layout, "fftfreq")
 
 
-def rfftfreq(mesh: Mesh, n: int, d: float = 1.0, *, dim: str = "freq", dtype: Any = None,
-             layout: AxesSpec | None = None) -> ShardArray:
+def rfftfreq(
+    mesh: Mesh, n: int, d: float = 1.0, *, dim: str = "freq", dtype: Any = None, layout: AxesSpec | None = None
+) -> ShardArray:
     """The ``n//2 + 1`` non-negative DFT sample frequencies of ``rfft``, as ``numpy.fft.rfftfreq``.
 
     Each device computes its own block: no communication. Arguments as ``fftfreq``.

@@ -55,12 +55,15 @@ def _run(x: ShardArray, axis: int, local: Local, size: int, dtype: Any) -> Shard
     sizes = tuple(size if j == axis else n for j, n in enumerate(x.shape))
     layout = Layout(x.dims, sizes, x.spec.axes)
     if not mesh.backend.has_data:  # shapes only
+
         def fn(b: Any) -> Any:
-            return xp.zeros(b.shape[:axis] + (size,) + b.shape[axis + 1:], dtype=dtype)
+            return xp.zeros(b.shape[:axis] + (size,) + b.shape[axis + 1 :], dtype=dtype)
     else:
+
         def fn(b: Any) -> Any:
             out = local(b, axis)
             return out if out.dtype == dtype else out.astype(dtype)
+
     shards = map_blocks(mesh, x.spec.used_axes, fn, x.shards)
     return ShardArray(mesh, layout, dtype, shards)
 
@@ -97,7 +100,7 @@ def resize(xp: Any, b: Any, axis: int, n: int) -> Any:
         return b
     if m > n:
         return b[(slice(None),) * axis + (slice(0, n),)]
-    shape = b.shape[:axis] + (n - m,) + b.shape[axis + 1:]
+    shape = b.shape[:axis] + (n - m,) + b.shape[axis + 1 :]
     return xp.concatenate([b, xp.zeros(shape, dtype=b.dtype)], axis=axis)
 
 

@@ -16,12 +16,14 @@ from .four_step import four_step, per_block
 
 def hermitian_weights(n: int) -> Any:
     """``w(f)`` for global indices ``f``: 1 at 0 (and ``n/2`` for even ``n``), else 2 (the c2r fold)."""
+
     def w(f: np.ndarray) -> np.ndarray:
         out = np.full(f.shape, 2.0)
         out[f == 0] = 1.0
         if n % 2 == 0:
             out[f == n // 2] = 1.0
         return out
+
     return w
 
 
@@ -31,18 +33,30 @@ def _weigh(xp: Any, n: int, conj: bool = False) -> Any:
     def pre(b: Any, start: int) -> Any:
         b = xp.conj(b) if conj else b
         return b * xp.asarray(w(np.arange(start, start + b.shape[0])).astype(b.real.dtype))
+
     return pre
 
 
-def c2c(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, size: int, dtype: Any,
-        real_out: Any = None) -> ShardArray:
+def c2c(
+    x: ShardArray, dim: str, n: int, norm: str, inverse: bool, size: int, dtype: Any, real_out: Any = None
+) -> ShardArray:
     """DFT (or IDFT) of length ``n``; output resized to ``size``; ``real_out``: keep the real part (that dtype)."""
     y = four_step(x, dim, n, inverse, norm, size, dtype=dtype)
     return y if real_out is None else per_block(y, lambda b, s: b.real.astype(real_out), real_out)
 
 
-def r2c(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, size: int, dtype: Any, keep: int,
-        conj: bool = False, real_out: Any = None) -> ShardArray:
+def r2c(
+    x: ShardArray,
+    dim: str,
+    n: int,
+    norm: str,
+    inverse: bool,
+    size: int,
+    dtype: Any,
+    keep: int,
+    conj: bool = False,
+    real_out: Any = None,
+) -> ShardArray:
     """The first ``keep`` outputs of the DFT/IDFT of ``x`` (``conj``: of ``conj(x)``), resized to ``size``."""
     xp = x.mesh.backend.xp
     pre = (lambda b, s: xp.conj(b)) if conj else None
@@ -66,6 +80,7 @@ def weigh_out(y: ShardArray, n: int, conj: bool, real_out: Any, dtype: Any) -> S
     def fn(b: Any, s: int) -> Any:
         b = pre(b, s)
         return b.real.astype(real_out) if real_out is not None else b.astype(dtype)
+
     return per_block(y, fn, real_out if real_out is not None else dtype)
 
 

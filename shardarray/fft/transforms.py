@@ -65,8 +65,10 @@ def check_n(n: Any, what: str, name: str = "n") -> int | None:
     if n is None:
         return None
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ArgumentError(f"{what}: {name} must be a positive integer (the transform length) or None; got "
-                            f"{name}={n!r}. Pass the number of points, e.g. {name}=8")
+        raise ArgumentError(
+            f"{what}: {name} must be a positive integer (the transform length) or None; got "
+            f"{name}={n!r}. Pass the number of points, e.g. {name}=8"
+        )
     return int(n)
 
 
@@ -75,16 +77,19 @@ def _input(x: Any, what: str, kinds: str, expect: str) -> ShardArray:
     if x.dtype == BFLOAT16:  # no bfloat16 FFT anywhere: computed in float32 (complex64 out), as float16 is
         return astype(x, "float32")
     if x.dtype.kind not in kinds:
-        raise DTypeError(f"{what}: expects {expect} input; got dtype {x.dtype}. Convert first, e.g. "
-                         f"x.astype('{'complex128' if 'c' in kinds else 'float64'}')")
+        raise DTypeError(
+            f"{what}: expects {expect} input; got dtype {x.dtype}. Convert first, e.g. "
+            f"x.astype('{'complex128' if 'c' in kinds else 'float64'}')"
+        )
     return x
 
 
 def _one_dim(x: ShardArray, dim: Any, what: str) -> str:
     names = dims_arg(x, dim, what)
     if len(names) != 1:
-        raise DimensionError(f"{what}: transforms along one dim; got dim={dim!r} ({names}). Use the n-D form "
-                             f"({what}n) for several dims")
+        raise DimensionError(
+            f"{what}: transforms along one dim; got dim={dim!r} ({names}). Use the n-D form ({what}n) for several dims"
+        )
     return names[0]
 
 
@@ -93,8 +98,10 @@ def _length(x: ShardArray, dim: str, n: int | None, what: str, default: int | No
         return n
     m = x.sizes[dim] if default is None else default
     if m < 1:
-        raise ArgumentError(f"{what}: dim {dim!r} of size {x.sizes[dim]} gives an empty transform ({m} points); "
-                            f"pass n >= 1 (the input is zero-padded) or transform a non-empty dim")
+        raise ArgumentError(
+            f"{what}: dim {dim!r} of size {x.sizes[dim]} gives an empty transform ({m} points); "
+            f"pass n >= 1 (the input is zero-padded) or transform a non-empty dim"
+        )
     return m
 
 
@@ -272,8 +279,10 @@ def _dims_s(x: ShardArray, dims: Any, s: Any, what: str) -> tuple[tuple[str, ...
     if s is None:
         return names, [None] * len(names)
     if not isinstance(s, (tuple, list)) or len(s) != len(names):
-        raise ArgumentError(f"{what}: s must give one length per transformed dim {names}; got s={s!r}. "
-                            f"Pass a tuple of {len(names)} positive integers (or s=None)")
+        raise ArgumentError(
+            f"{what}: s must give one length per transformed dim {names}; got s={s!r}. "
+            f"Pass a tuple of {len(names)} positive integers (or s=None)"
+        )
     return names, [check_n(v, what, "s") for v in s]
 
 

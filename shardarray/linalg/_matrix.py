@@ -72,8 +72,13 @@ def require_square(x: ShardArray, rows: str, cols: str, what: str) -> None:
         )
 
 
-def gather_matrix(x: ShardArray, mdims: Sequence[str], what: str, layout: dict[str, tuple[str, ...]] | None = None,
-                  reason: str | None = None) -> ShardArray:
+def gather_matrix(
+    x: ShardArray,
+    mdims: Sequence[str],
+    what: str,
+    layout: dict[str, tuple[str, ...]] | None = None,
+    reason: str | None = None,
+) -> ShardArray:
     """``x`` with the matrix dims ``mdims`` unsplit (batch dims keep ``layout`` or their axes), pending resolved.
 
     Warns ``ReplicatedFallbackWarning`` (naming the matrix size) when a matrix dim was split.
@@ -88,7 +93,8 @@ def gather_matrix(x: ShardArray, mdims: Sequence[str], what: str, layout: dict[s
             f"{reason or 'this op has no distributed algorithm'}, so each "
             f"{'x'.join(str(x.sizes[d]) for d in mdims)} matrix ({size * x.dtype.itemsize} bytes) is gathered "
             f"whole onto the devices (an allgather). Split a batch dim instead to keep it local",
-            ReplicatedFallbackWarning, stacklevel=4,
+            ReplicatedFallbackWarning,
+            stacklevel=4,
         )
     if x.pending or x.layout != layout:
         x = relayout(x, layout)
@@ -112,8 +118,9 @@ def local_op(
 ) -> list[ShardArray]:
     """Run ``fn`` on every device's blocks, the matrix dims whole and last, the batch dims as they are split.
 
-    ``reason`` replaces "no distributed algorithm" in the fallback warning. ``xs[0]`` sets the batch layout; the other operands (same batch dims) follow
-    it. ``outs``: per result, its trailing (matrix) dims, their sizes and its
+    ``reason`` replaces "no distributed algorithm" in the fallback warning.
+    ``xs[0]`` sets the batch layout; the other operands (same batch dims)
+    follow it. ``outs``: per result, its trailing (matrix) dims, their sizes and its
     dtype; results have the batch dims of ``xs[0]`` first.
     """
     first = gather_matrix(xs[0], mdims[0], what, reason=reason)

@@ -32,8 +32,9 @@ def untraced() -> Iterator[None]:
 def traced(x: Any) -> bool:
     """Whether ``x`` is a float array recorded on an active tape."""
     tape = STATE.tape
-    return (isinstance(x, ShardArray) and tape is not None and not tape.paused and tape.traced(x)
-            and x.dtype.kind in "fc")
+    return (
+        isinstance(x, ShardArray) and tape is not None and not tape.paused and tape.traced(x) and x.dtype.kind in "fc"
+    )
 
 
 def _copy(x: ShardArray) -> ShardArray:

@@ -142,8 +142,9 @@ def _hermitian_stats(xp: Any, g: Grid, blocks: dict[int, Any], dtype: Any) -> di
     return out
 
 
-def factor_blocks(x: ShardArray, rows: str, cols: str, panel: int | None = None, check_hermitian: bool = False
-                  ) -> tuple[Grid, ShardArray, dict[int, Any], bool]:
+def factor_blocks(
+    x: ShardArray, rows: str, cols: str, panel: int | None = None, check_hermitian: bool = False
+) -> tuple[Grid, ShardArray, dict[int, Any], bool]:
     """Run the factorization. Returns ``(grid, x as factored, L's blocks per device, ok)``.
 
     ``x`` comes back with its pending sums resolved and the matrix dims last;
@@ -166,7 +167,7 @@ def factor_blocks(x: ShardArray, rows: str, cols: str, panel: int | None = None,
         for d in g.devs:
             (r0, _), (c0, _) = g.rows(d), g.cols(d)
             if g.rm[d] == rk and g.cm[d] == ck:
-                blk = A[d][..., s - r0:e - r0, s - c0:e - c0]
+                blk = A[d][..., s - r0 : e - r0, s - c0 : e - c0]
                 try:
                     low = xp.linalg.cholesky(blk)
                     if not bool(xp.all(xp.isfinite(low))):
@@ -206,7 +207,7 @@ def factor_blocks(x: ShardArray, rows: str, cols: str, panel: int | None = None,
                 lo = min(max(r0, e), r1)
                 a = min(max(c0, e, lo), r1)
                 b = max(min(c1, r1), a)
-                piece = below[d][..., a - lo:b - lo, :]
+                piece = below[d][..., a - lo : b - lo, :]
                 send[d] = [piece] * mesh.axes_size(g.raxes)
             got = mesh.comm.alltoallv(send, g.raxes, rdim)
             right = {d: got[d] for d in g.devs}
@@ -215,7 +216,7 @@ def factor_blocks(x: ShardArray, rows: str, cols: str, panel: int | None = None,
             for d in g.devs:
                 (r0, _), (c0, c1) = g.rows(d), g.cols(d)
                 lo = max(r0, e)
-                right[d] = below[d][..., max(c0, e) - lo:max(c1, e) - lo, :]
+                right[d] = below[d][..., max(c0, e) - lo : max(c1, e) - lo, :]
         for d in g.devs:
             (r0, r1), (c0, c1) = g.rows(d), g.cols(d)
             i1, j0 = _clip(e, r0, r1), _clip(e, c0, c1)

@@ -157,8 +157,14 @@ def inv(x: ShardArray, dims: Any = None) -> ShardArray:
         out = spd_inv(x, rows, cols)
         if out is not None:
             return out
-    return local_op([x], [(rows, cols)], lambda s: (xp.linalg.inv(s) if n else s.copy(),),
-                    [((rows, cols), {rows: n, cols: n}, x.dtype)], "inv", _NOT_SPD)[0]
+    return local_op(
+        [x],
+        [(rows, cols)],
+        lambda s: (xp.linalg.inv(s) if n else s.copy(),),
+        [((rows, cols), {rows: n, cols: n}, x.dtype)],
+        "inv",
+        _NOT_SPD,
+    )[0]
 
 
 @differentiable("linalg.det")
@@ -181,8 +187,9 @@ def det(x: ShardArray, dims: Any = None) -> ShardArray:
         sl = spd_slogdet(x, rows, cols)
         if sl is not None:
             return multiply(sl[0], exp(sl[1]))
-    return local_op([x], [(rows, cols)], lambda s: (xp.asarray(xp.linalg.det(s)),), [((), {}, x.dtype)], "det",
-                    _NOT_SPD)[0]
+    return local_op(
+        [x], [(rows, cols)], lambda s: (xp.asarray(xp.linalg.det(s)),), [((), {}, x.dtype)], "det", _NOT_SPD
+    )[0]
 
 
 def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
@@ -220,8 +227,7 @@ def _slogdet(x: ShardArray, dims: Any) -> SlogdetResult:
         sign, logabs = xp.linalg.slogdet(s)
         return xp.asarray(sign), xp.asarray(logabs)
 
-    sign, logabs = local_op([x], [(rows, cols)], fn, [((), {}, x.dtype), ((), {}, _real(x.dtype))], "slogdet",
-                            _NOT_SPD)
+    sign, logabs = local_op([x], [(rows, cols)], fn, [((), {}, x.dtype), ((), {}, _real(x.dtype))], "slogdet", _NOT_SPD)
     return SlogdetResult(sign, logabs)
 
 
@@ -250,8 +256,13 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
     new = new or f"{cols}_k"
     if new in x.dims:
         raise DimensionError(f"sa.linalg.eigh: new={new!r} is already a dim of x {x.sizes}; pass another name")
-    w, v = local_op([x], [(rows, cols)], lambda s: tuple(xp.linalg.eigh(s)),
-                    [((new,), {new: n}, _real(x.dtype)), ((rows, new), {rows: n, new: n}, x.dtype)], "eigh")
+    w, v = local_op(
+        [x],
+        [(rows, cols)],
+        lambda s: tuple(xp.linalg.eigh(s)),
+        [((new,), {new: n}, _real(x.dtype)), ((rows, new), {rows: n, new: n}, x.dtype)],
+        "eigh",
+    )
     return EighResult(w, v)
 
 
@@ -268,8 +279,9 @@ def eigvalsh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shar
     x, rows, cols = _square(x, dims, "eigvalsh")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
     new = new or f"{cols}_k"
-    return local_op([x], [(rows, cols)], lambda s: (xp.linalg.eigvalsh(s),),
-                    [((new,), {new: n}, _real(x.dtype))], "eigvalsh")[0]
+    return local_op(
+        [x], [(rows, cols)], lambda s: (xp.linalg.eigvalsh(s),), [((new,), {new: n}, _real(x.dtype))], "eigvalsh"
+    )[0]
 
 
 @differentiable("linalg.solve")
@@ -325,5 +337,6 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
     def fn(sa_: Any, sb: Any) -> tuple[Any]:
         return (xp.linalg.solve(sa_, sb) if n and k else xp.zeros(sb.shape, dtype=sb.dtype),)
 
-    return local_op([a, b], [(rows, cols), (brow, bcol)], fn, [((brow, bcol), {brow: n, bcol: k}, a.dtype)],
-                    "solve", _NOT_SPD)[0]
+    return local_op(
+        [a, b], [(rows, cols), (brow, bcol)], fn, [((brow, bcol), {brow: n, bcol: k}, a.dtype)], "solve", _NOT_SPD
+    )[0]

@@ -52,7 +52,7 @@ def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArra
         return sa.sum(a, names)
     if ord == 2:
         return sa.sqrt(sa.sum(a * a, names))
-    return sa.sum(a ** ord, names) ** (1.0 / ord)
+    return sa.sum(a**ord, names) ** (1.0 / ord)
 
 
 def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardArray:
@@ -84,6 +84,4 @@ def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardAr
         inner, outer = (rows, cols) if ord in (1, -1) else (cols, rows)
         col = sa.sum(a, inner)
         return sa.max(col, outer) if ord > 0 else sa.min(col, outer)
-    raise ArgumentError(
-        f"sa.linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got {ord!r}"
-    )
+    raise ArgumentError(f"sa.linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got {ord!r}")

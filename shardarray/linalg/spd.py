@@ -41,8 +41,9 @@ def _batch_layout(x: ShardArray, rows: str, cols: str) -> dict[str, tuple[str, .
     return {d: x.spec.of(d) for d in x.dims if d not in (rows, cols) and x.spec.of(d)}
 
 
-def _rhs(g: Grid, a: ShardArray, b: ShardArray, rows: str, cols: str, brow: str, bcol: str, axes: tuple[str, ...]
-         ) -> ShardArray:
+def _rhs(
+    g: Grid, a: ShardArray, b: ShardArray, rows: str, cols: str, brow: str, bcol: str, axes: tuple[str, ...]
+) -> ShardArray:
     """``b`` in ``a``'s batch order and layout, its rows over ``axes``, its columns whole."""
     order = tuple(d for d in a.dims if d not in (rows, cols))
     b = transpose(b, (*order, brow, bcol)) if b.dims != (*order, brow, bcol) else b
@@ -50,8 +51,9 @@ def _rhs(g: Grid, a: ShardArray, b: ShardArray, rows: str, cols: str, brow: str,
     return relayout(b, lay)
 
 
-def _out(g: Grid, like: ShardArray, dims: tuple[str, ...], sizes: dict[str, int], lay: dict[str, Any],
-         blocks: dict[int, Any]) -> ShardArray:
+def _out(
+    g: Grid, like: ShardArray, dims: tuple[str, ...], sizes: dict[str, int], lay: dict[str, Any], blocks: dict[int, Any]
+) -> ShardArray:
     sh = [blocks.get(d) for d in range(g.mesh.size)]
     return new_array(g.mesh, dims, sizes, lay, sh, dtype=like.dtype)
 
@@ -105,7 +107,8 @@ def spd_slogdet(a: ShardArray, rows: str, cols: str) -> tuple[ShardArray, ShardA
     bl = _batch_layout(a, rows, cols)
     sign = {d: xp.ones(part[d].shape, dtype=a.dtype) for d in g.devs}
     return _out(g, a, batch, sizes, bl, sign), new_array(
-        g.mesh, batch, sizes, bl, [part.get(d) for d in range(g.mesh.size)], dtype=real)
+        g.mesh, batch, sizes, bl, [part.get(d) for d in range(g.mesh.size)], dtype=real
+    )
 
 
 def solve_lh(low: ShardArray, y: ShardArray, rows: str, cols: str, yrow: str, ycol: str) -> ShardArray:

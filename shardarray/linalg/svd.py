@@ -68,9 +68,16 @@ def _fallback(x: ShardArray, rows: str, cols: str, new: str, full: bool) -> SVDR
     ku, kv = (m, n) if full else (k, k)
     nu, nv = f"{new}_u" if full else new, f"{new}_v" if full else new
     U, S, Vh = local_op(
-        [x], [(rows, cols)], lambda s: xp.linalg.svd(s, full_matrices=full),
-        [((rows, nu), {rows: m, nu: ku}, x.dtype), ((new,), {new: k}, _real(x.dtype)),
-         ((nv, cols), {nv: kv, cols: n}, x.dtype)], "svd")
+        [x],
+        [(rows, cols)],
+        lambda s: xp.linalg.svd(s, full_matrices=full),
+        [
+            ((rows, nu), {rows: m, nu: ku}, x.dtype),
+            ((new,), {new: k}, _real(x.dtype)),
+            ((nv, cols), {nv: kv, cols: n}, x.dtype),
+        ],
+        "svd",
+    )
     return SVDResult(U, S, Vh)
 
 
@@ -154,8 +161,9 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
 
 
 @differentiable("linalg.svd_part")
-def svd_part(x: ShardArray, u: ShardArray, s: ShardArray, vh: ShardArray, rows: str, cols: str,
-             part: str) -> ShardArray:
+def svd_part(
+    x: ShardArray, u: ShardArray, s: ShardArray, vh: ShardArray, rows: str, cols: str, part: str
+) -> ShardArray:
     """One factor (``part``: "U", "S" or "Vh") of ``svd(x)`` (computed untraced), recorded as a function of ``x``."""
     chosen = {"U": u, "S": s, "Vh": vh}[part]
     return ShardArray(chosen.mesh, chosen.spec, chosen.dtype, chosen.shards, chosen.pending)

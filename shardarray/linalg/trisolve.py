@@ -48,20 +48,20 @@ def forward(g: Grid, L: dict[int, Any], B: dict[int, Any]) -> dict[int, Any]:
             k = B[d].shape[-1]
             if g.rm[d] == rk:
                 j = min(max(s - c0, 0), c1 - c0)
-                part[d] = L[d][..., s - r0:e - r0, :j] @ Y[d][..., :j, :]
+                part[d] = L[d][..., s - r0 : e - r0, :j] @ Y[d][..., :j, :]
             else:
                 part[d] = xp.zeros(B[d].shape[:-2] + (e - s, k), dtype=B[d].dtype)
         part = _reduce(g, part, g.caxes, ck)
         for d in g.devs:
             (r0, _), (c0, _) = g.rows(d), g.cols(d)
             if g.rm[d] == rk and g.cm[d] == ck:
-                lkk = L[d][..., s - r0:e - r0, s - c0:e - c0]
-                part[d] = xp.linalg.solve(lkk, B[d][..., s - r0:e - r0, :] - part[d])
+                lkk = L[d][..., s - r0 : e - r0, s - c0 : e - c0]
+                part[d] = xp.linalg.solve(lkk, B[d][..., s - r0 : e - r0, :] - part[d])
         part = _bcast(g, part, g.raxes, rk)
         for d in g.devs:
             if g.cm[d] == ck:
                 c0 = g.cols(d)[0]
-                Y[d][..., s - c0:e - c0, :] = part[d]
+                Y[d][..., s - c0 : e - c0, :] = part[d]
     return Y
 
 
@@ -79,18 +79,18 @@ def backward(g: Grid, L: dict[int, Any], Y: dict[int, Any]) -> dict[int, Any]:
             k = Y[d].shape[-1]
             if g.cm[d] == ck:
                 i = min(max(e - r0, 0), r1 - r0)
-                part[d] = _h(xp, L[d][..., i:, s - c0:e - c0]) @ X[d][..., i:, :]
+                part[d] = _h(xp, L[d][..., i:, s - c0 : e - c0]) @ X[d][..., i:, :]
             else:
                 part[d] = xp.zeros(Y[d].shape[:-2] + (e - s, k), dtype=Y[d].dtype)
         part = _reduce(g, part, g.raxes, rk)
         for d in g.devs:
             (r0, _), (c0, _) = g.rows(d), g.cols(d)
             if g.rm[d] == rk and g.cm[d] == ck:
-                lkk = L[d][..., s - r0:e - r0, s - c0:e - c0]
-                part[d] = xp.linalg.solve(_h(xp, lkk), Y[d][..., s - c0:e - c0, :] - part[d])
+                lkk = L[d][..., s - r0 : e - r0, s - c0 : e - c0]
+                part[d] = xp.linalg.solve(_h(xp, lkk), Y[d][..., s - c0 : e - c0, :] - part[d])
         part = _bcast(g, part, g.caxes, ck)
         for d in g.devs:
             if g.rm[d] == rk:
                 r0 = g.rows(d)[0]
-                X[d][..., s - r0:e - r0, :] = part[d]
+                X[d][..., s - r0 : e - r0, :] = part[d]
     return X

@@ -78,6 +78,7 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
     sizes = {**{d: x.sizes[d] for d in batch}, rows: m, new: n, cols: n}
     bused = mesh_order(mesh, [a for v in blay.values() for a in v])
     if not raxes:
+
         def whole(s: Any) -> tuple[Any, Any]:
             q, r = xp.linalg.qr(s) if want_q else (None, xp.linalg.qr(s, mode="r"))
             return _fix_signs(xp, q, r)
@@ -104,7 +105,7 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
     gathered = mesh.comm.allgather(rp_sh, raxes, dim=len(batch))
 
     def second(g: Any) -> tuple[Any, Any]:
-        parts = [g[..., j * n: j * n + counts[j], :] for j in range(p)]
+        parts = [g[..., j * n : j * n + counts[j], :] for j in range(p)]
         stack = xp.concatenate(parts, axis=-2)
         q2, r = xp.linalg.qr(stack)
         return _fix_signs(xp, q2, r)
@@ -123,7 +124,7 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
 
     def combine(item: Any) -> Any:
         j, q1, q2 = item
-        return q1 @ q2[..., offsets[j]: offsets[j + 1], :]
+        return q1 @ q2[..., offsets[j] : offsets[j + 1], :]
 
     items = [(member[d], q1_sh[d], q2_sh[d]) for d in range(mesh.size)]
     q_sh = map_blocks(mesh, x.spec.used_axes, combine, items)
@@ -184,8 +185,13 @@ def _fallback_qr(x: ShardArray, rows: str, cols: str, new: str, mode: str) -> QR
         q, r = xp.linalg.qr(s, mode=mode)
         return _fix_signs(xp, q, r)
 
-    Q, R = local_op([x], [(rows, cols)], fn, [((rows, new2), {rows: m, new2: k}, x.dtype),
-                                             ((new2, cols), {new2: k, cols: n}, x.dtype)], "qr")
+    Q, R = local_op(
+        [x],
+        [(rows, cols)],
+        fn,
+        [((rows, new2), {rows: m, new2: k}, x.dtype), ((new2, cols), {new2: k, cols: n}, x.dtype)],
+        "qr",
+    )
     return QRResult(Q, R)
 
 

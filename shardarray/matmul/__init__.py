@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Union
 
 from ..array import ShardArray
 from ..errors import LayoutError
@@ -30,7 +29,7 @@ from .summa import SummaPlan
 
 ALGORITHMS: tuple[str, ...] = ("auto", "allreduce", "summa", "tesseract")
 
-Plan = Union[SummaPlan, None]  # None: the allreduce algorithm
+Plan = SummaPlan | None  # None: the allreduce algorithm
 
 _MAKERS = {"tesseract": tesseract.make_plan, "summa": summa.make_plan}
 

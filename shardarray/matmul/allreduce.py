@@ -76,10 +76,14 @@ def plan_contract(
     fast = backend.has_data and backend.device_scope is None
     local = backend.einsum_fn(equation, [op.dtype for op in operands])
     return ContractPlan(
-        mesh=mesh, moves=tuple(moves), equation=equation, used=every,
+        mesh=mesh,
+        moves=tuple(moves),
+        equation=equation,
+        used=every,
         classes=mesh.replica_classes(every) if fast else None,
         layout=Layout(out_dims, tuple(sizes[d] for d in out_dims), tuple(axes.get(d, ()) for d in out_dims)),
-        pending=mesh_order(mesh, pending), local=local,
+        pending=mesh_order(mesh, pending),
+        local=local,
     )
 
 

@@ -66,13 +66,14 @@ def roles(operands: Sequence[ShardArray], out_dims: Sequence[str], a: int = 0) -
         return f"it has {len(operands)} operands, not 2"
     b = 1 - a
     da, db, dc = set(operands[a].dims), set(operands[b].dims), set(out_dims)
-    for i, dims in ((a, da), (b, db)):
+    for i in (a, b):
         lone = [d for d in operands[i].dims if d not in dc and d not in (db if i == a else da)]
         if lone:
             return f"dim(s) {lone} of operand {i} are summed without being contracted, so it is not a matmul"
     out = tuple(out_dims)
     r = Roles(
-        a, b,
+        a,
+        b,
         batch=tuple(d for d in out if d in da and d in db),
         m=tuple(d for d in out if d in da and d not in db),
         n=tuple(d for d in out if d in db and d not in da),
@@ -80,7 +81,9 @@ def roles(operands: Sequence[ShardArray], out_dims: Sequence[str], a: int = 0) -
     )
     for role in ("m", "n", "k"):
         if not getattr(r, role):
-            return f"it has no {role} dim (a matmul needs dims only A and C have, only B and C have, and contracted ones)"
+            return (
+                f"it has no {role} dim (a matmul needs dims only A and C have, only B and C have, and contracted ones)"
+            )
     return r
 
 
@@ -101,8 +104,11 @@ def find(operands: Sequence[ShardArray], r: Roles) -> Pattern | str:
             return f
     (ka, col_axes), (kb, row_axes), (n_dim, n_axes), (m_dim, m_axes) = found  # type: ignore[misc]
     if ka is None or len(col_axes) != 1:
-        return f"A splits none of its contracted dims {r.k} over a single axis" if ka is None or not col_axes \
+        return (
+            f"A splits none of its contracted dims {r.k} over a single axis"
+            if ka is None or not col_axes
             else f"A splits contracted dim {ka!r} over {col_axes}, not over a single axis"
+        )
     col = col_axes[0]
     if kb != ka or row_axes == (col,) or len(row_axes) != 1:
         return f"B does not split contracted dim {ka!r} over a single axis other than {col!r} (B has {B.layout})"

@@ -75,6 +75,7 @@ class SummaPlan:
             if profiler.ACTIVE:
                 profiler.on_einsum(eq, [left[mesh.local_device], right[mesh.local_device]])
             if reduce_axis is None:
+
                 def step(x: Any, y: Any, acc: Any) -> Any:
                     prod = backend.einsum(eq, x, y)  # fresh, so accumulating into it in place is safe
                     return prod if acc is None else xp.add(acc, prod, out=acc)  # meta: a new shape record
@@ -114,14 +115,20 @@ class SummaPlan:
         grads: list[Any] = [None, None]
         if needs[p.roles.a]:
             shards = self._loop(
-                mesh, used, lambda t: (list(g.shards), comm.broadcast(b.shards, (p.row,), root=t)),
-                self.grad_a_eq, p.col,
+                mesh,
+                used,
+                lambda t: (list(g.shards), comm.broadcast(b.shards, (p.row,), root=t)),
+                self.grad_a_eq,
+                p.col,
             )
             grads[p.roles.a] = ShardArray(mesh, a.spec, shards[mesh.local_device].dtype, shards)
         if needs[p.roles.b]:
             shards = self._loop(
-                mesh, used, lambda t: (comm.broadcast(a.shards, (p.col,), root=t), list(g.shards)),
-                self.grad_b_eq, p.row,
+                mesh,
+                used,
+                lambda t: (comm.broadcast(a.shards, (p.col,), root=t), list(g.shards)),
+                self.grad_b_eq,
+                p.row,
             )
             db = ShardArray(mesh, b.spec, shards[mesh.local_device].dtype, shards, mesh_order(mesh, p.outer))
             grads[p.roles.b] = resolve(db, b.spec.axes)  # the allreduce over depth (and data)

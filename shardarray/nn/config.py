@@ -49,9 +49,7 @@ class TransformerConfig:
         for name in ("vocab", "d_model", "heads", "d_kv", "d_ff", "seq_len"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise DimensionError(
-                    f"TransformerConfig.{name} must be a positive integer (>= 1); got {name}={v!r}"
-                )
+                raise DimensionError(f"TransformerConfig.{name} must be a positive integer (>= 1); got {name}={v!r}")
         if isinstance(self.n_layers, bool) or not isinstance(self.n_layers, int) or self.n_layers < 0:
             raise DimensionError(f"TransformerConfig.n_layers must be an integer >= 0; got n_layers={self.n_layers!r}")
         eps = self.eps
@@ -68,8 +66,13 @@ class TransformerConfig:
     def sizes(self) -> dict[str, int]:
         """The size of every named dim of the model (``seq`` and ``kseq`` are the sequence)."""
         return {
-            "vocab": self.vocab, "d_model": self.d_model, "heads": self.heads, "d_kv": self.d_kv,
-            "d_ff": self.d_ff, "seq": self.seq_len, "kseq": self.seq_len,
+            "vocab": self.vocab,
+            "d_model": self.d_model,
+            "heads": self.heads,
+            "d_kv": self.d_kv,
+            "d_ff": self.d_ff,
+            "seq": self.seq_len,
+            "kseq": self.seq_len,
         }
 
 
@@ -90,14 +93,22 @@ def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[str, ...]]:
     shapes: dict[str, tuple[str, ...]] = {"embed": ("vocab", "d_model"), "pos": ("seq", "d_model")}
     for i in range(cfg.n_layers):
         p = f"layer{i}."
-        shapes.update({
-            p + "ln1.gain": ("d_model",), p + "ln1.bias": ("d_model",),
-            p + "attn.wq": ("d_model", "heads", "d_kv"), p + "attn.wk": ("d_model", "heads", "d_kv"),
-            p + "attn.wv": ("d_model", "heads", "d_kv"), p + "attn.wo": ("heads", "d_kv", "d_model"),
-            p + "ln2.gain": ("d_model",), p + "ln2.bias": ("d_model",),
-            p + "mlp.w_in": ("d_model", "d_ff"), p + "mlp.b_in": ("d_ff",),
-            p + "mlp.w_out": ("d_ff", "d_model"), p + "mlp.b_out": ("d_model",),
-        })
+        shapes.update(
+            {
+                p + "ln1.gain": ("d_model",),
+                p + "ln1.bias": ("d_model",),
+                p + "attn.wq": ("d_model", "heads", "d_kv"),
+                p + "attn.wk": ("d_model", "heads", "d_kv"),
+                p + "attn.wv": ("d_model", "heads", "d_kv"),
+                p + "attn.wo": ("heads", "d_kv", "d_model"),
+                p + "ln2.gain": ("d_model",),
+                p + "ln2.bias": ("d_model",),
+                p + "mlp.w_in": ("d_model", "d_ff"),
+                p + "mlp.b_in": ("d_ff",),
+                p + "mlp.w_out": ("d_ff", "d_model"),
+                p + "mlp.b_out": ("d_model",),
+            }
+        )
     shapes.update({"ln_f.gain": ("d_model",), "ln_f.bias": ("d_model",), "unembed": ("d_model", "vocab")})
     return shapes
 
@@ -110,7 +121,8 @@ def param_count(cfg: TransformerConfig) -> int:
     and 256 heads).
 
     Example:
-        >>> cfg = sa.nn.TransformerConfig(vocab=32768, d_model=1024, heads=4, d_kv=256, d_ff=4096, n_layers=6, seq_len=256)
+        >>> cfg = sa.nn.TransformerConfig(vocab=32768, d_model=1024, heads=4, d_kv=256, d_ff=4096, n_layers=6,
+        ...                               seq_len=256)
         >>> round(sa.nn.param_count(cfg) / 1e9, 2)
         0.14
     """

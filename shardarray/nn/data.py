@@ -68,7 +68,9 @@ def pattern_batch(
     return seqs[:, :-1], seqs[:, 1:]
 
 
-def pattern_rows(seed: int, step: int, start: int, stop: int, seq_len: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+def pattern_rows(
+    seed: int, step: int, start: int, stop: int, seq_len: int, vocab: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``[start, stop)`` of batch ``step`` of a ``patterns`` stream: each row drawn from its own generator,
     seeded by ``(seed, step, row)``, so a device can make only its rows (``sa.from_local``) and every split of
     the batch, emulated or under MPI, gives the same rows bit for bit.
@@ -99,7 +101,12 @@ def _check_task(what: str, seq_len: int, vocab: int) -> None:
 
 
 def pattern_arrays(
-    mesh: Mesh, seed: int, step: int, batch: int, seq_len: int, vocab: int,
+    mesh: Mesh,
+    seed: int,
+    step: int,
+    batch: int,
+    seq_len: int,
+    vocab: int,
     layout: Mapping[str, AxesSpec] | Layout | None = None,
 ) -> tuple[ShardArray, ShardArray]:
     """Batch ``step`` of a ``patterns`` stream as ShardArrays ``(tokens, targets)`` of dims ``("batch", "seq")``,
@@ -139,8 +146,10 @@ def pattern_arrays(
     from ..ops.from_local import from_local
 
     if not isinstance(mesh, Mesh):
-        raise MeshError(f"pattern_arrays needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}. "
-                        f"Make one with sa.Mesh({{'row': 2, 'col': 2}})")
+        raise MeshError(
+            f"pattern_arrays needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}. "
+            f"Make one with sa.Mesh({{'row': 2, 'col': 2}})"
+        )
     for name, value in (("seed", seed), ("step", step), ("batch", batch)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise DimensionError(f"pattern_arrays: {name} must be an integer >= 0; got {name}={value!r}")

@@ -27,8 +27,10 @@ Params = dict[str, ShardArray]
 def _need_dims(what: str, name: str, x: Any, dims: tuple[str, ...]) -> None:
     """``DimensionError`` (``DTypeError`` for a non-array) unless ``x`` is a ShardArray with every dim of ``dims``."""
     if not isinstance(x, ShardArray):
-        raise DTypeError(f"{what}: {name} must be a ShardArray; got {type(x).__name__}; "
-                         f"wrap it with sa.asarray(array, dims=..., mesh=...)")
+        raise DTypeError(
+            f"{what}: {name} must be a ShardArray; got {type(x).__name__}; "
+            f"wrap it with sa.asarray(array, dims=..., mesh=...)"
+        )
     missing = [d for d in dims if d not in x.dims]
     if missing:
         raise DimensionError(
@@ -103,8 +105,13 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         _, mean, rstd = ctx.saved
         k = _row_kernels(x)
         dx, gxh = fused.map_rows_multi(
-            x, 2, lambda xp, a, g, w, m, r: k.layer_norm_rows_grad(xp, g, a, w, m, r),
-            fused.like(g, x), gain.resolve(), mean, rstd,
+            x,
+            2,
+            lambda xp, a, g, w, m, r: k.layer_norm_rows_grad(xp, g, a, w, m, r),
+            fused.like(g, x),
+            gain.resolve(),
+            mean,
+            rstd,
         )
         grads[0] = ShardArray(x.mesh, x.spec, x.dtype, dx) if ctx.needs[0] else None
         grads[1] = match(ShardArray(x.mesh, x.spec, x.dtype, gxh), gain) if ctx.needs[1] else None
@@ -143,9 +150,12 @@ def _fused_layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: st
     On NumPy float32/float64 shards that is ``ops.fused_numpy`` (one mean/variance pass), on CuPy a kernel.
     """
     return (
-        fused.rows_ready(x, dim) and (fused_numpy.is_numpy(x) or fused.kernels_for(x, "layer_norm"))
-        and all(isinstance(p, ShardArray) and p.dims == (dim,) and not p.spec.of(dim) and p.dtype == x.dtype
-                for p in (gain, bias))
+        fused.rows_ready(x, dim)
+        and (fused_numpy.is_numpy(x) or fused.kernels_for(x, "layer_norm"))
+        and all(
+            isinstance(p, ShardArray) and p.dims == (dim,) and not p.spec.of(dim) and p.dtype == x.dtype
+            for p in (gain, bias)
+        )
     )
 
 
@@ -207,10 +217,14 @@ def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -
 def _fused_cross_entropy(logits: ShardArray, targets: ShardArray, dim: str) -> bool:
     """One kernel per block: ``dim`` last and unsplit, targets over the other dims, laid out alike."""
     return (
-        isinstance(targets, ShardArray) and fused.rows_ready(logits, dim)
+        isinstance(targets, ShardArray)
+        and fused.rows_ready(logits, dim)
         and (fused_numpy.is_numpy(logits) or fused.kernels_for(logits, "softmax"))
-        and targets.dims == logits.dims[:-1] and targets.spec.axes == logits.spec.axes[:-1]
-        and targets.dtype.kind in "iu" and not targets.pending and targets.mesh is logits.mesh
+        and targets.dims == logits.dims[:-1]
+        and targets.spec.axes == logits.spec.axes[:-1]
+        and targets.dtype.kind in "iu"
+        and not targets.pending
+        and targets.mesh is logits.mesh
     )
 
 
@@ -231,8 +245,12 @@ def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     g = fused.like(g.resolve(), ctx.out)
     k = _row_kernels(logits)
     dx = fused.map_rows_multi(
-        logits, 1, lambda xp, x, g, t, lse: (k.cross_entropy_rows_grad(xp, g, x, t, lse),),
-        g, targets, ctx.saved,
+        logits,
+        1,
+        lambda xp, x, g, t, lse: (k.cross_entropy_rows_grad(xp, g, x, t, lse),),
+        g,
+        targets,
+        ctx.saved,
     )[0]
     return [ShardArray(logits.mesh, logits.spec, logits.dtype, dx), None, None]
 

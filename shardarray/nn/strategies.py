@@ -48,8 +48,13 @@ _NEEDS = {
 
 # the dim of each weight that its matmul contracts with the activations: split over ``row``
 _TESSERACT_INPUT = {
-    "wq": "d_model", "wk": "d_model", "wv": "d_model", "wo": "heads",
-    "w_in": "d_model", "w_out": "d_ff", "unembed": "d_model",
+    "wq": "d_model",
+    "wk": "d_model",
+    "wv": "d_model",
+    "wo": "heads",
+    "w_in": "d_model",
+    "w_out": "d_ff",
+    "unembed": "d_model",
 }
 
 
@@ -85,7 +90,8 @@ def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, A
     extra = [a for a in axes if a not in required + optional]
     if missing or extra:
         raise LayoutError(
-            f"strategy {strategy!r} needs mesh axes {required}" + (f" (optionally {optional})" if optional else "")
+            f"strategy {strategy!r} needs mesh axes {required}"
+            + (f" (optionally {optional})" if optional else "")
             + f"; the mesh has axes {axes}"
             + (f", missing {tuple(missing)}" if missing else "")
             + (f", and {tuple(extra)} would only hold copies" if extra else "")

@@ -100,8 +100,9 @@ def _check_init(cfg: Any, mesh: Any, seed: Any, dtype: Any) -> None:
         )
     if not isinstance(mesh, Mesh):
         hint = f"sa.Mesh({dict(mesh)!r})" if isinstance(mesh, Mapping) else "sa.Mesh({'rows': 2, 'cols': 2})"
-        raise DTypeError(f"init_transformer needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}. "
-                         f"Build it with {hint}")
+        raise DTypeError(
+            f"init_transformer needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.60}. Build it with {hint}"
+        )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise DTypeError(
             f"init_transformer(seed={seed!r}): the seed must be an integer such as 0 (the same seed gives the "
@@ -127,25 +128,24 @@ def check_params(params: Any, cfg: TransformerConfig) -> None:
     """
     if not isinstance(cfg, TransformerConfig):
         raise DTypeError(f"cfg must be a sa.nn.TransformerConfig; got {type(cfg).__name__} {cfg!r:.60}")
-    fix = ("build the params for this config with sa.nn.init_transformer(cfg, mesh), or pass the config they "
-           "were built with")
+    fix = (
+        "build the params for this config with sa.nn.init_transformer(cfg, mesh), or pass the config they "
+        "were built with"
+    )
     if not isinstance(params, Mapping):
-        raise DTypeError(f"params must be a dict {{name: ShardArray}} from sa.nn.init_transformer; got "
-                         f"{type(params).__name__}")
+        raise DTypeError(
+            f"params must be a dict {{name: ShardArray}} from sa.nn.init_transformer; got {type(params).__name__}"
+        )
     sizes = cfg.sizes
     for name, dims in param_shapes(cfg).items():
         if name not in params:
-            raise DimensionError(
-                f"params[{name!r}] is missing: the params do not fit the config {cfg!r}; {fix}"
-            )
+            raise DimensionError(f"params[{name!r}] is missing: the params do not fit the config {cfg!r}; {fix}")
         p = params[name]
         if not isinstance(p, ShardArray):
             raise DTypeError(f"params[{name!r}] is a {type(p).__name__}, not a ShardArray; {fix}")
         want = {d: sizes[d] for d in dims}
         if p.sizes != want:
-            raise DimensionError(
-                f"params[{name!r}] has sizes {p.sizes} but the config {cfg!r} gives it {want}; {fix}"
-            )
+            raise DimensionError(f"params[{name!r}] has sizes {p.sizes} but the config {cfg!r} gives it {want}; {fix}")
     shapes = param_shapes(cfg)
     for name in params:
         if name not in shapes:
@@ -157,8 +157,9 @@ def check_params(params: Any, cfg: TransformerConfig) -> None:
 def _check_tokens(tokens: Any, cfg: TransformerConfig, what: str) -> None:
     require_ids(tokens, "transformer_loss", what)
     if set(tokens.dims) != {"batch", "seq"}:
-        raise DimensionError(f"{what} must have dims ('batch', 'seq'); got {tokens.sizes} "
-                             f"(rename them with {what}.rename({{...}}))")
+        raise DimensionError(
+            f"{what} must have dims ('batch', 'seq'); got {tokens.sizes} (rename them with {what}.rename({{...}}))"
+        )
     if tokens.sizes["seq"] != cfg.seq_len:
         raise DimensionError(
             f"{what} has seq {tokens.sizes['seq']} but the model was built for seq_len {cfg.seq_len}: pass "
@@ -173,8 +174,9 @@ def _ids_in_vocab(fn: Any, what: str, cfg: TransformerConfig) -> Any:
     except DimensionError as e:
         if "must lie in" not in str(e):
             raise
-        raise DimensionError(f"{what} hold ids outside the model's vocab {cfg.vocab} (ids must lie in "
-                             f"[0, {cfg.vocab})): {e}") from None
+        raise DimensionError(
+            f"{what} hold ids outside the model's vocab {cfg.vocab} (ids must lie in [0, {cfg.vocab})): {e}"
+        ) from None
 
 
 def transformer_logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> ShardArray:
@@ -194,8 +196,9 @@ def _cast(params: Params, dtype: Any) -> Params:
     if dtype is None:
         return params
     dt, norms = as_dtype(dtype), _low(dtype)  # in 16 bits the layer norms keep their float32 gains and biases
-    return {k: v if v.dtype == dt or (norms and k.endswith((".gain", ".bias"))) else v.astype(dt)
-            for k, v in params.items()}
+    return {
+        k: v if v.dtype == dt or (norms and k.endswith((".gain", ".bias"))) else v.astype(dt) for k, v in params.items()
+    }
 
 
 def _norm(x: ShardArray, params: Params, name: str, cfg: TransformerConfig) -> ShardArray:
@@ -204,8 +207,12 @@ def _norm(x: ShardArray, params: Params, name: str, cfg: TransformerConfig) -> S
     if not _low(cfg.compute_dtype):
         return layer_norm(x, gain, bias, eps=cfg.eps)
     f32 = "float32"
-    y = layer_norm(x.astype(f32), gain if gain.dtype == f32 else gain.astype(f32),
-                   bias if bias.dtype == f32 else bias.astype(f32), eps=cfg.eps)
+    y = layer_norm(
+        x.astype(f32),
+        gain if gain.dtype == f32 else gain.astype(f32),
+        bias if bias.dtype == f32 else bias.astype(f32),
+        eps=cfg.eps,
+    )
     return y.astype(cfg.compute_dtype)
 
 
@@ -246,8 +253,9 @@ def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cf
     _check_tokens(tokens, cfg, "tokens")
     _check_tokens(targets, cfg, "targets")
     if targets.sizes != tokens.sizes:
-        raise DimensionError(f"targets have sizes {targets.sizes} but tokens have {tokens.sizes}: give one "
-                             f"target per token")
+        raise DimensionError(
+            f"targets have sizes {targets.sizes} but tokens have {tokens.sizes}: give one target per token"
+        )
     logits = _logits(params, tokens, cfg)
     return _ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg).mean()
 

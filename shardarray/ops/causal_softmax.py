@@ -61,12 +61,15 @@ def _check(scores: ShardArray, dims: tuple[str, str]) -> None:
         raise DimensionError(f"causal_softmax: dims must be (query dim, key dim), two names; got {dims!r}")
     missing = [d for d in dims if d not in scores.dims]
     if missing:
-        raise DimensionError(f"causal_softmax: the scores {scores.dims} lack the dim(s) {missing}; name the query "
-                             f"and key dims with dims=(query, key)")
+        raise DimensionError(
+            f"causal_softmax: the scores {scores.dims} lack the dim(s) {missing}; name the query "
+            f"and key dims with dims=(query, key)"
+        )
     q, k = (scores.sizes[d] for d in dims)
     if q != k:
-        raise DimensionError(f"causal_softmax: the causal mask needs as many queries as keys; {dims[0]} has {q} "
-                             f"and {dims[1]} has {k}")
+        raise DimensionError(
+            f"causal_softmax: the causal mask needs as many queries as keys; {dims[0]} has {q} and {dims[1]} has {k}"
+        )
 
 
 def _probabilities(scores: ShardArray, scale: float, dims: tuple[str, str]) -> ShardArray:
@@ -111,8 +114,12 @@ def _causal_softmax_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     grads: list[Any] = [None] * len(ctx.args)
     if _kernel_ready(x, dims):
         xr = x.resolve()
-        grads[0] = match(fused.map_like(xr, lambda xp, x, g: cuda_kernels.causal_softmax_rows_grad(xp, g, x, scale),
-                                        fused.like(g, xr)), x)
+        grads[0] = match(
+            fused.map_like(
+                xr, lambda xp, x, g: cuda_kernels.causal_softmax_rows_grad(xp, g, x, scale), fused.like(g, xr)
+            ),
+            x,
+        )
         return grads
     wide = compute_dtype(p.dtype)
     if wide is not None:

@@ -185,8 +185,9 @@ def map_blocks(
     classes = mesh.replica_classes(axes)
     if pure and len(classes) > 1 and usable(mesh.backend):
         nbytes = sum(int(getattr(s[rep], "nbytes", 0)) for rep, _ in classes for s in shard_lists)  # array operands
-        results = run_all([functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes], nbytes,
-                          mesh.backend)
+        results = run_all(
+            [functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes], nbytes, mesh.backend
+        )
     else:
         scope = mesh.backend.device_scope
         results = []
@@ -241,7 +242,9 @@ def _meta_classes(mesh: Mesh, axes: Iterable[str]) -> tuple[np.ndarray, np.ndarr
     return hit
 
 
-def _map_meta(mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]) -> Sequence[Any]:
+def _map_meta(
+    mesh: Mesh, axes: Iterable[str], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]
+) -> Sequence[Any]:
     """``map_blocks`` on shapes: ``fn`` runs once per distinct operand class, the result is a ``ClassList``.
 
     Each device's operands are those of its replica class's representative

@@ -26,8 +26,7 @@ from .structure import transpose
 
 def _check(arrays: Any, what: str) -> list[ShardArray]:
     if isinstance(arrays, ShardArray) or not isinstance(arrays, Sequence) or not arrays:
-        raise DimensionError(f"{what} takes a non-empty list of ShardArrays; got {arrays!r:.80}. "
-                             f"Pass e.g. [x, y]")
+        raise DimensionError(f"{what} takes a non-empty list of ShardArrays; got {arrays!r:.80}. Pass e.g. [x, y]")
     out = [require_array(a, what, f"arrays[{i}]") for i, a in enumerate(arrays)]
     common_mesh(out, what)
     return out
@@ -39,8 +38,10 @@ def _same_dims(arrays: list[ShardArray], what: str, free: str | None) -> list[Sh
     out = [first]
     for i, a in enumerate(arrays[1:], 1):
         if set(a.dims) != set(first.dims):
-            raise DimensionError(f"{what}: arrays[0] has dims {first.sizes} but arrays[{i}] has {a.sizes}; every "
-                                 f"array needs the same dim names (rename with .rename({{old: new}}))")
+            raise DimensionError(
+                f"{what}: arrays[0] has dims {first.sizes} but arrays[{i}] has {a.sizes}; every "
+                f"array needs the same dim names (rename with .rename({{old: new}}))"
+            )
         for d in first.dims:
             if d != free and a.sizes[d] != first.sizes[d]:
                 raise DimensionError(
@@ -83,8 +84,10 @@ def concat(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
     arrays = _check(arrays, f"concat along {dim!r}")
     for i, a in enumerate(arrays):
         if dim not in a.dims:
-            raise DimensionError(f"concat along {dim!r}: arrays[{i}] {a.sizes} has no dim {dim!r}; use sa.stack "
-                                 f"to join along a new dim, or pass one of the dims {a.dims}")
+            raise DimensionError(
+                f"concat along {dim!r}: arrays[{i}] {a.sizes} has no dim {dim!r}; use sa.stack "
+                f"to join along a new dim, or pass one of the dims {a.dims}"
+            )
     arrays = _same_dims(arrays, f"concat along {dim!r}", dim)
     if len(arrays) == 1:
         return arrays[0]
@@ -103,8 +106,11 @@ def new_dim(x: ShardArray, name: str, position: int = 0) -> ShardArray:
     check_dims(x.dims[:position] + (name,) + x.dims[position:], f"the array {x.sizes} with new dim {name!r}")
     xp = x.mesh.backend.xp
     shards = map_blocks(x.mesh, x.spec.used_axes.union(x.pending), lambda b: xp.expand_dims(b, position), x.shards)
-    layout = Layout(x.dims[:position] + (name,) + x.dims[position:], x.shape[:position] + (1,) + x.shape[position:],
-                    x.spec.axes[:position] + ((),) + x.spec.axes[position:])
+    layout = Layout(
+        x.dims[:position] + (name,) + x.dims[position:],
+        x.shape[:position] + (1,) + x.shape[position:],
+        x.spec.axes[:position] + ((),) + x.spec.axes[position:],
+    )
     return ShardArray(x.mesh, layout, x.dtype, shards, x.pending)
 
 
@@ -126,8 +132,10 @@ def stack(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
     """
     arrays = _check(arrays, f"stack along {dim!r}")
     if dim in arrays[0].dims:
-        raise DimensionError(f"stack along {dim!r}: the arrays already have a dim {dim!r} {arrays[0].sizes}; "
-                             f"use sa.concat to join along it, or name a new dim")
+        raise DimensionError(
+            f"stack along {dim!r}: the arrays already have a dim {dim!r} {arrays[0].sizes}; "
+            f"use sa.concat to join along it, or name a new dim"
+        )
     arrays = _same_dims(arrays, f"stack along {dim!r}", None)
     parts = [new_dim(a, dim, 0) for a in arrays]
     return parts[0] if len(parts) == 1 else _concat(dim, *parts)

@@ -46,8 +46,10 @@ def from_blocks(
     """An array whose block on each device is ``make(bounds)`` (once per distinct block)."""
     if not mesh.backend.has_data and mesh.comm_kind != "mpi":  # meta: once per block-shape class
         index, reps = block_shape_classes(mesh, layout)
-        blocks = [make(tuple(dim_bounds(mesh, n, axes, mesh.device_coords[r])
-                             for n, axes in zip(layout.sizes, layout.axes))) for r in reps]
+        blocks = [
+            make(tuple(dim_bounds(mesh, n, axes, mesh.device_coords[r]) for n, axes in zip(layout.sizes, layout.axes)))
+            for r in reps
+        ]
         return ShardArray(mesh, layout, dtype, ClassList(blocks, index))
     bounds = block_bounds(mesh, layout)
     out: list[Any] = [None] * mesh.size
@@ -189,7 +191,9 @@ def asarray(
     as_dtype(host.dtype)
     if dims is None:
         if host.ndim:
-            raise DimensionError(f"asarray needs dims=(...) naming the {host.ndim} dims of an array of shape {host.shape}")
+            raise DimensionError(
+                f"asarray needs dims=(...) naming the {host.ndim} dims of an array of shape {host.shape}"
+            )
         dims = ()
     dims = check_dims(dims, what=f"asarray of shape {host.shape}")
     if len(dims) != host.ndim:
@@ -203,8 +207,12 @@ def asarray(
     # host[(*idx, ...)] is an array even for 0-d data (host[()] would be a NumPy scalar). Shards in host memory
     # (NumPy) are copies: a view would change with the caller's array, and so would a cached id range
     own = backend.xp is np
-    shards = map_blocks(mesh, lay.used_axes, lambda idx: backend.from_numpy(
-        np.array(host[(*idx, Ellipsis)], order="C") if own else host[(*idx, Ellipsis)]), slices)
+    shards = map_blocks(
+        mesh,
+        lay.used_axes,
+        lambda idx: backend.from_numpy(np.array(host[(*idx, Ellipsis)], order="C") if own else host[(*idx, Ellipsis)]),
+        slices,
+    )
     out = ShardArray(mesh, lay, host.dtype, shards)
     if host.dtype.kind in "iu" and host.size and backend.has_data:  # ids from the host: their range is free here
         out.host_range = (int(host.min()), int(host.max()))

@@ -67,7 +67,9 @@ def expand_dims(x: ShardArray, dim: str, position: int = 0) -> ShardArray:
     """
     x = require_array(x, "expand_dims")
     if not isinstance(dim, str):
-        raise DimensionError(f"expand_dims: the new dim is named by a string; got {dim!r} (the array's dims are {x.dims})")
+        raise DimensionError(
+            f"expand_dims: the new dim is named by a string; got {dim!r} (the array's dims are {x.dims})"
+        )
     check_dims((dim,), what="expand_dims")
     if dim in x.dims:
         raise DimensionError(f"expand_dims: {dim!r} is already a dim of the array {x.sizes}; choose a new name")
@@ -81,8 +83,11 @@ def expand_dims(x: ShardArray, dim: str, position: int = 0) -> ShardArray:
         )
     if pos < 0:
         pos += x.ndim + 1
-    spec = Layout(x.dims[:pos] + (dim,) + x.dims[pos:], x.shape[:pos] + (1,) + x.shape[pos:],
-                  x.spec.axes[:pos] + ((),) + x.spec.axes[pos:])
+    spec = Layout(
+        x.dims[:pos] + (dim,) + x.dims[pos:],
+        x.shape[:pos] + (1,) + x.shape[pos:],
+        x.spec.axes[:pos] + ((),) + x.spec.axes[pos:],
+    )
     xp = x.mesh.backend.xp
     shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: xp.expand_dims(s, pos), x.shards)
     return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)

@@ -119,7 +119,13 @@ def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> A
         if type(op) is not ShardArray:
             return None
     # plans.array_key per operand, inlined (a list, not a generator: this runs on every einsum)
-    return (eq, out_key, algorithm, plans.context_key(), *[(id(op.mesh), op._layout, op.dtype, op.pending) for op in ops])
+    return (
+        eq,
+        out_key,
+        algorithm,
+        plans.context_key(),
+        *[(id(op.mesh), op._layout, op.dtype, op.pending) for op in ops],
+    )
 
 
 def _plan(args: tuple[Any, ...], out: Any, algorithm: str) -> tuple[Any, Any, ContractPlan | None]:

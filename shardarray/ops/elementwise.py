@@ -70,8 +70,20 @@ def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardAr
 class _Plan:
     """What ``apply`` works out for one operand signature (see ``plans``): everything but the per-shard work."""
 
-    __slots__ = ("bf16", "classes", "direct", "layout", "mesh", "moves", "pending", "scalars", "slots", "template",
-                 "used", "xp")
+    __slots__ = (
+        "bf16",
+        "classes",
+        "direct",
+        "layout",
+        "mesh",
+        "moves",
+        "pending",
+        "scalars",
+        "slots",
+        "template",
+        "used",
+        "xp",
+    )
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():
@@ -102,8 +114,14 @@ def apply(
         lead: the index, among the array operands, of the one whose dims come first
             in the result and whose layout wins (0: the first array).
     """
-    key: Any = (name, kind, domain, lead, plans.context_key(),  # plans.array_key per array operand, inlined
-                *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args])
+    key: Any = (
+        name,
+        kind,
+        domain,
+        lead,
+        plans.context_key(),  # plans.array_key per array operand, inlined
+        *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
+    )
     plan = plans.ELEMENTWISE.get(key)
     if plan is None:
         plan = _plan(name, args, kind, domain, lead)
@@ -114,6 +132,7 @@ def apply(
         shard_lists.append((a if move is None else to_axes(a, move[0], move[1])).shards)
     xp = plan.xp
     if plan.direct:
+
         def block(*shards: Any) -> Any:
             return fn(xp, *shards)
     else:
@@ -180,10 +199,16 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
     used = {a for ax in axes.values() for a in ax}.union(pending)
     fast = mesh.backend.has_data and mesh.backend.device_scope is None
     return _Plan(
-        mesh=mesh, xp=xp, slots=slots, moves=tuple(moves),
+        mesh=mesh,
+        xp=xp,
+        slots=slots,
+        moves=tuple(moves),
         template=tuple(t if i in slots else None for i, t in enumerate(template)),
-        scalars=scalars, direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
-        bf16=bf16, classes=mesh.replica_classes(used) if fast else None, used=frozenset(used),
+        scalars=scalars,
+        direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
+        bf16=bf16,
+        classes=mesh.replica_classes(used) if fast else None,
+        used=frozenset(used),
         layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
         pending=mesh_order(mesh, pending),
     )

@@ -189,8 +189,11 @@ def from_local(
     from ..comm.spmd import check_enabled
 
     if check_enabled() and backend.has_data:
-        _check_replicas(mesh, lay, {d: backend.to_numpy(b) if not isinstance(b, np.ndarray) else b.astype(dt)
-                                    for d, b in raw.items()})
+        _check_replicas(
+            mesh,
+            lay,
+            {d: backend.to_numpy(b) if not isinstance(b, np.ndarray) else b.astype(dt) for d, b in raw.items()},
+        )
     shards: list[Any] = [None] * mesh.size
     scope = backend.device_scope
     classes = dict(mesh.replica_classes(lay.used_axes)) if by_class else {}

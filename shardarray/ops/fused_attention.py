@@ -37,10 +37,17 @@ def ready(q: ShardArray, k: ShardArray, v: ShardArray) -> bool:
     """Whether the fused op applies: NumPy float32/float64 shards, dims as above, seq/kseq/d_kv unsplit, same layout."""
     return (
         all(isinstance(a, ShardArray) for a in (q, k, v))
-        and q.dims == Q_DIMS and k.dims == KV_DIMS and v.dims == KV_DIMS
-        and fused_numpy.is_numpy(q) and not fused.kernels_for(q, "softmax") and q.dtype == k.dtype == v.dtype and q.mesh is k.mesh is v.mesh
-        and q.sizes["seq"] == k.sizes["kseq"] == v.sizes["kseq"] > 0 and k.sizes["d_kv"] == q.sizes["d_kv"]
-        and not any(q.spec.of(d) for d in ("seq", "d_kv")) and q.spec.axes == k.spec.axes == v.spec.axes
+        and q.dims == Q_DIMS
+        and k.dims == KV_DIMS
+        and v.dims == KV_DIMS
+        and fused_numpy.is_numpy(q)
+        and not fused.kernels_for(q, "softmax")
+        and q.dtype == k.dtype == v.dtype
+        and q.mesh is k.mesh is v.mesh
+        and q.sizes["seq"] == k.sizes["kseq"] == v.sizes["kseq"] > 0
+        and k.sizes["d_kv"] == q.sizes["d_kv"]
+        and not any(q.spec.of(d) for d in ("seq", "d_kv"))
+        and q.spec.axes == k.spec.axes == v.spec.axes
     )
 
 
@@ -99,8 +106,11 @@ def _backward(g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any
     dq = np.matmul(dp, k.transpose(0, 2, 1, 3))
     dk = np.matmul(dp.transpose(0, 1, 3, 2), q.transpose(0, 2, 1, 3))
     back = (0, 2, 1, 3)
-    return (np.ascontiguousarray(dq.transpose(back)), np.ascontiguousarray(dk.transpose(back)),
-            np.ascontiguousarray(dv.transpose(back)))
+    return (
+        np.ascontiguousarray(dq.transpose(back)),
+        np.ascontiguousarray(dk.transpose(back)),
+        np.ascontiguousarray(dv.transpose(back)),
+    )
 
 
 @register_vjp("causal_attention")

@@ -39,8 +39,12 @@ def is_numpy(x: Any) -> bool:
     """
     backend = x.mesh.backend
     xp = backend.xp
-    return (not (profiler.ACTIVE and profiler.profiling()) and backend.has_data
-            and (xp is np or getattr(xp, "__name__", "") == "numpy") and np.dtype(x.dtype) in _FLOATS)
+    return (
+        not (profiler.ACTIVE and profiler.profiling())
+        and backend.has_data
+        and (xp is np or getattr(xp, "__name__", "") == "numpy")
+        and np.dtype(x.dtype) in _FLOATS
+    )
 
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -117,8 +121,9 @@ def cross_entropy_rows_grad(xp: Any, g: Any, x: Any, t: Any, lse: Any) -> Any:
 
 
 # ------------------------------------------------------------------ Adam
-def adam(xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: float, c2: float, eps: float,
-         decay: float) -> tuple[Any, Any, Any]:
+def adam(
+    xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: float, c2: float, eps: float, decay: float
+) -> tuple[Any, Any, Any]:
     """One Adam step, new ``(p, m, v)``, in one pass per parameter with two temporaries (``cuda_kernels.adam``).
 
     The same operations, in the same order, as ``sa.optim.Adam``'s array path

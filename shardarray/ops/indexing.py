@@ -171,7 +171,7 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
         xb = xp.transpose(xb, x_perm)
         shared = xb.shape[: len(plan.shared)]
         n = xb.shape[len(plan.shared)]
-        rest = xb.shape[len(plan.shared) + 1:]
+        rest = xb.shape[len(plan.shared) + 1 :]
         own = plan.sizes_of(ib, ids.dims, plan.own)
         table = xb.reshape(math.prod(shared), n, math.prod(rest))
         rel, inside = plan.local_ids(xp, ib, ids.dims, lows[device], n)
@@ -234,8 +234,8 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
         n = hi - lo
         gb = xp.transpose(gb, g_perm)
         shared = gb.shape[: len(plan.shared)]
-        own = gb.shape[len(plan.shared): len(plan.shared) + len(plan.own)]
-        rest = gb.shape[len(plan.shared) + len(plan.own):]
+        own = gb.shape[len(plan.shared) : len(plan.shared) + len(plan.own)]
+        rest = gb.shape[len(plan.shared) + len(plan.own) :]
         s, r = math.prod(shared), math.prod(rest)
         vals = gb.reshape(s, math.prod(own), r)
         rel, inside = plan.local_ids(xp, ib, ids.dims, lo, n)
@@ -293,6 +293,8 @@ def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout
             f"one_hot: the new dim {dim!r} is already a dim of ids {ids.sizes}; name the new dim differently"
         )
     mesh = ids.mesh
-    rng = asarray(np.arange(size), dims=(dim,), mesh=mesh, layout={dim: layout[dim]} if layout and dim in layout else {})
+    rng = asarray(
+        np.arange(size), dims=(dim,), mesh=mesh, layout={dim: layout[dim]} if layout and dim in layout else {}
+    )
     out = astype(equal(ids, rng), dtype)
     return out if layout is None else out.relayout(layout)

@@ -53,21 +53,28 @@ def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
             raise DTypeError(f"{what}: the mask must be boolean; got dtype {arr.dtype}; compare first, e.g. x > 0")
         if arr.ndim > x.ndim:
             raise DimensionError(f"{what}: a mask of shape {arr.shape} has more dims than the array {x.sizes}")
-        mask = asarray(arr, dims=x.dims[:arr.ndim], mesh=x.mesh)
+        mask = asarray(arr, dims=x.dims[: arr.ndim], mesh=x.mesh)
     if mask.dtype.kind != "b":
-        raise DTypeError(f"{what}: the mask {mask.sizes} must be boolean; got dtype {mask.dtype}; "
-                         f"compare first, e.g. mask = x > 0")
+        raise DTypeError(
+            f"{what}: the mask {mask.sizes} must be boolean; got dtype {mask.dtype}; compare first, e.g. mask = x > 0"
+        )
     common_mesh([x, mask], what)
     for d in mask.dims:
         if d not in x.dims:
-            raise DimensionError(f"{what}: mask dim {d!r} ({mask.sizes}) is not a dim of the array {x.sizes}; "
-                                 f"a mask names some of the array's dims")
+            raise DimensionError(
+                f"{what}: mask dim {d!r} ({mask.sizes}) is not a dim of the array {x.sizes}; "
+                f"a mask names some of the array's dims"
+            )
         if mask.sizes[d] != x.sizes[d]:
-            raise DimensionError(f"{what}: dim {d!r} has size {mask.sizes[d]} in the mask but {x.sizes[d]} in the "
-                                 f"array {x.sizes}; the sizes must match")
+            raise DimensionError(
+                f"{what}: dim {d!r} has size {mask.sizes[d]} in the mask but {x.sizes[d]} in the "
+                f"array {x.sizes}; the sizes must match"
+            )
     if mask.ndim == 0:
-        raise DimensionError(f"{what}: a 0-d mask selects nothing by dim; give a mask with some of the dims "
-                             f"{x.dims}, or use sa.where(mask, x, 0)")
+        raise DimensionError(
+            f"{what}: a 0-d mask selects nothing by dim; give a mask with some of the dims "
+            f"{x.dims}, or use sa.where(mask, x, 0)"
+        )
     return mask.resolve() if mask.pending else mask
 
 
@@ -86,7 +93,7 @@ class _Plan:
         target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
         self.moved = target != xt.spec.axes
         self.x = to_axes(xt, target, False)
-        self.mask = to_axes(mask, target[:len(self.mdims)], False)
+        self.mask = to_axes(mask, target[: len(self.mdims)], False)
         self.m = len(self.mdims)
         self.radix = [self.mesh.axis_size(a) for a in self.axes]
         self.members = {d: j for g in self.mesh.groups(self.axes) for j, d in enumerate(g)}
@@ -154,8 +161,8 @@ def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
 
     def local(xb: Any, mb: Any) -> Any:
         if isinstance(xb, MetaArray):
-            return MetaArray((0,) + xb.shape[p.m:], x.dtype)
-        rows = xb.reshape((math.prod(xb.shape[:p.m]),) + xb.shape[p.m:])
+            return MetaArray((0,) + xb.shape[p.m :], x.dtype)
+        rows = xb.reshape((math.prod(xb.shape[: p.m]),) + xb.shape[p.m :])
         return rows[p.flat(mb)]
 
     picked = map_blocks(mesh, p.x.spec.used_axes, local, p.x.shards, p.mask.shards)
@@ -174,7 +181,7 @@ def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
         pieces = []
         for lo, hi in out_blocks:
             a, b = max(lo, off) - off, min(hi, off + s.shape[0]) - off
-            pieces.append(s[max(a, 0):max(b, max(a, 0))])
+            pieces.append(s[max(a, 0) : max(b, max(a, 0))])
         send[d] = pieces
     if n > 1:
         shards = mesh.comm.alltoallv(send, p.axes, 0)
@@ -212,8 +219,10 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     if node is not None and node.tape.recording():
         from ..errors import TapeError
 
-        raise TapeError(f"x[mask] = v on {x._describe()} inside sa.value_and_grad: writes in place are not "
-                        f"differentiable; build the new value with sa.where(mask, v, x)")
+        raise TapeError(
+            f"x[mask] = v on {x._describe()} inside sa.value_and_grad: writes in place are not "
+            f"differentiable; build the new value with sa.where(mask, v, x)"
+        )
     mask = _as_mask(x, mask, "x[mask] = v")
     if not isinstance(v, ShardArray):
         arr = np.asarray(v)
@@ -240,18 +249,22 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     positional = positional or all(d.startswith("__v") for d in v.dims)  # x[mask] = v by position
     if not positional and len(extra) == 1 and v.ndim == len(want):
         if v.sizes[extra[0]] != total or tuple(v.sizes[d] for d in p.rest) != rest_shape:
-            raise DimensionError(f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes}; "
-                                 f"v {v.sizes} must have {total} entries along {extra[0]!r} and the kept dims "
-                                 f"{dict(zip(p.rest, rest_shape))}")
+            raise DimensionError(
+                f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes}; "
+                f"v {v.sizes} must have {total} entries along {extra[0]!r} and the kept dims "
+                f"{dict(zip(p.rest, rest_shape))}"
+            )
         v = transpose.__wrapped__(v, extra + p.rest).rename({extra[0]: "__sel"})
     elif v.shape == want:
         v = v.rename(dict(zip(v.dims, ("__sel",) + p.rest)))
     elif (positional or all(d.startswith("__v") for d in v.dims)) and _broadcasts(v.shape, want):
         v = _broadcast_positional(v, ("__sel",) + p.rest, want)  # NumPy's rule: right-aligned, size 1 stretches
     else:
-        raise DimensionError(f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes} (shape "
-                             f"{want} selected); v has shape {v.shape}, which does not broadcast to it; give a "
-                             f"scalar or a value of shape {want}")
+        raise DimensionError(
+            f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes} (shape "
+            f"{want} selected); v has shape {v.shape}, which does not broadcast to it; give a "
+            f"scalar or a value of shape {want}"
+        )
     v = v.resolve() if v.pending else v
     v = to_axes(v, (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest), False)
     mesh = p.mesh
@@ -274,7 +287,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
             pieces = []
             for i in range(n):
                 a, b = max(lo, offs[i]), min(hi, offs[i + 1])
-                pieces.append(vb[max(a - lo, 0):max(b - lo, max(a - lo, 0))].astype(x.dtype))
+                pieces.append(vb[max(a - lo, 0) : max(b - lo, max(a - lo, 0))].astype(x.dtype))
             send[d] = pieces
     recv = mesh.comm.alltoallv(send, p.axes, 0) if n > 1 else [None if s is None else s[0] for s in send]
 
@@ -282,7 +295,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         if isinstance(xb, MetaArray):
             return xb
         out = xb.copy()
-        rows = out.reshape((math.prod(out.shape[:p.m]),) + out.shape[p.m:])
+        rows = out.reshape((math.prod(out.shape[: p.m]),) + out.shape[p.m :])
         rows[p.flat(mb)] = vb
         return rows.reshape(xb.shape)
 
@@ -300,21 +313,19 @@ def _replace(x: ShardArray, new: ShardArray) -> None:
     x._resolved = None
 
 
-
-
-
 def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
     """A positional mask (ShardArray or NumPy bool) naming ``x``'s leading dims by position."""
     shape = tuple(mask.shape)
-    if len(shape) > x.ndim or shape != x.shape[:len(shape)]:
-        raise DimensionError(f"{what}: a boolean mask of shape {shape} must match the leading axes of the array "
-                             f"of shape {x.shape}")
+    if len(shape) > x.ndim or shape != x.shape[: len(shape)]:
+        raise DimensionError(
+            f"{what}: a boolean mask of shape {shape} must match the leading axes of the array of shape {x.shape}"
+        )
     if isinstance(mask, ShardArray):
         if mask.dtype.kind != "b":
             raise DTypeError(f"{what}: the mask must be boolean; got dtype {mask.dtype}")
         from .structure import rename
 
-        names = dict(zip(mask.dims, x.dims[:mask.ndim]))
+        names = dict(zip(mask.dims, x.dims[: mask.ndim]))
         if any(k != v for k, v in names.items()):
             tmp = {d: f"__m{i}" for i, d in enumerate(mask.dims)}
             mask = rename(rename(mask, tmp), {f"__m{i}": x.dims[i] for i in range(mask.ndim)})
@@ -357,9 +368,8 @@ def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int
     added in front): a local repeat of each device's block, no communication."""
     from .structure import broadcast_to, rename
 
-    aligned = names[len(want) - v.ndim:]
-    keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim:])
-            if size == full}
+    aligned = names[len(want) - v.ndim :]
+    keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim :]) if size == full}
     drop = {d: 0 for d in v.dims if d not in keep}
     v = rename(v.isel(drop) if drop else v, keep)
     return broadcast_to(v, dict(zip(names, want)))
@@ -378,9 +388,8 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
         if v.ndim == x.ndim + 1 and v.shape[0] == 1:
             v = v.isel({v.dims[0]: 0})
         if v.ndim > x.ndim or any(a not in (1, b) for a, b in zip(v.shape[::-1], x.shape[::-1])):
-            raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape "
-                                 f"{x.shape}")
-        names = x.dims[x.ndim - v.ndim:]
+            raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape {x.shape}")
+        names = x.dims[x.ndim - v.ndim :]
         v = rename(rename(v, {d: f"__w{i}" for i, d in enumerate(v.dims)}), {f"__w{i}": n for i, n in enumerate(names)})
         new = broadcast_to(v.astype(x.dtype), x.sizes) if v.shape != x.shape else v.astype(x.dtype)
         _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
@@ -407,13 +416,17 @@ def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:
     else:
         arr = np.asarray(mask)
         if arr.ndim != 1 or arr.shape[0] != x.sizes[dim]:
-            raise DimensionError(f"isel: a boolean mask for dim {dim!r} (size {x.sizes[dim]}) must be 1-D of "
-                                 f"that length; got shape {arr.shape}")
+            raise DimensionError(
+                f"isel: a boolean mask for dim {dim!r} (size {x.sizes[dim]}) must be 1-D of "
+                f"that length; got shape {arr.shape}"
+            )
         from .creation import asarray
 
         mask = asarray(arr, dims=(dim,), mesh=x.mesh)
     out = select(x, mask, new_dim=dim)
     return transpose(out, x.dims)
+
+
 __all__ = ["bool_key", "getitem_mask", "mask_assign", "select", "select_along", "setitem_mask"]
 
 

@@ -159,8 +159,7 @@ def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
 
 @differentiable("clip", resolve_inputs=True)
 def _clip(x: ShardArray, lo: Any, hi: Any) -> ShardArray:
-    return apply("clip", lambda xp, a, lo, hi: xp.minimum(xp.maximum(a, lo), hi),
-                 (x, lo, hi), domain="real")
+    return apply("clip", lambda xp, a, lo, hi: xp.minimum(xp.maximum(a, lo), hi), (x, lo, hi), domain="real")
 
 
 @differentiable("clip_lo", resolve_inputs=True)

@@ -51,7 +51,7 @@ __all__ = [
     "trunc",
 ]
 
-_EXAMPLE = '''
+_EXAMPLE = """
 
     Runs ``{ufunc}`` on every block (no communication).
 
@@ -61,11 +61,15 @@ _EXAMPLE = '''
         >>> y = sa.{name}(x)
         >>> y.dims, y.layout, np.array_equal(y.numpy(), np.{ufunc}(x.numpy()), equal_nan=True)
         (('a', 'b'), {{'a': ('row',)}}, True)
-    '''
+    """
 
 
 def _make(
-    name: str, ufunc: str, domain: str | None, doc: str, values: tuple[str, ...] = ("0.25", "-0.5", "0.75", "0.0"),
+    name: str,
+    ufunc: str,
+    domain: str | None,
+    doc: str,
+    values: tuple[str, ...] = ("0.25", "-0.5", "0.75", "0.0"),
     differentiable_: bool = True,
 ) -> Callable[[ShardArray], ShardArray]:
     """One unary op ``name`` running ``xp.<ufunc>`` per block, registered with the autograd when differentiable."""
@@ -90,10 +94,17 @@ sign = _make("sign", "sign", "numeric", "Elementwise sign: -1, 0 or 1 (0 for ``�
 floor = _make("floor", "floor", "real_numeric", "Elementwise floor (the largest integer not above x).", _RND)
 ceil = _make("ceil", "ceil", "real_numeric", "Elementwise ceiling (the smallest integer not below x).", _RND)
 trunc = _make("trunc", "trunc", "real_numeric", "Elementwise truncation toward zero.", _RND)
-round = _make("round", "round", "numeric", "Elementwise rounding to the nearest integer, halves to even (as NumPy).", _RND)
+round = _make(
+    "round", "round", "numeric", "Elementwise rounding to the nearest integer, halves to even (as NumPy).", _RND
+)
 square = _make("square", "square", "numeric", "Elementwise ``x * x``.", _INT)
-reciprocal = _make("reciprocal", "reciprocal", "inexact", "Elementwise ``1 / x`` (floating-point arrays).",
-                  ("0.25", "-0.5", "0.75", "2.0"))
+reciprocal = _make(
+    "reciprocal",
+    "reciprocal",
+    "inexact",
+    "Elementwise ``1 / x`` (floating-point arrays).",
+    ("0.25", "-0.5", "0.75", "2.0"),
+)
 
 sin = _make("sin", "sin", "inexact", "Elementwise sine (radians).")
 cos = _make("cos", "cos", "inexact", "Elementwise cosine (radians).")
@@ -104,22 +115,51 @@ atan = _make("atan", "arctan", "inexact", "Elementwise inverse tangent (NumPy's 
 sinh = _make("sinh", "sinh", "inexact", "Elementwise hyperbolic sine.")
 cosh = _make("cosh", "cosh", "inexact", "Elementwise hyperbolic cosine.")
 asinh = _make("asinh", "arcsinh", "inexact", "Elementwise inverse hyperbolic sine (NumPy's ``arcsinh``).")
-acosh = _make("acosh", "arccosh", "inexact", "Elementwise inverse hyperbolic cosine (NumPy's ``arccosh``).",
-              ("1.5", "2.0", "1.0", "3.0"))
+acosh = _make(
+    "acosh",
+    "arccosh",
+    "inexact",
+    "Elementwise inverse hyperbolic cosine (NumPy's ``arccosh``).",
+    ("1.5", "2.0", "1.0", "3.0"),
+)
 atanh = _make("atanh", "arctanh", "inexact", "Elementwise inverse hyperbolic tangent (NumPy's ``arctanh``).")
 expm1 = _make("expm1", "expm1", "inexact", "Elementwise ``exp(x) - 1``, accurate for small x.")
 log1p = _make("log1p", "log1p", "inexact", "Elementwise ``log(1 + x)``, accurate for small x.")
 log2 = _make("log2", "log2", "inexact", "Elementwise base-2 logarithm.", ("0.25", "2.0", "8.0", "1.0"))
 log10 = _make("log10", "log10", "inexact", "Elementwise base-10 logarithm.", ("0.25", "10.0", "100.0", "1.0"))
 
-isnan = _make("isnan", "isnan", None, "Elementwise test for NaN (a bool array).", ("np.nan", "1.0", "-np.inf", "0.0"),
-              differentiable_=False)
-isinf = _make("isinf", "isinf", None, "Elementwise test for ±inf (a bool array).", ("np.nan", "1.0", "-np.inf", "0.0"),
-              differentiable_=False)
-isfinite = _make("isfinite", "isfinite", None, "Elementwise test for finite values (a bool array).",
-                 ("np.nan", "1.0", "-np.inf", "0.0"), differentiable_=False)
-signbit = _make("signbit", "signbit", "real", "Elementwise test of the sign bit (true for -0.0 and negatives).",
-                ("-0.0", "1.0", "-np.inf", "0.0"), differentiable_=False)
+isnan = _make(
+    "isnan",
+    "isnan",
+    None,
+    "Elementwise test for NaN (a bool array).",
+    ("np.nan", "1.0", "-np.inf", "0.0"),
+    differentiable_=False,
+)
+isinf = _make(
+    "isinf",
+    "isinf",
+    None,
+    "Elementwise test for ±inf (a bool array).",
+    ("np.nan", "1.0", "-np.inf", "0.0"),
+    differentiable_=False,
+)
+isfinite = _make(
+    "isfinite",
+    "isfinite",
+    None,
+    "Elementwise test for finite values (a bool array).",
+    ("np.nan", "1.0", "-np.inf", "0.0"),
+    differentiable_=False,
+)
+signbit = _make(
+    "signbit",
+    "signbit",
+    "real",
+    "Elementwise test of the sign bit (true for -0.0 and negatives).",
+    ("-0.0", "1.0", "-np.inf", "0.0"),
+    differentiable_=False,
+)
 
 
 def positive(x: ShardArray) -> ShardArray:

@@ -71,12 +71,21 @@ def _index(ndim: int, axis: int, sl: slice) -> tuple[slice, ...]:
 class MovePlan:
     """Who sends whom which entries: ``runs[j][i]`` = the ``(segment, k0, k1)`` member j sends member i."""
 
-    def __init__(self, src_sizes: Sequence[int], size: int, segments: Sequence[Segment], radix: Sequence[int],
-                 src_blocks: Sequence[Sequence[tuple[int, int]]] | None = None):
+    def __init__(
+        self,
+        src_sizes: Sequence[int],
+        size: int,
+        segments: Sequence[Segment],
+        radix: Sequence[int],
+        src_blocks: Sequence[Sequence[tuple[int, int]]] | None = None,
+    ):
         n = int(np.prod(radix)) if radix else 1
         self.n = n
-        self.src_blocks = ([list(b) for b in src_blocks] if src_blocks is not None else
-                           [[group_chunk(0, m, radix, j) for j in range(n)] for m in src_sizes])
+        self.src_blocks = (
+            [list(b) for b in src_blocks]
+            if src_blocks is not None
+            else [[group_chunk(0, m, radix, j) for j in range(n)] for m in src_sizes]
+        )
         self.out_blocks = [group_chunk(0, size, radix, i) for i in range(n)]
         self.segments = [tuple(int(v) for v in s) for s in segments]
         self.runs: list[list[list[tuple[int, int, int]]]] = []
@@ -105,7 +114,10 @@ class MovePlan:
 
 
 def move(
-    sources: Sequence[ShardArray], dim: str, size: int, segments: Sequence[Segment],
+    sources: Sequence[ShardArray],
+    dim: str,
+    size: int,
+    segments: Sequence[Segment],
     axes: tuple[str, ...] | None = None,
 ) -> ShardArray:
     """A new array whose ``dim`` (of ``size``) is filled from affine pieces of ``sources`` (zeros elsewhere).

@@ -72,8 +72,10 @@ def nonzero(x: ShardArray) -> tuple[ShardArray, ...]:
     """
     x = require_array(x, "sa.nonzero")
     if x.ndim == 0:
-        raise DimensionError("nonzero: a 0-d array has no indices (as in the array API standard); use "
-                             "sa.expand_dims(x, 'i') first, or bool(x)")
+        raise DimensionError(
+            "nonzero: a 0-d array has no indices (as in the array API standard); use "
+            "sa.expand_dims(x, 'i') first, or bool(x)"
+        )
     x = x.resolve() if x.pending else x
     mask = ew.not_equal(x, 0) if x.dtype.kind != "b" else x
     mesh, xp = x.mesh, x.mesh.backend.xp

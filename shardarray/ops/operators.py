@@ -22,8 +22,16 @@ from .logical import (
 from .math_binary import floor_divide, remainder
 
 __all__ = [
-    "abs", "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "floor_divide", "matmul", "remainder",
+    "abs",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "floor_divide",
+    "matmul",
+    "remainder",
 ]
 
 

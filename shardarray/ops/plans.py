@@ -139,7 +139,10 @@ def array_key(a: Any) -> tuple[Any, ...]:
 
 
 def map_classes(
-    size: int, classes: Sequence[tuple[int, Sequence[int]]], fn: Callable[..., Any], shard_lists: Sequence[Sequence[Any]]
+    size: int,
+    classes: Sequence[tuple[int, Sequence[int]]],
+    fn: Callable[..., Any],
+    shard_lists: Sequence[Sequence[Any]],
 ) -> list[Any]:
     """``common.map_blocks`` with the replica classes already looked up (data backends without device scopes)."""
     out: list[Any] = [None] * size

@@ -91,8 +91,14 @@ def uniform(
     """
     dt = as_float_dtype(dtype, "sa.random.uniform")
     key = _key(seed, 1)
-    return _make(mesh, sizes, layout, dt, "sa.random.uniform",
-                 lambda xp, i: _below(xp, low + (high - low) * _unit(xp, _hash(xp, i, key), False), dt, low, high))
+    return _make(
+        mesh,
+        sizes,
+        layout,
+        dt,
+        "sa.random.uniform",
+        lambda xp, i: _below(xp, low + (high - low) * _unit(xp, _hash(xp, i, key), False), dt, low, high),
+    )
 
 
 def _below(xp: Any, v: Any, dtype: np.dtype, low: float, high: float) -> Any:
@@ -151,7 +157,8 @@ def randint(
     """Integers in [low, high) (e.g. token ids), identical for every mesh and layout.
 
     Example:
-        >>> t = sa.random.randint(sa.Mesh({"row": 2, "col": 2}), {"batch": 4, "seq": 8}, 0, 256, layout={"batch": "row"})
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> t = sa.random.randint(mesh, {"batch": 4, "seq": 8}, 0, 256, layout={"batch": "row"})
         >>> t.dtype, bool((t.numpy() < 256).all())
         (dtype('int64'), True)
     """
@@ -162,5 +169,11 @@ def randint(
         raise ArgumentError(f"sa.random.randint needs high > low; got low={low}, high={high}")
     span = int(high) - int(low)
     key = _key(seed, 4)
-    return _make(mesh, sizes, layout, dt, "sa.random.randint",
-                 lambda xp, i: (_hash(xp, i, key) % xp.uint64(span)).astype(xp.int64) + int(low))
+    return _make(
+        mesh,
+        sizes,
+        layout,
+        dt,
+        "sa.random.randint",
+        lambda xp, i: (_hash(xp, i, key) % xp.uint64(span)).astype(xp.int64) + int(low),
+    )

@@ -66,7 +66,10 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         return x
     backend = x.mesh.backend
     index, acc = plan.index, plan.acc
-    block: Any = lambda s: backend.sum(s, index, acc)
+
+    def block(s: Any) -> Any:
+        return backend.sum(s, index, acc)
+
     if plan.classes is None:
         shards = map_blocks(x.mesh, plan.used, block, x.shards)
     else:
@@ -87,7 +90,7 @@ class _SumPlan:
 
 
 def _dims_key(dims: Any) -> Any:
-    """``dims`` as a cache key when it is None, a str/int, or a tuple of them (exact types: no bool, no float), else None."""
+    """``dims`` as a cache key when None, a str/int, or a tuple of them (exact types: no bool or float), else None."""
     if dims is None or type(dims) in (str, int):
         return (type(dims), dims)
     if type(dims) is tuple and builtins.all(type(d) in (str, int) for d in dims):
@@ -107,9 +110,13 @@ def _sum_plan(x: ShardArray, dims: tuple[str, ...]) -> Any:
     fast = mesh.backend.has_data and mesh.backend.device_scope is None
     sizes = x.sizes
     return _SumPlan(
-        index=index, acc=acc, used=used, classes=mesh.replica_classes(used) if fast else None,
+        index=index,
+        acc=acc,
+        used=used,
+        classes=mesh.replica_classes(used) if fast else None,
         layout=Layout(keep, tuple(sizes[d] for d in keep), tuple(axes.get(d, ()) for d in keep)),
-        pending=mesh_order(mesh, set(x.pending).union(reduced_axes)), mesh=mesh,
+        pending=mesh_order(mesh, set(x.pending).union(reduced_axes)),
+        mesh=mesh,
     )
 
 
@@ -266,9 +273,12 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
     red_axes = _reduced_axes(x, dims)
     if red_axes:
         gathered = _gather_partials(x, red_axes, shards)
-        shards = map_blocks(x.mesh, x.spec.used_axes,
-                            lambda s: _on_meta(s, (0,), s.dtype) if isinstance(s, MetaArray) else xp.prod(s, axis=0),
-                            gathered)
+        shards = map_blocks(
+            x.mesh,
+            x.spec.used_axes,
+            lambda s: _on_meta(s, (0,), s.dtype) if isinstance(s, MetaArray) else xp.prod(s, axis=0),
+            gathered,
+        )
     out = new_array(x.mesh, keep, x.sizes, axes, shards)
     return out if acc is None else out.astype(x.dtype)
 
@@ -350,8 +360,9 @@ def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str,
             return xp.stack([z, z, z, z])
         m = xp.mean(s, axis=index, keepdims=True)
         d = s - m
-        return xp.stack([xp.full(kept, n, dtype=acc), xp.reshape(m, kept), xp.sum(d, axis=index),
-                         xp.sum(d * d, axis=index)])
+        return xp.stack(
+            [xp.full(kept, n, dtype=acc), xp.reshape(m, kept), xp.sum(d, axis=index), xp.sum(d * d, axis=index)]
+        )
 
     red_axes = _reduced_axes(x, dims)
     used = x.spec.used_axes
@@ -364,7 +375,8 @@ def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str,
 
     def combine(p: Any) -> Any:
         # Chan et al.'s parallel combination in shifted form: with r the shift of the largest block,
-        # T1 = sum(x - r) = sum S1_i + n_i (m_i - r), T2 = sum((x - r)^2) = sum S2_i + 2 (m_i - r) S1_i + n_i (m_i - r)^2,
+        # T1 = sum(x - r) = sum S1_i + n_i (m_i - r),
+        # T2 = sum((x - r)^2) = sum S2_i + 2 (m_i - r) S1_i + n_i (m_i - r)^2,
         # M2 = T2 - T1^2 / N. The block means' rounding cancels exactly (the corrected two-pass algorithm).
         if isinstance(p, MetaArray):
             return _on_meta(p, (0, 1), x.dtype)

@@ -39,9 +39,9 @@ def _alltoall_target(cur: list[tuple[str, ...]], target: Sequence[tuple[str, ...
     for j in range(len(cur)):
         if j == i or not _is_prefix(cur[j], target[j]):
             continue
-        wanted = target[j][len(cur[j]):]
+        wanted = target[j][len(cur[j]) :]
         for n in range(min(len(cur[i]) - keep, len(wanted)), 0, -1):
-            if cur[i][len(cur[i]) - n:] == wanted[:n]:
+            if cur[i][len(cur[i]) - n :] == wanted[:n]:
                 if best is None or n > best[1]:
                     best = (j, n)
                 break
@@ -100,7 +100,7 @@ def move(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
             if gathered:
                 shards = comm.allgather(shards, tuple(gathered), dim=i)
                 gathered = []
-            moving = cur[i][len(cur[i]) - n:]
+            moving = cur[i][len(cur[i]) - n :]
             shards = comm.alltoall(shards, moving, split_dim=j, concat_dim=i)
             cur[i] = cur[i][: len(cur[i]) - n]
             cur[j] = cur[j] + moving

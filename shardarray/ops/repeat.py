@@ -48,7 +48,9 @@ def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
     """
     x = require_array(x, "tile")
     if not isinstance(reps, Mapping):
-        raise ArgumentError(f"tile: reps is a dict {{dim: count}}, e.g. {{{x.dims[0] if x.dims else 'dim'!r}: 2}}; got {reps!r}")
+        raise ArgumentError(
+            f"tile: reps is a dict {{dim: count}}, e.g. {{{x.dims[0] if x.dims else 'dim'!r}: 2}}; got {reps!r}"
+        )
     counts = {}
     for d, v in reps.items():
         d = dims_arg(x, d, "tile")[0]

@@ -47,7 +47,9 @@ def _new_sizes(x: ShardArray, dim: str, sizes: Any, what: str) -> dict[str, int]
             raise DimensionError(f"{what}: the size of new dim {d!r} must be an integer; got {v!r}")
         v = int(v)
         if v < -1:
-            raise DimensionError(f"{what}: the size of new dim {d!r} is {v}; sizes are >= 0, or -1 for one inferred size")
+            raise DimensionError(
+                f"{what}: the size of new dim {d!r} is {v}; sizes are >= 0, or -1 for one inferred size"
+            )
         out[d] = v
     infer = [d for d, v in out.items() if v == -1]
     known = math.prod(v for v in out.values() if v != -1)
@@ -110,16 +112,16 @@ def _local(x: ShardArray, dims: tuple[str, ...], sizes: dict[str, int], axes: li
 def _reshape(x: ShardArray, i: int, count: int, dims: tuple[str, ...], sizes: dict[str, int]) -> ShardArray:
     """Reshape dims ``i .. i+count-1`` of ``x`` so the result has dims ``dims``; the axes of the old dims (major
     first) go to new dim ``i``. Data moves only when the blocks require it (see the module doc)."""
-    moved = tuple(a for axes in x.spec.axes[i:i + count] for a in axes)
+    moved = tuple(a for axes in x.spec.axes[i : i + count] for a in axes)
     new_count = len(dims) - (x.ndim - count)
-    r_old = math.prod(x.shape[i + 1:i + count])
-    r_new = math.prod(sizes[d] for d in dims[i + 1:i + new_count])
+    r_old = math.prod(x.shape[i + 1 : i + count])
+    r_new = math.prod(sizes[d] for d in dims[i + 1 : i + new_count])
 
     def axes_for(cur: Sequence[tuple[str, ...]], a: tuple[str, ...]) -> list[tuple[str, ...]]:
-        return list(cur[:i]) + [a] + [()] * (new_count - 1) + list(cur[i + count:])
+        return list(cur[:i]) + [a] + [()] * (new_count - 1) + list(cur[i + count :])
 
     target = Layout(dims, tuple(sizes[d] for d in dims), tuple(axes_for(x.spec.axes, moved)))
-    minor_free = not any(x.spec.axes[i + 1:i + count])
+    minor_free = not any(x.spec.axes[i + 1 : i + count])
     if not moved or (minor_free and _fits(x, i, r_old, target, r_new)):
         return _local(x, dims, sizes, list(target.axes))
     major = x.spec.axes[i]
@@ -177,7 +179,7 @@ def split_dim(x: ShardArray, dim: Any, sizes: Mapping[str, int]) -> ShardArray:
     dim = one_dim_arg(x, dim, "split_dim", "split", none_on_1d=True)
     new = _new_sizes(x, dim, sizes, f"split_dim({dim!r}, {dict(sizes) if isinstance(sizes, Mapping) else sizes!r})")
     i = x.dims.index(dim)
-    dims = x.dims[:i] + tuple(new) + x.dims[i + 1:]
+    dims = x.dims[:i] + tuple(new) + x.dims[i + 1 :]
     all_sizes = {**{d: n for d, n in x.sizes.items() if d != dim}, **new}
     return _reshape(x, i, 1, dims, all_sizes)
 
@@ -237,7 +239,7 @@ def merge_dims(x: ShardArray, dims: Sequence[Any], new: str) -> ShardArray:
     rest = [d for d in x.dims if d not in dims]
     order = tuple(rest[:i]) + dims + tuple(rest[i:])
     x = transpose.__wrapped__(x, order)
-    out_dims = order[:i] + (new,) + order[i + len(dims):]
+    out_dims = order[:i] + (new,) + order[i + len(dims) :]
     sizes = {d: n for d, n in x.sizes.items() if d not in dims}
     sizes[new] = math.prod(x.sizes[d] for d in dims)
     return _reshape(x, i, len(dims), out_dims, sizes)

@@ -102,8 +102,14 @@ def _log(plan: ReshardPlan, mesh: Mesh, dtype: np.dtype) -> int:
     """Record the exchange: the most elements any device sends to others; returns that number."""
     most = max(plan.sent(), default=0)
     if most:
-        record("alltoall", mesh.axis_names, max(len(plan.src_bounds), len(plan.dst_bounds)), most,
-               dtype.itemsize, str(dtype))
+        record(
+            "alltoall",
+            mesh.axis_names,
+            max(len(plan.src_bounds), len(plan.dst_bounds)),
+            most,
+            dtype.itemsize,
+            str(dtype),
+        )
     return most
 
 
@@ -170,7 +176,7 @@ def _over_mpi(x: ShardArray, mesh: Mesh, plan: ReshardPlan) -> list[Any]:
             host[target] = mine[_local(region, sb)]
         else:
             n = _count(region)
-            host[target] = recv[s][used[s]:used[s] + n].reshape(_block_shape(region))
+            host[target] = recv[s][used[s] : used[s] + n].reshape(_block_shape(region))
             used[s] += n
     out: list[Any] = [None] * mesh.size
     if dst.device_scope is None:

@@ -111,11 +111,15 @@ def _cuts(a: np.ndarray, member: int, split: tuple[np.ndarray, np.ndarray, np.nd
 
 def _pieces(buf: np.ndarray, cuts: np.ndarray) -> list[np.ndarray]:
     edges = np.concatenate([[0], cuts, [len(buf)]])
-    return [buf[edges[i]:edges[i + 1]] for i in range(len(edges) - 1)]
+    return [buf[edges[i] : edges[i + 1]] for i in range(len(edges) - 1)]
 
 
 def sample_sort(
-    mesh: Mesh, axes: tuple[str, ...], blocks: Sequence[Any], n: int, payload: Any = None,
+    mesh: Mesh,
+    axes: tuple[str, ...],
+    blocks: Sequence[Any],
+    n: int,
+    payload: Any = None,
     dtype: Any = None,
 ) -> list[Any]:
     """Sort a 1-D dim of ``n`` entries split over ``axes`` (canonical blocks); see the module docstring.
@@ -197,12 +201,12 @@ def sample_sort(
         if b is None:
             continue
         counts = all_lengths[d]
-        lo = int(counts[:member_of[d]].sum())
+        lo = int(counts[: member_of[d]].sum())
         hi = lo + len(b)
         pieces = []
         for olo, ohi in out_bounds:
             s, e = max(lo, olo), min(hi, ohi)
-            pieces.append(b[s - lo:e - lo] if s < e else b[:0])
+            pieces.append(b[s - lo : e - lo] if s < e else b[:0])
         send[d] = pieces
     return list(mesh.comm.alltoallv(send, axes, 0))
 

@@ -67,10 +67,11 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
     used = x.spec.used_axes
     scanned = map_blocks(mesh, used, local, x.shards)
     if axes:
+
         def total(s: Any) -> Any:
             if isinstance(s, MetaArray):
-                return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1:], acc)
-            shape = s.shape[:i] + (1,) + s.shape[i + 1:]
+                return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1 :], acc)
+            shape = s.shape[:i] + (1,) + s.shape[i + 1 :]
             if s.shape[i] == 0:
                 return xp.full(shape, ident, dtype=acc)
             at = 0 if reverse else s.shape[i] - 1
@@ -92,9 +93,12 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
             prefix = red(before, axis=i, keepdims=True).astype(acc)
             combined[d] = s + prefix if op == "sum" else s * prefix
         scanned = combined
-    shards = [None if s is None or (isinstance(s, MetaArray) and s.dtype == out_dtype) else
-              (MetaArray(s.shape, out_dtype) if isinstance(s, MetaArray) else s.astype(out_dtype, copy=False))
-              for s in scanned]
+    shards = [
+        None
+        if s is None or (isinstance(s, MetaArray) and s.dtype == out_dtype)
+        else (MetaArray(s.shape, out_dtype) if isinstance(s, MetaArray) else s.astype(out_dtype, copy=False))
+        for s in scanned
+    ]
     return new_array(mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, dtype=out_dtype)
 
 

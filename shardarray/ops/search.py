@@ -48,9 +48,10 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     mesh, xp = x.mesh, x.mesh.backend.xp
     offsets = [b[i][0] for b in block_bounds(mesh, x.spec)]
     if not axes:
+
         def local(s: Any) -> Any:
             if isinstance(s, MetaArray):
-                return MetaArray(s.shape[:i] + s.shape[i + 1:], np.int64)
+                return MetaArray(s.shape[:i] + s.shape[i + 1 :], np.int64)
             return (xp.argmax if op == "argmax" else xp.argmin)(s, axis=i).astype(np.int64)
 
         shards = map_blocks(mesh, x.spec.used_axes, local, x.shards)
@@ -64,11 +65,12 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     else:
         info = np.iinfo(x.dtype)
         worst = info.min if op == "argmax" else info.max
+
     # local pairs, packed as int64 (value bits, global index), shape (..., 1 at i, ..., 2)
     def pair(off: int, s: Any) -> Any:
         if isinstance(s, MetaArray):
-            return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1:] + (2,), np.int64)
-        shape = s.shape[:i] + (1,) + s.shape[i + 1:]
+            return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1 :] + (2,), np.int64)
+        shape = s.shape[:i] + (1,) + s.shape[i + 1 :]
         if s.shape[i] == 0:
             val = xp.full(shape, worst, dtype=wide)
             idx = xp.full(shape, big, dtype=np.int64)
@@ -90,7 +92,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
 
     def pick(g: Any) -> Any:
         if isinstance(g, MetaArray):
-            return MetaArray(g.shape[:i] + g.shape[i + 1:-1], np.int64)
+            return MetaArray(g.shape[:i] + g.shape[i + 1 : -1], np.int64)
         vals = xp.ascontiguousarray(g[..., 0]).view(wide)
         idx = g[..., 1]
         if not some_empty:  # candidates lie in index order: the first extreme (or first NaN) wins, as in NumPy

@@ -66,8 +66,10 @@ def searchsorted(sorted_x: ShardArray, values: ShardArray, side: str = "left") -
         raise ArgumentError(f"searchsorted: side must be 'left' or 'right'; got side={side!r}")
     for name, a in (("sorted_x", sorted_x), ("values", values)):
         if a.dtype.kind not in "biuf" and a.dtype.name != "bfloat16":
-            raise DTypeError(f"searchsorted: {name} must be real numeric or bool; got dtype {a.dtype} ({a.sizes}); "
-                             f"for complex values search sa.real(...)")
+            raise DTypeError(
+                f"searchsorted: {name} must be real numeric or bool; got dtype {a.dtype} ({a.sizes}); "
+                f"for complex values search sa.real(...)"
+            )
     sorted_x = resolve(sorted_x, sorted_x.spec.axes)
     axes = sorted_x.spec.axes[0]
     values = resolve(values, values.spec.axes)

@@ -55,8 +55,8 @@ def _value(x: ShardArray, v: ShardArray, box: dict[str, tuple[int, int, int, boo
     if not set(v.dims) <= set(kept):
         if v.ndim > len(kept):
             raise DimensionError(f"x[...] = v: v {v.sizes} has more dims than the selection {kept} of x {x.sizes}")
-        v = rename(v, {a: f"{b}__v" for a, b in zip(v.dims, kept[len(kept) - v.ndim:])})
-        v = rename(v, {f"{b}__v": b for b in kept[len(kept) - v.ndim:]})
+        v = rename(v, {a: f"{b}__v" for a, b in zip(v.dims, kept[len(kept) - v.ndim :])})
+        v = rename(v, {f"{b}__v": b for b in kept[len(kept) - v.ndim :]})
     for d in v.dims:
         if v.sizes[d] not in (box[d][2], 1):
             raise DimensionError(
@@ -66,6 +66,7 @@ def _value(x: ShardArray, v: ShardArray, box: dict[str, tuple[int, int, int, boo
     ones = tuple(d for d in v.dims if v.sizes[d] == 1 and box[d][2] != 1)
     if ones:
         from .slicing import pick
+
         for d in ones:
             v = pick.__wrapped__(v, d, 0)
     v = v.resolve() if v.pending else v
@@ -125,8 +126,10 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
     if scalar:
         arr = np.asarray(v)
         if arr.ndim:
-            raise DTypeError(f"x[...] = v: v must be a scalar or a ShardArray; got a {type(v).__name__} of shape "
-                             f"{arr.shape}. Wrap it with sa.asarray(v, dims=..., mesh=x.mesh)")
+            raise DTypeError(
+                f"x[...] = v: v must be a scalar or a ShardArray; got a {type(v).__name__} of shape "
+                f"{arr.shape}. Wrap it with sa.asarray(v, dims=..., mesh=x.mesh)"
+            )
         arr = scalar_for_write(v, x.dtype, f"x[...] = v (the {x.dtype} array {x.sizes})")
         value = None
     else:

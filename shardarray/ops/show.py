@@ -28,7 +28,7 @@ def _ranges(bounds: list[tuple[int, int]]) -> str:
 
 
 def _summary(x: ShardArray, head: str) -> str:
-    """What ``show`` prints for a mesh of more than ``MAX_PICTURE_DEVICES`` devices: per split dim, then block shapes."""
+    """What ``show`` prints for a mesh of more than ``MAX_PICTURE_DEVICES`` devices: per split dim, then blocks."""
     bounds = block_bounds(x.mesh, x.spec)
     lines = [head, f"{x.mesh.size} devices: summary (a picture is drawn up to {MAX_PICTURE_DEVICES} devices)"]
     for i, (d, axes) in enumerate(zip(x.dims, x.spec.axes)):

@@ -42,8 +42,9 @@ def normalize_int(x: ShardArray, dim: str, i: Any) -> int:
     j = int(i)
     if not -n <= j < n:
         raise DimensionError(
-            f"index {j} is out of range for dim {dim!r} of size {n} (array {x.sizes}); use 0..{n - 1} "
-            f"or -{n}..-1" if n else f"index {j} is out of range for dim {dim!r} of size 0 (array {x.sizes}): "
+            f"index {j} is out of range for dim {dim!r} of size {n} (array {x.sizes}); use 0..{n - 1} or -{n}..-1"
+            if n
+            else f"index {j} is out of range for dim {dim!r} of size 0 (array {x.sizes}): "
             f"an empty dim has no entries to pick"
         )
     return j + n if j < 0 else j
@@ -53,14 +54,12 @@ def normalize_slice(x: ShardArray, dim: str, s: slice) -> tuple[int, int, int]:
     """``(start, step, count)`` of slice ``s`` over ``dim`` (NumPy semantics); step 0 raises."""
     for name, v in (("start", s.start), ("stop", s.stop), ("step", s.step)):
         if v is not None and (isinstance(v, (bool, np.bool_)) or not hasattr(v, "__index__")):
-            raise DTypeError(
-                f"slice {s} of dim {dim!r}: {name} must be an integer or None; got {v!r}. Use int({v!r})"
-            )
+            raise DTypeError(f"slice {s} of dim {dim!r}: {name} must be an integer or None; got {v!r}. Use int({v!r})")
     if s.step is not None and int(s.step) == 0:
-        raise ArgumentError(f"slice {s} of dim {dim!r} (size {x.sizes[dim]}) has step 0; use a step of 1 or more, "
-                            f"or a negative step")
-    start, stop, step = slice(*(None if v is None else int(v) for v in (s.start, s.stop, s.step))).indices(
-        x.sizes[dim])
+        raise ArgumentError(
+            f"slice {s} of dim {dim!r} (size {x.sizes[dim]}) has step 0; use a step of 1 or more, or a negative step"
+        )
+    start, stop, step = slice(*(None if v is None else int(v) for v in (s.start, s.stop, s.step))).indices(x.sizes[dim])
     count = len(range(start, stop, step))
     return (start if count else 0), (step if count > 1 else 1), count
 
@@ -98,8 +97,8 @@ def pick(x: ShardArray, dim: str, i: int) -> ShardArray:
     """
     x = x.resolve() if x.pending else x
     mesh, axis, axes = x.mesh, x.dims.index(dim), x.spec.of(dim)
-    dims = x.dims[:axis] + x.dims[axis + 1:]
-    layout = Layout(dims, x.shape[:axis] + x.shape[axis + 1:], x.spec.axes[:axis] + x.spec.axes[axis + 1:])
+    dims = x.dims[:axis] + x.dims[axis + 1 :]
+    layout = Layout(dims, x.shape[:axis] + x.shape[axis + 1 :], x.spec.axes[:axis] + x.spec.axes[axis + 1 :])
     bounds = block_bounds(mesh, x.spec)
     if not axes:
         shards = map_blocks(mesh, x.spec.used_axes, lambda b: b[_index(b.ndim, axis, i)], x.shards)
@@ -114,7 +113,7 @@ def pick(x: ShardArray, dim: str, i: int) -> ShardArray:
         if lo <= i < hi:
             rows[d] = b[_index(b.ndim, axis, i - lo)]
         else:
-            rows[d] = xp.zeros(b.shape[:axis] + b.shape[axis + 1:], dtype=x.dtype)
+            rows[d] = xp.zeros(b.shape[:axis] + b.shape[axis + 1 :], dtype=x.dtype)
     shards = mesh.comm.broadcast(rows, axes, root)
     return ShardArray(mesh, layout, x.dtype, shards)
 
@@ -138,8 +137,9 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
 
             return select_along(x, dim, ids)
         if ids.dtype.kind not in "iu":
-            raise DTypeError(f"ids {ids.sizes} indexing dim {dim!r} must be integers; got {ids.dtype}; "
-                             f"use ids.astype('int64')")
+            raise DTypeError(
+                f"ids {ids.sizes} indexing dim {dim!r} must be integers; got {ids.dtype}; use ids.astype('int64')"
+            )
         tmp = ids if dim not in ids.dims else rename(ids, {dim: f"{dim}__ids"})
         tmp = ew.where(ew.less(tmp, 0), ew.add(tmp, n), tmp)
     else:
@@ -149,13 +149,14 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
 
             return select_along(x, dim, arr)
         if arr.dtype.kind not in "iu" and arr.size:
-            raise DTypeError(f"ids {ids!r:.60} indexing dim {dim!r} must be integers; got {arr.dtype}; "
-                             f"use int indices")
+            raise DTypeError(f"ids {ids!r:.60} indexing dim {dim!r} must be integers; got {arr.dtype}; use int indices")
         arr = arr.astype(np.int64).reshape(-1) if arr.ndim else arr.astype(np.int64).reshape(1)
         bad = arr[(arr < -n) | (arr >= n)]
         if bad.size:
-            raise DimensionError(f"index {int(bad[0])} is out of range for dim {dim!r} of size {n} "
-                                 f"(array {x.sizes}); use 0..{n - 1} or -{n}..-1")
+            raise DimensionError(
+                f"index {int(bad[0])} is out of range for dim {dim!r} of size {n} "
+                f"(array {x.sizes}); use 0..{n - 1} or -{n}..-1"
+            )
         arr = np.where(arr < 0, arr + n, arr)
         tmp = asarray(arr, dims=(f"{dim}__ids",), mesh=x.mesh)
     out = take(x, tmp, dim)
@@ -208,15 +209,18 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
         items[k] = v
     for d in items:
         if not isinstance(d, str) or d not in x.dims:
-            raise DimensionError(f"isel: {d!r} is not a dim of the array; its dims are {x.sizes}: "
-                                 f"index one of those names")
+            raise DimensionError(
+                f"isel: {d!r} is not a dim of the array; its dims are {x.sizes}: index one of those names"
+            )
     checked: list[tuple[str, str, Any]] = []
     for d, v in items.items():  # validate everything before moving any data
         if isinstance(v, slice):
             checked.append(("slice", d, normalize_slice(x, d, v)))
         elif isinstance(v, (bool, np.bool_)):
-            raise ArgumentError(f"isel: boolean index {v!r} for dim {d!r} is not an index; use an int, a slice, "
-                                f"or a boolean mask array of the dim's length")
+            raise ArgumentError(
+                f"isel: boolean index {v!r} for dim {d!r} is not an index; use an int, a slice, "
+                f"or a boolean mask array of the dim's length"
+            )
         elif isinstance(v, (int, np.integer)):
             checked.append(("int", d, normalize_int(x, d, v)))
         elif isinstance(v, (float, np.floating, complex)):
@@ -224,8 +228,9 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
         elif isinstance(v, (ShardArray, list, tuple, np.ndarray)):
             checked.append(("ids", d, v))
         else:
-            raise DTypeError(f"isel: index {v!r:.60} for dim {d!r} must be an int, a slice or integer ids; "
-                             f"got {type(v).__name__}")
+            raise DTypeError(
+                f"isel: index {v!r:.60} for dim {d!r} must be an int, a slice or integer ids; got {type(v).__name__}"
+            )
     boxes = [(d, *v) for kind, d, v in checked if kind == "slice" and v != (0, 1, x.sizes[d])]
     if boxes:
         x = slice_dims(x, boxes)
@@ -254,12 +259,16 @@ def parse_key(x: ShardArray, key: Any) -> tuple[dict[str, Any], list[int]]:
         raise ArgumentError(f"x[{key!r:.80}]: an index may hold at most one Ellipsis (...)")
     real = [k for k in key if k is not None and k is not Ellipsis]
     if len(real) > x.ndim:
-        raise DimensionError(f"too many indices: {len(real)} given for the array with {x.ndim} dim(s) {x.sizes}; "
-                             f"give at most {x.ndim}, or index by name with x[{{dim: index}}]")
+        raise DimensionError(
+            f"too many indices: {len(real)} given for the array with {x.ndim} dim(s) {x.sizes}; "
+            f"give at most {x.ndim}, or index by name with x[{{dim: index}}]"
+        )
     arrays = [k for k in real if isinstance(k, (list, np.ndarray, ShardArray)) and not isinstance(k, str)]
     if len(arrays) > 1:
-        raise ArgumentError(f"x[...]: {len(arrays)} integer-array indices; positional indexing takes at most one "
-                            f"(NumPy would broadcast them together); index one dim at a time or use x.isel(...)")
+        raise ArgumentError(
+            f"x[...]: {len(arrays)} integer-array indices; positional indexing takes at most one "
+            f"(NumPy would broadcast them together); index one dim at a time or use x.isel(...)"
+        )
     items: dict[str, Any] = {}
     new: list[int] = []
     pos = out = 0

@@ -49,8 +49,9 @@ def check_sortable(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
     x = require_array(x, what)
     dim = one_dim_arg(x, dim, what, "sort")
     if x.dtype.kind == "c":
-        raise DTypeError(f"{what}: complex values ({x.dtype}, array {x.sizes}) have no order; sort sa.real(x) or "
-                         f"sa.abs(x) instead")
+        raise DTypeError(
+            f"{what}: complex values ({x.dtype}, array {x.sizes}) have no order; sort sa.real(x) or sa.abs(x) instead"
+        )
     if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
         raise DTypeError(f"{what}: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
     return x, dim
@@ -120,8 +121,9 @@ def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
     done: list[list[Any]] = [[] for _ in range(mesh.size)]
     for r in range(rows):
         row_keys = [None if k is None else k[r] if r < len(k) else empty for k in keys]
-        row_pay = payload if pays is None else [None if q is None else q[r] if r < len(q) else q[:0].reshape(0)
-                                                for q in pays]
+        row_pay = (
+            payload if pays is None else [None if q is None else q[r] if r < len(q) else q[:0].reshape(0) for q in pays]
+        )
         res = sample_sort(mesh, axes, row_keys, n, row_pay, x.dtype)
         for d, b in enumerate(res):
             if b is not None and r < local_rows[d]:
@@ -162,8 +164,7 @@ def _reverse_index(y: ShardArray, dim: str) -> ShardArray:
     """``n - 1 - flip(y)`` along ``dim``: argsort indices of the reversed array turned into the original's."""
     n = y.sizes[dim]
     f = _flip.__wrapped__(y, dim)
-    shards = map_blocks(f.mesh, f.spec.used_axes, lambda s: s if isinstance(s, MetaArray) else (n - 1) - s,
-                        f.shards)
+    shards = map_blocks(f.mesh, f.spec.used_axes, lambda s: s if isinstance(s, MetaArray) else (n - 1) - s, f.shards)
     return ShardArray(f.mesh, f.spec, f.dtype, shards)
 
 

@@ -54,15 +54,20 @@ def take_along_dim(x: ShardArray, ids: ShardArray, dim: Any) -> ShardArray:
     ids = require_ids(ids, "sa.take_along_dim")
     dim = dims_arg(x, dim, "take_along_dim")[0]
     if dim not in ids.dims:
-        raise DimensionError(f"take_along_dim: ids {ids.sizes} must have the dim {dim!r} it indexes along; "
-                             f"rename its dim with ids.rename({{old: {dim!r}}})")
+        raise DimensionError(
+            f"take_along_dim: ids {ids.sizes} must have the dim {dim!r} it indexes along; "
+            f"rename its dim with ids.rename({{old: {dim!r}}})"
+        )
     for d in ids.dims:
         if d != dim and d not in x.dims:
-            raise DimensionError(f"take_along_dim: ids dim {d!r} ({ids.sizes}) is not a dim of x {x.sizes}; "
-                                 f"ids may only have x's dims")
+            raise DimensionError(
+                f"take_along_dim: ids dim {d!r} ({ids.sizes}) is not a dim of x {x.sizes}; ids may only have x's dims"
+            )
         if d != dim and ids.sizes[d] != x.sizes[d]:
-            raise DimensionError(f"take_along_dim: dim {d!r} has size {ids.sizes[d]} in ids but {x.sizes[d]} in x; "
-                                 f"sizes must match (use sa.broadcast_to on the ids)")
+            raise DimensionError(
+                f"take_along_dim: dim {d!r} has size {ids.sizes[d]} in ids but {x.sizes[d]} in x; "
+                f"sizes must match (use sa.broadcast_to on the ids)"
+            )
     n = x.sizes[dim]
     own = _fresh(x.dims + ids.dims, dim)
     tmp = rename(ids, {dim: own})

@@ -70,17 +70,23 @@ def _check(x: Any, k: Any, dim: Any, new_dim: Any) -> tuple[ShardArray, int, str
     x = require_array(x, "sa.top_k")
     dim = one_dim_arg(x, dim, "top_k", "search", none_on_1d=True)
     if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
-        raise DTypeError(f"top_k: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes}); "
-                         f"for complex values use sa.abs(x)")
+        raise DTypeError(
+            f"top_k: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes}); "
+            f"for complex values use sa.abs(x)"
+        )
     n = x.sizes[dim]
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= int(k) <= n:
-        raise ArgumentError(f"top_k: k={k!r} must be an int in 1..{n} (the size of dim {dim!r} of the array "
-                            f"{x.sizes}); pass a k in that range")
+        raise ArgumentError(
+            f"top_k: k={k!r} must be an int in 1..{n} (the size of dim {dim!r} of the array "
+            f"{x.sizes}); pass a k in that range"
+        )
     if not isinstance(new_dim, str) or not new_dim:
         raise DimensionError(f"top_k: new_dim must be a dim name (str); got {new_dim!r}")
     if new_dim in x.dims and new_dim != dim:
-        raise DimensionError(f"top_k: new_dim {new_dim!r} is already a dim of the array {x.sizes}; pass another "
-                             f"name, e.g. new_dim='{dim}_top'")
+        raise DimensionError(
+            f"top_k: new_dim {new_dim!r} is already a dim of the array {x.sizes}; pass another "
+            f"name, e.g. new_dim='{dim}_top'"
+        )
     return x, int(k), dim, new_dim
 
 
@@ -101,7 +107,7 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
     def local(item: Any) -> Any:
         off, s = item
         if isinstance(s, MetaArray):
-            shape = s.shape[:i] + (k,) + s.shape[i + 1:]
+            shape = s.shape[:i] + (k,) + s.shape[i + 1 :]
             return MetaArray(shape, x.dtype), MetaArray(shape, np.int64)
         idx = xp.broadcast_to(xp.arange(s.shape[i], dtype=np.int64).reshape((-1,) + (1,) * (s.ndim - i - 1)), s.shape)
         m = min(k, s.shape[i])
@@ -109,7 +115,7 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
         vals = xp.take_along_axis(s, order, axis=i)
         ids = xp.take_along_axis(idx, order, axis=i) + off
         if m < k:  # pad to k candidates, padding marked by index -1
-            shape = s.shape[:i] + (k - m,) + s.shape[i + 1:]
+            shape = s.shape[:i] + (k - m,) + s.shape[i + 1 :]
             vals = xp.concatenate([vals, xp.zeros(shape, dtype=s.dtype)], axis=i)
             ids = xp.concatenate([ids, xp.full(shape, -1, dtype=np.int64)], axis=i)
         return vals, ids
@@ -129,19 +135,20 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
 
         def pick(g: Any) -> Any:
             if isinstance(g, MetaArray):
-                shape = g.shape[:i] + (k,) + g.shape[i + 1:-1]
+                shape = g.shape[:i] + (k,) + g.shape[i + 1 : -1]
                 return MetaArray(shape, x.dtype), MetaArray(shape, np.int64)
             vals = xp.ascontiguousarray(g[..., 0]).view(wide)
             ids = g[..., 1]
             order = _order(xp, vals, ids, i)[cut(vals, k)]
-            return (xp.take_along_axis(vals, order, axis=i).astype(x.dtype),
-                    xp.take_along_axis(ids, order, axis=i))
+            return (xp.take_along_axis(vals, order, axis=i).astype(x.dtype), xp.take_along_axis(ids, order, axis=i))
 
         pairs = map_blocks(mesh, used, pick, gathered)
     values = [None if p is None else p[0] for p in pairs]
     indices = [None if p is None else p[1] for p in pairs]
-    return (new_array(mesh, dims, sizes, out_axes, values, dtype=x.dtype),
-            new_array(mesh, dims, sizes, out_axes, indices, dtype=np.dtype(np.int64)))
+    return (
+        new_array(mesh, dims, sizes, out_axes, values, dtype=x.dtype),
+        new_array(mesh, dims, sizes, out_axes, indices, dtype=np.dtype(np.int64)),
+    )
 
 
 @differentiable("top_k")

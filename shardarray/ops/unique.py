@@ -12,8 +12,9 @@ algorithm over the mesh axes that split ``x`` (``p`` devices per group, ``u``
    ``i``: rows of int64, the value bits and, only where asked, the count,
    the first global flat index (also for the inverse of floats: it orders
    the NaNs) and the sender (1 int64 per unique for ``unique_values``, 2 for
-   ``unique_counts``, 2 or 3 for ``unique_inverse``, 4 for ``unique_all``); a value goes to one bucket from every device (cuts by
-   value), so duplicates meet on one device;
+   ``unique_counts``, 2 or 3 for ``unique_inverse``, 4 for ``unique_all``);
+   a value goes to one bucket from every device (cuts by value), so
+   duplicates meet on one device;
 4. each bucket merges its rows (sort, sum counts, min first index);
 5. **allgather** of one int64 per device: the buckets' lengths give each
    bucket's global offset and the number of unique values ``T``;
@@ -104,13 +105,24 @@ def _dec(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return from_bits(rows[:, 0].copy(), dtype)
 
 
-def _local(b: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...], fields: tuple[str, ...],
-           inverse: bool, equal_nan: bool) -> tuple[Any, ...]:
+def _local(
+    b: np.ndarray,
+    start: tuple[int, ...],
+    shape: tuple[int, ...],
+    fields: tuple[str, ...],
+    inverse: bool,
+    equal_nan: bool,
+) -> tuple[Any, ...]:
     """Sorted local uniques of block ``b``: rows of ``fields`` (value bits, count, first global flat index) and
     the inverse (None unless asked); NumPy computes only what is asked."""
     flat = np.asarray(b).reshape(-1)
-    res = np.unique(flat, return_index="first" in fields, return_inverse=inverse, return_counts="count" in fields,
-                    equal_nan=equal_nan)
+    res = np.unique(
+        flat,
+        return_index="first" in fields,
+        return_inverse=inverse,
+        return_counts="count" in fields,
+        equal_nan=equal_nan,
+    )
     res = res if isinstance(res, tuple) else (res,)
     vals, k = res[0], 1
     cols = _enc(vals)
@@ -129,7 +141,9 @@ def _local(b: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...], fields
     return vals, np.stack(cols, axis=1), inv
 
 
-def _merge(rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...], equal_nan: bool) -> tuple[np.ndarray, np.ndarray]:
+def _merge(
+    rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...], equal_nan: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Merged bucket rows (``fields``) and each received row's rank in the bucket."""
     vals = _dec(rows, dtype)
     if "first" in fields:  # NaNs (never equal) in order of their first index, as NumPy
@@ -159,7 +173,12 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
     mesh, dtype = x.mesh, x.dtype
     # the inverse of float data needs the first indices too: they order the NaNs (each distinct) as NumPy does
     index = index or (inverse and (dtype.kind == "f" or dtype.name == "bfloat16"))
-    fields = ("value",) + (("imag",) if dtype.kind == "c" else ()) + (("count",) if counts else ()) + (("first",) if index else ())
+    fields = (
+        ("value",)
+        + (("imag",) if dtype.kind == "c" else ())
+        + (("count",) if counts else ())
+        + (("first",) if index else ())
+    )
     axes = mesh_order(mesh, x.spec.used_axes)
     bounds = block_bounds(mesh, x.spec)
     groups = mesh.groups(axes)
@@ -168,7 +187,9 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
     local: list[Any] = [None] * mesh.size
     for d, s in enumerate(x.shards):
         if s is not None:
-            local[d] = _local(mesh.backend.to_numpy(s), tuple(a for a, _ in bounds[d]), x.shape, fields, inverse, equal_nan)
+            local[d] = _local(
+                mesh.backend.to_numpy(s), tuple(a for a, _ in bounds[d]), x.shape, fields, inverse, equal_nan
+            )
     if p == 1:
         merged = [None if item is None else item[1] for item in local]
         ranks = [None if item is None else np.arange(len(item[1]), dtype=np.int64) for item in local]
@@ -192,35 +213,48 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
         vals, rows, _ = item
         g = gathered[d]
         split = np.sort(_dec(g[g[:, -1] == 1], dtype))
-        inner = (np.searchsorted(vals, split[(np.arange(1, p) * len(split)) // p], side="left") if len(split)
-                 else np.full(p - 1, len(vals)))
+        inner = (
+            np.searchsorted(vals, split[(np.arange(1, p) * len(split)) // p], side="left")
+            if len(split)
+            else np.full(p - 1, len(vals))
+        )
         cuts = np.concatenate([[0], inner, [len(vals)]])
-        tagged = np.concatenate([rows, np.full((len(rows), 1), member[d], dtype=np.int64)], axis=1) if inverse \
-            else rows
-        send[d] = [tagged[cuts[i]:cuts[i + 1]] for i in range(p)]
+        tagged = np.concatenate([rows, np.full((len(rows), 1), member[d], dtype=np.int64)], axis=1) if inverse else rows
+        send[d] = [tagged[cuts[i] : cuts[i + 1]] for i in range(p)]
     recv = mesh.comm.alltoallv(send, axes, 0)
     merged: list[Any] = [None] * mesh.size
     ranks: list[Any] = [None] * mesh.size
     senders: list[Any] = [None] * mesh.size
     for d, r in enumerate(recv):
         if r is not None:
-            merged[d], ranks[d] = _merge(r[:, :len(fields)], dtype, fields, equal_nan)
+            merged[d], ranks[d] = _merge(r[:, : len(fields)], dtype, fields, equal_nan)
             senders[d] = r[:, -1] if inverse else None
     return _finish(x, axes, fields, merged, ranks, local, p, member, inverse, senders=senders)
 
 
-def _finish(x: ShardArray, axes: tuple[str, ...], fields: tuple[str, ...], merged: list[Any], ranks: list[Any],
-            local: list[Any], p: int, member: dict[int, int], inverse: bool, replicated: bool = False,
-            senders: list[Any] | None = None) -> tuple[Any, Any, Any, Any]:
+def _finish(
+    x: ShardArray,
+    axes: tuple[str, ...],
+    fields: tuple[str, ...],
+    merged: list[Any],
+    ranks: list[Any],
+    local: list[Any],
+    p: int,
+    member: dict[int, int],
+    inverse: bool,
+    replicated: bool = False,
+    senders: list[Any] | None = None,
+) -> tuple[Any, Any, Any, Any]:
     mesh, dtype = x.mesh, x.dtype
     if p > 1:
-        lengths = mesh.comm.allgather([None if m is None else np.array([len(m)], dtype=np.int64) for m in merged],
-                                      axes, 0)
+        lengths = mesh.comm.allgather(
+            [None if m is None else np.array([len(m)], dtype=np.int64) for m in merged], axes, 0
+        )
     else:
         lengths = [None if m is None else np.array([len(m)], dtype=np.int64) for m in merged]
     held = next(i for i, v in enumerate(lengths) if v is not None)
     total = int(lengths[held].sum())
-    offsets = [None if lengths[d] is None else int(lengths[d][:member[d]].sum()) for d in range(mesh.size)]
+    offsets = [None if lengths[d] is None else int(lengths[d][: member[d]].sum()) for d in range(mesh.size)]
     inv_arr = None
     if inverse:
         if p > 1:
@@ -229,7 +263,7 @@ def _finish(x: ShardArray, axes: tuple[str, ...], fields: tuple[str, ...], merge
                 if rk is not None:
                     glob = rk + offsets[d]
                     bounds = np.concatenate([[0], np.cumsum(np.bincount(senders[d], minlength=p))])
-                    back[d] = [glob[bounds[i]:bounds[i + 1]] for i in range(p)]
+                    back[d] = [glob[bounds[i] : bounds[i + 1]] for i in range(p)]
             got = mesh.comm.alltoallv(back, axes, 0)
         else:
             got = ranks
@@ -250,10 +284,12 @@ def _finish(x: ShardArray, axes: tuple[str, ...], fields: tuple[str, ...], merge
             if m is None:
                 continue
             lo, hi = offsets[d], offsets[d] + len(m)
-            send[d] = [m[max(lo, a) - lo:min(hi, b) - lo] if max(lo, a) < min(hi, b) else m[:0]
-                       for a, b in out_bounds]
+            send[d] = [
+                m[max(lo, a) - lo : min(hi, b) - lo] if max(lo, a) < min(hi, b) else m[:0] for a, b in out_bounds
+            ]
         full = mesh.comm.alltoallv(send, axes, 0)
         layout = Layout((DIM,), (total,), (axes,))
+
     def column(name: str) -> ShardArray | None:
         if name not in fields:
             return None
@@ -337,8 +373,15 @@ def unique_all(x: ShardArray) -> UniqueAllResult:
 
 
 @nondifferentiable("unique")
-def unique(ar: ShardArray, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
-           axis: Any = None, *, equal_nan: bool = True) -> Any:
+def unique(
+    ar: ShardArray,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+) -> Any:
     """NumPy's ``np.unique`` (so that ``np.unique(x)`` works on a ShardArray): the flattened array's sorted
     distinct values and, as asked, first indices, inverse (``x``'s shape, as NumPy 2) and counts.
 

@@ -100,23 +100,28 @@ class Adam:
             if _fused(x, m, v):  # one kernel per block (kernels/adam.cu), one NumPy pass (ops/fused_numpy.py)
                 kernels = fused_numpy if fused_numpy.is_numpy(x) else cuda_kernels
                 outs = fused.map_rows_multi(
-                    x.resolve(), 3, lambda xp, a, d, m, v, kernels=kernels: kernels.adam(
-                        xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd),
-                    fused.like(dx, x), m, v,
+                    x.resolve(),
+                    3,
+                    lambda xp, a, d, m, v, kernels=kernels: kernels.adam(
+                        xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd
+                    ),
+                    fused.like(dx, x),
+                    m,
+                    v,
                 )
                 for out, shards, dt in zip((new_p, new_m, new_v), outs, (x.dtype, m.dtype, v.dtype)):
                     out.append(ShardArray(x.mesh, x.spec, dt, shards))
                 continue
             ct = moment_dtype(x.dtype)
-            m = apply("adam_m", lambda xp, m, d: _axpby(_up(xp, m, ct), b1, _up(xp, d, ct), 1.0 - b1), (m, dx))
+            m = apply("adam_m", lambda xp, m, d, ct=ct: _axpby(_up(xp, m, ct), b1, _up(xp, d, ct), 1.0 - b1), (m, dx))
 
-            def v_fn(xp: Any, v: Any, d: Any) -> Any:
+            def v_fn(xp: Any, v: Any, d: Any, ct: Any = ct) -> Any:
                 d = _up(xp, d, ct)
                 return _axpby(_up(xp, v, ct), b2, d * d, 1.0 - b2)
 
             v = apply("adam_v", v_fn, (v, dx))
 
-            def step_fn(xp: Any, a: Any, m: Any, v: Any) -> Any:
+            def step_fn(xp: Any, a: Any, m: Any, v: Any, ct: Any = ct) -> Any:
                 den = xp.sqrt(v * (1.0 / c2))
                 den += eps
                 upd = m * -step_size
@@ -129,8 +134,12 @@ class Adam:
             new_v.append(v)
         new_p, copies = finish(p, paths, new_p, master)
         new_p, new_m, new_v = ([like_kind(o, x) for o, x in zip(outs, p)] for outs in (new_p, new_m, new_v))
-        state = {"step": step, "m": tree_unflatten(treedef, new_m), "v": tree_unflatten(treedef, new_v),
-                 "master": copies}
+        state = {
+            "step": step,
+            "m": tree_unflatten(treedef, new_m),
+            "v": tree_unflatten(treedef, new_v),
+            "master": copies,
+        }
         return tree_unflatten(treedef, new_p), state
 
 
@@ -140,4 +149,6 @@ def _fused(x: ShardArray, m: ShardArray, v: ShardArray) -> bool:
     if not (fused_numpy.is_numpy(x) or fused.kernels_for(x, "adam")):
         return False
     ct = moment_dtype(x.dtype)
-    return (m.spec == x.spec and m.dtype == ct and not m.pending) and (v.spec == x.spec and v.dtype == ct and not v.pending)
+    return (m.spec == x.spec and m.dtype == ct and not m.pending) and (
+        v.spec == x.spec and v.dtype == ct and not v.pending
+    )

@@ -97,13 +97,19 @@ def float_params(params: Any, what: str) -> tuple[list[Any], Any]:
     return p, treedef
 
 
-def _check(params: Any, grads: Any, what: str = "optimizer update") -> tuple[list[ShardArray], list[ShardArray],
-                                                                             list[str], Any]:
+def _check(
+    params: Any, grads: Any, what: str = "optimizer update"
+) -> tuple[list[ShardArray], list[ShardArray], list[str], Any]:
     """Leaves of params and grads paired by key path, their paths and the params' structure."""
     p, treedef = float_params(params, what)
     paths = tree_paths(params, "")
-    g = tree_leaves_like(params, grads, "grads", "params",
-                         hint="Pass the gradients of these params, e.g. from sa.value_and_grad(loss)(params, ...)")
+    g = tree_leaves_like(
+        params,
+        grads,
+        "grads",
+        "params",
+        hint="Pass the gradients of these params, e.g. from sa.value_and_grad(loss)(params, ...)",
+    )
     for path, a, b in zip(paths, p, g):
         if a.dims != b.dims or a.shape != b.shape:
             raise DimensionError(

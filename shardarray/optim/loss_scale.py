@@ -91,8 +91,14 @@ class DynamicLossScale:
                 f"DynamicLossScale(min_scale={self.min_scale!r}, max_scale={self.max_scale!r}): max_scale must be "
                 f">= min_scale"
             )
-        _in_range("DynamicLossScale", "init_scale", self.init_scale, self.min_scale, self.max_scale * (1 + 1e-12),
-                  f"[min_scale, max_scale] = [{self.min_scale}, {self.max_scale}]")
+        _in_range(
+            "DynamicLossScale",
+            "init_scale",
+            self.init_scale,
+            self.min_scale,
+            self.max_scale * (1 + 1e-12),
+            f"[min_scale, max_scale] = [{self.min_scale}, {self.max_scale}]",
+        )
 
     def init(self) -> dict[str, Any]:
         """The first state: ``init_scale``, no good steps, nothing skipped."""
@@ -106,8 +112,11 @@ class DynamicLossScale:
                 f"skipped, finite); got {got}. Make it with ls = scaler.init()"
             )
         s = state["scale"]
-        if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not (
-                math.isfinite(float(s)) and float(s) > 0):
+        if (
+            isinstance(s, bool)
+            or not isinstance(s, (int, float, np.integer, np.floating))
+            or not (math.isfinite(float(s)) and float(s) > 0)
+        ):
             raise ArgumentError(
                 f"DynamicLossScale.{what}: state['scale'] is {s!r}; it must be a positive finite number. The state "
                 f"is damaged (or was edited): start again from scaler.init(), or restore a saved state"
@@ -140,8 +149,12 @@ class DynamicLossScale:
         """The next state: halve (``/ factor``) after an overflow, grow after ``growth_interval`` good steps."""
         s = self._check_state(state, "adjust")
         if not finite:
-            return {"scale": max(self.min_scale, s / self.factor), "good_steps": 0,
-                    "skipped": int(state["skipped"]) + 1, "finite": False}
+            return {
+                "scale": max(self.min_scale, s / self.factor),
+                "good_steps": 0,
+                "skipped": int(state["skipped"]) + 1,
+                "finite": False,
+            }
         good = int(state["good_steps"]) + 1
         if good >= self.growth_interval:
             s, good = min(self.max_scale, s * self.factor), 0

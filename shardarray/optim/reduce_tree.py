@@ -36,9 +36,7 @@ def leaves_on_one_mesh(leaves: list[ShardArray], what: str) -> Mesh | None:
     return mesh
 
 
-def allreduce_tree(
-    leaves: list[ShardArray], block_fn: Callable[[Any, Any], Any], op: str, what: str
-) -> float:
+def allreduce_tree(leaves: list[ShardArray], block_fn: Callable[[Any, Any], Any], op: str, what: str) -> float:
     """``op`` ("sum" or "max") over every distinct block of every leaf of ``block_fn(xp, block)``, in ONE allreduce.
 
     ``block_fn`` maps one block to a 0-d float64 value (a backend scalar).

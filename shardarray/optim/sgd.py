@@ -63,8 +63,11 @@ class SGD:
     def init(self, params: Any) -> dict[str, Any]:
         p, treedef = float_params(params, "SGD.init")
         velocity = tree_unflatten(treedef, [_zeros_for(x) for x in p]) if self.momentum else None
-        return {"step": 0, "velocity": velocity,
-                "master": init_master(params, check_master_dtype("SGD", self.master_dtype))}
+        return {
+            "step": 0,
+            "velocity": velocity,
+            "master": init_master(params, check_master_dtype("SGD", self.master_dtype)),
+        }
 
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """New params and state; params, grads and the velocity are paired by key path."""
@@ -80,12 +83,16 @@ class SGD:
         for x, dx, v in zip(working_values(p, paths, state, master, "SGD"), g, vel):
             ct = moment_dtype(x.dtype)
             if mu:
-                v = apply("sgd_momentum", lambda xp, v, d: _axpby(_up(xp, v, ct), mu, _up(xp, d, ct), 1.0), (v, dx))
+                v = apply(
+                    "sgd_momentum", lambda xp, v, d, ct=ct: _axpby(_up(xp, v, ct), mu, _up(xp, d, ct), 1.0), (v, dx)
+                )
                 dx = v
                 new_v.append(v)
-            new_p.append(apply(
-                "sgd", lambda xp, a, d: _axpby(_up(xp, a, ct), 1.0 - lr * wd, _up(xp, d, ct), -lr), (x, dx)
-            ))
+            new_p.append(
+                apply(
+                    "sgd", lambda xp, a, d, ct=ct: _axpby(_up(xp, a, ct), 1.0 - lr * wd, _up(xp, d, ct), -lr), (x, dx)
+                )
+            )
         velocity = tree_unflatten(treedef, [like_kind(v, x) for v, x in zip(new_v, p)]) if mu else None
         new_p, copies = finish(p, paths, new_p, master)
         new_p = [like_kind(o, x) for o, x in zip(new_p, p)]

@@ -36,7 +36,9 @@ def check_step(step: Any, what: str) -> None:
 
 def check_mesh_shape(mesh_shape: Any) -> dict[str, int]:
     if not isinstance(mesh_shape, Mapping):
-        raise MeshError(f"the planner takes the mesh as {{axis: size}}, e.g. {{'rows': 2, 'cols': 4}}; got {mesh_shape!r}")
+        raise MeshError(
+            f"the planner takes the mesh as {{axis: size}}, e.g. {{'rows': 2, 'cols': 4}}; got {mesh_shape!r}"
+        )
     return dict(mesh_shape)
 
 

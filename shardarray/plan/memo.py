@@ -130,8 +130,16 @@ class _Entry:
 
     __slots__ = ("consulted", "excursion", "flops", "records", "rules", "template", "written")
 
-    def __init__(self, consulted: tuple[str, ...] | None, rules: tuple, template: Any, flops: list,
-                 records: list, excursion: int, written: float) -> None:
+    def __init__(
+        self,
+        consulted: tuple[str, ...] | None,
+        rules: tuple,
+        template: Any,
+        flops: list,
+        records: list,
+        excursion: int,
+        written: float,
+    ) -> None:
         self.consulted, self.rules, self.template = consulted, rules, template
         self.flops, self.records, self.excursion, self.written = flops, records, excursion, written
 
@@ -189,8 +197,12 @@ class OpMemo:
                 mesh = a  # a creation op: every array of the trace is on this mesh
         rules = None if mesh is None else mesh.__dict__.get("rules")
         key = None
-        if len(profs) == 1 and type(rules) is RuleWatch and rules.seen is None \
-                and getattr(mesh.backend, "name", None) == "meta":
+        if (
+            len(profs) == 1
+            and type(rules) is RuleWatch
+            and rules.seen is None
+            and getattr(mesh.backend, "name", None) == "meta"
+        ):
             key = self._key(name, args, kwargs)
         entries = None
         if key is not None:
@@ -234,8 +246,9 @@ class OpMemo:
         spec = (n, shape, ctx.needs, alias)
         return self.call(f"vjp:{name}", _VjpCall(vjp, ctx.needs, n, shape), (*flat, spec), ctx.kwargs)
 
-    def _record(self, key: tuple, fn: Any, args: tuple, kwargs: dict, prof: profiler.Profile, mesh: Mesh,
-                rules: RuleWatch) -> Any:
+    def _record(
+        self, key: tuple, fn: Any, args: tuple, kwargs: dict, prof: profiler.Profile, mesh: Mesh, rules: RuleWatch
+    ) -> Any:
         operands = [a for a in (*args, *kwargs.values()) if isinstance(a, ShardArray)]
         before = [(a._resolved, a.pending) for a in operands]
         rec, log = _Recorder(prof), _RecordLog()
@@ -270,8 +283,9 @@ class OpMemo:
         else:
             consulted = tuple(sorted(seen, key=str))
             current = tuple(dict.get(rules, d) for d in consulted)
-        entry = _Entry(consulted, current, template, rec.flops, log.records,
-                       rec.peak - m0, prof.written_bytes_per_device - w0)
+        entry = _Entry(
+            consulted, current, template, rec.flops, log.records, rec.peak - m0, prof.written_bytes_per_device - w0
+        )
         self._entries.setdefault(key, []).append(entry)
         return result
 
@@ -324,7 +338,7 @@ class _VjpCall:
     def __call__(self, g: ShardArray, out: ShardArray, /, *rest: Any, **kwargs: Any) -> Any:  # any kwarg names
         from ..autograd.tape import Context
 
-        args, items = rest[:self.n], rest[self.n:-1]
+        args, items = rest[: self.n], rest[self.n : -1]
         saved = items[0] if self.shape == ("one",) else (tuple(items) if self.shape[0] == "tuple" else list(items))
         return self.vjp(Context(tuple(args), kwargs, out, self.needs, saved), g)
 
@@ -369,12 +383,20 @@ def _arg_key(a: Any) -> Any:
         return ("dict", tuple(sorted(items, key=lambda kv: str(kv[0]))))
     if isinstance(a, Mesh):
         return ("mesh",)  # one mesh shape per memo (``OpMemo.bind``); its rules are watched
-    if callable(a) and getattr(a, "__module__", "").startswith("shardarray") and hasattr(a, "__qualname__") \
-            and "<locals>" not in a.__qualname__ and "<lambda>" not in a.__qualname__:
+    if (
+        callable(a)
+        and getattr(a, "__module__", "").startswith("shardarray")
+        and hasattr(a, "__qualname__")
+        and "<locals>" not in a.__qualname__
+        and "<lambda>" not in a.__qualname__
+    ):
         return ("fn", a.__module__, a.__qualname__)
     try:
-        if type(a).__hash__ is not None and getattr(type(a), "__dataclass_params__", None) is not None \
-                and type(a).__dataclass_params__.frozen:
+        if (
+            type(a).__hash__ is not None
+            and getattr(type(a), "__dataclass_params__", None) is not None
+            and type(a).__dataclass_params__.frozen
+        ):
             hash(a)
             return ("dc", type(a).__qualname__, a)
     except TypeError:
@@ -385,8 +407,13 @@ def _arg_key(a: Any) -> Any:
 def _shards_key(shards: Any) -> Any:
     """The blocks' shapes and dtypes and which devices share one (the layout fixes them; this is cheap)."""
     if type(shards) is ClassList:
-        return ("C", tuple(None if v is None else (v.shape, v.dtype.str) if type(v) is MetaArray else _NO
-                           for v in shards.values), shards.index.tobytes())
+        return (
+            "C",
+            tuple(
+                None if v is None else (v.shape, v.dtype.str) if type(v) is MetaArray else _NO for v in shards.values
+            ),
+            shards.index.tobytes(),
+        )
     return _NO
 
 
@@ -414,8 +441,14 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
         for i, a in enumerate(operands):
             if x is a:
                 return ("same", i)
-        if x.mesh is not mesh or type(x.shards) is not ClassList or x._resolved is not None \
-                or x.host_range is not None or x._node is not None or type(x) is not ShardArray:
+        if (
+            x.mesh is not mesh
+            or type(x.shards) is not ClassList
+            or x._resolved is not None
+            or x.host_range is not None
+            or x._node is not None
+            or type(x) is not ShardArray
+        ):
             raise _Unplain
         n = arrays.get(id(x))
         if n is not None:
@@ -435,8 +468,10 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
         fresh = local is not None and local[0] == "new"
         return ("array", arrays[id(x)], x._layout, x.dtype, x.pending, x.shards.index, tuple(blocks), fresh)
     if isinstance(x, (tuple, list)):
-        return ("tuple" if isinstance(x, tuple) else "list",
-                tuple(_walk(y, operands, mesh, where, made, arrays) for y in x))
+        return (
+            "tuple" if isinstance(x, tuple) else "list",
+            tuple(_walk(y, operands, mesh, where, made, arrays) for y in x),
+        )
     if isinstance(x, dict):
         return ("dict", tuple((k, _walk(v, operands, mesh, where, made, arrays)) for k, v in x.items()))
     if x is None or isinstance(x, (bool, int, float, str, np.dtype)):

@@ -90,7 +90,7 @@ class Clock:
 
     def comm(self, prof: Profile) -> float:
         records = prof.records
-        for r in records[self._seen:]:
+        for r in records[self._seen :]:
             key = (r.op, r.axes, r.group_size, r.wire_bytes)
             t = self._cache.get(key)
             if t is None:
@@ -113,8 +113,14 @@ class Clock:
         return self.compute(prof) + self.memory(prof) + self.comm(prof)
 
 
-def price(prof: Profile, mesh: Mesh, hw: HardwareProfile, rules: dict[str, tuple[str, ...]], label: str = "",
-          cache: dict[tuple, float] | None = None) -> Plan:
+def price(
+    prof: Profile,
+    mesh: Mesh,
+    hw: HardwareProfile,
+    rules: dict[str, tuple[str, ...]],
+    label: str = "",
+    cache: dict[tuple, float] | None = None,
+) -> Plan:
     """The ``Plan`` of a finished profile of one step on ``mesh`` (``cache`` as for ``Clock``)."""
     clock = Clock(mesh, hw, cache)
     ops = {
@@ -124,9 +130,17 @@ def price(prof: Profile, mesh: Mesh, hw: HardwareProfile, rules: dict[str, tuple
     comm = clock.comm(prof)
     compute, memory = clock.compute(prof), clock.memory(prof)
     return Plan(
-        rules=dict(rules), mesh_shape=mesh.shape, step_time_s=compute + memory + comm,
-        compute_time_s=compute, memory_time_s=memory, comm_time_s=comm,
+        rules=dict(rules),
+        mesh_shape=mesh.shape,
+        step_time_s=compute + memory + comm,
+        compute_time_s=compute,
+        memory_time_s=memory,
+        comm_time_s=comm,
         memory_bytes_per_device=prof.peak_memory_bytes_per_device,
-        comm_bytes_per_device=prof.comm_bytes_per_device, wire_bytes_per_device=prof.wire_bytes_per_device,
-        flops_per_device=prof.flops_per_device, hardware=hw.name, label=label, ops=ops,
+        comm_bytes_per_device=prof.comm_bytes_per_device,
+        wire_bytes_per_device=prof.wire_bytes_per_device,
+        flops_per_device=prof.flops_per_device,
+        hardware=hw.name,
+        label=label,
+        ops=ops,
     )

@@ -49,8 +49,11 @@ def _tesseract_mesh(shape: dict[str, int]) -> dict[str, int] | str:
 
 
 def named_plans(
-    cfg: TransformerConfig, batch: int, mesh_shape: Mapping[str, int],
-    hardware: str | HardwareProfile = "a100", dtype: str = "float32",
+    cfg: TransformerConfig,
+    batch: int,
+    mesh_shape: Mapping[str, int],
+    hardware: str | HardwareProfile = "a100",
+    dtype: str = "float32",
 ) -> tuple[list[Plan], dict[str, str]]:
     """Price ``data``, ``megatron``, ``mesh2d`` and ``tesseract`` where they apply to ``mesh_shape``.
 

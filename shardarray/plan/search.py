@@ -175,7 +175,8 @@ def search_layouts(
     Example (Mesh-TF §8's MLP on a 2×2 mesh):
         >>> step = sa.plan.mlp_step(batch=64, d_io=32, d_hidden=128)
         >>> best = sa.plan.search_layouts(step, {"rows": 2, "cols": 2}, top_k=1)[0]
-        >>> best.step_time_s <= sa.plan.evaluate_layout(step, {"rows": 2, "cols": 2}, {"batch": "rows", "hidden": "cols"}).step_time_s
+        >>> megatron = sa.plan.evaluate_layout(step, {"rows": 2, "cols": 2}, {"batch": "rows", "hidden": "cols"})
+        >>> best.step_time_s <= megatron.step_time_s
         True
     """
     check_step(step, "search_layouts")
@@ -195,8 +196,9 @@ def search_layouts(
     bound = getattr(step, "lower_bound", None) if prune and lower_bound else None
     order = pricing_order(rule_sets) if prune and seeds_first else list(range(len(rule_sets)))
     op_memo = OpMemo() if memo else None
-    found = _search(step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats,
-                    op_memo)
+    found = _search(
+        step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats, op_memo
+    )
     if op_memo is not None:
         stats.memo_hits, stats.memo_misses = op_memo.hits, op_memo.misses
     if not found:
@@ -205,10 +207,21 @@ def search_layouts(
     return [_relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
 
 
-def _search(step: Step, bound: Step | None, mesh_shape: Mapping[str, int], rule_sets: list[Rules],
-            order: list[int], hw: HardwareProfile, limit: float, top_k: int, prune: bool,
-            symmetries: list[dict[str, str]], progress: Callable[[int, int], None] | None,
-            stats: SearchStats, memo: OpMemo | None = None) -> dict[tuple, tuple[Plan, int]]:
+def _search(
+    step: Step,
+    bound: Step | None,
+    mesh_shape: Mapping[str, int],
+    rule_sets: list[Rules],
+    order: list[int],
+    hw: HardwareProfile,
+    limit: float,
+    top_k: int,
+    prune: bool,
+    symmetries: list[dict[str, str]],
+    progress: Callable[[int, int], None] | None,
+    stats: SearchStats,
+    memo: OpMemo | None = None,
+) -> dict[tuple, tuple[Plan, int]]:
     """Branch and bound over ``rule_sets``: ``{costs: (plan, index of the first with them in rule_sets)}``.
 
     ``bound``: a step costing no more than ``step`` under any rules (its one-layer version), traced
@@ -363,8 +376,7 @@ def _relabel(plan: Plan, label: str) -> Plan:
     return replace(plan, label=label)
 
 
-def least_memory(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules],
-                 hw: HardwareProfile) -> Plan | None:
+def least_memory(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], hw: HardwareProfile) -> Plan | None:
     """The rule set with the least peak memory (branch and bound on memory)."""
     least: list[Plan] = []
 
@@ -381,8 +393,9 @@ def least_memory(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rule
     return least[0] if least else None
 
 
-def _no_fit_message(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules],
-                    hw: HardwareProfile, limit: float) -> str:
+def _no_fit_message(
+    step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], hw: HardwareProfile, limit: float
+) -> str:
     low = least_memory(step, mesh_shape, rule_sets, hw)
     where = f"on mesh {dict(mesh_shape)}"
     if low is None:

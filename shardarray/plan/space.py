@@ -76,8 +76,12 @@ def legal_rule_sets(
     yield from walk(0)
 
 
-def local_elements(rules: Mapping[str, tuple[str, ...]], sizes: Mapping[str, int],
-                   tensors: Iterable[tuple[str, ...]], mesh_shape: Mapping[str, int]) -> float:
+def local_elements(
+    rules: Mapping[str, tuple[str, ...]],
+    sizes: Mapping[str, int],
+    tensors: Iterable[tuple[str, ...]],
+    mesh_shape: Mapping[str, int],
+) -> float:
     """A cheap proxy of a rule set's cost: the elements per device of every tensor, summed (search order only)."""
     total = 0.0
     for dims in tensors:

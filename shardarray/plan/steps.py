@@ -1,4 +1,4 @@
-"""Ready-made steps for the planner: ``step(mesh)`` builds its arrays under the mesh's rules and runs forward/backward."""
+"""Ready-made steps for the planner: ``step(mesh)`` builds its arrays under the mesh's rules, runs forward/backward."""
 
 from __future__ import annotations
 

@@ -43,6 +43,4 @@ def axis_symmetries(mesh_shape: Mapping[str, int], hardware: str | HardwareProfi
 
 def orbit_key(rules: Rules, symmetries: list[dict[str, str]]) -> tuple:
     """One key per orbit: the least renamed form of ``rules`` over ``symmetries``."""
-    return min(
-        tuple(sorted((d, tuple(s[a] for a in axes)) for d, axes in rules.items())) for s in symmetries
-    )
+    return min(tuple(sorted((d, tuple(s[a] for a in axes)) for d, axes in rules.items())) for s in symmetries)
