@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -351,11 +352,11 @@ class ShardArray:
     def __le__(self, other: Any) -> ShardArray:
         return _ew.less_equal(self, other)
 
-    def __eq__(self, other: Any) -> ShardArray:
-        return _ew.equal(self, other)  # type: ignore[override]
+    def __eq__(self, other: Any) -> ShardArray:  # type: ignore[override]  # elementwise, as NumPy's ==
+        return _ew.equal(self, other)
 
-    def __ne__(self, other: Any) -> ShardArray:
-        return _ew.not_equal(self, other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> ShardArray:  # type: ignore[override]  # elementwise, as NumPy's !=
+        return _ew.not_equal(self, other)
 
     __hash__ = object.__hash__
 
@@ -605,7 +606,7 @@ def _untracked_read(x: ShardArray) -> None:
         module = f.f_globals.get("__name__", "")
         return bool(module == "shardarray" or module.startswith("shardarray."))
 
-    frame = sys._getframe(2)  # the function that read .shards
+    frame: FrameType | None = sys._getframe(2)  # the function that read .shards
     if frame is not None and not ours(frame):
         where = f"the function {frame.f_code.co_name!r}"  # code outside the package
     else:

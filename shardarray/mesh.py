@@ -25,9 +25,9 @@ def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
     if isinstance(shape, str) or (
         isinstance(shape, (list, tuple)) and shape and all(isinstance(a, str) for a in shape)
     ):
-        names = [shape] if isinstance(shape, str) else list(shape)
+        given = [shape] if isinstance(shape, str) else list(shape)
         raise MeshError(
-            f"mesh shape {shape!r} names axes without sizes; give {{axis: size}}, e.g. { {a: 2 for a in names} }"
+            f"mesh shape {shape!r} names axes without sizes; give {{axis: size}}, e.g. { {a: 2 for a in given} }"
         )
     try:
         pairs = list(shape.items()) if isinstance(shape, Mapping) else list(shape)
@@ -112,7 +112,7 @@ def normalize_axes(spec: AxesSpec, context: str = "") -> tuple[str, ...]:
         return (spec,)
     where = f" ({context})" if context else ""
     try:
-        axes = tuple(spec)  # type: ignore[arg-type]
+        axes = tuple(spec)
     except TypeError:
         raise LayoutError(
             f"a layout value must be None, a mesh axis name or a tuple of axis names; got {spec!r}{where}"

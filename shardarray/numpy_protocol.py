@@ -35,7 +35,7 @@ import inspect
 import numbers
 import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -300,11 +300,11 @@ def _neutral(param: inspect.Parameter, value: Any) -> bool:
 def _extra_kwargs(func: Callable[..., Any], fn: Callable[..., Any], rest: dict[str, Any], what: str) -> dict[str, Any]:
     """The NumPy keywords that remain after adapting: forwarded when ``fn`` takes them, dropped when neutral."""
     try:
-        accepted = inspect.signature(fn).parameters
+        accepted: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
     except (TypeError, ValueError):  # pragma: no cover - every shardarray function has a signature
         accepted = {}
     try:
-        np_params = inspect.signature(func).parameters
+        np_params: Mapping[str, inspect.Parameter] = inspect.signature(func).parameters
     except (TypeError, ValueError):  # pragma: no cover
         np_params = {}
     out: dict[str, Any] = {}
@@ -679,7 +679,7 @@ def round_array(x: ShardArray, ndigits: int | None) -> ShardArray:
     except TypeError:
         raise ArgumentError(f"round(x, ndigits): ndigits must be an integer; got {ndigits!r}") from None
     try:
-        params = inspect.signature(fn).parameters
+        params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
     except (TypeError, ValueError):  # pragma: no cover
         params = {}
     if "decimals" in params:

@@ -11,7 +11,7 @@ treated positionally too (Python asks the subclass first).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -236,8 +236,8 @@ class Array(ShardArray):
     __rlshift__ = _binary(logical.bitwise_left_shift, "bitwise_left_shift", True)
     __rshift__ = _binary(logical.bitwise_right_shift, "bitwise_right_shift")
     __rrshift__ = _binary(logical.bitwise_right_shift, "bitwise_right_shift", True)
-    __eq__ = _binary(ew.equal, "equal")  # type: ignore[assignment]
-    __ne__ = _binary(ew.not_equal, "not_equal")  # type: ignore[assignment]
+    __eq__ = _binary(ew.equal, "equal")
+    __ne__ = _binary(ew.not_equal, "not_equal")
     __lt__, __le__ = _binary(ew.less, "less"), _binary(ew.less_equal, "less_equal")
     __gt__, __ge__ = _binary(ew.greater, "greater"), _binary(ew.greater_equal, "greater_equal")
 
@@ -254,19 +254,19 @@ class Array(ShardArray):
 
         if not isinstance(other, ShardArray):
             return NotImplemented
-        out = matmul(self, other)
+        out = matmul(self, cast(Any, other))  # a named ShardArray is accepted as it is (the namespace's rule)
         _check_inplace(self, other, out, "matmul")
         return out
 
     def __matmul__(self, other: Any) -> Any:
         from ._linalg import matmul
 
-        return matmul(self, other) if isinstance(other, ShardArray) else NotImplemented
+        return matmul(self, cast(Any, other)) if isinstance(other, ShardArray) else NotImplemented
 
     def __rmatmul__(self, other: Any) -> Any:
         from ._linalg import matmul
 
-        return matmul(other, self) if isinstance(other, ShardArray) else NotImplemented
+        return matmul(cast(Any, other), self) if isinstance(other, ShardArray) else NotImplemented
 
     def __neg__(self) -> Array:
         return wrap(ew.negative(self))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -285,7 +285,8 @@ def linspace(
     if cplx and dt.kind != "c":
         raise DTypeError(f"linspace: complex start/stop need a complex dtype; got {dt.name}")
     work = np.complex128 if dt.kind == "c" else np.float64
-    a, z = work(start), work(stop)
+    # float64 gets only real start/stop here (complex ones need a complex dtype, checked above)
+    a, z = work(cast(Any, start)), work(cast(Any, stop))
     div = (num - 1) if endpoint else num
     delta = z - a
     step = delta / div if div > 0 else delta * np.nan

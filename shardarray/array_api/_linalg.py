@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsIndex, TypeVar, cast
 
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
@@ -23,8 +23,11 @@ from ..ops.structure import rename, transpose
 from ._align import align, axis_dim, broadcast_shape, fresh
 from ._array import Array, wrap
 
+_A = TypeVar("_A")  # the argument's own type: the check returns it unchanged
 
-def _numeric(x: Any, what: str) -> ShardArray:
+
+def _numeric(x: _A, what: str) -> _A:
+    """``x`` itself, once it is an array of a numeric dtype."""
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what}: expects arrays; got {type(x).__name__}. Make one with xp.asarray(...)")
     if x.dtype.kind not in "iufc" and x.dtype.name != "bfloat16":
@@ -136,7 +139,7 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
     if isinstance(axes, bool):
         raise DimensionError(f"tensordot: axes must be an int or a pair of sequences; got {axes!r}")
     if isinstance(axes, int) or hasattr(axes, "__index__"):
-        n_ax = operator.index(axes)
+        n_ax = operator.index(cast(SupportsIndex, axes))  # an int, or an object with __index__
         if n_ax < 0 or n_ax > x1.ndim or n_ax > x2.ndim:
             raise DimensionError(
                 f"tensordot: axes={n_ax} must be between 0 and the operands' ranks (shapes {x1.shape}, {x2.shape})"

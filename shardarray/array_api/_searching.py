@@ -1,15 +1,14 @@
-"""``nonzero`` and ``count_nonzero`` of the array API standard, over the named ``sa.nonzero``/``sa.count_nonzero``.
+"""``nonzero`` of the array API standard, over the named ``sa.nonzero``.
 
 (``take_along_axis`` lives in ``_indexing.py``; ``where`` in ``_elementwise.py``; ``argmax``/``argmin`` with
-the manipulation functions.) ``nonzero`` places its data-dependent result by an exclusive scan of counts
-(one allgather of one int per device, one alltoallv); ``count_nonzero`` is a local count plus an allreduce.
+the manipulation functions; ``count_nonzero``, a reduction, in ``_statistical.py``.) ``nonzero`` places its
+data-dependent result by an exclusive scan of counts (one allgather of one int per device, one alltoallv).
 """
 
 from __future__ import annotations
 
 from ..array import ShardArray
 from ..errors import DTypeError
-from ..ops.nonzero import count_nonzero as _count_nonzero
 from ..ops.nonzero import nonzero as _nonzero
 from ._array import Array, wrap
 
@@ -31,18 +30,4 @@ def nonzero(x: ShardArray, /) -> tuple[Array, ...]:
     return tuple(wrap(i) for i in _nonzero(x))
 
 
-def count_nonzero(x: ShardArray, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
-    """How many nonzero elements along ``axis`` (default all), int64; a local count and one allreduce.
-
-    Example:
-        >>> import shardarray.array_api as xp
-        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
-        ...     xp.count_nonzero(xp.asarray([[0, 1], [2, 3]]), axis=1).numpy()
-        array([1, 2])
-    """
-    if not isinstance(x, ShardArray):
-        raise DTypeError(f"count_nonzero: x must be an array; got {type(x).__name__}")
-    return wrap(_count_nonzero(x, axis, keepdims))
-
-
-__all__ = ["count_nonzero", "nonzero"]
+__all__ = ["nonzero"]  # (count_nonzero is a reduction: _statistical.py)

@@ -13,7 +13,7 @@ names at their positions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,10 +28,13 @@ from ..ops.structure import astype
 from ._align import axes_dims, axis_dim
 from ._array import Array, wrap
 
+_A = TypeVar("_A")  # the argument's own type: the check returns it unchanged
+
 _Axis = int | tuple[int, ...] | None
 
 
-def _check(x: Any, what: str) -> ShardArray:
+def _check(x: _A, what: str) -> _A:
+    """``x`` itself, once it is an array."""
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     return x

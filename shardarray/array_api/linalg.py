@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .. import linalg as L
 from ..array import ShardArray
@@ -34,6 +34,8 @@ from ..ops.structure import rename
 from ._align import axes_dims, broadcast_shape, fresh
 from ._array import Array, wrap
 from ._linalg import matmul, matrix_transpose, tensordot, vecdot
+
+_A = TypeVar("_A")  # the argument's own type: the checks return it unchanged
 
 
 class QRResult(NamedTuple):
@@ -74,7 +76,9 @@ def _pos(x: ShardArray) -> Array:
     return wrap(x)
 
 
-def _arr(x: Any, what: str, min_ndim: int = 2, floating: bool = True) -> ShardArray:
+def _arr(x: _A, what: str, min_ndim: int = 2, floating: bool = True) -> _A:
+    """``x`` itself, once it is an array of at least ``min_ndim`` dims (and of a LAPACK float dtype when
+    ``floating``)."""
     if not isinstance(x, ShardArray):
         raise DTypeError(f"linalg.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     if x.ndim < min_ndim:

@@ -222,7 +222,7 @@ def differentiable(
 
         # the op itself, never recorded (memoised during a layout search); inspect.signature/help()/
         # typing.get_type_hints follow __wrapped__ (to fn through direct's own), so the op shows its real parameters
-        wrapper.__wrapped__ = direct  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = direct
         return wrapper
 
     return deco
@@ -303,12 +303,13 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
         vjp = VJPS.get(node.name)
         if vjp is None:  # pragma: no cover - a missing registration is a bug of the package
             raise ShardArrayError(f"no VJP is registered for the op {node.name!r}")
+        ctx = cast(Context, node.ctx)  # an op's node (name set) keeps its context until release()
         if profiler.ACTIVE:
             with profiler.scope(f"{node.name}.grad"):
                 memo = OP_MEMO.get()  # a layout search's memo (plan.memo) replays the VJP; None elsewhere
-                grads = vjp(node.ctx, g) if memo is None else memo.call_vjp(node.name, vjp, node.ctx, g)
+                grads = vjp(ctx, g) if memo is None else memo.call_vjp(node.name, vjp, ctx, g)
         else:
-            grads = vjp(node.ctx, g)
+            grads = vjp(ctx, g)
         for i, parent in node.parents:
             gi = grads[i]
             if gi is None:

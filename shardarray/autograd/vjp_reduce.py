@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
@@ -56,10 +56,8 @@ def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
     dims = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["dims"]
     g = g.resolve()
     if fused.rows_ready(y, fused.single_dim(dims)) and fused.kernels_for(y, "softmax"):
-        return [
-            match(fused.map_like(y, lambda xp, y, g: cuda_kernels.softmax_rows_grad(xp, g, y), fused.like(g, y)), x),
-            None,
-        ]
+        gy = cast(ShardArray, fused.like(g, y))  # y's cotangent has y's dims: not None
+        return [match(fused.map_like(y, lambda xp, y, g: cuda_kernels.softmax_rows_grad(xp, g, y), gy), x), None]
     s = red.sum.__wrapped__(apply("d_softmax_gy", lambda xp, g, y: g * y, (g, y)), dims)
 
     def dx(xp: Any, g: Any, y: Any, s: Any) -> Any:

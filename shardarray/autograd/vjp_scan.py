@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,7 +29,7 @@ def _dim(ctx: Context) -> str:
 @register_vjp("cumsum")
 def _cumsum(ctx: Context, g: ShardArray) -> list[Any]:
     x = ctx.args[0]
-    g = match(g, ctx.out).resolve()
+    g = cast(ShardArray, match(g, ctx.out)).resolve()  # out is an array
     gx = scan(g, _dim(ctx), "sum", reverse=True, dtype=g.dtype)
     return [match(gx.astype(x.dtype), x)] + [None] * (len(ctx.args) - 1)
 
@@ -41,7 +41,7 @@ def _cumprod(ctx: Context, g: ShardArray) -> list[Any]:
     0 (the prefix holds the zero), which the division formula gives too, as ``y`` is 0 there."""
     x, y = ctx.args[0], ctx.out
     dim = _dim(ctx)
-    g = match(g, y).resolve()
+    g = cast(ShardArray, match(g, y)).resolve()  # y (out) is an array
     r = scan(ew.multiply(g, y), dim, "sum", reverse=True)
     nz = ew.not_equal(x, 0.0)
     gx = ew.where(nz, ew.divide(r, ew.where(nz, x, 1.0)), 0.0)
@@ -59,7 +59,7 @@ def _cumprod(ctx: Context, g: ShardArray) -> list[Any]:
 def _top_k(ctx: Context, g: ShardArray) -> list[Any]:
     x, _, dim, _, box = ctx.args
     idx = box[0]
-    g = to_axes(transpose.__wrapped__(match(g, ctx.out), idx.dims), idx.spec.axes, False)
+    g = to_axes(transpose.__wrapped__(cast(ShardArray, match(g, ctx.out)), idx.dims), idx.spec.axes, False)
     mesh, xp = x.mesh, x.mesh.backend.xp
     i = x.dims.index(dim)
     bounds = block_bounds(mesh, x.spec)
@@ -72,7 +72,7 @@ def _top_k(ctx: Context, g: ShardArray) -> list[Any]:
         inside = (ib >= lo) & (ib < hi)
         rel = np.where(inside, ib - lo, 0)
         vals = xp.where(inside, gb, 0).astype(x.dtype)
-        grid = list(np.indices(rel.shape, sparse=True))
+        grid: list[Any] = list(np.indices(rel.shape, sparse=True))
         grid[i] = rel
         np.add.at(out, tuple(grid), vals)
         return out

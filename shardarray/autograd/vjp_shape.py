@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..array import ShardArray
 from ..ops.common import dims_arg, map_blocks
@@ -16,7 +16,7 @@ def _arg(ctx: Context, i: int, name: str) -> Any:
     return ctx.args[i] if len(ctx.args) > i else ctx.kwargs[name]
 
 
-def _grads(ctx: Context, gx: ShardArray) -> list[Any]:
+def _grads(ctx: Context, gx: ShardArray | None) -> list[Any]:
     """The gradient of the array argument (position 0) and None for the others."""
     return [gx] + [None] * (len(ctx.args) - 1)
 
@@ -47,7 +47,7 @@ def _fold(g: ShardArray, out: ShardArray, x: ShardArray, folds: dict[int, tuple[
 
     ``folds[i] = (r, where)``: ``where`` 0 for tile (copies major), 1 for repeat (copies minor).
     """
-    g = match(g, out)
+    g = cast(ShardArray, match(g, out))  # out is an array
     xp = g.mesh.backend.xp
 
     def local(s: Any) -> Any:

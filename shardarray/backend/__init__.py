@@ -21,6 +21,7 @@ def get_backend(name: str | Backend) -> Backend:
         return name
     if name in _BACKENDS:
         return _BACKENDS[name]
+    cls: type[Backend]
     if name == "numpy":
         from .numpy_backend import NumpyBackend as cls
     elif name == "cupy":

@@ -34,6 +34,9 @@ class ClassList(Sequence):
 
     __slots__ = ("_tuple", "index", "values")
 
+    # the per-device class array shadows ``Sequence.index`` (a method) on purpose: it is this class's data
+    index: np.ndarray  # type: ignore[assignment]
+
     def __init__(self, values: Sequence[Any], index: np.ndarray) -> None:
         self.values = tuple(values)
         self.index = index

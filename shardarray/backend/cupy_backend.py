@@ -105,6 +105,8 @@ class CupyDevicesBackend(CupyBackend):
         ranks: one stream and separate buffers per mesh device, even where GPUs repeat.
     """
 
+    gpus: tuple[int, ...]  # always set here (``Backend.gpus`` is None for the other backends)
+
     def __init__(self, gpus: tuple[int, ...], ranks: bool = False) -> None:
         super().__init__()
         cupy = self.xp

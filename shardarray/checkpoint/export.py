@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ..dtypes import as_dtype
 from ..errors import CheckpointError
@@ -13,6 +14,11 @@ from .manifest import EXPORT_KEY
 from .reader import _Files, _read_block
 from .source import open_source
 from .stfile import write_file
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import numpy as np
 
 
 def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str], *, verify: bool = True) -> Path:
@@ -74,14 +80,15 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
         class _Lazy:
             """Global arrays read one at a time while the file is written."""
 
-            def __iter__(self):  # type: ignore[no-untyped-def]
+            def __iter__(self) -> Iterator[tuple[str, np.ndarray]]:
                 for n in names:
                     entry = m["arrays"][n]
                     yield n, _read_block(files, n, entry, tuple((0, s) for s in entry["sizes"]), verify)
 
         tensors = [(n, _Shape(m["arrays"][n])) for n in names]
         try:
-            write_file(tmp, tensors, meta, source=iter(_Lazy()))
+            # the _Shape stand-ins give the header only: the data comes from source
+            write_file(tmp, cast("list[tuple[str, np.ndarray]]", tensors), meta, source=iter(_Lazy()))
             os.replace(tmp, out)
         finally:
             if tmp.exists():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from safetensors import SafetensorError
@@ -117,7 +117,8 @@ class _Files:
     """Open safetensors files of a checkpoint (each opened once), checked against the manifest before any read."""
 
     def __init__(self, src: Source, stack: contextlib.ExitStack) -> None:
-        self.src, self.stack, self.handles = src, stack, {}
+        self.src, self.stack = src, stack
+        self.handles: dict[str, Any] = {}
         self.headers: dict[str, tuple[int, dict[str, Any]]] = {}
         self.paths: dict[str, Path] = {}
         self.verified: set[tuple[str, str]] = set()
@@ -331,6 +332,7 @@ def load(
             _check_target(name, m["arrays"][name], t, src)
             _check_cast(name, m["arrays"][name]["dtype"], t.dtype, casting, src)
     else:
+        mesh = cast(Mesh, mesh)  # not None: exactly one of target and mesh is given (checked above)
         recipe, plan, pairs = None, [], []
         for name, entry in m["arrays"].items():
             if entry.get("dims") is None:
@@ -357,7 +359,7 @@ def load(
     if missing:
         raise CheckpointError(f"checkpoint {src.where}: the saved arrays {missing[:4]} have no place in the tree")
 
-    procs = procs_of(_Probe(msh) for _, msh, _, _ in plan)
+    procs = procs_of(cast("Iterable[ShardArray]", (_Probe(msh) for _, msh, _, _ in plan)))  # it reads .mesh only
     loaded: dict[str, ShardArray] = {}
     with contextlib.ExitStack() as stack:
         files = _Files(src, stack)

@@ -17,12 +17,15 @@ import os
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ..dtypes import as_dtype
 from ..errors import CheckpointError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # NumPy's stubs give ndarray ``__buffer__`` only from Python 3.12
 
 ST_DTYPES = {
     "bool": "BOOL",
@@ -63,7 +66,7 @@ def _bytes(a: np.ndarray) -> memoryview:
     a = np.ascontiguousarray(a)
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
-    return memoryview(a.reshape(-1).view(np.uint8))
+    return memoryview(cast("Buffer", a.reshape(-1).view(np.uint8)))
 
 
 GRID = 256  # a gridsum chunk is GRID x GRID little-endian uint64 words (512 KiB: stays in cache while hashed)
@@ -108,7 +111,7 @@ class GridSum:
     def _advance(self) -> None:
         self._done += 1
         if self._done == FLUSH:  # hash the sums of several chunks at once (fewer, larger hash calls)
-            self._hash.update(self._sums)
+            self._hash.update(cast("Buffer", self._sums))
             self._done = 0
 
     def update(self, data: memoryview | np.ndarray) -> None:
@@ -150,7 +153,7 @@ class GridSum:
         if self._fill:
             self._last()
             self._tail, self._fill = [], 0
-        self._hash.update(self._sums[: self._done])
+        self._hash.update(cast("Buffer", self._sums[: self._done]))
         self._done = 0
         self._hash.update(self._total.to_bytes(8, "little"))
         return f"gridsum:{self._hash.hexdigest()}"
@@ -206,7 +209,7 @@ def read_into(path: Path, offset: int, out: np.ndarray, check: GridSum | Crc32 |
     KiB pieces); with ``check``, each piece goes into the checksum right
     after its read, while it is still in cache.
     """
-    view = memoryview(out.reshape(-1).view(np.uint8))
+    view = memoryview(cast("Buffer", out.reshape(-1).view(np.uint8)))
     with open(path, "rb", buffering=0) as f:
         f.seek(offset)
         got = 0

@@ -125,13 +125,13 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     elif len(set(trees)) > 1:
         first = json.loads(trees[0])
         for r, t in enumerate(trees):
-            mine = json.loads(t)
-            diff = sorted(n for n in set(first) | set(mine) if first.get(n) != mine.get(n))
+            theirs = json.loads(t)
+            diff = sorted(n for n in set(first) | set(theirs) if first.get(n) != theirs.get(n))
             if diff:
                 n = diff[0]
                 error = (
                     f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
-                    f"(shape, dtype) on process 0 and {mine.get(n)} on process {r}; every process must save "
+                    f"(shape, dtype) on process 0 and {theirs.get(n)} on process {r}; every process must save "
                     f"the same tree of arrays (the same global sizes), as in any SPMD program"
                 )
                 break

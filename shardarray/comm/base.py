@@ -9,7 +9,7 @@ first axis major. Every call appends one record to the active comm logs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,12 +35,14 @@ class Communicator(ABC):
         """Record one collective; returns the group size (1 means nothing to do)."""
         n = self.mesh.axes_size(axes)
         if n > 1:
+            candidates: Iterable[Any]
             if isinstance(shards, ClassList):  # meta: one candidate per class, in order of its first device
                 index = shards.index if devices is None else shards.index[np.asarray(devices, dtype=np.intp)]
                 u, first = np.unique(index, return_index=True)
                 candidates = (shards.values[c] for c in u[np.argsort(first, kind="stable")].tolist())
             else:  # a plain loop: the first of the largest buffers, as max() gives
                 candidates = shards if devices is None else [shards[d] for d in devices]
+            biggest: Any  # None until the loop sees the first candidate (a group of n > 1 has some)
             biggest, most = None, -1
             for s in candidates:
                 if s.size > most:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -61,7 +61,8 @@ class EmulatedCommunicator(Communicator):
     ) -> list[Any]:
         scope = self.mesh.backend.device_scope
         if isinstance(shards, ClassList) and scope is None and not self.mesh.backend.has_data:
-            return self._per_group_class(shards, axes, fn)
+            # a meta ClassList stands in for the per-device list (read like one, never mutated)
+            return cast("list[Any]", self._per_group_class(shards, axes, fn))
         out: list[Any] = list(shards)
         done: dict[tuple[int, ...], list[Any]] = {}
         for group in self.mesh.groups(axes):
@@ -100,10 +101,10 @@ class EmulatedCommunicator(Communicator):
         by_shapes: dict[tuple, list[Any]] = {}  # meta results depend on the members' shapes and dtypes only
         for u in np.argsort(first, kind="stable").tolist():  # in order of the groups' first devices
             members = [shards.values[c] for c in rows[first[u]].tolist()]
-            key = tuple((m.shape, m.dtype) for m in members)
-            result = by_shapes.get(key)
+            shape_key = tuple((m.shape, m.dtype) for m in members)
+            result = by_shapes.get(shape_key)
             if result is None:
-                result = by_shapes[key] = fn(members)
+                result = by_shapes[shape_key] = fn(members)
             values[u * n : (u + 1) * n] = result
         index = np.empty(self.mesh.size, dtype=np.intp)
         index[groups] = inverse[:, None] * n + np.arange(n)

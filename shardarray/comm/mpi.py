@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -178,8 +178,9 @@ class MpiCommunicator(Communicator):
                     sub.Set_errhandler(_mpi().ERRORS_RETURN)  # MPI errors raise (then CommError), not abort silently
                     found = (sub, pos)
                     break
+            found = cast("tuple[Any, int]", found)  # this rank is in exactly one group along any axes
             self._subs[axes] = found
-        return found  # type: ignore[return-value]
+        return found
 
     _op = staticmethod(reduce_op)
 
@@ -360,7 +361,7 @@ class MpiCommunicator(Communicator):
         recv = np.empty_like(send) if pos == root else None
         with self._calling("reduce", axes, x):
             sub.Reduce(send, recv, op=self._op(op), root=root)
-        return self._out(recv.astype(x.dtype, copy=False) if pos == root else x)
+        return self._out(cast("np.ndarray", recv).astype(x.dtype, copy=False) if pos == root else x)
 
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         """One ``Alltoallv`` per group with per-pair byte counts; only the pieces' shapes travel pickled."""

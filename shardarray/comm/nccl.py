@@ -44,7 +44,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -176,7 +176,7 @@ class NcclCommunicator(Communicator):
             return found
         found = {}
         local = set(self._local)
-        gpus = self.mesh.backend.gpus
+        gpus = cast("tuple[int, ...]", self.mesh.backend.gpus)  # NCCL meshes place devices on GPUs (as_ranks)
         for color, group in enumerate(self.mesh.groups(axes)):
             mine = [d for d in group if d in local]
             if not mine:
@@ -186,7 +186,8 @@ class NcclCommunicator(Communicator):
                     "communicator set-up (initAll)",
                     axes,
                     group,
-                    lambda group=group: self.lib.NcclCommunicator.initAll([gpus[d] for d in group]),
+                    # mypy cannot infer a lambda with a default argument against Callable[[], Any]
+                    lambda group=group: self.lib.NcclCommunicator.initAll([gpus[d] for d in group]),  # type: ignore[misc]
                 )
                 for pos, (d, c) in enumerate(zip(group, comms)):
                     found[d] = _Member(c, pos, group)
@@ -290,7 +291,12 @@ class NcclCommunicator(Communicator):
         return getattr(self.lib, _OPS[op])
 
     def _check(
-        self, what: str, axes: tuple[str, ...], shards: Sequence[Any], free: Sequence[int] = (), op: str | None = None
+        self,
+        what: str,
+        axes: tuple[str, ...],
+        shards: Sequence[Any],
+        free: Sequence[int] | None = (),
+        op: str | None = None,
     ) -> tuple[int, int | None]:
         """Refuse what NCCL cannot do, before any call: ``(type constant, reduction constant or None)``.
 

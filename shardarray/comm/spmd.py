@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ..errors import CommError
 
@@ -168,7 +168,7 @@ def _departed(rank: int, entered: int) -> None:
     if seq > entered:  # we wait in collective `seq` (so one was entered), which `rank` never joined
         print(
             f"shardarray: process {rank} exited after {entered} collective(s) while process {_rank()} waits "
-            f"for it in collective #{seq} ({_describe(current, number=False)}); ending the MPI job. "
+            f"for it in collective #{seq} ({_describe(cast('tuple', current), number=False)}); ending the MPI job. "
             f"Every process must run the same collectives (SPMD): look for an early sys.exit/return or a collective "
             f"(a split array's numpy(), a sum over a split dim) inside `if mesh.process_index == ...`",
             file=sys.stderr,

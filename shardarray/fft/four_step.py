@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -149,7 +149,7 @@ def four_step(
     axes = x.spec.axes[0]
     radix = tuple(mesh.axis_size(a) for a in axes)
     m = x.shape[0]
-    n1, n2 = factor(n, math.prod(radix))
+    n1, n2 = cast("tuple[int, int]", factor(n, math.prod(radix)))  # callers check applies(): n factors
     lim = min(m, n, m if lim is None else lim)
     keep = min(n, size, size if keep is None else keep)
     P = _plan(m, lim, n1, n2, size, keep, radix)

@@ -13,7 +13,7 @@ problem with the roles of U and V swapped). ``full_matrices=True`` with
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast, overload
 
 import numpy as np
 
@@ -36,7 +36,12 @@ def _real(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.complex64 else np.dtype(np.float64) if dtype.kind == "c" else dtype
 
 
-def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SVDResult:
+@overload
+def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: Literal[True]) -> SVDResult: ...
+@overload
+def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: Literal[False]) -> ShardArray: ...
+def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SVDResult | ShardArray:
+    """The SVD of a tall matrix from TSQR's R: ``(U, S, Vh)``, or ``S`` alone when not ``want_u``."""
     Q, R = tsqr(x, rows, cols, new, want_q=want_u)
     mesh, xp = R.mesh, R.mesh.backend.xp
     n = x.sizes[cols]
@@ -52,8 +57,9 @@ def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SV
 
     ur, s, vh = map_blocks_multi(mesh, R.spec.used_axes, 3, small, R.shards)
     S = new_array(mesh, (*batch, new), sizes, blay, s, dtype=_real(x.dtype))
-    if not want_u:
-        return SVDResult(None, S, None)
+    if not want_u:  # svdvals
+        return S
+    Q = cast(ShardArray, Q)  # want_q=want_u: tsqr made Q
     Vh = new_array(mesh, (*batch, new, cols), sizes, blay, vh, dtype=x.dtype)
     items = list(zip(Q.shards, ur))
     u = map_blocks(mesh, Q.spec.used_axes, lambda it: it[0] @ it[1], items)
@@ -156,8 +162,8 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
     if m == 0 or n == 0:
         return _fallback(x, rows, cols, new, False).S
     if m >= n:
-        return _tall_svd(x, rows, cols, new, False).S
-    return _tall_svd(conj(x) if x.dtype.kind == "c" else x, cols, rows, new, False).S
+        return _tall_svd(x, rows, cols, new, False)
+    return _tall_svd(conj(x) if x.dtype.kind == "c" else x, cols, rows, new, False)
 
 
 @differentiable("linalg.svd_part")

@@ -24,7 +24,7 @@ Batch dims keep their split: each device factors its own matrices.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -255,4 +255,4 @@ def _qr(x: Any, dims: Any, mode: str, new: str | None) -> QRResult:
     if (mode == "complete" and m > n) or n == 0 or m == 0:
         return _fallback_qr(x, rows, cols, new, mode)
     Q, R = tsqr(x, rows, cols, new)
-    return QRResult(Q, R)
+    return QRResult(cast(ShardArray, Q), R)  # want_q=True: tsqr made Q

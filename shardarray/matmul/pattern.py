@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from ..array import ShardArray
 from ..errors import LayoutError
@@ -102,7 +103,9 @@ def find(operands: Sequence[ShardArray], r: Roles) -> Pattern | str:
     for f in found:
         if isinstance(f, str):
             return f
-    (ka, col_axes), (kb, row_axes), (n_dim, n_axes), (m_dim, m_axes) = found  # type: ignore[misc]
+    # no reason string among them (returned above): each is a (dim, axes) pair
+    splits = cast("list[tuple[str | None, tuple[str, ...]]]", found)
+    (ka, col_axes), (kb, row_axes), (n_dim, n_axes), (m_dim, m_axes) = splits
     if ka is None or len(col_axes) != 1:
         return (
             f"A splits none of its contracted dims {r.k} over a single axis"
@@ -138,7 +141,7 @@ def check_divisible(operands: Sequence[ShardArray], p: Pattern) -> str | None:
     mesh = A.mesh
     m_axes = A.spec.of(p.m_dim)
     for dim, axes in ((p.m_dim, m_axes), (p.k_dim, (p.col,)), (p.n_dim, (p.col,))):
-        size = A.sizes.get(dim, operands[p.roles.b].sizes.get(dim))
+        size = cast(int, A.sizes.get(dim, operands[p.roles.b].sizes.get(dim)))  # each dim is in A or in B
         parts = mesh.axes_size(axes)
         if size % parts:
             return (

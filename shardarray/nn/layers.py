@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..array import ShardArray
 from ..autograd.common import match
@@ -83,10 +83,10 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
     if _fused_layer_norm(x, gain, bias, dim):
         x = x.resolve()
         k = _row_kernels(x)
-        y, mean, rstd = fused.map_rows_multi(
+        y, mean, rstd_rows = fused.map_rows_multi(
             x, 3, lambda xp, a, w, b: k.layer_norm_rows(xp, a, w, b, eps), gain.resolve(), bias.resolve()
         )
-        return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd)
+        return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd_rows)
     n = x.sizes[dim]
     xc = x - x.mean(dim)
     var = apply("square", lambda xp, a: a * a, (xc,)).sum(dim)
@@ -104,7 +104,7 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     if isinstance(ctx.saved[0], str):  # ("fused", mean, rstd)
         _, mean, rstd = ctx.saved
         k = _row_kernels(x)
-        dx, gxh = fused.map_rows_multi(
+        dx_rows, gxh = fused.map_rows_multi(
             x,
             2,
             lambda xp, a, g, w, m, r: k.layer_norm_rows_grad(xp, g, a, w, m, r),
@@ -113,7 +113,7 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
             mean,
             rstd,
         )
-        grads[0] = ShardArray(x.mesh, x.spec, x.dtype, dx) if ctx.needs[0] else None
+        grads[0] = ShardArray(x.mesh, x.spec, x.dtype, dx_rows) if ctx.needs[0] else None
         grads[1] = match(ShardArray(x.mesh, x.spec, x.dtype, gxh), gain) if ctx.needs[1] else None
         grads[2] = match(g, bias) if ctx.needs[2] else None
         return grads
@@ -242,7 +242,7 @@ def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> An
 @register_vjp("cross_entropy_rows")
 def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     logits, targets = ctx.args[0], ctx.args[1]
-    g = fused.like(g.resolve(), ctx.out)
+    g = cast(ShardArray, fused.like(g.resolve(), ctx.out))  # out's cotangent has out's dims: not None
     k = _row_kernels(logits)
     dx = fused.map_rows_multi(
         logits,

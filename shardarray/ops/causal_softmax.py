@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -116,7 +116,9 @@ def _causal_softmax_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         xr = x.resolve()
         grads[0] = match(
             fused.map_like(
-                xr, lambda xp, x, g: cuda_kernels.causal_softmax_rows_grad(xp, g, x, scale), fused.like(g, xr)
+                xr,
+                lambda xp, x, g: cuda_kernels.causal_softmax_rows_grad(xp, g, x, scale),
+                cast(ShardArray, fused.like(g, xr)),  # the cotangent has the output's dims: x's
             ),
             x,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -180,8 +180,8 @@ def map_blocks(
     copy pool (``comm.parallel``) at once, as separate devices would; the
     result is the same.
     """
-    if not mesh.backend.has_data:
-        return _map_meta(mesh, axes, fn, shard_lists)
+    if not mesh.backend.has_data:  # meta: a ClassList, read as the per-device list is (indexed, iterated)
+        return cast(list[Any], _map_meta(mesh, axes, fn, shard_lists))
     classes = mesh.replica_classes(axes)
     if pure and len(classes) > 1 and usable(mesh.backend):
         nbytes = sum(int(getattr(s[rep], "nbytes", 0)) for rep, _ in classes for s in shard_lists)  # array operands

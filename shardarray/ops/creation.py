@@ -210,7 +210,10 @@ def asarray(
     shards = map_blocks(
         mesh,
         lay.used_axes,
-        lambda idx: backend.from_numpy(np.array(host[(*idx, Ellipsis)], order="C") if own else host[(*idx, Ellipsis)]),
+        # tuple(idx) + (Ellipsis,) is (*idx, ...): mypy reads a starred tuple in [] as 3.11-only syntax
+        lambda idx: backend.from_numpy(
+            np.array(host[tuple(idx) + (Ellipsis,)], order="C") if own else host[tuple(idx) + (Ellipsis,)]
+        ),
         slices,
     )
     out = ShardArray(mesh, lay, host.dtype, shards)

@@ -99,7 +99,7 @@ def einsum(
     result = run_contract(cplan, operands) if plan is None else plan.forward(operands)
     if layout is not None:
         result = relayout(result, layout)
-    return result, plan
+    return result, plan  # type: ignore[return-value]  # saves=True: callers see only the result (differentiable)
 
 
 def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> Any:

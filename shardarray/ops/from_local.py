@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ..dtypes import as_dtype
 from ..errors import ArgumentError, CommError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, block_bounds, check_dims, check_sizes, make_layout
 from ..mesh import AxesSpec, Mesh
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 BlockSource = Callable[[int], Any] | Mapping[int, Any] | Any
 
@@ -64,7 +67,8 @@ def _block_of(block: BlockSource, mesh: Mesh, device: int) -> Any:
 
 
 def _digest(host: np.ndarray) -> bytes:
-    return hashlib.blake2b(np.ascontiguousarray(host).view(np.uint8).reshape(-1), digest_size=16).digest()
+    flat = cast("Buffer", np.ascontiguousarray(host).view(np.uint8).reshape(-1))  # NumPy types __buffer__ on 3.12+
+    return hashlib.blake2b(flat, digest_size=16).digest()
 
 
 def _check_replicas(mesh: Mesh, layout: Layout, hosts: dict[int, np.ndarray]) -> None:

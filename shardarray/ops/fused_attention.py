@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -117,7 +117,7 @@ def _backward(g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any
 def _causal_attention_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     q, k, v = ctx.args[:3]
     scale = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs["scale"]
-    g = fused.like(g.resolve(), q)
+    g = cast(ShardArray, fused.like(g.resolve(), q))  # the cotangent has the output's dims: q's
     q = q.resolve()
     dq, dk, dv = fused.map_rows_multi(
         q, 3, lambda xp, a, g, b, c, p: _backward(g, a, b, c, p, scale), g, k.resolve(), v.resolve(), ctx.saved

@@ -10,7 +10,7 @@ vocab-parallel embedding): nothing is gathered.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -120,7 +120,7 @@ def _device_range(ids: ShardArray) -> tuple[int, int]:
             pairs.append(pair)
     if not pairs:
         return _NO_IDS
-    with backend.scope(first):
+    with backend.scope(cast(int, first)):  # set with the first pair
         host = backend.to_numpy(xp.concatenate(pairs))
     return int(host[0::2].min()), int(host[1::2].max())
 

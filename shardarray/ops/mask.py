@@ -101,7 +101,7 @@ class _Plan:
     def flat(self, mb: Any) -> Any:
         return mb.reshape(-1)
 
-    def counts(self) -> tuple[list[Any], list[int]]:
+    def counts(self) -> tuple[list[Any], list[Any]]:
         """Per device its count and the exclusive scan of counts (one allgather over the mask axes)."""
         mesh, xp = self.mesh, self.mesh.backend.xp
 

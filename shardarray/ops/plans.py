@@ -125,7 +125,7 @@ def disabled() -> Iterator[None]:
         _ENABLED.reset(token)
 
 
-def context_key() -> tuple[bool, bool]:
+def context_key() -> tuple[int, bool]:
     """The dispatch context a plan may depend on: ``(profiler.ACTIVE, a tape open in this context)``.
 
     The tape counts while it is open, paused or not (ops run paused inside their own differentiable wrapper).

@@ -41,7 +41,7 @@ last call in units of ``ceil(n / p)`` so tests can check it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -186,7 +186,8 @@ def sample_sort(
             keys = from_bits(r[:, 0].copy(), dtype)
             order = np.argsort(keys, kind="stable")
             bits = r[order, 1]
-            bucket[d] = bits if isinstance(payload, str) else from_bits(bits, pdtype)
+            # a block payload (not a str): pdtype was taken from it
+            bucket[d] = bits if isinstance(payload, str) else from_bits(bits, cast(np.dtype, pdtype))
     recv = [None] * mesh.size
     # 5. bucket offsets
     lengths = [None if b is None else np.array([len(b)], dtype=np.int64) for b in bucket]

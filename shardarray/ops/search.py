@@ -58,6 +58,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
 
     wide, big = wide_dtype(x.dtype), x.sizes[dim]
+    worst: float
     if x.dtype.kind == "b":
         worst = 0 if op == "argmax" else 1
     elif wide.kind == "f":

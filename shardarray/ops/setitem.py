@@ -14,7 +14,7 @@ an array being recorded by ``value_and_grad`` raises ``TapeError``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -160,7 +160,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         out[tuple(index)] = arr[()] if scalar else vb[tuple(index)]  # a NumPy scalar of x's dtype: any backend
         return out
 
-    vshards = [None] * mesh.size if scalar else value.shards
+    vshards = [None] * mesh.size if scalar else cast(ShardArray, value).shards  # not scalar: value is set
     x.shards = tuple(map_blocks(mesh, x.spec.used_axes, block, range(mesh.size), x.shards, vshards))
     x.host_range = None
     x._resolved = None

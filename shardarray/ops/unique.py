@@ -35,7 +35,8 @@ communication. The result's dim is named ``"unique"``.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -116,7 +117,7 @@ def _local(
     """Sorted local uniques of block ``b``: rows of ``fields`` (value bits, count, first global flat index) and
     the inverse (None unless asked); NumPy computes only what is asked."""
     flat = np.asarray(b).reshape(-1)
-    res = np.unique(
+    res = cast(Callable[..., Any], np.unique)(  # NumPy's overloads take only literal flags
         flat,
         return_index="first" in fields,
         return_inverse=inverse,
@@ -191,8 +192,8 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
                 mesh.backend.to_numpy(s), tuple(a for a, _ in bounds[d]), x.shape, fields, inverse, equal_nan
             )
     if p == 1:
-        merged = [None if item is None else item[1] for item in local]
-        ranks = [None if item is None else np.arange(len(item[1]), dtype=np.int64) for item in local]
+        merged: list[Any] = [None if item is None else item[1] for item in local]
+        ranks: list[Any] = [None if item is None else np.arange(len(item[1]), dtype=np.int64) for item in local]
         return _finish(x, axes, fields, merged, ranks, local, p, member, inverse, replicated=True)
     samples: list[Any] = [None] * mesh.size
     for d, item in enumerate(local):
@@ -222,8 +223,8 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
         tagged = np.concatenate([rows, np.full((len(rows), 1), member[d], dtype=np.int64)], axis=1) if inverse else rows
         send[d] = [tagged[cuts[i] : cuts[i + 1]] for i in range(p)]
     recv = mesh.comm.alltoallv(send, axes, 0)
-    merged: list[Any] = [None] * mesh.size
-    ranks: list[Any] = [None] * mesh.size
+    merged = [None] * mesh.size
+    ranks = [None] * mesh.size
     senders: list[Any] = [None] * mesh.size
     for d, r in enumerate(recv):
         if r is not None:
@@ -259,10 +260,11 @@ def _finish(
     if inverse:
         if p > 1:
             back: list[Any] = [None] * mesh.size
+            sent = cast(list[Any], senders)  # p > 1: the exchange passes who sent each row
             for d, rk in enumerate(ranks):
                 if rk is not None:
                     glob = rk + offsets[d]
-                    bounds = np.concatenate([[0], np.cumsum(np.bincount(senders[d], minlength=p))])
+                    bounds = np.concatenate([[0], np.cumsum(np.bincount(sent[d], minlength=p))])
                     back[d] = [glob[bounds[i] : bounds[i + 1]] for i in range(p)]
             got = mesh.comm.alltoallv(back, axes, 0)
         else:
@@ -283,7 +285,8 @@ def _finish(
         for d, m in enumerate(merged):
             if m is None:
                 continue
-            lo, hi = offsets[d], offsets[d] + len(m)
+            lo = cast(int, offsets[d])  # m held: its length was gathered
+            hi = lo + len(m)
             send[d] = [
                 m[max(lo, a) - lo : min(hi, b) - lo] if max(lo, a) < min(hi, b) else m[:0] for a, b in out_bounds
             ]

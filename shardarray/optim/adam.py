@@ -95,7 +95,9 @@ class Adam:
         m_all = _moments(params, p, paths, state["m"], "m")
         v_all = _moments(params, p, paths, state["v"], "v")
         master = check_master_dtype("Adam", self.master_dtype)
-        new_p, new_m, new_v = [], [], []
+        new_p: list[ShardArray] = []
+        new_m: list[ShardArray] = []
+        new_v: list[ShardArray] = []
         for x, dx, m, v in zip(working_values(p, paths, state, master, "Adam"), g, m_all, v_all):
             if _fused(x, m, v):  # one kernel per block (kernels/adam.cu), one NumPy pass (ops/fused_numpy.py)
                 kernels = fused_numpy if fused_numpy.is_numpy(x) else cuda_kernels

@@ -27,7 +27,7 @@ arrays is run as it is, every time. The memo is inert outside
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -201,6 +201,7 @@ class OpMemo:
             len(profs) == 1
             and type(rules) is RuleWatch
             and rules.seen is None
+            and mesh is not None
             and getattr(mesh.backend, "name", None) == "meta"
         ):
             key = self._key(name, args, kwargs)
@@ -213,6 +214,9 @@ class OpMemo:
         if key is None or entries is _NEVER:
             self.skipped += 1
             return _plain(fn, args, kwargs)
+        # keyed: the rules are a RuleWatch, so the mesh is set, and the lookup gave the entries
+        mesh, rules, entries = cast(Mesh, mesh), cast(RuleWatch, rules), cast("list[_Entry] | tuple[()]", entries)
+        current: tuple[Any, ...]
         for entry in entries:
             if entry.consulted is None:
                 current = tuple(dict.items(rules))
@@ -278,6 +282,7 @@ class OpMemo:
         if template is _NO or prof.memory_bytes - m0 != _new_bytes(both, operands, mesh):
             self._entries[key] = _NEVER
             return result
+        current: tuple[Any, ...]
         if everything:
             consulted, current = None, tuple(dict.items(rules))
         else:
@@ -454,7 +459,7 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
         if n is not None:
             return ("again", n)
         arrays[id(x)] = len(arrays)
-        blocks = []
+        blocks: list[Any] = []
         for v in x.shards.values:
             if v is None:
                 blocks.append(None)
@@ -530,7 +535,7 @@ def _build(t: Any, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profil
 def _build_array(t: tuple, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profile, made: dict) -> ShardArray:
     """One array of a template (``made``: the new blocks of this call so far, by their number in the template)."""
     _, _, layout, dtype, pending, index, blocks, fresh = t
-    values = []
+    values: list[Any] = []
     for b in blocks:
         if b is None:
             values.append(None)
