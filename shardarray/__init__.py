@@ -177,6 +177,10 @@ _import_module(".autograd.vjp_elementwise", __name__)  # (registers the VJPs)
 _import_module(".autograd.vjp_reduce", __name__)
 _import_module(".autograd.vjp_structure", __name__)
 
+# ShardArray's methods and protocols: their ops put into its table from above (array.py imports none of them)
+_import_module(".ops.methods", __name__)
+_import_module(".array_api", __name__)
+
 del _import_module
 
 __version__ = "0.1.0"  # the one source of the version (pyproject.toml reads it: [tool.hatch.version])

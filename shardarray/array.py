@@ -12,9 +12,31 @@ import numpy as np
 
 from . import profiler
 from .backend.classlist import ClassList
-from .errors import DimensionError, DTypeError, TapeError
+from .errors import DimensionError, DTypeError, TapeError, ZeroDimError
 from .layout import Layout, block_slices
 from .mesh import AxesSpec, Mesh
+
+
+class OpTable:
+    """The operations ``ShardArray``'s methods and operators run, filled in from above.
+
+    ``shardarray.ops.methods`` puts the ops here when ``shardarray.ops`` is
+    imported, ``shardarray.numpy_protocol`` its NumPy hooks and
+    ``shardarray.array_api`` its namespace: this module imports nothing above
+    the ground floor, and a method reads one attribute to find its op.
+    """
+
+    def __setattr__(self, name: str, op: Any) -> None:  # the layers above fill the table by name
+        object.__setattr__(self, name, op)
+
+    def __getattr__(self, name: str) -> Any:  # only for a name nobody has filled in
+        raise AttributeError(
+            f"ShardArray's table of ops has no {name!r}: shardarray.ops fills it in on import (import shardarray)"
+        )
+
+
+#: the ops the methods of ``ShardArray`` call (see ``OpTable``)
+OPS = OpTable()
 
 
 class ShardArray:
@@ -136,15 +158,11 @@ class ShardArray:
     def __repr__(self) -> str:
         """Values, dims, dtype, layout and mesh of a small array (an explicit gather, see ``ops.show.array_repr``);
         a summary of a large one."""
-        from .ops.show import array_repr
-
-        return array_repr(self)
+        return OPS.array_repr(self)
 
     def __len__(self) -> int:
         """The size of the first dim (``len(x) == x.shape[0]``); a 0-d array has no length."""
         if not self.dims:
-            from .numpy_protocol import ZeroDimError
-
             raise ZeroDimError(
                 f"len() of a 0-d ShardArray ({self.dtype}) is undefined: it has no dims. "
                 f"Use x.item() or float(x) for its value"
@@ -243,7 +261,7 @@ class ShardArray:
             >>> x.relayout({"io": "row"}).layout     # an alltoall over row
             {'io': ('row',)}
         """
-        return _relayout.relayout(self, layout)
+        return OPS.relayout(self, layout)
 
     def resolve(self, layout: Mapping[str, AxesSpec] | None = None) -> ShardArray:
         """Resolve a pending sum now (allreduce, or reduce-scatter into ``layout``).
@@ -251,19 +269,19 @@ class ShardArray:
         Without ``layout`` the array keeps its own layout and the pending axes
         are allreduced; with one it is the same as ``relayout(layout)``.
         """
-        return _relayout.resolve_to(self, layout)
+        return OPS.resolve_to(self, layout)
 
     def rename(self, names: Mapping[str, str]) -> ShardArray:
         """New dim names ``{old: new}``; layout, values and shards unchanged."""
-        return _structure.rename(self, names)
+        return OPS.rename(self, names)
 
     def transpose(self, *dims: str) -> ShardArray:
         """Reorder the dims (no communication); no argument reverses them."""
-        return _structure.transpose(self, dims)
+        return OPS.transpose(self, dims)
 
     def astype(self, dtype: Any) -> ShardArray:
         """Cast every shard (a pending sum is resolved first)."""
-        return _structure.astype(self, dtype)
+        return OPS.astype(self, dtype)
 
     # ------------------------------------------------------------- reductions
     def _reduce_args(self, what: str, dims: Any, axis: Any, dtype: Any, out: Any) -> tuple[ShardArray, Any]:
@@ -286,172 +304,165 @@ class ShardArray:
         works and returns a ShardArray.
         """
         x, dims = self._reduce_args("sum", dims, axis, dtype, out)
-        return _reduce.sum(x, dims)
+        return OPS.sum(x, dims)
 
     def mean(self, dims: Any = None, *, axis: Any = None, dtype: Any = None, out: Any = None) -> ShardArray:
         """Mean over ``dims`` (names, positions, or all)."""
         x, dims = self._reduce_args("mean", dims, axis, dtype, out)
-        return _reduce.mean(x, dims)
+        return OPS.mean(x, dims)
 
     def max(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
         """Maximum over ``dims`` (max-allreduce across split dims)."""
         x, dims = self._reduce_args("max", dims, axis, None, out)
-        return _reduce.max(x, dims)
+        return OPS.max(x, dims)
 
     def min(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
         """Minimum over ``dims`` (min-allreduce across split dims)."""
         x, dims = self._reduce_args("min", dims, axis, None, out)
-        return _reduce.min(x, dims)
+        return OPS.min(x, dims)
 
     # ------------------------------------------------------------- arithmetic
     def __add__(self, other: Any) -> ShardArray:
-        return _ew.add(self, other)
+        return OPS.add(self, other)
 
     def __radd__(self, other: Any) -> ShardArray:
-        return _ew.add(other, self)
+        return OPS.add(other, self)
 
     def __sub__(self, other: Any) -> ShardArray:
-        return _ew.subtract(self, other)
+        return OPS.subtract(self, other)
 
     def __rsub__(self, other: Any) -> ShardArray:
-        return _ew.subtract(other, self)
+        return OPS.subtract(other, self)
 
     def __mul__(self, other: Any) -> ShardArray:
-        return _ew.multiply(self, other)
+        return OPS.multiply(self, other)
 
     def __rmul__(self, other: Any) -> ShardArray:
-        return _ew.multiply(other, self)
+        return OPS.multiply(other, self)
 
     def __truediv__(self, other: Any) -> ShardArray:
-        return _ew.divide(self, other)
+        return OPS.divide(self, other)
 
     def __rtruediv__(self, other: Any) -> ShardArray:
-        return _ew.divide(other, self)
+        return OPS.divide(other, self)
 
     def __pow__(self, other: Any) -> ShardArray:
-        return _ew.power(self, other)
+        return OPS.power(self, other)
 
     def __rpow__(self, other: Any) -> ShardArray:
-        return _ew.power(other, self)
+        return OPS.power(other, self)
 
     def __neg__(self) -> ShardArray:
-        return _ew.negative(self)
+        return OPS.negative(self)
 
     def __pos__(self) -> ShardArray:
         return self
 
     def __gt__(self, other: Any) -> ShardArray:
-        return _ew.greater(self, other)
+        return OPS.greater(self, other)
 
     def __ge__(self, other: Any) -> ShardArray:
-        return _ew.greater_equal(self, other)
+        return OPS.greater_equal(self, other)
 
     def __lt__(self, other: Any) -> ShardArray:
-        return _ew.less(self, other)
+        return OPS.less(self, other)
 
     def __le__(self, other: Any) -> ShardArray:
-        return _ew.less_equal(self, other)
+        return OPS.less_equal(self, other)
 
     def __eq__(self, other: Any) -> ShardArray:  # type: ignore[override]  # elementwise, as NumPy's ==
-        return _ew.equal(self, other)
+        return OPS.equal(self, other)
 
     def __ne__(self, other: Any) -> ShardArray:  # type: ignore[override]  # elementwise, as NumPy's !=
-        return _ew.not_equal(self, other)
+        return OPS.not_equal(self, other)
 
     __hash__ = object.__hash__
 
     # ------------------------------------------------------------- more operators
-    @staticmethod
-    def _ops() -> Any:
-        """The elementwise operators' module (imported late: the ops import this module)."""
-        from .ops import operators
-
-        return operators
-
     # (no __iadd__ etc.: ``x += y`` falls back to ``x = x + y``, a new array, since arrays are immutable)
     def __floordiv__(self, other: Any) -> ShardArray:
-        return self._ops().floor_divide(self, other)
+        return OPS.floor_divide(self, other)
 
     def __rfloordiv__(self, other: Any) -> ShardArray:
-        return self._ops().floor_divide(other, self)
+        return OPS.floor_divide(other, self)
 
     def __mod__(self, other: Any) -> ShardArray:
-        return self._ops().remainder(self, other)
+        return OPS.remainder(self, other)
 
     def __rmod__(self, other: Any) -> ShardArray:
-        return self._ops().remainder(other, self)
+        return OPS.remainder(other, self)
 
     def __and__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_and(self, other)
+        return OPS.bitwise_and(self, other)
 
     def __rand__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_and(other, self)
+        return OPS.bitwise_and(other, self)
 
     def __or__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_or(self, other)
+        return OPS.bitwise_or(self, other)
 
     def __ror__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_or(other, self)
+        return OPS.bitwise_or(other, self)
 
     def __xor__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_xor(self, other)
+        return OPS.bitwise_xor(self, other)
 
     def __rxor__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_xor(other, self)
+        return OPS.bitwise_xor(other, self)
 
     def __lshift__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_left_shift(self, other)
+        return OPS.bitwise_left_shift(self, other)
 
     def __rlshift__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_left_shift(other, self)
+        return OPS.bitwise_left_shift(other, self)
 
     def __rshift__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_right_shift(self, other)
+        return OPS.bitwise_right_shift(self, other)
 
     def __rrshift__(self, other: Any) -> ShardArray:
-        return self._ops().bitwise_right_shift(other, self)
+        return OPS.bitwise_right_shift(other, self)
 
     def __invert__(self) -> ShardArray:
-        return self._ops().bitwise_invert(self)
+        return OPS.bitwise_invert(self)
 
     def __abs__(self) -> ShardArray:
-        return self._ops().abs(self)
+        return OPS.abs(self)
 
     def __matmul__(self, other: Any) -> ShardArray:
         """``x @ y`` is ``sa.einsum(x, y)``: contracts the dims the two share (named, not positional)."""
-        return self._ops().matmul(self, other)
+        return OPS.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> ShardArray:
-        return self._ops().matmul(other, self)
+        return OPS.matmul(other, self)
 
     def prod(self, dims: Any = None, *, axis: Any = None, dtype: Any = None, out: Any = None) -> ShardArray:
         """Product over ``dims`` (names, positions, or all); see ``sa.prod``."""
         x, dims = self._reduce_args("prod", dims, axis, dtype, out)
-        return _reduce.prod(x, dims)
+        return OPS.prod(x, dims)
 
     def var(
         self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None, out: Any = None
     ) -> ShardArray:
         """Variance over ``dims`` (``ddof`` is NumPy's name for ``correction``); see ``sa.var``."""
         x, dims = self._reduce_args("var", dims, axis, None, out)
-        return _reduce.var(x, dims, correction if ddof is None else ddof)
+        return OPS.var(x, dims, correction if ddof is None else ddof)
 
     def std(
         self, dims: Any = None, *, axis: Any = None, correction: float = 0.0, ddof: float | None = None, out: Any = None
     ) -> ShardArray:
         """Standard deviation over ``dims`` (``ddof`` is NumPy's name for ``correction``); see ``sa.std``."""
         x, dims = self._reduce_args("std", dims, axis, None, out)
-        return _reduce.std(x, dims, correction if ddof is None else ddof)
+        return OPS.std(x, dims, correction if ddof is None else ddof)
 
     def all(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
         """Whether all elements over ``dims`` are true; see ``sa.all``."""
         x, dims = self._reduce_args("all", dims, axis, None, out)
-        return _reduce.all(x, dims)
+        return OPS.all(x, dims)
 
     def any(self, dims: Any = None, *, axis: Any = None, out: Any = None) -> ShardArray:
         """Whether any element over ``dims`` is true; see ``sa.any``."""
         x, dims = self._reduce_args("any", dims, axis, None, out)
-        return _reduce.any(x, dims)
+        return OPS.any(x, dims)
 
     # ------------------------------------------------------------- indexing
     def isel(self, indexers: Mapping[str, Any] | None = None, /, **dims: Any) -> ShardArray:
@@ -462,9 +473,7 @@ class ShardArray:
             >>> x.isel(batch=slice(0, 4), seq=3).sizes
             {'batch': 4}
         """
-        from .ops import slicing
-
-        return slicing.isel(self, indexers, **dims)
+        return OPS.isel(self, indexers, **dims)
 
     def __getitem__(self, key: Any) -> ShardArray:
         """``x[{"batch": slice(0, 4), "seq": 3}]`` by name, or ``x[0:4, 3]`` by position (NumPy rules).
@@ -472,16 +481,11 @@ class ShardArray:
         Slices of split dims rebalance into the canonical layout (one alltoallv), an int of a split dim
         broadcasts its row, integer ids are ``sa.take``; ``None`` adds a size-1 dim ``"new{k}"``.
         """
-        from .ops import slicing
-
-        return slicing.getitem(self, key)
+        return OPS.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[idx] = v`` in place (ints and slices; v a scalar or a ShardArray); see ``ops/setitem.py``."""
-        from .ops import setitem, slicing
-
-        items, _ = slicing.parse_key(self, key)
-        setitem.setitem(self, items, value)
+        OPS.setitem(self, key, value)
 
     # ------------------------------------------------------------- manipulation
     def split_dim(self, dim: Any, sizes: Mapping[str, int]) -> ShardArray:
@@ -494,9 +498,7 @@ class ShardArray:
             >>> x.split_dim("hidden", {"heads": 2, "d_kv": 4}).layout
             {'heads': ('col',)}
         """
-        from .ops import reshape
-
-        return reshape.split_dim(self, dim, sizes)
+        return OPS.split_dim(self, dim, sizes)
 
     def merge_dims(self, dims: Sequence[Any], new: str) -> ShardArray:
         """Merge ``dims`` (major first) into one dim ``new``; see ``sa.merge_dims``.
@@ -506,69 +508,49 @@ class ShardArray:
             >>> x.merge_dims(("heads", "d_kv"), "hidden").layout
             {'hidden': ('col',)}
         """
-        from .ops import reshape
-
-        return reshape.merge_dims(self, dims, new)
+        return OPS.merge_dims(self, dims, new)
 
     def squeeze(self, dims: Any = None) -> ShardArray:
         """Drop size-1 ``dims`` (all size-1 dims when None); see ``sa.squeeze``."""
-        from .ops import dims as _dims
-
-        return _dims.squeeze(self, dims)
+        return OPS.squeeze(self, dims)
 
     def expand_dims(self, dim: str, position: int = 0) -> ShardArray:
         """Add an unsplit size-1 dim ``dim`` at ``position``; see ``sa.expand_dims``."""
-        from .ops import dims as _dims
-
-        return _dims.expand_dims(self, dim, position)
+        return OPS.expand_dims(self, dim, position)
 
     def argmax(self, dim: Any = None) -> ShardArray:
         """Index (int64) of the largest value along ``dim``; one allgather of (value, index) pairs if it is split."""
-        from .ops import search
-
-        return search.argmax(self, dim)
+        return OPS.argmax(self, dim)
 
     def argmin(self, dim: Any = None) -> ShardArray:
         """Index (int64) of the smallest value along ``dim``; one allgather of (value, index) pairs if it is split."""
-        from .ops import search
-
-        return search.argmin(self, dim)
+        return OPS.argmin(self, dim)
 
     # ------------------------------------------------------------- protocols
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         """The array API namespace, ``shardarray.array_api`` (positional: axis ``i`` is the ``i``-th dim)."""
-        from .array_api import namespace
-
-        return namespace(api_version)
+        return OPS.array_namespace(api_version)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs return ShardArrays: ``np.exp(x)`` is ``sa.exp(x)``; one without a counterpart raises
         TypeError (never a silent gather). See ``shardarray.numpy_protocol``."""
-        from .numpy_protocol import array_ufunc
-
-        return array_ufunc(ufunc, method, *inputs, **kwargs)
+        return OPS.array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NumPy functions with a counterpart return ShardArrays (``np.sum(x, axis=0)``, ``np.concatenate``...);
         others raise TypeError. ``np.asarray(x)`` stays the explicit gather. See ``shardarray.numpy_protocol``."""
-        from .numpy_protocol import array_function
-
-        return array_function(func, types, args, kwargs)
+        return OPS.array_function(func, types, args, kwargs)
 
     def __iter__(self) -> Any:
         """Iterate over the first dim: yields ``x[{dim: i}]`` (each a ShardArray without that dim).
 
         Each step is an indexing op (see ``ShardArray.__getitem__`` for its traffic on a split dim).
         """
-        from .numpy_protocol import iterate
-
-        return iterate(self)
+        return OPS.iterate(self)
 
     def __round__(self, ndigits: int | None = None) -> ShardArray:
         """``round(x)`` / ``round(x, 2)``: elementwise rounding (half to even, as NumPy), a new ShardArray."""
-        from .numpy_protocol import round_array
-
-        return round_array(self, ndigits)
+        return OPS.round_array(self, ndigits)
 
 
 def like_kind(out: ShardArray, ref: Any) -> ShardArray:
@@ -590,12 +572,6 @@ def as_kind(out: ShardArray, kind: type[ShardArray]) -> ShardArray:
     y = kind(out.mesh, out.spec, out.dtype, out._shards, out.pending)
     y._node, y.host_range, y._resolved = out._node, out.host_range, out._resolved
     return y
-
-
-from .ops import elementwise as _ew  # noqa: E402  (ops need the class defined above)
-from .ops import reduce as _reduce  # noqa: E402
-from .ops import relayout as _relayout  # noqa: E402
-from .ops import structure as _structure  # noqa: E402
 
 
 def _untracked_read(x: ShardArray) -> None:

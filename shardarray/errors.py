@@ -60,3 +60,7 @@ class LinAlgError(ShardArrayError, _np_linalg.LinAlgError):
     """A matrix has no factorization of the kind asked for (e.g. ``sa.linalg.cholesky`` of a matrix that is not
     positive definite); the message names the matrix dims and sizes. A ``ValueError`` and a
     ``numpy.linalg.LinAlgError``, so ``except numpy.linalg.LinAlgError`` catches it too."""
+
+
+class ZeroDimError(DimensionError, TypeError):
+    """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from .array import ShardArray
-from .errors import ArgumentError, DimensionError, DTypeError
+from .array import OPS, ShardArray
+from .errors import ArgumentError, DimensionError, DTypeError, ZeroDimError
 
 # ------------------------------------------------------------------ ufuncs
 
@@ -645,10 +645,6 @@ def array_function(func: Callable[..., Any], types_: Any, args: tuple[Any, ...],
 # ------------------------------------------------------------------ Python protocols
 
 
-class ZeroDimError(DimensionError, TypeError):
-    """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""
-
-
 def iterate(x: ShardArray) -> Any:
     """``iter(x)``: ``x[{dim: i}]`` for each index ``i`` of the first dim (a generator; each step indexes once)."""
     if not x.dims:
@@ -686,3 +682,7 @@ def round_array(x: ShardArray, ndigits: int | None) -> ShardArray:
         return fn(x, decimals=nd)
     scale = 10.0**nd
     return fn(x * scale) / scale
+
+
+# ShardArray's NumPy hooks (``__array_ufunc__``, ``__array_function__``, ``__iter__``, ``__round__``) call these
+OPS.array_ufunc, OPS.array_function, OPS.iterate, OPS.round_array = array_ufunc, array_function, iterate, round_array

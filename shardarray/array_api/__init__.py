@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..array import OPS as _ops_table
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 from ._array import Array
 from ._creation import *  # noqa: F403
@@ -95,3 +96,6 @@ __all__ = [
     *_set_all,
     "linalg",
 ]
+
+# ShardArray.__array_namespace__ calls this (shardarray/array.py's table of ops filled in from above)
+_ops_table.array_namespace = namespace

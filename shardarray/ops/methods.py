@@ -1,0 +1,68 @@
+"""The ops behind ``ShardArray``'s methods and operators, put into its table (``array.OPS``) from above.
+
+``shardarray/array.py`` holds the data type and imports nothing above the
+ground floor; its methods (``x.sum()``, ``x + y``, ``x[...]``, ``repr(x)``)
+each call one entry of ``OPS``. This module fills the entries with the ops
+(JAX attaches its array methods the same way, from the numpy layer, to keep
+the array type free of import cycles). ``shardarray.numpy_protocol`` and
+``shardarray.array_api`` fill their own hooks (``array_ufunc``,
+``array_function``, ``iterate``, ``round_array``; ``array_namespace``).
+
+Example:
+    >>> from shardarray.array import OPS
+    >>> OPS.sum is sa.sum, OPS.getitem is sa.ops.slicing.getitem
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..array import OPS, ShardArray
+from . import dims, elementwise, operators, reduce, relayout, reshape, search, setitem, show, slicing, structure
+
+
+def _setitem(x: ShardArray, key: Any, value: Any) -> None:
+    """``x[key] = value``: the key parsed as ``x[key]`` parses it, then the in-place write."""
+    items, _ = slicing.parse_key(x, key)
+    setitem.setitem(x, items, value)
+
+
+_TABLE: dict[str, Any] = {
+    # relayout and structure
+    "relayout": relayout.relayout,
+    "resolve_to": relayout.resolve_to,
+    "rename": structure.rename,
+    "transpose": structure.transpose,
+    "astype": structure.astype,
+    # reductions
+    **{name: getattr(reduce, name) for name in ("sum", "mean", "max", "min", "prod", "var", "std", "all", "any")},
+    # arithmetic and comparison operators
+    **{
+        name: getattr(elementwise, name)
+        for name in ("add", "subtract", "multiply", "divide", "power", "negative", "greater", "greater_equal")
+        + ("less", "less_equal", "equal", "not_equal")
+    },
+    **{
+        name: getattr(operators, name)
+        for name in ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift")
+        + ("bitwise_right_shift", "bitwise_invert", "abs", "matmul")
+    },
+    # indexing and manipulation
+    "isel": slicing.isel,
+    "getitem": slicing.getitem,
+    "setitem": _setitem,
+    "split_dim": reshape.split_dim,
+    "merge_dims": reshape.merge_dims,
+    "squeeze": dims.squeeze,
+    "expand_dims": dims.expand_dims,
+    "argmax": search.argmax,
+    "argmin": search.argmin,
+    # printing
+    "array_repr": show.array_repr,
+}
+
+for _name, _op in _TABLE.items():
+    setattr(OPS, _name, _op)
+
+__all__: list[str] = []
