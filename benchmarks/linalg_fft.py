@@ -91,7 +91,7 @@ def cholesky_formula(mesh: sa.Mesh, n: int, raxes: tuple[str, ...], caxes: tuple
     a broadcast of ``w²`` over R; but for the last, a broadcast over C of the rows below it in a row block
     ``x w`` and an alltoallv over R of a device's rows matching its column group's columns, to ``p_r - 1``
     members, ``x w``; one allreduce of 1 number at the end."""
-    from shardarray.layout import group_chunk
+    from shardarray.chunks import group_chunk
 
     pr, pc = mesh.axes_size(raxes), mesh.axes_size(caxes)
     rb = [group_chunk(0, n, [mesh.axis_size(a) for a in raxes], j) for j in range(pr)]

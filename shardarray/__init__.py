@@ -130,7 +130,7 @@ _import_module(".autograd.vjp_shape", __name__)  # (registers their VJPs)
 
 # ---- the default mesh and NumPy's protocols
 from .default_mesh import default_mesh, get_default_mesh, set_default_mesh
-from . import numpy_protocol  # noqa: F401  (ShardArray.__array_ufunc__/__array_function__ tables)
+from . import numpy_protocol
 
 
 # ---- BLAS threads
@@ -180,6 +180,7 @@ _import_module(".autograd.vjp_structure", __name__)
 # ShardArray's methods and protocols: their ops put into its table from above (array.py imports none of them)
 _import_module(".ops.methods", __name__)
 _import_module(".array_api", __name__)
+numpy_protocol.NAMESPACE = _import_module(__name__)  # np.<function>(x) finds sa.<function> here
 
 del _import_module
 

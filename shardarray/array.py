@@ -30,9 +30,7 @@ class OpTable:
         object.__setattr__(self, name, op)
 
     def __getattr__(self, name: str) -> Any:  # only for a name nobody has filled in
-        raise AttributeError(
-            f"ShardArray's table of ops has no {name!r}: shardarray.ops fills it in on import (import shardarray)"
-        )
+        raise AttributeError(f"the table of ops has no {name!r}: the package fills it in on import (import shardarray)")
 
 
 #: the ops the methods of ``ShardArray`` call (see ``OpTable``)
@@ -551,6 +549,9 @@ class ShardArray:
     def __round__(self, ndigits: int | None = None) -> ShardArray:
         """``round(x)`` / ``round(x, 2)``: elementwise rounding (half to even, as NumPy), a new ShardArray."""
         return OPS.round_array(self, ndigits)
+
+
+profiler.ARRAY_TYPES = (ShardArray,)  # the profiler counts the memory of these (it sits below this module)
 
 
 def like_kind(out: ShardArray, ref: Any) -> ShardArray:

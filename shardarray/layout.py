@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .chunks import nested_chunk
 from .errors import DimensionError, LayoutError
 from .mesh import AxesSpec
 
@@ -159,29 +160,6 @@ def make_layout(
                 )
             owner[a] = dim
     return Layout(dims, sizes, tuple(per_dim.get(d, ()) for d in dims))
-
-
-def chunk(start: int, stop: int, parts: int, index: int) -> tuple[int, int]:
-    """Block ``index`` of ``[start, stop)`` cut into ``parts`` ceil-sized chunks."""
-    c = -(-(stop - start) // parts)
-    lo = min(stop, start + index * c)
-    return lo, min(stop, lo + c)
-
-
-def nested_chunk(start: int, stop: int, parts: Iterable[int], index: Iterable[int]) -> tuple[int, int]:
-    """Chunk ``[start, stop)`` into ``parts[0]`` ceil-chunks, take ``index[0]``, chunk that again, and so on."""
-    for k, i in zip(parts, index):
-        start, stop = chunk(start, stop, k, i)
-    return start, stop
-
-
-def group_chunk(start: int, stop: int, radix: Sequence[int], member: int) -> tuple[int, int]:
-    """Block of group member ``member`` (mixed radix ``radix``, major first), nested-chunked."""
-    coords = []
-    for k in reversed(radix):
-        coords.append(member % k)
-        member //= k
-    return nested_chunk(start, stop, radix, reversed(coords))
 
 
 def dim_bounds(mesh: Mesh, n: int, axes: Iterable[str], coords: tuple[int, ...]) -> tuple[int, int]:

@@ -108,11 +108,14 @@ UFUNC_REDUCTIONS: dict[str, str] = {
 UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax", "minimum": "cummin"}
 
 
+#: the ``shardarray`` namespace, where ``lookup`` finds the counterparts of NumPy's functions (the package sets it
+#: when it has imported everything: it sits above this module)
+NAMESPACE: types.ModuleType | None = None
+
+
 def lookup(name: str) -> Callable[..., Any] | None:
     """The public ``shardarray`` function called ``name`` now (None when there is none; modules don't count)."""
-    import shardarray
-
-    fn = getattr(shardarray, name, None)
+    fn = getattr(NAMESPACE, name, None)
     if fn is None or isinstance(fn, (types.ModuleType, type)) or not callable(fn):
         return None
     return fn

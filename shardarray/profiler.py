@@ -208,10 +208,8 @@ class Profile:
 
     def _touch(self, args: Any) -> None:
         """The arguments of an op: arrays made before the block are counted from its start."""
-        from .array import ShardArray
-
         for a in args:
-            if isinstance(a, ShardArray) and id(a) not in self._arrays:
+            if isinstance(a, ARRAY_TYPES) and id(a) not in self._arrays:
                 self._track(a, made_here=False)
 
     def _release(self, array_id: int, key: int) -> None:
@@ -279,6 +277,10 @@ def profile(on_update: Callable[[Profile], None] | None = None) -> Profile:
 
 
 # ------------------------------------------------------------------- hooks
+#: the array types an op's arguments are tracked as (``ShardArray``: array.py registers it, being above this module)
+ARRAY_TYPES: tuple[type, ...] = ()
+
+
 def on_array(array: Any) -> None:
     """A ShardArray was made (called by ``ShardArray.__init__`` while a profile is open)."""
     for p in _PROFILES:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from shardarray.layout import group_chunk
+from shardarray.chunks import group_chunk
 
 L = sa.linalg
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

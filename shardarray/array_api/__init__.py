@@ -25,6 +25,7 @@ from typing import Any
 
 from ..array import OPS as _ops_table
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
+from ._array import HOOKS as _HOOKS
 from ._array import Array
 from ._creation import *  # noqa: F403
 from ._creation import __all__ as _creation_all
@@ -99,3 +100,4 @@ __all__ = [
 
 # ShardArray.__array_namespace__ calls this (shardarray/array.py's table of ops filled in from above)
 _ops_table.array_namespace = namespace
+_HOOKS.namespace = namespace  # Array.__array_namespace__/__array_ufunc__ and xp.linalg's helpers call it

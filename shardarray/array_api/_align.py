@@ -10,13 +10,18 @@ result is put back in positional order (a local transpose at most).
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
 
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
+from ..ops import flip as _flip
 from ..ops.dims import squeeze
+from ..ops.relayout import relayout
+from ..ops.reshape import merge_dims
+from ..ops.slicing import slice_dim
 from ..ops.structure import rename, transpose
 
 
@@ -121,3 +126,35 @@ def in_order(x: ShardArray, dims: Sequence[str]) -> ShardArray:
     """``x`` with its dims in the order of ``dims`` (the dims it has; a local transpose at most)."""
     order = tuple(d for d in dims if d in x.dims)
     return x if order == x.dims else transpose(x, order)
+
+
+def axes_size(x: ShardArray, axes: Sequence[str]) -> int:
+    """How many blocks ``axes`` cut a dim into (the product of their sizes)."""
+    return math.prod(x.mesh.axis_size(a) for a in axes)
+
+
+def merge(x: ShardArray, dims: Sequence[str], name: str) -> ShardArray:
+    """``merge_dims`` of adjacent ``dims`` (major first), moving as little as the block layout allows.
+
+    The mesh axes of the minor dims are first brought onto the major one
+    (one alltoall, ``relayout``). When the major dim's size is a multiple of
+    those axes' sizes the merge is then local. Otherwise the major dim is
+    padded to the next multiple (``ops.flip.pad``), merged locally and the
+    padding sliced off (``slice_dim``): moves of at most a block per device,
+    never the allgather ``merge_dims`` falls back to with no dim to park on.
+    """
+    major, minors = dims[0], dims[1:]
+    axes = tuple(a for d in dims for a in x.spec.of(d))
+    if not axes:
+        return merge_dims(x, dims, name)
+    k = axes_size(x, axes)
+    if any(x.spec.of(d) for d in minors):
+        layout = {d: (axes if d == major else () if d in dims else x.spec.of(d)) for d in x.dims}
+        x = relayout(x, {d: a or None for d, a in layout.items()})
+    a = x.sizes[major]
+    if a % k == 0:
+        return merge_dims(x, dims, name)
+    rest = math.prod(x.sizes[d] for d in minors)
+    padded = -(-a // k) * k
+    y = merge_dims(_flip.pad(x, major, 0, padded - a), dims, name)
+    return slice_dim(y, name, 0, 1, a * rest)

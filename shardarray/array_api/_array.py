@@ -11,15 +11,16 @@ treated positionally too (Python asks the subclass first).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from .. import ops
-from ..array import ShardArray, as_kind
+from ..array import OpTable, ShardArray, as_kind
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..ops import elementwise as ew
 from ..ops import logical, math_binary
+from ..ops.mask import bool_key, getitem_mask, setitem_mask
 from ..ops.structure import transpose
 from . import _ew_special as special
 from ._align import align, in_order
@@ -118,6 +119,11 @@ def _check_inplace(x: ShardArray, other: Any, out: ShardArray, name: str) -> Non
         )
 
 
+#: what ``Array``'s indexing, ``@`` and namespace protocol call, filled in by the modules above this one:
+#: ``getitem``/``setitem`` (``_indexing.py``), ``matmul`` (``_linalg.py``), ``namespace`` (the package)
+HOOKS = OpTable()
+
+
 class Array(ShardArray):
     """A ShardArray with the array API standard's positional operators (see the module docstring).
 
@@ -204,9 +210,7 @@ class Array(ShardArray):
         """NumPy ufuncs on Arrays: the namespace's function of that name (positional broadcasting), else the
         named dispatch of ``ShardArray`` (reductions, keywords); results are Arrays."""
         if method == "__call__" and not kwargs:
-            from . import namespace
-
-            fn = getattr(namespace(), _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__), None)
+            fn = getattr(HOOKS.namespace(), _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__), None)
             if callable(fn) and all(isinstance(a, (ShardArray, bool, int, float, complex, np.generic)) for a in inputs):
                 return fn(*(a.item() if isinstance(a, np.generic) else a for a in inputs))
         return _wrap_all(super().__array_ufunc__(ufunc, method, *inputs, **kwargs))
@@ -216,9 +220,7 @@ class Array(ShardArray):
         return _wrap_all(super().__array_function__(func, types, args, kwargs))
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
-        from . import namespace
-
-        return namespace(api_version)
+        return HOOKS.namespace(api_version)
 
     # ------------------------------------------------------------- operators
     __add__, __radd__ = _binary(ew.add, "add"), _binary(ew.add, "add", True)
@@ -250,23 +252,17 @@ class Array(ShardArray):
     __irshift__ = _inplace(logical.bitwise_right_shift, "bitwise_right_shift")
 
     def __imatmul__(self, other: Any) -> Any:
-        from ._linalg import matmul
-
         if not isinstance(other, ShardArray):
             return NotImplemented
-        out = matmul(self, cast(Any, other))  # a named ShardArray is accepted as it is (the namespace's rule)
+        out = HOOKS.matmul(self, other)  # a named ShardArray is accepted as it is (the namespace's rule)
         _check_inplace(self, other, out, "matmul")
         return out
 
     def __matmul__(self, other: Any) -> Any:
-        from ._linalg import matmul
-
-        return matmul(self, cast(Any, other)) if isinstance(other, ShardArray) else NotImplemented
+        return HOOKS.matmul(self, other) if isinstance(other, ShardArray) else NotImplemented
 
     def __rmatmul__(self, other: Any) -> Any:
-        from ._linalg import matmul
-
-        return matmul(cast(Any, other), self) if isinstance(other, ShardArray) else NotImplemented
+        return HOOKS.matmul(other, self) if isinstance(other, ShardArray) else NotImplemented
 
     def __neg__(self) -> Array:
         return wrap(ew.negative(self))
@@ -290,24 +286,16 @@ class Array(ShardArray):
         """
         if isinstance(key, Mapping):
             return wrap(super().__getitem__(key))
-        from ..ops.mask import bool_key, getitem_mask
-
         if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/mask.py)
             return wrap(getitem_mask(self, bool_key(key)))
-        from ._indexing import getitem
-
-        return wrap(getitem(self, key))
+        return wrap(HOOKS.getitem(self, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[key] = value`` in place; an array value broadcasts right-aligned by position."""
         if isinstance(key, Mapping):
             super().__setitem__(key, value)
             return
-        from ..ops.mask import bool_key, setitem_mask
-
         if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/mask.py)
             setitem_mask(self, bool_key(key), value)
             return
-        from ._indexing import setitem
-
-        setitem(self, key, value)
+        HOOKS.setitem(self, key, value)

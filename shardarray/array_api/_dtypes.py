@@ -23,6 +23,7 @@ from ..array import ShardArray
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, DTypeError, MeshError
 from ._array import wrap
+from ._creation import _copy
 
 # NumPy's scalar types, as NumPy's own namespace has them: ``xp.float32 == x.dtype`` holds, and unlike a
 # ``np.dtype`` instance (``np.dtype("float64") == None`` is True) none of them equals None.
@@ -80,8 +81,6 @@ def astype(x: ShardArray, dtype: Any, /, *, copy: builtins.bool = True, device: 
         ...     xp.astype(xp.asarray([[1.5, 2.5]]), xp.int32).dtype
         dtype('int32')
     """
-    from ._creation import _copy
-
     if not isinstance(x, ShardArray):
         raise DTypeError(f"astype takes an array; got {type(x).__name__}. Make one first with xp.asarray")
     if device is not None and device is not x.mesh and device != x.mesh:

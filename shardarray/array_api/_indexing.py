@@ -20,8 +20,8 @@ from ..ops.creation import asarray as _asarray
 from ..ops.dims import squeeze
 from ..ops.indexing import take as _take
 from ..ops.structure import broadcast_to, rename, transpose
-from ._align import axis_dim, fresh
-from ._array import Array, wrap
+from ._align import align, axis_dim, fresh, merge
+from ._array import HOOKS, Array, wrap
 
 
 def _ids(x: ShardArray, dim: str, indices: Any, what: str) -> ShardArray:
@@ -223,8 +223,6 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes."""
     from ..ops.indexing import _check_range
     from ..ops.slicing import isel, normalize_int
-    from ._align import align
-    from ._manipulation import merge
 
     full = _expand(x, key)
     slices = {d: k for d, k in zip(x.dims, full) if isinstance(k, slice) and k != slice(None)}
@@ -296,3 +294,6 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
             if value.dims != names:
                 value = rename(value, dict(zip(value.dims, names)))
     _setitem(x, items, value)
+
+
+HOOKS.getitem, HOOKS.setitem = getitem, setitem  # Array.__getitem__/__setitem__ call these

@@ -7,6 +7,8 @@ from typing import Any
 from ..default_mesh import get_default_mesh
 from ..errors import MeshError
 from ..mesh import Mesh
+from . import _dtypes as _d
+from ._dtypes import DTYPES, isdtype
 
 
 def _check_device(device: Any, what: str) -> None:
@@ -39,15 +41,16 @@ class Info:
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
         """float64, complex128 and int64 (also the indexing dtype), on every mesh."""
-        from . import _dtypes as d
-
         _check_device(device, "default_dtypes")
-        return {"real floating": d.float64, "complex floating": d.complex128, "integral": d.int64, "indexing": d.int64}
+        return {
+            "real floating": _d.float64,
+            "complex floating": _d.complex128,
+            "integral": _d.int64,
+            "indexing": _d.int64,
+        }
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
         """The standard's dtypes by name, optionally of a kind (``"bool"``, ``"signed integer"``, ..., or a tuple)."""
-        from ._dtypes import DTYPES, isdtype
-
         _check_device(device, "dtypes")
         if kind is None:
             return dict(DTYPES)

@@ -21,7 +21,7 @@ from ..ops.einsum import einsum
 from ..ops.elementwise import conj
 from ..ops.structure import rename, transpose
 from ._align import align, axis_dim, broadcast_shape, fresh
-from ._array import Array, wrap
+from ._array import HOOKS, Array, wrap
 
 _A = TypeVar("_A")  # the argument's own type: the check returns it unchanged
 
@@ -206,3 +206,6 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
+
+
+HOOKS.matmul = matmul  # Array.__matmul__/__rmatmul__/__imatmul__ call it (named ShardArrays accepted too)

@@ -30,8 +30,9 @@ from ..ops.reshape import merge_dims, split_dim
 from ..ops.slicing import isel, slice_dim
 from ..ops.structure import broadcast_to as _broadcast_to
 from ..ops.structure import rename, transpose
-from ._align import align, axes_dims, axis_dim, broadcast_shape, fresh
+from ._align import align, axes_dims, axes_size, axis_dim, broadcast_shape, fresh, merge
 from ._array import Array, wrap
+from ._indexing import take_positions
 
 
 class AxisIndexError(DimensionError, IndexError):
@@ -189,9 +190,9 @@ def unstack(x: ShardArray, /, *, axis: int = 0) -> tuple[Array, ...]:
     for i in range(x.sizes[dim]):
         part = isel(x, {dim: i})
         if freed and part.ndim:
-            big = max(part.dims, key=lambda d: part.sizes[d] // _axes_size(part, part.spec.of(d)))
+            big = max(part.dims, key=lambda d: part.sizes[d] // axes_size(part, part.spec.of(d)))
             axes = part.spec.of(big) + freed
-            if part.sizes[big] >= _axes_size(part, axes):
+            if part.sizes[big] >= axes_size(part, axes):
                 part = relayout(part, {d: (axes if d == big else part.spec.of(d)) or None for d in part.dims})
         out.append(wrap(part))
     return tuple(out)
@@ -296,37 +297,6 @@ def roll(x: ShardArray, /, shift: int | tuple[int, ...], *, axis: int | tuple[in
 
 
 # ----------------------------------------------------------------- reshape
-def _axes_size(x: ShardArray, axes: Sequence[str]) -> int:
-    return math.prod(x.mesh.axis_size(a) for a in axes)
-
-
-def merge(x: ShardArray, dims: Sequence[str], name: str) -> ShardArray:
-    """``merge_dims`` of adjacent ``dims`` (major first), moving as little as the block layout allows.
-
-    The mesh axes of the minor dims are first brought onto the major one
-    (one alltoall, ``relayout``). When the major dim's size is a multiple of
-    those axes' sizes the merge is then local. Otherwise the major dim is
-    padded to the next multiple (``ops.flip.pad``), merged locally and the
-    padding sliced off (``slice_dim``): moves of at most a block per device,
-    never the allgather ``merge_dims`` falls back to with no dim to park on.
-    """
-    major, minors = dims[0], dims[1:]
-    axes = tuple(a for d in dims for a in x.spec.of(d))
-    if not axes:
-        return merge_dims(x, dims, name)
-    k = _axes_size(x, axes)
-    if any(x.spec.of(d) for d in minors):
-        layout = {d: (axes if d == major else () if d in dims else x.spec.of(d)) for d in x.dims}
-        x = relayout(x, {d: a or None for d, a in layout.items()})
-    a = x.sizes[major]
-    if a % k == 0:
-        return merge_dims(x, dims, name)
-    rest = math.prod(x.sizes[d] for d in minors)
-    padded = -(-a // k) * k
-    y = merge_dims(_flip.pad(x, major, 0, padded - a), dims, name)
-    return slice_dim(y, name, 0, 1, a * rest)
-
-
 def split(x: ShardArray, dim: str, sizes: dict[str, int]) -> ShardArray:
     """``split_dim`` of ``dim`` into ``sizes`` (major first) keeping its mesh axes on the first new dim.
 
@@ -338,7 +308,7 @@ def split(x: ShardArray, dim: str, sizes: dict[str, int]) -> ShardArray:
     axes = x.spec.of(dim)
     names = list(sizes)
     a = sizes[names[0]]
-    k = _axes_size(x, axes)
+    k = axes_size(x, axes)
     if not axes or a % k == 0:
         return split_dim(x, dim, sizes)
     padded = -(-a // k) * k
@@ -483,8 +453,6 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
         if reps.shape[0] == 1:
             return wrap(_repeat_int(x, dim, int(reps[0])))
         ids = np.repeat(np.arange(n, dtype=np.int64), reps)
-        from ._indexing import take_positions
-
         return wrap(take_positions(x, dim, ids))
     r = _int(repeats, "repeat: repeats")
     if r < 0:

@@ -19,6 +19,7 @@ from ..ops.indexing import take
 from ..ops.searchsorted import searchsorted as _searchsorted
 from ._align import at_least_1d, axis_dim, fresh
 from ._array import Array, wrap
+from ._creation import asarray
 
 
 def sort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
@@ -64,8 +65,6 @@ def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: Shar
     if x1.ndim != 1:
         raise DimensionError(f"searchsorted: x1 must be 1-D; got shape {x1.shape}. Search each row separately")
     if not isinstance(x2, ShardArray):
-        from ._creation import asarray
-
         x2 = asarray(x2, device=x1.mesh)
     if sorter is not None:
         sorter = at_least_1d(sorter, "searchsorted (sorter)")

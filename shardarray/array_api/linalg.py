@@ -32,7 +32,7 @@ from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.structure import rename
 from ._align import axes_dims, broadcast_shape, fresh
-from ._array import Array, wrap
+from ._array import HOOKS, Array, wrap
 from ._linalg import matmul, matrix_transpose, tensordot, vecdot
 
 _A = TypeVar("_A")  # the argument's own type: the checks return it unchanged
@@ -60,11 +60,8 @@ class EighResult(NamedTuple):
 
 
 def _xp() -> Any:
-    import sys
-
-    from . import __name__ as name
-
-    return sys.modules[name]
+    """The namespace (``shardarray.array_api``), which these functions build on: the package fills it in above."""
+    return HOOKS.namespace()
 
 
 def _pos(x: ShardArray) -> Array:

@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
-from ..array import ShardArray
+from ..array import OPS, ShardArray
 from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
 from ..memo_hook import OP_MEMO  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
@@ -282,9 +282,11 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
 
 
 def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardArray]:
-    """Play the tape back from ``out`` with cotangent ``seed``; returns ``{id(leaf node): grad}``."""
-    from ..ops.elementwise import add
+    """Play the tape back from ``out`` with cotangent ``seed``; returns ``{id(leaf node): grad}``.
 
+    Contributions to one array are summed with ``sa.add`` (``OPS.add``: the ops sit above the tape).
+    """
+    add = OPS.add
     # contributions are summed per set of pending axes, so that partial sums
     # pending over the same axes are added before the one reduction they need
     cot: dict[int, dict[tuple[str, ...], ShardArray]] = {id(out._node): {(): seed}}

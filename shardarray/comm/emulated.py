@@ -19,8 +19,8 @@ from typing import Any, cast
 import numpy as np
 
 from ..backend.classlist import ClassList, compact, is_interned
+from ..chunks import group_chunk
 from ..dtypes import BFLOAT16
-from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator, fill_block
 from .parallel import run_all
 

@@ -33,8 +33,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..chunks import group_chunk
 from ..errors import BackendError, CommError, MeshError
-from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
 from .spmd import check_enabled, enter, start_watchdog

@@ -48,8 +48,8 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from ..chunks import group_chunk
 from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
-from ..layout import group_chunk
 from .base import REDUCE_OPS, Communicator
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``

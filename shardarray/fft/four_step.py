@@ -36,7 +36,8 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
-from ..layout import Layout, group_chunk
+from ..chunks import group_chunk
+from ..layout import Layout
 
 Pre = Callable[[Any, int], Any]
 """``pre(block, start)``: a local map of an input block whose first entry has global index ``start``."""

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..layout import group_chunk
+from ..chunks import group_chunk
 from ..ops.common import mesh_order, new_array
 from ..ops.relayout import relayout
 from ._matrix import batch_last

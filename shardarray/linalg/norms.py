@@ -15,13 +15,13 @@ from typing import Any
 from ..array import ShardArray
 from ..errors import ArgumentError
 from ..ops.common import dims_arg, require_array
+from ..ops.elementwise import abs as _abs
+from ..ops.elementwise import sqrt as _sqrt
+from ..ops.reduce import max as _max
+from ..ops.reduce import min as _min
+from ..ops.reduce import sum as _sum
 from ._matrix import float_dtype, matrix_dims
-
-
-def _sa() -> Any:
-    import shardarray as sa
-
-    return sa
+from .svd import svdvals
 
 
 def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArray:
@@ -34,25 +34,24 @@ def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArra
         >>> float(sa.linalg.vector_norm(x))
         5.0
     """
-    sa = _sa()
     x = require_array(x, "sa.linalg.vector_norm")
     names = dims_arg(x, dims, "sa.linalg.vector_norm")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise ArgumentError(f"sa.linalg.vector_norm: ord must be a number or ±inf; got {ord!r}")
-    a = sa.abs(x)
+    a = _abs(x)
     if x.dtype.kind not in "fc":
         a = a.astype("float64")
     if ord == math.inf:
-        return sa.max(a, names) if x.size else sa.sum(a, names)
+        return _max(a, names) if x.size else _sum(a, names)
     if ord == -math.inf:
-        return sa.min(a, names)
+        return _min(a, names)
     if ord == 0:
-        return sa.sum((a != 0).astype(a.dtype), names)
+        return _sum((a != 0).astype(a.dtype), names)
     if ord == 1:
-        return sa.sum(a, names)
+        return _sum(a, names)
     if ord == 2:
-        return sa.sqrt(sa.sum(a * a, names))
-    return sa.sum(a**ord, names) ** (1.0 / ord)
+        return _sqrt(_sum(a * a, names))
+    return _sum(a**ord, names) ** (1.0 / ord)
 
 
 def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardArray:
@@ -66,22 +65,19 @@ def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardAr
         >>> float(sa.linalg.matrix_norm(x)), float(sa.linalg.matrix_norm(x, ord=1))
         (4.0, 4.0)
     """
-    sa = _sa()
     x, rows, cols = matrix_dims(x, dims, "matrix_norm")
     if ord == "fro":
         return vector_norm(x, (rows, cols), ord=2)
     if ord in ("nuc", 2, -2):
-        from .svd import svdvals
-
         float_dtype(x, "sa.linalg.matrix_norm")
         s = svdvals(x, (rows, cols))
         k = s.dims[-1]
         if ord == "nuc":
-            return sa.sum(s, k)
-        return sa.max(s, k) if ord == 2 else sa.min(s, k)
+            return _sum(s, k)
+        return _max(s, k) if ord == 2 else _min(s, k)
     if ord in (1, -1, math.inf, -math.inf):
-        a = sa.abs(x)
+        a = _abs(x)
         inner, outer = (rows, cols) if ord in (1, -1) else (cols, rows)
-        col = sa.sum(a, inner)
-        return sa.max(col, outer) if ord > 0 else sa.min(col, outer)
+        col = _sum(a, inner)
+        return _max(col, outer) if ord > 0 else _min(col, outer)
     raise ArgumentError(f"sa.linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got {ord!r}")

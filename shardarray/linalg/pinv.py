@@ -15,21 +15,17 @@ import numpy as np
 
 from ..array import ShardArray
 from ..ops.einsum import einsum
+from ..ops.elementwise import conj, where
+from ..ops.reduce import max as reduce_max
+from ..ops.reduce import sum as reduce_sum
 from ._matrix import float_dtype, matrix_dims
 from .svd import svd, svdvals
 
 
-def _sa() -> Any:
-    import shardarray as sa
-
-    return sa
-
-
 def _cutoff(s: ShardArray, k: str, m: int, n: int, rtol: float | None) -> ShardArray:
-    sa = _sa()
     if rtol is None:
         rtol = max(m, n) * float(np.finfo(s.dtype).eps)
-    return sa.max(s, k) * rtol
+    return reduce_max(s, k) * rtol
 
 
 def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> ShardArray:
@@ -45,16 +41,15 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
         >>> p.dims, np.allclose(p.numpy(), np.linalg.pinv(np.arange(12.0).reshape(6, 2)))
         (('j', 'i'), True)
     """
-    sa = _sa()
     x, rows, cols = matrix_dims(x, dims, "pinv")
     float_dtype(x, "sa.linalg.pinv")
     m, n = x.sizes[rows], x.sizes[cols]
     k = "_pinv_k"
     u, s, vh = svd(x, (rows, cols), new=k)
     keep = s > _cutoff(s, k, m, n, rtol)
-    sinv = sa.where(keep, 1.0 / sa.where(keep, s, 1.0), 0.0)
-    uh = sa.conj(u) if x.dtype.kind == "c" else u
-    v = sa.conj(vh) if x.dtype.kind == "c" else vh
+    sinv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
+    uh = conj(u) if x.dtype.kind == "c" else u
+    v = conj(vh) if x.dtype.kind == "c" else vh
     batch = tuple(d for d in x.dims if d not in (rows, cols))
     out = einsum(v, sinv.astype(x.dtype), uh, out=(*batch, cols, rows))
     return out.resolve() if out.pending else out
@@ -71,15 +66,14 @@ def matrix_rank(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -
         >>> int(sa.linalg.matrix_rank(a))
         1
     """
-    sa = _sa()
     x, rows, cols = matrix_dims(x, dims, "matrix_rank")
     float_dtype(x, "sa.linalg.matrix_rank")
     k = "_rank_k"
     s = svdvals(x, (rows, cols), new=k)
     m, n = x.sizes[rows], x.sizes[cols]
     if min(m, n) == 0:
-        return sa.sum((s > 0).astype("int64"), k)
-    return sa.sum((s > _cutoff(s, k, m, n, rtol)).astype("int64"), k)
+        return reduce_sum((s > 0).astype("int64"), k)
+    return reduce_sum((s > _cutoff(s, k, m, n, rtol)).astype("int64"), k)
 
 
 __all__ = ["matrix_rank", "pinv"]

@@ -29,8 +29,9 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ..array import ShardArray
+from ..chunks import group_chunk
 from ..errors import ArgumentError, DimensionError
-from ..layout import block_bounds, group_chunk
+from ..layout import block_bounds
 from ..ops.common import map_blocks, map_blocks_multi, mesh_order, new_array
 from ..ops.relayout import relayout
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims

@@ -34,9 +34,10 @@ import numpy as np
 from ..array import ShardArray
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
+from ..chunks import group_chunk
 from ..dtypes import scalar_for_write
 from ..errors import DimensionError, DTypeError
-from ..layout import Layout, group_chunk
+from ..layout import Layout
 from .common import common_mesh, map_blocks, require_array
 from .creation import zeros_like
 from .relayout import to_axes

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..chunks import group_chunk
 from ..comm.base import fill_block
 from ..errors import DimensionError
-from ..layout import Layout, group_chunk
+from ..layout import Layout
 from .common import common_mesh, merged_axes
 from .relayout import to_axes
 

@@ -45,8 +45,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..chunks import group_chunk
 from ..dtypes import wide_dtype
-from ..layout import group_chunk
 from ..mesh import Mesh
 
 LAST_PEAK: dict[str, float] = {"elements": 0, "block": 0, "ratio": 0.0}

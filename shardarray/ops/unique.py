@@ -42,8 +42,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.tape import nondifferentiable
+from ..chunks import group_chunk
 from ..errors import ArgumentError, BackendError, DTypeError
-from ..layout import Layout, block_bounds, group_chunk
+from ..layout import Layout, block_bounds
 from .common import mesh_order, require_array
 from .relayout import resolve
 from .samplesort import from_bits, to_bits

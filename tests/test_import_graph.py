@@ -1,0 +1,76 @@
+"""The import layering of ``shardarray``, checked on its source (``tests/import_graph.py`` reads the imports).
+
+The floors, bottom up:
+
+* the basement: errors, dtypes, chunk arithmetic, layouts, meshes, backends,
+  communicators, the profiler, BLAS threads;
+* ``array.py``: the ``ShardArray`` data type (its methods call the ops
+  through ``array.OPS``, which the ops fill in from above);
+* the tape (``autograd/tape.py``), which every op runs through;
+* everything else (ops, autograd rules, linalg, fft, nn, optim, array_api, ...).
+
+Each floor imports only the floors below it, counting imports inside
+functions too, and the package has no import cycle. Run
+``python tests/import_graph.py`` to see the cycles and their edges when this fails.
+"""
+
+from __future__ import annotations
+
+from import_graph import build
+
+BASEMENT = ("backend", "chunks", "comm", "dtypes", "errors", "layout", "mesh", "profiler", "threads", "memo_hook")
+#: imports of the package's own modules made inside functions: this number only goes down (to 0: issue 27)
+LOCAL_IMPORTS_AT_MOST = 105
+
+GRAPH = build()
+
+
+def _in(module: str, floor: tuple[str, ...]) -> bool:
+    return any(module == f"shardarray.{p}" or module.startswith(f"shardarray.{p}.") for p in floor)
+
+
+def _closure(module: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for t in GRAPH.targets(todo.pop()):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def test_no_import_cycles():
+    assert GRAPH.cycles() == []
+
+
+def test_the_basement_imports_nothing_above_it():
+    for module in GRAPH.modules:
+        if _in(module, BASEMENT):
+            above = sorted(m for m in _closure(module) if not _in(m, BASEMENT))
+            assert not above, f"{module} imports {above}, above the basement"
+
+
+def test_array_imports_only_the_basement():
+    above = sorted(m for m in _closure("shardarray.array") if not _in(m, BASEMENT))
+    assert not above, f"shardarray.array imports {above}"
+
+
+def test_the_tape_imports_only_the_array_and_below():
+    above = sorted(m for m in _closure("shardarray.autograd.tape") if not _in(m, (*BASEMENT, "array")))
+    assert not above, f"shardarray.autograd.tape imports {above}"
+
+
+def test_imports_inside_functions_do_not_grow():
+    local = GRAPH.local_imports()
+    assert len(local) <= LOCAL_IMPORTS_AT_MOST, (
+        f"{len(local)} imports of shardarray modules inside functions (at most {LOCAL_IMPORTS_AT_MOST}): import at "
+        f"module level, or fill a table from above as array.OPS does; the newest: {local[-5:]}"
+    )
+
+
+def test_the_graph_sees_the_package():
+    """The reader finds the modules and their edges (a reader that saw nothing would pass every test above)."""
+    assert len(GRAPH.modules) > 150 and len(GRAPH.edges) > 800
+    assert "shardarray.array" in GRAPH.targets("shardarray.autograd.tape")
+    assert "shardarray.mesh" in GRAPH.targets("shardarray.layout")
