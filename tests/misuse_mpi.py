@@ -81,10 +81,10 @@ CASES = [
         names=("rank 1 fails on purpose",)),
     MpiCase("mpi-sys-exit-message", MESH + SPLIT_K + (
         'import sys\nif rank == 3:\n    sys.exit("rank 3 gives up")\nx.sum("k").numpy()\n'),
-        names=("rank 3 gives up", "process 3 exited after 0 collective(s)", "allreduce")),
+        names=("rank 3 gives up", "process 3 exited after 1 collective(s)", "allreduce")),  # (#1: making x)
     MpiCase("mpi-sys-exit-zero", MESH + SPLIT_K + (
         'import sys\nx.sum("k").numpy()\nif rank == 1:\n    sys.exit(0)\nx.relayout({}).numpy()\n'),
-        names=("process 1 exited after 1 collective(s)", "collective #2", "allgather")),
+        names=("process 1 exited after 2 collective(s)", "collective #3", "allgather")),
     MpiCase("mpi-raise-before-the-mesh", RANK + (
         'if RANK == 1:\n    raise RuntimeError("rank 1 fails before its mesh")\n') + MESH + SPLIT_K
         + 'x.sum("k").numpy()\n',
@@ -103,9 +103,33 @@ CASES = [
     MpiCase("mpi-numpy-of-other-sizes", MESH + (
         'x = sa.zeros(mesh, {"m": 8 if rank == 0 else 12}, layout={"m": ("row", "col")})\nx.numpy()\n'),
         names=("SPMD mismatch", "process 0: ", "global (8,)", "processes 1, 2, 3", "global (12,)")),
-    MpiCase("mpi-allgather-of-other-sizes", MESH + (
-        'x = sa.zeros(mesh, {"m": 4, "k": 3 if rank == 0 else 5}, layout={"m": "col"})\nx.relayout({})\n'),
+    MpiCase("mpi-allgather-of-other-sizes", MESH + (  # other sizes made after creation (a local slice)
+        'x = sa.zeros(mesh, {"m": 4, "k": 5}, layout={"m": "col"})\n'
+        'x = x[{"k": slice(0, 3)}] if rank == 0 else x\nx.relayout({})\n'),
         names=("SPMD mismatch in allgather", "(2, 3)", "(2, 5)")),
+    MpiCase("mpi-made-with-other-sizes", MESH + (  # caught where it is made: one small allgather, always on
+        'x = sa.zeros(mesh, {"m": 4, "k": 3 if rank == 0 else 5}, layout={"m": "col"})\nx.relayout({})\n'),
+        names=("SPMD mismatch", "process 0: #1 full of dims ('m', 'k') (float32) of a global (4, 3)",
+               "processes 1, 2, 3: #1 full", "(4, 5)")),
+    MpiCase("mpi-allreduce-of-other-dtypes", MESH + SPLIT_K + (  # crashed MPICH ("Message truncated") before
+        'y = x.astype("float64") if rank == 0 else x\ny.sum("k").numpy()\n'),
+        names=("SPMD mismatch in allreduce", "process 0: allreduce of a float64 block",
+               "process 1: allreduce of a float32 block")),
+    MpiCase("mpi-allreduce-of-other-shapes", MESH + SPLIT_K + (
+        'y = x[{"m": slice(0, 2)}] if rank == 1 else x\ny.sum("k").numpy()\n'),
+        names=("SPMD mismatch in allreduce", "process 1: allreduce of a float32 block of shape (2,",
+               "process 0: allreduce of a float32 block of shape (4,")),
+    MpiCase("mpi-reduce-scatter-of-other-dtypes", MESH + (
+        'x = sa.ones(mesh, {"m": 4, "k": 4}, layout={"k": "col"})\n'
+        'y = sa.einsum("m k, k n -> m n", x, sa.ones(mesh, {"k": 4, "n": 4}, layout={"k": "col"}))\n'
+        'y = y.astype("float16") if rank == 1 else y\n'
+        'y.resolve({"m": "col"}).numpy()\n'),
+        names=("SPMD mismatch in", "float16", "float32")),
+    MpiCase("mpi-sort-of-other-sizes", MESH + (  # was a NumPy reshape error inside the sort
+        'import numpy as np\n'
+        'x = sa.asarray(np.arange(8.0 if rank == 0 else 12.0)[::-1], dims=("i",), mesh=mesh, layout={"i": "row"})\n'
+        'sa.sort(x, "i").numpy()\n'),
+        names=("SPMD mismatch", "asarray of dims ('i',)", "global (8,)", "global (12,)")),
     MpiCase("mpi-allreduce-of-other-sizes", MESH + (
         'x = sa.ones(mesh, {"m": 4 if rank == 0 else 5, "k": 4}, layout={"k": "col"})\nx.sum("k").numpy()\n'),
         names=("SPMD mismatch", "process 0: #1 full", "(4, 4)", "(5, 4)"), env={"SHARDARRAY_CHECK_SPMD": "1"}),
@@ -122,9 +146,10 @@ CASES = [
 
 
 def _save_job(path_expr: str, array_expr: str, guard: str = "") -> str:
-    """An MPI job script that saves ``{"w": <array_expr>}`` to ``<path_expr>`` (under ``guard``, if given)."""
-    save = f'sa.checkpoint.save({path_expr}, {{"w": {array_expr}}}, overwrite=True)\n'
-    return MESH + "import os\n" + (f"if {guard}:\n    " + save if guard else save)
+    """An MPI job script that saves ``{"w": <array_expr>}`` to ``<path_expr>`` (under ``guard``, if given; the
+    array is made before it, by every process)."""
+    save = f'sa.checkpoint.save({path_expr}, {{"w": w}}, overwrite=True)\n'
+    return MESH + f"import os\nw = {array_expr}\n" + (f"if {guard}:\n    " + save if guard else save)
 
 
 # each job's paths are its own: the launcher (this test's mpiexec) is the ranks' common parent
@@ -139,7 +164,7 @@ CASES += [
         names=("exited after", "checkpoint metadata allgather", "process 0 waits")),
     MpiCase("mpi-save-of-other-sizes", _save_job(
         '"/tmp/sa-mpi-sizes-" + str(os.getppid()) + "/ck"',
-        'sa.ones(mesh, {"i": 4 if rank == 0 else 8}, layout={"i": "row"})'),
+        'sa.ones(mesh, {"i": 8})[{"i": slice(0, 4)}] if rank == 0 else sa.ones(mesh, {"i": 8})'),
         names=("save different arrays", "'w'", "[[4], 'float32'] (shape, dtype) on process 0",
                "[[8], 'float32'] on process 1")),
 ]

@@ -76,12 +76,12 @@ class Communicator(ABC):
     def check_spmd(self, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
         """Check that every process of an SPMD job makes the same array here (a no-op in one process).
 
-        Under ``comm="mpi"`` with ``SHARDARRAY_CHECK_SPMD=1`` the processes
-        compare ``what``, the dim sizes and the dtype, and each raises
-        ``CommError`` naming which processes differ; creation functions call
-        it so that arrays of different global sizes are caught where they are
-        made, not at a later collective (or never, when only partial sums of
-        the same shape meet).
+        Under ``comm="mpi"`` the processes compare ``what``, the dim sizes and
+        the dtype (one small allgather, always), and each raises ``CommError``
+        naming which processes differ; creation functions call it so that
+        arrays of different global sizes are caught where they are made, not
+        at a later collective (or never, when only partial sums of the same
+        shape meet).
 
         Example:
             >>> mesh = sa.Mesh({"row": 2, "col": 2})

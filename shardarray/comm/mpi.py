@@ -16,8 +16,12 @@ per element on the wire) and round the result to bfloat16 once.
 
 No process hangs when another fails: an uncaught exception on any rank aborts
 the whole job (``MPI.COMM_WORLD.Abort``), a rank that exits while others wait
-for it ends the job, and ``SHARDARRAY_CHECK_SPMD=1`` compares every
-collective's op, axes, dtype and block shapes over the job (``comm.spmd``).
+for it ends the job. Every array made is compared over the job (global
+sizes, dtype: ``check_array``) and every collective's group compares a small
+header (op, dtype, block shape) before its data moves, so processes that
+disagree raise ``CommError`` instead of crashing MPI ("Message truncated");
+``SHARDARRAY_CHECK_SPMD=1`` also compares every collective's op, axes, dtype
+and block shapes over the whole job (``comm.spmd``).
 Converting a replicated array (``float(loss)``) needs no communication.
 
 Shards must be NumPy arrays (``backend="numpy"``); GPU shards across processes
@@ -26,6 +30,7 @@ go through NCCL (``NcclCommunicator``).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -34,10 +39,11 @@ from typing import Any, cast
 import numpy as np
 
 from ..chunks import group_chunk
+from ..dtypes import BFLOAT16
 from ..errors import BackendError, CommError, MeshError
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
-from .spmd import check_enabled, enter, start_watchdog
+from .spmd import enter, start_watchdog
 
 
 def _mpi() -> Any:
@@ -129,18 +135,52 @@ def log_spmd(
 
 
 def check_array(world: Any, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
-    """With ``SHARDARRAY_CHECK_SPMD=1``: every process makes an array of these dims, sizes and dtype, or each
-    raises ``CommError`` naming who differs (see ``Communicator.check_spmd``); else nothing."""
-    if check_enabled():
-        dims = tuple(sizes)
-        enter(
-            world,
-            f"{what} of dims {dims}",
-            (),
-            SimpleNamespace(dtype=np.dtype(dtype)),
-            whole=tuple(int(sizes[d]) for d in dims),
-            check=True,
-        )
+    """Every process makes an array of these dims, sizes and dtype, or each raises ``CommError`` naming who
+    differs (see ``Communicator.check_spmd``): one small allgather, always on."""
+    dims = tuple(sizes)
+    enter(
+        world,
+        f"{what} of dims {dims}",
+        (),
+        SimpleNamespace(dtype=np.dtype(dtype)),
+        whole=tuple(int(sizes[d]) for d in dims),
+        check=True,
+    )
+
+
+#: the collectives' codes in the header (``MpiCommunicator._agree``)
+_OPS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce", "alltoallv")
+#: int64s in a header: op, dtype, ndim, then up to 8 dims (a ninth and later dims are not compared)
+HEADER = 11
+_DTYPE_NAMES: dict[int, str] = {}  # code -> name, for the messages (every dtype a shard can have is listed)
+
+
+def _dtype_code(dtype: np.dtype) -> int:
+    name = dtype.name
+    code = zlib.crc32(name.encode())
+    _DTYPE_NAMES.setdefault(code, name)
+    return code
+
+
+for _dt in (BFLOAT16, *map(np.dtype, ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"))):
+    _dtype_code(_dt)
+for _dt in map(np.dtype, ("uint64", "float16", "float32", "float64", "complex64", "complex128")):
+    _dtype_code(_dt)
+
+
+def _header(op: str, x: np.ndarray) -> np.ndarray:
+    h = np.full(HEADER, -1, dtype=np.int64)
+    h[0], h[1], h[2] = _OPS.index(op), _dtype_code(x.dtype), x.ndim
+    shape = x.shape[: HEADER - 3]
+    h[3 : 3 + len(shape)] = shape
+    return h
+
+
+def _describe_header(h: np.ndarray) -> str:
+    op = _OPS[int(h[0])] if 0 <= h[0] < len(_OPS) else f"collective {int(h[0])}"
+    dtype = _DTYPE_NAMES.get(int(h[1]), f"dtype #{int(h[1])}")
+    shape = tuple(int(n) for n in h[3 : 3 + min(int(h[2]), HEADER - 3)])
+    return f"{op} of a {dtype} block of shape {shape}"
 
 
 def reduce_op(op: str) -> Any:
@@ -212,6 +252,32 @@ class MpiCommunicator(Communicator):
                 f"run with SHARDARRAY_CHECK_SPMD=1 to compare them before every collective"
             ) from e
 
+    def _agree(self, sub: Any, op: str, axes: tuple[str, ...], x: np.ndarray, free: int | None = None) -> None:
+        """Every member of the group enters the same collective on the same dtype (and block shape, but along
+        ``free``; ``free=-1``: any shape), or each raises the same ``CommError`` naming the members.
+
+        One ``Allgather`` of a small header (op, dtype, shape: ``HEADER`` int64s) before the data moves, always
+        on: members that disagree would otherwise crash MPI ("Message truncated") or wait forever.
+        """
+        mine = _header(op, x)
+        every = np.empty((sub.Get_size(), mine.size), dtype=np.int64)
+        with self._calling(op, axes, x):
+            sub.Allgather(mine, every)
+        keep = np.ones(mine.size, dtype=bool)
+        if free == -1:
+            keep[2:] = False
+        elif free is not None:
+            keep[3 + free] = False
+        if (every[:, keep] == every[0, keep]).all():
+            return
+        group = self._group(axes)
+        listed = "; ".join(f"process {d}: {_describe_header(h)}" for d, h in zip(group, every))
+        raise CommError(
+            f"SPMD mismatch in {op} over axes {axes} of mesh {self.mesh}: the processes of group {group} disagree "
+            f"on the collective, its dtype or its block shape ({listed}). Every process must run the same ops in "
+            f"the same order on arrays of the same global sizes and dtypes"
+        )
+
     def _mismatch(self, op: str, axes: tuple[str, ...], shapes: Sequence[Any], what: str) -> CommError:
         group = self._group(axes)
         listed = "; ".join(f"process {d}: {s}" for d, s in zip(group, shapes))
@@ -256,6 +322,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, _ = self._sub(axes)
         x = shards[self.rank]
+        self._agree(sub, "allreduce", axes, x)
         send = self._wide(x)
         recv = np.empty_like(send)
         with self._calling("allreduce", axes, x):
@@ -268,6 +335,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, _ = self._sub(axes)
         x = shards[self.rank]
+        self._agree(sub, "allgather", axes, x, free=dim)
         front = contiguous(np.moveaxis(x, dim, 0))
         shapes = sub.allgather((front.shape, x.dtype.str))
         if len({(s[1:], t) for s, t in shapes}) > 1:
@@ -293,6 +361,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, pos = self._sub(axes)
         x = shards[self.rank]
+        self._agree(sub, "reduce_scatter", axes, x)
         front = self._wide(np.moveaxis(x, dim, 0))
         radix = [self.mesh.axis_size(a) for a in axes]
         size, rest = front.shape[0], int(np.prod(front.shape[1:]))
@@ -310,6 +379,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, _ = self._sub(axes)
         x = shards[self.rank]
+        self._agree(sub, "alltoall", axes, x, free=-1)  # (the pieces' shapes are compared below)
         radix = [self.mesh.axis_size(a) for a in axes]
         pieces = [
             contiguous(x[(slice(None),) * split_dim + (slice(*group_chunk(0, x.shape[split_dim], radix, i)),)])
@@ -342,6 +412,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, pos = self._sub(axes)
         x = shards[self.rank]
+        self._agree(sub, "broadcast", axes, x, free=-1)  # (the receivers take the root's shape)
         # the dtype by name: ml_dtypes' bfloat16 has str "<V2", which would come back as raw void bytes
         shape, dtype = sub.bcast((x.shape, x.dtype.name) if pos == root else None, root=root)
         buf = contiguous(x) if pos == root else np.empty(shape, dtype=np.dtype(dtype))
@@ -357,6 +428,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, pos = self._sub(axes)
         x = shards[self.rank]
+        self._agree(sub, "reduce", axes, x)
         send = self._wide(x)
         recv = np.empty_like(send) if pos == root else None
         with self._calling("reduce", axes, x):
@@ -373,6 +445,7 @@ class MpiCommunicator(Communicator):
         mine = sum(int(p.size) for j, p in enumerate(pieces) if j != pos)
         dtype = pieces[0].dtype
         log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=self._group(axes), dim=0)
+        self._agree(sub, "alltoallv", axes, pieces[pos], free=-1)  # (the pieces' shapes are compared below)
         shapes = sub.alltoall([(p.shape, p.dtype.str) for p in pieces])
         rest = {(s[:dim] + s[dim + 1 :], t) for s, t in shapes}
         if len(rest) > 1:

@@ -24,12 +24,15 @@ each into a job that ends non-zero with a message naming the culprit.
   i.e. will never join, and ends the job naming ``r`` and the collective. A
   collective entered after such a notice raises ``CommError`` at once.
 * **Processes that disagree** on the op, axes, dtype or block shapes of a
-  collective (e.g. arrays of different global sizes): with
-  ``SHARDARRAY_CHECK_SPMD=1`` every collective first compares a small
-  signature over the whole job (one extra small allgather each) and raises
-  ``CommError`` on every process, naming which processes ran what.
-  Conversions of split arrays (``x.numpy()``) always compare the global shape
-  and dtype, since they are not on a hot path.
+  collective (e.g. arrays of different global sizes): always, arrays are
+  compared where they are made (``check_array``) and each MPI collective's
+  group compares a small header (op, dtype, block shape) before the data
+  moves (``MpiCommunicator._agree``); with ``SHARDARRAY_CHECK_SPMD=1`` every
+  collective first compares a signature over the whole job (one extra small
+  allgather each), so different sequences of collectives are named too. Each
+  raises ``CommError`` on every process it concerns, naming which processes
+  ran what. Conversions of split arrays (``x.numpy()``) always compare the
+  global shape and dtype.
 
 Collectives are counted only when their group has more than one member
 (the mesh decides that, so every process counts the same ones).
