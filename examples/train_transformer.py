@@ -177,9 +177,11 @@ def resume(path: str, params: dict, state: dict, scale_state: Any,
     target = {"params": params, "opt": state, "scale": scale_state, "step": 0, "data": "", "history": ""}
     try:
         tree = sa.checkpoint.load(path, target)
-    except sa.CheckpointError as e:  # name the flag: another --dtype changes the saved tree (the loss scale)
-        raise sa.CheckpointError(f"{e}\n(--resume {path} with --dtype {dtype}: resume with the --dtype of the "
-                                 f"run that saved it)") from None
+    except sa.CheckpointError as e:  # name the flags that change the saved tree, as far as the message tells
+        hint = (f"another --dtype changes the loss-scale state: resume with the --dtype of the run that saved it"
+                if "scale" in str(e) else "resume with the model flags of the run that saved it (--d-model, "
+                "--layers, --heads, ...), and check the path")
+        raise sa.CheckpointError(f"{e}\n(--resume {path} with --dtype {dtype}: {hint})") from None
     data = json.loads(tree["data"])
     saved_dtype = data.get("dtype", dtype)
     if saved_dtype != dtype:

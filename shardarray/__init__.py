@@ -16,7 +16,7 @@ from importlib import import_module as _import_module  # the VJP modules registe
 
 from . import hardware, matmul, nn, optim, plan, profiler, random, tree
 from .array import ShardArray
-from .autograd import grad, value_and_grad, vjp
+from .autograd.api import grad, value_and_grad, vjp
 from .comm import CommLog, CommRecord, comm_log
 from .errors import (
     ArgumentError,

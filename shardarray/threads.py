@@ -163,7 +163,7 @@ def blas_threads(
     if raw:
         if raw.lower() in ("keep", "0"):
             return BlasSetting(None, f"{ENV}={raw}: pool left as it is", cores, ranks, 0.0)
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):  # ("²".isdigit() is True, but int("²") fails)
             raise ArgumentError(
                 f"{ENV}={raw!r} is not a thread count; set it to a positive integer (e.g. {ENV}=1) "
                 f"or to 'keep' to leave the BLAS pool alone"

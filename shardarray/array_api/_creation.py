@@ -19,8 +19,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..default_mesh import get_default_mesh
-from ..dtypes import as_dtype
-from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
+from ..dtypes import as_dtype, scalar_for_write
+from ..errors import ArgumentError, CastError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
 from ..ops import creation as _cr
@@ -125,6 +125,20 @@ def _like(x: Any, fill_value: Any, dtype: Any, device: Any, what: str) -> Array:
 
 
 # ----------------------------------------------------------------- asarray
+def _check_integer_values(obj: Any, dt: np.dtype) -> None:
+    """Refuse NaN or ±inf going into an integer or bool ``dt`` (a cast would store garbage: NumPy 2's write rule)."""
+    if isinstance(obj, (bool, int, float, complex, np.generic)) or (isinstance(obj, np.ndarray) and obj.ndim == 0):
+        scalar_for_write(obj, dt, "asarray")  # also a Python integer out of dt's range
+        return
+    raw = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+    if raw.dtype.kind in "fc" and raw.size and not np.isfinite(raw).all():
+        bad = raw[~np.isfinite(raw)].flat[0]
+        raise CastError(
+            f"asarray: the data holds {bad} (shape {raw.shape}), which {dt} cannot hold (no NaN or inf); make the "
+            f"array with a float dtype (dtype=xp.float64), or replace the non-finite values first"
+        )
+
+
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Array:
     """An array from host data (nested lists, scalars, NumPy arrays, buffers) or an array.
 
@@ -163,14 +177,14 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         dt = None if dtype is None else as_dtype(dtype)
         if dt is not None and dt != obj.dtype:
             if copy is False:
-                raise ValueError(
+                raise ArgumentError(
                     f"asarray: copy=False, but casting the array {obj.sizes} from {obj.dtype} to {dt} needs a copy; "
                     f"pass copy=None (or True)"
                 )
             return wrap(obj.astype(dt))
         return _copy(obj) if copy else wrap(obj)
     if copy is False:
-        raise ValueError(
+        raise ArgumentError(
             f"asarray: copy=False, but {type(obj).__name__} data lives on the host and is always copied onto the "
             f"mesh's devices; pass copy=None (or True)"
         )
@@ -181,7 +195,15 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         dt = None if dtype is None else as_dtype(dtype)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray) and not hasattr(obj, "__array__"):
         obj = np.from_dlpack(obj)
-    host = np.array(obj, dtype=dt, copy=True) if copy else np.asarray(obj, dtype=dt)
+    if dt is not None and dt.kind in "iub":
+        _check_integer_values(obj, dt)
+    try:
+        host = np.array(obj, dtype=dt, copy=True) if copy else np.asarray(obj, dtype=dt)
+    except OverflowError as e:  # a Python integer out of dt's range (NumPy 2 refuses it too)
+        raise CastError(
+            f"asarray: {e}; the data does not fit {dt} [{np.iinfo(dt).min}, {np.iinfo(dt).max}]: give a wider "
+            f"dtype (dtype=xp.int64) or values in range"
+        ) from None
     if host.dtype.kind not in "biufc":
         raise DTypeError(
             f"asarray: the data became a NumPy array of dtype {host.dtype} (shape {host.shape}); give numbers "

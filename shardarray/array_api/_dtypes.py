@@ -88,6 +88,8 @@ def astype(x: ShardArray, dtype: Any, /, *, copy: builtins.bool = True, device: 
             f"astype: the array lives on {x.mesh}, not device={device}; astype does not move arrays between meshes "
             f"(go through the host: xp.asarray(np.asarray(x), device=other_mesh))"
         )
+    if not isinstance(copy, (builtins.bool, np.bool_)):
+        raise ArgumentError(f"astype: copy must be True or False; got {copy!r}")
     dt = _dtype_of(dtype, "astype")
     if dt == x.dtype:
         return _copy(x) if copy else wrap(x)

@@ -1,6 +1,10 @@
-"""Reverse-mode autograd over a tape: ``value_and_grad``, ``grad``, ``vjp``, one registered VJP per op."""
+"""Reverse-mode autograd over a tape: one registered VJP per op (``tape``), and ``value_and_grad``, ``grad``,
+``vjp`` on top of it (``api``, the public ``sa.value_and_grad`` & co.).
 
-from .api import grad, value_and_grad, vjp
+The package's ``__init__`` imports only the tape: the tape is on the ground floor, under every op, while
+``api`` sits above the ops (it makes arrays), so importing the tape must not pull the ops in.
+"""
+
 from .tape import differentiable, register_vjp
 
-__all__ = ["differentiable", "grad", "register_vjp", "value_and_grad", "vjp"]
+__all__ = ["differentiable", "register_vjp"]

@@ -104,12 +104,12 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     # the next collective forever (under MPI); processes saving to different paths are refused the same way
     error = None
     try:
+        _refuse_non_checkpoint(path, keep)  # first: overwrite=True would not help there
         if keep is None and path.exists() and not overwrite:
             raise CheckpointError(
                 f"checkpoint {path} exists; pass overwrite=True to replace it (atomically), or save to a new path "
                 f"(keep=N saves numbered checkpoints into a run directory)"
             )
-        _refuse_non_checkpoint(path, keep)
     except CheckpointError as e:
         error = str(e)
     shapes = json.dumps({name: [list(x.shape), x.dtype.name] for name, x in arrays})

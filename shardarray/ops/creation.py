@@ -9,7 +9,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.classlist import ClassList
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, scalar_for_write
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import (
     Layout,
@@ -101,8 +101,9 @@ def full(
     dt = as_dtype(dtype)
     lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
     mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt)  # SPMD jobs: every process makes the same array
+    fill = scalar_for_write(fill_value, dt, "full")  # NumPy 2's rule: 300 into int8, NaN into int32 are refused
     xp = mesh.backend.xp
-    return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill_value, dtype=dt))
+    return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill, dtype=dt))
 
 
 def zeros(mesh: Mesh, sizes: Mapping[str, int], dtype: Any = "float32", layout: Any = None) -> ShardArray:

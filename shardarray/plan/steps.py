@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..autograd import value_and_grad
+from ..autograd.api import value_and_grad
 from ..errors import DimensionError
 from ..mesh import Mesh
 from ..nn.config import TransformerConfig
