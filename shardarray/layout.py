@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .backend.classlist import intern_index
 from .chunks import nested_chunk
 from .errors import DimensionError, LayoutError
 from .mesh import AxesSpec
@@ -204,7 +205,6 @@ def block_shape_classes(mesh: Mesh, layout: Layout) -> tuple[np.ndarray, list[in
     hit = _SHAPE_CLASSES.get(key)
     if hit is not None:
         return hit
-    from .backend.classlist import intern_index
 
     if not layout.sizes:
         hit = (intern_index(np.zeros(mesh.size, dtype=np.intp)), [0])

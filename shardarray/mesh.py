@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from .backend import get_backend
+from .backend.cupy_backend import import_cupy, on_devices
+from .comm.emulated import EmulatedCommunicator
+from .comm.launch import launched_processes
+from .comm.mpi import MpiCommunicator, mpi_world
+from .comm.nccl import NcclCommunicator
 from .errors import LayoutError, MeshError
+from .threads import on_mesh
 
 AxesSpec = None | str | Iterable[str]
 COMMS = (None, "emulated", "nccl", "mpi", "auto")
@@ -180,8 +187,6 @@ class Mesh:
         comm: str | None = None,
         devices: Sequence[int] | None = None,
     ) -> None:
-        from .backend import get_backend
-
         names, sizes = _parse_shape(shape)
         self._names: tuple[str, ...] = tuple(names)
         self._sizes: tuple[int, ...] = tuple(sizes)
@@ -196,8 +201,6 @@ class Mesh:
                 f"rules={rules!r} for mesh {self.shape}: rules is a dict {{dim: axis}} mapping tensor dim names to "
                 f"mesh axes, e.g. rules={{'batch': {self._names[0] if self._names else 'axis'!r}}}"
             )
-        from .comm.launch import launched_processes
-
         if comm == "auto":
             comm = "mpi" if launched_processes() > 1 else None
         gpus = self._check_devices(devices, backend, comm)
@@ -217,33 +220,22 @@ class Mesh:
         self._classes: dict[frozenset, tuple[tuple[int, tuple[int, ...]], ...]] = {}
         self.local_devices: tuple[int, ...] = tuple(range(self.size))
         if comm == "emulated":
-            from .comm.emulated import EmulatedCommunicator
-
             if gpus is not None:
                 self.backend = _cupy_on(gpus)
             self.comm: Any = EmulatedCommunicator(self)
         elif comm == "nccl":
-            from .comm.nccl import NcclCommunicator
-
             self.backend = _cupy_on(gpus if gpus is not None else tuple(range(self.size)))
             self.comm = NcclCommunicator(self)
         elif comm == "mpi" and self.backend.name == "cupy":
-            from .comm.mpi import mpi_world
-            from .comm.nccl import NcclCommunicator
-
             world = mpi_world(self)
             self.local_devices = (world.Get_rank(),)
             self.backend = _cupy_on(_spmd_gpus(world, gpus, self.size))
             self.comm = NcclCommunicator(self, world=world)
         elif comm == "mpi":
-            from .comm.mpi import MpiCommunicator
-
             self.comm = MpiCommunicator(self)
             self.local_devices = (self.comm.rank,)
         else:  # pragma: no cover - comm was checked against COMMS above
             raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated', 'nccl', 'mpi' or 'auto'")
-        from .threads import on_mesh
-
         on_mesh(comm)  # the BLAS pool, once per process (see shardarray/threads.py)
 
     def _check_devices(self, devices: Sequence[int] | None, backend: Any, comm: str | None) -> tuple[int, ...] | None:
@@ -455,8 +447,6 @@ class Mesh:
 
 
 def _cupy_on(gpus: tuple[int, ...]) -> Any:
-    from .backend.cupy_backend import on_devices
-
     return on_devices(gpus)
 
 
@@ -466,8 +456,6 @@ def _spmd_gpus(world: Any, gpus: tuple[int, ...] | None, size: int) -> tuple[int
     if gpus is not None:
         return (gpus[rank],) * size
     from mpi4py import MPI
-
-    from .backend.cupy_backend import import_cupy
 
     node = world.Split_type(MPI.COMM_TYPE_SHARED)  # the processes on this node
     local = node.Get_rank()

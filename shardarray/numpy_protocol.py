@@ -43,6 +43,8 @@ import numpy as np
 
 from .array import OPS, ShardArray
 from .errors import ArgumentError, DimensionError, DTypeError, ZeroDimError
+from .ops.common import dims_arg
+from .ops.creation import full
 
 # ------------------------------------------------------------------ ufuncs
 
@@ -240,7 +242,6 @@ def _by_operator(name: str, args: list[Any]) -> Any:
 
 def _dims(x: ShardArray, axis: Any, what: str) -> tuple[str, ...] | None:
     """NumPy's ``axis`` (None, an int or a tuple of ints) as dim names of ``x`` (None: every dim)."""
-    from .ops.common import dims_arg
 
     if axis is None:
         return None
@@ -495,7 +496,6 @@ def _meta(attr: str) -> Callable[..., Any]:
 
 def _like(fill: Any) -> Callable[..., Any]:
     def handler(func: Any, what: str, a: Any, *args: Any, **kwargs: Any) -> Any:
-        from .ops.creation import full
 
         if not isinstance(a, ShardArray):
             return NotImplemented

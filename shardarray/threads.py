@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .comm.launch import launched_processes
 from .errors import ArgumentError
 
 ENV = "SHARDARRAY_BLAS_THREADS"
@@ -108,7 +109,6 @@ def local_ranks(env: Mapping[str, str] | None = None, world: Any = None) -> int:
     ``world.Split_type(COMM_TYPE_SHARED)`` when ``world`` (an MPI communicator
     every process passes at once, e.g. by making a ``comm="mpi"`` mesh) is given.
     """
-    from .comm.launch import launched_processes
 
     env = os.environ if env is None else env
     for name in _LOCAL_VARIABLES:

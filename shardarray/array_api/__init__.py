@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import OPS as _ops_table
+from ..errors import ArgumentError
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 from ._array import HOOKS as _HOOKS
 from ._array import Array
@@ -64,8 +65,6 @@ newaxis = None
 def namespace(api_version: str | None = None) -> Any:
     """This module, for ``x.__array_namespace__(api_version=...)`` (versions 2021.12 to 2024.12)."""
     import sys
-
-    from ..errors import ArgumentError
 
     if api_version is not None and api_version not in _VERSIONS:
         raise ArgumentError(

@@ -17,8 +17,11 @@ from ..array import ShardArray
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops import elementwise as ew
 from ..ops.creation import asarray as _asarray
-from ..ops.dims import squeeze
+from ..ops.dims import expand_dims, squeeze
+from ..ops.indexing import _check_range
 from ..ops.indexing import take as _take
+from ..ops.setitem import setitem as _setitem
+from ..ops.slicing import isel, normalize_int, parse_key
 from ..ops.structure import broadcast_to, rename, transpose
 from ._align import align, axis_dim, fresh, merge
 from ._array import HOOKS, Array, wrap
@@ -184,8 +187,6 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
     broadcast together as in NumPy: the indexed axes are merged and indexed
     by one flat position array.
     """
-    from ..ops.dims import expand_dims
-    from ..ops.slicing import isel, parse_key
 
     key = normalize_key(x, key)
     if any(_is_ids(k) for k in key):
@@ -221,8 +222,6 @@ def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
 
 def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes."""
-    from ..ops.indexing import _check_range
-    from ..ops.slicing import isel, normalize_int
 
     full = _expand(x, key)
     slices = {d: k for d, k in zip(x.dims, full) if isinstance(k, slice) and k != slice(None)}
@@ -273,8 +272,6 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
 def setitem(x: ShardArray, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (ints, slices, Ellipsis, 0-d integer arrays; ``value`` a scalar or an array
     broadcast right-aligned by position); see ``ops/setitem.py`` for the data movement."""
-    from ..ops.setitem import setitem as _setitem
-    from ..ops.slicing import parse_key
 
     key = normalize_key(x, key, "x[...] = v")
     if any(_is_ids(k) for k in key):

@@ -25,6 +25,8 @@ from ..ops import concat as _concat
 from ..ops import dims as _dims
 from ..ops import flip as _flip
 from ..ops import repeat as _repeat
+from ..ops.creation import zeros
+from ..ops.diff import diff as _diff
 from ..ops.relayout import relayout
 from ..ops.reshape import merge_dims, split_dim
 from ..ops.slicing import isel, slice_dim
@@ -360,8 +362,6 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
     if shape == x.shape:
         return wrap(x)
     if x.size == 0:
-        from ..ops.creation import zeros
-
         names = fresh((), len(shape))
         return wrap(zeros(x.mesh, dict(zip(names, shape)), dtype=x.dtype))
     ones = tuple(d for d in x.dims if x.sizes[d] == 1)
@@ -514,7 +514,6 @@ def diff(
     concatenated first (``concat``). Each order is two slices (one
     ``alltoallv`` each on a split axis) and a local subtraction (``ops.diff``).
     """
-    from ..ops.diff import diff as _diff
 
     x = _array(x, "diff")
     if x.ndim == 0:

@@ -9,6 +9,9 @@ from typing import Any
 from ..array import ShardArray, like_kind
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
+from ..ops.creation import ones, zeros_like
+from ..ops.relayout import to_axes
+from ..ops.structure import astype, transpose
 from ..tree import tree_flatten, tree_unflatten
 from .tape import STATE, Tape, backward
 
@@ -29,9 +32,6 @@ def _finish(g: ShardArray | None, x: ShardArray) -> ShardArray:
 
 def _finisher() -> Callable[[ShardArray | None, ShardArray], ShardArray]:
     """``_finish`` with the ops it needs imported (once per call of this function: they import the autograd)."""
-    from ..ops.creation import zeros_like
-    from ..ops.relayout import to_axes
-    from ..ops.structure import astype, transpose
 
     return functools.partial(_finish_with, zeros_like, to_axes, astype, transpose)
 
@@ -219,7 +219,6 @@ def _split_result(result: Any, has_aux: bool) -> tuple[ShardArray, Any]:
 
 
 def _seed(loss: ShardArray) -> ShardArray:
-    from ..ops.creation import ones
 
     return ones(loss.mesh, {}, dtype=loss.dtype, layout={})
 

@@ -20,8 +20,14 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import LinAlgError
+from ..layout import Layout
+from ..linalg._matrix import local_op, matrix_dims
+from ..linalg.dense import inv, solve
+from ..linalg.spd import solve_lh
+from ..linalg.svd import svd
+from ..ops.creation import asarray, from_blocks
 from ..ops.einsum import einsum
-from ..ops.elementwise import add, conj, multiply
+from ..ops.elementwise import add, conj, divide, multiply, not_equal, subtract, where
 from ..ops.structure import rename
 from .common import match
 from .tape import Context, register_vjp
@@ -32,7 +38,6 @@ def _h(x: ShardArray) -> ShardArray:
 
 
 def _matrix(ctx: Context) -> tuple[str, str]:
-    from ..linalg._matrix import matrix_dims
 
     _, rows, cols = matrix_dims(
         ctx.args[0],
@@ -61,7 +66,6 @@ def _inv(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("linalg.det")
 def _det(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..linalg.dense import inv
 
     a = ctx.args[0]
     i, j = _matrix(ctx)
@@ -76,7 +80,6 @@ def _det(ctx: Context, g: ShardArray) -> list[Any]:
 def _adjugate_t(a: ShardArray, i: str, j: str) -> ShardArray:
     """``adj(A)^T`` (``= det(A) A^{-T}`` where A is invertible), from the SVD ``A = U S Vh``:
     ``adj(A) = det(U) det(Vh) Vh^H adj(S) U^H`` with ``adj(S)_k = prod_{l != k} s_l``, defined at singular A."""
-    from ..linalg._matrix import local_op
 
     xp, n = a.mesh.backend.xp, a.sizes[i]
 
@@ -94,8 +97,6 @@ def _adjugate_t(a: ShardArray, i: str, j: str) -> ShardArray:
 
 @register_vjp("linalg.solve")
 def _solve(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..linalg._matrix import matrix_dims
-    from ..linalg.dense import solve
 
     a, b = ctx.args[0], ctx.args[1]
     dims = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("dims")
@@ -115,9 +116,6 @@ def _solve(ctx: Context, g: ShardArray) -> list[Any]:
 def _mask(like: ShardArray, rows: str, cols: str, diag: float, kind: str = "lower") -> ShardArray:
     """1 below the diagonal, ``diag`` on it, 0 above, on dims (rows, cols) with ``like``'s split of them."""
     import numpy as np
-
-    from ..layout import Layout
-    from ..ops.creation import from_blocks
 
     mesh, n, m = like.mesh, like.sizes[rows], like.sizes[cols]
     lay = Layout((rows, cols), (n, m), (like.spec.of(rows), like.spec.of(cols)))
@@ -139,7 +137,6 @@ def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
     lower triangle with the diagonal halved; only A's lower triangle is read). ``L^{-T}`` by the distributed
     back substitution (``linalg.spd.solve_lh``: per panel a reduce and a broadcast); ``upper=True`` is the same
     on ``x^T``."""
-    from ..linalg.spd import solve_lh
 
     a = ctx.args[0]
     i, j = _matrix(ctx)
@@ -166,9 +163,6 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
     the rest is local (``R`` is replicated)."""
     import numpy as np
 
-    from ..linalg.dense import inv
-    from ..ops.creation import asarray
-
     x, q, r, which = ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3]
     rows, cols = ctx.args[4], ctx.args[5]
     new = next(d for d in q.dims if d in r.dims and d not in x.dims)
@@ -194,7 +188,6 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
 @register_vjp("linalg.svdvals")
 def _svdvals(ctx: Context, g: ShardArray) -> list[Any]:
     """``s = svdvals(A)`` (real): ``Ā = U diag(ḡ) V^T`` (one SVD, i.e. TSQR, and one einsum)."""
-    from ..linalg.svd import svd
 
     a = ctx.args[0]
     i, j = _matrix(ctx)
@@ -207,7 +200,6 @@ def _svdvals(ctx: Context, g: ShardArray) -> list[Any]:
 @register_vjp("linalg.slogdet_logabs")
 def _slogdet(ctx: Context, g: ShardArray) -> list[Any]:
     """``log|det A|`` (real): ``Ā = ḡ A^{-T}`` (an ``inv``: the Cholesky path for a split SPD matrix)."""
-    from ..linalg.dense import inv
 
     a, i, j = ctx.args[0], ctx.args[2], ctx.args[3]
     yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})
@@ -263,7 +255,6 @@ def _fresh(name: str, *arrays: ShardArray) -> str:
 def _reciprocal_gaps(w: ShardArray, new: str, new2: str) -> ShardArray:
     """``F_ij = 1 / (w_j - w_i)`` over (new, new2), 0 where the values are equal (the diagonal among them): the
     factor of the eigenvector (``eigh``, with eigenvalues) and singular-vector (``svd``, with squares) VJPs."""
-    from ..ops.elementwise import divide, not_equal, subtract, where
 
     diff = subtract(rename(w, {new: new2}), w)
     nz = not_equal(diff, 0.0)
@@ -273,7 +264,6 @@ def _reciprocal_gaps(w: ShardArray, new: str, new2: str) -> ShardArray:
 @register_vjp("linalg.svd_part")
 def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
     """One factor's share of the SVD's VJP (see ``sa.linalg.svd``); the three shares add up to the whole."""
-    from ..ops.elementwise import divide, subtract
 
     x, u, s, vh, rows, cols, part = ctx.args
     new = s.dims[-1]

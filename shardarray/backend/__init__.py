@@ -8,27 +8,25 @@ einsum and the counter-based random block.
 
 from __future__ import annotations
 
+from ..errors import MeshError
 from .base import Backend
+from .cupy_backend import CupyBackend
+from .meta import MetaBackend
+from .numpy_backend import NumpyBackend
 
+#: the backends by name (CuPy itself is imported when the first ``cupy`` backend is made)
+_CLASSES: dict[str, type[Backend]] = {"numpy": NumpyBackend, "cupy": CupyBackend, "meta": MetaBackend}
 _BACKENDS: dict[str, Backend] = {}
 
 
 def get_backend(name: str | Backend) -> Backend:
     """Return the backend called ``name`` (``"numpy"``, ``"cupy"`` or ``"meta"``)."""
-    from ..errors import MeshError
-
     if isinstance(name, Backend):
         return name
     if name in _BACKENDS:
         return _BACKENDS[name]
-    cls: type[Backend]
-    if name == "numpy":
-        from .numpy_backend import NumpyBackend as cls
-    elif name == "cupy":
-        from .cupy_backend import CupyBackend as cls
-    elif name == "meta":
-        from .meta import MetaBackend as cls
-    else:
+    cls = _CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None:
         raise MeshError(f"unknown backend {name!r}; choose 'numpy', 'cupy' or 'meta'")
     _BACKENDS[name] = cls()
     return _BACKENDS[name]

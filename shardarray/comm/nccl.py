@@ -51,6 +51,8 @@ import numpy as np
 from ..chunks import group_chunk
 from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
 from .base import REDUCE_OPS, Communicator
+from .mpi import check_array, gather_blocks, log_spmd, reduce_op
+from .spmd import enter
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``
 DTYPES = {
@@ -380,7 +382,6 @@ class NcclCommunicator(Communicator):
     ) -> int:
         if self.world is None:
             return super()._log(op, axes, shards, devices)
-        from .mpi import log_spmd
 
         n = self.mesh.axes_size(axes)
         group = next(g for g in self.mesh.groups(axes) if self.rank in g) if n > 1 else None
@@ -390,15 +391,11 @@ class NcclCommunicator(Communicator):
     # ------------------------------------------------------------ host side
     def check_spmd(self, what: str, sizes: Any, dtype: Any) -> None:
         if self.world is not None:
-            from .mpi import check_array
-
             check_array(self.world, what, sizes, dtype)
 
     def host_reduce(self, value: float, op: str) -> float:
         if self.world is None:
             return value
-        from .mpi import reduce_op
-        from .spmd import enter
 
         enter(self.world, f"host_reduce({op})", (), np.asarray(value))
         return self.world.allreduce(value, op=reduce_op(op))
@@ -413,8 +410,6 @@ class NcclCommunicator(Communicator):
     ) -> np.ndarray:
         backend = self.mesh.backend
         if self.world is not None:
-            from .mpi import gather_blocks
-
             return gather_blocks(self.world, backend.to_numpy(shards[self.rank]), slices, shape, dtype)
         out = np.empty(shape, dtype=dtype)
         rest = tuple(a for a in self.mesh.axis_names if a not in set(used_axes))
@@ -617,8 +612,6 @@ class NcclCommunicator(Communicator):
         if self.world is None:
             self._log_alltoallv(send, axes)
         else:
-            from .mpi import log_spmd
-
             d = self.rank
             group = next(g for g in self.mesh.groups(axes) if d in g)
             pos = group.index(d)

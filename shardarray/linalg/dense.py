@@ -321,7 +321,6 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
         dt = np.result_type(a.dtype, b.dtype)
         a, b = a.astype(dt), b.astype(dt)
     # b's batch dims in a's batch order
-    from ..ops.structure import transpose
 
     order = [d for d in a.dims if d not in (rows, cols)]
     b = transpose(b, (*order, brow, bcol))

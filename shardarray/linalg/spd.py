@@ -27,7 +27,8 @@ from ..array import ShardArray
 from ..ops.common import new_array
 from ..ops.relayout import relayout
 from ..ops.structure import transpose
-from .cholesky2d import Grid, _allreduce, factor_blocks
+from ..ops.structure import transpose as _t
+from .cholesky2d import Grid, _allreduce, factor_blocks, make_grid
 from .trisolve import backward, forward
 
 
@@ -115,8 +116,6 @@ def solve_lh(low: ShardArray, y: ShardArray, rows: str, cols: str, yrow: str, yc
     """``L^{-H} Y`` for lower-triangular ``L`` (any layout; ``trisolve.backward``: per panel a reduce and a
     broadcast of ``b·k`` elements) and ``Y`` with ``L``'s batch dims. The result has ``y``'s dims, its rows
     split like ``L``'s rows. Used by the Cholesky VJP."""
-    from ..ops.structure import transpose as _t
-    from .cholesky2d import make_grid
 
     if low.pending:
         low = relayout(low, low.layout)

@@ -21,6 +21,7 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..ops.common import map_blocks, map_blocks_multi, new_array
 from ..ops.elementwise import conj
+from ..ops.structure import transpose
 from ._matrix import float_dtype, local_op, matrix_dims
 from ._parts import traced, untraced
 from .tsqr import tsqr
@@ -134,7 +135,6 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     V, S, Uh = _tall_svd(xh, cols, rows, new, True)
     U = conj(Uh) if x.dtype.kind == "c" else Uh
     Vh = conj(V) if x.dtype.kind == "c" else V
-    from ..ops.structure import transpose
 
     batch = U.dims[:-2]
     return SVDResult(transpose(U, (*batch, rows, new)), S, transpose(Vh, (*batch, new, cols)))

@@ -22,6 +22,7 @@ from ..array import ShardArray
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec, Mesh
+from ..ops.from_local import from_local
 
 
 def pattern_batch(
@@ -143,7 +144,6 @@ def pattern_arrays(
         >>> bool((tokens.numpy() == sa.nn.data.pattern_rows(0, 7, 0, 5, 8, 16)[0]).all())
         True
     """
-    from ..ops.from_local import from_local
 
     if not isinstance(mesh, Mesh):
         raise MeshError(

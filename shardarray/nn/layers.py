@@ -17,7 +17,7 @@ from ..ops.causal_softmax import causal_softmax
 from ..ops.common import require_ids
 from ..ops.einsum import einsum
 from ..ops.elementwise import apply, gelu
-from ..ops.indexing import take
+from ..ops.indexing import _check_range, take
 from ..ops.reduce import max as reduce_max
 from ..ops.softmax import logsumexp
 
@@ -231,7 +231,6 @@ def _fused_cross_entropy(logits: ShardArray, targets: ShardArray, dim: str) -> b
 @differentiable("cross_entropy_rows", resolve_inputs=True, saves=True)
 def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> Any:
     """``cross_entropy`` as the fused kernel (see ``_fused_cross_entropy``); saves logsumexp per row."""
-    from ..ops.indexing import _check_range
 
     logits = logits.resolve()
     _check_range(targets, logits.sizes[dim], dim)

@@ -24,6 +24,7 @@ from ..layout import (
 from ..memo_hook import memoisable
 from ..mesh import AxesSpec, Mesh
 from .common import map_blocks
+from .reshard import reshard
 
 
 def _check_mesh(mesh: Any, what: str) -> Mesh:
@@ -150,8 +151,6 @@ def _from_shardarray(x: ShardArray, dims: Any, mesh: Any, layout: Any, dtype: An
         if names != x.dims:
             x = x.rename(dict(zip(x.dims, names)))
     if other is not None:  # another mesh: a resharding copy (layout None: the target mesh's rules)
-        from .reshard import reshard
-
         out = reshard(x, other, layout)
     else:
         out = x if layout is None else x.relayout(layout)

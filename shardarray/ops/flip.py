@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..autograd.common import match
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..errors import ArgumentError
 from .common import one_dim_arg, require_array
 from .movement import move
+from .slicing import slice_dim
 
 
 def _int(v: Any, name: str, what: str) -> int:
@@ -55,7 +57,6 @@ def flip(x: ShardArray, dim: Any) -> ShardArray:
 
 @register_vjp("flip")
 def _flip_vjp(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..autograd.common import match
 
     x, dim = ctx.args
     return [match(_flip.__wrapped__(g, dim), x), None]
@@ -90,7 +91,6 @@ def roll(x: ShardArray, dim: Any, shift: int) -> ShardArray:
 
 @register_vjp("roll")
 def _roll_vjp(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..autograd.common import match
 
     x, dim, shift = ctx.args
     return [match(_roll.__wrapped__(g, dim, -shift), x), None, None]
@@ -130,8 +130,6 @@ def pad(x: ShardArray, dim: Any, before: int = 0, after: int = 0) -> ShardArray:
 
 @register_vjp("pad")
 def _pad_vjp(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..autograd.common import match
-    from .slicing import slice_dim
 
     x, dim, before, _ = ctx.args
     g = g.resolve() if g.pending else g

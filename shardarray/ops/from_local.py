@@ -15,6 +15,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.meta import MetaArray
+from ..comm.mpi import _mpi
+from ..comm.spmd import check_enabled
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, CommError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, block_bounds, check_dims, check_sizes, make_layout
@@ -75,8 +77,6 @@ def _check_replicas(mesh: Mesh, layout: Layout, hosts: dict[int, np.ndarray]) ->
     """``SHARDARRAY_CHECK_SPMD=1``: the devices of a replica class supplied equal blocks (digests compared)."""
     digests = {d: _digest(h) for d, h in hosts.items()}
     if mesh.comm_kind == "mpi":
-        from ..comm.mpi import _mpi
-
         every = _mpi().COMM_WORLD.allgather(digests[mesh.local_device])
         digests = dict(enumerate(every))
     bounds = block_bounds(mesh, layout)
@@ -190,7 +190,6 @@ def from_local(
         )
     dt = as_dtype(want if want is not None else dtypes.pop() if dtypes else np.float64)
     mesh.comm.check_spmd("from_local", dict(zip(dims, shape)), dt)
-    from ..comm.spmd import check_enabled
 
     if check_enabled() and backend.has_data:
         _check_replicas(

@@ -19,7 +19,10 @@ from ..autograd.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds, check_dims, check_sizes
 from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
+from .creation import asarray
+from .elementwise import equal
 from .relayout import to_axes
+from .structure import astype
 
 
 class _Plan:
@@ -275,9 +278,6 @@ def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout
         array([[0., 0., 1.],
                [1., 0., 0.]], dtype=float32)
     """
-    from .creation import asarray
-    from .elementwise import equal
-    from .structure import astype
 
     ids = require_ids(ids, "one_hot")
     (dim,) = check_dims((dim,), what="one_hot's new dim")

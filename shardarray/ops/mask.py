@@ -36,17 +36,19 @@ from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..chunks import group_chunk
 from ..dtypes import scalar_for_write
-from ..errors import DimensionError, DTypeError
+from ..errors import DimensionError, DTypeError, TapeError
 from ..layout import Layout
+from . import elementwise as ew
 from .common import common_mesh, map_blocks, require_array
-from .creation import zeros_like
+from .creation import asarray, zeros_like
+from .dims import expand_dims
 from .relayout import to_axes
+from .structure import broadcast_to, rename, transpose
 from .writes import serialized
 
 
 def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
     """``mask`` as a bool ShardArray on ``x``'s mesh (a NumPy bool array names ``x``'s leading dims)."""
-    from .creation import asarray
 
     if not isinstance(mask, ShardArray):
         arr = np.asarray(mask)
@@ -83,7 +85,6 @@ class _Plan:
     """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one."""
 
     def __init__(self, x: ShardArray, mask: ShardArray) -> None:
-        from .structure import transpose
 
         self.mesh = x.mesh
         self.mdims = mask.dims
@@ -211,15 +212,10 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         >>> x.numpy()
         array([0., 1., 2., 3., 0., 0.])
     """
-    from . import elementwise as ew
-    from .creation import asarray
-    from .structure import transpose
 
     x = require_array(x, "x[mask] = v")
     node = x._node
     if node is not None and node.tape.recording():
-        from ..errors import TapeError
-
         raise TapeError(
             f"x[mask] = v on {x._describe()} inside sa.value_and_grad: writes in place are not "
             f"differentiable; build the new value with sa.where(mask, v, x)"
@@ -324,7 +320,6 @@ def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
     if isinstance(mask, ShardArray):
         if mask.dtype.kind != "b":
             raise DTypeError(f"{what}: the mask must be boolean; got dtype {mask.dtype}")
-        from .structure import rename
 
         names = dict(zip(mask.dims, x.dims[: mask.ndim]))
         if any(k != v for k, v in names.items()):
@@ -349,8 +344,6 @@ def bool_key(key: Any) -> Any:
 def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
     """``x[mask]`` by position (NumPy): the mask covers the leading axes; see ``select`` for the traffic."""
     if np.ndim(mask) == 0:  # NumPy: a new leading axis of length 1 (True) or 0 (False)
-        from .dims import expand_dims
-
         name = "__mask0"
         while name in x.dims:
             name += "_"
@@ -367,7 +360,6 @@ def _broadcasts(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
 def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int, ...]) -> ShardArray:
     """``v`` broadcast by position to ``want``, its dims named ``names`` (size-1 dims stretched, missing ones
     added in front): a local repeat of each device's block, no communication."""
-    from .structure import broadcast_to, rename
 
     aligned = names[len(want) - v.ndim :]
     keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim :]) if size == full}
@@ -381,8 +373,6 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
     if np.ndim(mask) == 0:  # x[True] = v writes everything, x[False] = v nothing (v broadcasts right-aligned)
         if not bool(mask):
             return
-        from .creation import asarray
-        from .structure import broadcast_to, rename, transpose
 
         if not isinstance(v, ShardArray):
             v = asarray(np.asarray(v, dtype=x.dtype), dims=tuple(f"__v{i}" for i in range(np.ndim(v))), mesh=x.mesh)
@@ -396,8 +386,6 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
         _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
         return
     if isinstance(v, ShardArray) and v.ndim:
-        from .structure import rename
-
         v = rename(v, {d: f"__v{i}" for i, d in enumerate(v.dims)})
         mask_assign(x, _positional_mask(x, mask, "x[mask] = v"), v)
         return
@@ -406,7 +394,6 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
 
 def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:
     """``x.isel({dim: mask})`` for a 1-D boolean mask along ``dim``: the dim keeps its name and place."""
-    from .structure import rename, transpose
 
     if isinstance(mask, ShardArray):
         if mask.ndim > 1 and all(d in x.dims for d in mask.dims):  # x[mask] by name: the mask's own dims
@@ -421,7 +408,6 @@ def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:
                 f"isel: a boolean mask for dim {dim!r} (size {x.sizes[dim]}) must be 1-D of "
                 f"that length; got shape {arr.shape}"
             )
-        from .creation import asarray
 
         mask = asarray(arr, dims=(dim,), mesh=x.mesh)
     out = select(x, mask, new_dim=dim)

@@ -19,6 +19,8 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.tape import differentiable, nondifferentiable
+from ..dtypes import check_domain
+from .common import require_array
 from .elementwise import apply
 
 __all__ = [
@@ -171,8 +173,6 @@ def positive(x: ShardArray) -> ShardArray:
         >>> sa.positive(x) is x
         True
     """
-    from ..dtypes import check_domain
-    from .common import require_array
 
     x = require_array(x, "positive")
     check_domain("positive", [x], "numeric")

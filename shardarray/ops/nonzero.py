@@ -20,7 +20,9 @@ from ..backend.meta import MetaArray
 from ..errors import DimensionError
 from ..layout import block_bounds
 from . import elementwise as ew
+from . import reduce as red
 from .common import dims_arg, map_blocks, new_array, require_array
+from .dims import expand_dims
 from .mask import select
 
 
@@ -37,7 +39,6 @@ def count_nonzero(x: ShardArray, dims: Any = None, keepdims: bool = False) -> Sh
         >>> sa.count_nonzero(x, "s").numpy(), int(sa.count_nonzero(x))
         (array([2, 1]), 3)
     """
-    from . import reduce as red
 
     x = require_array(x, "sa.count_nonzero")
     dims = dims_arg(x, dims, "count_nonzero")
@@ -45,8 +46,6 @@ def count_nonzero(x: ShardArray, dims: Any = None, keepdims: bool = False) -> Sh
     out = red.sum.__wrapped__(nz.astype("int64"), dims) if dims else nz.astype("int64")
     out = out.resolve() if out.pending else out
     if keepdims:
-        from .dims import expand_dims
-
         for d in dims:
             out = expand_dims(out, d, x.dims.index(d))
     return out

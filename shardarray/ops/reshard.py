@@ -31,6 +31,7 @@ from ..array import ShardArray, like_kind
 from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..comm.log import record
+from ..comm.mpi import _mpi, exchange_flat
 from ..errors import BackendError, MeshError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec, Mesh
@@ -150,7 +151,6 @@ def _in_process(x: ShardArray, mesh: Mesh, layout: Layout, plan: ReshardPlan) ->
 
 def _over_mpi(x: ShardArray, mesh: Mesh, plan: ReshardPlan) -> list[Any]:
     """This process's target shard: its regions for others go out in one Alltoallv over the job."""
-    from ..comm.mpi import _mpi, exchange_flat
 
     world = _mpi().COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()

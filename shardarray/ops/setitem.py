@@ -23,9 +23,11 @@ from ..dtypes import scalar_for_write
 from ..errors import DimensionError, DTypeError, TapeError
 from ..layout import block_bounds
 from .common import common_mesh, map_blocks
+from .creation import asarray
+from .mask import mask_assign
 from .movement import k_range, move
 from .relayout import to_axes
-from .slicing import normalize_int, normalize_slice
+from .slicing import normalize_int, normalize_slice, pick
 from .structure import broadcast_to, rename, transpose
 from .writes import serialized
 
@@ -65,8 +67,6 @@ def _value(x: ShardArray, v: ShardArray, box: dict[str, tuple[int, int, int, boo
             )
     ones = tuple(d for d in v.dims if v.sizes[d] == 1 and box[d][2] != 1)
     if ones:
-        from .slicing import pick
-
         for d in ones:
             v = pick.__wrapped__(v, d, 0)
     v = v.resolve() if v.pending else v
@@ -103,14 +103,11 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         )
     masks = [d for d, k in items.items() if getattr(k, "dtype", None) is not None and np.dtype(k.dtype).kind == "b"]
     if masks and len(items) == 1:  # a boolean mask: see ops/mask.py
-        from .mask import mask_assign
-
         k = items[masks[0]]
         if not isinstance(k, ShardArray):
             k = np.asarray(k)
             if k.ndim != 1:
                 raise DimensionError(f"x[mask] = v: a NumPy mask for dim {masks[0]!r} must be 1-D; got {k.shape}")
-            from .creation import asarray
 
             k = asarray(k, dims=(masks[0],), mesh=x.mesh)
         elif k.ndim == 1 and k.dims[0] not in x.dims:

@@ -28,8 +28,14 @@ from ..array import ShardArray
 from ..autograd.tape import differentiable
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout, block_bounds
+from . import elementwise as ew
 from .common import map_blocks, require_array
+from .concat import new_dim
+from .creation import asarray
+from .indexing import take
+from .mask import select_along
 from .slice_box import slice_dims
+from .structure import rename, transpose
 
 
 def _index(ndim: int, axis: int, item: Any) -> tuple[Any, ...]:
@@ -125,16 +131,9 @@ def _members(mesh: Any, axes: tuple[str, ...]) -> tuple[int, ...]:
 
 def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
     """``x`` indexed along ``dim`` by integer ids (list, NumPy or ShardArray): ``sa.take`` + resolve."""
-    from . import elementwise as ew
-    from .creation import asarray
-    from .indexing import take
-    from .structure import rename, transpose
-
     n = x.sizes[dim]
     if isinstance(ids, ShardArray):
         if ids.dtype.kind == "b":
-            from .mask import select_along
-
             return select_along(x, dim, ids)
         if ids.dtype.kind not in "iu":
             raise DTypeError(
@@ -145,8 +144,6 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
     else:
         arr = np.asarray(ids)
         if arr.dtype.kind == "b":
-            from .mask import select_along
-
             return select_along(x, dim, arr)
         if arr.dtype.kind not in "iu" and arr.size:
             raise DTypeError(f"ids {ids!r:.60} indexing dim {dim!r} must be integers; got {arr.dtype}; use int indices")
@@ -290,8 +287,6 @@ def parse_key(x: ShardArray, key: Any) -> tuple[dict[str, Any], list[int]]:
 
 def getitem(x: ShardArray, key: Any) -> ShardArray:
     """``x[key]``: a dict ``{dim: index}`` (named) or a positional key (see ``parse_key``), via ``isel``."""
-    from .concat import new_dim
-
     items, new = parse_key(x, key)
     out = isel(x, items)
     for p in new:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..autograd.common import match
 from ..autograd.tape import Context, differentiable, nondifferentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..errors import ArgumentError, DTypeError
@@ -240,7 +241,6 @@ def argsort(x: ShardArray, dim: Any, descending: bool = False, stable: bool = Tr
 
 @register_vjp("sort")
 def _sort_vjp(ctx: Context, g: ShardArray) -> list[Any]:
-    from ..autograd.common import match
 
     x, dim, descending = ctx.args
     perm = _argsort(x, dim, descending)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.api import value_and_grad
 from ..errors import ArgumentError, DTypeError
 from ..tree import tree_unflatten
 from .clip import _resolved, _sum_squares
@@ -166,7 +167,6 @@ class DynamicLossScale:
         ``fn(params, *args)`` returns the loss, as for ``sa.value_and_grad``;
         pass the scaled gradients to ``apply`` (or ``unscale``).
         """
-        from ..autograd.api import value_and_grad
 
         def scaled_fn(params: Any, s: float, *args: Any, **kwargs: Any) -> Any:
             return fn(params, *args, **kwargs) * s

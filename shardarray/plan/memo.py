@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
-from ..autograd.tape import OP_MEMO
+from ..autograd.tape import OP_MEMO, Context
 from ..backend.classlist import ClassList
 from ..backend.meta import MetaArray
 from ..comm.log import _ACTIVE as _LOGS
@@ -341,7 +341,6 @@ class _VjpCall:
         self.vjp, self.needs, self.n, self.shape = vjp, needs, n, shape
 
     def __call__(self, g: ShardArray, out: ShardArray, /, *rest: Any, **kwargs: Any) -> Any:  # any kwarg names
-        from ..autograd.tape import Context
 
         args, items = rest[: self.n], rest[self.n : -1]
         saved = items[0] if self.shape == ("one",) else (tuple(items) if self.shape[0] == "tuple" else list(items))

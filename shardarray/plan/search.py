@@ -65,7 +65,8 @@ from typing import Any
 
 from ..errors import ArgumentError, LayoutError
 from ..hardware import HardwareProfile, get_profile
-from ..profiler import Profile
+from ..mesh import Mesh
+from ..profiler import Profile, profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
@@ -96,8 +97,6 @@ class SearchStats:
 
 def discover(step: Step, mesh_shape: Mapping[str, int]) -> Profile:
     """Trace ``step`` once on a meta mesh without rules: its dims, their sizes and its tensors."""
-    from ..mesh import Mesh
-    from ..profiler import profile
 
     mesh = Mesh(check_mesh_shape(mesh_shape), backend="meta")
     with profile() as prof:
@@ -336,8 +335,6 @@ def layer_floor(step: Step, mesh_shape: Mapping[str, int], hw: HardwareProfile) 
     one, two, layers = (getattr(step, a, None) for a in ("lower_bound", "two_layers", "layers"))
     if one is None or two is None or not layers or layers < 2:
         return 0.0
-    from ..mesh import Mesh
-    from ..profiler import profile
 
     flops = []
     for s in (one, two):
