@@ -53,7 +53,7 @@ from .ops.elementwise import (
 )
 from .ops.reduce import max, mean, min, sum
 from .ops.indexing import one_hot, take
-from .ops.relayout import relayout
+from .core.relayout import relayout
 from .ops.show import show
 from .ops.softmax import logsumexp, softmax
 from .ops.structure import broadcast_to, stop_gradient

@@ -106,7 +106,7 @@ class ShardArray:
 
         Reading them from an array being differentiated, outside an op that is recorded on the tape, raises
         ``TapeError``: whatever is computed from them would be a constant, and its gradient silently zero. Every
-        op reads its inputs' shards inside the op mechanism (``autograd.tape.differentiable``), which allows it.
+        op reads its inputs' shards inside the op mechanism (``core.tape.differentiable``), which allows it.
         """
         node = self._node
         if node is not None and node.tape.recording():

@@ -1,7 +1,7 @@
 """The hook of the layout search's per-op memo (``shardarray.plan.memo``), with no imports of the package.
 
 ``OP_MEMO`` holds the search's ``OpMemo`` while ``plan.evaluate_layout(..., memo=...)`` traces a step, and
-None everywhere else; ops marked ``@differentiable`` (``autograd.tape``) or ``@memoisable`` (creation ops)
+None everywhere else; ops marked ``@differentiable`` (``core.tape``) or ``@memoisable`` (creation ops)
 call through it then, and are untouched otherwise.
 """
 

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from .array import OPS, ShardArray
+from .core.common import dims_arg
 from .errors import ArgumentError, DimensionError, DTypeError, ZeroDimError
-from .ops.common import dims_arg
 from .ops.creation import full
 
 # ------------------------------------------------------------------ ufuncs

@@ -271,7 +271,7 @@ def test_tree_roundtrip_keeps_structure():
 def test_a_cotangent_takes_its_primals_dtype(monkeypatch):
     """A VJP that returns a wider cotangent (float64 for a float32 input) is cast back on the tape, as in JAX:
     the op before it gets a cotangent of its own output's dtype, so the rest of the backward pass keeps it."""
-    from shardarray.autograd import tape as tape_mod
+    from shardarray.core import tape as tape_mod
 
     @tape_mod.differentiable("test_widening_identity")
     def widening_identity(x):

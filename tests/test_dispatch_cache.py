@@ -1,4 +1,4 @@
-"""Dispatch plans (shardarray/ops/plans.py): the cached path equals the uncached one, and never hits wrongly."""
+"""Dispatch plans (shardarray/core/plans.py): the cached path equals the uncached one, and never hits wrongly."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from shardarray.ops import plans
+from shardarray.core import plans
 from tests.helpers import HYPOTHESIS_SHAPES, layouts, rand
 
 DTYPES = ["float64", "float32", "float16", "bfloat16", "int64"]

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import shardarray as sa
 from shardarray.backend.contract import contract2
-from shardarray.ops import plans
+from shardarray.core import plans
 from shardarray.ops.structure import transpose
 
 FLOOR = {"vocab": 4, "d_model": 4, "heads": 4, "d_kv": 4, "d_ff": 4, "seq_len": 4}

@@ -3,7 +3,7 @@
 An op that read a traced array's shards outside the op mechanism used to return an untracked array, which the
 tape took for a constant: ``x[x > t]``, ``sa.select``, ``sa.unique_values``, ``sa.imag`` gave zero gradients
 without a word. Now ``ShardArray.shards`` refuses such a read, ops without a gradient are declared
-(``autograd.tape.nondifferentiable``), and masked selection and complex parts have real VJPs, checked here
+(``core.tape.nondifferentiable``), and masked selection and complex parts have real VJPs, checked here
 against float64 finite differences.
 """
 

@@ -12,7 +12,7 @@ import pytest
 from gradcheck import check_grad
 
 import shardarray as sa
-from shardarray.autograd.tape import NONDIFFERENTIABLE, VJPS
+from shardarray.core.tape import NONDIFFERENTIABLE, VJPS
 from shardarray.ops import elementwise, math_binary, math_unary, nanreduce, reduce
 
 MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"dep": 2, "row": 2, "col": 2}]

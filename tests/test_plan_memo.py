@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import shardarray as sa
-from shardarray.autograd.tape import OP_MEMO
+from shardarray.core.tape import OP_MEMO
 from shardarray.plan.memo import OpMemo
 
 _CFG = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=4, d_kv=4, d_ff=32, n_layers=2, seq_len=8)

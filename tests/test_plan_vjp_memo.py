@@ -12,7 +12,7 @@ import random
 import pytest
 
 import shardarray as sa
-from shardarray.autograd.tape import OP_MEMO
+from shardarray.core.tape import OP_MEMO
 from shardarray.plan.memo import OpMemo
 
 _SMALL = sa.nn.TransformerConfig(vocab=512, d_model=64, heads=8, d_kv=16, d_ff=256, n_layers=2, seq_len=32)

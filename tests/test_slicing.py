@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import shardarray as sa
 from gradcheck import check_grad
 from helpers import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
-from shardarray.ops.movement import k_range, move
+from shardarray.core.movement import k_range, move
 
 SETTINGS = settings(max_examples=40, deadline=None)
 DIMS = ("a", "b")

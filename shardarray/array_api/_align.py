@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..array import ShardArray
+from ..core.relayout import relayout
 from ..errors import DimensionError, DTypeError
 from ..ops import flip as _flip
 from ..ops.dims import squeeze
-from ..ops.relayout import relayout
 from ..ops.reshape import merge_dims
 from ..ops.slicing import slice_dim
 from ..ops.structure import rename, transpose

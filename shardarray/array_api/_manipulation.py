@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops import concat as _concat
 from ..ops import dims as _dims
@@ -27,7 +28,6 @@ from ..ops import flip as _flip
 from ..ops import repeat as _repeat
 from ..ops.creation import zeros
 from ..ops.diff import diff as _diff
-from ..ops.relayout import relayout
 from ..ops.reshape import merge_dims, split_dim
 from ..ops.slicing import isel, slice_dim
 from ..ops.structure import broadcast_to as _broadcast_to

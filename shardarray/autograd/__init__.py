@@ -5,6 +5,6 @@ The package's ``__init__`` imports only the tape: the tape is on the ground floo
 ``api`` sits above the ops (it makes arrays), so importing the tape must not pull the ops in.
 """
 
-from .tape import differentiable, register_vjp
+from ..core.tape import differentiable, register_vjp
 
 __all__ = ["differentiable", "register_vjp"]

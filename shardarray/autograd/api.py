@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray, like_kind
+from ..core.relayout import to_axes
+from ..core.tape import STATE, Tape, backward
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
 from ..ops.creation import ones, zeros_like
-from ..ops.relayout import to_axes
 from ..ops.structure import astype, transpose
 from ..tree import tree_flatten, tree_unflatten
-from .tape import STATE, Tape, backward
 
 
 def _check_leaf(x: ShardArray, i: int) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..core.relayout import to_axes
 from ..ops import reduce as red
-from ..ops.relayout import to_axes
 from ..ops.structure import expand, transpose
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
+from ..core.tape import Context, register_vjp
 from ..ops.elementwise import apply
 from .common import match
-from .tape import Context, register_vjp
 
 
 def _lin(name: str, fn: Any, g: ShardArray, *others: Any, bilinear: bool = False) -> ShardArray:

@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..core.tape import Context, register_vjp
 from ..fft import split1d
 from ..fft.four_step import applies
 from ..fft.pencil import along, resize
 from ..fft.transforms import DUAL, complex_dtype, real_dtype
-from .tape import Context, register_vjp
 
 
 def _rest(ctx: Context) -> list[Any]:

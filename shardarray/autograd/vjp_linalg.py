@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.tape import Context, register_vjp
 from ..errors import LinAlgError
 from ..layout import Layout
 from ..linalg._matrix import local_op, matrix_dims
@@ -30,7 +31,6 @@ from ..ops.einsum import einsum
 from ..ops.elementwise import add, conj, divide, multiply, not_equal, subtract, where
 from ..ops.structure import rename
 from .common import match
-from .tape import Context, register_vjp
 
 
 def _h(x: ShardArray) -> ShardArray:

@@ -12,11 +12,11 @@ import math
 from typing import Any
 
 from ..array import ShardArray
+from ..core.tape import Context, register_vjp
 from ..ops import reduce as red
 from ..ops.elementwise import apply
 from ..ops.structure import expand
 from .common import match
-from .tape import Context, register_vjp
 from .vjp_elementwise import _lin
 
 

@@ -7,12 +7,12 @@ from typing import Any, cast
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
+from ..core.tape import Context, register_vjp
 from ..ops import fused
 from ..ops import reduce as red
 from ..ops.elementwise import apply
 from ..ops.structure import expand
 from .common import match
-from .tape import Context, register_vjp
 
 
 @register_vjp("sum")

@@ -7,15 +7,15 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import map_blocks, new_array
+from ..core.relayout import to_axes
+from ..core.tape import Context, register_vjp
 from ..layout import block_bounds
 from ..ops import elementwise as ew
 from ..ops import logical
-from ..ops.common import map_blocks, new_array
-from ..ops.relayout import to_axes
 from ..ops.scan import scan
 from ..ops.structure import transpose
 from .common import match
-from .tape import Context, register_vjp
 
 
 def _dim(ctx: Context) -> str:

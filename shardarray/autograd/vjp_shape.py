@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..array import ShardArray
-from ..ops.common import dims_arg, map_blocks
+from ..core.common import dims_arg, map_blocks
+from ..core.tape import Context, register_vjp
 from ..ops.reshape import merge_dims, split_dim
 from .common import match
-from .tape import Context, register_vjp
 
 
 def _arg(ctx: Context, i: int, name: str) -> Any:

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..core.common import map_blocks
+from ..core.movement import move
+from ..core.relayout import to_axes
+from ..core.tape import Context, register_vjp
 from ..layout import Layout, block_bounds
-from ..ops.common import map_blocks
-from ..ops.movement import move
-from ..ops.relayout import to_axes
 from ..ops.slicing import slice_dim
 from ..ops.structure import transpose
 from .common import match
-from .tape import Context, register_vjp
 
 
 @register_vjp("slice_dim")

@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..core.tape import Context, register_vjp
 from ..dtypes import is_complex
 from ..ops.einsum import einsum
 from ..ops.elementwise import real
 from ..ops.indexing import scatter_add
 from ..ops.structure import astype, rename
 from .common import match
-from .tape import Context, register_vjp
 
 
 @register_vjp("einsum")

@@ -4,7 +4,7 @@ A meta array on a 128x128 mesh has 16,384 shards but only a handful of
 distinct ones (block-shape classes). ``ClassList`` holds the distinct blocks
 (``values``) and, per device, the index of its block (``index``, an int NumPy
 array): indexing and iteration behave like the tuple of per-device shards,
-while the meta fast paths (``ops.common._map_meta``, the emulated
+while the meta fast paths (``core.common._map_meta``, the emulated
 communicator, the comm log, the profiler) work on ``values`` and ``index``
 and so cost per class, not per device.
 """

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import map_blocks
+from ..core.relayout import move
 from ..layout import Layout
-from ..ops.common import map_blocks
-from ..ops.relayout import move
 
 Local = Callable[[Any, int], Any]
 

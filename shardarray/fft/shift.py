@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..ops.common import require_array
+from ..core.common import require_array
 from ..ops.flip import roll
 from .transforms import distinct_dims
 

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import dims_arg, require_array
+from ..core.tape import differentiable
 from ..dtypes import BFLOAT16
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.common import dims_arg, require_array
 from ..ops.structure import astype
 from . import split1d
 from .four_step import applies

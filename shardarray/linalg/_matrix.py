@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import dims_arg, map_blocks_multi, new_array, require_array
+from ..core.relayout import relayout
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError
-from ..ops.common import dims_arg, map_blocks_multi, new_array, require_array
-from ..ops.relayout import relayout
 from ..ops.structure import transpose
 
 

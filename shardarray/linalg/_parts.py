@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import STATE, differentiable
+from ..core.tape import STATE, differentiable
 
 
 @contextmanager

@@ -45,8 +45,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..chunks import group_chunk
-from ..ops.common import mesh_order, new_array
-from ..ops.relayout import relayout
+from ..core.common import mesh_order, new_array
+from ..core.relayout import relayout
 from ._matrix import batch_last
 
 

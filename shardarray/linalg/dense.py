@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import require_array
+from ..core.tape import differentiable
 from ..errors import ArgumentError, DimensionError, LinAlgError
-from ..ops.common import require_array
 from ..ops.elementwise import exp, multiply
 from ..ops.structure import rename, transpose
 from ._matrix import float_dtype, local_op, matrix_dims, require_square

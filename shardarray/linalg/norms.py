@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from ..array import ShardArray
+from ..core.common import dims_arg, require_array
 from ..errors import ArgumentError
-from ..ops.common import dims_arg, require_array
 from ..ops.elementwise import abs as _abs
 from ..ops.elementwise import sqrt as _sqrt
 from ..ops.reduce import max as _max

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..ops.common import new_array
-from ..ops.relayout import relayout
+from ..core.common import new_array
+from ..core.relayout import relayout
 from ..ops.structure import transpose
 from ..ops.structure import transpose as _t
 from .cholesky2d import Grid, _allreduce, factor_blocks, make_grid

@@ -18,8 +18,8 @@ from typing import Any, Literal, NamedTuple, cast, overload
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
-from ..ops.common import map_blocks, map_blocks_multi, new_array
+from ..core.common import map_blocks, map_blocks_multi, new_array
+from ..core.tape import differentiable
 from ..ops.elementwise import conj
 from ..ops.structure import transpose
 from ._matrix import float_dtype, local_op, matrix_dims

@@ -30,10 +30,10 @@ import numpy as np
 
 from ..array import ShardArray
 from ..chunks import group_chunk
+from ..core.common import map_blocks, map_blocks_multi, mesh_order, new_array
+from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError
 from ..layout import block_bounds
-from ..ops.common import map_blocks, map_blocks_multi, mesh_order, new_array
-from ..ops.relayout import relayout
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims
 from ._parts import qr_part, traced, untraced
 

@@ -18,11 +18,11 @@ import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
+from ..core.common import map_blocks, merged_axes, mesh_order
+from ..core.plans import map_classes
+from ..core.relayout import to_axes
 from ..errors import DimensionError
 from ..layout import Layout
-from ..ops.common import map_blocks, merged_axes, mesh_order
-from ..ops.plans import map_classes
-from ..ops.relayout import to_axes
 
 _LETTERS = string.ascii_letters
 
@@ -36,7 +36,7 @@ def contract(
 
 @dataclass(frozen=True)
 class ContractPlan:
-    """What ``contract`` works out for one operand signature (cached by ``sa.einsum``, see ``ops.plans``)."""
+    """What ``contract`` works out for one operand signature (cached by ``sa.einsum``, see ``core.plans``)."""
 
     mesh: Any
     moves: tuple[tuple[tuple[tuple[str, ...], ...], bool] | None, ...]  # per operand: (target axes, keep) or None

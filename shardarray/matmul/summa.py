@@ -27,8 +27,8 @@ from typing import Any
 
 from .. import profiler
 from ..array import ShardArray
-from ..ops.common import map_blocks, mesh_order, new_array
-from ..ops.relayout import resolve, to_axes
+from ..core.common import map_blocks, mesh_order, new_array
+from ..core.relayout import resolve, to_axes
 from ..ops.structure import transpose
 from .pattern import Pattern, check_divisible, find, roles
 

@@ -7,14 +7,14 @@ from typing import Any, cast
 
 from ..array import ShardArray
 from ..autograd.common import match
-from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend import cuda_kernels
+from ..core.common import require_ids
+from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import check_domain
 from ..errors import DimensionError, DTypeError
 from ..ops import fused, fused_numpy
 from ..ops import fused_attention as attention_fused
 from ..ops.causal_softmax import causal_softmax
-from ..ops.common import require_ids
 from ..ops.einsum import einsum
 from ..ops.elementwise import apply, gelu
 from ..ops.indexing import _check_range, take

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import require_ids
 from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import make_layout
 from ..mesh import Mesh
 from ..ops import random as rnd
-from ..ops.common import require_ids
 from ..ops.creation import full
 from ..ops.einsum import einsum
 from ..ops.indexing import take

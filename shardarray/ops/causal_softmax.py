@@ -31,8 +31,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.common import match
-from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend import cuda_kernels
+from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import check_domain, compute_dtype
 from ..errors import DimensionError
 from ..mesh import Mesh

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import common_mesh, map_blocks, require_array
+from ..core.movement import move
+from ..core.tape import differentiable
 from ..errors import DimensionError
 from ..layout import Layout, check_dims
-from .common import common_mesh, map_blocks, require_array
-from .movement import move
 from .structure import transpose
 
 

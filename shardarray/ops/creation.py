@@ -9,6 +9,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.classlist import ClassList
+from ..core.common import map_blocks
 from ..dtypes import as_dtype, scalar_for_write
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import (
@@ -23,7 +24,6 @@ from ..layout import (
 )
 from ..memo_hook import memoisable
 from ..mesh import AxesSpec, Mesh
-from .common import map_blocks
 from .reshard import reshard
 
 

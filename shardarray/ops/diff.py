@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..core.common import one_dim_arg, require_array
 from ..errors import ArgumentError
 from . import elementwise as ew
-from .common import one_dim_arg, require_array
 from .slicing import slice_dim
 
 

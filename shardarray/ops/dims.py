@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import dims_arg, map_blocks, require_array
+from ..core.relayout import move
+from ..core.tape import differentiable
 from ..errors import DimensionError
 from ..layout import Layout, check_dims
-from .common import dims_arg, map_blocks, require_array
-from .relayout import move
 
 
 @differentiable("squeeze")

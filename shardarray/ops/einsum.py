@@ -17,15 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core import plans
+from ..core.common import check_rules, common_mesh, union_dims
+from ..core.relayout import relayout
+from ..core.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
 from ..matmul import select
 from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
 from ..mesh import AxesSpec
-from . import plans
-from .common import check_rules, common_mesh, union_dims
-from .relayout import relayout
 
 
 def parse_equation(equation: str, n_operands: int) -> tuple[list[tuple[str, ...]], tuple[str, ...] | None]:

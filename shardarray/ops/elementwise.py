@@ -25,15 +25,16 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable, nondifferentiable
 from ..backend import cuda_kernels
 from ..backend.meta import MetaArray
+from ..core import plans
+from ..core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
+from ..core.relayout import to_axes
+from ..core.tape import differentiable, nondifferentiable
 from ..dtypes import check_domain, is_bfloat16, is_complex, promote
 from ..errors import DTypeError
 from ..layout import Layout
-from . import fused, plans
-from .common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
-from .relayout import to_axes
+from . import fused
 from .structure import stop_gradient
 
 Scalar = (numbers.Number, np.generic)

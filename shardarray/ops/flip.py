@@ -17,10 +17,10 @@ from typing import Any
 
 from ..array import ShardArray
 from ..autograd.common import match
-from ..autograd.tape import Context, differentiable, register_vjp
+from ..core.common import one_dim_arg, require_array
+from ..core.movement import move
+from ..core.tape import Context, differentiable, register_vjp
 from ..errors import ArgumentError
-from .common import one_dim_arg, require_array
-from .movement import move
 from .slicing import slice_dim
 
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
-from . import plans
-from .common import map_blocks, map_blocks_multi, new_array
-from .relayout import to_axes
+from ..core import plans
+from ..core.common import map_blocks, map_blocks_multi, new_array
+from ..core.relayout import to_axes
 from .structure import transpose
 
 

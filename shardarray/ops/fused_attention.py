@@ -26,7 +26,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import Context, differentiable, register_vjp
+from ..core.tape import Context, differentiable, register_vjp
 from . import fused, fused_numpy
 
 Q_DIMS = ("batch", "seq", "heads", "d_kv")

@@ -15,13 +15,13 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
+from ..core.relayout import to_axes
+from ..core.tape import differentiable
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds, check_dims, check_sizes
-from .common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
 from .creation import asarray
 from .elementwise import equal
-from .relayout import to_axes
 from .structure import astype
 
 

@@ -32,17 +32,17 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..chunks import group_chunk
+from ..core.common import common_mesh, map_blocks, require_array
+from ..core.relayout import to_axes
+from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import scalar_for_write
 from ..errors import DimensionError, DTypeError, TapeError
 from ..layout import Layout
 from . import elementwise as ew
-from .common import common_mesh, map_blocks, require_array
 from .creation import asarray, zeros_like
 from .dims import expand_dims
-from .relayout import to_axes
 from .structure import broadcast_to, rename, transpose
 from .writes import serialized
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable, nondifferentiable
-from .common import require_array
+from ..core.common import require_array
+from ..core.tape import differentiable, nondifferentiable
 from .elementwise import apply
 
 __all__ = ["atan2", "clip", "copysign", "floor_divide", "hypot", "logaddexp", "nextafter", "remainder"]

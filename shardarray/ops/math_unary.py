@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable, nondifferentiable
+from ..core.common import require_array
+from ..core.tape import differentiable, nondifferentiable
 from ..dtypes import check_domain
-from .common import require_array
 from .elementwise import apply
 
 __all__ = [

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import OPS, ShardArray
-from . import dims, elementwise, operators, reduce, relayout, reshape, search, setitem, show, slicing, structure
+from ..core import relayout
+from . import dims, elementwise, operators, reduce, reshape, search, setitem, show, slicing, structure
 
 
 def _setitem(x: ShardArray, key: Any, value: Any) -> None:

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import dims_arg, require_array
 from ..dtypes import is_complex, is_real_float
 from . import elementwise as ew
 from . import math_unary as mu
 from . import reduce as red
-from .common import dims_arg, require_array
 
 
 def _has_nan(x: ShardArray) -> bool:

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import nondifferentiable
 from ..backend.meta import MetaArray
+from ..core.common import dims_arg, map_blocks, new_array, require_array
+from ..core.tape import nondifferentiable
 from ..errors import DimensionError
 from ..layout import block_bounds
 from . import elementwise as ew
 from . import reduce as red
-from .common import dims_arg, map_blocks, new_array, require_array
 from .dims import expand_dims
 from .mask import select
 

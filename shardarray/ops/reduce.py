@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable, nondifferentiable
 from ..backend.meta import MetaArray
+from ..core import plans
+from ..core.common import dims_arg, map_blocks, mesh_order, new_array
+from ..core.relayout import resolve
+from ..core.tape import differentiable, nondifferentiable
 from ..dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_float
 from ..errors import ArgumentError
 from ..layout import Layout
-from . import plans
-from .common import dims_arg, map_blocks, mesh_order, new_array
-from .relayout import resolve
 
 
 def _split(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
+from ..core.common import dims_arg, map_blocks, one_dim_arg, require_array
+from ..core.tape import differentiable
 from ..errors import ArgumentError, LayoutError
 from ..layout import Layout
-from .common import dims_arg, map_blocks, one_dim_arg, require_array
 
 
 def _count(value: Any, what: str, dim: str) -> int:

@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import dims_arg, one_dim_arg, require_array
+from ..core.relayout import move
+from ..core.tape import differentiable
 from ..errors import DimensionError
 from ..layout import Layout, block_bounds, check_dims
-from .common import dims_arg, one_dim_arg, require_array
-from .relayout import move
 from .structure import transpose
 
 

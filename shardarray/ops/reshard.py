@@ -28,15 +28,15 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray, like_kind
-from ..autograd.tape import Context, differentiable, register_vjp
 from ..backend.meta import MetaArray
 from ..comm.log import record
 from ..comm.mpi import _mpi, exchange_flat
+from ..core.common import require_array
+from ..core.relayout import relayout
+from ..core.tape import Context, differentiable, register_vjp
 from ..errors import BackendError, MeshError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec, Mesh
-from .common import require_array
-from .relayout import relayout
 
 Bounds = tuple[tuple[int, int], ...]
 Region = tuple[int, Bounds]

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
+from ..core.common import map_blocks, new_array, one_dim_arg, require_array
+from ..core.relayout import resolve
+from ..core.tape import differentiable
 from ..dtypes import accumulation_dtype
 from ..errors import DTypeError
-from .common import map_blocks, new_array, one_dim_arg, require_array
-from .relayout import resolve
 
 
 def scan_dtype(dtype: np.dtype) -> np.dtype:

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import nondifferentiable
 from ..backend.meta import MetaArray
+from ..core.common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
+from ..core.relayout import resolve
+from ..core.tape import nondifferentiable
 from ..dtypes import wide_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
-from .relayout import resolve
 
 
 def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import nondifferentiable
 from ..backend.meta import MetaArray
+from ..core.common import common_mesh, map_blocks, require_array
+from ..core.relayout import resolve, to_axes
+from ..core.tape import nondifferentiable
 from ..errors import ArgumentError, DimensionError, DTypeError
-from .common import common_mesh, map_blocks, require_array
-from .relayout import resolve, to_axes
 
 
 @nondifferentiable("searchsorted")

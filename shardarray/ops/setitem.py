@@ -19,14 +19,14 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import common_mesh, map_blocks
+from ..core.movement import k_range, move
+from ..core.relayout import to_axes
 from ..dtypes import scalar_for_write
 from ..errors import DimensionError, DTypeError, TapeError
 from ..layout import block_bounds
-from .common import common_mesh, map_blocks
 from .creation import asarray
 from .mask import mask_assign
-from .movement import k_range, move
-from .relayout import to_axes
 from .slicing import normalize_int, normalize_slice, pick
 from .structure import broadcast_to, rename, transpose
 from .writes import serialized

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import require_array
 from ..layout import block_bounds
-from .common import require_array
 
 
 def _cell(x: ShardArray, device: int) -> str:

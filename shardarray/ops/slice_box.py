@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.movement import MovePlan, _slice, exchange, k_range
+from ..core.tape import differentiable
 from ..layout import Layout, block_bounds
-from .movement import MovePlan, _slice, exchange, k_range
 
 Box = tuple[str, int, int, int]
 """``(dim, start, step, count)``: entries ``start + k·step`` for ``k < count`` of ``dim``."""

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import map_blocks, require_array
+from ..core.tape import differentiable
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout, block_bounds
 from . import elementwise as ew
-from .common import map_blocks, require_array
 from .concat import new_dim
 from .creation import asarray
 from .indexing import take

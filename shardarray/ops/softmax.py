@@ -18,13 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
 from ..backend import cuda_kernels
+from ..core.common import dims_arg
+from ..core.tape import differentiable
 from ..dtypes import check_domain, compute_dtype
 from . import elementwise as ew
 from . import fused
 from . import reduce as red
-from .common import dims_arg
 
 
 def _shift(x: ShardArray, dims: Any) -> ShardArray:

@@ -34,13 +34,13 @@ import numpy as np
 
 from ..array import ShardArray
 from ..autograd.common import match
-from ..autograd.tape import Context, differentiable, nondifferentiable, register_vjp
 from ..backend.meta import MetaArray
+from ..core.common import map_blocks, one_dim_arg, require_array
+from ..core.relayout import resolve, to_axes
+from ..core.tape import Context, differentiable, nondifferentiable, register_vjp
 from ..errors import ArgumentError, DTypeError
 from ..layout import block_bounds
-from .common import map_blocks, one_dim_arg, require_array
 from .flip import _flip
-from .relayout import resolve, to_axes
 from .samplesort import sample_sort
 from .structure import transpose
 

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
+from ..core.common import map_blocks, require_array
+from ..core.relayout import resolve, to_axes
+from ..core.tape import differentiable
 from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import Layout, block_bounds, check_dims, check_sizes, make_layout
 from ..mesh import AxesSpec
-from .common import map_blocks, require_array
-from .relayout import resolve, to_axes
 
 
 @differentiable("rename")

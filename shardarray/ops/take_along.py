@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import ShardArray
+from ..core.common import dims_arg, require_array, require_ids
 from ..errors import DimensionError
 from . import elementwise as ew
-from .common import dims_arg, require_array, require_ids
 from .indexing import take
 from .structure import rename, transpose
 

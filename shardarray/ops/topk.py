@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
 from ..backend.meta import MetaArray
+from ..core.common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
+from ..core.relayout import resolve
+from ..core.tape import differentiable
 from ..dtypes import wide_dtype
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import block_bounds
-from .common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
-from .relayout import resolve
 
 
 def _key(xp: Any, v: Any) -> Any:

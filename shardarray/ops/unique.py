@@ -41,12 +41,12 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ..array import ShardArray
-from ..autograd.tape import nondifferentiable
 from ..chunks import group_chunk
+from ..core.common import mesh_order, require_array
+from ..core.relayout import resolve
+from ..core.tape import nondifferentiable
 from ..errors import ArgumentError, BackendError, DTypeError
 from ..layout import Layout, block_bounds
-from .common import mesh_order, require_array
-from .relayout import resolve
 from .samplesort import from_bits, to_bits
 
 REPLICATE_MAX = 65536

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import map_blocks
 from ..errors import MeshError
 from ..mesh import Mesh
-from ..ops.common import map_blocks
 
 
 def leaves_on_one_mesh(leaves: list[ShardArray], what: str) -> Mesh | None:

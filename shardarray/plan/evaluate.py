@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..autograd.tape import OP_MEMO
+from ..core.tape import OP_MEMO
 from ..errors import DTypeError, MeshError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import AxesSpec, Mesh

@@ -13,7 +13,7 @@ recorded signatures and replays the recorded events into the open profile, in
 the same order, so every total the cost model reads comes out bit for bit the
 same. Repeated layers, the backward pass of repeated layers, and rule sets that
 agree on an op's dims skip the op's body. The backward pass's VJPs go through it as
-whole ops too (``OpMemo.call_vjp``, called by ``autograd.tape.backward`` while a
+whole ops too (``OpMemo.call_vjp``, called by ``core.tape.backward`` while a
 memo is active): a VJP's context is its operands and static arguments, so a
 replayed VJP skips its body (its elementwise helpers, broadcasts, scatters) at once.
 
@@ -22,7 +22,7 @@ unhashable static argument), that has a side effect the replay would miss
 (caching a resolution on an operand, keeping buffers alive past its return,
 counting an array made before the profile) or whose results are not plain
 arrays is run as it is, every time. The memo is inert outside
-``evaluate_layout(..., memo=...)`` (a context variable, ``autograd.tape.OP_MEMO``).
+``evaluate_layout(..., memo=...)`` (a context variable, ``core.tape.OP_MEMO``).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
-from ..autograd.tape import OP_MEMO, Context
 from ..backend.classlist import ClassList
 from ..backend.meta import MetaArray
 from ..comm.log import _ACTIVE as _LOGS
 from ..comm.log import CommLog, CommRecord
+from ..core.tape import OP_MEMO, Context
 from ..mesh import Mesh
 
 _NO = object()  # a call that is not memoised
@@ -229,7 +229,7 @@ class OpMemo:
         return self._record(key, fn, args, kwargs, profs[0], mesh, rules)
 
     def call_vjp(self, name: str, vjp: Any, ctx: Any, g: ShardArray) -> Any:
-        """``vjp(ctx, g)`` (the backward pass of op ``name``, ``autograd.tape.backward``), or its recorded result.
+        """``vjp(ctx, g)`` (the backward pass of op ``name``, ``core.tape.backward``), or its recorded result.
 
         The context is passed flat, as operands (``g``, ``ctx.out``, ``ctx.args``, the arrays or static values
         of ``ctx.saved``) and static arguments, so a VJP is keyed and replayed like an op (``vjp:<name>``);

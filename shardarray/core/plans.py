@@ -22,7 +22,7 @@ Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
     >>> x = sa.ones(mesh, {"a": 8, "b": 8}, layout={"a": "row", "b": "col"})
     >>> y = x + x; y = x + x                      # the second add reuses the first one's plan
-    >>> sa.ops.plans.plan_stats()["elementwise"]["hits"] >= 1
+    >>> sa.core.plans.plan_stats()["elementwise"]["hits"] >= 1
     True
 """
 
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import profiler
-from ..autograd.tape import STATE
+from .tape import STATE
 
 _ENABLED: ContextVar[bool] = ContextVar("shardarray_plans_enabled", default=True)
 _TAPE = STATE._var
@@ -99,8 +99,8 @@ def plan_stats() -> dict[str, dict[str, int]]:
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.ones(mesh, {"a": 8, "b": 8}, layout={"a": "row", "b": "col"})
-        >>> sa.ops.plans.clear_plans(); s = x.sum("b"); s = x.sum("b")
-        >>> sa.ops.plans.plan_stats()["reduce"]
+        >>> sa.core.plans.clear_plans(); s = x.sum("b"); s = x.sum("b")
+        >>> sa.core.plans.plan_stats()["reduce"]
         {'size': 1, 'maxsize': 1024, 'hits': 1, 'misses': 1}
     """
     return {c.name: {"size": len(c), "maxsize": c.maxsize, "hits": c.hits, "misses": c.misses} for c in CACHES}
@@ -113,7 +113,7 @@ def disabled() -> Iterator[None]:
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.ones(mesh, {"a": 8, "b": 8}, layout={"a": "row"})
-        >>> with sa.ops.plans.disabled():
+        >>> with sa.core.plans.disabled():
         ...     y = x * 2                             # planned afresh, nothing stored
         >>> np.array_equal(y.numpy(), (x * 2).numpy())
         True

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..array import ShardArray
-from ..autograd.tape import differentiable
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec
+from .tape import differentiable
 
 
 def _is_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
