@@ -149,6 +149,8 @@ DIFFERENTIABLE = {}
 #: a variant of a DIFFERENTIABLE op whose gradient is wrong: id -> (op name, case(mesh) -> (op, params)); each is an
 #: xfail(strict=True) test with its measured discrepancy in BUG_REASONS
 BUG_VARIANTS = {}
+#: more variants of DIFFERENTIABLE ops (complex inputs, imaginary parts) that once were bugs: id -> (op name, case)
+VARIANTS = {}
 
 
 def case(*names):
@@ -885,7 +887,7 @@ for _label in ("sa", "xp"):
         _good, _bugs = _fft_cases(_label, _n)
         DIFFERENTIABLE[f"{_label}.fft.{_n}"] = _good
         for _what, _build in _bugs.items():
-            BUG_VARIANTS[f"{_label}.fft.{_n}: {_what}"] = (f"{_label}.fft.{_n}", _build)
+            VARIANTS[f"{_label}.fft.{_n}: {_what}"] = (f"{_label}.fft.{_n}", _build)  # bugs until the VJPs took JAX's convention
 
 
 # ---------------------------------------------------------------------------------------- NONDIFFERENTIABLE
@@ -1058,24 +1060,11 @@ KNOWN_BUGS: dict[tuple[str, str], tuple[type, str]] = {
                                "error naming 'op'"),
 }
 
-_FFT_SIGN = ("the FFT VJPs conjugate the cotangent (adjoint transform) while real/imag/astype/multiply follow JAX's "
-             "convention, so the imaginary part's contribution has the wrong sign")
 _NO_RULE = ("raises TapeError \"sa op '{0}' ... has no gradient rule\" on every mesh: for complex inputs "
             "array_api/_ew_special.{0} runs the standard's special-value kernel (apply) with no VJP; real inputs work")
 #: (bug variant id, mesh id or "*") -> (the exception the bug raises, the measured discrepancy: analytic vs finite
 #: differences along check_grad's first direction, the same on the 1-device, 2x2 and 2x2x2 meshes)
-BUG_REASONS: dict[tuple[str, str], tuple[type, str]] = {
-    (f"{label}.fft.{bug}", "*"): (AssertionError, f"analytic {a} vs finite differences {fd}: {_FFT_SIGN}")
-    for label in ("sa", "xp")
-    for bug, a, fd in (
-        ("fft: complex in and out", -5.464507, -13.688157), ("fft: imag of the output", -5.690593, 5.690593),
-        ("fft: 1-D four-step, complex", 13.914485, -0.034043), ("ifft: complex in and out", -2.28136, -0.910751),
-        ("ifft: imag of the output", 0.948432, -0.948432), ("ifft: 1-D four-step, complex", -0.002837, 1.15954),
-        ("rfft: imag of the output", 3.140114, -3.140114), ("ihfft: imag of the output", -0.523352, 0.523352),
-        ("irfft: imag of the input", -0.971195, 1.477656), ("hfft: imag of the input", 8.865935, -5.827172),
-        ("fftn: complex in and out", 31.848013, 7.663147), ("ifftn: complex in and out", 0.255438, 1.0616),
-        ("rfftn: imag of the output", 15.394812, -15.394812), ("irfftn: imag of the input", 0.780603, -0.948763))
-}
+BUG_REASONS: dict[tuple[str, str], tuple[type, str]] = {}
 _SPD_WHY = ("a split Hermitian positive-definite matrix takes the 2-D Cholesky path whenever it is within "
             "4·sqrt(eps)·||A||_F of Hermitian, and that path reads the lower triangle only: an upper-triangle step "
             "below the tolerance is ignored (solve: an upper entry moved by 1e-7·max|A| changes NumPy's answer by "
@@ -1141,6 +1130,16 @@ def _bug_params():
             label = bug.replace(": ", "/").replace(", ", "_").replace(" ", "_")
             out.append(pytest.param(bug, mid, id=f"{label}-{mid}", marks=[mark]))
     return out
+
+
+@pytest.mark.parametrize("variant,mesh_id", [pytest.param(v, mid, id=f"{v.replace(': ', '/').replace(' ', '_')}-{mid}")
+                                              for v in sorted(VARIANTS) for mid in MESHES])
+def test_gradient_variants(variant, mesh_id):
+    """Complex inputs and imaginary parts of the FFTs: the VJPs follow JAX's convention, as real/imag/conj do."""
+    name, build = VARIANTS[variant]
+    assert name in DIFFERENTIABLE
+    op, params = build(sa.Mesh(MESHES[mesh_id]))
+    check_grad(_weighted_loss(op, params), params, rtol=1e-5, atol=1e-7, directions=2)
 
 
 @pytest.mark.parametrize("bug,mesh_id", _bug_params())

@@ -1,8 +1,13 @@
-"""VJPs of the FFT primitives (``shardarray/fft/transforms.py``): adjoint transforms along the same dim.
+"""VJPs of the FFT primitives (``shardarray/fft/transforms.py``): transposed transforms along the same dim.
 
-Complex cotangents follow ``g = dL/dRe(y) + i dL/dIm(y)``; a real input gets
-the real part. With ``dual`` = the other normalisation (backward <-> forward,
-ortho stays), for input length ``m`` and transform length ``n``:
+Complex cotangents follow JAX's convention, as every VJP of the library
+(``real``, ``imag``, ``conj``, products): ``g = dL/dRe(y) - i dL/dIm(y)``,
+and the VJP of a linear map ``A`` is its transpose ``A^T g``. The transforms
+below are written as adjoints ``A^H`` (``dL/dRe + i dL/dIm`` in, out), so each
+VJP conjugates the cotangent on the way in and the gradient on the way out
+(``A^T g = conj(A^H conj(g))``); a real input gets the real part. With
+``dual`` = the other normalisation (backward <-> forward, ortho stays), for
+input length ``m`` and transform length ``n``:
 
 - ``fft``/``ifft``: ``ifft``/``fft`` of ``g`` with the dual norm, truncated or
   zero-padded back to ``m`` (the adjoint of the padding/truncation).
@@ -19,6 +24,7 @@ adjoint is itself a four-step transform (``fft/split1d.py``: three alltoalls).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
@@ -27,13 +33,26 @@ from ..fft import split1d
 from ..fft.four_step import applies
 from ..fft.pencil import along, resize
 from ..fft.transforms import DUAL, complex_dtype, real_dtype
+from ..ops.elementwise import conj
 
 
 def _rest(ctx: Context) -> list[Any]:
     return [None] * (len(ctx.args) - 1)
 
 
+def _transposed(adjoint: Callable[[Context, ShardArray], list[Any]]) -> Callable[[Context, ShardArray], list[Any]]:
+    """The VJP ``A^T g`` (JAX's convention) from the adjoint ``A^H``: ``conj(A^H conj(g))`` (the module docstring)."""
+
+    def vjp(ctx: Context, g: ShardArray) -> list[Any]:
+        grads = adjoint(ctx, conj(g) if g.dtype.kind == "c" else g)
+        return [conj(d) if isinstance(d, ShardArray) and d.dtype.kind == "c" else d for d in grads]
+
+    vjp.__doc__ = adjoint.__doc__
+    return vjp
+
+
 @register_vjp("fft_c2c")
+@_transposed
 def _c2c(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, n, norm, inverse = ctx.args[:5]
     m, xp = x.sizes[dim], g.mesh.backend.xp
@@ -52,6 +71,7 @@ def _c2c(ctx: Context, g: ShardArray) -> list[Any]:
 
 
 @register_vjp("fft_r2c")
+@_transposed
 def _r2c(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, n, norm, hermitian = ctx.args[:5]
     m, xp = x.sizes[dim], g.mesh.backend.xp
@@ -69,6 +89,7 @@ def _r2c(ctx: Context, g: ShardArray) -> list[Any]:
 
 
 @register_vjp("fft_c2r")
+@_transposed
 def _c2r(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, n, norm, hermitian = ctx.args[:5]
     m, xp = x.sizes[dim], g.mesh.backend.xp
