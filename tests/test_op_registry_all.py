@@ -457,7 +457,7 @@ def _xp_unary(name):
 
 
 #: complex inputs with a wrong gradient or none (BUG_REASONS); their real inputs are checked above
-COMPLEX_BUGS = {"expm1", "tanh", "sign"}
+COMPLEX_BUGS: set[str] = set()
 
 
 def _xp_binary(name):
@@ -887,7 +887,8 @@ for _label in ("sa", "xp"):
         _good, _bugs = _fft_cases(_label, _n)
         DIFFERENTIABLE[f"{_label}.fft.{_n}"] = _good
         for _what, _build in _bugs.items():
-            VARIANTS[f"{_label}.fft.{_n}: {_what}"] = (f"{_label}.fft.{_n}", _build)  # bugs until the VJPs took JAX's convention
+            # (wrong until the FFT VJPs took JAX's convention)
+            VARIANTS[f"{_label}.fft.{_n}: {_what}"] = (f"{_label}.fft.{_n}", _build)
 
 
 # ---------------------------------------------------------------------------------------- NONDIFFERENTIABLE
@@ -1052,16 +1053,8 @@ NO_ARRAY_INPUT.update({f"xp.{n}": "dtype object" for n in (
 # --------------------------------------------------------------------------------------------- known bugs
 #: (name, mesh id) -> the measured discrepancy; these cases are xfail(strict=True) until fixed
 #: (name, mesh id or "*") -> (the exception the bug raises, the measured discrepancy)
-KNOWN_BUGS: dict[tuple[str, str], tuple[type, str]] = {
-    ("xp.floor_divide", "*"): (sa.TapeError, "xp.floor_divide raises TapeError \"sa op "
-                               "'floor_divide' ... has no gradient rule\" on every mesh: array_api/_ew_special."
-                               "floor_divide reads the shards without a VJP, while sa.floor_divide has one (the "
-                               "exact 0 of a piecewise-constant function); the // of xp arrays raises the same "
-                               "error naming 'op'"),
-}
+KNOWN_BUGS: dict[tuple[str, str], tuple[type, str]] = {}
 
-_NO_RULE = ("raises TapeError \"sa op '{0}' ... has no gradient rule\" on every mesh: for complex inputs "
-            "array_api/_ew_special.{0} runs the standard's special-value kernel (apply) with no VJP; real inputs work")
 #: (bug variant id, mesh id or "*") -> (the exception the bug raises, the measured discrepancy: analytic vs finite
 #: differences along check_grad's first direction, the same on the 1-device, 2x2 and 2x2x2 meshes)
 BUG_REASONS: dict[tuple[str, str], tuple[type, str]] = {}
@@ -1076,13 +1069,6 @@ BUG_REASONS.update({
     for label in ("sa", "xp")
     for op, a, fd in (("solve", -0.102082, -0.047706), ("inv", 0.049257, 0.052587),
                       ("det", -3021.549729, -2131.533722), ("slogdet", -0.060538, -0.042706))
-})
-BUG_REASONS.update({
-    ("xp.sign: complex input", "*"): (AssertionError, "a silent zero: analytic 0.0 vs finite differences 2.660624; "
-                                      "sign(z) = z/|z| is not piecewise constant for complex z, but the VJP of sign "
-                                      "returns 0 (sa.sign does the same)"),
-    ("xp.expm1: complex input", "*"): (sa.TapeError, _NO_RULE.format("expm1")),
-    ("xp.tanh: complex input", "*"): (sa.TapeError, _NO_RULE.format("tanh")),
 })
 
 

@@ -16,9 +16,10 @@ communication beyond aligning layouts):
   imaginary part ``b`` is ``±1 + copysign(0, b)j`` (NumPy's sign of that zero
   follows ``sin(2b)``).
 
-Both are constant-gradient or complex functions, so they are not registered
-with the autograd (a gradient through them is zero, as it is for
-``floor_divide``).
+Each is an op of its own on the tape (``floor_divide_std``, ``expm1_std``,
+``tanh_std``) with the VJP of its NumPy counterpart: zero for the piecewise
+constant ``floor_divide``, ``g exp(z)`` and ``g (1 - tanh(z)^2)`` (JAX's
+convention for complex ``z``, as every VJP of the library).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.meta import MetaArray
+from ..core.tape import differentiable
 from ..ops import elementwise as ew
 from ..ops import math_unary
 from ..ops.elementwise import apply
@@ -87,20 +89,31 @@ _EXPM1 = _quiet(_expm1_block)
 _TANH = _quiet(_tanh_block)
 
 
+@differentiable("floor_divide_std", resolve_inputs=True)
 def floor_divide(x: Any, y: Any) -> ShardArray:
     """``x // y`` broadcasting by dim name, with the standard's special values (see the module docstring)."""
     return apply("floor_divide", _FLOOR_DIVIDE, (x, y), domain="real_numeric")
 
 
+@differentiable("expm1_std", resolve_inputs=True)
+def _expm1_complex(x: ShardArray) -> ShardArray:
+    return apply("expm1", _EXPM1, (x,), domain="inexact")
+
+
 def expm1(x: ShardArray) -> ShardArray:
     """``exp(x) - 1``; complex arrays get the standard's special values (see the module docstring)."""
     if isinstance(x, ShardArray) and x.dtype.kind == "c":
-        return apply("expm1", _EXPM1, (x,), domain="inexact")
+        return _expm1_complex(x)
     return math_unary.expm1(x)
+
+
+@differentiable("tanh_std", resolve_inputs=True)
+def _tanh_complex(x: ShardArray) -> ShardArray:
+    return apply("tanh", _TANH, (x,), domain="inexact")
 
 
 def tanh(x: ShardArray) -> ShardArray:
     """The hyperbolic tangent; complex arrays get the standard's special values (see the module docstring)."""
     if isinstance(x, ShardArray) and x.dtype.kind == "c":
-        return apply("tanh", _TANH, (x,), domain="inexact")
+        return _tanh_complex(x)
     return ew.tanh(x)

@@ -113,6 +113,7 @@ def _log(ctx: Context, g: ShardArray) -> list[Any]:
 
 
 @register_vjp("tanh")
+@register_vjp("tanh_std")  # the standard's special values (array_api/_ew_special.py): the same derivative
 def _tanh(ctx: Context, g: ShardArray) -> list[Any]:
     return [match(_lin("d_tanh", lambda xp, g, o: g * (1 - o * o), g, ctx.out), ctx.args[0])]
 

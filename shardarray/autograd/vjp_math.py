@@ -2,7 +2,7 @@
 
 Each is linear in the cotangent ``g`` (so ``g`` may stay pending) and uses
 the op's saved output where that is cheaper than recomputing. Piecewise
-constant ops (sign, floor, ceil, trunc, round, floor_divide) have a zero
+constant ops (sign of reals, floor, ceil, trunc, round, floor_divide) have a zero
 gradient, as in NumPy-based frameworks.
 """
 
@@ -36,8 +36,28 @@ def _zero(ctx: Context, g: ShardArray) -> list[Any]:
     ]
 
 
-for _name in ("sign", "floor", "ceil", "trunc", "round", "floor_divide"):
+# (the _std ops: the array API's special values, array_api/_ew_special.py)
+for _name in ("floor", "ceil", "trunc", "round", "floor_divide", "floor_divide_std"):
     register_vjp(_name)(_zero)
+
+
+def _d_sign_complex(xp: Any, g: Any, z: Any) -> Any:
+    """``g / 2r - conj(g) conj(z)^2 / 2r^3`` (``r = |z|``; 0 at ``z = 0``): the VJP of ``z / |z|``."""
+    r = xp.abs(z)
+    safe = xp.where(r == 0, 1, r)
+    out = g / (2 * safe) - xp.conj(g) * xp.conj(z) ** 2 / (2 * safe**3)
+    return xp.where(r == 0, 0, out)
+
+
+@register_vjp("sign")
+def _sign(ctx: Context, g: ShardArray) -> list[Any]:
+    """0 for real inputs (piecewise constant); for complex ``z``, ``sign(z) = z/|z|`` changes with the angle of
+    ``z`` and has a gradient (JAX's convention, ``g = dL/dRe - i dL/dIm``; JAX itself gives 0 there)."""
+    x = ctx.args[0]
+    if not isinstance(x, ShardArray) or x.dtype.kind != "c":
+        return _zero(ctx, g)
+    return [match(_lin("d_sign", _d_sign_complex, g, x), x)]
+
 
 _unary("square", lambda xp, g, a: 2 * g * a)
 _unary("reciprocal", lambda xp, g, o: -g * o * o, use_out=True)
@@ -53,6 +73,7 @@ _unary("asinh", lambda xp, g, a: g / xp.sqrt(a * a + 1))
 _unary("acosh", lambda xp, g, a: g / xp.sqrt(a * a - 1))
 _unary("atanh", lambda xp, g, a: g / (1 - a * a))
 _unary("expm1", lambda xp, g, o: g * (o + 1), use_out=True)
+_unary("expm1_std", lambda xp, g, o: g * (o + 1), use_out=True)  # the standard's special values (array_api)
 _unary("log1p", lambda xp, g, a: g / (1 + a))
 _unary("log2", lambda xp, g, a: g / (a * math.log(2.0)))
 _unary("log10", lambda xp, g, a: g / (a * math.log(10.0)))
