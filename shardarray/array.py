@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any
@@ -109,7 +110,7 @@ class ShardArray:
         op reads its inputs' shards inside the op mechanism (``core.tape.differentiable``), which allows it.
         """
         node = self._node
-        if node is not None and node.tape.recording():
+        if node is not None and (node.tape.recording() or node.tape.elsewhere()):
             _untracked_read(self)
         return self._shards
 
@@ -592,6 +593,14 @@ def _untracked_read(x: ShardArray) -> None:
             op = frame.f_code.co_name
             frame = frame.f_back
         where = f"sa op {op!r}" if op else "an op"
+    node = x._node
+    if node is not None and node.tape.elsewhere():
+        raise TapeError(
+            f"{where} was given {x._describe()} in the thread {threading.current_thread().name!r}, while another "
+            f"thread differentiates it (sa.value_and_grad/grad/vjp): the tape records the thread that called it "
+            f"only, so this computation would be a constant with a silently zero gradient. Compute the loss in the "
+            f"thread that calls value_and_grad (or call value_and_grad inside the worker thread)"
+        )
     raise TapeError(
         f"{where} was given {x._describe()}, which is being differentiated (inside sa.value_and_grad/grad/vjp), "
         f"but it has no gradient rule: its result would be a constant and the gradient silently zero. Use ops "

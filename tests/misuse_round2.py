@@ -388,3 +388,34 @@ CASES += [
     Case("round2-blas-threads-superscript", lambda: sa_threads.blas_threads(env={"SHARDARRAY_BLAS_THREADS": "²"}),
          sa.ArgumentError, ("SHARDARRAY_BLAS_THREADS='²'",), ("positive integer",)),
 ]
+
+
+def _loss_in_a_thread():
+    """sa.grad of a loss computed in a worker thread (the tape records the calling thread only)."""
+    import threading
+
+    x = sa.asarray(np.arange(4.0), dims=("a",), mesh=_m2(), layout={"a": "row"})
+
+    def loss(p):
+        out = {}
+
+        def work():
+            try:
+                out["v"] = (p * p).sum()
+            except Exception as e:  # noqa: BLE001  (handed back to the calling thread)
+                out["e"] = e
+
+        t = threading.Thread(target=work, name="loader")
+        t.start()
+        t.join()
+        if "e" in out:
+            raise out["e"]
+        return out["v"]
+
+    return sa.grad(loss)(x)
+
+
+CASES += [  # was a silently zero gradient
+    Case("round2-grad-loss-in-a-worker-thread", _loss_in_a_thread, sa.TapeError,
+         ("thread 'loader'", "another thread differentiates it"), ("thread that calls value_and_grad",)),
+]

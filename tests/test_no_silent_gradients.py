@@ -217,3 +217,33 @@ def test_cumprod_gradient_with_zeros(shape):
         fd[idx] = ((np.cumprod(rows + e, axis=1) * w.numpy()).sum() - (np.cumprod(rows - e, axis=1) * w.numpy()).sum()) / (2 * eps)
     assert np.isfinite(g).all()
     np.testing.assert_allclose(g, fd, atol=1e-6)
+
+
+def test_a_loss_computed_in_another_thread_raises_instead_of_a_zero_gradient():
+    """The tape records the thread that called value_and_grad: reading a traced array elsewhere is a TapeError."""
+    import threading
+
+    x = sa.asarray(np.arange(4.0), dims=("a",), mesh=sa.Mesh({"row": 2}), layout={"a": "row"})
+    errors = []
+
+    def loss(p):
+        def work():
+            try:
+                (p * 2.0).sum()
+            except sa.TapeError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        return (p * p).sum()  # the calling thread's own loss still differentiates
+
+    g = sa.grad(loss)(x)
+    assert len(errors) == 1 and "another thread differentiates it" in str(errors[0])
+    np.testing.assert_array_equal(g.numpy(), 2 * np.arange(4.0))
+    # after value_and_grad returned, the arrays are free to be read anywhere
+    done = []
+    t = threading.Thread(target=lambda: done.append(float((x * 2.0).sum())))
+    t.start()
+    t.join()
+    assert done == [12.0]

@@ -127,3 +127,26 @@ def test_boolean_mask_write_errors_speak_in_shapes():
     with pytest.raises(sa.DimensionError, match=r"shape \(5,\) selected.*shape \(3,\)") as info:
         a[a > 2] = xp.asarray(np.arange(3.0), device=a.mesh)
     assert "__v" not in str(info.value)
+
+
+@pytest.mark.parametrize("shape", MESHES)
+def test_numpy_protocols_keep_positional_arrays_positional(shape):
+    """np.<ufunc>/np.<function> on positional arrays return positional arrays with NumPy's (positional) meaning:
+    matmul contracts by position, broadcasting aligns trailing axes, even where a named array would match dims."""
+    mesh = sa.Mesh(shape)
+    a_np, b_np = np.arange(16.0).reshape(4, 4), np.arange(16.0, 32.0).reshape(4, 4)
+    a, b, row = xp.asarray(a_np, device=mesh), xp.asarray(b_np, device=mesh), xp.asarray(np.arange(4.0), device=mesh)
+    cases = {
+        "exp": (np.exp(a), np.exp(a_np)),
+        "matmul": (np.matmul(a, b), a_np @ b_np),
+        "add a row": (np.add(a, row), a_np + np.arange(4.0)),
+        "sum over axis 0": (np.sum(a, axis=0), a_np.sum(axis=0)),
+        "concatenate": (np.concatenate([a, b]), np.concatenate([a_np, b_np])),
+        "transpose": (np.transpose(a), a_np.T),
+    }
+    for name, (got, want) in cases.items():
+        assert isinstance(got, Array), name
+        np.testing.assert_allclose(got.numpy(), want, err_msg=name)
+    # inside value_and_grad too: the 600-vs-3280 example through NumPy's protocol
+    value, grads = sa.value_and_grad(lambda p: np.sum(np.matmul(p["a"], p["b"])))({"a": a, "b": b})
+    assert float(value) == float((a_np @ b_np).sum()) and isinstance(grads["a"], Array)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -60,11 +61,13 @@ def _record(what: str, fn: Callable[..., Any], params: Any, args: Any, kwargs: A
         _check_leaf(x, i)
     tape = Tape()
     STATE.tape = tape
+    tape.owner = threading.get_ident()
     try:
         traced = [tape.leaf(x) for x in leaves]
         return tape, traced, fn(tree_unflatten(treedef, traced), *args, **kwargs)
     finally:
         STATE.tape = None
+        tape.owner = None
 
 
 def _pull(tape: Tape, traced: list, params: Any, out: ShardArray, cotangent: ShardArray) -> Any:

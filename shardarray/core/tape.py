@@ -21,6 +21,7 @@ The tape is per thread (a ``contextvars`` variable): two threads can run
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
@@ -69,10 +70,18 @@ class Tape:
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.paused = 0
+        #: the thread running the differentiated function (None once it returned): the tape records that thread only
+        self.owner: int | None = None
 
     def recording(self) -> bool:
         """Whether user code is running on this tape now (it is this thread's tape and not paused by an op)."""
         return not self.paused and _TAPE.get() is self  # paused first: inside every op it is, and cheaper
+
+    def elsewhere(self) -> bool:
+        """Whether another thread than the one differentiating reads this tape's arrays while it records: what
+        that thread computes is not recorded, and its gradient would be silently zero."""
+        owner = self.owner
+        return owner is not None and owner != threading.get_ident()
 
     def traced(self, x: Any) -> bool:
         return isinstance(x, ShardArray) and x._node is not None and x._node.tape is self
