@@ -6,6 +6,7 @@ import math
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from threading import get_ident
 from types import FrameType
 from typing import Any
 
@@ -110,8 +111,11 @@ class ShardArray:
         op reads its inputs' shards inside the op mechanism (``core.tape.differentiable``), which allows it.
         """
         node = self._node
-        if node is not None and (node.tape.recording() or node.tape.elsewhere()):
-            _untracked_read(self)
+        if node is not None:  # (Tape.recording and Tape.elsewhere inlined: this is every op's hot path)
+            tape = node.tape
+            owner = tape.owner
+            if (owner is not None and owner != get_ident()) or (not tape.paused and tape.current.get() is tape):
+                _untracked_read(self)
         return self._shards
 
     @shards.setter

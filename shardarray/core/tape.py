@@ -24,7 +24,7 @@ import functools
 import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
 from ..array import OPS, ShardArray
@@ -73,6 +73,9 @@ class Tape:
         #: the thread running the differentiated function (None once it returned): the tape records that thread only
         self.owner: int | None = None
 
+    #: the tape of the running context (``_State._var``), set below
+    current: ClassVar[ContextVar[Tape | None]]
+
     def recording(self) -> bool:
         """Whether user code is running on this tape now (it is this thread's tape and not paused by an op)."""
         return not self.paused and _TAPE.get() is self  # paused first: inside every op it is, and cheaper
@@ -120,6 +123,7 @@ class _State:
 
 STATE = _State()
 _TAPE = _State._var  # STATE.tape without the property call, for the per-op hot path
+Tape.current = _TAPE  # (ShardArray.shards reads it: the array module sits below this one)
 
 
 def register_vjp(name: str) -> Callable[[VJP], VJP]:
