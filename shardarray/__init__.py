@@ -32,9 +32,9 @@ from .errors import (
 )
 from .layout import Layout
 from .mesh import Mesh
-from .ops.creation import asarray, full, ones, zeros
+from .ops.creation.basic import asarray, full, ones, zeros
 from .ops.einsum import einsum
-from .ops.elementwise import (
+from .ops.elementwise.arithmetic import (
     abs,
     conj,
     equal,
@@ -51,17 +51,17 @@ from .ops.elementwise import (
     tanh,
     where,
 )
-from .ops.reduce import max, mean, min, sum
-from .ops.indexing import one_hot, take
+from .ops.reduction.reduce import max, mean, min, sum
+from .ops.indexing.take import one_hot, take
 from .core.relayout import relayout
 from .ops.show import show
-from .ops.softmax import logsumexp, softmax
-from .ops.structure import broadcast_to, stop_gradient
+from .ops.reduction.softmax import logsumexp, softmax
+from .ops.manipulation.structure import broadcast_to, stop_gradient
 from .profiler import Profile, profile
 
 # ---- elementwise and reductions
-from .ops.elementwise import greater, greater_equal, less, less_equal, negative
-from .ops.math_unary import (
+from .ops.elementwise.arithmetic import greater, greater_equal, less, less_equal, negative
+from .ops.elementwise.math_unary import (
     acos,
     acosh,
     asin,
@@ -90,8 +90,8 @@ from .ops.math_unary import (
     tan,
     trunc,
 )
-from .ops.math_binary import atan2, clip, copysign, floor_divide, hypot, logaddexp, nextafter, remainder
-from .ops.logical import (
+from .ops.elementwise.math_binary import atan2, clip, copysign, floor_divide, hypot, logaddexp, nextafter, remainder
+from .ops.elementwise.logical import (
     bitwise_and,
     bitwise_invert,
     bitwise_left_shift,
@@ -104,26 +104,26 @@ from .ops.logical import (
     logical_xor,
 )
 
-# (x @ y is shardarray.ops.operators.matmul; sa.matmul stays the distributed-matmul subpackage)
-from .ops.reduce import all, any, prod, std, var
+# (x @ y is shardarray.ops.elementwise.operators.matmul; sa.matmul stays the distributed-matmul subpackage)
+from .ops.reduction.reduce import all, any, prod, std, var
 
 _import_module(".autograd.vjp_math", __name__)  # (registers the VJPs of the ops above)
 
 
 # ---- indexing, concatenation
-from .ops.concat import concat, stack
-from .ops.slicing import isel
+from .ops.manipulation.concat import concat, stack
+from .ops.indexing.slicing import isel
 
 _import_module(".autograd.vjp_slicing", __name__)  # (registers their VJPs)
 
 
 # ---- manipulation and search
-from .ops.diff import diff
-from .ops.dims import expand_dims, squeeze
-from .ops.flip import flip, pad, roll
-from .ops.repeat import repeat, tile
-from .ops.reshape import merge_dims, split_dim
-from .ops.search import argmax, argmin
+from .ops.manipulation.diff import diff
+from .ops.manipulation.dims import expand_dims, squeeze
+from .ops.manipulation.flip import flip, pad, roll
+from .ops.manipulation.repeat import repeat, tile
+from .ops.manipulation.reshape import merge_dims, split_dim
+from .ops.reduction.search import argmax, argmin
 
 _import_module(".autograd.vjp_shape", __name__)  # (registers their VJPs)
 
@@ -137,23 +137,23 @@ from . import numpy_protocol
 from . import threads
 
 # ---- reshard and process-local data
-from .ops.from_local import from_local
-from .ops.reshard import reshard
+from .ops.creation.from_local import from_local
+from .ops.manipulation.reshard import reshard
 
 # ---- scans, top_k, take_along_dim, nonzero, boolean masks
-from .ops.scan import cumprod, cumsum
-from .ops.topk import top_k
-from .ops.take_along import take_along_dim
-from .ops.nonzero import count_nonzero, nonzero
-from .ops.mask import mask_assign, select
+from .ops.reduction.scan import cumprod, cumsum
+from .ops.sorting.topk import top_k
+from .ops.indexing.take_along import take_along_dim
+from .ops.indexing.nonzero import count_nonzero, nonzero
+from .ops.indexing.mask import mask_assign, select
 
 _import_module(".autograd.vjp_scan", __name__)  # (registers their VJPs)
 
 
 # ---- sorting: sort, argsort, unique_*, searchsorted
-from .ops.sort import argsort, sort
-from .ops.unique import unique, unique_all, unique_counts, unique_inverse, unique_values
-from .ops.searchsorted import searchsorted
+from .ops.sorting.sort import argsort, sort
+from .ops.sorting.unique import unique, unique_all, unique_counts, unique_inverse, unique_values
+from .ops.sorting.searchsorted import searchsorted
 
 # ---- checkpoints: save, load, export_safetensors
 from . import checkpoint
@@ -161,7 +161,7 @@ from .errors import CheckpointError
 
 
 # ---- reductions that skip NaN (np.nansum & co., xarray's skipna)
-from .ops.nanreduce import nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar
+from .ops.reduction.nanreduce import nanmax, nanmean, nanmin, nanprod, nanstd, nansum, nanvar
 
 
 # ---- fft: sa.fft.* along named dims

@@ -487,7 +487,7 @@ class ShardArray:
         return OPS.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``x[idx] = v`` in place (ints and slices; v a scalar or a ShardArray); see ``ops/setitem.py``."""
+        """``x[idx] = v`` in place (ints and slices; v a scalar or a ShardArray); see ``ops/indexing/setitem.py``."""
         OPS.setitem(self, key, value)
 
     # ------------------------------------------------------------- manipulation

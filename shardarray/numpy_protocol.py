@@ -44,7 +44,7 @@ import numpy as np
 from .array import OPS, ShardArray
 from .core.common import dims_arg
 from .errors import ArgumentError, DimensionError, DTypeError, ZeroDimError
-from .ops.creation import full
+from .ops.creation.basic import full
 
 # ------------------------------------------------------------------ ufuncs
 

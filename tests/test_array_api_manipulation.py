@@ -134,7 +134,7 @@ def test_getitem(mesh):
     eq(a[xp.asarray(i), xp.asarray(j)], n[i, j])
     eq(a[xp.asarray(i), 1, xp.asarray(j)], n[i, 1, j])
     eq(a[xp.asarray(j), :, 0], n[j, :, 0])
-    eq(a[xp.asarray(n > 3)], n[n > 3])  # boolean masks: ops/mask.py (tests/test_mask.py)
+    eq(a[xp.asarray(n > 3)], n[n > 3])  # boolean masks: ops/indexing/mask.py (tests/test_mask.py)
 
 
 def test_setitem(mesh):

@@ -11,7 +11,7 @@ import shardarray as sa
 from fake_gpu import FakeCupy
 from gradcheck import check_grad
 from helpers import layouts, meshes, rand
-from shardarray.ops.causal_softmax import causal_softmax
+from shardarray.ops.reduction.causal_softmax import causal_softmax
 
 DIMS = ("b", "seq", "kseq")
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import shardarray as sa
 from shardarray.backend.contract import contract2
 from shardarray.core import plans
-from shardarray.ops.structure import transpose
+from shardarray.ops.manipulation.structure import transpose
 
 FLOOR = {"vocab": 4, "d_model": 4, "heads": 4, "d_kv": 4, "d_ff": 4, "seq_len": 4}
 # losses of the first 4 floor steps (2x2 mesh2d, Adam lr 1e-3, seed 0), recorded before the dispatch cuts

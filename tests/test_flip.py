@@ -1,11 +1,11 @@
-"""ops/flip.py: flip, roll and pad of one named dim against NumPy, their comm logs and their VJPs."""
+"""ops/manipulation/flip.py: flip, roll and pad of one named dim against NumPy, their comm logs and their VJPs."""
 
 import numpy as np
 import pytest
 
 import shardarray as sa
 from shardarray.errors import ArgumentError, DimensionError
-from shardarray.ops.flip import flip, pad, roll
+from shardarray.ops.manipulation.flip import flip, pad, roll
 
 MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"x": 3, "y": 2}]
 

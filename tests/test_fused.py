@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import shardarray as sa
 from shardarray.nn import layers
-from shardarray.ops import fused_attention as att
-from shardarray.ops import fused_numpy
-from shardarray.ops.indexing import _scatter_rows
+from shardarray.ops.fused import attention as att
+from shardarray.ops.fused import numpy_paths as fused_numpy
+from shardarray.ops.indexing.take import _scatter_rows
 
 FAST = settings(max_examples=12, deadline=None)
 

@@ -177,7 +177,7 @@ def test_fused_kernels_match_the_numpy_path(dtype, tol, shape, layout):
 
 
 def test_kernels_can_be_turned_off(monkeypatch):
-    from shardarray.ops import fused
+    from shardarray.ops.fused import dispatch as fused
 
     x = sa.zeros(sa.Mesh({"d": 1}, backend="cupy"), {"b": 2, "v": 3})
     assert fused.kernels_for(x, "softmax")
@@ -198,7 +198,7 @@ def test_all_masked_softmax_row_is_nan_like_the_array_path():
 @pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 1e-5), ("bfloat16", 2e-2)])
 def test_causal_softmax_kernel_matches_the_array_path(dtype, tol, monkeypatch):
     """kernels/softmax.cu's causal_softmax_fwd/bwd against the where + softmax array path, value and gradient."""
-    from shardarray.ops.causal_softmax import causal_softmax
+    from shardarray.ops.reduction.causal_softmax import causal_softmax
 
     rng = np.random.default_rng(0)
     s = rng.standard_normal((2, 3, 17, 17))

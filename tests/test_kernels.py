@@ -13,7 +13,7 @@ import shardarray as sa
 from fake_gpu import FakeCupy
 from shardarray.backend import cuda_kernels
 from shardarray.backend.cupy_backend import on_devices
-from shardarray.ops import fused
+from shardarray.ops.fused import dispatch as fused
 
 LAUNCHED = {"softmax": ["softmax_fwd", "softmax_bwd", "xent_fwd", "xent_bwd", "causal_softmax_fwd", "causal_softmax_bwd"], "layer_norm": ["ln_fwd", "ln_bwd"],
             "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam"]}

@@ -12,9 +12,9 @@ import scipy.special as ss
 
 import shardarray as sa
 from shardarray.backend import cuda_kernels
-from shardarray.ops import fused
-from shardarray.ops import elementwise as ew
-from shardarray.ops import indexing
+from shardarray.ops.fused import dispatch as fused
+from shardarray.ops.elementwise import arithmetic as ew
+from shardarray.ops.indexing import take as indexing
 from helpers import HYPOTHESIS_SHAPES
 
 MESHES = [pytest.param(s, id="x".join(f"{k}{v}" for k, v in s.items())) for s in HYPOTHESIS_SHAPES]

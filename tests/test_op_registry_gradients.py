@@ -13,7 +13,11 @@ from gradcheck import check_grad
 
 import shardarray as sa
 from shardarray.core.tape import NONDIFFERENTIABLE, VJPS
-from shardarray.ops import elementwise, math_binary, math_unary, nanreduce, reduce
+from shardarray.ops.elementwise import arithmetic as elementwise
+from shardarray.ops.elementwise import math_binary
+from shardarray.ops.elementwise import math_unary
+from shardarray.ops.reduction import nanreduce
+from shardarray.ops.reduction import reduce
 
 MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"dep": 2, "row": 2, "col": 2}]
 SHAPE = (5, 3)  # uneven over 2 and 4 devices

@@ -162,7 +162,7 @@ def test_moment_dtype_rule_is_on_size_not_a_float16_special_case():
 
 def test_fused_predicate_accepts_float32_moments_for_float16_params(monkeypatch):
     from shardarray import optim
-    from shardarray.ops import fused
+    from shardarray.ops.fused import dispatch as fused
 
     mesh = sa.Mesh({"row": 2, "col": 2})
     x = sa.ones(mesh, {"a": 4}, dtype="float16", layout={"a": "row"})

@@ -11,7 +11,7 @@ import shardarray as sa
 from gradcheck import check_grad
 from helpers import HYPOTHESIS_SHAPES, layouts, sizes_strategy
 from shardarray.layout import block_bounds
-from shardarray.ops.reshard import ReshardPlan
+from shardarray.ops.manipulation.reshard import ReshardPlan
 
 DTYPES = ["float64", "float32", "int32", "complex64", "bool"]
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from shardarray.ops import samplesort
+from shardarray.ops.sorting import samplesort
 
 SETTINGS = settings(max_examples=25, deadline=None)
 DTYPES = ["float64", "float32", "float16", "int64", "int8", "uint8", "uint64", "bool"]

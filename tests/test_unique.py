@@ -12,7 +12,7 @@ from test_sort import DTYPES, values
 
 import shardarray as sa
 import shardarray.array_api as xp
-from shardarray.ops import unique as unique_mod
+from shardarray.ops.sorting import unique as unique_mod
 
 SETTINGS = settings(max_examples=25, deadline=None)
 

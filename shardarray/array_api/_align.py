@@ -18,11 +18,11 @@ from typing import Any
 from ..array import ShardArray
 from ..core.relayout import relayout
 from ..errors import DimensionError, DTypeError
-from ..ops import flip as _flip
-from ..ops.dims import squeeze
-from ..ops.reshape import merge_dims
-from ..ops.slicing import slice_dim
-from ..ops.structure import rename, transpose
+from ..ops.indexing.slicing import slice_dim
+from ..ops.manipulation import flip as _flip
+from ..ops.manipulation.dims import squeeze
+from ..ops.manipulation.reshape import merge_dims
+from ..ops.manipulation.structure import rename, transpose
 
 
 def at_least_1d(x: Any, what: str) -> ShardArray:

@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
 from ..array import OpTable, ShardArray, as_kind
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
-from ..ops import elementwise as ew
-from ..ops import logical, math_binary
-from ..ops.mask import bool_key, getitem_mask, setitem_mask
-from ..ops.structure import transpose
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical, math_binary, math_unary
+from ..ops.indexing.mask import bool_key, getitem_mask, setitem_mask
+from ..ops.manipulation.structure import transpose
 from . import _ew_special as special
 from ._align import align, in_order
 
@@ -268,7 +267,7 @@ class Array(ShardArray):
         return wrap(ew.negative(self))
 
     def __pos__(self) -> Array:
-        return wrap(ops.math_unary.positive(self))
+        return wrap(math_unary.positive(self))
 
     def __abs__(self) -> Array:
         return wrap(ew.abs(self))
@@ -281,12 +280,12 @@ class Array(ShardArray):
         """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
 
         A dict key indexes by name (``ShardArray.__getitem__``). New axes get
-        fresh names; a boolean mask over the leading axes (``x[mask]``, ``x[mask, ...]``) is ``ops/mask.py``.
+        fresh names; a boolean mask over the leading axes (``x[mask]``, ``x[mask, ...]``) is ``ops/indexing/mask.py``.
         See ``_indexing.getitem`` for the data movement.
         """
         if isinstance(key, Mapping):
             return wrap(super().__getitem__(key))
-        if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/mask.py)
+        if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/indexing/mask.py)
             return wrap(getitem_mask(self, bool_key(key)))
         return wrap(HOOKS.getitem(self, key))
 
@@ -295,7 +294,7 @@ class Array(ShardArray):
         if isinstance(key, Mapping):
             super().__setitem__(key, value)
             return
-        if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/mask.py)
+        if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/indexing/mask.py)
             setitem_mask(self, bool_key(key), value)
             return
         HOOKS.setitem(self, key, value)

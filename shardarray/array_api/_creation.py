@@ -23,10 +23,10 @@ from ..dtypes import as_dtype, scalar_for_write
 from ..errors import ArgumentError, CastError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
-from ..ops import creation as _cr
-from ..ops import structure
-from ..ops.elementwise import where
-from ..ops.structure import broadcast_to, rename
+from ..ops.creation import basic as _cr
+from ..ops.elementwise.arithmetic import where
+from ..ops.manipulation import structure
+from ..ops.manipulation.structure import broadcast_to, rename
 from ._align import in_order
 from ._array import Array, wrap
 

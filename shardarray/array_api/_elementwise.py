@@ -38,11 +38,11 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import DTypeError
-from ..ops import elementwise as ew
-from ..ops import logical as lg
-from ..ops import math_binary as mb
-from ..ops import math_unary as mu
-from ..ops.structure import astype
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical as lg
+from ..ops.elementwise import math_binary as mb
+from ..ops.elementwise import math_unary as mu
+from ..ops.manipulation.structure import astype
 from . import _ew_special as special
 from ._array import Array, elementwise, wrap
 

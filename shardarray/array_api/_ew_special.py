@@ -2,7 +2,7 @@
 
 The named ops (``shardarray.ops``) follow NumPy, special values included. The
 standard asks for other results in a few cases; the positional namespace uses
-these variants, which run on the same elementwise engine (``ops.elementwise.apply``:
+these variants, which run on the same elementwise engine (``ops.elementwise.arithmetic.apply``:
 broadcasting by dim name, one pass over each block where it lives, no
 communication beyond aligning layouts):
 
@@ -31,9 +31,9 @@ import numpy as np
 from ..array import ShardArray
 from ..backend.meta import MetaArray
 from ..core.tape import differentiable
-from ..ops import elementwise as ew
-from ..ops import math_unary
-from ..ops.elementwise import apply
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import math_unary
+from ..ops.elementwise.arithmetic import apply
 
 
 def _is_numpy(xp: Any) -> bool:

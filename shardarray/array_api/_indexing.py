@@ -15,14 +15,14 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops import elementwise as ew
-from ..ops.creation import asarray as _asarray
-from ..ops.dims import expand_dims, squeeze
-from ..ops.indexing import _check_range
-from ..ops.indexing import take as _take
-from ..ops.setitem import setitem as _setitem
-from ..ops.slicing import isel, normalize_int, parse_key
-from ..ops.structure import broadcast_to, rename, transpose
+from ..ops.creation.basic import asarray as _asarray
+from ..ops.elementwise import arithmetic as ew
+from ..ops.indexing.setitem import setitem as _setitem
+from ..ops.indexing.slicing import isel, normalize_int, parse_key
+from ..ops.indexing.take import _check_range
+from ..ops.indexing.take import take as _take
+from ..ops.manipulation.dims import expand_dims, squeeze
+from ..ops.manipulation.structure import broadcast_to, rename, transpose
 from ._align import align, axis_dim, fresh, merge
 from ._array import HOOKS, Array, wrap
 
@@ -146,7 +146,7 @@ def _part2(what: str) -> ArgumentError:
 
 def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, ...]:
     """A positional key as a tuple: 0-d integer arrays become ints (their one value is read on the host);
-    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/mask.py``); lists and NumPy
+    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/indexing/mask.py``); lists and NumPy
     arrays become integer NumPy arrays."""
     if not isinstance(key, tuple):
         key = (key,)
@@ -271,7 +271,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
 
 def setitem(x: ShardArray, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (ints, slices, Ellipsis, 0-d integer arrays; ``value`` a scalar or an array
-    broadcast right-aligned by position); see ``ops/setitem.py`` for the data movement."""
+    broadcast right-aligned by position); see ``ops/indexing/setitem.py`` for the data movement."""
 
     key = normalize_key(x, key, "x[...] = v")
     if any(_is_ids(k) for k in key):

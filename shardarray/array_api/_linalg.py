@@ -16,10 +16,10 @@ from typing import Any, SupportsIndex, TypeVar, cast
 
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
-from ..ops.dims import squeeze
 from ..ops.einsum import einsum
-from ..ops.elementwise import conj
-from ..ops.structure import rename, transpose
+from ..ops.elementwise.arithmetic import conj
+from ..ops.manipulation.dims import squeeze
+from ..ops.manipulation.structure import rename, transpose
 from ._align import align, axis_dim, broadcast_shape, fresh
 from ._array import HOOKS, Array, wrap
 

@@ -7,7 +7,7 @@ the data (``reshape`` -> ``merge_dims``/``split_dim``, ``concat``/``stack`` ->
 used). Split dims are never gathered: a slice, flip, roll, concatenation or
 tile of a split dim is one ``alltoallv`` over its axes (``movement.move``);
 a reshape keeps a split on the leading part of a merged/split dim and
-otherwise does the smallest relayout (see ``ops/reshape.py``).
+otherwise does the smallest relayout (see ``ops/manipulation/reshape.py``).
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ import numpy as np
 from ..array import ShardArray
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops import concat as _concat
-from ..ops import dims as _dims
-from ..ops import flip as _flip
-from ..ops import repeat as _repeat
-from ..ops.creation import zeros
-from ..ops.diff import diff as _diff
-from ..ops.reshape import merge_dims, split_dim
-from ..ops.slicing import isel, slice_dim
-from ..ops.structure import broadcast_to as _broadcast_to
-from ..ops.structure import rename, transpose
+from ..ops.creation.basic import zeros
+from ..ops.indexing.slicing import isel, slice_dim
+from ..ops.manipulation import concat as _concat
+from ..ops.manipulation import dims as _dims
+from ..ops.manipulation import flip as _flip
+from ..ops.manipulation import repeat as _repeat
+from ..ops.manipulation.diff import diff as _diff
+from ..ops.manipulation.reshape import merge_dims, split_dim
+from ..ops.manipulation.structure import broadcast_to as _broadcast_to
+from ..ops.manipulation.structure import rename, transpose
 from ._align import align, axes_dims, axes_size, axis_dim, broadcast_shape, fresh, merge
 from ._array import Array, wrap
 from ._indexing import take_positions

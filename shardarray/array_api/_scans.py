@@ -14,9 +14,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
-from ..ops.concat import concat
-from ..ops.creation import full
-from ..ops.scan import cumprod, cumsum, scan_dtype
+from ..ops.creation.basic import full
+from ..ops.manipulation.concat import concat
+from ..ops.reduction.scan import cumprod, cumsum, scan_dtype
 from ._align import axis_dim
 from ._array import Array, wrap
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..array import ShardArray
 from ..errors import DTypeError
-from ..ops.nonzero import nonzero as _nonzero
+from ..ops.indexing.nonzero import nonzero as _nonzero
 from ._array import Array, wrap
 
 

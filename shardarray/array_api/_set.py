@@ -1,5 +1,5 @@
 """The set functions of the array API standard: ``unique_all``, ``unique_counts``, ``unique_inverse``,
-``unique_values``, over the named ``sa.unique_*`` (``ops/unique.py``).
+``unique_values``, over the named ``sa.unique_*`` (``ops/sorting/unique.py``).
 
 Collectives (over the mesh axes splitting ``x``): an allgather of samples, one
 alltoallv of the local uniques, an allgather of one int per device, one
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..errors import DTypeError
-from ..ops import unique as _u
+from ..ops.sorting import unique as _u
 from ._array import Array, wrap
 
 UniqueAllResult = _u.UniqueAllResult

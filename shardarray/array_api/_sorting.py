@@ -14,9 +14,9 @@ from typing import Any
 
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
-from ..ops import sort as _sort
-from ..ops.indexing import take
-from ..ops.searchsorted import searchsorted as _searchsorted
+from ..ops.indexing.take import take
+from ..ops.sorting import sort as _sort
+from ..ops.sorting.searchsorted import searchsorted as _searchsorted
 from ._align import at_least_1d, axis_dim, fresh
 from ._array import Array, wrap
 from ._creation import asarray

@@ -20,11 +20,12 @@ import numpy as np
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
 from ..layout import Layout
-from ..ops import elementwise as ew
-from ..ops import math_unary, reduce, search
-from ..ops.creation import from_blocks, zeros
-from ..ops.dims import expand_dims
-from ..ops.structure import astype
+from ..ops.creation.basic import from_blocks, zeros
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import math_unary
+from ..ops.manipulation.dims import expand_dims
+from ..ops.manipulation.structure import astype
+from ..ops.reduction import reduce, search
 from ._align import axes_dims, axis_dim
 from ._array import Array, wrap
 

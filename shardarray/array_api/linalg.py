@@ -30,7 +30,7 @@ from .. import linalg as L
 from ..array import ShardArray
 from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.structure import rename
+from ..ops.manipulation.structure import rename
 from ._align import axes_dims, broadcast_shape, fresh
 from ._array import HOOKS, Array, wrap
 from ._linalg import matmul, matrix_transpose, tensordot, vecdot

@@ -12,8 +12,8 @@ from ..core.relayout import to_axes
 from ..core.tape import STATE, Tape, backward
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
-from ..ops.creation import ones, zeros_like
-from ..ops.structure import astype, transpose
+from ..ops.creation.basic import ones, zeros_like
+from ..ops.manipulation.structure import astype, transpose
 from ..tree import tree_flatten, tree_unflatten
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.relayout import to_axes
-from ..ops import reduce as red
-from ..ops.structure import expand, transpose
+from ..ops.manipulation.structure import expand, transpose
+from ..ops.reduction import reduce as red
 
 
 def match(g: ShardArray, x: Any) -> ShardArray | None:

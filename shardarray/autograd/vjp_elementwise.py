@@ -8,7 +8,7 @@ from typing import Any
 from ..array import ShardArray
 from ..backend import cuda_kernels
 from ..core.tape import Context, register_vjp
-from ..ops.elementwise import apply
+from ..ops.elementwise.arithmetic import apply
 from .common import match
 
 

@@ -33,7 +33,7 @@ from ..fft import split1d
 from ..fft.four_step import applies
 from ..fft.pencil import along, resize
 from ..fft.transforms import DUAL, complex_dtype, real_dtype
-from ..ops.elementwise import conj
+from ..ops.elementwise.arithmetic import conj
 
 
 def _rest(ctx: Context) -> list[Any]:

@@ -1,4 +1,4 @@
-"""VJPs of the unary and binary math ops (ops/math_unary.py, ops/math_binary.py) and of prod, var, std.
+"""VJPs of the unary and binary math ops (``ops/elementwise/math_unary.py``, ``math_binary.py``), prod, var, std.
 
 Each is linear in the cotangent ``g`` (so ``g`` may stay pending) and uses
 the op's saved output where that is cheaper than recomputing. Piecewise
@@ -13,9 +13,9 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.tape import Context, register_vjp
-from ..ops import reduce as red
-from ..ops.elementwise import apply
-from ..ops.structure import expand
+from ..ops.elementwise.arithmetic import apply
+from ..ops.manipulation.structure import expand
+from ..ops.reduction import reduce as red
 from .common import match
 from .vjp_elementwise import _lin
 

@@ -8,10 +8,10 @@ from typing import Any, cast
 from ..array import ShardArray
 from ..backend import cuda_kernels
 from ..core.tape import Context, register_vjp
-from ..ops import fused
-from ..ops import reduce as red
-from ..ops.elementwise import apply
-from ..ops.structure import expand
+from ..ops.elementwise.arithmetic import apply
+from ..ops.fused import dispatch as fused
+from ..ops.manipulation.structure import expand
+from ..ops.reduction import reduce as red
 from .common import match
 
 

@@ -11,10 +11,10 @@ from ..core.common import map_blocks, new_array
 from ..core.relayout import to_axes
 from ..core.tape import Context, register_vjp
 from ..layout import block_bounds
-from ..ops import elementwise as ew
-from ..ops import logical
-from ..ops.scan import scan
-from ..ops.structure import transpose
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical
+from ..ops.manipulation.structure import transpose
+from ..ops.reduction.scan import scan
 from .common import match
 
 

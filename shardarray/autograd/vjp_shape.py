@@ -7,7 +7,7 @@ from typing import Any, cast
 from ..array import ShardArray
 from ..core.common import dims_arg, map_blocks
 from ..core.tape import Context, register_vjp
-from ..ops.reshape import merge_dims, split_dim
+from ..ops.manipulation.reshape import merge_dims, split_dim
 from .common import match
 
 

@@ -17,8 +17,8 @@ from ..core.movement import move
 from ..core.relayout import to_axes
 from ..core.tape import Context, register_vjp
 from ..layout import Layout, block_bounds
-from ..ops.slicing import slice_dim
-from ..ops.structure import transpose
+from ..ops.indexing.slicing import slice_dim
+from ..ops.manipulation.structure import transpose
 from .common import match
 
 

@@ -15,9 +15,9 @@ from ..array import ShardArray
 from ..core.tape import Context, register_vjp
 from ..dtypes import is_complex
 from ..ops.einsum import einsum
-from ..ops.elementwise import real
-from ..ops.indexing import scatter_add
-from ..ops.structure import astype, rename
+from ..ops.elementwise.arithmetic import real
+from ..ops.indexing.take import scatter_add
+from ..ops.manipulation.structure import astype, rename
 from .common import match
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.common import require_array
-from ..ops.flip import roll
+from ..ops.manipulation.flip import roll
 from .transforms import distinct_dims
 
 

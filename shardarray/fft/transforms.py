@@ -33,7 +33,7 @@ from ..core.common import dims_arg, require_array
 from ..core.tape import differentiable
 from ..dtypes import BFLOAT16
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.structure import astype
+from ..ops.manipulation.structure import astype
 from . import split1d
 from .four_step import applies
 from .pencil import along

@@ -23,7 +23,7 @@ from ..core.common import dims_arg, map_blocks_multi, new_array, require_array
 from ..core.relayout import relayout
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError
-from ..ops.structure import transpose
+from ..ops.manipulation.structure import transpose
 
 
 class ReplicatedFallbackWarning(UserWarning):

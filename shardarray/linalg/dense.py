@@ -29,8 +29,8 @@ from ..array import ShardArray
 from ..core.common import require_array
 from ..core.tape import differentiable
 from ..errors import ArgumentError, DimensionError, LinAlgError
-from ..ops.elementwise import exp, multiply
-from ..ops.structure import rename, transpose
+from ..ops.elementwise.arithmetic import exp, multiply
+from ..ops.manipulation.structure import rename, transpose
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
 from ._parts import eigh_values, eigh_vectors, slogdet_logabs, traced, untraced
 from .cholesky2d import cholesky_2d

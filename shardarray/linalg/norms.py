@@ -15,11 +15,11 @@ from typing import Any
 from ..array import ShardArray
 from ..core.common import dims_arg, require_array
 from ..errors import ArgumentError
-from ..ops.elementwise import abs as _abs
-from ..ops.elementwise import sqrt as _sqrt
-from ..ops.reduce import max as _max
-from ..ops.reduce import min as _min
-from ..ops.reduce import sum as _sum
+from ..ops.elementwise.arithmetic import abs as _abs
+from ..ops.elementwise.arithmetic import sqrt as _sqrt
+from ..ops.reduction.reduce import max as _max
+from ..ops.reduction.reduce import min as _min
+from ..ops.reduction.reduce import sum as _sum
 from ._matrix import float_dtype, matrix_dims
 from .svd import svdvals
 

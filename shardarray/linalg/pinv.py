@@ -15,9 +15,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..ops.einsum import einsum
-from ..ops.elementwise import conj, where
-from ..ops.reduce import max as reduce_max
-from ..ops.reduce import sum as reduce_sum
+from ..ops.elementwise.arithmetic import conj, where
+from ..ops.reduction.reduce import max as reduce_max
+from ..ops.reduction.reduce import sum as reduce_sum
 from ._matrix import float_dtype, matrix_dims
 from .svd import svd, svdvals
 

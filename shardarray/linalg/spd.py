@@ -26,8 +26,8 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import new_array
 from ..core.relayout import relayout
-from ..ops.structure import transpose
-from ..ops.structure import transpose as _t
+from ..ops.manipulation.structure import transpose
+from ..ops.manipulation.structure import transpose as _t
 from .cholesky2d import Grid, _allreduce, factor_blocks, make_grid
 from .trisolve import backward, forward
 

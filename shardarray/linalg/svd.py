@@ -20,8 +20,8 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import map_blocks, map_blocks_multi, new_array
 from ..core.tape import differentiable
-from ..ops.elementwise import conj
-from ..ops.structure import transpose
+from ..ops.elementwise.arithmetic import conj
+from ..ops.manipulation.structure import transpose
 from ._matrix import float_dtype, local_op, matrix_dims
 from ._parts import traced, untraced
 from .tsqr import tsqr

@@ -29,7 +29,7 @@ from .. import profiler
 from ..array import ShardArray
 from ..core.common import map_blocks, mesh_order, new_array
 from ..core.relayout import resolve, to_axes
-from ..ops.structure import transpose
+from ..ops.manipulation.structure import transpose
 from .pattern import Pattern, check_divisible, find, roles
 
 

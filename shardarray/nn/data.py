@@ -22,7 +22,7 @@ from ..array import ShardArray
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec, Mesh
-from ..ops.from_local import from_local
+from ..ops.creation.from_local import from_local
 
 
 def pattern_batch(

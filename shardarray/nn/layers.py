@@ -12,14 +12,15 @@ from ..core.common import require_ids
 from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import check_domain
 from ..errors import DimensionError, DTypeError
-from ..ops import fused, fused_numpy
-from ..ops import fused_attention as attention_fused
-from ..ops.causal_softmax import causal_softmax
 from ..ops.einsum import einsum
-from ..ops.elementwise import apply, gelu
-from ..ops.indexing import _check_range, take
-from ..ops.reduce import max as reduce_max
-from ..ops.softmax import logsumexp
+from ..ops.elementwise.arithmetic import apply, gelu
+from ..ops.fused import attention as attention_fused
+from ..ops.fused import dispatch as fused
+from ..ops.fused import numpy_paths as fused_numpy
+from ..ops.indexing.take import _check_range, take
+from ..ops.reduction.causal_softmax import causal_softmax
+from ..ops.reduction.reduce import max as reduce_max
+from ..ops.reduction.softmax import logsumexp
 
 Params = dict[str, ShardArray]
 
@@ -178,7 +179,7 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     q = einsum("batch seq d_model, d_model heads d_kv -> batch seq heads d_kv", x, wq)
     k = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wk)
     v = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wv)
-    if attention_fused.ready(q, k, v):  # one op per block, with its own VJP (ops/fused_attention.py)
+    if attention_fused.ready(q, k, v):  # one op per block, with its own VJP (ops/fused/attention.py)
         o = attention_fused.causal_attention(q, k, v, 1.0 / math.sqrt(wq.sizes["d_kv"]))
         return einsum("batch seq heads d_kv, heads d_kv d_model -> batch seq d_model", o, wo)
     scores = einsum("batch seq heads d_kv, batch kseq heads d_kv -> batch heads seq kseq", q, k)

@@ -15,10 +15,10 @@ from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import make_layout
 from ..mesh import Mesh
-from ..ops import random as rnd
-from ..ops.creation import full
+from ..ops.creation import random as rnd
+from ..ops.creation.basic import full
 from ..ops.einsum import einsum
-from ..ops.indexing import take
+from ..ops.indexing.take import take
 from .config import TransformerConfig, param_shapes
 from .layers import attention, cross_entropy, layer_norm, mlp
 from .strategies import param_layout, strategy_rules

@@ -10,7 +10,7 @@ the array type free of import cycles). ``shardarray.numpy_protocol`` and
 
 Example:
     >>> from shardarray.array import OPS
-    >>> OPS.sum is sa.sum, OPS.getitem is sa.ops.slicing.getitem
+    >>> OPS.sum is sa.sum, OPS.getitem is sa.ops.indexing.slicing.getitem
     (True, True)
 """
 
@@ -20,7 +20,12 @@ from typing import Any
 
 from ..array import OPS, ShardArray
 from ..core import relayout
-from . import dims, elementwise, operators, reduce, reshape, search, setitem, show, slicing, structure
+from . import show
+from .elementwise import arithmetic as elementwise
+from .elementwise import operators
+from .indexing import setitem, slicing
+from .manipulation import dims, reshape, structure
+from .reduction import reduce, search
 
 
 def _setitem(x: ShardArray, key: Any, value: Any) -> None:

@@ -9,8 +9,9 @@ from typing import Any
 from ..array import ShardArray, like_kind
 from ..backend import cuda_kernels
 from ..errors import ArgumentError
-from ..ops import fused, fused_numpy
-from ..ops.elementwise import apply
+from ..ops.elementwise.arithmetic import apply
+from ..ops.fused import dispatch as fused
+from ..ops.fused import numpy_paths as fused_numpy
 from ..tree import tree_unflatten
 from .common import (
     LR,
@@ -99,7 +100,7 @@ class Adam:
         new_m: list[ShardArray] = []
         new_v: list[ShardArray] = []
         for x, dx, m, v in zip(working_values(p, paths, state, master, "Adam"), g, m_all, v_all):
-            if _fused(x, m, v):  # one kernel per block (kernels/adam.cu), one NumPy pass (ops/fused_numpy.py)
+            if _fused(x, m, v):  # one kernel per block (kernels/adam.cu), one NumPy pass (ops/fused/numpy_paths.py)
                 kernels = fused_numpy if fused_numpy.is_numpy(x) else cuda_kernels
                 outs = fused.map_rows_multi(
                     x.resolve(),

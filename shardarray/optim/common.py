@@ -11,7 +11,7 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import accumulation_dtype, is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.creation import full
+from ..ops.creation.basic import full
 from ..tree import tree_flatten, tree_leaves_like, tree_paths
 
 LR = float | Callable[[int], float]

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..array import like_kind
 from ..errors import DTypeError
-from ..ops.elementwise import apply
+from ..ops.elementwise.arithmetic import apply
 from ..tree import tree_unflatten
 from .common import (
     _FIX,

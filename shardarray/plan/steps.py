@@ -12,10 +12,10 @@ from ..mesh import Mesh
 from ..nn.config import TransformerConfig
 from ..nn.strategies import strategy_rules
 from ..nn.transformer import init_transformer, transformer_loss
-from ..ops import random as rnd
-from ..ops.creation import zeros
+from ..ops.creation import random as rnd
+from ..ops.creation.basic import zeros
 from ..ops.einsum import einsum
-from ..ops.elementwise import relu
+from ..ops.elementwise.arithmetic import relu
 
 Step = Callable[[Mesh], Any]
 

@@ -1,0 +1,1 @@
+"""The named ops, construction: asarray/full/zeros, random arrays, arrays from process-local blocks."""

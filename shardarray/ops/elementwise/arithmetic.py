@@ -1,0 +1,510 @@
+"""Elementwise ops with broadcasting by name.
+
+Operands are matched by dim name: a dim missing from one operand broadcasts,
+and the result has the dims of the first operand followed by the new dims of
+the others (``where(cond, x, y)``: of ``x`` first, see ``where``). Operands are
+brought to one layout first (see ``merged_axes``).
+
+Each op declares the dtypes it is defined for (``dtypes.check_domain``):
+float-only ops (exp, log, tanh, sqrt, gelu) refuse bool and integer arrays,
+ordering ops (maximum, minimum, relu, ``<``, ``>``) refuse complex ones, with
+a ``DTypeError`` naming the op, the dims and the dtype.
+
+Linear ops keep a pending sum (add/subtract of arrays pending over the same
+axes, multiply by an unpending operand, divide a pending numerator, negate);
+every other op resolves it first.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...array import ShardArray
+from ...backend import cuda_kernels
+from ...backend.meta import MetaArray
+from ...core import plans
+from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
+from ...core.relayout import to_axes
+from ...core.tape import differentiable, nondifferentiable
+from ...dtypes import check_domain, is_bfloat16, is_complex, promote
+from ...errors import DTypeError
+from ...layout import Layout
+from ..fused import dispatch as fused
+from ..manipulation.structure import stop_gradient
+
+Scalar = (numbers.Number, np.generic)
+
+
+def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
+    arrays = []
+    for a in args:
+        if isinstance(a, ShardArray):
+            arrays.append(a)
+        elif not isinstance(a, Scalar):
+            raise DTypeError(
+                f"{name}: operands must be ShardArrays or Python/NumPy scalars; got {type(a).__name__}. "
+                f"Wrap arrays with sa.asarray(array, dims=..., mesh=...)"
+            )
+    if not arrays:
+        raise DTypeError(f"{name}: at least one operand must be a ShardArray")
+    return arrays
+
+
+def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray]) -> bool:
+    pend = [a for a in arrays if a.pending]
+    if not pend or kind is None:
+        return False
+    if kind == "add":
+        return len(pend) == len(args) and all(set(a.pending) == set(pend[0].pending) for a in pend)
+    if kind == "mul":
+        return len(pend) == 1
+    if kind == "div":
+        return len(pend) == 1 and args[0] is pend[0]
+    return kind == "neg"
+
+
+class _Plan:
+    """What ``apply`` works out for one operand signature (see ``plans``): everything but the per-shard work."""
+
+    __slots__ = (
+        "bf16",
+        "classes",
+        "direct",
+        "layout",
+        "mesh",
+        "moves",
+        "pending",
+        "scalars",
+        "slots",
+        "template",
+        "used",
+        "xp",
+    )
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def apply(
+    name: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kind: str | None = None,
+    domain: str | None = None,
+    lead: int = 0,
+) -> ShardArray:
+    """Run ``fn(xp, *local_operands)`` on every block, broadcasting by name.
+
+    What does not depend on the values (result dims and layout, moves of the
+    operands, broadcasters, replica classes) is planned once per operand
+    signature and reused (``plans.ELEMENTWISE``); the moves (slices,
+    allgathers, resolutions of pending sums) run on every call.
+
+    Args:
+        name: the op's name (in error messages and profiles).
+        fn: ``fn(xp, *blocks_and_scalars)``, the op on local blocks.
+        args: the operands: ShardArrays and scalars.
+        kind: how a pending sum passes through (``"add"``, ``"mul"``, ``"div"``, ``"neg"``; None: resolved).
+        domain: the dtypes the op is defined for (``dtypes.check_domain``; None: any).
+        lead: the index, among the array operands, of the one whose dims come first
+            in the result and whose layout wins (0: the first array).
+    """
+    key: Any = (
+        name,
+        kind,
+        domain,
+        lead,
+        plans.context_key(),  # plans.array_key per array operand, inlined
+        *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
+    )
+    plan = plans.ELEMENTWISE.get(key)
+    if plan is None:
+        plan = _plan(name, args, kind, domain, lead)
+        plans.ELEMENTWISE.put(key, plan)
+    shard_lists = []
+    for i, move in zip(plan.slots, plan.moves):
+        a = args[i]
+        shard_lists.append((a if move is None else to_axes(a, move[0], move[1])).shards)
+    xp = plan.xp
+    if plan.direct:
+
+        def block(*shards: Any) -> Any:
+            return fn(xp, *shards)
+    else:
+        template = list(plan.template)
+        for i in plan.scalars:
+            template[i] = args[i]
+        slots = plan.slots
+
+        def block(*shards: Any) -> Any:
+            vals = list(template)
+            for i, s in zip(slots, shards):
+                vals[i] = s if template[i] is None else template[i](s)
+            return fn(xp, *vals)
+
+        if plan.bf16 is not None:
+            block = (_in_float32 if xp is np else _rounded)(block, plan.bf16)
+    mesh = plan.mesh
+    if plan.classes is None:
+        shards = map_blocks(mesh, plan.used, block, *shard_lists)
+    else:
+        shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists)
+    return ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)
+
+
+def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None, lead: int) -> _Plan:
+    """Check the operands of ``apply`` and plan it (raises on bad input; see ``apply``)."""
+    arrays = _check_args(name, args)
+    check_domain(name, arrays, domain)
+    mesh = common_mesh(arrays, name)
+    xp = mesh.backend.xp
+    keep = _keeps_pending(kind, args, arrays)
+    if len(arrays) == 1:
+        x = arrays[0]
+        dims, sizes, axes = x.dims, x.sizes, dict(zip(x.dims, x.spec.axes))
+        resolve_x = bool(x.pending) and not keep
+        moves: list[Any] = [(x.spec.axes, False) if resolve_x else None]
+        template: list[Any] = [None if isinstance(a, ShardArray) else a for a in args]
+        pending = () if resolve_x else x.pending
+    else:
+        order = [arrays[lead], *(a for i, a in enumerate(arrays) if i != lead)] if lead else arrays
+        dims, sizes = union_dims(order, name)
+        check_rules(mesh, dims, sizes, f"the result of {name}")
+        axes = merged_axes(order, dims)
+        if keep:
+            pend_axes = next(a for a in arrays if a.pending).pending
+            keep = not any(set(ax).intersection(pend_axes) for ax in axes.values())
+        moves = []
+        template = []
+        pending = ()
+        for a in args:
+            if isinstance(a, ShardArray):
+                target = tuple(axes[d] for d in a.dims)
+                moved = (a.pending and not keep) or target != a.spec.axes
+                moves.append((target, keep) if moved else None)
+                pending = pending or (a.pending if keep else ())
+                template.append(_broadcaster(xp, a.dims, dims))
+            else:
+                template.append(a)
+    slots = tuple(i for i, a in enumerate(args) if isinstance(a, ShardArray))
+    scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, ShardArray))
+    bf16 = None
+    if any(is_bfloat16(a.dtype) for a in arrays) and mesh.backend.name in ("numpy", "cupy"):
+        bf16 = promote(*(a.dtype for a in arrays))
+    used = {a for ax in axes.values() for a in ax}.union(pending)
+    fast = mesh.backend.has_data and mesh.backend.device_scope is None
+    return _Plan(
+        mesh=mesh,
+        xp=xp,
+        slots=slots,
+        moves=tuple(moves),
+        template=tuple(t if i in slots else None for i, t in enumerate(template)),
+        scalars=scalars,
+        direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
+        bf16=bf16,
+        classes=mesh.replica_classes(used) if fast else None,
+        used=frozenset(used),
+        layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
+        pending=mesh_order(mesh, pending),
+    )
+
+
+def _in_float32(block: Callable[..., Any], target: np.dtype) -> Callable[..., Any]:
+    """``block`` on bfloat16 NumPy blocks upcast to float32, its float result rounded once to ``target``.
+
+    ml_dtypes' bfloat16 ufunc loops are 3-40x slower than float32 ones, and a
+    Python float scalar would promote them to float32 anyway.
+    """
+    wide = np.dtype(np.float32)
+
+    def run(*shards: Any) -> Any:
+        out = block(*(s.astype(wide) if is_bfloat16(s.dtype) else s for s in shards))
+        return out.astype(target) if out.dtype == wide and target != wide else out
+
+    return run
+
+
+def _rounded(block: Callable[..., Any], target: np.dtype) -> Callable[..., Any]:
+    """``block`` with a wider float result rounded to ``target``: CuPy computes bfloat16 with a Python float (an
+    operand, or a constant inside ``fn``) in float32 or float64 (ml_dtypes' bfloat16 is no NumPy float kind, so the
+    scalar is not weak), where the array API keeps bfloat16.
+
+    Without it, ``q * 0.125`` of bfloat16 ``q`` on CuPy shards became a float32 array, and every product after it
+    ran in float32 (measured on an H200: most of a bfloat16 training step's gemms).
+    """
+
+    def run(*shards: Any) -> Any:
+        out = block(*shards)
+        return out.astype(target) if out.dtype != target and out.dtype.kind == "f" else out  # bfloat16's kind is "V"
+
+    return run
+
+
+def _broadcaster(xp: Any, have: tuple[str, ...], want: tuple[str, ...]) -> Callable[[Any], Any] | None:
+    """A function putting a block with dims ``have`` into the dim order ``want`` (size-1 for missing)."""
+    perm = tuple(have.index(d) for d in want if d in have)
+    missing = tuple(i for i, d in enumerate(want) if d not in have)
+    if perm == tuple(range(len(have))) and not missing:
+        return None
+    if xp is np:  # a view by indexing (None adds the missing axes): no np.expand_dims/np.transpose wrappers
+        index = tuple(slice(None) if d in have else None for d in want)
+        if perm == tuple(range(len(have))):
+            return lambda s: s[index]
+        return lambda s: s.transpose(perm)[index]
+    if not missing:
+        return lambda s: xp.transpose(s, perm)
+    return lambda s: xp.expand_dims(xp.transpose(s, perm), missing)
+
+
+# ------------------------------------------------------------------ binary
+@differentiable("add")
+def add(x: Any, y: Any) -> ShardArray:
+    """``x + y``, broadcasting by dim name."""
+    return apply("add", lambda xp, a, b: a + b, (x, y), "add")
+
+
+@differentiable("subtract")
+def subtract(x: Any, y: Any) -> ShardArray:
+    """``x - y``, broadcasting by dim name."""
+    return apply("subtract", lambda xp, a, b: a - b, (x, y), "add")
+
+
+@differentiable("multiply")
+def multiply(x: Any, y: Any) -> ShardArray:
+    """``x * y``, broadcasting by dim name."""
+    return apply("multiply", lambda xp, a, b: a * b, (x, y), "mul")
+
+
+@differentiable("divide")
+def divide(x: Any, y: Any) -> ShardArray:
+    """``x / y``, broadcasting by dim name."""
+    return apply("divide", lambda xp, a, b: a / b, (x, y), "div")
+
+
+@differentiable("power")
+def power(x: Any, y: Any) -> ShardArray:
+    """``x ** y``, broadcasting by dim name."""
+    return apply("power", lambda xp, a, b: a**b, (x, y))
+
+
+@differentiable("negative")
+def negative(x: ShardArray) -> ShardArray:
+    """``-x``."""
+    return apply("negative", lambda xp, a: -a, (x,), "neg")
+
+
+@nondifferentiable("greater")
+def greater(x: Any, y: Any) -> ShardArray:
+    """``x > y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("greater", lambda xp, a, b: a > b, (x, y), domain="real")
+
+
+@nondifferentiable("greater_equal")
+def greater_equal(x: Any, y: Any) -> ShardArray:
+    """``x >= y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("greater_equal", lambda xp, a, b: a >= b, (x, y), domain="real")
+
+
+@nondifferentiable("less")
+def less(x: Any, y: Any) -> ShardArray:
+    """``x < y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("less", lambda xp, a, b: a < b, (x, y), domain="real")
+
+
+@nondifferentiable("less_equal")
+def less_equal(x: Any, y: Any) -> ShardArray:
+    """``x <= y`` elementwise (a bool array); not defined for complex arrays."""
+    return apply("less_equal", lambda xp, a, b: a <= b, (x, y), domain="real")
+
+
+@nondifferentiable("equal")
+def equal(x: Any, y: Any) -> ShardArray:
+    """``x == y`` elementwise (a bool array), broadcasting by dim name."""
+    return apply("equal", lambda xp, a, b: a == b, (x, y))
+
+
+@nondifferentiable("not_equal")
+def not_equal(x: Any, y: Any) -> ShardArray:
+    """``x != y`` elementwise (a bool array), broadcasting by dim name."""
+    return apply("not_equal", lambda xp, a, b: a != b, (x, y))
+
+
+@differentiable("maximum")
+def maximum(x: Any, y: Any) -> ShardArray:
+    """Elementwise maximum, broadcasting by dim name.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, -2.0], [3.0, -4.0]]), dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+        >>> sa.maximum(x, 0.0).numpy()
+        array([[1., 0.],
+               [3., 0.]])
+    """
+    return apply("maximum", lambda xp, a, b: xp.maximum(a, b), (x, y), domain="real")
+
+
+@differentiable("minimum")
+def minimum(x: Any, y: Any) -> ShardArray:
+    """Elementwise minimum, broadcasting by dim name (see ``maximum``)."""
+    return apply("minimum", lambda xp, a, b: xp.minimum(a, b), (x, y), domain="real")
+
+
+@differentiable("where")
+def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
+    """``x`` where ``cond`` is true, else ``y``; all three broadcast by name.
+
+    The result has the dims of ``x`` first (then the new dims of ``y`` and
+    ``cond``) and ``x``'s layout; when ``x`` is a scalar, ``y``'s; when both
+    are, ``cond``'s. So ``where(mask, scores, -inf)`` keeps the dim order of
+    ``scores`` whatever the mask's order.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, -2.0], [3.0, -4.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
+        >>> sa.where(x > 0, x, 0.0).numpy()
+        array([[1., 0.],
+               [3., 0.]])
+    """
+    if isinstance(cond, ShardArray) and cond.dtype != np.bool_:
+        raise DTypeError(
+            f"where: the condition with dims {cond.sizes} has dtype {cond.dtype}; it must be bool: "
+            f"compare first (e.g. where(x > 0, x, y) or where(c != 0, x, y))"
+        )
+    if not isinstance(cond, ShardArray):
+        raise DTypeError(
+            f"where: the condition must be a bool ShardArray; got {type(cond).__name__}; "
+            f"make one with a comparison (e.g. x > 0) or sa.asarray(mask, dims=..., mesh=...)"
+        )
+    lead = 1 if isinstance(x, ShardArray) or isinstance(y, ShardArray) else 0  # the first value array
+    return apply("where", lambda xp, c, a, b: xp.where(c, a, b), (cond, x, y), lead=lead)
+
+
+# ------------------------------------------------------------------ unary
+@differentiable("exp", resolve_inputs=True)
+def exp(x: ShardArray) -> ShardArray:
+    """Elementwise ``e**x`` (see ``maximum`` for a 2×2-mesh example)."""
+    return apply("exp", lambda xp, a: xp.exp(a), (x,), domain="inexact")
+
+
+@differentiable("log", resolve_inputs=True)
+def log(x: ShardArray) -> ShardArray:
+    """Elementwise natural logarithm."""
+    return apply("log", lambda xp, a: xp.log(a), (x,), domain="inexact")
+
+
+@differentiable("tanh", resolve_inputs=True)
+def tanh(x: ShardArray) -> ShardArray:
+    """Elementwise hyperbolic tangent."""
+    return apply("tanh", lambda xp, a: xp.tanh(a), (x,), domain="inexact")
+
+
+@differentiable("sqrt", resolve_inputs=True)
+def sqrt(x: ShardArray) -> ShardArray:
+    """Elementwise square root."""
+    return apply("sqrt", lambda xp, a: xp.sqrt(a), (x,), domain="inexact")
+
+
+@differentiable("relu", resolve_inputs=True)
+def relu(x: ShardArray) -> ShardArray:
+    """``max(x, 0)`` elementwise."""
+    return apply("relu", lambda xp, a: xp.maximum(a, 0), (x,), domain="real")
+
+
+def real(x: ShardArray) -> ShardArray:
+    """The real part of a complex array (a real array is returned as it is).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> z = sa.asarray(np.array([1 + 2j, 3 - 1j]), dims=("a",), mesh=mesh, layout={"a": "col"})
+        >>> real(z).numpy(), imag(z).numpy(), conj(z).numpy()
+        (array([1., 3.]), array([ 2., -1.]), array([1.-2.j, 3.+1.j]))
+    """
+    return _real_part(x) if is_complex(x.dtype) else x
+
+
+@differentiable("real")
+def _real_part(x: ShardArray) -> ShardArray:
+    return apply("real", lambda xp, a: _part(a, "real"), (x,))
+
+
+def imag(x: ShardArray) -> ShardArray:
+    """The imaginary part of a complex array (zeros for a real one; see ``real``).
+
+    Gradients, in JAX's convention for complex values (the cotangent of
+    ``z = x + iy`` is ``dL/dx - i dL/dy``): ``real`` passes the cotangent
+    ``g`` back as ``g + 0j``, ``imag`` as ``-1j * g``, ``conj`` as
+    ``conj(g)``; for a real array ``imag`` is a constant zero.
+    """
+    if is_complex(x.dtype):
+        return _imag_part(x)
+    # a constant zero (its derivative is 0 everywhere), so computed from the value alone
+    return apply("imag", lambda xp, a: xp.zeros(a.shape, dtype=a.dtype), (stop_gradient(x),))
+
+
+@differentiable("imag")
+def _imag_part(x: ShardArray) -> ShardArray:
+    return apply("imag", lambda xp, a: _part(a, "imag"), (x,))
+
+
+def _part(a: Any, which: str) -> Any:
+    """The real or imaginary part of a complex block, as a contiguous real block."""
+    if isinstance(a, MetaArray):
+        return a.astype(np.empty(0, a.dtype).real.dtype)
+    return (a.real if which == "real" else a.imag).copy()
+
+
+def conj(x: ShardArray) -> ShardArray:
+    """The complex conjugate (a real array is returned as it is; see ``real``)."""
+    return _conj(x) if is_complex(x.dtype) else x
+
+
+@differentiable("conj")
+def _conj(x: ShardArray) -> ShardArray:
+    return apply("conj", lambda xp, a: xp.conj(a), (x,))
+
+
+@differentiable("abs", resolve_inputs=True)
+def abs(x: ShardArray) -> ShardArray:
+    """Elementwise absolute value; the magnitude (a real array) of a complex one.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> abs(sa.asarray(np.array([3 + 4j, -2.0]), dims=("a",), mesh=mesh, layout={"a": "col"})).numpy()
+        array([5., 2.])
+    """
+    return apply("abs", lambda xp, a: xp.abs(a), (x,))
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_tanh(xp: Any, a: Any) -> Any:
+    """``tanh(sqrt(2/pi) (a + 0.044715 a^3))``, in place on one temporary."""
+    u = a * a
+    u *= 0.044715 * _GELU_C
+    u += _GELU_C
+    u *= a
+    return xp.tanh(u)
+
+
+@differentiable("gelu", resolve_inputs=True, saves=True)
+def gelu(x: ShardArray) -> Any:
+    """GELU, tanh form: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[0.0, 1.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
+        >>> np.round(sa.gelu(x).numpy(), 4)
+        array([[0.    , 0.8412]])
+    """
+    check_domain("gelu", [x], "real_float")
+    if fused.kernels_for(x, "gelu"):  # one kernel; the VJP recomputes tanh from x (saved: None)
+        return fused.map_like(x.resolve(), cuda_kernels.gelu), None
+    t = apply("gelu_tanh", _gelu_tanh, (x,))
+    return apply("gelu", lambda xp, a, t: (0.5 * a) * (1.0 + t), (x, t)), t

@@ -1,0 +1,427 @@
+"""Boolean masks: ``sa.select(x, mask)`` (``x[mask]``) and ``x[mask] = v``, placed by an exclusive scan of counts.
+
+``mask`` has some of ``x``'s dims (the *mask dims*, by name; positionally the
+leading ones). The selected elements come out in row-major order of the mask
+dims along one new dim whose size is the global count, in the canonical
+ceil-block layout over the mask dims' mesh axes; ``x``'s other dims keep their
+layout. Steps over split mask dims:
+
+1. If more than one mask dim is split, the mesh axes of all mask dims move
+   onto the first one (an alltoall of ``x``'s block and of the mask's: at
+   most a device's block each), so that each device holds whole rows of the
+   mask dims and the row-major order is the device order.
+2. Each device selects locally and counts; **one allgather** of one int64
+   per device over the mask axes gives every device the exclusive scan of
+   the counts, i.e. where its elements go.
+3. **One alltoallv** over the mask axes sends each element to the device
+   that owns its output position (each device sends at most what it
+   selected).
+
+``x[mask] = v`` runs the same plan backwards: a scalar ``v`` is a local
+``where`` (no communication); a ``v`` of the selected length travels from
+its canonical blocks to the devices that hold the selected positions (one
+allgather of counts, one alltoallv), then a local write and, when step 1
+moved axes, an alltoall back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...array import ShardArray
+from ...backend.meta import MetaArray
+from ...chunks import group_chunk
+from ...core.common import common_mesh, map_blocks, require_array
+from ...core.relayout import to_axes
+from ...core.tape import Context, differentiable, register_vjp
+from ...dtypes import scalar_for_write
+from ...errors import DimensionError, DTypeError, TapeError
+from ...layout import Layout
+from ..creation.basic import asarray, zeros_like
+from ..elementwise import arithmetic as ew
+from ..manipulation.dims import expand_dims
+from ..manipulation.structure import broadcast_to, rename, transpose
+from .writes import serialized
+
+
+def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
+    """``mask`` as a bool ShardArray on ``x``'s mesh (a NumPy bool array names ``x``'s leading dims)."""
+
+    if not isinstance(mask, ShardArray):
+        arr = np.asarray(mask)
+        if arr.dtype.kind != "b":
+            raise DTypeError(f"{what}: the mask must be boolean; got dtype {arr.dtype}; compare first, e.g. x > 0")
+        if arr.ndim > x.ndim:
+            raise DimensionError(f"{what}: a mask of shape {arr.shape} has more dims than the array {x.sizes}")
+        mask = asarray(arr, dims=x.dims[: arr.ndim], mesh=x.mesh)
+    if mask.dtype.kind != "b":
+        raise DTypeError(
+            f"{what}: the mask {mask.sizes} must be boolean; got dtype {mask.dtype}; compare first, e.g. mask = x > 0"
+        )
+    common_mesh([x, mask], what)
+    for d in mask.dims:
+        if d not in x.dims:
+            raise DimensionError(
+                f"{what}: mask dim {d!r} ({mask.sizes}) is not a dim of the array {x.sizes}; "
+                f"a mask names some of the array's dims"
+            )
+        if mask.sizes[d] != x.sizes[d]:
+            raise DimensionError(
+                f"{what}: dim {d!r} has size {mask.sizes[d]} in the mask but {x.sizes[d]} in the "
+                f"array {x.sizes}; the sizes must match"
+            )
+    if mask.ndim == 0:
+        raise DimensionError(
+            f"{what}: a 0-d mask selects nothing by dim; give a mask with some of the dims "
+            f"{x.dims}, or use sa.where(mask, x, 0)"
+        )
+    return mask.resolve() if mask.pending else mask
+
+
+class _Plan:
+    """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one."""
+
+    def __init__(self, x: ShardArray, mask: ShardArray) -> None:
+
+        self.mesh = x.mesh
+        self.mdims = mask.dims
+        self.rest = tuple(d for d in x.dims if d not in mask.dims)
+        x = x.resolve() if x.pending else x
+        xt = transpose.__wrapped__(x, self.mdims + self.rest) if x.dims != self.mdims + self.rest else x
+        self.axes = tuple(a for d in self.mdims for a in xt.spec.of(d))
+        target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
+        self.moved = target != xt.spec.axes
+        self.x = to_axes(xt, target, False)
+        self.mask = to_axes(mask, target[: len(self.mdims)], False)
+        self.m = len(self.mdims)
+        self.radix = [self.mesh.axis_size(a) for a in self.axes]
+        self.members = {d: j for g in self.mesh.groups(self.axes) for j, d in enumerate(g)}
+
+    def flat(self, mb: Any) -> Any:
+        return mb.reshape(-1)
+
+    def counts(self) -> tuple[list[Any], list[Any]]:
+        """Per device its count and the exclusive scan of counts (one allgather over the mask axes)."""
+        mesh, xp = self.mesh, self.mesh.backend.xp
+
+        def count(mb: Any) -> Any:
+            if isinstance(mb, MetaArray):
+                return MetaArray((1,), np.int64)
+            return xp.asarray([int(xp.count_nonzero(mb))], dtype=np.int64)
+
+        c = map_blocks(mesh, self.mask.spec.used_axes, count, self.mask.shards)
+        g = mesh.comm.allgather(c, self.axes, 0) if self.axes else c
+        return c, g
+
+    def total(self, g: list[Any]) -> int:
+        first = next(b for b in g if b is not None)
+        return int(first.sum()) if not isinstance(first, MetaArray) else 0
+
+
+def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
+    """The elements of ``x`` where ``mask`` is True (``x[mask]``), along one new dim of the global count.
+
+    ``mask`` (bool) has some of ``x``'s dims, same sizes (a NumPy bool array
+    names ``x``'s leading dims). The result has the new dim first (named
+    ``new_dim``; default: the mask's dim when it has one, else the mask dims
+    joined by ``_``), then ``x``'s other dims. The new dim is in the canonical
+    ceil-block layout over the mask dims' mesh axes.
+
+    Collectives (see the module docstring): an alltoall of ``x``'s block when
+    more than one mask dim is split; one allgather of one int64 per device
+    (the counts); one alltoallv of the selected elements (each device sends at
+    most its own selection). Nothing when the mask dims are unsplit.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(8.0), dims=("i",), mesh=mesh, layout={"i": ("row", "col")})
+        >>> with sa.comm_log() as log:
+        ...     y = sa.select(x, x > 4.5)
+        >>> y.numpy(), y.layout, [r.op for r in log.records]
+        (array([5., 6., 7.]), {'i': ('row', 'col')}, ['allgather', 'alltoall'])
+    """
+    x = require_array(x, "sa.select")
+    mask = _as_mask(x, mask, "select")
+    if new_dim is None:
+        new_dim = mask.dims[0] if mask.ndim == 1 else "_".join(mask.dims)
+    return _select(x, mask, new_dim)
+
+
+@differentiable("select")
+def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
+    """``select`` of a checked bool ``mask``; its VJP writes the cotangent back at the selected positions."""
+    p = _Plan(x, mask)
+    if new_dim in p.rest:
+        raise DimensionError(f"select: new_dim {new_dim!r} is already one of the kept dims {p.rest}; pass another")
+    mesh = p.mesh
+    _, g = p.counts()
+    total = p.total(g)
+    rest_shape = tuple(x.sizes[d] for d in p.rest)
+
+    def local(xb: Any, mb: Any) -> Any:
+        if isinstance(xb, MetaArray):
+            return MetaArray((0,) + xb.shape[p.m :], x.dtype)
+        rows = xb.reshape((math.prod(xb.shape[: p.m]),) + xb.shape[p.m :])
+        return rows[p.flat(mb)]
+
+    picked = map_blocks(mesh, p.x.spec.used_axes, local, p.x.shards, p.mask.shards)
+    n = math.prod(p.radix) if p.radix else 1
+    out_blocks = [group_chunk(0, total, p.radix, i) for i in range(n)]
+    send: list[Any] = [None] * mesh.size
+    for d in range(mesh.size):
+        s = picked[d]
+        if s is None:
+            continue
+        if isinstance(s, MetaArray):
+            send[d] = [s] * n
+            continue
+        j = p.members[d]
+        off = int(g[d][:j].sum()) if p.axes else 0
+        pieces = []
+        for lo, hi in out_blocks:
+            a, b = max(lo, off) - off, min(hi, off + s.shape[0]) - off
+            pieces.append(s[max(a, 0) : max(b, max(a, 0))])
+        send[d] = pieces
+    if n > 1:
+        shards = mesh.comm.alltoallv(send, p.axes, 0)
+    else:
+        shards = [None if s is None else s[0] for s in send]
+    dims = (new_dim,) + p.rest
+    axes = (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest)
+    layout = Layout(dims, (total,) + rest_shape, axes)
+    return ShardArray(mesh, layout, x.dtype, shards)
+
+
+@serialized
+def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
+    """``x[mask] = v`` in place: ``v`` a scalar, or an array of the selected length (as ``select`` returns).
+
+    A scalar is a local ``where`` (no communication once the mask is in
+    ``x``'s layout). An array ``v`` is brought to ``select``'s output layout
+    and travels backwards along ``select``'s plan: one allgather of counts,
+    one alltoallv (each device receives at most its own selection), a local
+    write, and an alltoall back when more than one mask dim is split.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(6.0), dims=("i",), mesh=mesh, layout={"i": "row"})
+        >>> sa.mask_assign(x, x > 3.5, 0.0)
+        >>> x.numpy()
+        array([0., 1., 2., 3., 0., 0.])
+    """
+
+    x = require_array(x, "x[mask] = v")
+    node = x._node
+    if node is not None and node.tape.recording():
+        raise TapeError(
+            f"x[mask] = v on {x._describe()} inside sa.value_and_grad: writes in place are not "
+            f"differentiable; build the new value with sa.where(mask, v, x)"
+        )
+    mask = _as_mask(x, mask, "x[mask] = v")
+    if not isinstance(v, ShardArray):
+        arr = np.asarray(v)
+        if arr.ndim == 0:
+            arr = scalar_for_write(v, x.dtype, f"x[mask] = v (the {x.dtype} array {x.sizes})")
+            new = ew.where(mask, asarray(arr, dims=(), mesh=x.mesh), x)
+            new = to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False)
+            _replace(x, new)
+            return
+        v = asarray(arr, dims=tuple(f"__v{i}" for i in range(arr.ndim)), mesh=x.mesh)
+        positional = True
+    else:
+        positional = False
+    if v.ndim == 0:
+        new = ew.where(mask, v.astype(x.dtype), x)
+        _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
+        return
+    p = _Plan(x, mask)
+    _, g = p.counts()
+    total = p.total(g)
+    rest_shape = tuple(x.sizes[d] for d in p.rest)
+    want = (total,) + rest_shape
+    extra = tuple(d for d in v.dims if d not in p.rest)
+    positional = positional or all(d.startswith("__v") for d in v.dims)  # x[mask] = v by position
+    if not positional and len(extra) == 1 and v.ndim == len(want):
+        if v.sizes[extra[0]] != total or tuple(v.sizes[d] for d in p.rest) != rest_shape:
+            raise DimensionError(
+                f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes}; "
+                f"v {v.sizes} must have {total} entries along {extra[0]!r} and the kept dims "
+                f"{dict(zip(p.rest, rest_shape))}"
+            )
+        v = transpose.__wrapped__(v, extra + p.rest).rename({extra[0]: "__sel"})
+    elif v.shape == want:
+        v = v.rename(dict(zip(v.dims, ("__sel",) + p.rest)))
+    elif (positional or all(d.startswith("__v") for d in v.dims)) and _broadcasts(v.shape, want):
+        v = _broadcast_positional(v, ("__sel",) + p.rest, want)  # NumPy's rule: right-aligned, size 1 stretches
+    else:
+        raise DimensionError(
+            f"x[mask] = v: the mask selects {total} element(s) of the array {x.sizes} (shape "
+            f"{want} selected); v has shape {v.shape}, which does not broadcast to it; give a "
+            f"scalar or a value of shape {want}"
+        )
+    v = v.resolve() if v.pending else v
+    v = to_axes(v, (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest), False)
+    mesh = p.mesh
+    n = math.prod(p.radix) if p.radix else 1
+    src_blocks = [group_chunk(0, total, p.radix, i) for i in range(n)]
+    send: list[Any] = [None] * mesh.size
+    for group in mesh.groups(p.axes):
+        offs = None
+        for j, d in enumerate(group):
+            vb = v.shards[d]
+            if vb is None:
+                continue
+            if isinstance(vb, MetaArray):
+                send[d] = [vb] * n
+                continue
+            if offs is None:
+                gd = g[d]
+                offs = [int(gd[:i].sum()) for i in range(n + 1)] if p.axes else [0, int(gd[0])]
+            lo, hi = src_blocks[j]
+            pieces = []
+            for i in range(n):
+                a, b = max(lo, offs[i]), min(hi, offs[i + 1])
+                pieces.append(vb[max(a - lo, 0) : max(b - lo, max(a - lo, 0))].astype(x.dtype))
+            send[d] = pieces
+    recv = mesh.comm.alltoallv(send, p.axes, 0) if n > 1 else [None if s is None else s[0] for s in send]
+
+    def write(xb: Any, mb: Any, vb: Any) -> Any:
+        if isinstance(xb, MetaArray):
+            return xb
+        out = xb.copy()
+        rows = out.reshape((math.prod(out.shape[: p.m]),) + out.shape[p.m :])
+        rows[p.flat(mb)] = vb
+        return rows.reshape(xb.shape)
+
+    shards = map_blocks(mesh, p.x.spec.used_axes, write, p.x.shards, p.mask.shards, recv)
+    new = ShardArray(mesh, p.x.spec, x.dtype, shards)
+    new = transpose.__wrapped__(new, x.dims) if new.dims != x.dims else new
+    _replace(x, to_axes(new, x.spec.axes, False))
+
+
+def _replace(x: ShardArray, new: ShardArray) -> None:
+    if new.dtype != x.dtype:
+        new = new.astype(x.dtype)
+    x.shards, x.pending = new.shards, ()
+    x.host_range = None
+    x._resolved = None
+
+
+def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
+    """A positional mask (ShardArray or NumPy bool) naming ``x``'s leading dims by position."""
+    shape = tuple(mask.shape)
+    if len(shape) > x.ndim or shape != x.shape[: len(shape)]:
+        raise DimensionError(
+            f"{what}: a boolean mask of shape {shape} must match the leading axes of the array of shape {x.shape}"
+        )
+    if isinstance(mask, ShardArray):
+        if mask.dtype.kind != "b":
+            raise DTypeError(f"{what}: the mask must be boolean; got dtype {mask.dtype}")
+
+        names = dict(zip(mask.dims, x.dims[: mask.ndim]))
+        if any(k != v for k, v in names.items()):
+            tmp = {d: f"__m{i}" for i, d in enumerate(mask.dims)}
+            mask = rename(rename(mask, tmp), {f"__m{i}": x.dims[i] for i in range(mask.ndim)})
+        return mask
+    return _as_mask(x, np.asarray(mask), what)
+
+
+def bool_key(key: Any) -> Any:
+    """The boolean mask of a positional key ``mask``, ``(mask,)`` or ``(mask, ...)``, else None."""
+    if isinstance(key, tuple):
+        if (len(key) == 2 and key[1] is Ellipsis) or len(key) == 1:
+            key = key[0]
+        else:
+            return None
+    if isinstance(key, (ShardArray, np.ndarray, np.bool_)) and np.dtype(key.dtype).kind == "b":
+        return key
+    return None
+
+
+def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
+    """``x[mask]`` by position (NumPy): the mask covers the leading axes; see ``select`` for the traffic."""
+    if np.ndim(mask) == 0:  # NumPy: a new leading axis of length 1 (True) or 0 (False)
+        name = "__mask0"
+        while name in x.dims:
+            name += "_"
+        out = expand_dims(x, name, 0)
+        return out.isel({name: slice(0, 1 if bool(mask) else 0)})
+    return select(x, _positional_mask(x, mask, "x[mask]"))
+
+
+def _broadcasts(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    """Whether a value of shape ``have`` broadcasts to ``want`` (NumPy's rule, right-aligned)."""
+    return len(have) <= len(want) and all(a in (1, b) for a, b in zip(have[::-1], want[::-1]))
+
+
+def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int, ...]) -> ShardArray:
+    """``v`` broadcast by position to ``want``, its dims named ``names`` (size-1 dims stretched, missing ones
+    added in front): a local repeat of each device's block, no communication."""
+
+    aligned = names[len(want) - v.ndim :]
+    keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim :]) if size == full}
+    drop = {d: 0 for d in v.dims if d not in keep}
+    v = rename(v.isel(drop) if drop else v, keep)
+    return broadcast_to(v, dict(zip(names, want)))
+
+
+def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
+    """``x[mask] = v`` by position: ``v`` a scalar or of the selected shape; see ``mask_assign``."""
+    if np.ndim(mask) == 0:  # x[True] = v writes everything, x[False] = v nothing (v broadcasts right-aligned)
+        if not bool(mask):
+            return
+
+        if not isinstance(v, ShardArray):
+            v = asarray(np.asarray(v, dtype=x.dtype), dims=tuple(f"__v{i}" for i in range(np.ndim(v))), mesh=x.mesh)
+        if v.ndim == x.ndim + 1 and v.shape[0] == 1:
+            v = v.isel({v.dims[0]: 0})
+        if v.ndim > x.ndim or any(a not in (1, b) for a, b in zip(v.shape[::-1], x.shape[::-1])):
+            raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape {x.shape}")
+        names = x.dims[x.ndim - v.ndim :]
+        v = rename(rename(v, {d: f"__w{i}" for i, d in enumerate(v.dims)}), {f"__w{i}": n for i, n in enumerate(names)})
+        new = broadcast_to(v.astype(x.dtype), x.sizes) if v.shape != x.shape else v.astype(x.dtype)
+        _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
+        return
+    if isinstance(v, ShardArray) and v.ndim:
+        v = rename(v, {d: f"__v{i}" for i, d in enumerate(v.dims)})
+        mask_assign(x, _positional_mask(x, mask, "x[mask] = v"), v)
+        return
+    mask_assign(x, _positional_mask(x, mask, "x[mask] = v"), v)
+
+
+def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:
+    """``x.isel({dim: mask})`` for a 1-D boolean mask along ``dim``: the dim keeps its name and place."""
+
+    if isinstance(mask, ShardArray):
+        if mask.ndim > 1 and all(d in x.dims for d in mask.dims):  # x[mask] by name: the mask's own dims
+            return select(x, mask)
+        if mask.ndim != 1:
+            raise DimensionError(f"isel: a boolean mask for dim {dim!r} must be 1-D; got {mask.sizes}")
+        mask = rename(mask, {mask.dims[0]: dim}) if mask.dims[0] != dim else mask
+    else:
+        arr = np.asarray(mask)
+        if arr.ndim != 1 or arr.shape[0] != x.sizes[dim]:
+            raise DimensionError(
+                f"isel: a boolean mask for dim {dim!r} (size {x.sizes[dim]}) must be 1-D of "
+                f"that length; got shape {arr.shape}"
+            )
+
+        mask = asarray(arr, dims=(dim,), mesh=x.mesh)
+    out = select(x, mask, new_dim=dim)
+    return transpose(out, x.dims)
+
+
+__all__ = ["bool_key", "getitem_mask", "mask_assign", "select", "select_along", "setitem_mask"]
+
+
+@register_vjp("select")
+def _select_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    """Zeros in ``x``'s layout with ``g`` written at the selected positions: ``select``'s plan run backwards
+    (``mask_assign``: one allgather of counts, one alltoallv)."""
+    x, mask = ctx.args[0], ctx.args[1]
+    dx = zeros_like(x)
+    mask_assign(dx, mask, g)
+    return [dx, None, None]

@@ -1,0 +1,300 @@
+"""Gather by integer ids along a named dim (embedding lookups, picking target logits).
+
+``take(x, ids, dim)`` matches dims by name: dims that ``ids`` shares with
+``x`` are batch-like (elementwise), the other dims of ``ids`` are new. When
+``dim`` is split, each device looks up the ids that fall in its block and
+puts zeros elsewhere, leaving a sum pending over ``dim``'s axes (Megatron's
+vocab-parallel embedding): nothing is gathered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import numpy as np
+
+from ...array import ShardArray
+from ...core.common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
+from ...core.relayout import to_axes
+from ...core.tape import differentiable
+from ...errors import DimensionError, DTypeError
+from ...layout import block_bounds, check_dims, check_sizes
+from ..creation.basic import asarray
+from ..elementwise.arithmetic import equal
+from ..manipulation.structure import astype
+
+
+class _Plan:
+    """Dims and layout of one take: shared (batch-like), own (new from ids) and rest (kept from x)."""
+
+    def __init__(self, x: ShardArray, ids: ShardArray, dim: str) -> None:
+        _check(x, ids, dim)
+        self.dim = dim
+        self.shared = tuple(d for d in ids.dims if d in x.dims)
+        self.own = tuple(d for d in ids.dims if d not in x.dims)
+        self.rest = tuple(d for d in x.dims if d != dim and d not in ids.dims)
+        self.out_dims = ids.dims + self.rest
+        _, self.sizes = union_dims([x, ids], f"take along {dim!r}")
+        self.axes = merged_axes([x, ids], (*x.dims, *self.own))
+        self.x_order = (*self.shared, dim, *self.rest)
+        self.ids_order = (*self.shared, *self.own)
+        local = (*self.shared, *self.own, *self.rest)
+        self.out_perm = tuple(local.index(d) for d in self.out_dims)
+        self.x_axes = tuple(self.axes[d] for d in x.dims)
+        self.ids_axes = tuple(self.axes[d] for d in ids.dims)
+        self.out_axes = {d: self.axes[d] for d in self.out_dims}
+
+    def lows(self, x: ShardArray) -> list[int]:
+        """Per device, the global index where its block of ``dim`` starts."""
+        spec = x.spec.with_axes(self.x_axes)
+        i = x.dims.index(self.dim)
+        return [b[i][0] for b in block_bounds(x.mesh, spec)]
+
+    def local_ids(self, xp: Any, ids_block: Any, ids_dims: tuple[str, ...], lo: int, n: int) -> tuple[Any, Any]:
+        """(S, O) ids relative to this device's block, clipped into it, and the mask of those inside."""
+        perm = tuple(ids_dims.index(d) for d in self.ids_order)
+        s = math.prod(self.sizes_of(ids_block, ids_dims, self.shared))
+        o = math.prod(self.sizes_of(ids_block, ids_dims, self.own))
+        rel = xp.transpose(ids_block, perm).reshape(s, o) - lo
+        inside = (rel >= 0) & (rel < n)
+        return xp.where(inside, rel, 0), inside
+
+    @staticmethod
+    def sizes_of(block: Any, dims: tuple[str, ...], which: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(block.shape[dims.index(d)] for d in which)
+
+
+def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
+    if not isinstance(x, ShardArray) or not isinstance(ids, ShardArray):
+        raise DTypeError(
+            f"take(x, ids, dim) needs two ShardArrays; got {type(x).__name__} and {type(ids).__name__}; "
+            f"wrap arrays with sa.asarray(array, dims=..., mesh=...)"
+        )
+    if dim not in x.dims:
+        raise DimensionError(f"take: dim {dim!r} is not a dim of x; x has dims {x.sizes}: pass one of those")
+    if dim in ids.dims:
+        raise DimensionError(
+            f"take along {dim!r}: ids {ids.sizes} must not have the dim {dim!r} itself; rename it "
+            f"(ids.rename({{{dim!r}: 'other'}}))"
+        )
+    require_ids(ids, f"take along {dim!r}")
+
+
+def _check_range(ids: ShardArray, n: int, dim: str) -> None:
+    """Raise ``DimensionError`` unless every id lies in ``[0, n)``.
+
+    Ids made by ``sa.asarray`` from host data carry their range (``host_range``,
+    found on the host where they were made): no device is touched. Otherwise
+    each distinct block's (min, max) is computed on its device and the pairs
+    are stacked there (on the first block's GPU); the stack then comes to the
+    host in one transfer. Under MPI the processes agree on the range
+    (``host_reduce``), so they raise together.
+    """
+    backend = ids.mesh.backend
+    if not backend.has_data or ids.size == 0:
+        return
+    lo, hi = ids.host_range if ids.host_range is not None else _device_range(ids)
+    comm = ids.mesh.comm  # under MPI every process must agree (and raise) together
+    lo = comm.host_reduce(lo, "min")
+    hi = comm.host_reduce(hi, "max")
+    if lo < 0 or hi >= n:
+        raise DimensionError(
+            f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}; "
+            f"clip or remap the ids (e.g. ids % {n}), or make {dim!r} larger"
+        )
+
+
+def _device_range(ids: ShardArray) -> tuple[int, int]:
+    """(min, max) of ``ids`` over every block, in one device-to-host transfer (``_NO_IDS`` for no ids here)."""
+    backend = ids.mesh.backend
+    xp = backend.xp
+    pairs, sources = [], []  # the sources of cross-GPU copies stay alive until the transfer is done
+    first = None
+    for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
+        b = ids.shards[rep]
+        if b.size:
+            first = rep if first is None else first
+            with backend.scope(rep):
+                pair = xp.stack([xp.min(b), xp.max(b)])
+            if rep != first:  # blocks on other GPUs come to the first one's (no host round trip)
+                sources.append(pair)
+                pair = backend.copy_between(pair, rep, first)
+            pairs.append(pair)
+    if not pairs:
+        return _NO_IDS
+    with backend.scope(cast(int, first)):  # set with the first pair
+        host = backend.to_numpy(xp.concatenate(pairs))
+    return int(host[0::2].min()), int(host[1::2].max())
+
+
+_NO_IDS = (2**63 - 1, -(2**63))  # (min, max) of a process that holds no ids: neutral for the reductions
+# (int64 bounds: every process offers host_reduce an int64, as SHARDARRAY_CHECK_SPMD=1 requires)
+
+
+@differentiable("take")
+def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
+    """Pick entries of ``x`` along ``dim`` at integer ``ids``, matching the other dims by name.
+
+    The result has the dims of ``ids`` followed by the remaining dims of
+    ``x``. Dims shared by ``x`` and ``ids`` are matched elementwise (like
+    ``np.take_along_axis``); the other dims of ``ids`` index (like
+    ``np.take``). If ``dim`` is split, the result is pending over its axes.
+
+    Args:
+        x: the array to pick from, e.g. an embedding table (vocab, d_model).
+        ids: integer ids in ``[0, x.sizes[dim])``, e.g. tokens (batch, seq).
+        dim: the dim of ``x`` the ids index.
+
+    Raises:
+        DimensionError: ``dim`` is not a dim of ``x``, or an id is out of range.
+        DTypeError: ``ids`` is not an integer array.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> table = sa.asarray(np.arange(8.0).reshape(4, 2), dims=("vocab", "d_model"), mesh=mesh,
+        ...                    layout={"vocab": "col"})
+        >>> tokens = sa.asarray(np.array([[3, 0], [1, 1]]), dims=("batch", "seq"), mesh=mesh, layout={"batch": "row"})
+        >>> e = sa.take(table, tokens, "vocab")
+        >>> e.dims, e.pending, e.numpy()[0]
+        (('batch', 'seq', 'd_model'), ('col',), array([[6., 7.],
+               [0., 1.]]))
+    """
+    plan = _Plan(x, ids, dim)
+    mesh = common_mesh([x, ids], "take")
+    _check_range(ids, x.sizes[dim], dim)
+    x = to_axes(x, plan.x_axes, False)
+    ids = to_axes(ids, plan.ids_axes, False)
+    xp, backend = mesh.backend.xp, mesh.backend
+    lows = plan.lows(x)
+    x_perm = tuple(x.dims.index(d) for d in plan.x_order)
+    split = bool(x.spec.of(dim))
+
+    def block(device: int, xb: Any, ib: Any) -> Any:
+        xb = xp.transpose(xb, x_perm)
+        shared = xb.shape[: len(plan.shared)]
+        n = xb.shape[len(plan.shared)]
+        rest = xb.shape[len(plan.shared) + 1 :]
+        own = plan.sizes_of(ib, ids.dims, plan.own)
+        table = xb.reshape(math.prod(shared), n, math.prod(rest))
+        rel, inside = plan.local_ids(xp, ib, ids.dims, lows[device], n)
+        if n == 0:
+            got = xp.zeros((table.shape[0], rel.shape[1], table.shape[2]), dtype=x.dtype)
+        else:
+            got = backend.take_rows(table, rel)
+            if split:  # select, never multiply: 0 * inf at a clipped id would be NaN
+                got = xp.where(inside[..., None], got, xp.zeros((), dtype=got.dtype))
+        return xp.transpose(got.reshape((*shared, *own, *rest)), plan.out_perm)
+
+    used = {a for axes in plan.axes.values() for a in axes}
+    shards = map_blocks(mesh, used, block, range(mesh.size), x.shards, ids.shards)
+    return new_array(mesh, plan.out_dims, plan.sizes, plan.out_axes, shards, x.spec.of(dim), dtype=x.dtype)
+
+
+def _scatter_rows(xp: Any, backend: Any, ids: Any, values: Any, n: int) -> Any:
+    """``backend.scatter_rows`` (a (S, n, R) array with ``values[s, o]`` added at row ``ids[s, o]``).
+
+    On NumPy float shards without ``np.add.at``: the ids are sorted once and the
+    rows of each id summed with one ``np.add.reduceat`` (a contiguous pass; the
+    embedding gradient's hot path), then written to their distinct rows.
+    """
+    if getattr(xp, "__name__", "") != "numpy" or values.dtype.kind != "f" or values.dtype.itemsize < 4:
+        return backend.scatter_rows(ids, values, n)
+    s, o, r = values.shape
+    out = np.zeros((s, n, r), dtype=values.dtype)
+    if o == 0 or n == 0:
+        return out
+    for i in range(s):
+        order = np.argsort(ids[i], kind="stable")
+        sid = ids[i][order]
+        starts = np.flatnonzero(np.concatenate(([True], sid[1:] != sid[:-1])))
+        out[i, sid[starts]] = np.add.reduceat(values[i][order], starts, axis=0)
+    return out
+
+
+def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> ShardArray:
+    """The VJP of ``take`` with respect to ``x``: add ``g`` into zeros shaped like ``x`` at ``ids``.
+
+    The result has ``x``'s dims in the computation layout of the forward
+    take, pending over the axes of ids' own dims (they are summed over).
+    """
+    plan = _Plan(x, ids, dim)
+    mesh = x.mesh
+    ids = to_axes(ids, plan.ids_axes, False)
+    target = tuple(plan.out_axes[d] for d in g.dims)
+    keep = not set(g.pending).intersection(a for axes in plan.axes.values() for a in axes)
+    g = to_axes(g, target, keep)
+    xp, backend = mesh.backend.xp, mesh.backend
+    spec = x.spec.with_axes(plan.x_axes)
+    bounds = block_bounds(mesh, spec)
+    i_dim = x.dims.index(dim)
+    local = (*plan.shared, *plan.own, *plan.rest)
+    g_perm = tuple(g.dims.index(d) for d in local)
+    back = tuple(plan.x_order.index(d) for d in x.dims)
+
+    def block(device: int, gb: Any, ib: Any) -> Any:
+        lo, hi = bounds[device][i_dim]
+        n = hi - lo
+        gb = xp.transpose(gb, g_perm)
+        shared = gb.shape[: len(plan.shared)]
+        own = gb.shape[len(plan.shared) : len(plan.shared) + len(plan.own)]
+        rest = gb.shape[len(plan.shared) + len(plan.own) :]
+        s, r = math.prod(shared), math.prod(rest)
+        vals = gb.reshape(s, math.prod(own), r)
+        rel, inside = plan.local_ids(xp, ib, ids.dims, lo, n)
+        if n == 0 or vals.shape[1] == 0:
+            out = xp.zeros((s, n, r), dtype=g.dtype)
+        else:
+            vals = xp.where(inside[..., None], vals, xp.zeros((), dtype=vals.dtype))  # select: 0 * inf is NaN
+            out = _scatter_rows(xp, backend, rel, vals, n)
+        return xp.transpose(out.reshape((*shared, n, *rest)), back)
+
+    own_axes = [a for d in plan.own for a in plan.axes[d]]
+    pending = set(g.pending).union(own_axes)
+    used = spec.used_axes.union(pending)
+    shards = map_blocks(mesh, used, block, range(mesh.size), g.shards, ids.shards)
+    axes = dict(zip(x.dims, plan.x_axes))
+    return new_array(mesh, x.dims, plan.sizes, axes, shards, mesh_order(mesh, pending), dtype=g.dtype)
+
+
+def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout: Any = None) -> ShardArray:
+    """A one-hot encoding of integer ``ids`` along a new dim ``dim`` of ``size``.
+
+    Args:
+        ids: an integer array; ids outside ``[0, size)`` give all-zero rows.
+        dim: the name of the new dim (not a dim of ``ids``).
+        size: the number of classes, >= 1.
+        dtype: the dtype of the result.
+        layout: the result's layout (by default ``ids``' layout, ``dim`` unsplit).
+
+    Raises:
+        DimensionError: ``size`` is not an integer >= 1, or ``dim`` is a dim of ``ids``.
+        DTypeError: ``ids`` is not an integer array.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> ids = sa.asarray(np.array([2, 0]), dims=("batch",), mesh=mesh, layout={"batch": "row"})
+        >>> sa.one_hot(ids, "vocab", 3, layout={"batch": "row", "vocab": "col"}).numpy()
+        array([[0., 0., 1.],
+               [1., 0., 0.]], dtype=float32)
+    """
+
+    ids = require_ids(ids, "one_hot")
+    (dim,) = check_dims((dim,), what="one_hot's new dim")
+    if isinstance(size, bool) or not hasattr(size, "__index__"):
+        check_sizes((dim,), (size,), what="one_hot")  # raises: the size must be an integer
+    size = int(size)
+    if size < 1:
+        raise DimensionError(
+            f"one_hot: the size of the new dim {dim!r} is {size}; it must be >= 1 (the number of classes)"
+        )
+    if dim in ids.dims:
+        raise DimensionError(
+            f"one_hot: the new dim {dim!r} is already a dim of ids {ids.sizes}; name the new dim differently"
+        )
+    mesh = ids.mesh
+    rng = asarray(
+        np.arange(size), dims=(dim,), mesh=mesh, layout={dim: layout[dim]} if layout and dim in layout else {}
+    )
+    out = astype(equal(ids, rng), dtype)
+    return out if layout is None else out.relayout(layout)

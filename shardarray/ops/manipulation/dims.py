@@ -1,0 +1,96 @@
+"""Size-1 dims: ``squeeze`` removes them, ``expand_dims`` adds one (no data moves for unsplit dims)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...array import ShardArray
+from ...core.common import dims_arg, map_blocks, require_array
+from ...core.relayout import move
+from ...core.tape import differentiable
+from ...errors import DimensionError
+from ...layout import Layout, check_dims
+
+
+@differentiable("squeeze")
+def squeeze(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``x`` without the size-1 ``dims`` (names or positions; all size-1 dims when None), as ``np.squeeze``.
+
+    No data moves for unsplit dims. A size-1 dim split over mesh axes holds its
+    one element on the axes' first devices only: it is unsplit first (one
+    allgather over those axes, of a block that is empty on all devices but the
+    first of each group). A pending sum stays pending.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.zeros(mesh, {"batch": 4, "one": 1, "io": 2}, layout={"batch": "row"})
+        >>> y = sa.squeeze(x, "one")
+        >>> y.sizes, y.layout
+        ({'batch': 4, 'io': 2}, {'batch': ('row',)})
+    """
+    x = require_array(x, "squeeze")
+    if dims is None:
+        dims = tuple(d for d in x.dims if x.sizes[d] == 1)
+    dims = dims_arg(x, dims, "squeeze")
+    bad = {d: x.sizes[d] for d in dims if x.sizes[d] != 1}
+    if bad:
+        raise DimensionError(
+            f"squeeze: dim(s) {bad} do not have size 1 (the array is {x.sizes}); only size-1 dims can be "
+            f"squeezed: reduce them (x.sum(...)), select an element (x.isel(...)) or leave them out"
+        )
+    if not dims:
+        return x
+    target = tuple(() if d in dims else a for d, a in zip(x.dims, x.spec.axes))
+    x = move(x, target)
+    keep = tuple(i for i, d in enumerate(x.dims) if d not in dims)
+    spec = Layout(tuple(x.dims[i] for i in keep), tuple(x.shape[i] for i in keep), tuple(x.spec.axes[i] for i in keep))
+    index = tuple(0 if d in dims else slice(None) for d in x.dims)
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: s[index], x.shards)
+    return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
+
+
+@differentiable("expand_dims")
+def expand_dims(x: ShardArray, dim: str, position: int = 0) -> ShardArray:
+    """``x`` with a new unsplit size-1 dim ``dim`` at ``position`` (as ``np.expand_dims``; local, no data moves).
+
+    Args:
+        x: the array.
+        dim: the new dim's name (not a dim of ``x``).
+        position: where it goes among the result's dims (negative counts from the end, ``-1`` is last).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.zeros(mesh, {"batch": 4, "io": 2}, layout={"batch": "row", "io": "col"})
+        >>> y = sa.expand_dims(x, "seq", 1)
+        >>> y.sizes, y.layout
+        ({'batch': 4, 'seq': 1, 'io': 2}, {'batch': ('row',), 'io': ('col',)})
+    """
+    x = require_array(x, "expand_dims")
+    if not isinstance(dim, str):
+        raise DimensionError(
+            f"expand_dims: the new dim is named by a string; got {dim!r} (the array's dims are {x.dims})"
+        )
+    check_dims((dim,), what="expand_dims")
+    if dim in x.dims:
+        raise DimensionError(f"expand_dims: {dim!r} is already a dim of the array {x.sizes}; choose a new name")
+    if isinstance(position, bool) or not hasattr(position, "__index__"):
+        raise DimensionError(f"expand_dims: position must be an integer; got {position!r}")
+    pos = int(position)
+    if not -(x.ndim + 1) <= pos <= x.ndim:
+        raise DimensionError(
+            f"expand_dims: position {pos} is out of range for a result with {x.ndim + 1} dims "
+            f"(the array's dims are {x.dims}); use {-(x.ndim + 1)}..{x.ndim}"
+        )
+    if pos < 0:
+        pos += x.ndim + 1
+    spec = Layout(
+        x.dims[:pos] + (dim,) + x.dims[pos:],
+        x.shape[:pos] + (1,) + x.shape[pos:],
+        x.spec.axes[:pos] + ((),) + x.spec.axes[pos:],
+    )
+    xp = x.mesh.backend.xp
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: xp.expand_dims(s, pos), x.shards)
+    return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
+
+
+__all__ = ["expand_dims", "squeeze"]

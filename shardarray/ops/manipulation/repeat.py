@@ -1,0 +1,103 @@
+"""``tile`` and ``repeat`` along unsplit dims (local: every device repeats its own block)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...array import ShardArray
+from ...backend.meta import MetaArray
+from ...core.common import dims_arg, map_blocks, one_dim_arg, require_array
+from ...core.tape import differentiable
+from ...errors import ArgumentError, LayoutError
+from ...layout import Layout
+
+
+def _count(value: Any, what: str, dim: str) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ArgumentError(f"{what}: the repetition count for dim {dim!r} must be an integer; got {value!r}")
+    n = int(value)
+    if n < 0:
+        raise ArgumentError(f"{what}: the repetition count for dim {dim!r} is {n}; counts must be >= 0")
+    return n
+
+
+def _unsplit(x: ShardArray, dim: str, what: str) -> None:
+    axes = x.spec.of(dim)
+    if axes:
+        raise LayoutError(
+            f"{what}: dim {dim!r} (size {x.sizes[dim]}) is split over mesh axes {axes}; repeating a split dim "
+            f"would move data between devices. Unsplit it first with x.relayout({{{dim!r}: None}}) (an allgather), "
+            f"or repeat along an unsplit dim"
+        )
+
+
+@differentiable("tile")
+def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
+    """``x`` repeated whole along dims, as ``np.tile``: ``reps`` is ``{dim: count}``; each dim's size is multiplied.
+
+    Local (no collective): every named dim must be unsplit (else ``LayoutError``
+    suggesting ``x.relayout({dim: None})``). A pending sum stays pending.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1, 2], [3, 4]]), dims=("batch", "seq"), mesh=mesh, layout={"batch": "row"})
+        >>> sa.tile(x, {"seq": 2}).numpy()
+        array([[1, 2, 1, 2],
+               [3, 4, 3, 4]])
+    """
+    x = require_array(x, "tile")
+    if not isinstance(reps, Mapping):
+        raise ArgumentError(
+            f"tile: reps is a dict {{dim: count}}, e.g. {{{x.dims[0] if x.dims else 'dim'!r}: 2}}; got {reps!r}"
+        )
+    counts = {}
+    for d, v in reps.items():
+        d = dims_arg(x, d, "tile")[0]
+        counts[d] = _count(v, "tile", d)
+        _unsplit(x, d, "tile")
+    full = tuple(counts.get(d, 1) for d in x.dims)
+    spec = Layout(x.dims, tuple(n * r for n, r in zip(x.shape, full)), x.spec.axes)
+    xp = x.mesh.backend.xp
+
+    def local(s: Any) -> Any:
+        if isinstance(s, MetaArray):
+            return MetaArray(tuple(n * r for n, r in zip(s.shape, full)), s.dtype)
+        return xp.tile(s, full)
+
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), local, x.shards)
+    return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
+
+
+@differentiable("repeat")
+def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
+    """Each element repeated ``repeats`` times along ``dim``, as ``np.repeat(x, repeats, axis)``.
+
+    Local (no collective): ``dim`` must be unsplit (else ``LayoutError``
+    suggesting ``x.relayout({dim: None})``). A pending sum stays pending.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1, 2], [3, 4]]), dims=("batch", "seq"), mesh=mesh, layout={"batch": "row"})
+        >>> sa.repeat(x, 2, "seq").numpy()
+        array([[1, 1, 2, 2],
+               [3, 3, 4, 4]])
+    """
+    x = require_array(x, "repeat")
+    dim = one_dim_arg(x, dim, "repeat", "repeat")
+    n = _count(repeats, "repeat", dim)
+    _unsplit(x, dim, "repeat")
+    i = x.dims.index(dim)
+    spec = Layout(x.dims, tuple(s * n if j == i else s for j, s in enumerate(x.shape)), x.spec.axes)
+    xp = x.mesh.backend.xp
+
+    def local(s: Any) -> Any:
+        if isinstance(s, MetaArray):
+            return MetaArray(tuple(k * n if j == i else k for j, k in enumerate(s.shape)), s.dtype)
+        return xp.repeat(s, n, axis=i)
+
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), local, x.shards)
+    return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
+
+
+__all__ = ["repeat", "tile"]

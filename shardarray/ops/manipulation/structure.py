@@ -1,0 +1,161 @@
+"""Ops that change names, order, dtype or repetition but not values: rename, transpose, astype, broadcast_to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...array import ShardArray
+from ...core.common import map_blocks, require_array
+from ...core.relayout import resolve, to_axes
+from ...core.tape import differentiable
+from ...dtypes import as_dtype
+from ...errors import DimensionError, DTypeError
+from ...layout import Layout, block_bounds, check_dims, check_sizes, make_layout
+from ...mesh import AxesSpec
+
+
+@differentiable("rename")
+def rename(x: ShardArray, names: Mapping[str, str]) -> ShardArray:
+    """``x`` with dims renamed ``{old: new}`` (no data moves; a pending sum stays)."""
+    if not isinstance(names, Mapping):
+        raise DimensionError(f"rename takes a dict {{old: new}}; got {names!r}")
+    for old in names:
+        if old not in x.dims:
+            raise DimensionError(f"rename: dim {old!r} is not a dim of the array; its dims are {x.dims}")
+    dims = check_dims(tuple(names.get(d, d) for d in x.dims), what=f"rename {dict(names)} of array {x.dims}")
+    return ShardArray(x.mesh, Layout(dims, x.shape, x.spec.axes), x.dtype, x.shards, x.pending)
+
+
+@differentiable("transpose")
+def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
+    """``x`` with its dims in the order ``dims`` (reversed when empty)."""
+    if dims == x.dims:  # already in this order (the VJPs' and fused paths' common case): nothing to check or move
+        return x
+    if len(dims) == 1 and not isinstance(dims[0], str):
+        dims = tuple(dims[0])
+    if not dims:
+        dims = tuple(reversed(x.dims))
+    if sorted(dims) != sorted(x.dims) or len(set(dims)) != len(dims):
+        raise DimensionError(
+            f"transpose{tuple(dims)} is not a permutation of the array's dims {x.dims}; name each dim once"
+        )
+    perm = tuple(x.dims.index(d) for d in dims)
+    if perm == tuple(range(x.ndim)):
+        return x
+    spec = x.spec
+    layout = Layout(dims, tuple(spec.sizes[p] for p in perm), tuple(spec.axes[p] for p in perm))
+    xp = x.mesh.backend.xp
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: xp.transpose(s, perm), x.shards)
+    return ShardArray(x.mesh, layout, x.dtype, shards, x.pending)
+
+
+@differentiable("astype")
+def astype(x: ShardArray, dtype: Any) -> ShardArray:
+    """``x`` cast to ``dtype`` on every shard (a pending sum is resolved first).
+
+    A complex array is not cast to a real dtype (which would drop the
+    imaginary part): take ``sa.real(x)`` or ``abs(x)`` first.
+    """
+    dt = as_dtype(dtype)
+    if dt == x.dtype:
+        return x
+    if x.dtype.kind == "c" and dt.kind != "c":
+        raise DTypeError(
+            f"astype: casting the complex array with dims {x.sizes} ({x.dtype}) to {dt.name} would drop its "
+            f"imaginary part; take the real part or the magnitude first (sa.real(x), "
+            f"sa.abs(x))"
+        )
+    x = resolve(x, x.spec.axes)
+    shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: s.astype(dt), x.shards)
+    return ShardArray(x.mesh, x.spec, dt, shards)
+
+
+@differentiable("broadcast_to")
+def broadcast_to(
+    x: ShardArray, sizes: Mapping[str, int], layout: Mapping[str, AxesSpec] | Layout | None = None
+) -> ShardArray:
+    """``x`` repeated along new dims: the result has the dims of ``sizes``, in that order.
+
+    Every dim of ``x`` must be in ``sizes`` with the same size. No data moves
+    for dims that keep their axes: each device builds its block from its own
+    shard (a view where the backend allows). A pending sum stays pending.
+
+    Args:
+        x: the array.
+        sizes: ``{dim: size}`` of the result (a superset of ``x``'s dims).
+        layout: the result's layout; by default ``x``'s dims keep their axes
+            and the new dims are not split.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> b = sa.asarray(np.array([1.0, 2.0]), dims=("hidden",), mesh=mesh, layout={"hidden": "col"})
+        >>> y = sa.broadcast_to(b, {"batch": 4, "hidden": 2}, layout={"batch": "row", "hidden": "col"})
+        >>> y.layout, y.numpy()[:, 1]
+        ({'batch': ('row',), 'hidden': ('col',)}, array([2., 2., 2., 2.]))
+    """
+    if not isinstance(sizes, Mapping):
+        raise DimensionError(f"broadcast_to takes sizes as a dict {{dim: size}}; got {sizes!r}")
+    dims = check_dims(tuple(sizes), what="broadcast_to")
+    shape = check_sizes(dims, tuple(sizes.values()), what="broadcast_to")
+    for d, n in zip(x.dims, x.shape):
+        if d not in sizes or sizes[d] != n:
+            raise DimensionError(
+                f"broadcast_to {dict(sizes)}: the array's dim {d!r} (size {n}) must appear with the same size; "
+                f"the array has dims {x.sizes}"
+            )
+    spec = make_layout(x.mesh, dims, shape, x.layout if layout is None else layout, what=f"broadcast_to {dict(sizes)}")
+    return expand(x, spec)
+
+
+def expand(x: ShardArray, spec: Layout) -> ShardArray:
+    """``x`` broadcast to the dims, sizes and axes of ``spec`` (internal; see ``broadcast_to``)."""
+    keep = not set(x.pending).intersection(spec.used_axes)
+    x = to_axes(x, tuple(spec.of(d) for d in x.dims), keep)
+    if x.dims == spec.dims:
+        return x
+    xp = x.mesh.backend.xp
+    perm = tuple(x.dims.index(d) for d in spec.dims if d in x.dims)
+    new = tuple(i for i, d in enumerate(spec.dims) if d not in x.dims)
+    bounds = block_bounds(x.mesh, spec)
+    out: list[Any] = [None] * x.mesh.size
+    scope = x.mesh.backend.scope
+    for rep, devices in x.mesh.replica_classes(spec.used_axes.union(x.pending)):
+        shape = tuple(e - s for s, e in bounds[rep])
+        with scope(rep):
+            block = xp.broadcast_to(xp.expand_dims(xp.transpose(x.shards[rep], perm), new), shape)
+        for d in devices:
+            out[d] = block
+    return ShardArray(x.mesh, spec, x.dtype, out, x.pending)
+
+
+@differentiable("copy")
+def copy(x: ShardArray) -> ShardArray:
+    """A copy of ``x``: every shard copied (same dims, layout, dtype and pending sum); its gradient passes through.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([1.0, 2.0]), dims=("io",), mesh=mesh, layout={"io": "col"})
+        >>> y = copy(x)
+        >>> y.numpy(), y.shards[0] is x.shards[0]
+        (array([1., 2.]), False)
+    """
+    shards = x.shards
+    if x.mesh.backend.has_data:
+        shards = map_blocks(x.mesh, x.spec.used_axes | frozenset(x.pending), lambda s: s.copy(), shards)
+    out = ShardArray(x.mesh, x.spec, x.dtype, shards, x.pending)
+    out.host_range = x.host_range
+    return out
+
+
+def stop_gradient(x: ShardArray) -> ShardArray:
+    """The same values, treated as a constant by ``value_and_grad`` (no gradient flows through).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> w = sa.asarray(np.array([1.0, 2.0]), dims=("io",), mesh=mesh, layout={"io": "col"})
+        >>> sa.grad(lambda w: (w * sa.stop_gradient(w)).sum())(w).numpy()
+        array([1., 2.])
+    """
+    x = require_array(x, "sa.stop_gradient")
+    return ShardArray(x.mesh, x.spec, x.dtype, x._shards, x.pending)  # _shards: leaving the tape is the point

@@ -1,0 +1,1 @@
+"""The named ops, reductions: sum/mean/max/..., NaN-skipping reductions, softmax and logsumexp, scans, argmax."""

@@ -1,0 +1,109 @@
+"""Reductions that skip NaN (``nansum``, ``nanmean``, ``nanmax``, ``nanmin``, ``nanprod``, ``nanvar``, ``nanstd``).
+
+NumPy's ``np.nan*`` functions, which xarray calls by default on float data
+(``skipna=True``). Each is the plain reduction of the array with NaN replaced
+by the reduction's identity (a local ``where``), so its collectives are the
+plain reduction's over the reduced dims' axes: ``nansum``/``nanprod`` one
+allreduce (``prod``: one allgather of partial products), ``nanmax``/``nanmin``
+one allreduce (max/min), ``nanmean`` two allreduces (the sum and the count of
+non-NaN entries; they are small), ``nanvar``/``nanstd`` those of ``nanmean``
+plus one of the squared deviations. Non-float arrays have no NaN: the plain
+reduction. As in NumPy, an all-NaN slice gives 0 (``nansum``), 1
+(``nanprod``), NaN (``nanmean``, ``nanvar``, ``nanstd``, ``nanmax``,
+``nanmin``; NumPy also warns).
+
+Example:
+    >>> mesh = sa.Mesh({"row": 2, "col": 2})
+    >>> x = sa.asarray(np.array([[1.0, np.nan], [3.0, 4.0]]), dims=("i", "j"), mesh=mesh, layout={"i": "row"})
+    >>> sa.nansum(x, "i").numpy(), sa.nanmean(x).numpy()
+    (array([4., 4.]), array(2.66666667))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...array import ShardArray
+from ...core.common import dims_arg, require_array
+from ...dtypes import is_complex, is_real_float
+from ..elementwise import arithmetic as ew
+from ..elementwise import math_unary as mu
+from . import reduce as red
+
+
+def _has_nan(x: ShardArray) -> bool:
+    return is_real_float(x.dtype) or is_complex(x.dtype)
+
+
+def _filled(x: ShardArray, value: float) -> ShardArray:
+    return ew.where(mu.isnan(x), value, x) if _has_nan(x) else x
+
+
+def _count(x: ShardArray, dims: Any) -> ShardArray:
+    """Non-NaN entries along ``dims`` (float, so it divides without a cast)."""
+    ok = ew.where(mu.isnan(x), 0.0, 1.0)
+    return red.sum(ok, dims)
+
+
+def nansum(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``sum`` treating NaN as 0 (``np.nansum``); dims as in ``sa.sum`` (None: all)."""
+    x = require_array(x, "nansum")
+    return red.sum(_filled(x, 0), dims)
+
+
+def nanprod(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``prod`` treating NaN as 1 (``np.nanprod``)."""
+    x = require_array(x, "nanprod")
+    return red.prod(_filled(x, 1), dims)
+
+
+def nanmax(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``max`` ignoring NaN (``np.nanmax``); an all-NaN slice gives NaN."""
+    x = require_array(x, "nanmax")
+    if not _has_nan(x):
+        return red.max(x, dims)
+    out = red.max(_filled(x, -np.inf), dims)
+    return ew.where(ew.equal(_count(x, dims), 0.0), np.nan, out)
+
+
+def nanmin(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``min`` ignoring NaN (``np.nanmin``); an all-NaN slice gives NaN."""
+    x = require_array(x, "nanmin")
+    if not _has_nan(x):
+        return red.min(x, dims)
+    out = red.min(_filled(x, np.inf), dims)
+    return ew.where(ew.equal(_count(x, dims), 0.0), np.nan, out)
+
+
+def nanmean(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``mean`` of the non-NaN entries (``np.nanmean``); an all-NaN slice gives NaN."""
+    x = require_array(x, "nanmean")
+    if not _has_nan(x):
+        return red.mean(x, dims)
+    total = red.sum(_filled(x, 0), dims)
+    count = _count(x, dims)
+    return ew.where(ew.equal(count, 0.0), np.nan, ew.divide(total, ew.maximum(count, 1.0)))
+
+
+def nanvar(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
+    """``var`` of the non-NaN entries (``np.nanvar``; ``correction`` is NumPy's ``ddof``)."""
+    x = require_array(x, "nanvar")
+    if not _has_nan(x):
+        return red.var(x, dims, correction)
+    names = x.dims if dims is None else dims_arg(x, dims, "nanvar")
+    m = nanmean(x, names)
+    dev = ew.where(mu.isnan(x), 0.0, ew.subtract(x, m))  # by name (x may be positional)
+    sq = red.sum(ew.multiply(dev, ew.conj(dev) if is_complex(x.dtype) else dev), names)
+    count = ew.subtract(_count(x, names), correction)
+    out = ew.where(ew.less_equal(count, 0.0), np.nan, ew.divide(sq, ew.maximum(count, 1.0)))
+    return ew.real(out) if is_complex(x.dtype) else out
+
+
+def nanstd(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
+    """``std`` of the non-NaN entries (``np.nanstd``)."""
+    return ew.sqrt(nanvar(require_array(x, "nanstd"), dims, correction))
+
+
+__all__ = ["nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar"]

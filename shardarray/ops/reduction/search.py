@@ -1,0 +1,158 @@
+"""``argmax`` / ``argmin`` over one named dim: local search, then one allgather of (value, index) pairs.
+
+Each device finds the extreme of its block and turns the block's position
+into a global index (its offset along the dim). Over a split dim the devices
+of each group then exchange one (value, index) pair per output element in
+**one allgather** over the dim's axes (the pair packed into one int64 buffer:
+the value as float64 or int64 bits, the index), and every device picks the
+winner: the first NaN if any (NumPy's rule), else the extreme value with the
+smallest index (first occurrence). The candidates lie in index order (member
+order along the dim's axes), so when no block of the dim is empty the winner
+is NumPy's own arg-search over them. Results are int64 and not differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...array import ShardArray
+from ...backend.meta import MetaArray
+from ...core.common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
+from ...core.relayout import resolve
+from ...core.tape import nondifferentiable
+from ...dtypes import wide_dtype
+from ...errors import DimensionError, DTypeError
+from ...layout import block_bounds
+
+
+def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
+    x = require_array(x, f"sa.{op}")
+    dim = one_dim_arg(x, dim, op, "search", none_on_1d=True)
+    if x.dtype.kind == "c":
+        raise DTypeError(
+            f"{op}: complex values ({x.dtype}, array {x.sizes}) have no order; search sa.real(x) or sa.abs(x)"
+        )
+    if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
+        raise DTypeError(f"{op}: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
+    if x.sizes[dim] == 0:
+        raise DimensionError(
+            f"{op}: dim {dim!r} of the array {x.sizes} is empty (size 0); an empty sequence has no {op} (as in NumPy)"
+        )
+    x = resolve(x, x.spec.axes)
+    i = x.dims.index(dim)
+    axes = x.spec.of(dim)
+    keep = tuple(d for d in x.dims if d != dim)
+    out_axes = {d: a for d, a in zip(x.dims, x.spec.axes) if d != dim}
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    offsets = [b[i][0] for b in block_bounds(mesh, x.spec)]
+    if not axes:
+
+        def local(s: Any) -> Any:
+            if isinstance(s, MetaArray):
+                return MetaArray(s.shape[:i] + s.shape[i + 1 :], np.int64)
+            return (xp.argmax if op == "argmax" else xp.argmin)(s, axis=i).astype(np.int64)
+
+        shards = map_blocks(mesh, x.spec.used_axes, local, x.shards)
+        return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
+
+    wide, big = wide_dtype(x.dtype), x.sizes[dim]
+    worst: float
+    if x.dtype.kind == "b":
+        worst = 0 if op == "argmax" else 1
+    elif wide.kind == "f":
+        worst = -np.inf if op == "argmax" else np.inf
+    else:
+        info = np.iinfo(x.dtype)
+        worst = info.min if op == "argmax" else info.max
+
+    # local pairs, packed as int64 (value bits, global index), shape (..., 1 at i, ..., 2)
+    def pair(off: int, s: Any) -> Any:
+        if isinstance(s, MetaArray):
+            return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1 :] + (2,), np.int64)
+        shape = s.shape[:i] + (1,) + s.shape[i + 1 :]
+        if s.shape[i] == 0:
+            val = xp.full(shape, worst, dtype=wide)
+            idx = xp.full(shape, big, dtype=np.int64)
+        else:
+            pos = (xp.argmax if op == "argmax" else xp.argmin)(s, axis=i)
+            if i == s.ndim - 1 and s.flags.c_contiguous:  # the winners by flat index: cheaper than take_along_axis
+                flat = s.reshape(-1)[xp.arange(pos.size) * s.shape[i] + pos.reshape(-1)]
+                val = flat.reshape(shape).astype(wide)
+            else:
+                val = xp.take_along_axis(s, xp.expand_dims(pos, i), axis=i).astype(wide)
+            idx = xp.expand_dims(pos, i).astype(np.int64) + off
+        return xp.stack([xp.ascontiguousarray(val).view(np.int64), idx], axis=-1)
+
+    pairs = map_blocks(mesh, x.spec.used_axes, pair, offsets, x.shards, pure=True)
+    gathered = mesh.comm.allgather(pairs, mesh_order(mesh, axes), dim=i)
+
+    bounds = block_bounds(mesh, x.spec)
+    some_empty = any(b[i][0] == b[i][1] for b in bounds)
+
+    def pick(g: Any) -> Any:
+        if isinstance(g, MetaArray):
+            return MetaArray(g.shape[:i] + g.shape[i + 1 : -1], np.int64)
+        vals = xp.ascontiguousarray(g[..., 0]).view(wide)
+        idx = g[..., 1]
+        if not some_empty:  # candidates lie in index order: the first extreme (or first NaN) wins, as in NumPy
+            win = (xp.argmax if op == "argmax" else xp.argmin)(vals, axis=i)
+            return xp.take_along_axis(idx, xp.expand_dims(win, i), axis=i).squeeze(i)
+        if wide.kind == "f":
+            nan = xp.isnan(vals)
+            clean = xp.where(nan, worst, vals)
+        else:
+            nan, clean = None, vals
+        best = (xp.max if op == "argmax" else xp.min)(clean, axis=i, keepdims=True)
+        cand = clean == best
+        if nan is not None:
+            any_nan = xp.any(nan, axis=i, keepdims=True)
+            cand = xp.where(any_nan, nan, cand)
+        return xp.min(xp.where(cand, idx, np.iinfo(np.int64).max), axis=i)
+
+    shards = map_blocks(mesh, _used(mesh, out_axes), pick, gathered)
+    return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
+
+
+def _used(mesh: Any, axes: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return mesh_order(mesh, [a for v in axes.values() for a in v])
+
+
+@nondifferentiable("argmax")
+def argmax(x: ShardArray, dim: Any = None) -> ShardArray:
+    """Index of the largest value along ``dim`` (int64), the first one on ties; NaN counts as largest (NumPy).
+
+    Over a split dim: a local argmax per block (its offset makes the index
+    global), then **one allgather** over the dim's axes of one (value, index)
+    pair per output element (16 bytes each), and a local pick. A 1-D array may
+    leave ``dim`` out. Bool arrays work as in NumPy; complex ones raise ``DTypeError``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([[1.0, 5.0, 5.0], [7.0, 0.0, 2.0]]), dims=("batch", "vocab"), mesh=mesh,
+        ...                layout={"vocab": "col"})
+        >>> with sa.comm_log() as log:
+        ...     i = sa.argmax(x, "vocab")
+        >>> i.numpy(), [r.op for r in log.records]
+        (array([1, 0]), ['allgather'])
+    """
+    return _search(x, dim, "argmax")
+
+
+@nondifferentiable("argmin")
+def argmin(x: ShardArray, dim: Any = None) -> ShardArray:
+    """Index of the smallest value along ``dim`` (int64), the first one on ties; NaN counts as smallest (NumPy).
+
+    Collectives as ``argmax``: one allgather of (value, index) pairs over a split dim's axes.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([3, 1, 4, 1, 5]), dims=("seq",), mesh=mesh, layout={"seq": ("row", "col")})
+        >>> int(sa.argmin(x, "seq").numpy())
+        1
+    """
+    return _search(x, dim, "argmin")
+
+
+__all__ = ["argmax", "argmin"]

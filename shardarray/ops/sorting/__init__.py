@@ -1,0 +1,1 @@
+"""The named ops, sorting and sets: sort/argsort (sample sort), unique, searchsorted, top_k."""
