@@ -150,3 +150,22 @@ def test_numpy_protocols_keep_positional_arrays_positional(shape):
     # inside value_and_grad too: the 600-vs-3280 example through NumPy's protocol
     value, grads = sa.value_and_grad(lambda p: np.sum(np.matmul(p["a"], p["b"])))({"a": a, "b": b})
     assert float(value) == float((a_np @ b_np).sum()) and isinstance(grads["a"], Array)
+
+
+@pytest.mark.parametrize("shape", MESHES)
+def test_from_local_of_positional_blocks_is_positional(shape):
+    """Blocks given as xp Arrays (a process's local data) make a positional array: x @ x contracts by position."""
+    from shardarray.layout import block_bounds
+
+    mesh = sa.Mesh(shape)
+    full = np.arange(16.0).reshape(4, 4)
+    layout = {"dim0": mesh.axis_names[0]}
+    spec = sa.zeros(mesh, {"dim0": 4, "dim1": 4}, "float64", layout=layout).spec
+    local = sa.Mesh({"d": 1})
+    blocks = {d: xp.asarray(full[r0:r1, c0:c1], device=local)
+              for d, ((r0, r1), (c0, c1)) in enumerate(block_bounds(mesh, spec))}
+    x = sa.from_local(mesh, blocks, ("dim0", "dim1"), (4, 4), layout=layout)
+    assert isinstance(x, Array)
+    np.testing.assert_allclose((x @ x).numpy(), full @ full)
+    named = sa.from_local(mesh, {d: b.numpy() for d, b in blocks.items()}, ("dim0", "dim1"), (4, 4), layout=layout)
+    assert type(named) is sa.ShardArray

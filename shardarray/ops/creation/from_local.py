@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ...array import ShardArray
+from ...array import ShardArray, as_kind
 from ...backend.meta import MetaArray
 from ...comm.mpi import _mpi
 from ...comm.spmd import check_enabled
@@ -112,6 +112,10 @@ def from_local(
     * an array: under MPI (``comm="mpi"``) the block of this process's device,
       as JAX's ``make_array_from_process_local_data`` and DTensor's ``from_local``.
 
+    Blocks that are positional arrays (``shardarray.array_api``'s ``Array``, e.g.
+    made on a process's own one-device mesh) give a positional result: the kind
+    of the blocks is kept, as everywhere (named blocks or NumPy data: named).
+
     Each block must have exactly the shape of the device's block in
     ``layout`` (ceil-chunks, trailing ones smaller or empty). Devices that
     differ only along mesh axes that split no dim hold replicas: each must
@@ -163,8 +167,11 @@ def from_local(
     by_class = shared and callable(block) and not hasattr(block, "shape")
     devices = [rep for rep, _ in mesh.replica_classes(lay.used_axes)] if by_class else list(mesh.local_devices)
     raw: dict[int, Any] = {}
+    kinds: set[type[ShardArray]] = set()  # the array types of blocks given as ShardArrays (xp Arrays: a positional result)
     for d in devices:
         b = _block_of(block, mesh, d)
+        if isinstance(b, ShardArray):
+            kinds.add(type(b))
         if xp_type is None and hasattr(b, "shape") and hasattr(b, "dtype") and not isinstance(b, np.ndarray):
             b = MetaArray(b.shape, want if want is not None else b.dtype)  # meta: shapes only
         elif xp_type is None or not isinstance(b, xp_type):
@@ -214,7 +221,9 @@ def from_local(
             out = b
         for t in classes.get(d, (d,)):
             shards[t] = out
-    return ShardArray(mesh, lay, dt, shards)
+    made = ShardArray(mesh, lay, dt, shards)
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return as_kind(made, kind) if kind is not None and kind.positional else made
 
 
 __all__ = ["from_local"]
