@@ -77,8 +77,10 @@ def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
     return out
 
 
-def move(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
-    """Bring ``x`` to the per-dim axes ``target`` (a pending sum stays pending).
+def move_axes(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
+    """Bring ``x`` to the per-dim mesh axes ``target`` (a pending sum stays pending): slices and alltoalls.
+
+    (``movement.move`` is the other move: data along one dim, from pieces of arrays.)
 
     ``target`` must not use a pending axis of ``x``.
     """
@@ -134,7 +136,7 @@ def relayout(x: ShardArray, layout: Mapping[str, AxesSpec] | Layout | None) -> S
         {'batch': ('row', 'col')}
     """
     target = make_layout(x.mesh, x.dims, x.shape, layout, what=f"relayout of array {x.dims}").axes
-    return move(resolve(x, target), target)
+    return move_axes(resolve(x, target), target)
 
 
 @differentiable("relayout")
@@ -149,7 +151,7 @@ def to_axes(x: ShardArray, target: Sequence[tuple[str, ...]], keep_pending: bool
     """Internal relayout used by the ops: keep the pending sum or resolve it first."""
     if not keep_pending:
         x = resolve(x, target)
-    return move(x, target)
+    return move_axes(x, target)
 
 
-__all__ = ["move", "relayout", "resolve", "resolve_to", "to_axes"]
+__all__ = ["move_axes", "relayout", "resolve", "resolve_to", "to_axes"]

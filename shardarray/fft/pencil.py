@@ -26,7 +26,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import map_blocks
-from ..core.relayout import move
+from ..core.relayout import move_axes
 from ..layout import Layout
 
 Local = Callable[[Any, int], Any]
@@ -84,13 +84,13 @@ def along(x: ShardArray, dim: str, local: Local, size: int, dtype: Any, avoid: I
     p = partner(x, dim, avoid)
     orig = x.spec.axes
     if p is None:  # 1-D: gather the dim, transform, keep the own block
-        flat = move(x, tuple(() for _ in orig))
+        flat = move_axes(x, tuple(() for _ in orig))
         y = _run(flat, i, local, size, dtype)
-        return move(y, orig)
+        return move_axes(y, orig)
     j = x.dims.index(p)
     target = tuple(() if t == i else orig[j] + axes if t == j else a for t, a in enumerate(orig))
-    y = _run(move(x, target), i, local, size, dtype)
-    return move(y, orig)
+    y = _run(move_axes(x, target), i, local, size, dtype)
+    return move_axes(y, orig)
 
 
 def resize(xp: Any, b: Any, axis: int, n: int) -> Any:

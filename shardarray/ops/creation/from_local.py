@@ -167,7 +167,9 @@ def from_local(
     by_class = shared and callable(block) and not hasattr(block, "shape")
     devices = [rep for rep, _ in mesh.replica_classes(lay.used_axes)] if by_class else list(mesh.local_devices)
     raw: dict[int, Any] = {}
-    kinds: set[type[ShardArray]] = set()  # the array types of blocks given as ShardArrays (xp Arrays: a positional result)
+    kinds: set[type[ShardArray]] = (
+        set()
+    )  # the array types of blocks given as ShardArrays (xp Arrays: a positional result)
     for d in devices:
         b = _block_of(block, mesh, d)
         if isinstance(b, ShardArray):

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...array import ShardArray
 from ...core.common import dims_arg, map_blocks, require_array
-from ...core.relayout import move
+from ...core.relayout import move_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError
 from ...layout import Layout, check_dims
@@ -41,7 +41,7 @@ def squeeze(x: ShardArray, dims: Any = None) -> ShardArray:
     if not dims:
         return x
     target = tuple(() if d in dims else a for d, a in zip(x.dims, x.spec.axes))
-    x = move(x, target)
+    x = move_axes(x, target)
     keep = tuple(i for i, d in enumerate(x.dims) if d not in dims)
     spec = Layout(tuple(x.dims[i] for i in keep), tuple(x.shape[i] for i in keep), tuple(x.spec.axes[i] for i in keep))
     index = tuple(0 if d in dims else slice(None) for d in x.dims)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...array import ShardArray
 from ...core.common import dims_arg, one_dim_arg, require_array
-from ...core.relayout import move
+from ...core.relayout import move_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError
 from ...layout import Layout, block_bounds, check_dims
@@ -92,7 +92,7 @@ def _park(x: ShardArray, free: Sequence[int], best: int | None) -> ShardArray:
     target = [() if i in free else a for i, a in enumerate(x.spec.axes)]
     if best is not None:
         target[best] = x.spec.axes[best] + axes
-    return move(x, target)
+    return move_axes(x, target)
 
 
 def _local(x: ShardArray, dims: tuple[str, ...], sizes: dict[str, int], axes: list[tuple[str, ...]]) -> ShardArray:
@@ -134,7 +134,7 @@ def _reshape(x: ShardArray, i: int, count: int, dims: tuple[str, ...], sizes: di
     free = range(i, i + count)
     parked = _park(x, free, _park_dim(x, free))
     flat = _local(parked, dims, sizes, axes_for(parked.spec.axes, ()))
-    return move(flat, target.axes)
+    return move_axes(flat, target.axes)
 
 
 def _fits(x: ShardArray, i: int, r_old: int, target: Layout, r_new: int) -> bool:
