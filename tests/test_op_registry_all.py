@@ -17,9 +17,9 @@ is put in one):
 - ``NO_ARRAY_INPUT``: creation functions, mesh/config helpers, classes, constants, context managers, modules, each
   with a one-line reason.
 
-A wrong gradient, a silent zero or a missing rule is never hidden: a whole op is listed in ``KNOWN_BUGS``, a
-variant of an op (complex inputs, imaginary parts) in ``BUG_VARIANTS``, each an ``xfail(strict=True, raises=...)``
-test with the measured discrepancy (``BUG_REASONS``), so fixing it turns the xfail into a failure to remove.
+``VARIANTS`` holds further cases of differentiable ops (complex inputs, imaginary parts of the FFTs, asymmetric
+steps of split positive-definite solves): each was a wrong gradient, a silent zero or a missing rule, found here
+and fixed.
 """
 
 from __future__ import annotations
@@ -146,9 +146,6 @@ def _weighted_loss(op, params):
 # ------------------------------------------------------------------------------------------ DIFFERENTIABLE
 #: name -> case(mesh) -> [(op, params), ...] (variants); op(params) gives an array or a tuple of arrays
 DIFFERENTIABLE = {}
-#: a variant of a DIFFERENTIABLE op whose gradient is wrong: id -> (op name, case(mesh) -> (op, params)); each is an
-#: xfail(strict=True) test with its measured discrepancy in BUG_REASONS
-BUG_VARIANTS = {}
 #: more variants of DIFFERENTIABLE ops (complex inputs, imaginary parts) that once were bugs: id -> (op name, case)
 VARIANTS = {}
 
@@ -448,15 +445,11 @@ def _xp_unary(name):
         lo, hi = registry.DOMAIN.get(name, (-2.0, 2.0))
         op = getattr(xp, name)
         variants = [(op, _pos(m, (5, 3), lo, hi))]
-        if name not in REAL_ONLY and name not in COMPLEX_BUGS:  # complex in, complex (abs: real) out
+        if name not in REAL_ONLY:  # complex in, complex (abs: real) out
             variants.append((lambda p: op(_z(p)), _pz(m)))
         return variants
 
     return build
-
-
-#: complex inputs with a wrong gradient or none (BUG_REASONS); their real inputs are checked above
-COMPLEX_BUGS: set[str] = set()
 
 
 def _xp_binary(name):
@@ -479,12 +472,6 @@ for _n in XP_UNARY:
     DIFFERENTIABLE[f"xp.{_n}"] = _xp_unary(_n)
 
 
-def _complex_case(op):
-    return lambda m: (lambda p: op(_z(p)), _pz(m))
-
-
-for _n in sorted(COMPLEX_BUGS):
-    BUG_VARIANTS[f"xp.{_n}: complex input"] = (f"xp.{_n}", _complex_case(getattr(xp, _n)))
 for _n in XP_BINARY:
     DIFFERENTIABLE[f"xp.{_n}"] = _xp_binary(_n)
 
@@ -773,8 +760,8 @@ def _(m):
             (lambda p: xp.linalg.vecdot(p["x"], p["y"], axis=0), _pxy(m))]
 
 
-# --- split Hermitian positive-definite matrices, moved off-symmetric by the finite differences (known bugs: the
-# forward reads their lower triangle only, the VJP is the general one; see _half_sym and BUG_REASONS)
+# --- split Hermitian positive-definite matrices, moved off-symmetric by the finite differences (the general path
+# must take them: the Cholesky path reads one triangle; see _half_sym)
 
 _SPD_CASES = {
     "sa.linalg.solve": lambda m: (lambda p: sa.linalg.solve(p["a"], p["b"], ("i", "j")),
@@ -795,10 +782,9 @@ for _n, _build in _SPD_CASES.items():
 
 # --- sa.fft and xp.fft (x: 5x6, split; 1-D: 12 entries split over every axis, the four-step path)
 #
-# The checks through real parts pass. Every loss that reads an imaginary part of a transform's output, or
-# differentiates an imaginary part of its input, is a known bug (BUG_VARIANTS below): the transforms' VJPs
-# conjugate the cotangent (the adjoint transform), while real/imag/astype/multiply follow JAX's convention
-# (test_no_silent_gradients.py), so that part of the gradient comes back with the wrong sign.
+# Besides the checks through real parts, the VARIANTS read an imaginary part of a transform's output or
+# differentiate an imaginary part of its input: the transforms' VJPs follow JAX's convention, as
+# real/imag/astype/multiply do (test_no_silent_gradients.py).
 
 
 class _FFT:
@@ -1050,23 +1036,11 @@ NO_ARRAY_INPUT.update({f"xp.{n}": "dtype object" for n in (
     "uint32", "uint64")})
 
 
-# --------------------------------------------------------------------------------------------- known bugs
-#: (name, mesh id) -> the measured discrepancy; these cases are xfail(strict=True) until fixed
-#: (name, mesh id or "*") -> (the exception the bug raises, the measured discrepancy)
-KNOWN_BUGS: dict[tuple[str, str], tuple[type, str]] = {}
-
-#: (bug variant id, mesh id or "*") -> (the exception the bug raises, the measured discrepancy: analytic vs finite
-#: differences along check_grad's first direction, the same on the 1-device, 2x2 and 2x2x2 meshes)
-BUG_REASONS: dict[tuple[str, str], tuple[type, str]] = {}
-
-
 def _params(names):
     out = []
     for name in names:
         for mid in MESHES:
-            raises, reason = KNOWN_BUGS.get((name, mid)) or KNOWN_BUGS.get((name, "*")) or (None, None)
-            marks = [pytest.mark.xfail(strict=True, raises=raises, reason=reason)] if reason else []
-            out.append(pytest.param(name, mid, id=f"{name}-{mid}", marks=marks))
+            out.append(pytest.param(name, mid, id=f"{name}-{mid}"))
     return out
 
 
@@ -1086,24 +1060,11 @@ def test_every_public_name_is_classified():
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             assert not classes[a] & classes[b], (a, b, sorted(classes[a] & classes[b]))
-    for bug, (name, _) in BUG_VARIANTS.items():  # a known bug is a variant of a differentiable op, with its numbers
-        assert name in DIFFERENTIABLE and any(b == bug for b, _ in BUG_REASONS), bug
-    for name, _ in KNOWN_BUGS:
-        assert name in DIFFERENTIABLE or name in NONDIFFERENTIABLE, name
+    for name, _ in VARIANTS.values():  # a variant is a case of a differentiable op
+        assert name in DIFFERENTIABLE, name
     for name in NO_ARRAY_INPUT:
         label, _, attr = name.rpartition(".")
         assert hasattr(SPACES[label], attr), name
-
-
-def _bug_params():
-    out = []
-    for bug in sorted(BUG_VARIANTS):
-        for mid in MESHES:
-            raises, reason = BUG_REASONS.get((bug, mid)) or BUG_REASONS.get((bug, "*"), (None, "(not measured)"))
-            mark = pytest.mark.xfail(strict=True, raises=raises, reason=reason)
-            label = bug.replace(": ", "/").replace(", ", "_").replace(" ", "_")
-            out.append(pytest.param(bug, mid, id=f"{label}-{mid}", marks=[mark]))
-    return out
 
 
 @pytest.mark.parametrize("variant,mesh_id", [pytest.param(v, mid, id=f"{v.replace(': ', '/').replace(' ', '_')}-{mid}")
@@ -1117,15 +1078,6 @@ def test_gradient_variants(variant, mesh_id):
     with warnings.catch_warnings():  # a split matrix that is not Hermitian: the general, replicated path
         warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
         check_grad(_weighted_loss(op, params), params, rtol=1e-5, atol=1e-7, directions=2)
-
-
-@pytest.mark.parametrize("bug,mesh_id", _bug_params())
-def test_known_gradient_bugs(bug, mesh_id):
-    """The variants of differentiable ops whose gradients are wrong today (one check each; see BUG_REASONS)."""
-    name, build = BUG_VARIANTS[bug]
-    assert name in DIFFERENTIABLE
-    op, params = build(sa.Mesh(MESHES[mesh_id]))
-    check_grad(_weighted_loss(op, params), params, rtol=1e-5, atol=1e-7, directions=2)
 
 
 @pytest.mark.parametrize("name,mesh_id", _params(sorted(DIFFERENTIABLE)))

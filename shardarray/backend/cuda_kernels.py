@@ -186,25 +186,21 @@ def softmax_rows_grad(xp: Any, g: Any, y: Any) -> Any:
     return dx
 
 
-def _warp_rows_launch(kernel: Any, rows: int, n: int, args: tuple) -> None:
-    """One warp per row, ``_THREADS // 32`` rows per block (the kernel's first scalars are ``rows, n``)."""
+def _causal_launch(kernel: Any, x: Any, arrays: tuple, scale: float) -> None:
+    """``kernel`` on the rows of ``x`` (..., n): one warp per row, ``_THREADS // 32`` rows per block; the kernel's
+    trailing scalars are ``rows, n, scale``."""
+    n = x.shape[-1]
+    rows = x.size // max(n, 1)
     if rows and n:
-        per_block = _THREADS // 32
-        kernel((math.ceil(rows / per_block),), (_THREADS,), args)
+        args = (*arrays, np.int64(rows), np.int64(n), _acc(x.dtype)(scale))
+        kernel((math.ceil(rows / (_THREADS // 32)),), (_THREADS,), args)
 
 
 def causal_softmax_rows(xp: Any, x: Any, scale: float) -> Any:
     """``softmax(scale x + causal mask)`` over the last axis of ``x`` (..., n, n): row ``i`` sees keys ``0..i``."""
     (x,) = _contig(xp, x)
     p = xp.empty_like(x)
-    n = x.shape[-1]
-    rows = x.size // max(n, 1)
-    _warp_rows_launch(
-        _fn("softmax", "causal_softmax_fwd", x.dtype),
-        rows,
-        n,
-        (x, p, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)),
-    )
+    _causal_launch(_fn("softmax", "causal_softmax_fwd", x.dtype), x, (x, p), scale)
     return p
 
 
@@ -213,14 +209,7 @@ def causal_softmax_rows_grad(xp: Any, g: Any, x: Any, scale: float) -> Any:
     the scores ``x`` in float32 (not read back rounded to 16 bits)."""
     x, g = _contig(xp, x, g, dtype=x.dtype)
     dx = xp.empty_like(x)
-    n = x.shape[-1]
-    rows = x.size // max(n, 1)
-    _warp_rows_launch(
-        _fn("softmax", "causal_softmax_bwd", x.dtype),
-        rows,
-        n,
-        (g, x, dx, np.int64(rows), np.int64(n), _acc(x.dtype)(scale)),
-    )
+    _causal_launch(_fn("softmax", "causal_softmax_bwd", x.dtype), x, (g, x, dx), scale)
     return dx
 
 

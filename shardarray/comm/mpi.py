@@ -162,9 +162,11 @@ def _dtype_code(dtype: np.dtype) -> int:
     return code
 
 
-for _dt in (BFLOAT16, *map(np.dtype, ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"))):
-    _dtype_code(_dt)
-for _dt in map(np.dtype, ("uint64", "float16", "float32", "float64", "complex64", "complex128")):
+for _dt in (
+    BFLOAT16,
+    *map(np.dtype, "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64".split()),
+    *map(np.dtype, "float16 float32 float64 complex64 complex128".split()),
+):
     _dtype_code(_dt)
 
 
@@ -270,13 +272,7 @@ class MpiCommunicator(Communicator):
             keep[3 + free] = False
         if (every[:, keep] == every[0, keep]).all():
             return
-        group = self._group(axes)
-        listed = "; ".join(f"process {d}: {_describe_header(h)}" for d, h in zip(group, every))
-        raise CommError(
-            f"SPMD mismatch in {op} over axes {axes} of mesh {self.mesh}: the processes of group {group} disagree "
-            f"on the collective, its dtype or its block shape ({listed}). Every process must run the same ops in "
-            f"the same order on arrays of the same global sizes and dtypes"
-        )
+        raise self._mismatch(op, axes, [_describe_header(h) for h in every], "in the collective, its dtype or shape")
 
     def _mismatch(self, op: str, axes: tuple[str, ...], shapes: Sequence[Any], what: str) -> CommError:
         group = self._group(axes)
