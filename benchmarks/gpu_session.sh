@@ -63,7 +63,7 @@ for what in "$@"; do
     sanitize)
         for tool in memcheck racecheck; do
             stage sanitize "${SANITIZE_LIMIT:-280}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-                "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py -k "kernel or fused or softmax or batched_gemm"
+                "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_gpu.py -k "kernel or fused or softmax or batched_gemm"
         done
         ;;
     *)

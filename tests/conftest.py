@@ -12,6 +12,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from helpers import gpu_available
 
+# helpers, fakes, misuse cases and job scripts: imported by the tests, never collected (not even for doctests)
+collect_ignore = ["support"]
+
 
 def pytest_collection_modifyitems(config, items):
     if gpu_available():

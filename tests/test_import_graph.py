@@ -1,4 +1,4 @@
-"""The import layering of ``shardarray``, checked on its source (``tests/import_graph.py`` reads the imports).
+"""The import layering of ``shardarray``, checked on its source (``tests/support/import_graph.py`` reads the imports).
 
 The floors, bottom up:
 
@@ -12,7 +12,7 @@ The floors, bottom up:
 
 Each floor imports only the floors below it, counting imports inside
 functions too, and the package has no import cycle. Run
-``python tests/import_graph.py`` to see the cycles and their edges when this fails.
+``python tests/support/import_graph.py`` to see the cycles and their edges when this fails.
 """
 
 from __future__ import annotations

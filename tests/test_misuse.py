@@ -4,7 +4,7 @@ Each case must raise a typed ``sa`` error (a ``ShardArrayError`` that is also a
 ``ValueError`` or ``TypeError``) whose message names the culprit and the way
 out; a CLI must exit non-zero with a short message and no traceback; an MPI
 job must end non-zero within its time limit instead of hanging. The cases live
-in ``tests/misuse_*.py``, one module per area (see ``tests/misuse.py``).
+in ``tests/support/misuse_*.py``, one module per area (see ``tests/support/misuse.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from mpi_jobs import JobHung, mpiexec
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
-MODULES = sorted(p.stem for p in HERE.glob("misuse_*.py"))
+MODULES = sorted(p.stem for p in (HERE / "support").glob("misuse_*.py"))
 ALL = [c for m in MODULES for c in importlib.import_module(m).CASES]
 CASES = [c for c in ALL if isinstance(c, Case)]
 CLI = [c for c in ALL if isinstance(c, CliCase)]
@@ -70,7 +70,7 @@ def test_cli(case: CliCase):
 def test_mpi_job_ends(case: MpiCase, tmp_path):
     script = tmp_path / "job.py"
     script.write_text(case.script)
-    try:  # a hung job is killed with every process it started (see tests/mpi_jobs.py)
+    try:  # a hung job is killed with every process it started (see tests/support/mpi_jobs.py)
         proc = mpiexec(case.n, str(script), timeout=case.timeout, env=case.env)
     except JobHung as e:
         pytest.fail(f"the MPI job {case.id} hung: {e}")

@@ -18,7 +18,7 @@ copies), ``clip``, ``loss_scale``, ``reduce_tree`` (one collective for a tree).
 """
 
 from .adam import Adam
-from .adam import _fused as _fused  # the fused-kernel test (tests/test_optim_tree.py)
+from .adam import _fused as _fused  # the fused-kernel test (tests/optim/test_optim_tree.py)
 from .clip import clip_by_global_norm, global_norm
 from .common import moment_dtype
 from .loss_scale import DynamicLossScale

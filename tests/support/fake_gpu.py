@@ -1,0 +1,376 @@
+"""A host-memory stand-in for the parts of CuPy that shardarray's GPU path calls, to test that path without a GPU.
+
+``FakeCupy(gpus=2).install(monkeypatch)`` puts a module named ``cupy`` (and
+``cupy.cuda``) in ``sys.modules`` for one test and empties shardarray's GPU
+caches. Arrays are NumPy arrays (``FakeArray``) that remember the GPU that
+was current when they were made and expose ``.data.ptr`` and ``.device.id``
+like CuPy's; every other ``cupy.<function>`` is NumPy's. What it records,
+so tests can check the contracts a real GPU would enforce silently:
+
+* ``Device``/``Stream`` scopes: the current GPU and stream (``current()``);
+  ``Device(g).__enter__`` on a GPU that does not exist raises.
+* ``RawModule``: every ``compile()`` with the GPU current at the time
+  (``compiles``), every ``get_function`` (``functions``) and every launch
+  with its grid, block, stream and argument types (``launches``). The
+  source is run through the C preprocessor (``cpp``), so a kernel name the
+  source does not define raises, and so does a launch whose arguments do
+  not match the kernel's parameters (count, dtype of every pointer and
+  scalar, contiguity), or one from another GPU than the module's.
+* ``cuda.cublas``: one handle per GPU, its pointer mode, every
+  ``setPointerMode`` (``pointer_mode_sets``) and ``gemmStridedBatchedEx``
+  carried out in NumPy on the raw addresses, column-major as cuBLAS reads
+  them (op N or T, float16/bfloat16/float32/float64), accumulated in the
+  type ``computeType`` says
+  (``gemms``). A host ``alpha`` read in device pointer mode raises.
+* ``cuda.nccl``: ``tests/support/fake_nccl.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import re
+import shutil
+import subprocess
+import sys
+import time
+import types
+from typing import Any
+
+import ml_dtypes  # noqa: F401  (registers np.dtype("bfloat16"))
+import numpy as np
+
+import fake_nccl
+
+CUDA_R_16F, CUDA_R_32F, CUDA_R_64F, CUDA_R_16BF = 2, 0, 1, 14
+_GEMM_TYPES = {CUDA_R_16F: np.dtype(np.float16), CUDA_R_16BF: np.dtype("bfloat16"),  # ml_dtypes registers the name
+               CUDA_R_32F: np.dtype(np.float32), CUDA_R_64F: np.dtype(np.float64)}
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 1, 0, 1
+CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT = 64, 68, 70, -1
+#: the compute types each data type may use (cuBLAS's table for cublasGemmEx), their accumulator and alpha/beta type
+_COMPUTE = {CUDA_R_16F: (CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_16F), CUDA_R_16BF: (CUBLAS_COMPUTE_32F,),
+            CUDA_R_32F: (CUBLAS_COMPUTE_32F,), CUDA_R_64F: (CUBLAS_COMPUTE_64F,)}
+_ACCUMULATOR = {CUBLAS_COMPUTE_16F: np.float16, CUBLAS_COMPUTE_32F: np.float32, CUBLAS_COMPUTE_64F: np.float64}
+
+
+class FakeArray(np.ndarray):
+    """A NumPy array standing for a CuPy array on one GPU."""
+
+    _gpu: int = 0
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._gpu = getattr(obj, "_gpu", FakeCupy.active.device if FakeCupy.active else 0)
+
+    @property
+    def data(self) -> Any:  # CuPy's MemoryPointer: .ptr is the device address
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    @property
+    def device(self) -> Any:
+        return types.SimpleNamespace(id=self._gpu)
+
+    def get(self, stream: Any = None) -> np.ndarray:
+        return np.array(self)
+
+
+def _fake(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and not isinstance(value, FakeArray):
+        out = value.view(FakeArray)
+        out._gpu = FakeCupy.active.device
+        return out
+    if isinstance(value, tuple):
+        return tuple(_fake(v) for v in value)
+    if isinstance(value, list):
+        return [_fake(v) for v in value]
+    return value
+
+
+class _Module(types.ModuleType):
+    """``cupy``: NumPy's functions, returning FakeArrays."""
+
+    def __getattr__(self, name: str) -> Any:
+        obj = getattr(np, name)
+        if isinstance(obj, (type, np.ufunc)) or not callable(obj):
+            return obj
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return _fake(obj(*args, **kwargs))
+
+        return call
+
+
+class FakeCupy:
+    """One fake CUDA machine with ``gpus`` GPUs (see the module docstring)."""
+
+    active: FakeCupy | None = None
+
+    def __init__(self, gpus: int = 2) -> None:
+        self.gpus = gpus
+        self.device = 0
+        self.stream = 0  # the legacy default stream
+        self._ptrs = itertools.count(0x7000)
+        self.compiles: list[tuple[int, str]] = []  # (current GPU, first kernel name in the source)
+        self.functions: list[tuple[int, str]] = []
+        self.launches: list[dict[str, Any]] = []
+        self.streams_made: list[tuple[int, int]] = []  # (GPU, stream)
+        self.synchronized: list[int] = []
+        self.waits: list[tuple[int, int]] = []  # (waiting stream, stream of the event)
+        self.events: list[int] = []  # the stream of every recorded event
+        self.pointer_modes: dict[int, int] = {}
+        self.pointer_mode_sets: list[tuple[int, int]] = []
+        self.gemms: list[dict[str, Any]] = []
+        self.module = self._build()
+
+    # ------------------------------------------------------------ install
+    def install(self, monkeypatch: Any) -> FakeCupy:
+        """Make ``import cupy`` give this fake for one test, with shardarray's GPU caches emptied."""
+        from shardarray.backend import cublas, cuda_kernels, cupy_backend
+
+        monkeypatch.setitem(sys.modules, "cupy", self.module)
+        monkeypatch.setitem(sys.modules, "cupy.cuda", self.module.cuda)
+        monkeypatch.setattr(FakeCupy, "active", self)
+        monkeypatch.setattr(cupy_backend, "_ON_DEVICES", {})
+        for cache in ("_MODULES", "_FUNCTIONS", "_BROKEN"):
+            monkeypatch.setattr(cuda_kernels, cache, {})
+        monkeypatch.setattr(cublas, "_HOST_MODE", set(), raising=False)
+        monkeypatch.setattr(cublas, "STATS", {k: 0 for k in getattr(cublas, "STATS", {})}, raising=False)
+        from shardarray import backend
+
+        monkeypatch.setattr(backend, "_BACKENDS", {k: v for k, v in backend._BACKENDS.items() if k != "cupy"})
+        return self
+
+    def current(self) -> tuple[int, int]:
+        """(current GPU, current stream)."""
+        return self.device, self.stream
+
+    # ------------------------------------------------------------ the module
+    def _build(self) -> _Module:
+        fake = self
+        cupy = _Module("cupy")
+        cupy.ndarray = FakeArray
+        cupy.asnumpy = lambda a, stream=None: np.array(a)
+
+        class Device:
+            def __init__(self, device: int | None = None) -> None:
+                self.id = fake.device if device is None else int(device)
+                self._saved: list[int] = []
+
+            def __enter__(self) -> Device:
+                if not 0 <= self.id < fake.gpus:
+                    raise RuntimeError(f"cudaErrorInvalidDevice: GPU {self.id} of {fake.gpus}")
+                self._saved.append(fake.device)
+                fake.device = self.id
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                fake.device = self._saved.pop()
+
+            def use(self) -> None:
+                fake.device = self.id
+
+            def synchronize(self) -> None:  # the whole GPU
+                fake.synchronized.append(-1 - self.id)
+
+        class Stream:
+            null: Any = None
+
+            def __init__(self, null: bool = False, non_blocking: bool = False) -> None:
+                self.ptr = 0 if null else next(fake._ptrs)
+                self.device_id = fake.device
+                self._saved: list[int] = []
+                if not null:
+                    fake.streams_made.append((fake.device, self.ptr))
+
+            def __enter__(self) -> Stream:
+                if self.ptr and self.device_id != fake.device:
+                    raise RuntimeError(f"stream {self.ptr:#x} of GPU {self.device_id} used on GPU {fake.device}")
+                self._saved.append(fake.stream)
+                fake.stream = self.ptr
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                fake.stream = self._saved.pop()
+
+            def synchronize(self) -> None:
+                fake.synchronized.append(self.ptr)
+
+        Stream.null = Stream(null=True)
+
+        class Kernel:
+            def __init__(self, name: str, device: int, params: list[tuple[str, bool]]) -> None:
+                self.name, self.device, self.params = name, device, params
+
+            def __call__(self, grid: tuple, block: tuple, args: tuple) -> None:
+                if fake.device != self.device:
+                    raise RuntimeError(f"kernel {self.name} of GPU {self.device} launched on GPU {fake.device}")
+                if not all(0 < b <= 1024 for b in block) or not all(0 < g < 2**31 for g in grid):
+                    raise RuntimeError(f"kernel {self.name}: invalid launch grid {grid} block {block}")
+                got = [a.dtype.name if isinstance(a, np.ndarray) else type(a).__name__ for a in args]
+                for i, (arg, (ctype, pointer)) in enumerate(zip(args, self.params)):
+                    if pointer and isinstance(arg, FakeArray) and arg._gpu != fake.device:
+                        raise RuntimeError(f"kernel {self.name}: argument {i} lives on GPU {arg._gpu}")
+                    if pointer and isinstance(arg, np.ndarray) and not arg.flags.c_contiguous:
+                        raise RuntimeError(f"kernel {self.name}: argument {i} ({ctype}*) is not contiguous")
+                want = [_C_TYPES[t] for t, _ in self.params]
+                if self.params and got != want:
+                    raise RuntimeError(f"kernel {self.name} takes {want} but was launched with {got}")
+                fake.launches.append({"name": self.name, "device": fake.device, "stream": fake.stream,
+                                      "grid": grid, "block": block, "args": got})
+
+        class RawModule:
+            def __init__(self, code: str, options: tuple = ()) -> None:
+                self.code, self.device = code, None
+                self.kernels = _signatures(code)
+
+            def compile(self) -> None:
+                self.device = fake.device
+                fake.compiles.append((fake.device, sorted(self.kernels)[0]))
+
+            def get_function(self, name: str) -> Kernel:
+                if self.device is None:
+                    self.compile()
+                if name not in self.kernels:
+                    raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: {name} is not in the module ({sorted(self.kernels)})")
+                fake.functions.append((fake.device, name))
+                return Kernel(name, self.device, self.kernels[name])
+
+        cupy.RawModule = RawModule
+
+        def get_pointer_mode(handle: int) -> int:
+            return fake.pointer_modes.setdefault(handle, CUBLAS_POINTER_MODE_HOST)
+
+        def set_pointer_mode(handle: int, mode: int) -> None:
+            fake.pointer_mode_sets.append((handle, mode))
+            fake.pointer_modes[handle] = mode
+
+        cublas = types.SimpleNamespace(
+            CUBLAS_OP_N=CUBLAS_OP_N, CUBLAS_OP_T=CUBLAS_OP_T, CUBLAS_POINTER_MODE_HOST=CUBLAS_POINTER_MODE_HOST,
+            CUBLAS_POINTER_MODE_DEVICE=CUBLAS_POINTER_MODE_DEVICE, CUBLAS_COMPUTE_32F=CUBLAS_COMPUTE_32F,
+            CUBLAS_COMPUTE_16F=CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_64F=CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT=CUBLAS_GEMM_DEFAULT,
+            getPointerMode=get_pointer_mode, setPointerMode=set_pointer_mode,
+            gemmStridedBatchedEx=lambda *args: fake._gemm(*args),
+        )
+        runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_64F=CUDA_R_64F,
+                                        CUDA_R_16BF=CUDA_R_16BF,
+                                        getDeviceCount=lambda: fake.gpus,
+                                        getDeviceProperties=lambda gpu: {"name": b"Fake GPU (tests/support/fake_gpu.py)"})
+
+        class Event:
+            def __init__(self) -> None:
+                self.stream: int | None = None
+                self.time: float | None = None
+
+            def record(self, stream: Any = None) -> None:
+                self.stream = fake.stream if stream is None else stream.ptr
+                self.time = time.perf_counter()
+                fake.events.append(self.stream)
+
+            def synchronize(self) -> None:
+                fake.synchronized.append(self.stream)
+
+        class _Current:
+            def __init__(self) -> None:
+                self.ptr = fake.stream
+
+            def wait_event(self, event: Event) -> None:
+                if event.stream is None:
+                    raise RuntimeError("waiting on an event that was never recorded")
+                fake.waits.append((self.ptr, event.stream))
+
+            def synchronize(self) -> None:
+                fake.synchronized.append(self.ptr)
+
+        def get_elapsed_time(start: Event, end: Event) -> float:  # milliseconds, as CuPy's
+            if start.time is None or end.time is None:
+                raise RuntimeError("cudaErrorInvalidResourceHandle: an event that was never recorded")
+            return 1e3 * (end.time - start.time)
+
+        device = types.SimpleNamespace(get_cublas_handle=lambda: 1000 + fake.device)
+        cupy.cuda = types.SimpleNamespace(
+            Device=Device, Stream=Stream, Event=Event, runtime=runtime, device=device, cublas=cublas,
+            nccl=fake_nccl, get_current_stream=_Current, get_elapsed_time=get_elapsed_time,
+        )
+        cupy.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+        return cupy
+
+    # ------------------------------------------------------------ cuBLAS
+    def _gemm(self, handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int, a: int, atype: int,
+              lda: int, stride_a: int, b: int, btype: int, ldb: int, stride_b: int, beta: int, c: int, ctype: int,
+              ldc: int, stride_c: int, batch: int, compute: int, algo: int) -> None:
+        if handle != 1000 + self.device:
+            raise RuntimeError(f"cuBLAS handle {handle} of another GPU used on GPU {self.device}")
+        if self.pointer_modes.get(handle, CUBLAS_POINTER_MODE_HOST) != CUBLAS_POINTER_MODE_HOST:
+            raise RuntimeError("alpha/beta are host addresses but the handle is in device pointer mode")
+        ops = (CUBLAS_OP_N, CUBLAS_OP_T)
+        if transa not in ops or transb not in ops or len({atype, btype, ctype}) != 1 or atype not in _GEMM_TYPES:
+            raise RuntimeError(f"the fake gemm takes N/T products of one float type, got {transa, transb, atype, btype, ctype}")
+        dt = _GEMM_TYPES[atype]
+        # op(A) is m x k: stored m x k (N, lda >= m) or k x m (T, lda >= k); op(B) is k x n likewise
+        rows_a, cols_a = (m, k) if transa == CUBLAS_OP_N else (k, m)
+        rows_b, cols_b = (k, n) if transb == CUBLAS_OP_N else (n, k)
+        if compute not in _COMPUTE[atype] or lda < max(1, rows_a) or ldb < max(1, rows_b) or ldc < max(1, m):
+            raise RuntimeError(f"CUBLAS_STATUS_INVALID_VALUE: compute {compute}, lda {lda}, ldb {ldb}, ldc {ldc}")
+        acc = _ACCUMULATOR[compute]
+        size = 8 if compute == CUBLAS_COMPUTE_64F else 4  # alpha and beta: double for 64F compute, else float
+        scale = [float(np.frombuffer((ctypes.c_char * size).from_address(p), np.float64 if size == 8 else np.float32)[0])
+                 for p in (alpha, beta)]
+        it = dt.itemsize
+        for i in range(batch):
+            ma = _column_major(a + it * i * stride_a, rows_a, cols_a, lda, dt)
+            mb = _column_major(b + it * i * stride_b, rows_b, cols_b, ldb, dt)
+            ma, mb = (ma if transa == CUBLAS_OP_N else ma.T), (mb if transb == CUBLAS_OP_N else mb.T)
+            mc = _column_major(c + it * i * stride_c, m, n, ldc, dt)
+            if acc == np.float16:  # accumulate in float16, one rank-1 update at a time
+                total = np.zeros((m, n), acc)
+                for j in range(k):
+                    total = (total + np.outer(ma[:, j].astype(np.float32), mb[j].astype(np.float32)).astype(acc)).astype(acc)
+            else:
+                total = ma.astype(acc) @ mb.astype(acc)
+            out = scale[0] * total.astype(np.float64)
+            if scale[1] != 0:  # cuBLAS does not read C when beta is 0 (it may be uninitialized)
+                out = out + scale[1] * mc.astype(np.float64)
+            mc[...] = out.astype(dt)
+        self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream,
+                           "dtype": dt.name, "ops": (transa, transb)})
+
+
+def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float16) -> np.ndarray:
+    """A writable (rows, cols) view of a column-major matrix with leading dimension ``ld`` (only its own bytes)."""
+    dtype = np.dtype(dtype)
+    count = ld * (cols - 1) + rows if cols and rows else 0
+    flat = np.frombuffer((ctypes.c_char * (dtype.itemsize * count)).from_address(ptr), dtype)
+    return np.lib.stride_tricks.as_strided(flat, (rows, cols), (dtype.itemsize, dtype.itemsize * ld), writeable=True)
+
+
+#: C parameter types of the kernels -> the dtype (or NumPy scalar type) an argument must have
+_C_TYPES = {"half_t": "float16", "bf16_t": "bfloat16", "Acc<bf16_t>::type": "float32", "float": "float32", "double": "float64", "index_t": "int64",
+            "Acc<half_t>::type": "float32", "Acc<float>::type": "float32", "Acc<double>::type": "float64"}
+
+
+def _signatures(code: str) -> dict[str, list[tuple[str, bool]]]:
+    """``{kernel: [(C type, is a pointer), ...]}`` of the ``extern "C"`` kernels, macros expanded by ``cpp``.
+
+    Without ``cpp`` the names come from the macro text and the parameters are not checked (empty lists).
+    """
+    if shutil.which("cpp") is None:
+        return {name: [] for name in _kernel_names(code)}
+    run = subprocess.run(["cpp", "-P"], input=code, capture_output=True, text=True, check=True)
+    out = {}
+    for name, params in re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', run.stdout):
+        out[name] = []
+        for p in params.split(","):
+            p = p.strip().removeprefix("const ").rsplit(" ", 1)[0].strip()
+            out[name].append((p.rstrip("*").strip(), p.endswith("*")))
+    return out
+
+
+def _kernel_names(code: str) -> set[str]:
+    """The ``extern "C"`` kernels a source defines, macros expanded for the three float suffixes."""
+    names = set(re.findall(r'extern "C" __global__ void (\w+)\(', code))
+    for macro, body in re.findall(r"#define (\w+)\(S, [^)]*\)((?:.*\\\n)*.*)", code):
+        if re.search(rf"^(?:FOR_FLOATS\({macro}\)|{macro}\((?:f16|f32|f64),)", code, re.M) is None:
+            continue
+        for base in re.findall(r"__global__ void (\w+)_##S\(", body):
+            names |= {f"{base}_{s}" for s in ("f16", "f32", "f64")
+                      if re.search(rf"^(?:FOR_FLOATS\({macro}\)|{macro}\({s},)", code, re.M)}
+    return names
