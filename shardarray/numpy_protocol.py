@@ -45,6 +45,7 @@ from .array import OPS, ShardArray
 from .core.common import dims_arg
 from .errors import ArgumentError, DimensionError, DTypeError, ZeroDimError
 from .ops.creation.basic import full
+from .ops.manipulation.structure import astype, rename, transpose
 
 # ------------------------------------------------------------------ ufuncs
 
@@ -203,7 +204,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
         dtype = _check_ufunc_kwargs(what, dict(kwargs))
         args = [_operand(a, what, i) for i, a in enumerate(inputs)]
         if dtype is not None:
-            args = [a.astype(dtype) if isinstance(a, ShardArray) else a for a in args]
+            args = [astype(a, dtype) if isinstance(a, ShardArray) else a for a in args]
         if fn is not None:
             return fn(*args)
         return _by_operator(name, args)
@@ -215,7 +216,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
         kw = dict(kwargs)
         axis = kw.pop("axis", 0)
         dtype = _check_ufunc_kwargs(what, kw)
-        x = inputs[0] if dtype is None else inputs[0].astype(dtype)
+        x = inputs[0] if dtype is None else astype(inputs[0], dtype)
         if method == "accumulate":
             return fn(x, _one_dim(x, axis, what))
         return fn(x, _dims(x, axis, what))
@@ -365,7 +366,7 @@ def _call(entry: Entry, func: Callable[..., Any], args: tuple[Any, ...], kwargs:
     if entry.kind == "reduce":
         dtype = bound.pop("dtype", None)
         if dtype is not None:
-            x = x.astype(dtype)
+            x = astype(x, dtype)
         return fn(x, _dims(x, axis, what), **_extra_kwargs(func, fn, bound, what))
     if entry.kind == "axis":
         return fn(x, _one_dim(x, axis, what), **_extra_kwargs(func, fn, bound, what))
@@ -393,7 +394,7 @@ def _stack(fn: Callable[..., Any], arrays: list[ShardArray], axis: Any, what: st
     out = fn(arrays, name, **extra)
     order = [d for d in out.dims if d != name]
     order.insert(pos, name)
-    return out if tuple(order) == out.dims else out.transpose(*order)
+    return out if tuple(order) == out.dims else transpose(out, tuple(order))
 
 
 # custom handlers: (numpy function, "np.name", *numpy args, **numpy kwargs)
@@ -403,11 +404,11 @@ def _transpose(func: Any, what: str, a: Any, axes: Any = None) -> Any:
     if not isinstance(a, ShardArray):
         return NotImplemented
     if axes is None:
-        return a.transpose()
+        return transpose(a, ())
     names = _dims(a, tuple(axes), what)
     if names is None or len(names) != a.ndim:
         raise DimensionError(f"{what}: axes {axes!r} must list every axis of the array once; its dims are {a.dims}")
-    return a.transpose(*names)
+    return transpose(a, tuple(names))
 
 
 def _moveaxis(func: Any, what: str, a: Any, source: Any, destination: Any) -> Any:
@@ -426,7 +427,7 @@ def _moveaxis(func: Any, what: str, a: Any, source: Any, destination: Any) -> An
     order = [d for d in a.dims if d not in src]
     for pos, d in sorted(zip(dst, src)):
         order.insert(pos, d)  # type: ignore[arg-type]
-    return a.transpose(*order)
+    return transpose(a, tuple(order))
 
 
 def _swapaxes(func: Any, what: str, a: Any, axis1: Any, axis2: Any) -> Any:
@@ -434,7 +435,7 @@ def _swapaxes(func: Any, what: str, a: Any, axis1: Any, axis2: Any) -> Any:
         return NotImplemented
     d1, d2 = _one_dim(a, axis1, what), _one_dim(a, axis2, what)
     order = [d2 if d == d1 else d1 if d == d2 else d for d in a.dims]
-    return a.transpose(*order)
+    return transpose(a, tuple(order))
 
 
 def _expand_dims(func: Any, what: str, a: Any, axis: Any) -> Any:
@@ -553,7 +554,7 @@ def _einsum(func: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
                 names[letter] = target
             if names[letter] != d:
                 mapping[d] = names[letter]
-        renamed.append(a.rename(mapping) if mapping else a)
+        renamed.append(rename(a, mapping) if mapping else a)
     if not arrow:
         out_letters = "".join(sorted(c for c in names if lhs.count(c) == 1))
     else:

@@ -18,7 +18,7 @@ from typing import Any
 from ..array import ShardArray
 from ..core.relayout import relayout
 from ..errors import DimensionError, DTypeError
-from ..ops.indexing.slicing import slice_dim
+from ..ops.indexing.basic import slice_dim
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation.dims import squeeze
 from ..ops.manipulation.reshape import merge_dims

@@ -26,7 +26,7 @@ from ..mesh import Mesh
 from ..ops.creation import basic as _cr
 from ..ops.elementwise.arithmetic import where
 from ..ops.manipulation import structure
-from ..ops.manipulation.structure import broadcast_to, rename
+from ..ops.manipulation.structure import astype, broadcast_to, rename
 from ._align import in_order
 from ._array import Array, wrap
 
@@ -181,7 +181,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
                     f"asarray: copy=False, but casting the array {obj.sizes} from {obj.dtype} to {dt} needs a copy; "
                     f"pass copy=None (or True)"
                 )
-            return wrap(obj.astype(dt))
+            return wrap(astype(obj, dt))
         return _copy(obj) if copy else wrap(obj)
     if copy is False:
         raise ArgumentError(
@@ -394,7 +394,7 @@ def _triangle(x: Any, k: int, lower: bool, what: str) -> Array:
     zero = np.zeros((), dtype=x.dtype)[()]
     out = where(mask, x, zero)
     if out.dtype != x.dtype:
-        out = out.astype(x.dtype)
+        out = astype(out, x.dtype)
     return wrap(in_order(out, x.dims))
 
 

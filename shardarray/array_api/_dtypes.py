@@ -22,6 +22,7 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, DTypeError, MeshError
+from ..ops.manipulation import structure
 from ._array import wrap
 from ._creation import _copy
 
@@ -93,7 +94,7 @@ def astype(x: ShardArray, dtype: Any, /, *, copy: builtins.bool = True, device: 
     dt = _dtype_of(dtype, "astype")
     if dt == x.dtype:
         return _copy(x) if copy else wrap(x)
-    return wrap(x.astype(dt))
+    return wrap(structure.astype(x, dt))
 
 
 _PROMOTE_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}

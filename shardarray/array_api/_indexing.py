@@ -14,15 +14,17 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.relayout import resolve_to
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
+from ..ops.indexing.basic import normalize_int
 from ..ops.indexing.setitem import setitem as _setitem
-from ..ops.indexing.slicing import isel, normalize_int, parse_key
+from ..ops.indexing.slicing import isel, parse_key
 from ..ops.indexing.take import _check_range
 from ..ops.indexing.take import take as _take
 from ..ops.manipulation.dims import expand_dims, squeeze
-from ..ops.manipulation.structure import broadcast_to, rename, transpose
+from ..ops.manipulation.structure import astype, broadcast_to, rename, transpose
 from ._align import align, axis_dim, fresh, merge
 from ._array import HOOKS, Array, wrap
 
@@ -57,7 +59,7 @@ def take_positions(x: ShardArray, dim: str, ids: Any) -> ShardArray:
     (own,) = fresh(x.dims, 1, "ids")
     ids = rename(ids, {ids.dims[0]: own})
     out = _take(x, ids, dim)
-    out = out.resolve() if out.pending else out
+    out = resolve_to(out) if out.pending else out
     out = rename(out, {own: dim})
     return transpose(out, x.dims)
 
@@ -127,7 +129,7 @@ def take_along_axis(x: ShardArray, indices: ShardArray, /, *, axis: int = -1) ->
         ids = broadcast_to(squeeze(ids, ones), {d: isz[d] for d in names})
     ids = _ids(x, dim, ids, "take_along_axis")
     out = _take(x, ids, dim)
-    out = out.resolve() if out.pending else out
+    out = resolve_to(out) if out.pending else out
     out = rename(out, {own: dim})
     return wrap(transpose(out, x.dims))
 
@@ -246,7 +248,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
         ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim :])))
         _check_range(ids, x.sizes[d], d)
         if ids.dtype != np.int64:
-            ids = ids.astype(np.int64)
+            ids = astype(ids, np.int64)
         arrays.append(ew.multiply(ids, strides[i]) if strides[i] != 1 else ids)
     aligned, dims, shape = align(arrays, "x[...] (broadcasting the index arrays)")
     flat = aligned[0]
@@ -261,7 +263,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     else:
         tmp = adv_dims[0]
     out = _take(x, flat, tmp)
-    out = out.resolve() if out.pending else out
+    out = resolve_to(out) if out.pending else out
     rest = [d for d in x.dims if d != tmp]
     contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
     at = x.dims.index(tmp) if contiguous else 0

@@ -23,7 +23,8 @@ from ..array import ShardArray
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import zeros
-from ..ops.indexing.slicing import isel, slice_dim
+from ..ops.indexing.basic import slice_dim
+from ..ops.indexing.slicing import isel
 from ..ops.manipulation import concat as _concat
 from ..ops.manipulation import dims as _dims
 from ..ops.manipulation import flip as _flip

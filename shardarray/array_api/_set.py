@@ -15,6 +15,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..errors import DTypeError
+from ..ops.manipulation.structure import rename
 from ..ops.sorting import unique as _u
 from ._array import Array, wrap
 
@@ -30,7 +31,7 @@ def _check(x: Any, what: str) -> ShardArray:
 
 
 def _pos(a: ShardArray) -> Array:
-    return wrap(a.rename({_u.DIM: "dim0"}))
+    return wrap(rename(a, {_u.DIM: "dim0"}))
 
 
 def unique_values(x: ShardArray, /) -> Array:

@@ -15,6 +15,7 @@ from typing import Any
 from ..array import ShardArray
 from ..errors import DimensionError, DTypeError
 from ..ops.indexing.take import take
+from ..ops.manipulation.structure import rename
 from ..ops.sorting import sort as _sort
 from ..ops.sorting.searchsorted import searchsorted as _searchsorted
 from ._align import at_least_1d, axis_dim, fresh
@@ -74,7 +75,7 @@ def searchsorted(x1: ShardArray, x2: Any, /, *, side: str = "left", sorter: Shar
                 f"{sorter.dtype} of shape {sorter.shape}. Pass xp.argsort(x1)"
             )
         name = fresh(x1.dims, 1, "sorter")[0]
-        x1 = take(x1, sorter.rename({sorter.dims[0]: name}), x1.dims[0]).rename({name: x1.dims[0]})
+        x1 = rename(take(x1, rename(sorter, {sorter.dims[0]: name}), x1.dims[0]), {name: x1.dims[0]})
     return wrap(_searchsorted(x1, x2, side=side))
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray, like_kind
-from ..core.relayout import to_axes
+from ..core.relayout import resolve_to, to_axes
 from ..core.tape import STATE, Tape, backward
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
@@ -110,7 +110,7 @@ def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..
             grads = _pull(tape, traced, params, loss, _seed(loss))
         finally:
             tape.release()
-        loss = loss.resolve()
+        loss = resolve_to(loss)
         return ((loss, aux), grads) if has_aux else (loss, grads)
 
     return run

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
+from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
 from ..ops.elementwise.arithmetic import apply
 from .common import match
@@ -24,7 +25,7 @@ def _lin(name: str, fn: Any, g: ShardArray, *others: Any, bilinear: bool = False
         o._resolved[1] if isinstance(o, ShardArray) and o.pending and o._resolved is not None else o for o in others
     )
     if not bilinear:
-        others = tuple(o.resolve() if isinstance(o, ShardArray) and o.pending else o for o in others)
+        others = tuple(resolve_to(o) if isinstance(o, ShardArray) and o.pending else o for o in others)
     return apply(name, fn, (g, *others), "mul")
 
 

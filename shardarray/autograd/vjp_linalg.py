@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
 from ..errors import LinAlgError
 from ..layout import Layout
@@ -29,7 +30,7 @@ from ..linalg.svd import svd
 from ..ops.creation.basic import asarray, from_blocks
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import add, conj, divide, multiply, not_equal, subtract, where
-from ..ops.manipulation.structure import rename
+from ..ops.manipulation.structure import astype, rename
 from .common import match
 
 
@@ -55,7 +56,7 @@ def _plain(fn: Any) -> Any:
 def _inv(ctx: Context, g: ShardArray) -> list[Any]:
     a, y = ctx.args[0], _h(ctx.out)
     i, j = _matrix(ctx)
-    g = g.resolve()
+    g = resolve_to(g)
     y1 = rename(y, {i: "_vk", j: i})  # Y^H[i, k] stored at (k, i)
     g1 = rename(g, {i: "_vk", j: "_vl"})
     y2 = rename(y, {i: j, j: "_vl"})  # Y^H[l, j] stored at (j, l)
@@ -72,8 +73,8 @@ def _det(ctx: Context, g: ShardArray) -> list[Any]:
     try:
         yh = _h(rename(_plain(inv)(a, (i, j)), {i: j, j: i}))  # inv(A)^H with dims (.., i, j)
     except (LinAlgError, np.linalg.LinAlgError):  # singular: det(A) inv(A)^T is still the adjugate's transpose
-        return [match(_h(multiply(_adjugate_t(a, i, j), g.resolve())), a)] + [None] * (len(ctx.args) - 1)
-    coef = _h(multiply(g.resolve(), ctx.out))
+        return [match(_h(multiply(_adjugate_t(a, i, j), resolve_to(g))), a)] + [None] * (len(ctx.args) - 1)
+    coef = _h(multiply(resolve_to(g), ctx.out))
     return [match(multiply(yh, coef), a)] + [None] * (len(ctx.args) - 1)
 
 
@@ -104,7 +105,7 @@ def _solve(ctx: Context, g: ShardArray) -> list[Any]:
     _, bi, bk = matrix_dims(b, ctx.kwargs.get("b_dims"), "vjp")
     x = ctx.out
     ah = _h(rename(a, {i: j, j: i}))  # A^H, same dim names
-    gb = _plain(solve)(ah, g.resolve(), (i, j), b_dims=(bi, bk))
+    gb = _plain(solve)(ah, resolve_to(g), (i, j), b_dims=(bi, bk))
     # gA[i, j] = -sum_k gB[i, k] conj(X[j, k])
     g1 = rename(gb, {bi: i, bk: "_vk"})
     x1 = rename(_h(x), {bi: j, bk: "_vk"})
@@ -141,7 +142,7 @@ def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
     a = ctx.args[0]
     i, j = _matrix(ctx)
     swap = {i: j, j: i}
-    low, g = ctx.out, g.resolve()
+    low, g = ctx.out, resolve_to(g)
     if ctx.kwargs.get("upper"):  # U = chol(x^T)^T: work on L = U^T and x^T
         low, g = rename(low, swap), rename(g, swap)
     batch = tuple(d for d in low.dims if d not in (i, j))
@@ -167,15 +168,15 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
     rows, cols = ctx.args[4], ctx.args[5]
     new = next(d for d in q.dims if d in r.dims and d not in x.dims)
     batch = tuple(d for d in r.dims if d not in (new, cols))
-    g = g.resolve()
+    g = resolve_to(g)
     vb = "_vb"
     if which == 1:  # R̄ only: M = R R̄^T
         mm = _plain(einsum)(r, rename(g, {new: vb}), out=(*batch, new, vb))
     else:  # Q̄ only: M = -Q̄^T Q
         mm = multiply(_plain(einsum)(g, rename(q, {new: vb}), out=(*batch, new, vb)), -1.0)
     n = r.sizes[new]
-    low = asarray(np.tril(np.ones((n, n))), dims=(new, vb), mesh=x.mesh).astype(x.dtype)
-    strict = asarray(np.tril(np.ones((n, n)), -1), dims=(new, vb), mesh=x.mesh).astype(x.dtype)
+    low = astype(asarray(np.tril(np.ones((n, n))), dims=(new, vb), mesh=x.mesh), x.dtype)
+    strict = astype(asarray(np.tril(np.ones((n, n)), -1), dims=(new, vb), mesh=x.mesh), x.dtype)
     c = add(multiply(mm, low), rename(multiply(mm, strict), {new: vb, vb: new}))
     b = rename(_plain(einsum)(q, c, out=(*batch, rows, vb)), {vb: new})
     if which == 0:
@@ -193,7 +194,7 @@ def _svdvals(ctx: Context, g: ShardArray) -> list[Any]:
     i, j = _matrix(ctx)
     new = ctx.kwargs.get("new") or f"{j}_k"
     u, _, vh = svd(a, (i, j), new=new)
-    ga = _plain(einsum)(u, g.resolve(), vh, out=tuple(d for d in a.dims))
+    ga = _plain(einsum)(u, resolve_to(g), vh, out=tuple(d for d in a.dims))
     return [match(ga, a)] + [None] * (len(ctx.args) - 1)
 
 
@@ -203,7 +204,7 @@ def _slogdet(ctx: Context, g: ShardArray) -> list[Any]:
 
     a, i, j = ctx.args[0], ctx.args[2], ctx.args[3]
     yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})
-    return [match(multiply(yt, g.resolve()), a)] + [None] * (len(ctx.args) - 1)
+    return [match(multiply(yt, resolve_to(g)), a)] + [None] * (len(ctx.args) - 1)
 
 
 def _eig_parts(ctx: Context) -> tuple[ShardArray, ShardArray, ShardArray, str, str, str]:
@@ -229,8 +230,8 @@ def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
     """``Ā = V diag(w̄) V^H``."""
     x, _, v, rows, cols, _ = _eig_parts(ctx)
     vh = rename(_h(v), {rows: cols})
-    a = einsum(multiply(v, g.resolve()), vh, out=x.dims)  # sums over new: V diag(g) V^H
-    return [match(a.astype(x.dtype) if a.dtype != x.dtype else a, x), None, None, None, None]
+    a = einsum(multiply(v, resolve_to(g)), vh, out=x.dims)  # sums over new: V diag(g) V^H
+    return [match(astype(a, x.dtype) if a.dtype != x.dtype else a, x), None, None, None, None]
 
 
 @register_vjp("linalg.eigh_vectors")
@@ -239,7 +240,7 @@ def _eigh_vectors(ctx: Context, g: ShardArray) -> list[Any]:
     x, w, v, rows, cols, new = _eig_parts(ctx)
     new2 = _fresh(new + "_", x, v)
     batch = tuple(d for d in x.dims if d not in (rows, cols))
-    inner = einsum(_h(v), rename(g.resolve(), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
+    inner = einsum(_h(v), rename(resolve_to(g), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
     f = _reciprocal_gaps(w, new, new2)
     a = _hermitian_part(_v_m_vh(v, multiply(inner, f), rows, cols, new, new2), rows, cols)
     return [match(a, x), None, None, None, None]
@@ -269,7 +270,7 @@ def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
     new = s.dims[-1]
     batch = tuple(d for d in x.dims if d not in (rows, cols))
     new2 = _fresh(new + "2", x, u, vh)
-    g = g.resolve()
+    g = resolve_to(g)
     vh2 = rename(vh, {new: new2})
     if part == "S":
         a = einsum(multiply(u, g), vh, out=x.dims)

@@ -12,9 +12,10 @@ import math
 from typing import Any
 
 from ..array import ShardArray
+from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
 from ..ops.elementwise.arithmetic import apply
-from ..ops.manipulation.structure import expand
+from ..ops.manipulation.structure import astype, expand
 from ..ops.reduction import reduce as red
 from .common import match
 from .vjp_elementwise import _lin
@@ -31,7 +32,7 @@ def _unary(name: str, fn: Any, use_out: bool = False) -> None:
 
 def _zero(ctx: Context, g: ShardArray) -> list[Any]:
     return [
-        match(apply("d_zero", lambda xp, g: xp.zeros_like(g), (g.resolve(),)), a) if need else None
+        match(apply("d_zero", lambda xp, g: xp.zeros_like(g), (resolve_to(g),)), a) if need else None
         for a, need in zip(ctx.args, ctx.needs)
     ]
 
@@ -151,8 +152,8 @@ def _var(ctx: Context, g: ShardArray) -> list[Any]:
     dims = _reduced(ctx)
     n = math.prod(x.sizes[d] for d in dims)
     scale = 2.0 / max(n - _correction(ctx), 0) if n - _correction(ctx) > 0 else float("nan")
-    centered = apply("d_var_c", lambda xp, a, m: a - m, (x, red.mean.__wrapped__(x, dims).resolve()))
-    return [match(expand(g.resolve(), x.spec) * (centered * scale), x)]
+    centered = apply("d_var_c", lambda xp, a, m: a - m, (x, resolve_to(red.mean.__wrapped__(x, dims))))
+    return [match(expand(resolve_to(g), x.spec) * (centered * scale), x)]
 
 
 @register_vjp("std")
@@ -163,8 +164,8 @@ def _std(ctx: Context, g: ShardArray) -> list[Any]:
     n = math.prod(x.sizes[d] for d in dims)
     denom = n - _correction(ctx)
     scale = 1.0 / denom if denom > 0 else float("nan")
-    centered = apply("d_std_c", lambda xp, a, m: a - m, (x, red.mean.__wrapped__(x, dims).resolve()))
-    gs = apply("d_std", lambda xp, g, o: g * scale / o, (g.resolve(), out))
+    centered = apply("d_std_c", lambda xp, a, m: a - m, (x, resolve_to(red.mean.__wrapped__(x, dims))))
+    gs = apply("d_std", lambda xp, g, o: g * scale / o, (resolve_to(g), out))
     return [match(apply("d_std_x", lambda xp, c, s: c * s, (centered, gs)), x)]
 
 
@@ -176,10 +177,10 @@ def _prod(ctx: Context, g: ShardArray) -> list[Any]:
     dims = _reduced(ctx)
     zero = apply("d_prod_z", lambda xp, a: a == 0, (x,))
     nonzero_prod = red.prod.__wrapped__(apply("d_prod_nz", lambda xp, a, z: xp.where(z, 1, a), (x, zero)), dims)
-    zeros = red.sum.__wrapped__(zero.astype("int64"), dims).resolve() if dims else zero.astype("int64")
+    zeros = resolve_to(red.sum.__wrapped__(astype(zero, "int64"), dims)) if dims else astype(zero, "int64")
 
     def d(xp: Any, g: Any, a: Any, z: Any, p: Any, c: Any) -> Any:
         safe = xp.where(z, 1, a)
         return g * xp.where(c == 0, p / safe, xp.where((c == 1) & z, p, 0))
 
-    return [match(apply("d_prod", d, (g.resolve(), x, zero, nonzero_prod, zeros)), x)]
+    return [match(apply("d_prod", d, (resolve_to(g), x, zero, nonzero_prod, zeros)), x)]

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
+from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
 from ..ops.elementwise.arithmetic import apply
 from ..ops.fused import dispatch as fused
@@ -35,7 +36,7 @@ def _extreme(ctx: Context, g: ShardArray) -> list[Any]:
     dims = tuple(d for d in x.dims if d not in out.dims)
     hit = apply("d_hit", lambda xp, a, m: (a == m).astype(a.dtype), (x, out))
     count = red.sum.__wrapped__(hit, dims)
-    grad = apply("d_extreme", lambda xp, h, g, c: h * (g / c), (hit, g.resolve(), count.resolve()))
+    grad = apply("d_extreme", lambda xp, h, g, c: h * (g / c), (hit, resolve_to(g), resolve_to(count)))
     return [match(grad, x)]
 
 
@@ -54,7 +55,7 @@ def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
     # dx = y * (g - sum(g * y)): the sum is a sum-allreduce over the split dims, like the forward's
     x, y = ctx.args[0], ctx.out
     dims = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["dims"]
-    g = g.resolve()
+    g = resolve_to(g)
     if fused.rows_ready(y, fused.single_dim(dims)) and fused.kernels_for(y, "softmax"):
         gy = cast(ShardArray, fused.like(g, y))  # y's cotangent has y's dims: not None
         return [match(fused.map_like(y, lambda xp, y, g: cuda_kernels.softmax_rows_grad(xp, g, y), gy), x), None]
@@ -65,4 +66,4 @@ def _softmax(ctx: Context, g: ShardArray) -> list[Any]:
         out *= y
         return out
 
-    return [match(apply("d_softmax", dx, (g, y, s.resolve())), x), None]
+    return [match(apply("d_softmax", dx, (g, y, resolve_to(s))), x), None]

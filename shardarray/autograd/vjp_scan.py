@@ -8,12 +8,12 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import map_blocks, new_array
-from ..core.relayout import to_axes
+from ..core.relayout import resolve_to, to_axes
 from ..core.tape import Context, register_vjp
 from ..layout import block_bounds
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical
-from ..ops.manipulation.structure import transpose
+from ..ops.manipulation.structure import astype, transpose
 from ..ops.reduction.scan import scan
 from .common import match
 
@@ -29,9 +29,9 @@ def _dim(ctx: Context) -> str:
 @register_vjp("cumsum")
 def _cumsum(ctx: Context, g: ShardArray) -> list[Any]:
     x = ctx.args[0]
-    g = cast(ShardArray, match(g, ctx.out)).resolve()  # out is an array
+    g = resolve_to(cast(ShardArray, match(g, ctx.out)))  # out is an array
     gx = scan(g, _dim(ctx), "sum", reverse=True, dtype=g.dtype)
-    return [match(gx.astype(x.dtype), x)] + [None] * (len(ctx.args) - 1)
+    return [match(astype(gx, x.dtype), x)] + [None] * (len(ctx.args) - 1)
 
 
 @register_vjp("cumprod")
@@ -41,7 +41,7 @@ def _cumprod(ctx: Context, g: ShardArray) -> list[Any]:
     0 (the prefix holds the zero), which the division formula gives too, as ``y`` is 0 there."""
     x, y = ctx.args[0], ctx.out
     dim = _dim(ctx)
-    g = cast(ShardArray, match(g, y)).resolve()  # y (out) is an array
+    g = resolve_to(cast(ShardArray, match(g, y)))  # y (out) is an array
     r = scan(ew.multiply(g, y), dim, "sum", reverse=True)
     nz = ew.not_equal(x, 0.0)
     gx = ew.where(nz, ew.divide(r, ew.where(nz, x, 1.0)), 0.0)
@@ -52,7 +52,7 @@ def _cumprod(ctx: Context, g: ShardArray) -> list[Any]:
     after = scan(ew.where(ew.greater(zeros_upto, 0.0), ew.where(first, 1.0, x), 1.0), dim, "prod")
     tail = scan(ew.multiply(g, after), dim, "sum", reverse=True)  # Σ_{i≥k} ȳ_i Π_{k0<j≤i} x_j at k = k0
     gx = ew.add(gx, ew.where(first, ew.multiply(prefix, tail), 0.0))
-    return [match(gx.astype(x.dtype), x)] + [None] * (len(ctx.args) - 1)
+    return [match(astype(gx, x.dtype), x)] + [None] * (len(ctx.args) - 1)
 
 
 @register_vjp("top_k")

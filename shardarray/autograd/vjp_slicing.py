@@ -14,10 +14,10 @@ from typing import Any
 from ..array import ShardArray
 from ..core.common import map_blocks
 from ..core.movement import move
-from ..core.relayout import to_axes
+from ..core.relayout import resolve_to, to_axes
 from ..core.tape import Context, register_vjp
 from ..layout import Layout, block_bounds
-from ..ops.indexing.slicing import slice_dim
+from ..ops.indexing.basic import slice_dim
 from ..ops.manipulation.structure import transpose
 from .common import match
 
@@ -25,7 +25,7 @@ from .common import match
 @register_vjp("slice_dim")
 def _slice_dim(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, start, step, count = ctx.args
-    g = g.resolve() if g.pending else g
+    g = resolve_to(g) if g.pending else g
     back = move(
         [transpose.__wrapped__(g, x.dims)], dim, x.sizes[dim], [(0, 1, start, step, count)], axes=x.spec.of(dim)
     )
@@ -35,7 +35,7 @@ def _slice_dim(ctx: Context, g: ShardArray) -> list[Any]:
 @register_vjp("slice_dims")
 def _slice_dims(ctx: Context, g: ShardArray) -> list[Any]:
     x, boxes = ctx.args
-    back = g.resolve() if g.pending else g
+    back = resolve_to(g) if g.pending else g
     back = transpose.__wrapped__(back, x.dims)
     for dim, start, step, count in boxes:  # each dim's entries back to their places, zeros elsewhere
         back = move([back], dim, x.sizes[dim], [(0, 1, start, step, count)], axes=x.spec.of(dim))
@@ -45,7 +45,7 @@ def _slice_dims(ctx: Context, g: ShardArray) -> list[Any]:
 @register_vjp("pick")
 def _pick(ctx: Context, g: ShardArray) -> list[Any]:
     x, dim, i = ctx.args
-    g = g.resolve() if g.pending else g
+    g = resolve_to(g) if g.pending else g
     axis = x.dims.index(dim)
     rest = x.dims[:axis] + x.dims[axis + 1 :]
     g = to_axes(transpose.__wrapped__(g, rest), tuple(x.spec.of(d) for d in rest), False)

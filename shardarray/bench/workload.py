@@ -32,6 +32,8 @@ from typing import Any
 
 import shardarray as sa
 
+from ..core.relayout import resolve_to
+
 ALGORITHMS = ("megatron", "summa", "tesseract")
 EINSUM_ALGORITHM = {"megatron": "allreduce", "summa": "summa", "tesseract": "tesseract"}
 
@@ -143,7 +145,7 @@ def build(
         def forward(p: dict[str, sa.ShardArray]) -> sa.ShardArray:
             h = sa.gelu(sa.einsum("tokens hidden, hidden ffn -> tokens ffn", p["X"], p["W1"], algorithm=alg))
             y = sa.einsum("tokens ffn, ffn hidden -> tokens hidden", h, p["W2"], algorithm=alg)
-            return y.resolve()  # Megatron's g: the allreduce of the output
+            return resolve_to(y)  # Megatron's g: the allreduce of the output
 
     cotangent = sa.random.normal(mesh, size["Y"], seed=7, dtype=problem.dtype, layout=lay["Y"])
     return params, forward, cotangent

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.relayout import resolve_to
 from ..errors import CheckpointError
 from . import commit as _commit
 from .blocks import distinct_blocks, process_of
@@ -31,7 +32,7 @@ def _check(name: str, x: ShardArray, path: Path) -> ShardArray:
             f"no values to save; save arrays of a numpy or cupy mesh (a meta mesh can be a load target)"
         )
     st_dtype(x.dtype, f"checkpoint {path}: array {name!r} {x.sizes}")
-    return x.resolve() if x.pending else x
+    return resolve_to(x) if x.pending else x
 
 
 def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:

@@ -221,7 +221,7 @@ def differentiable(
             tape.paused += 1
             try:
                 if resolve_inputs:
-                    args = tuple(a.resolve() if isinstance(a, ShardArray) and a.pending else a for a in args)
+                    args = tuple(OPS.resolve_to(a) if isinstance(a, ShardArray) and a.pending else a for a in args)
                 out, saved = fn(*args, **kwargs) if saves else (fn(*args, **kwargs), None)
             finally:
                 tape.paused -= 1
@@ -332,7 +332,7 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
             if gi.dtype != parent.dtype and is_real_float(gi.dtype) and is_real_float(parent.dtype):
                 # a cotangent has its primal's dtype (as in JAX): a VJP's float32 arithmetic on a bfloat16 primal
                 # (CuPy promotes bfloat16 with a Python float) must not turn the rest of the backward pass float32
-                gi = gi.astype(parent.dtype)
+                gi = OPS.astype(gi, parent.dtype)
             slot = cot.setdefault(id(parent._node), {})
             slot[gi.pending] = gi if gi.pending not in slot else add(slot[gi.pending], gi)
     return leaves

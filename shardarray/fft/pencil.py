@@ -26,7 +26,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import map_blocks
-from ..core.relayout import move_axes
+from ..core.relayout import move_axes, resolve_to
 from ..layout import Layout
 
 Local = Callable[[Any, int], Any]
@@ -75,7 +75,7 @@ def along(x: ShardArray, dim: str, local: Local, size: int, dtype: Any, avoid: I
     axes (there and back, each ``(k-1)/k`` of a block per device), or, for a
     1-D array, one allgather of ``dim`` over its axes.
     """
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     i = x.dims.index(dim)
     axes = x.spec.axes[i]
     dtype = np.dtype(dtype)

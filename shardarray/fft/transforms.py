@@ -30,6 +30,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import dims_arg, require_array
+from ..core.relayout import resolve_to
 from ..core.tape import differentiable
 from ..dtypes import BFLOAT16
 from ..errors import ArgumentError, DimensionError, DTypeError
@@ -116,7 +117,7 @@ def c2c(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, avoid: tuple[
     def local(b: Any, axis: int) -> Any:
         return getattr(xp.fft, name)(b.astype(dt, copy=False), n=n, axis=axis, norm=norm)
 
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # a split 1-D array: the four-step algorithm (three alltoalls)
         return split1d.c2c(x, dim, n, norm, inverse, n, dt)
     return along(x, dim, local, n, dt, avoid)
@@ -132,7 +133,7 @@ def r2c(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
     def local(b: Any, axis: int) -> Any:
         return getattr(xp.fft, name)(b.astype(rt, copy=False), n=n, axis=axis, norm=norm)
 
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # rfft = fft[:n//2+1], ihfft = ifft[:n//2+1] of the real input (same norm)
         return split1d.r2c(x, dim, n, norm, hermitian, n // 2 + 1, complex_dtype(x.dtype), n // 2 + 1)
     return along(x, dim, local, n // 2 + 1, complex_dtype(x.dtype), avoid)
@@ -148,7 +149,7 @@ def c2r(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
     def local(b: Any, axis: int) -> Any:
         return getattr(xp.fft, name)(b.astype(ct, copy=False), n=n, axis=axis, norm=norm)
 
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # irfft = Re(ifft(w·x)), hfft = Re(fft(w·x)), w = 1, 2, ..., 2, 1 (same norm)
         return split1d.c2r(x, dim, n, norm, not hermitian, real_dtype(x.dtype), ct)
     return along(x, dim, local, n, real_dtype(x.dtype), avoid)

@@ -30,7 +30,7 @@ from ..core.common import require_array
 from ..core.tape import differentiable
 from ..errors import ArgumentError, DimensionError, LinAlgError
 from ..ops.elementwise.arithmetic import exp, multiply
-from ..ops.manipulation.structure import rename, transpose
+from ..ops.manipulation.structure import astype, rename, transpose
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
 from ._parts import eigh_values, eigh_vectors, slogdet_logabs, traced, untraced
 from .cholesky2d import cholesky_2d
@@ -319,7 +319,7 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
         )
     if a.dtype != b.dtype:
         dt = np.result_type(a.dtype, b.dtype)
-        a, b = a.astype(dt), b.astype(dt)
+        a, b = astype(a, dt), astype(b, dt)
     # b's batch dims in a's batch order
 
     order = [d for d in a.dims if d not in (rows, cols)]

@@ -17,6 +17,7 @@ from ..core.common import dims_arg, require_array
 from ..errors import ArgumentError
 from ..ops.elementwise.arithmetic import abs as _abs
 from ..ops.elementwise.arithmetic import sqrt as _sqrt
+from ..ops.manipulation.structure import astype
 from ..ops.reduction.reduce import max as _max
 from ..ops.reduction.reduce import min as _min
 from ..ops.reduction.reduce import sum as _sum
@@ -40,13 +41,13 @@ def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArra
         raise ArgumentError(f"sa.linalg.vector_norm: ord must be a number or ±inf; got {ord!r}")
     a = _abs(x)
     if x.dtype.kind not in "fc":
-        a = a.astype("float64")
+        a = astype(a, "float64")
     if ord == math.inf:
         return _max(a, names) if x.size else _sum(a, names)
     if ord == -math.inf:
         return _min(a, names)
     if ord == 0:
-        return _sum((a != 0).astype(a.dtype), names)
+        return _sum(astype(a != 0, a.dtype), names)
     if ord == 1:
         return _sum(a, names)
     if ord == 2:

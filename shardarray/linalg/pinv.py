@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.relayout import resolve_to
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import conj, where
+from ..ops.manipulation.structure import astype
 from ..ops.reduction.reduce import max as reduce_max
 from ..ops.reduction.reduce import sum as reduce_sum
 from ._matrix import float_dtype, matrix_dims
@@ -51,8 +53,8 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
     uh = conj(u) if x.dtype.kind == "c" else u
     v = conj(vh) if x.dtype.kind == "c" else vh
     batch = tuple(d for d in x.dims if d not in (rows, cols))
-    out = einsum(v, sinv.astype(x.dtype), uh, out=(*batch, cols, rows))
-    return out.resolve() if out.pending else out
+    out = einsum(v, astype(sinv, x.dtype), uh, out=(*batch, cols, rows))
+    return resolve_to(out) if out.pending else out
 
 
 def matrix_rank(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> ShardArray:
@@ -72,8 +74,8 @@ def matrix_rank(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -
     s = svdvals(x, (rows, cols), new=k)
     m, n = x.sizes[rows], x.sizes[cols]
     if min(m, n) == 0:
-        return reduce_sum((s > 0).astype("int64"), k)
-    return reduce_sum((s > _cutoff(s, k, m, n, rtol)).astype("int64"), k)
+        return reduce_sum(astype(s > 0, "int64"), k)
+    return reduce_sum(astype(s > _cutoff(s, k, m, n, rtol), "int64"), k)
 
 
 __all__ = ["matrix_rank", "pinv"]

@@ -34,6 +34,7 @@ from ..core.common import map_blocks, map_blocks_multi, mesh_order, new_array
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError
 from ..layout import block_bounds
+from ..ops.indexing.slicing import isel
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims
 from ._parts import qr_part, traced, untraced
 
@@ -151,7 +152,7 @@ def wide_qr(x: ShardArray, rows: str, cols: str, new: str) -> QRResult:
     mesh, xp = x.mesh, x.mesh.backend.xp
     m, n = x.sizes[rows], x.sizes[cols]
     blay = {d: x.spec.of(d) for d in batch if x.spec.of(d)}
-    lead = relayout(x.isel({cols: slice(0, m)}), blay)
+    lead = relayout(isel(x, {cols: slice(0, m)}), blay)
     bused = mesh_order(mesh, [a for v in blay.values() for a in v])
 
     def square(s: Any) -> Any:

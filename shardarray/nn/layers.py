@@ -9,6 +9,7 @@ from ..array import ShardArray
 from ..autograd.common import match
 from ..backend import cuda_kernels
 from ..core.common import require_ids
+from ..core.relayout import resolve_to
 from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import check_domain
 from ..errors import DimensionError, DTypeError
@@ -18,6 +19,8 @@ from ..ops.fused import attention as attention_fused
 from ..ops.fused import dispatch as fused
 from ..ops.fused import numpy_paths as fused_numpy
 from ..ops.indexing.take import _check_range, take
+from ..ops.manipulation.structure import astype, rename
+from ..ops.reduction import reduce as reduction
 from ..ops.reduction.causal_softmax import causal_softmax
 from ..ops.reduction.reduce import max as reduce_max
 from ..ops.reduction.softmax import logsumexp
@@ -82,15 +85,15 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
     """
     _check_layer_norm(x, gain, bias, dim)
     if _fused_layer_norm(x, gain, bias, dim):
-        x = x.resolve()
+        x = resolve_to(x)
         k = _row_kernels(x)
         y, mean, rstd_rows = fused.map_rows_multi(
-            x, 3, lambda xp, a, w, b: k.layer_norm_rows(xp, a, w, b, eps), gain.resolve(), bias.resolve()
+            x, 3, lambda xp, a, w, b: k.layer_norm_rows(xp, a, w, b, eps), resolve_to(gain), resolve_to(bias)
         )
         return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd_rows)
     n = x.sizes[dim]
-    xc = x - x.mean(dim)
-    var = apply("square", lambda xp, a: a * a, (xc,)).sum(dim)
+    xc = x - reduction.mean(x, dim)
+    var = reduction.sum(apply("square", lambda xp, a: a * a, (xc,)), dim)
     rstd = apply("rstd", lambda xp, v: 1.0 / xp.sqrt(v * (1.0 / n) + eps), (var,))
     xhat = xc * rstd
     return apply("scale_shift", lambda xp, h, w, b: h * w + b, (xhat, gain, bias)), (xhat, rstd)
@@ -100,7 +103,7 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
 def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     x, gain, bias = ctx.args[:3]
     dim = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs.get("dim", "d_model")
-    g = g.resolve()
+    g = resolve_to(g)
     grads: list[Any] = [None] * len(ctx.args)
     if isinstance(ctx.saved[0], str):  # ("fused", mean, rstd)
         _, mean, rstd = ctx.saved
@@ -110,7 +113,7 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
             2,
             lambda xp, a, g, w, m, r: k.layer_norm_rows_grad(xp, g, a, w, m, r),
             fused.like(g, x),
-            gain.resolve(),
+            resolve_to(gain),
             mean,
             rstd,
         )
@@ -126,8 +129,8 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         grads[2] = match(g, bias)
     if ctx.needs[0]:
         gh = apply("d_xhat", lambda xp, g, w: g * w, (g, gain))
-        m1 = gh.sum(dim)
-        m2 = apply("d_xhat_h", lambda xp, a, h: a * h, (gh, xhat)).sum(dim)
+        m1 = reduction.sum(gh, dim)
+        m2 = reduction.sum(apply("d_xhat_h", lambda xp, a, h: a * h, (gh, xhat)), dim)
 
         def dx(xp: Any, gh: Any, h: Any, r: Any, m1: Any, m2: Any) -> Any:
             out = h * (m2 * (1.0 / n))
@@ -175,7 +178,7 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     """
     _need_dims("attention", "x", x, ("batch", "seq", "d_model"))
     wq, wk, wv, wo = (p[prefix + n] for n in ("wq", "wk", "wv", "wo"))
-    xk = x.rename({"seq": "kseq"})
+    xk = rename(x, {"seq": "kseq"})
     q = einsum("batch seq d_model, d_model heads d_kv -> batch seq heads d_kv", x, wq)
     k = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wk)
     v = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wv)
@@ -233,7 +236,7 @@ def _fused_cross_entropy(logits: ShardArray, targets: ShardArray, dim: str) -> b
 def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> Any:
     """``cross_entropy`` as the fused kernel (see ``_fused_cross_entropy``); saves logsumexp per row."""
 
-    logits = logits.resolve()
+    logits = resolve_to(logits)
     _check_range(targets, logits.sizes[dim], dim)
     loss, lse = fused.map_rows_multi(logits, 2, _row_kernels(logits).cross_entropy_rows, targets)
     return fused.rows_result(logits, loss), lse
@@ -242,7 +245,7 @@ def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> An
 @register_vjp("cross_entropy_rows")
 def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     logits, targets = ctx.args[0], ctx.args[1]
-    g = cast(ShardArray, fused.like(g.resolve(), ctx.out))  # out's cotangent has out's dims: not None
+    g = cast(ShardArray, fused.like(resolve_to(g), ctx.out))  # out's cotangent has out's dims: not None
     k = _row_kernels(logits)
     dx = fused.map_rows_multi(
         logits,
@@ -259,7 +262,7 @@ def accuracy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -> Sha
     """Fraction of positions whose target has the largest logit (no gather of ``dim``)."""
     _check_loss("accuracy", logits, targets, dim)
     hit = take(logits, targets, dim) >= reduce_max(logits, dim)
-    return hit.astype("float64").mean()
+    return reduction.mean(astype(hit, "float64"))
 
 
 __all__ = ["accuracy", "attention", "cross_entropy", "layer_norm", "mlp"]

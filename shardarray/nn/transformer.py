@@ -19,6 +19,8 @@ from ..ops.creation import random as rnd
 from ..ops.creation.basic import full
 from ..ops.einsum import einsum
 from ..ops.indexing.take import take
+from ..ops.manipulation.structure import astype
+from ..ops.reduction import reduce as reduction
 from .config import TransformerConfig, param_shapes
 from .layers import attention, cross_entropy, layer_norm, mlp
 from .strategies import param_layout, strategy_rules
@@ -197,7 +199,8 @@ def _cast(params: Params, dtype: Any) -> Params:
         return params
     dt, norms = as_dtype(dtype), _low(dtype)  # in 16 bits the layer norms keep their float32 gains and biases
     return {
-        k: v if v.dtype == dt or (norms and k.endswith((".gain", ".bias"))) else v.astype(dt) for k, v in params.items()
+        k: v if v.dtype == dt or (norms and k.endswith((".gain", ".bias"))) else astype(v, dt)
+        for k, v in params.items()
     }
 
 
@@ -208,12 +211,12 @@ def _norm(x: ShardArray, params: Params, name: str, cfg: TransformerConfig) -> S
         return layer_norm(x, gain, bias, eps=cfg.eps)
     f32 = "float32"
     y = layer_norm(
-        x.astype(f32),
-        gain if gain.dtype == f32 else gain.astype(f32),
-        bias if bias.dtype == f32 else bias.astype(f32),
+        astype(x, f32),
+        gain if gain.dtype == f32 else astype(gain, f32),
+        bias if bias.dtype == f32 else astype(bias, f32),
         eps=cfg.eps,
     )
-    return y.astype(cfg.compute_dtype)
+    return astype(y, cfg.compute_dtype)
 
 
 def _logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> ShardArray:
@@ -226,7 +229,7 @@ def _logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> Shard
         x = x + mlp(_norm(x, params, pre + "ln2", cfg), p, pre + "mlp.")
     x = _norm(x, params, "ln_f", cfg)
     logits = einsum("batch seq d_model, d_model vocab -> batch seq vocab", x, p["unembed"])
-    return logits.astype("float32") if _low(cfg.compute_dtype) else logits
+    return astype(logits, "float32") if _low(cfg.compute_dtype) else logits
 
 
 def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cfg: TransformerConfig) -> ShardArray:
@@ -257,7 +260,7 @@ def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cf
             f"targets have sizes {targets.sizes} but tokens have {tokens.sizes}: give one target per token"
         )
     logits = _logits(params, tokens, cfg)
-    return _ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg).mean()
+    return reduction.mean(_ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg))
 
 
 __all__ = ["check_params", "init_transformer", "transformer_logits", "transformer_loss"]

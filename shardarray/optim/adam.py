@@ -8,6 +8,7 @@ from typing import Any
 
 from ..array import ShardArray, like_kind
 from ..backend import cuda_kernels
+from ..core.relayout import resolve_to
 from ..errors import ArgumentError
 from ..ops.elementwise.arithmetic import apply
 from ..ops.fused import dispatch as fused
@@ -103,7 +104,7 @@ class Adam:
             if _fused(x, m, v):  # one kernel per block (kernels/adam.cu), one NumPy pass (ops/fused/numpy_paths.py)
                 kernels = fused_numpy if fused_numpy.is_numpy(x) else cuda_kernels
                 outs = fused.map_rows_multi(
-                    x.resolve(),
+                    resolve_to(x),
                     3,
                     lambda xp, a, d, m, v, kernels=kernels: kernels.adam(
                         xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray, like_kind
+from ..core.relayout import resolve_to
 from ..errors import DTypeError
 from ..tree import tree_flatten, tree_unflatten
 from .common import _in_range
@@ -19,7 +20,7 @@ def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
     for x in leaves:
         if not isinstance(x, ShardArray):
             raise DTypeError(f"{what}: every leaf must be a ShardArray; got {type(x).__name__}")
-    return [like_kind(x.resolve(), x) if x.pending else x for x in leaves], treedef  # each keeps its kind
+    return [like_kind(resolve_to(x), x) if x.pending else x for x in leaves], treedef  # each keeps its kind
 
 
 def _sum_squares(xp: Any, block: Any) -> Any:

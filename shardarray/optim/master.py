@@ -25,6 +25,7 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import as_dtype, is_real_float
 from ..errors import DimensionError, DTypeError
+from ..ops.manipulation.structure import astype
 from ..tree import tree_flatten, tree_paths
 from .common import _FIX
 
@@ -54,7 +55,7 @@ def needs_master(dtype: Any, master: np.dtype | None) -> bool:
 def init_master(params: Any, master: np.dtype | None) -> dict[str, ShardArray] | None:
     """``{key path: parameter in master dtype}`` for the parameters that need one; None when none does."""
     leaves, _ = tree_flatten(params)
-    out = {path: x.astype(master) for path, x in zip(tree_paths(params, ""), leaves) if needs_master(x.dtype, master)}
+    out = {path: astype(x, master) for path, x in zip(tree_paths(params, ""), leaves) if needs_master(x.dtype, master)}
     return out or None
 
 
@@ -91,6 +92,6 @@ def finish(
     params, copies = [], {}
     for path, x, v in zip(paths, p, new_values):
         if needs_master(x.dtype, master):
-            copies[path] = v if v.dtype == master else v.astype(master)
-        params.append(v if v.dtype == x.dtype else v.astype(x.dtype))
+            copies[path] = v if v.dtype == master else astype(v, master)
+        params.append(v if v.dtype == x.dtype else astype(v, x.dtype))
     return params, copies or None

@@ -16,6 +16,7 @@ from ..ops.creation import random as rnd
 from ..ops.creation.basic import zeros
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import relu
+from ..ops.reduction import reduce as reduction
 
 Step = Callable[[Mesh], Any]
 
@@ -81,7 +82,7 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
             for i in range(layers):
                 h = relu(einsum("batch io, io hidden -> batch hidden", y, p[f"w{i}"]) + p[f"bias{i}"])
                 y = einsum("batch hidden, hidden io -> batch io", h, p[f"v{i}"])
-            return (y * y).sum()
+            return reduction.sum(y * y)
 
         return value_and_grad(loss)(params)
 

@@ -8,37 +8,15 @@ logs must agree. The real library is exercised by tests/backend/test_gpu.py.
 
 from __future__ import annotations
 
-import contextlib
-
+import fake_nccl
 import numpy as np
 import pytest
-
-import fake_nccl
-import shardarray as sa
 from fake_gpu import FakeCupy
-from shardarray.backend.numpy_backend import NumpyBackend
-from shardarray.comm.nccl import NcclCommunicator
+from nccl_meshes import PerDeviceNumpy, nccl_mesh
+
+import shardarray as sa
 
 SHAPES = [{"row": 2, "col": 2}, {"all": 4}, {"x": 2, "y": 2, "z": 2}, {"p": 3, "q": 2}]
-
-
-class PerDeviceNumpy(NumpyBackend):
-    """NumPy shards that never share a buffer between devices, as GPUs would not; one stream per device."""
-
-    per_device = True
-
-    def __init__(self, n: int, gpus: tuple[int, ...] | None = None) -> None:
-        self.gpus = tuple(range(n)) if gpus is None else gpus
-        self.scoped: list[int] = []
-
-        def scope(d: int):
-            self.scoped.append(d)
-            return contextlib.nullcontext()
-
-        self.device_scope = scope
-
-    def stream_ptr(self, device: int) -> int:
-        return 0x100 + device
 
 
 class StreamPerGpuNumpy(PerDeviceNumpy):
@@ -56,13 +34,6 @@ def _no_hang():
     hung = fake_nccl.hangs()
     fake_nccl.reset()
     assert not hung, f"these NCCL calls would hang on a real GPU: {hung}"
-
-
-def nccl_mesh(shape, rules=None, backend=None):
-    n = int(np.prod(list(shape.values())))
-    mesh = sa.Mesh(shape, backend=backend or PerDeviceNumpy(n), rules=rules)
-    mesh.comm = NcclCommunicator(mesh, lib=fake_nccl)
-    return mesh
 
 
 def shard_lists(mesh, shapes, dtype, seed=0):

@@ -10,6 +10,7 @@ import numpy as np
 from ...array import ShardArray
 from ...backend.classlist import ClassList
 from ...core.common import map_blocks
+from ...core.relayout import relayout
 from ...dtypes import as_dtype, scalar_for_write
 from ...errors import DimensionError, DTypeError, MeshError
 from ...layout import (
@@ -25,6 +26,7 @@ from ...layout import (
 from ...memo_hook import memoisable
 from ...mesh import AxesSpec, Mesh
 from ..manipulation.reshard import reshard
+from ..manipulation.structure import astype, rename
 
 
 def _check_mesh(mesh: Any, what: str) -> Mesh:
@@ -149,12 +151,12 @@ def _from_shardarray(x: ShardArray, dims: Any, mesh: Any, layout: Any, dtype: An
                 f"give one name per dim, in order"
             )
         if names != x.dims:
-            x = x.rename(dict(zip(x.dims, names)))
+            x = rename(x, dict(zip(x.dims, names)))
     if other is not None:  # another mesh: a resharding copy (layout None: the target mesh's rules)
         out = reshard(x, other, layout)
     else:
-        out = x if layout is None else x.relayout(layout)
-    return out if dtype is None else out.astype(dtype)
+        out = x if layout is None else relayout(x, layout)
+    return out if dtype is None else astype(out, dtype)
 
 
 def asarray(

@@ -29,7 +29,7 @@ from ...backend import cuda_kernels
 from ...backend.meta import MetaArray
 from ...core import plans
 from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
-from ...core.relayout import to_axes
+from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import check_domain, is_bfloat16, is_complex, promote
 from ...errors import DTypeError
@@ -505,6 +505,6 @@ def gelu(x: ShardArray) -> Any:
     """
     check_domain("gelu", [x], "real_float")
     if fused.kernels_for(x, "gelu"):  # one kernel; the VJP recomputes tanh from x (saved: None)
-        return fused.map_like(x.resolve(), cuda_kernels.gelu), None
+        return fused.map_like(resolve_to(x), cuda_kernels.gelu), None
     t = apply("gelu_tanh", _gelu_tanh, (x,))
     return apply("gelu", lambda xp, a, t: (0.5 * a) * (1.0 + t), (x, t)), t

@@ -26,6 +26,7 @@ from typing import Any, cast
 import numpy as np
 
 from ...array import ShardArray
+from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from . import dispatch as fused
 from . import numpy_paths as fused_numpy
@@ -92,7 +93,7 @@ def causal_attention(q: ShardArray, k: ShardArray, v: ShardArray, scale: float) 
     Returns:
         (batch, seq, heads, d_kv), laid out like ``q``. No collectives.
     """
-    q, k, v = q.resolve(), k.resolve(), v.resolve()
+    q, k, v = resolve_to(q), resolve_to(k), resolve_to(v)
     o, p = fused.map_rows_multi(q, 2, lambda xp, a, b, c: _forward(a, b, c, scale), k, v)
     return ShardArray(q.mesh, q.spec, q.dtype, o), p
 
@@ -118,10 +119,10 @@ def _backward(g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any
 def _causal_attention_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     q, k, v = ctx.args[:3]
     scale = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs["scale"]
-    g = cast(ShardArray, fused.like(g.resolve(), q))  # the cotangent has the output's dims: q's
-    q = q.resolve()
+    g = cast(ShardArray, fused.like(resolve_to(g), q))  # the cotangent has the output's dims: q's
+    q = resolve_to(q)
     dq, dk, dv = fused.map_rows_multi(
-        q, 3, lambda xp, a, g, b, c, p: _backward(g, a, b, c, p, scale), g, k.resolve(), v.resolve(), ctx.saved
+        q, 3, lambda xp, a, g, b, c, p: _backward(g, a, b, c, p, scale), g, resolve_to(k), resolve_to(v), ctx.saved
     )
     grads: list[Any] = [None] * len(ctx.args)
     for i, (x, d) in enumerate(((q, dq), (k, dk), (v, dv))):

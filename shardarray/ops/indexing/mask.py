@@ -35,7 +35,7 @@ from ...array import ShardArray
 from ...backend.meta import MetaArray
 from ...chunks import group_chunk
 from ...core.common import common_mesh, map_blocks, require_array
-from ...core.relayout import to_axes
+from ...core.relayout import resolve_to, to_axes
 from ...core.tape import Context, differentiable, register_vjp
 from ...dtypes import scalar_for_write
 from ...errors import DimensionError, DTypeError, TapeError
@@ -43,7 +43,8 @@ from ...layout import Layout
 from ..creation.basic import asarray, zeros_like
 from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
-from ..manipulation.structure import broadcast_to, rename, transpose
+from ..manipulation.structure import astype, broadcast_to, rename, transpose
+from .basic import pick, slice_dim
 from .writes import serialized
 
 
@@ -78,7 +79,7 @@ def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
             f"{what}: a 0-d mask selects nothing by dim; give a mask with some of the dims "
             f"{x.dims}, or use sa.where(mask, x, 0)"
         )
-    return mask.resolve() if mask.pending else mask
+    return resolve_to(mask) if mask.pending else mask
 
 
 class _Plan:
@@ -89,7 +90,7 @@ class _Plan:
         self.mesh = x.mesh
         self.mdims = mask.dims
         self.rest = tuple(d for d in x.dims if d not in mask.dims)
-        x = x.resolve() if x.pending else x
+        x = resolve_to(x) if x.pending else x
         xt = transpose.__wrapped__(x, self.mdims + self.rest) if x.dims != self.mdims + self.rest else x
         self.axes = tuple(a for d in self.mdims for a in xt.spec.of(d))
         target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
@@ -251,9 +252,9 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
                 f"v {v.sizes} must have {total} entries along {extra[0]!r} and the kept dims "
                 f"{dict(zip(p.rest, rest_shape))}"
             )
-        v = transpose.__wrapped__(v, extra + p.rest).rename({extra[0]: "__sel"})
+        v = rename(transpose.__wrapped__(v, extra + p.rest), {extra[0]: "__sel"})
     elif v.shape == want:
-        v = v.rename(dict(zip(v.dims, ("__sel",) + p.rest)))
+        v = rename(v, dict(zip(v.dims, ("__sel",) + p.rest)))
     elif (positional or all(d.startswith("__v") for d in v.dims)) and _broadcasts(v.shape, want):
         v = _broadcast_positional(v, ("__sel",) + p.rest, want)  # NumPy's rule: right-aligned, size 1 stretches
     else:
@@ -262,7 +263,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
             f"{want} selected); v has shape {v.shape}, which does not broadcast to it; give a "
             f"scalar or a value of shape {want}"
         )
-    v = v.resolve() if v.pending else v
+    v = resolve_to(v) if v.pending else v
     v = to_axes(v, (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest), False)
     mesh = p.mesh
     n = math.prod(p.radix) if p.radix else 1
@@ -304,7 +305,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
 
 def _replace(x: ShardArray, new: ShardArray) -> None:
     if new.dtype != x.dtype:
-        new = new.astype(x.dtype)
+        new = astype(new, x.dtype)
     x.shards, x.pending = new.shards, ()
     x.host_range = None
     x._resolved = None
@@ -348,7 +349,7 @@ def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
         while name in x.dims:
             name += "_"
         out = expand_dims(x, name, 0)
-        return out.isel({name: slice(0, 1 if bool(mask) else 0)})
+        return slice_dim(out, name, 0, 1, 1 if bool(mask) else 0)
     return select(x, _positional_mask(x, mask, "x[mask]"))
 
 
@@ -364,7 +365,9 @@ def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int
     aligned = names[len(want) - v.ndim :]
     keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim :]) if size == full}
     drop = {d: 0 for d in v.dims if d not in keep}
-    v = rename(v.isel(drop) if drop else v, keep)
+    for d in drop:  # a size-1 dim that broadcasts: its one entry
+        v = pick(v, d, 0)
+    v = rename(v, keep)
     return broadcast_to(v, dict(zip(names, want)))
 
 
@@ -377,7 +380,7 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
         if not isinstance(v, ShardArray):
             v = asarray(np.asarray(v, dtype=x.dtype), dims=tuple(f"__v{i}" for i in range(np.ndim(v))), mesh=x.mesh)
         if v.ndim == x.ndim + 1 and v.shape[0] == 1:
-            v = v.isel({v.dims[0]: 0})
+            v = pick(v, v.dims[0], 0)
         if v.ndim > x.ndim or any(a not in (1, b) for a, b in zip(v.shape[::-1], x.shape[::-1])):
             raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape {x.shape}")
         names = x.dims[x.ndim - v.ndim :]

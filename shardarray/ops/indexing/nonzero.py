@@ -17,13 +17,16 @@ import numpy as np
 from ...array import ShardArray
 from ...backend.meta import MetaArray
 from ...core.common import dims_arg, map_blocks, new_array, require_array
+from ...core.relayout import resolve_to
 from ...core.tape import nondifferentiable
 from ...errors import DimensionError
 from ...layout import block_bounds
 from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
+from ..manipulation.structure import astype
 from ..reduction import reduce as red
 from .mask import select
+from .slicing import isel
 
 
 @nondifferentiable("count_nonzero")
@@ -43,8 +46,8 @@ def count_nonzero(x: ShardArray, dims: Any = None, keepdims: bool = False) -> Sh
     x = require_array(x, "sa.count_nonzero")
     dims = dims_arg(x, dims, "count_nonzero")
     nz = ew.not_equal(x, 0) if x.dtype.kind != "b" else x
-    out = red.sum.__wrapped__(nz.astype("int64"), dims) if dims else nz.astype("int64")
-    out = out.resolve() if out.pending else out
+    out = red.sum.__wrapped__(astype(nz, "int64"), dims) if dims else astype(nz, "int64")
+    out = resolve_to(out) if out.pending else out
     if keepdims:
         for d in dims:
             out = expand_dims(out, d, x.dims.index(d))
@@ -75,7 +78,7 @@ def nonzero(x: ShardArray) -> tuple[ShardArray, ...]:
             "nonzero: a 0-d array has no indices (as in the array API standard); use "
             "sa.expand_dims(x, 'i') first, or bool(x)"
         )
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     mask = ew.not_equal(x, 0) if x.dtype.kind != "b" else x
     mesh, xp = x.mesh, x.mesh.backend.xp
     bounds = block_bounds(mesh, x.spec)
@@ -93,7 +96,7 @@ def nonzero(x: ShardArray) -> tuple[ShardArray, ...]:
     sizes = dict(x.sizes, **{coord: nd})
     c = new_array(mesh, x.dims + (coord,), sizes, axes, shards, dtype=np.dtype(np.int64))
     picked = select(c, mask, new_dim="nonzero")
-    return tuple(picked.isel({coord: k}) for k in range(nd))
+    return tuple(isel(picked, {coord: k}) for k in range(nd))
 
 
 __all__ = ["count_nonzero", "nonzero"]

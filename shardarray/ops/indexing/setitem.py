@@ -21,14 +21,14 @@ import numpy as np
 from ...array import ShardArray
 from ...core.common import common_mesh, map_blocks
 from ...core.movement import k_range, move
-from ...core.relayout import to_axes
+from ...core.relayout import resolve_to, to_axes
 from ...dtypes import scalar_for_write
 from ...errors import DimensionError, DTypeError, TapeError
 from ...layout import block_bounds
 from ..creation.basic import asarray
-from ..manipulation.structure import broadcast_to, rename, transpose
+from ..manipulation.structure import astype, broadcast_to, rename, transpose
+from .basic import normalize_int, normalize_slice, pick
 from .mask import mask_assign
-from .slicing import normalize_int, normalize_slice, pick
 from .writes import serialized
 
 
@@ -69,9 +69,9 @@ def _value(x: ShardArray, v: ShardArray, box: dict[str, tuple[int, int, int, boo
     if ones:
         for d in ones:
             v = pick.__wrapped__(v, d, 0)
-    v = v.resolve() if v.pending else v
+    v = resolve_to(v) if v.pending else v
     v = broadcast_to.__wrapped__(v, {d: box[d][2] for d in x.dims}, layout={d: a for d, a in v.layout.items()})
-    return v.astype(x.dtype) if v.dtype != x.dtype else v
+    return astype(v, x.dtype) if v.dtype != x.dtype else v
 
 
 @serialized
@@ -116,7 +116,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         return
     box = _box(x, items)
     if x.pending:
-        r = x.resolve()
+        r = resolve_to(x)
         x.shards, x.pending = r.shards, ()
     mesh = x.mesh
     scalar = not isinstance(v, ShardArray)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ...array import ShardArray
 from ...core.movement import MovePlan, _slice, exchange, k_range
+from ...core.relayout import resolve_to
 from ...core.tape import differentiable
 from ...layout import Layout, block_bounds
 
@@ -49,7 +50,7 @@ def slice_dims(x: ShardArray, boxes: Sequence[Box]) -> ShardArray:
         >>> bool((y.numpy() == x.numpy()[1:-1, ::2]).all()), len(log.records)
         (True, 0)
     """
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     mesh, spec = x.mesh, x.spec
     box = {d: (start, step, count) for d, start, step, count in boxes}
     bounds = block_bounds(mesh, spec)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...array import ShardArray
 from ...core.common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
-from ...core.relayout import to_axes
+from ...core.relayout import relayout, to_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError, DTypeError
 from ...layout import block_bounds, check_dims, check_sizes
@@ -297,4 +297,4 @@ def one_hot(ids: ShardArray, dim: str, size: int, dtype: Any = "float32", layout
         np.arange(size), dims=(dim,), mesh=mesh, layout={dim: layout[dim]} if layout and dim in layout else {}
     )
     out = astype(equal(ids, rng), dtype)
-    return out if layout is None else out.relayout(layout)
+    return out if layout is None else relayout(out, layout)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...array import ShardArray
 from ...core.common import dims_arg, require_array, require_ids
+from ...core.relayout import resolve_to
 from ...errors import DimensionError
 from ..elementwise import arithmetic as ew
 from ..manipulation.structure import rename, transpose
@@ -74,7 +75,7 @@ def take_along_dim(x: ShardArray, ids: ShardArray, dim: Any) -> ShardArray:
     if tmp.dtype.kind == "i":
         tmp = ew.where(ew.less(tmp, 0), ew.add(tmp, n), tmp)
     out = take(x, tmp, dim)
-    out = out.resolve() if out.pending else out
+    out = resolve_to(out) if out.pending else out
     out = rename(out, {own: dim})
     order = [d for d in x.dims if d in out.dims]
     return transpose(out, tuple(order))

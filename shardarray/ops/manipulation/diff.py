@@ -15,7 +15,7 @@ from ...array import ShardArray
 from ...core.common import one_dim_arg, require_array
 from ...errors import ArgumentError
 from ..elementwise import arithmetic as ew
-from ..indexing.slicing import slice_dim
+from ..indexing.basic import slice_dim
 
 
 def diff(x: ShardArray, dim: Any, n: int = 1) -> ShardArray:

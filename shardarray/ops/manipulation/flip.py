@@ -19,9 +19,10 @@ from ...array import ShardArray
 from ...autograd.common import match
 from ...core.common import one_dim_arg, require_array
 from ...core.movement import move
+from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from ...errors import ArgumentError
-from ..indexing.slicing import slice_dim
+from ..indexing.basic import slice_dim
 
 
 def _int(v: Any, name: str, what: str) -> int:
@@ -32,7 +33,7 @@ def _int(v: Any, name: str, what: str) -> int:
 
 @differentiable("flip")
 def _flip(x: ShardArray, dim: str) -> ShardArray:
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     n = x.sizes[dim]
     if n <= 1:
         return x
@@ -64,7 +65,7 @@ def _flip_vjp(ctx: Context, g: ShardArray) -> list[Any]:
 
 @differentiable("roll")
 def _roll(x: ShardArray, dim: str, shift: int) -> ShardArray:
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     n = x.sizes[dim]
     s = shift % n if n else 0
     if s == 0:
@@ -98,7 +99,7 @@ def _roll_vjp(ctx: Context, g: ShardArray) -> list[Any]:
 
 @differentiable("pad")
 def _pad(x: ShardArray, dim: str, before: int, after: int) -> ShardArray:
-    x = x.resolve() if x.pending else x
+    x = resolve_to(x) if x.pending else x
     n = x.sizes[dim]
     if before == 0 and after == 0:
         return x
@@ -132,7 +133,7 @@ def pad(x: ShardArray, dim: Any, before: int = 0, after: int = 0) -> ShardArray:
 def _pad_vjp(ctx: Context, g: ShardArray) -> list[Any]:
 
     x, dim, before, _ = ctx.args
-    g = g.resolve() if g.pending else g
+    g = resolve_to(g) if g.pending else g
     return [match(slice_dim.__wrapped__(g, dim, before, 1, x.sizes[dim]), x), None, None, None]
 
 

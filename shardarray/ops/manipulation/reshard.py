@@ -32,7 +32,7 @@ from ...backend.meta import MetaArray
 from ...comm.log import record
 from ...comm.mpi import _mpi, exchange_flat
 from ...core.common import require_array
-from ...core.relayout import relayout
+from ...core.relayout import relayout, resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from ...errors import BackendError, MeshError
 from ...layout import Layout, block_bounds, make_layout
@@ -232,7 +232,7 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
             f"Make one with sa.Mesh({{'model': 4}})"
         )
     lay = make_layout(mesh, x.dims, x.shape, layout, what=f"reshard target of array {x.sizes}")
-    given, x = x, x.resolve()
+    given, x = x, resolve_to(x)
     if mesh is x.mesh or mesh == x.mesh:
         return like_kind(relayout(x, lay), given)
     kinds = {x.mesh.comm_kind == "mpi", mesh.comm_kind == "mpi"}

@@ -32,6 +32,7 @@ import numpy as np
 from ...array import ShardArray
 from ...autograd.common import match
 from ...backend import cuda_kernels
+from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from ...dtypes import check_domain, compute_dtype
 from ...errors import DimensionError
@@ -39,6 +40,7 @@ from ...mesh import Mesh
 from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
 from ..fused import dispatch as fused
+from ..manipulation.structure import astype
 from . import reduce as red
 from .softmax import softmax
 
@@ -75,7 +77,7 @@ def _check(scores: ShardArray, dims: tuple[str, str]) -> None:
 def _probabilities(scores: ShardArray, scale: float, dims: tuple[str, str]) -> ShardArray:
     """The array path: the probabilities in float32 for scores narrower than float32, else in their dtype."""
     wide = compute_dtype(scores.dtype)
-    x = scores.astype(wide) if wide is not None else scores
+    x = astype(scores, wide) if wide is not None else scores
     return softmax(ew.where(causal_mask(scores.mesh, scores.sizes[dims[0]], dims), x * scale, -np.inf), dims[1])
 
 
@@ -99,8 +101,8 @@ def causal_softmax(scores: ShardArray, scale: float = 1.0, dims: tuple[str, str]
     _check(scores, dims)
     check_domain("causal_softmax", [scores], "real_float")
     if _kernel_ready(scores, dims):
-        return fused.map_like(scores.resolve(), lambda xp, s: cuda_kernels.causal_softmax_rows(xp, s, scale))
-    return _probabilities(scores, scale, dims).astype(scores.dtype)
+        return fused.map_like(resolve_to(scores), lambda xp, s: cuda_kernels.causal_softmax_rows(xp, s, scale))
+    return astype(_probabilities(scores, scale, dims), scores.dtype)
 
 
 @register_vjp("causal_softmax")
@@ -110,10 +112,10 @@ def _causal_softmax_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     x, p = ctx.args[0], ctx.out
     scale = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("scale", 1.0)
     dims = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("dims", ("seq", "kseq"))
-    g = g.resolve()
+    g = resolve_to(g)
     grads: list[Any] = [None] * len(ctx.args)
     if _kernel_ready(x, dims):
-        xr = x.resolve()
+        xr = resolve_to(x)
         grads[0] = match(
             fused.map_like(
                 xr,
@@ -125,7 +127,7 @@ def _causal_softmax_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         return grads
     wide = compute_dtype(p.dtype)
     if wide is not None:
-        g, p = g.astype(wide), _probabilities(x, scale, dims)
+        g, p = astype(g, wide), _probabilities(x, scale, dims)
     s = red.sum.__wrapped__(ew.apply("d_causal_softmax_gp", lambda xp, g, p: g * p, (g, p)), dims[1])
 
     def dx(xp: Any, g: Any, p: Any, s: Any) -> Any:
@@ -134,7 +136,7 @@ def _causal_softmax_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         out *= scale
         return out
 
-    grads[0] = match(ew.apply("d_causal_softmax", dx, (g, p, s.resolve())).astype(x.dtype), x)
+    grads[0] = match(astype(ew.apply("d_causal_softmax", dx, (g, p, resolve_to(s))), x.dtype), x)
     return grads
 
 

@@ -30,6 +30,7 @@ from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_float
 from ...errors import ArgumentError
 from ...layout import Layout
+from ..manipulation.structure import astype
 
 
 def _split(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -163,7 +164,7 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     acc = accumulation_dtype(x.dtype)
     if acc is None:
         return sum.__wrapped__(x, dims) * scale
-    wide = _partial_sum(x, dims, acc) if dims else x.astype(acc)
+    wide = _partial_sum(x, dims, acc) if dims else astype(x, acc)
     return _round(wide * scale, x.dtype)
 
 
@@ -280,7 +281,7 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
             gathered,
         )
     out = new_array(x.mesh, keep, x.sizes, axes, shards)
-    return out if acc is None else out.astype(x.dtype)
+    return out if acc is None else astype(out, x.dtype)
 
 
 def _logical(x: ShardArray, dims: Any, op: str) -> ShardArray:

@@ -20,10 +20,12 @@ from typing import Any
 from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...core.common import dims_arg
+from ...core.relayout import resolve_to
 from ...core.tape import differentiable
 from ...dtypes import check_domain, compute_dtype
 from ..elementwise import arithmetic as ew
 from ..fused import dispatch as fused
+from ..manipulation.structure import astype
 from . import reduce as red
 
 
@@ -53,7 +55,7 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
     check_domain("logsumexp", [x], "real_float")
     wide = compute_dtype(x.dtype)
     if wide is not None:
-        return logsumexp.__wrapped__(x.astype(wide), dims).astype(x.dtype)
+        return astype(logsumexp.__wrapped__(astype(x, wide), dims), x.dtype)
     m = _finite_shift(x, dims)
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, m))
     return ew.log(red.sum(e, dims)) + m
@@ -73,8 +75,8 @@ def softmax(x: ShardArray, dims: Any) -> ShardArray:
     check_domain("softmax", [x], "real_float")
     wide = compute_dtype(x.dtype)
     if wide is not None and not fused.kernels_for(x, "softmax"):
-        return softmax.__wrapped__(x.astype(wide), dims).astype(x.dtype)
+        return astype(softmax.__wrapped__(astype(x, wide), dims), x.dtype)
     if fused.rows_ready(x, fused.single_dim(dims)) and fused.kernels_for(x, "softmax"):
-        return fused.map_like(x.resolve(), cuda_kernels.softmax_rows)  # whole rows in every block: one kernel
+        return fused.map_like(resolve_to(x), cuda_kernels.softmax_rows)  # whole rows in every block: one kernel
     e = ew.apply("exp_shifted", lambda xp, a, m: xp.exp(a - m), (x, _shift(x, dims)))
     return ew.apply("normalize", lambda xp, e, s: e / s, (e, red.sum(e, dims)))

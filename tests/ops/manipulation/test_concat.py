@@ -90,7 +90,7 @@ def test_gradients(shape):
 def test_alltoallv_on_fake_nccl_equals_emulated(shape):
     """The new collective through NcclCommunicator (grouped send/recv, fake_nccl) equals the emulated one."""
     import fake_nccl
-    from test_nccl import nccl_mesh
+    from nccl_meshes import nccl_mesh
 
     fake_nccl.reset()
     mesh, emu = nccl_mesh(shape), sa.Mesh(shape)
