@@ -1,13 +1,16 @@
 // Row-wise softmax and softmax cross-entropy over the last (contiguous) axis: one block per row.
-// Matches the array path: an all -inf row is shifted by 0, so softmax gives 0/0 = nan there.
+// Matches the array paths: softmax shifts an all -inf row by 0 (0/0 = nan there, as the array path); the
+// cross-entropy's logsumexp shifts by 0 wherever the maximum is not finite (SciPy's rule), so a row holding +inf
+// has logsumexp +inf (a shift by +inf would give inf - inf = nan).
 
-// The shift m (the row's maximum, 0 for an all -inf row) and s = sum(exp(x - m)) of one row, in every thread.
+// The shift m (the row's maximum; 0 for an all -inf row, or with finite_only for any non-finite maximum) and
+// s = sum(exp(x - m)) of one row, in every thread.
 template <typename T, typename A> __device__ void row_shift_sum(const T* x, index_t row, index_t n, A* shared,
-                                                                A& m, A& s) {
+                                                                A& m, A& s, bool finite_only = false) {
     m = neg_inf<A>();
     for (index_t i = threadIdx.x; i < n; i += blockDim.x) m = mx(m, (A)ld(x, row + i));
     m = block_max(m, shared);
-    if (m == neg_inf<A>()) m = A(0);
+    if (m == neg_inf<A>() || (finite_only && !isfinite(m))) m = A(0);
     s = A(0);
     for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += ex((A)ld(x, row + i) - m);
     s = block_sum(s, shared);
@@ -41,7 +44,7 @@ template <typename T> __device__ void xent_fwd(const T* x, const index_t* t, T* 
     __shared__ A shared[32];
     const index_t r = blockIdx.x, row = r * n;
     A m, s;
-    row_shift_sum(x, row, n, shared, m, s);
+    row_shift_sum(x, row, n, shared, m, s, true);
     if (threadIdx.x == 0) {
         const A l = lg(s) + m;
         lse[r] = l;
