@@ -110,8 +110,12 @@ def torch_event_seconds(torch: Any, fn: Callable[[], Any], calls: int, repeat: i
                         calls, repeat)
 
 
-def matmul_rows(sizes: list[int], dtypes: list[str], calls: int, repeat: int) -> list[dict[str, Any]]:
-    """(a): one row per size and dtype, seconds and TFLOP/s of each implementation and the ratios."""
+def matmul_rows(sizes: list[int], dtypes: list[str], calls: int, repeat: int,
+                on_row: Callable[[dict[str, Any]], None] = lambda row: None) -> list[dict[str, Any]]:
+    """(a): one row per size and dtype, seconds and TFLOP/s of each implementation and the ratios.
+
+    ``on_row`` is called with each row as soon as it is measured (``main`` writes the JSON there, so a run cut
+    short by a time limit keeps every measurement it made)."""
     import cupy
 
     torch = cuda_torch()
@@ -141,6 +145,7 @@ def matmul_rows(sizes: list[int], dtypes: list[str], calls: int, repeat: int) ->
                 entry["shardarray_vs_torch"] = entry["torch_s"] / entry["shardarray_s"]
             entry["summa_2x2_vs_cupy"] = entry["summa_2x2_s"] / entry["cupy_s"]
             rows.append(entry)
+            on_row(entry)
             print(f"matmul {n}^3 {dtype}: shardarray {entry['shardarray_tflops']:.1f} TFLOP/s "
                   f"({entry['shardarray_vs_cupy']:.3f}x cupy.matmul {entry['cupy_tflops']:.1f}), torch "
                   f"{entry.get('torch_tflops', float('nan')):.1f}, emulated 2x2 SUMMA {entry['summa_2x2_tflops']:.1f} "
@@ -245,11 +250,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                       n_layers=args.layers, seq_len=512)
     device = device_name("cupy")
     torch = cuda_torch()
-    mm = matmul_rows(sizes, list(DTYPES), args.calls, args.repeat)
-    peak = {d: max(r["cupy_tflops"] for r in mm if r["dtype"] == d) * 1e12 for d in DTYPES}
     flops = step_flops(cfg, args.batch)
     tokens = args.batch * cfg.seq_len
-    steps: dict[str, Any] = {}
+    mm: list[dict[str, Any]] = []
+    train_step: dict[str, Any] = {"config": {**vars(cfg), "batch": args.batch, "params": sa.nn.param_count(cfg),
+                                             "parameters": "float32", "einsum_flops_per_step": flops}}
+    result = {
+        "benchmark": "gpu", "device": device, "quick": args.quick,
+        "cupy": __import__("cupy").__version__, "torch": torch.__version__ if torch else None,
+        "numpy": np.__version__, "python": platform.python_version(),
+        "timing": {"matmul": f"CUDA events around {args.calls} back-to-back calls, median of {args.repeat}",
+                   "train_step": "interleaved step by step, each ending with the loss read; median of the timed "
+                                 "steps after 2 warm-ups"},
+        "matmul": mm,
+        "train_step": train_step,  # one entry per dtype, added as each is measured
+    }
+    slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+    out = Path(args.json or Path(__file__).parent / "results" / f"gpu-{slug}{'-quick' if args.quick else ''}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every measurement: a run cut short keeps what it measured
+        out.write_text(json.dumps(result, indent=2))
+
+    matmul_rows(sizes, list(DTYPES), args.calls, args.repeat, on_row=lambda row: (mm.append(row), save()))
+    peak = {d: max(r["cupy_tflops"] for r in mm if r["dtype"] == d) * 1e12 for d in DTYPES}
     for dtype in ("float32", "bfloat16"):
         rows, why = step_rows(cfg, dtype, args.batch, max(5, args.repeat), args.compile)
         eager = next((r for r in rows if "eager" in r["impl"]), None)
@@ -269,24 +293,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         tol = 1e-3 if dtype == "float32" else 2.0**-6  # bfloat16 compute: equal to its rounding
         same = max(losses) - min(losses) < tol * abs(losses[0])
         print(f"{dtype}: first losses agree" if same else f"{dtype}: first losses DIFFER: {losses}")
-        steps[dtype] = {"rows": rows, "same_first_loss": same, "matmul_peak_tflops": peak[dtype] / 1e12,
-                        "missing": why}
-    result = {
-        "benchmark": "gpu", "device": device, "quick": args.quick,
-        "cupy": __import__("cupy").__version__, "torch": torch.__version__ if torch else None,
-        "numpy": np.__version__, "python": platform.python_version(),
-        "timing": {"matmul": f"CUDA events around {args.calls} back-to-back calls, median of {args.repeat}",
-                   "train_step": "interleaved step by step, each ending with the loss read; median of the timed "
-                                 "steps after 2 warm-ups"},
-        "matmul": mm,
-        "train_step": {"config": {**vars(cfg), "batch": args.batch, "params": sa.nn.param_count(cfg),
-                                  "parameters": "float32", "einsum_flops_per_step": flops},
-                       **steps},
-    }
-    slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
-    out = Path(args.json or Path(__file__).parent / "results" / f"gpu-{slug}{'-quick' if args.quick else ''}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+        train_step[dtype] = {"rows": rows, "same_first_loss": same, "matmul_peak_tflops": peak[dtype] / 1e12,
+                             "missing": why}
+        save()
     print(f"wrote {out}")
     return result
 

@@ -52,6 +52,27 @@ def test_gpu_benchmark_runs_end_to_end_on_the_fake(monkeypatch, tmp_path, gpu_be
     assert fake.events and len(fake.events) % 2 == 0  # start and end events, in pairs
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_gpu_benchmark_keeps_what_it_measured_when_cut_short(monkeypatch, tmp_path, gpu_bench):
+    """The JSON is written after every measurement: a run stopped in the bfloat16 step keeps the matmul rows and
+    the float32 step (a GPU session's time limit then loses only the measurement under way)."""
+    FakeCupy(gpus=1).install(monkeypatch)
+    monkeypatch.setattr(gpu_bench, "cuda_torch", lambda: None)
+    real = gpu_bench.step_rows
+
+    def step_rows(cfg, dtype, *args):
+        if dtype == "bfloat16":
+            raise KeyboardInterrupt("the session's time limit")
+        return real(cfg, dtype, *args)
+
+    monkeypatch.setattr(gpu_bench, "step_rows", step_rows)
+    out = tmp_path / "gpu.json"
+    with pytest.raises(KeyboardInterrupt):
+        gpu_bench.main(["--quick", "--json", str(out)])
+    saved = json.loads(out.read_text())
+    assert len(saved["matmul"]) == 3 and "float32" in saved["train_step"] and "bfloat16" not in saved["train_step"]
+
+
 def test_event_seconds_records_on_the_stream_of_the_work(monkeypatch, gpu_bench):
     fake = FakeCupy(gpus=2).install(monkeypatch)
     import shardarray as sa
