@@ -1,5 +1,14 @@
-"""Skips tests marked ``gpu`` when no CUDA GPU with CuPy is present."""
+"""The suite's options and markers: ``--backend``, ``gpu`` and ``numpy_only`` tests, hypothesis profiles.
 
+``--backend=numpy`` (default; or ``SHARDARRAY_TEST_BACKEND=numpy``) runs the suite on NumPy shards.
+``--backend=cupy`` runs it on CuPy shards: every ``sa.Mesh(...)`` made without ``backend=`` (and the
+positional namespace's default mesh) gets ``backend="cupy"``, on a real GPU when CuPy finds one, else on
+the strict stand-in of ``tests/support/strict_cupy.py`` (8 fake GPUs) installed for the whole session;
+meshes that ask for ``"numpy"`` or ``"meta"`` keep them. Tests marked ``numpy_only(reason)`` test
+NumPy-only behaviour and skip under ``--backend=cupy``; tests marked ``gpu`` skip without a real GPU.
+"""
+
+import functools
 import os
 
 import pytest
@@ -10,13 +19,92 @@ settings.register_profile("ci", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-from helpers import gpu_available
+import helpers  # noqa: E402
+from helpers import gpu_available  # noqa: E402
 
 # helpers, fakes, misuse cases and job scripts: imported by the tests, never collected (not even for doctests)
 collect_ignore = ["support"]
 
+BACKENDS = ("numpy", "cupy")
+_UNDO: list = []
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--backend", choices=BACKENDS, default=os.environ.get("SHARDARRAY_TEST_BACKEND", "numpy"),
+        help="the backend of meshes made without backend=: numpy (default) or cupy (a real GPU when CuPy finds "
+             "one, else the strict CuPy stand-in, tests/support/strict_cupy.py); env SHARDARRAY_TEST_BACKEND",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "numpy_only(reason): tests NumPy-only behaviour; skipped under --backend=cupy")
+    backend = config.getoption("--backend", default="numpy")
+    if backend not in BACKENDS:
+        raise pytest.UsageError(f"--backend={backend!r} (or SHARDARRAY_TEST_BACKEND): choose one of {BACKENDS}")
+    helpers._SESSION["backend"] = backend
+    helpers._SESSION["real_gpu"] = False
+    if backend == "cupy":
+        _UNDO.append(_use_cupy())
+
+
+def pytest_unconfigure(config):
+    while _UNDO:
+        _UNDO.pop().undo()
+
+
+def _use_cupy():
+    """Make ``backend="cupy"`` the session's default mesh backend, on a GPU or on the strict stand-in."""
+    from fake_gpu import FakeCupy
+
+    if gpu_available():
+        mp = pytest.MonkeyPatch()
+        helpers._SESSION["real_gpu"] = True
+    else:
+        from strict_cupy import install_session
+
+        mp = install_session(gpus=8)  # enough for a 2 x 2 x 2 mesh with one GPU per device
+    mp.setattr(FakeCupy, "default_strict", True)  # fakes a test installs itself are strict too
+    _default_backend(mp, "cupy")
+    return mp
+
+
+def _default_backend(mp, name):
+    """``sa.Mesh(shape, ...)`` without ``backend=`` -> ``backend=name``; also the default mesh of the namespace."""
+    import importlib
+
+    from shardarray.mesh import Mesh
+
+    default_mesh = importlib.import_module("shardarray.default_mesh")  # (sa.default_mesh is the function)
+
+    init = Mesh.__init__
+
+    @functools.wraps(init)
+    def __init__(self, shape, *args, **kwargs):
+        if not args and "backend" not in kwargs:
+            kwargs["backend"] = name
+        init(self, shape, *args, **kwargs)
+
+    mp.setattr(Mesh, "__init__", __init__)
+
+    class EnvMeshes(dict):
+        """``SHARDARRAY_MESH`` meshes (and the one-device fallback) on the session's backend."""
+
+        def get(self, text, default=None):
+            if text not in self:
+                self[text] = Mesh(default_mesh.parse_mesh_env(text), backend=name)
+            return self[text]
+
+    mp.setattr(default_mesh, "_ENV_CACHE", EnvMeshes())
+
 
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("--backend", default="numpy") == "cupy":
+        for item in items:
+            marker = item.get_closest_marker("numpy_only")
+            if marker is not None:
+                reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "tests NumPy shards")
+                item.add_marker(pytest.mark.skip(reason=f"numpy_only: {reason}"))
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU with CuPy (pip install 'shardarray[cuda13]')")

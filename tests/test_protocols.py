@@ -534,6 +534,7 @@ def test_default_mesh_is_per_thread(clean_default):
     assert out == [b]
 
 
+@pytest.mark.numpy_only("SHARDARRAY_MESH makes NumPy meshes (its documented contract); --backend=cupy swaps them")
 def test_shardarray_mesh_environment(clean_default, monkeypatch):
     monkeypatch.setenv(ENV, "row=2,col=2")
     mesh = sa.get_default_mesh()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import host, is_shard
 
 import shardarray as sa
 import shardarray.array_api as xp
@@ -29,8 +30,8 @@ def check(a, expected, dtype=None):
     assert a.dims == tuple(f"dim{k}" for k in range(a.ndim))
     assert a.layout == {f"dim{k}": (ax,) for k, ax in zip(range(a.ndim), a.mesh.axis_names)}
     for shard, idx in zip(a.shards, block_slices(a.mesh, a.spec)):
-        assert isinstance(shard, np.ndarray)
-        np.testing.assert_array_equal(shard, expected[idx])
+        assert is_shard(shard, a.mesh)  # a NumPy array on NumPy meshes, a CuPy array on CuPy ones
+        np.testing.assert_array_equal(host(shard), expected[idx])
 
 
 # ---------------------------------------------------------------- asarray

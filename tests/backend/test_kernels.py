@@ -72,7 +72,7 @@ def test_sources_compile(tmp_path, name):
 
 
 def test_numpy_shards_take_the_array_path():
-    mesh = sa.Mesh({"row": 2, "col": 2})
+    mesh = sa.Mesh({"row": 2, "col": 2}, backend="numpy")  # the subject is NumPy shards, on every --backend
     x = sa.zeros(mesh, {"batch": 4, "vocab": 6}, layout={"batch": "row"})
     assert not cuda_kernels.supports(np, np.float32, "softmax")
     assert not fused.kernels_for(x, "softmax")

@@ -23,6 +23,11 @@ so tests can check the contracts a real GPU would enforce silently:
   type ``computeType`` says
   (``gemms``). A host ``alpha`` read in device pointer mode raises.
 * ``cuda.nccl``: ``tests/support/fake_nccl.py``.
+
+``FakeCupy(gpus, strict=True)`` (or any ``FakeCupy(...)`` while
+``FakeCupy.default_strict`` is True, as under ``pytest --backend=cupy``)
+builds the strict stand-in of ``tests/support/strict_cupy.py`` instead:
+arrays that are not NumPy arrays, CuPy 14.2's namespace, kernels that run.
 """
 
 from __future__ import annotations
@@ -103,9 +108,19 @@ class FakeCupy:
     """One fake CUDA machine with ``gpus`` GPUs (see the module docstring)."""
 
     active: FakeCupy | None = None
+    #: whether ``FakeCupy(...)`` builds the strict stand-in (``strict_cupy.StrictCupy``) by default
+    default_strict: bool = False
 
-    def __init__(self, gpus: int = 2) -> None:
+    def __new__(cls, gpus: int = 2, strict: bool | None = None) -> FakeCupy:
+        if cls is FakeCupy and (FakeCupy.default_strict if strict is None else strict):
+            from strict_cupy import StrictCupy
+
+            cls = StrictCupy
+        return super().__new__(cls)
+
+    def __init__(self, gpus: int = 2, strict: bool | None = None) -> None:
         self.gpus = gpus
+        self.strict = bool(strict)
         self.device = 0
         self.stream = 0  # the legacy default stream
         self._ptrs = itertools.count(0x7000)
@@ -144,11 +159,26 @@ class FakeCupy:
         return self.device, self.stream
 
     # ------------------------------------------------------------ the module
-    def _build(self) -> _Module:
-        fake = self
+    def _array_namespace(self) -> Any:
+        """The module ``import cupy`` gives, before ``cuda`` and ``RawModule`` are added: NumPy's functions."""
         cupy = _Module("cupy")
         cupy.ndarray = FakeArray
         cupy.asnumpy = lambda a, stream=None: np.array(a)
+        return cupy
+
+    def _launch_arg(self, arg: Any) -> tuple[str, int | None, bool]:
+        """(dtype or type name, GPU, C-contiguous) of a kernel argument (GPU None: not an array)."""
+        if isinstance(arg, np.ndarray):
+            return arg.dtype.name, getattr(arg, "_gpu", None), arg.flags.c_contiguous
+        return type(arg).__name__, None, True
+
+    def _run_kernel(self, name: str, args: tuple) -> None:
+        """Carry out a launch (the lenient fake launches nothing: outputs keep what ``empty`` left)."""
+
+    def _build(self) -> Any:
+        fake = self
+        cupy = self._array_namespace()
+        cupy.__stand_in__ = True  # not a real CuPy (helpers.gpu_available)
 
         class Device:
             def __init__(self, device: int | None = None) -> None:
@@ -205,17 +235,19 @@ class FakeCupy:
                     raise RuntimeError(f"kernel {self.name} of GPU {self.device} launched on GPU {fake.device}")
                 if not all(0 < b <= 1024 for b in block) or not all(0 < g < 2**31 for g in grid):
                     raise RuntimeError(f"kernel {self.name}: invalid launch grid {grid} block {block}")
-                got = [a.dtype.name if isinstance(a, np.ndarray) else type(a).__name__ for a in args]
-                for i, (arg, (ctype, pointer)) in enumerate(zip(args, self.params)):
-                    if pointer and isinstance(arg, FakeArray) and arg._gpu != fake.device:
-                        raise RuntimeError(f"kernel {self.name}: argument {i} lives on GPU {arg._gpu}")
-                    if pointer and isinstance(arg, np.ndarray) and not arg.flags.c_contiguous:
+                info = [fake._launch_arg(a) for a in args]
+                got = [name for name, _, _ in info]
+                for i, ((_, gpu, contiguous), (ctype, pointer)) in enumerate(zip(info, self.params)):
+                    if pointer and gpu is not None and gpu != fake.device:
+                        raise RuntimeError(f"kernel {self.name}: argument {i} lives on GPU {gpu}")
+                    if pointer and not contiguous:
                         raise RuntimeError(f"kernel {self.name}: argument {i} ({ctype}*) is not contiguous")
                 want = [_C_TYPES[t] for t, _ in self.params]
                 if self.params and got != want:
                     raise RuntimeError(f"kernel {self.name} takes {want} but was launched with {got}")
                 fake.launches.append({"name": self.name, "device": fake.device, "stream": fake.stream,
                                       "grid": grid, "block": block, "args": got})
+                fake._run_kernel(self.name, args)
 
         class RawModule:
             def __init__(self, code: str, options: tuple = ()) -> None:

@@ -1,6 +1,13 @@
-"""Shared test helpers: the test meshes, hypothesis strategies, random data."""
+"""Shared test helpers: the test meshes, hypothesis strategies, random data, and what a shard is on this run.
+
+``pytest --backend=cupy`` (or ``SHARDARRAY_TEST_BACKEND=cupy``) runs the suite on CuPy shards (the strict
+stand-in of ``strict_cupy.py`` without a GPU): tests ask ``host``, ``is_shard``, ``shard_type`` and
+``backend_name`` instead of assuming NumPy arrays.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -18,17 +25,60 @@ HYPOTHESIS_SHAPES = MESH_SHAPES + [{"p": 3, "q": 2}]
 
 
 def gpu_available() -> bool:
+    """A real CUDA GPU with a real CuPy (the stand-ins of ``fake_gpu``/``strict_cupy`` are not one)."""
     try:
         import cupy
 
+        if getattr(cupy, "__stand_in__", False):
+            return False
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
 
 
+#: the backend this test session runs on (set by tests/conftest.py from ``--backend``)
+_SESSION = {"backend": "numpy"}
+
+
+def backend_name() -> str:
+    """``"numpy"`` or ``"cupy"``: the backend meshes made without ``backend=`` get in this session."""
+    return _SESSION["backend"]
+
+
+def shard_type(mesh: Any) -> type:
+    """The array type of ``mesh``'s shards: ``np.ndarray`` on NumPy meshes, ``cupy.ndarray`` on CuPy ones,
+    ``MetaArray`` on meta meshes."""
+    xp = mesh.backend.xp
+    return xp.ndarray if hasattr(xp, "ndarray") else type(xp.empty((0,)))
+
+
+def is_shard(obj: Any, mesh: Any) -> bool:
+    """Whether ``obj`` is a shard of ``mesh``'s backend (a NumPy array on NumPy meshes, a CuPy array on CuPy)."""
+    return isinstance(obj, shard_type(mesh))
+
+
+def host(a: Any) -> np.ndarray:
+    """``a`` as a NumPy array: a ShardArray's (or positional Array's) global value, a device shard copied to
+    the host with ``.get()``, a NumPy array or scalar as it is.
+
+    Example:
+        >>> host(np.arange(3))
+        array([0, 1, 2])
+    """
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "numpy") and callable(a.numpy):
+        return a.numpy()
+    if hasattr(a, "get") and hasattr(a, "__cuda_array_interface__"):
+        return a.get()
+    return np.asarray(a)
+
+
 @st.composite
-def meshes(draw, backend="numpy"):
-    return sa.Mesh(draw(st.sampled_from(HYPOTHESIS_SHAPES)), backend=backend)
+def meshes(draw, backend=None):
+    """A mesh of one of ``HYPOTHESIS_SHAPES``, on ``backend`` (None: the session's default backend)."""
+    shape = draw(st.sampled_from(HYPOTHESIS_SHAPES))
+    return sa.Mesh(shape) if backend is None else sa.Mesh(shape, backend=backend)
 
 
 @st.composite
