@@ -17,20 +17,30 @@ and 0.0 are equal (NumPy's order).
 Steps and collectives (``p`` = the group size along ``axes``, ``m`` = a
 device's block):
 
-1. local sort (``np.sort``; ``np.argsort(kind="stable")`` when a payload
+1. local sort (``xp.sort``; ``xp.argsort(kind="stable")`` when a payload
    rides along);
 2. **allgather** of ``p - 1`` regular samples per device (3 int64 each:
    value bits, member, position); every device picks the same ``p - 1``
-   global splitters;
+   global splitters (a stable multi-key sort of the ``p (p - 1)`` samples);
 3. each device cuts its sorted block at the splitters (``searchsorted``);
    **one alltoallv** sends bucket ``i`` to member ``i`` (per-pair counts;
    keys alone, or (key, payload) pairs as two int64 when a payload rides);
-4. local merge of the received runs (a stable sort, NumPy's timsort, of the
-   concatenation of ``p`` sorted runs: ``O(m log p)``, it finds the runs);
+4. local merge of the received runs (a stable sort of the concatenation of
+   ``p`` sorted runs; NumPy's timsort finds the runs: ``O(m log p)``);
 5. **allgather** of one int64 per device (its bucket's length), from which
    each bucket's global offset follows;
 6. **one alltoallv** rebalancing the buckets into the canonical ceil-blocks
    (only the result: keys, indices or payload).
+
+Everything runs on the backend's array module (``mesh.backend.xp``: NumPy or
+CuPy), each device's work in its device scope; bfloat16 keys are sorted and
+searched as float32 (``key_dtype``: exact, and CuPy's sorts have no bfloat16)
+but travel as bfloat16. **Host reads** (each a device
+sync on a GPU), per device and per call, only what the exchanges need: the
+``p - 1`` bucket cuts of step 3 (to cut the block into the alltoallv's
+pieces) and the ``p`` bucket lengths gathered in step 5 (to cut the bucket
+into the rebalancing pieces): ``2p - 1`` int64 in two reads. The splitters
+never leave the device.
 
 Traffic per device: about ``m`` entries in each alltoallv plus ``3(p - 1) + 1``
 int64 in the allgathers. Regular sampling bounds every bucket by about
@@ -41,7 +51,7 @@ last call in units of ``ceil(n / p)`` so tests can check it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -53,64 +63,131 @@ LAST_PEAK: dict[str, float] = {"elements": 0, "block": 0, "ratio": 0.0}
 """The last sample sort's largest bucket (``elements``), the canonical block ``ceil(n/p)`` and their ratio."""
 
 
-def to_bits(a: np.ndarray) -> np.ndarray:
-    """``a`` as int64 words that ``from_bits`` turns back exactly."""
-    w = wide_dtype(a.dtype)
-    return np.ascontiguousarray(a.astype(w, copy=False)).view(np.int64)
+def to_bits(a: Any) -> Any:
+    """``a`` (a NumPy or CuPy array) as int64 words that ``from_bits`` turns back exactly."""
+    return a.astype(wide_dtype(a.dtype), copy=False).view(np.int64)
 
 
-def from_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The values ``to_bits`` packed, in ``dtype``."""
-    return np.ascontiguousarray(bits).view(wide_dtype(dtype)).astype(dtype, copy=False)
+def from_bits(bits: Any, dtype: Any) -> Any:
+    """The values ``to_bits`` packed (an int64 array of either array module), in ``dtype``."""
+    return bits.view(wide_dtype(dtype)).astype(dtype, copy=False)
 
 
-def _local(block: np.ndarray, payload: Any, offset: int) -> tuple[np.ndarray, np.ndarray | None]:
+def key_dtype(dtype: Any) -> np.dtype:
+    """The dtype keys of ``dtype`` are sorted and searched in: float32 for bfloat16 (exact; CuPy's thrust
+    sorts have no bfloat16), else ``dtype`` itself."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.name == "bfloat16" else dtype
+
+
+def sort_keys(a: Any) -> Any:
+    """``a`` in ``key_dtype`` (itself unless bfloat16): what ``xp.sort``, ``argsort`` and ``searchsorted`` take.
+
+    Example:
+        >>> sort_keys(np.array([2.0, 1.0], dtype="bfloat16")).dtype
+        dtype('float32')
+    """
+    kd = key_dtype(a.dtype)
+    return a if kd == a.dtype else a.astype(kd)
+
+
+def lex_order(xp: Any, keys: Sequence[Any], axis: int = -1) -> Any:
+    """Positions that sort along ``axis`` by ``keys[-1]``, ties by ``keys[-2]``, ..., then by position.
+
+    ``np.lexsort(keys, axis=axis)``'s order, built from stable argsorts (least significant key first), which
+    every array module has (CuPy's ``lexsort`` takes one 2-D array of one dtype and no axis).
+
+    Args:
+        xp: the array module.
+        keys: arrays of one shape (any dtypes), the primary key last.
+        axis: the axis to sort along.
+
+    Example:
+        >>> lex_order(np, [np.array([1, 0, 1]), np.array([2, 2, 1])]).tolist()
+        [2, 1, 0]
+    """
+    order = xp.argsort(keys[0], axis=axis, kind="stable")
+    for key in keys[1:]:
+        inner = xp.argsort(xp.take_along_axis(key, order, axis=axis), axis=axis, kind="stable")
+        order = xp.take_along_axis(order, inner, axis=axis)
+    return order
+
+
+def read_counts(mesh: Mesh, arrays: Sequence[Any]) -> list[Any]:
+    """Small int arrays of the devices (``None`` where not held) read to the host as int64 NumPy arrays.
+
+    The one way the sorting ops move data to the host: ``mesh.backend.to_numpy``, each read a device sync
+    on a GPU, explicit and only of counts and cuts. An array several devices share (an emulated
+    collective's result, replicas) is read once.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2})
+        >>> read_counts(mesh, [mesh.backend.xp.arange(2), None])
+        [array([0, 1]), None]
+    """
+    seen: dict[int, np.ndarray] = {}
+    out: list[Any] = [None] * len(arrays)
+    for d, a in enumerate(arrays):
+        if a is None:
+            continue
+        if id(a) not in seen:
+            seen[id(a)] = mesh.backend.to_numpy(a).astype(np.int64)
+        out[d] = seen[id(a)]
+    return out
+
+
+def _local(xp: Any, block: Any, payload: Any, offset: int) -> tuple[Any, Any]:
     """The sorted block and, when a payload rides along, the payload in that order."""
     if payload is None:
-        return np.sort(block), None
-    perm = np.argsort(block, kind="stable")
+        return xp.sort(block), None
+    perm = xp.argsort(block, kind="stable")
     if isinstance(payload, str):
         return block[perm], perm.astype(np.int64) + offset
     return block[perm], payload[perm]
 
 
-def _samples(a: np.ndarray, member: int, p: int) -> np.ndarray:
+def _samples(xp: Any, a: Any, member: int, p: int) -> Any:
     """``p - 1`` regular samples of the sorted block ``a``: rows (value bits, member, position); member -1 if none."""
-    out = np.zeros((p - 1, 3), dtype=np.int64)
+    out = xp.zeros((p - 1, 3), dtype=np.int64)
     m = len(a)
     if m == 0:
         out[:, 1] = -1
         return out
-    pos = (np.arange(1, p, dtype=np.int64) * m) // p
+    pos = (xp.arange(1, p, dtype=np.int64) * m) // p
     out[:, 0] = to_bits(a[pos])
     out[:, 1] = member
     out[:, 2] = pos
     return out
 
 
-def _splitters(samples: np.ndarray, dtype: np.dtype, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ``p - 1`` global splitters (values, members, positions) from everyone's samples."""
-    s = samples[samples[:, 1] >= 0]
-    vals = from_bits(s[:, 0].copy(), dtype)
-    order = np.lexsort((s[:, 2], s[:, 1], vals))
-    k = len(order)
-    pick = order[(np.arange(1, p) * k) // p] if k else np.zeros(0, dtype=np.int64)
-    return vals[pick], s[pick, 1], s[pick, 2]
+def _splitters(xp: Any, samples: Any, dtype: np.dtype, p: int) -> tuple[Any, Any, Any]:
+    """The ``p - 1`` global splitters (values, members, positions) from everyone's samples, on the device.
+
+    The valid samples (member >= 0) sorted by (value, member, position) come first, the others after them;
+    splitter ``i`` is valid sample ``i k / p`` of the ``k`` valid ones. If there is none (every block of the
+    group is empty) the splitters are invalid rows, which cut nothing (``_cuts`` of an empty block is 0).
+    """
+    members, pos = samples[:, 1], samples[:, 2]
+    vals = from_bits(samples[:, 0], dtype)
+    valid = members >= 0
+    order = lex_order(xp, [pos, members, vals, ~valid])
+    k = xp.sum(valid.astype(np.int64))
+    pick = order[(xp.arange(1, p, dtype=np.int64) * k) // p]
+    return vals[pick], members[pick], pos[pick]
 
 
-def _cuts(a: np.ndarray, member: int, split: tuple[np.ndarray, np.ndarray, np.ndarray], p: int) -> np.ndarray:
-    """Bucket boundaries in the sorted block ``a``: entry ``i`` counts the keys below splitter ``i``."""
+def _cuts(xp: Any, a: Any, member: int, split: tuple[Any, Any, Any]) -> Any:
+    """Bucket boundaries in the sorted block ``a`` (on the device): entry ``i`` counts the keys below splitter ``i``
+    in the order (value, member, position)."""
     vals, members, pos = split
-    if len(vals) == 0:  # no samples anywhere in the group: every block is empty
-        return np.full(p - 1, len(a), dtype=np.int64)
-    left = np.searchsorted(a, vals, side="left")
-    right = np.searchsorted(a, vals, side="right")
-    c = np.where(members > member, right, np.where(members < member, left, pos))
-    return np.maximum.accumulate(c.astype(np.int64))
+    left = xp.searchsorted(a, vals, side="left").astype(np.int64)
+    right = xp.searchsorted(a, vals, side="right").astype(np.int64)
+    return xp.where(members > member, right, xp.where(members < member, left, pos))
 
 
-def _pieces(buf: np.ndarray, cuts: np.ndarray) -> list[np.ndarray]:
-    edges = np.concatenate([[0], cuts, [len(buf)]])
+def _pieces(buf: Any, cuts: np.ndarray) -> list[Any]:
+    """``buf`` cut at the host ``cuts`` into ``len(cuts) + 1`` consecutive pieces."""
+    edges = [0, *cuts.tolist(), len(buf)]
     return [buf[edges[i] : edges[i + 1]] for i in range(len(edges) - 1)]
 
 
@@ -124,10 +201,13 @@ def sample_sort(
 ) -> list[Any]:
     """Sort a 1-D dim of ``n`` entries split over ``axes`` (canonical blocks); see the module docstring.
 
+    Device work stays on the backend's array module; each device reads two small arrays to the host (the
+    ``p - 1`` cuts of its block, the ``p`` bucket lengths of its group), the counts its exchanges need.
+
     Args:
         mesh: the mesh.
         axes: the mesh axes splitting the dim, major first (the layout's order).
-        blocks: per device its 1-D block of keys (``None`` where not held).
+        blocks: per device its 1-D block of keys (``None`` where not held), arrays of ``mesh.backend.xp``.
         n: the dim's global size.
         payload: ``None`` (return sorted keys), ``"index"`` (return the stable
             argsort as global int64 indices) or per device a 1-D block, the
@@ -139,18 +219,21 @@ def sample_sort(
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
-        >>> blocks = [np.array([3.0, 1.0]), np.array([2.0]), np.array([0.0, 5.0]), np.array([4.0])]  # 6 = 2+1+2+1
-        >>> [b.tolist() for b in sample_sort(mesh, ("row", "col"), blocks, 6)]
+        >>> host = [np.array([3.0, 1.0]), np.array([2.0]), np.array([0.0, 5.0]), np.array([4.0])]  # 6 = 2+1+2+1
+        >>> blocks = [mesh.backend.from_numpy(b) for b in host]
+        >>> [mesh.backend.to_numpy(b).tolist() for b in sample_sort(mesh, ("row", "col"), blocks, 6)]
         [[0.0, 1.0], [2.0], [3.0, 4.0], [5.0]]
     """
+    xp, scope = mesh.backend.xp, mesh.backend.scope
     groups = mesh.groups(axes)
     p = len(groups[0])
     radix = [mesh.axis_size(a) for a in axes]
     held = [b for b in blocks if b is not None]
     dtype = np.dtype(dtype if dtype is not None else held[0].dtype)
+    kdtype = key_dtype(dtype)  # keys are sorted and searched in it; they travel in dtype
     pdtype = None
     if payload is not None and not isinstance(payload, str):
-        pdtype = next(b for b in payload if b is not None).dtype
+        pdtype = np.dtype(next(b for b in payload if b is not None).dtype)
     member_of: dict[int, int] = {d: j for g in groups for j, d in enumerate(g)}
     # 1. local sort, 2. samples
     local: list[Any] = [None] * mesh.size
@@ -160,18 +243,22 @@ def sample_sort(
             continue
         j = member_of[d]
         off = group_chunk(0, n, radix, j)[0]
-        local[d] = _local(b, None if payload is None else payload if isinstance(payload, str) else payload[d], off)
-        samples[d] = _samples(local[d][0], j, p)
+        pl = payload if payload is None or isinstance(payload, str) else payload[d]
+        with scope(d):
+            local[d] = _local(xp, sort_keys(b), pl, off)
+            samples[d] = _samples(xp, local[d][0], j, p)
     gathered = mesh.comm.allgather(samples, axes, 0)
-    # 3. cut and exchange buckets
+    # 3. cut (one host read of the p - 1 cuts per device) and exchange buckets
     send: list[Any] = [None] * mesh.size
     for d, item in enumerate(local):
         if item is None:
             continue
         a, pl = item
-        cuts = _cuts(a, member_of[d], _splitters(gathered[d], dtype, p), p)
-        buf = a if pl is None else np.stack([to_bits(a), to_bits(pl)], axis=1)
-        send[d] = _pieces(buf, cuts)
+        with scope(d):
+            cuts_dev = _cuts(xp, a, member_of[d], _splitters(xp, gathered[d], kdtype, p))
+            cuts = np.maximum.accumulate(read_counts(mesh, [cuts_dev])[0])  # host: the piece sizes
+            buf = a.astype(dtype, copy=False) if pl is None else xp.stack([to_bits(a), to_bits(pl)], axis=1)
+            send[d] = _pieces(buf, cuts)
     local = [None] * mesh.size  # the sorted blocks are no longer needed
     recv = mesh.comm.alltoallv(send, axes, 0)
     send = [None] * mesh.size
@@ -180,19 +267,23 @@ def sample_sort(
     for d, r in enumerate(recv):
         if r is None:
             continue
-        if payload is None:
-            bucket[d] = np.sort(r, kind="stable")  # timsort merges the p sorted runs in O(m log p)
-        else:
-            keys = from_bits(r[:, 0].copy(), dtype)
-            order = np.argsort(keys, kind="stable")
-            bits = r[order, 1]
-            # a block payload (not a str): pdtype was taken from it
-            bucket[d] = bits if isinstance(payload, str) else from_bits(bits, cast(np.dtype, pdtype))
+        with scope(d):
+            if payload is None:
+                # NumPy's timsort merges the p sorted runs in O(m log p)
+                bucket[d] = xp.sort(sort_keys(r), kind="stable").astype(dtype, copy=False)
+            else:
+                order = xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")
+                bits = r[:, 1][order]
+                bucket[d] = bits if pdtype is None else from_bits(bits, pdtype)
     recv = [None] * mesh.size
-    # 5. bucket offsets
-    lengths = [None if b is None else np.array([len(b)], dtype=np.int64) for b in bucket]
-    all_lengths = mesh.comm.allgather(lengths, axes, 0)
-    held_lengths = next(x for x in all_lengths if x is not None)
+    # 5. bucket offsets (one host read of the group's p lengths per device)
+    lengths: list[Any] = [None] * mesh.size
+    for d, b in enumerate(bucket):
+        if b is not None:
+            with scope(d):
+                lengths[d] = xp.full(1, len(b), dtype=np.int64)
+    host_lengths = read_counts(mesh, mesh.comm.allgather(lengths, axes, 0))
+    held_lengths = next(x for x in host_lengths if x is not None)
     block = -(-n // p) if p else 0
     LAST_PEAK.update(elements=int(held_lengths.max()), block=block, ratio=float(held_lengths.max()) / max(block, 1))
     # 6. rebalance into the canonical blocks
@@ -201,8 +292,7 @@ def sample_sort(
     for d, b in enumerate(bucket):
         if b is None:
             continue
-        counts = all_lengths[d]
-        lo = int(counts[: member_of[d]].sum())
+        lo = int(host_lengths[d][: member_of[d]].sum())
         hi = lo + len(b)
         pieces = []
         for olo, ohi in out_bounds:
@@ -212,4 +302,4 @@ def sample_sort(
     return list(mesh.comm.alltoallv(send, axes, 0))
 
 
-__all__ = ["LAST_PEAK", "from_bits", "sample_sort", "to_bits"]
+__all__ = ["LAST_PEAK", "from_bits", "key_dtype", "lex_order", "read_counts", "sample_sort", "sort_keys", "to_bits"]

@@ -2,7 +2,8 @@
 
 Algorithm (chosen because its traffic scales with ``values``' block, not with
 the sorted array): each device searches its own block of the sorted array
-(``np.searchsorted`` of its ``values`` block), which counts the block's
+(``xp.searchsorted`` of its ``values`` block, on the backend's array module;
+bfloat16 as float32), which counts the block's
 entries below (``side="left"``) or not above (``side="right"``) each value;
 as the blocks are consecutive pieces of one sorted array, the global
 insertion point is the **sum of these counts over the sorted dim's axes:
@@ -28,6 +29,7 @@ from ...core.common import common_mesh, map_blocks, require_array
 from ...core.relayout import resolve, to_axes
 from ...core.tape import nondifferentiable
 from ...errors import ArgumentError, DimensionError, DTypeError
+from .samplesort import sort_keys
 
 
 @nondifferentiable("searchsorted")
@@ -81,7 +83,7 @@ def searchsorted(sorted_x: ShardArray, values: ShardArray, side: str = "left") -
     def local(s: Any, v: Any) -> Any:
         if isinstance(s, MetaArray) or isinstance(v, MetaArray):
             return MetaArray(v.shape, np.int64)
-        return xp.searchsorted(s, v, side=side).astype(np.int64)
+        return xp.searchsorted(sort_keys(s), sort_keys(v), side=side).astype(np.int64)
 
     counts = map_blocks(mesh, used, local, sorted_x.shards, vals.shards)
     if axes and mesh.axes_size(axes) > 1:

@@ -2,8 +2,9 @@
 
 Which algorithm runs (``p`` = the number of devices splitting ``dim``):
 
-* ``dim`` unsplit (or of size <= 1): a local ``np.sort`` / stable
-  ``np.argsort`` per block; no communication.
+* ``dim`` unsplit (or of size <= 1): a local ``xp.sort`` / stable
+  ``xp.argsort`` per block (``xp``: the backend's array module, NumPy or
+  CuPy); no communication.
 * ``dim`` split and another dim ``o`` can take ``dim``'s mesh axes (its size
   is at least the number of devices over its own axes plus ``dim``'s): a
   **transposition**: one alltoall moves the split from ``dim`` to ``o``, each
@@ -42,7 +43,7 @@ from ...errors import ArgumentError, DTypeError
 from ...layout import block_bounds
 from ..manipulation.flip import _flip
 from ..manipulation.structure import transpose
-from .samplesort import sample_sort
+from .samplesort import sample_sort, sort_keys
 
 
 def check_sortable(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
@@ -86,8 +87,8 @@ def _local(x: ShardArray, i: int, payload: Any) -> ShardArray:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape, dtype)
         if payload is None:
-            return xp.sort(s, axis=i)
-        order = xp.argsort(s, axis=i, kind="stable")
+            return xp.sort(sort_keys(s), axis=i).astype(x.dtype, copy=False)
+        order = xp.argsort(sort_keys(s), axis=i, kind="stable")
         return order.astype(np.int64) if isinstance(payload, str) else xp.take_along_axis(p, order, axis=i)
 
     if isinstance(payload, ShardArray):
@@ -102,9 +103,11 @@ def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
 
     Every group along ``dim``'s axes sorts its local rows; all run the same number of sample sorts (the most
     rows any device holds), a group out of rows taking part with empty blocks, so that under MPI every
-    process issues the same collectives.
+    process issues the same collectives. The rows are views (or copies) of the blocks on the backend's
+    array module; nothing goes to the host but the sample sorts' counts.
     """
     mesh, i, n = x.mesh, x.dims.index(dim), x.sizes[dim]
+    xp, scope = mesh.backend.xp, mesh.backend.scope
     axes = x.spec.of(dim)
     dtype = x.dtype if payload is None else np.dtype(np.int64) if isinstance(payload, str) else payload.dtype
     if not mesh.backend.has_data:
@@ -114,17 +117,27 @@ def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
     rows = max(local_rows)
 
     def flat(s: Any, d: int) -> Any:
-        return None if s is None else np.moveaxis(s, i, -1).reshape(local_rows[d], -1)
+        """Device ``d``'s block as (rows, its length along ``dim``)."""
+        if s is None:
+            return None
+        with scope(d):
+            return xp.moveaxis(s, i, -1).reshape(local_rows[d], s.shape[i])
+
+    def row(a: Any, d: int, r: int) -> Any:
+        """Row ``r`` of device ``d``'s flattened block, or an empty row once its rows are done."""
+        if a is None:
+            return None
+        if r < a.shape[0]:
+            return a[r]
+        with scope(d):
+            return xp.zeros(0, dtype=a.dtype)
 
     keys = [flat(s, d) for d, s in enumerate(x.shards)]
     pays = [flat(s, d) for d, s in enumerate(payload.shards)] if isinstance(payload, ShardArray) else None
-    empty = np.zeros(0, dtype=x.dtype)
     done: list[list[Any]] = [[] for _ in range(mesh.size)]
     for r in range(rows):
-        row_keys = [None if k is None else k[r] if r < len(k) else empty for k in keys]
-        row_pay = (
-            payload if pays is None else [None if q is None else q[r] if r < len(q) else q[:0].reshape(0) for q in pays]
-        )
+        row_keys = [row(k, d, r) for d, k in enumerate(keys)]
+        row_pay = payload if pays is None else [row(q, d, r) for d, q in enumerate(pays)]
         res = sample_sort(mesh, axes, row_keys, n, row_pay, x.dtype)
         for d, b in enumerate(res):
             if b is not None and r < local_rows[d]:
@@ -133,9 +146,10 @@ def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
     for d, s in enumerate(x.shards):
         if s is None:
             continue
-        moved = np.moveaxis(s, i, -1).shape
-        stacked = np.stack(done[d]) if done[d] else np.zeros((0, moved[-1]), dtype=dtype)
-        shards[d] = np.moveaxis(stacked.reshape(moved), -1, i).astype(dtype, copy=False)
+        moved = xp.moveaxis(s, i, -1).shape
+        with scope(d):
+            stacked = xp.stack(done[d]) if done[d] else xp.zeros((0, moved[-1]), dtype=dtype)
+            shards[d] = xp.moveaxis(stacked.reshape(moved), -1, i).astype(dtype, copy=False)
     return ShardArray(mesh, x.spec, dtype, shards)
 
 

@@ -8,7 +8,8 @@ dim's mesh axes exchange these in **one allgather** of ``k`` (value, index)
 pairs per device per index of the other dims (packed into int64, 16 bytes a
 pair), and every device picks the final ``k`` locally. The local step is a
 partition (O(block)) plus a sort of the ``k`` candidates only. The new dim is not
-split (k is small); the other dims keep their layout.
+split (k is small); the other dims keep their layout. Everything runs on the
+backend's array module (NumPy or CuPy); nothing is read to the host.
 """
 
 from __future__ import annotations
@@ -25,12 +26,23 @@ from ...core.tape import differentiable
 from ...dtypes import wide_dtype
 from ...errors import ArgumentError, DimensionError, DTypeError
 from ...layout import block_bounds
+from .samplesort import lex_order
+
+_MAGNITUDE = 0x7FFF_FFFF_FFFF_FFFF  # every bit of an int64 but the sign
 
 
 def _key(xp: Any, v: Any) -> Any:
-    """A sort key whose ascending order is the descending order of ``v`` (NaN last; no integer overflow)."""
+    """A sort key whose ascending order is the descending order of ``v`` (NaN last; no integer overflow).
+
+    Floats become int64 (``-v`` with -0.0 made 0.0 and every NaN one positive NaN, its bits with the
+    magnitude bits of negative numbers flipped): integer comparisons give the order NumPy's sort gives
+    floats, with no NaN for ``partition`` (whose CuPy kernel compares with ``<``) to misplace.
+    """
     if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
-        return -v.astype(np.float64)
+        neg = -v.astype(np.float64)
+        neg = xp.where(neg == 0, 0.0, neg)
+        bits = xp.where(xp.isnan(neg), np.nan, neg).view(np.int64)
+        return bits ^ ((bits >> 63) & _MAGNITUDE)
     if v.dtype.kind == "b":
         return ~v
     return ~v.astype(wide_dtype(v.dtype))
@@ -39,7 +51,7 @@ def _key(xp: Any, v: Any) -> Any:
 def _order(xp: Any, vals: Any, idx: Any, axis: int) -> Any:
     """Positions sorting along ``axis`` by (padding last, value descending with NaN last, index ascending)."""
     pad = idx < 0
-    return np.lexsort((xp.where(pad, 0, idx), _key(xp, vals), pad), axis=axis)
+    return lex_order(xp, [xp.where(pad, 0, idx), _key(xp, vals), pad], axis=axis)
 
 
 def _local_top(xp: Any, key: Any, m: int, axis: int) -> Any:
@@ -47,22 +59,18 @@ def _local_top(xp: Any, key: Any, m: int, axis: int) -> Any:
 
     A partition finds the m-th key ``t``; the candidates are the keys below ``t`` and the first keys equal to
     ``t`` (by index) up to ``m``; a stable bool sort pulls them out in index order, and only those ``m`` are
-    sorted. NaN keys count as the largest.
+    sorted. ``key`` is ``_key``'s (no NaN).
     """
     n = key.shape[axis]
+    head = (slice(None),) * axis
     if m == n or m == 0:
-        return np.argsort(key, axis=axis, kind="stable")[(slice(None),) * axis + (slice(0, m),)]
-    t = xp.take(np.partition(key, m - 1, axis=axis), [m - 1], axis=axis)
-    if key.dtype.kind == "f":
-        knan, tnan = xp.isnan(key), xp.isnan(t)
-        less = (key < t) | (tnan & ~knan)
-        equal = (key == t) | (knan & tnan)
-    else:
-        less, equal = key < t, key == t
+        return xp.argsort(key, axis=axis, kind="stable")[head + (slice(0, m),)]
+    t = xp.partition(key, m - 1, axis=axis)[head + (slice(m - 1, m),)]
+    less, equal = key < t, key == t
     room = m - xp.sum(less, axis=axis, keepdims=True)
     sel = less | (equal & (xp.cumsum(equal, axis=axis) <= room))
-    cand = np.argsort(~sel, axis=axis, kind="stable")[(slice(None),) * axis + (slice(0, m),)]
-    inner = np.argsort(xp.take_along_axis(key, cand, axis=axis), axis=axis, kind="stable")
+    cand = xp.argsort(~sel, axis=axis, kind="stable")[head + (slice(0, m),)]
+    inner = xp.argsort(xp.take_along_axis(key, cand, axis=axis), axis=axis, kind="stable")
     return xp.take_along_axis(cand, inner, axis=axis)
 
 

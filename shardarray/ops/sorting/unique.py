@@ -5,7 +5,9 @@ All four flatten ``x`` (row-major, as the standard does) and share one
 algorithm over the mesh axes that split ``x`` (``p`` devices per group, ``u``
 = the distinct values of a device's block):
 
-1. local ``np.unique`` of each block (values, counts, first index, inverse);
+1. local unique of each block: a stable argsort, runs of equal values, and
+   per run its value, count and first global flat index (the inverse maps
+   each entry to its run);
 2. **allgather** of ``p - 1`` regular samples of the local uniques (2 int64
    each); every device picks the same ``p - 1`` value splitters;
 3. **one alltoallv**: each device sends the uniques of bucket ``i`` to member
@@ -31,12 +33,22 @@ algorithm over the mesh axes that split ``x`` (``p`` devices per group, ``u``
 Each NaN is distinct (the standard): NaNs never merge, and all of them go to
 the last buckets. An unsplit ``x`` gives a replicated result with no
 communication. The result's dim is named ``"unique"``.
+
+Every step runs on the backend's array module (``mesh.backend.xp``: NumPy or
+CuPy), in each device's scope; the per-run sums and minima are differences
+and picks at run boundaries found by ``searchsorted`` on the run ids, so the
+arrays keep their sizes until the counts are known. **Host reads** (each a
+device sync on a GPU), per device: before step 3 the ``p - 1`` cuts of its
+uniques and their number ``u`` (``p`` int64: the pieces of the alltoallv),
+and after step 5 the ``p`` gathered bucket lengths, with, for the inverse,
+the ``p + 1`` bounds of the senders' runs in its bucket (the pieces of step
+6). For an unsplit ``x``, one read of ``u``. Replicas that share a block
+(emulated meshes) compute and read once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,7 +59,7 @@ from ...core.relayout import resolve
 from ...core.tape import nondifferentiable
 from ...errors import ArgumentError, BackendError, DTypeError
 from ...layout import Layout, block_bounds
-from .samplesort import from_bits, to_bits
+from .samplesort import from_bits, key_dtype, lex_order, read_counts, sort_keys, to_bits
 
 REPLICATE_MAX = 65536
 """Results with at most this many unique values are replicated on every device; larger ones are split."""
@@ -89,90 +101,166 @@ def _width(dtype: np.dtype) -> int:
     return 2 if dtype.kind == "c" else 1
 
 
-def _enc(vals: np.ndarray) -> list[np.ndarray]:
+def _enc(vals: Any) -> list[Any]:
     """Values as int64 columns (``_width`` of them) that ``_dec`` turns back exactly."""
     if vals.dtype.kind == "c":
-        return [to_bits(np.ascontiguousarray(vals.real)), to_bits(np.ascontiguousarray(vals.imag))]
+        return [to_bits(vals.real), to_bits(vals.imag)]
     return [to_bits(vals)]
 
 
-def _dec(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The values in the first ``_width`` columns of ``rows``."""
+def _dec(xp: Any, rows: Any, dtype: np.dtype) -> Any:
+    """The values in the first ``_width`` columns of the int64 ``rows``."""
     if dtype.kind == "c":
         part = np.finfo(dtype).dtype
-        out = np.empty(len(rows), dtype=dtype)
-        out.real = from_bits(rows[:, 0].copy(), part)
-        out.imag = from_bits(rows[:, 1].copy(), part)
-        return out
-    return from_bits(rows[:, 0].copy(), dtype)
+        pairs = xp.stack([from_bits(rows[:, 0], part), from_bits(rows[:, 1], part)], axis=-1)
+        return pairs.view(dtype).reshape(-1)
+    return from_bits(rows[:, 0], dtype)
+
+
+def _runs(xp: Any, sv: Any, merge_nan: bool) -> Any:
+    """Run ids of the sorted values ``sv``: entry ``j`` counts the distinct values before it (int64).
+
+    NaN != NaN, so each NaN is a run of its own, unless ``merge_nan`` (``np.unique``'s ``equal_nan`` for float
+    and complex arrays; NumPy's ``np.unique`` does not merge bfloat16 NaNs), which makes the NaNs one run
+    (they sort last, together).
+    """
+    if len(sv) == 0:
+        return xp.zeros(0, dtype=np.int64)
+    step = sv[1:] != sv[:-1]
+    if merge_nan:
+        step &= ~(xp.isnan(sv[1:]) & xp.isnan(sv[:-1]))
+    new = xp.concatenate([xp.ones(1, dtype=bool), step])
+    return xp.cumsum(new, dtype=np.int64) - 1
+
+
+def _bounds(xp: Any, runs: Any) -> tuple[Any, Any]:
+    """For ``j < len(runs)``: where run ``j`` starts and ends in the sorted order (both ``len(runs)`` for the
+    ids past the last run: the results keep the input's length, no count is read)."""
+    ids = xp.arange(len(runs), dtype=np.int64)
+    return xp.searchsorted(runs, ids, side="left"), xp.searchsorted(runs, ids, side="right")
+
+
+def _flat_index(xp: Any, local: Any, block: tuple[int, ...], start: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    """Row-major flat indices in the global ``shape`` of the row-major flat indices ``local`` in a block of shape
+    ``block`` (no empty axis) whose first entry sits at ``start``."""
+    out = xp.zeros(local.shape, dtype=np.int64)
+    rem = local.astype(np.int64)
+    stride = 1
+    for ax in reversed(range(len(block))):
+        out += (rem % block[ax] + start[ax]) * stride
+        rem = rem // block[ax]
+        stride *= shape[ax]
+    return out
+
+
+class _Local(NamedTuple):
+    """A block's sorted uniques, padded to the block's ``size`` rows (row ``j`` is unique ``j`` for ``j < u``)."""
+
+    rows: Any  # (size, fields [+ sender]) int64: value bits, count, first global flat index, sender
+    values: Any  # (size,) the unique values, non-decreasing (past u: the last one again)
+    u: Any  # (1,) int64 on the device: the number of uniques
+    inverse: Any  # the block's indices into its uniques (its shape), or None
+    size: int  # the block's number of entries
 
 
 def _local(
-    b: np.ndarray,
+    xp: Any,
+    b: Any,
     start: tuple[int, ...],
     shape: tuple[int, ...],
     fields: tuple[str, ...],
     inverse: bool,
-    equal_nan: bool,
-) -> tuple[Any, ...]:
-    """Sorted local uniques of block ``b``: rows of ``fields`` (value bits, count, first global flat index) and
-    the inverse (None unless asked); NumPy computes only what is asked."""
-    flat = np.asarray(b).reshape(-1)
-    res = cast(Callable[..., Any], np.unique)(  # NumPy's overloads take only literal flags
-        flat,
-        return_index="first" in fields,
-        return_inverse=inverse,
-        return_counts="count" in fields,
-        equal_nan=equal_nan,
-    )
-    res = res if isinstance(res, tuple) else (res,)
-    vals, k = res[0], 1
+    merge_nan: bool,
+    sender: int | None,
+) -> _Local:
+    """The sorted local uniques of block ``b`` with ``fields`` (and a ``sender`` column unless None), on ``xp``;
+    values in ``key_dtype`` (bfloat16 as float32, which packs to the same bits)."""
+    n = int(b.size)
+    width = len(fields) + (sender is not None)
+    if n == 0:
+        inv = xp.zeros(b.shape, dtype=np.int64) if inverse else None
+        return _Local(xp.zeros((0, width), dtype=np.int64), b.reshape(-1), xp.zeros(1, dtype=np.int64), inv, 0)
+    flat = sort_keys(b.reshape(-1))
+    order = xp.argsort(flat, kind="stable")  # stable: a run's first entry is its first occurrence
+    sv = flat[order]
+    runs = _runs(xp, sv, merge_nan)
+    starts, ends = _bounds(xp, runs)
+    at = xp.minimum(starts, n - 1)
+    vals = sv[at]
     cols = _enc(vals)
-    first = inv = counts = None
+    if "count" in fields:
+        cols.append(ends - starts)
     if "first" in fields:
-        first, k = res[k], k + 1
+        cols.append(_flat_index(xp, order[at], tuple(b.shape), start, shape))
+    if sender is not None:
+        cols.append(xp.full(n, sender, dtype=np.int64))
+    inv = None
     if inverse:
-        inv, k = np.asarray(res[k]).reshape(b.shape), k + 1
-    if "count" in fields:
-        counts = res[k]
-        cols.append(counts.astype(np.int64))
-    if first is not None:
-        if len(shape) and len(first):
-            first = np.ravel_multi_index(tuple(c + s for c, s in zip(np.unravel_index(first, b.shape), start)), shape)
-        cols.append(np.asarray(first, dtype=np.int64))
-    return vals, np.stack(cols, axis=1), inv
+        inv = xp.empty(n, dtype=np.int64)
+        inv[order] = runs
+        inv = inv.reshape(b.shape)
+    return _Local(xp.stack(cols, axis=1), vals, runs[-1:] + 1, inv, n)
 
 
-def _merge(
-    rows: np.ndarray, dtype: np.dtype, fields: tuple[str, ...], equal_nan: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Merged bucket rows (``fields``) and each received row's rank in the bucket."""
-    vals = _dec(rows, dtype)
+def _samples(xp: Any, loc: _Local, w: int, p: int) -> Any:
+    """``p - 1`` regular samples of the local uniques: rows (value bits (``w`` words), 1), or all 0 if none."""
+    smp = xp.zeros((p - 1, w + 1), dtype=np.int64)
+    if loc.size:
+        pos = (xp.arange(1, p, dtype=np.int64) * loc.u) // p
+        smp[:, :w] = loc.rows[pos, :w]
+        smp[:, w] = 1
+    return smp
+
+
+def _cuts(xp: Any, loc: _Local, gathered: Any, dtype: np.dtype, p: int) -> Any:
+    """On the device: the ``p - 1`` cuts of the local uniques at the value splitters, then ``u`` (p int64).
+
+    The splitters are the valid samples (flag 1) sorted by value, every ``k/p``-th of the ``k`` there are.
+    """
+    w = _width(dtype)
+    vals = _dec(xp, gathered, key_dtype(dtype))
+    valid = gathered[:, w] == 1
+    order = lex_order(xp, [vals, ~valid])  # the valid samples first, by value
+    k = xp.sum(valid.astype(np.int64))
+    split = vals[order[(xp.arange(1, p, dtype=np.int64) * k) // p]]
+    cuts = xp.minimum(xp.searchsorted(loc.values, split, side="left").astype(np.int64), loc.u)
+    return xp.concatenate([cuts, loc.u])
+
+
+def _merge(xp: Any, r: Any, dtype: np.dtype, fields: tuple[str, ...], merge_nan: bool) -> tuple[Any, Any, Any]:
+    """A bucket's received rows merged: ``(rows, count, rank)``, on the device.
+
+    ``rows`` (``len(r)`` of them, the first ``count`` valid) hold ``fields`` of each distinct value, counts
+    summed and first indices the least; ``count`` is a (1,) int64 array; ``rank[i]`` is received row ``i``'s
+    row in ``rows``.
+    """
+    n = int(r.shape[0])
+    if n == 0:
+        return xp.zeros((0, len(fields)), dtype=np.int64), xp.zeros(1, dtype=np.int64), xp.zeros(0, dtype=np.int64)
+    vals = _dec(xp, r, key_dtype(dtype))
     if "first" in fields:  # NaNs (never equal) in order of their first index, as NumPy
-        order = np.lexsort((rows[:, fields.index("first")], vals))
+        order = lex_order(xp, [r[:, fields.index("first")], vals])
     else:
-        order = np.argsort(vals, kind="stable")
-    sv = vals[order]
-    new = np.ones(len(sv), dtype=bool)
-    new[1:] = sv[1:] != sv[:-1]  # NaN != NaN: each NaN starts its own group
-    if equal_nan and sv.dtype.kind == "f":
-        new[1:] &= ~(np.isnan(sv[1:]) & np.isnan(sv[:-1]))
-    starts = np.flatnonzero(new)
-    rank = np.empty(len(sv), dtype=np.int64)
-    rank[order] = np.cumsum(new) - 1
-    if len(sv) == 0:
-        return np.zeros((0, len(fields)), dtype=np.int64), rank
-    cols = [rows[order[starts], k] for k in range(_width(dtype))]
+        order = xp.argsort(vals, kind="stable")
+    srows = r[order]
+    runs = _runs(xp, vals[order], merge_nan)
+    starts, ends = _bounds(xp, runs)
+    at = xp.minimum(starts, n - 1)
+    cols = [srows[at, k] for k in range(_width(dtype))]
     if "count" in fields:
-        cols.append(np.add.reduceat(rows[order, fields.index("count")], starts))
+        total = xp.concatenate([xp.zeros(1, dtype=np.int64), xp.cumsum(srows[:, fields.index("count")])])
+        cols.append(total[ends] - total[starts])
     if "first" in fields:
-        cols.append(np.minimum.reduceat(rows[order, fields.index("first")], starts))
-    return np.stack(cols, axis=1), rank
+        cols.append(srows[at, fields.index("first")])  # sorted by (value, first): the run's least
+    rank = xp.empty(n, dtype=np.int64)
+    rank[order] = runs
+    return xp.stack(cols, axis=1), runs[-1:] + 1, rank
 
 
 def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: bool = False) -> tuple[Any, ...]:
     """(values, first indices, counts, inverse indices) of the flattened ``x``; None for what is not asked."""
     mesh, dtype = x.mesh, x.dtype
+    xp, scope = mesh.backend.xp, mesh.backend.scope
     # the inverse of float data needs the first indices too: they order the NaNs (each distinct) as NumPy does
     index = index or (inverse and (dtype.kind == "f" or dtype.name == "bfloat16"))
     fields = (
@@ -186,52 +274,93 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
     groups = mesh.groups(axes)
     p = len(groups[0])
     member = {d: j for g in groups for j, d in enumerate(g)}
+    tag = inverse and p > 1  # the bucket exchange says who sent each row
+    merge_nan = equal_nan and dtype.kind in "fc"
+    # 1. local uniques (replicas sharing a block compute once)
     local: list[Any] = [None] * mesh.size
+    done: dict[tuple[Any, ...], _Local] = {}
     for d, s in enumerate(x.shards):
-        if s is not None:
-            local[d] = _local(
-                mesh.backend.to_numpy(s), tuple(a for a, _ in bounds[d]), x.shape, fields, inverse, equal_nan
-            )
-    if p == 1:
-        merged: list[Any] = [None if item is None else item[1] for item in local]
-        ranks: list[Any] = [None if item is None else np.arange(len(item[1]), dtype=np.int64) for item in local]
-        return _finish(x, axes, fields, merged, ranks, local, p, member, inverse, replicated=True)
-    samples: list[Any] = [None] * mesh.size
-    for d, item in enumerate(local):
-        if item is None:
+        if s is None:
             continue
-        vals, rows, _ = item
-        w = _width(dtype)
-        smp = np.zeros((p - 1, w + 1), dtype=np.int64)
-        if len(vals):
-            smp[:, :w] = rows[(np.arange(1, p) * len(vals)) // p, :w]
-            smp[:, w] = 1
-        samples[d] = smp
-    gathered = mesh.comm.allgather(samples, axes, 0)
-    send: list[Any] = [None] * mesh.size
-    for d, item in enumerate(local):
-        if item is None:
-            continue
-        vals, rows, _ = item
-        g = gathered[d]
-        split = np.sort(_dec(g[g[:, -1] == 1], dtype))
-        inner = (
-            np.searchsorted(vals, split[(np.arange(1, p) * len(split)) // p], side="left")
-            if len(split)
-            else np.full(p - 1, len(vals))
-        )
-        cuts = np.concatenate([[0], inner, [len(vals)]])
-        tagged = np.concatenate([rows, np.full((len(rows), 1), member[d], dtype=np.int64)], axis=1) if inverse else rows
-        send[d] = [tagged[cuts[i] : cuts[i + 1]] for i in range(p)]
-    recv = mesh.comm.alltoallv(send, axes, 0)
-    merged = [None] * mesh.size
-    ranks = [None] * mesh.size
+        start = tuple(a for a, _ in bounds[d])
+        key = (id(s), start, member[d])
+        if key not in done:
+            with scope(d):
+                done[key] = _local(xp, s, start, x.shape, fields, inverse, merge_nan, member[d] if tag else None)
+        local[d] = done[key]
+    if p == 1:  # nothing to exchange: read u and keep the rows
+        counted = read_counts(mesh, [None if loc is None else loc.u for loc in local])
+        merged = [None if loc is None else loc.rows[: int(c[0])] for loc, c in zip(local, counted)]
+        inv = [None if loc is None else loc.inverse for loc in local]
+        return _finish(x, axes, fields, merged, counted, member, p, inv)
+    recv = mesh.comm.alltoallv(_buckets(x, axes, local, p), axes, 0)  # 2., 3.
+    # 4. merge, 5. the buckets' lengths (read with the senders' bounds, for the inverse)
+    rows: list[Any] = [None] * mesh.size
+    lengths: list[Any] = [None] * mesh.size
+    ranks: list[Any] = [None] * mesh.size
     senders: list[Any] = [None] * mesh.size
     for d, r in enumerate(recv):
-        if r is not None:
-            merged[d], ranks[d] = _merge(r[:, : len(fields)], dtype, fields, equal_nan)
-            senders[d] = r[:, -1] if inverse else None
-    return _finish(x, axes, fields, merged, ranks, local, p, member, inverse, senders=senders)
+        if r is None:
+            continue
+        with scope(d):
+            rows[d], lengths[d], ranks[d] = _merge(xp, r[:, : len(fields)], dtype, fields, merge_nan)
+            if tag:
+                runs = xp.ascontiguousarray(r[:, -1])  # the senders, in member order
+                senders[d] = xp.searchsorted(runs, xp.arange(p + 1, dtype=np.int64), side="left").astype(np.int64)
+    all_lengths = mesh.comm.allgather(lengths, axes, 0)
+    to_read: list[Any] = [None] * mesh.size
+    for d, lens in enumerate(all_lengths):
+        if lens is not None:
+            with scope(d):
+                to_read[d] = xp.concatenate([lens, senders[d]]) if tag else lens
+    counted = read_counts(mesh, to_read)
+    merged = [None if m is None else m[: int(c[member[d]])] for d, (m, c) in enumerate(zip(rows, counted))]
+    back: list[Any] = [None] * mesh.size
+    if inverse:  # 6. each unique's global rank back to the device it came from
+        for d, rk in enumerate(ranks):
+            if rk is not None:
+                c = counted[d]
+                glob = rk + int(c[: member[d]].sum())
+                edges = c[p:].tolist()
+                back[d] = [glob[edges[i] : edges[i + 1]] for i in range(p)]
+        got = mesh.comm.alltoallv(back, axes, 0)
+        for d, loc in enumerate(local):
+            if loc is not None:
+                with scope(d):
+                    back[d] = got[d][loc.inverse] if loc.size else loc.inverse
+    return _finish(x, axes, fields, merged, [None if c is None else c[:p] for c in counted], member, p, back)
+
+
+def _buckets(x: ShardArray, axes: tuple[str, ...], local: list[Any], p: int) -> list[Any]:
+    """Steps 2 and 3: the samples' allgather, the splitters, and each device's local uniques cut into ``p``
+    buckets (the pieces of the bucket exchange); the cuts are read to the host with ``u``."""
+    mesh, dtype = x.mesh, x.dtype
+    xp, scope = mesh.backend.xp, mesh.backend.scope
+    w = _width(dtype)
+    samples: list[Any] = [None] * mesh.size
+    memo: dict[tuple[int, ...], Any] = {}  # replicas' shared blocks: shared samples, hence shared cuts
+    for d, loc in enumerate(local):
+        if loc is not None:
+            if (id(loc),) not in memo:
+                with scope(d):
+                    memo[(id(loc),)] = _samples(xp, loc, w, p)
+            samples[d] = memo[(id(loc),)]
+    gathered = mesh.comm.allgather(samples, axes, 0)
+    cut_arrays: list[Any] = [None] * mesh.size
+    for d, loc in enumerate(local):
+        if loc is not None and loc.size:
+            key = (id(loc), id(gathered[d]))
+            if key not in memo:
+                with scope(d):
+                    memo[key] = _cuts(xp, loc, gathered[d], dtype, p)
+            cut_arrays[d] = memo[key]
+    cuts = read_counts(mesh, cut_arrays)
+    send: list[Any] = [None] * mesh.size
+    for d, loc in enumerate(local):
+        if loc is not None:
+            edges = [0] * (p + 1) if cuts[d] is None else [0, *cuts[d].tolist()]  # an empty block: empty pieces
+            send[d] = [loc.rows[edges[i] : edges[i + 1]] for i in range(p)]
+    return send
 
 
 def _finish(
@@ -239,45 +368,17 @@ def _finish(
     axes: tuple[str, ...],
     fields: tuple[str, ...],
     merged: list[Any],
-    ranks: list[Any],
-    local: list[Any],
-    p: int,
+    lengths: list[Any],
     member: dict[int, int],
-    inverse: bool,
-    replicated: bool = False,
-    senders: list[Any] | None = None,
+    p: int,
+    inv: list[Any],
 ) -> tuple[Any, Any, Any, Any]:
-    mesh, dtype = x.mesh, x.dtype
-    if p > 1:
-        lengths = mesh.comm.allgather(
-            [None if m is None else np.array([len(m)], dtype=np.int64) for m in merged], axes, 0
-        )
-    else:
-        lengths = [None if m is None else np.array([len(m)], dtype=np.int64) for m in merged]
-    held = next(i for i, v in enumerate(lengths) if v is not None)
-    total = int(lengths[held].sum())
-    offsets = [None if lengths[d] is None else int(lengths[d][: member[d]].sum()) for d in range(mesh.size)]
-    inv_arr = None
-    if inverse:
-        if p > 1:
-            back: list[Any] = [None] * mesh.size
-            sent = cast(list[Any], senders)  # p > 1: the exchange passes who sent each row
-            for d, rk in enumerate(ranks):
-                if rk is not None:
-                    glob = rk + offsets[d]
-                    bounds = np.concatenate([[0], np.cumsum(np.bincount(sent[d], minlength=p))])
-                    back[d] = [glob[bounds[i] : bounds[i + 1]] for i in range(p)]
-            got = mesh.comm.alltoallv(back, axes, 0)
-        else:
-            got = ranks
-        inv_shards = [None if item is None else got[d][item[2]].astype(np.int64) for d, item in enumerate(local)]
-        inv_shards = [None if s is None else mesh.backend.xp.asarray(s) for s in inv_shards]
-        inv_arr = ShardArray(mesh, x.spec, np.int64, inv_shards)
-    if replicated or p == 1 or total <= REPLICATE_MAX:
-        if p > 1:
-            full = mesh.comm.alltoallv([None if m is None else [m] * p for m in merged], axes, 0)
-        else:
-            full = merged
+    """The result arrays from each device's merged rows and the host lengths of its group's buckets."""
+    mesh, dtype, xp = x.mesh, x.dtype, x.mesh.backend.xp
+    held = next(c for c in lengths if c is not None)
+    total = int(held.sum())
+    if p == 1 or total <= REPLICATE_MAX:
+        full = merged if p == 1 else mesh.comm.alltoallv([None if m is None else [m] * p for m in merged], axes, 0)
         layout = Layout((DIM,), (total,), ((),))
     else:
         radix = [mesh.axis_size(a) for a in axes]
@@ -286,21 +387,32 @@ def _finish(
         for d, m in enumerate(merged):
             if m is None:
                 continue
-            lo = cast(int, offsets[d])  # m held: its length was gathered
+            lo = int(lengths[d][: member[d]].sum())
             hi = lo + len(m)
             send[d] = [
                 m[max(lo, a) - lo : min(hi, b) - lo] if max(lo, a) < min(hi, b) else m[:0] for a, b in out_bounds
             ]
         full = mesh.comm.alltoallv(send, axes, 0)
         layout = Layout((DIM,), (total,), (axes,))
+    scope = mesh.backend.scope
 
     def column(name: str) -> ShardArray | None:
         if name not in fields:
             return None
         k = fields.index(name)
-        return ShardArray(mesh, layout, np.int64, [None if f is None else np.ascontiguousarray(f[:, k]) for f in full])
+        shards: list[Any] = [None] * mesh.size
+        for d, f in enumerate(full):
+            if f is not None:
+                with scope(d):
+                    shards[d] = xp.ascontiguousarray(f[:, k])
+        return ShardArray(mesh, layout, np.int64, shards)
 
-    vals = [None if f is None else _dec(f, dtype) for f in full]
+    vals: list[Any] = [None] * mesh.size
+    for d, f in enumerate(full):
+        if f is not None:
+            with scope(d):
+                vals[d] = _dec(xp, f, dtype)
+    inv_arr = ShardArray(mesh, x.spec, np.int64, inv) if any(i is not None for i in inv) else None
     return ShardArray(mesh, layout, dtype, vals), column("first"), column("count"), inv_arr
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck import check_grad
+from helpers import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from gradcheck import check_grad
-from helpers import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
 
 SETTINGS = settings(max_examples=30, deadline=None)
 DIMS = ("a", "b", "c")
