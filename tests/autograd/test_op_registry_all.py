@@ -35,6 +35,8 @@ import shardarray as sa
 import shardarray.array_api as xp
 
 MESHES = {"1": {"d": 1}, "2x2": {"row": 2, "col": 2}, "2x2x2": {"dep": 2, "row": 2, "col": 2}}
+if registry.NCCL_2X2 in registry.MESHES:  # --backend=cupy: also four GPUs with NCCL's collectives
+    MESHES[registry.NCCL_2X2] = registry.NCCL_2X2
 SPACES = {"sa": sa, "sa.linalg": sa.linalg, "sa.fft": sa.fft, "sa.nn": sa.nn, "xp": xp, "xp.linalg": xp.linalg,
           "xp.fft": xp.fft}
 PUBLIC = {f"{label}.{name}" for label, mod in SPACES.items() for name in mod.__all__}
@@ -1074,7 +1076,7 @@ def test_gradient_variants(variant, mesh_id):
     complex inputs of the array API's special-value ops, and asymmetric steps of split positive-definite solves."""
     name, build = VARIANTS[variant]
     assert name in DIFFERENTIABLE
-    op, params = build(sa.Mesh(MESHES[mesh_id]))
+    op, params = build(registry.make_mesh(MESHES[mesh_id]))
     with warnings.catch_warnings():  # a split matrix that is not Hermitian: the general, replicated path
         warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
         check_grad(_weighted_loss(op, params), params, rtol=1e-5, atol=1e-7, directions=2)
@@ -1082,7 +1084,7 @@ def test_gradient_variants(variant, mesh_id):
 
 @pytest.mark.parametrize("name,mesh_id", _params(sorted(DIFFERENTIABLE)))
 def test_differentiable(name, mesh_id):
-    mesh = sa.Mesh(MESHES[mesh_id])
+    mesh = registry.make_mesh(MESHES[mesh_id])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
         for k, (op, params) in enumerate(DIFFERENTIABLE[name](mesh)):
@@ -1115,7 +1117,7 @@ def _usable_loss(op, params, seed=0):
 
 @pytest.mark.parametrize("name,mesh_id", _params(sorted(n for n, (k, _) in NONDIFFERENTIABLE.items() if k != "custom")))
 def test_nondifferentiable(name, mesh_id):
-    mesh = sa.Mesh(MESHES[mesh_id])
+    mesh = registry.make_mesh(MESHES[mesh_id])
     kind, build = NONDIFFERENTIABLE[name]
     if kind == "usable":
         op, params = build(mesh)
@@ -1164,7 +1166,7 @@ def _total(out):
 @pytest.mark.parametrize("mesh_id", list(MESHES))
 def test_stop_gradient_blocks_the_gradient(mesh_id):
     """stop_gradient: the value passes, the gradient is exactly 0 (declared; finite differences would say 1)."""
-    mesh = sa.Mesh(MESHES[mesh_id])
+    mesh = registry.make_mesh(MESHES[mesh_id])
     x = _ab(mesh)
     w = _weights(x, 1)
     loss, g = sa.value_and_grad(lambda p: (sa.stop_gradient(p) * w).sum() + (p * p).sum())(x)
@@ -1176,7 +1178,7 @@ def test_stop_gradient_blocks_the_gradient(mesh_id):
 @pytest.mark.parametrize("mesh_id", list(MESHES))
 def test_show_and_check_params_on_traced_arrays(mesh_id):
     """sa.show (a string) and sa.nn.check_params (None) read no values: usable inside value_and_grad."""
-    mesh = sa.Mesh(MESHES[mesh_id])
+    mesh = registry.make_mesh(MESHES[mesh_id])
     x = _ab(mesh)
     w = _weights(x, 1)
 

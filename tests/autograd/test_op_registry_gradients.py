@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from gradcheck import check_grad
 
+from helpers import backend_name
+
 import shardarray as sa
 from shardarray.core.tape import NONDIFFERENTIABLE, VJPS
 from shardarray.ops.elementwise import arithmetic as elementwise
@@ -19,7 +21,23 @@ from shardarray.ops.elementwise import math_unary
 from shardarray.ops.reduction import nanreduce
 from shardarray.ops.reduction import reduce
 
-MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"dep": 2, "row": 2, "col": 2}]
+#: under --backend=cupy also a 2x2 mesh on four GPUs, one per device, whose collectives are NCCL's (the fake NCCL
+#: on the CuPy stand-in), so every public op is run on CuPy shards on a 1-device, a 2x2 and a 4-GPU NCCL mesh
+NCCL_2X2 = "2x2-nccl"
+MESHES: list = [{"d": 1}, {"row": 2, "col": 2}, {"dep": 2, "row": 2, "col": 2}] + (
+    [NCCL_2X2] if backend_name() == "cupy" else []
+)
+
+
+def make_mesh(shape):
+    """``sa.Mesh(shape)``, or for ``NCCL_2X2`` the four-GPU NCCL mesh (skipped on a machine with fewer GPUs)."""
+    if shape == NCCL_2X2:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 4:
+            pytest.skip("the 4-GPU NCCL mesh needs four GPUs (the stand-in has eight)")
+        return sa.Mesh({"row": 2, "col": 2}, backend="cupy", devices=[0, 1, 2, 3], comm="nccl")
+    return sa.Mesh(shape)
 SHAPE = (5, 3)  # uneven over 2 and 4 devices
 
 #: input range per op where the derivative exists (away from kinks and domain edges)
@@ -70,7 +88,7 @@ def test_every_listed_op_is_classified():
 @pytest.mark.parametrize("shape", MESHES)
 @pytest.mark.parametrize("name", UNARY)
 def test_unary_gradients(shape, name):
-    mesh = sa.Mesh(shape)
+    mesh = make_mesh(shape)
     op = _module_of(name)
     x = _x(mesh, *DOMAIN.get(name, (-2.0, 2.0)))
     w = _weights(mesh)
@@ -88,7 +106,7 @@ def test_unary_gradients(shape, name):
 @pytest.mark.parametrize("shape", MESHES)
 @pytest.mark.parametrize("name", BINARY)
 def test_binary_gradients(shape, name):
-    mesh = sa.Mesh(shape)
+    mesh = make_mesh(shape)
     op = _module_of(name)
     lo, hi = (0.5, 2.0) if name in ("power", "divide", "remainder", "floor_divide", "atan2", "hypot") else (-2.0, 2.0)
     params = {"x": _x(mesh, lo, hi, seed=1), "y": _x(mesh, lo, hi, seed=2)}
@@ -108,7 +126,7 @@ def test_binary_gradients(shape, name):
 @pytest.mark.parametrize("name", REDUCE + NANREDUCE)
 def test_reduction_gradients(shape, name):
     """Over a split dim, over all dims; the nan-reductions with a NaN in the input (its gradient is 0)."""
-    mesh = sa.Mesh(shape)
+    mesh = make_mesh(shape)
     op = _module_of(name)
     x = _x(mesh, 0.5, 2.0)
     if name.startswith("nan"):
@@ -170,7 +188,7 @@ STRUCTURAL = {
 @pytest.mark.parametrize("shape", MESHES)
 @pytest.mark.parametrize("name", sorted(STRUCTURAL))
 def test_structural_op_gradients(shape, name):
-    mesh = sa.Mesh(shape)
+    mesh = make_mesh(shape)
     op = STRUCTURAL[name]
     x = _ab(mesh)
     y = op(x)
@@ -210,7 +228,7 @@ POSITIONAL = {
 def test_positional_op_gradients(shape, name):
     import shardarray.array_api as xp
 
-    mesh = sa.Mesh(shape)
+    mesh = make_mesh(shape)
     op = POSITIONAL[name]
     x = xp.asarray(np.random.default_rng(0).standard_normal((5, 6)), device=mesh)
     y = op(xp, x)
