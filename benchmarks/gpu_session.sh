@@ -5,9 +5,10 @@
 #   bash benchmarks/gpu_session.sh bench            # benchmarks/gpu.py and the 4-device float16 matmul CLI run
 #   bash benchmarks/gpu_session.sh main sanitize    # the README's main job on the GPU; compute-sanitizer on the kernels
 #   bash benchmarks/gpu_session.sh bench4 profile   # the 4-device CLI matmul; the step's top kernels (gpu_profile.py)
+#   bash benchmarks/gpu_session.sh suite            # the whole suite on real CuPy shards (pytest --backend=cupy)
 #
 # Each stage's time limit can be lowered for a short lease: TESTS_LIMIT, TEST_TIMEOUT (per test), MAIN_LIMIT,
-# SANITIZE_LIMIT, BENCH_LIMIT, PROFILE_LIMIT (seconds); SHARDARRAY_TEST_HANG_S bounds each isolated NCCL test.
+# SANITIZE_LIMIT, BENCH_LIMIT, PROFILE_LIMIT, SUITE_LIMIT (seconds); SHARDARRAY_TEST_HANG_S bounds each isolated NCCL test.
 #
 # Run from the repository root (the source tree, PYTHONPATH=.). Results go to $OUT (default /tmp/gpu-session):
 # at most 8 files, as the device tool brings back. A stage that fails does not stop the next; the script's exit
@@ -38,6 +39,14 @@ for what in "$@"; do
         stage tests 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'; command -v mpiexec || echo 'no mpiexec'"
         stage tests "${TESTS_LIMIT:-480}" "$PY" -m pytest -q -m gpu --timeout "${TEST_TIMEOUT:-120}" -p no:cacheprovider -rs tests/  # no -x: every failure in one call
         ;;
+    suite)
+        # the whole suite with every mesh on real CuPy shards (the run CI makes on the strict stand-in), one folder
+        # at a time so a time limit loses one folder's report, not the rest (SUITE_DIRS picks folders)
+        for dir in ${SUITE_DIRS:-tests/ops tests/autograd tests/linalg tests/fft tests/array_api tests/nn tests/optim tests/checkpoint}; do
+            stage suite "${SUITE_LIMIT:-300}" "$PY" -m pytest -q --backend=cupy -x --timeout "${TEST_TIMEOUT:-120}" \
+                -p no:cacheprovider "$dir"
+        done
+        ;;
     bench)
         # shellcheck disable=SC2086  # GPU_BENCH_ARGS: extra flags, e.g. "--repeat 5 --calls 5" in a short lease
         stage bench "${BENCH_LIMIT:-420}" "$PY" benchmarks/gpu.py ${GPU_BENCH_ARGS:-} --json "$OUT/gpu.json"
@@ -67,7 +76,7 @@ for what in "$@"; do
         done
         ;;
     *)
-        echo "unknown stage '$what': give some of tests, bench, bench4, profile, compile, main, sanitize" >&2
+        echo "unknown stage '$what': give some of tests, suite, bench, bench4, profile, compile, main, sanitize" >&2
         failed=$((failed + 1))
         ;;
     esac
