@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import Any
@@ -40,6 +40,9 @@ class Backend(ABC):
     device_scope: Callable[[int], AbstractContextManager[Any]] | None = None
     #: ``(gpu of every mesh device)`` for per-device GPU backends, else None
     gpus: tuple[int, ...] | None = None
+    #: whether ``xp.linalg`` raises ``LinAlgError`` itself where a factorization fails (NumPy); CuPy returns
+    #: garbage instead, and ``sa.linalg`` tests the results on the devices (``linalg/_checks.py``)
+    linalg_raises: bool = True
 
     @abstractmethod
     def from_numpy(self, array: np.ndarray) -> Any:
@@ -80,6 +83,27 @@ class Backend(ABC):
         wait on each other forever. Backends that already do so return themselves.
         """
         return self
+
+    def any_flag(self, flags: Mapping[int, Any]) -> bool:
+        """Whether any of the boolean arrays ``flags`` (mesh device -> an array made on it; a shared block may
+        repeat) holds True, in **one** device-to-host read.
+
+        Each device reduces its own flags; the 0-d results are copied to the first device (GPU to GPU where
+        they differ, ``copy_between``), or-ed there, and that one bool is read. This is how a check that ran on
+        the devices (a failed factorization, a singular matrix) reaches the host once per op, not per block.
+        """
+        xp, seen, parts = self.xp, set(), []
+        for d, f in flags.items():
+            if f is not None and id(f) not in seen:
+                seen.add(id(f))
+                with self.scope(d):
+                    parts.append((d, xp.any(f)))
+        if not parts:
+            return False
+        first = parts[0][0]
+        with self.scope(first):
+            together = xp.stack([self.copy_between(v, d, first) for d, v in parts])
+            return bool(self.to_numpy(xp.any(together)))
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """Contract local shards: two operands as (batched) matmuls, more with a cached opt-einsum plan."""

@@ -35,6 +35,7 @@ class CupyBackend(Backend):
     """
 
     name = "cupy"
+    linalg_raises = False  # cupyx.errstate(linalg='ignore'), CuPy's default: no LinAlgError, no device read
 
     def __init__(self) -> None:
         self.xp = import_cupy()

@@ -9,7 +9,9 @@ their rows by TSQR (one allgather of the small ``n x n`` R factors);
 ``ReplicatedFallbackWarning``); norms as distributed reductions. ``eigh`` and
 ``eigvalsh`` gather a split matrix (``ReplicatedFallbackWarning``). On a split
 batch dim every op runs per device with no communication.
-Products are ``sa.einsum``/``sa.matmul``.
+Products are ``sa.einsum``/``sa.matmul``. ``LinAlgError`` where NumPy raises
+one, on CuPy shards too (checked on the devices, read once per op:
+``_checks``).
 """
 
 from ..autograd import vjp_linalg as _vjp_linalg  # noqa: F401  (registers the VJPs of inv, det, solve, cholesky, qr, svdvals, slogdet)

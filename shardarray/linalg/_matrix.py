@@ -24,6 +24,7 @@ from ..core.relayout import relayout
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError
 from ..ops.manipulation.structure import transpose
+from ._checks import numpy_raises, raise_if
 
 
 class ReplicatedFallbackWarning(UserWarning):
@@ -115,6 +116,7 @@ def local_op(
     outs: Sequence[tuple[tuple[str, ...], dict[str, int], Any]],
     what: str,
     reason: str | None = None,
+    fails: str | None = None,
 ) -> list[ShardArray]:
     """Run ``fn`` on every device's blocks, the matrix dims whole and last, the batch dims as they are split.
 
@@ -122,6 +124,10 @@ def local_op(
     ``xs[0]`` sets the batch layout; the other operands (same batch dims)
     follow it. ``outs``: per result, its trailing (matrix) dims, their sizes and its
     dtype; results have the batch dims of ``xs[0]`` first.
+
+    ``fails``: the op can fail (``_checks``); ``fn`` then returns one more block, a boolean array on the
+    device (a matrix failed), and ``LinAlgError(fails)`` is raised when one holds True (one read for all
+    devices, after every block ran), as it is when NumPy raises (NumPy shards).
     """
     first = gather_matrix(xs[0], mdims[0], what, reason=reason)
     first, batch = batch_last(first, mdims[0])
@@ -134,7 +140,12 @@ def local_op(
     mesh = first.mesh
     sizes = {d: first.sizes[d] for d in batch}
     used = first.spec.used_axes
-    shards = map_blocks_multi(mesh, used, len(outs), fn, *(r.shards for r in ready))
+    if fails is None:
+        shards = map_blocks_multi(mesh, used, len(outs), fn, *(r.shards for r in ready))
+    else:
+        with numpy_raises(fails):
+            shards = map_blocks_multi(mesh, used, len(outs) + 1, fn, *(r.shards for r in ready))
+        raise_if(mesh, shards.pop(), fails)
     result = []
     for (tail, tsizes, dtype), sh in zip(outs, shards):
         dims = (*batch, *tail)

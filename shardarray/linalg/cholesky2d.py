@@ -31,6 +31,15 @@ device whether some diagonal block failed (the matrix is not positive
 definite) and, for ``solve``/``inv``/``det``, whether ``A`` is Hermitian
 (``u^H A w`` against ``conj(w^H A u)`` for fixed random ``u, w``, relative to
 ``||A||_F``), so that every process takes the same decision.
+
+Failures stay on the devices until then: the owner of a diagonal block tests
+its factor there (``_checks.cholesky_failed``, per matrix: NumPy raises on it,
+CuPy returns garbage for it, NaN or finite) and puts the identity in place of
+a failed one (``where``), so the rest of the factorization runs on finite
+numbers; its flags ride in the final allreduce, and the verdict is computed on
+the devices too. The whole factorization reads **one** number from a device
+(the verdict), whatever the number of panels.
+
 ``L`` keeps ``A``'s layout; its strictly upper part is zero. Only ``A``'s lower
 triangle is read.
 """
@@ -47,6 +56,7 @@ from ..array import ShardArray
 from ..chunks import group_chunk
 from ..core.common import mesh_order, new_array
 from ..core.relayout import relayout
+from ._checks import cholesky_failed
 from ._matrix import batch_last
 
 
@@ -149,7 +159,9 @@ def factor_blocks(
 
     ``x`` comes back with its pending sums resolved and the matrix dims last;
     ``ok`` is False (on every device) when a diagonal block was not positive
-    definite or, with ``check_hermitian``, ``A`` is not Hermitian.
+    definite or, with ``check_hermitian``, ``A`` is not Hermitian. No host
+    read inside the panel loop: the failure flags are device arrays until the
+    final allreduce, and ``ok`` is the one read (``_factor_diagonal``).
     """
     if x.pending:
         x = relayout(x, x.layout)
@@ -159,7 +171,8 @@ def factor_blocks(
     A = {d: xp.array(x.shards[d], copy=True) for d in g.devs}
     bshape = {d: A[d].shape[:-2] for d in g.devs}
     stats = _hermitian_stats(xp, g, A, x.dtype) if check_hermitian else None
-    failed = {d: False for d in g.devs}
+    failed = {d: xp.zeros(bshape[d], dtype=bool) for d in g.devs}  # per matrix, on the device
+    check = not mesh.backend.linalg_raises  # CuPy: test each diagonal factor (NumPy raises itself)
     rdim = len(batch)
     for s, e, rk, ck in g.panels:
         w = e - s
@@ -167,14 +180,8 @@ def factor_blocks(
         for d in g.devs:
             (r0, _), (c0, _) = g.rows(d), g.cols(d)
             if g.rm[d] == rk and g.cm[d] == ck:
-                blk = A[d][..., s - r0 : e - r0, s - c0 : e - c0]
-                try:
-                    low = xp.linalg.cholesky(blk)
-                    if not bool(xp.all(xp.isfinite(low))):
-                        raise np.linalg.LinAlgError("not finite")
-                except np.linalg.LinAlgError:
-                    low = xp.full(blk.shape, xp.nan, dtype=blk.dtype)
-                diag[d] = low
+                diag[d], bad = _factor_diagonal(xp, A[d][..., s - r0 : e - r0, s - c0 : e - c0], check)
+                failed[d] = failed[d] | bad
             else:
                 diag[d] = xp.zeros(bshape[d] + (w, w), dtype=x.dtype)
         diag = _bcast(g, diag, g.raxes, rk)
@@ -184,9 +191,6 @@ def factor_blocks(
             i0, i1 = _clip(s, r0, r1), _clip(e, r0, r1)
             if g.cm[d] == ck:
                 low = diag[d]
-                if not bool(xp.all(xp.isfinite(low))):
-                    failed[d] = True
-                    low = xp.broadcast_to(xp.eye(w, dtype=x.dtype), low.shape)
                 cs = slice(s - c0, e - c0)
                 A[d][..., :i0, cs] = 0
                 if i1 > i0:
@@ -226,25 +230,44 @@ def factor_blocks(
     # one allreduce over the matrix axes: failures (and the Hermitian test) of each matrix, on every device
     flag = {}
     for d in g.devs:
-        f = xp.full(bshape[d] + (1,), float(failed[d]), dtype=x.dtype)
+        f = failed[d].astype(x.dtype)[..., None]
         flag[d] = xp.concatenate([f, stats[d]], axis=-1) if stats is not None else f
     flag = _allreduce(g, flag, (*g.raxes, *g.caxes))
     bad = {}
-    for d in g.devs:
-        tot = mesh.backend.to_numpy(flag[d])
-        nbad = float(np.sum(np.real(tot[..., 0]) > 0))
+    for d in g.devs:  # the verdict, on the device
+        tot = flag[d]
+        nbad = xp.sum(xp.real(tot[..., 0]) > 0)
         if stats is not None:
             # the probe's rounding, not a looser bound: a matrix this close to Hermitian is factored by Cholesky,
             # which reads one triangle, so a larger tolerance would silently drop the other triangle's difference
             eps = float(np.finfo(x.dtype).eps)
-            tol = min(4 * np.sqrt(eps), 64 * g.n * eps) * np.sqrt(np.abs(tot[..., 3]))
-            nbad += float(np.sum(np.abs(tot[..., 1] - np.conj(tot[..., 2])) > tol))
-        bad[d] = xp.asarray([nbad])
+            tol = min(4 * np.sqrt(eps), 64 * g.n * eps) * xp.sqrt(xp.abs(tot[..., 3]))
+            nbad = nbad + xp.sum(xp.abs(tot[..., 1] - xp.conj(tot[..., 2])) > tol)
+        bad[d] = xp.reshape(nbad, (1,)).astype(np.float64)
     # a split batch dim: the matrices' verdicts differ between its blocks; one more allreduce (1 number) over it
     rest = tuple(a for a in mesh_order(mesh, x.spec.used_axes) if a not in (*g.raxes, *g.caxes))
     bad = _allreduce(g, bad, rest)
-    ok = not float(mesh.backend.to_numpy(bad[g.devs[0]])[0]) > 0
+    ok = not float(mesh.backend.to_numpy(bad[g.devs[0]])[0]) > 0  # the one read of the factorization
     return g, x, A, ok
+
+
+def _factor_diagonal(xp: Any, blk: Any, check: bool) -> tuple[Any, Any]:
+    """``(L_kk, failed)`` of a diagonal block: its Cholesky factor, and per matrix (on the device) whether
+    it failed, with the identity in its place where it did, so the rest of the factorization stays finite.
+
+    ``check`` (CuPy, which never raises): the factor is tested on the device (``_checks.cholesky_failed``:
+    NumPy's condition, found from what cuSOLVER left). Otherwise (NumPy) NumPy raises, for the whole
+    stack: every matrix of it is then marked failed (the op fails either way).
+    """
+    try:
+        low = xp.linalg.cholesky(blk)
+    except np.linalg.LinAlgError:  # NumPy shards
+        eye = xp.broadcast_to(xp.eye(blk.shape[-1], dtype=blk.dtype), blk.shape)
+        return xp.array(eye), xp.ones(blk.shape[:-2], dtype=bool)
+    if not check:
+        return low, xp.zeros(blk.shape[:-2], dtype=bool)
+    bad = cholesky_failed(xp, blk, low)
+    return xp.where(bad[..., None, None], xp.eye(blk.shape[-1], dtype=blk.dtype), low), bad
 
 
 def cholesky_2d(x: ShardArray, rows: str, cols: str, panel: int | None = None) -> ShardArray | None:

@@ -17,6 +17,13 @@ columns over mesh axes):
   device, with ``ReplicatedFallbackWarning``.
 * ``eigh``, ``eigvalsh``: always the replicated fallback (documented; no
   distributed eigensolver here).
+
+``sa.linalg.LinAlgError`` is raised where NumPy raises, on NumPy and CuPy
+shards alike (CuPy's linalg never raises; ``_checks`` says how each op tests
+its result on the devices, with one read at the end of the op): ``cholesky``
+of a matrix that is not positive definite, ``solve``/``inv`` of a singular
+one (an exact zero pivot), ``eigh``/``eigvalsh`` of one holding NaN or inf in
+the triangle read. ``det``/``slogdet`` never raise (0, ``-inf``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from ..core.tape import differentiable
 from ..errors import ArgumentError, DimensionError, LinAlgError
 from ..ops.elementwise.arithmetic import exp, multiply
 from ..ops.manipulation.structure import astype, rename, transpose
+from ._checks import cholesky_failed, eigh_failed, lu_failed
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
 from ._parts import eigh_values, eigh_vectors, slogdet_logabs, traced, untraced
 from .cholesky2d import cholesky_2d
@@ -106,14 +114,32 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
     if n and is_split(x, rows, cols):
         return _cholesky_2d(x, rows, cols, upper, panel)
 
-    def fn(s: Any) -> tuple[Any]:
-        if not n:
-            return (s.copy(),)
-        if upper:  # U = chol(x^T)^T (= L^H for Hermitian x): reads the upper triangle, as the 2-D path does
-            return (xp.swapaxes(xp.linalg.cholesky(xp.swapaxes(s, -1, -2)), -1, -2),)
-        return (xp.linalg.cholesky(s),)
+    check = not x.mesh.backend.linalg_raises  # CuPy: test the factor on the device (NumPy raises itself)
 
-    return local_op([x], [(rows, cols)], fn, [((rows, cols), {rows: n, cols: n}, x.dtype)], "cholesky")[0]
+    def fn(s: Any) -> tuple[Any, Any]:
+        if not n:
+            return s.copy(), False
+        # U = chol(x^T)^T (= L^H for Hermitian x): reads the upper triangle, as the 2-D path does
+        a = xp.swapaxes(s, -1, -2) if upper else s
+        low = xp.linalg.cholesky(a)
+        return (xp.swapaxes(low, -1, -2) if upper else low), check and cholesky_failed(xp, a, low)
+
+    outs = [((rows, cols), {rows: n, cols: n}, x.dtype)]
+    return local_op([x], [(rows, cols)], fn, outs, "cholesky", fails=_not_pd(x, rows, cols))[0]
+
+
+def _not_pd(x: ShardArray, rows: str, cols: str) -> str:
+    return (
+        f"sa.linalg.cholesky: a {x.sizes[rows]}x{x.sizes[cols]} matrix of x {x.sizes} is not positive definite; "
+        f"use sa.linalg.eigh or an LU-based sa.linalg.solve instead"
+    )
+
+
+def _singular(what: str, x: ShardArray, rows: str, cols: str) -> str:
+    return (
+        f"sa.linalg.{what}: a {x.sizes[rows]}x{x.sizes[cols]} matrix of {'a' if what == 'solve' else 'x'} "
+        f"{x.sizes} is singular (its LU factorization has a zero pivot)"
+    )
 
 
 def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | None) -> ShardArray:
@@ -124,10 +150,7 @@ def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | 
     else:
         out = cholesky_2d(x, rows, cols, panel)
     if out is None:
-        raise LinAlgError(
-            f"sa.linalg.cholesky: a {x.sizes[rows]}x{x.sizes[cols]} matrix of x {x.sizes} is not positive definite "
-            f"(a diagonal block's Cholesky failed); use sa.linalg.eigh or an LU-based sa.linalg.solve instead"
-        )
+        raise LinAlgError(_not_pd(x, rows, cols))
     batch = tuple(d for d in out.dims if d not in (rows, cols))
     return transpose(out, (*batch, rows, cols)) if out.dims != (*batch, rows, cols) else out
 
@@ -157,14 +180,17 @@ def inv(x: ShardArray, dims: Any = None) -> ShardArray:
         out = spd_inv(x, rows, cols)
         if out is not None:
             return out
-    return local_op(
-        [x],
-        [(rows, cols)],
-        lambda s: (xp.linalg.inv(s) if n else s.copy(),),
-        [((rows, cols), {rows: n, cols: n}, x.dtype)],
-        "inv",
-        _NOT_SPD,
-    )[0]
+
+    check = not x.mesh.backend.linalg_raises  # CuPy: test the result on the device (NumPy raises itself)
+
+    def fn(s: Any) -> tuple[Any, Any]:
+        if not n:
+            return s.copy(), False
+        out = xp.linalg.inv(s)
+        return out, check and lu_failed(xp, s, out)
+
+    outs = [((rows, cols), {rows: n, cols: n}, x.dtype)]
+    return local_op([x], [(rows, cols)], fn, outs, "inv", _NOT_SPD, fails=_singular("inv", x, rows, cols))[0]
 
 
 @differentiable("linalg.det")
@@ -259,9 +285,10 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
     w, v = local_op(
         [x],
         [(rows, cols)],
-        lambda s: tuple(xp.linalg.eigh(s)),
+        lambda s: (*xp.linalg.eigh(s), eigh_failed(xp, s)),
         [((new,), {new: n}, _real(x.dtype)), ((rows, new), {rows: n, new: n}, x.dtype)],
         "eigh",
+        fails=_no_eig("eigh", x),
     )
     return EighResult(w, v)
 
@@ -280,8 +307,17 @@ def eigvalsh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shar
     xp, n = x.mesh.backend.xp, x.sizes[rows]
     new = new or f"{cols}_k"
     return local_op(
-        [x], [(rows, cols)], lambda s: (xp.linalg.eigvalsh(s),), [((new,), {new: n}, _real(x.dtype))], "eigvalsh"
+        [x],
+        [(rows, cols)],
+        lambda s: (xp.linalg.eigvalsh(s), eigh_failed(xp, s)),
+        [((new,), {new: n}, _real(x.dtype))],
+        "eigvalsh",
+        fails=_no_eig("eigvalsh", x),
     )[0]
+
+
+def _no_eig(what: str, x: ShardArray) -> str:
+    return f"sa.linalg.{what}: eigenvalues did not converge (a matrix of x {x.sizes} holds NaN or inf)"
 
 
 @differentiable("linalg.solve")
@@ -333,9 +369,18 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
         if out is not None:
             return out
 
-    def fn(sa_: Any, sb: Any) -> tuple[Any]:
-        return (xp.linalg.solve(sa_, sb) if n and k else xp.zeros(sb.shape, dtype=sb.dtype),)
+    check = not a.mesh.backend.linalg_raises  # CuPy: test the result on the device (NumPy raises itself)
 
-    return local_op(
-        [a, b], [(rows, cols), (brow, bcol)], fn, [((brow, bcol), {brow: n, bcol: k}, a.dtype)], "solve", _NOT_SPD
-    )[0]
+    def fn(sa_: Any, sb: Any) -> tuple[Any, Any]:
+        if not (n and k):
+            return xp.zeros(sb.shape, dtype=sb.dtype), False
+        if not check:
+            return xp.linalg.solve(sa_, sb), False
+        # one more column of ones: finite unless a's LU has a zero pivot, whatever b holds (``_checks.lu_failed``)
+        ones = xp.ones((*sb.shape[:-1], 1), dtype=sb.dtype)
+        out = xp.linalg.solve(sa_, xp.concatenate([sb, ones], axis=-1))
+        return xp.ascontiguousarray(out[..., :k]), lu_failed(xp, sa_, out[..., k:])
+
+    outs = [((brow, bcol), {brow: n, bcol: k}, a.dtype)]
+    fails = _singular("solve", a, rows, cols)
+    return local_op([a, b], [(rows, cols), (brow, bcol)], fn, outs, "solve", _NOT_SPD, fails=fails)[0]

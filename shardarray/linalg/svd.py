@@ -22,6 +22,7 @@ from ..core.common import map_blocks, map_blocks_multi, new_array
 from ..core.tape import differentiable
 from ..ops.elementwise.arithmetic import conj
 from ..ops.manipulation.structure import transpose
+from ._checks import numpy_raises, raise_if, svd_failed
 from ._matrix import float_dtype, local_op, matrix_dims
 from ._parts import traced, untraced
 from .tsqr import tsqr
@@ -50,13 +51,16 @@ def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SV
     blay = {d: R.spec.of(d) for d in batch if R.spec.of(d)}
     sizes = {**{d: R.sizes[d] for d in batch}, new: n, cols: n, "_svd_r": n}
 
-    def small(r: Any) -> tuple[Any, Any, Any]:
+    def small(r: Any) -> tuple[Any, Any, Any, Any]:
         if not want_u:
-            return None, xp.linalg.svd(r, compute_uv=False), None
+            return None, xp.linalg.svd(r, compute_uv=False), None, svd_failed(xp, r)
         u, s, vh = xp.linalg.svd(r)
-        return u, s, vh
+        return u, s, vh, svd_failed(xp, r)  # R holds NaN where x does (or where its QR made NaN of an inf)
 
-    ur, s, vh = map_blocks_multi(mesh, R.spec.used_axes, 3, small, R.shards)
+    message = _no_svd(x)
+    with numpy_raises(message):
+        ur, s, vh, bad = map_blocks_multi(mesh, R.spec.used_axes, 4, small, R.shards)
+    raise_if(mesh, bad, message)
     S = new_array(mesh, (*batch, new), sizes, blay, s, dtype=_real(x.dtype))
     if not want_u:  # svdvals
         return S
@@ -77,15 +81,20 @@ def _fallback(x: ShardArray, rows: str, cols: str, new: str, full: bool) -> SVDR
     U, S, Vh = local_op(
         [x],
         [(rows, cols)],
-        lambda s: xp.linalg.svd(s, full_matrices=full),
+        lambda s: (*xp.linalg.svd(s, full_matrices=full), svd_failed(xp, s)),
         [
             ((rows, nu), {rows: m, nu: ku}, x.dtype),
             ((new,), {new: k}, _real(x.dtype)),
             ((nv, cols), {nv: kv, cols: n}, x.dtype),
         ],
         "svd",
+        fails=_no_svd(x),
     )
     return SVDResult(U, S, Vh)
+
+
+def _no_svd(x: ShardArray) -> str:
+    return f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN)"
 
 
 def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: str | None = None) -> SVDResult:
