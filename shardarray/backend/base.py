@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
+from ..dtypes import is_real_float
 from .contract import contract2
 
 _NO_SCOPE = contextlib.nullcontext()
@@ -22,6 +23,10 @@ _NO_SCOPE = contextlib.nullcontext()
 def contraction(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
     """opt-einsum ``contract_expression`` for one equation and set of shard shapes (cached)."""
     return opt_einsum.contract_expression(equation, *shapes)
+
+
+#: the dtypes CuPy's ``add.at`` (scatter-add) takes; ``Backend.scatter_rows`` adds others in a wider one
+_SCATTER_DTYPES = frozenset({"float16", "float32", "float64", "int32", "int64", "uint32", "uint64"})
 
 
 class Backend(ABC):
@@ -128,15 +133,30 @@ class Backend(ABC):
         return table[self.xp.arange(table.shape[0])[:, None], ids]
 
     def scatter_rows(self, ids: Any, values: Any, n: int) -> Any:
-        """The transpose of ``take_rows``: a (S, n, R) array with ``values[s, o]`` added at row ``ids[s, o]``."""
+        """The transpose of ``take_rows``: a (S, n, R) array with ``values[s, o]`` added at row ``ids[s, o]``.
+
+        ``xp.add.at`` does the adding. CuPy's takes float16/32/64 and 32/64-bit integers only (its scatter-add
+        kernels): a complex array is added as its real and imaginary parts, and any other dtype (bfloat16, the
+        embedding gradient of a bfloat16 model) is added in float32 (integers in int64) and rounded once.
+        """
         xp = self.xp
-        s, _, r = values.shape
-        out = xp.zeros((s, n, r), dtype=values.dtype)
+        dt = values.dtype
+        if dt.kind == "c":
+            real = dt.type(0).real.dtype
+            parts = (
+                self.scatter_rows(ids, xp.real(values).astype(real), n),
+                self.scatter_rows(ids, xp.imag(values).astype(real), n),
+            )
+            return parts[0] + 1j * parts[1] if dt == xp.complex128 else (parts[0] + 1j * parts[1]).astype(dt)
+        acc = dt if dt.name in _SCATTER_DTYPES else (np.dtype("float32") if is_real_float(dt) else np.dtype("int64"))
+        v = values if acc == dt else values.astype(acc)
+        s, _, r = v.shape
+        out = xp.zeros((s, n, r), dtype=acc)
         if s == 1:
-            xp.add.at(out[0], ids[0], values[0])
+            xp.add.at(out[0], ids[0], v[0])
         else:
-            xp.add.at(out, (xp.arange(s)[:, None], ids), values)
-        return out
+            xp.add.at(out, (xp.arange(s)[:, None], ids), v)
+        return out if acc == dt else out.astype(dt)
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
