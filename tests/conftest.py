@@ -5,7 +5,8 @@
 positional namespace's default mesh) gets ``backend="cupy"``, on a real GPU when CuPy finds one, else on
 the strict stand-in of ``tests/support/strict_cupy.py`` (8 fake GPUs) installed for the whole session;
 meshes that ask for ``"numpy"`` or ``"meta"`` keep them. Tests marked ``numpy_only(reason)`` test
-NumPy-only behaviour and skip under ``--backend=cupy``; tests marked ``gpu`` skip without a real GPU.
+NumPy-only behaviour and skip under ``--backend=cupy``, as do the package doctests whose expected output is a NumPy
+mesh's (``NUMPY_MESH_DOCTESTS``); tests marked ``gpu`` skip without a real GPU.
 """
 
 import functools
@@ -98,13 +99,28 @@ def _default_backend(mp, name):
     mp.setattr(default_mesh, "_ENV_CACHE", EnvMeshes())
 
 
+#: doctests of the package whose expected output is a NumPy mesh's (a mesh repr without ``backend=``, NumPy blocks
+#: handed to a default mesh's communicator, ``False`` where CuPy shards take a kernel): skipped under --backend=cupy,
+#: where a mesh made without ``backend=`` is a CuPy one. The docstrings stay as they are: they document the default.
+NUMPY_MESH_DOCTESTS = frozenset({
+    "shardarray.backend.cuda_kernels.supports",
+    "shardarray.comm.base.Communicator.alltoallv",
+    "shardarray.comm.base.Communicator.alltoallv_boxes",
+    "shardarray.ops.fused.dispatch",
+    "shardarray.ops.show.array_repr",
+})
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--backend", default="numpy") == "cupy":
+        doctest_skip = pytest.mark.skip(reason="the example shows a NumPy mesh's output")
         for item in items:
             marker = item.get_closest_marker("numpy_only")
             if marker is not None:
                 reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "tests NumPy shards")
                 item.add_marker(pytest.mark.skip(reason=f"numpy_only: {reason}"))
+            if item.name in NUMPY_MESH_DOCTESTS:  # a doctest item's name is its object's dotted path
+                item.add_marker(doctest_skip)
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU with CuPy (pip install 'shardarray[cuda13]')")

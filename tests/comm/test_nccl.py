@@ -15,6 +15,7 @@ from fake_gpu import FakeCupy
 from nccl_meshes import PerDeviceNumpy, nccl_mesh
 
 import shardarray as sa
+from helpers import host, on_device
 
 SHAPES = [{"row": 2, "col": 2}, {"all": 4}, {"x": 2, "y": 2, "z": 2}, {"p": 3, "q": 2}]
 
@@ -55,7 +56,7 @@ def test_collectives_equal_the_emulated_ones(shape, dtype):
     complex travels as (real, imag) float pairs: NCCL has no complex type.
     """
     mesh = nccl_mesh(shape)
-    emu = sa.Mesh(shape)
+    emu = sa.Mesh(shape)  # the session's backend; the NCCL mesh's shards are NumPy arrays (PerDeviceNumpy)
     axes_list = [(mesh.axis_names[0],), mesh.axis_names[-2:] if mesh.ndim > 1 else mesh.axis_names]
     for axes in axes_list:
         n = mesh.axes_size(axes)
@@ -66,23 +67,25 @@ def test_collectives_equal_the_emulated_ones(shape, dtype):
             shapes.append((3, 1 + group.index(d) % 3, 2))
         shards = shard_lists(mesh, shapes, dtype)
         same = shard_lists(mesh, [(2, 7, 3)] * mesh.size, dtype, seed=1)
+        on_nccl, on_emu = (([on_device(m, s, d) for d, s in enumerate(shards)],
+                            [on_device(m, s, d) for d, s in enumerate(same)]) for m in (mesh, emu))
         for name, run in [
-            ("allgather", lambda c, s: c.allgather(shards, axes, dim=1)),
-            ("allreduce", lambda c, s: c.allreduce(same, axes, "max" if dtype == bool else "sum")),
-            ("allreduce_min", lambda c, s: c.allreduce(same, axes, "min")),  # skipped for complex
-            ("reduce_scatter", lambda c, s: c.reduce_scatter(same, axes, dim=1)),
-            ("alltoall", lambda c, s: c.alltoall(same, axes, split_dim=1, concat_dim=0)),
-            ("broadcast", lambda c, s: c.broadcast(shards, axes, root=n - 1)),
-            ("reduce", lambda c, s: c.reduce(same, axes, root=n - 1)),
+            ("allgather", lambda c, s: c.allgather(s[0], axes, dim=1)),
+            ("allreduce", lambda c, s: c.allreduce(s[1], axes, "max" if dtype == bool else "sum")),
+            ("allreduce_min", lambda c, s: c.allreduce(s[1], axes, "min")),  # skipped for complex
+            ("reduce_scatter", lambda c, s: c.reduce_scatter(s[1], axes, dim=1)),
+            ("alltoall", lambda c, s: c.alltoall(s[1], axes, split_dim=1, concat_dim=0)),
+            ("broadcast", lambda c, s: c.broadcast(s[0], axes, root=n - 1)),
+            ("reduce", lambda c, s: c.reduce(s[1], axes, root=n - 1)),
         ]:
             if dtype == bool and name in ("reduce_scatter", "reduce"):
                 continue
             if np.dtype(dtype).kind == "c" and name == "allreduce_min":
                 continue
             with sa.comm_log() as log_n:
-                got = run(mesh.comm, None)
+                got = run(mesh.comm, on_nccl)
             with sa.comm_log() as log_e:
-                want = run(emu.comm, None)
+                want = [host(w) for w in run(emu.comm, on_emu)]
             assert log_n.records == log_e.records, name
             for d in range(mesh.size):
                 assert got[d].shape == want[d].shape and got[d].dtype == want[d].dtype, (name, d)
@@ -262,8 +265,8 @@ def test_complex_moves_as_float_pairs():
 
 def test_mesh_devices_arguments_are_checked():
     with pytest.raises(sa.MeshError, match="needs backend='cupy'"):
-        sa.Mesh({"row": 2, "col": 2}, devices=[0, 1, 2, 3])
+        sa.Mesh({"row": 2, "col": 2}, devices=[0, 1, 2, 3], backend="numpy")
     with pytest.raises(sa.MeshError, match="needs backend='cupy'"):
-        sa.Mesh({"row": 2}, comm="nccl")
+        sa.Mesh({"row": 2}, comm="nccl", backend="numpy")
     with pytest.raises(sa.MeshError, match="unknown comm 'gloo'"):
         sa.Mesh({"row": 2}, comm="gloo")

@@ -2,7 +2,8 @@
 
 ``pytest --backend=cupy`` (or ``SHARDARRAY_TEST_BACKEND=cupy``) runs the suite on CuPy shards (the strict
 stand-in of ``strict_cupy.py`` without a GPU): tests ask ``host``, ``is_shard``, ``shard_type`` and
-``backend_name`` instead of assuming NumPy arrays.
+``backend_name`` instead of assuming NumPy arrays, and make the blocks they hand to a mesh's communicator or
+backend with ``on_device``/``device_blocks``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,23 @@ def host(a: Any) -> np.ndarray:
     if hasattr(a, "get") and hasattr(a, "__cuda_array_interface__"):
         return a.get()
     return np.asarray(a)
+
+
+def on_device(mesh: Any, array: Any, device: int = 0) -> Any:
+    """``array`` (NumPy data) as a block of ``mesh``'s backend on mesh device ``device`` (on its GPU and
+    stream where devices have their own): what a communicator's collectives and device kernels take.
+
+    Example:
+        >>> on_device(sa.Mesh({"d": 2}, backend="numpy"), np.arange(3), 1)
+        array([0, 1, 2])
+    """
+    with mesh.backend.scope(device):
+        return mesh.backend.from_numpy(np.asarray(array))
+
+
+def device_blocks(mesh: Any, fn: Any) -> list:
+    """``[fn(d) for every mesh device d]``, each made a block of ``mesh``'s backend on device ``d``."""
+    return [on_device(mesh, fn(d), d) for d in range(mesh.size)]
 
 
 @st.composite

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import fake_nccl
 import shardarray as sa
 from fake_gpu import FakeCupy
-from helpers import MESH_SHAPES, layouts, meshes, sizes_strategy
+from helpers import MESH_SHAPES, device_blocks, host, layouts, meshes, sizes_strategy
 from shardarray.backend import cublas, cuda_kernels
 from shardarray.backend.numpy_backend import NumpyBackend
 from shardarray.comm.nccl import NcclCommunicator
@@ -131,10 +131,10 @@ def test_sums_accumulate_in_float32():
 def test_emulated_reductions_add_in_float32():
     """256 + 1 + 1 in bfloat16, one addition at a time, stays 256 (257 rounds to even); float32 adds to 258."""
     mesh = sa.Mesh({"all": 4})
-    shards = [np.array([v], BF16) for v in (256, 1, 1, 0)]
-    out = mesh.comm.allreduce(shards, ("all",), op="sum")
+    shards = device_blocks(mesh, lambda d: np.array([(256, 1, 1, 0)[d]], BF16))
+    out = [host(o) for o in mesh.comm.allreduce(shards, ("all",), op="sum")]
     assert all(o.dtype == BF16 and float(o[0]) == 258 for o in out)
-    assert float(mesh.comm.allreduce(shards, ("all",), op="max")[0][0]) == 256
+    assert float(host(mesh.comm.allreduce(shards, ("all",), op="max")[0])[0]) == 256
 
 
 # ---------------------------------------------------------------- einsum
@@ -305,12 +305,12 @@ def test_cublas_bfloat16_batched_products(monkeypatch):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 3, 64)).astype(BF16)
     b = rng.standard_normal((2, 64, 5)).astype(BF16)
-    got = np.asarray(cublas.batched_matmul(cupy.asarray(a), cupy.asarray(b)))
+    got = host(cublas.batched_matmul(cupy.asarray(a), cupy.asarray(b)))
     assert cublas.STATS["gemm_strided_batched"] == 1 and gpu.gemms[0]["compute"] == CUBLAS_COMPUTE_32F
     assert got.dtype == BF16
     want = np.matmul(a.astype(F32), b.astype(F32))
     np.testing.assert_allclose(got.astype(F32), want, rtol=RTOL, atol=5e-2)
-    got2 = np.asarray(cublas.batched_matmul(cupy.asarray(a[1]), cupy.asarray(b[1])))
+    got2 = host(cublas.batched_matmul(cupy.asarray(a[1]), cupy.asarray(b[1])))
     assert cublas.STATS["gemm_strided_batched"] == 2 and gpu.gemms[1]["batch"] == 1 and got2.dtype == BF16
     np.testing.assert_allclose(got2.astype(F32), want[1], rtol=RTOL, atol=5e-2)
 

@@ -264,16 +264,23 @@ def test_adam_fused_equals_array_path(monkeypatch, dtype, wd):
             p, state = opt.update(p, grads, state)
         results.append((p, state))
     (p1, s1), (p2, s2) = results
+
+    def same(a, b):
+        if mesh.backend.name == "numpy":  # the fused NumPy path does the array path's operations in its order
+            np.testing.assert_array_equal(a, b)
+        else:  # a CUDA kernel evaluates (and on a GPU contracts to FMAs) in its own order: a few ulps apart
+            np.testing.assert_array_max_ulp(a, b, maxulp=4)
+
     for k, p0 in params.items():
         assert p1[k].layout == p0.layout and p1[k].dtype == p0.dtype
-        np.testing.assert_array_equal(p1[k].numpy(), p2[k].numpy())
-        np.testing.assert_array_equal(s1["m"][k].numpy(), s2["m"][k].numpy())
-        np.testing.assert_array_equal(s1["v"][k].numpy(), s2["v"][k].numpy())
+        same(p1[k].numpy(), p2[k].numpy())
+        same(s1["m"][k].numpy(), s2["m"][k].numpy())
+        same(s1["v"][k].numpy(), s2["v"][k].numpy())
 
 
 def test_profile_records_the_array_path():
     """Inside this thread's sa.profile() the fused NumPy paths step aside (sa.plan models the array path)."""
-    mesh = sa.Mesh({"row": 2, "col": 2})
+    mesh = sa.Mesh({"row": 2, "col": 2}, backend="numpy")  # the fused NumPy paths take NumPy shards only
     x = sa.asarray(rand((4, 6), 90), dims=("b", "d_model"), mesh=mesh, layout={"b": "row"})
     assert fused_numpy.is_numpy(x)
     with sa.profile() as prof:

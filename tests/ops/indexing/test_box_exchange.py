@@ -131,10 +131,13 @@ def test_setitem_and_slice_vjp_still_match_numpy_on_every_mesh(shape):
 
 @pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"x": 3, "y": 2}, {"a": 2, "b": 2, "c": 2}])
 def test_parallel_block_fills_give_the_serial_blocks(shape, monkeypatch):
-    """The emulated collectives' block fills on the copy pool (forced on for small blocks) change nothing."""
+    """The emulated collectives' block fills on the copy pool (forced on for small blocks) change nothing.
+
+    On NumPy shards, whatever the session's backend: the copy pool fills NumPy blocks only (``parallel.usable``).
+    """
     from shardarray.comm import parallel
 
-    mesh = sa.Mesh(shape)
+    mesh = sa.Mesh(shape, backend="numpy")
     axes = mesh.axis_names
     v = rand((11, 9, 4), seed=5)
     x = sa.asarray(v, dims=("a", "b", "c"), mesh=mesh, layout={"a": axes[0], "b": axes[1]})

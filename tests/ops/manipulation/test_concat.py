@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import shardarray as sa
 from gradcheck import check_grad
-from helpers import MESH_SHAPES, layouts, meshes, rand
+from helpers import MESH_SHAPES, host, layouts, meshes, on_device, rand
 
 SETTINGS = settings(max_examples=40, deadline=None)
 DIMS = ("a", "b")
@@ -93,24 +93,24 @@ def test_alltoallv_on_fake_nccl_equals_emulated(shape):
     from nccl_meshes import nccl_mesh
 
     fake_nccl.reset()
-    mesh, emu = nccl_mesh(shape), sa.Mesh(shape)
+    mesh, emu = nccl_mesh(shape), sa.Mesh(shape)  # NumPy shards on the NCCL mesh; the session's on emu
     axes = (mesh.axis_names[0],)
     n = mesh.axes_size(axes)
 
-    def send():
+    def send(m):
         out = []
         for d in range(mesh.size):
             pos = next(g for g in mesh.groups(axes) if d in g).index(d)
-            out.append([np.full((2, (pos + j) % 3), 10.0 * d + j) for j in range(n)])
+            out.append([on_device(m, np.full((2, (pos + j) % 3), 10.0 * d + j), d) for j in range(n)])
         return out
 
     with sa.comm_log() as log_n:
-        got = mesh.comm.alltoallv(send(), axes, 1)
+        got = mesh.comm.alltoallv(send(mesh), axes, 1)
     with sa.comm_log() as log_e:
-        want = emu.comm.alltoallv(send(), axes, 1)
+        want = emu.comm.alltoallv(send(emu), axes, 1)
     assert log_n.records == log_e.records and log_e.records[0].op == "alltoall"
     for d in range(mesh.size):
-        np.testing.assert_array_equal(got[d], want[d])
+        np.testing.assert_array_equal(host(got[d]), host(want[d]))
     # and slicing and concat through it
     value = rand((7, 4))
     res = []
