@@ -161,6 +161,8 @@ class ShardArray:
     def __repr__(self) -> str:
         """Values, dims, dtype, layout and mesh of a small array (an explicit gather, see ``ops.show.array_repr``);
         a summary of a large one."""
+        if self.mesh.deferred:  # as numpy(): reported here, where the values gather would otherwise swallow it
+            self.mesh.report_deferred()
         return OPS.array_repr(self)
 
     def __len__(self) -> int:
@@ -187,9 +189,12 @@ class ShardArray:
                 be zero); read ``sa.stop_gradient(x).numpy()`` instead.
         """
         self._check_off_tape("numpy()")
-        backend = self.mesh.backend
+        mesh = self.mesh
+        backend = mesh.backend
         if not backend.has_data:
             backend.to_numpy(None)  # raises BackendError with the explanation
+        if mesh.deferred:  # checks ops left on the devices (sa.take's id range): read and raised here, once
+            mesh.report_deferred()
         x = self.resolve()
         return x.mesh.comm.assemble(x.shards, block_slices(x.mesh, x._layout), x.shape, x.dtype, x._layout.used_axes)
 

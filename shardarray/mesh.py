@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -24,6 +25,8 @@ from .threads import on_mesh
 AxesSpec = None | str | Iterable[str]
 COMMS = (None, "emulated", "nccl", "mpi", "auto")
 _WARNED: set[tuple] = set()
+#: distinct deferred checks a mesh holds before it reads them without waiting for a read of a value
+DEFERRED_LIMIT = 64
 
 
 def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
@@ -216,6 +219,9 @@ class Mesh:
             if axes:
                 self.rules[dim] = axes
         self.constants: dict[Any, Any] = {}  # constant arrays ops make once per mesh (causal masks)
+        # checks computed on the devices and not read yet (see ``defer_check``), by key, oldest first
+        self.deferred: dict[Hashable, Any] = {}
+        self._deferred_lock = threading.Lock()
         self._groups: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = {}
         self._classes: dict[frozenset, tuple[tuple[int, tuple[int, ...]], ...]] = {}
         self.local_devices: tuple[int, ...] = tuple(range(self.size))
@@ -416,6 +422,53 @@ class Mesh:
             result = tuple((g[0], g) for g in self.groups(rest))
         self._classes[key] = result
         return result
+
+    # ------------------------------------------------------- deferred checks
+    def defer_check(self, key: Hashable, check: Any) -> None:
+        """Queue a check an op computed on the devices, to be read at the next read of a value (``report_deferred``).
+
+        ``check.parts`` is a list of ``(mesh device, 1-D int64 device array)``; ``check.fold(other)`` merges a
+        later check of the same ``key`` into it on the devices (no read); ``check.verdict(values)``, given the
+        host copies of its parts, returns the exception to raise or None. Nothing is read here, unless the mesh
+        already holds ``DEFERRED_LIMIT`` distinct checks: then they are all read now (one transfer), so the
+        queue stays small in a program that never reads a value.
+        """
+        with self._deferred_lock:
+            old = self.deferred.get(key)
+            if old is None:
+                self.deferred[key] = check
+            else:
+                old.fold(check)
+            full = len(self.deferred) > DEFERRED_LIMIT
+        if full:
+            self.report_deferred()
+
+    def report_deferred(self) -> None:
+        """Read every queued check (``defer_check``) in one device-to-host transfer, empty the queue, and raise
+        the first failed check's error (its message counts the others). ``ShardArray`` calls it where a value is
+        read (``numpy()``, and through it ``float``, ``int``, ``bool``, ``item``, ``repr``)."""
+        with self._deferred_lock:
+            checks = list(self.deferred.values())
+            self.deferred.clear()
+        parts = [(c, d, a) for c in checks for d, a in c.parts]
+        if not parts:
+            return
+        backend = self.backend
+        xp = backend.xp
+        first = parts[0][1]
+        moved = [backend.copy_between(a, d, first) for _, d, a in parts]  # (the sources stay alive in ``parts``)
+        with backend.scope(first):
+            host = backend.to_numpy(moved[0] if len(moved) == 1 else xp.concatenate(moved))
+        values: dict[int, list[Any]] = {id(c): [] for c in checks}
+        at = 0
+        for (c, _, _), m in zip(parts, moved):
+            values[id(c)].append(host[at : at + m.size])
+            at += m.size
+        errors = [e for e in (c.verdict(values[id(c)]) for c in checks) if e is not None]
+        if len(errors) > 1:
+            raise type(errors[0])(f"{errors[0]} ({len(errors) - 1} more check(s) queued since then failed too)")
+        if errors:
+            raise errors[0]
 
     # ----------------------------------------------------------------- dunder
     @property

@@ -1,4 +1,4 @@
-"""Causal attention as one differentiable op per block (NumPy shards): scores, mask, softmax, PV and their VJP.
+"""Causal attention as one differentiable op per block (NumPy or CuPy shards): scores, mask, softmax, PV, VJP.
 
 ``causal_attention(q, k, v, scale)`` takes ``q`` (batch, seq, heads, d_kv) and
 ``k``, ``v`` (batch, kseq, heads, d_kv) laid out alike, with seq, kseq and
@@ -11,6 +11,13 @@ probabilities are saved. The VJP is
 ``dS = P (dP - sum(dP P))``, ``dq = scale dS k``, ``dk = scale dS^T q``,
 ``dv = P^T g`` with ``dP = g v^T``: four batched gemms and two passes.
 
+The same code runs on CuPy shards through the backend's array module: the
+products are cuBLAS strided-batched gemms (``backend.einsum``, which reads
+transposed operands in place), and with the fused kernels on, the scale,
+mask and softmax are one launch of ``causal_softmax_fwd`` and the softmax's
+backward one of ``softmax_bwd`` (``kernels/softmax.cu``); without them, the
+mask is made on the device (``tri``) and the passes are CuPy's.
+
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
     >>> q = sa.ones(mesh, {"batch": 2, "seq": 3, "heads": 2, "d_kv": 4}, "float64", layout={"heads": "col"})
@@ -21,29 +28,35 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, cast
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from ... import profiler
 from ...array import ShardArray
+from ...backend import cuda_kernels
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
+from ...mesh import Mesh
 from . import dispatch as fused
 from . import numpy_paths as fused_numpy
 
 Q_DIMS = ("batch", "seq", "heads", "d_kv")
 KV_DIMS = ("batch", "kseq", "heads", "d_kv")
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def ready(q: ShardArray, k: ShardArray, v: ShardArray) -> bool:
-    """Whether the fused op applies: NumPy float32/float64 shards, dims as above, seq/kseq/d_kv unsplit, same layout."""
+    """Whether the fused op applies: NumPy or CuPy float32/float64 shards, dims as above, seq/kseq/d_kv unsplit,
+    same layout."""
     return (
         all(isinstance(a, ShardArray) for a in (q, k, v))
         and q.dims == Q_DIMS
         and k.dims == KV_DIMS
         and v.dims == KV_DIMS
-        and fused_numpy.is_numpy(q)
-        and not fused.kernels_for(q, "softmax")
+        and (fused_numpy.is_numpy(q) or _is_cupy(q))
         and q.dtype == k.dtype == v.dtype
         and q.mesh is k.mesh is v.mesh
         and q.sizes["seq"] == k.sizes["kseq"] == v.sizes["kseq"] > 0
@@ -53,26 +66,68 @@ def ready(q: ShardArray, k: ShardArray, v: ShardArray) -> bool:
     )
 
 
-def _forward(q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
+def _is_cupy(x: ShardArray) -> bool:
+    """CuPy shards of float32/float64 (``fused_numpy.is_numpy``'s rule: not inside this thread's ``sa.profile()``)."""
+    return (
+        getattr(x.mesh.backend.xp, "__name__", "") == "cupy"
+        and x.dtype in _FLOATS
+        and not (profiler.ACTIVE and profiler.profiling())
+    )
+
+
+class _Kit(NamedTuple):
+    """What the blocks of one mesh compute with: the array module, the 4-D batched product, the softmax kernels."""
+
+    xp: Any
+    matmul: Callable[[Any, Any], Any]  # (b, h, i, k) @ (b, h, k, j), operands possibly transposed views
+    kernels: Any  # ``backend.cuda_kernels`` when its softmax kernels run for these shards, else None
+
+
+def _kit(x: ShardArray) -> _Kit:
+    """The kit of ``x``'s mesh: worked out once per forward call, kept for its VJP (with the probabilities)."""
+    xp = x.mesh.backend.xp
+    kernels = cuda_kernels if fused.kernels_for(x, "softmax") else None
+    if xp is np and kernels is None:
+        return _NUMPY
+    mm = xp.matmul if getattr(xp, "__name__", "") == "numpy" else _device_matmul(x.mesh)
+    return _Kit(xp, mm, kernels)
+
+
+_NUMPY = _Kit(np, np.matmul, None)
+
+
+def _device_matmul(mesh: Mesh) -> Callable[[Any, Any], Any]:
+    """``a @ b`` of 4-D blocks on the backend's batched gemm (CuPy: cuBLAS strided-batched, operands in place)."""
+    return functools.partial(mesh.backend.einsum, "bhik,bhkj->bhij")
+
+
+def _forward(kit: _Kit, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
     """``(o, p)`` of one block: ``o`` (b, s, h, d), ``p`` (b, h, s, t) the probabilities."""
+    xp, mm = kit.xp, kit.matmul
     qt = q.transpose(0, 2, 1, 3)
-    s = np.matmul(qt, k.transpose(0, 2, 3, 1))
-    s *= scale
-    n = s.shape[-1]
-    np.copyto(s, -np.inf, where=_upper(n))
-    m = s.max(axis=-1, keepdims=True)
-    s -= m
-    np.exp(s, out=s)
-    s /= s.sum(axis=-1, keepdims=True)
-    o = np.matmul(s, v.transpose(0, 2, 1, 3))
-    return np.ascontiguousarray(o.transpose(0, 2, 1, 3)), s
+    s = mm(qt, k.transpose(0, 2, 3, 1))
+    if kit.kernels is not None:  # scale, mask and softmax: one launch per block
+        s = kit.kernels.causal_softmax_rows(xp, s, scale)
+    else:
+        s *= scale
+        n = s.shape[-1]
+        xp.copyto(s, -np.inf, where=_upper(xp, n))
+        m = s.max(axis=-1, keepdims=True)
+        s -= m
+        xp.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+    o = mm(s, v.transpose(0, 2, 1, 3))
+    return xp.ascontiguousarray(o.transpose(0, 2, 1, 3)), s
 
 
 _UPPER: dict[int, Any] = {}
 
 
-def _upper(n: int) -> Any:
-    """The (n, n) boolean mask of the positions above the diagonal (kept per n: read-only)."""
+def _upper(xp: Any, n: int) -> Any:
+    """The (n, n) boolean mask of the positions above the diagonal: NumPy's kept per n (read-only); on a device,
+    made there (the current device) by one ``tri``."""
+    if xp is not np:
+        return ~xp.tri(n, n, 0, dtype=bool)
     m = _UPPER.get(n)
     if m is None:
         m = _UPPER[n] = np.triu(np.ones((n, n), dtype=bool), 1)
@@ -94,24 +149,29 @@ def causal_attention(q: ShardArray, k: ShardArray, v: ShardArray, scale: float) 
         (batch, seq, heads, d_kv), laid out like ``q``. No collectives.
     """
     q, k, v = resolve_to(q), resolve_to(k), resolve_to(v)
-    o, p = fused.map_rows_multi(q, 2, lambda xp, a, b, c: _forward(a, b, c, scale), k, v)
-    return ShardArray(q.mesh, q.spec, q.dtype, o), p
+    kit = _kit(q)
+    o, p = fused.map_rows_multi(q, 2, lambda xp, a, b, c: _forward(kit, a, b, c, scale), k, v)
+    return ShardArray(q.mesh, q.spec, q.dtype, o), (p, kit)
 
 
-def _backward(g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any, Any, Any]:
+def _backward(kit: _Kit, g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any, Any, Any]:
+    xp, mm = kit.xp, kit.matmul
     gt = g.transpose(0, 2, 1, 3)  # (b, h, s, d)
-    dv = np.matmul(p.transpose(0, 1, 3, 2), gt)  # (b, h, t, d)
-    dp = np.matmul(gt, v.transpose(0, 2, 3, 1))  # (b, h, s, t)
-    dp -= np.einsum("bhst,bhst->bhs", dp, p)[..., None]
-    dp *= p
+    dv = mm(p.transpose(0, 1, 3, 2), gt)  # (b, h, t, d)
+    dp = mm(gt, v.transpose(0, 2, 3, 1))  # (b, h, s, t)
+    if kit.kernels is not None:  # p (dp - sum(dp p)) per row: one launch (p is 0 above the diagonal)
+        dp = kit.kernels.softmax_rows_grad(xp, dp, p)
+    else:
+        dp -= xp.einsum("bhst,bhst->bhs", dp, p)[..., None]
+        dp *= p
     dp *= scale
-    dq = np.matmul(dp, k.transpose(0, 2, 1, 3))
-    dk = np.matmul(dp.transpose(0, 1, 3, 2), q.transpose(0, 2, 1, 3))
+    dq = mm(dp, k.transpose(0, 2, 1, 3))
+    dk = mm(dp.transpose(0, 1, 3, 2), q.transpose(0, 2, 1, 3))
     back = (0, 2, 1, 3)
     return (
-        np.ascontiguousarray(dq.transpose(back)),
-        np.ascontiguousarray(dk.transpose(back)),
-        np.ascontiguousarray(dv.transpose(back)),
+        xp.ascontiguousarray(dq.transpose(back)),
+        xp.ascontiguousarray(dk.transpose(back)),
+        xp.ascontiguousarray(dv.transpose(back)),
     )
 
 
@@ -121,8 +181,9 @@ def _causal_attention_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     scale = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs["scale"]
     g = cast(ShardArray, fused.like(resolve_to(g), q))  # the cotangent has the output's dims: q's
     q = resolve_to(q)
+    p, kit = ctx.saved
     dq, dk, dv = fused.map_rows_multi(
-        q, 3, lambda xp, a, g, b, c, p: _backward(g, a, b, c, p, scale), g, resolve_to(k), resolve_to(v), ctx.saved
+        q, 3, lambda xp, a, g, b, c, p: _backward(kit, g, a, b, c, p, scale), g, resolve_to(k), resolve_to(v), p
     )
     grads: list[Any] = [None] * len(ctx.args)
     for i, (x, d) in enumerate(((q, dq), (k, dk), (v, dv))):

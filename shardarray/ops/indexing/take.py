@@ -5,6 +5,21 @@
 ``dim`` is split, each device looks up the ids that fall in its block and
 puts zeros elsewhere, leaving a sum pending over ``dim``'s axes (Megatron's
 vocab-parallel embedding): nothing is gathered.
+
+The ids' range ``[0, size)`` is checked without a device-to-host read per call
+(``check_ids``). Ids made by ``sa.asarray`` from host data carry their range
+(``host_range``): checked on the host, at once. NumPy shards are on the host
+already: checked at once. Ids made on GPUs (CuPy shards: a training stream's
+``sa.from_local`` batches, ``argmax``, arithmetic) are checked on the devices:
+each block's (min, max) is computed there and queued on the mesh
+(``Mesh.defer_check``), with no read; the lookup itself clips every id into
+its block, so it stays in bounds whatever the ids hold. The queued ranges are
+read together, in one transfer, at the mesh's next read of a value
+(``x.numpy()``, ``float(x)``, ``int``, ``bool``, ``item``, ``repr``), which
+raises the ``DimensionError`` there (JAX's checks on the device, NumPy's
+error). Under MPI (``comm="mpi"``) the check stays immediate and collective
+(``host_reduce``), as before: a read of a replicated value is not collective,
+so a queue read there could not make every process agree, or would hang one.
 """
 
 from __future__ import annotations
@@ -20,6 +35,7 @@ from ...core.relayout import relayout, to_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError, DTypeError
 from ...layout import block_bounds, check_dims, check_sizes
+from ...mesh import Mesh
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import equal
 from ..manipulation.structure import astype
@@ -81,8 +97,108 @@ def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
     require_ids(ids, f"take along {dim!r}")
 
 
+def check_ids(ids: ShardArray, n: int, dim: str, op: str = "sa.take", clip: bool = False) -> ShardArray:
+    """Check that every id lies in ``[0, n)``: at once where that reads nothing from a device, else on the devices.
+
+    Ids with a ``host_range``, NumPy shards and MPI meshes are checked at once (``_check_range``, which raises).
+    Ids on GPUs (CuPy shards, one process) are checked on the devices: the (min, max) of every block is queued
+    on the mesh and read with the next value read from it, where ``DimensionError`` is raised (see the module
+    docstring). The caller's lookup must then stay in bounds by itself (``take`` clips into each block), or
+    pass ``clip=True`` to get the ids clipped into ``[0, n)`` on the devices (for kernels that index with them).
+
+    Args:
+        ids: integer ids.
+        n: the size of the dim they index.
+        dim: its name (for the message).
+        op: the public op that indexes (for the message), e.g. ``"sa.take"``.
+        clip: return the ids clipped into ``[0, n)`` when the check was queued.
+
+    Returns:
+        ``ids``, or with ``clip`` and a queued check, the ids clipped into ``[0, n)`` (the same layout).
+    """
+    mesh = ids.mesh
+    if ids.host_range is not None or not _checks_on_device(mesh):
+        _check_range(ids, n, dim)
+        return ids
+    parts = _block_ranges(ids)  # (none for no ids)
+    if parts:
+        mesh.defer_check((op, dim, n, ids.dims, ids.shape), _DeferredRange(mesh.backend, op, dim, n, ids.sizes, parts))
+    if not clip:
+        return ids
+    out = map_blocks(mesh, ids.spec.used_axes, lambda b: mesh.backend.xp.clip(b, 0, n - 1), ids.shards)
+    return ShardArray(mesh, ids.spec, ids.dtype, out, ids.pending)
+
+
+def _checks_on_device(mesh: Mesh) -> bool:
+    """Whether id ranges are checked on the devices and read later: GPU shards in one process (not NumPy or meta
+    shards, not MPI).
+
+    Under MPI a read of a replicated value is local (one process may read alone), so a queue read there could
+    not make the processes agree, or would leave one waiting in a collective: the check stays immediate.
+    """
+    backend = mesh.backend
+    return backend.has_data and mesh.comm_kind != "mpi" and getattr(backend.xp, "__name__", "") != "numpy"
+
+
+def _block_ranges(ids: ShardArray) -> list[tuple[int, Any]]:
+    """``(device, [min, max])`` of every distinct non-empty block, each an int64 pair on its own device (no read)."""
+    backend = ids.mesh.backend
+    xp = backend.xp
+    parts = []
+    for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
+        b = ids.shards[rep]
+        if b.size:
+            with backend.scope(rep):
+                pair = xp.stack([xp.min(b), xp.max(b)])
+                if pair.dtype == np.uint64:  # beyond int64: out of range all the same, shown as int64's maximum
+                    pair = xp.minimum(pair, np.uint64(2**63 - 1))
+                parts.append((rep, pair.astype(np.int64, copy=False)))
+    return parts
+
+
+class _DeferredRange:
+    """An id range check left on the devices (``Mesh.defer_check``): ``(device, [min, max])`` pairs, no read.
+
+    Later checks of the same op, dim and ids sizes fold in (a training loop's every step); past ``_FOLD``
+    pairs, the pairs of each device are reduced to one there, so the queue stays small.
+    """
+
+    __slots__ = ("backend", "dim", "n", "op", "parts", "sizes")
+
+    def __init__(self, backend: Any, op: str, dim: str, n: int, sizes: dict[str, int], parts: list) -> None:
+        self.backend, self.op, self.dim, self.n, self.sizes, self.parts = backend, op, dim, n, sizes, parts
+
+    def fold(self, other: _DeferredRange) -> None:
+        self.parts.extend(other.parts)
+        if len(self.parts) > _FOLD:
+            xp = self.backend.xp
+            by_device: dict[int, list[Any]] = {}
+            for d, pair in self.parts:
+                by_device.setdefault(d, []).append(pair)
+            self.parts = []
+            for d, pairs in by_device.items():
+                with self.backend.scope(d):
+                    both = xp.stack(pairs)
+                    self.parts.append((d, xp.stack([xp.min(both[:, 0]), xp.max(both[:, 1])])))
+
+    def verdict(self, values: list[np.ndarray]) -> DimensionError | None:
+        lo = min(int(v[0]) for v in values)
+        hi = max(int(v[1]) for v in values)
+        if lo >= 0 and hi < self.n:
+            return None
+        n, dim = self.n, self.dim
+        return DimensionError(
+            f"{self.op} along {dim!r} (size {n}): ids {self.sizes} must lie in [0, {n}); found values from {lo} to "
+            f"{hi} (ids made on the device are checked there; this was found at the next read of a value); clip "
+            f"or remap the ids (e.g. ids % {n}), or make {dim!r} larger"
+        )
+
+
+_FOLD = 16  # pairs a deferred range check holds before it reduces them on their devices
+
+
 def _check_range(ids: ShardArray, n: int, dim: str) -> None:
-    """Raise ``DimensionError`` unless every id lies in ``[0, n)``.
+    """Raise ``DimensionError`` now unless every id lies in ``[0, n)`` (``check_ids`` without the queue).
 
     Ids made by ``sa.asarray`` from host data carry their range (``host_range``,
     found on the host where they were made): no device is touched. Otherwise
@@ -162,7 +278,7 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     """
     plan = _Plan(x, ids, dim)
     mesh = common_mesh([x, ids], "take")
-    _check_range(ids, x.sizes[dim], dim)
+    check_ids(ids, x.sizes[dim], dim)  # on GPUs: queued, read at the next read of a value (the lookup clips)
     x = to_axes(x, plan.x_axes, False)
     ids = to_axes(ids, plan.ids_axes, False)
     xp, backend = mesh.backend.xp, mesh.backend
