@@ -18,7 +18,7 @@ from ..ops.elementwise.arithmetic import apply, gelu
 from ..ops.fused import attention as attention_fused
 from ..ops.fused import dispatch as fused
 from ..ops.fused import numpy_paths as fused_numpy
-from ..ops.indexing.take import _check_range, take
+from ..ops.indexing.take import check_ids, take
 from ..ops.manipulation.structure import astype, rename
 from ..ops.reduction import reduce as reduction
 from ..ops.reduction.causal_softmax import causal_softmax
@@ -237,7 +237,9 @@ def _cross_entropy_rows(logits: ShardArray, targets: ShardArray, dim: str) -> An
     """``cross_entropy`` as the fused kernel (see ``_fused_cross_entropy``); saves logsumexp per row."""
 
     logits = resolve_to(logits)
-    _check_range(targets, logits.sizes[dim], dim)
+    # the kernel indexes each row by its target unchecked: on GPUs the range is checked there and read with the
+    # loss (check_ids), and the targets it gets are clipped into range meanwhile
+    targets = check_ids(targets, logits.sizes[dim], dim, "sa.nn.cross_entropy", clip=True)
     loss, lse = fused.map_rows_multi(logits, 2, _row_kernels(logits).cross_entropy_rows, targets)
     return fused.rows_result(logits, loss), lse
 

@@ -18,7 +18,7 @@ from ..mesh import Mesh
 from ..ops.creation import random as rnd
 from ..ops.creation.basic import full
 from ..ops.einsum import einsum
-from ..ops.indexing.take import take
+from ..ops.indexing.take import check_ids, take
 from ..ops.manipulation.structure import astype
 from ..ops.reduction import reduce as reduction
 from .config import TransformerConfig, param_shapes
@@ -169,9 +169,15 @@ def _check_tokens(tokens: Any, cfg: TransformerConfig, what: str) -> None:
         )
 
 
-def _ids_in_vocab(fn: Any, what: str, cfg: TransformerConfig) -> Any:
-    """``fn()``, with an out-of-range id error told as ``what``'s (take checks the range)."""
+def _ids_in_vocab(fn: Any, what: str, cfg: TransformerConfig, ids: ShardArray) -> Any:
+    """``fn()``, with an out-of-range id error told as ``what``'s.
+
+    Where the range is checked at once (host data, NumPy shards, MPI) the error is raised here and relabelled;
+    on GPUs it is checked on the devices and raised at the next value read (the loss), labelled by the op name
+    given to ``check_ids``.
+    """
     try:
+        check_ids(ids, cfg.vocab, "vocab", f"sa.nn.transformer_loss's {what} (the model's vocab {cfg.vocab})")
         return fn()
     except DimensionError as e:
         if "must lie in" not in str(e):
@@ -222,7 +228,7 @@ def _norm(x: ShardArray, params: Params, name: str, cfg: TransformerConfig) -> S
 def _logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> ShardArray:
     """The logits, with params and tokens already checked (float32 when the model computes in 16 bits)."""
     p = _cast(params, cfg.compute_dtype)
-    x = _ids_in_vocab(lambda: take(p["embed"], tokens, "vocab"), "tokens", cfg) + p["pos"]
+    x = _ids_in_vocab(lambda: take(p["embed"], tokens, "vocab"), "tokens", cfg, tokens) + p["pos"]
     for i in range(cfg.n_layers):
         pre = f"layer{i}."
         x = x + attention(_norm(x, params, pre + "ln1", cfg), p, pre + "attn.")
@@ -260,7 +266,7 @@ def transformer_loss(params: Params, tokens: ShardArray, targets: ShardArray, cf
             f"targets have sizes {targets.sizes} but tokens have {tokens.sizes}: give one target per token"
         )
     logits = _logits(params, tokens, cfg)
-    return reduction.mean(_ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg))
+    return reduction.mean(_ids_in_vocab(lambda: cross_entropy(logits, targets), "targets", cfg, targets))
 
 
 __all__ = ["check_params", "init_transformer", "transformer_logits", "transformer_loss"]
