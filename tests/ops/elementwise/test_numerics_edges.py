@@ -288,7 +288,9 @@ class _OnDevice(np.ndarray):
 
 @pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"x": 2, "y": 2, "z": 2}, {"p": 3, "q": 2}])
 def test_range_check_transfers_once(shape, monkeypatch):
-    mesh = sa.Mesh(shape)
+    """The immediate check (NumPy shards standing for device arrays; on GPUs the check is deferred instead:
+    tests/ops/indexing/test_take_deferred.py)."""
+    mesh = sa.Mesh(shape, backend="numpy")
     backend = mesh.backend
 
     def to_numpy(a):
@@ -316,8 +318,9 @@ def test_range_check_transfers_once(shape, monkeypatch):
 
 
 def test_ids_made_from_host_data_are_checked_on_the_host(monkeypatch):
-    """Tokens and targets from sa.asarray carry their range: a training step's lookups transfer nothing."""
-    mesh = sa.Mesh({"rows": 2, "cols": 2}, rules=sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2}))
+    """Tokens and targets from sa.asarray carry their range: a training step's lookups transfer nothing (the
+    immediate check of NumPy shards; on GPUs derived ids are checked on the devices: test_take_deferred.py)."""
+    mesh = sa.Mesh({"rows": 2, "cols": 2}, backend="numpy", rules=sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2}))
     syncs = []
     monkeypatch.setattr(mesh.backend, "to_numpy", lambda a: syncs.append(1) or np.asarray(a))
     cfg = sa.nn.TransformerConfig(vocab=8, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=4)
@@ -364,7 +367,9 @@ def test_attention_softmax_takes_the_fused_kernel(monkeypatch):
     def causal_softmax_rows(xp, a, scale):  # what kernels/softmax.cu's causal_softmax_fwd computes
         calls.append(a.shape)
         n = a.shape[-1]
-        return ss.softmax(np.where(np.tril(np.ones((n, n), bool)), scale * a, -np.inf), axis=-1)
+        s = xp.where(xp.tril(xp.ones((n, n), dtype=bool)), scale * a, -xp.inf)  # on the shards' own backend
+        e = xp.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
 
     monkeypatch.setattr(fused, "kernels_for", lambda x, name: name == "softmax")
     monkeypatch.setattr(cuda_kernels, "causal_softmax_rows", causal_softmax_rows)
