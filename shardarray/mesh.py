@@ -450,20 +450,13 @@ class Mesh:
         with self._deferred_lock:
             checks = list(self.deferred.values())
             self.deferred.clear()
-        parts = [(c, d, a) for c in checks for d, a in c.parts]
-        if not parts:
+        owners = [c for c in checks for _ in c.parts]
+        host = self.backend.read_together([part for c in checks for part in c.parts])
+        if not host:
             return
-        backend = self.backend
-        xp = backend.xp
-        first = parts[0][1]
-        moved = [backend.copy_between(a, d, first) for _, d, a in parts]  # (the sources stay alive in ``parts``)
-        with backend.scope(first):
-            host = backend.to_numpy(moved[0] if len(moved) == 1 else xp.concatenate(moved))
         values: dict[int, list[Any]] = {id(c): [] for c in checks}
-        at = 0
-        for (c, _, _), m in zip(parts, moved):
-            values[id(c)].append(host[at : at + m.size])
-            at += m.size
+        for c, h in zip(owners, host):
+            values[id(c)].append(h)
         errors = [e for e in (c.verdict(values[id(c)]) for c in checks) if e is not None]
         if len(errors) > 1:
             raise type(errors[0])(f"{errors[0]} ({len(errors) - 1} more check(s) queued since then failed too)")

@@ -89,6 +89,22 @@ class Backend(ABC):
         """
         return self
 
+    def read_together(self, parts: Sequence[tuple[int, Any]]) -> list[np.ndarray]:
+        """Host copies of the small 1-D arrays ``parts`` (``(mesh device, array made on it)``), in **one**
+        device-to-host read: the arrays are copied to the first part's device (GPU to GPU where they differ,
+        ``copy_between``), concatenated there and read once. The sources stay alive in ``parts`` until then."""
+        if not parts:
+            return []
+        xp, first = self.xp, parts[0][0]
+        moved = [self.copy_between(a, d, first) for d, a in parts]
+        with self.scope(first):
+            host = self.to_numpy(moved[0] if len(moved) == 1 else xp.concatenate(moved))
+        out, at = [], 0
+        for m in moved:
+            out.append(host[at : at + m.size])
+            at += m.size
+        return out
+
     def any_flag(self, flags: Mapping[int, Any]) -> bool:
         """Whether any of the boolean arrays ``flags`` (mesh device -> an array made on it; a shared block may
         repeat) holds True, in **one** device-to-host read.

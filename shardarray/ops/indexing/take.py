@@ -25,7 +25,7 @@ so a queue read there could not make every process agree, or would hang one.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -225,23 +225,16 @@ def _device_range(ids: ShardArray) -> tuple[int, int]:
     """(min, max) of ``ids`` over every block, in one device-to-host transfer (``_NO_IDS`` for no ids here)."""
     backend = ids.mesh.backend
     xp = backend.xp
-    pairs, sources = [], []  # the sources of cross-GPU copies stay alive until the transfer is done
-    first = None
+    pairs = []
     for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
         b = ids.shards[rep]
         if b.size:
-            first = rep if first is None else first
             with backend.scope(rep):
-                pair = xp.stack([xp.min(b), xp.max(b)])
-            if rep != first:  # blocks on other GPUs come to the first one's (no host round trip)
-                sources.append(pair)
-                pair = backend.copy_between(pair, rep, first)
-            pairs.append(pair)
+                pairs.append((rep, xp.stack([xp.min(b), xp.max(b)])))
     if not pairs:
         return _NO_IDS
-    with backend.scope(cast(int, first)):  # set with the first pair
-        host = backend.to_numpy(xp.concatenate(pairs))
-    return int(host[0::2].min()), int(host[1::2].max())
+    host = backend.read_together(pairs)  # blocks on other GPUs come to the first one's (no host round trip)
+    return min(int(h[0]) for h in host), max(int(h[1]) for h in host)
 
 
 _NO_IDS = (2**63 - 1, -(2**63))  # (min, max) of a process that holds no ids: neutral for the reductions
