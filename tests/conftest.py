@@ -88,15 +88,7 @@ def _default_backend(mp, name):
 
     mp.setattr(Mesh, "__init__", __init__)
 
-    class EnvMeshes(dict):
-        """``SHARDARRAY_MESH`` meshes (and the one-device fallback) on the session's backend."""
-
-        def get(self, text, default=None):
-            if text not in self:
-                self[text] = Mesh(default_mesh.parse_mesh_env(text), backend=name)
-            return self[text]
-
-    mp.setattr(default_mesh, "_ENV_CACHE", EnvMeshes())
+    mp.setattr(default_mesh, "_ENV_CACHE", helpers.EnvMeshes(name))  # SHARDARRAY_MESH meshes on the backend too
 
 
 #: doctests of the package whose expected output is a NumPy mesh's (a mesh repr without ``backend=``, NumPy blocks

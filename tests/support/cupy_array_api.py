@@ -15,27 +15,13 @@ from __future__ import annotations
 import importlib
 import sys
 
-from helpers import gpu_available
+from helpers import EnvMeshes, gpu_available
 
 if not gpu_available():
     from strict_cupy import install_session
 
     install_session(gpus=8)  # for the process's life: the suite runs in this one process
 
-from shardarray.default_mesh import parse_mesh_env  # noqa: E402
-from shardarray.mesh import Mesh  # noqa: E402
-
 _default_mesh = importlib.import_module("shardarray.default_mesh")  # (sa.default_mesh is the function)
-
-
-class _CupyEnvMeshes(dict):
-    """``SHARDARRAY_MESH`` meshes on ``backend="cupy"`` (the namespace's default mesh; one per spelling)."""
-
-    def get(self, text: str, default: object = None) -> Mesh:
-        if text not in self:
-            self[text] = Mesh(parse_mesh_env(text), backend="cupy")
-        return self[text]
-
-
-_default_mesh._ENV_CACHE = _CupyEnvMeshes()
+_default_mesh._ENV_CACHE = EnvMeshes("cupy")  # SHARDARRAY_MESH meshes on backend="cupy"
 sys.modules[__name__] = importlib.import_module("shardarray.array_api")

@@ -136,3 +136,20 @@ EINSUM_EQUATIONS = [
     "sbk,kh->bsh",
     "ab,ab->a",  # a batch dim, nothing left or right
 ]
+
+
+class EnvMeshes(dict):
+    """A stand-in for ``shardarray.default_mesh._ENV_CACHE`` whose ``SHARDARRAY_MESH`` meshes are made on
+    ``backend`` (one Mesh per spelling): the namespace's default mesh on CuPy shards (``tests/conftest.py``'s
+    ``--backend=cupy``, ``cupy_array_api.py``)."""
+
+    def __init__(self, backend):
+        super().__init__()
+        self.backend = backend
+
+    def get(self, text, default=None):
+        if text not in self:
+            from shardarray.default_mesh import parse_mesh_env
+
+            self[text] = sa.Mesh(parse_mesh_env(text), backend=self.backend)
+        return self[text]
