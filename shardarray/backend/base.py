@@ -109,22 +109,17 @@ class Backend(ABC):
         """Whether any of the boolean arrays ``flags`` (mesh device -> an array made on it; a shared block may
         repeat) holds True, in **one** device-to-host read.
 
-        Each device reduces its own flags; the 0-d results are copied to the first device (GPU to GPU where
-        they differ, ``copy_between``), or-ed there, and that one bool is read. This is how a check that ran on
-        the devices (a failed factorization, a singular matrix) reaches the host once per op, not per block.
+        Each device reduces its own flags to one bool, and those are read together (``read_together``). This is
+        how a check that ran on the devices (a failed factorization, a singular matrix) reaches the host once
+        per op, not per block.
         """
         xp, seen, parts = self.xp, set(), []
         for d, f in flags.items():
             if f is not None and id(f) not in seen:
                 seen.add(id(f))
                 with self.scope(d):
-                    parts.append((d, xp.any(f)))
-        if not parts:
-            return False
-        first = parts[0][0]
-        with self.scope(first):
-            together = xp.stack([self.copy_between(v, d, first) for d, v in parts])
-            return bool(self.to_numpy(xp.any(together)))
+                    parts.append((d, xp.reshape(xp.any(f), (1,))))
+        return any(bool(h[0]) for h in self.read_together(parts))
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """Contract local shards: two operands as (batched) matmuls, more with a cached opt-einsum plan."""
