@@ -50,12 +50,14 @@ last call in units of ``ceil(n / p)`` so tests can check it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ...chunks import group_chunk
+from ...comm.parallel import run_all, usable
 from ...dtypes import wide_dtype
 from ...mesh import Mesh
 
@@ -134,6 +136,33 @@ def read_counts(mesh: Mesh, arrays: Sequence[Any]) -> list[Any]:
             seen[id(a)] = mesh.backend.to_numpy(a).astype(np.int64)
         out[d] = seen[id(a)]
     return out
+
+
+def _once(mesh: Mesh, keys: Sequence[Any], fn: Any, nbytes: int = 0) -> list[Any]:
+    """``fn(d)`` for every device ``d`` whose ``keys[d]`` is not None, computed once per distinct key.
+
+    Devices that hold the very same buffers (an emulated mesh's replicas along the other axes) give equal keys
+    and share one result, as the emulated communicator shares a collective's: the replicas' work is done once.
+    Distinct NumPy blocks of one process run on the copy pool at once (``comm.parallel``: sorts and searches
+    release the GIL) when they are big (``nbytes`` in all); on GPUs each runs in its device's scope.
+    """
+    scope = mesh.backend.scope
+    first: dict[Any, int] = {}
+    for d, k in enumerate(keys):
+        if k is not None and k not in first:
+            first[k] = d
+
+    def job(d: int) -> Any:
+        with scope(d):
+            return fn(d)
+
+    reps = list(first.values())
+    if len(reps) > 1 and usable(mesh.backend):
+        results = run_all([functools.partial(job, d) for d in reps], nbytes, mesh.backend)
+    else:
+        results = [job(d) for d in reps]
+    done = dict(zip(first, results))
+    return [None if k is None else done[k] for k in keys]
 
 
 def _local(xp: Any, block: Any, payload: Any, offset: int) -> tuple[Any, Any]:
@@ -235,46 +264,50 @@ def sample_sort(
     if payload is not None and not isinstance(payload, str):
         pdtype = np.dtype(next(b for b in payload if b is not None).dtype)
     member_of: dict[int, int] = {d: j for g in groups for j, d in enumerate(g)}
-    # 1. local sort, 2. samples
-    local: list[Any] = [None] * mesh.size
-    samples: list[Any] = [None] * mesh.size
-    for d, b in enumerate(blocks):
-        if b is None:
-            continue
+    nbytes = sum(int(getattr(b, "nbytes", 0)) for b in held)
+
+    # 1. local sort, 2. samples (replicas, the same buffer on devices of one member, computed once)
+    def sort_block(d: int) -> tuple[Any, Any]:
         j = member_of[d]
-        off = group_chunk(0, n, radix, j)[0]
         pl = payload if payload is None or isinstance(payload, str) else payload[d]
-        with scope(d):
-            local[d] = _local(xp, sort_keys(b), pl, off)
-            samples[d] = _samples(xp, local[d][0], j, p)
-    gathered = mesh.comm.allgather(samples, axes, 0)
+        item = _local(xp, sort_keys(blocks[d]), pl, group_chunk(0, n, radix, j)[0])
+        return item, _samples(xp, item[0], j, p)
+
+    pay_id = (lambda d: None) if payload is None or isinstance(payload, str) else (lambda d: id(payload[d]))
+    sorted_ = _once(
+        mesh,
+        [None if b is None else (id(b), pay_id(d), member_of[d]) for d, b in enumerate(blocks)],
+        sort_block,
+        nbytes,
+    )
+    local = [None if r is None else r[0] for r in sorted_]
+    gathered = mesh.comm.allgather([None if r is None else r[1] for r in sorted_], axes, 0)
+    sorted_ = []
+
     # 3. cut (one host read of the p - 1 cuts per device) and exchange buckets
-    send: list[Any] = [None] * mesh.size
-    for d, item in enumerate(local):
-        if item is None:
-            continue
-        a, pl = item
-        with scope(d):
-            cuts_dev = _cuts(xp, a, member_of[d], _splitters(xp, gathered[d], kdtype, p))
-            cuts = np.maximum.accumulate(read_counts(mesh, [cuts_dev])[0])  # host: the piece sizes
-            buf = a.astype(dtype, copy=False) if pl is None else xp.stack([to_bits(a), to_bits(pl)], axis=1)
-            send[d] = _pieces(buf, cuts)
+    def cut(d: int) -> list[Any]:
+        a, pl = cast(tuple[Any, Any], local[d])
+        cuts_dev = _cuts(xp, a, member_of[d], _splitters(xp, gathered[d], kdtype, p))
+        cuts = np.maximum.accumulate(read_counts(mesh, [cuts_dev])[0])  # host: the piece sizes
+        buf = a.astype(dtype, copy=False) if pl is None else xp.stack([to_bits(a), to_bits(pl)], axis=1)
+        return _pieces(buf, cuts)
+
+    send = _once(
+        mesh, [None if a is None else (id(a), id(gathered[d]), member_of[d]) for d, a in enumerate(local)], cut, nbytes
+    )
     local = [None] * mesh.size  # the sorted blocks are no longer needed
     recv = mesh.comm.alltoallv(send, axes, 0)
     send = [None] * mesh.size
+
     # 4. merge
-    bucket: list[Any] = [None] * mesh.size
-    for d, r in enumerate(recv):
-        if r is None:
-            continue
-        with scope(d):
-            if payload is None:
-                # NumPy's timsort merges the p sorted runs in O(m log p)
-                bucket[d] = xp.sort(sort_keys(r), kind="stable").astype(dtype, copy=False)
-            else:
-                order = xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")
-                bits = r[:, 1][order]
-                bucket[d] = bits if pdtype is None else from_bits(bits, pdtype)
+    def merge(d: int) -> Any:
+        r = recv[d]
+        if payload is None:  # NumPy's timsort merges the p sorted runs in O(m log p)
+            return xp.sort(sort_keys(r), kind="stable").astype(dtype, copy=False)
+        bits = r[:, 1][xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")]
+        return bits if pdtype is None else from_bits(bits, pdtype)
+
+    bucket = _once(mesh, [None if r is None else id(r) for r in recv], merge, nbytes)
     recv = [None] * mesh.size
     # 5. bucket offsets (one host read of the group's p lengths per device)
     lengths: list[Any] = [None] * mesh.size
@@ -288,17 +321,18 @@ def sample_sort(
     LAST_PEAK.update(elements=int(held_lengths.max()), block=block, ratio=float(held_lengths.max()) / max(block, 1))
     # 6. rebalance into the canonical blocks
     out_bounds = [group_chunk(0, n, radix, i) for i in range(p)]
-    send = [None] * mesh.size
-    for d, b in enumerate(bucket):
-        if b is None:
-            continue
+
+    def rebalance(d: int) -> list[Any]:
+        b = bucket[d]
         lo = int(host_lengths[d][: member_of[d]].sum())
         hi = lo + len(b)
         pieces = []
         for olo, ohi in out_bounds:
             s, e = max(lo, olo), min(hi, ohi)
             pieces.append(b[s - lo : e - lo] if s < e else b[:0])
-        send[d] = pieces
+        return pieces
+
+    send = _once(mesh, [None if b is None else (id(b), member_of[d]) for d, b in enumerate(bucket)], rebalance)
     return list(mesh.comm.alltoallv(send, axes, 0))
 
 

@@ -29,6 +29,8 @@ through the permutation (a sort of the cotangent keyed by ``argsort``).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -132,25 +134,39 @@ def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
         with scope(d):
             return xp.zeros(0, dtype=a.dtype)
 
-    keys = [flat(s, d) for d, s in enumerate(x.shards)]
-    pays = [flat(s, d) for d, s in enumerate(payload.shards)] if isinstance(payload, ShardArray) else None
+    def per_block(shards: Sequence[Any], fn: Callable[[Any, int], Any]) -> list[Any]:
+        """``fn(block, device)`` once per distinct block: replicas keep sharing one buffer (the sample sort
+        computes a shared buffer once)."""
+        seen: dict[int, Any] = {}
+        out = []
+        for d, s in enumerate(shards):
+            if s is not None and id(s) not in seen:
+                seen[id(s)] = fn(s, d)
+            out.append(None if s is None else seen[id(s)])
+        return out
+
+    keys = per_block(x.shards, flat)
+    pays = per_block(payload.shards, flat) if isinstance(payload, ShardArray) else None
     done: list[list[Any]] = [[] for _ in range(mesh.size)]
     for r in range(rows):
-        row_keys = [row(k, d, r) for d, k in enumerate(keys)]
-        row_pay = payload if pays is None else [row(q, d, r) for d, q in enumerate(pays)]
+        row_keys = per_block(keys, functools.partial(row, r=r))
+        row_pay = payload if pays is None else per_block(pays, functools.partial(row, r=r))
         res = sample_sort(mesh, axes, row_keys, n, row_pay, x.dtype)
         for d, b in enumerate(res):
             if b is not None and r < local_rows[d]:
                 done[d].append(b)
-    shards: list[Any] = [None] * mesh.size
-    for d, s in enumerate(x.shards):
-        if s is None:
-            continue
+
+    def assemble(s: Any, d: int) -> Any:
         moved = xp.moveaxis(s, i, -1).shape
         with scope(d):
-            stacked = xp.stack(done[d]) if done[d] else xp.zeros((0, moved[-1]), dtype=dtype)
-            shards[d] = xp.moveaxis(stacked.reshape(moved), -1, i).astype(dtype, copy=False)
-    return ShardArray(mesh, x.spec, dtype, shards)
+            rows_d = done[d]
+            if len(rows_d) == 1:
+                stacked = rows_d[0][None]  # one row (a 1-D array): a view, no copy
+            else:
+                stacked = xp.stack(rows_d) if rows_d else xp.zeros((0, moved[-1]), dtype=dtype)
+            return xp.moveaxis(stacked.reshape(moved), -1, i).astype(dtype, copy=False)
+
+    return ShardArray(mesh, x.spec, dtype, per_block(x.shards, assemble))
 
 
 def ordered(x: ShardArray, dim: str, payload: Any = None) -> ShardArray:
