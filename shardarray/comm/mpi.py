@@ -30,6 +30,7 @@ go through NCCL (``NcclCommunicator``).
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -373,32 +374,44 @@ class MpiCommunicator(Communicator):
         n = self._log("alltoall", axes, shards, dim=concat_dim)
         if n == 1:
             return list(shards)
-        sub, _ = self._sub(axes)
-        x = shards[self.rank]
+        sub, pos = self._sub(axes)
+        x = np.asarray(shards[self.rank])
         self._agree(sub, "alltoall", axes, x, free=-1)  # (the pieces' shapes are compared below)
         radix = [self.mesh.axis_size(a) for a in axes]
-        pieces = [
-            contiguous(x[(slice(None),) * split_dim + (slice(*group_chunk(0, x.shape[split_dim], radix, i)),)])
-            for i in range(n)
-        ]
+        lead = (slice(None),) * split_dim
+        pieces = [x[lead + (slice(*group_chunk(0, x.shape[split_dim], radix, i)),)] for i in range(n)]
         shapes = sub.alltoall([(p.shape, x.dtype.str) for p in pieces])
         if len({(s[:concat_dim] + s[concat_dim + 1 :], t) for s, t in shapes}) > 1:
             raise self._mismatch(
                 "alltoall", axes, [(s, np.dtype(t).name) for s, t in shapes], f"beyond dim {concat_dim}"
             )
-        shapes = [s for s, _ in shapes]
-        send = np.concatenate([p.reshape(-1) for p in pieces]) if pieces else np.empty(0, x.dtype)
-        recv_counts = [int(np.prod(s)) for s in shapes]
+        shapes = [tuple(s) for s, _ in shapes]
+        # one copy each way: the others' pieces packed straight into the send buffer, the received ones (and
+        # this rank's own piece, which never goes through MPI) straight into their place in the result
+        send_counts = [0 if i == pos else p.size for i, p in enumerate(pieces)]
+        recv_counts = [0 if i == pos else math.prod(sh) for i, sh in enumerate(shapes)]
+        send = np.empty(sum(send_counts), dtype=x.dtype)
+        start = 0
+        for p, c in zip(pieces, send_counts):
+            if c:
+                np.copyto(send[start : start + c].reshape(p.shape), p)
+                start += c
         recv = np.empty(sum(recv_counts), dtype=x.dtype)
-        send_bytes = [p.size * x.itemsize for p in pieces]
-        recv_bytes = [c * x.itemsize for c in recv_counts]
         with self._calling("alltoall", axes, x):
-            sub.Alltoallv([send.view(np.uint8), send_bytes], [recv.view(np.uint8), recv_bytes])
-        parts, start = [], 0
-        for s, c in zip(shapes, recv_counts):
-            parts.append(recv[start : start + c].reshape(s))
+            sub.Alltoallv(
+                [send.view(np.uint8), [c * x.itemsize for c in send_counts]],
+                [recv.view(np.uint8), [c * x.itemsize for c in recv_counts]],
+            )
+        out_shape = list(shapes[0])
+        out_shape[concat_dim] = sum(sh[concat_dim] for sh in shapes)
+        out = np.empty(tuple(out_shape), dtype=x.dtype)
+        start = lo = 0
+        for i, (sh, c) in enumerate(zip(shapes, recv_counts)):
+            place = out[(slice(None),) * concat_dim + (slice(lo, lo + sh[concat_dim]),)]
+            np.copyto(place, pieces[pos] if i == pos else recv[start : start + c].reshape(sh))
             start += c
-        return self._out(np.concatenate(parts, axis=concat_dim))
+            lo += sh[concat_dim]
+        return self._out(out)
 
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
         n = self.mesh.axes_size(axes)
