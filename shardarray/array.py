@@ -165,6 +165,19 @@ class ShardArray:
             self.mesh.report_deferred()
         return OPS.array_repr(self)
 
+    def __copy__(self) -> ShardArray:
+        """A new array of the same value, kind, layout and autograd identity. It shares the blocks: no op writes a
+        block in place (``x[idx] = v`` replaces its own array's blocks), so the copy and ``self`` stay
+        independent, as NumPy's copies are."""
+        out = type(self)._trusted(self.mesh, self._layout, self.dtype, self._shards, self.pending)
+        out._node, out.host_range = self._node, self.host_range
+        return out
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ShardArray:
+        """As ``__copy__`` (the blocks are never written in place, so sharing them is a deep copy's meaning), on
+        the same mesh: ``copy.deepcopy`` of a parameter tree or an xarray object works and moves no data."""
+        return self.__copy__()
+
     def __len__(self) -> int:
         """The size of the first dim (``len(x) == x.shape[0]``); a 0-d array has no length."""
         if not self.dims:

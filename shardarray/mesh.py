@@ -483,6 +483,14 @@ class Mesh:
     def __hash__(self) -> int:
         return hash(self._key())
 
+    def __copy__(self) -> Mesh:
+        """A mesh is the devices and their communicator, not data: ``copy.copy`` gives the mesh itself."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Mesh:
+        """``copy.deepcopy`` of anything holding a mesh (an array, a parameter tree) keeps the same mesh."""
+        return self
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{a!r}: {s}" for a, s in zip(self._names, self._sizes))
         extra = f", backend={self.backend.name!r}" if self.backend.name != "numpy" else ""
