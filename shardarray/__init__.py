@@ -25,8 +25,11 @@ from .errors import (
     CommError,
     DimensionError,
     DTypeError,
+    ExistingFileError,
+    GatherWarning,
     LayoutError,
     MeshError,
+    MissingFileError,
     ShardArrayError,
     TapeError,
 )
@@ -180,6 +183,10 @@ _import_module(".autograd.vjp_structure", __name__)
 # ShardArray's methods and protocols: their ops put into its table from above (array.py imports none of them)
 _import_module(".ops.methods", __name__)
 _import_module(".array_api", __name__)
+
+# ---- files: sa.io (.npy, Zarr, HDF5; each process reads and writes its own blocks)
+from . import io
+
 numpy_protocol.NAMESPACE = _import_module(__name__)  # np.<function>(x) finds sa.<function> here
 
 del _import_module
@@ -196,10 +203,13 @@ __all__ = [
     "CommRecord",
     "DTypeError",
     "DimensionError",
+    "ExistingFileError",
+    "GatherWarning",
     "Layout",
     "LayoutError",
     "Mesh",
     "MeshError",
+    "MissingFileError",
     "Profile",
     "ShardArray",
     "ShardArrayError",
@@ -258,6 +268,7 @@ __all__ = [
     "hardware",
     "hypot",
     "imag",
+    "io",
     "isel",
     "isfinite",
     "isinf",

@@ -30,6 +30,14 @@ class ArgumentError(ShardArrayError, ValueError):
     """An argument's value is outside its legal range (a negative size, a probability > 1, an unknown name)."""
 
 
+class MissingFileError(ArgumentError, FileNotFoundError):
+    """``sa.io``: no file or array at the path; also the ``FileNotFoundError`` an ``except`` for it expects."""
+
+
+class ExistingFileError(ArgumentError, FileExistsError):
+    """``sa.io``'s writers: the target exists and ``overwrite=True`` was not given; also a ``FileExistsError``."""
+
+
 class BackendError(ShardArrayError, TypeError):
     """The operation is not possible on this backend (e.g. ``numpy()`` on ``meta``)."""
 
@@ -64,3 +72,9 @@ class LinAlgError(ShardArrayError, _np_linalg.LinAlgError):
 
 class ZeroDimError(DimensionError, TypeError):
     """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""
+
+
+class GatherWarning(UserWarning):
+    """An op fell back to gathering a split array (an allgather of blocks every device then holds whole); the
+    message names the op and the bytes each device receives. Silence it with ``warnings.filterwarnings``,
+    or avoid it as the message says."""

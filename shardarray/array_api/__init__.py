@@ -41,6 +41,10 @@ from ._linalg import *  # noqa: F403
 from ._linalg import __all__ as _linalg_all
 from ._manipulation import *  # noqa: F403
 from ._manipulation import __all__ as _manipulation_all
+from ._nanfuncs import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._nanfuncs import __all__ as _nanfuncs_all
+from ._numpy_extras import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_extras import __all__ as _numpy_extras_all
 from ._scans import *  # noqa: F403
 from ._scans import __all__ as _scans_all
 from ._searching import *  # noqa: F403
@@ -94,6 +98,8 @@ __all__ = [
     *_searching_all,
     *_sorting_all,
     *_set_all,
+    *_nanfuncs_all,
+    *_numpy_extras_all,
     "linalg",
 ]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-
 from ..array import OpTable, ShardArray, as_kind
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
+from ..numpy_protocol import ndarray_methods as _methods
+from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary
 from ..ops.indexing.mask import bool_key, getitem_mask, setitem_mask
@@ -32,27 +32,13 @@ def wrap(x: Any) -> Any:
     return as_kind(x, Array)  # the same array (and tape node), another type
 
 
-_UFUNC_NAMES = {  # NumPy ufunc name -> the standard's name, where they differ
-    "absolute": "abs",
-    "true_divide": "divide",
-    "power": "pow",
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "arctan2": "atan2",
-    "arcsinh": "asinh",
-    "arccosh": "acosh",
-    "arctanh": "atanh",
-    "invert": "bitwise_invert",
-    "left_shift": "bitwise_left_shift",
-    "right_shift": "bitwise_right_shift",
-    "conjugate": "conj",
-    "rint": "round",
-}
+_np_method = _methods.numpy_method
 
 
 def _wrap_all(out: Any) -> Any:
     """``wrap`` applied to a result or to each item of a tuple/list of results."""
+    if isinstance(out, tuple) and hasattr(out, "_make"):  # a named tuple (QRResult, SVDResult, ...)
+        return out._make(wrap(o) for o in out)
     if isinstance(out, (tuple, list)):
         return type(out)(wrap(o) for o in out)
     return wrap(out)
@@ -63,6 +49,10 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
     if not idx:
         raise DimensionError(f"{what} needs at least one array argument")
+    first = args[idx[0]]
+    if all(args[i].dims == first.dims and args[i].shape == first.shape for i in idx[1:]):
+        # one array and scalars, or arrays of one shape and dims: already aligned (the common case, kept cheap)
+        return wrap(in_order(fn(*args), first.dims))
     aligned, dims, _ = align([args[i] for i in idx], what)
     full = list(args)
     for i, a in zip(idx, aligned):
@@ -206,17 +196,31 @@ class Array(ShardArray):
 
     # ------------------------------------------------------------- NumPy protocols
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """NumPy ufuncs on Arrays: the namespace's function of that name (positional broadcasting), else the
-        named dispatch of ``ShardArray`` (reductions, keywords); results are Arrays."""
-        if method == "__call__" and not kwargs:
-            fn = getattr(HOOKS.namespace(), _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__), None)
-            if callable(fn) and all(isinstance(a, (ShardArray, bool, int, float, complex, np.generic)) for a in inputs):
-                return fn(*(a.item() if isinstance(a, np.generic) else a for a in inputs))
-        return _wrap_all(super().__array_ufunc__(ufunc, method, *inputs, **kwargs))
+        """NumPy ufuncs on Arrays with NumPy's meaning: the namespace's function of that name (positional
+        broadcasting), ``reduce``/``accumulate``/``outer`` by the namespace's reductions and scans, ``out=`` into
+        an Array; one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
+        return _wrap_all(positional_ufuncs.array_ufunc(HOOKS.namespace(), ufunc, method, *inputs, **kwargs))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """NumPy functions on Arrays: ``ShardArray``'s named dispatch (axis k is the k-th dim); results are Arrays."""
-        return _wrap_all(super().__array_function__(func, types, args, kwargs))
+        """NumPy functions on Arrays with NumPy's meaning: ``np.X`` is ``xp.X`` (``np.linalg``, ``np.fft`` too) or
+        composed from the namespace; others raise TypeError (``numpy_protocol.positional_functions``)."""
+        return _wrap_all(positional_functions.array_function(HOOKS.namespace(), func, types, args, kwargs))
+
+    # ------------------------------------------------------------- NumPy's ndarray methods (NumPy's semantics)
+    argmax, argmin = _np_method("argmax"), _np_method("argmin")
+    max, min = _np_method("max"), _np_method("min")
+    sum, mean, prod = _np_method("sum"), _np_method("mean"), _np_method("prod")
+    std, var = _np_method("std"), _np_method("var")
+    all, any = _np_method("all"), _np_method("any")
+    cumsum, cumprod = _np_method("cumsum"), _np_method("cumprod")
+    clip, round, repeat, take = _np_method("clip"), _np_method("round"), _np_method("repeat"), _np_method("take")
+    nonzero, searchsorted = _np_method("nonzero"), _np_method("searchsorted")
+    diagonal, trace, swapaxes = _np_method("diagonal"), _np_method("trace"), _np_method("swapaxes")
+    argsort, dot, ravel, squeeze = _np_method("argsort"), _np_method("dot"), _np_method("ravel"), _np_method("squeeze")
+    copy, conj, conjugate = _np_method("copy"), _np_method("conj"), _np_method("conjugate")
+    reshape, flatten, transpose, astype = _methods.reshape, _methods.flatten, _methods.transpose, _methods.astype
+    sort, fill, tolist = _methods.sort, _methods.fill, _methods.tolist
+    real, imag = property(_methods.real), property(_methods.imag)
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         return HOOKS.namespace(api_version)

@@ -19,6 +19,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
 from ..ops.indexing.basic import normalize_int
+from ..ops.indexing.id_writes import write_at
 from ..ops.indexing.setitem import setitem as _setitem
 from ..ops.indexing.slicing import isel, parse_key
 from ..ops.indexing.take import _check_range
@@ -277,10 +278,8 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
 
     key = normalize_key(x, key, "x[...] = v")
     if any(_is_ids(k) for k in key):
-        raise ArgumentError(
-            "x[...] = v: integer-array indices are not supported for writing (part 2 of issue 14); "
-            "write with ints and slices, or build the new array with xp.where"
-        )
+        _write_ids(x, key, value)
+        return
     if any(k is None for k in key):
         key = tuple(k for k in key if k is not None)
     items, _ = parse_key(x, key)
@@ -293,6 +292,63 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
             if value.dims != names:
                 value = rename(value, dict(zip(value.dims, names)))
     _setitem(x, items, value)
+
+
+def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set") -> None:
+    """``x[key] = value`` (or, with ``mode="add"``, ``np.add.at(x, key, value)``) for a key with integer arrays:
+    the arrays and ints broadcast together index their axes, the other entries must be ``:``. The (index,
+    value) pairs go to the devices owning the rows (``ops/indexing/id_writes.py``: alltoallv, no gather)."""
+    full = _expand(x, key)
+    if any(isinstance(k, slice) and k != slice(None) for k in full):
+        raise ArgumentError(
+            "x[...] = v: integer-array indices together with slices other than ':' are not supported for "
+            "writing; slice first (y = x[a:b]; y[idx] = v; x[a:b] = y) or index every axis with arrays"
+        )
+    adv = [i for i, k in enumerate(full) if not isinstance(k, slice)]
+    adv_dims = tuple(x.dims[i] for i in adv)
+    nd = max(k.ndim for k in full if _is_ids(k))
+    bnames = tuple(fresh(x.dims, nd, "ids"))
+    arrays = []
+    for i in adv:
+        k, d = full[i], x.dims[i]
+        if isinstance(k, (int, np.integer)):
+            ids = _asarray(np.int64(normalize_int(x, d, k)), dims=(), mesh=x.mesh)
+        else:
+            ids = _ids(x, d, k, "x[...] = v")
+            _check_range(ids, x.sizes[d], d)
+            ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim :])))
+        arrays.append(astype(ids, np.int64) if ids.dtype != np.int64 else ids)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    sizes = dict(zip(bnames, shape))
+    coords = [transpose(broadcast_to(a, sizes), bnames) if a.shape != shape or a.ndim != nd else a for a in arrays]
+    rest = [d for d in x.dims if d not in adv_dims]
+    contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
+    at = adv[0] if contiguous else 0
+    names = rest[:at] + list(bnames) + rest[at:]
+    target = {**{d: x.sizes[d] for d in rest}, **sizes}
+    if isinstance(value, ShardArray):
+        while value.ndim > len(names) and value.shape[0] == 1:
+            value = squeeze(value, (value.dims[0],))
+        if value.ndim > len(names):
+            raise DimensionError(
+                f"x[...] = v: v (shape {value.shape}) has more dimensions than the selection "
+                f"(shape {tuple(target[n] for n in names)})"
+            )
+        value = rename(value, dict(zip(value.dims, names[len(names) - value.ndim :])))
+        ones = tuple(d for d in value.dims if value.sizes[d] == 1 and target[d] != 1)
+        for d in value.dims:
+            if value.sizes[d] not in (1, target[d]):
+                raise DimensionError(
+                    f"x[...] = v: v (shape {value.shape}) does not broadcast to the selection "
+                    f"(shape {tuple(target[n] for n in names)})"
+                )
+        if ones:
+            value = squeeze(value, ones)
+        value = broadcast_to(value, {n: target[n] for n in names})
+    elif np.ndim(value):
+        value = _asarray(np.asarray(value), dims=tuple(names[len(names) - np.ndim(value) :]), mesh=x.mesh)
+        return _write_ids(x, key, wrap(value), mode)
+    write_at(x, adv_dims, coords, value, mode)
 
 
 HOOKS.getitem, HOOKS.setitem = getitem, setitem  # Array.__getitem__/__setitem__ call these

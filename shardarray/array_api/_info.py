@@ -28,8 +28,16 @@ class Info:
     """
 
     def capabilities(self) -> dict[str, Any]:
-        """Boolean indexing and data-dependent shapes come with part 2 of the array API work."""
-        return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 64}
+        """Boolean indexing (``x[mask]``, ``x[mask] = v``) and data-dependent shapes (``nonzero``,
+        ``unique_*``) are supported on split arrays: their results are placed by an exclusive scan of counts.
+
+        Example:
+            >>> import shardarray.array_api as xp
+            >>> caps = xp.__array_namespace_info__().capabilities()
+            >>> caps["boolean indexing"], caps["data-dependent shapes"]
+            (True, True)
+        """
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def default_device(self) -> Mesh:
         """The default mesh (``sa.get_default_mesh()``)."""

@@ -24,7 +24,8 @@ def common_mesh(arrays: Sequence[ShardArray], what: str) -> Mesh:
         if a.mesh is not mesh and a.mesh != mesh:
             raise MeshError(
                 f"{what}: operand 0 {arrays[0].dims} lives on {mesh} but operand {i} {a.dims} on {a.mesh}; "
-                f"move one of them with sa.asarray(x.numpy(), dims, mesh=...) first"
+                f"move one of them first with sa.reshard(x, mesh, layout) (block to block, no host round trip; "
+                f"layout=None follows the target mesh's rules)"
             )
     return mesh
 

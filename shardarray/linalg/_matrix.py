@@ -22,13 +22,14 @@ from ..array import ShardArray
 from ..core.common import dims_arg, map_blocks_multi, new_array, require_array
 from ..core.relayout import relayout
 from ..dtypes import is_real_float
-from ..errors import DimensionError, DTypeError
+from ..errors import DimensionError, DTypeError, GatherWarning
 from ..ops.manipulation.structure import transpose
 from ._checks import numpy_raises, raise_if
 
 
-class ReplicatedFallbackWarning(UserWarning):
-    """A linalg op gathered a split matrix onto every device of its group (no distributed algorithm for it)."""
+class ReplicatedFallbackWarning(GatherWarning):
+    """A linalg op gathered a split matrix onto every device of its group (no distributed algorithm for it); a
+    ``sa.GatherWarning``, so one filter covers every gathering fallback."""
 
 
 def float_dtype(x: ShardArray, what: str) -> np.dtype:

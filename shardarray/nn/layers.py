@@ -33,7 +33,7 @@ def _need_dims(what: str, name: str, x: Any, dims: tuple[str, ...]) -> None:
     if not isinstance(x, ShardArray):
         raise DTypeError(
             f"{what}: {name} must be a ShardArray; got {type(x).__name__}; "
-            f"wrap it with sa.asarray(array, dims=..., mesh=...)"
+            f"wrap it with sa.asarray(array, dims={dims!r}, mesh=...)"
         )
     missing = [d for d in dims if d not in x.dims]
     if missing:

@@ -28,6 +28,13 @@ from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
 from ..mesh import AxesSpec
 
 
+def _wrap_hint(operands: Any) -> str:
+    """How to wrap a foreign array: ``xp.asarray`` when an operand is positional, else ``sa.asarray``."""
+    if any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
+        return "xp.asarray(array, device=mesh) (import shardarray.array_api as xp)"
+    return "sa.asarray(array, dims=..., mesh=...)"
+
+
 def parse_equation(equation: str, n_operands: int) -> tuple[list[tuple[str, ...]], tuple[str, ...] | None]:
     """Split ``"a b, b c -> a c"`` into operand terms and the output term (None if implicit)."""
     if not isinstance(equation, str):
@@ -143,8 +150,7 @@ def _plan(args: tuple[Any, ...], out: Any, algorithm: str) -> tuple[Any, Any, Co
     for i, op in enumerate(operands):
         if not isinstance(op, ShardArray):
             raise DTypeError(
-                f"einsum operand {i} is a {type(op).__name__}, not a ShardArray; "
-                f"wrap it with sa.asarray(array, dims=..., mesh=...)"
+                f"einsum operand {i} is a {type(op).__name__}, not a ShardArray; wrap it with " + _wrap_hint(operands)
             )
         if terms is not None and sorted(terms[i]) != sorted(op.dims):
             raise DimensionError(

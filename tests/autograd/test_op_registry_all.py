@@ -964,6 +964,52 @@ NONDIFFERENTIABLE.update({
 })
 
 
+# xp's NumPy extras beyond the standard (xarray & co. call them on duck arrays): NaN at fixed entries, whose
+# gradient is zero, every other entry's as NumPy's nan-function treats it
+_NAN_AT = np.zeros((5, 3), dtype=bool)
+_NAN_AT[0, 0] = _NAN_AT[2, 1] = _NAN_AT[4, 2] = True
+
+
+def _nanify(p):
+    return xp.where(xp.asarray(_NAN_AT, device=p.mesh), xp.nan, p)
+
+
+for _name, _calls in {
+    "nansum": (lambda p: xp.nansum(p, axis=0), lambda p: xp.nansum(p)),
+    "nanprod": (lambda p: xp.nanprod(p, axis=1),),
+    "nanmean": (lambda p: xp.nanmean(p, axis=0), lambda p: xp.nanmean(p, axis=1, keepdims=True)),
+    "nanvar": (lambda p: xp.nanvar(p, axis=0), lambda p: xp.nanvar(p, ddof=1)),
+    "nanstd": (lambda p: xp.nanstd(p, axis=1),),
+    "nanmax": (lambda p: xp.nanmax(p, axis=0), lambda p: xp.nanmax(p)),
+    "nanmin": (lambda p: xp.nanmin(p, axis=1),),
+    "nancumsum": (lambda p: xp.nancumsum(p, axis=0), lambda p: xp.nancumsum(p)),
+    "nancumprod": (lambda p: xp.nancumprod(p, axis=1),),
+    "nanquantile": (lambda p: xp.nanquantile(p, 0.3, axis=0),),
+    "nanmedian": (lambda p: xp.nanmedian(p, axis=1),),
+}.items():
+    DIFFERENTIABLE[f"xp.{_name}"] = lambda m, calls=_calls: [
+        (lambda p, c=c: c(_nanify(p)), _pos(m, (5, 3), seed=7)) for c in calls]
+DIFFERENTIABLE["xp.quantile"] = lambda m: [
+    (lambda p, q=q, meth=meth: xp.quantile(p, q, axis=0, method=meth), _pos(m, (5, 3), seed=7))
+    for q, meth in ((0.3, "linear"), (0.5, "midpoint"), (0.9, "nearest"))]
+DIFFERENTIABLE["xp.median"] = lambda m: [(lambda p: xp.median(p, axis=0), _pos(m, (5, 3), seed=7)),
+                                         (lambda p: xp.median(p), _pos(m, (5, 3), seed=7))]
+DIFFERENTIABLE["xp.pad"] = lambda m: [
+    (lambda p, kw=kw: xp.pad(p, ((1, 2), (2, 0)), **kw), _pos(m, (5, 3)))
+    for kw in ({}, {"mode": "edge"}, {"mode": "reflect"}, {"mode": "symmetric"}, {"mode": "wrap"},
+               {"constant_values": 1.5})]
+DIFFERENTIABLE["xp.sliding_window_view"] = lambda m: [
+    (lambda p: xp.sliding_window_view(p, 2, axis=0), _pos(m, (5, 3))),
+    (lambda p: xp.sliding_window_view(p, (2, 2)), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.transpose"] = lambda m: [(lambda p: xp.transpose(p), _pos(m, (5, 3))),
+                                            (lambda p: xp.transpose(p, (1, 0)), _pos(m, (5, 3)))]
+NONDIFFERENTIABLE.update({
+    "xp.nanargmax": ("usable", lambda m: (lambda p: (xp.nanargmax(_nanify(p), axis=1), xp.nanargmax(_nanify(p))),
+                                          _pos(m, (5, 3)))),
+    "xp.nanargmin": ("usable", lambda m: (lambda p: xp.nanargmin(_nanify(p), axis=0), _pos(m, (5, 3)))),
+})
+
+
 def _mask_assign(p):
     q = p * 1.0
     mask = sa.asarray(np.arange(15).reshape(5, 3) % 2 == 0, dims=("a", "b"), mesh=p.mesh)
@@ -973,11 +1019,12 @@ def _mask_assign(p):
 
 # ------------------------------------------------------------------------------------------- NO_ARRAY_INPUT
 _ERRORS = ("ArgumentError", "BackendError", "CastError", "CheckpointError", "CommError", "DTypeError",
-           "DimensionError", "LayoutError", "MeshError", "ShardArrayError", "TapeError")
+           "DimensionError", "ExistingFileError", "LayoutError", "MeshError", "MissingFileError", "ShardArrayError",
+           "TapeError")
 NO_ARRAY_INPUT = {f"sa.{n}": "class: an exception type" for n in _ERRORS}
 NO_ARRAY_INPUT.update({f"sa.{n}": "module" for n in (
-    "checkpoint", "fft", "hardware", "linalg", "matmul", "nn", "optim", "plan", "profiler", "random", "threads",
-    "tree")})
+    "checkpoint", "fft", "hardware", "io", "linalg", "matmul", "nn", "optim", "plan", "profiler", "random",
+    "threads", "tree")})
 NO_ARRAY_INPUT.update({
     "sa.CommLog": "class: the comm log's record list",
     "sa.CommRecord": "class: one comm log record",
@@ -1003,6 +1050,8 @@ NO_ARRAY_INPUT.update({
     "sa.linalg.SlogdetResult": "class: a result tuple",
     "sa.linalg.LinAlgError": "class: an exception type",
     "sa.linalg.ReplicatedFallbackWarning": "class: a warning type",
+    "sa.GatherWarning": "class: a warning type",
+    "xp.lib": "module: NumPy's lib namespace on duck arrays (stride_tricks.sliding_window_view)",
     "sa.fft.fftfreq": "creation: (mesh, n) sample frequencies",
     "sa.fft.rfftfreq": "creation: (mesh, n) sample frequencies",
     "sa.nn.STRATEGIES": "constant: the strategy names",

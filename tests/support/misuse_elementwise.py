@@ -49,7 +49,7 @@ CASES = [
          lambda: sa.clip(_f(), sa.asarray(np.zeros(4), dims=("io",), mesh=MESH), 1.0), sa.DimensionError,
          names=("'io'", "3", "4"), fix=("rename",)),
     Case("ew-floordiv-other-mesh", lambda: _f() // _f(mesh=OTHER), sa.MeshError, names=("floor_divide",),
-         fix=("sa.asarray",)),
+         fix=("sa.reshard",)),
     Case("ew-matmul-numpy", lambda: _f() @ np.ones((3, 2)), sa.DTypeError, names=("@", "ndarray"),
          fix=("sa.asarray", "einsum")),
     Case("ew-var-int", lambda: sa.var(_f("int64"), "io"), sa.DTypeError, names=("var", "int64"),

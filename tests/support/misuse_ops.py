@@ -48,7 +48,7 @@ CASES = [
     Case("ops-take-numpy-ids", lambda: sa.take(_x(), np.array([1, 2, 0]), "vocab"), sa.DTypeError,
          names=("ndarray",), fix=("sa.asarray",)),
     Case("ops-take-other-mesh", lambda: sa.take(_x(), sa.asarray(np.array([1]), dims=("s",), mesh=OTHER), "vocab"),
-         sa.MeshError, names=("Mesh({'a': 4}",), fix=("sa.asarray",)),
+         sa.MeshError, names=("Mesh({'a': 4}",), fix=("sa.reshard",)),
     # ---------------------------------------------------------------- one_hot
     Case("ops-one-hot-negative-size", lambda: sa.one_hot(_ids(), "classes", -3), sa.DimensionError,
          names=("'classes'", "-3"), fix=(">= 1",)),
@@ -112,7 +112,7 @@ CASES = [
     Case("ops-add-size-mismatch", lambda: _x() + sa.ones(MESH, {"vocab": 5}, "float64"), sa.DimensionError,
          names=("'vocab'", "size 4", "size 5"), fix=("rename",)),
     Case("ops-add-other-mesh", lambda: _x() + _x(mesh=OTHER), sa.MeshError,
-         names=("Mesh({'a': 4}",), fix=("sa.asarray",)),
+         names=("Mesh({'a': 4}",), fix=("sa.reshard",)),
     Case("ops-add-list", lambda: _x() + [1.0, 2.0], sa.DTypeError,
          names=("list",), fix=("sa.asarray",)),
     # ---------------------------------------------------------------- nn layers

@@ -40,6 +40,13 @@ from ..manipulation.structure import stop_gradient
 Scalar = (numbers.Number, np.generic)
 
 
+def _wrap_hint(operands: Any) -> str:
+    """How to wrap a foreign array: ``xp.asarray`` when an operand is positional, else ``sa.asarray``."""
+    if any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
+        return "xp.asarray(array, device=mesh) (import shardarray.array_api as xp)"
+    return "sa.asarray(array, dims=..., mesh=...)"
+
+
 def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
     arrays = []
     for a in args:
@@ -48,7 +55,7 @@ def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
         elif not isinstance(a, Scalar):
             raise DTypeError(
                 f"{name}: operands must be ShardArrays or Python/NumPy scalars; got {type(a).__name__}. "
-                f"Wrap arrays with sa.asarray(array, dims=..., mesh=...)"
+                f"Wrap arrays with " + _wrap_hint(args)
             )
     if not arrays:
         raise DTypeError(f"{name}: at least one operand must be a ShardArray")

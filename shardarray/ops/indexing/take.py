@@ -2,9 +2,13 @@
 
 ``take(x, ids, dim)`` matches dims by name: dims that ``ids`` shares with
 ``x`` are batch-like (elementwise), the other dims of ``ids`` are new. When
-``dim`` is split, each device looks up the ids that fall in its block and
-puts zeros elsewhere, leaving a sum pending over ``dim``'s axes (Megatron's
-vocab-parallel embedding): nothing is gathered.
+``dim`` is split and the ids are not split over its axes, each device looks
+up the ids that fall in its block and puts zeros elsewhere, leaving a sum
+pending over ``dim``'s axes (Megatron's vocab-parallel embedding). When the
+ids' own dims are split over ``dim``'s axes too, requests go to the owners
+and rows come back (alltoallv, ``take_routed.py``): the result is split like
+the ids. Ids split over axes that ``x`` uses for its other dims are
+allgathered over those (a ``GatherWarning`` past ``route.GATHER_WARN_BYTES``).
 
 The ids' range ``[0, size)`` is checked without a device-to-host read per call
 (``check_ids``). Ids made by ``sa.asarray`` from host data carry their range
@@ -39,6 +43,13 @@ from ...mesh import Mesh
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import equal
 from ..manipulation.structure import astype
+from .route import warn_gather
+from .take_routed import routed_scatter_add, routed_take
+
+ROUTE_MIN_IDS = 2048
+"""Ids per device from which a lookup whose ids are split over ``dim``'s axes is routed to the owners (three
+alltoallv and two small host reads of counts) rather than looked up and summed (an allgather of the ids and a
+pending sum, no host read; a training step's token lookups): below it the reads' latency outweighs the bytes."""
 
 
 class _Plan:
@@ -52,7 +63,24 @@ class _Plan:
         self.rest = tuple(d for d in x.dims if d != dim and d not in ids.dims)
         self.out_dims = ids.dims + self.rest
         _, self.sizes = union_dims([x, ids], f"take along {dim!r}")
-        self.axes = merged_axes([x, ids], (*x.dims, *self.own))
+        split = x.spec.of(dim)
+        own_axes = {a for d in self.own for a in ids.spec.of(d)}
+        #: the ids' own dims share mesh axes with ``dim``: route requests to the owners (``take_routed.py``)
+        # (blocks of fewer than ROUTE_MIN_IDS ids, or than the group has members, stay on the lookup-and-sum
+        # path: the counts' host reads would outweigh them)
+        self.routed = (
+            bool(own_axes.intersection(split))
+            and x.mesh.backend.has_data
+            and _largest_block(ids) >= max(x.mesh.axes_size(split), ROUTE_MIN_IDS)
+        )
+        if self.routed:
+            self.axes = {d: x.spec.of(d) for d in x.dims}
+            taken = set(x.spec.used_axes).difference(split)
+            for d in self.own:
+                self.axes[d] = tuple(a for a in ids.spec.of(d) if a not in taken)
+                taken.update(self.axes[d])
+        else:
+            self.axes = merged_axes([x, ids], (*x.dims, *self.own))
         self.x_order = (*self.shared, dim, *self.rest)
         self.ids_order = (*self.shared, *self.own)
         local = (*self.shared, *self.own, *self.rest)
@@ -79,6 +107,11 @@ class _Plan:
     @staticmethod
     def sizes_of(block: Any, dims: tuple[str, ...], which: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(block.shape[dims.index(d)] for d in which)
+
+
+def _largest_block(a: ShardArray) -> int:
+    """The most elements any device holds of ``a``."""
+    return max((math.prod(hi - lo for lo, hi in dev) for dev in block_bounds(a.mesh, a.spec)), default=0)
 
 
 def _check(x: ShardArray, ids: ShardArray, dim: str) -> None:
@@ -248,7 +281,10 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     The result has the dims of ``ids`` followed by the remaining dims of
     ``x``. Dims shared by ``x`` and ``ids`` are matched elementwise (like
     ``np.take_along_axis``); the other dims of ``ids`` index (like
-    ``np.take``). If ``dim`` is split, the result is pending over its axes.
+    ``np.take``). If ``dim`` is split and the ids are not, the result is
+    pending over its axes; ids split over ``dim``'s axes are routed to the
+    owners (counts, requests and rows: three alltoallv, each of about the
+    device's block of ids) and the result is split like them.
 
     Args:
         x: the array to pick from, e.g. an embedding table (vocab, d_model).
@@ -272,8 +308,18 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     plan = _Plan(x, ids, dim)
     mesh = common_mesh([x, ids], "take")
     check_ids(ids, x.sizes[dim], dim)  # on GPUs: queued, read at the next read of a value (the lookup clips)
+    dropped = [a for d in plan.own for a in ids.spec.of(d) if a not in plan.axes[d]]
+    warn_gather(
+        f"take along {dim!r}",
+        ids,
+        dropped,
+        f"x splits its other dims over them; split the ids over the "
+        f"axes of {dim!r} (or axes x does not use) to avoid it",
+    )
     x = to_axes(x, plan.x_axes, False)
     ids = to_axes(ids, plan.ids_axes, False)
+    if plan.routed:  # ids split over dim's axes: requests to the owners, rows back
+        return routed_take(plan, x, ids)
     xp, backend = mesh.backend.xp, mesh.backend
     lows = plan.lows(x)
     x_perm = tuple(x.dims.index(d) for d in plan.x_order)
@@ -331,6 +377,9 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
     mesh = x.mesh
     ids = to_axes(ids, plan.ids_axes, False)
     target = tuple(plan.out_axes[d] for d in g.dims)
+    if plan.routed:  # the forward routed its requests: route (id, row) pairs to the owners
+        g = to_axes(g, target, False)
+        return routed_scatter_add(plan, g, ids, x.spec.with_axes(plan.x_axes))
     keep = not set(g.pending).intersection(a for axes in plan.axes.values() for a in axes)
     g = to_axes(g, target, keep)
     xp, backend = mesh.backend.xp, mesh.backend

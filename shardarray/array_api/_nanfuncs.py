@@ -1,0 +1,281 @@
+"""NumPy-compatible NaN-skipping reductions and scans: extras beyond the array API standard.
+
+The standard has no ``nansum``/``nanmean``/``nanargmax``/``nancumsum``...; NumPy
+has, and clients that take duck arrays (xarray's ``skipna=True`` reductions
+and scans) call them, through the namespace or NumPy's ``__array_function__``.
+These take NumPy's arguments (``axis`` as an int, a tuple or None, ``dtype``,
+``keepdims``, ``ddof``) and give NumPy's results, including the dtypes.
+
+Each composes ops of the named library (``sa.nansum``, ``sa.cumsum``, ...) and
+so inherits their collectives and gradients: NaN is replaced by the
+reduction's identity with a local ``where``, then the plain reduction runs
+(one allreduce or allgather of per-device partials over the reduced axes'
+mesh axes; the scans one allgather of block totals). ``nanargmax``/``nanargmin``
+also reduce one flag per result element to refuse an all-NaN slice, as
+NumPy does. Nothing is gathered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import math_unary as mu
+from ..ops.manipulation.structure import astype
+from ..ops.reduction import nanreduce
+from . import _scans, _statistical
+from ._align import axes_dims
+from ._array import Array, wrap
+from ._manipulation import reshape
+from ._statistical import _check, _keep
+
+_Axis = int | tuple[int, ...] | None
+
+
+def _no_out(out: Any, what: str) -> None:
+    if out is not None:
+        raise ArgumentError(
+            f"{what}: out= is not supported (arrays are distributed); assign the result: y = xp.{what}(...)"
+        )
+
+
+def _has_nan(x: ShardArray) -> bool:
+    return x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
+
+
+def _filled(x: Any, value: float) -> Any:
+    """``x`` with NaN replaced by ``value`` (a local ``where``), or ``x`` itself when it cannot hold NaN."""
+    return wrap(ew.where(mu.isnan(x), value, x)) if _has_nan(x) else x
+
+
+def _cast(x: ShardArray, dtype: Any) -> ShardArray:
+    return x if dtype is None or np.dtype(dtype) == x.dtype else wrap(astype(x, np.dtype(dtype)))
+
+
+def nansum(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Array:
+    """The sum over ``axis`` treating NaN as zero, as ``np.nansum`` (a NumPy extra beyond the standard).
+
+    Collectives: those of ``xp.sum`` (a pending sum over the reduced split axes). Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1.0, xp.nan, 3.0], [4.0, 5.0, xp.nan]])
+        ...     xp.nansum(a, axis=1).numpy(), float(xp.nansum(a))
+        (array([4., 9.]), 13.0)
+    """
+    _no_out(out, "nansum")
+    x = _check(x, "nansum")
+    return _statistical.sum(_filled(x, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanprod(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Array:
+    """The product over ``axis`` treating NaN as one, as ``np.nanprod`` (a NumPy extra beyond the standard).
+
+    Collectives: those of ``xp.prod`` (one allgather of per-device partial products).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     float(xp.nanprod(xp.asarray([2.0, xp.nan, 3.0])))
+        6.0
+    """
+    _no_out(out, "nanprod")
+    x = _check(x, "nanprod")
+    return _statistical.prod(_filled(x, 1.0), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **kw: Any) -> Array:
+    x = _check(x, what)
+    if x.dtype.kind in "biu" and what in ("nanmean", "nanvar", "nanstd"):
+        x = wrap(astype(x, np.float64))  # NumPy: the mean of integers is float64
+    x = _cast(x, dtype)
+    dims = axes_dims(x, axis, what)
+    if not dims:  # no axis reduced: the values themselves (a variance of one value: 0, or NaN)
+        if not kw:
+            return wrap(x)
+        ok = 1.0 - kw["correction"] > 0
+        return wrap(ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x) if ok else x, 0.0 if ok else np.nan)))
+    return _keep(fn(x, dims, **kw), x, dims, keepdims)
+
+
+def nanmax(x: Array, /, axis: _Axis = None, out: Any = None, keepdims: bool = False) -> Array:
+    """The maximum over ``axis`` ignoring NaN, as ``np.nanmax``; an all-NaN slice gives NaN (a NumPy extra).
+
+    Collectives: a max-allreduce and a sum-allreduce of one count per result element (``sa.nanmax``).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.nanmax(xp.asarray([[1.0, xp.nan], [xp.nan, xp.nan]]), axis=1).numpy()
+        array([ 1., nan])
+    """
+    _no_out(out, "nanmax")
+    return _named(nanreduce.nanmax, x, axis, None, keepdims, "nanmax")
+
+
+def nanmin(x: Array, /, axis: _Axis = None, out: Any = None, keepdims: bool = False) -> Array:
+    """The minimum over ``axis`` ignoring NaN, as ``np.nanmin`` (see ``nanmax``; a NumPy extra)."""
+    _no_out(out, "nanmin")
+    return _named(nanreduce.nanmin, x, axis, None, keepdims, "nanmin")
+
+
+def nanmean(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Array:
+    """The mean of the non-NaN entries over ``axis``, as ``np.nanmean`` (a NumPy extra beyond the standard).
+
+    Integers give float64. An all-NaN slice gives NaN. Collectives: two
+    (pending) sums of result size, the values and the counts. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.nanmean(xp.asarray([[1.0, xp.nan], [3.0, 4.0]]), axis=0).numpy()
+        array([2., 4.])
+    """
+    _no_out(out, "nanmean")
+    return _named(nanreduce.nanmean, x, axis, dtype, keepdims, "nanmean")
+
+
+def _ddof(ddof: Any, correction: Any, what: str) -> float:
+    if correction is not None:
+        if ddof not in (0, None):
+            raise ArgumentError(f"{what}: give ddof= or correction=, not both (got {ddof!r} and {correction!r})")
+        ddof = correction
+    return _statistical._correction(0 if ddof is None else ddof, what)
+
+
+def nanvar(
+    x: Array,
+    /,
+    axis: _Axis = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: float = 0,
+    keepdims: bool = False,
+    *,
+    correction: float | None = None,
+) -> Array:
+    """The variance of the non-NaN entries over ``axis``, as ``np.nanvar`` (``ddof`` or ``correction``; a NumPy extra).
+
+    Collectives: those of ``nanmean`` plus one (pending) sum of the squared deviations. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.nanvar(xp.asarray([[1.0, 3.0, xp.nan], [2.0, 2.0, 2.0]]), axis=1, ddof=1).numpy()
+        array([2., 0.])
+    """
+    _no_out(out, "nanvar")
+    c = _ddof(ddof, correction, "nanvar")
+    return _named(nanreduce.nanvar, x, axis, dtype, keepdims, "nanvar", correction=c)
+
+
+def nanstd(
+    x: Array,
+    /,
+    axis: _Axis = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: float = 0,
+    keepdims: bool = False,
+    *,
+    correction: float | None = None,
+) -> Array:
+    """The standard deviation of the non-NaN entries, as ``np.nanstd`` (see ``nanvar``; a NumPy extra)."""
+    _no_out(out, "nanstd")
+    c = _ddof(ddof, correction, "nanstd")
+    return _named(nanreduce.nanstd, x, axis, dtype, keepdims, "nanstd", correction=c)
+
+
+def _nanarg(x: Any, axis: Any, keepdims: bool, what: str) -> Array:
+    x = _check(x, what)
+    fn = _statistical.argmax if what == "nanargmax" else _statistical.argmin
+    if not _has_nan(x):
+        return fn(x, axis=axis, keepdims=keepdims)
+    if x.dtype.kind == "c":
+        return fn(x, axis=axis, keepdims=keepdims)  # (refused there with the reason)
+    nan = wrap(mu.isnan(x))
+    dims = axes_dims(x, axis, what)
+    all_nan = _statistical.all(nan, axis=axis)
+    if dims and bool(_statistical.any(all_nan)):
+        raise DimensionError(
+            f"{what}: an all-NaN slice has no {what[3:]} (as in NumPy, 'All-NaN slice encountered'); "
+            f"array of shape {x.shape}, axis {axis!r}. Fill NaN first: xp.where(xp.isnan(x), value, x)"
+        )
+    fill = -np.inf if what == "nanargmax" else np.inf
+    return fn(_filled(x, fill), axis=axis, keepdims=keepdims)
+
+
+def nanargmax(x: Array, /, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Array:
+    """The index of the largest non-NaN value along ``axis``, as ``np.nanargmax`` (a NumPy extra).
+
+    ``axis=None`` searches the flattened array. An all-NaN slice raises
+    ``DimensionError`` (a ``ValueError``, as NumPy's). Collectives: those of
+    ``xp.argmax`` (one allgather of a (value, index) pair per result element
+    over a split axis) plus two allreduces of one flag per result element.
+    Not differentiable (an index).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[xp.nan, 2.0, 1.0], [3.0, xp.nan, 4.0]])
+        ...     xp.nanargmax(a, axis=1).numpy(), int(xp.nanargmax(a))
+        (array([1, 2]), 5)
+    """
+    _no_out(out, "nanargmax")
+    return _nanarg(x, axis, keepdims, "nanargmax")
+
+
+def nanargmin(x: Array, /, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Array:
+    """The index of the smallest non-NaN value along ``axis``, as ``np.nanargmin`` (see ``nanargmax``)."""
+    _no_out(out, "nanargmin")
+    return _nanarg(x, axis, keepdims, "nanargmin")
+
+
+def _nanscan(x: Any, axis: Any, dtype: Any, out: Any, what: str) -> Array:
+    _no_out(out, what)
+    x = _check(x, what)
+    if axis is None:  # NumPy flattens
+        x, axis = reshape(x, (-1,)), 0
+    fn = _scans.cumulative_sum if what == "nancumsum" else _scans.cumulative_prod
+    return fn(_filled(x, 0.0 if what == "nancumsum" else 1.0), axis=axis, dtype=dtype)
+
+
+def nancumsum(x: Array, /, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
+    """The cumulative sum along ``axis`` treating NaN as zero, as ``np.nancumsum`` (a NumPy extra).
+
+    ``axis=None`` scans the flattened array. Collectives: those of
+    ``xp.cumulative_sum`` (one allgather of block totals along a split axis). Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.nancumsum(xp.asarray([[1.0, xp.nan], [3.0, 4.0]]), axis=0).numpy()
+        array([[1., 0.],
+               [4., 4.]])
+    """
+    return _nanscan(x, axis, dtype, out, "nancumsum")
+
+
+def nancumprod(x: Array, /, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
+    """The cumulative product along ``axis`` treating NaN as one, as ``np.nancumprod`` (a NumPy extra)."""
+    return _nanscan(x, axis, dtype, out, "nancumprod")
+
+
+__all__ = [
+    "nanargmax",
+    "nanargmin",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmean",
+    "nanmin",
+    "nanprod",
+    "nanstd",
+    "nansum",
+    "nanvar",
+]

@@ -1,0 +1,482 @@
+"""NumPy-compatible extras beyond the array API standard: ``pad``, ``transpose``, ``quantile`` and kin.
+
+The standard is silent on these; NumPy has them and clients that take duck
+arrays call them on the namespace (xarray's ``rolling``/``shift``/``pad`` call
+``xp.pad``, its ``apply_ufunc`` ``xp.transpose``, its ``quantile``
+``xp.quantile``). Each takes NumPy's arguments and gives NumPy's result, and
+each composes ops of the named library, whose collectives and gradients it
+inherits; none gathers a split axis:
+
+- ``pad`` along a split axis is one ``concat`` (an ``alltoallv`` moving at
+  most each device's block into the padded canonical layout) of ``x`` with the
+  pad pieces: slices of the edge blocks (reversed for ``reflect`` and
+  ``symmetric``: a slice with step -1), a broadcast edge row (``edge``) or a
+  constant block made in place (``constant``, zeros: one ``move``).
+- ``quantile``/``median`` sort along the axis (``xp.sort``: a sample sort
+  over a split axis), then read the needed ranks: one ``broadcast`` of a
+  result-sized row per rank (``nan*``: a masked sum, one allreduce of result
+  size, since the rank depends on each slice's NaN count).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray, as_kind
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ..layout import Layout
+from ..ops.creation.basic import from_blocks, full
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical as lg
+from ..ops.elementwise import math_unary as mu
+from ..ops.indexing.basic import pick, slice_dim
+from ..ops.manipulation import flip as _flip
+from ..ops.manipulation.concat import concat, stack
+from ..ops.manipulation.structure import astype
+from ..ops.manipulation.structure import transpose as transpose_named
+from ..ops.reduction import reduce
+from ._align import axis_dim, fresh
+from ._array import Array, wrap
+from ._manipulation import expand_dims, moveaxis, permute_dims, reshape
+from ._sorting import sort as _sort
+from ._statistical import _check
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+
+
+def transpose(x: Array, /, axes: Sequence[int] | None = None) -> Array:
+    """``x`` with its axes permuted (reversed when ``axes`` is None), as ``np.transpose`` (a NumPy extra).
+
+    The standard's ``permute_dims`` with NumPy's default; a local transpose,
+    every block stays on its device.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.transpose(xp.reshape(xp.arange(6), (2, 3))).shape
+        (3, 2)
+    """
+    x = _check(x, "transpose")
+    if axes is None:
+        axes = tuple(range(x.ndim - 1, -1, -1))
+    return permute_dims(x, tuple(axes))
+
+
+def _pad_widths(pad_width: Any, ndim: int, what: str) -> list[tuple[int, int]]:
+    try:
+        w = np.asarray(pad_width)
+        if w.dtype.kind not in "iu" and not (w.dtype.kind == "f" and np.all(w == np.round(w))):
+            raise TypeError
+        w = np.broadcast_to(w.astype(np.int64), (ndim, 2))
+    except (TypeError, ValueError):
+        raise ArgumentError(
+            f"{what}: pad_width must be an int, (before, after), or one (before, after) per axis "
+            f"({ndim} axes); got {pad_width!r:.80}"
+        ) from None
+    if (w < 0).any():
+        raise ArgumentError(f"{what}: pad_width must be non-negative; got {pad_width!r:.80}")
+    return [(int(b), int(a)) for b, a in w]
+
+
+def _pad_values(values: Any, ndim: int, what: str) -> list[tuple[Any, Any]]:
+    try:
+        v = np.broadcast_to(np.asarray(values, dtype=object), (ndim, 2))
+    except ValueError:
+        raise ArgumentError(
+            f"{what}: constant_values must be a scalar, (before, after), or one pair per axis; got {values!r:.80}"
+        ) from None
+    return [(b, a) for b, a in v]
+
+
+def _runs(index: np.ndarray) -> list[tuple[int, int, int]]:
+    """``index`` (source positions) as runs ``(start, step, count)`` with step -1, 0 or 1."""
+    runs: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(index):
+        start, count, step = int(index[i]), 1, 0
+        if i + 1 < len(index) and abs(int(index[i + 1]) - start) <= 1:
+            step = int(index[i + 1]) - start
+            while i + count < len(index) and int(index[i + count]) - int(index[i + count - 1]) == step:
+                count += 1
+        runs.append((start, step, count))
+        i += count
+    return runs
+
+
+def _piece(x: ShardArray, dim: str, start: int, step: int, count: int) -> ShardArray:
+    """Entries ``start, start + step, ...`` of ``dim`` (step 0: one entry repeated), in ``x``'s layout."""
+    if step != 0:
+        return slice_dim(x, dim, start, step, count)
+    row = pick(x, dim, start)  # one broadcast of the row; then broadcast by name over a block of zeros
+    zeros = full(x.mesh, dict(x.sizes, **{dim: count}), 0, dtype=x.dtype, layout=_layout_of(x))
+    return ew.add(zeros, row) if x.dtype.kind != "b" else lg.logical_or(zeros, row)
+
+
+def _layout_of(x: ShardArray) -> dict[str, Any]:
+    return {d: (x.spec.of(d) or None) for d in x.dims}
+
+
+def _pad_dim(x: ShardArray, dim: str, before: int, after: int, mode: str, values: tuple[Any, Any]) -> ShardArray:
+    n = x.sizes[dim]
+    if before == 0 and after == 0:
+        return x
+    if mode in ("constant", "empty"):
+        if mode == "empty" or (values[0] == 0 and values[1] == 0):
+            return _flip.pad(x, dim, before, after)  # one move, the padding made in place
+        parts = []
+        if before:
+            parts.append(full(x.mesh, dict(x.sizes, **{dim: before}), values[0], dtype=x.dtype, layout=_layout_of(x)))
+        parts.append(x)
+        if after:
+            parts.append(full(x.mesh, dict(x.sizes, **{dim: after}), values[1], dtype=x.dtype, layout=_layout_of(x)))
+        return concat(parts, dim)
+    if n == 0:
+        raise DimensionError(
+            f"pad: can't extend the empty axis {x.dims.index(dim)} (dim {dim!r}, array {x.sizes}) in mode "
+            f"{mode!r}, as in NumPy; use mode='constant'"
+        )
+    index = np.pad(np.arange(n), (before, after), mode=mode)  # type: ignore[call-overload]  # NumPy's source position of every output entry
+    parts = [_piece(x, dim, *r) for r in _runs(index[:before])]
+    parts.append(x)
+    parts += [_piece(x, dim, *r) for r in _runs(index[before + n :])]
+    return concat(parts, dim)
+
+
+def pad(x: Array, /, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Array:
+    """``x`` padded along each axis, as ``np.pad`` (a NumPy extra beyond the standard).
+
+    Modes ``constant`` (``constant_values``: a scalar, a pair, or a pair per
+    axis), ``edge``, ``reflect``, ``symmetric``, ``wrap`` (pads wider than the
+    axis repeat as NumPy's do) and ``empty`` (zeros here). Axes are padded one
+    after another, as NumPy does, so corners follow NumPy.
+
+    Collectives: along an unsplit axis none. Along a split one, the pad pieces
+    are slices of the edge blocks (one small ``alltoallv`` each: only the
+    entries of the pad move), an ``edge`` row is one ``broadcast`` of a row,
+    and the pieces and ``x`` are joined by one ``concat`` (an ``alltoallv``
+    in which each device sends at most its block). ``constant`` zeros are one
+    ``move``. Nothing is gathered. Differentiable (the pieces are slices).
+
+    Args:
+        x: the array.
+        pad_width: an int, ``(before, after)``, or ``((before, after), ...)`` per axis.
+        mode: one of the modes above.
+        **kwargs: ``constant_values`` (mode ``constant``); ``reflect_type="even"``.
+
+    Raises:
+        ArgumentError: an unknown mode or keyword, negative or malformed widths.
+        DimensionError: a non-constant pad of an empty axis (NumPy's ValueError).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([1.0, 2.0, 3.0, 4.0, 5.0])
+        ...     xp.pad(a, (2, 3), mode="reflect").numpy()
+        array([3., 2., 1., 2., 3., 4., 5., 4., 3., 2.])
+    """
+    x = _check(x, "pad")
+    what = f"pad (mode={mode!r})"
+    if mode not in _PAD_MODES:
+        raise ArgumentError(
+            f"pad: mode {mode!r} is not supported on distributed arrays; use one of {_PAD_MODES} "
+            f"(statistic modes: compute the statistic with xp.max/xp.mean/... and pad with mode='constant')"
+        )
+    values = kwargs.pop("constant_values", None)
+    if kwargs.pop("reflect_type", "even") != "even":
+        raise ArgumentError(f"{what}: only reflect_type='even' is supported")
+    if kwargs or (mode != "constant" and values is not None):
+        bad = sorted(kwargs) or ["constant_values"]
+        raise ArgumentError(f"{what}: unexpected keyword(s) {bad} for this mode (np.pad's rules)")
+    values = 0 if values is None else values
+    widths = _pad_widths(pad_width, x.ndim, what)
+    pairs = _pad_values(values, x.ndim, what)
+    for b, a in (p for p in pairs if mode == "constant"):
+        for v in (b, a):
+            if np.ndim(v) != 0:
+                raise ArgumentError(f"{what}: constant_values must be scalars; got {values!r:.80}")
+    kind = type(x)
+    y: ShardArray = as_kind(x, ShardArray)
+    for dim, (b, a), vals in zip(x.dims, widths, pairs):
+        y = _pad_dim(y, dim, b, a, mode, vals)
+    return wrap(as_kind(y, kind))
+
+
+def sliding_window_view(
+    x: Array, /, window_shape: Any, axis: Any = None, *, subok: bool = False, writeable: bool = False
+) -> Array:
+    """The windows of ``window_shape`` along ``axis`` as new trailing axes, as NumPy's ``sliding_window_view``.
+
+    A NumPy extra beyond the standard (``xp.lib.stride_tricks.sliding_window_view``,
+    which xarray's ``rolling`` calls). NumPy returns a strided view; a
+    distributed array cannot alias, so this is a copy: ``w`` shifted slices of
+    the axis stacked along a new last axis (``w`` times the data). Along a
+    split axis each slice is one ``alltoallv`` moving at most ``w - 1``
+    entries per device boundary; the stack is local. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     w = xp.lib.stride_tricks.sliding_window_view(xp.arange(5.0), 3)
+        >>> w.shape, w.numpy()[:, 0], w.numpy()[1]
+        ((3, 3), array([0., 1., 2.]), array([1., 2., 3.]))
+    """
+    x = _check(x, "sliding_window_view")
+    if writeable:
+        raise ArgumentError("sliding_window_view: writeable=True is not supported (the windows are a copy)")
+    ws = (window_shape,) if np.ndim(window_shape) == 0 else tuple(window_shape)
+    if axis is None:
+        axes = list(range(x.ndim))
+    else:
+        axes = [x.dims.index(axis_dim(x, a, "sliding_window_view")) for a in (axis if np.ndim(axis) else (axis,))]
+    if len(ws) != len(axes):
+        raise ArgumentError(
+            f"sliding_window_view: window_shape {window_shape!r} needs one entry per axis {axis!r} "
+            f"(array of shape {x.shape})"
+        )
+    kind = type(x)
+    y: ShardArray = as_kind(x, ShardArray)
+    names = fresh(x.dims, len(ws), "window")
+    for p, w, name in zip(axes, ws, names):
+        dim = x.dims[p]
+        n = y.sizes[dim]
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0 or w > n:
+            raise ArgumentError(
+                f"sliding_window_view: window {w!r} along axis {p} must be an int in [0, {n}] "
+                f"(array of shape {x.shape})"
+            )
+        parts = [slice_dim(y, dim, k, 1, n - int(w) + 1) for k in range(int(w))]
+        if not parts:
+            raise ArgumentError("sliding_window_view: a window of 0 entries is not supported")
+        stacked = stack(parts, name)
+        y = transpose_named(stacked, stacked.dims[1:] + (name,))
+    return wrap(as_kind(y, kind))
+
+
+lib = SimpleNamespace(stride_tricks=SimpleNamespace(sliding_window_view=sliding_window_view))
+lib.__doc__ = "NumPy's ``np.lib`` as far as clients use it on duck arrays: ``lib.stride_tricks.sliding_window_view``."
+
+
+_NAN_METHODS = ("linear", "lower", "higher", "midpoint")
+
+
+def _q_values(q: Any, what: str) -> tuple[np.ndarray, bool]:
+    if isinstance(q, ShardArray):
+        q = q.numpy()  # the quantiles asked for: a few numbers
+    qa = np.asarray(q, dtype=np.float64)
+    if qa.ndim > 1:
+        raise DimensionError(f"{what}: q must be a scalar or 1-D; got shape {qa.shape}")
+    if not np.all((qa >= 0) & (qa <= 1)):
+        raise ArgumentError(f"{what}: quantiles must be in the range [0, 1]; got {q!r:.80}")
+    return qa.reshape(-1), qa.ndim == 0
+
+
+def _one_axis(x: Array, axis: Any, what: str) -> tuple[Array, int, list[int]]:
+    """``x`` with the reduced axes merged into its last (or only) one, that axis, and the reduced positions."""
+    if axis is None:
+        return reshape(x, (-1,)), 0, list(range(x.ndim))
+    if isinstance(axis, (tuple, list)):
+        pos = sorted({x.dims.index(axis_dim(x, a, what)) for a in axis})
+        if len(pos) != len(axis):
+            raise DimensionError(f"{what}: axis {axis!r} repeats an axis (array of shape {x.shape})")
+        if len(pos) == 1:
+            return x, pos[0], pos
+        moved = moveaxis(x, tuple(pos), tuple(range(x.ndim - len(pos), x.ndim)))
+        keep = moved.shape[: x.ndim - len(pos)]
+        return reshape(moved, (*keep, -1)), len(keep), pos
+    i = x.dims.index(axis_dim(x, axis, what))
+    return x, i, [i]
+
+
+def _lerp(a: ShardArray, b: ShardArray, t: Any) -> ShardArray:
+    """NumPy's ``_lerp``: ``a + (b - a) t``, from ``b``'s side when ``t >= 0.5`` (exact at both ends)."""
+    diff = ew.subtract(b, a)
+    lo = ew.add(a, ew.multiply(diff, t))
+    hi = ew.subtract(b, ew.multiply(diff, ew.subtract(1.0, t) if isinstance(t, ShardArray) else 1.0 - t))
+    if isinstance(t, ShardArray):
+        return ew.where(ew.greater_equal(t, 0.5), hi, lo)
+    return hi if t >= 0.5 else lo
+
+
+def _static_rank(s: ShardArray, dim: str, n: int, q: float, method: str) -> ShardArray:
+    """The ``q`` quantile of sorted ``s`` along ``dim`` (no NaN): NumPy's index arithmetic on ``arange(n)``."""
+    index = np.quantile(np.arange(n, dtype=np.float64), q, method=method)  # type: ignore[call-overload]
+    v = float(index)
+    lo = math.floor(v)
+    g = v - lo
+    a = pick(s, dim, lo)
+    if g == 0 or lo + 1 >= n:
+        return a
+    return _lerp(a, pick(s, dim, lo + 1), g)
+
+
+def _masked_rank(s: ShardArray, dim: str, pos: ShardArray, rank: ShardArray) -> ShardArray:
+    """``s[rank]`` along ``dim`` with a per-slice ``rank``: a masked (pending) sum, no data movement."""
+    return reduce.sum(ew.where(ew.equal(pos, rank), s, 0.0), dim)
+
+
+def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str) -> ShardArray:
+    """The ``q`` quantile of the first ``valid`` entries of sorted ``s`` along ``dim`` (NaN sort last)."""
+    n = s.sizes[dim]
+    spec = Layout((dim,), (n,), (s.spec.of(dim),))
+    xp = s.mesh.backend.xp
+    pos = from_blocks(s.mesh, spec, np.dtype(np.float64), lambda b: xp.arange(b[0][0], b[0][1], dtype=np.float64))
+    v = ew.multiply(ew.subtract(valid, 1.0), q)
+    lo = mu.floor(v)
+    last = ew.maximum(ew.subtract(valid, 1.0), 0.0)
+    if method == "higher":
+        lo = mu.ceil(v)
+    a = _masked_rank(s, dim, pos, lo)
+    if method in ("lower", "higher"):
+        out = a
+    else:
+        g = ew.subtract(v, lo)
+        if method == "midpoint":
+            g = ew.where(ew.equal(g, 0.0), 0.0, 0.5)
+        b = _masked_rank(s, dim, pos, ew.minimum(ew.add(lo, 1.0), last))
+        out = _lerp(a, b, g)
+    return ew.where(ew.equal(valid, 0.0), np.nan, out)
+
+
+def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, what: str) -> Array:
+    x = _check(x, what)
+    if weights is not None:
+        raise ArgumentError(f"{what}: weights= is not supported on distributed arrays")
+    nan = what.startswith("nan")
+    methods = (
+        _NAN_METHODS
+        if nan
+        else (
+            *_NAN_METHODS,
+            "nearest",
+            "inverted_cdf",
+            "averaged_inverted_cdf",
+            "closest_observation",
+            "interpolated_inverted_cdf",
+            "hazen",
+            "weibull",
+            "median_unbiased",
+            "normal_unbiased",
+        )
+    )
+    if method not in methods:
+        raise ArgumentError(f"{what}: method {method!r} is not supported; use one of {methods}")
+    if x.dtype.kind == "c":
+        raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
+    qs, scalar_q = _q_values(q, what)
+    if x.dtype.kind in "biu":
+        x = wrap(astype(x, np.float64))
+    kind = type(x)
+    y, ax, reduced = _one_axis(x, axis, what)
+    s = as_kind(_sort(y, axis=ax), ShardArray)
+    dim = s.dims[ax]
+    n = s.sizes[dim]
+    if n == 0:
+        raise DimensionError(f"{what}: axis {axis!r} of the array of shape {x.shape} is empty; it has no quantiles")
+    floats = x.dtype.kind == "f" or x.dtype.name == "bfloat16"
+    if nan and floats:
+        valid = reduce.sum(ew.where(mu.isnan(s), 0.0, 1.0), dim)
+        outs = [_nan_rank(s, dim, valid, float(v), method) for v in qs]
+    else:
+        outs = [_static_rank(s, dim, n, float(v), method) for v in qs]
+        if floats:  # NumPy: a slice holding NaN has a NaN quantile (NaN sort last)
+            has_nan = mu.isnan(pick(s, dim, n - 1))
+            outs = [ew.where(has_nan, np.nan, o) for o in outs]
+    outs = [o if o.dtype == x.dtype else astype(o, x.dtype) for o in outs]
+    out = outs[0] if scalar_q else stack(outs, fresh(s.dims, 1, "quantile")[0])
+    res: Array = wrap(as_kind(out, kind))
+    if keepdims:
+        lead = 0 if scalar_q else 1
+        for p in reduced:
+            res = expand_dims(res, axis=lead + p)
+    return res
+
+
+def quantile(
+    x: Array,
+    /,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+) -> Array:
+    """The ``q``-th quantiles along ``axis`` (all axes when None), as ``np.quantile`` (a NumPy extra).
+
+    ``q`` a scalar or a 1-D sequence (then the result gains a leading axis of
+    ``len(q)``); every NumPy ``method`` without weights. A slice holding NaN
+    gives NaN (use ``nanquantile`` to skip them). Integers give float64.
+
+    Collectives: a sort along the axis (``xp.sort``: a sample sort over a
+    split axis), then one ``broadcast`` of a result-sized row for each rank
+    read (one or two per quantile). Differentiable where NumPy's is.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[4.0, 1.0, 3.0, 2.0], [8.0, 5.0, 6.0, 7.0]])
+        ...     xp.quantile(a, 0.5, axis=1).numpy(), xp.quantile(a, [0.0, 1.0]).numpy()
+        (array([2.5, 6.5]), array([1., 8.]))
+    """
+    if out is not None:
+        raise ArgumentError("quantile: out= is not supported (arrays are distributed); assign the result")
+    return _quantile(x, q, axis, method, keepdims, weights, "quantile")
+
+
+def nanquantile(
+    x: Array,
+    /,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+) -> Array:
+    """The ``q``-th quantiles of the non-NaN entries along ``axis``, as ``np.nanquantile`` (a NumPy extra).
+
+    Methods ``linear``, ``lower``, ``higher``, ``midpoint``. An all-NaN slice
+    gives NaN. Collectives: a sort along the axis, a (pending) sum of the
+    non-NaN counts, then one masked sum of result size per rank read (the
+    rank differs per slice): allreduces over the axis's mesh axes.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[4.0, xp.nan, 3.0, 2.0], [8.0, 5.0, 6.0, 7.0]])
+        ...     xp.nanquantile(a, 0.5, axis=1).numpy()
+        array([3. , 6.5])
+    """
+    if out is not None:
+        raise ArgumentError("nanquantile: out= is not supported (arrays are distributed); assign the result")
+    return _quantile(x, q, axis, method, keepdims, weights, "nanquantile")
+
+
+def median(
+    x: Array, /, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False
+) -> Array:
+    """The median along ``axis``, as ``np.median`` (``quantile(x, 0.5)``; a NumPy extra)."""
+    if out is not None:
+        raise ArgumentError("median: out= is not supported (arrays are distributed); assign the result")
+    return _quantile(x, 0.5, axis, "linear", keepdims, None, "median")
+
+
+def nanmedian(
+    x: Array, /, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False
+) -> Array:
+    """The median of the non-NaN entries along ``axis``, as ``np.nanmedian`` (``nanquantile(x, 0.5)``)."""
+    if out is not None:
+        raise ArgumentError("nanmedian: out= is not supported (arrays are distributed); assign the result")
+    return _quantile(x, 0.5, axis, "linear", keepdims, None, "nanmedian")
+
+
+__all__ = ["lib", "median", "nanmedian", "nanquantile", "pad", "quantile", "sliding_window_view", "transpose"]

@@ -1,0 +1,122 @@
+"""The checks every reader and writer shares: the file exists, its shape and dtype are the ones expected, the
+optional library is installed; and ``together``, which makes an error on one MPI process an error on all.
+
+Every error is one of ``sa``'s typed errors (a ``ValueError`` or ``TypeError``)
+whose message names the path, the shape and dtype found and what to do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .. import errors as _errors
+from ..checkpoint.procs import Procs
+from ..dtypes import BFLOAT16, SUPPORTED, as_dtype
+from ..errors import ArgumentError, DimensionError, DTypeError, ExistingFileError, MissingFileError, ShardArrayError
+
+T = TypeVar("T")
+
+
+def require(module: str, extra: str, what: str) -> Any:
+    """``import module``, or an ImportError naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(
+            f"{what} needs the {module!r} package, which is not installed ({e}); install it with "
+            f"pip install 'shardarray[{extra}]'"
+        ) from e
+
+
+def existing(path: str | os.PathLike[str], what: str, kind: str) -> Path:
+    """``path`` as a Path, or ArgumentError when nothing is there."""
+    p = Path(path)
+    if not p.exists():
+        near = sorted(q.name for q in p.parent.glob(f"*{p.suffix}"))[:5] if p.parent.is_dir() else []
+        hint = f" ({p.parent} holds {near})" if near else ""
+        raise MissingFileError(f"{what}: no {kind} at {p}{hint}; check the path (write one with its write_ function)")
+    return p
+
+
+def absent(path: Path, overwrite: bool, what: str) -> None:
+    """ExistingFileError (an ArgumentError) when ``path`` exists and ``overwrite`` is False."""
+    if path.exists() and not overwrite:
+        raise ExistingFileError(f"{what}: {path} exists; pass overwrite=True to replace it, or write to a new path")
+
+
+def file_dtype(found: np.dtype, expected: Any, path: Any, shape: tuple[int, ...], what: str) -> np.dtype:
+    """The dtype the shards get for a file of dtype ``found``: a native-order supported dtype, checked against
+    ``expected`` (the user's ``dtype=``). Items of 2 bytes of no type (``'|V2'``) are how NumPy and h5py store
+    bfloat16: read as bfloat16 when ``expected`` says so."""
+    want = None if expected is None else as_dtype(expected)
+    if found.kind == "V" and found.itemsize == 2 and not found.names and want == BFLOAT16:
+        return BFLOAT16
+    native = found.newbyteorder("=") if found.byteorder not in ("=", "|") else found
+    if native.name not in SUPPORTED:
+        hint = (
+            " (np.save, h5py and sa.io store bfloat16 this way: pass dtype='bfloat16')"
+            if found.kind == "V" and found.itemsize == 2
+            else ""
+        )
+        raise DTypeError(
+            f"{what}: {path} holds an array of shape {shape} and dtype {found.str!r}{hint}, which shardarray does "
+            f"not support; shards take one of {SUPPORTED}"
+        )
+    dt = as_dtype(native)
+    if want is not None and want != dt:
+        raise DTypeError(
+            f"{what}: {path} holds an array of dtype {dt.name} (shape {shape}), not the dtype={want.name} expected; "
+            f"pass dtype={dt.name!r} (or leave dtype out) and cast after reading with .astype({want.name!r})"
+        )
+    return dt
+
+
+def file_shape(found: Sequence[int], expected: Any, path: Any, dtype: Any, what: str) -> tuple[int, ...]:
+    """``found`` as a tuple, checked against ``expected`` (the user's ``shape=``)."""
+    shape = tuple(int(n) for n in found)
+    if expected is not None:
+        want = (expected,) if isinstance(expected, int) else tuple(expected)
+        if want != shape:
+            raise DimensionError(
+                f"{what}: {path} holds an array of shape {shape} (dtype {dtype}), not the shape={want} expected; "
+                f"check the path, or pass shape={shape} (or leave shape out)"
+            )
+    return shape
+
+
+def job(mesh: Any) -> Procs:
+    """The processes of ``mesh``'s job: MPI's world under ``comm="mpi"``, else this process alone."""
+    world = getattr(mesh.comm, "world", None) if mesh.comm_kind == "mpi" else None
+    return Procs(world)
+
+
+def together(procs: Procs, step: Callable[[], T], what: str) -> T:
+    """``step()`` on every process of the job, then one small allgather of error messages (a barrier too): an
+    error on any process raises on all of them (the process that failed re-raises its own), so no process waits
+    forever in the next collective. With one process: ``step()`` alone."""
+    if procs.size == 1:
+        return step()
+    result: Any = None
+    failure: BaseException | None = None
+    text = ""
+    try:
+        result = step()
+    except Exception as e:
+        failure = e
+        text = json.dumps([type(e).__name__ if isinstance(e, ShardArrayError) else "ArgumentError", str(e)])
+    said = procs.allgather(text)
+    if failure is not None:
+        raise failure
+    bad = [(r, json.loads(s)) for r, s in enumerate(said) if s]
+    if bad:
+        r, (kind, message) = bad[0]
+        cls = getattr(_errors, kind, ArgumentError)
+        raise cls(f"{what} failed on process {r}: {message}")
+    return result

@@ -1,0 +1,248 @@
+"""Zarr arrays (v3, through zarr-python; the ``[zarr]`` extra): chunk-aligned reads, writes by block.
+
+A device reads its block with one selection of the Zarr array, so zarr-python
+fetches and decodes exactly the chunks that overlap the block (when the
+chunks tile the layout's blocks, only the device's own chunks). ``write_zarr``
+chunks the array by the blocks of ``x``'s layout unless told otherwise, so
+each process writes whole chunks that no other process touches: two
+processes writing parts of one chunk would each read, modify and write the
+whole chunk, and one of the writes would be lost.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError
+from ..layout import Layout
+from ..mesh import AxesSpec, Mesh
+from . import blocks, checks
+
+PathOrStore = str | os.PathLike[str] | Any
+
+
+def _local(path: PathOrStore) -> Path | None:
+    """``path`` as a local Path when it is one (not a zarr store object or a URL)."""
+    if isinstance(path, os.PathLike) or (isinstance(path, str) and "://" not in path):
+        return Path(path)
+    return None
+
+
+def _open(zarr: Any, path: PathOrStore, mode: str, what: str) -> Any:
+    local = _local(path)
+    if local is not None and mode == "r":
+        checks.existing(local, what, "Zarr array")
+    try:
+        return zarr.open_array(store=local if local is not None else path, mode=mode)
+    except (FileNotFoundError, zarr.errors.NodeTypeValidationError, zarr.errors.ArrayNotFoundError) as e:
+        hint = ""
+        try:
+            group = zarr.open_group(store=local if local is not None else path, mode="r")
+            hint = f"; it holds a Zarr group with arrays {sorted(group.array_keys())}: pass the array's path inside it"
+        except Exception:  # only a hint
+            pass
+        raise ArgumentError(f"{what}: no Zarr array at {path} ({e}){hint}") from None
+
+
+def read_zarr(
+    path: PathOrStore,
+    mesh: Mesh | None,
+    layout: Mapping[Any, AxesSpec] | Layout | None = None,
+    *,
+    dims: Sequence[str] | None = None,
+    shape: Sequence[int] | None = None,
+    dtype: Any = None,
+) -> ShardArray:
+    """Read a Zarr array onto ``mesh``: each device reads only the chunks that overlap its block.
+
+    Under MPI (``comm="mpi"``) every process opens the array and reads its own
+    device's block (one selection: zarr-python fetches and decodes the chunks
+    that overlap it, concurrently); on an emulated mesh the process reads each
+    distinct block once (replicas share it). Chunks that tile the layout's
+    blocks (what ``write_zarr`` makes) are read by one device each; other
+    chunkings work too, a chunk that straddles two blocks being read by both.
+    Zarr v2 arrays read as well.
+
+    Collectives: none (under MPI, one allgather of a few bytes that agrees on errors).
+
+    Args:
+        path: the array's directory, or any store zarr-python opens (a URL, a ``zarr.storage`` store).
+        mesh: the mesh (None: the default mesh, ``sa.get_default_mesh()``).
+        layout: ``{dim or axis number: mesh axis | (axes) | None}`` or a ``Layout``.
+            None splits axis ``k`` over mesh axis ``k`` (as ``xp.zeros`` does;
+            named dims the mesh's rules map follow the rules).
+        dims: dim names: a named ``ShardArray``. Without them the result is a
+            positional ``shardarray.array_api`` ``Array`` (dims ``dim0, dim1, ...``).
+        shape: the shape expected (checked, not a reshape).
+        dtype: the dtype expected (checked, not a cast).
+
+    Raises:
+        ImportError: zarr-python is not installed (``pip install 'shardarray[zarr]'``).
+        ArgumentError: no Zarr array at ``path`` (a group: the message lists its arrays).
+        DimensionError: the array's shape is not ``shape``; ``dims`` of the wrong length.
+        DTypeError: the array's dtype is not ``dtype``, or not one shardarray supports.
+
+    Example:
+        >>> import tempfile, os, zarr
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.zarr")
+        >>> z = zarr.create_array(store=path, shape=(6, 4), chunks=(3, 2), dtype="float32")
+        >>> z[:] = np.arange(24, dtype=np.float32).reshape(6, 4)
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.io.read_zarr(path, mesh)          # positional; device (r, c) reads chunk (r, c) only
+        >>> x.layout, x.shards[3]
+        ({'dim0': ('row',), 'dim1': ('col',)}, array([[14., 15.],
+               [18., 19.],
+               [22., 23.]], dtype=float32))
+    """
+    what = "sa.io.read_zarr"
+    zarr = checks.require("zarr", "zarr", what)
+    mesh = blocks.default(mesh, what)
+
+    def open_checked() -> tuple[Any, np.dtype, tuple[int, ...]]:
+        arr = _open(zarr, path, "r", what)
+        found = tuple(arr.shape)
+        dt = checks.file_dtype(np.dtype(arr.dtype), dtype, path, found, what)
+        return arr, dt, checks.file_shape(found, shape, path, np.dtype(arr.dtype).str, what)
+
+    arr, dt, found = checks.together(checks.job(mesh), open_checked, what)
+    lay, positional = blocks.target(mesh, found, dims, layout, what)
+
+    def read(bounds: blocks.Bounds) -> np.ndarray:
+        return np.asarray(arr[blocks.slices(bounds)], dtype=dt)
+
+    return blocks.build(mesh, lay, dt, positional, read, what)
+
+
+def _chunks(x: ShardArray, chunks: Any, processes: int, path: Any, what: str) -> tuple[int, ...]:
+    """The chunk shape: ``chunks`` checked (ints >= 1, one per dim; a dict gives some dims and the blocks the
+    rest), or the largest that tiles every block; chunks that do not tile the blocks only from one process."""
+    tiled = blocks.tiling_chunks(x)
+    if chunks is None:
+        return tiled
+    if isinstance(chunks, Mapping):
+        unknown = [d for d in chunks if d not in x.dims]
+        if unknown:
+            raise DimensionError(f"{what}: chunks={dict(chunks)} names {unknown}, not dims of the array {x.sizes}")
+        given = tuple(chunks.get(d, c) for d, c in zip(x.dims, tiled))
+    else:
+        given = (chunks,) * x.ndim if isinstance(chunks, int) else tuple(chunks)
+    if len(given) != x.ndim or not all(
+        isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1 for c in given
+    ):
+        raise DimensionError(
+            f"{what}: chunks={chunks!r} for the array {x.sizes}: give one integer >= 1 per dim ({x.ndim}), a dict "
+            f"{{dim: size}}, or None for the blocks of the layout ({tiled})"
+        )
+    given = tuple(int(c) for c in given)
+    bad = blocks.untiled(x, given)
+    if bad is not None and processes > 1:
+        k, start, c = bad
+        raise LayoutError(
+            f"{what}: {path}: chunks {given} do not tile the blocks of the array {x.sizes} with layout "
+            f"{x.layout} on mesh {x.mesh}: a block of dim {x.dims[k]!r} starts at {start}, inside a chunk of "
+            f"{c}. Under MPI each process writes its own blocks, and two processes writing parts of one chunk "
+            f"each rewrite the whole chunk, so one's data is lost. Pass chunks=None (the blocks: {tiled}), chunks "
+            f"that divide them, or write from one process (an emulated mesh)"
+        )
+    return given
+
+
+def write_zarr(
+    path: PathOrStore,
+    x: ShardArray,
+    chunks: Sequence[int] | Mapping[str, int] | int | None = None,
+    *,
+    overwrite: bool = False,
+) -> Any:
+    """Write ``x`` as a Zarr v3 array, by block: each process writes whole chunks of the blocks it owns.
+
+    Process 0 writes the array's metadata (named arrays record their dims as
+    Zarr's ``dimension_names``), then each distinct block is written once, by
+    the process of the lowest device that holds it (replicas are not written
+    twice). By default the chunks are the blocks of ``x``'s layout (for a dim
+    split over several mesh axes with uneven blocks, the largest size that
+    tiles them), so no two processes touch one chunk. Under MPI every process
+    must call ``write_zarr`` with the same path, on a shared file system.
+
+    Collectives: a pending sum is resolved first (an allreduce); otherwise no array data moves
+    (under MPI, two allgathers of a few bytes that agree on errors and act as barriers).
+
+    Args:
+        path: the array's directory, or a zarr-python store.
+        x: the array (named or positional).
+        chunks: the chunk shape: one int per dim, one int for every dim, a dict
+            ``{dim: size}`` (other dims: their block size), or None (the blocks).
+            Under MPI they must tile the blocks.
+        overwrite: replace an existing array.
+
+    Returns:
+        The written ``zarr.Array``.
+
+    Raises:
+        ImportError: zarr-python is not installed (``pip install 'shardarray[zarr]'``).
+        LayoutError: under MPI, chunks that do not tile the blocks (the message says why).
+        ArgumentError: an array exists at ``path`` and ``overwrite`` is False.
+        DTypeError: a dtype Zarr cannot store (bfloat16).
+        BackendError: ``x`` lives on the meta backend (no values).
+
+    Example:
+        >>> import tempfile, os, zarr
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(20.0).reshape(5, 4), dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+        >>> z = sa.io.write_zarr(os.path.join(tempfile.mkdtemp(), "x.zarr"), x)
+        >>> z.chunks, z.metadata.dimension_names          # one chunk per block
+        ((3, 2), ('a', 'b'))
+        >>> z[4]
+        array([16., 17., 18., 19.])
+    """
+    what = "sa.io.write_zarr"
+    zarr = checks.require("zarr", "zarr", what)
+    x = blocks.writable(x, what)
+    procs = checks.job(x.mesh)
+    grid = _chunks(x, chunks, procs.size, path, what)
+    local = _local(path)
+    store = local if local is not None else path
+
+    def create() -> None:
+        if procs.rank != 0:
+            return
+        if local is not None:
+            checks.absent(local, overwrite, what)
+        try:
+            zarr.create_array(
+                store=store,
+                shape=x.shape,
+                chunks=grid,
+                dtype=x.dtype,
+                dimension_names=None if x.positional else x.dims,
+                overwrite=overwrite,
+            )
+        except zarr.errors.ContainsArrayError:
+            raise ArgumentError(
+                f"{what}: an array exists at {path}; pass overwrite=True to replace it, or write to a new path"
+            ) from None
+        except ValueError as e:
+            if "data type" in str(e):
+                raise DTypeError(
+                    f"{what}: {path}: Zarr cannot store dtype {x.dtype.name} ({e}); cast first, e.g. "
+                    f"x.astype('float32'), or write .npy (sa.io.write_npy keeps bfloat16)"
+                ) from None
+            raise
+
+    def fill() -> Any:
+        arr = zarr.open_array(store=store, mode="r+")
+        for b, host in blocks.my_blocks(x, procs.rank):
+            arr[b.slices()] = host
+        return arr
+
+    checks.together(procs, create, what)
+    return checks.together(procs, fill, what)
+
+
+__all__ = ["read_zarr", "write_zarr"]

@@ -1,0 +1,87 @@
+"""What both dispatches share: the ufunc names, the table of hooks, values in messages, operand checks.
+
+``HOOKS.lookup(name)`` finds ``sa.<name>`` (the package fills it when it has
+imported everything: the top-level namespace sits above this module).
+``UFUNC_ALIASES`` maps NumPy's ufunc names to the array API standard's
+spelling, which both ``sa`` and ``shardarray.array_api`` use.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..array import OpTable, ShardArray
+from ..errors import DTypeError
+
+#: ``lookup`` (the top-level ``shardarray`` function of a name, or None): filled in by the package
+HOOKS = OpTable()
+
+# NumPy ufunc name -> the standard's name (``sa`` and ``xp`` spell them so) where they differ
+UFUNC_ALIASES: dict[str, str] = {
+    "absolute": "abs",
+    "true_divide": "divide",
+    "conjugate": "conj",
+    "power": "pow",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
+    "invert": "bitwise_invert",
+    "bitwise_not": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "rint": "round",
+    "mod": "remainder",
+}
+
+
+def short(value: Any) -> str:
+    """A value for an error message: arrays by type and shape, others by a repr cut to 60 characters."""
+    if isinstance(value, (np.ndarray, ShardArray)):
+        return f"<{type(value).__name__} of shape {value.shape}>"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def same(a: Any, b: Any) -> bool:
+    """``a == b`` for plain values of one type (False for arrays or values that refuse to compare)."""
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:
+        return False
+
+
+def foreign(values: Any) -> bool:
+    """Whether an operand is an array type shardarray does not handle (a CuPy array, a duck array, ...)."""
+    for a in values:
+        if isinstance(a, (ShardArray, np.ndarray, numbers.Number, np.generic, str, type(None))):
+            continue
+        if hasattr(a, "__array_ufunc__") or hasattr(a, "__array_function__"):
+            return True
+    return False
+
+
+def mixing_error(what: str, a: np.ndarray, i: int | str, ref: Any) -> DTypeError:
+    """The error for a NumPy array operand next to a shardarray array, naming the explicit conversion.
+
+    A positional ``ref`` (``shardarray.array_api.Array``) points to ``xp.asarray(array, device=x.device)``;
+    a named one to ``sa.asarray(array, dims=(...), mesh=x.mesh)``. Either way the other direction,
+    ``np.asarray(x)``, is the explicit gather.
+    """
+    if getattr(ref, "positional", False):
+        fix = "Convert it with xp.asarray(array, device=x.device) (import shardarray.array_api as xp)"
+        kind = "an Array"
+    else:
+        fix = "Wrap it with sa.asarray(array, dims=(...), mesh=x.mesh), naming its dims"
+        kind = "ShardArrays"
+    return DTypeError(
+        f"{what}: operand {i} is a NumPy array of shape {a.shape}; NumPy arrays do not mix with {kind} implicitly "
+        f"(that would copy host data onto the mesh, or gather the distributed array). {fix}, or gather the "
+        f"distributed array explicitly with np.asarray(x)"
+    )

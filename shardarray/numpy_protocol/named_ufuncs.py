@@ -1,0 +1,180 @@
+"""NumPy ufuncs on named ShardArrays: ``np.exp(x)`` is ``sa.exp(x)``, ``np.add.reduce(x, axis=0)`` is ``sa.sum``.
+
+A ufunc maps by its name to the ``shardarray`` function of that name (or its
+standard spelling, ``common.UFUNC_ALIASES``), else to the ShardArray operator
+(``np.add`` -> ``x + y``). ``reduce`` of ``add``/``multiply``/``maximum``/
+``minimum``/``logical_and``/``logical_or`` is ``sa.sum``/``prod``/``max``/``min``/
+``all``/``any``; ``accumulate`` of ``add``/``multiply`` is ``sa.cumsum``/``cumprod``
+(shardarray has no running maximum, so ``np.maximum.accumulate`` raises NumPy's
+TypeError). Positional axes are dims: axis ``k`` of ``x`` is ``x.dims[k]``.
+
+Example:
+    >>> mesh = sa.Mesh({"row": 2, "col": 2})
+    >>> x = sa.asarray(np.arange(8.0).reshape(4, 2), dims=("batch", "io"), mesh=mesh, layout={"batch": "row"})
+    >>> np.add.reduce(x, axis=0).dims, np.asarray(np.add.accumulate(x, axis=1))[0]
+    (('io',), array([0., 1.]))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..core.common import dims_arg
+from ..errors import ArgumentError, DTypeError
+from ..ops.manipulation.structure import astype
+from .common import HOOKS, UFUNC_ALIASES, foreign, mixing_error, same, short
+
+# NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
+UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
+    "add": ("__add__", "__radd__"),
+    "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"),
+    "divide": ("__truediv__", "__rtruediv__"),
+    "true_divide": ("__truediv__", "__rtruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__"),
+    "remainder": ("__mod__", "__rmod__"),
+    "power": ("__pow__", "__rpow__"),
+    "matmul": ("__matmul__", "__rmatmul__"),
+    "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"),
+    "bitwise_xor": ("__xor__", "__rxor__"),
+    "left_shift": ("__lshift__", "__rlshift__"),
+    "right_shift": ("__rshift__", "__rrshift__"),
+    "greater": ("__gt__", "__lt__"),
+    "greater_equal": ("__ge__", "__le__"),
+    "less": ("__lt__", "__gt__"),
+    "less_equal": ("__le__", "__ge__"),
+    "equal": ("__eq__", "__eq__"),
+    "not_equal": ("__ne__", "__ne__"),
+    "negative": ("__neg__", None),
+    "positive": ("__pos__", None),
+    "absolute": ("__abs__", None),
+    "invert": ("__invert__", None),
+}
+
+# ufunc.reduce -> the shardarray reduction
+UFUNC_REDUCTIONS: dict[str, str] = {
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_and": "all",
+    "logical_or": "any",
+}
+# ufunc.accumulate -> the shardarray scan (only those that exist: no running maximum/minimum)
+UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod"}
+
+_NEUTRAL: dict[str, Any] = {
+    "where": True,
+    "casting": "same_kind",
+    "order": "K",
+    "subok": True,
+    "signature": None,
+    "axis": None,
+    "keepdims": False,
+    "initial": np._NoValue,
+}
+
+
+def _operand(a: Any, what: str, i: int, ref: Any) -> Any:
+    """A ufunc operand as shardarray takes it: 0-d NumPy arrays become scalars; other NumPy arrays are refused."""
+    if isinstance(a, np.ndarray):
+        if a.ndim == 0:
+            return a[()]
+        raise mixing_error(what, a, i, ref)
+    return a
+
+
+def check_ufunc_kwargs(what: str, kwargs: dict[str, Any]) -> Any:
+    """Refuse ``out=`` and other keywords shardarray does not honour; returns ``dtype`` (or None)."""
+    out = kwargs.pop("out", None)
+    if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
+        raise DTypeError(
+            f"{what}: out= is not supported on named ShardArrays (they are immutable); use the returned array, "
+            f"e.g. y = {what}(x) instead of {what}(x, out=y)"
+        )
+    dtype = kwargs.pop("dtype", None)
+    for key, value in kwargs.items():
+        if key in _NEUTRAL and (value is _NEUTRAL[key] or same(value, _NEUTRAL[key])):
+            continue
+        raise ArgumentError(
+            f"{what}: the keyword {key}={short(value)} is not supported on ShardArrays; call it without {key}= "
+            f"(or gather explicitly with np.asarray(x) and use NumPy)"
+        )
+    return dtype
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """``ShardArray.__array_ufunc__``: the ufunc as a shardarray op, or NotImplemented (NumPy raises TypeError)."""
+    name = ufunc.__name__
+    what = f"np.{name}" if method == "__call__" else f"np.{name}.{method}"
+    if foreign(inputs):
+        return NotImplemented
+    ref = next((a for a in inputs if isinstance(a, ShardArray)), None)
+    if method == "__call__":
+        fn = HOOKS.lookup(name) or (HOOKS.lookup(UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
+        if fn is None and name not in UFUNC_OPERATORS:
+            return NotImplemented
+        dtype = check_ufunc_kwargs(what, dict(kwargs))
+        args = [_operand(a, what, i, ref) for i, a in enumerate(inputs)]
+        if dtype is not None:
+            args = [astype(a, dtype) if isinstance(a, ShardArray) else a for a in args]
+        if fn is not None:
+            return fn(*args)
+        return _by_operator(name, args)
+    if method in ("reduce", "accumulate"):
+        table = UFUNC_REDUCTIONS if method == "reduce" else UFUNC_ACCUMULATIONS
+        fn = HOOKS.lookup(table[name]) if name in table else None
+        if fn is None or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
+            return NotImplemented
+        kw = dict(kwargs)
+        axis = kw.pop("axis", 0)
+        dtype = check_ufunc_kwargs(what, kw)
+        x = inputs[0] if dtype is None else astype(inputs[0], dtype)
+        if method == "accumulate":
+            return fn(x, one_dim(x, axis, what))
+        return fn(x, dims_of(x, axis, what))
+    return NotImplemented
+
+
+def _by_operator(name: str, args: list[Any]) -> Any:
+    method, reflected = UFUNC_OPERATORS[name]
+    if len(args) == 1:
+        fn = getattr(type(args[0]), method, None)
+        return NotImplemented if fn is None else fn(args[0])
+    x, y = args
+    if isinstance(x, ShardArray) and hasattr(ShardArray, method):
+        out = getattr(x, method)(y)
+        if out is not NotImplemented:
+            return out
+    if isinstance(y, ShardArray) and reflected is not None and hasattr(ShardArray, reflected):
+        return getattr(y, reflected)(x)
+    return NotImplemented
+
+
+# ------------------------------------------------------------------ axes -> dims
+
+
+def dims_of(x: ShardArray, axis: Any, what: str) -> tuple[str, ...] | None:
+    """NumPy's ``axis`` (None, an int or a tuple of ints) as dim names of ``x`` (None: every dim)."""
+    if axis is None:
+        return None
+    return dims_arg(x, axis, what)
+
+
+def one_dim(x: ShardArray, axis: Any, what: str) -> str:
+    """One dim for an op along a single axis; ``axis=None`` (NumPy: flatten first) only for a 1-d array."""
+    if axis is None:
+        if x.ndim == 1:
+            return x.dims[0]
+        raise ArgumentError(
+            f"{what}: axis=None flattens the array in NumPy, which a named array with dims {x.dims} "
+            f"({x.sizes}) does not do implicitly; give axis= (0..{x.ndim - 1}) or a dim name, or merge the dims "
+            f"first with x.merge_dims({x.dims}, 'flat') (positional arrays, shardarray.array_api, flatten as NumPy)"
+        )
+    if isinstance(axis, (tuple, list)):
+        raise ArgumentError(f"{what}: axis must be one axis here; got {axis!r}. The array's dims are {x.dims}")
+    return dims_arg(x, axis, what)[0]

@@ -1,0 +1,139 @@
+"""NumPy's ``ndarray`` methods for positional arrays: ``x.argmax(axis=1)``, ``x.max(axis=0, keepdims=True)``, ...
+
+Each method is the NumPy function of the same name applied to the array
+(``x.argmax(axis=1)`` is ``np.argmax(x, axis=1)``), so it dispatches through
+``positional_functions`` with NumPy's semantics and the namespace's
+distributed algorithms; ``shardarray.array_api.Array`` takes them as its
+methods. A dim name where NumPy takes an axis (``x.sum("dim0")``, or the named
+API's ``dims=``) is accepted too, for code written against named arrays.
+NumPy's in-place methods (``x.sort()``, ``x.fill(v)``) write into the array
+(``x[...] = ...``), as NumPy does; ``x.tolist()`` is an explicit gather, as
+``np.asarray(x)`` is.
+
+Example:
+    >>> import shardarray.array_api as xp
+    >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+    ...     x = xp.asarray([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+    >>> x.argmax(axis=1).tolist(), x.max(axis=1, keepdims=True).shape, x.reshape(3, 2).shape
+    ([1, 2], (2, 1), (3, 2))
+    >>> x.sort(axis=1); x.tolist()
+    [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import DimensionError
+from .positional_args import refuse, signature
+
+#: NumPy ndarray methods that are the NumPy function of the same name applied to the array
+FUNCTION_METHODS: tuple[str, ...] = (
+    *("argmax", "argmin", "max", "min", "sum", "mean", "prod", "std", "var", "all", "any", "cumsum", "cumprod"),
+    *("clip", "round", "repeat", "take", "nonzero", "searchsorted", "diagonal", "trace", "swapaxes", "argsort"),
+    *("dot", "ravel", "squeeze", "copy", "conj", "conjugate"),
+)
+
+
+def _axis(x: ShardArray, value: Any) -> Any:
+    """An ``axis`` value with dim names (the named API's spelling) turned into positions."""
+    if isinstance(value, str):
+        if value not in x.dims:
+            raise DimensionError(f"{value!r} is not a dim of the array; its dims are {x.dims}")
+        return x.dims.index(value)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, str) for v in value):
+        return tuple(_axis(x, v) for v in value)
+    return value
+
+
+def numpy_method(name: str) -> Callable[..., Any]:
+    """``x.<name>(*args, **kwargs)`` as ``np.<name>(x, *args, **kwargs)`` (dim names accepted as axes)."""
+    func = getattr(np, name)
+    params = list(signature(func).parameters)
+    at = params.index("axis") - 1 if "axis" in params else None
+
+    def method(self: ShardArray, *args: Any, **kwargs: Any) -> Any:
+        if "dims" in kwargs and "axis" not in kwargs:
+            kwargs["axis"] = kwargs.pop("dims")
+        if at is not None and len(args) > at:
+            args = (*args[:at], _axis(self, args[at]), *args[at + 1 :])
+        elif "axis" in kwargs:
+            kwargs["axis"] = _axis(self, kwargs["axis"])
+        return func(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"NumPy's ``ndarray.{name}``: ``np.{name}(x, ...)`` with NumPy's semantics on the positional array "
+        f"(see ``shardarray.numpy_protocol``); a dim name is accepted where NumPy takes an axis."
+    )
+    try:
+        sig = signature(func)
+        first, *rest = sig.parameters.values()
+        method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[first.replace(name="self"), *rest], return_annotation=inspect.Signature.empty
+        )
+    except (TypeError, ValueError):  # pragma: no cover - NumPy's functions have signatures
+        pass
+    return method
+
+
+def reshape(self: ShardArray, *shape: Any, order: str = "C", copy: bool | None = None) -> Any:
+    """NumPy's ``x.reshape(2, 3)`` or ``x.reshape((2, 3))`` (``np.reshape``: a distributed reshape)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return np.reshape(self, tuple(operator.index(n) for n in shape), order=order, copy=copy)  # type: ignore[call-overload]
+
+
+def astype(
+    self: ShardArray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+) -> Any:
+    """NumPy's ``x.astype(dtype)``: a cast copy (``copy=False`` returns the array itself when the dtype matches)."""
+    if order not in ("K", "C", "A"):
+        raise refuse("x.astype", "order", order)
+    return np.astype(self, dtype, copy=copy)  # type: ignore[call-overload]
+
+
+def flatten(self: ShardArray, order: str = "C") -> Any:
+    """NumPy's ``x.flatten()``: the array as 1-D (a new array, as ``np.ravel``)."""
+    return np.ravel(self, order=order)  # type: ignore[call-overload]
+
+
+def transpose(self: ShardArray, *axes: Any) -> Any:
+    """NumPy's ``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``; dim names (the named
+    API's ``x.transpose("io", "batch")``) reorder by name."""
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    if axes and all(isinstance(a, str) for a in axes):
+        return ShardArray.transpose(self, *axes)
+    return np.transpose(self, tuple(_axis(self, a) for a in axes) if axes else None)
+
+
+def sort(self: ShardArray, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+    """NumPy's ``x.sort(axis=-1)``: sorts in place (the sorted array written into ``x``)."""
+    self[...] = np.sort(self, axis=_axis(self, axis), kind=kind, order=order, stable=stable)
+
+
+def fill(self: ShardArray, value: Any) -> None:
+    """NumPy's ``x.fill(value)``: every element set to ``value``, in place."""
+    self[...] = value
+
+
+def tolist(self: ShardArray) -> Any:
+    """NumPy's ``x.tolist()``: nested Python lists of the values (an explicit gather, as ``np.asarray(x)``)."""
+    return self.numpy().tolist()
+
+
+def real(self: ShardArray) -> Any:
+    """NumPy's ``x.real``: the real part (the array itself for a real dtype, as NumPy's view)."""
+    return np.real(self) if np.dtype(self.dtype).kind == "c" else self
+
+
+def imag(self: ShardArray) -> Any:
+    """NumPy's ``x.imag``: the imaginary part (zeros of the array's dtype for a real dtype)."""
+    return np.imag(self) if np.dtype(self.dtype).kind == "c" else np.zeros_like(self)

@@ -1,0 +1,515 @@
+"""NumPy functions without a same-named counterpart, composed from the namespace's functions.
+
+Each handler takes ``(xp, what, *numpy_args, **numpy_kwargs)`` with NumPy's
+signature and builds the result from ``xp`` functions only (their collectives
+are the call's; nothing is gathered). Where NumPy's semantics need a choice
+for distributed arrays, the choice is an experienced NumPy user's:
+
+* ``np.allclose``, ``np.array_equal`` and ``np.array_equiv`` return a Python
+  bool as NumPy does: the one value read is a replicated 0-d reduction, not a
+  gather of the arrays;
+* ``np.shape``, ``np.ndim`` and ``np.size`` read metadata only;
+* ``np.dot`` of arrays of at most 2 dims is ``xp.matmul``, above that
+  ``xp.tensordot`` over (last axis of ``a``, second-to-last of ``b``), NumPy's
+  definition;
+* ``np.unique`` (no ``axis``) is ``xp.unique_values``/``xp.unique_all``: sorted
+  values; each NaN is distinct (NumPy's ``equal_nan=False``);
+* ``np.round(x, decimals)`` scales by ``10**decimals`` and rounds half to even,
+  as NumPy does (so the same floating-point results).
+
+Example:
+    >>> import shardarray.array_api as xp
+    >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+    ...     a = xp.asarray([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> np.vstack([a, a]).shape, np.asarray(np.dot(a, a.T))[0], np.allclose(a, a + 1e-9)
+    ((6, 2), array([ 5., 11., 17.]), True)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError, DTypeError
+from .common import mixing_error, short
+from .named_functions import einsum_by_letters
+from .positional_args import axes_of, host_value, is_neutral, refuse, write_out
+
+#: (NumPy submodule, NumPy name) -> handler(xp, what, *args, **kwargs)
+COMPOSED: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def composed(*names: str, space: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a handler for ``np[.space].<name>`` for each of ``names``."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in names:
+            COMPOSED[(space, name)] = fn
+        return fn
+
+    return register
+
+
+def _array(xp: Any, what: str, value: Any, i: int | str, ref: Any) -> ShardArray:
+    """An operand as an array of the namespace: arrays as they are, Python/NumPy scalars as 0-d arrays."""
+    value = host_value(what, value, i, ref)
+    if isinstance(value, ShardArray):
+        return value
+    if isinstance(value, (bool, int, float, complex)):
+        return xp.asarray(value, device=ref.mesh)
+    if isinstance(value, (list, tuple)):
+        raise mixing_error(what, np.asarray(value), i, ref)
+    raise DTypeError(f"{what}: operand {i} must be an array or a scalar; got {short(value)}")
+
+
+def _ref(*values: Any) -> Any:
+    """The first distributed array among ``values`` (searching one level into sequences)."""
+    for v in values:
+        if isinstance(v, ShardArray):
+            return v
+        if isinstance(v, (list, tuple)):
+            found = _ref(*v)
+            if found is not None:
+                return found
+    return None
+
+
+def _arrays(xp: Any, what: str, values: Sequence[Any]) -> list[ShardArray]:
+    ref = _ref(*values)
+    return [_array(xp, what, v, i, ref) for i, v in enumerate(values)]
+
+
+def _no_kwargs(what: str, **kwargs: Any) -> None:
+    for key, value in kwargs.items():
+        if not is_neutral(key, value):
+            raise refuse(what, key, value)
+
+
+# ------------------------------------------------------------------ metadata and shape
+
+
+@composed("shape")
+def _shape(xp: Any, what: str, a: Any) -> tuple[int, ...]:
+    return tuple(a.shape)
+
+
+@composed("ndim")
+def _ndim(xp: Any, what: str, a: Any) -> int:
+    return int(a.ndim)
+
+
+@composed("size")
+def _size(xp: Any, what: str, a: Any, axis: Any = None) -> int:
+    return int(a.size) if axis is None else int(a.shape[axes_of(axis, a.ndim, what)[0]])
+
+
+@composed("ravel")
+def _ravel(xp: Any, what: str, a: Any, order: str = "C") -> Any:
+    _no_kwargs(what, order=order)
+    return xp.reshape(a, (-1,))
+
+
+@composed("squeeze")
+def _squeeze(xp: Any, what: str, a: Any, axis: Any = None) -> Any:
+    axes = axes_of(axis, a.ndim, what) if axis is not None else tuple(i for i, n in enumerate(a.shape) if n == 1)
+    return xp.squeeze(a, axis=axes) if axes else a
+
+
+@composed("transpose")
+def _transpose(xp: Any, what: str, a: Any, axes: Any = None) -> Any:
+    perm = tuple(reversed(range(a.ndim))) if axes is None else tuple(operator.index(k) for k in axes)
+    return xp.permute_dims(a, perm)
+
+
+@composed("swapaxes")
+def _swapaxes(xp: Any, what: str, a: Any, axis1: Any, axis2: Any) -> Any:
+    (i,), (j,) = axes_of(axis1, a.ndim, what), axes_of(axis2, a.ndim, what)
+    perm = list(range(a.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return xp.permute_dims(a, tuple(perm))
+
+
+def _at_least(xp: Any, a: ShardArray, n: int) -> ShardArray:
+    """NumPy's ``atleast_{n}d`` of one array: () -> (1,)*n; (k,) -> (1, k[, 1]); (m, k) -> (m, k, 1) for n = 3."""
+    if a.ndim >= n:
+        return a
+    if a.ndim == 0:
+        return xp.reshape(a, (1,) * n)
+    if a.ndim == 1:
+        return xp.reshape(a, (1, a.shape[0]) if n == 2 else (1, a.shape[0], 1))
+    return xp.reshape(a, (*a.shape, 1))
+
+
+def _at_least_nd(n: int) -> Callable[..., Any]:
+    def handler(xp: Any, what: str, *arys: Any) -> Any:
+        out = [_at_least(xp, a, n) for a in _arrays(xp, what, arys)]
+        return out[0] if len(out) == 1 else tuple(out)
+
+    return handler
+
+
+for _n in (1, 2, 3):
+    COMPOSED[("", f"atleast_{_n}d")] = _at_least_nd(_n)
+
+
+# ------------------------------------------------------------------ joining and splitting
+
+
+def _stacker(n: int, axis: Callable[[list[ShardArray]], int]) -> Callable[..., Any]:
+    def handler(xp: Any, what: str, tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+        _no_kwargs(what, casting=casting)
+        arrays = [_at_least(xp, a, n) for a in _arrays(xp, what, list(tup))]
+        if dtype is not None:
+            arrays = [xp.astype(a, dtype) for a in arrays]
+        return xp.concat(arrays, axis=axis(arrays))
+
+    return handler
+
+
+COMPOSED[("", "vstack")] = _stacker(2, lambda arrays: 0)
+COMPOSED[("", "hstack")] = _stacker(1, lambda arrays: 0 if arrays[0].ndim == 1 else 1)
+COMPOSED[("", "dstack")] = _stacker(3, lambda arrays: 2)
+
+
+@composed("meshgrid")
+def _meshgrid(xp: Any, what: str, *xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Any:
+    _no_kwargs(what, copy=copy, sparse=sparse)
+    return tuple(xp.meshgrid(*(xp.reshape(a, (-1,)) for a in _arrays(xp, what, xi)), indexing=indexing))
+
+
+@composed("column_stack")
+def _column_stack(xp: Any, what: str, tup: Any) -> Any:
+    arrays = [xp.reshape(a, (-1, 1)) if a.ndim < 2 else a for a in _arrays(xp, what, list(tup))]
+    return xp.concat(arrays, axis=1)
+
+
+@composed("append")
+def _append(xp: Any, what: str, arr: Any, values: Any, axis: Any = None) -> Any:
+    a, v = _arrays(xp, what, [arr, values])
+    if axis is None:
+        return xp.concat([xp.reshape(a, (-1,)), xp.reshape(v, (-1,))], axis=0)
+    return xp.concat([a, v], axis=axis)
+
+
+def _splitter(equal: bool, default_axis: Callable[[ShardArray], int] | None = None) -> Callable[..., Any]:
+    def handler(xp: Any, what: str, ary: Any, indices_or_sections: Any, axis: Any = 0) -> list[Any]:
+        a = ary
+        if default_axis is not None:
+            axis = default_axis(a)
+        (k,) = axes_of(axis, a.ndim, what)
+        n = a.shape[k]
+        if isinstance(indices_or_sections, (int, np.integer)):
+            sections = int(indices_or_sections)
+            if sections <= 0:
+                raise ArgumentError(f"{what}: the number of sections must be larger than 0; got {sections}")
+            if equal and n % sections:
+                raise ArgumentError(f"{what}: array split does not result in an equal division ({n} by {sections})")
+            each, extra = divmod(n, sections)
+            sizes = [each + 1] * extra + [each] * (sections - extra)
+            bounds = [0, *np.cumsum(sizes).tolist()]
+        else:
+            bounds = [0, *(min(max(int(i), 0), n) for i in indices_or_sections), n]
+        lead = (slice(None),) * k
+        return [a[lead + (slice(s, max(s, e)),)] for s, e in itertools.pairwise(bounds)]
+
+    return handler
+
+
+def _need(ndim: int, axis: int, name: str) -> Callable[[ShardArray], int]:
+    def pick(a: ShardArray) -> int:
+        if a.ndim < ndim:
+            raise DimensionError(f"np.{name} only works on arrays of {ndim} or more dimensions; got shape {a.shape}")
+        return axis
+
+    return pick
+
+
+COMPOSED[("", "split")] = _splitter(True)
+COMPOSED[("", "array_split")] = _splitter(False)
+COMPOSED[("", "hsplit")] = _splitter(True, lambda a: _need(1, 1 if a.ndim > 1 else 0, "hsplit")(a))
+COMPOSED[("", "vsplit")] = _splitter(True, _need(2, 0, "vsplit"))
+COMPOSED[("", "dsplit")] = _splitter(True, _need(3, 2, "dsplit"))
+
+
+@composed("fliplr")
+def _fliplr(xp: Any, what: str, m: Any) -> Any:
+    return xp.flip(m, axis=_need(2, 1, "fliplr")(m))
+
+
+@composed("flipud")
+def _flipud(xp: Any, what: str, m: Any) -> Any:
+    return xp.flip(m, axis=_need(1, 0, "flipud")(m))
+
+
+# ------------------------------------------------------------------ products
+
+
+@composed("dot")
+def _dot(xp: Any, what: str, a: Any, b: Any, out: Any = None) -> Any:
+    x, y = _arrays(xp, what, [a, b])
+    if x.ndim == 0 or y.ndim == 0:
+        result = xp.multiply(x, y)
+    elif x.ndim <= 2 and y.ndim <= 2:
+        result = xp.matmul(x, y)
+    else:
+        result = xp.tensordot(x, y, axes=([x.ndim - 1], [max(y.ndim - 2, 0)]))
+    return write_out(out, result, what)
+
+
+@composed("vdot")
+def _vdot(xp: Any, what: str, a: Any, b: Any) -> Any:
+    x, y = (xp.reshape(v, (-1,)) for v in _arrays(xp, what, [a, b]))
+    if np.dtype(x.dtype).kind == "c":
+        x = xp.conj(x)
+    return xp.sum(x * y)
+
+
+@composed("inner")
+def _inner(xp: Any, what: str, a: Any, b: Any) -> Any:
+    x, y = _arrays(xp, what, [a, b])
+    if x.ndim == 0 or y.ndim == 0:
+        return xp.multiply(x, y)
+    return xp.tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 1]))
+
+
+@composed("outer")
+def _outer(xp: Any, what: str, a: Any, b: Any, out: Any = None) -> Any:
+    x, y = _arrays(xp, what, [a, b])
+    return write_out(out, xp.multiply(xp.reshape(x, (-1, 1)), xp.reshape(y, (1, -1))), what)
+
+
+@composed("multi_dot", space="linalg")
+def _multi_dot(xp: Any, what: str, arrays: Any, *, out: Any = None) -> Any:
+    return write_out(out, functools.reduce(xp.matmul, _arrays(xp, what, list(arrays))), what)
+
+
+@composed("einsum")
+def _einsum(xp: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
+    return einsum_by_letters(None, what, *operands, **kwargs)
+
+
+@composed("trace")
+def _trace(
+    xp: Any, what: str, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
+) -> Any:
+    moved = _to_end(xp, a, axis1, axis2, what)
+    return write_out(out, xp.linalg.trace(moved, offset=offset, dtype=dtype), what)
+
+
+@composed("diagonal")
+def _diagonal(xp: Any, what: str, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return xp.linalg.diagonal(_to_end(xp, a, axis1, axis2, what), offset=offset)
+
+
+def _to_end(xp: Any, a: ShardArray, axis1: Any, axis2: Any, what: str) -> Any:
+    """``a`` with ``axis1`` and ``axis2`` moved to the end (in that order)."""
+    (i,), (j,) = axes_of(axis1, a.ndim, what), axes_of(axis2, a.ndim, what)
+    if i == j:
+        raise DimensionError(f"{what}: axis1 and axis2 cannot be the same axis ({i})")
+    perm = (*(k for k in range(a.ndim) if k not in (i, j)), i, j)
+    return a if perm == tuple(range(a.ndim)) else xp.permute_dims(a, perm)
+
+
+@composed("cross")
+def _cross(
+    xp: Any, what: str, a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None
+) -> Any:
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    x, y = _arrays(xp, what, [a, b])
+    if x.ndim == 0 or y.ndim == 0 or x.shape[axisa] != 3 or y.shape[axisb] != 3:
+        return NotImplemented  # 2-vectors (NumPy's z component) have no counterpart
+    result = xp.linalg.cross(xp.moveaxis(x, axisa, -1), xp.moveaxis(y, axisb, -1), axis=-1)
+    return xp.moveaxis(result, -1, axisc) if result.ndim > 1 else result
+
+
+# ------------------------------------------------------------------ comparisons
+
+
+@composed("isclose")
+def _isclose(
+    xp: Any, what: str, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
+    x, y = _arrays(xp, what, [a, b])
+    x, y = (v if np.dtype(v.dtype).kind in "fc" else xp.astype(v, xp.float64) for v in (x, y))
+    result = xp.logical_or(
+        xp.logical_and(xp.less_equal(xp.abs(x - y), atol + rtol * xp.abs(y)), xp.isfinite(y)), xp.equal(x, y)
+    )
+    if equal_nan:
+        result = xp.logical_or(result, xp.logical_and(xp.isnan(x), xp.isnan(y)))
+    return result
+
+
+@composed("allclose")
+def _allclose(
+    xp: Any, what: str, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> bool:
+    return bool(xp.all(_isclose(xp, what, a, b, rtol, atol, equal_nan)))
+
+
+@composed("array_equal")
+def _array_equal(xp: Any, what: str, a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    x, y = _arrays(xp, what, [a1, a2])
+    if x.shape != y.shape:
+        return False
+    same = xp.equal(x, y)
+    if equal_nan and np.dtype(x.dtype).kind in "fc" and np.dtype(y.dtype).kind in "fc":
+        same = xp.logical_or(same, xp.logical_and(xp.isnan(x), xp.isnan(y)))
+    return bool(xp.all(same))
+
+
+@composed("array_equiv")
+def _array_equiv(xp: Any, what: str, a1: Any, a2: Any) -> bool:
+    x, y = _arrays(xp, what, [a1, a2])
+    try:
+        np.broadcast_shapes(x.shape, y.shape)  # shapes only
+    except ValueError:
+        return False
+    return bool(xp.all(xp.equal(x, y)))
+
+
+# ------------------------------------------------------------------ elementwise and reductions
+
+
+@composed("round", "around")
+def _round(xp: Any, what: str, a: Any, decimals: int = 0, out: Any = None) -> Any:
+    d = operator.index(decimals)
+    if d == 0:
+        result = xp.round(a)
+    elif np.dtype(a.dtype).kind in "iub" and d > 0:
+        result = xp.astype(a, a.dtype, copy=True)
+    else:
+        scale = 10.0 ** abs(d)
+        result = xp.round(a * scale) / scale if d > 0 else xp.round(a / scale) * scale
+        if np.dtype(a.dtype).kind in "iu":
+            result = xp.astype(result, a.dtype)
+    return write_out(out, result, what)
+
+
+@composed("where")
+def _where(xp: Any, what: str, condition: Any, x: Any = None, y: Any = None) -> Any:
+    if x is None and y is None:
+        return xp.nonzero(condition)
+    if x is None or y is None:
+        raise ArgumentError(f"{what}: give either the condition alone or the condition, x and y")
+    ref = _ref(condition, x, y)
+    return xp.where(*(host_value(what, v, i, ref) for i, v in enumerate((condition, x, y))))
+
+
+@composed("argwhere")
+def _argwhere(xp: Any, what: str, a: Any) -> Any:
+    if a.ndim == 0:
+        return NotImplemented  # NumPy's 0-d special case (a (1, 0) or (0, 0) array) has no counterpart
+    return xp.stack(list(xp.nonzero(a)), axis=1)
+
+
+@composed("flatnonzero")
+def _flatnonzero(xp: Any, what: str, a: Any) -> Any:
+    return xp.nonzero(xp.reshape(a, (-1,)))[0]
+
+
+@composed("ptp")
+def _ptp(xp: Any, what: str, a: Any, axis: Any = None, out: Any = None, keepdims: Any = np._NoValue) -> Any:
+    kd = keepdims is True
+    return write_out(out, xp.max(a, axis=axis, keepdims=kd) - xp.min(a, axis=axis, keepdims=kd), what)
+
+
+@composed("average")
+def _average(
+    xp: Any, what: str, a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: Any = False
+) -> Any:
+    x = a if np.dtype(a.dtype).kind in "fc" else xp.astype(a, xp.float64)
+    kd = keepdims is True
+    if weights is None:
+        avg = xp.mean(x, axis=axis, keepdims=kd)
+        count = math.prod(x.shape[k] for k in axes_of(axis, x.ndim, what))
+        return (avg, xp.full_like(avg, count)) if returned else avg
+    w = _array(xp, what, weights, "weights", a)
+    if w.shape != x.shape:
+        if axis is None or w.ndim != 1 or isinstance(axis, (tuple, list)):
+            raise DimensionError(f"{what}: weights of shape {w.shape} differ from the array's {x.shape}; give axis=")
+        (k,) = axes_of(axis, x.ndim, what)
+        w = xp.reshape(w, tuple(n if i == k else 1 for i, n in enumerate(x.shape)))
+        w = xp.broadcast_to(w, x.shape)
+    total = xp.sum(w, axis=axis, keepdims=kd)
+    avg = xp.sum(x * w, axis=axis, keepdims=kd) / total
+    return (avg, xp.broadcast_to(total, avg.shape)) if returned else avg
+
+
+@composed("copy")
+def _copy(xp: Any, what: str, a: Any, order: str = "K", subok: bool = False) -> Any:
+    _no_kwargs(what, order=order)
+    return xp.astype(a, a.dtype, copy=True)
+
+
+@composed("copyto")
+def _copyto(xp: Any, what: str, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> Any:
+    _no_kwargs(what, where=where)
+    if not isinstance(dst, ShardArray):
+        return NotImplemented
+    value = host_value(what, src, "src", dst)
+    dtype = value.dtype if isinstance(value, ShardArray) else np.result_type(value)
+    if not np.can_cast(dtype, dst.dtype, casting):  # type: ignore[arg-type]
+        raise DTypeError(f"{what}: cannot cast {dtype} to {dst.dtype} under casting={casting!r}")
+    dst[...] = value
+    return None
+
+
+@composed("unique")
+def _unique(
+    xp: Any,
+    what: str,
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> Any:
+    if axis is not None:
+        raise refuse(what, "axis", axis)
+    if not (return_index or return_inverse or return_counts):
+        return xp.unique_values(ar)
+    r = xp.unique_all(ar)
+    out = [r.values]
+    out += [r.indices] if return_index else []
+    out += [r.inverse_indices] if return_inverse else []
+    out += [r.counts] if return_counts else []
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ linalg
+
+
+@composed("norm", space="linalg")
+def _norm(xp: Any, what: str, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    if axis is None:
+        if ord is None or x.ndim == 1:
+            return xp.linalg.vector_norm(x, axis=None, keepdims=keepdims, ord=2 if ord is None else ord)
+        if x.ndim != 2:
+            raise DimensionError(f"{what}: ord={ord!r} without axis needs a 1-D or 2-D array; got shape {x.shape}")
+        return xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(axes) == 1:
+        return xp.linalg.vector_norm(x, axis=axes[0], keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axes) != 2:
+        raise DimensionError(f"{what}: axis must name one or two axes; got {axis!r}")
+    result = xp.linalg.matrix_norm(_to_end(xp, x, axes[0], axes[1], what), ord="fro" if ord is None else ord)
+    return xp.expand_dims(result, axis=axes_of(axes, x.ndim, what)) if keepdims else result
+
+
+@composed("svd", space="linalg")
+def _svd(
+    xp: Any, what: str, a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
+) -> Any:
+    _no_kwargs(what, hermitian=hermitian)
+    return xp.linalg.svd(a, full_matrices=full_matrices) if compute_uv else xp.linalg.svdvals(a)

@@ -1,0 +1,212 @@
+"""NumPy functions on positional arrays (``shardarray.array_api``): derived from the namespace, not listed.
+
+``np.X`` calls ``xp.X`` when the namespace has it (``np.linalg.X`` ->
+``xp.linalg.X``, ``np.fft.X`` -> ``xp.fft.X``; a few NumPy spellings map to the
+standard's: ``concatenate`` -> ``concat``, ``cumsum`` -> ``cumulative_sum``,
+``amax`` -> ``max``, ``fft2`` -> ``fftn``...), so a function the namespace gains
+later dispatches as soon as it exists. NumPy's arguments are adapted from the
+two signatures: parameters of the same name pass through; NumPy's leading
+array parameters (``a``, ``v``, ``arr``...) fill the namespace's positional
+ones (``x``, ``x1``, ``x2``) in order; ``ddof`` is ``correction``, ``a_min`` is
+``min``; NumPy's default ``axis`` is passed where the namespace's differs.
+NumPy's semantics where the standard's differ:
+
+* ``axis=None`` flattens for the functions NumPy flattens for (``argmax``,
+  ``cumsum``, ``sort``, ``take``, ...: ``FLATTEN_ON_NONE``): the array is
+  reshaped to 1-D first (a distributed reshape, no gather);
+* ``keepdims=True`` is passed on, or kept by re-inserting the reduced axes;
+* ``dtype=`` is passed on, or the input is cast first (``np.mean(x, dtype=...)``);
+* ``out=`` writes into a positional array in place (``positional_args.write_out``);
+* keywords with a no-op value (``order="C"``, ``where=True``, ...) are
+  accepted; any other value the namespace cannot honour is a typed
+  ``sa.ArgumentError`` naming it.
+
+NumPy-only names are composed from the namespace's functions
+(``positional_compose``: ``np.dot``, ``np.isclose``, ``np.vstack``...). A name
+with no counterpart (``np.median``, ``np.linalg.eig``) returns NotImplemented:
+NumPy raises its TypeError and nothing is gathered. The collectives of a call
+are those of the namespace functions it runs.
+
+Example:
+    >>> import shardarray.array_api as xp
+    >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+    ...     x = xp.asarray([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0], [0.0, 7.0, 1.0]])
+    >>> int(np.argmax(x)), np.asarray(np.max(x, axis=1, keepdims=True)).ravel()
+    (7, array([5., 6., 7.]))
+    >>> type(np.fft.fft(x)).__name__, float(np.cumsum(x)[-1])
+    ('Array', 29.0)
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
+from .positional_compose import COMPOSED
+from .positional_ufuncs import counterpart
+
+P = inspect.Parameter
+
+#: (NumPy's submodule, NumPy's name) -> the namespace's name, where they differ
+ALIASES: dict[tuple[str, str], str] = {
+    ("", "concatenate"): "concat",
+    ("", "cumsum"): "cumulative_sum",
+    ("", "cumprod"): "cumulative_prod",
+    ("", "amax"): "max",
+    ("", "amin"): "min",
+    ("fft", "fft2"): "fftn",
+    ("fft", "ifft2"): "ifftn",
+    ("fft", "rfft2"): "rfftn",
+    ("fft", "irfft2"): "irfftn",
+}
+
+#: NumPy parameter -> the namespace's parameter of the same meaning
+RENAMES: dict[str, str] = {"ddof": "correction", "a_min": "min", "a_max": "max", "reps": "repetitions"}
+
+#: NumPy functions whose ``axis=None`` means "flatten first" (reductions' None means "every axis" in both)
+FLATTEN_ON_NONE = frozenset(
+    {"argmax", "argmin", "nanargmax", "nanargmin", "cumsum", "cumprod", "nancumsum", "nancumprod"}
+    | {"sort", "argsort", "take", "take_along_axis"}
+)
+
+
+def where_of(func: Callable[..., Any]) -> tuple[str, str]:
+    """(NumPy submodule: ``""``, ``"linalg"`` or ``"fft"``; the function's name)."""
+    module = str(getattr(func, "__module__", "") or "")
+    space = "linalg" if module.startswith("numpy.linalg") else "fft" if module.startswith("numpy.fft") else ""
+    return space, str(getattr(func, "__name__", ""))
+
+
+def target_of(xp: Any, space: str, name: str) -> Callable[..., Any] | None:
+    """The namespace's counterpart of ``np[.space].name`` now (None when there is none)."""
+    ns = getattr(xp, space, None) if space else xp
+    return counterpart(ns, ALIASES.get((space, name), name))
+
+
+def array_function(
+    xp: Any, func: Callable[..., Any], types_: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``Array.__array_function__``: the NumPy function through the namespace, or NotImplemented (TypeError)."""
+    if not all(issubclass(t, (ShardArray, np.ndarray)) for t in types_):
+        return NotImplemented
+    space, name = where_of(func)
+    what = f"np.{space + '.' if space else ''}{name}"
+    composed = COMPOSED.get((space, name))
+    if composed is not None:
+        return composed(xp, what, *args, **kwargs)
+    target = target_of(xp, space, name)
+    if target is None:
+        return NotImplemented
+    return call_derived(xp, func, target, what, args, kwargs)
+
+
+def _mapping(np_sig: inspect.Signature, t_sig: inspect.Signature) -> dict[str, str]:
+    """NumPy parameter -> namespace parameter: same name, a rename, else the next free positional-only one."""
+    tparams = t_sig.parameters
+    usable = {n for n, p in tparams.items() if p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD)}
+    out: dict[str, str] = {}
+    for p in np_sig.parameters.values():
+        if p.name in usable:
+            out[p.name] = p.name
+        elif RENAMES.get(p.name) in usable:
+            out[p.name] = RENAMES[p.name]
+    free = [n for n, p in tparams.items() if p.kind == P.POSITIONAL_ONLY and n not in out.values()]
+    for p in np_sig.parameters.values():
+        if p.name in out or p.kind not in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD) or not free:
+            continue
+        out[p.name] = free.pop(0)
+    return out
+
+
+def call_derived(
+    xp: Any, func: Callable[..., Any], target: Callable[..., Any], what: str, args: tuple[Any, ...], kw: dict[str, Any]
+) -> Any:
+    """``target`` called with NumPy's ``args``/``kw`` adapted (see the module docstring)."""
+    np_sig, t_sig = signature(func), signature(target)
+    np_params, tparams = np_sig.parameters, t_sig.parameters
+    given = dict(np_sig.bind(*args, **kw).arguments)  # NumPy's dispatcher has checked them already
+    for p in np_params.values():
+        if p.kind == P.VAR_KEYWORD and p.name in given:
+            given.update(given.pop(p.name))
+    first = next(iter(np_params))
+    ref = given.get(first)
+    out = given.pop("out", None)
+    given = {k: (v if k == first else host_value(what, v, k, ref)) for k, v in given.items()}
+    keepdims = bool(given.pop("keepdims")) if "keepdims" in given and "keepdims" not in tparams else False
+    sort_kind = given.pop("kind", None) if "kind" not in tparams else None
+    if sort_kind in ("stable", "mergesort") and "stable" in tparams and given.get("stable") is None:
+        given["stable"] = True
+    if "dtype" in given and "dtype" not in tparams:
+        dtype = given.pop("dtype")
+        if dtype is not None:
+            given[first] = _cast(xp, given.get(first), dtype)
+    for key in ("axis", "axes"):  # NumPy's default axis where the namespace's differs
+        np_param = np_params.get(key)
+        if np_param is not None and key not in given and key in tparams and np_param.default is not P.empty:
+            if not (np_param.default is tparams[key].default or np_param.default == tparams[key].default):
+                given[key] = np_param.default
+    x = given.get(first)
+    name = what.rsplit(".", 1)[-1]
+    if name in FLATTEN_ON_NONE and "axis" in np_params and isinstance(x, ShardArray):
+        axis = given.get("axis", np_params["axis"].default)
+        if axis is None:
+            given[first] = xp.reshape(x, (-1,)) if x.ndim != 1 else x
+            given["axis"] = 0
+    mapping = _mapping(np_sig, t_sig)
+    values: dict[str, Any] = {}
+    var_args: tuple[Any, ...] = ()
+    for key, value in given.items():
+        p = np_params[key]
+        if p.kind == P.VAR_POSITIONAL:
+            if not any(t.kind == P.VAR_POSITIONAL for t in tparams.values()):
+                return NotImplemented
+            var_args = tuple(value)
+            continue
+        t = mapping.get(key)
+        if t is None:
+            if is_neutral(key, value, p.default):
+                continue
+            raise refuse(what, key, value)
+        if value is None and p.default is None and tparams[t].default not in (None, P.empty):
+            continue  # NumPy's None is "the default" (norm=None, stable=None)
+        if t in ("shape", "repetitions") and isinstance(value, (int, np.integer)):
+            value = (int(value),)
+        values[t] = value
+    result = target(*_positional(tparams, values, var_args), **values)
+    if keepdims and isinstance(result, ShardArray) and isinstance(x, ShardArray):
+        axes = axes_of(given.get("axis"), x.ndim, what)
+        if result.ndim == x.ndim - len(axes):
+            result = xp.expand_dims(result, axis=axes) if axes else result
+    return write_out(out, result, what)
+
+
+def _positional(tparams: Any, values: dict[str, Any], var_args: tuple[Any, ...]) -> list[Any]:
+    """The namespace's positional-only arguments, in order, taken out of ``values`` (defaults fill gaps)."""
+    pos: list[Any] = []
+    pending: list[Any] = []
+    for name, p in tparams.items():
+        if p.kind == P.POSITIONAL_ONLY:
+            if name in values:
+                pos += pending + [values.pop(name)]
+                pending = []
+            elif p.default is P.empty:
+                break  # a required argument NumPy's call did not give: the namespace's own TypeError says so
+            else:
+                pending.append(p.default)
+        elif p.kind == P.VAR_POSITIONAL:
+            pos += list(var_args)
+    return pos
+
+
+def _cast(xp: Any, value: Any, dtype: Any) -> Any:
+    """``value`` (an array or a sequence of arrays) cast to ``dtype``, for a function without ``dtype=``."""
+    if isinstance(value, ShardArray):
+        return xp.astype(value, dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(xp.astype(v, dtype) if isinstance(v, ShardArray) else v for v in value)
+    return value

@@ -1,0 +1,164 @@
+"""Writes at integer ids, in place: ``x[idx] = v`` (last write wins) and ``np.add.at``-style adds.
+
+``write_at(x, dims, coords, v, mode)`` writes ``v`` at the entries of ``x``
+whose coordinates along ``dims`` are ``coords`` (integer arrays of one shape,
+the index shape ``B``); ``v`` has the dims ``B`` followed by ``x``'s other
+dims (or is a scalar). The (row, value) pairs travel to the devices owning
+the rows (``route.py``): one alltoallv of counts (``p - 1`` int64), **one
+alltoallv of the rows** (one int64 per index entry of a device's block, plus
+its global position for ``"set"``) and **one alltoallv of the values** (one
+row of ``x``'s other dims per entry), over the mesh axes of ``dims``. The
+owners then write in their blocks: ``"set"`` keeps, for each row written
+several times, the value of the last index entry (NumPy's order), ``"add"``
+adds every one (``np.add.at``). Devices holding the same index block
+(replicas along those axes) send disjoint shares, so each pair is sent once.
+
+The index arrays may stay split over the axes of ``dims`` only; split over
+other axes (``x`` replicated there, so every replica needs every write, or
+axes of ``x``'s other dims) they are allgathered over those axes first, with
+a ``GatherWarning`` naming the bytes (``route.warn_gather``). Not differentiable: writing into an
+array being recorded raises ``TapeError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...array import ShardArray
+from ...core.relayout import resolve_to, to_axes
+from ...dtypes import scalar_for_write
+from ...errors import TapeError
+from ...layout import block_bounds
+from ..manipulation.structure import astype, transpose
+from ..sorting.samplesort import lex_order
+from .route import Route, locate, warn_gather
+from .writes import serialized
+
+
+def _global_positions(xp: Any, backend: Any, bounds: Any, shape: Sequence[int]) -> Any:
+    """The row-major global position of every entry of a block (``bounds``: its (start, stop) per dim)."""
+    pos = xp.zeros(tuple(b - a for a, b in bounds), dtype=np.int64)
+    stride = 1
+    for k in reversed(range(len(shape))):
+        a, b = bounds[k]
+        idx = xp.arange(a, b, dtype=np.int64).reshape([-1 if i == k else 1 for i in range(len(shape))])
+        pos = pos + idx * stride
+        stride *= shape[k]
+    return pos.reshape(-1)
+
+
+@serialized
+def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v: Any, mode: str = "set") -> None:
+    """Write (``"set"``) or add (``"add"``) ``v`` at ``x[coords]`` along ``dims``, in place (module docstring).
+
+    Args:
+        x: the array written into; its shards are replaced.
+        dims: the dims of ``x`` the coordinates index.
+        coords: one integer array per dim of ``dims``, all of the same dims and sizes, each in range.
+        v: a scalar, or a ShardArray with the coords' dims followed by ``x``'s other dims (any order).
+        mode: ``"set"`` or ``"add"``.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.zeros(mesh, {"i": 5}, dtype="float64", layout={"i": "row"})
+        >>> ids = sa.asarray(np.array([4, 0, 4]), dims=("k",), mesh=mesh, layout={"k": "row"})
+        >>> write_at(x, ("i",), (ids,), 1.0, "add")
+        >>> x.numpy()
+        array([1., 0., 0., 0., 2.])
+    """
+    node = x._node
+    if node is not None and node.tape.recording():
+        raise TapeError(
+            f"x[idx] = v on {x._describe()} inside sa.value_and_grad/grad/vjp: writes in place are not "
+            f"differentiable. Build the new value with sa.where or sa.take instead"
+        )
+    if x.pending:
+        r = resolve_to(x)
+        x.shards, x.pending = r.shards, ()
+    mesh = x.mesh
+    backend, xp = mesh.backend, mesh.backend.xp
+    dims = tuple(dims)
+    pos = tuple(x.dims.index(d) for d in dims)
+    rest = tuple(d for d in x.dims if d not in dims)
+    group = tuple(a for d in dims for a in x.spec.of(d))
+    bdims = coords[0].dims
+    keep = tuple(tuple(a for a in ax if a in group) for ax in coords[0].spec.axes)
+    dropped = sorted(coords[0].spec.used_axes.difference(group), key=mesh.axis_names.index)
+    warn_gather(
+        "x[idx] = v",
+        coords[0],
+        dropped,
+        "x is not split over them (every replica needs every write) or "
+        "splits its other dims there; split the indices like the dims they index to avoid it",
+    )
+    coords = [to_axes(transpose.__wrapped__(c, bdims), keep, False) for c in coords]
+    scalar = not isinstance(v, ShardArray)
+    if scalar:
+        sv = scalar_for_write(v, x.dtype, f"x[idx] = v (the {x.dtype} array {x.sizes})")
+    else:
+        v = transpose.__wrapped__(v, (*bdims, *rest))
+        v = astype(v, x.dtype) if v.dtype != x.dtype else v
+        v = to_axes(v, (*keep, *(x.spec.of(d) for d in rest)), False)
+    if not backend.has_data or coords[0].size == 0:
+        return
+    spare = tuple(a for a in group if a not in coords[0].spec.used_axes)
+    reps = mesh.axes_size(spare)
+    cbounds = block_bounds(mesh, coords[0].spec)
+    owner: list[Any] = [None] * mesh.size
+    rows: list[Any] = [None] * mesh.size
+    gpos: list[Any] = [None] * mesh.size
+    vals: list[Any] = [None] * mesh.size
+    for d in range(mesh.size):
+        if coords[0].shards[d] is None:
+            continue
+        with backend.scope(d):
+            cs = [xp.clip(c.shards[d].reshape(-1).astype(np.int64), 0, x.sizes[dm] - 1) for c, dm in zip(coords, dims)]
+            which = xp.arange(cs[0].shape[0], dtype=np.int64)
+            if reps > 1:
+                co = mesh.coords(d)
+                share = 0
+                for a in spare:
+                    share = share * mesh.axis_size(a) + co[a]
+                which = which[which % reps == share]
+                cs = [c[which] for c in cs]
+            owner[d], rows[d] = locate(mesh, x.spec, pos, cs, d)
+            if mode == "set":
+                gpos[d] = _global_positions(xp, backend, cbounds[d], coords[0].shape)[which]
+            if not scalar:
+                vb = v.shards[d]
+                vals[d] = vb.reshape(math.prod(vb.shape[: len(bdims)]), math.prod(vb.shape[len(bdims) :]))[which]
+    route = Route(mesh, group, owner)
+    got_rows = route.send(rows)
+    got_pos = route.send(gpos) if mode == "set" else [None] * mesh.size
+    got_vals: list[Any] = [None] * mesh.size if scalar else route.send(vals)
+    perm = (*pos, *(x.dims.index(d) for d in rest))
+    back = tuple(perm.index(i) for i in range(x.ndim))
+    out = list(x.shards)
+    for d, r in enumerate(got_rows):
+        if r is None:
+            continue
+        with backend.scope(d):
+            xb = xp.transpose(x.shards[d], perm)
+            shape = xb.shape
+            n = math.prod(shape[: len(dims)])
+            table = xp.array(xb.reshape(n, math.prod(shape[len(dims) :])), copy=True)
+            if r.shape[0] and table.size:
+                val: Any = xp.full((r.shape[0], table.shape[1]), sv, dtype=table.dtype) if scalar else got_vals[d]
+                if mode == "set":
+                    order = lex_order(xp, [got_pos[d], r])
+                    rs = r[order]
+                    last = xp.concatenate([rs[1:] != rs[:-1], xp.ones((1,), dtype=bool)])
+                    table[rs[last]] = val[order][last]
+                else:
+                    table = table + backend.scatter_rows(r.reshape(1, -1), val.reshape(1, *val.shape), n)[0]
+            out[d] = xp.transpose(table.reshape(shape), back)
+    x.shards = tuple(out)
+    x.host_range = None
+    x._resolved = None
+
+
+__all__ = ["write_at"]
