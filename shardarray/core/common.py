@@ -208,10 +208,15 @@ def map_blocks(
 
 
 def map_blocks_multi(
-    mesh: Mesh, axes: Iterable[str], n_out: int, fn: Callable[..., tuple[Any, ...]], *shard_lists: Sequence[Any]
+    mesh: Mesh,
+    axes: Iterable[str],
+    n_out: int,
+    fn: Callable[..., tuple[Any, ...]],
+    *shard_lists: Sequence[Any],
+    pure: bool = False,
 ) -> list[list[Any]]:
-    """``map_blocks`` for a ``fn`` that returns ``n_out`` blocks: one shard list per output."""
-    both = map_blocks(mesh, axes, fn, *shard_lists)
+    """``map_blocks`` for a ``fn`` that returns ``n_out`` blocks: one shard list per output (``pure`` as there)."""
+    both = map_blocks(mesh, axes, fn, *shard_lists, pure=pure)
     if isinstance(both, ClassList):  # meta: per class
         return [ClassList([r[i] for r in both.values], both.index) for i in range(n_out)]
     return [[None if r is None else r[i] for r in both] for i in range(n_out)]

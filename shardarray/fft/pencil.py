@@ -64,7 +64,7 @@ def _run(x: ShardArray, axis: int, local: Local, size: int, dtype: Any) -> Shard
             out = local(b, axis)
             return out if out.dtype == dtype else out.astype(dtype)
 
-    shards = map_blocks(mesh, x.spec.used_axes, fn, x.shards)
+    shards = map_blocks(mesh, x.spec.used_axes, fn, x.shards, pure=True)  # distinct big blocks on the copy pool
     return ShardArray(mesh, layout, dtype, shards)
 
 

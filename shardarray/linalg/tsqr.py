@@ -85,7 +85,7 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
             q, r = xp.linalg.qr(s) if want_q else (None, xp.linalg.qr(s, mode="r"))
             return _fix_signs(xp, q, r)
 
-        q_sh, r_sh = map_blocks_multi(mesh, x.spec.used_axes, 2, whole, x.shards)
+        q_sh, r_sh = map_blocks_multi(mesh, x.spec.used_axes, 2, whole, x.shards, pure=True)
         R = new_array(mesh, (*batch, new, cols), sizes, blay, r_sh, dtype=x.dtype)
         Q = new_array(mesh, (*batch, rows, new), sizes, {**blay, rows: ()}, q_sh, dtype=x.dtype) if want_q else None
         return Q, R
@@ -103,7 +103,7 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
         pad[..., : r.shape[-2], :] = r
         return q1, pad
 
-    q1_sh, rp_sh = map_blocks_multi(mesh, x.spec.used_axes, 2, local, x.shards)
+    q1_sh, rp_sh = map_blocks_multi(mesh, x.spec.used_axes, 2, local, x.shards, pure=True)  # the pool
     gathered = mesh.comm.allgather(rp_sh, raxes, dim=len(batch))
 
     def second(g: Any) -> tuple[Any, Any]:
@@ -129,7 +129,7 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
         return q1 @ q2[..., offsets[j] : offsets[j + 1], :]
 
     items = [(member[d], q1_sh[d], q2_sh[d]) for d in range(mesh.size)]
-    q_sh = map_blocks(mesh, x.spec.used_axes, combine, items)
+    q_sh = map_blocks(mesh, x.spec.used_axes, combine, items, pure=True)
     Q = new_array(mesh, (*batch, rows, new), sizes, {**blay, rows: raxes}, q_sh, dtype=x.dtype)
     return Q, R
 
