@@ -11,6 +11,8 @@ prints held-out accuracy and saves a loss-curve PNG.
     python examples/train_transformer.py --mesh model=4 --strategy megatron
     python examples/train_transformer.py --mesh data=2,model=2 --strategy megatron --steps 300
     python examples/train_transformer.py --mesh row=2,col=2,dep=2 --strategy tesseract
+    python examples/train_transformer.py --mesh rows=2,cols=2 --strategy auto --rules-out rules.json
+    python examples/train_transformer.py --mesh rows=2,cols=2 --rules rules.json   # reuse, no search
     python examples/train_transformer.py --backend cupy --d-model 256 --layers 4   # every shard on the GPU
     mpiexec -n 4 python examples/train_transformer.py     # the same, one process per device (MPI SPMD)
     python examples/train_transformer.py --save runs/a --stop-at 400   # checkpoints in runs/a; stop at step 400
@@ -36,7 +38,12 @@ from shardarray.bench.args import float_at_least, int_at_least, mesh_shape
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mesh", type=mesh_shape, default={"rows": 2, "cols": 2}, help="mesh shape (default rows=2,cols=2)")
-    p.add_argument("--strategy", default="mesh2d", choices=sa.nn.STRATEGIES, help="layout strategy (default mesh2d)")
+    p.add_argument("--strategy", default="mesh2d", choices=(*sa.nn.STRATEGIES, "auto"),
+                   help="layout strategy (default mesh2d); auto: the planner's best rules for this mesh, printed")
+    p.add_argument("--hardware", default="h100", help="--strategy auto: the hardware profile to model (default h100)")
+    p.add_argument("--rules", default="", help="train with the layout rules of this JSON file (sa.nn.save_rules, "
+                   "--rules-out, shardarray-bench plan --rules-out) instead of a strategy")
+    p.add_argument("--rules-out", default="", help="write the rules trained with to this JSON file")
     p.add_argument("--backend", default="numpy", choices=("numpy", "cupy"), help="where shards live")
     p.add_argument("--comm", default="auto", choices=("auto", "emulated", "mpi"),
                    help="emulated mesh, or one process per device under mpiexec (auto: mpi when launched by mpiexec)")
@@ -199,7 +206,16 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv, d_ff=args.d_ff,
         n_layers=args.layers, seq_len=args.seq, compute_dtype=_compute_dtype(args.dtype),
     )
-    rules = sa.nn.strategy_rules(args.strategy, args.mesh)
+    strategy = args.strategy
+    if args.rules:
+        rules, strategy = sa.nn.load_rules(args.rules), None
+    elif strategy == "auto":  # searched on the meta backend for this mesh shape, printed; then trained as the mesh's
+        rules = sa.nn.auto_rules(cfg, args.mesh, args.batch, args.hardware, dtype=_param_dtype(args.dtype))
+        strategy = None
+    else:
+        rules = sa.nn.strategy_rules(strategy, args.mesh)
+    if args.rules_out:
+        sa.nn.save_rules(args.rules_out, rules, mesh=args.mesh, strategy=args.strategy, batch=args.batch)
     mesh = sa.Mesh(args.mesh, backend=args.backend, rules=rules, comm=args.comm)
     root = mesh.process_index == 0  # under mpiexec every process trains; one reports
     if args.plot:
@@ -207,7 +223,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     for flag, path in (("--plot", args.plot), ("--json", args.json)):
         if path and root:
             _check_writable(flag, path)
-    params = sa.nn.init_transformer(cfg, mesh, strategy=args.strategy, seed=args.seed, dtype=_param_dtype(args.dtype))
+    params = sa.nn.init_transformer(cfg, mesh, strategy=strategy, seed=args.seed, dtype=_param_dtype(args.dtype))
     opt = sa.optim.Adam(sa.optim.cosine_schedule(args.lr, args.steps, warmup=min(50, args.steps // 10)),
                         weight_decay=args.weight_decay)
     state = opt.init(params)

@@ -8,9 +8,12 @@ import re
 import time
 from typing import Any
 
+from ..errors import LayoutError
 from ..hardware import PROFILES, get_profile
+from ..nn.auto import rules_literal, save_rules
 from ..nn.config import TransformerConfig, param_count
 from ..plan import Plan, SearchStats, named_plans, search_layouts, transformer_step
+from ..plan.explain import Explanation, explain_layout, explain_transformer
 from .args import int_at_least, mesh_shape
 
 _UNITS = {
@@ -72,6 +75,23 @@ def add_parser(sub: Any) -> None:
         help="price every renaming of interchangeable mesh axes too (the search before symmetry: "
         "the same answer, slower; for timing)",
     )
+    p.add_argument(
+        "--strategy",
+        default="auto",
+        choices=("auto", "data", "megatron", "mesh2d", "tesseract"),
+        help="auto (default): search the layouts and explain the best; a named strategy: price and explain it "
+        "without searching",
+    )
+    p.add_argument(
+        "--rules-out",
+        default="",
+        help="write the chosen rules to this JSON file (sa.nn.load_rules reads it; the training example's --rules)",
+    )
+    p.add_argument(
+        "--plot",
+        default="",
+        help="draw the explanation (time per op group, beside the best named strategy) to this PNG (needs matplotlib)",
+    )
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--quiet", action="store_true", help="no table or progress bar")
     p.set_defaults(subparser=p)
@@ -98,11 +118,17 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
     except ValueError as e:
         parser.error(str(e))
     hw = get_profile(args.hardware)
+    strategy = getattr(args, "strategy", "auto")
+    plot = getattr(args, "plot", "")
+    if plot:
+        _import_matplotlib()  # fail before searching, not after
     step = transformer_step(cfg, args.batch, args.dtype)
     stats = SearchStats()
     symmetric = not getattr(args, "no_symmetry", False)
     t0 = time.perf_counter()
-    if args.quiet:
+    if strategy != "auto":
+        best: list[Plan] = []
+    elif args.quiet:
         best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats, symmetric=symmetric)
     else:
         from rich.progress import Progress
@@ -121,6 +147,19 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
             )
     seconds = time.perf_counter() - t0
     named, skipped = named_plans(cfg, args.batch, args.mesh, hw, args.dtype)
+    explanation = _explain(cfg, args, hw, strategy, best, named, skipped)
+    chosen = explanation.plan
+    if getattr(args, "rules_out", ""):
+        save_rules(
+            args.rules_out,
+            chosen.rules,
+            mesh=dict(chosen.mesh_shape),
+            strategy=strategy,
+            label=chosen.label,
+            hardware=hw.name,
+            batch=args.batch,
+            step_time_s=chosen.step_time_s,
+        )
     result = {
         "benchmark": "plan",
         "model": {
@@ -136,10 +175,62 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
         "best": [_row(p, args.memory) for p in best],
         "named": [_row(p, args.memory) for p in named],
         "skipped": skipped,
+        "strategy": strategy,
+        "chosen": {"label": chosen.label, "rules": {d: list(a) for d, a in chosen.rules.items()}},
+        "explain": {
+            "label": chosen.label,
+            "baseline": None if explanation.baseline is None else explanation.baseline.plan.label,
+            "step_time_s": chosen.step_time_s,
+            "groups": explanation.rows(),
+        },
     }
     if not args.quiet:
         print_plan(result)
+        print_explanation(explanation)
+    if plot:
+        explanation.plot(plot)
+        if not args.quiet:
+            print(f"explanation plot saved to {plot}")
     return result
+
+
+def _import_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install matplotlib") from None
+
+
+def _explain(
+    cfg: TransformerConfig,
+    args: argparse.Namespace,
+    hw: Any,
+    strategy: str,
+    best: list[Plan],
+    named: list[Plan],
+    skipped: dict[str, str],
+) -> Explanation:
+    """The explanation of the chosen layout: the search's best, or the named strategy asked for."""
+    if strategy == "auto":
+        return explain_transformer(cfg, args.batch, args.mesh, best[0].rules, hw, args.dtype, label=best[0].label)
+    mine = next((p for p in named if p.label == strategy), None)
+    if mine is None:
+        raise LayoutError(f"--strategy {strategy} does not apply to mesh {args.mesh}: {skipped.get(strategy, '')}")
+    if strategy != "tesseract":
+        return explain_transformer(cfg, args.batch, args.mesh, mine.rules, hw, args.dtype, label=strategy)
+    step = transformer_step(cfg, args.batch, args.dtype, strategy="tesseract")
+    return explain_layout(step, mine.mesh_shape, {}, hw, label=strategy)
+
+
+def print_explanation(explanation: Explanation) -> None:
+    """Print the explanation table and a line to paste the chosen rules."""
+    from rich.console import Console
+
+    console = Console(width=max(Console().width, 160))
+    console.print(explanation.table())
+    p = explanation.plan
+    if p.label != "tesseract":
+        console.print(f"reuse: sa.Mesh({p.mesh_shape!r}, rules={rules_literal(p.rules)})", markup=False)
 
 
 def print_plan(result: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ Example (the 2×2 ``mesh2d`` strategy of Mesh-TF §9):
 """
 
 from . import data
+from .auto import AutoChoice, auto_choice, auto_rules, load_rules, save_rules
 from .config import TransformerConfig, param_count, param_shapes
 from .layers import accuracy, attention, cross_entropy, layer_norm, mlp
 from .strategies import STRATEGIES, param_layout, strategy_rules
@@ -16,18 +17,23 @@ from .transformer import check_params, init_transformer, transformer_logits, tra
 
 __all__ = [
     "STRATEGIES",
+    "AutoChoice",
     "TransformerConfig",
     "accuracy",
     "attention",
+    "auto_choice",
+    "auto_rules",
     "check_params",
     "cross_entropy",
     "data",
     "init_transformer",
     "layer_norm",
+    "load_rules",
     "mlp",
     "param_count",
     "param_layout",
     "param_shapes",
+    "save_rules",
     "strategy_rules",
     "transformer_logits",
     "transformer_loss",

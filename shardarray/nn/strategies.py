@@ -32,13 +32,17 @@ embedding table keeps its vocab unsplit so that lookups stay local.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import LayoutError
 from ..mesh import Mesh
 
 STRATEGIES: tuple[str, ...] = ("replicated", "data", "megatron", "mesh2d", "tesseract")
+
+#: ``strategy="auto"`` of ``init_transformer``: ``AUTO["choose"](cfg, mesh, batch, hardware, memory_limit_bytes,
+#: dtype)`` returns the searched rules. Filled by ``nn.auto`` (it imports the planner, which imports this module).
+AUTO: dict[str, Callable[..., dict[str, tuple[str, ...]]]] = {}
 
 _NEEDS = {
     "megatron": (("model",), ("data",)),
@@ -75,11 +79,18 @@ def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, A
         >>> mesh = sa.Mesh({"rows": 2, "cols": 2}, rules=sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2}))
     """
     axes = _axes_of(mesh)
+    if strategy == "auto":
+        raise LayoutError(
+            "strategy 'auto' searches the layout for a model, and strategy_rules has no model: use "
+            "sa.nn.auto_rules(cfg, mesh_shape, batch) for the rules (then sa.Mesh(mesh_shape, rules=rules)), or "
+            "sa.nn.init_transformer(cfg, mesh, strategy='auto')"
+        )
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
         close = difflib.get_close_matches(strategy, STRATEGIES, n=1) if isinstance(strategy, str) else []
         guess = f" (did you mean {close[0]!r}?)" if close else ""
         raise LayoutError(
-            f"unknown strategy {strategy!r}{guess}; choose one of {STRATEGIES} (or None for the mesh's rules)"
+            f"unknown strategy {strategy!r}{guess}; choose one of {STRATEGIES} (or None for the mesh's rules; "
+            f"'auto' for the planner's choice: sa.nn.auto_rules)"
         )
     if strategy == "replicated":
         return {}

@@ -23,7 +23,7 @@ from ..ops.manipulation.structure import astype
 from ..ops.reduction import reduce as reduction
 from .config import TransformerConfig, param_shapes
 from .layers import attention, cross_entropy, layer_norm, mlp
-from .strategies import param_layout, strategy_rules
+from .strategies import AUTO, param_layout, strategy_rules
 
 Params = dict[str, ShardArray]
 
@@ -43,7 +43,14 @@ def _std(name: str, cfg: TransformerConfig) -> float:
 
 
 def init_transformer(
-    cfg: TransformerConfig, mesh: Mesh, strategy: str | None = None, seed: int = 0, dtype: Any = "float32"
+    cfg: TransformerConfig,
+    mesh: Mesh,
+    strategy: str | None = None,
+    seed: int = 0,
+    dtype: Any = "float32",
+    hardware: Any = "h100",
+    memory_limit_bytes: float | None = None,
+    batch: int | None = None,
 ) -> Params:
     """The parameters of the reference transformer, laid out by a strategy.
 
@@ -53,10 +60,19 @@ def init_transformer(
     Args:
         cfg: the model's sizes.
         mesh: the mesh.
-        strategy: one of ``sa.nn.STRATEGIES``, or None to follow the mesh's rules.
+        strategy: one of ``sa.nn.STRATEGIES``, None to follow the mesh's rules,
+            or ``"auto"``: the planner's best rules for this mesh's shape
+            (``sa.nn.auto_rules``: searched on the meta backend, printed with
+            the next best and the best named strategy). A mesh without rules
+            takes the chosen rules (so the tokens and activations follow them);
+            a mesh with other rules keeps its own, and only the parameters follow.
         seed: the random seed, an integer (not None: every process and mesh must
             draw the same parameters).
         dtype: parameter dtype, a float dtype.
+        hardware: ``"auto"`` only: the hardware profile to model (a name of
+            ``sa.hardware.PROFILES`` or a profile).
+        memory_limit_bytes: ``"auto"`` only: peak bytes per device allowed (None: no limit).
+        batch: ``"auto"`` only: sequences per step to plan for (None: 8 per device).
 
     Returns:
         A dict ``{name: ShardArray}``; the names are the same for every strategy.
@@ -66,15 +82,34 @@ def init_transformer(
             ``sa.Mesh`` (e.g. a dict of axis sizes), ``seed`` not an integer, or
             ``dtype`` not a float dtype.
         LayoutError: an unknown strategy, or a mesh the strategy cannot use.
+        ArgumentError: ``"auto"`` finds no layout within ``memory_limit_bytes``.
 
     Example:
         >>> cfg = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=6)
         >>> params = sa.nn.init_transformer(cfg, sa.Mesh({"rows": 2, "cols": 2}), strategy="mesh2d")
         >>> params["layer0.mlp.w_in"].layout, params["embed"].layout
         ({'d_ff': ('cols',)}, {'vocab': ('cols',)})
+
+    Example (``strategy="auto"`` on a 2×2 mesh: the planner's rules, printed, then set on the mesh):
+        >>> mesh = sa.Mesh({"rows": 2, "cols": 2})
+        >>> params = sa.nn.init_transformer(cfg, mesh, strategy="auto", batch=8)  # doctest: +SKIP
+        >>> mesh.rules  # doctest: +SKIP
     """
     _check_init(cfg, mesh, seed, dtype)
-    rules = dict(mesh.rules) if strategy is None else strategy_rules(strategy, mesh)
+    if strategy == "auto":
+        rules = AUTO["choose"](cfg, mesh, batch, hardware, memory_limit_bytes, dtype)
+        chosen = {d: mesh.parse_axes(spec, f"layout rule {d!r} -> {spec!r}") for d, spec in rules.items()}
+        chosen = {d: axes for d, axes in chosen.items() if axes}
+        if not mesh.rules:
+            mesh.rules.update(chosen)  # the mesh takes the chosen rules: tokens and activations follow them
+        elif mesh.rules != chosen and mesh.process_index == 0:
+            print(
+                f"note: the mesh keeps its own rules {mesh.rules}; only the parameters follow the chosen ones "
+                f"(build the mesh as sa.Mesh({mesh.shape}, rules=...) with the line above)"
+            )
+        strategy = None
+    else:
+        rules = dict(mesh.rules) if strategy is None else strategy_rules(strategy, mesh)
     sizes = cfg.sizes
     params: Params = {}
     for name, dims in param_shapes(cfg).items():

@@ -20,16 +20,21 @@ Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the sea
 
 from . import memo, model, space, symmetry
 from .evaluate import evaluate_layout
+from .explain import Explanation, GroupCost, explain_layout, explain_transformer
 from .model import Plan
 from .named import named_plans
 from .search import SearchStats, candidates, search_layouts
 from .steps import mlp_step, transformer_step
 
 __all__ = [
+    "Explanation",
+    "GroupCost",
     "Plan",
     "SearchStats",
     "candidates",
     "evaluate_layout",
+    "explain_layout",
+    "explain_transformer",
     "memo",
     "mlp_step",
     "model",
