@@ -6,21 +6,23 @@ Cases (a100 profile, float32, 16 GiB per device, top 5):
   d_ff 256, 2 layers, seq 32), batch 16, on ``{"rows": 2, "cols": 4}``;
 * ``0.14B_2x4``: the README's search-results model (16 GiB), batch 32, on ``{"rows": 2, "cols": 4}``
   (not one of the goal cases; it is the slowest case the tests record);
+* ``0.14B_2x2x2``: the same model and batch on ``{"a": 2, "b": 2, "c": 2}`` (issue 31's case);
 * ``meshtf_6layer_2x2x2``: the Mesh-TF bench model (vocab 32768, d_model 1024, 16 heads × 64,
   d_ff 4096, 6 layers, seq 256), batch 64, on ``{"x": 2, "y": 2, "z": 2}``;
 * ``4.9B_8x8x8``: Mesh-TF's 4.9B model (d_ff 262144, 256 heads × 256, 6 layers), batch 256,
   on ``{"x": 8, "y": 8, "z": 8}``.
 
 Each case runs in the modes ``before`` (the proxy order, full traces only, no op memo),
-``no_memo`` (the seeds first and the one-layer lower-bound trace: the search of the first round) and
-``after`` (the same with the per-op memo, ``sa.plan.memo``; the default pair is no_memo, after), interleaved
+``no_memo`` (the seeds first and the one-layer lower-bound trace: the search of the first round),
+``no_affine`` (the same with the per-op memo, ``sa.plan.memo``: the search before issue 31) and ``after``
+(the same with the affine rule in the layer count; the default pair is no_affine, after), interleaved
 A B A B over ``--repeat`` rounds. A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
 the two modes are compared where both finish.
 
     python benchmarks/planner.py [--cases small_2x4,...] [--modes no_memo,after] [--budget 120]
-                                 [--repeat 1] [--json PATH] [--force]
+                                 [--repeat 1] [--layers 1,6,24] [--json PATH] [--force]
 
 JSON (default /tmp/shardarray-bench/planner.json) has the machine's cores, thread settings and
 load before and after.
@@ -45,21 +47,27 @@ CASES = {
     "small_2x4": ({"vocab": 512, "d_model": 64, "heads": 8, "d_kv": 16, "d_ff": 256, "n_layers": 2, "seq_len": 32},
                   16, {"rows": 2, "cols": 4}),
     "0.14B_2x4": ({**_MODEL, "heads": 4, "d_kv": 256, "d_ff": 4096}, 32, {"rows": 2, "cols": 4}),
+    "0.14B_2x2x2": ({**_MODEL, "heads": 4, "d_kv": 256, "d_ff": 4096}, 32, {"a": 2, "b": 2, "c": 2}),
     "meshtf_6layer_2x2x2": ({**_MODEL, "heads": 16, "d_kv": 64, "d_ff": 4096}, 64, {"x": 2, "y": 2, "z": 2}),
     "4.9B_8x8x8": ({**_MODEL, "heads": 256, "d_kv": 256, "d_ff": 262144}, 256, {"x": 8, "y": 8, "z": 8}),
 }
 MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False},
          "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False},
-         "after": {"seeds_first": True, "lower_bound": True, "memo": True}}
+         "no_affine": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": False},
+         "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True}}
 
 
 class _Budget(Exception):
     """The search passed its time budget."""
 
 
-def run_case(name: str, mode: str, budget: float, memory: float, top: int) -> dict:
-    """One search of case ``name`` in ``mode``, stopped after ``budget`` seconds."""
+def run_case(name: str, mode: str, budget: float, memory: float, top: int, layers: int | None = None) -> dict:
+    """One search of case ``name`` in ``mode``, stopped after ``budget`` seconds (``layers``: override n_layers)."""
     cfg, batch, mesh = CASES[name]
+    if layers is not None:
+        cfg = {**cfg, "n_layers": layers}
+    kwargs = dict(MODES[mode])
+    affine = kwargs.pop("affine", False)
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
     stats = sa.plan.SearchStats()
     done = [0, 0]
@@ -71,12 +79,18 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int) -> di
             raise _Budget
 
     row = {"case": name, "mode": mode, "mesh": mesh, "config": cfg, "batch": batch, "budget_s": budget}
+    saved = getattr(sa.plan.search, "_AFFINE_LAYERS", None)  # None: a tree from before the affine rule
+    if saved is not None:
+        sa.plan.search._AFFINE_LAYERS = affine
     try:
-        best = sa.plan.search_layouts(step, mesh, memory, top_k=top, stats=stats, progress=progress, **MODES[mode])
+        best = sa.plan.search_layouts(step, mesh, memory, top_k=top, stats=stats, progress=progress, **kwargs)
         row.update(finished=True, best=[{"layout": p.describe(), "step_time_s": p.step_time_s,
                                          "memory_bytes_per_device": p.memory_bytes_per_device} for p in best])
     except _Budget:
         row.update(finished=False)
+    finally:
+        if saved is not None:
+            sa.plan.search._AFFINE_LAYERS = saved
     seconds = time.perf_counter() - t0
     row.update(seconds=seconds, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
     if not row["finished"] and done[0]:
@@ -88,7 +102,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8",
                     help=f"comma-separated, of {', '.join(CASES)}")
-    ap.add_argument("--modes", default="no_memo,after", help="comma-separated, of before, no_memo, after (memo)")
+    ap.add_argument("--modes", default="no_affine,after",
+                    help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule)")
+    ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--memory", type=float, default=16 * GiB, help="bytes per device (default 16 GiB)")
@@ -105,19 +121,22 @@ def main(argv: list[str] | None = None) -> dict:
             ap.error(f"--modes: unknown mode {m!r}; pick from {', '.join(MODES)}")
     out = output_path(args.json, args.force)
     result = {"environment": {"before": environment()}, "runs": []}
-    for case in cases:
+    counts = [int(n) for n in args.layers.split(",") if n] or [None]
+    for case, layers in ((c, n) for c in cases for n in counts):
+        label = case if layers is None else f"{case}@{layers}L"
         for _ in range(args.repeat):
             for mode in modes:  # A B A B
-                row = run_case(case, mode, args.budget, args.memory, args.top)
+                row = run_case(case, mode, args.budget, args.memory, args.top, layers)
+                row["label"] = label
                 result["runs"].append(row)
                 tail = "" if row["finished"] else f" (stopped; projected {row.get('projected_s', float('nan')):.0f} s)"
-                print(f"{case:<22}{mode:<8}{row['seconds']:8.2f} s  {row['rule_sets_done']}/{row['legal']} rule sets"
+                print(f"{label:<26}{mode:<10}{row['seconds']:8.2f} s  {row['rule_sets_done']}/{row['legal']} rule sets"
                       f"{tail}", flush=True)
-        finished = [r for r in result["runs"] if r["case"] == case and r["finished"]]
+        finished = [r for r in result["runs"] if r["label"] == label and r["finished"]]
         if len({m for m in (r["mode"] for r in finished)}) > 1:
             same = all(r["best"] == finished[0]["best"] for r in finished)
-            print(f"{case}: same best layouts in every mode: {same}")
-            result.setdefault("same_best", {})[case] = same
+            print(f"{label}: same best layouts in every mode: {same}")
+            result.setdefault("same_best", {})[label] = same
     result["environment"]["after"] = environment()
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")

@@ -17,6 +17,9 @@ whole ops too (``OpMemo.call_vjp``, called by ``core.tape.backward`` while a
 memo is active): a VJP's context is its operands and static arguments, so a
 replayed VJP skips its body (its elementwise helpers, broadcasts, scatters) at once.
 
+The constants the mesh has made so far (``Mesh.constants``: causal masks) are part of the key: the call
+that makes one is not replayable (it keeps the mask past its return), the later calls are.
+
 An op whose call cannot be keyed (an array inside a container argument, an
 unhashable static argument), that has a side effect the replay would miss
 (caching a resolution on an operand, keeping buffers alive past its return,
@@ -177,11 +180,13 @@ class OpMemo:
         return tuple(parts)  # hashed once, by the lookup in ``call`` (a TypeError there: not memoised)
 
     def _array_key(self, a: ShardArray) -> Any:
-        if a._resolved is not None or a.host_range is not None:
+        if a.host_range is not None:
             return _NO
         hit = self._shard_keys.get(id(a.shards))
         if hit is None or hit[0] is not a.shards:
             hit = self._shard_keys[id(a.shards)] = (a.shards, _shards_key(a.shards))
+        if a._resolved is not None:
+            return _resolved_key(a, ("A", a._layout, a.pending, a.dtype, hit[1]), self._array_key)
         return ("A", a._layout, a.pending, a.dtype, hit[1])
 
     # ------------------------------------------------------------------ call
@@ -205,6 +210,10 @@ class OpMemo:
             and getattr(mesh.backend, "name", None) == "meta"
         ):
             key = self._key(name, args, kwargs)
+            if key is not None and mesh.constants:
+                # the constants made so far (causal masks): an op that makes one keeps it past its return and is
+                # not replayable, the same op once it exists is (a mesh's constants only grow, within a trace)
+                key = (*key, ("constants", tuple(mesh.constants)))
         entries = None
         if key is not None:
             try:
@@ -361,8 +370,10 @@ _SIMPLE = frozenset((bool, int, float, str, bytes, type(None)))
 def _arg_key(a: Any) -> Any:
     """A hashable stand-in for an argument (``_NO``: cannot be keyed)."""
     if isinstance(a, ShardArray):
-        if a._resolved is not None or a.host_range is not None:
+        if a.host_range is not None:
             return _NO
+        if a._resolved is not None:
+            return _resolved_key(a, ("A", a._layout, a.pending, a.dtype, _shards_key(a.shards)), _arg_key)
         return ("A", a._layout, a.pending, a.dtype, _shards_key(a.shards))
     t = type(a)
     if t in _SIMPLE:  # the usual static arguments: the same key as the isinstance test below gives them
@@ -406,6 +417,21 @@ def _arg_key(a: Any) -> Any:
     except TypeError:
         return _NO
     return _NO
+
+
+def _resolved_key(a: ShardArray, base: tuple, key: Any) -> Any:
+    """The key of a pending array whose reduction is cached (``relayout.resolve``): its own and the cache's.
+
+    An op that reuses the cached reduction is keyed apart from one that would run it. One whose results
+    share the cached reduction's blocks is not replayable (its live memory does not grow by those blocks,
+    ``OpMemo._record`` checks) and runs as it is; the VJPs that only carry such an array (``ctx.out`` of an
+    einsum whose sum a consumer reduced) are replayed.
+    """
+    target, array = a._resolved
+    inner = key(array) if type(array) is ShardArray and array._resolved is None else _NO
+    if inner is _NO or not isinstance(target, tuple):
+        return _NO
+    return (*base, ("R", target, inner))
 
 
 def _shards_key(shards: Any) -> Any:

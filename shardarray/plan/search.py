@@ -41,6 +41,20 @@ Two more cut the traces without changing the answer:
   search measures whether this pays (share cut × a full trace's wall time
   against the bound trace's) and stops tracing the bound where it does not.
 
+* **The affine rule in the layer count** (``step.two_layers``, ``step.layers`` > 2): the
+  layers are identical and share their dim names, so every summed figure of the step is affine
+  in the layer count: ``t(L) = t(1) + (L - 1) · (t(2) - t(1))`` (each op's time, flops, bytes and
+  collectives repeat per layer; ``tests/plan/test_plan_affine.py`` checks the step time, its parts,
+  comm and wire bytes and flops of the extrapolation against full traces to 1e-12). Peak memory is
+  a maximum, not a sum: the extrapolation is only a lower bound of it, so nothing is cut on it. After a complete
+  one-layer trace the two-layer trace is run, stopped as soon as
+  ``t(1) + (L - 1) · (running two-layer time - t(1))`` passes the cut (the running time only
+  grows), and a rule set whose extrapolated time passes the cut is cut without its full trace.
+  Only rule sets that could make the top k are traced in full, so their figures are bit for bit
+  those of the full trace. Where the full trace's own early stop is already cheap (the cut falls
+  early in the trace), the two short traces do not pay: the search measures both ways' wall time
+  per rule set as it goes and takes the cheaper (``_Chooser``; the answer is the same).
+
 And one makes each trace cheaper without changing it:
 
 * **A per-op memo** (``plan.memo.OpMemo``, one per search): an op runs once per
@@ -87,6 +101,7 @@ class SearchStats:
         self.symmetric = 0  # rule sets skipped as a renaming of interchangeable axes of one priced
         self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
         self.memo_hits = self.memo_misses = 0  # op calls replayed / run and recorded by the op memo (``plan.memo``)
+        self.affine_cuts = 0  # of ``stopped_bound``: cut by the two-layer trace's extrapolation (the affine rule)
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -243,6 +258,18 @@ def _search(
             raise _Stop
 
     floor = layer_floor(step, mesh_shape, hw) if bound is not None else 0.0
+    two = getattr(step, "two_layers", None) if bound is not None and _AFFINE_LAYERS else None
+    layers = getattr(step, "layers", 0) or 0
+    if two is None or layers <= 2 or two is step:
+        two = None  # the affine rule needs a two-layer step that is cheaper than the step itself
+    one_time = [0.0]  # the one-layer step time of the rule set being priced (the affine rule's intercept)
+
+    def watch_two(prof: Profile, clock: Clock) -> None:
+        # t(L) = t(1) + (L - 1) (t(2) - t(1)), and the running t(2) only grows: a lower bound on t(L)
+        if one_time[0] + (layers - 1) * (clock.total(prof) - one_time[0]) > cut[0] * _ROUNDING:
+            stats.stopped_bound += 1
+            stats.affine_cuts += 1
+            raise _Stop
 
     def watch_bound(prof: Profile, clock: Clock) -> None:
         if clock.total(prof) + floor > cut[0] * _ROUNDING:
@@ -251,6 +278,30 @@ def _search(
 
     simplest: dict[tuple, int] = {}  # costs -> index of the plan kept
     gain = _BoundGain()
+    chain = _Chooser()  # whether the one- and two-layer traces (the affine rule) pay on this search
+
+    def price_one(rules: Rules, affine: bool) -> Plan:
+        if bound is not None and cut[0] < math.inf and (affine or gain.worth_it()):
+            t0 = time.perf_counter()
+            try:
+                one = evaluate_layout(bound, mesh_shape, rules, hw, watch=watch_bound, cache=cache, memo=memo)
+            except _Stop:
+                gain.bound(time.perf_counter() - t0, cut=True)
+                raise
+            gain.bound(time.perf_counter() - t0, cut=False)
+            if affine and two is not None:
+                one_time[0] = one.step_time_s
+                t2 = evaluate_layout(two, mesh_shape, rules, hw, watch=watch_two, cache=cache, memo=memo)
+                if one.step_time_s + (layers - 1) * (t2.step_time_s - one.step_time_s) > cut[0] * _ROUNDING:
+                    stats.stopped_bound += 1  # (the watch sees the final totals too; this is a safeguard)
+                    stats.affine_cuts += 1
+                    raise _Stop
+        t0 = time.perf_counter()
+        try:
+            return evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache, memo=memo)
+        finally:
+            gain.full(time.perf_counter() - t0)
+
     for n, i in enumerate(order):
         rules = rule_sets[i]
         if progress is not None and n:
@@ -261,25 +312,19 @@ def _search(
                 stats.symmetric += 1
                 continue
             seen.add(key)
+        timed = two is not None and cut[0] < math.inf
+        affine = timed and chain.pick()
+        start = time.perf_counter()
         try:
-            if bound is not None and cut[0] < math.inf and gain.worth_it():
-                t0 = time.perf_counter()
-                try:
-                    evaluate_layout(bound, mesh_shape, rules, hw, watch=watch_bound, cache=cache, memo=memo)
-                except _Stop:
-                    gain.bound(time.perf_counter() - t0, cut=True)
-                    raise
-                gain.bound(time.perf_counter() - t0, cut=False)
-            t0 = time.perf_counter()
-            try:
-                plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache, memo=memo)
-            finally:
-                gain.full(time.perf_counter() - t0)
+            plan = price_one(rules, affine)
         except _Stop:
             continue
         except LayoutError:
             stats.refused += 1
             continue
+        finally:
+            if timed:
+                chain.add(affine, time.perf_counter() - start)
         stats.complete += 1
         if plan.memory_bytes_per_device <= limit:
             key = _cost(plan)
@@ -301,6 +346,9 @@ def _search(
 # A lower-bound trace sums the same terms in another order: allow its last bits to differ.
 _ROUNDING = 1.0 + 1e-9
 
+# The affine rule in the layer count (``step.two_layers``); the benchmark turns it off to time the search without it.
+_AFFINE_LAYERS = True
+
 
 class _BoundGain:
     """Whether the bound trace pays: the share of rule sets it cuts times a full trace's mean wall time
@@ -320,6 +368,30 @@ class _BoundGain:
 
     def full(self, seconds: float) -> None:
         self.fulls, self.full_s = self.fulls + 1, self.full_s + seconds
+
+
+class _Chooser:
+    """Whether to price a rule set through the affine rule (one- and two-layer traces first) or by its full
+    trace alone, stopped at the cut: the mean wall time per rule set of each, measured as the search goes
+    (both at first, then the cheaper, trying the other now and then). The answer is the same either way."""
+
+    def __init__(self) -> None:
+        self.n = [0, 0]
+        self.s = [0.0, 0.0]
+        self.calls = 0
+
+    def pick(self) -> bool:
+        self.calls += 1
+        n, s = self.n, self.s
+        if n[0] < 8 or n[1] < 8:
+            return n[1] <= n[0]
+        if self.calls % 32 == 0:  # look at the other again now and then: the later rule sets stop sooner
+            return not s[1] / n[1] <= s[0] / n[0]
+        return s[1] / n[1] <= s[0] / n[0]
+
+    def add(self, affine: bool, seconds: float) -> None:
+        self.n[affine] += 1
+        self.s[affine] += seconds
 
 
 def layer_floor(step: Step, mesh_shape: Mapping[str, int], hw: HardwareProfile) -> float:
