@@ -17,7 +17,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.relayout import relayout
-from ..errors import DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.indexing.basic import slice_dim
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation.dims import squeeze
@@ -61,6 +61,14 @@ def axes_dims(x: ShardArray, axis: Any, what: str) -> tuple[str, ...]:
     if len(set(dims)) != len(dims):
         raise DimensionError(f"{what}: axis {axis!r} repeats an axis (array of shape {x.shape})")
     return dims
+
+
+def no_out(out: Any, what: str) -> None:
+    """Refuse NumPy's ``out=`` in the namespace's NumPy extras (``xp.nansum``, ``xp.quantile``, ...)."""
+    if out is not None:
+        raise ArgumentError(
+            f"{what}: out= is not supported (arrays are distributed); assign the result: y = xp.{what}(...)"
+        )
 
 
 def fresh(taken: Sequence[str], n: int, stem: str = "dim") -> list[str]:

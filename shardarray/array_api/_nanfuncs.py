@@ -28,19 +28,12 @@ from ..ops.elementwise import math_unary as mu
 from ..ops.manipulation.structure import astype
 from ..ops.reduction import nanreduce
 from . import _scans, _statistical
-from ._align import axes_dims
+from ._align import axes_dims, no_out
 from ._array import Array, wrap
 from ._manipulation import reshape
 from ._statistical import _check, _keep
 
 _Axis = int | tuple[int, ...] | None
-
-
-def _no_out(out: Any, what: str) -> None:
-    if out is not None:
-        raise ArgumentError(
-            f"{what}: out= is not supported (arrays are distributed); assign the result: y = xp.{what}(...)"
-        )
 
 
 def _has_nan(x: ShardArray) -> bool:
@@ -68,7 +61,7 @@ def nansum(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None, 
         ...     xp.nansum(a, axis=1).numpy(), float(xp.nansum(a))
         (array([4., 9.]), 13.0)
     """
-    _no_out(out, "nansum")
+    no_out(out, "nansum")
     x = _check(x, "nansum")
     return _statistical.sum(_filled(x, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
 
@@ -84,7 +77,7 @@ def nanprod(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None,
         ...     float(xp.nanprod(xp.asarray([2.0, xp.nan, 3.0])))
         6.0
     """
-    _no_out(out, "nanprod")
+    no_out(out, "nanprod")
     x = _check(x, "nanprod")
     return _statistical.prod(_filled(x, 1.0), axis=axis, dtype=dtype, keepdims=keepdims)
 
@@ -114,13 +107,13 @@ def nanmax(x: Array, /, axis: _Axis = None, out: Any = None, keepdims: bool = Fa
         ...     xp.nanmax(xp.asarray([[1.0, xp.nan], [xp.nan, xp.nan]]), axis=1).numpy()
         array([ 1., nan])
     """
-    _no_out(out, "nanmax")
+    no_out(out, "nanmax")
     return _named(nanreduce.nanmax, x, axis, None, keepdims, "nanmax")
 
 
 def nanmin(x: Array, /, axis: _Axis = None, out: Any = None, keepdims: bool = False) -> Array:
     """The minimum over ``axis`` ignoring NaN, as ``np.nanmin`` (see ``nanmax``; a NumPy extra)."""
-    _no_out(out, "nanmin")
+    no_out(out, "nanmin")
     return _named(nanreduce.nanmin, x, axis, None, keepdims, "nanmin")
 
 
@@ -136,7 +129,7 @@ def nanmean(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None,
         ...     xp.nanmean(xp.asarray([[1.0, xp.nan], [3.0, 4.0]]), axis=0).numpy()
         array([2., 4.])
     """
-    _no_out(out, "nanmean")
+    no_out(out, "nanmean")
     return _named(nanreduce.nanmean, x, axis, dtype, keepdims, "nanmean")
 
 
@@ -169,7 +162,7 @@ def nanvar(
         ...     xp.nanvar(xp.asarray([[1.0, 3.0, xp.nan], [2.0, 2.0, 2.0]]), axis=1, ddof=1).numpy()
         array([2., 0.])
     """
-    _no_out(out, "nanvar")
+    no_out(out, "nanvar")
     c = _ddof(ddof, correction, "nanvar")
     return _named(nanreduce.nanvar, x, axis, dtype, keepdims, "nanvar", correction=c)
 
@@ -186,7 +179,7 @@ def nanstd(
     correction: float | None = None,
 ) -> Array:
     """The standard deviation of the non-NaN entries, as ``np.nanstd`` (see ``nanvar``; a NumPy extra)."""
-    _no_out(out, "nanstd")
+    no_out(out, "nanstd")
     c = _ddof(ddof, correction, "nanstd")
     return _named(nanreduce.nanstd, x, axis, dtype, keepdims, "nanstd", correction=c)
 
@@ -226,18 +219,18 @@ def nanargmax(x: Array, /, axis: int | None = None, out: Any = None, *, keepdims
         ...     xp.nanargmax(a, axis=1).numpy(), int(xp.nanargmax(a))
         (array([1, 2]), 5)
     """
-    _no_out(out, "nanargmax")
+    no_out(out, "nanargmax")
     return _nanarg(x, axis, keepdims, "nanargmax")
 
 
 def nanargmin(x: Array, /, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Array:
     """The index of the smallest non-NaN value along ``axis``, as ``np.nanargmin`` (see ``nanargmax``)."""
-    _no_out(out, "nanargmin")
+    no_out(out, "nanargmin")
     return _nanarg(x, axis, keepdims, "nanargmin")
 
 
 def _nanscan(x: Any, axis: Any, dtype: Any, out: Any, what: str) -> Array:
-    _no_out(out, what)
+    no_out(out, what)
     x = _check(x, what)
     if axis is None:  # NumPy flattens
         x, axis = reshape(x, (-1,)), 0

@@ -40,7 +40,7 @@ from ..ops.manipulation.concat import concat, stack
 from ..ops.manipulation.structure import astype
 from ..ops.manipulation.structure import transpose as transpose_named
 from ..ops.reduction import reduce
-from ._align import axis_dim, fresh
+from ._align import axis_dim, fresh, no_out
 from ._array import Array, wrap
 from ._manipulation import expand_dims, moveaxis, permute_dims, reshape
 from ._sorting import sort as _sort
@@ -425,8 +425,7 @@ def quantile(
         ...     xp.quantile(a, 0.5, axis=1).numpy(), xp.quantile(a, [0.0, 1.0]).numpy()
         (array([2.5, 6.5]), array([1., 8.]))
     """
-    if out is not None:
-        raise ArgumentError("quantile: out= is not supported (arrays are distributed); assign the result")
+    no_out(out, "quantile")
     return _quantile(x, q, axis, method, keepdims, weights, "quantile")
 
 
@@ -456,8 +455,7 @@ def nanquantile(
         ...     xp.nanquantile(a, 0.5, axis=1).numpy()
         array([3. , 6.5])
     """
-    if out is not None:
-        raise ArgumentError("nanquantile: out= is not supported (arrays are distributed); assign the result")
+    no_out(out, "nanquantile")
     return _quantile(x, q, axis, method, keepdims, weights, "nanquantile")
 
 
@@ -465,8 +463,7 @@ def median(
     x: Array, /, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False
 ) -> Array:
     """The median along ``axis``, as ``np.median`` (``quantile(x, 0.5)``; a NumPy extra)."""
-    if out is not None:
-        raise ArgumentError("median: out= is not supported (arrays are distributed); assign the result")
+    no_out(out, "median")
     return _quantile(x, 0.5, axis, "linear", keepdims, None, "median")
 
 
@@ -474,8 +471,7 @@ def nanmedian(
     x: Array, /, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False
 ) -> Array:
     """The median of the non-NaN entries along ``axis``, as ``np.nanmedian`` (``nanquantile(x, 0.5)``)."""
-    if out is not None:
-        raise ArgumentError("nanmedian: out= is not supported (arrays are distributed); assign the result")
+    no_out(out, "nanmedian")
     return _quantile(x, 0.5, axis, "linear", keepdims, None, "nanmedian")
 
 

@@ -91,6 +91,16 @@ def file_shape(found: Sequence[int], expected: Any, path: Any, dtype: Any, what:
     return shape
 
 
+def file_meta(
+    found_dtype: Any, found_shape: Sequence[int], dtype: Any, shape: Any, where: Any, what: str
+) -> tuple[np.dtype, tuple[int, ...]]:
+    """A file's (dtype the shards get, shape), each checked against the caller's ``dtype=``/``shape=``."""
+    found_dtype = np.dtype(found_dtype)
+    found = tuple(found_shape)
+    dt = file_dtype(found_dtype, dtype, where, found, what)
+    return dt, file_shape(found, shape, where, found_dtype.str, what)
+
+
 def job(mesh: Any) -> Procs:
     """The processes of ``mesh``'s job: MPI's world under ``comm="mpi"``, else this process alone."""
     world = getattr(mesh.comm, "world", None) if mesh.comm_kind == "mpi" else None

@@ -106,10 +106,7 @@ def read_hdf5(
             raise ArgumentError(f"{what}: {p} is not a readable HDF5 file ({e})") from None
         with f:
             ds = _dataset(h5py, f, dataset, p, what)
-            found = tuple(ds.shape)
-            where = f"{p}[{ds.name}]"
-            dt = checks.file_dtype(np.dtype(ds.dtype), dtype, where, found, what)
-            return p, dt, checks.file_shape(found, shape, where, np.dtype(ds.dtype).str, what)
+            return (p, *checks.file_meta(ds.dtype, ds.shape, dtype, shape, f"{p}[{ds.name}]", what))
 
     p, dt, found = checks.together(checks.job(mesh), open_checked, what)
     lay, positional = blocks.target(mesh, found, dims, layout, what)

@@ -88,9 +88,7 @@ def read_npy(
     def open_checked() -> tuple[np.memmap, np.dtype, tuple[int, ...]]:
         p = checks.existing(path, what, ".npy file")
         mm = _open(p, what)
-        found = tuple(mm.shape)
-        dt = checks.file_dtype(mm.dtype, dtype, p, found, what)
-        return mm, dt, checks.file_shape(found, shape, p, mm.dtype.str, what)
+        return (mm, *checks.file_meta(mm.dtype, mm.shape, dtype, shape, p, what))
 
     mm, dt, found = checks.together(procs, open_checked, what)
     lay, positional = blocks.target(mesh, found, dims, layout, what)

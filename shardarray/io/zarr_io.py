@@ -106,9 +106,7 @@ def read_zarr(
 
     def open_checked() -> tuple[Any, np.dtype, tuple[int, ...]]:
         arr = _open(zarr, path, "r", what)
-        found = tuple(arr.shape)
-        dt = checks.file_dtype(np.dtype(arr.dtype), dtype, path, found, what)
-        return arr, dt, checks.file_shape(found, shape, path, np.dtype(arr.dtype).str, what)
+        return (arr, *checks.file_meta(arr.dtype, arr.shape, dtype, shape, path, what))
 
     arr, dt, found = checks.together(checks.job(mesh), open_checked, what)
     lay, positional = blocks.target(mesh, found, dims, layout, what)

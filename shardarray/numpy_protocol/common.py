@@ -20,6 +20,16 @@ from ..errors import DTypeError
 HOOKS = OpTable()
 
 # NumPy ufunc name -> the standard's name (``sa`` and ``xp`` spell them so) where they differ
+#: ufunc.reduce -> the reduction of the same meaning (both ``sa`` and the namespace spell them so)
+UFUNC_REDUCTIONS: dict[str, str] = {
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_and": "all",
+    "logical_or": "any",
+}
+
 UFUNC_ALIASES: dict[str, str] = {
     "absolute": "abs",
     "true_divide": "divide",

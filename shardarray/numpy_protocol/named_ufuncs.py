@@ -25,7 +25,7 @@ from ..array import ShardArray
 from ..core.common import dims_arg
 from ..errors import ArgumentError, DTypeError
 from ..ops.manipulation.structure import astype
-from .common import HOOKS, UFUNC_ALIASES, foreign, mixing_error, same, short
+from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign, mixing_error, same, short
 
 # NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
 UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
@@ -55,15 +55,6 @@ UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
     "invert": ("__invert__", None),
 }
 
-# ufunc.reduce -> the shardarray reduction
-UFUNC_REDUCTIONS: dict[str, str] = {
-    "add": "sum",
-    "multiply": "prod",
-    "maximum": "max",
-    "minimum": "min",
-    "logical_and": "all",
-    "logical_or": "any",
-}
 # ufunc.accumulate -> the shardarray scan (only those that exist: no running maximum/minimum)
 UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod"}
 

@@ -36,18 +36,10 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from .common import UFUNC_ALIASES, foreign
+from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 
-# ufunc.reduce / ufunc.accumulate -> the namespace's reduction / scan
-REDUCE: dict[str, str] = {
-    "add": "sum",
-    "multiply": "prod",
-    "maximum": "max",
-    "minimum": "min",
-    "logical_and": "all",
-    "logical_or": "any",
-}
+# ufunc.accumulate -> the namespace's scan (ufunc.reduce: common.UFUNC_REDUCTIONS)
 ACCUMULATE: dict[str, str] = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
 
 
@@ -91,7 +83,7 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
         return write_out(out, fn(*args, **extra), what)
     if method not in ("reduce", "accumulate") or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
         return NotImplemented
-    table = REDUCE if method == "reduce" else ACCUMULATE
+    table = UFUNC_REDUCTIONS if method == "reduce" else ACCUMULATE
     target = counterpart(xp, table[name]) if name in table else None
     if target is None:
         return NotImplemented

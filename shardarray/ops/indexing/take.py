@@ -256,17 +256,10 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
 
 def _device_range(ids: ShardArray) -> tuple[int, int]:
     """(min, max) of ``ids`` over every block, in one device-to-host transfer (``_NO_IDS`` for no ids here)."""
-    backend = ids.mesh.backend
-    xp = backend.xp
-    pairs = []
-    for rep, _ in ids.mesh.replica_classes(ids.spec.used_axes):
-        b = ids.shards[rep]
-        if b.size:
-            with backend.scope(rep):
-                pairs.append((rep, xp.stack([xp.min(b), xp.max(b)])))
+    pairs = _block_ranges(ids)
     if not pairs:
         return _NO_IDS
-    host = backend.read_together(pairs)  # blocks on other GPUs come to the first one's (no host round trip)
+    host = ids.mesh.backend.read_together(pairs)  # blocks on other GPUs come to the first one's (no host round trip)
     return min(int(h[0]) for h in host), max(int(h[1]) for h in host)
 
 
