@@ -9,6 +9,7 @@ NumPy-only behaviour and skip under ``--backend=cupy``, as do the package doctes
 mesh's (``NUMPY_MESH_DOCTESTS``); tests marked ``gpu`` skip without a real GPU.
 """
 
+import faulthandler
 import functools
 import os
 
@@ -22,12 +23,28 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 import helpers  # noqa: E402
 from helpers import gpu_available  # noqa: E402
+from spmd import WORLD  # noqa: E402
 
 # helpers, fakes, misuse cases and job scripts: imported by the tests, never collected (not even for doctests)
 collect_ignore = ["support"]
 
 BACKENDS = ("numpy", "cupy")
 _UNDO: list = []
+
+#: a test of an MPI job (``mpiexec -n 4 ... tests/mpi``) still running after this many seconds dumps every
+#: thread's stack and exits its process, and mpiexec then ends the whole job: a collective that one process
+#: never joins fails the run instead of hanging it (the longest test there takes a few seconds)
+MPI_TEST_TIMEOUT_S = 120
+
+
+@pytest.fixture(autouse=True)
+def _mpi_test_timeout():
+    if WORLD <= 1:
+        yield
+        return
+    faulthandler.dump_traceback_later(MPI_TEST_TIMEOUT_S, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 def pytest_addoption(parser):

@@ -1,15 +1,14 @@
 """Routed take, searchsorted and integer-array writes (``ops/indexing/route.py``) under ``mpiexec -n 4``.
 
-Runs only inside a 4-process MPI job: ``mpiexec -n 4 python -m pytest -q tests/mpi/test_route.py``. Every
+Runs only inside a 4-process MPI job: ``mpiexec -n 4 python -m pytest -q tests/mpi/test_mpi_route.py``. Every
 rank builds the same inputs (fixed seeds), runs the op on an emulated mesh and on the MPI mesh of the same
 shape, and compares both with NumPy on the gathered value (``.numpy()``, collective for split arrays). All
 collectives of a test run before its assertions, so a failing check fails on every rank alike; a rank stuck
-in a collective is ended by the ``faulthandler`` watchdog (traceback, exit) instead of hanging the job.
+in a collective is ended by tests/conftest.py's per-test timeout (traceback, exit) instead of hanging the job.
 """
 
 from __future__ import annotations
 
-import faulthandler
 import warnings
 
 import numpy as np
@@ -20,28 +19,21 @@ import shardarray as sa
 import shardarray.array_api as xp
 from shardarray.ops.indexing import route
 from shardarray.ops.indexing import take as take_module
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _route_small_ids():
-    """These tests use small id arrays: route them as big ones are (take.ROUTE_MIN_IDS to 0)."""
-    saved = take_module.ROUTE_MIN_IDS
-    take_module.ROUTE_MIN_IDS = 0
-    yield
-    take_module.ROUTE_MIN_IDS = saved
 from shardarray.ops.sorting import searchsorted as ss
 
 pytestmark = needs_four
 
 SHAPES = [{"row": 4}, {"row": 2, "col": 2}]
-WATCHDOG_S = 60  # no test here takes more than a few seconds
 
 
-@pytest.fixture(autouse=True)
-def _watchdog():
-    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+@pytest.fixture(autouse=True, scope="module")
+def _route_small_ids():
+    """These tests use small id arrays: route them as big ones are (take.ROUTE_MIN_IDS to 0). (A hung test
+    ends the job: tests/conftest.py's MPI_TEST_TIMEOUT_S.)"""
+    saved = take_module.ROUTE_MIN_IDS
+    take_module.ROUTE_MIN_IDS = 0
     yield
-    faulthandler.cancel_dump_traceback_later()
+    take_module.ROUTE_MIN_IDS = saved
 
 
 def _log(log):
