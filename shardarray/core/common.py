@@ -117,6 +117,14 @@ def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def wrap_hint(operands: Any) -> str:
+    """How to wrap a foreign operand, for error messages: ``xp.asarray`` when an operand is positional (the
+    namespace's user), else ``sa.asarray`` with dims."""
+    if any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
+        return "xp.asarray(array, device=mesh) (import shardarray.array_api as xp)"
+    return "sa.asarray(array, dims=..., mesh=...)"
+
+
 def require_array(x: Any, what: str, name: str = "x") -> ShardArray:
     """``x`` if it is a ShardArray, else a ``DTypeError`` saying how to make one."""
     if isinstance(x, ShardArray):

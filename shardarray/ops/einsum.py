@@ -18,7 +18,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core import plans
-from ..core.common import check_rules, common_mesh, union_dims
+from ..core.common import check_rules, common_mesh, union_dims, wrap_hint
 from ..core.relayout import relayout
 from ..core.tape import differentiable
 from ..errors import DimensionError, DTypeError
@@ -26,13 +26,6 @@ from ..layout import check_dims
 from ..matmul import select
 from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
 from ..mesh import AxesSpec
-
-
-def _wrap_hint(operands: Any) -> str:
-    """How to wrap a foreign array: ``xp.asarray`` when an operand is positional, else ``sa.asarray``."""
-    if any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
-        return "xp.asarray(array, device=mesh) (import shardarray.array_api as xp)"
-    return "sa.asarray(array, dims=..., mesh=...)"
 
 
 def parse_equation(equation: str, n_operands: int) -> tuple[list[tuple[str, ...]], tuple[str, ...] | None]:
@@ -150,7 +143,7 @@ def _plan(args: tuple[Any, ...], out: Any, algorithm: str) -> tuple[Any, Any, Co
     for i, op in enumerate(operands):
         if not isinstance(op, ShardArray):
             raise DTypeError(
-                f"einsum operand {i} is a {type(op).__name__}, not a ShardArray; wrap it with " + _wrap_hint(operands)
+                f"einsum operand {i} is a {type(op).__name__}, not a ShardArray; wrap it with " + wrap_hint(operands)
             )
         if terms is not None and sorted(terms[i]) != sorted(op.dims):
             raise DimensionError(

@@ -28,7 +28,7 @@ from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...backend.meta import MetaArray
 from ...core import plans
-from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims
+from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims, wrap_hint
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import check_domain, is_bfloat16, is_complex, promote
@@ -40,13 +40,6 @@ from ..manipulation.structure import stop_gradient
 Scalar = (numbers.Number, np.generic)
 
 
-def _wrap_hint(operands: Any) -> str:
-    """How to wrap a foreign array: ``xp.asarray`` when an operand is positional, else ``sa.asarray``."""
-    if any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
-        return "xp.asarray(array, device=mesh) (import shardarray.array_api as xp)"
-    return "sa.asarray(array, dims=..., mesh=...)"
-
-
 def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
     arrays = []
     for a in args:
@@ -55,7 +48,7 @@ def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
         elif not isinstance(a, Scalar):
             raise DTypeError(
                 f"{name}: operands must be ShardArrays or Python/NumPy scalars; got {type(a).__name__}. "
-                f"Wrap arrays with " + _wrap_hint(args)
+                f"Wrap arrays with " + wrap_hint(args)
             )
     if not arrays:
         raise DTypeError(f"{name}: at least one operand must be a ShardArray")
