@@ -1,7 +1,8 @@
 """``sa.linalg``: linear algebra on named dims (the array API ``linalg`` extension's named forms).
 
 Distributed algorithms: ``qr``/``svd``/``svdvals`` of matrices split along
-their rows by TSQR (one allgather of the small ``n x n`` R factors);
+their rows by CholeskyQR2 (two allreduces of the small ``n x n`` Gram matrix),
+checked, and TSQR (one allgather of the ``n x n`` R factors) where the check fails;
 ``cholesky`` of a matrix split in 2-D by the blocked right-looking algorithm
 (broadcasts of panels, a SUMMA-style trailing update), and through it
 ``solve``/``inv``/``det``/``slogdet`` of Hermitian positive-definite matrices

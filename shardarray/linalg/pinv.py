@@ -1,7 +1,8 @@
 """``sa.linalg.pinv`` and ``matrix_rank`` on named dims, from the TSQR-based SVD.
 
-Collectives: those of ``svd``/``svdvals`` (TSQR: one allgather of the ``n x n``
-R factors over the row axes, an alltoall first when the columns are split),
+Collectives: those of ``svd``/``svdvals`` (``qr``'s R: two allreduces of the
+``n x n`` Gram matrix over the row axes, TSQR's allgather of R factors after
+them for an ill-conditioned matrix, an alltoall first when the columns are split),
 then ``pinv`` is one einsum ``V diag(1/S) U^H`` over the ``k`` dim (its rows
 keep U's row split, so the product is local), and ``matrix_rank`` a local
 count over the replicated singular values.

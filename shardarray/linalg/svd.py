@@ -1,10 +1,12 @@
 """``sa.linalg.svd`` / ``svdvals`` / ``pinv`` / ``matrix_rank``: from TSQR's R factor.
 
-A tall matrix (``m >= n``) split along its rows: TSQR (one allgather of the
-``n x n`` R factors over the row axes, see ``tsqr``), then every device takes
+A tall matrix (``m >= n``) split along its rows: ``qr``'s R (CholeskyQR2, two
+allreduces of the ``n x n`` Gram matrix over the row axes, or TSQR's one
+allgather of the ``n x n`` R factors where the Gram check sends it there; see
+``tsqr``), then every device takes
 the SVD of the small ``R = U_R S V^H`` (the same on all of them) and
 ``U = Q U_R`` is one local product, so U keeps the rows' split. ``svdvals``
-skips Q entirely (the allgather of R is its only collective). Wide matrices
+skips the final Q product (R's collectives are its only ones). Wide matrices
 are handled through the conjugate transpose (``A^H = V S U^H``, a tall
 problem with the roles of U and V swapped). ``full_matrices=True`` with
 ``m != n`` needs the whole square U or V: replicated fallback
@@ -100,9 +102,10 @@ def _no_svd(x: ShardArray) -> str:
 def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: str | None = None) -> SVDResult:
     """Singular value decomposition ``x = U diag(S) Vh`` of the matrices of ``x`` (S descending).
 
-    Tall matrices split along their rows: TSQR (**one allgather** of the
-    ``n x n`` R factors over the row axes; an **alltoall** first when the
-    columns are split), the SVD of R on every device, ``U = Q U_R`` locally.
+    Tall matrices split along their rows: ``qr`` (**two allreduces** of the
+    ``n x n`` Gram matrix over the row axes, or TSQR's **one allgather** of
+    the R factors for an ill-conditioned matrix; an **alltoall** first when
+    the columns are split), the SVD of R on every device, ``U = Q U_R`` locally.
     Wide matrices go through ``x^H`` (same collectives on the transposed
     problem). ``full_matrices=True`` with ``m != n``: replicated fallback.
 
@@ -153,8 +156,10 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
 def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> ShardArray:
     """The singular values of the matrices of ``x``, descending: dims (batch..., new), real.
 
-    Collectives: TSQR's R only (**one allgather** of ``n x n`` R factors over
-    the row axes, an alltoall first if the columns are split); no Q is formed.
+    Collectives: ``qr``'s R only (**two allreduces** of the ``n x n`` Gram
+    matrix over the row axes, TSQR's **one allgather** of R factors after them
+    for an ill-conditioned matrix, an alltoall first if the columns are
+    split); the final Q is not formed.
     Wide matrices use ``x^H``. Differentiable (real): ``Ā = U diag(ḡ) V^T``
     (one ``svd`` in the VJP).
 

@@ -1,6 +1,12 @@
-"""``sa.linalg.qr``: TSQR (tall-skinny QR) of matrices split along their rows.
+"""``sa.linalg.qr``: the QR of matrices split along their rows (CholeskyQR2, TSQR behind it).
 
-For an ``m x n`` matrix (``m >= n``) whose rows are split over ``p`` devices:
+Tall matrices (``m >= n``) whose rows are split first try **CholeskyQR2**
+(``linalg.cholqr``): two allreduces of the ``n x n`` Gram matrix over the row
+axes and matrix products only, about ten times faster than LAPACK's
+Householder QR on a CPU block. Its own check (the second Gram matrix within
+0.1 of the identity for every matrix) decides; where it fails (``κ(A)``
+beyond about ``10^7`` in float64, rank deficiency, NaN or inf) the same call
+goes on with **TSQR**, orthonormal whatever the conditioning:
 
 1. every device factors its block: ``A_i = Q1_i R_i`` (local ``qr``; ``R_i`` is
    ``k_i x n`` with ``k_i = min(m_i, n)``, padded with zero rows to ``n x n``);
@@ -37,6 +43,7 @@ from ..layout import block_bounds
 from ..ops.indexing.slicing import isel
 from ._matrix import batch_last, float_dtype, local_op, matrix_dims
 from ._parts import qr_part, traced, untraced
+from .cholqr import cholesky_qr2
 
 
 class QRResult(NamedTuple):
@@ -89,6 +96,12 @@ def tsqr(x: ShardArray, rows: str, cols: str, new: str, want_q: bool = True) -> 
         R = new_array(mesh, (*batch, new, cols), sizes, blay, r_sh, dtype=x.dtype)
         Q = new_array(mesh, (*batch, rows, new), sizes, {**blay, rows: ()}, q_sh, dtype=x.dtype) if want_q else None
         return Q, R
+    fast = cholesky_qr2(x, raxes, want_q)
+    if fast is not None:
+        R = new_array(mesh, (*batch, new, cols), sizes, blay, fast[1], dtype=x.dtype)
+        if not want_q:
+            return None, R
+        return new_array(mesh, (*batch, rows, new), sizes, {**blay, rows: raxes}, fast[0], dtype=x.dtype), R
     radix = [mesh.axis_size(a) for a in raxes]
     p = int(np.prod(radix))
     counts = [min(b - a, n) for a, b in (group_chunk(0, m, radix, j) for j in range(p))]
@@ -200,8 +213,13 @@ def _fallback_qr(x: ShardArray, rows: str, cols: str, new: str, mode: str) -> QR
 def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | None = None) -> QRResult:
     """QR factorization ``x = Q R`` of the matrices of ``x`` (rows, cols = ``dims``, default the last two).
 
-    Tall matrices (``m >= n``) split along their rows use **TSQR**: local QR
-    per block, **one allgather** of the ``n x n`` R factors over the row axes
+    Tall matrices (``m >= n``) split along their rows use **CholeskyQR2**:
+    **two allreduces** of the ``n x n`` Gram matrix over the row axes
+    (``n²`` elements per device and matrix each), Cholesky factors on every
+    device and matrix products per block. Where its Gram check says the
+    matrix is too ill-conditioned for it (``κ`` beyond about ``10^7`` in
+    float64, rank deficiency, NaN), **TSQR** follows: local QR per block,
+    **one allgather** of the ``n x n`` R factors over the row axes
     (``(p-1)·n²`` elements received per device and matrix), a QR of the
     stacked R's on every device, and one local product for Q. Columns split:
     first **one alltoall** moving the column axes onto the rows. Wide matrices
@@ -227,7 +245,7 @@ def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | Non
         >>> with sa.comm_log() as log:
         ...     q, r = sa.linalg.qr(a)
         >>> q.dims, q.layout, r.dims, [rec.op for rec in log.records]
-        (('i', 'j_k'), {'i': ('row', 'col')}, ('j_k', 'j'), ['allgather'])
+        (('i', 'j_k'), {'i': ('row', 'col')}, ('j_k', 'j'), ['allreduce', 'allreduce'])
     """
     if not traced(x):
         return _qr(x, dims, mode, new)

@@ -66,7 +66,7 @@ def test_qr_svd_match_numpy(case, cplx):
 
 @pytest.mark.parametrize("shape", [{"d": 1}, {"row": 2, "col": 2}, {"all": 4}, {"x": 2, "y": 2, "z": 2},
                                    {"p": 3, "q": 2}])
-def test_tsqr_traffic_is_one_allgather_of_r(shape):
+def test_tall_qr_traffic_is_two_allreduces_of_the_gram(shape):
     mesh = sa.Mesh(shape)
     axes = mesh.axis_names
     m, n = 37, 5
@@ -78,19 +78,64 @@ def test_tsqr_traffic_is_one_allgather_of_r(shape):
     recs = log.records
     if p == 1:
         assert recs == []
-    else:
-        assert [rec.op for rec in recs] == ["allgather"]
-        # each device contributes one n x n float64 R (zero-padded): the allgather moves n*n*8 bytes per member
-        assert recs[0].axes == tuple(axes)
-        assert (recs[0].elements, recs[0].bytes, recs[0].group_size) == (n * n, n * n * 8, p)
-        assert recs[0].wire_bytes == (p - 1) * n * n * 8  # independent of m: the formula (p-1)·n²·8 bytes
+    else:  # CholeskyQR2: each pass allreduces one n x n float64 Gram matrix over the row axes
+        assert [rec.op for rec in recs] == ["allreduce", "allreduce"]
+        for rec in recs:
+            assert rec.axes == tuple(axes)
+            assert (rec.elements, rec.bytes, rec.group_size) == (n * n, n * n * 8, p)
+            assert rec.wire_bytes == 2 * (p - 1) / p * n * n * 8  # independent of m: ring allreduce of n²·8 bytes
     np.testing.assert_allclose(q.numpy() @ r.numpy(), a, atol=1e-12)
-    # columns split: one alltoall first, then the same allgather
+    # columns split: one alltoall first, then the same two allreduces
     if p > 1:
         y = _arr(a, ("i", "j"), mesh, {"j": axes[:1]})
         with sa.comm_log() as log:
             L.qr(y)
-        assert [rec.op for rec in log.records] == ["alltoall", "allgather"]
+        assert [rec.op for rec in log.records] == ["alltoall", "allreduce", "allreduce"]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+@pytest.mark.parametrize("cond", [1.0, 1e3, 1e6, 1e12, "rank-deficient"])
+def test_tall_qr_orthogonal_at_any_condition(cond, dtype):
+    """CholeskyQR2 where its Gram check passes (two allreduces), Householder TSQR after it where not (the
+    allgather follows): Q orthonormal and Q R = A to working precision either way, R's diagonal >= 0."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    rng = np.random.default_rng(7)
+    m, n = 403, 12
+    u, _ = np.linalg.qr(rng.standard_normal((m, n)) + (1j * rng.standard_normal((m, n)) if dtype == np.complex128
+                                                     else 0))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    s = np.ones(n) if cond == "rank-deficient" else np.logspace(0, -np.log10(cond), n)
+    if cond == "rank-deficient":
+        s[-3:] = 0
+    a = ((u * s) @ v).astype(dtype)
+    x = _arr(a, ("i", "j"), mesh, {"i": ("row", "col")})
+    with sa.comm_log() as log:
+        q, r = L.qr(x)
+    ops = [rec.op for rec in log.records]
+    eps = np.finfo(dtype).eps
+    cholesky_ok = cond != "rank-deficient" and float(cond) * (eps**0.5) < 1e-2  # well inside its range
+    hopeless = cond == "rank-deficient" or float(cond) ** 2 * eps > 10  # the first Gram matrix is noise
+    if cholesky_ok:
+        assert ops == ["allreduce", "allreduce"]
+    if hopeless:
+        assert ops == ["allreduce", "allreduce", "allgather"]
+    Q, R = q.numpy(), r.numpy()
+    assert np.abs(Q.conj().T @ Q - np.eye(n)).max() < 50 * n * eps
+    assert np.abs(Q @ R - a).max() < 50 * n * eps * np.abs(a).max()
+    assert np.all(np.abs(np.tril(R, -1)) == 0)
+    d = np.diagonal(R)
+    assert np.all(d.real >= 0) and np.all(d.imag == 0)
+
+
+def test_tall_qr_nan_takes_tsqr():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = rand((40, 4), 5)
+    a[3, 1] = np.nan
+    x = _arr(a, ("i", "j"), mesh, {"i": ("row", "col")})
+    with sa.comm_log() as log:
+        _, r = L.qr(x)
+    assert [rec.op for rec in log.records] == ["allreduce", "allreduce", "allgather"]
+    assert np.isnan(r.numpy()).any() == np.isnan(np.linalg.qr(a)[1]).any()
 
 
 def test_svdvals_has_no_q_product_and_same_traffic():
@@ -99,7 +144,7 @@ def test_svdvals_has_no_q_product_and_same_traffic():
     x = _arr(a, ("i", "j"), mesh, {"i": ("row", "col")})
     with sa.comm_log() as log:
         s = L.svdvals(x)
-    assert [r.op for r in log.records] == ["allgather"]
+    assert [r.op for r in log.records] == ["allreduce", "allreduce"]
     np.testing.assert_allclose(s.numpy(), np.linalg.svd(a, compute_uv=False), atol=1e-12)
 
 

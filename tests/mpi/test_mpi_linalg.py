@@ -1,4 +1,4 @@
-"""sa.linalg under ``mpiexec -n 4`` equals the emulated mesh: TSQR's QR/SVD, batched inv/solve.
+"""sa.linalg under ``mpiexec -n 4`` equals the emulated mesh: QR/SVD (CholeskyQR2, TSQR behind it), batched inv/solve.
 
 Runs only inside a 4-process MPI job: ``mpiexec -n 4 python -m pytest -q tests/mpi/test_mpi_linalg.py``.
 """
@@ -29,7 +29,7 @@ def test_tsqr_matches_emulated_and_numpy(shape, m):
         x = sa.asarray(a, dims=("b", "i", "j"), mesh=mesh, layout={"i": tuple(mesh.axis_names)})
         with sa.comm_log() as log:
             q, r = sa.linalg.qr(x)
-        assert [rec.op for rec in log.records] == ["allgather"]
+        assert [rec.op for rec in log.records] == ["allreduce", "allreduce"]  # CholeskyQR2: two Gram allreduces
         s = sa.linalg.svdvals(x)
         out.append((q.numpy(), r.numpy(), s.numpy()))
     for u, v in zip(*out):
@@ -37,6 +37,26 @@ def test_tsqr_matches_emulated_and_numpy(shape, m):
     q, r, s = out[1]
     np.testing.assert_allclose(q @ r, a, atol=1e-12)
     np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+
+
+def test_qr_processes_agree_on_the_tsqr_fallback():
+    """One rank-deficient matrix of the batch, held by the processes of row 0 only: CholeskyQR2's Gram check fails
+    there, and every process (row 1's too, whose matrices pass) goes on to TSQR together, so none waits alone."""
+    a = np.random.default_rng(3).standard_normal((2, 30, 4))
+    a[0, :, 3] = a[0, :, 2]
+    out = []
+    for comm in ("emulated", "mpi"):
+        mesh = sa.Mesh({"row": 2, "col": 2}, comm=comm)
+        x = sa.asarray(a, dims=("b", "i", "j"), mesh=mesh, layout={"b": "row", "i": "col"})
+        with sa.comm_log() as log:
+            q, r = sa.linalg.qr(x)
+        assert [rec.op for rec in log.records] == ["allreduce", "allreduce", "allgather"]
+        out.append((q.numpy(), r.numpy()))
+    for u, v in zip(*out):
+        np.testing.assert_allclose(v, u, atol=1e-12)
+    q, r = out[1]
+    np.testing.assert_allclose(q @ r, a, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(4), (2, 4, 4)), atol=1e-12)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
