@@ -3,9 +3,13 @@
 A change of layout is decomposed per dim: axes a dim must give up are
 released from its minor end (an **alltoall** when another dim takes that axis
 next, else an **allgather**), then axes a dim must take on are acquired by a
-local **slice**. A pending sum is resolved first: a **reduce-scatter** for
-each pending axis that the target splits a dim over next, an **allreduce**
-over the rest.
+local **slice**. Where that plan would gather entries its final slice drops
+(two dims swapping axes, as a transpose's relayout does; an axis moving to a
+dim that does not take it next), **one alltoallv** over the axes either
+layout uses sends each device exactly the entries of its new block it does
+not hold (``exchange_boxes``: at most a block per device). A pending sum is
+resolved first: a **reduce-scatter** for each pending axis that the target
+splits a dim over next, an **allreduce** over the rest.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from ..array import ShardArray
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec
+from .common import mesh_order
 from .tape import differentiable
 
 
@@ -78,7 +83,8 @@ def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
 
 
 def move_axes(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
-    """Bring ``x`` to the per-dim mesh axes ``target`` (a pending sum stays pending): slices and alltoalls.
+    """Bring ``x`` to the per-dim mesh axes ``target`` (a pending sum stays pending): alltoalls, allgathers and
+    slices, or one exchange of the missing pieces where the gathers would be sliced away (``exchange_boxes``).
 
     (``movement.move`` is the other move: data along one dim, from pieces of arrays.)
 
@@ -88,6 +94,9 @@ def move_axes(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
     cur = list(x.spec.axes)
     if tuple(cur) == target:
         return x
+    if _gathers_then_slices(cur, target):
+        final = Layout(x.dims, x.shape, target)
+        return ShardArray(x.mesh, final, x.dtype, exchange_boxes(x, final), x.pending)
     comm = x.mesh.comm
     shards = list(x.shards)
     for i in range(len(cur)):
@@ -123,6 +132,67 @@ def move_axes(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
         shards = out
         moved = final
     return ShardArray(x.mesh, moved, x.dtype, shards, x.pending)
+
+
+def _gathers_then_slices(cur: Sequence[tuple[str, ...]], target: Sequence[tuple[str, ...]]) -> bool:
+    """Whether the per-dim plan of ``move_axes`` (alltoalls, allgathers, a final slice) would allgather data
+    that its final slice then drops: a dim gives up an axis no other dim takes next while a dim takes on an
+    axis by slicing. ``move_axes`` then moves exactly the pieces each device needs, in one exchange."""
+    cur = list(cur)
+    gathered = False
+    for i in range(len(cur)):
+        while not _is_prefix(cur[i], target[i]):
+            move_to = _alltoall_target(cur, target, i)
+            if move_to is None:
+                gathered = True
+                cur[i] = cur[i][:-1]
+                continue
+            j, n = move_to
+            cur[j] = cur[j] + cur[i][len(cur[i]) - n :]
+            cur[i] = cur[i][: len(cur[i]) - n]
+    return gathered and tuple(cur) != tuple(target)
+
+
+def exchange_boxes(x: ShardArray, final: Layout) -> list[Any]:
+    """The blocks of ``x`` in ``final`` (same dims and sizes; pending axes untouched), by **one alltoallv**
+    over the mesh axes either layout uses: each device receives exactly the entries of its new block that it
+    does not hold, each from one holder (itself where it holds them, else the holder that is first in its group
+    at or after it, so replicas share the sending), and sends nothing else.
+
+    Per device this moves at most its new block; the allgather-then-slice plan it replaces moves whole
+    gathered blocks. The emulated mesh passes a block that is exactly one piece without a copy.
+    """
+    mesh = x.mesh
+    axes = mesh_order(mesh, set(x.spec.used_axes) | set(final.used_axes))
+    src = block_bounds(mesh, x.spec)
+    dst = block_bounds(mesh, final)
+    send: list[Any] = [None] * mesh.size
+    boxes: list[Any] = [None] * mesh.size
+    shapes: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
+        k = len(group)
+        outgoing: list[list[list[Any]]] = [[[] for _ in range(k)] for _ in range(k)]  # [sender][receiver]
+        for r, rd in enumerate(group):
+            want = dst[rd]
+            shapes[rd] = tuple(b - a for a, b in want)
+            boxes[rd] = [[] for _ in range(k)]
+            taken: dict[tuple[tuple[int, int], ...], int] = {}  # a source block (its bounds) -> its sender
+            for step in range(k):
+                j = (r + step) % k  # itself first, then the next members: replicas spread the sending
+                have = src[group[j]]
+                if have in taken:
+                    continue
+                box = tuple((max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in zip(have, want))
+                if any(lo >= hi for lo, hi in box):  # no entry of its block is wanted here
+                    continue
+                taken[have] = j
+                outgoing[j][r].append(tuple(slice(lo - a0, hi - a0) for (lo, hi), (a0, _) in zip(box, have)))
+                boxes[rd][j].append(tuple(slice(lo - b0, hi - b0) for (lo, hi), (b0, _) in zip(box, want)))
+        for j, sd in enumerate(group):
+            block = x.shards[sd]
+            if block is not None:
+                send[sd] = [[block[index] for index in outgoing[j][r]] for r in range(k)]
+    return mesh.comm.alltoallv_boxes(send, axes, boxes, shapes, x.dtype)
 
 
 @differentiable("relayout")

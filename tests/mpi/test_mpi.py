@@ -75,11 +75,17 @@ def test_comm_logs_match_emulated():
         x = sa.random.normal(mesh, {"m": 8, "k": 6}, layout={"m": "row", "k": "col"}, seed=1)
         with sa.comm_log() as log:
             x.sum("k").numpy()
-            x.relayout({"m": "col", "k": "row"})
-        return [(r.op, r.axes, r.elements, r.bytes) for r in log]
+            y = x.relayout({"m": "col", "k": "row"})  # an axis swap: one exchange over (row, col)
+        return [(r.op, r.axes, r.elements, r.bytes) for r in log], [y.numpy()] + [
+            np.asarray(b) for b in y.shards if b is not None
+        ]
 
-    emulated, mpi = both({"row": 2, "col": 2}, run)
+    (emulated, values_e), (mpi, values_m) = both({"row": 2, "col": 2}, run)
     assert emulated == mpi
+    assert emulated[-1][:2] == ("alltoall", ("row", "col"))
+    np.testing.assert_array_equal(values_m[0], values_e[0])
+    rank = sa.Mesh({"row": 2, "col": 2}, comm="mpi").local_device
+    np.testing.assert_array_equal(values_m[1], values_e[1 + rank])  # this process's block is its device's
 
 
 @pytest.mark.parametrize("algorithm", ["allreduce", "summa"])
