@@ -312,10 +312,18 @@ def _ufunc_entry(name: str, ufunc: np.ufunc, method: str) -> tuple[str, str]:
         except Exception:  # noqa: BLE001 - NumPy refuses this dtype or method: try the next
             continue
         sa_values = [_to_xp(v, mesh) for v in values]
+
+        def call_np(values=values):
+            out = getattr(ufunc, method)(*values)
+            return values[0] if method == "at" else out  # ufunc.at writes into its first operand
+
+        def call_sa():
+            out = getattr(ufunc, method)(*sa_values)
+            return sa_values[0] if method == "at" else out
+
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            return _run(label, lambda values=values: getattr(ufunc, method)(*values),
-                        lambda: getattr(ufunc, method)(*sa_values)), ""
+            return _run(label, call_np, call_sa), ""
     return "skip", "NumPy refuses the method for float, int and bool arrays"
 
 

@@ -455,10 +455,34 @@ def test_positional_functions_without_counterpart_raise_typeerror_no_gather(no_g
     c0, c1 = a[:, 0], a[:, 1]
     with sa.comm_log() as log:
         for call in (lambda: np.linalg.cond(a), lambda: np.linalg.eig(a), lambda: np.polyfit(c0, c1, 1),
-                     lambda: np.fmod(a, 2.0), lambda: np.add.at(a, [0], 1.0), lambda: np.add.reduceat(a, [0, 2])):
+                     lambda: np.fmod(a, 2.0), lambda: np.maximum.at(a, [0], 1.0), lambda: np.add.reduceat(a, [0, 2])):
             with pytest.raises(TypeError):
                 call()
     assert log.records == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(meshes(), st.integers(1, 9), st.data())
+def test_add_at_adds_every_repeat_in_place_without_gather(mesh, n, data):
+    """np.add.at / np.subtract.at on a positional array: unbuffered (a repeated index adds every time), in place,
+    integer-array keys routed to the owners (alltoalls, no allgather, no host round trip), as NumPy on any mesh."""
+    rng = np.random.default_rng(n)
+    v = rng.standard_normal((n, 3))
+    x = xp.asarray(v.copy(), device=mesh)
+    ids = rng.integers(-n, n, data.draw(st.integers(0, 12)))
+    vals = rng.standard_normal((len(ids), 3))
+    cols = rng.integers(0, 3, len(ids))
+    with sa.comm_log() as log:
+        np.add.at(x, ids, vals)
+        np.subtract.at(x, (ids, cols), 0.5)
+        np.add.at(x, xp.asarray(ids, device=mesh), 1.0)
+        np.add.at(x, (slice(1, None), 2), 2.0)
+    np.add.at(v, ids, vals)
+    np.subtract.at(v, (ids, cols), 0.5)
+    np.add.at(v, ids, 1.0)
+    np.add.at(v, (slice(1, None), 2), 2.0)
+    np.testing.assert_allclose(np.asarray(x), v, atol=1e-12)
+    assert "allgather" not in [r.op for r in log.records]
 
 
 def test_positional_lookup_picks_up_functions_the_namespace_gains(monkeypatch, no_gather):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from ..array import OpTable, ShardArray, as_kind
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..numpy_protocol import ndarray_methods as _methods
@@ -198,7 +200,15 @@ class Array(ShardArray):
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs on Arrays with NumPy's meaning: the namespace's function of that name (positional
         broadcasting), ``reduce``/``accumulate``/``outer`` by the namespace's reductions and scans, ``out=`` into
-        an Array; one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
+        an Array; ``np.add.at``/``np.subtract.at`` into an Array in place (repeated indices add every time);
+        one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
+        if method == "at" and ufunc in (np.add, np.subtract) and len(inputs) == 3 and isinstance(inputs[0], Array):
+            x, key, value = inputs
+            value = np.asarray(value) if isinstance(value, (list, tuple)) else value
+            boolean = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b"
+            if not kwargs and (ufunc is np.add or not boolean):  # NumPy refuses bool subtraction
+                HOOKS.add_at(x, key, value if ufunc is np.add else -value)
+                return None
         return _wrap_all(positional_ufuncs.array_ufunc(HOOKS.namespace(), ufunc, method, *inputs, **kwargs))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:

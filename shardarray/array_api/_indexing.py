@@ -351,4 +351,19 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
     write_at(x, adv_dims, coords, value, mode)
 
 
-HOOKS.getitem, HOOKS.setitem = getitem, setitem  # Array.__getitem__/__setitem__ call these
+def add_at(x: ShardArray, key: Any, value: Any) -> None:
+    """``np.add.at(x, key, value)`` in place: unbuffered, so an index repeated in ``key`` adds every time.
+
+    Integer-array keys route their (index, value) pairs to the devices owning the rows (``ops/indexing/
+    id_writes.py``, ``mode="add"``: alltoallv, no gather); a key of ints and slices selects each entry once,
+    so it is ``x[key] = x[key] + value``.
+    """
+    key = normalize_key(x, key, "np.add.at")
+    if any(_is_ids(k) for k in key):
+        _write_ids(x, key, value, "add")
+        return
+    setitem(x, key, wrap(getitem(x, key)) + value)
+
+
+# Array.__getitem__/__setitem__ and np.add.at/np.subtract.at on an Array call these
+HOOKS.getitem, HOOKS.setitem, HOOKS.add_at = getitem, setitem, add_at

@@ -15,9 +15,12 @@ array in place, ``dtype=`` casts the operands first. The methods:
 * ``outer(a, b)`` is the ufunc on ``a`` reshaped to ``a.shape + (1,) * b.ndim``
   and ``b`` (the broadcast NumPy defines it by).
 
-A ufunc or method without a counterpart (``np.fmod``, ``np.add.at``,
-``reduceat``) returns NotImplemented: NumPy raises its TypeError, nothing is
-gathered. The collectives are those of the namespace function called.
+``np.add.at``/``np.subtract.at`` write into a positional array in place
+(``Array.__array_ufunc__``: integer-array keys are routed to the owners of the
+rows, repeated indices add every time). A ufunc or method without a
+counterpart (``np.fmod``, ``np.maximum.at``, ``reduceat``) returns
+NotImplemented: NumPy raises its TypeError, nothing is gathered. The
+collectives are those of the namespace function called.
 
 Example:
     >>> import shardarray.array_api as xp
