@@ -2,18 +2,27 @@
 
 ``axis``/``axes`` pick dims by position. Collectives are those of ``sa.fft``:
 none along an unsplit axis; two alltoalls over the axis's mesh axes (there and
-back, ``(k-1)/k`` of a block each) along a split axis; a split 1-D array is
-gathered along the axis (one allgather). Results keep the input's layout.
+back, ``(k-1)/k`` of a block each) along a split axis; a split 1-D array takes
+the four-step algorithm. The 1-D transforms keep the input's layout.
+
+``fftn``/``ifftn`` leave the result's layout to the algorithm (a layout is not
+part of a positional array's meaning, as JAX leaves an output's sharding to the
+compiler): unsplit axes are transformed first, then each split axis with **one**
+alltoall that moves its split onto another axis, and no alltoall back. A 2-D
+FFT of a row-split array is one alltoall, and its result is split along its
+columns (``sa.fft.fftn`` keeps the input's layout: two alltoalls per split dim).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from .. import fft as _f
 from ..array import ShardArray
 from ..dtypes import as_dtype
+from ..fft.transforms import c2c_any_layout
 from ._align import at_least_1d, axes_dims, axis_dim
 from ._array import Array, wrap
 from ._creation import _mesh
@@ -48,8 +57,16 @@ def _many(fn: Any, name: str) -> Any:
         return wrap(fn(x, dims, s=s, norm=norm))
 
     op.__name__ = op.__qualname__ = name
+    free = name in ("fftn", "ifftn")
+    layout_note = (
+        " The result's layout is the algorithm's: one alltoall per split axis, whose split moves onto "
+        "another axis (the module docstring)."
+        if free
+        else ""
+    )
     op.__doc__ = (
-        f"``{name}`` of the standard over ``axes`` (default all); see ``sa.fft.{name}``.\n\n    Example:\n"
+        f"``{name}`` of the standard over ``axes`` (default all); see ``sa.fft.{name}``.{layout_note}\n\n"
+        f"    Example:\n"
         f"        >>> import shardarray.array_api as xp\n"
         f'        >>> with sa.default_mesh(sa.Mesh({{"row": 2, "col": 2}})):\n'
         f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{_example_dtype(name)}))\n"
@@ -63,8 +80,8 @@ rfft = _one(_f.rfft, "rfft")
 irfft = _one(_f.irfft, "irfft")
 hfft = _one(_f.hfft, "hfft")
 ihfft = _one(_f.ihfft, "ihfft")
-fftn = _many(_f.fftn, "fftn")
-ifftn = _many(_f.ifftn, "ifftn")
+fftn = _many(functools.partial(c2c_any_layout, inverse=False, what="fftn"), "fftn")
+ifftn = _many(functools.partial(c2c_any_layout, inverse=True, what="ifftn"), "ifftn")
 rfftn = _many(_f.rfftn, "rfftn")
 irfftn = _many(_f.irfftn, "irfftn")
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ShardArray
+from ..core.relayout import move_axes
 from ..core.tape import Context, register_vjp
 from ..fft import split1d
 from ..fft.four_step import applies
@@ -67,7 +68,10 @@ def _c2c(ctx: Context, g: ShardArray) -> list[Any]:
 
     if applies(g, dim, n):
         return [split1d.c2c(g, dim, n, DUAL[norm], not inverse, m, dt, x.dtype if real else None)] + _rest(ctx)
-    return [along(g, dim, local, m, x.dtype if real else dt)] + _rest(ctx)
+    out = along(g, dim, local, m, x.dtype if real else dt)
+    if out.spec.axes != x.spec.axes:  # a forward with back=False left the split on the partner dim: return it
+        out = move_axes(out, x.spec.axes)
+    return [out] + _rest(ctx)
 
 
 @register_vjp("fft_r2c")

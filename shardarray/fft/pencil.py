@@ -68,12 +68,15 @@ def _run(x: ShardArray, axis: int, local: Local, size: int, dtype: Any) -> Shard
     return ShardArray(mesh, layout, dtype, shards)
 
 
-def along(x: ShardArray, dim: str, local: Local, size: int, dtype: Any, avoid: Iterable[str] = ()) -> ShardArray:
-    """``local(block, axis)`` along ``dim`` of ``x`` (pending sum resolved); the result keeps ``x``'s layout.
+def along(
+    x: ShardArray, dim: str, local: Local, size: int, dtype: Any, avoid: Iterable[str] = (), back: bool = True
+) -> ShardArray:
+    """``local(block, axis)`` along ``dim`` of ``x`` (pending sum resolved); the result keeps ``x``'s layout,
+    or with ``back=False`` the layout it was computed in (``dim``'s axes moved onto the partner dim).
 
     Collectives: none when ``dim`` is unsplit; else two alltoalls over its
-    axes (there and back, each ``(k-1)/k`` of a block per device), or, for a
-    1-D array, one allgather of ``dim`` over its axes.
+    axes (there and back, each ``(k-1)/k`` of a block per device; ``back=False``:
+    the first only), or, for a 1-D array, one allgather of ``dim`` over its axes.
     """
     x = resolve_to(x) if x.pending else x
     i = x.dims.index(dim)
@@ -90,7 +93,7 @@ def along(x: ShardArray, dim: str, local: Local, size: int, dtype: Any, avoid: I
     j = x.dims.index(p)
     target = tuple(() if t == i else orig[j] + axes if t == j else a for t, a in enumerate(orig))
     y = _run(move_axes(x, target), i, local, size, dtype)
-    return move_axes(y, orig)
+    return move_axes(y, orig) if back else y
 
 
 def resize(xp: Any, b: Any, axis: int, n: int) -> Any:

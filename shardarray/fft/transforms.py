@@ -37,7 +37,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.manipulation.structure import astype
 from . import split1d
 from .four_step import applies
-from .pencil import along
+from .pencil import along, splits
 
 NORMS = ("backward", "ortho", "forward")
 DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -108,8 +108,11 @@ def _length(x: ShardArray, dim: str, n: int | None, what: str, default: int | No
 
 # ------------------------------------------------------------------ primitives (one VJP each)
 @differentiable("fft_c2c")
-def c2c(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, avoid: tuple[str, ...] = ()) -> ShardArray:
-    """Complex-to-complex DFT of length ``n`` along ``dim`` (``inverse``: ifft)."""
+def c2c(
+    x: ShardArray, dim: str, n: int, norm: str, inverse: bool, avoid: tuple[str, ...] = (), back: bool = True
+) -> ShardArray:
+    """Complex-to-complex DFT of length ``n`` along ``dim`` (``inverse``: ifft); ``back=False`` leaves a split
+    ``dim``'s axes on the partner dim (one alltoall instead of two; ``pencil.along``)."""
     xp = x.mesh.backend.xp
     dt = complex_dtype(x.dtype)
     name = "ifft" if inverse else "fft"
@@ -120,7 +123,7 @@ def c2c(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, avoid: tuple[
     x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # a split 1-D array: the four-step algorithm (three alltoalls)
         return split1d.c2c(x, dim, n, norm, inverse, n, dt)
-    return along(x, dim, local, n, dt, avoid)
+    return along(x, dim, local, n, dt, avoid, back)
 
 
 @differentiable("fft_r2c")
@@ -294,6 +297,27 @@ def _nd_c2c(x: Any, dims: Any, s: Any, norm: Any, inverse: bool, what: str) -> S
     for k in reversed(range(len(names))):
         d = names[k]
         x = c2c(x, d, _length(x, d, ns[k], what), norm, inverse, names[:k])
+    return x
+
+
+def c2c_any_layout(x: Any, dims: Any, s: Any, norm: Any, inverse: bool, what: str) -> ShardArray:
+    """``fftn``/``ifftn`` with the result's layout left to the algorithm (the positional namespace's ``xp.fft``,
+    where a layout is not part of an array's meaning, as JAX leaves an output's sharding to the compiler).
+
+    The 1-D transforms commute, so the unsplit dims go first (no traffic), then each split dim with **one**
+    alltoall moving its axes onto a partner dim (preferably one not transformed yet, or a batch dim) and no
+    alltoall back: a 2-D transform of a row-split array costs one alltoall instead of two, and its result is
+    split along the other dim. The named ``fftn`` keeps the input's layout (two alltoalls per split dim).
+    """
+    x = _input(x, what, "fc", "floating-point (complex or real)")
+    names, ns = _dims_s(x, dims, s, what)
+    norm = check_norm(norm, what)
+    lengths = {d: _length(x, d, ns[k], what) for k, d in enumerate(names)}
+    left = list(reversed(names))
+    while left:
+        d = next((d for d in left if splits(x, d) == 1), left[0])
+        left.remove(d)
+        x = c2c(x, d, lengths[d], norm, inverse, tuple(left), False)
     return x
 
 

@@ -245,3 +245,55 @@ def test_four_step_even_blocks_send_three_quarter_blocks():
     assert [r.bytes for r in log.records] == [48 * 8] * 3  # complex64 stays complex64 on the wire
     assert y.dtype == np.complex64
     np.testing.assert_allclose(y.numpy(), np.fft.ifft(a, norm="ortho"), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(meshes(), st.integers(1, 7), st.integers(1, 7), st.integers(1, 3), st.data())
+def test_positional_fftn_one_alltoall_per_split_axis(mesh, m, n, b, data):
+    """xp.fft.fftn/ifftn leave the layout to the algorithm: unsplit axes first, then one alltoall per split axis
+    (its split moves onto another axis and stays there), the values NumPy's on every mesh, uneven blocks too."""
+    import shardarray.fft.pencil as pencil
+
+    rng = np.random.default_rng(m * 10 + n)
+    a = rng.standard_normal((b, m, n)) + 1j * rng.standard_normal((b, m, n))
+    lay = data.draw(layouts(mesh, ("b", "i", "j")))
+    x = xp.asarray(sa.asarray(a, dims=("b", "i", "j"), mesh=mesh, layout=lay))
+    axes = data.draw(st.sampled_from([(1, 2), (0, 1, 2), (2,), (0, 2)]))
+    split = [i for i in axes if pencil.splits(x, x.dims[i]) > 1]
+    with sa.comm_log() as log:
+        y = xp.fft.fftn(x, axes=axes)
+    assert [r.op for r in log.records] == ["alltoall"] * len(split)
+    assert isinstance(y, xp.Array)
+    np.testing.assert_allclose(np.asarray(y), np.fft.fftn(a, axes=axes), atol=1e-12 * max(1, a.size))
+    np.testing.assert_allclose(np.asarray(xp.fft.ifftn(y, axes=axes)), a, atol=1e-12 * max(1, a.size))
+
+
+def test_positional_fft2_row_split_is_one_alltoall_named_keeps_two():
+    mesh = sa.Mesh({"row": 2})
+    a = _data((8, 6), "complex", 3)
+    x = xp.asarray(a, device=mesh)
+    with sa.comm_log() as log:
+        y = xp.fft.fftn(x)
+    assert [r.op for r in log.records] == ["alltoall"]
+    assert y.layout == {y.dims[1]: ("row",)}  # the split moved to the columns
+    with sa.comm_log() as log:
+        z = sa.fft.fftn(sa.asarray(a, dims=("i", "j"), mesh=mesh, layout={"i": "row"}))
+    assert [r.op for r in log.records] == ["alltoall", "alltoall"] and z.layout == {"i": ("row",)}
+    np.testing.assert_allclose(np.asarray(y), z.numpy())
+
+
+@pytest.mark.parametrize("shape", [{"row": 2}, {"row": 2, "col": 2}, {"p": 3, "q": 2}], ids=str)
+def test_positional_fftn_gradient_returns_to_the_input_layout(shape):
+    from gradcheck import check_grad
+
+    mesh = sa.Mesh(shape)
+    rng = np.random.default_rng(5)
+    x = xp.asarray(rng.standard_normal((6, 5)), device=mesh)
+    w = xp.asarray(rng.standard_normal((6, 5)), device=mesh)
+
+    def loss(p):
+        y = xp.fft.ifftn(xp.fft.fftn(p["x"], norm="ortho") * (1 + 0.5j), axes=(0,))
+        return xp.sum(xp.real(y) * w)
+
+    grads = check_grad(loss, {"x": x})
+    assert isinstance(grads["x"], xp.Array) and grads["x"].layout == x.layout
