@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import profiler
+from ..comm.parallel import MIN_BYTES, run_all, usable
 from .tape import STATE
 
 _ENABLED: ContextVar[bool] = ContextVar("shardarray_plans_enabled", default=True)
@@ -143,10 +145,26 @@ def map_classes(
     classes: Sequence[tuple[int, Sequence[int]]],
     fn: Callable[..., Any],
     shard_lists: Sequence[Sequence[Any]],
+    backend: Any = None,
 ) -> list[Any]:
-    """``common.map_blocks`` with the replica classes already looked up (data backends without device scopes)."""
+    """``common.map_blocks`` with the replica classes already looked up (data backends without device scopes).
+
+    With ``backend`` (ops whose block work is single-threaded NumPy: elementwise, sums), big blocks of several
+    classes run on the copy pool at once, as separate devices would (``comm.parallel.run_all``: NumPy shards
+    in one process, ``MIN_BYTES`` of operands at least); small ones stay serial, with no pool overhead.
+    """
     out: list[Any] = [None] * size
     one = shard_lists[0] if len(shard_lists) == 1 else None  # one operand (most ops): no argument list to build
+    if backend is not None and len(classes) > 1:
+        rep0 = classes[0][0]
+        nbytes = len(classes) * sum(int(getattr(s[rep0], "nbytes", 0)) for s in shard_lists)
+        if nbytes >= MIN_BYTES and usable(backend):
+            jobs = [functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes]
+            for (_, devices), r in zip(classes, run_all(jobs, nbytes, backend)):
+                r = np.asarray(r) if isinstance(r, np.generic) else r
+                for d in devices:
+                    out[d] = r
+            return out
     for rep, devices in classes:
         r = fn(one[rep]) if one is not None else fn(*[s[rep] for s in shard_lists])
         if isinstance(r, np.generic):  # NumPy gives scalars for 0-d results: a shard is always an array

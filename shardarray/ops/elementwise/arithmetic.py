@@ -154,7 +154,7 @@ def apply(
     if plan.classes is None:
         shards = map_blocks(mesh, plan.used, block, *shard_lists)
     else:
-        shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists)
+        shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists, mesh.backend)
     return ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)
 
 

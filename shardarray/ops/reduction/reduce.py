@@ -74,7 +74,7 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
     if plan.classes is None:
         shards = map_blocks(x.mesh, plan.used, block, x.shards)
     else:
-        shards = plans.map_classes(x.mesh.size, plan.classes, block, (x.shards,))
+        shards = plans.map_classes(x.mesh.size, plan.classes, block, (x.shards,), backend)
     dtype = acc if acc is not None else np.dtype(shards[x.mesh.local_device].dtype)
     out = ShardArray._trusted(x.mesh, plan.layout, dtype, shards, plan.pending)
     return out if acc is None else _round(out, x.dtype)
