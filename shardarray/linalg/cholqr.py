@@ -10,6 +10,9 @@ devices (blocks ``A_i``):
 3. the same again on ``Q_1`` (**a second allreduce** of ``n x n``):
    ``Q_1^H Q_1 = L_2 L_2^H``, ``Q = Q_1 L_2^{-H}``, ``R = L_2^H R_1``.
 
+The block products run one after the other, each threaded by the BLAS (as the matmuls' blocks: several
+BLAS calls at once on the copy pool would oversubscribe the cores, and OpenBLAS's spinning threads stall).
+
 Traffic: two allreduces of ``n²`` elements per matrix, independent of ``m``
 (TSQR: one allgather of ``(p-1)·n²``). Work: about ``6 m n²`` flops in matrix
 products, against Householder's ``4 m n²`` in BLAS-2 panels: on a CPU the
@@ -76,14 +79,14 @@ def cholesky_qr2(x: ShardArray, raxes: tuple[str, ...], want_q: bool) -> tuple[l
     axes = x.spec.used_axes
     batch_axes = tuple(a for a in axes if a not in raxes)
     n = x.shape[-1]
-    g1 = mesh.comm.allreduce(map_blocks(mesh, axes, lambda s: _gram(xp, s), x.shards, pure=True), raxes)
+    g1 = mesh.comm.allreduce(map_blocks(mesh, axes, lambda s: _gram(xp, s), x.shards), raxes)
     f1 = map_blocks_multi(mesh, batch_axes, 2, lambda g: _chol_inv(xp, g), g1)
 
     def first(s: Any, li: Any) -> tuple[Any, Any]:
         q1 = xp.matmul(s, li)
         return q1, _gram(xp, q1)
 
-    q1, g2_part = map_blocks_multi(mesh, axes, 2, first, x.shards, f1[1], pure=True)
+    q1, g2_part = map_blocks_multi(mesh, axes, 2, first, x.shards, f1[1])
     g2 = mesh.comm.allreduce(g2_part, raxes)
     f2 = map_blocks_multi(mesh, batch_axes, 2, lambda g: _chol_inv(xp, g), g2)
     if mesh.backend.has_data and not _orthogonal_enough(x, g2, n):
@@ -95,7 +98,7 @@ def cholesky_qr2(x: ShardArray, raxes: tuple[str, ...], want_q: bool) -> tuple[l
     r = map_blocks(mesh, batch_axes, r_factor, f1[0], f2[0])
     if not want_q:
         return [None] * mesh.size, r
-    q = map_blocks(mesh, axes, lambda a, li: xp.matmul(a, li), q1, f2[1], pure=True)
+    q = map_blocks(mesh, axes, lambda a, li: xp.matmul(a, li), q1, f2[1])
     return q, r
 
 
