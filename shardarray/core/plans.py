@@ -151,7 +151,9 @@ def map_classes(
 
     With ``backend`` (ops whose block work is single-threaded NumPy: elementwise, sums), big blocks of several
     classes run on the copy pool at once, as separate devices would (``comm.parallel.run_all``: NumPy shards
-    in one process, ``MIN_BYTES`` of operands at least); small ones stay serial, with no pool overhead.
+    in one process, ``MIN_BYTES`` of operands at least); small ones stay serial, with no pool overhead. Ops
+    whose blocks call the BLAS (matmuls, the fused attention) pass no backend: the BLAS threads them, and
+    several BLAS calls at once would oversubscribe the cores.
     """
     out: list[Any] = [None] * size
     one = shard_lists[0] if len(shard_lists) == 1 else None  # one operand (most ops): no argument list to build

@@ -1,4 +1,4 @@
-"""Elementwise ops, sums and the fused row ops run big blocks of an emulated mesh on the copy pool at once.
+"""Elementwise ops and sums run big blocks of an emulated mesh on the copy pool at once.
 
 ``plans.map_classes(..., backend)`` hands the distinct blocks to ``comm.parallel.run_all`` when they hold
 ``MIN_BYTES`` or more in all and the pool is usable (NumPy shards, more than one thread); the results are the
@@ -53,7 +53,7 @@ def test_elementwise_and_sum_on_the_pool_equal_serial(pool):
     np.testing.assert_array_equal(np.asarray(w), a[:, 0] * 2.0)
 
 
-def test_named_softmax_rows_on_the_pool(pool):
+def test_named_softmax_with_the_pool_on(pool):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((6, 10))
     mesh = sa.Mesh({"row": 2, "col": 2})

@@ -71,7 +71,7 @@ def map_rows_multi(x: ShardArray, n_out: int, fn: Callable[..., tuple[Any, ...]]
     lists = [o.shards if isinstance(o, ShardArray) else o for o in others]
     if backend.has_data and backend.device_scope is None:  # map_blocks_multi's own path, its classes looked up here
         both = plans.map_classes(
-            mesh.size, mesh.replica_classes(x.spec.used_axes), lambda *b: fn(xp, *b), [x.shards, *lists], backend
+            mesh.size, mesh.replica_classes(x.spec.used_axes), lambda *b: fn(xp, *b), [x.shards, *lists]
         )
         return [[None if r is None else r[i] for r in both] for i in range(n_out)]
     return map_blocks_multi(mesh, x.spec.used_axes, n_out, lambda *b: fn(xp, *b), x.shards, *lists)
