@@ -14,9 +14,11 @@ Cases (a100 profile, float32, 16 GiB per device, top 5):
 
 Each case runs in the modes ``before`` (the proxy order, full traces only, no op memo),
 ``no_memo`` (the seeds first and the one-layer lower-bound trace: the search of the first round),
-``no_affine`` (the same with the per-op memo, ``sa.plan.memo``: the search before issue 31) and ``after``
-(the same with the affine rule in the layer count; the default pair is no_affine, after), interleaved
-A B A B over ``--repeat`` rounds. A search that passes ``--budget`` seconds is stopped; its row
+``no_affine`` (the same with the per-op memo, ``sa.plan.memo``: the search before issue 31), ``after``
+(the same with the affine rule in the layer count: a trace per rule set) and ``graph`` (the same cuts,
+every rule set priced from the step's op graph, ``sa.plan.graph``: recorded once per path through the
+Python; the default pair is after, graph), interleaved A B A B over ``--repeat`` rounds.
+A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
 the two modes are compared where both finish.
@@ -51,10 +53,11 @@ CASES = {
     "meshtf_6layer_2x2x2": ({**_MODEL, "heads": 16, "d_kv": 64, "d_ff": 4096}, 64, {"x": 2, "y": 2, "z": 2}),
     "4.9B_8x8x8": ({**_MODEL, "heads": 256, "d_kv": 256, "d_ff": 262144}, 256, {"x": 8, "y": 8, "z": 8}),
 }
-MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False},
-         "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False},
-         "no_affine": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": False},
-         "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True}}
+MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False, "graph": False},
+         "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False, "graph": False},
+         "no_affine": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": False, "graph": False},
+         "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": False},
+         "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True}}
 
 
 class _Budget(Exception):
@@ -68,6 +71,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
         cfg = {**cfg, "n_layers": layers}
     kwargs = dict(MODES[mode])
     affine = kwargs.pop("affine", False)
+    if "graph" not in sa.plan.search_layouts.__code__.co_varnames:  # a tree from before the op graph
+        kwargs.pop("graph")
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
     stats = sa.plan.SearchStats()
     done = [0, 0]
@@ -78,7 +83,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
         if time.perf_counter() - t0 > budget:
             raise _Budget
 
-    row = {"case": name, "mode": mode, "mesh": mesh, "config": cfg, "batch": batch, "budget_s": budget}
+    row = {"case": name, "mode": mode, "mesh": mesh, "config": cfg, "batch": batch, "budget_s": budget,
+           "memory_limit_bytes": memory}
     saved = getattr(sa.plan.search, "_AFFINE_LAYERS", None)  # None: a tree from before the affine rule
     if saved is not None:
         sa.plan.search._AFFINE_LAYERS = affine
@@ -102,8 +108,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8",
                     help=f"comma-separated, of {', '.join(CASES)}")
-    ap.add_argument("--modes", default="no_affine,after",
-                    help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule)")
+    ap.add_argument("--modes", default="after,graph",
+                    help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
+                         "graph (after, priced from op graphs)")
     ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")

@@ -27,3 +27,10 @@ def memoisable(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return wrapper
 
     return deco
+
+
+def observe(kind: str, items: tuple) -> None:
+    """Tell a recording layout search (``plan.graph``) that the Python here branches on these arrays' layouts."""
+    memo = OP_MEMO.get()
+    if memo is not None and hasattr(memo, "observe"):
+        memo.observe(kind, items)

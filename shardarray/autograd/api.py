@@ -12,6 +12,7 @@ from ..core.relayout import resolve_to, to_axes
 from ..core.tape import STATE, Tape, backward
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
+from ..memo_hook import OP_MEMO
 from ..ops.creation.basic import ones, zeros_like
 from ..ops.manipulation.structure import astype, transpose
 from ..tree import tree_flatten, tree_unflatten
@@ -75,7 +76,14 @@ def _pull(tape: Tape, traced: list, params: Any, out: ShardArray, cotangent: Sha
     leaves, treedef = tree_flatten(params)
     found = backward(tape, out, cotangent) if tape.traced(out) else {}
     finish = _finisher()
+    memo = OP_MEMO.get()
+    if memo is not None:  # a layout search (plan.memo): each gradient's finish is one memoised op
+        finish = functools.partial(_finish_memo, memo, finish)
     return tree_unflatten(treedef, [finish(found.get(id(t._node)), x) for t, x in zip(traced, leaves)])
+
+
+def _finish_memo(memo: Any, finish: Any, g: ShardArray | None, x: ShardArray) -> ShardArray:
+    return memo.call("grad_finish", finish, (g, x), {})
 
 
 def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:

@@ -30,7 +30,7 @@ from .. import profiler
 from ..array import OPS, ShardArray
 from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
-from ..memo_hook import OP_MEMO  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
+from ..memo_hook import OP_MEMO, observe  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
 
 VJP = Callable[["Context", ShardArray], Sequence[Any]]
 VJPS: dict[str, VJP] = {}
@@ -221,6 +221,8 @@ def differentiable(
             tape.paused += 1
             try:
                 if resolve_inputs:
+                    if OP_MEMO.get() is not None:  # a layout search records where the Python reads layouts
+                        observe("resolve", tuple(a for a in args if isinstance(a, ShardArray)))
                     args = tuple(OPS.resolve_to(a) if isinstance(a, ShardArray) and a.pending else a for a in args)
                 out, saved = fn(*args, **kwargs) if saves else (fn(*args, **kwargs), None)
             finally:
@@ -308,6 +310,8 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
         parts = cot.pop(id(node), None)
         if parts is None:
             continue
+        if OP_MEMO.get() is not None:  # a layout search records where the Python reads layouts (plan.graph)
+            observe("pop", tuple(parts.values()))
         if len(parts) == 1:  # one contribution (the common case): what the reduce below gives, without a sort
             (g,) = parts.values()
         else:
@@ -334,5 +338,7 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
                 # (CuPy promotes bfloat16 with a Python float) must not turn the rest of the backward pass float32
                 gi = OPS.astype(gi, parent.dtype)
             slot = cot.setdefault(id(parent._node), {})
+            if OP_MEMO.get() is not None:
+                observe("arrive", (*slot.values(), gi))
             slot[gi.pending] = gi if gi.pending not in slot else add(slot[gi.pending], gi)
     return leaves

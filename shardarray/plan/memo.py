@@ -98,7 +98,8 @@ class _Recorder:
 
     def __init__(self, outer: profiler.Profile) -> None:
         self.outer = outer
-        self.flops: list[tuple[float, str]] = []
+        self.flops: list[tuple[float, str, str]] = []  # (flops, dtype, the op name they count under)
+        self.calls: list[str] = []  # op scopes opened at the top while it ran (an op called outside any)
         self.peak = outer.memory_bytes
         self.last_peak = outer.peak_memory_bytes_per_device
         self.bad = False
@@ -116,22 +117,46 @@ class _Recorder:
             self.bad = True
 
     def _on_flops(self, flops: float, dtype: str) -> None:
-        self.flops.append((flops, dtype))
+        self.flops.append((flops, dtype, _scope()))
 
-    def _op_named(self, name: str) -> Any:  # pragma: no cover - scopes inside an op are never outermost
-        self.bad = True
+    def _op_named(self, name: str) -> Any:
+        # a scope opened inside the op while none was open (an op called outside every op, like a gradient's
+        # finish): its calls are replayed under its name
+        self.calls.append(name)
         return profiler.OpCost()
 
 
+def _scope() -> str:
+    """The op name the profile counts an event under now (``Profile._op``)."""
+    scopes = profiler._SCOPE.get()
+    return scopes[0] if scopes else profiler.OTHER
+
+
 class _RecordLog(CommLog):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
     def add(self, record: CommRecord) -> None:
         self.records.append(record)
+        self.names.append(_scope())
 
 
 class _Entry:
     """One recorded call: its rules, its results' template and its profile events."""
 
-    __slots__ = ("consulted", "excursion", "flops", "records", "rules", "template", "written")
+    __slots__ = (
+        "calls",
+        "consulted",
+        "excursion",
+        "flops",
+        "names",
+        "records",
+        "rules",
+        "template",
+        "written",
+        "written_by",
+    )
 
     def __init__(
         self,
@@ -142,9 +167,15 @@ class _Entry:
         records: list,
         excursion: int,
         written: float,
+        names: list[str] | None = None,
+        calls: list[str] | None = None,
+        written_by: tuple = (),
     ) -> None:
         self.consulted, self.rules, self.template = consulted, rules, template
         self.flops, self.records, self.excursion, self.written = flops, records, excursion, written
+        self.names = names if names is not None else [profiler.OTHER] * len(records)  # op name of each record
+        self.calls = calls or []  # op scopes opened at the top inside the call, counted again on replay
+        self.written_by = written_by  # ((op name, bytes written under it), ...)
 
 
 class OpMemo:
@@ -154,6 +185,8 @@ class OpMemo:
         self._entries: dict[tuple, list[_Entry]] = {}  # key -> entries, or ``_NEVER``: always run as it is
         self.hits = self.misses = self.skipped = 0
         self.mesh_shape: tuple | None = None
+        self.last_entry: _Entry | None = None  # the entry the last call replayed or recorded (None: it ran as it is)
+        self.never: dict[str, int] = {}  # op name -> which check of ``_record`` made its last key unreplayable
         self._shard_keys: dict[int, tuple] = {}  # id(shards) -> (shards, key), for one trace
 
     def bind(self, mesh: Mesh) -> None:
@@ -204,7 +237,7 @@ class OpMemo:
         key = None
         if (
             len(profs) == 1
-            and type(rules) is RuleWatch
+            and isinstance(rules, RuleWatch)
             and rules.seen is None
             and mesh is not None
             and getattr(mesh.backend, "name", None) == "meta"
@@ -222,6 +255,7 @@ class OpMemo:
                 key = None
         if key is None or entries is _NEVER:
             self.skipped += 1
+            self.last_entry = None
             return _plain(fn, args, kwargs)
         # keyed: the rules are a RuleWatch, so the mesh is set, and the lookup gave the entries
         mesh, rules, entries = cast(Mesh, mesh), cast(RuleWatch, rules), cast("list[_Entry] | tuple[()]", entries)
@@ -233,8 +267,10 @@ class OpMemo:
                 current = tuple(dict.get(rules, d) for d in entry.consulted)
             if current == entry.rules:
                 self.hits += 1
+                self.last_entry = entry
                 return self._replay(entry, profs[0], mesh, args, kwargs)
         self.misses += 1
+        self.last_entry = None
         return self._record(key, fn, args, kwargs, profs[0], mesh, rules)
 
     def call_vjp(self, name: str, vjp: Any, ctx: Any, g: ShardArray) -> Any:
@@ -266,6 +302,8 @@ class OpMemo:
         before = [(a._resolved, a.pending) for a in operands]
         rec, log = _Recorder(prof), _RecordLog()
         m0, w0 = prof.memory_bytes, prof.written_bytes_per_device
+        by0 = {n: c.written_bytes for n, c in prof.ops.items()}
+        constants = dict(mesh.constants)
         rules.seen, rules.everything = set(), False
         profiler._PROFILES.append(rec)
         _LOGS.append(log)
@@ -280,16 +318,25 @@ class OpMemo:
             rules.seen, rules.everything = None, False
         if rec.bad or any(a.pending != b[1] for a, b in zip(operands, before)):
             self._entries[key] = _NEVER
+            self.never[key[0]] = 0
             return result
         # a pending operand resolved inside the op keeps its reduction (``relayout.resolve``): replayed too
         cached = tuple((i, a._resolved) for i, a in enumerate(operands) if a._resolved is not before[i][0])
         if any(not (isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], ShardArray)) for _, r in cached):
             self._entries[key] = _NEVER
+            self.never[key[0]] = 1
             return result
-        both = (result, tuple((i, r[0], r[1]) for i, r in cached))
+        # a constant the op made for the mesh (a causal mask) stays alive past its return: replayed too
+        made = tuple((k, v) for k, v in mesh.constants.items() if constants.get(k) is not v)
+        if any(k in constants or not isinstance(v, ShardArray) for k, v in made):
+            self._entries[key] = _NEVER
+            self.never[key[0]] = 2
+            return result
+        both = (result, tuple((i, r[0], r[1]) for i, r in cached), made)
         template = _template(both, operands, mesh)
         if template is _NO or prof.memory_bytes - m0 != _new_bytes(both, operands, mesh):
             self._entries[key] = _NEVER
+            self.never[key[0]] = 3
             return result
         current: tuple[Any, ...]
         if everything:
@@ -297,10 +344,23 @@ class OpMemo:
         else:
             consulted = tuple(sorted(seen, key=str))
             current = tuple(dict.get(rules, d) for d in consulted)
+        written_by = tuple(
+            (n, c.written_bytes - by0.get(n, 0.0)) for n, c in prof.ops.items() if c.written_bytes != by0.get(n, 0.0)
+        )
         entry = _Entry(
-            consulted, current, template, rec.flops, log.records, rec.peak - m0, prof.written_bytes_per_device - w0
+            consulted,
+            current,
+            template,
+            rec.flops,
+            log.records,
+            rec.peak - m0,
+            prof.written_bytes_per_device - w0,
+            log.names,
+            rec.calls,
+            written_by,
         )
         self._entries.setdefault(key, []).append(entry)
+        self.last_entry = entry
         return result
 
     def _replay(self, entry: _Entry, prof: profiler.Profile, mesh: Mesh, args: tuple, kwargs: dict) -> Any:
@@ -317,27 +377,45 @@ class OpMemo:
     def _events(self, entry: _Entry, prof: profiler.Profile, mesh: Mesh, args: tuple, kwargs: dict) -> Any:
         top = prof.memory_bytes + entry.excursion
         prof.peak_memory_bytes_per_device = max(prof.peak_memory_bytes_per_device, top)
-        for flops, dtype in entry.flops:
-            prof._on_flops(flops, dtype)
-        for r in entry.records:
+        for flops, dtype, name in entry.flops:  # Profile._on_flops, under the op name recorded
+            prof.flops_per_device += flops
+            prof.flops_by_dtype[dtype] = prof.flops_by_dtype.get(dtype, 0.0) + flops
+            prof._op_named(name).flops += flops
+        own = prof._log
+        for r, name in zip(entry.records, entry.names):
             for lg in _LOGS:
-                lg.add(r)
+                if lg is own:  # Profile._on_record, under the op name recorded
+                    own.records.append(r)
+                    prof.comm_bytes_per_device += r.bytes
+                    prof.wire_bytes_per_device += r.wire_bytes
+                    op = prof._op_named(name)
+                    op.comm_bytes += r.bytes
+                    op.wire_bytes += r.wire_bytes
+                else:
+                    lg.add(r)
+        for name in entry.calls:
+            prof._op_named(name).calls += 1
         operands = [a for a in (*args, *kwargs.values()) if isinstance(a, ShardArray)]
-        result_t, cached_t = entry.template[1]  # the template of (result, cached resolutions)
-        if result_t[0] == "array" and not cached_t[1]:  # the common case: one new array, no cached resolution
+        result_t, cached_t, made_t = entry.template[1]  # the template of (result, cached resolutions, constants)
+        if result_t[0] == "array" and not cached_t[1] and not made_t[1]:  # the common case: one new array
             result = _build_array(result_t, operands, mesh, prof, {})
             if entry.written:
                 prof.written_bytes_per_device += entry.written
-                prof._op().written_bytes += entry.written
+                for name, w in entry.written_by:
+                    prof._op_named(name).written_bytes += w
             return result
         state: dict = {}
         result = _build(result_t, operands, mesh, prof, state)
         if cached_t[1]:
             for i, target, array in _build(cached_t, operands, mesh, prof, state):
                 operands[i]._resolved = (target, array)
+        if made_t[1]:
+            for k, array in _build(made_t, operands, mesh, prof, state):
+                mesh.constants[k] = array
         if entry.written:
             prof.written_bytes_per_device += entry.written
-            prof._op().written_bytes += entry.written
+            for name, w in entry.written_by:
+                prof._op_named(name).written_bytes += w
         return result
 
 
@@ -434,8 +512,29 @@ def _resolved_key(a: ShardArray, base: tuple, key: Any) -> Any:
     return (*base, ("R", target, inner))
 
 
+def _classes(shards: Any) -> tuple[tuple, np.ndarray]:
+    """The distinct blocks of ``shards`` and each device's position among them (a ``ClassList`` or a tuple)."""
+    if type(shards) is ClassList:
+        return shards.values, shards.index
+    pos: dict[int, int] = {}
+    values: list[Any] = []
+    index = np.empty(len(shards), dtype=np.intp)
+    for d, v in enumerate(shards):
+        n = pos.get(id(v))
+        if n is None:
+            n = pos[id(v)] = len(values)
+            values.append(v)
+        index[d] = n
+    return tuple(values), index
+
+
 def _shards_key(shards: Any) -> Any:
     """The blocks' shapes and dtypes and which devices share one (the layout fixes them; this is cheap)."""
+    if type(shards) is tuple and shards:  # per-device blocks (some meta paths): keyed by their classes
+        values, index = _classes(shards)
+        if all(type(v) is MetaArray for v in values):
+            return ("T", tuple((v.shape, v.dtype.str) for v in values), index.tobytes())
+        return _NO
     if type(shards) is ClassList:
         return (
             "C",
@@ -456,9 +555,9 @@ def _template(result: Any, operands: list[ShardArray], mesh: Mesh) -> Any:
     """
     where: dict[int, tuple] = {}  # id(block) -> ("op", operand, position): blocks shared with operands
     for i, a in enumerate(operands):
-        if type(a.shards) is not ClassList:
+        if type(a.shards) is not ClassList and type(a.shards) is not tuple:
             return _NO
-        for j, v in enumerate(a.shards.values):
+        for j, v in enumerate(_classes(a.shards)[0]):
             where.setdefault(id(v), ("op", i, j))
     try:
         return _walk(result, operands, mesh, where, {}, {})
@@ -471,9 +570,10 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
         for i, a in enumerate(operands):
             if x is a:
                 return ("same", i)
+        plain = type(x.shards) is ClassList
         if (
             x.mesh is not mesh
-            or type(x.shards) is not ClassList
+            or not (plain or (type(x.shards) is tuple and len(x.shards) == mesh.size))
             or x._resolved is not None
             or x.host_range is not None
             or x._node is not None
@@ -485,7 +585,8 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
             return ("again", n)
         arrays[id(x)] = len(arrays)
         blocks: list[Any] = []
-        for v in x.shards.values:
+        values, index = _classes(x.shards)
+        for v in values:
             if v is None:
                 blocks.append(None)
             elif id(v) in where:
@@ -494,9 +595,9 @@ def _walk(x: Any, operands: list[ShardArray], mesh: Mesh, where: dict, made: dic
                 blocks.append(("new", made.setdefault(id(v), len(made)), v.shape, v.dtype))
             else:
                 raise _Unplain
-        local = blocks[x.shards.index[mesh.local_device]]  # made by the op: its bytes written go with the op's
+        local = blocks[index[mesh.local_device]]  # made by the op: its bytes written go with the op's
         fresh = local is not None and local[0] == "new"
-        return ("array", arrays[id(x)], x._layout, x.dtype, x.pending, x.shards.index, tuple(blocks), fresh)
+        return ("array", arrays[id(x)], x._layout, x.dtype, x.pending, index, tuple(blocks), fresh, plain)
     if isinstance(x, (tuple, list)):
         return (
             "tuple" if isinstance(x, tuple) else "list",
@@ -559,13 +660,13 @@ def _build(t: Any, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profil
 
 def _build_array(t: tuple, operands: list[ShardArray], mesh: Mesh, prof: profiler.Profile, made: dict) -> ShardArray:
     """One array of a template (``made``: the new blocks of this call so far, by their number in the template)."""
-    _, _, layout, dtype, pending, index, blocks, fresh = t
+    _, _, layout, dtype, pending, index, blocks, fresh, plain = t
     values: list[Any] = []
     for b in blocks:
         if b is None:
             values.append(None)
         elif b[0] == "op":
-            values.append(operands[b[1]].shards.values[b[2]])
+            values.append(_classes(operands[b[1]].shards)[0][b[2]])
         else:
             v = made.get(b[1])
             if v is None:
@@ -575,7 +676,8 @@ def _build_array(t: tuple, operands: list[ShardArray], mesh: Mesh, prof: profile
     local = values[index[mesh.local_device]]
     if fresh:  # its bytes written are replayed with the op's (the profile drops the mark as it counts it)
         prof._einsum_results.add(id(local))
-    arr = ShardArray._trusted(mesh, layout, dtype, ClassList(values, index), pending)
+    shards = ClassList(values, index) if plain else tuple([values[i] for i in index])
+    arr = ShardArray._trusted(mesh, layout, dtype, shards, pending)
     if fresh:
         prof._einsum_results.discard(id(local))  # already live (a second array on a block made here)
     return arr

@@ -65,6 +65,16 @@ And one makes each trace cheaper without changing it:
   figure is bit for bit the one of running the op (``memo=False`` turns it off).
   Each VJP of the backward pass is memoised as one op (``OpMemo.call_vjp``).
 
+And one prices most rule sets without a trace at all:
+
+* **Record once, price many** (``plan.graph``, ``graph=True``, the default): each step (the one- and
+  two-layer steps of the bounds too) is traced once per *path* through its Python into an op graph
+  (each op, its static arguments, which arrays it takes and makes, when arrays die, the places where the
+  Python reads a layout); a rule set is priced by walking the graph on array signatures, each op's
+  figures from the memo entry for the rules of the dims it looks up (an op not seen with those is run
+  alone on meta arrays). The figures are the full trace's (``tests/plan/test_plan_graph.py``, to 1e-12),
+  so every cut above applies unchanged; a rule set that takes a path not recorded yet is traced once.
+
 Tofu's coarsening lives in the tracer: identical blocks (every layer's,
 every replica's) are computed once per operand shape on the meta backend.
 Layers share their decisions because they share their dim names.
@@ -82,9 +92,10 @@ from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
 from ..profiler import Profile, profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
+from .graph import Figures, GraphMemo, GraphSet, Stop
 from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
-from .space import Rules, legal_rule_sets, local_elements
+from .space import Rules, legal_rule_sets
 from .steps import Step
 from .symmetry import axis_symmetries, orbit_key
 
@@ -102,6 +113,7 @@ class SearchStats:
         self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
         self.memo_hits = self.memo_misses = 0  # op calls replayed / run and recorded by the op memo (``plan.memo``)
         self.affine_cuts = 0  # of ``stopped_bound``: cut by the two-layer trace's extrapolation (the affine rule)
+        self.graph_paths = self.traces = 0  # op graphs recorded (``plan.graph``) and the full traces that took
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -129,8 +141,29 @@ def candidates(step: Step, mesh_shape: Mapping[str, int], dims: Any = None) -> l
     sizes = prof.dims if dims is None else {d: prof.dims[d] for d in dims if d in prof.dims}
     tensors = [tuple(d for d in t if d in sizes) for t in prof.tensors]
     out = list(legal_rule_sets(sizes, tensors, mesh_shape))
-    out.sort(key=lambda r: local_elements(r, prof.dims, prof.tensors, mesh_shape))
+    out.sort(key=_proxy(prof.dims, prof.tensors, mesh_shape))
     return out
+
+
+def _proxy(sizes: Mapping[str, int], tensors: Any, mesh_shape: Mapping[str, int]) -> Callable[[Rules], float]:
+    """``space.local_elements`` as a sort key, the same arithmetic (each axis tuple's device count once)."""
+    tensors = list(tensors)
+    split: dict[tuple[str, ...], int] = {(): 1}
+
+    def key(rules: Rules) -> float:
+        total = 0.0
+        for dims in tensors:
+            n = 1.0
+            for d in dims:
+                axes = rules.get(d, ())
+                k = split.get(axes)
+                if k is None:
+                    k = split[axes] = math.prod(mesh_shape[a] for a in axes)
+                n *= sizes[d] / k
+            total += n
+        return total
+
+    return key
 
 
 def search_layouts(
@@ -148,6 +181,7 @@ def search_layouts(
     memo: bool = True,
     progress: Callable[[int, int], None] | None = None,
     stats: SearchStats | None = None,
+    graph: bool = True,
 ) -> list[Plan]:
     """The ``top_k`` layouts of ``step`` with the least modeled step time that fit the memory limit.
 
@@ -175,6 +209,9 @@ def search_layouts(
             (``plan.memo``; False: every op runs, the same answer).
         progress: called as ``progress(done, total)`` after each rule set.
         stats: filled with what the search did.
+        graph: price rule sets from the step's op graph (``plan.graph``: the step traced once per path
+            through its Python, then each rule set priced from the recorded ops and the memo, without
+            running the step; needs ``memo``). False: a trace per rule set, the same answer.
 
     Returns:
         Plans sorted best first by ``step_time_s`` (ties: less memory, then
@@ -209,10 +246,15 @@ def search_layouts(
     symmetries = axis_symmetries(check_mesh_shape(mesh_shape), hw) if symmetric else []
     bound = getattr(step, "lower_bound", None) if prune and lower_bound else None
     order = pricing_order(rule_sets) if prune and seeds_first else list(range(len(rule_sets)))
-    op_memo = OpMemo() if memo else None
-    found = _search(
-        step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats, op_memo
-    )
+    op_memo = (GraphMemo() if graph else OpMemo()) if memo else None
+    if isinstance(op_memo, GraphMemo):
+        found = _search_graph(
+            step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats, op_memo
+        )
+    else:
+        found = _search(
+            step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats, op_memo
+        )
     if op_memo is not None:
         stats.memo_hits, stats.memo_misses = op_memo.hits, op_memo.misses
     if not found:
@@ -341,6 +383,116 @@ def _search(
     if progress is not None:
         progress(len(rule_sets), len(rule_sets))
     return found
+
+
+def _search_graph(
+    step: Step,
+    bound: Step | None,
+    mesh_shape: Mapping[str, int],
+    rule_sets: list[Rules],
+    order: list[int],
+    hw: HardwareProfile,
+    limit: float,
+    top_k: int,
+    prune: bool,
+    symmetries: list[dict[str, str]],
+    progress: Callable[[int, int], None] | None,
+    stats: SearchStats,
+    memo: GraphMemo,
+) -> dict[tuple, tuple[Plan, int]]:
+    """``_search`` with every rule set priced from op graphs (``plan.graph``) instead of traces: the same
+    cuts (the one-layer bound with its floor, the affine rule in the layer count, the k-th best time,
+    the memory limit) on the same figures, each step (one layer, two, all) recorded once per path."""
+    found: dict[tuple, tuple[Plan, int]] = {}
+    simplest: dict[tuple, int] = {}
+    cut = math.inf
+    cache: dict[tuple, float] = {}
+    seen: set[tuple] = set()
+    shape = check_mesh_shape(mesh_shape)
+    full = GraphSet(step, shape, hw, memo, cache)
+    floor = layer_floor(step, mesh_shape, hw) if bound is not None else 0.0
+    one = GraphSet(bound, shape, hw, memo, cache) if bound is not None else None
+    two_step = getattr(step, "two_layers", None) if bound is not None and _AFFINE_LAYERS else None
+    layers = getattr(step, "layers", 0) or 0
+    two = None
+    if two_step is not None and layers > 2 and two_step is not step:
+        two = GraphSet(two_step, shape, hw, memo, cache)
+    sets = [g for g in (full, one, two) if g is not None]
+    for n, i in enumerate(order):
+        rules = rule_sets[i]
+        if progress is not None and n:
+            progress(n, len(rule_sets))
+        if symmetries:
+            key = orbit_key(rules, symmetries)
+            if key in seen:
+                stats.symmetric += 1
+                continue
+            seen.add(key)
+        try:
+            if one is not None and cut < math.inf:
+                top = cut * _ROUNDING
+                try:
+                    t1 = one.figures(rules, top - floor).step_time_s
+                except Stop:
+                    stats.stopped_bound += 1
+                    continue
+                if two is not None:
+                    try:  # t(L) = t1 + (L - 1)(t2 - t1) passes the cut as soon as t2 passes this
+                        t2 = two.figures(rules, t1 + (top - t1) / (layers - 1)).step_time_s
+                    except Stop:
+                        t2 = math.inf
+                    if t1 + (layers - 1) * (t2 - t1) > top:
+                        stats.stopped_bound += 1
+                        stats.affine_cuts += 1
+                        continue
+            try:
+                fig = full.figures(rules, cut * _ROUNDING if prune else math.inf, limit)
+            except Stop:
+                stats.stopped_time += 1
+                continue
+        except LayoutError:
+            stats.refused += 1
+            continue
+        if fig.memory_bytes > limit:
+            stats.stopped_memory += 1
+            continue
+        if prune and fig.step_time_s > cut:
+            stats.stopped_time += 1
+            continue
+        stats.complete += 1
+        plan = _plan_of(fig, rules, shape, hw)
+        key = _cost(plan)
+        if key not in found:
+            found[key], simplest[key] = (plan, i), i
+        else:
+            kept, first = found[key]
+            if (_size(plan), i) < (_size(kept), simplest[key]):
+                kept, simplest[key] = plan, i
+            found[key] = (kept, min(first, i))
+        times = sorted(k[0] for k in found)
+        if len(times) >= top_k:
+            cut = times[top_k - 1]
+    if progress is not None:
+        progress(len(rule_sets), len(rule_sets))
+    stats.graph_paths = sum(len(g.graphs) for g in sets)
+    stats.traces = sum(g.traces for g in sets)
+    return found
+
+
+def _plan_of(fig: Figures, rules: Rules, mesh_shape: dict[str, int], hw: HardwareProfile) -> Plan:
+    return Plan(
+        rules={d: tuple(a) for d, a in rules.items() if a},
+        mesh_shape=dict(mesh_shape),
+        step_time_s=fig.step_time_s,
+        compute_time_s=fig.compute_time_s,
+        memory_time_s=fig.memory_time_s,
+        comm_time_s=fig.comm_time_s,
+        memory_bytes_per_device=int(fig.memory_bytes),
+        comm_bytes_per_device=fig.comm_bytes,
+        wire_bytes_per_device=fig.wire_bytes,
+        flops_per_device=fig.flops,
+        hardware=hw.name,
+    )
 
 
 # A lower-bound trace sums the same terms in another order: allow its last bits to differ.

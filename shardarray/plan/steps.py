@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -9,11 +10,11 @@ from typing import Any
 from ..autograd.api import value_and_grad
 from ..errors import DimensionError
 from ..mesh import Mesh
-from ..nn.config import TransformerConfig
+from ..nn.config import TransformerConfig, param_shapes
 from ..nn.strategies import strategy_rules
-from ..nn.transformer import init_transformer, transformer_loss
+from ..nn.transformer import _std, init_transformer, transformer_loss
 from ..ops.creation import random as rnd
-from ..ops.creation.basic import zeros
+from ..ops.creation.basic import full, zeros
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import relu
 from ..ops.reduction import reduce as reduction
@@ -39,7 +40,7 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         raise DimensionError(f"transformer_step needs a positive integer batch; got {batch!r}")
 
     def step(mesh: Mesh) -> Any:
-        params = init_transformer(cfg, mesh, strategy=strategy, dtype=dtype)
+        params = init_transformer(cfg, mesh, strategy=strategy, dtype=dtype) if strategy else _params(cfg, mesh, dtype)
         layout = None
         if strategy is not None:
             layout = {d: a for d, a in strategy_rules(strategy, mesh).items() if d in ("batch", "seq")}
@@ -51,6 +52,24 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         two = step if cfg.n_layers == 2 else transformer_step(replace(cfg, n_layers=2), batch, dtype, strategy)
         _repeat(step, one, two, cfg.n_layers)
     return step
+
+
+def _params(cfg: TransformerConfig, mesh: Mesh, dtype: str) -> dict[str, Any]:
+    """``init_transformer(cfg, mesh, strategy=None, dtype=dtype)``: the same arrays, each made with ``layout=None``
+    so that the creation op itself reads the mesh's rules (inside the planner's memo, ``plan.graph``), not the
+    Python around it (``tests/plan/test_plan_graph.py`` checks both give the same plans)."""
+    sizes = cfg.sizes
+    params: dict[str, Any] = {}
+    for name, dims in param_shapes(cfg).items():
+        shape_map = {d: sizes[d] for d in dims}
+        if name.endswith(".gain"):
+            params[name] = full(mesh, shape_map, 1.0, dtype=dtype)
+        elif name.endswith(("bias", "b_in", "b_out")):
+            params[name] = full(mesh, shape_map, 0.0, dtype=dtype)
+        else:
+            w = rnd.normal(mesh, shape_map, seed=zlib.crc32(name.encode()), dtype=dtype)
+            params[name] = w * _std(name, cfg)
+    return params
 
 
 def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str = "float32") -> Step:
