@@ -365,6 +365,7 @@ class GraphSet:
         self._loc: list[tuple[int, int]] = []  # number -> (local block's class, its bytes)
         self._guard: list[tuple] = []  # number -> (layout, pending, dtype), what the guards read
         self._base: list[int] = []  # number -> the number of the signature without its cached resolution
+        self._outcomes: dict[tuple, tuple] = {}  # (guard kind, its arrays' signature numbers) -> ``_outcome``
 
     # ---------------------------------------------------------------- recording
     def record(self, rules: Mapping[str, Any]) -> tuple[profiler.Profile, Mesh]:
@@ -450,14 +451,26 @@ class GraphSet:
         Raises ``Stop`` once the running time passes ``cut`` or the live memory ``limit``, and
         ``LayoutError`` for rules that split some tensor illegally.
         """
-        mesh = Mesh(self.mesh_shape, backend="meta", rules=rules)
-        current = mesh.rules
+        current = self._rules_of(rules)
         if not self._paths:
             return None
-        out = self._walk(self._last, current, mesh, cut, limit)
+        out = self._walk(self._last, current, self.mesh, cut, limit)
         if out is None:
             return None
         self._last = self._taken
+        return out
+
+    def _rules_of(self, rules: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+        """``Mesh(mesh_shape, rules=rules).rules`` (each value a tuple of axes, unsplit dims left out, the same
+        errors) without building a mesh per rule set."""
+        out: dict[str, tuple[str, ...]] = {}
+        parse = self.mesh.parse_axes
+        for dim, spec in rules.items():
+            if not isinstance(dim, str):
+                return Mesh(self.mesh_shape, backend="meta", rules=rules).rules  # (its error)
+            axes = parse(spec, f"layout rule {dim!r} -> {spec!r}")
+            if axes:
+                out[dim] = axes
         return out
 
     def _shape_is(self, shape: Any, ev: tuple) -> bool:
@@ -601,6 +614,7 @@ class GraphSet:
         memo = self.memo
         entries_of = memo._entries
         sigs, loc, guard_sig, base_of = self._sigs, self._loc, self._guard, self._base
+        guards = self._outcomes
         sid: dict[int, int] = {}  # vid -> signature id (with its cached resolution, if any)
         res: dict[int, int] = {}  # vid -> the vid of its cached resolution
         toks: dict[int, tuple] = {}  # vid -> block tokens, one per class
@@ -633,20 +647,13 @@ class GraphSet:
                 c = site.get(opsids)
                 if c is None:
                     key = self._key_of(ev, [sigs[x] for x in opsids])
-                    c = site[opsids] = [key, {}, entries_of.get(key)]
+                    c = site[opsids] = [key, {}, entries_of.get(key), {}, 0]
                 found = c[2]
                 if found is None:
                     found = c[2] = entries_of.get(c[0])
                 entry = None
                 if found is not None and found is not _NEVER:
-                    for e in found:
-                        if e.consulted is None:
-                            cur: tuple = items
-                        else:
-                            cur = tuple([rget(d) for d in e.consulted])
-                        if cur == e.rules:
-                            entry = e
-                            break
+                    entry = _first_entry(c, found, items, rget)
                 if entry is None:
                     if found is _NEVER:  # (a call no path can replay)
                         return None
@@ -749,7 +756,10 @@ class GraphSet:
                         live[tok] = held + 1
             else:
                 _, kind, vids, outcome = ev
-                seen = _outcome(kind, [None if v is None else guard_sig[sid[v]] for v in vids])
+                gk = (kind, tuple([-1 if v is None else sid[v] for v in vids]))  # what it reads: signature numbers
+                seen = guards.get(gk)
+                if seen is None:
+                    seen = guards[gk] = _outcome(kind, [None if v is None else guard_sig[sid[v]] for v in vids])
                 if seen != outcome:  # the Python goes another way here: the path that does, if one was recorded
                     pid = self._branch(pid, i, functools.partial(_guard_is, seen))
                     if pid < 0:
@@ -853,6 +863,27 @@ class GraphSet:
         if found is _NEVER or found is None or len(found) == before:
             return None
         return found[-1]
+
+
+def _first_entry(site: list, found: list, items: tuple, rget: Callable[[str], Any]) -> _Entry | None:
+    """The first of ``found`` (a key's memo entries) whose rules are the walk's (``OpMemo.call``'s scan), by an
+    index kept in ``site`` (a call site's cache: ``site[3]`` the entries grouped by the dims they consulted,
+    ``{their rules: first position}``, ``site[4]`` how many are indexed): the least position over the groups."""
+    groups = site[3]
+    if site[4] != len(found):
+        for pos in range(site[4], len(found)):
+            e = found[pos]
+            g = groups.get(e.consulted)
+            if g is None:
+                g = groups[e.consulted] = {}
+            g.setdefault(e.rules, pos)
+        site[4] = len(found)
+    best = -1
+    for cons, g in groups.items():
+        p = g.get(items if cons is None else tuple([rget(d) for d in cons]))
+        if p is not None and (best < 0 or p < best):
+            best = p
+    return found[best] if best >= 0 else None
 
 
 def _guard_is(outcome: tuple, ev: tuple) -> bool:

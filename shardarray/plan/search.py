@@ -150,16 +150,21 @@ def _proxy(sizes: Mapping[str, int], tensors: Any, mesh_shape: Mapping[str, int]
     tensors = list(tensors)
     split: dict[tuple[str, ...], int] = {(): 1}
 
+    names = {d for dims in tensors for d in dims}
+
     def key(rules: Rules) -> float:
+        part: dict[str, float] = {}  # each dim's size over its device count, once per rule set (the same quotients)
+        for d in names:
+            axes = rules.get(d, ())
+            k = split.get(axes)
+            if k is None:
+                k = split[axes] = math.prod(mesh_shape[a] for a in axes)
+            part[d] = sizes[d] / k
         total = 0.0
         for dims in tensors:
             n = 1.0
             for d in dims:
-                axes = rules.get(d, ())
-                k = split.get(axes)
-                if k is None:
-                    k = split[axes] = math.prod(mesh_shape[a] for a in axes)
-                n *= sizes[d] / k
+                n *= part[d]
             total += n
         return total
 
