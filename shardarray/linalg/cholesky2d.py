@@ -117,7 +117,9 @@ def _clip(v: int, lo: int, hi: int) -> int:
 
 
 def _h(xp: Any, a: Any) -> Any:
-    return xp.conj(xp.swapaxes(a, -1, -2))
+    """``a^H`` of a stack of matrices (a transposed view for real dtypes: no copy)."""
+    t = xp.swapaxes(a, -1, -2)
+    return xp.conj(t) if xp.iscomplexobj(t) else t
 
 
 def _bcast(g: Grid, vals: dict[int, Any], axes: tuple[str, ...], root: int) -> dict[int, Any]:

@@ -39,15 +39,10 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import map_blocks, map_blocks_multi
+from .cholesky2d import _h
 
 TOLERANCE = 0.1
 """The largest ``‖Q_1^H Q_1 - I‖_F`` of any matrix for which the second pass is taken (else TSQR)."""
-
-
-def _h(xp: Any, a: Any) -> Any:
-    """``a^H`` of a stack of matrices (no copy for real dtypes)."""
-    t = xp.swapaxes(a, -1, -2)
-    return xp.conj(t) if xp.iscomplexobj(t) else t
 
 
 def _gram(xp: Any, s: Any) -> Any:
