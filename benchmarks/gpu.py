@@ -205,6 +205,11 @@ def step_rows(cfg: sa.nn.TransformerConfig, dtype: str, batch: int, repeat: int,
                                        "cupy", tok, tgt, sync), False),
         with_kernels(shardarray_runner(f"shardarray emulated 2x2 mesh2d, fused kernels, {dtype}", c,
                                        {"rows": 2, "cols": 2}, "mesh2d", "cupy", tok, tgt, sync), True),
+        with_kernels(shardarray_runner(f"shardarray 1 device, fused kernels, CUDA graph, {dtype}", c, {"d": 1},
+                                       "replicated", "cupy", tok, tgt, sync, graphed=True), True),
+        with_kernels(shardarray_runner(f"shardarray emulated 2x2 mesh2d, fused kernels, CUDA graph, {dtype}", c,
+                                       {"rows": 2, "cols": 2}, "mesh2d", "cupy", tok, tgt, sync, graphed=True),
+                     True),
     ]
     torch, why = cuda_torch(), ""
     if torch is None:
@@ -284,7 +289,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             r["fraction_of_matmul_peak"] = flops / r["time_s"] / peak[dtype]
             if eager:
                 r["tokens_per_s_vs_torch_eager"] = eager["time_s"] / r["time_s"]
-            r["time_vs_1_device"] = r["time_s"] / one["time_s"]
+            # against the 1-device step run the same way (eager or CUDA graph)
+            base = next((o for o in rows if "1 device" in o["impl"] and "graph" in o["impl"]), one)
+            r["time_vs_1_device"] = r["time_s"] / (base if "graph" in r["impl"] else one)["time_s"]
             print(f"step {r['impl']}: {1e3 * r['time_s']:.1f} ms, {r['tokens_per_s']:,.0f} tokens/s "
                   f"({r.get('tokens_per_s_vs_torch_eager', float('nan')):.2f}x PyTorch eager), "
                   f"{100 * r['fraction_of_matmul_peak']:.0f}% of the {dtype} matmul peak, "

@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     runners = [
         shardarray_runner(f"shardarray {args.mesh} device(s) ({strategy}), fused kernels, {args.dtype}", c, shape,
                           strategy, "cupy", tok, tgt, sync),
+        shardarray_runner(f"shardarray {args.mesh} device(s) ({strategy}), fused kernels, CUDA graph, {args.dtype}",
+                          c, shape, strategy, "cupy", tok, tgt, sync, graphed=True),
         torch_runner(cfg, weights, "cuda", tok, tgt, None if args.dtype == "float32" else args.dtype),
     ]
     results = []

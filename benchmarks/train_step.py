@@ -89,7 +89,9 @@ class Runner:
 
 
 def shardarray_runner(impl: str, cfg: sa.nn.TransformerConfig, shape: dict, strategy: str, backend: str,
-                      tok: np.ndarray, tgt: np.ndarray, sync: Any) -> Runner:
+                      tok: np.ndarray, tgt: np.ndarray, sync: Any, graphed: bool = False) -> Runner:
+    """shardarray's step; ``graphed``: the step (loss, gradients, Adam) under ``sa.graphed``, parameters and
+    optimizer state donated (captured as a CUDA graph on CuPy shards of one GPU at the second step)."""
     mesh = sa.Mesh(shape, backend=backend, rules=sa.nn.strategy_rules(strategy, shape))
     params = sa.nn.init_transformer(cfg, mesh, strategy=strategy, seed=0, dtype="float32")
     opt = sa.optim.Adam(lr=1e-4)
@@ -98,6 +100,20 @@ def shardarray_runner(impl: str, cfg: sa.nn.TransformerConfig, shape: dict, stra
     tokens = sa.asarray(tok, dims=("batch", "seq"), mesh=mesh)
     targets = sa.asarray(tgt, dims=("batch", "seq"), mesh=mesh)
     runner = Runner(impl, lambda: 0.0, sync, {"mesh": shape})
+    if graphed:
+
+        def train(p: Any, s: Any) -> Any:
+            loss, grads = vg(p, tokens, targets, cfg)
+            return (loss, *opt.update(p, grads, s))
+
+        captured = sa.graphed(train, donate_argnums=(0, 1))
+
+        def graph_step() -> float:
+            loss, box["params"], box["state"] = captured(box["params"], box["state"])
+            return float(loss)
+
+        runner.step = graph_step
+        return runner
 
     def step() -> float:
         with sa.comm_log() as log:

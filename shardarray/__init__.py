@@ -17,6 +17,7 @@ from importlib import import_module as _import_module  # the VJP modules registe
 from . import hardware, matmul, nn, optim, plan, profiler, random, tree
 from .array import ShardArray
 from .autograd.api import grad, value_and_grad, vjp
+from .graphs import graphed
 from .comm import CommLog, CommRecord, comm_log
 from .errors import (
     ArgumentError,
@@ -27,6 +28,7 @@ from .errors import (
     DTypeError,
     ExistingFileError,
     GatherWarning,
+    GraphError,
     LayoutError,
     MeshError,
     MissingFileError,
@@ -205,6 +207,7 @@ __all__ = [
     "DimensionError",
     "ExistingFileError",
     "GatherWarning",
+    "GraphError",
     "Layout",
     "LayoutError",
     "Mesh",
@@ -263,6 +266,7 @@ __all__ = [
     "gelu",
     "get_default_mesh",
     "grad",
+    "graphed",
     "greater",
     "greater_equal",
     "hardware",

@@ -59,6 +59,10 @@ class TapeError(ShardArrayError, TypeError):
     """A value being differentiated was used in a way the tape cannot follow (e.g. ``float(x)`` inside ``grad``)."""
 
 
+class GraphError(ShardArrayError, ValueError):
+    """``sa.graphed``: the function did what a CUDA graph cannot record (a host read, a synchronisation)."""
+
+
 class CheckpointError(ShardArrayError, ValueError):
     """A checkpoint cannot be saved or loaded: a missing or corrupted file, an unknown format version, a tree or
     array that does not match the target; the message names the path and the array."""

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import BFLOAT16
+from ..errors import BackendError
 
 #: dtype -> (cudaDataType_t name and value, cublasComputeType_t name and value, the host scalar type of alpha/beta)
 #: (library_types.h: CUDA_R_16F = 2, CUDA_R_16BF = 14, CUDA_R_32F = 0, CUDA_R_64F = 1;
@@ -49,8 +50,66 @@ _SCALAR_PTRS: dict[Any, tuple[int, int]] = {
     t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALARS.items()
 }
 _HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
-#: how many ``cublasGemmStridedBatchedEx`` calls were made, and pointer-mode changes
-STATS: dict[str, int] = {"gemm_strided_batched": 0, "pointer_mode_set": 0}
+#: how many ``cublasGemmStridedBatchedEx`` calls were made (``captured``: of them, while a CUDA graph captured),
+#: and pointer-mode changes
+STATS: dict[str, int] = {"gemm_strided_batched": 0, "captured": 0, "pointer_mode_set": 0}
+#: ``[True]`` while ``sa.graphed`` captures a CUDA graph on this thread's GPU stream: CuPy's cuBLAS wrappers refuse
+#: a capturing stream (they check it before setting the handle's stream), so the products then call cuBLAS
+#: through ctypes (``raw_cublas``), which cuBLAS itself supports in stream capture.
+CAPTURING: list[bool] = [False]
+_RAW: list[Any] = []  # the ctypes binding, made on first use
+
+
+class RawCublas:
+    """``cublasSetStream`` and ``cublasGemmStridedBatchedEx`` of the libcublas CuPy loaded, through ctypes.
+
+    ``gemmStridedBatchedEx`` takes CuPy's arguments (addresses as ints) and first sets the handle's stream to
+    the current one, as CuPy's wrapper does, without its refusal of a capturing stream.
+    """
+
+    def __init__(self, lib: Any) -> None:
+        import ctypes as c
+
+        p, i, ll = c.c_void_p, c.c_int, c.c_longlong
+        self._set_stream = lib.cublasSetStream_v2
+        self._set_stream.argtypes, self._set_stream.restype = [p, p], i
+        self._gemm = lib.cublasGemmStridedBatchedEx
+        self._gemm.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i, ll, p, p, i, i, ll, i, i, i]
+        self._gemm.restype = i
+
+    def gemmStridedBatchedEx(self, handle: int, *args: Any) -> None:
+        import cupy
+
+        for name, status in (
+            ("cublasSetStream", self._set_stream(handle, cupy.cuda.get_current_stream().ptr)),
+            ("cublasGemmStridedBatchedEx", self._gemm(handle, *args)),
+        ):
+            if status:
+                raise RuntimeError(f"{name} failed with cuBLAS status {status} while capturing a CUDA graph")
+
+
+def raw_cublas() -> Any:
+    """The ``RawCublas`` of the libcublas this process loaded (found in ``/proc/self/maps``, else by soname)."""
+    if _RAW:
+        return _RAW[0]
+    import ctypes
+
+    candidates = []
+    try:
+        with open("/proc/self/maps") as f:
+            candidates = sorted({line.split()[-1] for line in f if "/libcublas.so" in line})
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    for name in [*candidates, "libcublas.so.13", "libcublas.so.12", "libcublas.so"]:
+        try:
+            _RAW.append(RawCublas(ctypes.CDLL(name)))
+            return _RAW[0]
+        except (OSError, AttributeError):
+            continue
+    raise BackendError(
+        "sa.graphed: no libcublas with cublasGemmStridedBatchedEx could be loaded (looked in /proc/self/maps and "
+        "for libcublas.so.13/.12); install CuPy's CUDA libraries (pip install 'shardarray[cuda13]')"
+    )
 
 
 def calls_cublas(a_dtype: Any, b_dtype: Any, a_ndim: int, b_ndim: int) -> bool:
@@ -194,7 +253,11 @@ def batched_matmul(a: Any, b: Any) -> Any:
     handle = cupy.cuda.device.get_cublas_handle()
     if handle not in _HOST_MODE:
         _host_pointer_mode(cublas, handle)
-    cublas.gemmStridedBatchedEx(
+    api = cublas
+    if CAPTURING[0]:
+        api = raw_cublas()
+        STATS["captured"] += 1
+    api.gemmStridedBatchedEx(
         handle,
         op_b,
         op_a,

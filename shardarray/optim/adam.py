@@ -20,7 +20,6 @@ from .common import (
     _check,
     _check_lr,
     _in_range,
-    _lr,
     _moments,
     _number,
     _state,
@@ -28,6 +27,7 @@ from .common import (
     _zeros_for,
     float_params,
     moment_dtype,
+    next_step,
 )
 from .master import check_master_dtype, finish, init_master, working_values
 
@@ -90,10 +90,17 @@ class Adam:
         """New params and state; params, grads and the moments are paired by key path."""
         _state(state, ("step", "m", "v"), "Adam")
         p, g, paths, treedef = _check(params, grads, "Adam.update")
-        step = state["step"] + 1
-        lr, b1, b2, eps, wd = _lr(self.lr, step), self.b1, self.b2, self.eps, self.weight_decay
-        c1, c2 = 1.0 - b1**step, 1.0 - b2**step
-        step_size = lr / c1
+        step, lr = next_step(state["step"], self.lr, "Adam.update")
+        b1, b2, eps, wd = self.b1, self.b2, self.eps, self.weight_decay
+        if isinstance(step, ShardArray):  # counted on the device: the bias corrections are 0-d float64 arrays there
+            t = step.astype("float64")
+            step_size: Any = lr / (1.0 - b1**t)
+            c2: Any = 1.0 - b2**t
+            scalars: tuple[Any, ...] = (step_size, c2)
+        else:
+            c2 = 1.0 - b2**step
+            step_size = lr / (1.0 - b1**step)
+            scalars = ()
         m_all = _moments(params, p, paths, state["m"], "m")
         v_all = _moments(params, p, paths, state["v"], "v")
         master = check_master_dtype("Adam", self.master_dtype)
@@ -106,12 +113,13 @@ class Adam:
                 outs = fused.map_rows_multi(
                     resolve_to(x),
                     3,
-                    lambda xp, a, d, m, v, kernels=kernels: kernels.adam(
-                        xp, a, d, m, v, b1, b2, step_size, c2, eps, 1.0 - lr * wd
+                    lambda xp, a, d, m, v, *sc, kernels=kernels: kernels.adam(
+                        xp, a, d, m, v, b1, b2, *(sc or (step_size, c2)), eps, 1.0 - lr * wd
                     ),
                     fused.like(dx, x),
                     m,
                     v,
+                    *(s.shards for s in scalars),
                 )
                 for out, shards, dt in zip((new_p, new_m, new_v), outs, (x.dtype, m.dtype, v.dtype)):
                     out.append(ShardArray(x.mesh, x.spec, dt, shards))
@@ -125,15 +133,16 @@ class Adam:
 
             v = apply("adam_v", v_fn, (v, dx))
 
-            def step_fn(xp: Any, a: Any, m: Any, v: Any, ct: Any = ct) -> Any:
-                den = xp.sqrt(v * (1.0 / c2))
+            def step_fn(xp: Any, a: Any, m: Any, v: Any, *sc: Any, ct: Any = ct) -> Any:
+                size, c = (step_size, c2) if not sc else (sc[0].astype(ct), sc[1].astype(ct))
+                den = xp.sqrt(v * (1.0 / c))
                 den += eps
-                upd = m * -step_size
+                upd = m * -size
                 upd /= den
                 a = _up(xp, a, ct)
                 return _axpby(a, 1.0 - lr * wd, upd, 1.0) if wd else a + upd
 
-            new_p.append(apply("adam", step_fn, (x, m, v)))
+            new_p.append(apply("adam", step_fn, (x, m, v, *scalars)))
             new_m.append(m)
             new_v.append(v)
         new_p, copies = finish(p, paths, new_p, master)

@@ -79,8 +79,33 @@ def _state(state: Any, keys: tuple[str, ...], owner: str) -> None:
             f"(missing {missing[0]!r}): is it another optimizer's state? {_FIX}"
         )
     step = state["step"]
+    if isinstance(step, ShardArray):  # counted on the device (sa.graphed): a 0-d integer array
+        if step.dims or np.dtype(step.dtype).kind not in "iu":
+            raise DTypeError(
+                f"{owner}.update: state['step'] is an array {step.sizes} of {step.dtype}; a step counted on the "
+                f"device is a 0-d integer array (sa.asarray(0, mesh=mesh)); {_FIX}"
+            )
+        return
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
         raise DTypeError(f"{owner}.update: state['step'] is {step!r}, not an integer >= 0; {_FIX}")
+
+
+def next_step(step: Any, lr: LR, owner: str) -> tuple[Any, float]:
+    """The step after ``step`` and the learning rate at it.
+
+    ``step`` is an int, or a 0-d integer array on the devices (as ``sa.graphed`` makes it, so a CUDA graph's
+    replays count on): its successor is computed there, and ``lr`` must then be a number, since a schedule is
+    a Python function evaluated on the host, whose value a graph would freeze at the captured step.
+    """
+    if not isinstance(step, ShardArray):
+        return step + 1, _lr(lr, step + 1)
+    if callable(lr):
+        raise ArgumentError(
+            f"{owner}: state['step'] is counted on the device (a 0-d array, as under sa.graphed), but lr is a "
+            f"schedule, a Python function of the step evaluated on the host (a CUDA graph would replay the "
+            f"captured step's rate). Pass a constant lr, or keep the step a Python int and run the update eagerly"
+        )
+    return step + 1, float(lr)
 
 
 def float_params(params: Any, what: str) -> tuple[list[Any], Any]:

@@ -16,13 +16,13 @@ from .common import (
     _check,
     _check_lr,
     _in_range,
-    _lr,
     _moments,
     _state,
     _up,
     _zeros_for,
     float_params,
     moment_dtype,
+    next_step,
 )
 from .master import check_master_dtype, finish, init_master, working_values
 
@@ -73,8 +73,8 @@ class SGD:
         """New params and state; params, grads and the velocity are paired by key path."""
         _state(state, ("step", "velocity"), "SGD")
         p, g, paths, treedef = _check(params, grads, "SGD.update")
-        step = state["step"] + 1
-        lr, mu, wd = _lr(self.lr, step), self.momentum, self.weight_decay
+        step, lr = next_step(state["step"], self.lr, "SGD.update")
+        mu, wd = self.momentum, self.weight_decay
         if mu and state["velocity"] is None:
             raise DTypeError(f"SGD.update: state['velocity'] is None (a state of SGD without momentum); {_FIX}")
         vel = _moments(params, p, paths, state["velocity"], "velocity") if mu else [None] * len(p)

@@ -395,3 +395,51 @@ def test_nccl_across_processes_bootstrapped_over_mpi(tmp_path):
         pytest.fail(f"the 2-process NCCL job hung for {HANG_S} s")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.count(" ok") == 2
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 2e-2)])
+@pytest.mark.parametrize("strategy,shape", [("replicated", {"d": 1}), ("mesh2d", {"rows": 2, "cols": 2})])
+def test_graphed_training_step_replays_the_eager_steps(strategy, shape, dtype, tol):
+    """sa.graphed: a captured step replayed 4 times gives the eager steps' losses and parameters (Adam's step
+    counted on the GPU), inputs copied in when new, the token check still raised from a replay."""
+    import dataclasses
+
+    cfg = sa.nn.TransformerConfig(vocab=64, d_model=32, heads=2, d_kv=16, d_ff=64, n_layers=2, seq_len=16)
+    cfg = cfg if dtype == "float32" else dataclasses.replace(cfg, compute_dtype=dtype)
+    mesh = sa.Mesh(shape, backend="cupy", rules=sa.nn.strategy_rules(strategy, shape))
+    params = sa.nn.init_transformer(cfg, mesh, strategy=strategy, seed=0)
+    opt = sa.optim.Adam(lr=1e-2)
+    vg = sa.value_and_grad(sa.nn.transformer_loss)
+    batches = [sa.nn.data.pattern_batch(np.random.default_rng(i), 4, cfg.seq_len, cfg.vocab) for i in range(6)]
+    batches = [tuple(sa.asarray(t, dims=("batch", "seq"), mesh=mesh) for t in b) for b in batches]
+
+    def step(p, s, tokens, targets):
+        loss, g = vg(p, tokens, targets, cfg)
+        p, s = opt.update(p, g, s)
+        return loss, p, s
+
+    train = sa.graphed(step, donate_argnums=(0, 1))
+    pe, se = params, opt.init(params)
+    pg, sg = params, opt.init(params)
+    for tokens, targets in batches:
+        le, pe, se = step(pe, se, tokens, targets)
+        lg, pg, sg = train(pg, sg, tokens, targets)
+        assert abs(float(lg) - float(le)) <= tol * abs(float(le))
+    assert train.captures == 1 and train.launches == 5 and int(sg["step"]) == 6
+    for k in pe:
+        np.testing.assert_allclose(pg[k].numpy().astype(np.float64), pe[k].numpy().astype(np.float64),
+                                   rtol=50 * tol, atol=50 * tol)
+    bad = sa.asarray(np.full((4, cfg.seq_len), cfg.vocab), dims=("batch", "seq"), mesh=mesh)
+    loss, pg, sg = train(pg, sg, bad, batches[0][1])  # copied into the graph's token buffer; checked on the GPU
+    with pytest.raises(sa.DimensionError, match="must lie in"):
+        float(loss)
+
+
+def test_graphed_host_read_is_a_graph_error_on_the_gpu():
+    mesh = sa.Mesh({"rows": 2, "cols": 2}, backend="cupy")
+    x = sa.ones(mesh, {"i": 8}, layout={"i": "rows"})
+    f = sa.graphed(lambda x: x * float((x * x).sum()), warmup=0)
+    with pytest.raises(sa.GraphError, match="read no value to the host"):
+        f(x)
+    g = sa.graphed(lambda x: (x * 3).sum(), warmup=0)  # a capture after the failed one works
+    assert float(g(x)) == 24.0 and float(g(x * 2)) == 48.0 and g.captures == 1

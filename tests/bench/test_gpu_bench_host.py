@@ -45,7 +45,12 @@ def test_gpu_benchmark_runs_end_to_end_on_the_fake(monkeypatch, tmp_path, gpu_be
         step = saved["train_step"][dtype]
         assert [r["impl"] for r in step["rows"]] == [
             f"shardarray 1 device, fused kernels, {dtype}", f"shardarray 1 device, CuPy array ops, {dtype}",
-            f"shardarray emulated 2x2 mesh2d, fused kernels, {dtype}"]
+            f"shardarray emulated 2x2 mesh2d, fused kernels, {dtype}",
+            f"shardarray 1 device, fused kernels, CUDA graph, {dtype}",
+            f"shardarray emulated 2x2 mesh2d, fused kernels, CUDA graph, {dtype}"]
+        graph_one, graph_2x2 = step["rows"][3:5]
+        assert graph_one["time_vs_1_device"] == 1.0  # each graph row against the 1-device graph row
+        assert graph_2x2["time_vs_1_device"] == graph_2x2["time_s"] / graph_one["time_s"]
         assert all(len(r["times_s"]) == 5 and r["tokens_per_s"] > 0 for r in step["rows"])
         assert "no CUDA" in step["missing"]
     assert result["train_step"]["config"]["einsum_flops_per_step"] > 0

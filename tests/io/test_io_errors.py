@@ -7,10 +7,12 @@ import sys
 import h5py
 import numpy as np
 import pytest
-import zarr
+
 from io_cases import data
 
 import shardarray as sa
+
+zarr = pytest.importorskip("zarr", reason="the [zarr] extra (in the test extra) is not installed")
 
 MESH = {"row": 2, "col": 2}
 

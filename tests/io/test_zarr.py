@@ -6,15 +6,17 @@ import collections
 
 import numpy as np
 import pytest
-import zarr
+
 from helpers import host
 from io_cases import MESH_IDS, MESHES, SHAPE_IDS, SHAPES, check_blocks, data, layouts
-from zarr.storage import LocalStore, WrapperStore
 
 import shardarray as sa
 from shardarray.array_api import Array
 from shardarray.io import zarr_io
 from shardarray.io.blocks import tiling_chunks
+
+zarr = pytest.importorskip("zarr", reason="the [zarr] extra (in the test extra) is not installed")
+LocalStore, WrapperStore = zarr.storage.LocalStore, zarr.storage.WrapperStore
 
 
 class CountingStore(WrapperStore):

@@ -134,6 +134,10 @@ class FakeCupy:
         self.pointer_modes: dict[int, int] = {}
         self.pointer_mode_sets: list[tuple[int, int]] = []
         self.gemms: list[dict[str, Any]] = []
+        self.capturing: int | None = None  # the stream a CUDA graph capture records, if any
+        self.captures: list[int] = []  # the stream of every capture begun
+        self.graph_launches: list[int] = []  # the stream of every graph launch
+        self.allocators: list[Any] = []  # every allocator made current with cupy.cuda.using_allocator
         self.module = self._build()
 
     # ------------------------------------------------------------ install
@@ -149,10 +153,18 @@ class FakeCupy:
             monkeypatch.setattr(cuda_kernels, cache, {})
         monkeypatch.setattr(cublas, "_HOST_MODE", set(), raising=False)
         monkeypatch.setattr(cublas, "STATS", {k: 0 for k in getattr(cublas, "STATS", {})}, raising=False)
+        monkeypatch.setattr(cublas, "_RAW", [_RawCublas(self)], raising=False)  # what sa.graphed's capture calls
+        monkeypatch.setattr(cublas, "CAPTURING", [False], raising=False)
         from shardarray import backend
 
         monkeypatch.setattr(backend, "_BACKENDS", {k: v for k, v in backend._BACKENDS.items() if k != "cupy"})
         return self
+
+    def refuse_in_capture(self, what: str) -> None:
+        """Raise as CUDA does for what a stream capture cannot record (a host transfer, a synchronisation)."""
+        if self.capturing is not None:
+            raise RuntimeError(f"cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing "
+                               f"({what})")
 
     def current(self) -> tuple[int, int]:
         """(current GPU, current stream)."""
@@ -199,6 +211,7 @@ class FakeCupy:
                 fake.device = self.id
 
             def synchronize(self) -> None:  # the whole GPU
+                fake.refuse_in_capture("cudaDeviceSynchronize")
                 fake.synchronized.append(-1 - self.id)
 
         class Stream:
@@ -222,7 +235,59 @@ class FakeCupy:
                 fake.stream = self._saved.pop()
 
             def synchronize(self) -> None:
+                fake.refuse_in_capture("cudaStreamSynchronize")
                 fake.synchronized.append(self.ptr)
+
+            def record(self, event: Any = None) -> Any:
+                event = Event() if event is None else event
+                event.record(self)
+                return event
+
+            def wait_event(self, event: Any) -> None:
+                if event.stream is None:
+                    raise RuntimeError("waiting on an event that was never recorded")
+                fake.waits.append((self.ptr, event.stream))
+
+            def begin_capture(self, mode: Any = None) -> None:
+                if self.ptr == 0:
+                    raise RuntimeError("cudaErrorStreamCaptureUnsupported: the legacy default stream cannot capture")
+                if fake.capturing is not None:
+                    raise RuntimeError("cudaErrorIllegalState: a capture is already under way")
+                fake.capturing = self.ptr
+                fake.captures.append(self.ptr)
+
+            def is_capturing(self) -> bool:
+                return fake.capturing == self.ptr
+
+            def end_capture(self) -> Graph:
+                if fake.capturing != self.ptr:
+                    raise RuntimeError("cudaErrorIllegalState: the stream is not capturing")
+                fake.capturing = None
+                return Graph(self.ptr)
+
+        class Graph:
+            """A captured graph. The fake ran the captured work when it was enqueued; a launch is only counted."""
+
+            def __init__(self, stream: int) -> None:
+                self.stream = stream
+
+            def launch(self, stream: Any = None) -> None:
+                fake.refuse_in_capture("cudaGraphLaunch")
+                fake.graph_launches.append(fake.stream if stream is None else stream.ptr)
+
+        class MemoryPool:
+            def malloc(self, size: int) -> Any:  # the fake's arrays are host memory: never called for them
+                raise RuntimeError("the fake GPU allocates no device memory")
+
+        class _Allocator:
+            def __init__(self, allocator: Any) -> None:
+                self.allocator = allocator
+
+            def __enter__(self) -> None:
+                fake.allocators.append(self.allocator)
+
+            def __exit__(self, *exc: Any) -> None:
+                return None
 
         Stream.null = Stream(null=True)
 
@@ -280,7 +345,7 @@ class FakeCupy:
             CUBLAS_POINTER_MODE_DEVICE=CUBLAS_POINTER_MODE_DEVICE, CUBLAS_COMPUTE_32F=CUBLAS_COMPUTE_32F,
             CUBLAS_COMPUTE_16F=CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_64F=CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT=CUBLAS_GEMM_DEFAULT,
             getPointerMode=get_pointer_mode, setPointerMode=set_pointer_mode,
-            gemmStridedBatchedEx=lambda *args: fake._gemm(*args),
+            gemmStridedBatchedEx=lambda *args: fake._cupy_gemm(*args),
         )
         runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_64F=CUDA_R_64F,
                                         CUDA_R_16BF=CUDA_R_16BF,
@@ -304,12 +369,18 @@ class FakeCupy:
             def __init__(self) -> None:
                 self.ptr = fake.stream
 
+            def record(self, event: Any = None) -> Any:
+                event = Event() if event is None else event
+                event.record(self)
+                return event
+
             def wait_event(self, event: Event) -> None:
                 if event.stream is None:
                     raise RuntimeError("waiting on an event that was never recorded")
                 fake.waits.append((self.ptr, event.stream))
 
             def synchronize(self) -> None:
+                fake.refuse_in_capture("cudaStreamSynchronize")
                 fake.synchronized.append(self.ptr)
 
         def get_elapsed_time(start: Event, end: Event) -> float:  # milliseconds, as CuPy's
@@ -321,11 +392,18 @@ class FakeCupy:
         cupy.cuda = types.SimpleNamespace(
             Device=Device, Stream=Stream, Event=Event, runtime=runtime, device=device, cublas=cublas,
             nccl=fake_nccl, get_current_stream=_Current, get_elapsed_time=get_elapsed_time,
+            MemoryPool=MemoryPool, using_allocator=_Allocator, graph=types.SimpleNamespace(Graph=Graph),
         )
         cupy.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
         return cupy
 
     # ------------------------------------------------------------ cuBLAS
+    def _cupy_gemm(self, *args: Any) -> None:
+        """CuPy's ``cublas.gemmStridedBatchedEx``: it refuses a capturing stream before calling cuBLAS."""
+        if self.capturing is not None:
+            raise NotImplementedError("calling cuBLAS API during stream capture is currently unsupported")
+        self._gemm(*args)
+
     def _gemm(self, handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int, a: int, atype: int,
               lda: int, stride_a: int, b: int, btype: int, ldb: int, stride_b: int, beta: int, c: int, ctype: int,
               ldc: int, stride_c: int, batch: int, compute: int, algo: int) -> None:
@@ -364,6 +442,18 @@ class FakeCupy:
             mc[...] = out.astype(dt)
         self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream,
                            "dtype": dt.name, "ops": (transa, transb)})
+
+
+class _RawCublas:
+    """``cublas.RawCublas`` (cuBLAS through ctypes, used while a graph is captured) on the fake: its gemm."""
+
+    def __init__(self, fake: FakeCupy) -> None:
+        self.fake = fake
+        self.calls = 0
+
+    def gemmStridedBatchedEx(self, handle: int, *args: Any) -> None:
+        self.calls += 1
+        self.fake._gemm(handle, *args)
 
 
 def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float16) -> np.ndarray:

@@ -1019,6 +1019,7 @@ class ndarray:
     # ------------------------------------------------------------------ host transfers
     def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None, blocking: bool = True) -> Any:
         """A copy on the host (``out``: written into that NumPy array and returned)."""
+        _refuse_in_capture("a device-to-host copy")
         if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TypeError("Only numpy.ndarray can be obtained from cupy.ndarray")
@@ -1030,6 +1031,7 @@ class ndarray:
 
     def set(self, arr: np.ndarray, stream: Any = None) -> None:
         """Copy a NumPy array of the same shape and dtype into this array."""
+        _refuse_in_capture("a host-to-device copy")
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"Only numpy.ndarray can be set to cupy.ndarray, got {type(arr)}")
         if arr.shape != self.shape:
@@ -1505,6 +1507,7 @@ def _array(obj: Any, dtype: Any = None, copy: Any = True, order: Any = "K", subo
                 r = r.reshape((1,) * (ndmin - r.ndim) + r.shape)
             return obj if r is obj._a else ndarray._new(r)
         return ndarray._new(np.array(obj._a, dtype=dtype, copy=True, order=order, ndmin=ndmin))
+    _refuse_in_capture("a host-to-device copy")
     return ndarray._new(np.array(_unwrap(obj), dtype=dtype, copy=True, order=order, ndmin=ndmin))
 
 
@@ -1517,6 +1520,7 @@ def _asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None, 
         if copy is False:
             raise ValueError("Unable to avoid copy while creating an array as requested.")
         return ndarray._new(np.asarray(a._a, dtype=dtype, order=order))
+    _refuse_in_capture("a host-to-device copy")
     return ndarray._new(np.array(_unwrap(a), dtype=dtype, order=order or "K", copy=True))
 
 
@@ -1527,6 +1531,13 @@ def _ascontiguousarray(a: Any, dtype: Any = None) -> ndarray:
     if a._a.flags.c_contiguous and (dtype is None or np.dtype(dtype) == a.dtype):
         return a
     return ndarray._new(np.ascontiguousarray(a._a, dtype=dtype))
+
+
+def _refuse_in_capture(what: str) -> None:
+    """Raise as CUDA does for a host transfer while the installed fake GPU captures a graph."""
+    fake = getattr(FakeCupy, "active", None)
+    if fake is not None:
+        fake.refuse_in_capture(what)
 
 
 def _asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, *, blocking: bool = True) -> np.ndarray:
@@ -1743,6 +1754,9 @@ class _MemoryPool:
     def set_limit(self, size: int | None = None, fraction: float | None = None) -> None:
         self._limit = int(size or 0)
 
+    def malloc(self, size: int) -> Any:  # the stand-in's arrays are host memory: never called for them
+        raise RuntimeError("the CuPy stand-in allocates no device memory")
+
     def get_limit(self) -> int:
         return self._limit
 
@@ -1946,11 +1960,20 @@ def _adam(p: ndarray, g: ndarray, m: ndarray, v: ndarray, p_out: ndarray, m_out:
     _store(p_out, p._a.reshape(-1).astype(acc) * acc(decay) - acc(step) * mi / den)
 
 
+def _adam_dev(p: ndarray, g: ndarray, m: ndarray, v: ndarray, p_out: ndarray, m_out: ndarray, v_out: ndarray,
+              n: Any, b1: Any, b2: Any, step: ndarray, c2: ndarray, eps: Any, decay: Any) -> None:
+    if step.size != 1 or c2.size != 1:
+        raise ValueError(f"adam_dev reads one step_size and one c2, got arrays of {step.size} and {c2.size}")
+    _adam(p, g, m, v, p_out, m_out, v_out, n, b1, b2, float(step._a.reshape(-1)[0]), float(c2._a.reshape(-1)[0]),
+          eps, decay)
+
+
 #: what each kernel of ``kernels/*.cu`` computes (by name without the dtype suffix), in NumPy
 KERNEL_MODELS: dict[str, Callable[..., None]] = {
     "softmax_fwd": _softmax_fwd, "softmax_bwd": _softmax_bwd, "xent_fwd": _xent_fwd, "xent_bwd": _xent_bwd,
     "causal_softmax_fwd": _causal_softmax_fwd, "causal_softmax_bwd": _causal_softmax_bwd,
     "ln_fwd": _ln_fwd, "ln_bwd": _ln_bwd, "gelu_fwd": _gelu_fwd, "gelu_bwd": _gelu_bwd, "adam": _adam,
+    "adam_dev": _adam_dev,
 }
 
 
