@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .cublas import matrix_layout
+
 
 @dataclass(frozen=True)
 class Plan2:
@@ -35,6 +37,10 @@ class Plan2:
     # the output is (batch, right, left): B^T A^T gives it in order (used where ``matmul`` reads transposed
     # operands in place, as cuBLAS does), of this shape
     swap_shape: tuple[int, ...] | None = None
+    # two batch dims and one left, contracted and right dim each (attention's products): the output's dims in
+    # the order (batch, batch, left, right), as axes of the output (``contract2``'s per-slice products)
+    pairs: tuple[int, ...] | None = None
+    out_shape: tuple[int, ...] = ()
 
 
 @lru_cache(maxsize=4096)
@@ -81,6 +87,10 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
         move_b=moved(perm_b),
         move_c=moved(perm_c),
         swap_shape=tuple(size[c] for c in out) if left and right and list(out) == batch + right + left else None,
+        pairs=tuple(out.index(c) for c in order)
+        if len(batch) == 2 and len(left) == len(contr) == len(right) == 1
+        else None,
+        out_shape=tuple(size[c] for c in out),
     )
 
 
@@ -101,6 +111,10 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any
         a = xp.sum(a, axis=p.sum_a)
     if p.sum_b:
         b = xp.sum(b, axis=p.sum_b)
+    if matmul is not None and p.pairs is not None:
+        c = _per_slice(xp, p, a, b, matmul)
+        if c is not None:
+            return c
     # the array methods, not xp.transpose (NumPy's Python wrapper): the same views, less dispatch
     a = (a if p.move_a is None else a.transpose(p.move_a)).reshape(p.shape_a)
     b = (b if p.move_b is None else b.transpose(p.move_b)).reshape(p.shape_b)
@@ -110,3 +124,39 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any
     c = mm(a[0], b[0])[None] if p.shape_a[0] == 1 else mm(a, b)
     c = c.reshape(p.shape_c)
     return c if p.move_c is None else c.transpose(p.move_c)
+
+
+def _merges(x: Any) -> bool:
+    """Whether the first two dims of the strided view ``x`` merge into one without a copy."""
+    n0, n1 = x.shape[0], x.shape[1]
+    return n0 == 1 or n1 == 1 or x.strides[0] == x.strides[1] * n1
+
+
+def _per_slice(xp: Any, p: Plan2, a: Any, b: Any, matmul: Any) -> Any:
+    """A product over two batch dims that do not merge in place (attention's ``b s h k, b t h k -> b h s t``:
+    ``b`` and ``h`` are not adjacent in ``q``), as one batched product per index of the shorter batch dim,
+    each reading its operands and writing its slice of the output in place: no transposing copy of an operand
+    or of the result. ``matmul(a, b, out)`` must read strided 3-D views and write into one (``cublas``'s
+    does). None where merging copies nothing, or where a slice is not such a view (the caller then reshapes).
+    """
+    a4 = a if p.move_a is None else a.transpose(p.move_a)
+    b4 = b if p.move_b is None else b.transpose(p.move_b)
+    if a.dtype != b.dtype or 0 in a4.shape or 0 in b4.shape or (_merges(a4) and _merges(b4)):
+        return None  # (the 3-D product reads both in place already where both merge)
+    out = xp.empty(p.out_shape, dtype=a.dtype)
+    c4 = out.transpose(p.pairs)  # (batch, batch, left, right) view of the output
+    for axis in sorted((0, 1), key=lambda i: a4.shape[i]):
+        take = (lambda x, i: x[i]) if axis == 0 else (lambda x, i: x[:, i])
+        sa, sb, sc = take(a4, 0), take(b4, 0), take(c4, 0)
+        lc = matrix_layout(sc)
+        if matrix_layout(sa) is None or matrix_layout(sb) is None or lc is None:
+            continue
+        if lc[0]:  # the output slices are column-major: C^T = B^T A^T writes them row-major
+            for i in range(a4.shape[axis]):
+                t = (0, 2, 1)
+                matmul(take(b4, i).transpose(t), take(a4, i).transpose(t), out=take(c4, i).transpose(t))
+        else:
+            for i in range(a4.shape[axis]):
+                matmul(take(a4, i), take(b4, i), out=take(c4, i))
+        return out
+    return None

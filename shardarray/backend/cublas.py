@@ -175,7 +175,19 @@ def matrix_layout(x: Any) -> tuple[bool, int, int] | None:
 class _Gemm:
     """What ``batched_matmul`` works out once per operand signature (dtypes, shapes, strides)."""
 
-    __slots__ = ("args_a", "args_b", "compute", "copy_a", "copy_b", "dtype", "mnk", "scalars", "shape", "squeeze")
+    __slots__ = (
+        "args_a",
+        "args_b",
+        "args_c",
+        "compute",
+        "copy_a",
+        "copy_b",
+        "dtype",
+        "mnk",
+        "scalars",
+        "shape",
+        "squeeze",
+    )
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():
@@ -186,8 +198,9 @@ _PLANS: dict[tuple[Any, ...], _Gemm | None] = {}
 _NO_PLAN: Any = object()  # "no plan yet" (None is a plan: cupy.matmul)
 
 
-def _plan(a: Any, b: Any) -> _Gemm | None:
-    """The cuBLAS call for ``a @ b``, or None for ``cupy.matmul`` (another dtype, broadcasting, empty)."""
+def _plan(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> _Gemm | None:
+    """The cuBLAS call for ``a @ b``, or None for ``cupy.matmul`` (another dtype, broadcasting, empty, an ``out``
+    whose matrices are not row-major with one batch stride)."""
     from cupy.cuda import cublas, runtime
 
     if not calls_cublas(a.dtype, b.dtype, a.ndim, b.ndim):
@@ -200,15 +213,28 @@ def _plan(a: Any, b: Any) -> _Gemm | None:
         return None  # broadcasting or a mismatch: CuPy's rules and errors
     la, lb = matrix_layout(sa_), matrix_layout(sb_)
     (dname, dvalue), (cname, cvalue), scalar = CUDA_TYPES[np.dtype(a.dtype)]
+    c_type = getattr(runtime, dname, dvalue)
+    if out_dtype is not None and np.dtype(out_dtype) != np.dtype(a.dtype):
+        if np.dtype(out_dtype) != np.float32 or np.dtype(a.dtype) not in (np.dtype(np.float16), BFLOAT16):
+            return None  # cuBLAS writes a wider C only for 16-bit inputs: float32
+        c_type = getattr(runtime, "CUDA_R_32F", 0)
     op_n, op_t = getattr(cublas, "CUBLAS_OP_N", 0), getattr(cublas, "CUBLAS_OP_T", 1)
     # row-major C = A B is column-major C^T = B^T A^T: B first. A row-major operand is, read column-major,
     # already its transpose (op N); a column-major one (a transposed view) needs op T.
     ta, lda, stra = la if la is not None else (False, k, m * k)
     tb, ldb, strb = lb if lb is not None else (False, n, k * n)
+    args_c = (n, m * n)
+    if out is not None:
+        lc = None
+        if out.dtype == np.dtype(out_dtype or a.dtype) and out.shape == ((m, n) if squeeze else (nb, m, n)):
+            lc = matrix_layout(out[None] if squeeze else out)
+        if lc is None or lc[0]:
+            return None  # C must be row-major: cuBLAS writes C^T column-major
+        args_c = (lc[1], lc[2])
     return _Gemm(
         copy_a=la is None,
         copy_b=lb is None,
-        dtype=getattr(runtime, dname, dvalue),
+        dtype=(getattr(runtime, dname, dvalue), c_type),
         compute=getattr(cublas, cname, cvalue),
         scalars=_SCALAR_PTRS[scalar],
         squeeze=squeeze,
@@ -216,40 +242,57 @@ def _plan(a: Any, b: Any) -> _Gemm | None:
         mnk=(nb, m, n, k),
         args_a=(op_t if ta else op_n, lda, stra),
         args_b=(op_t if tb else op_n, ldb, strb),
+        args_c=args_c,
     )
 
 
-def batched_matmul(a: Any, b: Any) -> Any:
+def batched_matmul(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> Any:
     """``a @ b`` for (B, M, K) and (B, K, N), or (M, K) and (K, N), CuPy arrays on the current device and stream.
 
     One ``cublasGemmStridedBatchedEx`` where ``calls_cublas`` holds (module
-    docstring), else ``cupy.matmul``. The result is C-contiguous. The call's
-    arguments are worked out once per signature (dtypes, shapes, strides):
-    the step of a model makes the same few hundred products every time.
+    docstring), else ``cupy.matmul``. The result is C-contiguous, or written
+    into ``out`` (same dtype and shape; any view whose matrices are row-major
+    with one batch stride, e.g. a slice of a larger array in another dim
+    order) and returned. ``out_dtype`` float32 for float16 or bfloat16
+    operands: the float32 accumulators are written as they are (no rounding
+    to 16 bits). The call's arguments are worked out once per
+    signature (dtypes, shapes, strides): the step of a model makes the same few
+    hundred products every time.
     """
     import cupy
     from cupy.cuda import cublas
 
-    key = (a.dtype.num, b.dtype.num, a.shape, a.strides, b.shape, b.strides, a.itemsize)
+    key: tuple[Any, ...] = (a.dtype.num, b.dtype.num, a.shape, a.strides, b.shape, b.strides, a.itemsize)
+    if out is not None or out_dtype is not None:
+        key = (*key, out_dtype, None if out is None else (out.dtype.num, out.shape, out.strides))
     plan = _PLANS.get(key, _NO_PLAN)
     if plan is _NO_PLAN:
         if len(_PLANS) > 4096:
             _PLANS.clear()
-        plan = _PLANS[key] = _plan(a, b)
+        plan = _PLANS[key] = _plan(a, b, out, out_dtype)
     if plan is None:
-        return cupy.matmul(a, b)
+        c = cupy.matmul(a, b) if out_dtype is None else cupy.matmul(a.astype(out_dtype), b.astype(out_dtype))
+        if out is None:
+            return c
+        out[...] = c
+        return out
     if plan.copy_a:
         a = cupy.ascontiguousarray(a)
     if plan.copy_b:
         b = cupy.ascontiguousarray(b)
     nb, m, n, k = plan.mnk
-    if nb * m * n * k == 0:  # nothing to multiply: zeros (or an empty array) of a's dtype
-        return cupy.zeros(plan.shape, dtype=a.dtype)
-    c = cupy.empty(plan.shape, dtype=a.dtype)
+    c_dtype = out_dtype or a.dtype
+    if nb * m * n * k == 0:  # nothing to multiply: zeros (or an empty array) of the result's dtype
+        if out is None:
+            return cupy.zeros(plan.shape, dtype=c_dtype)
+        out[...] = 0
+        return out
+    c = cupy.empty(plan.shape, dtype=c_dtype) if out is None else out
+    ldc, strc = plan.args_c
     op_a, lda, stra = plan.args_a
     op_b, ldb, strb = plan.args_b
     one, zero = plan.scalars
-    dtype = plan.dtype
+    dtype, c_type = plan.dtype
     handle = cupy.cuda.device.get_cublas_handle()
     if handle not in _HOST_MODE:
         _host_pointer_mode(cublas, handle)
@@ -275,9 +318,9 @@ def batched_matmul(a: Any, b: Any) -> Any:
         stra,
         zero,
         c.data.ptr,
-        dtype,
-        n,
-        m * n,
+        c_type,
+        ldc,
+        strc,
         nb,
         plan.compute,
         getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
@@ -288,8 +331,9 @@ def batched_matmul(a: Any, b: Any) -> Any:
 
 def sum_leading(x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
     """``x.sum(axis)`` as ``ones(1, N) @ x.reshape(N, M)`` on cuBLAS when ``axis`` is ``(0, ..., j-1)``, ``0 < j <
-    x.ndim``, ``x`` is C-contiguous, non-empty, of a ``calls_cublas`` dtype and ``dtype`` is None or that dtype;
-    else None (the caller sums another way). Accumulates in float32 (float64 for float64), as a gemm does.
+    x.ndim``, ``x`` is C-contiguous, non-empty, of a ``calls_cublas`` dtype and ``dtype`` is None or that dtype (or
+    float32 for float16/bfloat16 ``x``: the product's float32 accumulators are the result); else None (the caller
+    sums another way). Accumulates in float32 (float64 for float64), as a gemm does.
 
     Example (a CuPy array ``x`` of shape (8, 512, 1024), float32):
         ``sum_leading(x, (0, 1))`` is ``x.sum((0, 1))``, shape (1024,), in one gemm.
@@ -297,7 +341,10 @@ def sum_leading(x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
     j = len(axis)
     if not 0 < j < x.ndim or tuple(sorted(axis)) != tuple(range(j)) or x.size == 0 or not x.flags.c_contiguous:
         return None
-    if np.dtype(x.dtype) not in CUDA_TYPES or (dtype is not None and np.dtype(dtype) != np.dtype(x.dtype)):
+    wide = dtype is not None and np.dtype(dtype) != np.dtype(x.dtype)
+    if np.dtype(x.dtype) not in CUDA_TYPES or (
+        wide and (np.dtype(dtype) != np.float32 or np.dtype(x.dtype) not in (np.dtype(np.float16), BFLOAT16))
+    ):
         return None
     import cupy
 
@@ -305,4 +352,5 @@ def sum_leading(x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
     for n in x.shape[:j]:
         rows *= n
     ones = cupy.ones((1, rows), dtype=x.dtype)
-    return batched_matmul(ones, x.reshape(rows, -1)).reshape(x.shape[j:])
+    out = batched_matmul(ones, x.reshape(rows, -1), out_dtype=np.float32 if wide else None)
+    return out.reshape(x.shape[j:])

@@ -286,7 +286,7 @@ def adam(
     under ``sa.graphed``): the kernel ``adam_dev`` then reads them there, so no host value is frozen into a launch.
     """
     on_device = not isinstance(step_size, (int, float, np.floating))
-    fn = _fn("adam", "adam_dev" if on_device else "adam", p.dtype)
+    fn = _fn("adam", "adam_dev", p.dtype) if on_device else _fn("adam", "adam", p.dtype)
     moments = moment_dtype(p.dtype)
     for label, s in (("m", m), ("v", v)):
         if np.dtype(s.dtype) != moments:

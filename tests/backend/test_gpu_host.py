@@ -187,6 +187,26 @@ def test_attention_contraction_reaches_cublas(monkeypatch):
     assert cublas.STATS["gemm_strided_batched"] == 2  # batch 1: one 2-D product, on cuBLAS as well
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("eq", ["bshk,bthk->bhst", "bhst,bthk->bshk", "bhst,bshk->bthk", "bshk,bhst->bthk"])
+@pytest.mark.parametrize("b, h", [(2, 5), (5, 2), (3, 3)])
+def test_attention_products_read_heads_in_place(monkeypatch, eq, dtype, b, h):
+    """Batch dims b and h that do not merge in place (q, k, v are (b, s, h, k)): one strided batched product per
+    index of the shorter of them, operands read and the output slice written in place (no transposing copy)."""
+    fake = FakeCupy(gpus=1).install(monkeypatch)
+    import cupy
+
+    size = {"b": b, "h": h, "s": 4, "t": 6, "k": 3}
+    lhs, out = eq.split("->")
+    rng = np.random.default_rng(0)
+    a, c = (rng.standard_normal([size[x] for x in t]).astype(dtype) for t in lhs.split(","))
+    got = contract2(cupy, eq, cupy.asarray(a), cupy.asarray(c), matmul=cublas.batched_matmul)
+    assert [g["batch"] for g in fake.gemms] == [max(b, h)] * min(b, h)
+    tol = 3e-2 if dtype == "bfloat16" else 1e-5
+    np.testing.assert_allclose(host(got).astype(np.float64), _ref_contract(eq, a, c), rtol=tol, atol=tol)
+    assert got.shape == tuple(size[x] for x in out) and got.flags.c_contiguous
+
+
 def test_devices_backend_streams(monkeypatch):
     """One stream per GPU for shared shards; one per mesh device for NCCL ranks; to_numpy waits for all of a GPU's."""
     gpu = FakeCupy(gpus=2).install(monkeypatch)
@@ -333,6 +353,10 @@ def test_leading_axis_sums_are_one_cublas_product(monkeypatch, dtype):
     assert len(gpu.gemms) == 3
     ints = cupy.asarray(np.arange(12).reshape(4, 3))
     assert host(backend.sum(ints, (0,))).tolist() == [18, 22, 26] and len(gpu.gemms) == 3
+    if dtype in ("float16", "bfloat16"):  # a float32 sum of 16-bit values: the product writes float32 accumulators
+        got = backend.sum(d, (0, 1), "float32")
+        assert got.dtype == np.float32 and len(gpu.gemms) == 4 and gpu.gemms[-1]["out_dtype"] == "float32"
+        np.testing.assert_allclose(host(got), x.astype(np.float32).sum(axis=(0, 1)), rtol=1e-6, atol=1e-6)
 
 
 def test_array_op_vjps_stay_bfloat16_on_cupy(monkeypatch):

@@ -16,7 +16,7 @@ from shardarray.backend.cupy_backend import on_devices
 from shardarray.ops.fused import dispatch as fused
 
 LAUNCHED = {"softmax": ["softmax_fwd", "softmax_bwd", "xent_fwd", "xent_bwd", "causal_softmax_fwd", "causal_softmax_bwd"], "layer_norm": ["ln_fwd", "ln_bwd"],
-            "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam"]}
+            "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam", "adam_dev"]}
 
 
 def test_every_launched_kernel_is_defined_for_every_float_type():
@@ -42,6 +42,7 @@ def test_adam_keeps_float32_moments_for_float16_parameters():
     sigs = _signatures(cuda_kernels.source("adam"))
     for suffix, t, m in ADAM_TYPES:
         assert [c for c, _ in sigs[f"adam_{suffix}"][:7]] == [t, t, m, m, t, m, m], suffix
+        assert [c for c, _ in sigs[f"adam_dev_{suffix}"][:7]] == [t, t, m, m, t, m, m], suffix
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")

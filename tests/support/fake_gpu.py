@@ -412,9 +412,13 @@ class FakeCupy:
         if self.pointer_modes.get(handle, CUBLAS_POINTER_MODE_HOST) != CUBLAS_POINTER_MODE_HOST:
             raise RuntimeError("alpha/beta are host addresses but the handle is in device pointer mode")
         ops = (CUBLAS_OP_N, CUBLAS_OP_T)
-        if transa not in ops or transb not in ops or len({atype, btype, ctype}) != 1 or atype not in _GEMM_TYPES:
-            raise RuntimeError(f"the fake gemm takes N/T products of one float type, got {transa, transb, atype, btype, ctype}")
+        wide = ctype == CUDA_R_32F and atype in (CUDA_R_16F, CUDA_R_16BF)  # 16-bit in, float32 out (cuBLAS's table)
+        if (transa not in ops or transb not in ops or atype != btype or atype not in _GEMM_TYPES
+                or (ctype != atype and not wide)):
+            raise RuntimeError(f"the fake gemm takes N/T products of one float type (16-bit ones may write float32), "
+                               f"got {transa, transb, atype, btype, ctype}")
         dt = _GEMM_TYPES[atype]
+        ct = _GEMM_TYPES[ctype]
         # op(A) is m x k: stored m x k (N, lda >= m) or k x m (T, lda >= k); op(B) is k x n likewise
         rows_a, cols_a = (m, k) if transa == CUBLAS_OP_N else (k, m)
         rows_b, cols_b = (k, n) if transb == CUBLAS_OP_N else (n, k)
@@ -429,7 +433,7 @@ class FakeCupy:
             ma = _column_major(a + it * i * stride_a, rows_a, cols_a, lda, dt)
             mb = _column_major(b + it * i * stride_b, rows_b, cols_b, ldb, dt)
             ma, mb = (ma if transa == CUBLAS_OP_N else ma.T), (mb if transb == CUBLAS_OP_N else mb.T)
-            mc = _column_major(c + it * i * stride_c, m, n, ldc, dt)
+            mc = _column_major(c + ct.itemsize * i * stride_c, m, n, ldc, ct)
             if acc == np.float16:  # accumulate in float16, one rank-1 update at a time
                 total = np.zeros((m, n), acc)
                 for j in range(k):
@@ -439,9 +443,9 @@ class FakeCupy:
             out = scale[0] * total.astype(np.float64)
             if scale[1] != 0:  # cuBLAS does not read C when beta is 0 (it may be uninitialized)
                 out = out + scale[1] * mc.astype(np.float64)
-            mc[...] = out.astype(dt)
+            mc[...] = out.astype(ct)
         self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream,
-                           "dtype": dt.name, "ops": (transa, transb)})
+                           "dtype": dt.name, "out_dtype": ct.name, "ops": (transa, transb)})
 
 
 class _RawCublas:

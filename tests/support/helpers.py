@@ -130,6 +130,9 @@ EINSUM_EQUATIONS = [
     "bik,bkj->bij",  # identity permutations everywhere: no transposes
     "bhsk,bhtk->bhst",  # attention scores
     "bhst,bhtk->bhsk",
+    "bshk,bthk->bhst",  # the model's attention: batch dims b, h not adjacent in q, k, v (products per slice)
+    "bhst,bthk->bshk",
+    "bhst,bshk->bthk",
     "ki,kj->ij",  # a transposed operand
     "ik,kj->ji",  # a transposed result
     "iak,kj->ij",  # a dim summed first
