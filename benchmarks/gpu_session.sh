@@ -4,6 +4,7 @@
 #   bash benchmarks/gpu_session.sh tests            # versions, then pytest -m gpu (a hang costs 2 minutes, not 10)
 #   bash benchmarks/gpu_session.sh bench            # benchmarks/gpu.py and the 4-device float16 matmul CLI run
 #   bash benchmarks/gpu_session.sh main sanitize    # the README's main job on the GPU; compute-sanitizer on the kernels
+#                                                   # (and on a captured step's replays: sa.graphed)
 #   bash benchmarks/gpu_session.sh bench4 profile   # the 4-device CLI matmul; the step's top kernels (gpu_profile.py)
 #   bash benchmarks/gpu_session.sh suite            # the whole suite on real CuPy shards (pytest --backend=cupy)
 #
@@ -72,7 +73,7 @@ for what in "$@"; do
     sanitize)
         for tool in memcheck racecheck; do
             stage sanitize "${SANITIZE_LIMIT:-280}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-                "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_gpu.py -k "kernel or fused or softmax or batched_gemm"
+                "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_gpu.py -k "${SANITIZE_TESTS:-kernel or fused or softmax or batched_gemm or (graphed and float32 and replicated)}"
         done
         ;;
     *)
