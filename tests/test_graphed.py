@@ -48,24 +48,10 @@ def _host(tree):
     return {k: v.numpy() for k, v in tree.items()}
 
 
-class _RawGemms:
-    """Stands for the ctypes binding of cuBLAS while the stand-in captures: runs the fake's gemm, counts calls."""
-
-    def __init__(self, fake):
-        self.fake, self.calls = fake, 0
-
-    def gemmStridedBatchedEx(self, handle, *args):
-        self.calls += 1
-        self.fake._gemm(handle, *args)
-
-
 @pytest.fixture
 def gpu(monkeypatch):
-    fake = FakeCupy(gpus=1, strict=True).install(monkeypatch)
-    raw = _RawGemms(fake)
-    monkeypatch.setattr(cublas, "_RAW", [raw])
-    monkeypatch.setattr(cublas, "CAPTURING", [False])
-    return fake, raw
+    fake = FakeCupy(gpus=1, strict=True).install(monkeypatch)  # (its stand-in of the ctypes binding counts calls)
+    return fake, cublas._RAW[0]
 
 
 # ----------------------------------------------------------------------------- NumPy shards: eager
@@ -243,13 +229,16 @@ def test_raw_cublas_sets_the_current_stream_then_multiplies(gpu):
     class Lib:
         cublasSetStream_v2 = Fn("setStream")
         cublasGemmStridedBatchedEx = Fn("gemm")
+        cublasGemmBatchedEx = Fn("batched")
 
     raw = cublas.RawCublas(Lib())
     import cupy
 
     with cupy.cuda.Stream(non_blocking=True) as s:
         raw.gemmStridedBatchedEx(1000, 0, 1, 2, 3, 4)
-    assert calls == [("setStream", (1000, s.ptr)), ("gemm", (1000, 0, 1, 2, 3, 4))]
+        raw.gemmBatchedEx(1000, 5, 6)
+    assert calls == [("setStream", (1000, s.ptr)), ("gemm", (1000, 0, 1, 2, 3, 4)),
+                     ("setStream", (1000, s.ptr)), ("batched", (1000, 5, 6))]
     Lib.cublasGemmStridedBatchedEx = Fn("gemm", status=13)
     with pytest.raises(RuntimeError, match="status 13"):
         cublas.RawCublas(Lib()).gemmStridedBatchedEx(1000)

@@ -94,14 +94,15 @@ def plan2(equation: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> 
     )
 
 
-def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any:
+def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None, matmul2: Any = None) -> Any:
     """``einsum(equation, a, b)`` through ``xp.matmul`` (see the module docstring).
 
     ``matmul(a, b)`` replaces ``xp.matmul`` for every product: 3-D (batched)
     ones and single 2-D ones (no batch dim, or a batch of one). It must read
     transposed views in place (``cublas.batched_matmul`` does): an output
     wanted as (batch, right, left) is then computed as ``B^T A^T``, in order,
-    instead of ``A B`` and a transposing copy.
+    instead of ``A B`` and a transposing copy. ``matmul2(a4, b4, out4)`` (optional) multiplies over two batch
+    dims of strided 4-D views in place, returning False where it cannot (``cublas.matmul_two_batch_dims``).
     """
     mm = matmul or xp.matmul
     p = plan2(equation, tuple(a.shape), tuple(b.shape))
@@ -112,7 +113,7 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None) -> Any
     if p.sum_b:
         b = xp.sum(b, axis=p.sum_b)
     if matmul is not None and p.pairs is not None:
-        c = _per_slice(xp, p, a, b, matmul)
+        c = _two_batch_dims(xp, p, a, b, matmul, matmul2)
         if c is not None:
             return c
     # the array methods, not xp.transpose (NumPy's Python wrapper): the same views, less dispatch
@@ -132,23 +133,30 @@ def _merges(x: Any) -> bool:
     return n0 == 1 or n1 == 1 or x.strides[0] == x.strides[1] * n1
 
 
-def _per_slice(xp: Any, p: Plan2, a: Any, b: Any, matmul: Any) -> Any:
+def _two_batch_dims(xp: Any, p: Plan2, a: Any, b: Any, matmul: Any, matmul2: Any) -> Any:
     """A product over two batch dims that do not merge in place (attention's ``b s h k, b t h k -> b h s t``:
-    ``b`` and ``h`` are not adjacent in ``q``), as one batched product per index of the shorter batch dim,
-    each reading its operands and writing its slice of the output in place: no transposing copy of an operand
-    or of the result. ``matmul(a, b, out)`` must read strided 3-D views and write into one (``cublas``'s
-    does). None where merging copies nothing, or where a slice is not such a view (the caller then reshapes).
+    ``b`` and ``h`` are not adjacent in ``q``) without a transposing copy of an operand or of the result.
 
-    16-bit operands only: on an H200 the reference transformer's bfloat16 attention products took 0.9 ms per
-    step this way against 1.5 ms of transposing copies before, but in float32 cuBLAS picks small SIMT tiles for
-    the slices (4.0 ms against 1.6 ms of copies), so float32 and float64 keep the copies.
+    16-bit operands: one strided batched product per index of the shorter batch dim, each reading its operands
+    and writing its slice of the output in place (``matmul(a, b, out)`` reads strided 3-D views and writes into
+    one). On an H200 the reference transformer's bfloat16 attention products took 0.9 ms per step this way,
+    against 1.5 ms of transposing copies before. Wider operands: ``matmul2`` over both batch dims at once (one
+    batched gemm on matrix addresses computed on the device), since for float32 slices cuBLAS picks small SIMT
+    tiles (4.0 ms against 1.6 ms of copies). None where merging copies nothing, or where the matrices are not
+    such views (the caller then reshapes).
     """
     a4 = a if p.move_a is None else a.transpose(p.move_a)
     b4 = b if p.move_b is None else b.transpose(p.move_b)
-    if a.dtype != b.dtype or a.dtype.itemsize > 2 or 0 in a4.shape or 0 in b4.shape or (_merges(a4) and _merges(b4)):
+    if a.dtype != b.dtype or 0 in a4.shape or 0 in b4.shape or (_merges(a4) and _merges(b4)):
         return None  # (the 3-D product reads both in place already where both merge)
     out = xp.empty(p.out_shape, dtype=a.dtype)
     c4 = out.transpose(p.pairs)  # (batch, batch, left, right) view of the output
+    if matmul2 is not None and a.dtype.itemsize > 2:  # (16-bit: the slices below, measured on an H200)
+        t4 = (0, 1, 3, 2)
+        if matmul2(a4, b4, c4) or matmul2(b4.transpose(t4), a4.transpose(t4), c4.transpose(t4)):
+            return out  # (the second: C^T = B^T A^T, where the output's matrices are column-major)
+    if a.dtype.itemsize > 2:
+        return None
     for axis in sorted((0, 1), key=lambda i: a4.shape[i]):
         take = (lambda x, i: x[i]) if axis == 0 else (lambda x, i: x[:, i])
         sa, sb, sc = take(a4, 0), take(b4, 0), take(c4, 0)

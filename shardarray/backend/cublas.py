@@ -32,6 +32,7 @@ import numpy as np
 
 from ..dtypes import BFLOAT16
 from ..errors import BackendError
+from . import cuda_kernels
 
 #: dtype -> (cudaDataType_t name and value, cublasComputeType_t name and value, the host scalar type of alpha/beta)
 #: (library_types.h: CUDA_R_16F = 2, CUDA_R_16BF = 14, CUDA_R_32F = 0, CUDA_R_64F = 1;
@@ -52,7 +53,7 @@ _SCALAR_PTRS: dict[Any, tuple[int, int]] = {
 _HOST_MODE: set[int] = set()  # cuBLAS handles already put in host pointer mode
 #: how many ``cublasGemmStridedBatchedEx`` calls were made (``captured``: of them, while a CUDA graph captured),
 #: and pointer-mode changes
-STATS: dict[str, int] = {"gemm_strided_batched": 0, "captured": 0, "pointer_mode_set": 0}
+STATS: dict[str, int] = {"gemm_strided_batched": 0, "gemm_batched": 0, "captured": 0, "pointer_mode_set": 0}
 #: ``[True]`` while ``sa.graphed`` captures a CUDA graph on this thread's GPU stream: CuPy's cuBLAS wrappers refuse
 #: a capturing stream (they check it before setting the handle's stream), so the products then call cuBLAS
 #: through ctypes (``raw_cublas``), which cuBLAS itself supports in stream capture.
@@ -76,16 +77,25 @@ class RawCublas:
         self._gemm = lib.cublasGemmStridedBatchedEx
         self._gemm.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i, ll, p, p, i, i, ll, i, i, i]
         self._gemm.restype = i
+        self._batched = lib.cublasGemmBatchedEx
+        self._batched.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i, i]
+        self._batched.restype = i
 
-    def gemmStridedBatchedEx(self, handle: int, *args: Any) -> None:
+    def _call(self, name: str, fn: Any, handle: int, args: tuple) -> None:
         import cupy
 
-        for name, status in (
+        for what, status in (
             ("cublasSetStream", self._set_stream(handle, cupy.cuda.get_current_stream().ptr)),
-            ("cublasGemmStridedBatchedEx", self._gemm(handle, *args)),
+            (name, fn(handle, *args)),
         ):
             if status:
-                raise RuntimeError(f"{name} failed with cuBLAS status {status} while capturing a CUDA graph")
+                raise RuntimeError(f"{what} failed with cuBLAS status {status} while capturing a CUDA graph")
+
+    def gemmStridedBatchedEx(self, handle: int, *args: Any) -> None:
+        self._call("cublasGemmStridedBatchedEx", self._gemm, handle, args)
+
+    def gemmBatchedEx(self, handle: int, *args: Any) -> None:
+        self._call("cublasGemmBatchedEx", self._batched, handle, args)
 
 
 def raw_cublas() -> Any:
@@ -327,6 +337,78 @@ def batched_matmul(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> An
     )
     STATS["gemm_strided_batched"] += 1
     return c
+
+
+def matmul_two_batch_dims(a: Any, b: Any, out: Any) -> bool:
+    """``out[i, j] = a[i, j] @ b[i, j]`` for strided 4-D views (B1, B2, M, K), (B1, B2, K, N), (B1, B2, M, N) whose
+    two batch dims do not merge into one stride, in one ``cublasGemmBatchedEx`` on matrix addresses computed on
+    the device (``cuda_kernels.batch_pointers``): no copy of an operand or of the result. Attention's products
+    read q, k and v as (batch, seq, heads, d_kv) this way.
+
+    Returns False (nothing done) where it does not apply: a dtype ``calls_cublas`` refuses, an empty dim,
+    matrices cuBLAS cannot read in place (or an output slice that is not row-major), or no fused kernels
+    (``SHARDARRAY_KERNELS=0``, a failed compile); the caller then multiplies another way.
+    """
+    import cupy
+    from cupy.cuda import cublas
+
+    if a.ndim != 4 or not calls_cublas(a.dtype, b.dtype, 3, 3) or out.dtype != a.dtype or 0 in out.shape:
+        return False
+    if 0 in a.shape or not cuda_kernels.supports(cupy, a.dtype, "gemm_pointers"):
+        return False
+    key = ("two-batch", a.dtype.num, a.shape, a.strides, b.shape, b.strides, out.strides)
+    plan = _PLANS.get(key, _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = _PLANS[key] = _plan(a[0, :1], b[0, :1], out[0, :1])
+    if plan is None or plan.copy_a or plan.copy_b:
+        return False
+    n1, n2, m, k = a.shape
+    n = b.shape[3]
+    ptrs = cuda_kernels.batch_pointers(
+        cupy,
+        n1 * n2,
+        n2,
+        (a.data.ptr, a.strides[0], a.strides[1]),
+        (b.data.ptr, b.strides[0], b.strides[1]),
+        (out.data.ptr, out.strides[0], out.strides[1]),
+    )
+    handle = cupy.cuda.device.get_cublas_handle()
+    if handle not in _HOST_MODE:
+        _host_pointer_mode(cublas, handle)
+    api = cublas
+    if CAPTURING[0]:
+        api = raw_cublas()
+        STATS["captured"] += 1
+    op_a, lda, _ = plan.args_a
+    op_b, ldb, _ = plan.args_b
+    ldc, _ = plan.args_c
+    one, zero = plan.scalars
+    dtype, c_type = plan.dtype
+    base = ptrs.data.ptr
+    api.gemmBatchedEx(
+        handle,
+        op_b,
+        op_a,
+        n,
+        m,
+        k,
+        one,
+        base + 8 * n1 * n2,
+        dtype,
+        ldb,
+        base,
+        dtype,
+        lda,
+        zero,
+        base + 16 * n1 * n2,
+        c_type,
+        ldc,
+        n1 * n2,
+        plan.compute,
+        getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1),
+    )
+    STATS["gemm_batched"] += 1
+    return True
 
 
 def sum_leading(x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:

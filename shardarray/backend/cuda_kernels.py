@@ -33,7 +33,7 @@ import numpy as np
 from ..dtypes import BFLOAT16, accumulation_dtype
 from ..errors import BackendError, DTypeError
 
-SOURCES = ("softmax", "layer_norm", "gelu", "adam")
+SOURCES = ("softmax", "layer_norm", "gelu", "adam", "gemm_pointers")
 _SUFFIX = {BFLOAT16: "bf16", np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _MODULES: dict[tuple[str, int], Any] = {}  # (source, GPU) -> compiled RawModule
 _FUNCTIONS: dict[tuple[int, str, str], Any] = {}  # (GPU, kernel, dtype suffix) -> its function
@@ -320,3 +320,21 @@ def adam(
         args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))
     _flat_launch(fn, p.size, args)
     return p2, m2, v2
+
+
+# ------------------------------------------------------------------ gemm pointers
+def batch_pointers(
+    xp: Any, nb: int, n2: int, a: tuple[int, int, int], b: tuple[int, int, int], c: tuple[int, int, int]
+) -> Any:
+    """The (3, nb) uint64 device array of matrix addresses for ``cublasGemmBatchedEx`` (``kernels/gemm_pointers.cu``):
+    row ``w`` holds ``base + (i // n2) * s1 + (i % n2) * s2`` for each ``(base, s1, s2)`` (bytes) of A, B and C."""
+    fn = _FUNCTIONS.get((xp.cuda.Device().id, "batch_pointers", ""))
+    if fn is None:
+        gpu = xp.cuda.Device().id
+        fn = _FUNCTIONS[(gpu, "batch_pointers", "")] = _module("gemm_pointers", gpu).get_function("batch_pointers")
+    out = xp.empty((3, nb), dtype=np.uint64)
+    args: tuple[Any, ...] = (out, np.int64(nb), np.int64(n2))
+    for base, s1, s2 in (a, b, c):
+        args += (np.uint64(base), np.int64(s1), np.int64(s2))
+    _flat_launch(fn, nb, args)
+    return out

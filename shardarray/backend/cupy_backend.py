@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import MeshError
 from .base import Backend
 from .contract import contract2
-from .cublas import batched_matmul, sum_leading
+from .cublas import batched_matmul, matmul_two_batch_dims, sum_leading
 
 
 def import_cupy() -> Any:
@@ -52,7 +52,7 @@ class CupyBackend(Backend):
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         if len(arrays) == 2:
-            return contract2(self.xp, equation, *arrays, matmul=batched_matmul)
+            return contract2(self.xp, equation, *arrays, matmul=batched_matmul, matmul2=matmul_two_batch_dims)
         return super().einsum(equation, *arrays)
 
     def sum(self, x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:

@@ -201,7 +201,7 @@ def test_attention_products_read_heads_in_place(monkeypatch, eq, dtype, b, h):
     rng = np.random.default_rng(0)
     a, c = (rng.standard_normal([size[x] for x in t]).astype(dtype) for t in lhs.split(","))
     got = contract2(cupy, eq, cupy.asarray(a), cupy.asarray(c), matmul=cublas.batched_matmul)
-    if dtype == "float32":  # a copy and one product: cuBLAS's float32 slices are slower than the copy
+    if dtype == "float32":  # without matmul2: a copy and one product (cuBLAS's float32 slices are slow)
         assert [g["batch"] for g in fake.gemms] == [b * h]
     else:
         assert [g["batch"] for g in fake.gemms] == [max(b, h)] * min(b, h)
@@ -209,6 +209,45 @@ def test_attention_products_read_heads_in_place(monkeypatch, eq, dtype, b, h):
     np.testing.assert_allclose(host(got).astype(np.float64), _ref_contract(eq, a, c), rtol=tol, atol=tol)
     assert got.shape == tuple(size[x] for x in out)
     assert got.flags.c_contiguous or dtype == "float32"  # (written in place; float32's copy path may give a view)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("eq", ["bshk,bthk->bhst", "bhst,bthk->bshk", "bhst,bshk->bthk", "bshk,bhst->bthk"])
+def test_attention_products_are_one_pointer_batched_gemm(monkeypatch, eq, dtype, strict):
+    """CupyBackend.einsum over batch dims that do not merge in place, float32/float64: one cublasGemmBatchedEx on
+    matrix addresses computed on the device (kernels/gemm_pointers.cu), operands read and the output written in
+    place (16-bit operands take one strided product per slice: test_attention_products_read_heads_in_place)."""
+    fake = FakeCupy(gpus=1, strict=strict).install(monkeypatch)
+    import cupy
+
+    from shardarray.backend.cupy_backend import CupyBackend
+
+    size = {"b": 3, "h": 2, "s": 4, "t": 5, "k": 3}
+    lhs, out = eq.split("->")
+    rng = np.random.default_rng(0)
+    a, c = (rng.standard_normal([size[x] for x in t]).astype(dtype) for t in lhs.split(","))
+    got = CupyBackend().einsum(eq, cupy.asarray(a), cupy.asarray(c))
+    assert [(g["batch"], g.get("pointers")) for g in fake.gemms] == [(6, True)]
+    assert [r["name"] for r in fake.launches] == ["batch_pointers"] and cublas.STATS["gemm_batched"] == 1
+    tol = {"float64": 1e-12, "float32": 1e-5}[dtype]
+    np.testing.assert_allclose(host(got).astype(np.float64), _ref_contract(eq, a, c), rtol=tol, atol=tol)
+    assert got.shape == tuple(size[x] for x in out) and got.flags.c_contiguous
+
+
+def test_attention_products_without_kernels_take_slices_or_copies(monkeypatch):
+    monkeypatch.setenv("SHARDARRAY_KERNELS", "0")
+    fake = FakeCupy(gpus=1, strict=True).install(monkeypatch)
+    import cupy
+
+    from shardarray.backend.cupy_backend import CupyBackend
+
+    rng = np.random.default_rng(0)
+    q, k = (rng.standard_normal((3, 4, 2, 5)).astype(np.float16) for _ in range(2))
+    got = CupyBackend().einsum("bshk,bthk->bhst", cupy.asarray(q), cupy.asarray(k))
+    assert [g["batch"] for g in fake.gemms] == [3, 3] and not fake.launches  # one per head, no kernel
+    np.testing.assert_allclose(host(got).astype(np.float64), _ref_contract("bshk,bthk->bhst", q, k), rtol=3e-2,
+                               atol=3e-2)
 
 
 def test_devices_backend_streams(monkeypatch):

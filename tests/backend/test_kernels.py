@@ -16,7 +16,7 @@ from shardarray.backend.cupy_backend import on_devices
 from shardarray.ops.fused import dispatch as fused
 
 LAUNCHED = {"softmax": ["softmax_fwd", "softmax_bwd", "xent_fwd", "xent_bwd", "causal_softmax_fwd", "causal_softmax_bwd"], "layer_norm": ["ln_fwd", "ln_bwd"],
-            "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam", "adam_dev"]}
+            "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam", "adam_dev"], "gemm_pointers": []}
 
 
 def test_every_launched_kernel_is_defined_for_every_float_type():
@@ -28,7 +28,10 @@ def test_every_launched_kernel_is_defined_for_every_float_type():
             assert f'_fn("{name}", "{k}"' in launcher, k
             macro = re.search(rf'__global__ void {k}_##S\(', src)
             assert macro, f"{k} is not instantiated in kernels/{name}.cu"
-        assert re.search(r"FOR_FLOATS\(\w+\)", src) or name == "adam"
+        assert re.search(r"FOR_FLOATS\(\w+\)", src) or name in ("adam", "gemm_pointers")
+    # the one kernel of no float type: the matrix addresses of a batched gemm
+    assert 'get_function("batch_pointers")' in launcher
+    assert 'extern "C" __global__ void batch_pointers(uptr_t* out,' in cuda_kernels.source("gemm_pointers")
 
 
 #: Adam's instantiations: (suffix, parameter and gradient type, moment type): float16 moments lose the update

@@ -185,7 +185,15 @@ class FakeCupy:
         return type(arg).__name__, None, True
 
     def _run_kernel(self, name: str, args: tuple) -> None:
-        """Carry out a launch (the lenient fake launches nothing: outputs keep what ``empty`` left)."""
+        """Carry out a launch. The lenient fake launches nothing (outputs keep what ``empty`` left), except the
+        matrix addresses of a batched gemm, which the fake's cuBLAS then reads (garbage would crash it)."""
+        if name == "batch_pointers":
+            out, nb, n2, *rest = args
+            i = np.arange(int(nb), dtype=np.int64)
+            j, k = i // int(n2), i % int(n2)
+            rows = [np.uint64(base) + (j * int(s1) + k * int(s2)).astype(np.uint64)
+                    for base, s1, s2 in zip(rest[0::3], rest[1::3], rest[2::3])]
+            np.asarray(out).reshape(-1)[...] = np.concatenate(rows)
 
     def _build(self) -> Any:
         fake = self
@@ -346,6 +354,7 @@ class FakeCupy:
             CUBLAS_COMPUTE_16F=CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_64F=CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT=CUBLAS_GEMM_DEFAULT,
             getPointerMode=get_pointer_mode, setPointerMode=set_pointer_mode,
             gemmStridedBatchedEx=lambda *args: fake._cupy_gemm(*args),
+            gemmBatchedEx=lambda *args: fake._cupy_gemm_batched(*args),
         )
         runtime = types.SimpleNamespace(CUDA_R_16F=CUDA_R_16F, CUDA_R_32F=CUDA_R_32F, CUDA_R_64F=CUDA_R_64F,
                                         CUDA_R_16BF=CUDA_R_16BF,
@@ -404,6 +413,27 @@ class FakeCupy:
             raise NotImplementedError("calling cuBLAS API during stream capture is currently unsupported")
         self._gemm(*args)
 
+    def _cupy_gemm_batched(self, *args: Any) -> None:
+        """CuPy's ``cublas.gemmBatchedEx``: it refuses a capturing stream before calling cuBLAS."""
+        if self.capturing is not None:
+            raise NotImplementedError("calling cuBLAS API during stream capture is currently unsupported")
+        self._gemm_batched(*args)
+
+    def _gemm_batched(self, handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int, a: int,
+                      atype: int, lda: int, b: int, btype: int, ldb: int, beta: int, c: int, ctype: int, ldc: int,
+                      batch: int, compute: int, algo: int) -> None:
+        """``cublasGemmBatchedEx``: the matrices' addresses are read from the three pointer arrays (device memory,
+        here host memory), then each product is carried out as ``_gemm`` does; recorded as one call."""
+        ptrs = [np.frombuffer((ctypes.c_char * (8 * batch)).from_address(p), np.uint64) if batch else []
+                for p in (a, b, c)]
+        before = len(self.gemms)
+        for pa, pb, pc in zip(*ptrs):
+            self._gemm(handle, transa, transb, m, n, k, alpha, int(pa), atype, lda, 0, int(pb), btype, ldb, 0,
+                       beta, int(pc), ctype, ldc, 0, 1, compute, algo)
+        record = dict(self.gemms[before]) if batch else {"m": m, "n": n, "k": k, "compute": compute}
+        del self.gemms[before:]
+        self.gemms.append({**record, "batch": batch, "pointers": True})
+
     def _gemm(self, handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int, a: int, atype: int,
               lda: int, stride_a: int, b: int, btype: int, ldb: int, stride_b: int, beta: int, c: int, ctype: int,
               ldc: int, stride_c: int, batch: int, compute: int, algo: int) -> None:
@@ -459,6 +489,10 @@ class _RawCublas:
         self.calls += 1
         self.fake._gemm(handle, *args)
 
+    def gemmBatchedEx(self, handle: int, *args: Any) -> None:
+        self.calls += 1
+        self.fake._gemm_batched(handle, *args)
+
 
 def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float16) -> np.ndarray:
     """A writable (rows, cols) view of a column-major matrix with leading dimension ``ld`` (only its own bytes)."""
@@ -469,7 +503,7 @@ def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float
 
 
 #: C parameter types of the kernels -> the dtype (or NumPy scalar type) an argument must have
-_C_TYPES = {"half_t": "float16", "bf16_t": "bfloat16", "Acc<bf16_t>::type": "float32", "float": "float32", "double": "float64", "index_t": "int64",
+_C_TYPES = {"uptr_t": "uint64", "half_t": "float16", "bf16_t": "bfloat16", "Acc<bf16_t>::type": "float32", "float": "float32", "double": "float64", "index_t": "int64",
             "Acc<half_t>::type": "float32", "Acc<float>::type": "float32", "Acc<double>::type": "float64"}
 
 

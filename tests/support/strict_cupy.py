@@ -1968,12 +1968,23 @@ def _adam_dev(p: ndarray, g: ndarray, m: ndarray, v: ndarray, p_out: ndarray, m_
           eps, decay)
 
 
+def _batch_pointers(out: ndarray, nb: Any, n2: Any, a: Any, a1: Any, a2: Any, b: Any, b1: Any, b2: Any, c: Any,
+                    c1: Any, c2: Any) -> None:
+    if not out._a.flags.c_contiguous or out.size != 3 * int(nb):
+        raise ValueError(f"batch_pointers writes 3 x {nb} addresses into a contiguous array, got {out.shape}")
+    i = np.arange(int(nb), dtype=np.int64)
+    j, k = i // int(n2), i % int(n2)
+    rows = [np.uint64(base) + (j * int(s1) + k * int(s2)).astype(np.uint64) for base, s1, s2 in
+            ((a, a1, a2), (b, b1, b2), (c, c1, c2))]
+    out._a.reshape(-1)[...] = np.concatenate(rows)
+
+
 #: what each kernel of ``kernels/*.cu`` computes (by name without the dtype suffix), in NumPy
 KERNEL_MODELS: dict[str, Callable[..., None]] = {
     "softmax_fwd": _softmax_fwd, "softmax_bwd": _softmax_bwd, "xent_fwd": _xent_fwd, "xent_bwd": _xent_bwd,
     "causal_softmax_fwd": _causal_softmax_fwd, "causal_softmax_bwd": _causal_softmax_bwd,
     "ln_fwd": _ln_fwd, "ln_bwd": _ln_bwd, "gelu_fwd": _gelu_fwd, "gelu_bwd": _gelu_bwd, "adam": _adam,
-    "adam_dev": _adam_dev,
+    "adam_dev": _adam_dev, "batch_pointers": _batch_pointers,
 }
 
 
