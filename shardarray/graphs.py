@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -133,17 +133,23 @@ class graphed:
         self._warned = False
 
     def __call__(self, *args: Any) -> Any:
-        where = _where(args)
+        flat = [_flatten(a) for a in args]  # (each argument flattened once per call)
+        where = _where(x for leaves, _ in flat for x in leaves)
         if where != "gpu":
             if where and not self._warned:
                 self._warned = True
                 warnings.warn(f"sa.graphed({_name(self.fn)}) runs eagerly: {where}", RuntimeWarning, stacklevel=2)
             return self.fn(*args)
-        args = tuple(_on_device(a) if i in self.donate_argnums else a for i, a in enumerate(args))
+        for i in self.donate_argnums.intersection(range(len(args))):
+            leaves, treedef = flat[i]
+            if any(_number(x) for x in leaves):
+                flat[i] = (_on_device(leaves, args), treedef)
+                args = (*args[:i], _unflatten(treedef, flat[i][0]), *args[i + 1 :])
         if self._calls < self.warmup:
             self._calls += 1
             return self.fn(*args)
-        leaves, treedef = _flatten(args)
+        leaves = [x for lv, _ in flat for x in lv]
+        treedef = (tuple, tuple(d for _, d in flat))
         key = (treedef, tuple(_signature(x) for x in leaves))
         graph = self._graph
         if graph is None or not _same(graph.key, key):
@@ -248,11 +254,11 @@ class _Graph:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _where(args: tuple) -> str:
-    """ "gpu" where the arrays can be captured, "" where there is nothing to capture on a GPU (NumPy or meta
-    shards, no arrays), else why a CuPy mesh runs eagerly."""
+def _where(leaves: Iterable[Any]) -> str:
+    """ "gpu" where the arrays among ``leaves`` can be captured, "" where there is nothing to capture on a GPU
+    (NumPy or meta shards, no arrays), else why a CuPy mesh runs eagerly."""
     seen = ""
-    for x in _flatten(args)[0]:
+    for x in leaves:
         if not isinstance(x, ShardArray):
             continue
         backend = x.mesh.backend
@@ -316,19 +322,14 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _on_device(arg: Any) -> Any:
-    """A donated argument with its Python int and float leaves made 0-d arrays on the mesh of its arrays."""
-    leaves, treedef = _flatten(arg)
-    mesh = next((x.mesh for x in leaves if isinstance(x, ShardArray)), None)
-    if mesh is None or not any(_number(x) for x in leaves):
-        return arg
-
-    def device(x: Any) -> Any:
-        if not _number(x):
-            return x
-        return asarray(np.int64(x) if isinstance(x, (int, np.integer)) else np.float64(x), mesh=mesh)
-
-    return _unflatten(treedef, [device(x) for x in leaves])
+def _on_device(leaves: list[Any], args: tuple) -> list[Any]:
+    """A donated argument's leaves with its Python ints and floats made 0-d arrays on the mesh of the arguments'
+    first array."""
+    mesh = next(x.mesh for x in _flatten(args)[0] if isinstance(x, ShardArray))
+    return [
+        asarray(np.int64(x) if isinstance(x, (int, np.integer)) else np.float64(x), mesh=mesh) if _number(x) else x
+        for x in leaves
+    ]
 
 
 def _number(x: Any) -> bool:
