@@ -212,6 +212,7 @@ class _Graph:
             cublas.CAPTURING[0] = False
             self.graph = stream.end_capture()
         self.out_leaves = out_leaves
+        self.buffers = {b.data.ptr for x in self.static if isinstance(x, ShardArray) for b in x.shards if b is not None}
         # the id checks the function queued: queued again, with fresh values, after each launch
         self.checks: list[tuple[Any, Any, Any]] = []
         for mesh in meshes.values():
@@ -222,7 +223,12 @@ class _Graph:
         self.stream = stream
 
     def copy_in(self, leaves: list) -> None:
-        """Copy every array argument that is not already this graph's buffer into it, on the current stream."""
+        """Copy every array argument that is not already this graph's buffer into it, on the current stream.
+
+        An argument may be another position's buffer (a function that returns its donated inputs in another
+        order): such sources are copied aside first, so no buffer is overwritten before it is read.
+        """
+        moves = []
         for x, s in zip(leaves, self.static):
             if isinstance(x, ShardArray) and x is not s:
                 done: set[int] = set()
@@ -230,7 +236,13 @@ class _Graph:
                     if src is None or src is dst or id(dst) in done or src.data.ptr == dst.data.ptr:
                         continue
                     done.add(id(dst))
-                    dst[...] = src
+                    moves.append((src, dst))
+        if not moves:
+            return
+        if any(src.data.ptr in self.buffers for src, _ in moves):
+            moves = [(src.copy() if src.data.ptr in self.buffers else src, dst) for src, dst in moves]
+        for src, dst in moves:
+            dst[...] = src
 
     def launch(self) -> Any:
         import cupy

@@ -140,6 +140,23 @@ def test_graphed_copies_new_arguments_in_and_recaptures_on_new_shapes(gpu):
     assert train.captures == 2 and len(fake.captures) == 2
 
 
+def test_graphed_copies_in_its_own_buffers_passed_in_another_order(gpu):
+    """Arguments that are the graph's own buffers at other positions (a swap) are copied aside first."""
+    fake, _ = gpu
+    mesh = sa.Mesh({"d": 1}, backend="cupy")
+    x = sa.asarray(np.arange(4.0), dims=("i",), mesh=mesh)
+    y = sa.asarray(np.arange(4.0) + 10, dims=("i",), mesh=mesh)
+    swap = sa.graphed(lambda a, b: (b, a), donate_argnums=(0, 1), warmup=0)
+    a, b = swap(x, y)  # captured: the stand-in ran it, (y, x)
+    np.testing.assert_array_equal(a.numpy(), y.numpy())
+    statics = list(swap._graph.static)
+    before = [s.numpy().copy() for s in statics]
+    swap._graph.copy_in([statics[1], statics[0]])  # each position gets the other's buffer: a true swap
+    np.testing.assert_array_equal(statics[0].numpy(), before[1])
+    np.testing.assert_array_equal(statics[1].numpy(), before[0])
+    assert not np.array_equal(before[0], before[1])
+
+
 def test_graphed_refuses_a_host_read_inside(gpu):
     fake, _ = gpu
     mesh = sa.Mesh({"rows": 2, "cols": 2}, backend="cupy")
