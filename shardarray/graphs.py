@@ -212,7 +212,6 @@ class _Graph:
             cublas.CAPTURING[0] = False
             self.graph = stream.end_capture()
         self.out_leaves = out_leaves
-        self.buffers = {b.data.ptr for x in self.static if isinstance(x, ShardArray) for b in x.shards if b is not None}
         # the id checks the function queued: queued again, with fresh values, after each launch
         self.checks: list[tuple[Any, Any, Any]] = []
         for mesh in meshes.values():
@@ -237,10 +236,9 @@ class _Graph:
                         continue
                     done.add(id(dst))
                     moves.append((src, dst))
-        if not moves:
-            return
-        if any(src.data.ptr in self.buffers for src, _ in moves):
-            moves = [(src.copy() if src.data.ptr in self.buffers else src, dst) for src, dst in moves]
+        written = {dst.data.ptr for _, dst in moves}
+        if any(src.data.ptr in written for src, _ in moves):
+            moves = [(src.copy() if src.data.ptr in written else src, dst) for src, dst in moves]
         for src, dst in moves:
             dst[...] = src
 
@@ -373,9 +371,11 @@ def _donated_positions(args: tuple, donate: frozenset[int]) -> list[int]:
 def _write_back(static: list, donated: list[int], out_leaves: list) -> set[int]:
     """Pair each array output with the first unpaired donated input of the same signature (in order), copy it
     into that input's buffer (recorded in the graph) and return it in the output's place. Returns the
-    positions of the outputs so paired."""
+    positions of the outputs so paired. An output that is itself an input's buffer (a function returning its
+    inputs in another order) is copied aside first, so no buffer is overwritten before it is read."""
     free = list(donated)
     paired: set[int] = set()
+    moves = []
     for j, o in enumerate(out_leaves):
         if not isinstance(o, ShardArray):
             continue
@@ -390,9 +390,13 @@ def _write_back(static: list, donated: list[int], out_leaves: list) -> set[int]:
             if src is None or src is dst or id(dst) in done:
                 continue
             done.add(id(dst))
-            dst[...] = src
+            moves.append((src, dst))
         out_leaves[j] = as_kind(s, type(o))
         paired.add(j)
+    written = {dst.data.ptr for _, dst in moves}
+    moves = [(src.copy() if src.data.ptr in written else src, dst) for src, dst in moves]
+    for src, dst in moves:
+        dst[...] = src
     return paired
 
 
