@@ -52,7 +52,7 @@ Semantics (what an experienced user of ``torch.cuda.graphs`` or JAX's
   runs eagerly on every call with the same results.
 
 Example (a training step; on NumPy shards it simply runs ``step``):
-    >>> mesh = sa.Mesh({"row": 2, "col": 2})
+    >>> mesh = sa.Mesh({"row": 2, "col": 2}, backend="numpy")
     >>> w = sa.ones(mesh, {"i": 4}, layout={"i": "col"})
     >>> opt = sa.optim.Adam(lr=0.1)
     >>> def step(w, state):
@@ -106,7 +106,7 @@ class graphed:
         GraphError: at a call, ``fn`` did what a CUDA graph cannot record (a host read, a synchronisation).
 
     Example (a 2×2 mesh of NumPy shards: the function runs eagerly, with the same results):
-        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> mesh = sa.Mesh({"row": 2, "col": 2}, backend="numpy")
         >>> f = sa.graphed(lambda x: (x * 2).sum())
         >>> float(f(sa.ones(mesh, {"i": 8}, layout={"i": ("row", "col")}))), f.captures
         (16.0, 0)
