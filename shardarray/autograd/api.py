@@ -118,7 +118,7 @@ def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..
             grads = _pull(tape, traced, params, loss, _seed(loss))
         finally:
             tape.release()
-        loss = resolve_to(loss)
+        loss = like_kind(resolve_to(loss), loss)  # a positional loss stays positional
         return ((loss, aux), grads) if has_aux else (loss, grads)
 
     return run
