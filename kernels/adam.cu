@@ -33,14 +33,15 @@ ADAM_KERNEL(f16, half_t, float)
 ADAM_KERNEL(f32, float, float)
 ADAM_KERNEL(f64, double, double)
 
-// adam_dev_<S>: the same step with step_size and c2 read from the device (0-d float64 arrays), so a step counted
-// on the device (sa.graphed: a CUDA graph replays the launch with the same arguments) moves them on every call
+// adam_dev_<S>: the same step with step_size, c2 and decay read from the device (0-d float64 arrays), so a step
+// counted on the device (sa.graphed: a CUDA graph replays the launch with the same arguments) moves them on every
+// call, a learning-rate schedule included
 #define ADAM_DEV_KERNEL(S, T, M)                                                                             \
     extern "C" __global__ void adam_dev_##S(const T* p, const T* g, const M* m, const M* v, T* p_out,         \
                                             M* m_out, M* v_out, index_t n, double b1, double b2,              \
                                             const double* step_size, const double* c2, double eps,            \
-                                            double decay) {                                                   \
-        adam_step<T, M>(p, g, m, v, p_out, m_out, v_out, n, b1, b2, *step_size, *c2, eps, decay);            \
+                                            const double* decay) {                                            \
+        adam_step<T, M>(p, g, m, v, p_out, m_out, v_out, n, b1, b2, *step_size, *c2, eps, *decay);           \
     }
 
 ADAM_DEV_KERNEL(bf16, bf16_t, float)

@@ -278,12 +278,13 @@ def gelu_grad(xp: Any, g: Any, x: Any) -> Any:
 
 
 def adam(
-    xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: Any, c2: Any, eps: float, decay: float
+    xp: Any, p: Any, g: Any, m: Any, v: Any, b1: float, b2: float, step_size: Any, c2: Any, eps: float, decay: Any
 ) -> tuple[Any, Any, Any]:
     """One Adam step: new ``(p, m, v)`` (see ``kernels/adam.cu``); ``m``, ``v`` are of ``moment_dtype(p.dtype)``.
 
-    ``step_size`` and ``c2`` are numbers, or 0-d float64 arrays on the device (a step counted on the device, as
-    under ``sa.graphed``): the kernel ``adam_dev`` then reads them there, so no host value is frozen into a launch.
+    ``step_size``, ``c2`` and ``decay`` are numbers, or 0-d float64 arrays on the device (a step counted on the
+    device, as under ``sa.graphed``): the kernel ``adam_dev`` then reads them there, so no host value is frozen
+    into a launch.
     """
     on_device = not isinstance(step_size, (int, float, np.floating))
     fn = _fn("adam", "adam_dev", p.dtype) if on_device else _fn("adam", "adam", p.dtype)
@@ -299,7 +300,7 @@ def adam(
     m, v = _contig(xp, m, v, dtype=moments)
     p2, m2, v2 = xp.empty_like(p), xp.empty_like(m), xp.empty_like(v)
     if on_device:
-        step_size, c2 = _contig(xp, step_size, c2, dtype=np.float64)
+        step_size, c2, decay = _contig(xp, step_size, c2, decay, dtype=np.float64)
         args = (
             p,
             g,
@@ -314,7 +315,7 @@ def adam(
             step_size,
             c2,
             np.float64(eps),
-            np.float64(decay),
+            decay,
         )
     else:
         args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))

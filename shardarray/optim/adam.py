@@ -92,14 +92,16 @@ class Adam:
         p, g, paths, treedef = _check(params, grads, "Adam.update")
         step, lr = next_step(state["step"], self.lr, "Adam.update")
         b1, b2, eps, wd = self.b1, self.b2, self.eps, self.weight_decay
-        if isinstance(step, ShardArray):  # counted on the device: the bias corrections are 0-d float64 arrays there
+        if isinstance(step, ShardArray):  # counted on the device: the step's scalars are 0-d float64 arrays there
             t = step.astype("float64")
             step_size: Any = lr / (1.0 - b1**t)
             c2: Any = 1.0 - b2**t
-            scalars: tuple[Any, ...] = (step_size, c2)
+            decay: Any = 1.0 - lr * wd if isinstance(lr, ShardArray) else t * 0.0 + (1.0 - lr * wd)
+            scalars: tuple[Any, ...] = (step_size, c2, decay)
         else:
             c2 = 1.0 - b2**step
             step_size = lr / (1.0 - b1**step)
+            decay = 1.0 - lr * wd
             scalars = ()
         m_all = _moments(params, p, paths, state["m"], "m")
         v_all = _moments(params, p, paths, state["v"], "v")
@@ -114,7 +116,7 @@ class Adam:
                     resolve_to(x),
                     3,
                     lambda xp, a, d, m, v, *sc, kernels=kernels: kernels.adam(
-                        xp, a, d, m, v, b1, b2, *(sc or (step_size, c2)), eps, 1.0 - lr * wd
+                        xp, a, d, m, v, b1, b2, *(sc[:2] or (step_size, c2)), eps, sc[2] if sc else decay
                     ),
                     fused.like(dx, x),
                     m,
@@ -134,13 +136,13 @@ class Adam:
             v = apply("adam_v", v_fn, (v, dx))
 
             def step_fn(xp: Any, a: Any, m: Any, v: Any, *sc: Any, ct: Any = ct) -> Any:
-                size, c = (step_size, c2) if not sc else (sc[0].astype(ct), sc[1].astype(ct))
+                size, c, dec = (step_size, c2, decay) if not sc else (s.astype(ct) for s in sc)
                 den = xp.sqrt(v * (1.0 / c))
                 den += eps
                 upd = m * -size
                 upd /= den
                 a = _up(xp, a, ct)
-                return _axpby(a, 1.0 - lr * wd, upd, 1.0) if wd else a + upd
+                return a * dec + upd if wd else a + upd
 
             new_p.append(apply("adam", step_fn, (x, m, v, *scalars)))
             new_m.append(m)

@@ -90,22 +90,33 @@ def _state(state: Any, keys: tuple[str, ...], owner: str) -> None:
         raise DTypeError(f"{owner}.update: state['step'] is {step!r}, not an integer >= 0; {_FIX}")
 
 
-def next_step(step: Any, lr: LR, owner: str) -> tuple[Any, float]:
+def next_step(step: Any, lr: LR, owner: str) -> tuple[Any, Any]:
     """The step after ``step`` and the learning rate at it.
 
     ``step`` is an int, or a 0-d integer array on the devices (as ``sa.graphed`` makes it, so a CUDA graph's
-    replays count on): its successor is computed there, and ``lr`` must then be a number, since a schedule is
-    a Python function evaluated on the host, whose value a graph would freeze at the captured step.
+    replays count on): its successor is computed there, and so is the rate of a schedule, which must then
+    take that array and return a 0-d float array (``cosine_schedule`` does); a constant rate stays a number.
+    A schedule that needs a Python int (it would read the step to the host, or a graph would freeze its value
+    at the captured step) is refused.
     """
     if not isinstance(step, ShardArray):
         return step + 1, _lr(lr, step + 1)
-    if callable(lr):
+    step = step + 1
+    if not callable(lr):
+        return step, float(lr)
+    value: Any
+    try:
+        value = lr(step)
+    except Exception as e:  # a host-only schedule (math.cos of an array, int(step), ...)
+        value = e
+    if not (isinstance(value, ShardArray) and not value.dims and is_real_float(value.dtype)):
         raise ArgumentError(
-            f"{owner}: state['step'] is counted on the device (a 0-d array, as under sa.graphed), but lr is a "
-            f"schedule, a Python function of the step evaluated on the host (a CUDA graph would replay the "
-            f"captured step's rate). Pass a constant lr, or keep the step a Python int and run the update eagerly"
+            f"{owner}: state['step'] is counted on the device (a 0-d array, as under sa.graphed), but the lr "
+            f"schedule did not return a 0-d float array for it (got {value!r:.80}): write it with array ops "
+            f"(sa.cos, sa.where, ... as sa.optim.cosine_schedule is), pass a constant lr, or keep the step a "
+            f"Python int and run the update eagerly"
         )
-    return step + 1, float(lr)
+    return step, value
 
 
 def float_params(params: Any, what: str) -> tuple[list[Any], Any]:

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from ..array import ShardArray
 from ..errors import ArgumentError
+from ..ops.elementwise.arithmetic import minimum, where
+from ..ops.elementwise.math_unary import cos
 from .common import _in_range
 
 
-def cosine_schedule(peak: float, total_steps: int, warmup: int = 0, final: float = 0.0) -> Callable[[int], float]:
+def cosine_schedule(peak: float, total_steps: int, warmup: int = 0, final: float = 0.0) -> Callable[[Any], Any]:
     """Linear warm-up to ``peak`` over ``warmup`` steps, then cosine decay to ``final`` at ``total_steps``.
+
+    The schedule takes an int step, or a 0-d integer array (a step counted on the devices, as under
+    ``sa.graphed``): it then returns a 0-d float64 array computed there.
 
     Raises:
         ArgumentError: ``peak`` or ``final`` negative or not finite,
@@ -29,7 +36,12 @@ def cosine_schedule(peak: float, total_steps: int, warmup: int = 0, final: float
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ArgumentError(f"cosine_schedule({name}={value!r}): {name} must be an integer >= {least}")
 
-    def lr(step: int) -> float:
+    def lr(step: Any) -> Any:
+        if isinstance(step, ShardArray):  # a step counted on the device (sa.graphed): the same formula there
+            s = step.astype("float64")
+            t = minimum((s - warmup) / max(1, total_steps - warmup), 1.0)
+            decay = final + 0.5 * (peak - final) * (1.0 + cos(math.pi * t))
+            return where(s < warmup, peak * s / warmup, decay) if warmup else decay
         if warmup and step < warmup:
             return peak * step / warmup
         t = min(1.0, (step - warmup) / max(1, total_steps - warmup))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..array import like_kind
+from ..array import ShardArray, like_kind
 from ..errors import DTypeError
 from ..ops.elementwise.arithmetic import apply
 from ..tree import tree_unflatten
@@ -88,6 +88,16 @@ class SGD:
                 )
                 dx = v
                 new_v.append(v)
+            if isinstance(lr, ShardArray):  # a schedule's rate computed on the device: a 0-d operand of the update
+
+                def sgd(xp: Any, a: Any, d: Any, rate: Any, ct: Any = ct) -> Any:
+                    rate = rate.astype(ct)
+                    out = _up(xp, a, ct) * (1.0 - rate * wd)
+                    out -= _up(xp, d, ct) * rate
+                    return out
+
+                new_p.append(apply("sgd", sgd, (x, dx, lr)))
+                continue
             new_p.append(
                 apply(
                     "sgd", lambda xp, a, d, ct=ct: _axpby(_up(xp, a, ct), 1.0 - lr * wd, _up(xp, d, ct), -lr), (x, dx)

@@ -1961,11 +1961,12 @@ def _adam(p: ndarray, g: ndarray, m: ndarray, v: ndarray, p_out: ndarray, m_out:
 
 
 def _adam_dev(p: ndarray, g: ndarray, m: ndarray, v: ndarray, p_out: ndarray, m_out: ndarray, v_out: ndarray,
-              n: Any, b1: Any, b2: Any, step: ndarray, c2: ndarray, eps: Any, decay: Any) -> None:
-    if step.size != 1 or c2.size != 1:
-        raise ValueError(f"adam_dev reads one step_size and one c2, got arrays of {step.size} and {c2.size}")
+              n: Any, b1: Any, b2: Any, step: ndarray, c2: ndarray, eps: Any, decay: ndarray) -> None:
+    if step.size != 1 or c2.size != 1 or decay.size != 1:
+        raise ValueError(f"adam_dev reads one step_size, c2 and decay, got arrays of {step.size}, {c2.size}, "
+                         f"{decay.size}")
     _adam(p, g, m, v, p_out, m_out, v_out, n, b1, b2, float(step._a.reshape(-1)[0]), float(c2._a.reshape(-1)[0]),
-          eps, decay)
+          eps, float(decay._a.reshape(-1)[0]))
 
 
 def _batch_pointers(out: ndarray, nb: Any, n2: Any, a: Any, a1: Any, a2: Any, b: Any, b1: Any, b2: Any, c: Any,

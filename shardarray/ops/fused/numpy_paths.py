@@ -129,7 +129,7 @@ def adam(
     The same operations, in the same order, as ``sa.optim.Adam``'s array path
     (so the results are equal bit for bit); the moments have ``p``'s dtype.
     """
-    step_size, c2 = float(step_size), float(c2)  # 0-d arrays where the step is counted on the devices
+    step_size, c2, decay = float(step_size), float(c2), float(decay)  # 0-d arrays: a step counted on the devices
     if not isinstance(g, np.ndarray) or g.dtype != m.dtype or g.shape != p.shape:
         g = np.broadcast_to(np.asarray(g, dtype=m.dtype), p.shape)  # a float16 gradient of a float32 master: widened
     m2 = m * b1
