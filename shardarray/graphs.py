@@ -36,8 +36,9 @@ Semantics (what an experienced user of ``torch.cuda.graphs`` or JAX's
   computed on the host (a step counter, a learning-rate schedule) would be
   frozen at the captured call. ``int`` and ``float`` leaves of donated
   arguments are therefore made 0-d arrays on the mesh (``sa.optim.Adam``
-  and ``SGD`` count such a step on the device, and then need a constant
-  ``lr``); other non-array arguments are compared with ``==`` on every
+  and ``SGD`` count such a step on the device, with a constant ``lr`` or a
+  schedule written with array ops, as ``sa.optim.cosine_schedule`` is; a
+  host-only schedule raises); other non-array arguments are compared with ``==`` on every
   call, and a different value (or different shapes, dtypes or layouts of the
   arrays) captures a new graph.
 * **No host reads inside.** ``fn`` must not read a value to the host
