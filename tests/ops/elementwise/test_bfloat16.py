@@ -285,6 +285,9 @@ def test_kernels_have_bfloat16_instantiations():
     assert cuda_kernels._SUFFIX[BF16] == "bf16"
     for name in cuda_kernels.SOURCES:
         sigs = _signatures(cuda_kernels.source(name))
+        if name == "gemm_pointers":  # addresses for cuBLAS: no float type
+            assert list(sigs) == ["batch_pointers"]
+            continue
         bf16 = [k for k in sigs if k.endswith("_bf16")]
         assert bf16 and all(any(c == "bf16_t" for c, _ in sigs[k]) for k in bf16), name
         assert {k[:-5] for k in bf16} == {k[:-4] for k in sigs if k.endswith("_f32")}, name
