@@ -71,6 +71,7 @@ Example (a training step; on NumPy shards it simply runs ``step``):
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -124,6 +125,7 @@ class graphed:
             )
         if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
             raise ArgumentError(f"sa.graphed(warmup={warmup!r}): warmup is a number of eager calls, an integer >= 0")
+        functools.update_wrapper(self, fn)  # fn's name and docstring (help(step) reads them)
         self.fn = fn
         self.donate_argnums = frozenset(int(i) for i in donate)
         self.warmup = int(warmup)
@@ -133,34 +135,38 @@ class graphed:
         self._graph: _Graph | None = None
         self._warned = False
 
-    def __call__(self, *args: Any) -> Any:
-        flat = [_flatten(a) for a in args]  # (each argument flattened once per call)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        packed = (*args, kwargs)  # keyword arguments: one more (never donated) argument, a dict
+        flat = [_flatten(a) for a in packed]  # (each argument flattened once per call)
         where = _where(x for leaves, _ in flat for x in leaves)
         if where != "gpu":
             if where and not self._warned:
                 self._warned = True
                 warnings.warn(f"sa.graphed({_name(self.fn)}) runs eagerly: {where}", RuntimeWarning, stacklevel=2)
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
         for i in self.donate_argnums.intersection(range(len(args))):
             leaves, treedef = flat[i]
             if any(_number(x) for x in leaves):
-                flat[i] = (_on_device(leaves, args), treedef)
-                args = (*args[:i], _unflatten(treedef, flat[i][0]), *args[i + 1 :])
+                flat[i] = (_on_device(leaves, packed), treedef)
+                packed = (*packed[:i], _unflatten(treedef, flat[i][0]), *packed[i + 1 :])
         if self._calls < self.warmup:
             self._calls += 1
-            return self.fn(*args)
+            return self.fn(*packed[:-1], **packed[-1])
         leaves = [x for lv, _ in flat for x in lv]
         treedef = (tuple, tuple(d for _, d in flat))
         key = (treedef, tuple(_signature(x) for x in leaves))
         graph = self._graph
         if graph is None or not _same(graph.key, key):
             self._graph = None  # the old graph and its memory go first
-            graph = self._graph = _Graph(self.fn, args, leaves, treedef, key, self.donate_argnums)
+            graph = self._graph = _Graph(self._unpacked, packed, leaves, treedef, key, self.donate_argnums)
             self.captures += 1
         else:
             graph.copy_in(leaves)
         self.launches += 1
         return graph.launch()
+
+    def _unpacked(self, *packed: Any) -> Any:
+        return self.fn(*packed[:-1], **packed[-1])
 
     def __repr__(self) -> str:
         return f"<sa.graphed {_name(self.fn)}: {self.captures} capture(s), {self.launches} launch(es)>"
@@ -335,7 +341,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _on_device(leaves: list[Any], args: tuple) -> list[Any]:
     """A donated argument's leaves with its Python ints and floats made 0-d arrays on the mesh of the arguments'
-    first array."""
+    first array (``args``: every argument, the keyword ones last as a dict)."""
     mesh = next(x.mesh for x in _flatten(args)[0] if isinstance(x, ShardArray))
     return [
         asarray(np.int64(x) if isinstance(x, (int, np.integer)) else np.float64(x), mesh=mesh) if _number(x) else x

@@ -308,3 +308,20 @@ def test_graphed_keeps_positional_arrays_positional(gpu, backend):
         assert type(w) is xp.Array and type(loss) is xp.Array and type(state["m"]) is xp.Array
         assert w.shape == (4, 3)
     assert train.captures == (1 if backend == "cupy" else 0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cupy"])
+def test_graphed_takes_keyword_arguments(gpu, backend):
+    """Keyword arguments are arguments too (compared, copied in; never donated); the wrapper keeps fn's name."""
+    mesh = sa.Mesh({"row": 2, "col": 2}, backend=backend)
+    x = sa.asarray(np.arange(8.0), dims=("i",), mesh=mesh, layout={"i": "row"})
+
+    def scaled(x, *, by, shift=0.0):
+        """x times by, plus shift, summed."""
+        return (x * by + shift).sum()
+
+    f = sa.graphed(scaled, warmup=0)
+    assert f.__name__ == "scaled" and f.__doc__ == scaled.__doc__ and f.__wrapped__ is scaled
+    assert float(f(x, by=x)) == float((x * x).sum())
+    assert float(f(x, by=x, shift=1.0)) == float((x * x).sum()) + 8.0  # another value: captured anew
+    assert f.captures == (2 if backend == "cupy" else 0)
