@@ -151,8 +151,8 @@ def _two_batch_dims(xp: Any, p: Plan2, a: Any, b: Any, matmul: Any, matmul2: Any
         return None  # (the 3-D product reads both in place already where both merge)
     out = xp.empty(p.out_shape, dtype=a.dtype)
     c4 = out.transpose(p.pairs)  # (batch, batch, left, right) view of the output
+    t4 = (0, 1, 3, 2)  # the matrices transposed
     if matmul2 is not None and a.dtype.itemsize > 2:  # (16-bit: the slices below, measured on an H200)
-        t4 = (0, 1, 3, 2)
         if matmul2(a4, b4, c4) or matmul2(b4.transpose(t4), a4.transpose(t4), c4.transpose(t4)):
             return out  # (the second: C^T = B^T A^T, where the output's matrices are column-major)
     if a.dtype.itemsize > 2:
@@ -164,11 +164,8 @@ def _two_batch_dims(xp: Any, p: Plan2, a: Any, b: Any, matmul: Any, matmul2: Any
         if matrix_layout(sa) is None or matrix_layout(sb) is None or lc is None:
             continue
         if lc[0]:  # the output slices are column-major: C^T = B^T A^T writes them row-major
-            for i in range(a4.shape[axis]):
-                t = (0, 2, 1)
-                matmul(take(b4, i).transpose(t), take(a4, i).transpose(t), out=take(c4, i).transpose(t))
-        else:
-            for i in range(a4.shape[axis]):
-                matmul(take(a4, i), take(b4, i), out=take(c4, i))
+            a4, b4, c4 = b4.transpose(t4), a4.transpose(t4), c4.transpose(t4)
+        for i in range(a4.shape[axis]):
+            matmul(take(a4, i), take(b4, i), out=take(c4, i))
         return out
     return None

@@ -256,6 +256,31 @@ def _plan(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> _Gemm | Non
     )
 
 
+def _cached_plan(key: tuple, make: Any) -> Any:
+    """The plan of ``key`` (``make()`` on first use): the products of a model's step repeat their signatures."""
+    plan = _PLANS.get(key, _NO_PLAN)
+    if plan is _NO_PLAN:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        plan = _PLANS[key] = make()
+    return plan
+
+
+def _api() -> tuple[Any, int]:
+    """CuPy's cuBLAS bindings and the current GPU's handle (in host pointer mode), or the ctypes binding while
+    ``sa.graphed`` captures (``CAPTURING``; counted in ``STATS["captured"]``)."""
+    import cupy
+    from cupy.cuda import cublas
+
+    handle = cupy.cuda.device.get_cublas_handle()
+    if handle not in _HOST_MODE:
+        _host_pointer_mode(cublas, handle)
+    if CAPTURING[0]:
+        STATS["captured"] += 1
+        return raw_cublas(), handle
+    return cublas, handle
+
+
 def batched_matmul(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> Any:
     """``a @ b`` for (B, M, K) and (B, K, N), or (M, K) and (K, N), CuPy arrays on the current device and stream.
 
@@ -275,11 +300,7 @@ def batched_matmul(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> An
     key: tuple[Any, ...] = (a.dtype.num, b.dtype.num, a.shape, a.strides, b.shape, b.strides, a.itemsize)
     if out is not None or out_dtype is not None:
         key = (*key, out_dtype, None if out is None else (out.dtype.num, out.shape, out.strides))
-    plan = _PLANS.get(key, _NO_PLAN)
-    if plan is _NO_PLAN:
-        if len(_PLANS) > 4096:
-            _PLANS.clear()
-        plan = _PLANS[key] = _plan(a, b, out, out_dtype)
+    plan = _cached_plan(key, lambda: _plan(a, b, out, out_dtype))
     if plan is None:
         c = cupy.matmul(a, b) if out_dtype is None else cupy.matmul(a.astype(out_dtype), b.astype(out_dtype))
         if out is None:
@@ -303,13 +324,7 @@ def batched_matmul(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> An
     op_b, ldb, strb = plan.args_b
     one, zero = plan.scalars
     dtype, c_type = plan.dtype
-    handle = cupy.cuda.device.get_cublas_handle()
-    if handle not in _HOST_MODE:
-        _host_pointer_mode(cublas, handle)
-    api = cublas
-    if CAPTURING[0]:
-        api = raw_cublas()
-        STATS["captured"] += 1
+    api, handle = _api()
     api.gemmStridedBatchedEx(
         handle,
         op_b,
@@ -357,9 +372,7 @@ def matmul_two_batch_dims(a: Any, b: Any, out: Any) -> bool:
     if 0 in a.shape or not cuda_kernels.supports(cupy, a.dtype, "gemm_pointers"):
         return False
     key = ("two-batch", a.dtype.num, a.shape, a.strides, b.shape, b.strides, out.strides)
-    plan = _PLANS.get(key, _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = _PLANS[key] = _plan(a[0, :1], b[0, :1], out[0, :1])
+    plan = _cached_plan(key, lambda: _plan(a[0, :1], b[0, :1], out[0, :1]))
     if plan is None or plan.copy_a or plan.copy_b:
         return False
     n1, n2, m, k = a.shape
@@ -372,13 +385,7 @@ def matmul_two_batch_dims(a: Any, b: Any, out: Any) -> bool:
         (b.data.ptr, b.strides[0], b.strides[1]),
         (out.data.ptr, out.strides[0], out.strides[1]),
     )
-    handle = cupy.cuda.device.get_cublas_handle()
-    if handle not in _HOST_MODE:
-        _host_pointer_mode(cublas, handle)
-    api = cublas
-    if CAPTURING[0]:
-        api = raw_cublas()
-        STATS["captured"] += 1
+    api, handle = _api()
     op_a, lda, _ = plan.args_a
     op_b, ldb, _ = plan.args_b
     ldc, _ = plan.args_c

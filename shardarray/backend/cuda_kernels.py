@@ -140,11 +140,16 @@ def _fn(name: str, kernel: str, dtype: Any) -> Any:
             f"the fused {name} kernel {kernel} has no {np.dtype(dtype)} version; it takes bfloat16, "
             f"float16, float32 or float64 arrays: cast with .astype first (or set SHARDARRAY_KERNELS=0)"
         )
+    return _function(cupy, name, kernel, suffix)
+
+
+def _function(cupy: Any, name: str, kernel: str, suffix: str = "") -> Any:
+    """The function ``<kernel>[_<suffix>]`` of ``kernels/<name>.cu`` on the current GPU, looked up once."""
     gpu = cupy.cuda.Device().id
     key = (gpu, kernel, suffix)
     fn = _FUNCTIONS.get(key)
     if fn is None:
-        fn = _FUNCTIONS[key] = _module(name, gpu).get_function(f"{kernel}_{suffix}")
+        fn = _FUNCTIONS[key] = _module(name, gpu).get_function(f"{kernel}_{suffix}" if suffix else kernel)
     return fn
 
 
@@ -329,10 +334,7 @@ def batch_pointers(
 ) -> Any:
     """The (3, nb) uint64 device array of matrix addresses for ``cublasGemmBatchedEx`` (``kernels/gemm_pointers.cu``):
     row ``w`` holds ``base + (i // n2) * s1 + (i % n2) * s2`` for each ``(base, s1, s2)`` (bytes) of A, B and C."""
-    fn = _FUNCTIONS.get((xp.cuda.Device().id, "batch_pointers", ""))
-    if fn is None:
-        gpu = xp.cuda.Device().id
-        fn = _FUNCTIONS[(gpu, "batch_pointers", "")] = _module("gemm_pointers", gpu).get_function("batch_pointers")
+    fn = _function(xp, "gemm_pointers", "batch_pointers")
     out = xp.empty((3, nb), dtype=np.uint64)
     args: tuple[Any, ...] = (out, np.int64(nb), np.int64(n2))
     for base, s1, s2 in (a, b, c):

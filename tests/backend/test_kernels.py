@@ -30,7 +30,7 @@ def test_every_launched_kernel_is_defined_for_every_float_type():
             assert macro, f"{k} is not instantiated in kernels/{name}.cu"
         assert re.search(r"FOR_FLOATS\(\w+\)", src) or name in ("adam", "gemm_pointers")
     # the one kernel of no float type: the matrix addresses of a batched gemm
-    assert 'get_function("batch_pointers")' in launcher
+    assert '_function(xp, "gemm_pointers", "batch_pointers")' in launcher
     assert 'extern "C" __global__ void batch_pointers(uptr_t* out,' in cuda_kernels.source("gemm_pointers")
 
 

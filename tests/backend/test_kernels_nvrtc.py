@@ -89,8 +89,8 @@ def _looked_up() -> dict[str, set[str]]:
     names: dict[str, set[str]] = {name: set() for name in cuda_kernels.SOURCES}
     for source, kernel in re.findall(r'_fn\(\s*"(\w+)",\s*"(\w+)"', text):
         names[source] |= {f"{kernel}_{suffix}" for suffix in cuda_kernels._SUFFIX.values()}
-    # kernels of no float type, looked up by name: _module(source, gpu).get_function(kernel)
-    for source, kernel in re.findall(r'_module\(\s*"(\w+)",[^)]*\)\.get_function\(\s*"(\w+)"', text):
+    # kernels of no float type, looked up by name: _function(cupy, source, kernel)
+    for source, kernel in re.findall(r'_function\(\s*\w+,\s*"(\w+)",\s*"(\w+)"\)', text):
         names[source].add(kernel)
     return names
 
