@@ -229,25 +229,8 @@ class _Graph:
         self.stream = stream
 
     def copy_in(self, leaves: list) -> None:
-        """Copy every array argument that is not already this graph's buffer into it, on the current stream.
-
-        An argument may be another position's buffer (a function that returns its donated inputs in another
-        order): such sources are copied aside first, so no buffer is overwritten before it is read.
-        """
-        moves = []
-        for x, s in zip(leaves, self.static):
-            if isinstance(x, ShardArray) and x is not s:
-                done: set[int] = set()
-                for src, dst in zip(x.shards, s.shards):
-                    if src is None or src is dst or id(dst) in done or src.data.ptr == dst.data.ptr:
-                        continue
-                    done.add(id(dst))
-                    moves.append((src, dst))
-        written = {dst.data.ptr for _, dst in moves}
-        if any(src.data.ptr in written for src, _ in moves):
-            moves = [(src.copy() if src.data.ptr in written else src, dst) for src, dst in moves]
-        for src, dst in moves:
-            dst[...] = src
+        """Copy every array argument that is not already this graph's buffer into it, on the current stream."""
+        _copy_blocks([m for x, s in zip(leaves, self.static) if isinstance(x, ShardArray) for m in _moves(x, s)])
 
     def launch(self) -> Any:
         import cupy
@@ -382,7 +365,7 @@ def _write_back(static: list, donated: list[int], out_leaves: list) -> set[int]:
     inputs in another order) is copied aside first, so no buffer is overwritten before it is read."""
     free = list(donated)
     paired: set[int] = set()
-    moves = []
+    moves: list[tuple[Any, Any]] = []
     for j, o in enumerate(out_leaves):
         if not isinstance(o, ShardArray):
             continue
@@ -391,20 +374,34 @@ def _write_back(static: list, donated: list[int], out_leaves: list) -> set[int]:
         if i is None:
             continue
         free.remove(i)
-        s = static[i]
-        done: set[int] = set()
-        for src, dst in zip(o.shards, s.shards):
-            if src is None or src is dst or id(dst) in done:
-                continue
-            done.add(id(dst))
-            moves.append((src, dst))
-        out_leaves[j] = as_kind(s, type(o))
+        moves += _moves(o, static[i])
+        out_leaves[j] = as_kind(static[i], type(o))
         paired.add(j)
+    _copy_blocks(moves)
+    return paired
+
+
+def _moves(x: ShardArray, into: ShardArray) -> list[tuple[Any, Any]]:
+    """The (source, destination) blocks that copy ``x`` into ``into``'s buffers: each distinct destination
+    once, none where the source already is that buffer."""
+    done: set[int] = set()
+    moves = []
+    for src, dst in zip(x.shards, into.shards):
+        if src is None or src is dst or id(dst) in done or src.data.ptr == dst.data.ptr:
+            continue
+        done.add(id(dst))
+        moves.append((src, dst))
+    return moves
+
+
+def _copy_blocks(moves: list[tuple[Any, Any]]) -> None:
+    """Carry out ``moves``; a source that is also a destination (buffers passed in another order) is copied
+    aside first, so no buffer is overwritten before it is read."""
     written = {dst.data.ptr for _, dst in moves}
-    moves = [(src.copy() if src.data.ptr in written else src, dst) for src, dst in moves]
+    if any(src.data.ptr in written for src, _ in moves):
+        moves = [(src.copy() if src.data.ptr in written else src, dst) for src, dst in moves]
     for src, dst in moves:
         dst[...] = src
-    return paired
 
 
 def _snapshot(mesh: Any, check: Any) -> Any:
