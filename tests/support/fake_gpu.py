@@ -188,12 +188,7 @@ class FakeCupy:
         """Carry out a launch. The lenient fake launches nothing (outputs keep what ``empty`` left), except the
         matrix addresses of a batched gemm, which the fake's cuBLAS then reads (garbage would crash it)."""
         if name == "batch_pointers":
-            out, nb, n2, *rest = args
-            i = np.arange(int(nb), dtype=np.int64)
-            j, k = i // int(n2), i % int(n2)
-            rows = [np.uint64(base) + (j * int(s1) + k * int(s2)).astype(np.uint64)
-                    for base, s1, s2 in zip(rest[0::3], rest[1::3], rest[2::3])]
-            np.asarray(out).reshape(-1)[...] = np.concatenate(rows)
+            np.asarray(args[0]).reshape(-1)[...] = batch_pointers(*args[1:])
 
     def _build(self) -> Any:
         fake = self
@@ -374,23 +369,11 @@ class FakeCupy:
             def synchronize(self) -> None:
                 fake.synchronized.append(self.stream)
 
-        class _Current:
+        class _Current(Stream):
+            """``cupy.cuda.get_current_stream()``: the current stream as a Stream (no new one is made)."""
+
             def __init__(self) -> None:
-                self.ptr = fake.stream
-
-            def record(self, event: Any = None) -> Any:
-                event = Event() if event is None else event
-                event.record(self)
-                return event
-
-            def wait_event(self, event: Event) -> None:
-                if event.stream is None:
-                    raise RuntimeError("waiting on an event that was never recorded")
-                fake.waits.append((self.ptr, event.stream))
-
-            def synchronize(self) -> None:
-                fake.refuse_in_capture("cudaStreamSynchronize")
-                fake.synchronized.append(self.ptr)
+                self.ptr, self.device_id, self._saved = fake.stream, fake.device, []
 
         def get_elapsed_time(start: Event, end: Event) -> float:  # milliseconds, as CuPy's
             if start.time is None or end.time is None:
@@ -476,6 +459,15 @@ class FakeCupy:
             mc[...] = out.astype(ct)
         self.gemms.append({"m": m, "n": n, "k": k, "batch": batch, "compute": compute, "stream": self.stream,
                            "dtype": dt.name, "out_dtype": ct.name, "ops": (transa, transb)})
+
+
+def batch_pointers(nb: Any, n2: Any, *bases_and_strides: Any) -> np.ndarray:
+    """What ``kernels/gemm_pointers.cu``'s ``batch_pointers`` writes: for each (base, s1, s2) of A, B and C,
+    ``base + (i // n2) * s1 + (i % n2) * s2`` for ``i < nb``, one after the other (uint64)."""
+    i = np.arange(int(nb), dtype=np.int64)
+    j, k = i // int(n2), i % int(n2)
+    triples = zip(bases_and_strides[0::3], bases_and_strides[1::3], bases_and_strides[2::3])
+    return np.concatenate([np.uint64(b) + (j * int(s1) + k * int(s2)).astype(np.uint64) for b, s1, s2 in triples])
 
 
 class _RawCublas:

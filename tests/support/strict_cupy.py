@@ -67,6 +67,7 @@ from typing import Any
 
 import ml_dtypes  # noqa: F401  (registers np.dtype("bfloat16"))
 import numpy as np
+import fake_gpu
 from fake_gpu import FakeCupy
 
 # ==================================================================================================== the API (data)
@@ -1973,11 +1974,7 @@ def _batch_pointers(out: ndarray, nb: Any, n2: Any, a: Any, a1: Any, a2: Any, b:
                     c1: Any, c2: Any) -> None:
     if not out._a.flags.c_contiguous or out.size != 3 * int(nb):
         raise ValueError(f"batch_pointers writes 3 x {nb} addresses into a contiguous array, got {out.shape}")
-    i = np.arange(int(nb), dtype=np.int64)
-    j, k = i // int(n2), i % int(n2)
-    rows = [np.uint64(base) + (j * int(s1) + k * int(s2)).astype(np.uint64) for base, s1, s2 in
-            ((a, a1, a2), (b, b1, b2), (c, c1, c2))]
-    out._a.reshape(-1)[...] = np.concatenate(rows)
+    out._a.reshape(-1)[...] = fake_gpu.batch_pointers(nb, n2, a, a1, a2, b, b1, b2, c, c1, c2)
 
 
 #: what each kernel of ``kernels/*.cu`` computes (by name without the dtype suffix), in NumPy
