@@ -15,9 +15,10 @@ Cases (a100 profile, float32, 16 GiB per device, top 5):
 Each case runs in the modes ``before`` (the proxy order, full traces only, no op memo),
 ``no_memo`` (the seeds first and the one-layer lower-bound trace: the search of the first round),
 ``no_affine`` (the same with the per-op memo, ``sa.plan.memo``: the search before issue 31), ``after``
-(the same with the affine rule in the layer count: a trace per rule set) and ``graph`` (the same cuts,
+(the same with the affine rule in the layer count: a trace per rule set), ``no_floor`` (the same cuts,
 every rule set priced from the step's op graph, ``sa.plan.graph``: recorded once per path through the
-Python; the default pair is after, graph), interleaved A B A B over ``--repeat`` rounds.
+Python) and ``graph`` (the default search: ``no_floor`` with the compute floor, ``sa.plan.floor``; the
+default pair is no_floor, graph), interleaved A B A B over ``--repeat`` rounds.
 A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
@@ -57,6 +58,8 @@ MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False, "
          "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False, "graph": False},
          "no_affine": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": False, "graph": False},
          "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": False},
+         "no_floor": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
+                      "floor": False},
          "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True}}
 
 
@@ -71,6 +74,7 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
         cfg = {**cfg, "n_layers": layers}
     kwargs = dict(MODES[mode])
     affine = kwargs.pop("affine", False)
+    floor = kwargs.pop("floor", True)
     if "graph" not in sa.plan.search_layouts.__code__.co_varnames:  # a tree from before the op graph
         kwargs.pop("graph")
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
@@ -88,6 +92,9 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     saved = getattr(sa.plan.search, "_AFFINE_LAYERS", None)  # None: a tree from before the affine rule
     if saved is not None:
         sa.plan.search._AFFINE_LAYERS = affine
+    saved_floor = getattr(sa.plan.search, "_COMPUTE_FLOOR", None)  # None: a tree from before the compute floor
+    if saved_floor is not None:
+        sa.plan.search._COMPUTE_FLOOR = floor
     try:
         best = sa.plan.search_layouts(step, mesh, memory, top_k=top, stats=stats, progress=progress, **kwargs)
         row.update(finished=True, best=[{"layout": p.describe(), "step_time_s": p.step_time_s,
@@ -97,6 +104,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     finally:
         if saved is not None:
             sa.plan.search._AFFINE_LAYERS = saved
+        if saved_floor is not None:
+            sa.plan.search._COMPUTE_FLOOR = saved_floor
     seconds = time.perf_counter() - t0
     row.update(seconds=seconds, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
     if not row["finished"] and done[0]:
@@ -108,9 +117,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8",
                     help=f"comma-separated, of {', '.join(CASES)}")
-    ap.add_argument("--modes", default="after,graph",
+    ap.add_argument("--modes", default="no_floor,graph",
                     help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
-                         "graph (after, priced from op graphs)")
+                         "no_floor (after, priced from op graphs), graph (no_floor with the compute floor)")
     ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")

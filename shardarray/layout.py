@@ -147,7 +147,10 @@ def make_layout(
                 f"layout {_fmt_spec(spec)} names dim {dim!r}, which {what} with dims {dims} does not have; "
                 f"name only the array's dims {dims}"
             )
-        per_dim[dim] = mesh.parse_axes(value, f"layout {_fmt_spec(spec)} of {what}, for dim {dim!r},")
+        try:
+            per_dim[dim] = mesh.parse_axes(value, "")
+        except LayoutError:  # the message with its context, built only when it is raised
+            per_dim[dim] = mesh.parse_axes(value, f"layout {_fmt_spec(spec)} of {what}, for dim {dim!r},")
     owner: dict[str, str] = {}
     for dim in dims:
         for a in per_dim.get(dim, ()):

@@ -18,7 +18,7 @@ Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the sea
     (3, True)
 """
 
-from . import memo, model, space, symmetry
+from . import floor, memo, model, space, symmetry
 from .evaluate import evaluate_layout
 from .explain import Explanation, GroupCost, explain_layout, explain_transformer
 from .model import Plan
@@ -35,6 +35,7 @@ __all__ = [
     "evaluate_layout",
     "explain_layout",
     "explain_transformer",
+    "floor",
     "memo",
     "mlp_step",
     "model",

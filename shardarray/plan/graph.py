@@ -397,14 +397,16 @@ class GraphSet:
         return prof, mesh
 
     # ---------------------------------------------------------------- pricing
-    def figures(self, rules: Mapping[str, Any], cut: float = math.inf, limit: float = math.inf) -> Figures:
+    def figures(
+        self, rules: Mapping[str, Any], cut: float = math.inf, limit: float = math.inf, compute: float = 0.0
+    ) -> Figures:
         """``price``, recording the rule set's path first when it is new (one full trace)."""
         if self.unpriceable is not None:  # a step the graph cannot follow: a memoised trace, stopped at the cuts
             return self._traced(rules, cut, limit)
-        out = self.price(rules, cut, limit) if self.graphs else None
+        out = self.price(rules, cut, limit, compute) if self.graphs else None
         if out is None:
             prof, mesh = self.record(rules)
-            out = self.price(rules, cut, limit) if self.unpriceable is None else None
+            out = self.price(rules, cut, limit, compute) if self.unpriceable is None else None
             if out is None:  # a path the graph cannot follow: the trace's own figures
                 plan = price_profile(prof, mesh, self.hw, dict(mesh.rules), "", self.cache)
                 out = Figures(
@@ -445,16 +447,20 @@ class GraphSet:
             written_bytes=plan.memory_time_s * self.hw.memory_bandwidth / MEMORY_TRAFFIC,
         )
 
-    def price(self, rules: Mapping[str, Any], cut: float = math.inf, limit: float = math.inf) -> Figures | None:
+    def price(
+        self, rules: Mapping[str, Any], cut: float = math.inf, limit: float = math.inf, compute: float = 0.0
+    ) -> Figures | None:
         """The figures of ``rules`` from a recorded path, or None when no recorded path is theirs.
 
         Raises ``Stop`` once the running time passes ``cut`` or the live memory ``limit``, and
-        ``LayoutError`` for rules that split some tensor illegally.
+        ``LayoutError`` for rules that split some tensor illegally. ``compute``: a floor under the step's
+        compute time under ``rules`` (``plan.floor``); the running time counts the compute time as at least
+        that from the start (the rest of it is still to come), so the walk stops sooner, with the same figures.
         """
         current = self._rules_of(rules)
         if not self._paths:
             return None
-        out = self._walk(self._last, current, self.mesh, cut, limit)
+        out = self._walk(self._last, current, self.mesh, cut, limit, compute)
         if out is None:
             return None
         self._last = self._taken
@@ -610,7 +616,7 @@ class GraphSet:
         n_cached = len(recipes) - _count(result_t) - len(made)
         return (ok, fl, cm, wr, exc, tuple(recipes), tuple(cached), tuple(made), n_cached)
 
-    def _walk(self, pid: int, rules: dict, mesh: Mesh, cut: float, limit: float) -> Figures | None:
+    def _walk(self, pid: int, rules: dict, mesh: Mesh, cut: float, limit: float, floor: float) -> Figures | None:
         memo = self.memo
         entries_of = memo._entries
         sigs, loc, guard_sig, base_of = self._sigs, self._loc, self._guard, self._base
@@ -736,7 +742,7 @@ class GraphSet:
                             live[tok] = held + 1
                 if peak > limit:
                     raise Stop
-                if run_c + mem_rate * written + comm_t > stop:
+                if (run_c if run_c > floor else floor) + mem_rate * written + comm_t > stop:
                     raise Stop
             elif code == _FREE:
                 mem = _drop(ev[1], sid, res, toks, live, loc, mem)

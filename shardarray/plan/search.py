@@ -55,6 +55,18 @@ Two more cut the traces without changing the answer:
   early in the trace), the two short traces do not pay: the search measures both ways' wall time
   per rule set as it goes and takes the cheaper (``_Chooser``; the answer is the same).
 
+And one cuts most rule sets before any trace or walk:
+
+* **The compute floor** (``plan.floor``, steps that run the same ops on every mesh: ``transformer_step``,
+  ``mlp_step``): an op's einsums are spread over at most the devices its dims are split over, so the device
+  priced runs at least the op's single-device flops over that count. Summed over a few groups of ops (by the
+  dims they touch), from one single-device trace, it is a floor under the rule set's compute time, found
+  in a handful of divisions: a rule set whose floor passes the cut is cut. The floors of one layer and of
+  the one-layer step also tighten the bound walks (the layers left out add at least ``L - 1`` layer floors,
+  and a walk counts its compute time as at least its floor from the start). ``tests/plan/test_plan_floor.py``
+  checks the floor against traced compute times on 2×2, 2×2×2 and uneven 3×2 meshes and the search against
+  brute force.
+
 And one makes each trace cheaper without changing it:
 
 * **A per-op memo** (``plan.memo.OpMemo``, one per search): an op runs once per
@@ -92,6 +104,7 @@ from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
 from ..profiler import Profile, profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
+from .floor import compute_floor
 from .graph import Figures, GraphMemo, GraphSet, Stop
 from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
@@ -113,6 +126,7 @@ class SearchStats:
         self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
         self.memo_hits = self.memo_misses = 0  # op calls replayed / run and recorded by the op memo (``plan.memo``)
         self.affine_cuts = 0  # of ``stopped_bound``: cut by the two-layer trace's extrapolation (the affine rule)
+        self.compute_cuts = 0  # of ``stopped_bound``: cut by the compute floor alone (``plan.floor``), no walk
         self.graph_paths = self.traces = 0  # op graphs recorded (``plan.graph``) and the full traces that took
 
     def as_dict(self) -> dict[str, int]:
@@ -423,6 +437,7 @@ def _search_graph(
     if two_step is not None and layers > 2 and two_step is not step:
         two = GraphSet(two_step, shape, hw, memo, cache)
     sets = [g for g in (full, one, two) if g is not None]
+    compute = compute_floor(step, shape, hw) if prune and _COMPUTE_FLOOR else None
     for n, i in enumerate(order):
         rules = rule_sets[i]
         if progress is not None and n:
@@ -434,16 +449,26 @@ def _search_graph(
                 continue
             seen.add(key)
         try:
+            rest = floor  # what the layers the one-layer step leaves out add at least
+            c_one = c_layer = c_all = 0.0  # floors under the compute time of one layer's step, a layer, the step
+            if compute is not None and cut < math.inf:
+                c_all = compute.time(rules)
+                if c_all > cut * _ROUNDING:
+                    stats.stopped_bound += 1
+                    stats.compute_cuts += 1
+                    continue
+                c_one, c_layer = compute.one(rules), compute.layer(rules)
+                rest = max(floor, (layers - 1) * c_layer)
             if one is not None and cut < math.inf:
                 top = cut * _ROUNDING
                 try:
-                    t1 = one.figures(rules, top - floor).step_time_s
+                    t1 = one.figures(rules, top - rest, compute=c_one).step_time_s
                 except Stop:
                     stats.stopped_bound += 1
                     continue
                 if two is not None:
                     try:  # t(L) = t1 + (L - 1)(t2 - t1) passes the cut as soon as t2 passes this
-                        t2 = two.figures(rules, t1 + (top - t1) / (layers - 1)).step_time_s
+                        t2 = two.figures(rules, t1 + (top - t1) / (layers - 1), compute=c_one + c_layer).step_time_s
                     except Stop:
                         t2 = math.inf
                     if t1 + (layers - 1) * (t2 - t1) > top:
@@ -451,7 +476,7 @@ def _search_graph(
                         stats.affine_cuts += 1
                         continue
             try:
-                fig = full.figures(rules, cut * _ROUNDING if prune else math.inf, limit)
+                fig = full.figures(rules, cut * _ROUNDING if prune else math.inf, limit, compute=c_all)
             except Stop:
                 stats.stopped_time += 1
                 continue
@@ -481,6 +506,8 @@ def _search_graph(
         progress(len(rule_sets), len(rule_sets))
     stats.graph_paths = sum(len(g.graphs) for g in sets)
     stats.traces = sum(g.traces for g in sets)
+    if not found:  # the least memory any layout needs, from the same graphs
+        raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit, full))
     return found
 
 
@@ -502,6 +529,9 @@ def _plan_of(fig: Figures, rules: Rules, mesh_shape: dict[str, int], hw: Hardwar
 
 # A lower-bound trace sums the same terms in another order: allow its last bits to differ.
 _ROUNDING = 1.0 + 1e-9
+
+# The compute floor (``plan.floor``); the benchmark turns it off to time the search without it.
+_COMPUTE_FLOOR = True
 
 # The affine rule in the layer count (``step.two_layers``); the benchmark turns it off to time the search without it.
 _AFFINE_LAYERS = True
@@ -602,8 +632,19 @@ def _relabel(plan: Plan, label: str) -> Plan:
     return replace(plan, label=label)
 
 
-def least_memory(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], hw: HardwareProfile) -> Plan | None:
-    """The rule set with the least peak memory (branch and bound on memory)."""
+def least_memory(
+    step: Step,
+    mesh_shape: Mapping[str, int],
+    rule_sets: list[Rules],
+    hw: HardwareProfile,
+    graphs: GraphSet | None = None,
+) -> Plan | None:
+    """The rule set with the least peak memory (branch and bound on memory).
+
+    Args:
+        graphs: the step's op graphs (``plan.graph``): each rule set is then priced by a walk, stopped as soon
+            as its live memory passes the least so far, instead of a trace.
+    """
     least: list[Plan] = []
 
     def watch(prof: Profile, clock: Clock) -> None:
@@ -612,17 +653,28 @@ def least_memory(step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rule
 
     for rules in rule_sets:
         try:
-            plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch)
-        except (_Stop, LayoutError):
+            if graphs is None:
+                plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch)
+            else:
+                fig = graphs.figures(rules, limit=least[0].memory_bytes_per_device if least else math.inf)
+                if least and fig.memory_bytes >= least[0].memory_bytes_per_device:
+                    continue
+                plan = _plan_of(fig, rules, check_mesh_shape(mesh_shape), hw)
+        except (_Stop, Stop, LayoutError):
             continue
         least[:] = [plan]
     return least[0] if least else None
 
 
 def _no_fit_message(
-    step: Step, mesh_shape: Mapping[str, int], rule_sets: list[Rules], hw: HardwareProfile, limit: float
+    step: Step,
+    mesh_shape: Mapping[str, int],
+    rule_sets: list[Rules],
+    hw: HardwareProfile,
+    limit: float,
+    graphs: GraphSet | None = None,
 ) -> str:
-    low = least_memory(step, mesh_shape, rule_sets, hw)
+    low = least_memory(step, mesh_shape, rule_sets, hw, graphs)
     where = f"on mesh {dict(mesh_shape)}"
     if low is None:
         return f"no legal layout rule set runs {where}: every one of the {len(rule_sets)} was refused"

@@ -47,6 +47,7 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         tokens = zeros(mesh, {"batch": batch, "seq": cfg.seq_len}, dtype="int32", layout=layout)
         return value_and_grad(transformer_loss)(params, tokens, tokens, cfg)
 
+    step.same_ops = True  # type: ignore[attr-defined]  # the same ops on every mesh: ``plan.floor``
     if cfg.n_layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
         one = transformer_step(replace(cfg, n_layers=1), batch, dtype, strategy)
         two = step if cfg.n_layers == 2 else transformer_step(replace(cfg, n_layers=2), batch, dtype, strategy)
@@ -105,6 +106,7 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
 
         return value_and_grad(loss)(params)
 
+    step.same_ops = True  # type: ignore[attr-defined]  # the same ops on every mesh: ``plan.floor``
     if layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
         two = step if layers == 2 else mlp_step(batch, d_io, d_hidden, 2, dtype)
         _repeat(step, mlp_step(batch, d_io, d_hidden, 1, dtype), two, layers)
