@@ -63,7 +63,7 @@ def _c2c(ctx: Context, g: ShardArray) -> list[Any]:
     real = x.dtype.kind != "c"
 
     def local(b: Any, axis: int) -> Any:
-        out = resize(xp, getattr(xp.fft, name)(b, n=n, axis=axis, norm=DUAL[norm]), axis, m)
+        out = resize(xp, getattr(g.mesh.backend.fft, name)(b, n=n, axis=axis, norm=DUAL[norm]), axis, m)
         return out.real if real else out
 
     if applies(g, dim, n):
@@ -83,7 +83,7 @@ def _r2c(ctx: Context, g: ShardArray) -> list[Any]:
 
     def local(b: Any, axis: int) -> Any:
         b = xp.conj(b) if hermitian else b
-        full = xp.fft.ifft(resize(xp, b, axis, n), n=n, axis=axis, norm=inner)
+        full = g.mesh.backend.fft.ifft(resize(xp, b, axis, n), n=n, axis=axis, norm=inner)
         return resize(xp, full.real, axis, m)
 
     if applies(g, dim, n):
@@ -101,7 +101,7 @@ def _c2r(ctx: Context, g: ShardArray) -> list[Any]:
     h = n // 2 + 1
 
     def local(b: Any, axis: int) -> Any:
-        y = xp.fft.rfft(b, n=n, axis=axis, norm=inner)
+        y = g.mesh.backend.fft.rfft(b, n=n, axis=axis, norm=inner)
         w = xp.full((h,), 2.0, dtype=real_dtype(b.dtype))
         w[0] = 1.0
         if n % 2 == 0:

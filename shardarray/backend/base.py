@@ -49,6 +49,11 @@ class Backend(ABC):
     #: garbage instead, and ``sa.linalg`` tests the results on the devices (``linalg/_checks.py``)
     linalg_raises: bool = True
 
+    @property
+    def fft(self) -> Any:
+        """The FFT module the blocks transform with (``numpy.fft``'s functions and arguments): ``xp.fft`` here."""
+        return self.xp.fft
+
     @abstractmethod
     def from_numpy(self, array: np.ndarray) -> Any:
         """A NumPy array moved to this backend."""

@@ -27,6 +27,18 @@ class NumpyBackend(Backend):
     name = "numpy"
     xp = np
 
+    @property
+    def fft(self) -> Any:
+        """``scipy.fft`` when SciPy is installed, else ``numpy.fft`` (the same functions and arguments).
+
+        SciPy's pocketfft transforms several rows at once with SIMD and in the input's precision: on this
+        project's 2-core CPU about 3.5× ``numpy.fft`` along the last axis of a complex64 block and 2.8× along the
+        first. Its complex64 results differ from NumPy's (which computes them in double precision) by about
+        1e-7 relative; ``pip install "shardarray[fft]"`` installs it. One thread per call (``workers``
+        unset), as every other block op.
+        """
+        return _fft_module()
+
     def from_numpy(self, array: np.ndarray) -> np.ndarray:
         array = np.asarray(array)
         # ascontiguousarray would turn a 0-d array into shape (1,)
@@ -48,3 +60,12 @@ class NumpyBackend(Backend):
         wide = [a.astype(_F32) if a.dtype in _NARROW else a for a in arrays]
         out = super().einsum(equation, *wide)
         return np.asarray(out).astype(promote(*(a.dtype for a in arrays)), copy=False)
+
+
+@functools.cache
+def _fft_module() -> Any:
+    try:
+        import scipy.fft
+    except ImportError:  # SciPy is optional (the ``fft`` extra): NumPy's own transforms, the same results
+        return np.fft
+    return scipy.fft

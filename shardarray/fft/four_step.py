@@ -145,7 +145,7 @@ def four_step(
     sending at most a device's block; none other.
     """
     mesh = x.mesh
-    xp = mesh.backend.xp
+    xp, fft = mesh.backend.xp, (mesh.backend.fft if mesh.backend.has_data else None)
     data = mesh.backend.has_data
     axes = x.spec.axes[0]
     radix = tuple(mesh.axis_size(a) for a in axes)
@@ -180,7 +180,7 @@ def four_step(
             cols[xp.asarray(P["recv1"][i])] = buf
         cols = cols.reshape(n1, w)
         if data and cols.size:
-            cols = getattr(xp.fft, sub)(cols, axis=0, norm=sub_norm).astype(dtype, copy=False)
+            cols = getattr(fft, sub)(cols, axis=0, norm=sub_norm).astype(dtype, copy=False)
             k1 = np.arange(n1, dtype=np.int64)[:, None]
             j2 = np.arange(*c2[i], dtype=np.int64)[None, :]
             tw = np.exp((sign * 2j * np.pi / n) * ((k1 * j2) % n)) * scale(n, norm, inverse)
@@ -202,7 +202,7 @@ def four_step(
             pos += h * (hi - lo)
         rows = xp.concatenate(parts, axis=1) if parts else xp.zeros((h, 0), dtype=dtype)
         if data and rows.size:
-            rows = getattr(xp.fft, sub)(rows, axis=1, norm=sub_norm).astype(dtype, copy=False)
+            rows = getattr(fft, sub)(rows, axis=1, norm=sub_norm).astype(dtype, copy=False)
         return rows.reshape(-1)
 
     rows = _shards(x, axes, recv, stage3)

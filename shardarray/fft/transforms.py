@@ -113,12 +113,12 @@ def c2c(
 ) -> ShardArray:
     """Complex-to-complex DFT of length ``n`` along ``dim`` (``inverse``: ifft); ``back=False`` leaves a split
     ``dim``'s axes on the partner dim (one alltoall instead of two; ``pencil.along``)."""
-    xp = x.mesh.backend.xp
+    fft = x.mesh.backend.fft
     dt = complex_dtype(x.dtype)
     name = "ifft" if inverse else "fft"
 
     def local(b: Any, axis: int) -> Any:
-        return getattr(xp.fft, name)(b.astype(dt, copy=False), n=n, axis=axis, norm=norm)
+        return getattr(fft, name)(b.astype(dt, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # a split 1-D array: the four-step algorithm (three alltoalls)
@@ -129,12 +129,12 @@ def c2c(
 @differentiable("fft_r2c")
 def r2c(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tuple[str, ...] = ()) -> ShardArray:
     """Real-to-complex DFT (rfft; ``hermitian``: ihfft): ``n//2 + 1`` outputs along ``dim``."""
-    xp = x.mesh.backend.xp
+    fft = x.mesh.backend.fft
     name = "ihfft" if hermitian else "rfft"
     rt = real_dtype(x.dtype)
 
     def local(b: Any, axis: int) -> Any:
-        return getattr(xp.fft, name)(b.astype(rt, copy=False), n=n, axis=axis, norm=norm)
+        return getattr(fft, name)(b.astype(rt, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # rfft = fft[:n//2+1], ihfft = ifft[:n//2+1] of the real input (same norm)
@@ -145,12 +145,12 @@ def r2c(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
 @differentiable("fft_c2r")
 def c2r(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tuple[str, ...] = ()) -> ShardArray:
     """Complex-to-real DFT of ``n`` outputs along ``dim`` (irfft; ``hermitian``: hfft)."""
-    xp = x.mesh.backend.xp
+    fft = x.mesh.backend.fft
     name = "hfft" if hermitian else "irfft"
     ct = complex_dtype(x.dtype)
 
     def local(b: Any, axis: int) -> Any:
-        return getattr(xp.fft, name)(b.astype(ct, copy=False), n=n, axis=axis, norm=norm)
+        return getattr(fft, name)(b.astype(ct, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
     if applies(x, dim, n):  # irfft = Re(ifft(w·x)), hfft = Re(fft(w·x)), w = 1, 2, ..., 2, 1 (same norm)

@@ -297,3 +297,32 @@ def test_positional_fftn_gradient_returns_to_the_input_layout(shape):
 
     grads = check_grad(loss, {"x": x})
     assert isinstance(grads["x"], xp.Array) and grads["x"].layout == x.layout
+
+
+# --------------------------------------------------------------------------------------- the block FFT module
+def test_numpy_shards_transform_with_scipy_fft_when_installed_else_numpy_fft(monkeypatch):
+    """``NumpyBackend.fft``: ``scipy.fft`` (the ``fft`` extra) when importable, else ``numpy.fft``; both give
+    NumPy's values (complex64 within single precision) and the dtype ``numpy.fft`` gives."""
+    import sys
+
+    from shardarray.backend import numpy_backend
+
+    scipy_fft = pytest.importorskip("scipy.fft")
+    mesh = sa.Mesh({"row": 2, "col": 2}, backend="numpy")
+    a = _data((6, 10), "complex", 3).astype(np.complex64)
+    x = sa.asarray(a, dims=("i", "t"), mesh=mesh, layout={"i": "row", "t": "col"})
+    want = np.fft.fft2(a.astype(np.complex128))
+    numpy_backend._fft_module.cache_clear()
+    try:
+        assert mesh.backend.fft is scipy_fft
+        got = sa.fft.fftn(x, ("i", "t"))
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=2e-5)
+        monkeypatch.setitem(sys.modules, "scipy.fft", None)  # SciPy missing: NumPy's transforms
+        numpy_backend._fft_module.cache_clear()
+        assert mesh.backend.fft is np.fft
+        got = sa.fft.fftn(x, ("i", "t"))
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=2e-5)
+    finally:
+        numpy_backend._fft_module.cache_clear()
