@@ -1,9 +1,10 @@
 """``sa.fft``: discrete Fourier transforms along named dims of distributed arrays.
 
-A transform along an unsplit dim is local (``numpy.fft``/``cupy.fft`` per
-block); along a split dim it is the transposition method (one alltoall moves
-the split to another dim, local FFT, one alltoall back), so an n-D FFT on a
-2-D mesh is the pencil decomposition. Results keep the input's layout.
+A transform along an unsplit dim is local (the backend's FFT module per block:
+``scipy.fft`` on NumPy shards when SciPy is installed, else ``numpy.fft``;
+``cupy.fft``); along a split dim it is the transposition method (one alltoall
+moves the split to another dim, local FFT, one alltoall back), so an n-D FFT on
+a 2-D mesh is the pencil decomposition. Results keep the input's layout.
 """
 
 from .freq import fftfreq, rfftfreq

@@ -1,7 +1,8 @@
 """Discrete Fourier transforms along named dims: fft, ifft, rfft, irfft, hfft, ihfft and their n-D forms.
 
-Every 1-D transform along ``dim`` runs ``numpy.fft`` (``cupy.fft`` on GPUs) on
-blocks that hold all of ``dim`` (see ``pencil.along``):
+Every 1-D transform along ``dim`` runs the backend's FFT module (``Backend.fft``: ``scipy.fft`` on NumPy
+shards when SciPy is installed, else ``numpy.fft``; ``cupy.fft`` on GPUs) on blocks that hold all of ``dim``
+(see ``pencil.along``):
 
 - ``dim`` unsplit: local, no communication.
 - ``dim`` split over mesh axes ``A`` (``k`` devices): one alltoall over ``A``
