@@ -57,8 +57,8 @@ Two more cut the traces without changing the answer:
 
 And one cuts most rule sets before any trace or walk:
 
-* **The compute floor** (``plan.floor``, steps that run the same ops on every mesh: ``transformer_step``,
-  ``mlp_step``): an op's einsums are spread over at most the devices its dims are split over, so the device
+* **The compute floor** (``plan.floor``; the graph search, the default, of steps that run the same ops on
+  every mesh: ``transformer_step``, ``mlp_step``): an op's einsums are spread over at most the devices its dims are split over, so the device
   priced runs at least the op's single-device flops over that count. Summed over a few groups of ops (by the
   dims they touch), from one single-device trace, it is a floor under the rule set's compute time, found
   in a handful of divisions: a rule set whose floor passes the cut is cut. The floors of one layer and of
