@@ -58,14 +58,14 @@ Two more cut the traces without changing the answer:
 And one cuts most rule sets before any trace or walk:
 
 * **The compute floor** (``plan.floor``; the graph search, the default, of steps that run the same ops on
-  every mesh: ``transformer_step``, ``mlp_step``): an op's einsums are spread over at most the devices its dims are split over, so the device
-  priced runs at least the op's single-device flops over that count. Summed over a few groups of ops (by the
-  dims they touch), from one single-device trace, it is a floor under the rule set's compute time, found
-  in a handful of divisions: a rule set whose floor passes the cut is cut. The floors of one layer and of
-  the one-layer step also tighten the bound walks (the layers left out add at least ``L - 1`` layer floors,
-  and a walk counts its compute time as at least its floor from the start). ``tests/plan/test_plan_floor.py``
-  checks the floor against traced compute times on 2×2, 2×2×2 and uneven 3×2 meshes and the search against
-  brute force.
+  every mesh: ``transformer_step``, ``mlp_step``): an op's einsums are spread over at most the devices its
+  dims are split over, so the device priced runs at least the op's single-device flops over that count.
+  Summed over a few groups of ops (by the dims they touch), from one single-device trace, it is a floor
+  under the rule set's compute time, found in a handful of divisions: a rule set whose floor passes the
+  cut is cut. The floors of one layer and of the one-layer step also tighten the bound walks (the layers
+  left out add at least ``L - 1`` layer floors, and a walk counts its compute time as at least its floor
+  from the start). ``tests/plan/test_plan_floor.py`` checks the floor against traced compute times on
+  2×2, 2×2×2 and uneven 3×2 meshes and the search against brute force.
 
 And one makes each trace cheaper without changing it:
 
