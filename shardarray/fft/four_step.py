@@ -145,8 +145,8 @@ def four_step(
     sending at most a device's block; none other.
     """
     mesh = x.mesh
-    xp, fft = mesh.backend.xp, (mesh.backend.fft if mesh.backend.has_data else None)
-    data = mesh.backend.has_data
+    xp, data = mesh.backend.xp, mesh.backend.has_data
+    fft = mesh.backend.fft if data else None  # (meta shards: shapes only, nothing to transform)
     axes = x.spec.axes[0]
     radix = tuple(mesh.axis_size(a) for a in axes)
     m = x.shape[0]

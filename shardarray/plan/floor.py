@@ -175,6 +175,15 @@ class ComputeFloor:
         return self._floor(self._layer, rules)
 
 
+def repeats(step: Any) -> tuple[Any, Any, int] | None:
+    """``(step.lower_bound, step.two_layers, step.layers)`` of a step of identical layers (``steps._repeat``),
+    or None for a step that does not say it repeats (or has one layer)."""
+    one, two, layers = (getattr(step, a, None) for a in ("lower_bound", "two_layers", "layers"))
+    if one is None or two is None or not layers or layers < 2:
+        return None
+    return one, two, layers
+
+
 def compute_floor(step: Any, mesh_shape: Mapping[str, int], hw: HardwareProfile) -> ComputeFloor | None:
     """The ``ComputeFloor`` of ``step`` on ``mesh_shape``, or None for a step that does not say it runs the same
     ops on every mesh (``step.same_ops``). A step of ``L`` identical layers (``step.lower_bound``,
@@ -182,13 +191,14 @@ def compute_floor(step: Any, mesh_shape: Mapping[str, int], hw: HardwareProfile)
     ``one + (L - 1) · (two - one)`` per group."""
     if not getattr(step, "same_ops", False):
         return None
-    one, two, layers = (getattr(step, a, None) for a in ("lower_bound", "two_layers", "layers"))
-    if one is None or two is None or not layers or layers < 2:
+    repeated = repeats(step)
+    if repeated is None:
         return ComputeFloor(dim_flops(step), None, None, mesh_shape, hw)
+    one, two, layers = repeated
     g1, g2 = dim_flops(one), dim_flops(two)
     layer = {k: max(0.0, g2.get(k, 0.0) - g1.get(k, 0.0)) for k in set(g1) | set(g2)}
     whole = {k: g1.get(k, 0.0) + (layers - 1) * f for k, f in layer.items()}
     return ComputeFloor(whole, g1, layer, mesh_shape, hw)
 
 
-__all__ = ["ComputeFloor", "compute_floor", "dim_flops"]
+__all__ = ["ComputeFloor", "compute_floor", "dim_flops", "repeats"]

@@ -104,7 +104,7 @@ from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
 from ..profiler import Profile, profile
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
-from .floor import compute_floor
+from .floor import compute_floor, repeats
 from .graph import Figures, GraphMemo, GraphSet, Stop
 from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
@@ -429,7 +429,10 @@ def _search_graph(
     seen: set[tuple] = set()
     shape = check_mesh_shape(mesh_shape)
     full = GraphSet(step, shape, hw, memo, cache)
-    floor = layer_floor(step, mesh_shape, hw) if bound is not None else 0.0
+    compute = compute_floor(step, shape, hw) if prune and _COMPUTE_FLOOR else None
+    # what the layers the one-layer step leaves out add at least; with the compute floor, (L - 1) layer floors
+    # (each layer's flops group by group, never less than ``layer_floor``'s flops over every device)
+    floor = layer_floor(step, mesh_shape, hw) if bound is not None and compute is None else 0.0
     one = GraphSet(bound, shape, hw, memo, cache) if bound is not None else None
     two_step = getattr(step, "two_layers", None) if bound is not None and _AFFINE_LAYERS else None
     layers = getattr(step, "layers", 0) or 0
@@ -437,7 +440,6 @@ def _search_graph(
     if two_step is not None and layers > 2 and two_step is not step:
         two = GraphSet(two_step, shape, hw, memo, cache)
     sets = [g for g in (full, one, two) if g is not None]
-    compute = compute_floor(step, shape, hw) if prune and _COMPUTE_FLOOR else None
     for n, i in enumerate(order):
         rules = rule_sets[i]
         if progress is not None and n:
@@ -449,7 +451,7 @@ def _search_graph(
                 continue
             seen.add(key)
         try:
-            rest = floor  # what the layers the one-layer step leaves out add at least
+            rest = floor
             c_one = c_layer = c_all = 0.0  # floors under the compute time of one layer's step, a layer, the step
             if compute is not None and cut < math.inf:
                 c_all = compute.time(rules)
@@ -458,7 +460,7 @@ def _search_graph(
                     stats.compute_cuts += 1
                     continue
                 c_one, c_layer = compute.one(rules), compute.layer(rules)
-                rest = max(floor, (layers - 1) * c_layer)
+                rest = (layers - 1) * c_layer
             if one is not None and cut < math.inf:
                 top = cut * _ROUNDING
                 try:
@@ -591,10 +593,10 @@ def layer_floor(step: Step, mesh_shape: Mapping[str, int], hw: HardwareProfile) 
     single device (``step.two_layers`` minus ``step.lower_bound``, traced once each) over the device
     count. 0.0 when ``step`` does not say it repeats.
     """
-    one, two, layers = (getattr(step, a, None) for a in ("lower_bound", "two_layers", "layers"))
-    if one is None or two is None or not layers or layers < 2:
+    repeated = repeats(step)
+    if repeated is None:
         return 0.0
-
+    one, two, layers = repeated
     flops = []
     for s in (one, two):
         with profile() as prof:
@@ -646,6 +648,7 @@ def least_memory(
             as its live memory passes the least so far, instead of a trace.
     """
     least: list[Plan] = []
+    shape = check_mesh_shape(mesh_shape)
 
     def watch(prof: Profile, clock: Clock) -> None:
         if least and prof.peak_memory_bytes_per_device >= least[0].memory_bytes_per_device:
@@ -659,7 +662,7 @@ def least_memory(
                 fig = graphs.figures(rules, limit=least[0].memory_bytes_per_device if least else math.inf)
                 if least and fig.memory_bytes >= least[0].memory_bytes_per_device:
                     continue
-                plan = _plan_of(fig, rules, check_mesh_shape(mesh_shape), hw)
+                plan = _plan_of(fig, rules, shape, hw)
         except (_Stop, Stop, LayoutError):
             continue
         least[:] = [plan]
