@@ -6,7 +6,11 @@
     GPU. Each figure is the median of ``--repeat`` measurements, each a pair
     of CUDA events around ``--calls`` back-to-back calls on the stream the
     work runs on (one synchronisation per measurement, not per call, so
-    host overhead hides behind queued kernels as it does in real use).
+    host overhead hides behind queued kernels as it does in real use); the
+    implementations take turns, one measurement each (A B C A B C ...).
+(a') Elementwise: the add, the casts between float32 and bfloat16 and GELU
+    on 4M elements, shardarray's vectorized kernels against CuPy's own
+    elementwise kernels and PyTorch's, timed the same way.
 (b) The training step (d_model 1024, 8×128 heads, d_ff 4096, seq 512,
     batch 8, 4 layers, float32 parameters and Adam), in float32 and with
     bfloat16 compute: shardarray on 1 device with the fused kernels and
@@ -77,37 +81,96 @@ def free_pool() -> None:
         pool().free_all_blocks()
 
 
-def _timed_calls(fn: Callable[[], Any], event: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float],
-                 calls: int, repeat: int, warmup: int = 2) -> float:
-    """Median seconds per call of ``fn()``: a pair of ``event()``s around ``calls`` back-to-back calls, ``repeat``
-    times (one synchronisation per pair)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start, end = event(), event()
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(elapsed_ms(start, end) / 1e3 / calls)
-    return statistics.median(times)
+class Timer:
+    """CUDA events of one library (CuPy's or PyTorch's) and the scope the work runs in (its GPU and stream)."""
+
+    def __init__(self, event: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float],
+                 scope: Any = None) -> None:
+        self.event, self.elapsed_ms, self.scope = event, elapsed_ms, scope or contextlib.nullcontext()
+
+    def seconds(self, fn: Callable[[], Any], calls: int) -> float:
+        """Seconds per call of ``fn()``: a pair of events around ``calls`` back-to-back calls, one synchronisation."""
+        with self.scope:
+            start, end = self.event(), self.event()
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            return self.elapsed_ms(start, end) / 1e3 / calls
 
 
-def event_seconds(fn: Callable[[], Any], scope: Any, calls: int, repeat: int) -> float:
-    """``_timed_calls`` with CuPy's events; ``scope`` makes the GPU and stream the work runs on current, so the
-    events are recorded on that stream."""
+def cupy_timer(scope: Any = None) -> Timer:
+    """``Timer`` with CuPy's events; ``scope`` makes the GPU and stream the work runs on current."""
     import cupy
 
-    with scope:
-        return _timed_calls(fn, cupy.cuda.Event, cupy.cuda.get_elapsed_time, calls, repeat)
+    return Timer(cupy.cuda.Event, cupy.cuda.get_elapsed_time, scope)
 
 
-def torch_event_seconds(torch: Any, fn: Callable[[], Any], calls: int, repeat: int) -> float:
-    """``_timed_calls`` with PyTorch's events, on its current stream."""
-    return _timed_calls(fn, lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b),
-                        calls, repeat)
+def torch_timer(torch: Any) -> Timer:
+    """``Timer`` with PyTorch's events, on its current stream."""
+    return Timer(lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
+
+
+def interleaved(impls: dict[str, tuple[Callable[[], Any], Timer]], calls: int, repeat: int,
+                warmup: int = 2) -> dict[str, float]:
+    """Median seconds per call of each implementation, measured in turn (A B C A B C ...) so that a change of clock
+    or temperature during the run weighs on all of them alike."""
+    for fn, timer in impls.values():
+        with timer.scope:
+            for _ in range(warmup):
+                fn()
+    times: dict[str, list[float]] = {name: [] for name in impls}
+    for _ in range(repeat):
+        for name, (fn, timer) in impls.items():
+            times[name].append(timer.seconds(fn, calls))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def elementwise_rows(calls: int, repeat: int, n: int = 1 << 22) -> list[dict[str, Any]]:
+    """The hot non-matmul ops of a training step on ``n`` elements: shardarray's vectorized kernels
+    (``kernels/elementwise.cu``, ``gelu.cu``) against CuPy's own elementwise kernels and PyTorch's, interleaved.
+    Reported: microseconds per call and the bytes read and written per second."""
+    import cupy
+
+    from shardarray.backend import cuda_kernels
+
+    torch = cuda_torch()
+    rows = []
+    for dtype in ("float32", "bfloat16"):
+        a = sa.random.normal(sa.Mesh({"d": 1}, backend="cupy"), {"n": n}, seed=1).shards[0]
+        x, b = a.astype(dtype), (a * 0.5).astype(dtype)
+        wide = a.astype(np.float32)
+        cases: dict[str, dict[str, Callable[[], Any]]] = {
+            "add": {"shardarray": lambda: cuda_kernels.add(cupy, x, b), "cupy": lambda: x + b},
+            "gelu": {"shardarray": lambda: cuda_kernels.gelu(cupy, x)},
+        }
+        moved = {"add": 3 * x.itemsize * n, "gelu": 2 * x.itemsize * n}
+        if dtype != "float32":
+            cases["cast from float32"] = {"shardarray": lambda: cuda_kernels.cast(cupy, wide, dtype),
+                                          "cupy": lambda: wide.astype(dtype)}
+            cases["cast to float32"] = {"shardarray": lambda: cuda_kernels.cast(cupy, x, np.float32),
+                                        "cupy": lambda: x.astype(np.float32)}
+            moved["cast from float32"] = moved["cast to float32"] = (4 + x.itemsize) * n
+        if torch is not None:
+            tx, tb, tw = as_torch(torch, x), as_torch(torch, b), as_torch(torch, wide)
+            cases["add"]["torch"] = lambda: tx + tb
+            cases["gelu"]["torch"] = lambda: torch.nn.functional.gelu(tx, approximate="tanh")
+            if dtype != "float32":
+                cases["cast from float32"]["torch"] = lambda: tw.to(tx.dtype)
+                cases["cast to float32"]["torch"] = lambda: tx.float()
+        for op, fns in cases.items():
+            timers = {name: (fn, torch_timer(torch) if name == "torch" else cupy_timer()) for name, fn in fns.items()}
+            secs = interleaved(timers, calls, repeat)
+            row: dict[str, Any] = {"op": op, "dtype": dtype, "n": n}
+            for name, t in secs.items():
+                row[f"{name}_us"] = 1e6 * t
+                row[f"{name}_tb_per_s"] = moved[op] / t / 1e12
+            rows.append(row)
+            print(f"{op} {dtype} n={n}: " + ", ".join(f"{k} {1e6 * t:.1f} us ({moved[op] / t / 1e12:.2f} TB/s)"
+                                                    for k, t in secs.items()), flush=True)
+    free_pool()
+    return rows
 
 
 def matmul_rows(sizes: list[int], dtypes: list[str], calls: int, repeat: int,
@@ -127,17 +190,19 @@ def matmul_rows(sizes: list[int], dtypes: list[str], calls: int, repeat: int,
             x = sa.random.normal(one, {"m": n, "k": n}, seed=1).astype(dtype)
             w = sa.random.normal(one, {"k": n, "n": n}, seed=2).astype(dtype)
             a, b = x.shards[0], w.shards[0]
-            entry: dict[str, Any] = {"n": n, "dtype": dtype}
-            entry["cupy_s"] = event_seconds(lambda: cupy.matmul(a, b), one.backend.scope(0), calls, repeat)
-            entry["shardarray_s"] = event_seconds(lambda: sa.einsum("m k, k n -> m n", x, w).shards[0],
-                                                  one.backend.scope(0), calls, repeat)
             xs = sa.asarray(x.numpy(), ("m", "k"), grid, layout={"m": "row", "k": "col"})
             ws = sa.asarray(w.numpy(), ("k", "n"), grid, layout={"k": "row", "n": "col"})
-            entry["summa_2x2_s"] = event_seconds(lambda: sa.einsum("m k, k n -> m n", xs, ws).shards[0],
-                                                 grid.backend.scope(0), calls, repeat)
+            impls: dict[str, tuple[Callable[[], Any], Timer]] = {
+                "cupy": (lambda: cupy.matmul(a, b), cupy_timer(one.backend.scope(0))),
+                "shardarray": (lambda: sa.einsum("m k, k n -> m n", x, w).shards[0], cupy_timer(one.backend.scope(0))),
+                "summa_2x2": (lambda: sa.einsum("m k, k n -> m n", xs, ws).shards[0],
+                              cupy_timer(grid.backend.scope(0))),
+            }
             if torch is not None:
                 ta, tb = as_torch(torch, a), as_torch(torch, b)
-                entry["torch_s"] = torch_event_seconds(torch, lambda: torch.matmul(ta, tb), calls, repeat)
+                impls["torch"] = (lambda: torch.matmul(ta, tb), torch_timer(torch))
+            entry: dict[str, Any] = {"n": n, "dtype": dtype}
+            entry.update({f"{k}_s": t for k, t in interleaved(impls, calls, repeat).items()})
             for k in [k for k in entry if k.endswith("_s")]:
                 entry[k[:-2] + "_tflops"] = 2.0 * n**3 / entry[k] / 1e12
             entry["shardarray_vs_cupy"] = entry["cupy_s"] / entry["shardarray_s"]
@@ -264,10 +329,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "benchmark": "gpu", "device": device, "quick": args.quick,
         "cupy": __import__("cupy").__version__, "torch": torch.__version__ if torch else None,
         "numpy": np.__version__, "python": platform.python_version(),
-        "timing": {"matmul": f"CUDA events around {args.calls} back-to-back calls, median of {args.repeat}",
+        "timing": {"matmul": f"CUDA events around {args.calls} back-to-back calls, median of {args.repeat}, the "
+                             f"implementations interleaved",
+                   "elementwise": f"as matmul, {4 * args.calls} calls per pair of events",
                    "train_step": "interleaved step by step, each ending with the loss read; median of the timed "
                                  "steps after 2 warm-ups"},
         "matmul": mm,
+        "elementwise": [],
         "train_step": train_step,  # one entry per dtype, added as each is measured
     }
     slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
@@ -278,6 +346,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out.write_text(json.dumps(result, indent=2))
 
     matmul_rows(sizes, list(DTYPES), args.calls, args.repeat, on_row=lambda row: (mm.append(row), save()))
+    result["elementwise"] = elementwise_rows(4 * args.calls, args.repeat, 1 << 10 if args.quick else 1 << 22)
+    save()
     peak = {d: max(r["cupy_tflops"] for r in mm if r["dtype"] == d) * 1e12 for d in DTYPES}
     for dtype in ("float32", "bfloat16"):
         rows, why = step_rows(cfg, dtype, args.batch, max(5, args.repeat), args.compile)

@@ -33,7 +33,7 @@ import numpy as np
 from ..dtypes import BFLOAT16, accumulation_dtype
 from ..errors import BackendError, DTypeError
 
-SOURCES = ("softmax", "layer_norm", "gelu", "adam", "gemm_pointers")
+SOURCES = ("softmax", "layer_norm", "gelu", "adam", "gemm_pointers", "elementwise")
 _SUFFIX = {BFLOAT16: "bf16", np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _MODULES: dict[tuple[str, int], Any] = {}  # (source, GPU) -> compiled RawModule
 _FUNCTIONS: dict[tuple[int, str, str], Any] = {}  # (GPU, kernel, dtype suffix) -> its function
@@ -172,6 +172,11 @@ def _flat_launch(kernel: Any, n: int, args: tuple) -> None:
         kernel((min(math.ceil(n / _THREADS), 1 << 16),), (_THREADS,), args)
 
 
+def _vector_launch(kernel: Any, n: int, args: tuple) -> None:
+    """A kernel of ``n`` elements taken eight per thread (``Stride`` in ``kernels/common.cuh``)."""
+    _flat_launch(kernel, math.ceil(n / 8), args)
+
+
 # ------------------------------------------------------------------ softmax
 def softmax_rows(xp: Any, x: Any) -> Any:
     """``softmax`` over the last axis."""
@@ -269,7 +274,7 @@ def gelu(xp: Any, x: Any) -> Any:
     """GELU (tanh form), elementwise."""
     (x,) = _contig(xp, x)
     y = xp.empty_like(x)
-    _flat_launch(_fn("gelu", "gelu_fwd", x.dtype), x.size, (x, y, np.int64(x.size)))
+    _vector_launch(_fn("gelu", "gelu_fwd", x.dtype), x.size, (x, y, np.int64(x.size)))
     return y
 
 
@@ -278,7 +283,7 @@ def gelu_grad(xp: Any, g: Any, x: Any) -> Any:
     (x,) = _contig(xp, x)
     (g,) = _contig(xp, xp.broadcast_to(g, x.shape), dtype=x.dtype)
     dx = xp.empty_like(x)
-    _flat_launch(_fn("gelu", "gelu_bwd", x.dtype), x.size, (g, x, dx, np.int64(x.size)))
+    _vector_launch(_fn("gelu", "gelu_bwd", x.dtype), x.size, (g, x, dx, np.int64(x.size)))
     return dx
 
 
@@ -324,8 +329,56 @@ def adam(
         )
     else:
         args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))
-    _flat_launch(fn, p.size, args)
+    _vector_launch(fn, p.size, args)
     return p2, m2, v2
+
+
+# ------------------------------------------------------------------ add and casts
+#: the casts of ``kernels/elementwise.cu``: (from, to) -> its kernel
+CASTS = {
+    (np.dtype(np.float32), BFLOAT16): "cast_f32_bf16",
+    (np.dtype(np.float32), np.dtype(np.float16)): "cast_f32_f16",
+    (BFLOAT16, np.dtype(np.float32)): "cast_bf16_f32",
+    (np.dtype(np.float16), np.dtype(np.float32)): "cast_f16_f32",
+}
+
+
+def _flat_arrays(xp: Any, *arrays: Any) -> bool:
+    """Whether every one of ``arrays`` is an ``xp.ndarray`` laid out C-contiguously (the kernels read them flat)."""
+    kind = getattr(xp, "ndarray", None)
+    return kind is not None and all(type(a) is kind and a.flags.c_contiguous for a in arrays)
+
+
+def add(xp: Any, a: Any, b: Any) -> Any:
+    """``a + b``: ``add_vec`` of ``kernels/elementwise.cu`` for two C-contiguous CuPy arrays of one shape and float
+    dtype (eight elements per thread; CuPy's own add takes one), else ``a + b`` itself.
+
+    Example (NumPy blocks are added by NumPy):
+        >>> add(np, np.ones(3), np.ones(3))
+        array([2., 2., 2.])
+    """
+    if _flat_arrays(xp, a, b) and a.shape == b.shape and a.dtype == b.dtype and supports(xp, a.dtype, "elementwise"):
+        y = xp.empty_like(a)
+        _vector_launch(_fn("elementwise", "add_vec", a.dtype), a.size, (a, b, y, np.int64(a.size)))
+        return y
+    return a + b
+
+
+def cast(xp: Any, x: Any, dtype: Any) -> Any:
+    """``x.astype(dtype)``: a kernel of ``kernels/elementwise.cu`` (``CASTS``) for a C-contiguous CuPy array cast
+    between float32 and bfloat16 or float16 (eight elements per thread), else ``x.astype(dtype)`` itself.
+
+    Example (NumPy blocks are cast by NumPy):
+        >>> cast(np, np.ones(2), "float32")
+        array([1., 1.], dtype=float32)
+    """
+    dtype = np.dtype(dtype)
+    kernel = CASTS.get((np.dtype(x.dtype), dtype)) if _flat_arrays(xp, x) else None
+    if kernel is not None and supports(xp, np.float32, "elementwise"):
+        y = xp.empty(x.shape, dtype=dtype)
+        _vector_launch(_function(xp, "elementwise", kernel), x.size, (x, y, np.int64(x.size)))
+        return y
+    return x.astype(dtype)
 
 
 # ------------------------------------------------------------------ gemm pointers

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..backend import cuda_kernels
 from ..backend.classlist import ClassList, compact, is_interned
 from ..chunks import group_chunk
 from ..dtypes import BFLOAT16
@@ -36,8 +37,8 @@ class EmulatedCommunicator(Communicator):
 
     def _reducer(self, op: str) -> Callable[[Any, Any], Any]:
         xp = self.mesh.backend.xp
-        if op == "sum":
-            return xp.add
+        if op == "sum":  # CuPy blocks of one shape and float dtype: one vectorized kernel (cuda_kernels.add)
+            return functools.partial(cuda_kernels.add, xp) if self.mesh.backend.name == "cupy" else xp.add
         if op == "max":
             return xp.maximum
         if op == "min":
@@ -52,8 +53,9 @@ class EmulatedCommunicator(Communicator):
             distinct = list({id(m): m for m in members}.values())
             members = distinct if len(distinct) > 1 or len(members) == 1 else distinct * 2  # a new buffer
         if has_data and first.dtype == BFLOAT16:  # a dtype comparison, not the dtype's name (built per call)
-            total = functools.reduce(reducer, [b.astype("float32") for b in members])
-            return total.astype(first.dtype)
+            xp = self.mesh.backend.xp
+            total = functools.reduce(reducer, [cuda_kernels.cast(xp, b, np.float32) for b in members])
+            return cuda_kernels.cast(xp, total, first.dtype)
         return functools.reduce(reducer, members)
 
     def _per_group(

@@ -266,6 +266,70 @@ def test_attention_products_in_place_match_numpy(eq, dtype, tol):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
+VECTOR_SIZES = [0, 1, 7, 8, 9, 4103, (1 << 20) + 5]  # empty, shorter than a chunk, a chunk, tails, a large array
+
+
+def _views(cupy, host):
+    """``host`` on the GPU as an aligned array (eight-element chunks) and as a view one element in (not 16-byte
+    aligned: every element one at a time), with the NumPy values each holds."""
+    whole = cupy.asarray(np.concatenate([host[:1], host]))
+    return [(cupy.asarray(host), host), (whole[1:], host)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64"])
+def test_vector_kernels_add_and_cast_exactly_as_numpy(dtype):
+    """kernels/elementwise.cu: add_vec equals NumPy's a + b bit for bit (float32 math, one rounding), and the casts
+    between float32 and the 16-bit floats equal NumPy's astype, for every tail length and for unaligned views."""
+    import cupy
+
+    from shardarray.backend import cuda_kernels
+
+    for n in VECTOR_SIZES:
+        a, b = rand(n, seed=1).astype(dtype), rand(n, seed=2).astype(dtype)
+        for (da, ha), (db, hb) in zip(_views(cupy, a), _views(cupy, b)):
+            got = cupy.asnumpy(cuda_kernels.add(cupy, da, db))
+            np.testing.assert_array_equal(got.view(np.uint8), (ha + hb).view(np.uint8), err_msg=f"{dtype} {n}")
+        if dtype in ("bfloat16", "float16"):
+            x = rand(n, seed=3).astype(np.float32) * 1e3
+            x[: min(n, 3)] = [np.inf, -np.inf, 6.5e4][: min(n, 3)]
+            for dx, hx in _views(cupy, x):
+                narrow = cupy.asnumpy(cuda_kernels.cast(cupy, dx, dtype))
+                np.testing.assert_array_equal(narrow.view(np.uint8), hx.astype(dtype).view(np.uint8))
+            for dx, hx in _views(cupy, x.astype(dtype)):
+                wide = cupy.asnumpy(cuda_kernels.cast(cupy, dx, "float32"))
+                np.testing.assert_array_equal(wide, hx.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12), ("bfloat16", 1e-2)])
+def test_vector_kernels_gelu_and_adam_on_tails_and_unaligned_views(dtype, tol):
+    """gelu_fwd/bwd and adam take eight elements per thread where aligned: every tail length and an unaligned view
+    give NumPy's formula."""
+    import cupy
+
+    from shardarray.backend import cuda_kernels
+
+    c = 0.7978845608028654
+    for n in VECTOR_SIZES:
+        moments = cuda_kernels.moment_dtype(dtype)
+        x, g = (rand(n, seed=s).astype(dtype).astype(np.float64) for s in (4, 5))  # the values the GPU holds
+        m = rand(n, seed=6).astype(moments).astype(np.float64)
+        v = np.abs(rand(n, seed=7)).astype(moments).astype(np.float64)
+        t = np.tanh(c * (x + 0.044715 * x**3))
+        fwd, bwd = 0.5 * x * (1 + t), g * 0.5 * (1 + t + x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x))
+        m2 = 0.9 * m + 0.1 * g
+        v2 = 0.999 * v + 0.001 * g * g
+        p2 = x * 0.99 - 1e-2 * m2 / (np.sqrt(v2 / 0.5) + 1e-8)
+        views = [_views(cupy, a.astype(dt)) for a, dt in ((x, dtype), (g, dtype), (m, moments), (v, moments))]
+        for (dx, _), (dg, _), (dm, _), (dv, _) in zip(*views):
+            got = cupy.asnumpy(cuda_kernels.gelu(cupy, dx)).astype(np.float64)
+            np.testing.assert_allclose(got, fwd, rtol=tol, atol=tol)
+            got = cupy.asnumpy(cuda_kernels.gelu_grad(cupy, dg, dx)).astype(np.float64)
+            np.testing.assert_allclose(got, bwd, rtol=tol, atol=tol)
+            outs = cuda_kernels.adam(cupy, dx, dg, dm, dv, 0.9, 0.999, 1e-2, 0.5, 1e-8, 0.99)
+            for out, want in zip(outs, (p2, m2, v2)):
+                np.testing.assert_allclose(cupy.asnumpy(out).astype(np.float64), want, rtol=tol, atol=tol)
+
+
 def test_float16_batched_gemm_runs_on_cublas_with_float32_accumulation():
     """K = 1024: the product equals float32 accumulation (within its final rounding), not float16 accumulation.
 

@@ -16,7 +16,8 @@ from shardarray.backend.cupy_backend import on_devices
 from shardarray.ops.fused import dispatch as fused
 
 LAUNCHED = {"softmax": ["softmax_fwd", "softmax_bwd", "xent_fwd", "xent_bwd", "causal_softmax_fwd", "causal_softmax_bwd"], "layer_norm": ["ln_fwd", "ln_bwd"],
-            "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam", "adam_dev"], "gemm_pointers": []}
+            "gelu": ["gelu_fwd", "gelu_bwd"], "adam": ["adam", "adam_dev"], "gemm_pointers": [],
+            "elementwise": ["add_vec"]}
 
 
 def test_every_launched_kernel_is_defined_for_every_float_type():
@@ -162,7 +163,13 @@ def test_every_kernel_is_launched_with_its_parameter_types(monkeypatch, dtype):
     m = cupy.zeros((4, 6), moments)
     p2, m2, v2 = cuda_kernels.adam(cupy, x, x, m, m, 0.9, 0.999, 1e-3, 0.1, 1e-8, 1.0)
     assert p2.dtype == np.dtype(dtype) and m2.dtype == v2.dtype == np.dtype(moments)
-    assert len(gpu.launches) == 11
+    assert cuda_kernels.add(cupy, x, x).dtype == np.dtype(dtype)
+    launches = 12
+    if dtype == "float16":  # the casts between float32 and float16 (and bfloat16: tests/backend/test_kernels_elementwise)
+        assert cuda_kernels.cast(cupy, x, "float32").dtype == np.float32
+        assert cuda_kernels.cast(cupy, x.astype(np.float32), dtype).dtype == np.float16
+        launches += 2
+    assert len(gpu.launches) == launches
 
 
 def test_adam_moments_of_float16_parameters_are_float32(monkeypatch):

@@ -92,6 +92,7 @@ def _looked_up() -> dict[str, set[str]]:
     # kernels of no float type, looked up by name: _function(cupy, source, kernel)
     for source, kernel in re.findall(r'_function\(\s*\w+,\s*"(\w+)",\s*"(\w+)"\)', text):
         names[source].add(kernel)
+    names["elementwise"] |= set(cuda_kernels.CASTS.values())  # _function(xp, "elementwise", kernel) from CASTS
     return names
 
 

@@ -1977,12 +1977,24 @@ def _batch_pointers(out: ndarray, nb: Any, n2: Any, a: Any, a1: Any, a2: Any, b:
     out._a.reshape(-1)[...] = fake_gpu.batch_pointers(nb, n2, a, a1, a2, b, b1, b2, c, c1, c2)
 
 
+def _add_vec(a: ndarray, b: ndarray, y: ndarray, n: Any) -> None:
+    acc = _acc(a.dtype)
+    _store(y, a._a.reshape(-1).astype(acc) + b._a.reshape(-1).astype(acc))
+
+
+def _cast(x: ndarray, y: ndarray, n: Any) -> None:
+    if x.size != int(n) or y.size != int(n):
+        raise ValueError(f"a cast kernel of {n} elements launched on arrays of {x.size} and {y.size}")
+    _store(y, x._a.reshape(-1).astype(np.float32))
+
+
 #: what each kernel of ``kernels/*.cu`` computes (by name without the dtype suffix), in NumPy
 KERNEL_MODELS: dict[str, Callable[..., None]] = {
     "softmax_fwd": _softmax_fwd, "softmax_bwd": _softmax_bwd, "xent_fwd": _xent_fwd, "xent_bwd": _xent_bwd,
     "causal_softmax_fwd": _causal_softmax_fwd, "causal_softmax_bwd": _causal_softmax_bwd,
     "ln_fwd": _ln_fwd, "ln_bwd": _ln_bwd, "gelu_fwd": _gelu_fwd, "gelu_bwd": _gelu_bwd, "adam": _adam,
-    "adam_dev": _adam_dev, "batch_pointers": _batch_pointers,
+    "adam_dev": _adam_dev, "batch_pointers": _batch_pointers, "add_vec": _add_vec,
+    "cast_f32": _cast, "cast_bf16": _cast, "cast_f16": _cast,  # cast_<from>_<to>, less the <to> suffix
 }
 
 

@@ -1,0 +1,115 @@
+"""kernels/elementwise.cu on the strict CuPy stand-in: which blocks take ``add_vec`` and the casts, their launch, and
+the values through ``sa`` ops against NumPy shards (the GPU runs are in test_gpu.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import rand
+from strict_cupy import StrictCupy
+
+import shardarray as sa
+from shardarray.backend import cuda_kernels
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    monkeypatch.delenv("SHARDARRAY_KERNELS", raising=False)
+    return StrictCupy(gpus=4).install(monkeypatch)
+
+
+def _names(gpu) -> list[str]:
+    return [launch["name"] for launch in gpu.launches]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64"])
+@pytest.mark.parametrize("n", [0, 1, 9, 1000])
+def test_add_takes_the_kernel_for_blocks_of_one_shape_and_dtype(gpu, dtype, n):
+    import cupy
+
+    a, b = rand((n, 3), seed=1).astype(dtype), rand((n, 3), seed=2).astype(dtype)
+    got = cuda_kernels.add(cupy, cupy.asarray(a), cupy.asarray(b))
+    np.testing.assert_array_equal(cupy.asnumpy(got).astype(np.float64), (a + b).astype(np.float64))
+    suffix = cuda_kernels._SUFFIX[np.dtype(dtype)]
+    assert _names(gpu) == ([f"add_vec_{suffix}"] if n else [])  # an empty array launches nothing
+    if n:
+        threads = gpu.launches[0]["grid"][0] * gpu.launches[0]["block"][0]
+        assert threads >= math.ceil(3 * n / 8)  # eight elements a thread
+
+
+def test_add_leaves_other_blocks_to_cupy(gpu):
+    """Broadcasting, mixed dtypes, integers, non-contiguous blocks and scalars are added by CuPy itself."""
+    import cupy
+
+    x = cupy.asarray(rand((4, 6)).astype(np.float32))
+    cases = [
+        (x, x[:1]),  # broadcast
+        (x, x.astype(np.float64)),  # mixed dtypes
+        (x.astype(np.int32), x.astype(np.int32)),  # no kernel for integers
+        (x[:, ::2], x[:, ::2]),  # not contiguous
+        (x, 2.0),  # a scalar
+    ]
+    for a, b in cases:
+        got = cuda_kernels.add(cupy, a, b)
+        np.testing.assert_array_equal(cupy.asnumpy(got), cupy.asnumpy(a + b))
+    assert _names(gpu) == []
+
+
+@pytest.mark.parametrize(
+    "src,dst", [("float32", "bfloat16"), ("float32", "float16"), ("bfloat16", "float32"), ("float16", "float32")]
+)
+def test_casts_between_float32_and_16_bit_floats_take_the_kernel(gpu, src, dst):
+    import cupy
+
+    x = (rand((5, 7), seed=3) * 100).astype(src)
+    got = cuda_kernels.cast(cupy, cupy.asarray(x), dst)
+    assert got.dtype == np.dtype(dst)
+    np.testing.assert_array_equal(cupy.asnumpy(got).view(np.uint8), x.astype(dst).view(np.uint8))
+    assert _names(gpu) == [cuda_kernels.CASTS[np.dtype(src), np.dtype(dst)]]
+
+
+def test_other_casts_are_cupys(gpu):
+    import cupy
+
+    x = cupy.asarray(rand((3, 4)).astype(np.float32))
+    for a, dst in [(x, "float64"), (x, "int32"), (x.astype(np.float64), "bfloat16"), (x.T, "bfloat16")]:
+        np.testing.assert_array_equal(cupy.asnumpy(cuda_kernels.cast(cupy, a, dst)), cupy.asnumpy(a).astype(dst))
+    assert _names(gpu) == []
+
+
+def test_kernels_off_leaves_add_and_casts_to_cupy(gpu, monkeypatch):
+    import cupy
+
+    monkeypatch.setenv("SHARDARRAY_KERNELS", "0")
+    x = cupy.asarray(rand(16).astype(np.float32))
+    cuda_kernels.add(cupy, x, x)
+    cuda_kernels.cast(cupy, x, "bfloat16")
+    assert _names(gpu) == []
+
+
+@pytest.mark.parametrize("shape", [{"d": 1}, {"row": 2, "col": 2}])
+def test_ops_add_and_astype_on_cupy_shards_match_numpy_shards(gpu, shape):
+    """``x + y``, ``astype`` and the gradient through them (cotangents meet at ``x``) on CuPy shards equal NumPy's."""
+    layout = {"b": "row", "f": "col"} if "row" in shape else {}
+
+    def run(backend: str) -> tuple[np.ndarray, np.ndarray]:
+        mesh = sa.Mesh(shape, backend=backend)
+        x = sa.asarray(rand((6, 10), seed=7).astype(np.float32), ("b", "f"), mesh, layout=layout)
+        y = sa.asarray(rand((6, 10), seed=8).astype(np.float32), ("b", "f"), mesh, layout=layout)
+
+        def f(x: sa.ShardArray) -> sa.ShardArray:
+            h = x.astype("bfloat16")
+            z = h + y.astype("bfloat16") + h
+            return (z.astype("float32") * x).sum()
+
+        value, grad = sa.value_and_grad(f)(x)
+        return np.asarray(float(value)), grad.numpy()
+
+    want = run("numpy")
+    got = run("cupy")
+    names = set(_names(gpu))
+    assert {"add_vec_bf16", "cast_f32_bf16", "cast_bf16_f32"} <= names, names
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
