@@ -62,10 +62,12 @@ _RAW: list[Any] = []  # the ctypes binding, made on first use
 
 
 class RawCublas:
-    """``cublasSetStream`` and ``cublasGemmStridedBatchedEx`` of the libcublas CuPy loaded, through ctypes.
+    """``cublasSetStream``, ``cublasGemmStridedBatchedEx`` and ``cublasGemmBatchedEx`` of the libcublas CuPy
+    loaded, through ctypes.
 
-    ``gemmStridedBatchedEx`` takes CuPy's arguments (addresses as ints) and first sets the handle's stream to
-    the current one, as CuPy's wrapper does, without its refusal of a capturing stream.
+    Each gemm takes CuPy's arguments (addresses as ints) and first sets the handle's stream to the current one,
+    as CuPy's wrappers do, without their refusal of a capturing stream. ``sa.graphed`` captures through it, and
+    the pointer-batched gemm always goes through it (CuPy binds no ``cublasGemmBatchedEx``).
     """
 
     def __init__(self, lib: Any) -> None:
@@ -89,7 +91,7 @@ class RawCublas:
             (name, fn(handle, *args)),
         ):
             if status:
-                raise RuntimeError(f"{what} failed with cuBLAS status {status} while capturing a CUDA graph")
+                raise RuntimeError(f"{what} failed with cuBLAS status {status} (called through ctypes)")
 
     def gemmStridedBatchedEx(self, handle: int, *args: Any) -> None:
         self._call("cublasGemmStridedBatchedEx", self._gemm, handle, args)
@@ -117,7 +119,7 @@ def raw_cublas() -> Any:
         except (OSError, AttributeError):
             continue
     raise BackendError(
-        "sa.graphed: no libcublas with cublasGemmStridedBatchedEx could be loaded (looked in /proc/self/maps and "
+        "no libcublas with cublasGemmStridedBatchedEx could be loaded (looked in /proc/self/maps and "
         "for libcublas.so.13/.12); install CuPy's CUDA libraries (pip install 'shardarray[cuda13]')"
     )
 
@@ -266,9 +268,10 @@ def _cached_plan(key: tuple, make: Any) -> Any:
     return plan
 
 
-def _api() -> tuple[Any, int]:
-    """CuPy's cuBLAS bindings and the current GPU's handle (in host pointer mode), or the ctypes binding while
-    ``sa.graphed`` captures (``CAPTURING``; counted in ``STATS["captured"]``)."""
+def _api(call: str = "gemmStridedBatchedEx") -> tuple[Any, int]:
+    """A cuBLAS binding with ``call`` and the current GPU's handle (in host pointer mode): CuPy's, or the ctypes
+    binding while ``sa.graphed`` captures (``CAPTURING``; counted in ``STATS["captured"]``) and for a ``call``
+    CuPy does not bind (CuPy 14 has no ``cublasGemmBatchedEx``: seen on an H200 with cupy-cuda13x 14.2)."""
     import cupy
     from cupy.cuda import cublas
 
@@ -278,7 +281,7 @@ def _api() -> tuple[Any, int]:
     if CAPTURING[0]:
         STATS["captured"] += 1
         return raw_cublas(), handle
-    return cublas, handle
+    return (cublas if hasattr(cublas, call) else raw_cublas()), handle
 
 
 def batched_matmul(a: Any, b: Any, out: Any = None, out_dtype: Any = None) -> Any:
@@ -385,7 +388,7 @@ def matmul_two_batch_dims(a: Any, b: Any, out: Any) -> bool:
         (b.data.ptr, b.strides[0], b.strides[1]),
         (out.data.ptr, out.strides[0], out.strides[1]),
     )
-    api, handle = _api()
+    api, handle = _api("gemmBatchedEx")
     op_a, lda, _ = plan.args_a
     op_b, ldb, _ = plan.args_b
     ldc, _ = plan.args_c

@@ -350,18 +350,37 @@ def _flat_arrays(xp: Any, *arrays: Any) -> bool:
 
 
 def add(xp: Any, a: Any, b: Any) -> Any:
-    """``a + b``: ``add_vec`` of ``kernels/elementwise.cu`` for two C-contiguous CuPy arrays of one shape and float
-    dtype (eight elements per thread; CuPy's own add takes one), else ``a + b`` itself.
+    """``a + b`` by ``kernels/elementwise.cu`` for C-contiguous CuPy arrays of one float dtype (eight elements per
+    thread; CuPy's own add takes one): ``add_vec`` for one shape, ``add_rows`` where one of them is repeated along
+    the other's leading axes (its shape is the other's trailing shape, after size-1 axes). Else ``a + b`` itself.
 
     Example (NumPy blocks are added by NumPy):
         >>> add(np, np.ones(3), np.ones(3))
         array([2., 2., 2.])
     """
-    if _flat_arrays(xp, a, b) and a.shape == b.shape and a.dtype == b.dtype and supports(xp, a.dtype, "elementwise"):
-        y = xp.empty_like(a)
-        _vector_launch(_fn("elementwise", "add_vec", a.dtype), a.size, (a, b, y, np.int64(a.size)))
-        return y
-    return a + b
+    if not (_flat_arrays(xp, a, b) and a.dtype == b.dtype):
+        return a + b
+    if a.shape == b.shape:
+        if supports(xp, a.dtype, "elementwise"):
+            y = xp.empty_like(a)
+            _vector_launch(_fn("elementwise", "add_vec", a.dtype), a.size, (a, b, y, np.int64(a.size)))
+            return y
+        return a + b
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)  # shapes only: no block is touched
+    except ValueError:
+        return a + b  # CuPy's own error
+    if b.shape == shape:
+        a, b = b, a  # the sum is the same either way round
+    tail = tuple(b.shape)
+    while tail and tail[0] == 1:
+        tail = tail[1:]
+    if a.shape != shape or tail != shape[len(shape) - len(tail) :] or not supports(xp, a.dtype, "elementwise"):
+        return a + b
+    y = xp.empty_like(a)
+    args = (a, b, y, np.int64(a.size), np.int64(b.size))
+    _vector_launch(_fn("elementwise", "add_rows", a.dtype), a.size, args)
+    return y
 
 
 def cast(xp: Any, x: Any, dtype: Any) -> Any:

@@ -300,6 +300,23 @@ def test_vector_kernels_add_and_cast_exactly_as_numpy(dtype):
                 np.testing.assert_array_equal(wide, hx.astype(np.float32))
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("a,b", [((8, 1024), (1, 1024)), ((5, 13), (1, 13)), ((2, 512, 64), (1, 512, 64)),
+                                 ((1, 24), (3, 24)), ((3, 7, 16), (16,))])
+def test_vector_kernels_add_rows_exactly_as_numpy(dtype, a, b):
+    """add_rows (a bias or a positional table repeated along leading axes) equals NumPy's broadcast sum bit for bit,
+    chunked (the repeat a multiple of 8) or one element at a time, and on an unaligned view."""
+    import cupy
+
+    from shardarray.backend import cuda_kernels
+
+    x, y = rand(a, seed=1).astype(dtype), rand(b, seed=2).astype(dtype)
+    want = (x + y).view(np.uint8)
+    for dy, hy in _views(cupy, y.reshape(-1)):
+        got = cupy.asnumpy(cuda_kernels.add(cupy, cupy.asarray(x), dy.reshape(b)))
+        np.testing.assert_array_equal(got.view(np.uint8), want)
+
+
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12), ("bfloat16", 1e-2)])
 def test_vector_kernels_gelu_and_adam_on_tails_and_unaligned_views(dtype, tol):
     """gelu_fwd/bwd and adam take eight elements per thread where aligned: every tail length and an unaligned view

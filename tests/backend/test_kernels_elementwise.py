@@ -39,13 +39,32 @@ def test_add_takes_the_kernel_for_blocks_of_one_shape_and_dtype(gpu, dtype, n):
         assert threads >= math.ceil(3 * n / 8)  # eight elements a thread
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize(
+    "a,b",
+    [((4, 16), (1, 16)), ((1, 16), (4, 16)), ((2, 3, 8), (1, 1, 8)), ((2, 3, 5), (3, 5)), ((3, 5), (1, 3, 5))],
+)
+def test_add_of_an_array_repeated_along_leading_axes_takes_add_rows(gpu, dtype, a, b):
+    """A bias or a positional table added to activations: one ``add_rows`` launch, NumPy's value and shape."""
+    import cupy
+
+    x, y = rand(a, seed=1).astype(dtype), rand(b, seed=2).astype(dtype)
+    got = cupy.asnumpy(cuda_kernels.add(cupy, cupy.asarray(x), cupy.asarray(y)))
+    assert got.shape == (x + y).shape
+    np.testing.assert_array_equal(got.astype(np.float64), (x + y).astype(np.float64))
+    assert _names(gpu) == [f"add_rows_{cuda_kernels._SUFFIX[np.dtype(dtype)]}"]
+
+
 def test_add_leaves_other_blocks_to_cupy(gpu):
-    """Broadcasting, mixed dtypes, integers, non-contiguous blocks and scalars are added by CuPy itself."""
+    """Broadcasting along trailing or middle axes, a result of neither operand's shape, mixed dtypes,
+    integers, non-contiguous blocks and scalars are added by CuPy itself."""
     import cupy
 
     x = cupy.asarray(rand((4, 6)).astype(np.float32))
     cases = [
-        (x, x[:1]),  # broadcast
+        (x, x[:, :1]),  # broadcast along the last axis
+        (x.reshape(4, 2, 3), x.reshape(4, 2, 3)[:, :1].copy()),  # (4, 2, 3) + (4, 1, 3): along a middle axis
+        (x[:1], x[:, :1][None]),  # (1, 6) + (1, 4, 1): neither operand has the result's shape
         (x, x.astype(np.float64)),  # mixed dtypes
         (x.astype(np.int32), x.astype(np.int32)),  # no kernel for integers
         (x[:, ::2], x[:, ::2]),  # not contiguous

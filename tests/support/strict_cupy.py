@@ -1982,6 +1982,13 @@ def _add_vec(a: ndarray, b: ndarray, y: ndarray, n: Any) -> None:
     _store(y, a._a.reshape(-1).astype(acc) + b._a.reshape(-1).astype(acc))
 
 
+def _add_rows(a: ndarray, b: ndarray, y: ndarray, n: Any, nb: Any) -> None:
+    if a.size != int(n) or b.size != int(nb) or int(n) % max(int(nb), 1):
+        raise ValueError(f"add_rows of {n} and {nb} elements launched on arrays of {a.size} and {b.size}")
+    acc = _acc(a.dtype)
+    _store(y, (a._a.reshape(-1, max(int(nb), 1)).astype(acc) + b._a.reshape(-1).astype(acc)).reshape(-1))
+
+
 def _cast(x: ndarray, y: ndarray, n: Any) -> None:
     if x.size != int(n) or y.size != int(n):
         raise ValueError(f"a cast kernel of {n} elements launched on arrays of {x.size} and {y.size}")
@@ -1993,7 +2000,7 @@ KERNEL_MODELS: dict[str, Callable[..., None]] = {
     "softmax_fwd": _softmax_fwd, "softmax_bwd": _softmax_bwd, "xent_fwd": _xent_fwd, "xent_bwd": _xent_bwd,
     "causal_softmax_fwd": _causal_softmax_fwd, "causal_softmax_bwd": _causal_softmax_bwd,
     "ln_fwd": _ln_fwd, "ln_bwd": _ln_bwd, "gelu_fwd": _gelu_fwd, "gelu_bwd": _gelu_bwd, "adam": _adam,
-    "adam_dev": _adam_dev, "batch_pointers": _batch_pointers, "add_vec": _add_vec,
+    "adam_dev": _adam_dev, "batch_pointers": _batch_pointers, "add_vec": _add_vec, "add_rows": _add_rows,
     "cast_f32": _cast, "cast_bf16": _cast, "cast_f16": _cast,  # cast_<from>_<to>, less the <to> suffix
 }
 

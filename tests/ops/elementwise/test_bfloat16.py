@@ -285,6 +285,10 @@ def test_kernels_have_bfloat16_instantiations():
     assert cuda_kernels._SUFFIX[BF16] == "bf16"
     for name in cuda_kernels.SOURCES:
         sigs = _signatures(cuda_kernels.source(name))
+        casts = {k: sigs.pop(k) for k in cuda_kernels.CASTS.values() if k in sigs}  # one source, one target type
+        if name == "elementwise":
+            assert [c for c, _ in casts["cast_f32_bf16"]] == ["float", "bf16_t", "index_t"]
+            assert [c for c, _ in casts["cast_bf16_f32"]] == ["bf16_t", "float", "index_t"]
         if name == "gemm_pointers":  # addresses for cuBLAS: no float type
             assert list(sigs) == ["batch_pointers"]
             continue
