@@ -38,7 +38,7 @@ for what in "$@"; do
     case "$what" in
     tests)
         stage tests 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'; command -v mpiexec || echo 'no mpiexec'"
-        stage tests "${TESTS_LIMIT:-480}" "$PY" -m pytest -q -m gpu --timeout "${TEST_TIMEOUT:-120}" -p no:cacheprovider -rs tests/  # no -x: every failure in one call
+        stage tests "${TESTS_LIMIT:-480}" "$PY" -m pytest -q -m gpu --timeout "${TEST_TIMEOUT:-120}" -p no:cacheprovider -rfEs tests/  # no -x: every failure in one call
         ;;
     suite)
         # the whole suite with every mesh on real CuPy shards (the run CI makes on the strict stand-in), one folder
