@@ -84,7 +84,17 @@ def test_event_seconds_records_on_the_stream_of_the_work(monkeypatch, gpu_bench)
 
     mesh = sa.Mesh({"d": 2}, backend="cupy", devices=[0, 1])
     seen = []
-    seconds = gpu_bench.event_seconds(lambda: seen.append(fake.current()), mesh.backend.scope(1), calls=3, repeat=2)
+    timer = gpu_bench.cupy_timer(mesh.backend.scope(1))
+    seconds = gpu_bench.interleaved({"work": (lambda: seen.append(fake.current()), timer)}, calls=3, repeat=2)["work"]
     assert seconds >= 0 and len(seen) == 2 + 2 * 3
     assert len(set(seen)) == 1 and seen[0][0] == 1 and seen[0][1] != 0  # GPU 1, on its own stream
     assert set(fake.events) == {seen[0][1]}  # every event on the stream the calls ran on
+
+
+def test_implementations_take_turns(monkeypatch, gpu_bench):
+    """``interleaved`` measures A B A B ..., after each one's warm-up calls."""
+    FakeCupy(gpus=1).install(monkeypatch)
+    order = []
+    impls = {name: (lambda name=name: order.append(name), gpu_bench.cupy_timer()) for name in "AB"}
+    secs = gpu_bench.interleaved(impls, calls=2, repeat=3, warmup=1)
+    assert set(secs) == {"A", "B"} and order == ["A", "B"] + ["A", "A", "B", "B"] * 3
