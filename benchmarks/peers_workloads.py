@@ -183,8 +183,8 @@ class ShardarrayEnv:
         if w == "tsqr":  # the TSQR layout: rows over every device (a positional array would split the 32 columns)
             a = xp.asarray(sa.asarray(h["a"], dims=("i", "j"), mesh=mesh, layout={"i": self.axes}))
             return positional(lambda: xp.linalg.qr(a))
-        if w == "kmeans":
-            x = xp.asarray(h["x"])
+        if w == "kmeans":  # samples over every device, features whole (as Dask's row chunks, Heat's split=0)
+            x = xp.asarray(sa.asarray(h["x"], dims=("i", "f"), mesh=mesh, layout={"i": self.axes}))
             c = xp.asarray(sa.asarray(h["c"], dims=("k", "f"), mesh=mesh, layout={}))  # replicated centroids
             return positional(lambda: np.asarray(kmeans_step(xp, x, c, s["k"], xp.matrix_transpose)))
         if w == "fused":

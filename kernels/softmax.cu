@@ -25,16 +25,15 @@ template <typename T> __device__ void softmax_fwd(const T* x, T* y, index_t n) {
     for (index_t i = threadIdx.x; i < n; i += blockDim.x) st(y, row + i, ex((A)ld(x, row + i) - m) / s);
 }
 
-// dx = y (g - sum(g y))
-template <typename T> __device__ void softmax_bwd(const T* g, const T* y, T* dx, index_t n) {
-    typedef typename Acc<T>::type A;
+// dx = scale y (g - sum(g y)) (scale 1: the softmax's VJP; attention's scale folded in: its scores' VJP)
+template <typename T, typename A> __device__ void softmax_bwd(const T* g, const T* y, T* dx, index_t n, A scale) {
     __shared__ A shared[32];
     const index_t row = (index_t)blockIdx.x * n;
     A s = A(0);
     for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += (A)ld(g, row + i) * (A)ld(y, row + i);
     s = block_sum(s, shared);
     for (index_t i = threadIdx.x; i < n; i += blockDim.x)
-        st(dx, row + i, ((A)ld(g, row + i) - s) * (A)ld(y, row + i));
+        st(dx, row + i, scale * (((A)ld(g, row + i) - s) * (A)ld(y, row + i)));
 }
 
 // loss[r] = logsumexp(x[r, :]) - x[r, t[r]]; lse[r] kept (accumulation type) for the backward pass
@@ -66,7 +65,11 @@ template <typename T> __device__ void xent_bwd(const T* g, const T* x, const ind
 #define SOFTMAX_KERNELS(S, T)                                                                              \
     extern "C" __global__ void softmax_fwd_##S(const T* x, T* y, index_t n) { softmax_fwd<T>(x, y, n); }   \
     extern "C" __global__ void softmax_bwd_##S(const T* g, const T* y, T* dx, index_t n) {                \
-        softmax_bwd<T>(g, y, dx, n);                                                                       \
+        softmax_bwd<T, Acc<T>::type>(g, y, dx, n, (Acc<T>::type)1);                                        \
+    }                                                                                                      \
+    extern "C" __global__ void softmax_scaled_bwd_##S(const T* g, const T* y, T* dx, index_t n,           \
+                                                      Acc<T>::type scale) {                                \
+        softmax_bwd<T, Acc<T>::type>(g, y, dx, n, scale);                                                  \
     }                                                                                                      \
     extern "C" __global__ void xent_fwd_##S(const T* x, const index_t* t, T* loss, Acc<T>::type* lse,     \
                                             index_t n) {                                                   \

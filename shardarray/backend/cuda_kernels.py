@@ -187,12 +187,18 @@ def softmax_rows(xp: Any, x: Any) -> Any:
     return y
 
 
-def softmax_rows_grad(xp: Any, g: Any, y: Any) -> Any:
-    """``y (g - sum(g y))`` over the last axis."""
+def softmax_rows_grad(xp: Any, g: Any, y: Any, scale: float | None = None) -> Any:
+    """``y (g - sum(g y))`` over the last axis, times ``scale`` when one is given (attention's scores: no
+    separate pass to scale them)."""
     g, y = _contig(xp, g, y, dtype=y.dtype)
     dx = xp.empty_like(y)
     n = y.shape[-1]
-    _rows_launch(_fn("softmax", "softmax_bwd", y.dtype), y.size // max(n, 1), n, (g, y, dx, np.int64(n)))
+    rows = y.size // max(n, 1)
+    if scale is None:
+        _rows_launch(_fn("softmax", "softmax_bwd", y.dtype), rows, n, (g, y, dx, np.int64(n)))
+    else:
+        args = (g, y, dx, np.int64(n), _acc(y.dtype)(scale))
+        _rows_launch(_fn("softmax", "softmax_scaled_bwd", y.dtype), rows, n, args)
     return dx
 
 

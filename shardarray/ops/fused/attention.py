@@ -11,12 +11,15 @@ probabilities are saved. The VJP is
 ``dS = P (dP - sum(dP P))``, ``dq = scale dS k``, ``dk = scale dS^T q``,
 ``dv = P^T g`` with ``dP = g v^T``: four batched gemms and two passes.
 
-The same code runs on CuPy shards through the backend's array module: the
-products are cuBLAS strided-batched gemms (``backend.einsum``, which reads
-transposed operands in place), and with the fused kernels on, the scale,
-mask and softmax are one launch of ``causal_softmax_fwd`` and the softmax's
-backward one of ``softmax_bwd`` (``kernels/softmax.cu``); without them, the
-mask is made on the device (``tri``) and the passes are CuPy's.
+The same code runs on CuPy shards through the backend's array module. With
+the fused kernels on, the products are ``backend.einsum`` on the blocks as
+they lie: cuBLAS batched gemms over (batch, heads) read q, k, v and write
+o, dq, dk, dv in their (batch, seq, heads, d_kv) layout, with no transposing
+copy; the scale, mask and softmax are one launch of ``causal_softmax_fwd``
+and the softmax's backward, scale included, one of ``softmax_scaled_bwd``
+(``kernels/softmax.cu``). Without the kernels, the products are cuBLAS
+strided-batched gemms on transposed views, the mask is made on the device
+(``tri``) and the passes are CuPy's.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -81,6 +84,9 @@ class _Kit(NamedTuple):
     xp: Any
     matmul: Callable[[Any, Any], Any]  # (b, h, i, k) @ (b, h, k, j), operands possibly transposed views
     kernels: Any  # ``backend.cuda_kernels`` when its softmax kernels run for these shards, else None
+    # the backend's two-operand einsum where it reads (b, s, h, d) operands and writes (b, s, h, d) results in
+    # place (CuPy: cuBLAS batched gemms over (b, h), no transposing copy); None: ``matmul`` on transposed views
+    einsum: Callable[[str, Any, Any], Any] | None = None
 
 
 def _kit(x: ShardArray) -> _Kit:
@@ -89,8 +95,9 @@ def _kit(x: ShardArray) -> _Kit:
     kernels = cuda_kernels if fused.kernels_for(x, "softmax") else None
     if xp is np and kernels is None:
         return _NUMPY
-    mm = xp.matmul if getattr(xp, "__name__", "") == "numpy" else _device_matmul(x.mesh)
-    return _Kit(xp, mm, kernels)
+    if getattr(xp, "__name__", "") == "numpy":
+        return _Kit(xp, xp.matmul, kernels)
+    return _Kit(xp, _device_matmul(x.mesh), kernels, x.mesh.backend.einsum)
 
 
 _NUMPY = _Kit(np, np.matmul, None)
@@ -103,7 +110,10 @@ def _device_matmul(mesh: Mesh) -> Callable[[Any, Any], Any]:
 
 def _forward(kit: _Kit, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
     """``(o, p)`` of one block: ``o`` (b, s, h, d), ``p`` (b, h, s, t) the probabilities."""
-    xp, mm = kit.xp, kit.matmul
+    xp, mm, ein = kit.xp, kit.matmul, kit.einsum
+    if ein is not None and kit.kernels is not None:  # q, k, v read and o written in their (b, s, h, d) layout
+        p = kit.kernels.causal_softmax_rows(xp, ein("bshk,bthk->bhst", q, k), scale)
+        return xp.ascontiguousarray(ein("bhst,bthk->bshk", p, v)), p
     qt = q.transpose(0, 2, 1, 3)
     s = mm(qt, k.transpose(0, 2, 3, 1))
     if kit.kernels is not None:  # scale, mask and softmax: one launch per block
@@ -155,7 +165,14 @@ def causal_attention(q: ShardArray, k: ShardArray, v: ShardArray, scale: float) 
 
 
 def _backward(kit: _Kit, g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any, Any, Any]:
-    xp, mm = kit.xp, kit.matmul
+    xp, mm, ein = kit.xp, kit.matmul, kit.einsum
+    if ein is not None and kit.kernels is not None:  # (b, s, h, d) operands and results in place, as forward
+        dp = kit.kernels.softmax_rows_grad(xp, ein("bshk,bthk->bhst", g, v), p, scale)  # scale P (dP - sum(dP P))
+        return (
+            xp.ascontiguousarray(ein("bhst,bthk->bshk", dp, k)),
+            xp.ascontiguousarray(ein("bhst,bshk->bthk", dp, q)),
+            xp.ascontiguousarray(ein("bhst,bshk->bthk", p, g)),
+        )
     gt = g.transpose(0, 2, 1, 3)  # (b, h, s, d)
     dv = mm(p.transpose(0, 1, 3, 2), gt)  # (b, h, t, d)
     dp = mm(gt, v.transpose(0, 2, 3, 1))  # (b, h, s, t)
