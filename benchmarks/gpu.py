@@ -8,6 +8,9 @@
     work runs on (one synchronisation per measurement, not per call, so
     host overhead hides behind queued kernels as it does in real use); the
     implementations take turns, one measurement each (A B C A B C ...).
+(a'') Attention's scores product on (batch, seq, heads, d_kv) blocks in
+    bfloat16 and float32: ``backend.einsum`` as the step runs it, the
+    pointer-batched gemm called directly, PyTorch's ``matmul``.
 (a') Elementwise: the add, the casts between float32 and bfloat16 and GELU
     on 32M elements (on 4M, the host time of a launch from Python hides the
     kernel's), shardarray's vectorized kernels against CuPy's own
@@ -170,6 +173,49 @@ def elementwise_rows(calls: int, repeat: int, n: int = 1 << 25) -> list[dict[str
             rows.append(row)
             print(f"{op} {dtype} n={n}: " + ", ".join(f"{k} {1e6 * t:.1f} us ({moved[op] / t / 1e12:.2f} TB/s)"
                                                     for k, t in secs.items()), flush=True)
+    free_pool()
+    return rows
+
+
+def attention_rows(calls: int, repeat: int, b: int = 8, s: int = 512, h: int = 8, d: int = 128) -> list[dict[str, Any]]:
+    """Attention's scores product ``b s h d, b t h d -> b h s t`` on q, k in their (batch, seq, heads, d_kv) layout,
+    bfloat16 and float32, interleaved: ``backend.einsum`` as the step runs it (16-bit: one strided batched gemm
+    per batch index; float32: one ``cublasGemmBatchedEx`` on matrix addresses), the pointer-batched gemm called
+    directly (the candidate for 16-bit), and PyTorch's ``matmul`` on the transposed views."""
+    import cupy
+
+    from shardarray.backend import cublas
+
+    torch = cuda_torch()
+    backend = sa.Mesh({"d": 1}, backend="cupy").backend
+    rows = []
+    for dtype in ("bfloat16", "float32"):
+        q, k = (sa.random.normal(sa.Mesh({"d": 1}, backend="cupy"), {"b": b, "s": s, "h": h, "d": d}, seed=i)
+                .astype(dtype).shards[0] for i in (1, 2))
+        q4, k4 = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1)  # (b, h, s, d), (b, h, d, t) views
+
+        def pointers(q4: Any = q4, k4: Any = k4) -> Any:
+            out = cupy.empty((b, h, s, s), dtype=q4.dtype)
+            if not cublas.matmul_two_batch_dims(q4, k4, out):
+                raise RuntimeError("the pointer-batched gemm refused these views")
+            return out
+
+        impls: dict[str, tuple[Callable[[], Any], Timer]] = {
+            "shardarray": (lambda q=q, k=k: backend.einsum("bshk,bthk->bhst", q, k), cupy_timer()),
+            "pointer_batched": (pointers, cupy_timer()),
+        }
+        if torch is not None:
+            tq, tk = as_torch(torch, q), as_torch(torch, k)
+            impls["torch"] = (lambda tq=tq, tk=tk: torch.matmul(tq.transpose(1, 2), tk.permute(0, 2, 3, 1)),
+                              torch_timer(torch))
+        secs = interleaved(impls, calls, repeat)
+        flops = 2.0 * b * h * s * s * d
+        row: dict[str, Any] = {"op": "bshd,bthd->bhst", "dtype": dtype, "sizes": {"b": b, "s": s, "h": h, "d": d}}
+        for name, t in secs.items():
+            row[f"{name}_us"], row[f"{name}_tflops"] = 1e6 * t, flops / t / 1e12
+        rows.append(row)
+        print(f"attention scores {dtype}: " + ", ".join(f"{k} {1e6 * t:.1f} us ({flops / t / 1e12:.0f} TFLOP/s)"
+                                                     for k, t in secs.items()), flush=True)
     free_pool()
     return rows
 
@@ -337,6 +383,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                  "steps after 2 warm-ups"},
         "matmul": mm,
         "elementwise": [],
+        "attention_products": [],
         "train_step": train_step,  # one entry per dtype, added as each is measured
     }
     slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
@@ -348,6 +395,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     matmul_rows(sizes, list(DTYPES), args.calls, args.repeat, on_row=lambda row: (mm.append(row), save()))
     result["elementwise"] = elementwise_rows(args.calls, args.repeat, 1 << 10 if args.quick else 1 << 25)
+    save()
+    small = {"b": 2, "s": 16, "h": 2, "d": 8} if args.quick else {}
+    result["attention_products"] = attention_rows(args.calls, args.repeat, **small)
     save()
     peak = {d: max(r["cupy_tflops"] for r in mm if r["dtype"] == d) * 1e12 for d in DTYPES}
     for dtype in ("float32", "bfloat16"):

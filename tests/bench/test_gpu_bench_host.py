@@ -41,6 +41,12 @@ def test_gpu_benchmark_runs_end_to_end_on_the_fake(monkeypatch, tmp_path, gpu_be
     for r in saved["matmul"]:
         assert r["shardarray_s"] > 0 and r["cupy_s"] > 0 and r["summa_2x2_s"] > 0 and "torch_s" not in r
         assert r["shardarray_vs_cupy"] > 0 and r["summa_2x2_vs_cupy"] > 0
+    assert [(r["op"], r["dtype"]) for r in saved["elementwise"]] == [
+        ("add", "float32"), ("gelu", "float32"), ("add", "bfloat16"), ("gelu", "bfloat16"),
+        ("cast from float32", "bfloat16"), ("cast to float32", "bfloat16")]
+    assert all(r["shardarray_us"] > 0 for r in saved["elementwise"])
+    assert [r["dtype"] for r in saved["attention_products"]] == ["bfloat16", "float32"]
+    assert all(r["shardarray_us"] > 0 and r["pointer_batched_us"] > 0 for r in saved["attention_products"])
     for dtype in ("float32", "bfloat16"):
         step = saved["train_step"][dtype]
         assert [r["impl"] for r in step["rows"]] == [
