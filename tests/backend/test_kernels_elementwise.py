@@ -132,3 +132,28 @@ def test_ops_add_and_astype_on_cupy_shards_match_numpy_shards(gpu, shape):
     assert {"add_vec_bf16", "cast_f32_bf16", "cast_bf16_f32"} <= names, names
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_emulated_bfloat16_reduction_of_two_members_is_one_launch(gpu, op):
+    """An allreduce over a 2-device axis of an emulated CuPy mesh: one ``add_vec_bf16`` (float32 sum, one
+    rounding), no casts, and the NumPy mesh's value bit for bit (max: CuPy's own, exact in bfloat16)."""
+    x = rand((4, 6), seed=9).astype("bfloat16")
+
+    def run(backend: str) -> np.ndarray:
+        mesh = sa.Mesh({"row": 2, "col": 2}, backend=backend)
+        a = sa.asarray(x, ("b", "f"), mesh, layout={"b": "row", "f": "col"})
+        w = sa.asarray(rand((6, 3), seed=10).astype("bfloat16"), ("f", "g"), mesh, layout={"f": "col"})
+        with sa.comm_log() as log:  # a bfloat16 product over the split f: its partial sums allreduced
+            out = sa.einsum("b f, f g -> b g", a, w) if op == "sum" else sa.max(a, "f")
+            got = out.numpy()
+        assert out.dtype == np.dtype("bfloat16") and log.records[0].dtype == "bfloat16"
+        assert [r.op for r in log] == ["allreduce"]
+        return got
+
+    want = run("numpy")
+    got = run("cupy")
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    names = _names(gpu)
+    assert not any(n.startswith("cast_") for n in names), names
+    assert names.count("add_vec_bf16") == (2 if op == "sum" else 0), names  # one per group of two
