@@ -186,9 +186,12 @@ class FakeCupy:
 
     def _run_kernel(self, name: str, args: tuple) -> None:
         """Carry out a launch. The lenient fake launches nothing (outputs keep what ``empty`` left), except the
-        matrix addresses of a batched gemm, which the fake's cuBLAS then reads (garbage would crash it)."""
+        matrix addresses of a batched gemm, which the fake's cuBLAS then reads (garbage would crash it), and the
+        adds and casts of ``kernels/elementwise.cu``, which every ``+`` and ``astype`` of CuPy blocks takes."""
         if name == "batch_pointers":
             np.asarray(args[0]).reshape(-1)[...] = batch_pointers(*args[1:])
+        elif name.startswith(("add_vec_", "add_rows_", "cast_")):
+            _elementwise(name, [np.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
 
     def _build(self) -> Any:
         fake = self
@@ -482,6 +485,19 @@ class _RawCublas:
     def gemmBatchedEx(self, handle: int, *args: Any) -> None:
         self._count()
         self.fake._gemm_batched(handle, *args)
+
+
+def _elementwise(name: str, args: list) -> None:
+    """``add_vec``, ``add_rows`` and the casts of ``kernels/elementwise.cu`` on the lenient fake's arrays: the sum in
+    float32 (float64 for float64) rounded once, the cast by NumPy's ``astype``."""
+    if name.startswith("cast_"):
+        x, y = args[0], args[1]
+        y.reshape(-1)[...] = x.reshape(-1).astype(y.dtype)
+        return
+    a, b, y = args[0], args[1], args[2]
+    acc = np.float64 if a.dtype == np.float64 else np.float32
+    total = a.reshape(-1, b.size if name.startswith("add_rows_") else a.size).astype(acc) + b.reshape(-1).astype(acc)
+    y.reshape(-1)[...] = total.reshape(-1).astype(y.dtype)
 
 
 def _column_major(ptr: int, rows: int, cols: int, ld: int, dtype: Any = np.float16) -> np.ndarray:
