@@ -241,18 +241,31 @@ def _signature(arg: Any) -> Any:
     return arg
 
 
+_META_CLASSES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _classes_key(mesh: Mesh) -> tuple:
+    """What ``mesh.replica_classes`` depends on: axis names and sizes, whether it is SPMD (and its device), whether
+    each device is its own class. Meshes that agree share the class tables below (a layout search makes a meta
+    mesh per op it prices)."""
+    spmd = mesh.comm_kind == "mpi"
+    return (mesh._names, mesh._sizes, spmd, tuple(mesh.local_devices) if spmd else (), mesh.backend.per_device)
+
+
 def _meta_classes(mesh: Mesh, axes: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(reps, rep_of)`` for ``mesh.replica_classes(axes)``: representatives, and each device's class index."""
-    cache = mesh.__dict__.setdefault("_meta_class_index", {})
-    key = frozenset(axes)
-    hit = cache.get(key)
+    key = (_classes_key(mesh), frozenset(axes))
+    hit = _META_CLASSES.get(key)
     if hit is None:
         classes = mesh.replica_classes(axes)
         reps = np.fromiter((r for r, _ in classes), dtype=np.intp, count=len(classes))
         rep_of = np.full(mesh.size, -1, dtype=np.intp)
         for i, (_, devices) in enumerate(classes):
             rep_of[list(devices)] = i
-        hit = cache[key] = (reps, rep_of)
+        reps.flags.writeable = rep_of.flags.writeable = False  # shared by every mesh of this key
+        if len(_META_CLASSES) > 4096:
+            _META_CLASSES.clear()
+        hit = _META_CLASSES[key] = (reps, rep_of)
     return hit
 
 
@@ -314,9 +327,9 @@ def _operand_classes(
     A device's operand classes are its representative's; classes are the
     distinct combinations. Memoised on the identity of the index arrays.
     """
-    key = (id(mesh), axes, tuple(id(index) for index, _ in parts))
+    key = (_classes_key(mesh), axes, tuple(id(index) for index, _ in parts))
     hit = _OPERAND_MEMO.get(key)
-    if hit is not None and all(a is b for a, (b, _) in zip(hit[0], parts)) and hit[1] is mesh:
+    if hit is not None and all(a is b for a, (b, _) in zip(hit[0], parts)):
         return hit[2], hit[3]
     reps, rep_of = _meta_classes(mesh, axes)
     rep_dev = reps[rep_of]
@@ -335,7 +348,7 @@ def _operand_classes(
     if all(is_interned(index) for index, _ in parts):  # only canonical arrays stay alive
         if len(_OPERAND_MEMO) > 2048:
             _OPERAND_MEMO.clear()
-        _OPERAND_MEMO[key] = ([index for index, _ in parts], mesh, order, inverse)
+        _OPERAND_MEMO[key] = ([index for index, _ in parts], None, order, inverse)
     return order, inverse
 
 
