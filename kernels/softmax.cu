@@ -64,11 +64,8 @@ template <typename T> __device__ void xent_bwd(const T* g, const T* x, const ind
 
 #define SOFTMAX_KERNELS(S, T)                                                                              \
     extern "C" __global__ void softmax_fwd_##S(const T* x, T* y, index_t n) { softmax_fwd<T>(x, y, n); }   \
-    extern "C" __global__ void softmax_bwd_##S(const T* g, const T* y, T* dx, index_t n) {                \
-        softmax_bwd<T, Acc<T>::type>(g, y, dx, n, (Acc<T>::type)1);                                        \
-    }                                                                                                      \
-    extern "C" __global__ void softmax_scaled_bwd_##S(const T* g, const T* y, T* dx, index_t n,           \
-                                                      Acc<T>::type scale) {                                \
+    extern "C" __global__ void softmax_bwd_##S(const T* g, const T* y, T* dx, index_t n,                  \
+                                               Acc<T>::type scale) {                                       \
         softmax_bwd<T, Acc<T>::type>(g, y, dx, n, scale);                                                  \
     }                                                                                                      \
     extern "C" __global__ void xent_fwd_##S(const T* x, const index_t* t, T* loss, Acc<T>::type* lse,     \

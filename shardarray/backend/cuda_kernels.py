@@ -187,18 +187,14 @@ def softmax_rows(xp: Any, x: Any) -> Any:
     return y
 
 
-def softmax_rows_grad(xp: Any, g: Any, y: Any, scale: float | None = None) -> Any:
-    """``y (g - sum(g y))`` over the last axis, times ``scale`` when one is given (attention's scores: no
-    separate pass to scale them)."""
+def softmax_rows_grad(xp: Any, g: Any, y: Any, scale: float = 1.0) -> Any:
+    """``scale y (g - sum(g y))`` over the last axis (a scale other than 1: attention's scores, with no separate pass
+    to scale them)."""
     g, y = _contig(xp, g, y, dtype=y.dtype)
     dx = xp.empty_like(y)
     n = y.shape[-1]
-    rows = y.size // max(n, 1)
-    if scale is None:
-        _rows_launch(_fn("softmax", "softmax_bwd", y.dtype), rows, n, (g, y, dx, np.int64(n)))
-    else:
-        args = (g, y, dx, np.int64(n), _acc(y.dtype)(scale))
-        _rows_launch(_fn("softmax", "softmax_scaled_bwd", y.dtype), rows, n, args)
+    args = (g, y, dx, np.int64(n), _acc(y.dtype)(scale))
+    _rows_launch(_fn("softmax", "softmax_bwd", y.dtype), y.size // max(n, 1), n, args)
     return dx
 
 

@@ -1856,7 +1856,7 @@ def _softmax_fwd(x: ndarray, y: ndarray, n: Any) -> None:
     _store(y, np.exp(a - m) / s)
 
 
-def _softmax_bwd(g: ndarray, y: ndarray, dx: ndarray, n: Any, scale: Any = 1.0) -> None:
+def _softmax_bwd(g: ndarray, y: ndarray, dx: ndarray, n: Any, scale: Any) -> None:
     n, acc = int(n), _acc(y.dtype)
     gr, yr = _rows(g, n, acc), _rows(y, n, acc)
     s = (gr * yr).sum(axis=1, keepdims=True, dtype=acc)
@@ -1997,7 +1997,7 @@ def _cast(x: ndarray, y: ndarray, n: Any) -> None:
 
 #: what each kernel of ``kernels/*.cu`` computes (by name without the dtype suffix), in NumPy
 KERNEL_MODELS: dict[str, Callable[..., None]] = {
-    "softmax_fwd": _softmax_fwd, "softmax_bwd": _softmax_bwd, "softmax_scaled_bwd": _softmax_bwd, "xent_fwd": _xent_fwd, "xent_bwd": _xent_bwd,
+    "softmax_fwd": _softmax_fwd, "softmax_bwd": _softmax_bwd, "xent_fwd": _xent_fwd, "xent_bwd": _xent_bwd,
     "causal_softmax_fwd": _causal_softmax_fwd, "causal_softmax_bwd": _causal_softmax_bwd,
     "ln_fwd": _ln_fwd, "ln_bwd": _ln_bwd, "gelu_fwd": _gelu_fwd, "gelu_bwd": _gelu_bwd, "adam": _adam,
     "adam_dev": _adam_dev, "batch_pointers": _batch_pointers, "add_vec": _add_vec, "add_rows": _add_rows,

@@ -16,7 +16,7 @@ the fused kernels on, the products are ``backend.einsum`` on the blocks as
 they lie: cuBLAS batched gemms over (batch, heads) read q, k, v and write
 o, dq, dk, dv in their (batch, seq, heads, d_kv) layout, with no transposing
 copy; the scale, mask and softmax are one launch of ``causal_softmax_fwd``
-and the softmax's backward, scale included, one of ``softmax_scaled_bwd``
+and the softmax's backward, scale included, one of ``softmax_bwd``
 (``kernels/softmax.cu``). Without the kernels, the products are cuBLAS
 strided-batched gemms on transposed views, the mask is made on the device
 (``tri``) and the passes are CuPy's.
