@@ -11,15 +11,14 @@ probabilities are saved. The VJP is
 ``dS = P (dP - sum(dP P))``, ``dq = scale dS k``, ``dk = scale dS^T q``,
 ``dv = P^T g`` with ``dP = g v^T``: four batched gemms and two passes.
 
-The same code runs on CuPy shards through the backend's array module. With
-the fused kernels on, the products are ``backend.einsum`` on the blocks as
-they lie: cuBLAS batched gemms over (batch, heads) read q, k, v and write
-o, dq, dk, dv in their (batch, seq, heads, d_kv) layout, with no transposing
-copy; the scale, mask and softmax are one launch of ``causal_softmax_fwd``
-and the softmax's backward, scale included, one of ``softmax_bwd``
-(``kernels/softmax.cu``). Without the kernels, the products are cuBLAS
-strided-batched gemms on transposed views, the mask is made on the device
-(``tri``) and the passes are CuPy's.
+The same code runs on CuPy shards through the backend's array module. The
+products are ``backend.einsum`` on the blocks as they lie: cuBLAS batched
+gemms over (batch, heads) read q, k, v and write o, dq, dk, dv in their
+(batch, seq, heads, d_kv) layout, with no transposing copy. With the fused
+kernels on, the scale, mask and softmax are one launch of
+``causal_softmax_fwd`` and the softmax's backward, scale included, one of
+``softmax_bwd`` (``kernels/softmax.cu``); without them, the mask is made on
+the device (``tri``) and the passes are CuPy's.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -31,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
@@ -42,7 +40,6 @@ from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
-from ...mesh import Mesh
 from . import dispatch as fused
 from . import numpy_paths as fused_numpy
 
@@ -78,44 +75,49 @@ def _is_cupy(x: ShardArray) -> bool:
     )
 
 
+#: the three products of the op, on blocks as they lie: q, k, v, o and their cotangents are (b, s, h, d), the scores
+#: and probabilities (b, h, s, t)
+SCORES = "bshk,bthk->bhst"  # q k^T, and dP = g v^T
+BY_KEYS = "bhst,bthk->bshk"  # P v, and dq = dS k
+BY_QUERIES = "bhst,bshk->bthk"  # dk = dS^T q, and dv = P^T g
+
+
 class _Kit(NamedTuple):
-    """What the blocks of one mesh compute with: the array module, the 4-D batched product, the softmax kernels."""
+    """What the blocks of one mesh compute with: the array module, the products, the softmax kernels."""
 
     xp: Any
-    matmul: Callable[[Any, Any], Any]  # (b, h, i, k) @ (b, h, k, j), operands possibly transposed views
+    product: Callable[[str, Any, Any], Any]  # one of the equations above: its result (possibly a transposed view)
     kernels: Any  # ``backend.cuda_kernels`` when its softmax kernels run for these shards, else None
-    # the backend's two-operand einsum where it reads (b, s, h, d) operands and writes (b, s, h, d) results in
-    # place (CuPy: cuBLAS batched gemms over (b, h), no transposing copy); None: ``matmul`` on transposed views
-    einsum: Callable[[str, Any, Any], Any] | None = None
+
+
+def _numpy_product(equation: str, a: Any, b: Any) -> Any:
+    """The products as ``np.matmul`` over (b, h) on transposed views of the blocks (NumPy shards)."""
+    if equation == SCORES:
+        return np.matmul(a.transpose(0, 2, 1, 3), b.transpose(0, 2, 3, 1))
+    if equation == BY_KEYS:
+        return np.matmul(a, b.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+    return np.matmul(a.transpose(0, 1, 3, 2), b.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
 
 
 def _kit(x: ShardArray) -> _Kit:
-    """The kit of ``x``'s mesh: worked out once per forward call, kept for its VJP (with the probabilities)."""
+    """The kit of ``x``'s mesh: worked out once per forward call, kept for its VJP (with the probabilities).
+
+    On CuPy the products are the backend's einsum, which reads and writes the (b, s, h, d) blocks in place
+    (cuBLAS batched gemms over (b, h), no transposing copy)."""
     xp = x.mesh.backend.xp
-    kernels = cuda_kernels if fused.kernels_for(x, "softmax") else None
-    if xp is np and kernels is None:
+    if xp is np:
         return _NUMPY
-    if getattr(xp, "__name__", "") == "numpy":
-        return _Kit(xp, xp.matmul, kernels)
-    return _Kit(xp, _device_matmul(x.mesh), kernels, x.mesh.backend.einsum)
+    kernels = cuda_kernels if fused.kernels_for(x, "softmax") else None
+    return _Kit(xp, x.mesh.backend.einsum, kernels)
 
 
-_NUMPY = _Kit(np, np.matmul, None)
-
-
-def _device_matmul(mesh: Mesh) -> Callable[[Any, Any], Any]:
-    """``a @ b`` of 4-D blocks on the backend's batched gemm (CuPy: cuBLAS strided-batched, operands in place)."""
-    return functools.partial(mesh.backend.einsum, "bhik,bhkj->bhij")
+_NUMPY = _Kit(np, _numpy_product, None)
 
 
 def _forward(kit: _Kit, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
     """``(o, p)`` of one block: ``o`` (b, s, h, d), ``p`` (b, h, s, t) the probabilities."""
-    xp, mm, ein = kit.xp, kit.matmul, kit.einsum
-    if ein is not None and kit.kernels is not None:  # q, k, v read and o written in their (b, s, h, d) layout
-        p = kit.kernels.causal_softmax_rows(xp, ein("bshk,bthk->bhst", q, k), scale)
-        return xp.ascontiguousarray(ein("bhst,bthk->bshk", p, v)), p
-    qt = q.transpose(0, 2, 1, 3)
-    s = mm(qt, k.transpose(0, 2, 3, 1))
+    xp = kit.xp
+    s = kit.product(SCORES, q, k)
     if kit.kernels is not None:  # scale, mask and softmax: one launch per block
         s = kit.kernels.causal_softmax_rows(xp, s, scale)
     else:
@@ -126,8 +128,7 @@ def _forward(kit: _Kit, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]
         s -= m
         xp.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)
-    o = mm(s, v.transpose(0, 2, 1, 3))
-    return xp.ascontiguousarray(o.transpose(0, 2, 1, 3)), s
+    return xp.ascontiguousarray(kit.product(BY_KEYS, s, v)), s
 
 
 _UPPER: dict[int, Any] = {}
@@ -165,30 +166,18 @@ def causal_attention(q: ShardArray, k: ShardArray, v: ShardArray, scale: float) 
 
 
 def _backward(kit: _Kit, g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any, Any, Any]:
-    xp, mm, ein = kit.xp, kit.matmul, kit.einsum
-    if ein is not None and kit.kernels is not None:  # (b, s, h, d) operands and results in place, as forward
-        dp = kit.kernels.softmax_rows_grad(xp, ein("bshk,bthk->bhst", g, v), p, scale)  # scale P (dP - sum(dP P))
-        return (
-            xp.ascontiguousarray(ein("bhst,bthk->bshk", dp, k)),
-            xp.ascontiguousarray(ein("bhst,bshk->bthk", dp, q)),
-            xp.ascontiguousarray(ein("bhst,bshk->bthk", p, g)),
-        )
-    gt = g.transpose(0, 2, 1, 3)  # (b, h, s, d)
-    dv = mm(p.transpose(0, 1, 3, 2), gt)  # (b, h, t, d)
-    dp = mm(gt, v.transpose(0, 2, 3, 1))  # (b, h, s, t)
-    if kit.kernels is not None:  # p (dp - sum(dp p)) per row: one launch (p is 0 above the diagonal)
-        dp = kit.kernels.softmax_rows_grad(xp, dp, p)
+    xp = kit.xp
+    dp = kit.product(SCORES, g, v)
+    if kit.kernels is not None:  # scale p (dp - sum(dp p)) per row: one launch (p is 0 above the diagonal)
+        dp = kit.kernels.softmax_rows_grad(xp, dp, p, scale)
     else:
         dp -= xp.einsum("bhst,bhst->bhs", dp, p)[..., None]
         dp *= p
-    dp *= scale
-    dq = mm(dp, k.transpose(0, 2, 1, 3))
-    dk = mm(dp.transpose(0, 1, 3, 2), q.transpose(0, 2, 1, 3))
-    back = (0, 2, 1, 3)
+        dp *= scale
     return (
-        xp.ascontiguousarray(dq.transpose(back)),
-        xp.ascontiguousarray(dk.transpose(back)),
-        xp.ascontiguousarray(dv.transpose(back)),
+        xp.ascontiguousarray(kit.product(BY_KEYS, dp, k)),
+        xp.ascontiguousarray(kit.product(BY_QUERIES, dp, q)),
+        xp.ascontiguousarray(kit.product(BY_QUERIES, p, g)),
     )
 
 
