@@ -105,9 +105,9 @@ def _kit(x: ShardArray) -> _Kit:
     On CuPy the products are the backend's einsum, which reads and writes the (b, s, h, d) blocks in place
     (cuBLAS batched gemms over (b, h), no transposing copy)."""
     xp = x.mesh.backend.xp
-    if xp is np:
-        return _NUMPY
     kernels = cuda_kernels if fused.kernels_for(x, "softmax") else None
+    if xp is np:
+        return _NUMPY if kernels is None else _Kit(np, _numpy_product, kernels)
     return _Kit(xp, x.mesh.backend.einsum, kernels)
 
 
