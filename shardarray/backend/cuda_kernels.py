@@ -360,7 +360,7 @@ def add(xp: Any, a: Any, b: Any) -> Any:
         >>> add(np, np.ones(3), np.ones(3))
         array([2., 2., 2.])
     """
-    if not (_flat_arrays(xp, a, b) and a.dtype == b.dtype):
+    if xp is np or not (_flat_arrays(xp, a, b) and a.dtype == b.dtype):  # (NumPy first: its hot path)
         return a + b
     if a.shape == b.shape:
         if supports(xp, a.dtype, "elementwise"):
@@ -393,6 +393,8 @@ def cast(xp: Any, x: Any, dtype: Any) -> Any:
         >>> cast(np, np.ones(2), "float32")
         array([1., 1.], dtype=float32)
     """
+    if xp is np:  # (NumPy first: its hot path)
+        return x.astype(dtype)
     dtype = np.dtype(dtype)
     kernel = CASTS.get((np.dtype(x.dtype), dtype)) if _flat_arrays(xp, x) else None
     if kernel is not None and supports(xp, np.float32, "elementwise"):

@@ -330,7 +330,7 @@ def _operand_classes(
     key = (_classes_key(mesh), axes, tuple(id(index) for index, _ in parts))
     hit = _OPERAND_MEMO.get(key)
     if hit is not None and all(a is b for a, (b, _) in zip(hit[0], parts)):
-        return hit[2], hit[3]
+        return hit[1], hit[2]
     reps, rep_of = _meta_classes(mesh, axes)
     rep_dev = reps[rep_of]
     combined = np.zeros(mesh.size, dtype=np.int64)
@@ -348,7 +348,7 @@ def _operand_classes(
     if all(is_interned(index) for index, _ in parts):  # only canonical arrays stay alive
         if len(_OPERAND_MEMO) > 2048:
             _OPERAND_MEMO.clear()
-        _OPERAND_MEMO[key] = ([index for index, _ in parts], None, order, inverse)
+        _OPERAND_MEMO[key] = ([index for index, _ in parts], order, inverse)
     return order, inverse
 
 

@@ -266,12 +266,7 @@ def _broadcaster(xp: Any, have: tuple[str, ...], want: tuple[str, ...]) -> Calla
 @differentiable("add")
 def add(x: Any, y: Any) -> ShardArray:
     """``x + y``, broadcasting by dim name."""
-    return apply("add", _add_blocks, (x, y), "add")
-
-
-def _add_blocks(xp: Any, a: Any, b: Any) -> Any:
-    """``a + b`` of two blocks; CuPy blocks of one shape through ``cuda_kernels.add`` (one vectorized kernel)."""
-    return a + b if xp is np else cuda_kernels.add(xp, a, b)
+    return apply("add", cuda_kernels.add, (x, y), "add")  # CuPy blocks: one vectorized kernel where it applies
 
 
 @differentiable("subtract")
