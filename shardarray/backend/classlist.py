@@ -91,6 +91,22 @@ def class_ids(shards: Sequence[Any]) -> tuple[np.ndarray, tuple[Any, ...]]:
     return inverse.reshape(-1).astype(np.intp), tuple(shards[int(f)] for f in first)
 
 
+def by_value(values: Sequence[Any]) -> ClassList:
+    """Per-device plain values (hashable: ints, tuples) as a ``ClassList``, equal values one class.
+
+    A block function that reads a per-device value (the start of the device's block, say) takes it through
+    this instead of the device number, so that on the meta backend devices with equal values share one call.
+
+    Example:
+        >>> s = by_value([0, 0, 4, 4])
+        >>> s.values, s[3]
+        ((0, 4), 4)
+    """
+    seen: dict[Any, int] = {}
+    index = np.fromiter((seen.setdefault(v, len(seen)) for v in values), dtype=np.intp, count=len(values))
+    return ClassList(tuple(seen), intern_index(index))
+
+
 _INTERNED: dict[bytes, np.ndarray] = {}
 _INTERNED_IDS: set[int] = set()
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...array import ShardArray
+from ...backend.classlist import by_value
 from ...core.common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
 from ...core.relayout import relayout, to_axes
 from ...core.tape import differentiable
@@ -318,14 +319,14 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     x_perm = tuple(x.dims.index(d) for d in plan.x_order)
     split = bool(x.spec.of(dim))
 
-    def block(device: int, xb: Any, ib: Any) -> Any:
+    def block(lo: int, xb: Any, ib: Any) -> Any:
         xb = xp.transpose(xb, x_perm)
         shared = xb.shape[: len(plan.shared)]
         n = xb.shape[len(plan.shared)]
         rest = xb.shape[len(plan.shared) + 1 :]
         own = plan.sizes_of(ib, ids.dims, plan.own)
         table = xb.reshape(math.prod(shared), n, math.prod(rest))
-        rel, inside = plan.local_ids(xp, ib, ids.dims, lows[device], n)
+        rel, inside = plan.local_ids(xp, ib, ids.dims, lo, n)
         if n == 0:
             got = xp.zeros((table.shape[0], rel.shape[1], table.shape[2]), dtype=x.dtype)
         else:
@@ -335,7 +336,7 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
         return xp.transpose(got.reshape((*shared, *own, *rest)), plan.out_perm)
 
     used = {a for axes in plan.axes.values() for a in axes}
-    shards = map_blocks(mesh, used, block, range(mesh.size), x.shards, ids.shards)
+    shards = map_blocks(mesh, used, block, by_value(lows), x.shards, ids.shards)  # (devices that agree share a call)
     return new_array(mesh, plan.out_dims, plan.sizes, plan.out_axes, shards, x.spec.of(dim), dtype=x.dtype)
 
 
@@ -383,8 +384,8 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
     g_perm = tuple(g.dims.index(d) for d in local)
     back = tuple(plan.x_order.index(d) for d in x.dims)
 
-    def block(device: int, gb: Any, ib: Any) -> Any:
-        lo, hi = bounds[device][i_dim]
+    def block(span: tuple[int, int], gb: Any, ib: Any) -> Any:
+        lo, hi = span
         n = hi - lo
         gb = xp.transpose(gb, g_perm)
         shared = gb.shape[: len(plan.shared)]
@@ -403,7 +404,8 @@ def scatter_add(g: ShardArray, ids: ShardArray, x: ShardArray, dim: str) -> Shar
     own_axes = [a for d in plan.own for a in plan.axes[d]]
     pending = set(g.pending).union(own_axes)
     used = spec.used_axes.union(pending)
-    shards = map_blocks(mesh, used, block, range(mesh.size), g.shards, ids.shards)
+    spans = by_value([b[i_dim] for b in bounds])  # (devices that agree share a call)
+    shards = map_blocks(mesh, used, block, spans, g.shards, ids.shards)
     axes = dict(zip(x.dims, plan.x_axes))
     return new_array(mesh, x.dims, plan.sizes, axes, shards, mesh_order(mesh, pending), dtype=g.dtype)
 
