@@ -288,12 +288,33 @@ def _map_meta(
     if len(reps) == 1 or not shard_lists:
         return ClassList((fn(*(s[int(reps[0])] for s in shard_lists)),), _zero_index(mesh))
     parts = [class_ids(s) for s in shard_lists]
+    try:  # operand classes of one signature merged first: one call per distinct signature of the operands
+        parts = [_by_signature(index, values) for index, values in parts]
+    except TypeError:  # an operand that cannot be a key: classes by identity, shared where signatures agree
+        order, inverse = _operand_classes(mesh, frozenset(axes), parts)
+        by_signature: dict[Any, Any] = {}
+        results: list[Any] = [None] * len(order)
+        for u, d in order:  # in device order, as the per-device loop did
+            results[u] = _shared_call(by_signature, fn, [values[index[d]] for index, values in parts])
+        return ClassList(results, inverse)
     order, inverse = _operand_classes(mesh, frozenset(axes), parts)
-    by_signature: dict[Any, Any] = {}
-    results: list[Any] = [None] * len(order)
+    out: list[Any] = [None] * len(order)
     for u, d in order:  # in device order, as the per-device loop did
-        results[u] = _shared_call(by_signature, fn, [values[index[d]] for index, values in parts])
-    return ClassList(results, inverse)
+        out[u] = fn(*[values[index[d]] for index, values in parts])
+    return ClassList(out, inverse)
+
+
+def _by_signature(index: np.ndarray, values: tuple[Any, ...]) -> tuple[np.ndarray, tuple[Any, ...]]:
+    """A shard list's classes with equal ``_signature`` s merged (the first of each kept); unchanged when they all
+    differ. Raises TypeError for a signature that cannot be a key."""
+    first: dict[Any, int] = {}
+    ids = [first.setdefault(_signature(v), i) for i, v in enumerate(values)]
+    if len(first) == len(values):
+        return index, values
+    keep = sorted(first.values())
+    pos = {i: n for n, i in enumerate(keep)}
+    remap = np.fromiter((pos[i] for i in ids), dtype=np.intp, count=len(ids))
+    return intern_index(remap[index]), tuple(values[i] for i in keep)
 
 
 def _shared_call(by_signature: dict[Any, Any], fn: Callable[..., Any], args: list[Any]) -> Any:
