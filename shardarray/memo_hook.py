@@ -8,25 +8,60 @@ call through it then, and are untouched otherwise.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 OP_MEMO: ContextVar[Any] = ContextVar("shardarray_op_memo", default=None)
 
 
-def memoisable(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a creation op (a function of a mesh and static arguments) as one the search's memo may replay."""
+def memoisable(
+    name: str, values_only: Mapping[str, tuple[Any, Callable[[Any], bool]]] | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a creation op (a function of a mesh and static arguments) as one the search's memo may replay.
+
+    Args:
+        name: the op's name in the memo.
+        values_only: ``{argument: (value, valid)}`` for arguments that change only the values made (a seed),
+            never shapes, layouts or costs: under a search on a meta mesh (which has no values) a call whose
+            argument passes ``valid`` (one the op accepts) passes ``value`` instead, so calls that differ only
+            there share one memo entry (the weights of a model's layers, say).
+    """
+    replace = dict(values_only or {})
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn) if replace else None
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             memo = OP_MEMO.get()
-            return fn(*args, **kwargs) if memo is None else memo.call(name, fn, args, kwargs)
+            if memo is None:
+                return fn(*args, **kwargs)
+            if sig is not None and args and getattr(getattr(args[0], "backend", None), "name", None) == "meta":
+                args, kwargs = _keyed_as(sig, replace, args, kwargs)
+            return memo.call(name, fn, args, kwargs)
 
         return wrapper
 
     return deco
+
+
+def _keyed_as(
+    sig: inspect.Signature, replace: dict[str, Any], args: tuple, kwargs: dict
+) -> tuple[tuple, dict[str, Any]]:
+    """``args``/``kwargs`` with the values-only arguments set to their keyed values (valid ones only: a value the
+    op would refuse is left, so that the op still refuses it)."""
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return args, kwargs  # (the op raises its own error)
+    changed = False
+    for arg, (value, valid) in replace.items():
+        if arg in bound.arguments and bound.arguments[arg] != value and valid(bound.arguments[arg]):
+            bound.arguments[arg] = value
+            changed = True
+    return (bound.args, bound.kwargs) if changed else (args, kwargs)
 
 
 def observe(kind: str, items: tuple) -> None:

@@ -61,3 +61,25 @@ def test_the_search_uses_the_memo_and_can_do_without():
     best_off = sa.plan.search_layouts(step, mesh, top_k=3, stats=off, memo=False)
     assert best_on == best_off
     assert on.memo_hits > on.memo_misses > 0 and off.memo_hits == off.memo_misses == 0
+
+
+def test_seeds_share_one_entry_on_meta_and_keep_their_values_elsewhere():
+    """``normal``'s seed changes values only: under a search (meta) weights that differ only in their seed share one
+    memo entry; outside one (and on NumPy shards) the seed still picks the values, and a bad seed is still refused."""
+    import numpy as np
+
+    def step(mesh):
+        return [sa.random.normal(mesh, {"io": 8, "hidden": 4}, seed=s) for s in (1, 2, 3)]
+
+    memo = OpMemo()
+    plan = sa.plan.evaluate_layout(step, {"x": 2, "y": 2}, {"io": "x"}, memo=memo)
+    assert (memo.misses, memo.hits) == (1, 2)
+    assert plan == sa.plan.evaluate_layout(step, {"x": 2, "y": 2}, {"io": "x"})
+    mesh = sa.Mesh({"x": 2, "y": 2})
+    a, b = (sa.random.normal(mesh, {"io": 8, "hidden": 4}, seed=s, layout={"io": "x"}).numpy() for s in (1, 2))
+    assert not np.array_equal(a, b)
+    memo = OpMemo()
+    with pytest.raises(sa.errors.DTypeError, match="seed must be an integer"):
+        sa.plan.evaluate_layout(
+            lambda m: sa.random.normal(m, {"io": 8}, seed=1.5), {"x": 2, "y": 2}, {"io": "x"}, memo=memo
+        )

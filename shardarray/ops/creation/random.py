@@ -115,7 +115,8 @@ def _below(xp: Any, v: Any, dtype: np.dtype, low: float, high: float) -> Any:
     return xp.where(out >= top, np.nextafter(top, np.asarray(low).astype(dtype)[()]), out)
 
 
-@memoisable("normal")  # the layout search replays it (shardarray.plan.memo); a no-op elsewhere
+# the layout search replays it (shardarray.plan.memo; the seed changes values only); a no-op elsewhere
+@memoisable("normal", values_only={"seed": (0, lambda s: isinstance(s, (int, np.integer)) and not isinstance(s, bool))})
 def normal(
     mesh: Any,
     sizes: Mapping[str, int],
