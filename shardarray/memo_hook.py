@@ -7,13 +7,32 @@ call through it then, and are untouched otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 OP_MEMO: ContextVar[Any] = ContextVar("shardarray_op_memo", default=None)
+
+#: the layer of a model the running code belongs to (``layer``), None outside one: a recording layout search
+#: (``plan.graph``) labels its events with it, to price a deep model from a shallow one's graph
+LAYER: ContextVar[int | None] = ContextVar("shardarray_layer", default=None)
+
+
+@contextlib.contextmanager
+def layer(index: int | None) -> Iterator[None]:
+    """Run the code inside as layer ``index`` of a model of identical layers (what a layout search reads).
+
+    The ops run unchanged; the tape keeps the label for the backward pass. Steps mark the code of each layer,
+    and only that (its parameters' creation, its forward pass): ``sa.plan.transformer_step``, ``mlp_step``.
+    """
+    token = LAYER.set(index)
+    try:
+        yield
+    finally:
+        LAYER.reset(token)
 
 
 def memoisable(

@@ -30,7 +30,11 @@ from .. import profiler
 from ..array import OPS, ShardArray
 from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
-from ..memo_hook import OP_MEMO, observe  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
+from ..memo_hook import (
+    LAYER,
+    OP_MEMO,
+    observe,
+)  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
 
 VJP = Callable[["Context", ShardArray], Sequence[Any]]
 VJPS: dict[str, VJP] = {}
@@ -58,10 +62,11 @@ class Context:
 class Node:
     """One recorded op (or a leaf: ``name`` is None) on a tape."""
 
-    __slots__ = ("ctx", "name", "parents", "tape")
+    __slots__ = ("ctx", "layer", "name", "parents", "tape")
 
     def __init__(self, tape: Tape, name: str | None, ctx: Context | None, parents: tuple[tuple[int, ShardArray], ...]):
         self.tape, self.name, self.ctx, self.parents = tape, name, ctx, parents
+        self.layer = LAYER.get()  # the model layer recording it (``memo_hook.layer``): its VJP runs as that layer
 
 
 class Tape:
@@ -99,10 +104,18 @@ class Tape:
         return y
 
     def release(self) -> None:
-        """Drop every saved context (breaks the out -> node -> ctx -> out cycles)."""
-        for node in self.nodes:
-            node.ctx = None
-            node.parents = ()
+        """Drop every saved context (breaks the out -> node -> ctx -> out cycles), each as the model layer that
+        recorded it (``memo_hook.layer``: what a recording layout search reads of the arrays it frees)."""
+        outer = LAYER.get()
+        try:
+            for node in self.nodes:
+                if node.layer != LAYER.get():
+                    LAYER.set(node.layer)
+                node.ctx = None
+                node.parents = ()
+        finally:
+            if LAYER.get() != outer:
+                LAYER.set(outer)
         self.nodes.clear()
 
 
@@ -306,39 +319,46 @@ def backward(tape: Tape, out: ShardArray, seed: ShardArray) -> dict[int, ShardAr
     # pending over the same axes are added before the one reduction they need
     cot: dict[int, dict[tuple[str, ...], ShardArray]] = {id(out._node): {(): seed}}
     leaves: dict[int, ShardArray] = {}
-    for node in reversed(tape.nodes):
-        parts = cot.pop(id(node), None)
-        if parts is None:
-            continue
-        if OP_MEMO.get() is not None:  # a layout search records where the Python reads layouts (plan.graph)
-            observe("pop", tuple(parts.values()))
-        if len(parts) == 1:  # one contribution (the common case): what the reduce below gives, without a sort
-            (g,) = parts.values()
-        else:
-            g = functools.reduce(add, sorted(parts.values(), key=lambda a: len(a.pending)))
-        if node.name is None:
-            leaves[id(node)] = g
-            continue
-        vjp = VJPS.get(node.name)
-        if vjp is None:  # pragma: no cover - a missing registration is a bug of the package
-            raise ShardArrayError(f"no VJP is registered for the op {node.name!r}")
-        ctx = cast(Context, node.ctx)  # an op's node (name set) keeps its context until release()
-        if profiler.ACTIVE:
-            with profiler.scope(f"{node.name}.grad"):
-                memo = OP_MEMO.get()  # a layout search's memo (plan.memo) replays the VJP; None elsewhere
-                grads = vjp(ctx, g) if memo is None else memo.call_vjp(node.name, vjp, ctx, g)
-        else:
-            grads = vjp(ctx, g)
-        for i, parent in node.parents:
-            gi = grads[i]
-            if gi is None:
+    outer = LAYER.get()
+    try:
+        for node in reversed(tape.nodes):
+            parts = cot.pop(id(node), None)
+            if parts is None:
                 continue
-            if gi.dtype != parent.dtype and is_real_float(gi.dtype) and is_real_float(parent.dtype):
-                # a cotangent has its primal's dtype (as in JAX): a VJP's float32 arithmetic on a bfloat16 primal
-                # (CuPy promotes bfloat16 with a Python float) must not turn the rest of the backward pass float32
-                gi = OPS.astype(gi, parent.dtype)
-            slot = cot.setdefault(id(parent._node), {})
-            if OP_MEMO.get() is not None:
-                observe("arrive", (*slot.values(), gi))
-            slot[gi.pending] = gi if gi.pending not in slot else add(slot[gi.pending], gi)
+            if node.layer != LAYER.get():  # (a model's layer, for a recording layout search: plan.graph)
+                LAYER.set(node.layer)
+            if OP_MEMO.get() is not None:  # a layout search records where the Python reads layouts (plan.graph)
+                observe("pop", tuple(parts.values()))
+            if len(parts) == 1:  # one contribution (the common case): what the reduce below gives, without a sort
+                (g,) = parts.values()
+            else:
+                g = functools.reduce(add, sorted(parts.values(), key=lambda a: len(a.pending)))
+            if node.name is None:
+                leaves[id(node)] = g
+                continue
+            vjp = VJPS.get(node.name)
+            if vjp is None:  # pragma: no cover - a missing registration is a bug of the package
+                raise ShardArrayError(f"no VJP is registered for the op {node.name!r}")
+            ctx = cast(Context, node.ctx)  # an op's node (name set) keeps its context until release()
+            if profiler.ACTIVE:
+                with profiler.scope(f"{node.name}.grad"):
+                    memo = OP_MEMO.get()  # a layout search's memo (plan.memo) replays the VJP; None elsewhere
+                    grads = vjp(ctx, g) if memo is None else memo.call_vjp(node.name, vjp, ctx, g)
+            else:
+                grads = vjp(ctx, g)
+            for i, parent in node.parents:
+                gi = grads[i]
+                if gi is None:
+                    continue
+                if gi.dtype != parent.dtype and is_real_float(gi.dtype) and is_real_float(parent.dtype):
+                    # a cotangent has its primal's dtype (as in JAX): a VJP's float32 arithmetic on a bfloat16 primal
+                    # (CuPy promotes bfloat16 with a Python float) must not turn the rest of the backward pass float32
+                    gi = OPS.astype(gi, parent.dtype)
+                slot = cot.setdefault(id(parent._node), {})
+                if OP_MEMO.get() is not None:
+                    observe("arrive", (*slot.values(), gi))
+                slot[gi.pending] = gi if gi.pending not in slot else add(slot[gi.pending], gi)
+    finally:
+        if LAYER.get() != outer:
+            LAYER.set(outer)
     return leaves

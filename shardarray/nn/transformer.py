@@ -14,6 +14,7 @@ from ..core.common import require_ids
 from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..layout import make_layout
+from ..memo_hook import layer
 from ..mesh import Mesh
 from ..ops.creation import random as rnd
 from ..ops.creation.basic import full
@@ -266,8 +267,9 @@ def _logits(params: Params, tokens: ShardArray, cfg: TransformerConfig) -> Shard
     x = _ids_in_vocab(lambda: take(p["embed"], tokens, "vocab"), "tokens", cfg, tokens) + p["pos"]
     for i in range(cfg.n_layers):
         pre = f"layer{i}."
-        x = x + attention(_norm(x, params, pre + "ln1", cfg), p, pre + "attn.")
-        x = x + mlp(_norm(x, params, pre + "ln2", cfg), p, pre + "mlp.")
+        with layer(i):  # (a layout search prices a deep model from a shallow one's layers: ``plan.graph``)
+            x = x + attention(_norm(x, params, pre + "ln1", cfg), p, pre + "attn.")
+            x = x + mlp(_norm(x, params, pre + "ln2", cfg), p, pre + "mlp.")
     x = _norm(x, params, "ln_f", cfg)
     logits = einsum("batch seq d_model, d_model vocab -> batch seq vocab", x, p["unembed"])
     return astype(logits, "float32") if _low(cfg.compute_dtype) else logits

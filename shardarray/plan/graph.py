@@ -41,6 +41,7 @@ from ..backend.classlist import ClassList
 from ..backend.meta import MetaArray
 from ..core.tape import OP_MEMO
 from ..hardware import HardwareProfile, collective_time
+from ..memo_hook import LAYER
 from ..mesh import Mesh
 from .evaluate import evaluate_layout
 from .memo import _NEVER, _NO, OpMemo, RuleWatch, _arg_key, _Entry
@@ -169,6 +170,21 @@ class _Recorder:
         self.n = 0
         self.bad: str | None = None
         self.start: list[tuple] = []  # (vid, signature parts) of arrays first seen as operands
+        self.labels: list[int | None] = []  # per event, the model layer it belongs to (``_label``)
+        self.vlabel: dict[int, int | None] = {}  # value number -> the label of the event that made it
+
+    def _append(self, ev: tuple) -> None:
+        """Keep an event with its layer label: the running layer (``memo_hook.layer``), else the one layer of the
+        values it reads, if they agree (a leaf wrap, a gradient's finish or a free between the layers' code)."""
+        label = LAYER.get()
+        if label is None:
+            found = {self.vlabel.get(v) for v in _reads(ev)}
+            found.discard(None)
+            label = found.pop() if len(found) == 1 else None
+        for v in _makes(ev):
+            self.vlabel[v] = label
+        self.events.append(ev)
+        self.labels.append(label)
 
     def fail(self, why: str) -> None:
         if self.bad is None:  # the first reason, with where the step was (the search then traces in full)
@@ -238,7 +254,7 @@ class _Recorder:
         seen = set(objs)
         _collect(made_t, made, objs)
         made_v = tuple(self._new(objs[n]) for n in sorted(set(objs) - seen))
-        self.events.append(
+        self._append(
             (_CALL, name, tuple(parts), slots, consts, tuple(operands), new, entry, fn, raw, raw_kw, {}, made_v, scope)
         )
 
@@ -253,14 +269,14 @@ class _Recorder:
             return
         src = self.by_shards.get(id(array._shards))  # a new array at top level: a leaf or a wrap of an array's blocks
         if src is not None and src[1:] == (array._layout, array.pending, array.dtype):
-            self.events.append((_ALIAS, src[0], self._new(array)))
+            self._append((_ALIAS, src[0], self._new(array)))
             return
         self.fail("an array made outside the recorded ops")
 
     def on_release(self, array_id: int) -> None:
         v = self.vid.pop(array_id, None)
         if v is not None and v >= 0:
-            self.events.append((_FREE, v))
+            self._append((_FREE, v))
             sid = self.shards_id.pop(v, None)
             if sid is not None and self.by_shards.get(sid, (None,))[0] == v:
                 del self.by_shards[sid]
@@ -270,7 +286,27 @@ class _Recorder:
         if -1 in vids:
             self.fail("a guard on something other than arrays")
             return
-        self.events.append((_GUARD, kind, vids, _outcome(kind, [None if x is None else _sig_of(x) for x in items])))
+        self._append((_GUARD, kind, vids, _outcome(kind, [None if x is None else _sig_of(x) for x in items])))
+
+
+def _reads(ev: tuple) -> tuple:
+    """The value numbers an event reads (numbered ones: a cached resolution is -1)."""
+    code = ev[0]
+    if code == _CALL:
+        return ev[5]
+    if code == _GUARD:
+        return tuple(v for v in ev[2] if v is not None)
+    return (ev[1],)
+
+
+def _makes(ev: tuple) -> tuple:
+    """The value numbers an event makes."""
+    code = ev[0]
+    if code == _CALL:
+        return (*ev[6], *ev[12])
+    if code == _ALIAS:
+        return (ev[2],)
+    return ()
 
 
 def _raw(a: Any, rec: _Recorder) -> Any:
@@ -368,8 +404,22 @@ class GraphSet:
         self._outcomes: dict[tuple, tuple] = {}  # (guard kind, its arrays' signature numbers) -> ``_outcome``
 
     # ---------------------------------------------------------------- recording
-    def record(self, rules: Mapping[str, Any]) -> tuple[profiler.Profile, Mesh]:
-        """Trace the step once under ``rules`` (memoised), keep its path; returns the profile and mesh."""
+    def record(self, rules: Mapping[str, Any]) -> tuple[profiler.Profile | None, Mesh | None]:
+        """Trace the step once under ``rules`` (memoised), keep its path; returns the profile and mesh (None, None:
+        a path kept without running the step, ``plan.deep``)."""
+        return self._record_step(rules)
+
+    def _record_step(self, rules: Mapping[str, Any]) -> tuple[profiler.Profile, Mesh]:
+        """``record`` by tracing the step itself."""
+        rec, prof, mesh = self._trace(self.step, rules)
+        if rec.bad is None:
+            self._add_path(rec.events)
+        elif self.unpriceable is None:
+            self.unpriceable = rec.bad
+        return prof, mesh
+
+    def _trace(self, step: Callable[[Mesh], Any], rules: Mapping[str, Any]) -> tuple[_Recorder, profiler.Profile, Mesh]:
+        """Trace ``step`` once under ``rules`` (memoised): its recorder (events, or why it failed), profile, mesh."""
         memo = self.memo
         mesh = Mesh(self.mesh_shape, backend="meta", rules=rules)
         rec = _Recorder(mesh)
@@ -383,18 +433,14 @@ class GraphSet:
         self.traces += 1
         try:
             with prof:
-                self.step(mesh)
+                step(mesh)
         finally:
             OP_MEMO.reset(token)
             memo.rec = None
             prof.graph = None
             watch.rec = None
             rec.by_shards.clear()
-        if rec.bad is None:
-            self._add_path(rec.events)
-        elif self.unpriceable is None:
-            self.unpriceable = rec.bad
-        return prof, mesh
+        return rec, prof, mesh
 
     # ---------------------------------------------------------------- pricing
     def figures(
@@ -405,9 +451,15 @@ class GraphSet:
             return self._traced(rules, cut, limit)
         out = self.price(rules, cut, limit, compute) if self.graphs else None
         if out is None:
-            prof, mesh = self.record(rules)
+            traced = self.record(rules)
             out = self.price(rules, cut, limit, compute) if self.unpriceable is None else None
+            if out is None and traced[0] is None:  # a path built without running the step (``plan.deep``), not theirs
+                traced = self._record_step(rules)
+                out = self.price(rules, cut, limit, compute) if self.unpriceable is None else None
             if out is None:  # a path the graph cannot follow: the trace's own figures
+                prof, mesh = traced[0], traced[1]
+                if prof is None or mesh is None:  # (not reached: a built path is followed by its own trace above)
+                    prof, mesh = self._record_step(rules)
                 plan = price_profile(prof, mesh, self.hw, dict(mesh.rules), "", self.cache)
                 out = Figures(
                     step_time_s=plan.step_time_s,
@@ -626,6 +678,7 @@ class GraphSet:
         toks: dict[int, tuple] = {}  # vid -> block tokens, one per class
         live: dict[Any, int] = {}  # local block token -> arrays holding it
         consts: dict[Any, int] = {}
+        picked: dict[int, _Entry] = {}  # call site (``c``) -> its entry under these rules, once found
         mem = peak = 0
         flops = comm_b = wire_b = written = comm_t = run_c = 0.0
         by_dtype: dict[str, float] = {}
@@ -657,15 +710,18 @@ class GraphSet:
                 found = c[2]
                 if found is None:
                     found = c[2] = entries_of.get(c[0])
-                entry = None
-                if found is not None and found is not _NEVER:
+                entry = picked.get(id(c))  # (the copies of one event in a built path: ``plan.deep``)
+                if entry is None and found is not None and found is not _NEVER:
                     entry = _first_entry(c, found, items, rget)
+                    if entry is not None:
+                        picked[id(c)] = entry
                 if entry is None:
                     if found is _NEVER:  # (a call no path can replay)
                         return None
                     entry = self._run_one(c[0], ev[8], ev[9], ev[10], ev[13], sid, res, toks, consts, rules)
                     if entry is None:
                         return None
+                    picked[id(c)] = entry
                 comp = c[1].get(id(entry))
                 if comp is None:
                     comp = self._comp.get((id(entry), opsids))

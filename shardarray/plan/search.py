@@ -103,6 +103,7 @@ from ..errors import ArgumentError, LayoutError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
 from ..profiler import Profile, profile
+from .deep import deep_graphs
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .floor import compute_floor, repeats
 from .graph import Figures, GraphMemo, GraphSet, Stop
@@ -428,7 +429,7 @@ def _search_graph(
     cache: dict[tuple, float] = {}
     seen: set[tuple] = set()
     shape = check_mesh_shape(mesh_shape)
-    full = GraphSet(step, shape, hw, memo, cache)
+    full = deep_graphs(step, shape, hw, memo, cache)  # (a deep step's paths built from a shallow twin's: plan.deep)
     compute = compute_floor(step, shape, hw) if prune and _COMPUTE_FLOOR else None
     # what the layers the one-layer step leaves out add at least; with the compute floor, (L - 1) layer floors
     # (each layer's flops group by group, never less than ``layer_floor``'s flops over every device)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..autograd.api import value_and_grad
 from ..errors import DimensionError
+from ..memo_hook import layer
 from ..mesh import Mesh
 from ..nn.config import TransformerConfig, param_shapes
 from ..nn.strategies import strategy_rules
@@ -52,25 +53,41 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         one = transformer_step(replace(cfg, n_layers=1), batch, dtype, strategy)
         two = step if cfg.n_layers == 2 else transformer_step(replace(cfg, n_layers=2), batch, dtype, strategy)
         _repeat(step, one, two, cfg.n_layers)
+        if strategy is None:  # (layers labelled: ``plan.deep``)
+            step.with_layers = lambda n: transformer_step(replace(cfg, n_layers=n), batch, dtype)  # type: ignore[attr-defined]
     return step
 
 
 def _params(cfg: TransformerConfig, mesh: Mesh, dtype: str) -> dict[str, Any]:
-    """``init_transformer(cfg, mesh, strategy=None, dtype=dtype)``: the same arrays, each made with ``layout=None``
-    so that the creation op itself reads the mesh's rules (inside the planner's memo, ``plan.graph``), not the
-    Python around it (``tests/plan/test_plan_graph.py`` checks both give the same plans)."""
+    """``init_transformer(cfg, mesh, strategy=None, dtype=dtype)``: the same ops on arrays of the same dims, each made
+    with ``layout=None`` so that the creation op itself reads the mesh's rules (inside the planner's memo,
+    ``plan.graph``), not the Python around it (``tests/plan/test_plan_graph.py`` checks both give the same plans).
+
+    Each layer's parameters are made as that layer (``memo_hook.layer``), with the scales of a one-layer model: the
+    output projections' ``1 / sqrt(2 layers)`` would make every depth's layers differ in a static argument, where
+    only values (which the meta backend has none of) differ; so a deep model's layers are the same ops as a shallow
+    one's (``plan.deep``).
+    """
     sizes = cfg.sizes
+    scales = replace(cfg, n_layers=1)
     params: dict[str, Any] = {}
     for name, dims in param_shapes(cfg).items():
         shape_map = {d: sizes[d] for d in dims}
-        if name.endswith(".gain"):
-            params[name] = full(mesh, shape_map, 1.0, dtype=dtype)
-        elif name.endswith(("bias", "b_in", "b_out")):
-            params[name] = full(mesh, shape_map, 0.0, dtype=dtype)
-        else:
-            w = rnd.normal(mesh, shape_map, seed=zlib.crc32(name.encode()), dtype=dtype)
-            params[name] = w * _std(name, cfg)
+        with layer(_layer_of(name)):  # (a layer's parameters are part of it: see ``plan.graph``)
+            if name.endswith(".gain"):
+                params[name] = full(mesh, shape_map, 1.0, dtype=dtype)
+            elif name.endswith(("bias", "b_in", "b_out")):
+                params[name] = full(mesh, shape_map, 0.0, dtype=dtype)
+            else:
+                w = rnd.normal(mesh, shape_map, seed=zlib.crc32(name.encode()), dtype=dtype)
+                params[name] = w * _std(name, scales)
     return params
+
+
+def _layer_of(name: str) -> int | None:
+    """The layer a parameter of ``param_shapes`` belongs to (``layer3.attn.wq`` -> 3), None for the others."""
+    head = name.split(".", 1)[0]
+    return int(head[5:]) if head.startswith("layer") and head[5:].isdigit() else None
 
 
 def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str = "float32") -> Step:
@@ -92,16 +109,18 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
     def step(mesh: Mesh) -> Any:
         params = {}
         for i in range(layers):
-            params[f"w{i}"] = rnd.normal(mesh, {"io": d_io, "hidden": d_hidden}, seed=3 * i, dtype=dtype)
-            params[f"bias{i}"] = zeros(mesh, {"hidden": d_hidden}, dtype=dtype)
-            params[f"v{i}"] = rnd.normal(mesh, {"hidden": d_hidden, "io": d_io}, seed=3 * i + 1, dtype=dtype)
+            with layer(i):  # (what a layout search reads: ``plan.graph``)
+                params[f"w{i}"] = rnd.normal(mesh, {"io": d_io, "hidden": d_hidden}, seed=3 * i, dtype=dtype)
+                params[f"bias{i}"] = zeros(mesh, {"hidden": d_hidden}, dtype=dtype)
+                params[f"v{i}"] = rnd.normal(mesh, {"hidden": d_hidden, "io": d_io}, seed=3 * i + 1, dtype=dtype)
         x = rnd.normal(mesh, {"batch": batch, "io": d_io}, seed=99, dtype=dtype)
 
         def loss(p: dict) -> Any:
             y = x
             for i in range(layers):
-                h = relu(einsum("batch io, io hidden -> batch hidden", y, p[f"w{i}"]) + p[f"bias{i}"])
-                y = einsum("batch hidden, hidden io -> batch io", h, p[f"v{i}"])
+                with layer(i):
+                    h = relu(einsum("batch io, io hidden -> batch hidden", y, p[f"w{i}"]) + p[f"bias{i}"])
+                    y = einsum("batch hidden, hidden io -> batch io", h, p[f"v{i}"])
             return reduction.sum(y * y)
 
         return value_and_grad(loss)(params)
@@ -110,6 +129,7 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
     if layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
         two = step if layers == 2 else mlp_step(batch, d_io, d_hidden, 2, dtype)
         _repeat(step, mlp_step(batch, d_io, d_hidden, 1, dtype), two, layers)
+        step.with_layers = lambda n: mlp_step(batch, d_io, d_hidden, n, dtype)  # type: ignore[attr-defined]  # plan.deep
     return step
 
 

@@ -1,0 +1,288 @@
+"""A deep model's op graph from a shallow one's: the paths of an ``L``-layer step built from its five-layer twin.
+
+A step of identical layers (``transformer_step``, ``mlp_step``) runs the code of each layer (its parameters'
+creation, its forward pass) as that layer (``memo_hook.layer``); the tape runs each VJP, and frees each saved
+context, as the layer that recorded it. The recorder of ``plan.graph`` labels every event with the running layer,
+else with the one layer of the values it reads (a leaf wrap, a gradient's finish, the final norm, a free between
+the layers' code). A five-layer path then reads as runs of one label each: layers 0 to 4 in ascending order (the
+parameters, their wraps, the forward pass, the gradients' finish) or descending (the backward pass), with
+unlabeled stretches between.
+
+``layered(events, labels, vlabel, L)`` builds the ``L``-layer path from a five-layer one: the runs of layers 0 and
+1 once, layer 2's run once per layer from 2 to ``L - 3`` (in its run's order), layers 3 and 4's runs once as
+layers ``L - 2`` and ``L - 1``; each event reads the values of the layer at the same distance from its own as in
+the five-layer path, a middle layer's value standing for the same value of another middle layer (layers 1 to 3
+make the same values in the same order). It refuses (None) where that is ambiguous.
+
+``LayeredGraphSet`` records a rule set's path by tracing the five- and six-layer steps, and keeps the built
+``L``-layer path only when the six-layer path built the same way is, event for event, the traced one (up to the
+frees after the last op, which change no figure and follow the garbage collector). Why the built path is then
+the traced one for every ``L``: the layers run the same Python on operands of the same signatures (their dims
+share names, so the rules give them the same layouts), so a middle layer's events follow from its neighbours'
+signatures; the check shows that one more middle layer adds exactly one more copy, and the walk
+(``GraphSet._walk``) still checks every guard and result structure on the way, moving to a traced path where one
+differs. The figures are the full trace's (``tests/plan/test_plan_deep.py``: to 1e-12, the peak memory exactly),
+while a search of a 96-layer model traces five- and six-layer steps only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..hardware import HardwareProfile
+from ..mesh import Mesh
+from .graph import _ALIAS, _CALL, _FREE, _GUARD, GraphMemo, GraphSet, _Slot
+
+
+def _zones(labels: list[int | None]) -> list[tuple[int | None, int, int, int]]:
+    """A four-layer path's events as zones ``(layer, direction, start, stop)``: the runs of one label (``layer``
+    None: unlabeled), ``direction`` +1 where the layers ascend around the run (layer 1's run before it, or layer 3's
+    after it) and -1 where they descend (the other way round), 0 where neither."""
+    runs: list[tuple[int | None, int, int]] = []
+    start = 0
+    for i in range(1, len(labels) + 1):
+        if i == len(labels) or labels[i] != labels[start]:
+            runs.append((labels[start], start, i))
+            start = i
+    zones = []
+    for n, (lab, a, b) in enumerate(runs):
+        before = next((r[0] for r in reversed(runs[:n]) if r[0] is not None), None)
+        after = next((r[0] for r in runs[n + 1 :] if r[0] is not None), None)
+        d = 0
+        if lab == 2:
+            d = 1 if before == 1 or (before != 3 and after == 3) else -1 if before == 3 or after == 1 else 0
+        zones.append((lab, d, a, b))
+    return zones
+
+
+def layered(
+    events: list[tuple], labels: list[int | None], vlabel: Mapping[int, int | None], layers: int
+) -> list[tuple] | None:
+    """The ``layers``-layer path built from a four-layer path's ``events`` (see the module docstring); None where
+    the four-layer path cannot be read that way."""
+    if layers < TEMPLATE or any(lab is not None and not 0 <= lab < TEMPLATE for lab in labels):
+        return None
+    last = layers - 1
+    made_by: dict[int, list[int]] = {lab: [] for lab in range(TEMPLATE)}  # label -> the values it makes, in order
+    for ev, lab in zip(events, labels):
+        if lab is not None:
+            code = ev[0]
+            made_by[lab].extend((*ev[6], *ev[12]) if code == _CALL else (ev[2],) if code == _ALIAS else ())
+    if not len(made_by[1]) == len(made_by[2]) == len(made_by[3]):
+        return None  # the middle layers do not make the same values: not identical layers
+    index = {v: j for lab in _MIDDLE for j, v in enumerate(made_by[lab])}
+    out: list[tuple] = []
+    made: dict[tuple[int, int | None], int] = {}  # (four-layer value, layer of its instance) -> new value number
+    fresh = [0]
+
+    def label_of(t: int) -> int:  # the template's label layer ``t`` of the built path is an instance of
+        return 0 if t == 0 else 1 if t == 1 else 4 if t == last else 3 if t == last - 1 else 2
+
+    def where(label: int | None) -> int | None:  # the one layer a label stands for (None: several)
+        return None if label is None else {0: 0, 1: 1, 3: last - 1, 4: last}.get(label)
+
+    def value(v: int, a: int | None, x: int | None) -> int:
+        """The value an event of label ``a`` run as layer ``x`` reads for four-layer value ``v``."""
+        if v < 0:
+            return v
+        b = vlabel.get(v)
+        if b is None:
+            got = made.get((v, None))
+        else:
+            t = where(b) if a is None or x is None else x + (b - a)
+            if t is None or not 0 <= t <= last:
+                raise _Ambiguous
+            want = label_of(t)
+            if want != b:  # the same value of another middle layer
+                if want not in _MIDDLE or b not in _MIDDLE:
+                    raise _Ambiguous
+                v = made_by[want][index[v]]
+            got = made.get((v, t))
+        if got is None:
+            raise _Ambiguous
+        return got
+
+    def new(v: int, x: int | None) -> int:
+        n = made[(v, x)] = fresh[0]
+        fresh[0] += 1
+        return n
+
+    def emit(ev: tuple, a: int | None, x: int | None) -> None:
+        code = ev[0]
+        if code == _CALL:
+            got = {v: value(v, a, x) for v in ev[5]}
+            parts = list(ev[2])
+            for s in ev[3]:
+                p = parts[s]
+                parts[s] = (p[0], got[p[1]]) if type(p) is tuple else got[p]
+            raw = tuple(_Slot(got[r.v]) if type(r) is _Slot else r for r in ev[9])
+            raw_kw = {k: _Slot(got[r.v]) if type(r) is _Slot else r for k, r in ev[10].items()}
+            out.append(
+                (
+                    _CALL,
+                    ev[1],
+                    tuple(parts),
+                    ev[3],
+                    ev[4],
+                    tuple(got[v] for v in ev[5]),
+                    tuple(new(v, x) for v in ev[6]),
+                    ev[7],
+                    ev[8],
+                    raw,
+                    raw_kw,
+                    ev[11],  # the call site's cache: keyed by operand signatures, the same for every instance
+                    tuple(new(v, x) for v in ev[12]),
+                    ev[13],
+                )
+            )
+        elif code == _FREE:
+            out.append((_FREE, value(ev[1], a, x)))
+        elif code == _ALIAS:
+            src = value(ev[1], a, x)
+            out.append((_ALIAS, src, new(ev[2], x)))
+        else:
+            out.append((_GUARD, ev[1], tuple(None if v is None else value(v, a, x) for v in ev[2]), ev[3]))
+
+    try:
+        for zone, d, start, stop in _zones(labels):
+            if zone == 2 and d == 0:
+                return None
+            if zone == 2:  # the second middle layer's zone, once per layer from 2 to L - 3
+                copies = range(2, last - 1) if d > 0 else range(last - 2, 1, -1)
+            else:  # layer 0's, 1's, 3's (as layer L - 1) or unlabeled events, once
+                copies = range(1)
+            for k in copies:
+                base = k if zone == 2 else where(zone)
+                for i in range(start, stop):
+                    a = labels[i]
+                    emit(events[i], a, None if a is None or base is None else base + (a - zone))  # type: ignore[operator]
+    except _Ambiguous:
+        return None
+    return out
+
+
+#: the layers of the step a deep step's paths are built from: layers 0 and 1, the middle layer 2 (the one
+#: repeated), 3 and 4 (as layers L - 2 and L - 1); layers 1 to 3 are identical middle layers
+TEMPLATE = 5
+_MIDDLE = (1, 2, 3)
+
+
+class _Ambiguous(Exception):
+    """A three-layer value an event of the built path cannot be mapped to (``layered`` returns None)."""
+
+
+def canonical(events: list[tuple]) -> list[tuple]:
+    """What two paths must agree on to be the same path: every event with its values numbered in order of making."""
+    num: dict[int, int] = {}
+
+    def n(v: int | None) -> Any:
+        if v is None or v < 0:
+            return v
+        return num.get(v, ("?", v))
+
+    def make(v: int) -> int:
+        num[v] = len(num)
+        return num[v]
+
+    out: list[tuple] = []
+    for ev in events:
+        code = ev[0]
+        if code == _CALL:
+            parts = list(ev[2])
+            for s in ev[3]:
+                p = parts[s]
+                parts[s] = (p[0], n(p[1])) if type(p) is tuple else n(p)
+            ops = tuple(n(v) for v in ev[5])
+            out.append(
+                (
+                    _CALL,
+                    ev[1],
+                    tuple(parts),
+                    ev[3],
+                    ev[4],
+                    ops,
+                    tuple(make(v) for v in ev[6]),
+                    id(ev[7]),
+                    tuple(make(v) for v in ev[12]),
+                )
+            )
+        elif code == _FREE:
+            out.append((_FREE, n(ev[1])))
+        elif code == _ALIAS:
+            out.append((_ALIAS, n(ev[1]), make(ev[2])))
+        else:
+            out.append((_GUARD, ev[1], tuple(n(v) for v in ev[2]), ev[3]))
+    return out
+
+
+def _settled(events: list[tuple]) -> list[tuple]:
+    """A path up to its last op call or wrap: the frees after them change no figure, and their order follows
+    the garbage collector's (arrays of reference cycles die when it runs, which depends on the process's past)."""
+    n = len(events)
+    while n and events[n - 1][0] in (_FREE, _GUARD):
+        n -= 1
+    return events[:n]
+
+
+class LayeredGraphSet(GraphSet):
+    """``GraphSet`` of an ``L``-layer step whose paths are built from its five-layer twin's (``layered``), each
+    checked against the six-layer twin's traced path; where a check fails, the step itself is traced.
+
+    Args:
+        step: the ``L``-layer step (``step.with_layers(n)`` makes its ``n``-layer twin).
+        layers: ``L``.
+    """
+
+    def __init__(
+        self,
+        step: Callable[[Mesh], Any],
+        layers: int,
+        mesh_shape: Mapping[str, int],
+        hw: HardwareProfile,
+        memo: GraphMemo | None = None,
+        cache: dict | None = None,
+    ) -> None:
+        super().__init__(step, mesh_shape, hw, memo, cache)
+        with_layers = step.with_layers  # type: ignore[attr-defined]
+        self.template, self.check, self.layers = with_layers(TEMPLATE), with_layers(TEMPLATE + 1), layers
+        self.built = 0  # paths built from a five-layer trace
+        self.refused: str | None = None  # why the last path could not be built (the step itself was traced then)
+
+    def record(self, rules: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Keep the rule set's path built from the five-layer trace, when the six-layer path built the same way
+        is the traced one: ``(None, None)`` then. Otherwise trace the step itself (``GraphSet.record``)."""
+        rec, _, _ = self._trace(self.template, rules)
+        if rec.bad is None:
+            six = layered(rec.events, rec.labels, rec.vlabel, TEMPLATE + 1)
+            if six is None:
+                self.refused = "the five-layer path does not read as identical layers"
+            else:
+                check, _, _ = self._trace(self.check, rules)
+                if check.bad is None and canonical(_settled(six)) == canonical(_settled(check.events)):
+                    path = layered(rec.events, rec.labels, rec.vlabel, self.layers)
+                    if path is not None:
+                        self._add_path(path)
+                        self.built += 1
+                        return None, None
+                self.refused = "the six-layer path built from the five-layer one is not the traced one"
+        return self._record_step(rules)
+
+
+def deep_graphs(
+    step: Callable[[Mesh], Any],
+    mesh_shape: Mapping[str, int],
+    hw: HardwareProfile,
+    memo: GraphMemo | None = None,
+    cache: dict | None = None,
+) -> GraphSet:
+    """The graph set a search prices ``step`` from: a ``LayeredGraphSet`` for a step of at least ``DEEP`` identical
+    layers that can make its shallower twins (``step.with_layers``), else a ``GraphSet``."""
+    layers = getattr(step, "layers", 0) or 0
+    if layers >= DEEP and callable(getattr(step, "with_layers", None)):
+        return LayeredGraphSet(step, layers, mesh_shape, hw, memo, cache)
+    return GraphSet(step, mesh_shape, hw, memo, cache)
+
+
+#: the least layer count whose paths are built (tracing the five- and six-layer twins, 11 layers, costs less)
+DEEP = 12

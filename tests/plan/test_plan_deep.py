@@ -1,0 +1,155 @@
+"""A deep model's op graph built from a shallow twin's (``plan.deep``), held against full traces.
+
+``LayeredGraphSet`` builds an ``L``-layer step's paths from its five-layer twin's traced path (the middle layer
+repeated), kept only where the six-layer path built the same way is the traced one. These tests hold every figure
+of the built paths against a plain full trace of the deep step to 1e-12 (peak memory exactly), check that the paths
+were built rather than traced, that a step whose layers are not labelled falls back to tracing itself with the
+same figures, and that a search of a deep model gives the same plans with and without building.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import replace
+
+import pytest
+
+import shardarray as sa
+from shardarray.hardware import get_profile
+from shardarray.memo_hook import layer
+from shardarray.plan import deep, search
+from shardarray.plan.deep import LayeredGraphSet, _settled, canonical, layered
+from shardarray.plan.graph import GraphSet
+
+_CFG = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=4, d_kv=4, d_ff=32, n_layers=13, seq_len=8)
+STEPS = {
+    "mlp14": lambda: sa.plan.mlp_step(batch=8, d_io=8, d_hidden=16, layers=14),
+    "transformer13": lambda: sa.plan.transformer_step(_CFG, batch=8),
+}
+MESHES = {"2x2": {"rows": 2, "cols": 2}, "2x2x2": {"x": 2, "y": 2, "z": 2}}
+PAIRS = [
+    ("step_time_s", "step_time_s"),
+    ("compute_time_s", "compute_time_s"),
+    ("memory_time_s", "memory_time_s"),
+    ("comm_time_s", "comm_time_s"),
+    ("comm_bytes", "comm_bytes_per_device"),
+    ("wire_bytes", "wire_bytes_per_device"),
+    ("flops", "flops_per_device"),
+]
+
+
+def _plain(step, mesh, rules):
+    try:
+        return sa.plan.evaluate_layout(step, mesh, rules)
+    except sa.errors.LayoutError:
+        return None
+
+
+@pytest.mark.parametrize("mesh_name", sorted(MESHES))
+@pytest.mark.parametrize("step_name", sorted(STEPS))
+def test_built_paths_price_like_the_full_trace(step_name, mesh_name):
+    step, mesh = STEPS[step_name](), MESHES[mesh_name]
+    graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
+    assert isinstance(graphs, LayeredGraphSet)
+    rng = random.Random(zlib.crc32(f"{step_name} {mesh_name}".encode()))
+    rule_sets = search.candidates(step, mesh)
+    checked = 0
+    for rules in [{}, *rng.sample(rule_sets, min(8, len(rule_sets)))]:
+        plain = _plain(step, mesh, rules)
+        if plain is None:
+            with pytest.raises(sa.errors.LayoutError):
+                graphs.figures(rules)
+            continue
+        fig = graphs.figures(rules)
+        for mine, theirs in PAIRS:
+            assert getattr(fig, mine) == pytest.approx(getattr(plain, theirs), rel=1e-12, abs=1e-300), (rules, mine)
+        assert fig.memory_bytes == plain.memory_bytes_per_device, rules
+        checked += 1
+    assert checked >= 4
+    assert graphs.built == len(graphs.graphs) >= 1, graphs.refused  # every path built, none traced in full
+
+
+@pytest.mark.parametrize("step_name", sorted(STEPS))
+def test_the_built_path_is_the_traced_one(step_name):
+    """Event for event (values renumbered in order of making) up to the last op call, for depths the check does not
+    use (the frees after it follow the garbage collector, even between two traces of one step)."""
+    make = STEPS[step_name]().with_layers
+    graphs = GraphSet(make(5), {"rows": 2, "cols": 2}, get_profile("a100"))
+    rules = {"batch": "rows"}
+    rec, _, _ = graphs._trace(make(5), rules)
+    for n in (5, 7, 9):
+        traced, _, _ = graphs._trace(make(n), rules)
+        built = layered(rec.events, rec.labels, rec.vlabel, n)
+        assert canonical(_settled(built)) == canonical(_settled(traced.events)), n
+
+
+def test_a_step_without_layer_labels_is_traced_itself():
+    """A step that says it repeats but does not mark its layers: nothing is built, the figures are the trace's."""
+
+    def make(n):
+        def step(mesh):
+            x = sa.random.normal(mesh, {"batch": 8, "io": 8}, seed=1)
+            ws = [sa.random.normal(mesh, {"io": 8, "io2": 8}, seed=i) for i in range(n)]
+
+            def loss(ws):
+                y = x
+                for w in ws:
+                    y = sa.einsum("batch io, io io2 -> batch io2", y, w).rename({"io2": "io"})
+                return (y * y).sum()
+
+            return sa.value_and_grad(loss)(ws)
+
+        step.layers, step.with_layers = n, make
+        return step
+
+    step, mesh = make(13), {"rows": 2, "cols": 2}
+    graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
+    rules = {"batch": "rows"}
+    fig, plain = graphs.figures(rules), _plain(step, mesh, rules)
+    assert graphs.built == 0 and graphs.refused
+    assert fig.step_time_s == pytest.approx(plain.step_time_s, rel=1e-12)
+    assert fig.memory_bytes == plain.memory_bytes_per_device
+
+
+def test_layers_that_differ_are_not_built():
+    """Layers labelled as such whose code differs with the depth (a static argument of the layer count): the check
+    against the six-layer trace refuses the build, and the step itself is traced."""
+
+    def make(n):
+        def step(mesh):
+            x = sa.random.normal(mesh, {"batch": 8, "io": 8}, seed=1)
+            ws = []
+            for i in range(n):
+                with layer(i):
+                    ws.append(sa.random.normal(mesh, {"io": 8, "io2": 8}, seed=i) * (1.0 / n))
+
+            def loss(ws):
+                y = x
+                for i, w in enumerate(ws):
+                    with layer(i):
+                        y = sa.einsum("batch io, io io2 -> batch io2", y, w).rename({"io2": "io"})
+                return (y * y).sum()
+
+            return sa.value_and_grad(loss)(ws)
+
+        step.layers, step.with_layers = n, make
+        return step
+
+    step, mesh = make(12), {"rows": 2, "cols": 2}
+    graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
+    fig, plain = graphs.figures({"io": "cols"}), _plain(step, mesh, {"io": "cols"})
+    assert graphs.built == 0 and "not the traced one" in graphs.refused
+    assert fig.step_time_s == pytest.approx(plain.step_time_s, rel=1e-12)
+    assert fig.memory_bytes == plain.memory_bytes_per_device
+
+
+def test_a_deep_search_gives_the_plans_of_the_search_that_traces_it(monkeypatch):
+    step, mesh = sa.plan.transformer_step(replace(_CFG, n_layers=12), batch=8), {"rows": 2, "cols": 2}
+    built = sa.plan.search_layouts(step, mesh, top_k=3)
+    monkeypatch.setattr(deep, "DEEP", 10**9)
+    traced = sa.plan.search_layouts(step, mesh, top_k=3)
+    assert [p.rules for p in built] == [p.rules for p in traced]
+    for a, b in zip(built, traced):
+        assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12)
+        assert a.memory_bytes_per_device == b.memory_bytes_per_device
