@@ -17,8 +17,9 @@ Each case runs in the modes ``before`` (the proxy order, full traces only, no op
 ``no_affine`` (the same with the per-op memo, ``sa.plan.memo``: the search before issue 31), ``after``
 (the same with the affine rule in the layer count: a trace per rule set), ``no_floor`` (the same cuts,
 every rule set priced from the step's op graph, ``sa.plan.graph``: recorded once per path through the
-Python) and ``graph`` (the default search: ``no_floor`` with the compute floor, ``sa.plan.floor``; the
-default pair is no_floor, graph), interleaved A B A B over ``--repeat`` rounds.
+Python), ``graph`` (the default search: ``no_floor`` with the compute floor, ``sa.plan.floor``, and a deep
+model's paths built from its five-layer twin's, ``sa.plan.deep``; the default pair is no_floor, graph) and
+``no_deep`` (``graph`` with every path traced, for the layer series), interleaved A B A B over ``--repeat`` rounds.
 A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
@@ -60,7 +61,9 @@ MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False, "
          "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": False},
          "no_floor": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
                       "floor": False},
-         "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True}}
+         "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True},
+         "no_deep": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
+                     "deep": False}}
 
 
 class _Budget(Exception):
@@ -75,6 +78,7 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     kwargs = dict(MODES[mode])
     affine = kwargs.pop("affine", False)
     floor = kwargs.pop("floor", True)
+    deep_on = kwargs.pop("deep", True)
     if "graph" not in sa.plan.search_layouts.__code__.co_varnames:  # a tree from before the op graph
         kwargs.pop("graph")
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
@@ -95,6 +99,10 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     saved_floor = getattr(sa.plan.search, "_COMPUTE_FLOOR", None)  # None: a tree from before the compute floor
     if saved_floor is not None:
         sa.plan.search._COMPUTE_FLOOR = floor
+    deep = getattr(sa.plan, "deep", None)  # None: a tree from before deep paths were built (plan.deep)
+    saved_deep = None if deep is None else deep.DEEP
+    if deep is not None and not deep_on:
+        deep.DEEP = 10**9
     try:
         best = sa.plan.search_layouts(step, mesh, memory, top_k=top, stats=stats, progress=progress, **kwargs)
         row.update(finished=True, best=[{"layout": p.describe(), "step_time_s": p.step_time_s,
@@ -106,6 +114,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
             sa.plan.search._AFFINE_LAYERS = saved
         if saved_floor is not None:
             sa.plan.search._COMPUTE_FLOOR = saved_floor
+        if deep is not None:
+            deep.DEEP = saved_deep
     seconds = time.perf_counter() - t0
     row.update(seconds=seconds, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
     if not row["finished"] and done[0]:
@@ -119,7 +129,8 @@ def main(argv: list[str] | None = None) -> dict:
                     help=f"comma-separated, of {', '.join(CASES)}")
     ap.add_argument("--modes", default="no_floor,graph",
                     help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
-                         "no_floor (after, priced from op graphs), graph (no_floor with the compute floor)")
+                         "no_floor (after, priced from op graphs), graph (no_floor with the compute floor), "
+                         "no_deep (graph, a deep model's paths traced, not built from a shallow twin's)")
     ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")

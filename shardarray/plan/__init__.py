@@ -8,7 +8,9 @@ mesh's rules and runs a forward/backward (``transformer_step``,
 ``mlp_step``). Both run it on the meta backend under ``sa.profile()``; the
 cost model is in ``plan.model``, the search space in ``plan.space``, the
 search in ``plan.search`` (one rule set per orbit of interchangeable mesh
-axes: ``plan.symmetry``; each op priced once per signature: ``plan.memo``).
+axes: ``plan.symmetry``; each op priced once per signature: ``plan.memo``;
+rule sets priced from the step's op graph: ``plan.graph``, a deep model's
+built from a shallow twin's: ``plan.deep``).
 
 Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the search):
     >>> step = sa.plan.mlp_step(batch=64, d_io=32, d_hidden=128)
@@ -18,7 +20,7 @@ Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the sea
     (3, True)
 """
 
-from . import floor, memo, model, space, symmetry
+from . import deep, floor, memo, model, space, symmetry
 from .evaluate import evaluate_layout
 from .explain import Explanation, GroupCost, explain_layout, explain_transformer
 from .model import Plan
@@ -32,6 +34,7 @@ __all__ = [
     "Plan",
     "SearchStats",
     "candidates",
+    "deep",
     "evaluate_layout",
     "explain_layout",
     "explain_transformer",

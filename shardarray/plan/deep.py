@@ -284,5 +284,14 @@ def deep_graphs(
     return GraphSet(step, mesh_shape, hw, memo, cache)
 
 
+def shallow_twin(step: Callable[[Mesh], Any]) -> Callable[[Mesh], Any]:
+    """A step with the dims and the distinct tensor dims of ``step`` (what ``search.discover`` reads), cheaper to
+    trace: the six-layer twin of a step of at least ``DEEP`` identical layers (its layers add no dim or tensor
+    shape of their own), else ``step`` itself."""
+    layers = getattr(step, "layers", 0) or 0
+    make = getattr(step, "with_layers", None)
+    return make(TEMPLATE + 1) if layers >= DEEP and callable(make) else step
+
+
 #: the least layer count whose paths are built (tracing the five- and six-layer twins, 11 layers, costs less)
 DEEP = 12

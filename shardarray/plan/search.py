@@ -103,7 +103,7 @@ from ..errors import ArgumentError, LayoutError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
 from ..profiler import Profile, profile
-from .deep import deep_graphs
+from .deep import deep_graphs, shallow_twin
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .floor import compute_floor, repeats
 from .graph import Figures, GraphMemo, GraphSet, Stop
@@ -152,7 +152,7 @@ def candidates(step: Step, mesh_shape: Mapping[str, int], dims: Any = None) -> l
     Args:
         dims: search only these dims (the others stay unsplit); None: every dim.
     """
-    prof = discover(step, mesh_shape)
+    prof = discover(shallow_twin(step), mesh_shape)  # (a deep step's dims and tensors are its shallow twin's)
     sizes = prof.dims if dims is None else {d: prof.dims[d] for d in dims if d in prof.dims}
     tensors = [tuple(d for d in t if d in sizes) for t in prof.tensors]
     out = list(legal_rule_sets(sizes, tensors, mesh_shape))
