@@ -36,9 +36,9 @@ from .graph import _ALIAS, _CALL, _FREE, _GUARD, GraphMemo, GraphSet, _Slot
 
 
 def _zones(labels: list[int | None]) -> list[tuple[int | None, int, int, int]]:
-    """A four-layer path's events as zones ``(layer, direction, start, stop)``: the runs of one label (``layer``
-    None: unlabeled), ``direction`` +1 where the layers ascend around the run (layer 1's run before it, or layer 3's
-    after it) and -1 where they descend (the other way round), 0 where neither."""
+    """A five-layer path's events as zones ``(layer, direction, start, stop)``: the runs of one label (``layer``
+    None: unlabeled); for layer 2's runs, ``direction`` +1 where the layers ascend around the run (layer 1's run
+    before it, or layer 3's after it), -1 where they descend (the other way round), 0 where neither."""
     runs: list[tuple[int | None, int, int]] = []
     start = 0
     for i in range(1, len(labels) + 1):
@@ -59,8 +59,15 @@ def _zones(labels: list[int | None]) -> list[tuple[int | None, int, int, int]]:
 def layered(
     events: list[tuple], labels: list[int | None], vlabel: Mapping[int, int | None], layers: int
 ) -> list[tuple] | None:
-    """The ``layers``-layer path built from a four-layer path's ``events`` (see the module docstring); None where
-    the four-layer path cannot be read that way."""
+    """The ``layers``-layer path built from a five-layer path's ``events`` (see the module docstring); None where
+    the five-layer path cannot be read that way.
+
+    Args:
+        events: the five-layer path (``_Recorder.events``).
+        labels: each event's layer (``_Recorder.labels``).
+        vlabel: each value's layer, the label of the event that made it (``_Recorder.vlabel``).
+        layers: the layer count of the path to build, at least five.
+    """
     if layers < TEMPLATE or any(lab is not None and not 0 <= lab < TEMPLATE for lab in labels):
         return None
     last = layers - 1
@@ -73,7 +80,7 @@ def layered(
         return None  # the middle layers do not make the same values: not identical layers
     index = {v: j for lab in _MIDDLE for j, v in enumerate(made_by[lab])}
     out: list[tuple] = []
-    made: dict[tuple[int, int | None], int] = {}  # (four-layer value, layer of its instance) -> new value number
+    made: dict[tuple[int, int | None], int] = {}  # (five-layer value, layer of its instance) -> new value number
     fresh = [0]
 
     def label_of(t: int) -> int:  # the template's label layer ``t`` of the built path is an instance of
@@ -83,7 +90,7 @@ def layered(
         return None if label is None else {0: 0, 1: 1, 3: last - 1, 4: last}.get(label)
 
     def value(v: int, a: int | None, x: int | None) -> int:
-        """The value an event of label ``a`` run as layer ``x`` reads for four-layer value ``v``."""
+        """The value an event of label ``a`` run as layer ``x`` reads for five-layer value ``v``."""
         if v < 0:
             return v
         b = vlabel.get(v)
@@ -148,15 +155,14 @@ def layered(
         for zone, d, start, stop in _zones(labels):
             if zone == 2 and d == 0:
                 return None
-            if zone == 2:  # the second middle layer's zone, once per layer from 2 to L - 3
+            if zone == 2:  # the middle layer's run, once per layer from 2 to L - 3, in the run's order
                 copies = range(2, last - 1) if d > 0 else range(last - 2, 1, -1)
-            else:  # layer 0's, 1's, 3's (as layer L - 1) or unlabeled events, once
+            else:  # layer 0's, 1's, 3's (as L - 2), 4's (as L - 1) or unlabeled events, once
                 copies = range(1)
             for k in copies:
-                base = k if zone == 2 else where(zone)
+                x = k if zone == 2 else where(zone)
                 for i in range(start, stop):
-                    a = labels[i]
-                    emit(events[i], a, None if a is None or base is None else base + (a - zone))  # type: ignore[operator]
+                    emit(events[i], zone, x)
     except _Ambiguous:
         return None
     return out
@@ -169,7 +175,7 @@ _MIDDLE = (1, 2, 3)
 
 
 class _Ambiguous(Exception):
-    """A three-layer value an event of the built path cannot be mapped to (``layered`` returns None)."""
+    """A five-layer value an event of the built path cannot be mapped to (``layered`` returns None)."""
 
 
 def canonical(events: list[tuple]) -> list[tuple]:
