@@ -78,3 +78,36 @@ def test_class_lists_match_the_numpy_backend_per_device(shape):
     assert [b.shape for b in y.shards] == [np.shape(b) for b in yr.shards]
     z, zr = y.relayout({"i": None}), yr.relayout({"i": None})
     assert [b.shape for b in z.shards] == [np.shape(b) for b in zr.shards]
+
+
+def test_equal_blocks_share_one_call_and_one_class():
+    """Meta ``map_blocks`` computes a block once per distinct operand signature: classes of equal shape (the two
+    halves of an even split, a per-device value given by ``by_value``) merge, unequal ones stay apart."""
+    from shardarray.backend.classlist import ClassList, by_value
+    from shardarray.core.common import map_blocks
+
+    mesh = sa.Mesh({"row": 2, "col": 4}, backend="meta")
+    even = sa.zeros(mesh, {"i": 8, "j": 4}, layout={"i": "col"})
+    uneven = sa.zeros(mesh, {"i": 6, "j": 4}, layout={"i": "col"})  # blocks of 2, 2, 2, 0 rows
+    calls = []
+
+    def block(start, b):
+        calls.append((start, b.shape))
+        return b
+
+    starts = by_value([(d % 4) * 2 for d in range(mesh.size)])  # four distinct values over eight devices
+    out = map_blocks(mesh, {"col"}, lambda b: calls.append(b.shape) or b, even.shards)
+    assert isinstance(out, ClassList) and len(out.values) == 1 and calls == [(2, 4)]
+    calls.clear()
+    out = map_blocks(mesh, {"col"}, lambda b: calls.append(b.shape) or b, uneven.shards)
+    assert sorted(calls) == [(0, 4), (2, 4)] and [out[d].shape for d in range(4)] == [(2, 4), (2, 4), (2, 4), (0, 4)]
+    calls.clear()
+    out = map_blocks(mesh, {"col"}, block, starts, even.shards)
+    assert sorted(calls) == [(0, (2, 4)), (2, (2, 4)), (4, (2, 4)), (6, (2, 4))]
+    assert by_value([3, 3, 5]).values == (3, 5)
+    from shardarray.backend.meta import MetaArray
+
+    twins = ClassList((MetaArray((2, 4), "float64"), MetaArray((2, 4), "float64")), np.arange(8) % 2)
+    calls.clear()
+    out = map_blocks(mesh, {"row", "col"}, lambda b: calls.append(b.shape) or b, twins)
+    assert calls == [(2, 4)] and len(out.values) == 1  # two objects of one signature: one block, one class
