@@ -32,7 +32,7 @@ from typing import Any
 
 from ..hardware import HardwareProfile
 from ..mesh import Mesh
-from .graph import _ALIAS, _CALL, _FREE, _GUARD, GraphMemo, GraphSet, _Slot
+from .graph import _ALIAS, _CALL, _FREE, _GUARD, GraphMemo, GraphSet, _Slot, with_slots
 
 
 def _zones(labels: list[int | None]) -> list[tuple[int | None, int, int, int]]:
@@ -119,17 +119,13 @@ def layered(
         code = ev[0]
         if code == _CALL:
             got = {v: value(v, a, x) for v in ev[5]}
-            parts = list(ev[2])
-            for s in ev[3]:
-                p = parts[s]
-                parts[s] = (p[0], got[p[1]]) if type(p) is tuple else got[p]
             raw = tuple(_Slot(got[r.v]) if type(r) is _Slot else r for r in ev[9])
             raw_kw = {k: _Slot(got[r.v]) if type(r) is _Slot else r for k, r in ev[10].items()}
             out.append(
                 (
                     _CALL,
                     ev[1],
-                    tuple(parts),
+                    with_slots(ev, got.__getitem__),
                     ev[3],
                     ev[4],
                     tuple(got[v] for v in ev[5]),
@@ -195,19 +191,14 @@ def canonical(events: list[tuple]) -> list[tuple]:
     for ev in events:
         code = ev[0]
         if code == _CALL:
-            parts = list(ev[2])
-            for s in ev[3]:
-                p = parts[s]
-                parts[s] = (p[0], n(p[1])) if type(p) is tuple else n(p)
-            ops = tuple(n(v) for v in ev[5])
             out.append(
                 (
                     _CALL,
                     ev[1],
-                    tuple(parts),
+                    with_slots(ev, n),
                     ev[3],
                     ev[4],
-                    ops,
+                    tuple(n(v) for v in ev[5]),
                     tuple(make(v) for v in ev[6]),
                     id(ev[7]),
                     tuple(make(v) for v in ev[12]),
@@ -284,19 +275,21 @@ def deep_graphs(
 ) -> GraphSet:
     """The graph set a search prices ``step`` from: a ``LayeredGraphSet`` for a step of at least ``DEEP`` identical
     layers that can make its shallower twins (``step.with_layers``), else a ``GraphSet``."""
-    layers = getattr(step, "layers", 0) or 0
-    if layers >= DEEP and callable(getattr(step, "with_layers", None)):
-        return LayeredGraphSet(step, layers, mesh_shape, hw, memo, cache)
+    if _built(step):
+        return LayeredGraphSet(step, step.layers, mesh_shape, hw, memo, cache)  # type: ignore[attr-defined]
     return GraphSet(step, mesh_shape, hw, memo, cache)
+
+
+def _built(step: Callable[[Mesh], Any]) -> bool:
+    """Whether a search builds ``step``'s paths: at least ``DEEP`` identical layers, shallower twins at hand."""
+    return (getattr(step, "layers", 0) or 0) >= DEEP and callable(getattr(step, "with_layers", None))
 
 
 def shallow_twin(step: Callable[[Mesh], Any]) -> Callable[[Mesh], Any]:
     """A step with the dims and the distinct tensor dims of ``step`` (what ``search.discover`` reads), cheaper to
     trace: the six-layer twin of a step of at least ``DEEP`` identical layers (its layers add no dim or tensor
     shape of their own), else ``step`` itself."""
-    layers = getattr(step, "layers", 0) or 0
-    make = getattr(step, "with_layers", None)
-    return make(TEMPLATE + 1) if layers >= DEEP and callable(make) else step
+    return step.with_layers(TEMPLATE + 1) if _built(step) else step  # type: ignore[attr-defined]
 
 
 #: the least layer count whose paths are built (tracing the five- and six-layer twins, 11 layers, costs less)

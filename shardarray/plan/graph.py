@@ -31,7 +31,7 @@ import math
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -456,10 +456,8 @@ class GraphSet:
             if out is None and traced[0] is None:  # a path built without running the step (``plan.deep``), not theirs
                 traced = self._record_step(rules)
                 out = self.price(rules, cut, limit, compute) if self.unpriceable is None else None
-            if out is None:  # a path the graph cannot follow: the trace's own figures
-                prof, mesh = traced[0], traced[1]
-                if prof is None or mesh is None:  # (not reached: a built path is followed by its own trace above)
-                    prof, mesh = self._record_step(rules)
+            if out is None:  # a path the graph cannot follow: the trace's own figures (a trace of the step, by now)
+                prof, mesh = cast("tuple[profiler.Profile, Mesh]", traced)
                 plan = price_profile(prof, mesh, self.hw, dict(mesh.rules), "", self.cache)
                 out = Figures(
                     step_time_s=plan.step_time_s,
@@ -850,18 +848,9 @@ class GraphSet:
         )
 
     def _key_of(self, ev: tuple, opsigs: list) -> tuple:
-        parts, slots, cnames = ev[2], ev[3], ev[4]
-        key_l = list(parts)
-        sig_of = {v: s for v, s in zip(ev[5], opsigs)}
-        for s in slots:
-            p = key_l[s]
-            if type(p) is tuple:
-                key_l[s] = (p[0], sig_of[p[1]])
-            else:
-                key_l[s] = sig_of[p]
-        if cnames:
-            key_l.append(("constants", cnames))
-        return tuple(key_l)
+        sig_of = dict(zip(ev[5], opsigs))
+        key = with_slots(ev, sig_of.__getitem__)
+        return (*key, ("constants", ev[4])) if ev[4] else key
 
     def _run_one(
         self,
@@ -946,6 +935,16 @@ def _first_entry(site: list, found: list, items: tuple, rget: Callable[[str], An
         if p is not None and (best < 0 or p < best):
             best = p
     return found[best] if best >= 0 else None
+
+
+def with_slots(ev: tuple, value: Callable[[int], Any]) -> tuple:
+    """A call event's static parts (``ev[2]``) with each array argument's value number ``v`` replaced by
+    ``value(v)`` (a keyword argument's part is ``(name, v)``)."""
+    parts = list(ev[2])
+    for s in ev[3]:
+        p = parts[s]
+        parts[s] = (p[0], value(p[1])) if type(p) is tuple else value(p)
+    return tuple(parts)
 
 
 def _guard_is(outcome: tuple, ev: tuple) -> bool:

@@ -9,6 +9,7 @@ same figures, and that a search of a deep model gives the same plans with and wi
 
 from __future__ import annotations
 
+import contextlib
 import random
 import zlib
 from dataclasses import replace
@@ -84,64 +85,55 @@ def test_the_built_path_is_the_traced_one(step_name):
         assert canonical(_settled(built)) == canonical(_settled(traced.events)), n
 
 
-def test_a_step_without_layer_labels_is_traced_itself():
-    """A step that says it repeats but does not mark its layers: nothing is built, the figures are the trace's."""
+def _chain(n, labelled):
+    """A step of ``n`` einsum layers that says it repeats (``layers``, ``with_layers``); ``labelled``: each layer runs
+    as itself (``memo_hook.layer``) and its weight is scaled by ``1 / n``, a static argument of the depth."""
 
-    def make(n):
-        def step(mesh):
-            x = sa.random.normal(mesh, {"batch": 8, "io": 8}, seed=1)
-            ws = [sa.random.normal(mesh, {"io": 8, "io2": 8}, seed=i) for i in range(n)]
+    def step(mesh):
+        def as_layer(i):
+            return layer(i) if labelled else contextlib.nullcontext()
 
-            def loss(ws):
-                y = x
-                for w in ws:
+        x = sa.random.normal(mesh, {"batch": 8, "io": 8}, seed=1)
+        ws = []
+        for i in range(n):
+            with as_layer(i):
+                w = sa.random.normal(mesh, {"io": 8, "io2": 8}, seed=i)
+                ws.append(w * (1.0 / n) if labelled else w)
+
+        def loss(ws):
+            y = x
+            for i, w in enumerate(ws):
+                with as_layer(i):
                     y = sa.einsum("batch io, io io2 -> batch io2", y, w).rename({"io2": "io"})
-                return (y * y).sum()
+            return (y * y).sum()
 
-            return sa.value_and_grad(loss)(ws)
+        return sa.value_and_grad(loss)(ws)
 
-        step.layers, step.with_layers = n, make
-        return step
+    step.layers, step.with_layers = n, lambda m: _chain(m, labelled)
+    return step
 
-    step, mesh = make(13), {"rows": 2, "cols": 2}
+
+def _traced_itself(step, rules):
+    """The step's graph set after pricing ``rules``: nothing built, the figures the full trace's."""
+    mesh = {"rows": 2, "cols": 2}
     graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
-    rules = {"batch": "rows"}
     fig, plain = graphs.figures(rules), _plain(step, mesh, rules)
     assert graphs.built == 0 and graphs.refused
     assert fig.step_time_s == pytest.approx(plain.step_time_s, rel=1e-12)
     assert fig.memory_bytes == plain.memory_bytes_per_device
+    return graphs
+
+
+def test_a_step_without_layer_labels_is_traced_itself():
+    """A step that says it repeats but does not mark its layers: nothing is built, the figures are the trace's."""
+    _traced_itself(_chain(13, labelled=False), {"batch": "rows"})
 
 
 def test_layers_that_differ_are_not_built():
     """Layers labelled as such whose code differs with the depth (a static argument of the layer count): the check
     against the six-layer trace refuses the build, and the step itself is traced."""
-
-    def make(n):
-        def step(mesh):
-            x = sa.random.normal(mesh, {"batch": 8, "io": 8}, seed=1)
-            ws = []
-            for i in range(n):
-                with layer(i):
-                    ws.append(sa.random.normal(mesh, {"io": 8, "io2": 8}, seed=i) * (1.0 / n))
-
-            def loss(ws):
-                y = x
-                for i, w in enumerate(ws):
-                    with layer(i):
-                        y = sa.einsum("batch io, io io2 -> batch io2", y, w).rename({"io2": "io"})
-                return (y * y).sum()
-
-            return sa.value_and_grad(loss)(ws)
-
-        step.layers, step.with_layers = n, make
-        return step
-
-    step, mesh = make(12), {"rows": 2, "cols": 2}
-    graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
-    fig, plain = graphs.figures({"io": "cols"}), _plain(step, mesh, {"io": "cols"})
-    assert graphs.built == 0 and "not the traced one" in graphs.refused
-    assert fig.step_time_s == pytest.approx(plain.step_time_s, rel=1e-12)
-    assert fig.memory_bytes == plain.memory_bytes_per_device
+    graphs = _traced_itself(_chain(12, labelled=True), {"io": "cols"})
+    assert "not the traced one" in graphs.refused
 
 
 def test_a_deep_search_gives_the_plans_of_the_search_that_traces_it(monkeypatch):
