@@ -79,3 +79,18 @@ def test_the_graph_sees_the_package():
     assert len(GRAPH.modules) > 150 and len(GRAPH.edges) > 800
     assert "shardarray.array" in GRAPH.targets("shardarray.core.tape")
     assert "shardarray.mesh" in GRAPH.targets("shardarray.layout")
+
+
+def test_the_communicators_name_the_mesh_by_its_shape_only():
+    """The mesh builds its communicator, so ``comm`` reads the mesh through ``comm.base.MeshView`` (a Protocol that
+    ``sa.Mesh`` meets) and imports no mesh module, not even for type hints: no circle, even one of types only."""
+    from pathlib import Path
+
+    import shardarray.comm as comm
+
+    folder = Path(comm.__file__).parent
+    files = sorted(folder.glob("*.py"))
+    assert len(files) >= 5
+    for f in files:
+        text = f.read_text()
+        assert "from ..mesh import" not in text and "shardarray.mesh" not in text, f"{f.name} imports the mesh module"

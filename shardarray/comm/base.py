@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -18,8 +18,33 @@ from ..backend.classlist import ClassList
 from ..errors import MeshError
 from .log import record
 
-if TYPE_CHECKING:
-    from ..mesh import Mesh
+
+class MeshView(Protocol):
+    """What a communicator reads of its mesh: ``sa.Mesh`` is one. (The mesh builds its communicator, so the
+    communicators name the mesh by this shape instead of importing it: nothing in ``comm`` imports upward.)"""
+
+    backend: Any
+    local_devices: tuple[int, ...]
+
+    @property
+    def shape(self) -> dict[str, int]: ...
+
+    @property
+    def axis_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def axis_size(self, axis: str) -> int: ...
+
+    def axes_size(self, axes: Iterable[str]) -> int: ...
+
+    def groups(self, axes: Any) -> tuple[tuple[int, ...], ...]: ...
+
+    def group_array(self, axes: Any) -> np.ndarray: ...
+
+    def replica_classes(self, axes: Iterable[str]) -> tuple[tuple[int, tuple[int, ...]], ...]: ...
+
 
 REDUCE_OPS = ("sum", "max", "min")
 _DTYPE_NAMES: dict[Any, str] = {}  # the comm log's dtype strings, by dtype
@@ -28,7 +53,7 @@ _DTYPE_NAMES: dict[Any, str] = {}  # the comm log's dtype strings, by dtype
 class Communicator(ABC):
     """Collectives over mesh-axis subgroups."""
 
-    def __init__(self, mesh: Mesh) -> None:
+    def __init__(self, mesh: MeshView) -> None:
         self.mesh = mesh
 
     def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
