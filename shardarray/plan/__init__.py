@@ -10,7 +10,8 @@ cost model is in ``plan.model``, the search space in ``plan.space``, the
 search in ``plan.search`` (one rule set per orbit of interchangeable mesh
 axes: ``plan.symmetry``; each op priced once per signature: ``plan.memo``;
 rule sets priced from the step's op graph: ``plan.graph``, a deep model's
-built from a shallow twin's: ``plan.deep``).
+built from a shallow twin's: ``plan.deep``, and priced from a walk of its
+seven-layer twin, the repeated layers scaled: ``plan.repeat``).
 
 Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the search):
     >>> step = sa.plan.mlp_step(batch=64, d_io=32, d_hidden=128)
@@ -20,7 +21,7 @@ Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the sea
     (3, True)
 """
 
-from . import deep, floor, memo, model, space, symmetry
+from . import deep, floor, memo, model, repeat, space, symmetry
 from .evaluate import evaluate_layout
 from .explain import Explanation, GroupCost, explain_layout, explain_transformer
 from .model import Plan
@@ -43,6 +44,7 @@ __all__ = [
     "mlp_step",
     "model",
     "named_plans",
+    "repeat",
     "search_layouts",
     "space",
     "symmetry",

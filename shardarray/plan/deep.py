@@ -14,25 +14,31 @@ layers ``L - 2`` and ``L - 1``; each event reads the values of the layer at the 
 the five-layer path, a middle layer's value standing for the same value of another middle layer (layers 1 to 3
 make the same values in the same order). It refuses (None) where that is ambiguous.
 
-``LayeredGraphSet`` records a rule set's path by tracing the five- and six-layer steps, and keeps the built
-``L``-layer path only when the six-layer path built the same way is, event for event, the traced one (up to the
-frees after the last op, which change no figure and follow the garbage collector). Why the built path is then
+``LayeredGraphSet`` records a rule set's path by tracing the five- and six-layer steps, and keeps the five-layer
+trace only when the six-layer path built from it is, event for event, the traced one (up to the frees after the
+last op, which change no figure and follow the garbage collector). It prices a rule set by walking the seven-layer
+path built from it (the probe: three copies of the middle layer) and scaling its figures to ``L`` layers
+(``plan.repeat``, where the probe's copies show that every copy repeats the last); the ``L``-layer paths are built
+and walked only where a probe does not scale. Why the built path is then
 the traced one for every ``L``: the layers run the same Python on operands of the same signatures (their dims
 share names, so the rules give them the same layouts), so a middle layer's events follow from its neighbours'
 signatures; the check shows that one more middle layer adds exactly one more copy, and the walk
 (``GraphSet._walk``) still checks every guard and result structure on the way, moving to a traced path where one
 differs. The figures are the full trace's (``tests/plan/test_plan_deep.py``: to 1e-12, the peak memory exactly),
-while a search of a 96-layer model traces five- and six-layer steps only.
+while a search of a 96-layer model traces five- and six-layer steps and walks seven-layer paths only.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..hardware import HardwareProfile
 from ..mesh import Mesh
-from .graph import _ALIAS, _CALL, _FREE, _GUARD, GraphMemo, GraphSet, _Slot, with_slots
+from .graph import _ALIAS, _CALL, _FREE, _GUARD, Figures, GraphMemo, GraphSet, Stop, _Slot, with_slots
+from .model import MEMORY_TRAFFIC, flop_rate
+from .repeat import PROBE_COPIES, Notes, Span
 
 
 def _zones(labels: list[int | None]) -> list[tuple[int | None, int, int, int]]:
@@ -57,7 +63,11 @@ def _zones(labels: list[int | None]) -> list[tuple[int | None, int, int, int]]:
 
 
 def layered(
-    events: list[tuple], labels: list[int | None], vlabel: Mapping[int, int | None], layers: int
+    events: list[tuple],
+    labels: list[int | None],
+    vlabel: Mapping[int, int | None],
+    layers: int,
+    spans: list[Span] | None = None,
 ) -> list[tuple] | None:
     """The ``layers``-layer path built from a five-layer path's ``events`` (see the module docstring); None where
     the five-layer path cannot be read that way.
@@ -67,6 +77,8 @@ def layered(
         labels: each event's layer (``_Recorder.labels``).
         vlabel: each value's layer, the label of the event that made it (``_Recorder.vlabel``).
         layers: the layer count of the path to build, at least five.
+        spans: if given, filled with the built path's runs of repeated copies (``plan.repeat.Span``: one per run of
+            the middle layer, ``layers - 4`` copies each).
     """
     if layers < TEMPLATE or any(lab is not None and not 0 <= lab < TEMPLATE for lab in labels):
         return None
@@ -153,6 +165,8 @@ def layered(
                 return None
             if zone == 2:  # the middle layer's run, once per layer from 2 to L - 3, in the run's order
                 copies = range(2, last - 1) if d > 0 else range(last - 2, 1, -1)
+                if spans is not None and stop > start:
+                    spans.append(Span(len(out), stop - start, len(copies)))
             else:  # layer 0's, 1's, 3's (as L - 2), 4's (as L - 1) or unlabeled events, once
                 copies = range(1)
             for k in copies:
@@ -224,7 +238,9 @@ def _settled(events: list[tuple]) -> list[tuple]:
 
 class LayeredGraphSet(GraphSet):
     """``GraphSet`` of an ``L``-layer step whose paths are built from its five-layer twin's (``layered``), each
-    checked against the six-layer twin's traced path; where a check fails, the step itself is traced.
+    checked against the six-layer twin's traced path; where a check fails, the step itself is traced. A rule set is
+    priced from the seven-layer path built the same way (``probe``), scaled (``plan.repeat``); the ``L``-layer
+    paths are built, and walked, where that does not scale.
 
     Args:
         step: the ``L``-layer step (``step.with_layers(n)`` makes its ``n``-layer twin).
@@ -245,10 +261,18 @@ class LayeredGraphSet(GraphSet):
         self.template, self.check, self.layers = with_layers(TEMPLATE), with_layers(TEMPLATE + 1), layers
         self.built = 0  # paths built from a five-layer trace
         self.refused: str | None = None  # why the last path could not be built (the step itself was traced then)
+        # the paths built with three copies of each repeated run, walked instead of the deep ones (``plan.repeat``)
+        self.probe = GraphSet(with_layers(PROBE), mesh_shape, hw, self.memo, self.cache)
+        for name in _SHARED:  # (the built paths share their call sites' caches, which hold these tables' numbers)
+            setattr(self.probe, name, getattr(self, name))
+        self.graphs = self.probe.graphs  # the paths recorded: one probe path per five-layer trace, and full traces
+        self._pending: list[tuple] = []  # five-layer traces whose ``L``-layer paths are not built yet
+        self._traced_any = False  # a path of the step itself was traced (a check failed)
+        self.probed = 0  # rule sets priced from the probe
 
     def record(self, rules: Mapping[str, Any]) -> tuple[Any, Any]:
-        """Keep the rule set's path built from the five-layer trace, when the six-layer path built the same way
-        is the traced one: ``(None, None)`` then. Otherwise trace the step itself (``GraphSet.record``)."""
+        """Keep the rule set's five-layer trace and its probe path, when the six-layer path built from it is the
+        traced one: ``(None, None)`` then. Otherwise trace the step itself (``GraphSet.record``)."""
         rec, _, _ = self._trace(self.template, rules)
         if rec.bad is None:
             six = layered(rec.events, rec.labels, rec.vlabel, TEMPLATE + 1)
@@ -257,13 +281,87 @@ class LayeredGraphSet(GraphSet):
             else:
                 check, _, _ = self._trace(self.check, rules)
                 if check.bad is None and canonical(_settled(six)) == canonical(_settled(check.events)):
-                    path = layered(rec.events, rec.labels, rec.vlabel, self.layers)
-                    if path is not None:
-                        self._add_path(path)
+                    spans: list[Span] = []
+                    probe = layered(rec.events, rec.labels, rec.vlabel, PROBE, spans)
+                    if probe is not None:
+                        self.probe._spans[len(self.probe._paths)] = spans
+                        self.probe._add_path(probe)  # (listed in ``graphs``, which is the probe's list)
+                        self._pending.append((rec.events, rec.labels, rec.vlabel))
                         self.built += 1
                         return None, None
                 self.refused = "the six-layer path built from the five-layer one is not the traced one"
+        self._traced_any = True
         return self._record_step(rules)
+
+    def _build_pending(self) -> None:
+        """Build the ``L``-layer paths of the five-layer traces kept so far (a walk of them is needed)."""
+        for events, labels, vlabel in self._pending:
+            path = layered(events, labels, vlabel, self.layers)
+            if path is not None:  # (it is: the probe path of the same trace was built)
+                self._add_path(path, listed=False)
+        self._pending.clear()
+
+    def price(
+        self, rules: Mapping[str, Any], cut: float = math.inf, limit: float = math.inf, compute: float = 0.0
+    ) -> Figures | None:
+        """``GraphSet.price`` from the probe path where it scales (``plan.repeat``), else from the deep path."""
+        probe = self.probe
+        if probe._paths:
+            current = probe._rules_of(rules)
+            notes = Notes(probe._spans.get(probe._last, []), probe._paths[probe._last])
+            fig = probe._walk(probe._last, current, probe.mesh, cut, math.inf, compute, notes)
+            if fig is not None:
+                probe._last = probe._taken
+                got = notes.scale(self.layers - PROBE, _sums(fig), fig.flops_by_dtype)
+                if got is not None:
+                    self.probed += 1
+                    return self._scaled(got, cut, limit)
+            elif not self._traced_any:
+                return None  # (no recorded path is theirs: ``figures`` records one)
+        self._build_pending()
+        return super().price(rules, cut, limit, compute)
+
+    def _scaled(self, got: tuple, cut: float, limit: float) -> Figures:
+        """The deep path's figures from ``Notes.scale``; ``Stop`` past the cut or the memory limit."""
+        (flops, comm_b, wire_b, written, comm_t, _), by_dtype, peak = got
+        hw = self.hw
+        compute = sum(f / self._rate(d) for d, f in by_dtype.items())
+        memory = MEMORY_TRAFFIC * written / hw.memory_bandwidth
+        fig = Figures(
+            step_time_s=compute + memory + comm_t,
+            compute_time_s=compute,
+            memory_time_s=memory,
+            comm_time_s=comm_t,
+            memory_bytes=peak,
+            comm_bytes=comm_b,
+            wire_bytes=wire_b,
+            flops=flops,
+            flops_by_dtype=by_dtype,
+            written_bytes=written,
+        )
+        if peak > limit or fig.step_time_s > cut:
+            raise Stop
+        return fig
+
+    def _rate(self, dtype: str) -> float:
+        """The flop rate of ``dtype`` on the hardware (cached)."""
+        rate = self._rates.get(dtype)
+        if rate is None:
+            rate = self._rates[dtype] = flop_rate(self.hw, dtype)
+        return rate
+
+
+#: what a probe's graph set shares with its deep one: the signature numbers and what is cached by them
+_SHARED = ("_compiled", "_index", "_local", "_rates", "_comp", "_sid", "_sigs", "_loc", "_guard", "_base", "_outcomes")
+
+
+def _sums(fig: Figures) -> tuple[float, ...]:
+    """A walk's summed figures in the order ``GraphSet._walk`` notes them (the compute time is taken from the flops)."""
+    return (fig.flops, fig.comm_bytes, fig.wire_bytes, fig.written_bytes, fig.comm_time_s, 0.0)
+
+
+#: the layer count of the probe paths: layers 0 and 1, three copies of the middle layer, the last two layers
+PROBE = TEMPLATE - 1 + PROBE_COPIES
 
 
 def deep_graphs(

@@ -44,11 +44,14 @@ from ..hardware import HardwareProfile, collective_time
 from ..memo_hook import LAYER
 from ..mesh import Mesh
 from .evaluate import evaluate_layout
+from .events import ALIAS as _ALIAS
+from .events import CALL as _CALL
+from .events import FREE as _FREE
+from .events import GUARD as _GUARD
 from .memo import _NEVER, _NO, OpMemo, RuleWatch, _arg_key, _Entry
 from .model import MEMORY_TRAFFIC, Clock, flop_rate
 from .model import price as price_profile
-
-_CALL, _FREE, _ALIAS, _GUARD = 0, 1, 2, 3
+from .repeat import Notes, Span
 
 
 class _Slot:
@@ -402,6 +405,7 @@ class GraphSet:
         self._guard: list[tuple] = []  # number -> (layout, pending, dtype), what the guards read
         self._base: list[int] = []  # number -> the number of the signature without its cached resolution
         self._outcomes: dict[tuple, tuple] = {}  # (guard kind, its arrays' signature numbers) -> ``_outcome``
+        self._spans: dict[int, list[Span]] = {}  # path -> its runs of repeated copies (``plan.repeat``), if built
 
     # ---------------------------------------------------------------- recording
     def record(self, rules: Mapping[str, Any]) -> tuple[profiler.Profile | None, Mesh | None]:
@@ -542,9 +546,9 @@ class GraphSet:
                 return q
         return -1
 
-    def _add_path(self, events: list[tuple]) -> None:
+    def _add_path(self, events: list[tuple], listed: bool = True) -> None:
         """Keep a recorded path; events it shares with the one it has most in common with are that one's
-        (their caches too)."""
+        (their caches too). ``listed``: add it to ``graphs`` too (the paths recorded)."""
         keys = [_ev_key(ev) for ev in events]
         pid = len(self._paths)
         lcp: dict[int, int] = {}
@@ -564,7 +568,8 @@ class GraphSet:
         self._lcp.append(lcp)
         self._paths.append(events)
         self._keys.append(keys)
-        self.graphs.append(events)
+        if listed:
+            self.graphs.append(events)
 
     def _entry_info(self, entry: _Entry) -> tuple:
         info = self._compiled.get(id(entry))
@@ -666,7 +671,9 @@ class GraphSet:
         n_cached = len(recipes) - _count(result_t) - len(made)
         return (ok, fl, cm, wr, exc, tuple(recipes), tuple(cached), tuple(made), n_cached)
 
-    def _walk(self, pid: int, rules: dict, mesh: Mesh, cut: float, limit: float, floor: float) -> Figures | None:
+    def _walk(
+        self, pid: int, rules: dict, mesh: Mesh, cut: float, limit: float, floor: float, notes: Notes | None = None
+    ) -> Figures | None:
         memo = self.memo
         entries_of = memo._entries
         sigs, loc, guard_sig, base_of = self._sigs, self._loc, self._guard, self._base
@@ -690,9 +697,14 @@ class GraphSet:
         tok_n = self._tok
         paths = self._paths
         events = paths[pid]
+        mark_at = -1 if notes is None else notes.first_after(-1)
         i = -1
         while True:
             i += 1
+            if i == mark_at:  # a copy of a repeated run starts, or a run ends (``plan.repeat``: a probe path)
+                sums = (flops, comm_b, wire_b, written, comm_t, run_c)
+                peak = notes.mark(i, mem, peak, sums, by_dtype, sid, toks, res, live)  # type: ignore[union-attr]
+                mark_at = notes.first_after(i)  # type: ignore[union-attr]
             if i == len(events):
                 break
             ev = events[i]
@@ -735,6 +747,9 @@ class GraphSet:
                     if pid < 0:
                         return None
                     events = paths[pid]
+                    if notes is not None:
+                        notes.switch(self._spans.get(pid, []), events, i)
+                        mark_at = notes.first_after(i - 1)
                     i -= 1
                     continue
                 if mem + exc > peak:
@@ -825,8 +840,13 @@ class GraphSet:
                     if pid < 0:
                         return None
                     events = paths[pid]
+                    if notes is not None:
+                        notes.switch(self._spans.get(pid, []), events, i)
+                        mark_at = notes.first_after(i - 1)
                     i -= 1
                     continue
+        if notes is not None:
+            notes.end(peak)
         self._tok = tok_n
         self._taken = pid
         for dt in by_dtype:

@@ -22,6 +22,7 @@ from shardarray.memo_hook import layer
 from shardarray.plan import deep, search
 from shardarray.plan.deep import LayeredGraphSet, _settled, canonical, layered
 from shardarray.plan.graph import GraphSet
+from shardarray.plan.repeat import Notes
 
 _CFG = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=4, d_kv=4, d_ff=32, n_layers=13, seq_len=8)
 STEPS = {
@@ -69,6 +70,7 @@ def test_built_paths_price_like_the_full_trace(step_name, mesh_name):
         checked += 1
     assert checked >= 4
     assert graphs.built == len(graphs.graphs) >= 1, graphs.refused  # every path built, none traced in full
+    assert graphs.probed == checked  # every rule set priced from the seven-layer probe, scaled (``plan.repeat``)
 
 
 @pytest.mark.parametrize("step_name", sorted(STEPS))
@@ -145,3 +147,51 @@ def test_a_deep_search_gives_the_plans_of_the_search_that_traces_it(monkeypatch)
     for a, b in zip(built, traced):
         assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12)
         assert a.memory_bytes_per_device == b.memory_bytes_per_device
+
+
+def test_a_probe_that_does_not_scale_falls_back_to_the_deep_path(monkeypatch):
+    """Where the probe's copies do not read alike (``Notes.scale`` gives None), the ``L``-layer paths are built then
+    and walked: the same figures as the full trace."""
+    monkeypatch.setattr(Notes, "scale", lambda self, *a, **k: None)
+    step, mesh = STEPS["transformer13"](), MESHES["2x2"]
+    graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
+    for rules in ({}, {"batch": "rows"}, {"heads": "cols", "batch": "rows"}):
+        fig, plain = graphs.figures(rules), _plain(step, mesh, rules)
+        for mine, theirs in PAIRS:
+            assert getattr(fig, mine) == pytest.approx(getattr(plain, theirs), rel=1e-12, abs=1e-300), (rules, mine)
+        assert fig.memory_bytes == plain.memory_bytes_per_device, rules
+    assert graphs.probed == 0 and graphs.built >= 1
+    assert len(graphs._paths) == graphs.built and not graphs._pending  # (built from the kept five-layer traces)
+
+
+def test_copies_that_start_from_different_states_are_not_scaled():
+    """``Notes.scale`` gives figures only where every run's second and third copies start from the same state, and
+    the walk stayed on one path."""
+    step, mesh = STEPS["mlp14"](), MESHES["2x2"]
+    graphs = deep.deep_graphs(step, mesh, get_profile("a100"))
+    graphs.figures({"batch": "rows"})  # (records the probe path)
+    probe = graphs.probe
+    pid = probe._last
+
+    def walked():
+        notes = Notes(probe._spans[pid], probe._paths[pid])
+        fig = probe._walk(pid, probe._rules_of({"batch": "rows"}), probe.mesh, float("inf"), float("inf"), 0.0, notes)
+        return notes, fig
+
+    notes, fig = walked()
+    assert len(notes.spans) >= 2 and all(s.count == 3 for s in notes.spans)
+    sums = deep._sums(fig)
+    same = notes.scale(0, sums, fig.flops_by_dtype)
+    assert same is not None and same[2] == fig_peak(graphs, step, mesh)  # no copy added: the probe's own peak
+    assert notes.scale(5, sums, fig.flops_by_dtype) is not None
+    uses, state = notes.state[(0, 2)]
+    notes.state[(0, 2)] = (uses, (state[0][:-1], state[1]))
+    assert notes.scale(5, sums, fig.flops_by_dtype) is None
+    notes, fig = walked()
+    notes.moved = True
+    assert notes.scale(5, sums, fig.flops_by_dtype) is None
+
+
+def fig_peak(graphs, step, mesh):
+    """The peak live bytes of the probe's own step (seven layers), from its full trace."""
+    return _plain(step.with_layers(deep.PROBE), mesh, {"batch": "rows"}).memory_bytes_per_device
