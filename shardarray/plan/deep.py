@@ -262,9 +262,7 @@ class LayeredGraphSet(GraphSet):
         self.built = 0  # paths built from a five-layer trace
         self.refused: str | None = None  # why the last path could not be built (the step itself was traced then)
         # the paths built with three copies of each repeated run, walked instead of the deep ones (``plan.repeat``)
-        self.probe = GraphSet(with_layers(PROBE), mesh_shape, hw, self.memo, self.cache)
-        for name in _SHARED:  # (the built paths share their call sites' caches, which hold these tables' numbers)
-            setattr(self.probe, name, getattr(self, name))
+        self.probe = GraphSet(with_layers(PROBE), mesh_shape, hw, self.memo, self.cache, tables=self)
         self.graphs = self.probe.graphs  # the paths recorded: one probe path per five-layer trace, and full traces
         self._pending: list[tuple] = []  # five-layer traces whose ``L``-layer paths are not built yet
         self._traced_any = False  # a path of the step itself was traced (a check failed)
@@ -349,10 +347,6 @@ class LayeredGraphSet(GraphSet):
         if rate is None:
             rate = self._rates[dtype] = flop_rate(self.hw, dtype)
         return rate
-
-
-#: what a probe's graph set shares with its deep one: the signature numbers and what is cached by them
-_SHARED = ("_compiled", "_index", "_local", "_rates", "_comp", "_sid", "_sigs", "_loc", "_guard", "_base", "_outcomes")
 
 
 def _sums(fig: Figures) -> tuple[float, ...]:

@@ -364,6 +364,10 @@ def _shape(t: Any) -> Any:
     return t
 
 
+#: a graph set's signature numbers and what is cached by them (``GraphSet(tables=...)`` shares them)
+_TABLES = ("_compiled", "_index", "_local", "_rates", "_comp", "_sid", "_sigs", "_loc", "_guard", "_base", "_outcomes")
+
+
 class GraphSet:
     """The graphs of one step on one mesh shape and hardware, sharing one memo; prices any rule set.
 
@@ -378,7 +382,11 @@ class GraphSet:
         hw: HardwareProfile,
         memo: GraphMemo | None = None,
         cache: dict | None = None,
+        tables: GraphSet | None = None,
     ) -> None:
+        """``tables``: a graph set of the same mesh shape whose signature numbers (and what is cached by them) this
+        one shares: paths built from one trace share their call sites' caches, which hold those numbers
+        (``plan.deep``'s probe paths)."""
         self.step = step
         self.mesh_shape = dict(mesh_shape)
         self.hw = hw
@@ -406,6 +414,9 @@ class GraphSet:
         self._base: list[int] = []  # number -> the number of the signature without its cached resolution
         self._outcomes: dict[tuple, tuple] = {}  # (guard kind, its arrays' signature numbers) -> ``_outcome``
         self._spans: dict[int, list[Span]] = {}  # path -> its runs of repeated copies (``plan.repeat``), if built
+        if tables is not None:
+            for name in _TABLES:
+                setattr(self, name, getattr(tables, name))
 
     # ---------------------------------------------------------------- recording
     def record(self, rules: Mapping[str, Any]) -> tuple[profiler.Profile | None, Mesh | None]:
