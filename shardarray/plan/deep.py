@@ -36,8 +36,10 @@ from typing import Any
 
 from ..hardware import HardwareProfile
 from ..mesh import Mesh
-from .graph import _ALIAS, _CALL, _FREE, _GUARD, Figures, GraphMemo, GraphSet, Stop, _Slot, with_slots
+from .events import ALIAS, CALL, FREE, GUARD
+from .graph import Figures, GraphSet, Stop
 from .model import MEMORY_TRAFFIC, flop_rate
+from .record import GraphMemo, _Slot, with_slots
 from .repeat import PROBE_COPIES, Notes, Span
 
 
@@ -87,7 +89,7 @@ def layered(
     for ev, lab in zip(events, labels):
         if lab is not None:
             code = ev[0]
-            made_by[lab].extend((*ev[6], *ev[12]) if code == _CALL else (ev[2],) if code == _ALIAS else ())
+            made_by[lab].extend((*ev[6], *ev[12]) if code == CALL else (ev[2],) if code == ALIAS else ())
     if not len(made_by[1]) == len(made_by[2]) == len(made_by[3]):
         return None  # the middle layers do not make the same values: not identical layers
     index = {v: j for lab in _MIDDLE for j, v in enumerate(made_by[lab])}
@@ -129,13 +131,13 @@ def layered(
 
     def emit(ev: tuple, a: int | None, x: int | None) -> None:
         code = ev[0]
-        if code == _CALL:
+        if code == CALL:
             got = {v: value(v, a, x) for v in ev[5]}
             raw = tuple(_Slot(got[r.v]) if type(r) is _Slot else r for r in ev[9])
             raw_kw = {k: _Slot(got[r.v]) if type(r) is _Slot else r for k, r in ev[10].items()}
             out.append(
                 (
-                    _CALL,
+                    CALL,
                     ev[1],
                     with_slots(ev, got.__getitem__),
                     ev[3],
@@ -151,13 +153,13 @@ def layered(
                     ev[13],
                 )
             )
-        elif code == _FREE:
-            out.append((_FREE, value(ev[1], a, x)))
-        elif code == _ALIAS:
+        elif code == FREE:
+            out.append((FREE, value(ev[1], a, x)))
+        elif code == ALIAS:
             src = value(ev[1], a, x)
-            out.append((_ALIAS, src, new(ev[2], x)))
+            out.append((ALIAS, src, new(ev[2], x)))
         else:
-            out.append((_GUARD, ev[1], tuple(None if v is None else value(v, a, x) for v in ev[2]), ev[3]))
+            out.append((GUARD, ev[1], tuple(None if v is None else value(v, a, x) for v in ev[2]), ev[3]))
 
     try:
         for zone, d, start, stop in _zones(labels):
@@ -204,10 +206,10 @@ def canonical(events: list[tuple]) -> list[tuple]:
     out: list[tuple] = []
     for ev in events:
         code = ev[0]
-        if code == _CALL:
+        if code == CALL:
             out.append(
                 (
-                    _CALL,
+                    CALL,
                     ev[1],
                     with_slots(ev, n),
                     ev[3],
@@ -218,12 +220,12 @@ def canonical(events: list[tuple]) -> list[tuple]:
                     tuple(make(v) for v in ev[12]),
                 )
             )
-        elif code == _FREE:
-            out.append((_FREE, n(ev[1])))
-        elif code == _ALIAS:
-            out.append((_ALIAS, n(ev[1]), make(ev[2])))
+        elif code == FREE:
+            out.append((FREE, n(ev[1])))
+        elif code == ALIAS:
+            out.append((ALIAS, n(ev[1]), make(ev[2])))
         else:
-            out.append((_GUARD, ev[1], tuple(n(v) for v in ev[2]), ev[3]))
+            out.append((GUARD, ev[1], tuple(n(v) for v in ev[2]), ev[3]))
     return out
 
 
@@ -231,7 +233,7 @@ def _settled(events: list[tuple]) -> list[tuple]:
     """A path up to its last op call or wrap: the frees after them change no figure, and their order follows
     the garbage collector's (arrays of reference cycles die when it runs, which depends on the process's past)."""
     n = len(events)
-    while n and events[n - 1][0] in (_FREE, _GUARD):
+    while n and events[n - 1][0] in (FREE, GUARD):
         n -= 1
     return events[:n]
 

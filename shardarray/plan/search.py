@@ -106,9 +106,10 @@ from ..profiler import Profile, profile
 from .deep import deep_graphs, shallow_twin
 from .evaluate import check_mesh_shape, check_step, evaluate_layout
 from .floor import compute_floor, repeats
-from .graph import Figures, GraphMemo, GraphSet, Stop
+from .graph import Figures, GraphSet, Stop
 from .memo import OpMemo
 from .model import Clock, Plan, flop_rate
+from .record import GraphMemo
 from .space import Rules, legal_rule_sets
 from .steps import Step
 from .symmetry import axis_symmetries, orbit_key
