@@ -195,3 +195,19 @@ def test_copies_that_start_from_different_states_are_not_scaled():
 def fig_peak(graphs, step, mesh):
     """The peak live bytes of the probe's own step (seven layers), from its full trace."""
     return _plain(step.with_layers(deep.PROBE), mesh, {"batch": "rows"}).memory_bytes_per_device
+
+
+def test_a_deep_search_under_a_memory_limit_gives_the_plans_of_the_search_that_traces_it(monkeypatch):
+    """A limit that the faster layouts pass: the scaled peak (``plan.repeat``) cuts the same rule sets as the walk of
+    every layer does."""
+    step, mesh = sa.plan.transformer_step(replace(_CFG, n_layers=12), batch=8), {"rows": 2, "cols": 2}
+    limit = 1_300_000  # (the replicated layout needs about 1.5 MB per device, the most split ones about 0.9 MB)
+    built = sa.plan.search_layouts(step, mesh, memory_limit_bytes=limit, top_k=3)
+    monkeypatch.setattr(deep, "DEEP", 10**9)
+    traced = sa.plan.search_layouts(step, mesh, memory_limit_bytes=limit, top_k=3)
+    assert [p.rules for p in built] == [p.rules for p in traced]
+    assert all(p.memory_bytes_per_device <= limit for p in built)
+    assert built[0].rules  # (not the replicated layout: it does not fit)
+    for a, b in zip(built, traced):
+        assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12)
+        assert a.memory_bytes_per_device == b.memory_bytes_per_device
