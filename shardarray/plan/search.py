@@ -86,6 +86,12 @@ And one prices most rule sets without a trace at all:
   figures from the memo entry for the rules of the dims it looks up (an op not seen with those is run
   alone on meta arrays). The figures are the full trace's (``tests/plan/test_plan_graph.py``, to 1e-12),
   so every cut above applies unchanged; a rule set that takes a path not recorded yet is traced once.
+* **A deep model from its shallow twins** (``plan.deep``, ``plan.repeat``; at least 12 identical layers): its
+  paths are built from its five-layer twin's (checked against the six-layer twin's), and a rule set is priced
+  by walking the seven-layer path built the same way and scaling it: where the repeated layers' second and
+  third copies start from the same walk state, every later copy repeats them, so the summed figures scale by
+  the copies added and the peak is placed exactly (``tests/plan/test_plan_deep.py``, to 1e-12). A 96-layer
+  search costs about what a six-layer one does.
 
 Tofu's coarsening lives in the tracer: identical blocks (every layer's,
 every replica's) are computed once per operand shape on the meta backend.
