@@ -1,7 +1,7 @@
 """What every benchmark JSON records about the machine it ran on, and where it may write.
 
-``environment()`` gives the core count (affinity), the BLAS pool and the
-library's thread setting, and the load average; call it before and after a
+``environment()`` gives the core count (affinity), the CPU's model and vector
+extensions, the BLAS pool and the library's thread setting, and the load average; call it before and after a
 run (``{"before": ..., "after": ...}``). ``output_path()`` keeps the committed
 results safe: the default path is under ``/tmp``, and a path inside
 ``benchmarks/results/`` that already exists is only overwritten with ``--force``.
@@ -29,6 +29,7 @@ def environment() -> dict[str, Any]:
         "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
+        "cpu": _cpu(),
         "loadavg": list(os.getloadavg()),
         "blas": [{k: p.get(k) for k in ("internal_api", "num_threads", "version")} for p in threadpool_info()
                  if p.get("user_api") == "blas"],
@@ -36,6 +37,23 @@ def environment() -> dict[str, Any]:
         "thread_variables": {v: os.environ[v] for v in ("SHARDARRAY_BLAS_THREADS", "OPENBLAS_NUM_THREADS",
                                                         "OMP_NUM_THREADS", "MKL_NUM_THREADS") if v in os.environ},
     }
+
+
+def _cpu() -> dict[str, Any]:
+    """The CPU's model and its vector extensions (``/proc/cpuinfo``; what NumPy's sort and BLAS pick their
+    kernels by, so two runs' NumPy baselines differ between CPUs that differ here)."""
+    info: dict[str, Any] = {"machine": platform.machine()}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return info
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and "model" not in info:
+            info["model"] = value.strip()
+        elif key.strip() == "flags" and "simd" not in info:
+            info["simd"] = sorted(f for f in value.split() if f.startswith(("avx", "fma", "sse4", "amx")))
+    return info
 
 
 def default_output(name: str) -> str:
