@@ -25,8 +25,10 @@ device's block):
 3. each device cuts its sorted block at the splitters (``searchsorted``);
    **one alltoallv** sends bucket ``i`` to member ``i`` (per-pair counts;
    keys alone, or (key, payload) pairs as two int64 when a payload rides);
-4. local merge of the received runs (a stable sort of the concatenation of
-   ``p`` sorted runs; NumPy's timsort finds the runs: ``O(m log p)``);
+4. local merge of the received runs: keys alone, the array module's own sort
+   of the concatenation (NumPy's SIMD quicksort, faster on the runs than its
+   timsort's merge); with a payload, a stable argsort (timsort finds the
+   ``p`` runs: ``O(m log p)``);
 5. **allgather** of one int64 per device (its bucket's length), from which
    each bucket's global offset follows;
 6. **one alltoallv** rebalancing the buckets into the canonical ceil-blocks
@@ -302,8 +304,10 @@ def sample_sort(
     # 4. merge
     def merge(d: int) -> Any:
         r = recv[d]
-        if payload is None:  # NumPy's timsort merges the p sorted runs in O(m log p)
-            return xp.sort(sort_keys(r), kind="stable").astype(dtype, copy=False)
+        if payload is None:  # the p sorted runs sorted again with the array module's own sort: keys alone need no
+            # stability, and NumPy's SIMD quicksort (x86-simd-sort, Highway) outruns its timsort's merge of the runs
+            # (2^21 float32 in 2 runs: 7.5 ms against 10.9 on an AVX-512 CPU); NumPy's np.sort is this kernel too
+            return xp.sort(sort_keys(r)).astype(dtype, copy=False)
         bits = r[:, 1][xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")]
         return bits if pdtype is None else from_bits(bits, pdtype)
 
