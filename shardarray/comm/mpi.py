@@ -63,6 +63,36 @@ def contiguous(x: Any, dtype: Any = None) -> np.ndarray:
     return np.asarray(x, dtype=dtype, order="C")
 
 
+def one_buffer(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
+    """The one C-contiguous buffer that C-contiguous ``pieces`` all lie in, as bytes, and each piece's byte offset
+    in it (the send buffer and displacements of an ``Alltoallv`` without a copy); None if there is none.
+
+    Example:
+        >>> base = np.arange(6.0)
+        >>> buf, offsets = one_buffer([base[:2], base[2:5], base[5:]])
+        >>> buf.nbytes, offsets
+        (48, [0, 16, 40])
+    """
+    if not pieces:
+        return None
+    roots = []
+    for p in pieces:
+        r = p
+        while isinstance(r.base, np.ndarray):
+            r = r.base
+        roots.append(r)
+    root = roots[0]
+    if any(r is not root for r in roots) or not root.flags.c_contiguous:
+        return None
+    if not all(p.flags.c_contiguous for p in pieces):
+        return None
+    start = root.__array_interface__["data"][0]
+    offsets = [p.__array_interface__["data"][0] - start for p in pieces]
+    if any(o < 0 or o + p.nbytes > root.nbytes for o, p in zip(offsets, pieces)):
+        return None
+    return root.reshape(-1).view(np.uint8), offsets
+
+
 def _whole(sl: tuple[slice, ...], shape: tuple[int, ...]) -> bool:
     return all(len(range(*s.indices(n))) == n for s, n in zip(sl, shape))
 
@@ -459,14 +489,19 @@ class MpiCommunicator(Communicator):
         rest = {(s[:dim] + s[dim + 1 :], t) for s, t in shapes}
         if len(rest) > 1:
             raise self._mismatch("alltoallv", axes, [(s, np.dtype(t).name) for s, t in shapes], f"beyond dim {dim}")
-        flat = np.concatenate([p.reshape(-1) for p in pieces])
+        send_counts = [p.size * dtype.itemsize for p in pieces]
+        within = one_buffer(pieces)  # (pieces cut from one buffer, as a sort's buckets are: sent from it, no copy)
+        if within is None:
+            send = [np.concatenate([p.reshape(-1) for p in pieces]).view(np.uint8), send_counts]
+        else:
+            send = [within[0], (send_counts, within[1])]
         recv_counts = [int(np.prod(s)) for s, _ in shapes]
         recv = np.empty(sum(recv_counts), dtype=dtype)
         with self._calling("alltoallv", axes, pieces[pos]):
-            sub.Alltoallv(
-                [flat.view(np.uint8), [p.size * dtype.itemsize for p in pieces]],
-                [recv.view(np.uint8), [c * dtype.itemsize for c in recv_counts]],
-            )
+            sub.Alltoallv(send, [recv.view(np.uint8), [c * dtype.itemsize for c in recv_counts]])
+        if dim == 0:  # the pieces in order along the first dim are the received bytes as they are
+            rest_shape = shapes[0][0][1:]
+            return self._out(recv.reshape((sum(s[0] for s, _ in shapes), *rest_shape)))
         parts, start = [], 0
         for (s, _), c in zip(shapes, recv_counts):
             parts.append(recv[start : start + c].reshape(s))

@@ -204,3 +204,21 @@ def test_public_relayout_and_resolve_into_layout():
         r = s.resolve({"j": ("col", "row")})        # scatters the sum into j's next axis
     assert [rec.op for rec in log.records] == ["reduce_scatter"]
     np.testing.assert_allclose(r.numpy(), a.sum(axis=0), rtol=1e-12)
+
+
+def test_one_buffer_finds_the_buffer_pieces_are_cut_from():
+    """``comm.mpi.one_buffer``: an ``Alltoallv`` sends pieces cut from one buffer (a sort's buckets) from it, by
+    byte offsets, without concatenating them; anything else is concatenated (None)."""
+    from shardarray.comm.mpi import one_buffer
+
+    base = np.arange(10, dtype=np.float32)
+    buf, offsets = one_buffer([base[:3], base[3:3], base[3:10]])  # (an empty piece's offset sends nothing)
+    assert buf.dtype == np.uint8 and buf.nbytes == base.nbytes and (offsets[0], offsets[2]) == (0, 12)
+    _, offsets = one_buffer([base[6:], base[:2]])  # out of order, with a gap: displacements say where each is
+    assert offsets == [24, 0]
+    two = base.reshape(2, 5)
+    assert one_buffer([two[1], two[0, 1:3]])[1] == [20, 4]  # views of views: the root buffer
+    assert one_buffer([base[:3], np.arange(3.0)]) is None  # two buffers
+    assert one_buffer([base[::2]]) is None  # a strided piece
+    assert one_buffer([np.asfortranarray(np.ones((3, 2)))[:, 0]]) is None  # a root that is not C-contiguous
+    assert one_buffer([]) is None
