@@ -186,22 +186,28 @@ class EmulatedCommunicator(Communicator):
         return self._per_group(shards, axes, run)
 
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
-        """Member i gets ``concatenate([send[member j][i] for j], dim)`` (see ``Communicator.alltoallv``)."""
+        """Member i gets ``concatenate([send[member j][i] for j], dim)`` (see ``Communicator.alltoallv``). Groups
+        sending the very same pieces (replicas) share results; the receivers' blocks are joined on the copy pool
+        when they are big (``comm.parallel``), as real devices would at once."""
         self._log_alltoallv(send, axes)
         xp = self.mesh.backend.xp
         out: list[Any] = [None] * len(send)
-        done: dict[tuple[int, ...], list[Any]] = {}  # groups sending the very same pieces (replicas) share results
+        members: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        jobs: dict[tuple[int, ...], list[Callable[[], Any]]] = {}
+        nbytes = 0
         for group in self.mesh.groups(axes):
             if any(send[d] is None for d in group):
                 continue
             key = tuple(id(send[d]) for d in group)
-            result = done.get(key)
-            if result is None:
-                result = done[key] = [
-                    pieces[0] if len(pieces) == 1 else xp.concatenate(pieces, axis=dim)
-                    for pieces in ([send[j][i] for j in group] for i in range(len(group)))
-                ]
-            for d, r in zip(group, result):
+            members.append((group, key))
+            if key not in jobs:
+                jobs[key] = [functools.partial(_join, xp, [send[j][i] for j in group], dim) for i in range(len(group))]
+                nbytes += sum(int(getattr(p, "nbytes", 0)) for d in group for p in send[d])
+        flat = [job for group_jobs in jobs.values() for job in group_jobs]
+        blocks = iter(run_all(flat, nbytes, self.mesh.backend))
+        done = {key: [next(blocks) for _ in group_jobs] for key, group_jobs in jobs.items()}
+        for group, key in members:
+            for d, r in zip(group, done[key]):
                 out[d] = r
         return out
 
@@ -262,3 +268,8 @@ class EmulatedCommunicator(Communicator):
             )
             for i, shape in enumerate(shapes)
         ]
+
+
+def _join(xp: Any, pieces: list[Any], dim: int) -> Any:
+    """A receiver's block from its pieces (the one piece itself when it gets one)."""
+    return pieces[0] if len(pieces) == 1 else xp.concatenate(pieces, axis=dim)
