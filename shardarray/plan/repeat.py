@@ -16,7 +16,8 @@ figure of the ``L``-layer path is the probe's plus ``L - 7`` times the third cop
 largest of the probe's stretches between notes, each moved by what the added copies before it leave live (the
 copies of one run rise by the same bytes each, so their largest is the first or the last). ``Notes.scale`` gives
 those figures; where a state differs, or the walk moved to another path, it gives None and the ``L``-layer path is
-walked instead. ``tests/plan/test_plan_deep.py`` holds both against full traces (to 1e-12, the peak exactly).
+walked instead. ``tests/plan/test_plan_deep.py`` holds both against full traces (to 1e-12, the peak exactly);
+``tests/plan/test_plan_repeat.py`` places the peak on a walk made by hand.
 """
 
 from __future__ import annotations
@@ -123,7 +124,9 @@ class Notes:
     ) -> int:
         """Note the stretch that ends at event ``i`` and what starts there; returns the peak to start from."""
         self.stretches.append((self.tag, peak))
-        for n, j in self.marks[i]:
+        for k, (n, j) in enumerate(self.marks[i]):
+            if k:  # (two marks at one event: the stretch between them is empty, its level the live bytes now)
+                self.stretches.append((self.tag, mem))
             span = self.spans[n]
             self.at[(n, j)] = (mem, sums, dict(by_dtype))
             if j == span.count:
