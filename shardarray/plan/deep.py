@@ -38,7 +38,6 @@ from ..hardware import HardwareProfile
 from ..mesh import Mesh
 from .events import ALIAS, CALL, FREE, GUARD
 from .graph import Figures, GraphSet, Stop
-from .model import MEMORY_TRAFFIC, flop_rate
 from .record import GraphMemo, _Slot, with_slots
 from .repeat import PROBE_COPIES, Notes, Span
 
@@ -324,31 +323,10 @@ class LayeredGraphSet(GraphSet):
     def _scaled(self, got: tuple, cut: float, limit: float) -> Figures:
         """The deep path's figures from ``Notes.scale``; ``Stop`` past the cut or the memory limit."""
         (flops, comm_b, wire_b, written, comm_t, _), by_dtype, peak = got
-        hw = self.hw
-        compute = sum(f / self._rate(d) for d, f in by_dtype.items())
-        memory = MEMORY_TRAFFIC * written / hw.memory_bandwidth
-        fig = Figures(
-            step_time_s=compute + memory + comm_t,
-            compute_time_s=compute,
-            memory_time_s=memory,
-            comm_time_s=comm_t,
-            memory_bytes=peak,
-            comm_bytes=comm_b,
-            wire_bytes=wire_b,
-            flops=flops,
-            flops_by_dtype=by_dtype,
-            written_bytes=written,
-        )
+        fig = self._figures(flops, comm_b, wire_b, written, comm_t, by_dtype, peak)
         if peak > limit or fig.step_time_s > cut:
             raise Stop
         return fig
-
-    def _rate(self, dtype: str) -> float:
-        """The flop rate of ``dtype`` on the hardware (cached)."""
-        rate = self._rates.get(dtype)
-        if rate is None:
-            rate = self._rates[dtype] = flop_rate(self.hw, dtype)
-        return rate
 
 
 def _sums(fig: Figures) -> tuple[float, ...]:

@@ -581,6 +581,21 @@ class GraphSet:
             notes.end(peak)
         self._tok = tok_n
         self._taken = pid
+        return self._figures(flops, comm_b, wire_b, written, comm_t, by_dtype, peak)
+
+    def _figures(
+        self,
+        flops: float,
+        comm_b: float,
+        wire_b: float,
+        written: float,
+        comm_t: float,
+        by_dtype: dict[str, float],
+        peak: int,
+    ) -> Figures:
+        """A walk's figures from its sums: the compute time from the flops of each dtype at its rate, the memory
+        time from the bytes written."""
+        rates, hw = self._rates, self.hw
         for dt in by_dtype:
             if dt not in rates:
                 rates[dt] = flop_rate(hw, dt)
