@@ -47,6 +47,17 @@ def _mpi_test_timeout():
     faulthandler.cancel_dump_traceback_later()
 
 
+@pytest.fixture(autouse=True)
+def _mpi_buffers_pooled(monkeypatch):
+    """In an MPI job every buffer a collective fills comes from the reused pool (``comm.buffers``), however small:
+    the job's tests then check that no array a collective returned is ever written by a later one."""
+    if WORLD > 1:
+        from shardarray.comm import buffers
+
+        monkeypatch.setattr(buffers, "MIN_BYTES", 0)
+    yield
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--backend", choices=BACKENDS, default=os.environ.get("SHARDARRAY_TEST_BACKEND", "numpy"),

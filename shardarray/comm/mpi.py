@@ -42,6 +42,7 @@ import numpy as np
 from ..chunks import group_chunk
 from ..dtypes import BFLOAT16
 from ..errors import BackendError, CommError, MeshError
+from . import buffers
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
 from .spmd import enter, start_watchdog
@@ -59,8 +60,15 @@ def _mpi() -> Any:
 
 
 def contiguous(x: Any, dtype: Any = None) -> np.ndarray:
-    """``x`` as a C-contiguous NumPy array of the same shape (``np.ascontiguousarray`` makes 0-d arrays 1-d)."""
-    return np.asarray(x, dtype=dtype, order="C")
+    """``x`` as a C-contiguous NumPy array of the same shape (``np.ascontiguousarray`` makes 0-d arrays 1-d); a
+    copy, where one is needed, on a reused buffer (``comm.buffers``)."""
+    a = np.asarray(x)
+    dt = a.dtype if dtype is None else np.dtype(dtype)
+    if a.dtype == dt and a.flags.c_contiguous:
+        return a
+    out = buffers.empty(a.shape, dt)
+    np.copyto(out, a, casting="unsafe")
+    return out
 
 
 def one_buffer(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
@@ -113,7 +121,7 @@ def gather_blocks(
     local = contiguous(local, dtype=dtype)
     enter(world, "numpy", (), local, whole=tuple(shape), check=True)
     counts = [int(np.prod([len(range(*s.indices(n))) for s, n in zip(sl, shape)])) for sl in slices]
-    flat = np.empty(sum(counts), dtype=dtype)
+    flat = buffers.empty(sum(counts), dtype)
     world.Allgatherv(local.reshape(-1).view(np.uint8), [flat.view(np.uint8), [c * flat.itemsize for c in counts]])
     out = np.empty(shape, dtype=dtype)
     start = 0
@@ -351,7 +359,7 @@ class MpiCommunicator(Communicator):
         x = shards[self.rank]
         self._agree(sub, "allreduce", axes, x)
         send = self._wide(x)
-        recv = np.empty_like(send)
+        recv = buffers.empty(send.shape, send.dtype)
         with self._calling("allreduce", axes, x):
             sub.Allreduce(send, recv, op=self._op(op))
         return self._out(recv.astype(x.dtype, copy=False))
@@ -374,7 +382,7 @@ class MpiCommunicator(Communicator):
             )
         lengths = [s[0] for s, _ in shapes]
         rest = int(np.prod(front.shape[1:]))
-        recv = np.empty((sum(lengths),) + front.shape[1:], dtype=x.dtype)
+        recv = buffers.empty((sum(lengths),) + front.shape[1:], x.dtype)
         with self._calling("allgather", axes, x):
             sub.Allgatherv(
                 front.view(np.uint8).reshape(-1),
@@ -393,7 +401,7 @@ class MpiCommunicator(Communicator):
         radix = [self.mesh.axis_size(a) for a in axes]
         size, rest = front.shape[0], int(np.prod(front.shape[1:]))
         bounds = [group_chunk(0, size, radix, i) for i in range(n)]
-        recv = np.empty((bounds[pos][1] - bounds[pos][0],) + front.shape[1:], dtype=front.dtype)
+        recv = buffers.empty((bounds[pos][1] - bounds[pos][0],) + front.shape[1:], front.dtype)
         with self._calling("reduce_scatter", axes, x):
             sub.Reduce_scatter(
                 front.reshape(-1), recv.reshape(-1), [(hi - lo) * rest for lo, hi in bounds], op=self._op(op)
@@ -420,13 +428,13 @@ class MpiCommunicator(Communicator):
         # this rank's own piece, which never goes through MPI) straight into their place in the result
         send_counts = [0 if i == pos else p.size for i, p in enumerate(pieces)]
         recv_counts = [0 if i == pos else math.prod(sh) for i, sh in enumerate(shapes)]
-        send = np.empty(sum(send_counts), dtype=x.dtype)
+        send = buffers.empty(sum(send_counts), x.dtype)
         start = 0
         for p, c in zip(pieces, send_counts):
             if c:
                 np.copyto(send[start : start + c].reshape(p.shape), p)
                 start += c
-        recv = np.empty(sum(recv_counts), dtype=x.dtype)
+        recv = buffers.empty(sum(recv_counts), x.dtype)
         with self._calling("alltoall", axes, x):
             sub.Alltoallv(
                 [send.view(np.uint8), [c * x.itemsize for c in send_counts]],
@@ -434,7 +442,7 @@ class MpiCommunicator(Communicator):
             )
         out_shape = list(shapes[0])
         out_shape[concat_dim] = sum(sh[concat_dim] for sh in shapes)
-        out = np.empty(tuple(out_shape), dtype=x.dtype)
+        out = buffers.empty(tuple(out_shape), x.dtype)
         start = lo = 0
         for i, (sh, c) in enumerate(zip(shapes, recv_counts)):
             place = out[(slice(None),) * concat_dim + (slice(lo, lo + sh[concat_dim]),)]
@@ -454,7 +462,7 @@ class MpiCommunicator(Communicator):
         self._agree(sub, "broadcast", axes, x, free=-1)  # (the receivers take the root's shape)
         # the dtype by name: ml_dtypes' bfloat16 has str "<V2", which would come back as raw void bytes
         shape, dtype = sub.bcast((x.shape, x.dtype.name) if pos == root else None, root=root)
-        buf = contiguous(x) if pos == root else np.empty(shape, dtype=np.dtype(dtype))
+        buf = contiguous(x) if pos == root else buffers.empty(shape, np.dtype(dtype))
         with self._calling("broadcast", axes, x):
             sub.Bcast(buf.view(np.uint8).reshape(-1), root=root)
         return self._out(buf)
@@ -469,7 +477,7 @@ class MpiCommunicator(Communicator):
         x = shards[self.rank]
         self._agree(sub, "reduce", axes, x)
         send = self._wide(x)
-        recv = np.empty_like(send) if pos == root else None
+        recv = buffers.empty(send.shape, send.dtype) if pos == root else None
         with self._calling("reduce", axes, x):
             sub.Reduce(send, recv, op=self._op(op), root=root)
         return self._out(cast("np.ndarray", recv).astype(x.dtype, copy=False) if pos == root else x)
@@ -492,11 +500,13 @@ class MpiCommunicator(Communicator):
         send_counts = [p.size * dtype.itemsize for p in pieces]
         within = one_buffer(pieces)  # (pieces cut from one buffer, as a sort's buckets are: sent from it, no copy)
         if within is None:
-            send = [np.concatenate([p.reshape(-1) for p in pieces]).view(np.uint8), send_counts]
+            packed = buffers.empty(sum(int(p.size) for p in pieces), dtype)
+            np.concatenate([p.reshape(-1) for p in pieces], out=packed)
+            send = [packed.view(np.uint8), send_counts]
         else:
             send = [within[0], (send_counts, within[1])]
         recv_counts = [int(np.prod(s)) for s, _ in shapes]
-        recv = np.empty(sum(recv_counts), dtype=dtype)
+        recv = buffers.empty(sum(recv_counts), dtype)
         with self._calling("alltoallv", axes, pieces[pos]):
             sub.Alltoallv(send, [recv.view(np.uint8), [c * dtype.itemsize for c in recv_counts]])
         if dim == 0:  # the pieces in order along the first dim are the received bytes as they are
@@ -506,7 +516,11 @@ class MpiCommunicator(Communicator):
         for (s, _), c in zip(shapes, recv_counts):
             parts.append(recv[start : start + c].reshape(s))
             start += c
-        return self._out(np.concatenate(parts, axis=dim))
+        joined = list(parts[0].shape)
+        joined[dim] = sum(int(p.shape[dim]) for p in parts)
+        out = buffers.empty(joined, dtype)
+        np.concatenate(parts, axis=dim, out=out)
+        return self._out(out)
 
 
 def exchange_flat(
@@ -541,8 +555,10 @@ def exchange_flat(
         if elements:
             record("alltoall", tuple(axes), size, int(elements), dtype.itemsize, str(dtype))
     counts = [0 if p == rank else int(c) for p, c in enumerate(recv_counts)]
-    recv = np.empty(sum(counts), dtype=dtype)
-    flat = np.concatenate(bufs) if bufs else np.empty(0, dtype)
+    recv = buffers.empty(sum(counts), dtype)
+    flat = buffers.empty(sum(int(b.size) for b in bufs), dtype)
+    if bufs:
+        np.concatenate(bufs, out=flat)
     try:
         world.Alltoallv(
             [flat.view(np.uint8), [b.size * dtype.itemsize for b in bufs]],
