@@ -1,7 +1,7 @@
 """What every benchmark JSON records about the machine it ran on, and where it may write.
 
 ``environment()`` gives the core count (affinity), the CPU's model and vector
-extensions, the BLAS pool and the library's thread setting, and the load average; call it before and after a
+extensions, whether freed memory goes back to a hypervisor (free page reporting), the BLAS pool and the library's thread setting, and the load average; call it before and after a
 run (``{"before": ..., "after": ...}``). ``output_path()`` keeps the committed
 results safe: the default path is under ``/tmp``, and a path inside
 ``benchmarks/results/`` that already exists is only overwritten with ``--force``.
@@ -30,6 +30,7 @@ def environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "cpu": _cpu(),
+        "free_page_reporting": _free_page_reporting(),
         "loadavg": list(os.getloadavg()),
         "blas": [{k: p.get(k) for k in ("internal_api", "num_threads", "version")} for p in threadpool_info()
                  if p.get("user_api") == "blas"],
@@ -54,6 +55,23 @@ def _cpu() -> dict[str, Any]:
         elif key.strip() == "flags" and "simd" not in info:
             info["simd"] = sorted(f for f in value.split() if f.startswith(("avx", "fma", "sse4", "amx")))
     return info
+
+
+def _free_page_reporting() -> bool | None:
+    """Whether the kernel hands free memory back to a hypervisor (virtio-balloon free page reporting): then a
+    page freed for about two seconds faults on the host when touched again, and every fresh big allocation
+    after idle time costs (``shardarray.comm.buffers`` says how much). None where it cannot be told."""
+    devices = Path("/sys/bus/virtio/devices")
+    if not devices.is_dir():
+        return None if not Path("/sys/module").is_dir() else False
+    for dev in devices.iterdir():
+        try:
+            if (dev / "device").read_text().strip() == "0x0005":  # a virtio balloon
+                features = (dev / "features").read_text().strip()
+                return len(features) > 5 and features[5] == "1"  # VIRTIO_BALLOON_F_REPORTING (bit 5)
+        except OSError:
+            continue
+    return False
 
 
 def default_output(name: str) -> str:
