@@ -177,6 +177,7 @@ _import_module(".autograd.vjp_fft", __name__)  # (registers the FFT VJPs)
 # ---- linalg: sa.linalg (qr/svd by TSQR, cholesky, solve, eigh, norms, ...)
 from . import linalg
 
+_import_module(".autograd.vjp_linalg", __name__)  # (registers the linalg VJPs: inv, det, solve, qr, ...)
 
 _import_module(".autograd.vjp_elementwise", __name__)  # (registers the VJPs)
 _import_module(".autograd.vjp_reduce", __name__)

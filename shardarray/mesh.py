@@ -16,10 +16,10 @@ import numpy as np
 from .backend import get_backend
 from .backend.cupy_backend import import_cupy, on_devices
 from .comm.emulated import EmulatedCommunicator
-from .comm.launch import launched_processes
 from .comm.mpi import MpiCommunicator, mpi_world
 from .comm.nccl import NcclCommunicator
 from .errors import LayoutError, MeshError
+from .launch import launched_processes
 from .threads import on_mesh
 
 AxesSpec = None | str | Iterable[str]
@@ -79,7 +79,7 @@ def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: An
     """The communicator a mesh gets when ``comm`` is left out (see ``Mesh``).
 
     Args:
-        launched: how many processes the launcher started (``comm.launch.launched_processes``).
+        launched: how many processes the launcher started (``launch.launched_processes``).
         shape, size: the mesh's shape and device count.
         backend: the backend's name.
         gpus: the ``devices`` argument as GPU ids, or None.

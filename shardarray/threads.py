@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .comm.launch import launched_processes
 from .errors import ArgumentError
+from .launch import launched_processes
 
 ENV = "SHARDARRAY_BLAS_THREADS"
 USER_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")

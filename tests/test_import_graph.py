@@ -2,7 +2,7 @@
 
 The floors, bottom up:
 
-* the basement: errors, dtypes, chunk arithmetic, layouts, meshes, backends,
+* the basement: errors, dtypes, chunk arithmetic, the launcher's process count, layouts, meshes, backends,
   communicators, the profiler, BLAS threads;
 * ``array.py``: the ``ShardArray`` data type (its methods call the ops
   through ``array.OPS``, which the ops fill in from above);
@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from import_graph import build
 
-BASEMENT = ("backend", "chunks", "comm", "dtypes", "errors", "layout", "mesh", "profiler", "threads", "memo_hook")
+BASEMENT = (
+    "backend", "chunks", "comm", "dtypes", "errors", "launch", "layout", "mesh", "profiler", "threads", "memo_hook"
+)
 #: imports of the package's own modules made inside functions (lazy imports of optional dependencies, CuPy and
 #: mpi4py, stay where they are): none; a table filled from above (array.OPS) replaces them
 LOCAL_IMPORTS_AT_MOST = 0

@@ -1,8 +1,8 @@
 """Collectives: the Communicator interface, its emulated implementation, the CommLog."""
 
+from ..launch import launched_processes
 from .base import Communicator
 from .emulated import EmulatedCommunicator
-from .launch import launched_processes
 from .log import CommLog, CommRecord, comm_log, wire_bytes
 
 if launched_processes() > 1:  # under mpiexec/srun: a failing or exiting process ends the job (no MPI import here)

@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..array import ShardArray
+from ..errors import DimensionError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec
-from .common import mesh_order
+from .common import map_blocks, mesh_order
 from .tape import differentiable
 
 
@@ -224,4 +225,30 @@ def to_axes(x: ShardArray, target: Sequence[tuple[str, ...]], keep_pending: bool
     return move_axes(x, target)
 
 
-__all__ = ["move_axes", "relayout", "resolve", "resolve_to", "to_axes"]
+def permute_dims(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
+    """``x`` with its dims in the order ``dims``, each block transposed where it is (no data moves; a pending sum
+    stays), off the tape: ``sa.transpose`` is this op, recorded; the algorithms call it on values they make.
+
+    Example (a 2×2 mesh):
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(6.0).reshape(2, 3), dims=("i", "j"), mesh=mesh, layout={"i": "row"})
+        >>> permute_dims(x, ("j", "i")).dims
+        ('j', 'i')
+    """
+    if dims == x.dims:
+        return x
+    if sorted(dims) != sorted(x.dims) or len(set(dims)) != len(dims):
+        raise DimensionError(
+            f"transpose{tuple(dims)} is not a permutation of the array's dims {x.dims}; name each dim once"
+        )
+    perm = tuple(x.dims.index(d) for d in dims)
+    if perm == tuple(range(x.ndim)):
+        return x
+    spec = x.spec
+    layout = Layout(dims, tuple(spec.sizes[p] for p in perm), tuple(spec.axes[p] for p in perm))
+    xp = x.mesh.backend.xp
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: xp.transpose(s, perm), x.shards)
+    return ShardArray(x.mesh, layout, x.dtype, shards, x.pending)
+
+
+__all__ = ["move_axes", "permute_dims", "relayout", "resolve", "resolve_to", "to_axes"]

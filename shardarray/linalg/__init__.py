@@ -15,7 +15,6 @@ one, on CuPy shards too (checked on the devices, read once per op:
 ``_checks``).
 """
 
-from ..autograd import vjp_linalg as _vjp_linalg  # noqa: F401  (registers the VJPs of inv, det, solve, cholesky, qr, svdvals, slogdet)
 from ..errors import LinAlgError
 from ._matrix import ReplicatedFallbackWarning
 from .dense import EighResult, SlogdetResult, cholesky, det, eigh, eigvalsh, inv, slogdet, solve

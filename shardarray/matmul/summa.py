@@ -28,8 +28,7 @@ from typing import Any
 from .. import profiler
 from ..array import ShardArray
 from ..core.common import map_blocks, mesh_order, new_array
-from ..core.relayout import resolve, to_axes
-from ..ops.manipulation.structure import transpose
+from ..core.relayout import permute_dims, resolve, to_axes
 from .pattern import Pattern, check_divisible, find, roles
 
 
@@ -111,7 +110,7 @@ class SummaPlan:
         mesh, comm = a.mesh, a.mesh.comm
         p = self.pattern
         axes, used = self.out_axes(a, b)
-        g = to_axes(transpose.__wrapped__(g, self.out_dims), axes, keep_pending=False)
+        g = to_axes(permute_dims(g, self.out_dims), axes, keep_pending=False)
         grads: list[Any] = [None, None]
         if needs[p.roles.a]:
             shards = self._loop(

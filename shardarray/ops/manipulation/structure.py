@@ -8,7 +8,7 @@ from typing import Any
 from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...core.common import map_blocks, require_array
-from ...core.relayout import resolve, to_axes
+from ...core.relayout import permute_dims, resolve, to_axes
 from ...core.tape import differentiable
 from ...dtypes import as_dtype
 from ...errors import DimensionError, DTypeError
@@ -37,18 +37,7 @@ def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
         dims = tuple(dims[0])
     if not dims:
         dims = tuple(reversed(x.dims))
-    if sorted(dims) != sorted(x.dims) or len(set(dims)) != len(dims):
-        raise DimensionError(
-            f"transpose{tuple(dims)} is not a permutation of the array's dims {x.dims}; name each dim once"
-        )
-    perm = tuple(x.dims.index(d) for d in dims)
-    if perm == tuple(range(x.ndim)):
-        return x
-    spec = x.spec
-    layout = Layout(dims, tuple(spec.sizes[p] for p in perm), tuple(spec.axes[p] for p in perm))
-    xp = x.mesh.backend.xp
-    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: xp.transpose(s, perm), x.shards)
-    return ShardArray(x.mesh, layout, x.dtype, shards, x.pending)
+    return permute_dims(x, tuple(dims))
 
 
 @differentiable("astype")

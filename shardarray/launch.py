@@ -1,4 +1,5 @@
-"""How many processes the MPI launcher started (without importing MPI)."""
+"""How many processes the MPI launcher started, from its environment (without importing MPI): read by the mesh
+(``comm="auto"``), the BLAS thread rule and the communicators' exit hooks."""
 
 from __future__ import annotations
 
