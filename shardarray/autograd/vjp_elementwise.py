@@ -9,8 +9,8 @@ from ..array import ShardArray
 from ..backend import cuda_kernels
 from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
+from ..ops.cotangent import match
 from ..ops.elementwise.arithmetic import apply
-from .common import match
 
 
 def _lin(name: str, fn: Any, g: ShardArray, *others: Any, bilinear: bool = False) -> ShardArray:

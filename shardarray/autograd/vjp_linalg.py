@@ -27,11 +27,11 @@ from ..linalg._matrix import local_op, matrix_dims
 from ..linalg.dense import inv, solve
 from ..linalg.spd import solve_lh
 from ..linalg.svd import svd
+from ..ops.cotangent import match
 from ..ops.creation.basic import asarray, from_blocks
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import add, conj, divide, multiply, not_equal, subtract, where
 from ..ops.manipulation.structure import astype, rename
-from .common import match
 
 
 def _h(x: ShardArray) -> ShardArray:

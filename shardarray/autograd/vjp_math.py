@@ -14,10 +14,10 @@ from typing import Any
 from ..array import ShardArray
 from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
+from ..ops.cotangent import match
 from ..ops.elementwise.arithmetic import apply
 from ..ops.manipulation.structure import astype, expand
 from ..ops.reduction import reduce as red
-from .common import match
 from .vjp_elementwise import _lin
 
 

@@ -9,11 +9,11 @@ from ..core.common import map_blocks, new_array
 from ..core.relayout import resolve_to, to_axes
 from ..core.tape import Context, register_vjp
 from ..layout import block_bounds
+from ..ops.cotangent import match
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical
 from ..ops.manipulation.structure import astype, transpose
 from ..ops.reduction.scan import scan
-from .common import match
 
 
 def _dim(ctx: Context) -> str:

@@ -7,8 +7,8 @@ from typing import Any, cast
 from ..array import ShardArray
 from ..core.common import dims_arg, map_blocks
 from ..core.tape import Context, register_vjp
+from ..ops.cotangent import match
 from ..ops.manipulation.reshape import merge_dims, split_dim
-from .common import match
 
 
 def _arg(ctx: Context, i: int, name: str) -> Any:

@@ -17,9 +17,9 @@ from ..core.movement import move
 from ..core.relayout import resolve_to, to_axes
 from ..core.tape import Context, register_vjp
 from ..layout import Layout, block_bounds
+from ..ops.cotangent import match
 from ..ops.indexing.basic import slice_dim
 from ..ops.manipulation.structure import transpose
-from .common import match
 
 
 @register_vjp("slice_dim")

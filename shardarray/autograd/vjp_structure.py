@@ -14,11 +14,11 @@ from typing import Any
 from ..array import ShardArray
 from ..core.tape import Context, register_vjp
 from ..dtypes import is_complex
+from ..ops.cotangent import match
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import real
 from ..ops.indexing.take import scatter_add
 from ..ops.manipulation.structure import astype, rename
-from .common import match
 
 
 @register_vjp("einsum")

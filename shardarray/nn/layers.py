@@ -6,13 +6,13 @@ import math
 from typing import Any, cast
 
 from ..array import ShardArray
-from ..autograd.common import match
 from ..backend import cuda_kernels
 from ..core.common import require_ids
 from ..core.relayout import resolve_to
 from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import check_domain
 from ..errors import DimensionError, DTypeError
+from ..ops.cotangent import match
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import apply, gelu
 from ..ops.fused import attention as attention_fused

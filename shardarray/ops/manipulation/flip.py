@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...array import ShardArray
-from ...autograd.common import match
 from ...core.common import one_dim_arg, require_array
 from ...core.movement import move
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from ...errors import ArgumentError
+from ..cotangent import match
 from ..indexing.basic import slice_dim
 
 

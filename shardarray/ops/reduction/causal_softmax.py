@@ -30,13 +30,13 @@ from typing import Any, cast
 import numpy as np
 
 from ...array import ShardArray
-from ...autograd.common import match
 from ...backend import cuda_kernels
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from ...dtypes import check_domain, compute_dtype
 from ...errors import DimensionError
 from ...mesh import Mesh
+from ..cotangent import match
 from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
 from ..fused import dispatch as fused

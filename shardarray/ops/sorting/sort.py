@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 
 from ...array import ShardArray
-from ...autograd.common import match
 from ...backend.meta import MetaArray
 from ...core.common import map_blocks, one_dim_arg, require_array
 from ...core.relayout import resolve, to_axes
 from ...core.tape import Context, differentiable, nondifferentiable, register_vjp
 from ...errors import ArgumentError, DTypeError
 from ...layout import block_bounds
+from ..cotangent import match
 from ..manipulation.flip import _flip
 from ..manipulation.structure import transpose
 from .samplesort import sample_sort, sort_keys

@@ -1,4 +1,5 @@
-"""Shared by the VJPs: bring a cotangent to the dims and layout of the primal it belongs to."""
+"""Shared by the VJPs (the rules beside their ops and those in ``autograd``): bring a cotangent to the dims and layout
+of the primal it belongs to."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.relayout import to_axes
-from ..ops.manipulation.structure import expand, transpose
-from ..ops.reduction import reduce as red
+from .manipulation.structure import expand, transpose
+from .reduction import reduce as red
 
 
 def match(g: ShardArray, x: Any) -> ShardArray | None:
