@@ -14,6 +14,7 @@ splits a dim over next, an **allreduce** over the rest.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -157,11 +158,13 @@ def _gathers_then_slices(cur: Sequence[tuple[str, ...]], target: Sequence[tuple[
 def exchange_boxes(x: ShardArray, final: Layout) -> list[Any]:
     """The blocks of ``x`` in ``final`` (same dims and sizes; pending axes untouched), by **one alltoallv**
     over the mesh axes either layout uses: each device receives exactly the entries of its new block that it
-    does not hold, each from one holder (itself where it holds them, else the holder that is first in its group
-    at or after it, so replicas share the sending), and sends nothing else.
+    does not hold, each from one holder (itself where it holds them, else, of the replicas that hold them, the
+    one that has sent least so far, the first in its group at or after it on a tie), and sends nothing else.
 
-    Per device this moves at most its new block; the allgather-then-slice plan it replaces moves whole
-    gathered blocks. The emulated mesh passes a block that is exactly one piece without a copy.
+    Per device this receives at most its new block, and a holder sends a piece to at most as many devices as
+    the piece's receivers per holder (rounded up): one block where the new layout has no more replicas than
+    the old; the allgather-then-slice plan it replaces moves whole gathered blocks. The emulated mesh passes a
+    block that is exactly one piece without a copy.
     """
     mesh = x.mesh
     axes = mesh_order(mesh, set(x.spec.used_axes) | set(final.used_axes))
@@ -173,20 +176,23 @@ def exchange_boxes(x: ShardArray, final: Layout) -> list[Any]:
     for group in mesh.groups(axes):
         k = len(group)
         outgoing: list[list[list[Any]]] = [[[] for _ in range(k)] for _ in range(k)]  # [sender][receiver]
+        load = [0] * k  # entries each member sends so far
         for r, rd in enumerate(group):
             want = dst[rd]
             shapes[rd] = tuple(b - a for a, b in want)
             boxes[rd] = [[] for _ in range(k)]
-            taken: dict[tuple[tuple[int, int], ...], int] = {}  # a source block (its bounds) -> its sender
-            for step in range(k):
-                j = (r + step) % k  # itself first, then the next members: replicas spread the sending
-                have = src[group[j]]
-                if have in taken:
-                    continue
+            holders: dict[tuple[tuple[int, int], ...], list[int]] = {}  # a source block (its bounds) -> its holders
+            for step in range(k):  # itself first, then the next members
+                j = (r + step) % k
+                holders.setdefault(src[group[j]], []).append(j)
+            for have, js in holders.items():
                 box = tuple((max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in zip(have, want))
-                if any(lo >= hi for lo, hi in box):  # no entry of its block is wanted here
+                if any(lo >= hi for lo, hi in box):  # no entry of the block is wanted here
                     continue
-                taken[have] = j
+                # itself where it holds them, else the replica that has sent least so far (the first of them from
+                # here on): a block wanted by more devices than hold it is sent by its holders in turn
+                j = r if js[0] == r else min(js, key=lambda h: load[h])
+                load[j] += 0 if j == r else math.prod(hi - lo for lo, hi in box)
                 outgoing[j][r].append(tuple(slice(lo - a0, hi - a0) for (lo, hi), (a0, _) in zip(box, have)))
                 boxes[rd][j].append(tuple(slice(lo - b0, hi - b0) for (lo, hi), (b0, _) in zip(box, want)))
         for j, sd in enumerate(group):
