@@ -87,13 +87,18 @@ def _prod(values: Any) -> int:
 
 
 class _ProfileLog(CommLog):
+    """A profile's comm log: each record also goes to the profile (held weakly: the profile holds its log, and
+    a cycle would leave every finished profile to the garbage collector)."""
+
     def __init__(self, profile: Profile) -> None:
         super().__init__()
-        self._profile = profile
+        self._profile = weakref.ref(profile)
 
     def add(self, record: CommRecord) -> None:
         super().add(record)
-        self._profile._on_record(record)
+        profile = self._profile()
+        if profile is not None:
+            profile._on_record(record)
 
 
 class Profile:

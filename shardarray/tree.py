@@ -89,22 +89,27 @@ def tree_flatten(tree: Any, what: str = "params", plain: bool = False) -> tuple[
         >>> len(leaves), treedef
         (2, {'w': '*', 'b': ['*']})
     """
-    leaves: list[ShardArray] = []
+    leaves: list[Any] = []
+    return leaves, _flatten(tree, what, leaves, plain)
 
-    def walk(node: Any, path: str) -> TreeDef:
-        if isinstance(node, ShardArray) or (plain and _plain(node)):
-            leaves.append(node)
-            return "*"
-        if plain and node is None:
-            return None
-        if isinstance(node, dict):
-            return {k: walk(v, f"{path}[{k!r}]") for k, v in node.items()}
-        if isinstance(node, (list, tuple)):
-            defs = [walk(v, path + suffix) for v, (_, suffix) in zip(node, _children(node))]
-            return defs if isinstance(node, list) else (type(node), tuple(defs))
-        raise _not_allowed(node, path)
 
-    return leaves, walk(tree, what)
+# The walks are module functions, not closures that call themselves: such a closure is a reference cycle that keeps
+# what it reads (the leaves: a step's parameters and gradients) for the garbage collector instead of freeing them.
+
+
+def _flatten(node: Any, path: str, leaves: list[Any], plain: bool) -> TreeDef:
+    """``tree_flatten``'s walk: ``node``'s structure, its leaves appended to ``leaves``."""
+    if isinstance(node, ShardArray) or (plain and _plain(node)):
+        leaves.append(node)
+        return "*"
+    if plain and node is None:
+        return None
+    if isinstance(node, dict):
+        return {k: _flatten(v, f"{path}[{k!r}]", leaves, plain) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        defs = [_flatten(v, path + suffix, leaves, plain) for v, (_, suffix) in zip(node, _children(node))]
+        return defs if isinstance(node, list) else (type(node), tuple(defs))
+    raise _not_allowed(node, path)
 
 
 def tree_paths(tree: Any, what: str = "params") -> list[str]:
@@ -116,38 +121,39 @@ def tree_paths(tree: Any, what: str = "params") -> list[str]:
         ["params['w']", "params['b'][0]"]
     """
     paths: list[str] = []
-
-    def walk(node: Any, path: str) -> None:
-        if isinstance(node, ShardArray):
-            paths.append(path)
-        elif _container(node):
-            for key, suffix in _children(node):
-                walk(node[key], path + suffix)
-        else:
-            raise _not_allowed(node, path)
-
-    walk(tree, what)
+    _paths(tree, what, paths)
     return paths
+
+
+def _paths(node: Any, path: str, paths: list[str]) -> None:
+    """``tree_paths``'s walk."""
+    if isinstance(node, ShardArray):
+        paths.append(path)
+    elif _container(node):
+        for key, suffix in _children(node):
+            _paths(node[key], path + suffix, paths)
+    else:
+        raise _not_allowed(node, path)
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Rebuild a tree of ``treedef``'s structure from ``leaves`` (inverse of ``tree_flatten``)."""
-    it = iter(leaves)
+    return _build(treedef, iter(leaves))
 
-    def build(d: TreeDef) -> Any:
-        if isinstance(d, str):
-            return next(it)
-        if d is None:
-            return None
-        if isinstance(d, dict):
-            return {k: build(v) for k, v in d.items()}
-        if isinstance(d, list):
-            return [build(v) for v in d]
-        cls, defs = d
-        items = [build(v) for v in defs]
-        return cls(*items) if hasattr(cls, "_fields") else cls(items)
 
-    return build(treedef)
+def _build(d: TreeDef, it: Iterator[Any]) -> Any:
+    """``tree_unflatten``'s walk: the subtree of ``d``, its leaves taken from ``it`` in order."""
+    if isinstance(d, str):
+        return next(it)
+    if d is None:
+        return None
+    if isinstance(d, dict):
+        return {k: _build(v, it) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_build(v, it) for v in d]
+    cls, defs = d
+    items = [_build(v, it) for v in defs]
+    return cls(*items) if hasattr(cls, "_fields") else cls(items)
 
 
 def tree_leaves_like(
@@ -216,7 +222,10 @@ def tree_leaves_like(
             suffix = f"[{len(a)}]"
             raise differ(path + suffix, f"nothing ({_describe(a)})", _describe(b[len(a)]))
 
-    walk(like, tree, "")
+    try:
+        walk(like, tree, "")
+    finally:
+        walk = None  # type: ignore[assignment]  # (a closure that calls itself is a cycle: break it, see _flatten)
     return out
 
 

@@ -8,6 +8,7 @@ first axis major. Every call appends one record to the active comm logs.
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..backend.classlist import ClassList
-from ..errors import MeshError
+from ..errors import CommError, MeshError
 from .log import record
 
 
@@ -54,7 +55,17 @@ class Communicator(ABC):
     """Collectives over mesh-axis subgroups."""
 
     def __init__(self, mesh: MeshView) -> None:
-        self.mesh = mesh
+        # held weakly: the mesh holds its communicator, and a cycle would leave every mesh that goes out of use
+        # (the planner makes one per op it prices) to the garbage collector
+        self._mesh = weakref.ref(mesh)
+
+    @property
+    def mesh(self) -> MeshView:
+        """The mesh this communicator belongs to (it lives as long as the mesh is used)."""
+        mesh = self._mesh()
+        if mesh is None:
+            raise CommError("this communicator's mesh is gone: keep the mesh, and reach its collectives as mesh.comm")
+        return mesh
 
     def _log(self, op: str, axes: tuple[str, ...], shards: Sequence[Any], devices: Sequence[int] | None = None) -> int:
         """Record one collective; returns the group size (1 means nothing to do)."""

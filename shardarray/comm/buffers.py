@@ -20,7 +20,7 @@ bytes (``SHARDARRAY_BUFFER_CACHE``, bytes, default 1 GiB; 0 turns the pool off) 
 The cost: up to ``limit()`` bytes stay mapped in the process after the arrays on them are gone (as with
 any caching allocator). The results are the same: only where the bytes live differs.
 
-Example (a 2×2 mesh's MPI communicator calls this; any code can):
+Example (the MPI communicator calls this; any code can):
     >>> from shardarray.comm import buffers
     >>> a = buffers.empty((1024, 1024), "float64")
     >>> a.shape, a.dtype.name

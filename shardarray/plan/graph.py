@@ -386,18 +386,21 @@ class GraphSet:
                 for _, y in t[1]:
                     visit(y)
 
-        visit(result_t)
-        cached = []
-        for c in cached_t[1]:
-            visit(c[1][2])
-            i, target, n = c[1][0][1], _value(c[1][1]), c[1][2][1]
-            base = self._base[opsids[i]]
-            full = self._intern((*sigs[base], ("R", target, sigs[recipes[n][0]])))
-            cached.append((i, target, n, full))
-        made = []
-        for c in made_t[1]:
-            visit(c[1][1])
-            made.append((_value(c[1][0]), c[1][1][1]))
+        try:
+            visit(result_t)
+            cached = []
+            for c in cached_t[1]:
+                visit(c[1][2])
+                i, target, n = c[1][0][1], _value(c[1][1]), c[1][2][1]
+                base = self._base[opsids[i]]
+                full = self._intern((*sigs[base], ("R", target, sigs[recipes[n][0]])))
+                cached.append((i, target, n, full))
+            made = []
+            for c in made_t[1]:
+                visit(c[1][1])
+                made.append((_value(c[1][0]), c[1][1][1]))
+        finally:
+            visit = None  # type: ignore[assignment]  # (a recursive closure is a cycle: break it, no GC needed)
         if any(r is None for r in recipes):
             ok = False  # ("same"/"again" only reach arrays numbered here)
         n_cached = len(recipes) - _count(result_t) - len(made)
@@ -665,18 +668,24 @@ class GraphSet:
             return a
 
         prof = profiler.Profile()
-        with prof:
-            for k, v in consts.items():
-                mesh.constants[k] = build(v)
-            args = tuple(build(x.v) if type(x) is _Slot else mesh if x is _MESH else x for x in raw)
-            kw = {k: build(x.v) if type(x) is _Slot else mesh if x is _MESH else x for k, x in raw_kw.items()}
-            got = self.memo._entries.get(key)
-            before = 0 if got is None or got is _NEVER else len(got)
-            if scope is None:
-                self.memo._record(key, fn, args, kw, prof, mesh, watch)
-            else:
-                with profiler.scope(scope):  # as in the trace (the memo keeps the op names of its events)
+        try:
+            with prof:
+                for k, v in consts.items():
+                    mesh.constants[k] = build(v)
+                args = tuple(build(x.v) if type(x) is _Slot else mesh if x is _MESH else x for x in raw)
+                kw = {k: build(x.v) if type(x) is _Slot else mesh if x is _MESH else x for k, x in raw_kw.items()}
+                got = self.memo._entries.get(key)
+                before = 0 if got is None or got is _NEVER else len(got)
+                if scope is None:
                     self.memo._record(key, fn, args, kw, prof, mesh, watch)
+                else:
+                    with profiler.scope(scope):  # as in the trace (the memo keeps the op names of its events)
+                        self.memo._record(key, fn, args, kw, prof, mesh, watch)
+        finally:
+            # a recursive closure is a cycle (function -> cell -> function) that would keep this run's arrays,
+            # mesh and profile for the garbage collector: about a fifth of a small search's time went to it
+            build = None  # type: ignore[assignment]
+            mesh.constants.clear()  # (the mesh's constants are arrays on the mesh: another cycle, as the run ends)
         found = self.memo._entries.get(key)
         if found is _NEVER or found is None or len(found) == before:
             return None
