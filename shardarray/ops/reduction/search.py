@@ -6,9 +6,10 @@ of each group then exchange one (value, index) pair per output element in
 **one allgather** over the dim's axes (the pair packed into one int64 buffer:
 the value as float64 or int64 bits, the index), and every device picks the
 winner: the first NaN if any (NumPy's rule), else the extreme value with the
-smallest index (first occurrence). The candidates lie in index order (member
-order along the dim's axes), so when no block of the dim is empty the winner
-is NumPy's own arg-search over them. Results are int64 and not differentiable.
+smallest index (first occurrence). Where the candidates lie in index order (no
+block of the dim is empty, and the dim's axes are in the mesh's order, as the
+allgather's members are) the winner is NumPy's own arg-search over them;
+otherwise the least index among the extremes. Results are int64 and not differentiable.
 """
 
 from __future__ import annotations
@@ -86,17 +87,20 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         return xp.stack([xp.ascontiguousarray(val).view(np.int64), idx], axis=-1)
 
     pairs = map_blocks(mesh, x.spec.used_axes, pair, offsets, x.shards, pure=True)
-    gathered = mesh.comm.allgather(pairs, mesh_order(mesh, axes), dim=i)
+    group = mesh_order(mesh, axes)
+    gathered = mesh.comm.allgather(pairs, group, dim=i)
 
     bounds = block_bounds(mesh, x.spec)
-    some_empty = any(b[i][0] == b[i][1] for b in bounds)
+    # the candidates lie in index order when the group's member order (the mesh's order of the axes) is the dim's
+    # (its layout's, major first) and no block is empty; otherwise the winner is picked by its index
+    in_order = tuple(group) == tuple(axes) and not any(b[i][0] == b[i][1] for b in bounds)
 
     def pick(g: Any) -> Any:
         if isinstance(g, MetaArray):
             return MetaArray(g.shape[:i] + g.shape[i + 1 : -1], np.int64)
         vals = xp.ascontiguousarray(g[..., 0]).view(wide)
         idx = g[..., 1]
-        if not some_empty:  # candidates lie in index order: the first extreme (or first NaN) wins, as in NumPy
+        if in_order:  # the first extreme (or first NaN) among the candidates wins, as in NumPy
             win = (xp.argmax if op == "argmax" else xp.argmin)(vals, axis=i)
             return xp.take_along_axis(idx, xp.expand_dims(win, i), axis=i).squeeze(i)
         if wide.kind == "f":
