@@ -46,18 +46,22 @@ _LOCK = threading.Lock()
 _BUFFERS: dict[int, list[np.ndarray]] = {}  # size class (bytes) -> the buffers of that class, oldest first
 
 
-def _refs(buf: np.ndarray) -> int:
-    """``buf``'s reference count as every check here reads it (a buffer listed once, passed in as ``buf``)."""
-    return sys.getrefcount(buf)
+def _refs(bufs: list[np.ndarray], i: int) -> int:
+    """The reference count of ``bufs[i]``, read the one way every check here reads it (calibrated below)."""
+    return sys.getrefcount(bufs[i])
 
 
 def _calibrate() -> int:
     """What ``_refs`` reads for a listed buffer no array uses, on this Python (each view adds its ``base``)."""
-    listed = [np.empty(1, dtype=np.uint8)]
-    return _refs(listed[0])
+    return _refs([np.empty(1, dtype=np.uint8)], 0)
 
 
 _FREE_REFS = _calibrate()
+
+
+def _unused(bufs: list[np.ndarray], i: int) -> bool:
+    """Whether no array uses ``bufs[i]``: no view's ``base`` holds it."""
+    return _refs(bufs, i) <= _FREE_REFS
 
 
 def limit() -> int:
@@ -116,7 +120,7 @@ def _free(cls: int) -> np.ndarray | None:
     if not bufs:
         return None
     for i in range(len(bufs)):
-        if _refs(bufs[i]) <= _FREE_REFS:
+        if _unused(bufs, i):
             buf = bufs.pop(i)
             bufs.append(buf)
             return buf
@@ -125,16 +129,15 @@ def _free(cls: int) -> np.ndarray | None:
 
 def _trim(cap: int) -> None:
     """Drop free buffers, the oldest first, until at most ``cap`` bytes of them are left."""
-    free = [(cls, i) for cls, bufs in _BUFFERS.items() for i in range(len(bufs)) if _refs(bufs[i]) <= _FREE_REFS]
-    total = sum(cls for cls, _ in free)
-    drop: dict[int, set[int]] = {}
-    for cls, i in free:  # (each class's list is oldest first)
-        if total <= cap:
-            break
-        drop.setdefault(cls, set()).add(i)
-        total -= cls
-    for cls, gone in drop.items():
-        kept = [_BUFFERS[cls][i] for i in range(len(_BUFFERS[cls])) if i not in gone]
+    total = sum(cls for cls, bufs in _BUFFERS.items() for i in range(len(bufs)) if _unused(bufs, i))
+    for cls in list(_BUFFERS):
+        bufs = _BUFFERS[cls]
+        kept = []
+        for i in range(len(bufs)):  # (each class's list is oldest first)
+            if total > cap and _unused(bufs, i):
+                total -= cls
+            else:
+                kept.append(bufs[i])
         if kept:
             _BUFFERS[cls] = kept
         else:
@@ -147,7 +150,7 @@ def cached_bytes() -> tuple[int, int]:
         free = used = 0
         for cls, bufs in _BUFFERS.items():
             for i in range(len(bufs)):
-                if _refs(bufs[i]) <= _FREE_REFS:
+                if _unused(bufs, i):
                     free += cls
                 else:
                     used += cls

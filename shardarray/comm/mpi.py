@@ -557,8 +557,7 @@ def exchange_flat(
     counts = [0 if p == rank else int(c) for p, c in enumerate(recv_counts)]
     recv = buffers.empty(sum(counts), dtype)
     flat = buffers.empty(sum(int(b.size) for b in bufs), dtype)
-    if bufs:
-        np.concatenate(bufs, out=flat)
+    np.concatenate(bufs, out=flat)  # (one buffer per process: never an empty list)
     try:
         world.Alltoallv(
             [flat.view(np.uint8), [b.size * dtype.itemsize for b in bufs]],
