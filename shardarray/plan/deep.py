@@ -330,8 +330,9 @@ class LayeredGraphSet(GraphSet):
 
 
 def _sums(fig: Figures) -> tuple[float, ...]:
-    """A walk's summed figures in the order ``GraphSet._walk`` notes them (the compute time is taken from the flops)."""
-    return (fig.flops, fig.comm_bytes, fig.wire_bytes, fig.written_bytes, fig.comm_time_s, 0.0)
+    """A walk's summed figures in the order ``GraphSet._walk`` notes them (``_scaled`` takes the compute time from
+    the scaled flops by dtype, as a walk does)."""
+    return (fig.flops, fig.comm_bytes, fig.wire_bytes, fig.written_bytes, fig.comm_time_s, fig.compute_time_s)
 
 
 #: the layer count of the probe paths: layers 0 and 1, three copies of the middle layer, the last two layers
