@@ -16,12 +16,14 @@ from typing import Any
 import numpy as np
 
 from ..array import OpTable, ShardArray, as_kind
+from ..core.tape import in_use
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..numpy_protocol import ndarray_methods as _methods
 from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary
 from ..ops.indexing.mask import bool_key, getitem_mask, setitem_mask
+from ..ops.indexing.writes import WRITES, swap_in
 from ..ops.manipulation.structure import transpose
 from . import _ew_special as special
 from ._align import align, in_order
@@ -75,7 +77,16 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
 
 
 def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any], Any]:
-    """``x op= y``: the result of ``x op y``, rebound to ``x``, which must keep ``x``'s shape and dtype.
+    """``x op= y``: ``x op y`` written into ``x`` in place, as NumPy does; the result keeps ``x``'s shape and dtype.
+
+    Every name bound to ``x`` sees the new value (``def f(buf): buf += 1`` changes the caller's array), as
+    ``x[...] = v`` does; arrays that only shared ``x``'s blocks (a slice taken before) keep theirs. The write
+    holds the lock of in-place writes (``ops.indexing.writes``: two threads' ``x += 1`` both count).
+
+    Inside ``sa.value_and_grad``/``grad``/``vjp``, where ``x`` or ``y`` is being differentiated or an op
+    recorded there was given ``x``, the result is a new array and ``x``'s name is rebound to it, as JAX's
+    arrays always do: a write in place is not differentiable, and would change the value a recorded
+    gradient reads.
 
     The standard forbids an in-place operator to change the shape or dtype of
     its left operand: ``x += y`` with a ``y`` that broadcasts ``x`` to a bigger
@@ -86,12 +97,16 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
     def op(self: Array, other: Any) -> Any:
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
             return NotImplemented
-        out = elementwise(fn, self, other, what=name)
-        _check_inplace(self, other, out, name)
-        return out
+        with WRITES:
+            out = elementwise(fn, self, other, what=name)
+            _check_inplace(self, other, out, name)
+            if in_use(self) or in_use(out):
+                return out
+            swap_in(self, out)
+        return self
 
     op.__name__ = name
-    op.__doc__ = f"``{name}`` in place: rebinds to the result, which keeps the left operand's shape and dtype."
+    op.__doc__ = f"``{name}`` in place: the result written into the left operand (see ``shardarray.array_api``)."
     return op
 
 
@@ -265,17 +280,26 @@ class Array(ShardArray):
     __irshift__ = _inplace(logical.bitwise_right_shift, "bitwise_right_shift")
 
     def __imatmul__(self, other: Any) -> Any:
+        """``x @= y``: ``x @ y`` written into ``x`` in place, as the other in-place operators (``_inplace``)."""
         if not isinstance(other, ShardArray):
             return NotImplemented
-        out = HOOKS.matmul(self, other)  # a named ShardArray is accepted as it is (the namespace's rule)
-        _check_inplace(self, other, out, "matmul")
-        return out
+        with WRITES:
+            out = HOOKS.matmul(self, other)  # a named ShardArray is accepted as it is (the namespace's rule)
+            _check_inplace(self, other, out, "matmul")
+            if in_use(self) or in_use(out):
+                return out
+            swap_in(self, out)
+        return self
 
     def __matmul__(self, other: Any) -> Any:
         return HOOKS.matmul(self, other) if isinstance(other, ShardArray) else NotImplemented
 
     def __rmatmul__(self, other: Any) -> Any:
         return HOOKS.matmul(other, self) if isinstance(other, ShardArray) else NotImplemented
+
+    def __contains__(self, value: Any) -> bool:
+        """``value in x``: whether any element equals ``value`` (NumPy's ``(x == value).any()``; one allreduce)."""
+        return bool(HOOKS.namespace().any(self == value))
 
     def __neg__(self) -> Array:
         return wrap(ew.negative(self))

@@ -359,7 +359,7 @@ def negative(x: Array, /) -> Array:
 
 
 def positive(x: Array, /) -> Array:
-    """``+x`` (numeric arrays): the array itself, since arrays are immutable."""
+    """``+x`` (numeric arrays): a new array of ``x``'s value (it shares the blocks: nothing is copied)."""
     return _unary(mu.positive, x, "positive")
 
 

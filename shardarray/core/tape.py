@@ -74,6 +74,8 @@ class Tape:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
+        #: ``id`` of every array a recorded op was given (its VJP may read it): writing into one is refused
+        self.held: set[int] = set()
         self.paused = 0
         #: the thread running the differentiated function (None once it returned): the tape records that thread only
         self.owner: int | None = None
@@ -117,6 +119,7 @@ class Tape:
             if LAYER.get() != outer:
                 LAYER.set(outer)
         self.nodes.clear()
+        self.held.clear()
 
 
 class _State:
@@ -246,6 +249,7 @@ def differentiable(
                 out = type(out)(out.mesh, out.spec, out.dtype, out._shards, out.pending)
             out._node = Node(tape, name, Context(args, kwargs, out, needs, saved), parents)
             tape.nodes.append(out._node)
+            _hold(tape, args, kwargs)
             return out
 
         # the op itself, never recorded (memoised during a layout search); inspect.signature/help()/
@@ -254,6 +258,56 @@ def differentiable(
         return wrapper
 
     return deco
+
+
+def _hold(tape: Tape, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note the arrays a recorded op's context keeps (one level into lists and tuples, as ``concat`` takes
+    them): its VJP reads them when the tape plays back, so ``refuse_write`` keeps them unchanged until then."""
+    held = tape.held
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, ShardArray):
+            held.add(id(a))
+        elif isinstance(a, (list, tuple)):
+            held.update(id(b) for b in a if isinstance(b, ShardArray))
+
+
+def in_use(x: ShardArray) -> bool:
+    """Whether this thread's tape depends on ``x``: it is being differentiated, or a recorded op was given it."""
+    tape = _TAPE.get()
+    if tape is None:
+        return False
+    node = x._node
+    return (node is not None and node.tape is tape) or id(x) in tape.held
+
+
+def refuse_write(x: ShardArray, what: str, instead: str) -> None:
+    """Raise ``TapeError`` where writing into ``x`` in place would change a gradient this thread records.
+
+    Two cases: ``x`` is being differentiated (the write is not differentiable), or an op recorded on the tape
+    was given ``x`` (its VJP reads ``x`` when the tape plays back: it would read the new value, and the
+    gradient would be silently wrong, as PyTorch's version counters also refuse). The context keeps such an
+    array alive until the tape is released, so its ``id`` stands for it meanwhile.
+
+    Args:
+        x: the array about to be written into.
+        what: the write, as the message names it (``"x[...] = v"``).
+        instead: what to do instead (the end of the message).
+    """
+    tape = _TAPE.get()
+    if tape is None:
+        return
+    node = x._node
+    if node is not None and node.tape.recording():
+        raise TapeError(
+            f"{what} on {x._describe()} inside sa.value_and_grad/grad/vjp: writes in place are not "
+            f"differentiable. {instead}"
+        )
+    if id(x) in tape.held:
+        raise TapeError(
+            f"{what} on {x._describe()} inside sa.value_and_grad/grad/vjp: an op recorded for the gradient "
+            f"was given this array, and its gradient reads the array's value when the tape plays back; writing "
+            f"into it in place would change that gradient silently. Make the new value a new array: {instead}"
+        )
 
 
 def _traced_float_arg(tape: Tape, args: Any, kwargs: dict[str, Any]) -> ShardArray | None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, DTypeError, ExistingFileError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
@@ -186,7 +186,7 @@ def write_hdf5(
         with f:
             if dataset in f:
                 if not overwrite:
-                    raise ArgumentError(
+                    raise ExistingFileError(
                         f"{what}: {p} already holds {dataset!r}; pass overwrite=True to replace it, or another dataset="
                     )
                 del f[dataset]

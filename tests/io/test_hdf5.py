@@ -77,7 +77,7 @@ def test_write_keeps_other_datasets_and_overwrites_on_request(tmp_path):
     x = sa.asarray(data((4, 3)), dims=("a", "b"), mesh=mesh)
     sa.io.write_hdf5(tmp_path / "f.h5", x, "x")
     sa.io.write_hdf5(tmp_path / "f.h5", x * 2.0, "y")
-    with pytest.raises(sa.ArgumentError, match="already holds 'x'; pass overwrite=True"):
+    with pytest.raises(sa.ExistingFileError, match="already holds 'x'; pass overwrite=True"):
         sa.io.write_hdf5(tmp_path / "f.h5", x, "x")
     sa.io.write_hdf5(tmp_path / "f.h5", x * 3.0, "x", overwrite=True)
     with h5py.File(tmp_path / "f.h5", "r") as f:

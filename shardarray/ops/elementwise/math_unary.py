@@ -165,15 +165,18 @@ signbit = _make(
 
 
 def positive(x: ShardArray) -> ShardArray:
-    """``+x``: the array itself (arrays are immutable, so no copy is needed); refused for bool arrays.
+    """``+x``: a new array of ``x``'s value, sharing its blocks (no op writes a block, so no data is copied;
+    a write in place into ``x`` later leaves it unchanged, as NumPy's copy); refused for bool arrays.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.asarray(np.array([[1.0, -2.0], [3.0, 0.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
-        >>> sa.positive(x) is x
-        True
+        >>> y = sa.positive(x)
+        >>> x[{"a": 0}] = 9.0
+        >>> y.numpy()[0]
+        array([ 1., -2.])
     """
 
     x = require_array(x, "positive")
     check_domain("positive", [x], "numeric")
-    return x
+    return x.__copy__()

@@ -30,8 +30,8 @@ import numpy as np
 
 from ...array import ShardArray
 from ...core.relayout import resolve_to, to_axes
+from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
-from ...errors import TapeError
 from ...layout import block_bounds
 from ..manipulation.structure import astype, transpose
 from ..sorting.samplesort import lex_order
@@ -70,12 +70,7 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
         >>> x.numpy()
         array([1., 0., 0., 0., 2.])
     """
-    node = x._node
-    if node is not None and node.tape.recording():
-        raise TapeError(
-            f"x[idx] = v on {x._describe()} inside sa.value_and_grad/grad/vjp: writes in place are not "
-            f"differentiable. Build the new value with sa.where or sa.take instead"
-        )
+    refuse_write(x, "x[idx] = v", "build it with sa.where or sa.take")
     if x.pending:
         r = resolve_to(x)
         x.shards, x.pending = r.shards, ()

@@ -36,16 +36,16 @@ from ...backend.meta import MetaArray
 from ...chunks import group_chunk
 from ...core.common import common_mesh, map_blocks, require_array
 from ...core.relayout import resolve_to, to_axes
-from ...core.tape import Context, differentiable, register_vjp
+from ...core.tape import Context, differentiable, refuse_write, register_vjp
 from ...dtypes import scalar_for_write
-from ...errors import DimensionError, DTypeError, TapeError
+from ...errors import DimensionError, DTypeError
 from ...layout import Layout
 from ..creation.basic import asarray, zeros_like
 from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
-from ..manipulation.structure import astype, broadcast_to, rename, transpose
+from ..manipulation.structure import broadcast_to, rename, transpose
 from .basic import pick, slice_dim
-from .writes import serialized
+from .writes import serialized, swap_in
 
 
 def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
@@ -215,28 +215,20 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     """
 
     x = require_array(x, "x[mask] = v")
-    node = x._node
-    if node is not None and node.tape.recording():
-        raise TapeError(
-            f"x[mask] = v on {x._describe()} inside sa.value_and_grad: writes in place are not "
-            f"differentiable; build the new value with sa.where(mask, v, x)"
-        )
+    refuse_write(x, "x[mask] = v", "build it with sa.where(mask, v, x)")
     mask = _as_mask(x, mask, "x[mask] = v")
     if not isinstance(v, ShardArray):
         arr = np.asarray(v)
         if arr.ndim == 0:
             arr = scalar_for_write(v, x.dtype, f"x[mask] = v (the {x.dtype} array {x.sizes})")
-            new = ew.where(mask, asarray(arr, dims=(), mesh=x.mesh), x)
-            new = to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False)
-            _replace(x, new)
+            swap_in(x, ew.where(mask, asarray(arr, dims=(), mesh=x.mesh), x))
             return
         v = asarray(arr, dims=tuple(f"__v{i}" for i in range(arr.ndim)), mesh=x.mesh)
         positional = True
     else:
         positional = False
     if v.ndim == 0:
-        new = ew.where(mask, v.astype(x.dtype), x)
-        _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
+        swap_in(x, ew.where(mask, v.astype(x.dtype), x))
         return
     p = _Plan(x, mask)
     _, g = p.counts()
@@ -298,17 +290,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         return rows.reshape(xb.shape)
 
     shards = map_blocks(mesh, p.x.spec.used_axes, write, p.x.shards, p.mask.shards, recv)
-    new = ShardArray(mesh, p.x.spec, x.dtype, shards)
-    new = transpose.__wrapped__(new, x.dims) if new.dims != x.dims else new
-    _replace(x, to_axes(new, x.spec.axes, False))
-
-
-def _replace(x: ShardArray, new: ShardArray) -> None:
-    if new.dtype != x.dtype:
-        new = astype(new, x.dtype)
-    x.shards, x.pending = new.shards, ()
-    x.host_range = None
-    x._resolved = None
+    swap_in(x, ShardArray(mesh, p.x.spec, x.dtype, shards))
 
 
 def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
@@ -386,7 +368,7 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
         names = x.dims[x.ndim - v.ndim :]
         v = rename(rename(v, {d: f"__w{i}" for i, d in enumerate(v.dims)}), {f"__w{i}": n for i, n in enumerate(names)})
         new = broadcast_to(v.astype(x.dtype), x.sizes) if v.shape != x.shape else v.astype(x.dtype)
-        _replace(x, to_axes(transpose.__wrapped__(new, x.dims), x.spec.axes, False))
+        swap_in(x, new)
         return
     if isinstance(v, ShardArray) and v.ndim:
         v = rename(v, {d: f"__v{i}" for i, d in enumerate(v.dims)})

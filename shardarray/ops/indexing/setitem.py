@@ -8,7 +8,8 @@ layout one selected dim at a time with ``movement.move`` (one ``alltoallv``
 over that dim's axes when it is split, each device sending at most its block
 of ``v``), then each device writes the part that falls in its block. Every
 replica of a block receives the same write. Not differentiable: writing into
-an array being recorded by ``value_and_grad`` raises ``TapeError``.
+an array being recorded by ``value_and_grad``, or one an op recorded there was given (its gradient
+reads it), raises ``TapeError`` (``core.tape.refuse_write``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from ...array import ShardArray
 from ...core.common import common_mesh, map_blocks
 from ...core.movement import k_range, move
 from ...core.relayout import resolve_to, to_axes
+from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
-from ...errors import DimensionError, DTypeError, TapeError
+from ...errors import DimensionError, DTypeError
 from ...layout import block_bounds
 from ..creation.basic import asarray
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
@@ -84,7 +86,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         v: a scalar or a ShardArray of the selection's sizes (size-1 dims and missing dims broadcast).
 
     Raises:
-        TapeError: ``x`` is being recorded by ``value_and_grad``.
+        TapeError: ``x`` is being recorded by ``value_and_grad``, or an op recorded there was given it.
         DimensionError: unknown dims, out-of-range ints, a value of the wrong size.
         DTypeError: indices other than ints and slices.
 
@@ -95,12 +97,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         >>> x.numpy()[:, 0]
         array([0., 5., 5., 0.])
     """
-    node = x._node
-    if node is not None and node.tape.recording():
-        raise TapeError(
-            f"x[...] = v on {x._describe()} inside sa.value_and_grad/grad/vjp: writes in place are not "
-            f"differentiable. Build the new value with sa.where(mask, v, x) or sa.concat instead"
-        )
+    refuse_write(x, "x[...] = v", "build it with sa.where(mask, v, x) or sa.concat")
     masks = [d for d, k in items.items() if getattr(k, "dtype", None) is not None and np.dtype(k.dtype).kind == "b"]
     if masks and len(items) == 1:  # a boolean mask: see ops/indexing/mask.py
         k = items[masks[0]]

@@ -1,7 +1,7 @@
-"""The one lock of in-place writes (``x[...] = v``, ``x[mask] = v``).
+"""The one lock of in-place writes (``x[...] = v``, ``x[mask] = v``, ``x += y``), and the swap they end with.
 
-Arrays are immutable except through these writes, which read an array's
-blocks, write copies and swap them in. Two threads doing that on one array
+No op writes a block in place; these writes read an array's blocks, write
+copies and swap them in. Two threads doing that on one array
 would each swap in blocks made from the old ones, and one write would be
 lost; holding ``WRITES`` for the whole read-modify-write serializes them
 (it is re-entrant: a positional mask write calls the named one). Every other
@@ -14,6 +14,10 @@ import functools
 import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
+
+from ...array import ShardArray
+from ...core.relayout import to_axes
+from ..manipulation.structure import astype, rename, transpose
 
 WRITES = threading.RLock()
 
@@ -30,3 +34,21 @@ def serialized(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
 
     return run
+
+
+def swap_in(x: ShardArray, new: ShardArray) -> None:
+    """Make ``x`` hold ``new``'s value: ``new`` (``x``'s shape; its dims matched to ``x``'s by name, else by
+    position) in ``x``'s layout and dtype, its blocks swapped in, ``x``'s caches reset. No block is written: an
+    array that shared ``x``'s old blocks keeps its value. Moves ``new`` to ``x``'s layout if it differs (the
+    relayout's collectives); call it holding ``WRITES``."""
+    if set(new.dims) != set(x.dims):  # a positional result may name its dims otherwise
+        tmp = {d: f"__swap{i}" for i, d in enumerate(new.dims)}
+        new = rename(rename(new, tmp), {f"__swap{i}": d for i, d in enumerate(x.dims)})
+    if new.dims != x.dims:
+        new = transpose.__wrapped__(new, x.dims)
+    new = to_axes(new, x.spec.axes, False)
+    if new.dtype != x.dtype:
+        new = astype(new, x.dtype)
+    x.shards, x.pending = new.shards, ()
+    x.host_range = None
+    x._resolved = None
