@@ -22,7 +22,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.creation.basic import zeros
+from ..ops.creation.basic import full, zeros
 from ..ops.indexing.basic import slice_dim
 from ..ops.indexing.slicing import isel
 from ..ops.manipulation import concat as _concat
@@ -506,14 +506,17 @@ def diff(
     *,
     axis: int = -1,
     n: int = 1,
-    prepend: ShardArray | None = None,
-    append: ShardArray | None = None,
+    prepend: ShardArray | bool | int | float | complex | None = None,
+    append: ShardArray | bool | int | float | complex | None = None,
 ) -> Array:
     """The ``n``-th forward difference along ``axis``, after joining ``prepend`` and ``append`` (``np.diff``).
 
     ``prepend``/``append`` have ``x``'s shape except along ``axis`` and are
-    concatenated first (``concat``). Each order is two slices (one
-    ``alltoallv`` each on a split axis) and a local subtraction (``ops.diff``).
+    concatenated first (``concat``, dtypes promoted); a scalar or 0-d array
+    is broadcast to length 1 along ``axis``, and a Python scalar has NumPy's
+    dtype (``1.5``: float64), as in NumPy. Each order is two slices (one
+    ``alltoallv`` each on a split axis) and a local subtraction (``ops.diff``;
+    ``not_equal`` for bool); an ``n`` beyond the axis' length leaves it empty.
     """
 
     x = _array(x, "diff")
@@ -521,11 +524,27 @@ def diff(
         raise DimensionError("diff: a 0-d array has no axis to difference")
     dim = axis_dim(x, axis, "diff")
     k = x.dims.index(dim)
-    parts = [p for p in (prepend, x, append) if p is not None]
+    n = _int(n, "diff: n")
+    if n == 0:  # as NumPy: x itself, without prepend and append
+        return wrap(x)
+    parts = [_diff_end(p, x, k) for p in (prepend, x, append) if p is not None]
     if len(parts) > 1:
         x = concat(parts, axis=k)
         dim = x.dims[k]
-    return wrap(_diff(x, dim, _int(n, "diff: n")))
+    return wrap(_diff(x, dim, n))
+
+
+def _diff_end(v: Any, x: ShardArray, k: int) -> Any:
+    """``prepend``/``append`` as NumPy takes them: a scalar or 0-d array broadcast to ``x``'s shape with length 1
+    along axis ``k`` (a Python scalar in NumPy's dtype for it); anything else as it is."""
+    if not isinstance(v, ShardArray) and np.ndim(v) == 0:
+        value = np.asarray(v)
+        sizes = dict(x.sizes, **{x.dims[k]: 1})
+        layout = {d: (x.spec.of(d) or None) for d in x.dims if d != x.dims[k]}  # no move to join x
+        return full(x.mesh, sizes, value.item(), dtype=value.dtype, layout=layout)
+    if isinstance(v, ShardArray) and v.ndim == 0:
+        return broadcast_to(v, x.shape[:k] + (1,) + x.shape[k + 1 :])
+    return v
 
 
 __all__ += ["diff"]

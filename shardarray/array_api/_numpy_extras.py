@@ -32,12 +32,11 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, full
 from ..ops.elementwise import arithmetic as ew
-from ..ops.elementwise import logical as lg
 from ..ops.elementwise import math_unary as mu
 from ..ops.indexing.basic import pick, slice_dim
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation.concat import concat, stack
-from ..ops.manipulation.structure import astype
+from ..ops.manipulation.structure import astype, broadcast_to
 from ..ops.manipulation.structure import transpose as transpose_named
 from ..ops.reduction import reduce
 from ._align import axis_dim, fresh, no_out
@@ -112,9 +111,8 @@ def _piece(x: ShardArray, dim: str, start: int, step: int, count: int) -> ShardA
     """Entries ``start, start + step, ...`` of ``dim`` (step 0: one entry repeated), in ``x``'s layout."""
     if step != 0:
         return slice_dim(x, dim, start, step, count)
-    row = pick(x, dim, start)  # one broadcast of the row; then broadcast by name over a block of zeros
-    zeros = full(x.mesh, dict(x.sizes, **{dim: count}), 0, dtype=x.dtype, layout=_layout_of(x))
-    return ew.add(zeros, row) if x.dtype.kind != "b" else lg.logical_or(zeros, row)
+    row = pick(x, dim, start)  # one broadcast of the row; then repeated by name (no add: it keeps a -0.0)
+    return broadcast_to(row, dict(x.sizes, **{dim: count}), layout=_layout_of(x))
 
 
 def _layout_of(x: ShardArray) -> dict[str, Any]:

@@ -4,11 +4,14 @@
 ``x`` are batch-like (elementwise), the other dims of ``ids`` are new. When
 ``dim`` is split and the ids are not split over its axes, each device looks
 up the ids that fall in its block and puts zeros elsewhere, leaving a sum
-pending over ``dim``'s axes (Megatron's vocab-parallel embedding). When the
-ids' own dims are split over ``dim``'s axes too, requests go to the owners
-and rows come back (alltoallv, ``take_routed.py``): the result is split like
-the ids. Ids split over axes that ``x`` uses for its other dims are
-allgathered over those (a ``GatherWarning`` past ``route.GATHER_WARN_BYTES``).
+pending over ``dim``'s axes (Megatron's vocab-parallel embedding); for float
+and complex arrays those zeros are -0.0, the exact additive identity
+(``-0.0 + v`` is ``v`` for every ``v``, -0.0 included), so a picked -0.0
+stays -0.0. When the ids' own dims are split over ``dim``'s axes too,
+requests go to the owners and rows come back (alltoallv,
+``take_routed.py``): the result is split like the ids. Ids split over axes
+that ``x`` uses for its other dims are allgathered over those (a
+``GatherWarning`` past ``route.GATHER_WARN_BYTES``).
 
 The ids' range ``[0, size)`` is checked without a device-to-host read per call
 (``check_ids``). Ids made by ``sa.asarray`` from host data carry their range
@@ -44,6 +47,7 @@ from ...mesh import Mesh
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import equal
 from ..manipulation.structure import astype
+from ..reduction.scan import sum_identity
 from .route import warn_gather
 from .take_routed import routed_scatter_add, routed_take
 
@@ -318,6 +322,7 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     lows = plan.lows(x)
     x_perm = tuple(x.dims.index(d) for d in plan.x_order)
     split = bool(x.spec.of(dim))
+    fill = sum_identity(x.dtype)  # what a device adds to the pending sum where it holds no id
 
     def block(lo: int, xb: Any, ib: Any) -> Any:
         xb = xp.transpose(xb, x_perm)
@@ -328,11 +333,11 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
         table = xb.reshape(math.prod(shared), n, math.prod(rest))
         rel, inside = plan.local_ids(xp, ib, ids.dims, lo, n)
         if n == 0:
-            got = xp.zeros((table.shape[0], rel.shape[1], table.shape[2]), dtype=x.dtype)
+            got = xp.full((table.shape[0], rel.shape[1], table.shape[2]), fill, dtype=x.dtype)
         else:
             got = backend.take_rows(table, rel)
             if split:  # select, never multiply: 0 * inf at a clipped id would be NaN
-                got = xp.where(inside[..., None], got, xp.zeros((), dtype=got.dtype))
+                got = xp.where(inside[..., None], got, xp.full((), fill, dtype=got.dtype))
         return xp.transpose(got.reshape((*shared, *own, *rest)), plan.out_perm)
 
     used = {a for axes in plan.axes.values() for a in axes}

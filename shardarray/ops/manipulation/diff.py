@@ -4,7 +4,8 @@ Each order is ``x[1:] - x[:-1]`` along ``dim``: both slices are
 ``slice_dim`` moves into the canonical block layout of the shorter dim (on a
 split dim, one ``alltoallv`` each over the dim's axes, every device sending at
 most its block; on an unsplit dim nothing), after which the subtraction is
-local. Differentiable through its parts.
+local (``not_equal`` for bool, as NumPy). An order beyond the dim's size
+leaves it empty, as NumPy does. Differentiable through its parts.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from ..indexing.basic import slice_dim
 
 
 def diff(x: ShardArray, dim: Any, n: int = 1) -> ShardArray:
-    """The ``n``-th forward difference of ``x`` along ``dim`` (its size shrinks by ``n``).
+    """The ``n``-th forward difference of ``x`` along ``dim`` (its size shrinks by ``n``, to no less than 0).
+
+    As in NumPy, a bool array's difference is ``x[1:] != x[:-1]``.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -31,12 +34,10 @@ def diff(x: ShardArray, dim: Any, n: int = 1) -> ShardArray:
     dim = one_dim_arg(x, dim, "diff")
     if isinstance(n, bool) or not hasattr(n, "__index__") or int(n) < 0:
         raise ArgumentError(f"diff: n (the order) must be an integer >= 0; got {n!r}")
-    n = int(n)
-    if n > x.sizes[dim]:
-        raise ArgumentError(f"diff: order n={n} exceeds the size {x.sizes[dim]} of dim {dim!r}")
-    for _ in range(n):
+    op = ew.not_equal if x.dtype.kind == "b" else ew.subtract
+    for _ in range(min(int(n), x.sizes[dim])):  # an empty dim stays empty (and keeps its dtype, as in NumPy)
         m = x.sizes[dim] - 1
-        x = ew.subtract(slice_dim(x, dim, 1, 1, m), slice_dim(x, dim, 0, 1, m))
+        x = op(slice_dim(x, dim, 1, 1, m), slice_dim(x, dim, 0, 1, m))
     return x
 
 

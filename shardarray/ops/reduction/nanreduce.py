@@ -10,7 +10,10 @@ non-NaN entries; they are small), ``nanvar``/``nanstd`` those of ``nanmean``
 plus one of the squared deviations. Non-float arrays have no NaN: the plain
 reduction. As in NumPy, an all-NaN slice gives 0 (``nansum``), 1
 (``nanprod``), NaN (``nanmean``, ``nanvar``, ``nanstd``, ``nanmax``,
-``nanmin``; NumPy also warns).
+``nanmin``; NumPy also warns). As in NumPy, the non-NaN entries are counted
+in int64 and the sums divided by the count in float64, rounded once to the
+input's precision: ``nanmean`` of float32 is float32, ``nanvar`` of complex64
+float32.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -30,6 +33,7 @@ from ...core.common import dims_arg, require_array
 from ...dtypes import is_complex, is_real_float
 from ..elementwise import arithmetic as ew
 from ..elementwise import math_unary as mu
+from ..manipulation.structure import astype
 from . import reduce as red
 
 
@@ -42,9 +46,8 @@ def _filled(x: ShardArray, value: float) -> ShardArray:
 
 
 def _count(x: ShardArray, dims: Any) -> ShardArray:
-    """Non-NaN entries along ``dims`` (float, so it divides without a cast)."""
-    ok = ew.where(mu.isnan(x), 0.0, 1.0)
-    return red.sum(ok, dims)
+    """Non-NaN entries along ``dims``, in int64 (exact for any size, as NumPy's count)."""
+    return red.sum(ew.where(mu.isnan(x), 0, 1), dims)
 
 
 def nansum(x: ShardArray, dims: Any = None) -> ShardArray:
@@ -65,7 +68,7 @@ def nanmax(x: ShardArray, dims: Any = None) -> ShardArray:
     if not _has_nan(x):
         return red.max(x, dims)
     out = red.max(_filled(x, -np.inf), dims)
-    return ew.where(ew.equal(_count(x, dims), 0.0), np.nan, out)
+    return ew.where(ew.equal(_count(x, dims), 0), np.nan, out)
 
 
 def nanmin(x: ShardArray, dims: Any = None) -> ShardArray:
@@ -74,7 +77,14 @@ def nanmin(x: ShardArray, dims: Any = None) -> ShardArray:
     if not _has_nan(x):
         return red.min(x, dims)
     out = red.min(_filled(x, np.inf), dims)
-    return ew.where(ew.equal(_count(x, dims), 0.0), np.nan, out)
+    return ew.where(ew.equal(_count(x, dims), 0), np.nan, out)
+
+
+def _mean(x: ShardArray, dims: Any, count: ShardArray) -> ShardArray:
+    """The mean of the non-NaN entries given their ``count``: NaN where none, in ``x``'s dtype."""
+    total = red.sum(_filled(x, 0), dims)
+    out = ew.where(ew.equal(count, 0), np.nan, ew.divide(total, ew.maximum(count, 1)))
+    return astype(out, x.dtype)  # the float64 (complex128) quotient rounded once
 
 
 def nanmean(x: ShardArray, dims: Any = None) -> ShardArray:
@@ -82,9 +92,7 @@ def nanmean(x: ShardArray, dims: Any = None) -> ShardArray:
     x = require_array(x, "nanmean")
     if not _has_nan(x):
         return red.mean(x, dims)
-    total = red.sum(_filled(x, 0), dims)
-    count = _count(x, dims)
-    return ew.where(ew.equal(count, 0.0), np.nan, ew.divide(total, ew.maximum(count, 1.0)))
+    return _mean(x, dims, _count(x, dims))
 
 
 def nanvar(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
@@ -93,12 +101,16 @@ def nanvar(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArr
     if not _has_nan(x):
         return red.var(x, dims, correction)
     names = x.dims if dims is None else dims_arg(x, dims, "nanvar")
-    m = nanmean(x, names)
+    count = _count(x, names)  # one allreduce, shared with the mean's
+    m = _mean(x, names, count)
     dev = ew.where(mu.isnan(x), 0.0, ew.subtract(x, m))  # by name (x may be positional)
     sq = red.sum(ew.multiply(dev, ew.conj(dev) if is_complex(x.dtype) else dev), names)
-    count = ew.subtract(_count(x, names), correction)
-    out = ew.where(ew.less_equal(count, 0.0), np.nan, ew.divide(sq, ew.maximum(count, 1.0)))
-    return ew.real(out) if is_complex(x.dtype) else out
+    dof = ew.subtract(count, correction)
+    none = ew.less_equal(dof, 0)  # no degrees of freedom: NaN (a fractional dof below 1 still divides)
+    out = ew.where(none, np.nan, ew.divide(sq, ew.where(none, 1, dof)))
+    if is_complex(x.dtype):
+        return astype(ew.real(out), np.finfo(x.dtype).dtype)
+    return astype(out, x.dtype)  # the float64 quotient rounded once
 
 
 def nanstd(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:

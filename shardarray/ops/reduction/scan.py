@@ -7,7 +7,10 @@ the other dims: the block with the dim cut to length 1), and each device
 combines the totals of the blocks before its own (an exclusive scan, done
 locally on the gathered totals) with its local scan: an add for ``cumsum``, a
 multiply for ``cumprod``. Nothing else moves. float16/bfloat16 accumulate in
-float32 and are rounded once at the end.
+float32 and are rounded once at the end. The sign of zero is NumPy's: the
+totals before a block are combined by a scan, not a sum (which starts from
++0.0), the first block adds nothing, and an empty block's total is -0.0 (the
+exact additive identity), so a cumsum of -0.0 stays -0.0.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ...backend.meta import MetaArray
 from ...core.common import map_blocks, new_array, one_dim_arg, require_array
 from ...core.relayout import resolve
 from ...core.tape import differentiable
-from ...dtypes import accumulation_dtype
+from ...dtypes import accumulation_dtype, is_complex, is_real_float
 from ...errors import DTypeError
 
 
@@ -31,6 +34,19 @@ def scan_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind in "fc" or dtype.name == "bfloat16":
         return dtype
     return np.cumsum(np.zeros(1, dtype=dtype)).dtype
+
+
+def sum_identity(dtype: Any) -> Any:
+    """The exact additive identity of ``dtype``: -0.0 for float and complex dtypes (keeps a -0.0), else 0.
+
+    Example:
+        >>> from shardarray.ops.reduction.scan import sum_identity
+        >>> sum_identity(np.float32), sum_identity(np.complex64), sum_identity(np.int64)
+        (-0.0, (-0-0j), 0)
+    """
+    if is_real_float(dtype):
+        return -0.0
+    return complex(-0.0, -0.0) if is_complex(dtype) else 0
 
 
 def _one_dim(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
@@ -53,13 +69,13 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
     mesh, xp = x.mesh, x.mesh.backend.xp
     i = x.dims.index(dim)
     axes = x.spec.of(dim)
-    ident = 0 if op == "sum" else 1
+    ident = sum_identity(acc) if op == "sum" else 1
+    cum = xp.cumsum if op == "sum" else xp.cumprod
 
     def local(s: Any) -> Any:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape, acc)
         s = s.astype(acc)
-        cum = xp.cumsum if op == "sum" else xp.cumprod
         if reverse:
             return xp.flip(cum(xp.flip(s, axis=i), axis=i), axis=i)
         return cum(s, axis=i)
@@ -89,8 +105,12 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
             j = members[d]
             idx = (slice(None),) * i
             before = g[idx + (slice(j + 1, None),)] if reverse else g[idx + (slice(0, j),)]
-            red = xp.sum if op == "sum" else xp.prod
-            prefix = red(before, axis=i, keepdims=True).astype(acc)
+            k = before.shape[i]
+            if k == 0:  # the first block: nothing before it
+                combined[d] = s
+                continue
+            # the last of a scan of the totals: a sum starts from +0.0 and would make -0.0 + -0.0 +0.0
+            prefix = cum(before, axis=i)[idx + (slice(k - 1, k),)].astype(acc)
             combined[d] = s + prefix if op == "sum" else s * prefix
         scanned = combined
     shards = [

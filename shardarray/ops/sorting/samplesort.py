@@ -17,17 +17,17 @@ and 0.0 are equal (NumPy's order).
 Steps and collectives (``p`` = the group size along ``axes``, ``m`` = a
 device's block):
 
-1. local sort (``xp.sort``; ``xp.argsort(kind="stable")`` when a payload
-   rides along);
+1. local sort (``xp.sort``, stable for float keys so that -0.0 and 0.0 keep
+   their order; ``xp.argsort(kind="stable")`` when a payload rides along);
 2. **allgather** of ``p - 1`` regular samples per device (3 int64 each:
    value bits, member, position); every device picks the same ``p - 1``
    global splitters (a stable multi-key sort of the ``p (p - 1)`` samples);
 3. each device cuts its sorted block at the splitters (``searchsorted``);
    **one alltoallv** sends bucket ``i`` to member ``i`` (per-pair counts;
    keys alone, or (key, payload) pairs as two int64 when a payload rides);
-4. local merge of the received runs: keys alone, the array module's own sort
-   of the concatenation (NumPy's SIMD quicksort, faster on the runs than its
-   timsort's merge); with a payload, a stable argsort (timsort finds the
+4. local merge of the received runs: integer keys alone, the array module's
+   own sort of the concatenation (NumPy's SIMD quicksort, faster on the runs
+   than its timsort's merge), float keys its stable sort; with a payload, a stable argsort (timsort finds the
    ``p`` runs: ``O(m log p)``);
 5. **allgather** of one int64 per device (its bucket's length), from which
    each bucket's global offset follows;
@@ -169,8 +169,8 @@ def _once(mesh: Mesh, keys: Sequence[Any], fn: Any, nbytes: int = 0) -> list[Any
 
 def _local(xp: Any, block: Any, payload: Any, offset: int) -> tuple[Any, Any]:
     """The sorted block and, when a payload rides along, the payload in that order."""
-    if payload is None:
-        return xp.sort(block), None
+    if payload is None:  # floats: stable, so -0.0 and 0.0 (equal keys) keep their order; equal ints look alike
+        return (xp.sort(block, kind="stable") if block.dtype.kind in "fc" else xp.sort(block)), None
     perm = xp.argsort(block, kind="stable")
     if isinstance(payload, str):
         return block[perm], perm.astype(np.int64) + offset
@@ -304,10 +304,13 @@ def sample_sort(
     # 4. merge
     def merge(d: int) -> Any:
         r = recv[d]
-        if payload is None:  # the p sorted runs sorted again with the array module's own sort: keys alone need no
-            # stability, and NumPy's SIMD quicksort (x86-simd-sort, Highway) outruns its timsort's merge of the runs
-            # (2^21 float32 in 2 runs: 7.5 ms against 10.9 on an AVX-512 CPU); NumPy's np.sort is this kernel too
-            return xp.sort(sort_keys(r)).astype(dtype, copy=False)
+        if payload is None:  # the p sorted runs, in device order, sorted again with the array module's own sort:
+            # integer keys need no stability, and NumPy's SIMD quicksort (x86-simd-sort, Highway) outruns its
+            # timsort's merge of the runs (2^21 float32 in 2 runs: 7.5 ms against 10.9 on an AVX-512 CPU); float
+            # keys are merged stably, so equal keys (-0.0 and 0.0) keep the input's order, as the standard requires
+            keys = sort_keys(r)
+            out = xp.sort(keys, kind="stable") if keys.dtype.kind in "fc" else xp.sort(keys)
+            return out.astype(dtype, copy=False)
         bits = r[:, 1][xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")]
         return bits if pdtype is None else from_bits(bits, pdtype)
 

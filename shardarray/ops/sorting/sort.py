@@ -89,7 +89,7 @@ def _local(x: ShardArray, i: int, payload: Any) -> ShardArray:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape, dtype)
         if payload is None:
-            return xp.sort(sort_keys(s), axis=i).astype(x.dtype, copy=False)
+            return xp.sort(sort_keys(s), axis=i, kind="stable").astype(x.dtype, copy=False)
         order = xp.argsort(sort_keys(s), axis=i, kind="stable")
         return order.astype(np.int64) if isinstance(payload, str) else xp.take_along_axis(p, order, axis=i)
 
@@ -201,8 +201,10 @@ def _reverse_index(y: ShardArray, dim: str) -> ShardArray:
 
 @differentiable("sort")
 def _sort(x: ShardArray, dim: str, descending: bool) -> ShardArray:
-    out = ordered(x, dim)
-    return _flip.__wrapped__(out, dim) if descending else out
+    if not descending:
+        return ordered(x, dim)
+    # as _argsort: the reversed ascending order of the reversed array keeps ties (-0.0, 0.0) in their order
+    return _flip.__wrapped__(ordered(_flip.__wrapped__(resolve(x, x.spec.axes), dim), dim), dim)
 
 
 def _argsort(x: ShardArray, dim: str, descending: bool) -> ShardArray:
@@ -219,12 +221,14 @@ def sort(x: ShardArray, dim: Any, descending: bool = False, stable: bool = True)
     ``dim``'s mesh axes; else a sample sort over ``dim``'s axes: an allgather
     of ``p - 1`` samples (3 int64 each), one alltoallv of about ``m``, an
     allgather of one int64, one rebalancing alltoallv of about ``m``.
-    ``descending=True`` adds one flip (an alltoallv of ``m``). Differentiable.
+    ``descending=True`` flips the input and the result (two alltoallv of
+    ``m`` when ``dim`` is split), so that equal values keep their order.
+    Differentiable.
 
     Args:
         x: a real or bool ShardArray.
         dim: the dim to sort along (a name or a position).
-        descending: largest first (ties keep their order; NaN first).
+        descending: largest first (equal values, -0.0 and 0.0 too, keep their order; NaN first).
         stable: accepted for the array API; the sort is always stable.
 
     Example:
