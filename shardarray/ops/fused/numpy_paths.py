@@ -51,8 +51,9 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _dot_rows(a: Any, b: Any) -> Any:
-    """``sum(a * b)`` over the last axis without the product's temporary."""
-    return np.einsum("...i,...i->...", a, b)
+    """``sum(a * b)`` over the last axis without the product's temporary (a 0-d array for 1-d rows: NumPy's
+    reductions give a scalar there, which ``out=`` cannot write into)."""
+    return np.asarray(np.einsum("...i,...i->...", a, b))
 
 
 # ------------------------------------------------------------------ layer norm
@@ -60,7 +61,7 @@ def layer_norm_rows(xp: Any, x: Any, gain: Any, bias: Any, eps: float) -> tuple[
     """``(y, mean, rstd)`` of layer norm over the last axis; ``gain``/``bias`` have that axis only."""
     acc = _acc(x.dtype)
     n = x.shape[-1]
-    mean = np.mean(x, axis=-1, dtype=acc)
+    mean = np.asarray(np.mean(x, axis=-1, dtype=acc))
     xc = np.subtract(x, mean[..., None], dtype=acc)
     rstd = _dot_rows(xc, xc)
     rstd *= 1.0 / n
@@ -80,7 +81,7 @@ def layer_norm_rows_grad(xp: Any, g: Any, x: Any, gain: Any, mean: Any, rstd: An
     xhat = np.subtract(x, mean[..., None], dtype=acc)
     xhat *= rstd[..., None]
     gh = np.multiply(g, gain, dtype=acc)
-    m1 = gh.sum(axis=-1)
+    m1 = np.asarray(gh.sum(axis=-1))
     m1 *= 1.0 / n
     m2 = _dot_rows(gh, xhat)
     m2 *= 1.0 / n

@@ -82,6 +82,19 @@ def test_layer_norm_grad_fused_equals_unfused(monkeypatch):
         np.testing.assert_allclose(grads[k].numpy(), ref[k].numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [{"d": 1}, {"row": 2, "col": 2}])
+def test_layer_norm_of_one_row(shape):
+    """A 1-D input (a block of one row: NumPy's reductions give scalars there) forward and backward."""
+    mesh = sa.Mesh(shape)
+    params = {n: sa.asarray(rand((6,), k), dims=("d_model",), mesh=mesh) for n, k in (("x", 1), ("w", 2), ("c", 3))}
+    probe = sa.asarray(rand((6,), 4), dims=("d_model",), mesh=mesh)
+    xs, w, bias = (params[n].numpy() for n in ("x", "w", "c"))
+    assert layers._fused_layer_norm(params["x"], params["w"], params["c"], "d_model")
+    y = sa.nn.layer_norm(params["x"], params["w"], params["c"])
+    np.testing.assert_allclose(y.numpy(), _np_layer_norm(xs, w, bias), rtol=1e-10, atol=1e-10)
+    check_grad(lambda p: (sa.nn.layer_norm(p["x"], p["w"], p["c"]) * probe).sum(), params)
+
+
 def test_layer_norm_rows_float32_matches_float64():
     x = rand((4, 9, 32), 8)
     w, b = rand((32,), 9), rand((32,), 10)
