@@ -14,7 +14,7 @@ import numpy as np
 
 from . import profiler
 from .backend.classlist import ClassList
-from .errors import DimensionError, DTypeError, TapeError, ZeroDimError
+from .errors import ArgumentError, DimensionError, DTypeError, TapeError, ZeroDimError
 from .layout import Layout, block_slices
 from .mesh import AxesSpec, Mesh
 
@@ -226,6 +226,12 @@ class ShardArray:
         return f"the {self.dtype} array ({sizes or '0-d'})"
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(x)``: the explicit gather, a new NumPy array (``copy=False`` raises: it needs a copy)."""
+        if copy is False:
+            raise ArgumentError(
+                f"np.asarray(x, copy=False): {self._describe()} is distributed over the mesh, so a NumPy array of it "
+                f"is always a copy (a gather); use np.asarray(x) or copy=None"
+            )
         self._check_off_tape("np.asarray(x)")
         out = self.numpy()
         return out if dtype is None else out.astype(dtype)

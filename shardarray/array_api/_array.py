@@ -95,6 +95,8 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
     """
 
     def op(self: Array, other: Any) -> Any:
+        # a NumPy scalar that casts to x's dtype under same_kind acts as a Python scalar: NumPy's in-place rule
+        other = positional_ufuncs.scalar_operand(HOOKS.namespace(), other, self, inplace=True)
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
             return NotImplemented
         with WRITES:

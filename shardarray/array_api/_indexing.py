@@ -20,6 +20,8 @@ from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
 from ..ops.indexing.basic import normalize_int
 from ..ops.indexing.id_writes import write_at
+from ..ops.indexing.mask import bool_key
+from ..ops.indexing.nonzero import nonzero as _nonzero
 from ..ops.indexing.setitem import setitem as _setitem
 from ..ops.indexing.slicing import isel, parse_key
 from ..ops.indexing.take import _check_range
@@ -320,7 +322,7 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
         arrays.append(astype(ids, np.int64) if ids.dtype != np.int64 else ids)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     sizes = dict(zip(bnames, shape))
-    coords = [transpose(broadcast_to(a, sizes), bnames) if a.shape != shape or a.ndim != nd else a for a in arrays]
+    coords = [a if a.shape == shape and a.ndim == nd else _spread(a, sizes, bnames) for a in arrays]
     rest = [d for d in x.dims if d not in adv_dims]
     contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
     at = adv[0] if contiguous else 0
@@ -351,18 +353,48 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
     write_at(x, adv_dims, coords, value, mode)
 
 
+def _spread(ids: ShardArray, sizes: dict[str, int], names: tuple[str, ...]) -> ShardArray:
+    """An index array broadcast to the key's broadcast ``sizes``, in the order ``names``: its size-1 dims that
+    stretch are dropped first (a named broadcast keeps a dim's size), as the read path does."""
+    ones = tuple(d for d in ids.dims if ids.sizes[d] == 1 and sizes[d] != 1)
+    return transpose(broadcast_to(squeeze(ids, ones) if ones else ids, sizes), names)
+
+
 def add_at(x: ShardArray, key: Any, value: Any) -> None:
     """``np.add.at(x, key, value)`` in place: unbuffered, so an index repeated in ``key`` adds every time.
 
     Integer-array keys route their (index, value) pairs to the devices owning the rows (``ops/indexing/
-    id_writes.py``, ``mode="add"``: alltoallv, no gather); a key of ints and slices selects each entry once,
-    so it is ``x[key] = x[key] + value``.
+    id_writes.py``, ``mode="add"``: alltoallv, no gather); a boolean mask over the leading axes is its
+    ``nonzero`` indices; a key of ints and slices selects each entry once, so it is ``x[key] = x[key] + value``.
+    A value whose dtype does not cast to ``x``'s under NumPy's ``same_kind`` rule (floats into integers) raises
+    ``DTypeError``, as ``x += value`` does, instead of truncating each step.
     """
+    _check_same_kind(x, value)
+    mask = bool_key(np.asarray(key) if isinstance(key, list) else key)
+    if mask is not None and np.ndim(mask):
+        if tuple(mask.shape) != x.shape[: np.ndim(mask)]:
+            raise DimensionError(
+                f"np.add.at: the boolean mask of shape {tuple(mask.shape)} does not match the leading axes of "
+                f"the array of shape {x.shape}"
+            )
+        key = _nonzero(mask) if isinstance(mask, ShardArray) else np.nonzero(mask)
     key = normalize_key(x, key, "np.add.at")
     if any(_is_ids(k) for k in key):
         _write_ids(x, key, value, "add")
         return
     setitem(x, key, wrap(getitem(x, key)) + value)
+
+
+def _check_same_kind(x: ShardArray, value: Any) -> None:
+    """Raise ``DTypeError`` when adding ``value`` (Python scalars weak) gives a dtype that does not cast back to
+    ``x``'s under ``same_kind``."""
+    dtype = np.result_type(x.dtype, value.dtype if hasattr(value, "dtype") else value)
+    if not np.can_cast(dtype, x.dtype, "same_kind"):
+        raise DTypeError(
+            f"np.add.at: values that make dtype {dtype} cannot be added in place into an array of dtype {x.dtype} "
+            f"(NumPy's same_kind casting refuses {dtype} -> {x.dtype}, as x += v does); cast the values to "
+            f"{x.dtype} first, or the array to {dtype} (xp.astype(x, xp.{dtype}))"
+        )
 
 
 # Array.__getitem__/__setitem__ and np.add.at/np.subtract.at on an Array call these

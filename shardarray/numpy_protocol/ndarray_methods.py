@@ -8,7 +8,8 @@ methods. A dim name where NumPy takes an axis (``x.sum("dim0")``, or the named
 API's ``dims=``) is accepted too, for code written against named arrays.
 NumPy's in-place methods (``x.sort()``, ``x.fill(v)``) write into the array
 (``x[...] = ...``), as NumPy does; ``x.tolist()`` is an explicit gather, as
-``np.asarray(x)`` is.
+``np.asarray(x)`` is. ``x.astype(dtype, casting=...)`` refuses a cast the rule
+forbids with ``sa.DTypeError`` (NumPy's TypeError).
 
 Example:
     >>> import shardarray.array_api as xp
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import DimensionError
+from ..errors import DimensionError, DTypeError
 from .positional_args import refuse, signature
 
 #: NumPy ndarray methods that are the NumPy function of the same name applied to the array
@@ -93,9 +94,15 @@ def reshape(self: ShardArray, *shape: Any, order: str = "C", copy: bool | None =
 def astype(
     self: ShardArray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
 ) -> Any:
-    """NumPy's ``x.astype(dtype)``: a cast copy (``copy=False`` returns the array itself when the dtype matches)."""
+    """NumPy's ``x.astype(dtype)``: a cast copy (``copy=False`` returns the array itself when the dtype matches);
+    a cast that ``casting`` forbids (``"safe"``, ``"same_kind"``, ...) raises ``DTypeError``, as NumPy's TypeError."""
     if order not in ("K", "C", "A"):
         raise refuse("x.astype", "order", order)
+    if not np.can_cast(self.dtype, dtype, casting):  # type: ignore[arg-type]
+        raise DTypeError(
+            f"x.astype: cannot cast {self.dtype} to {np.dtype(dtype)} under casting={casting!r}; "
+            f"pass casting='unsafe' (the default) to cast anyway"
+        )
     return np.astype(self, dtype, copy=copy)  # type: ignore[call-overload]
 
 

@@ -13,9 +13,16 @@ for distributed arrays, the choice is an experienced NumPy user's:
   ``xp.tensordot`` over (last axis of ``a``, second-to-last of ``b``), NumPy's
   definition;
 * ``np.unique`` (no ``axis``) is ``xp.unique_values``/``xp.unique_all``: sorted
-  values; each NaN is distinct (NumPy's ``equal_nan=False``);
+  values, the NaNs merged into one as NumPy's default ``equal_nan=True`` does
+  (counts summed, the first index, the inverse of every NaN pointing at it;
+  the number of NaNs is read as a replicated 0-d sum); ``equal_nan=False``
+  keeps each NaN distinct;
 * ``np.round(x, decimals)`` scales by ``10**decimals`` and rounds half to even,
-  as NumPy does (so the same floating-point results).
+  as NumPy does (so the same floating-point results);
+* ``np.where`` takes any condition (a non-bool one is ``condition != 0``),
+  ``np.take`` indices of any shape (they replace the axis, NumPy's
+  ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``), and ``np.split``
+  counts negative indices from the end, as NumPy does.
 
 Example:
     >>> import shardarray.array_api as xp
@@ -32,11 +39,13 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Sequence
+from numbers import Number
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
+from ..dtypes import is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from .common import mixing_error, short
 from .named_functions import einsum_by_letters
@@ -215,7 +224,7 @@ def _splitter(equal: bool, default_axis: Callable[[ShardArray], int] | None = No
             sizes = [each + 1] * extra + [each] * (sections - extra)
             bounds = [0, *np.cumsum(sizes).tolist()]
         else:
-            bounds = [0, *(min(max(int(i), 0), n) for i in indices_or_sections), n]
+            bounds = [0, *(min(max(i + n if i < 0 else i, 0), n) for i in map(int, indices_or_sections)), n]
         lead = (slice(None),) * k
         return [a[lead + (slice(s, max(s, e)),)] for s, e in itertools.pairwise(bounds)]
 
@@ -400,7 +409,29 @@ def _where(xp: Any, what: str, condition: Any, x: Any = None, y: Any = None) -> 
     if x is None or y is None:
         raise ArgumentError(f"{what}: give either the condition alone or the condition, x and y")
     ref = _ref(condition, x, y)
-    return xp.where(*(host_value(what, v, i, ref) for i, v in enumerate((condition, x, y))))
+    cond, a, b = (host_value(what, v, i, ref) for i, v in enumerate((condition, x, y)))
+    if isinstance(cond, Number):
+        cond = xp.asarray(bool(cond), device=ref.mesh)
+    elif isinstance(cond, ShardArray) and cond.dtype != np.bool_:
+        cond = xp.not_equal(cond, 0)  # NumPy's condition is any array: its nonzero entries are True
+    return xp.where(cond, a, b)
+
+
+@composed("take")
+def _take(xp: Any, what: str, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    _no_kwargs(what, mode=mode)
+    a = _array(xp, what, a, 0, _ref(a, indices))
+    x = xp.reshape(a, (-1,)) if axis is None and a.ndim != 1 else a
+    (k,) = axes_of(0 if axis is None else axis, x.ndim, what)
+    ids = host_value(what, indices, "indices", a)
+    if isinstance(ids, ShardArray):
+        shape, flat = ids.shape, xp.reshape(ids, (-1,)) if ids.ndim != 1 else ids
+    else:
+        shape, flat = np.shape(ids), np.reshape(ids, -1)
+        flat = flat if flat.size else flat.astype(np.int64)  # NumPy takes an empty list of indices
+    result = xp.take(x, flat, axis=k)
+    want = x.shape[:k] + tuple(shape) + x.shape[k + 1 :]
+    return write_out(out, result if result.shape == want else xp.reshape(result, want), what)
 
 
 @composed("argwhere")
@@ -477,14 +508,30 @@ def _unique(
 ) -> Any:
     if axis is not None:
         raise refuse(what, "axis", axis)
+    merge = equal_nan and (is_real_float(ar.dtype) or is_complex(ar.dtype))
     if not (return_index or return_inverse or return_counts):
-        return xp.unique_values(ar)
-    r = xp.unique_all(ar)
-    out = [r.values]
-    out += [r.indices] if return_index else []
-    out += [r.inverse_indices] if return_inverse else []
-    out += [r.counts] if return_counts else []
+        values = xp.unique_values(ar)
+        m = _merged_nans_at(xp, values) if merge else None
+        return values if m is None else values[: m + 1]
+    values, index, inverse, counts = xp.unique_all(ar)
+    m = _merged_nans_at(xp, values) if merge else None
+    if m is not None:  # the index of the first NaN in sort order (for complex numbers, NaN in either part)
+        first = index[m : m + 1] if is_complex(values.dtype) else xp.min(index[m:], keepdims=True)
+        values, index, inverse = values[: m + 1], xp.concat([index[:m], first]), xp.minimum(inverse, m)
+        counts = xp.concat([counts[:m], xp.sum(counts[m:], keepdims=True)])
+    out = [values]
+    out += [index] if return_index else []
+    out += [inverse] if return_inverse else []
+    out += [counts] if return_counts else []
     return tuple(out)
+
+
+def _merged_nans_at(xp: Any, values: Any) -> int | None:
+    """Where the NaNs of sorted unique ``values`` (each NaN distinct, sorted last) start, when there are two or
+    more to merge into one (NumPy's ``equal_nan=True`` keeps the first in sort order); else None. The number
+    of NaNs is read on the host (one replicated 0-d sum), as it sets the result's length."""
+    k = int(xp.sum(xp.isnan(values)))
+    return values.shape[0] - k if k > 1 else None
 
 
 # ------------------------------------------------------------------ linalg

@@ -12,10 +12,19 @@ ones (``x``, ``x1``, ``x2``) in order; ``ddof`` is ``correction``, ``a_min`` is
 NumPy's semantics where the standard's differ:
 
 * ``axis=None`` flattens for the functions NumPy flattens for (``argmax``,
-  ``cumsum``, ``sort``, ``take``, ...: ``FLATTEN_ON_NONE``): the array is
-  reshaped to 1-D first (a distributed reshape, no gather);
+  ``cumsum``, ``sort``, ...: ``FLATTEN_ON_NONE``): the array is reshaped to 1-D
+  first (a distributed reshape, no gather); with ``keepdims=True`` the result
+  has the array's number of dimensions, each of size 1, as NumPy's;
 * ``keepdims=True`` is passed on, or kept by re-inserting the reduced axes;
 * ``dtype=`` is passed on, or the input is cast first (``np.mean(x, dtype=...)``);
+  an integer ``dtype=`` is the result's too (``np.mean(x, dtype=np.int32)``);
+* integer and bool input of the functions NumPy computes in floating point
+  (``np.std``, ``np.var``, ``np.linalg.inv``/``det``/``norm``/..., ``np.fft.fft``
+  and the other transforms: ``FLOAT_INPUT``) is cast to float64 first, and
+  ``np.clip`` promotes the array with its bounds (``PROMOTES_WITH``:
+  ``np.clip(ints, -1.5, 1.5)`` is float64), as NumPy does;
+* keywords NumPy takes through ``**kwargs`` (``np.pad``'s ``constant_values=``)
+  are passed on when the namespace's function takes them;
 * ``out=`` writes into a positional array in place (``positional_args.write_out``);
 * keywords with a no-op value (``order="C"``, ``where=True``, ...) are
   accepted; any other value the namespace cannot honour is a typed
@@ -41,6 +50,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from numbers import Number
 from typing import Any
 
 import numpy as np
@@ -71,8 +81,21 @@ RENAMES: dict[str, str] = {"ddof": "correction", "a_min": "min", "a_max": "max",
 #: NumPy functions whose ``axis=None`` means "flatten first" (reductions' None means "every axis" in both)
 FLATTEN_ON_NONE = frozenset(
     {"argmax", "argmin", "nanargmax", "nanargmin", "cumsum", "cumprod", "nancumsum", "nancumprod"}
-    | {"sort", "argsort", "take", "take_along_axis"}
+    | {"sort", "argsort", "take_along_axis"}
 )
+
+#: NumPy functions that compute in floating point: integer and bool arrays are cast to float64 first, as NumPy's
+#: versions convert them (the namespace's refuse them)
+FLOAT_INPUT = frozenset(
+    {("", "std"), ("", "var")}
+    | {("linalg", n) for n in "inv det slogdet solve cholesky qr svd svdvals eigh eigvalsh pinv matrix_rank".split()}
+    | {("linalg", n) for n in ("norm", "vector_norm", "matrix_norm")}
+    | {("fft", n) for n in "fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft fft2 ifft2 rfft2 irfft2".split()}
+)
+
+#: NumPy functions whose result dtype is the array's promoted with these arguments' (NEP 50: Python scalars weak),
+#: where the namespace's keeps the array's: ``np.clip(ints, -1.5, 1.5)`` is float64
+PROMOTES_WITH: dict[str, tuple[str, ...]] = {"clip": ("a_min", "a_max", "min", "max")}
 
 
 def where_of(func: Callable[..., Any]) -> tuple[str, str]:
@@ -96,6 +119,9 @@ def array_function(
         return NotImplemented
     space, name = where_of(func)
     what = f"np.{space + '.' if space else ''}{name}"
+    if (space, name) in FLOAT_INPUT:
+        args = tuple(_float_input(xp, a) for a in args)
+        kwargs = {k: _float_input(xp, v) for k, v in kwargs.items()}
     composed = COMPOSED.get((space, name))
     if composed is not None:
         return composed(xp, what, *args, **kwargs)
@@ -134,33 +160,46 @@ def call_derived(
         if p.kind == P.VAR_KEYWORD and p.name in given:
             given.update(given.pop(p.name))
     first = next(iter(np_params))
+    name = what.rsplit(".", 1)[-1]
     ref = given.get(first)
+    if name in PROMOTES_WITH and isinstance(ref, ShardArray):
+        given[first] = _promoted(xp, ref, [given.get(k) for k in PROMOTES_WITH[name]])
     out = given.pop("out", None)
     given = {k: (v if k == first else host_value(what, v, k, ref)) for k, v in given.items()}
     keepdims = bool(given.pop("keepdims")) if "keepdims" in given and "keepdims" not in tparams else False
     sort_kind = given.pop("kind", None) if "kind" not in tparams else None
     if sort_kind in ("stable", "mergesort") and "stable" in tparams and given.get("stable") is None:
         given["stable"] = True
+    result_dtype = None  # an integer dtype= the namespace's function cannot compute in (np.mean(x, dtype=np.int32))
     if "dtype" in given and "dtype" not in tparams:
         dtype = given.pop("dtype")
         if dtype is not None:
             given[first] = _cast(xp, given.get(first), dtype)
+            result_dtype = np.dtype(dtype) if np.dtype(dtype).kind in "iu" else None
     for key in ("axis", "axes"):  # NumPy's default axis where the namespace's differs
         np_param = np_params.get(key)
         if np_param is not None and key not in given and key in tparams and np_param.default is not P.empty:
             if not (np_param.default is tparams[key].default or np_param.default == tparams[key].default):
                 given[key] = np_param.default
     x = given.get(first)
-    name = what.rsplit(".", 1)[-1]
+    keep_all = False  # axis=None, keepdims=True of a function that flattens: the result gets x's ndim of 1s
     if name in FLATTEN_ON_NONE and "axis" in np_params and isinstance(x, ShardArray):
         axis = given.get("axis", np_params["axis"].default)
         if axis is None:
             given[first] = xp.reshape(x, (-1,)) if x.ndim != 1 else x
             given["axis"] = 0
+            keep_all, keepdims = keepdims or bool(given.pop("keepdims", False)), False
     mapping = _mapping(np_sig, t_sig)
+    takes_kwargs = any(t.kind == P.VAR_KEYWORD for t in tparams.values())
     values: dict[str, Any] = {}
     var_args: tuple[Any, ...] = ()
     for key, value in given.items():
+        if key not in np_params:  # a keyword NumPy's **kwargs took (np.pad's constant_values=): on if taken
+            if key in tparams or takes_kwargs:
+                values[key] = value
+            elif not is_neutral(key, value):
+                raise refuse(what, key, value)
+            continue
         p = np_params[key]
         if p.kind == P.VAR_POSITIONAL:
             if not any(t.kind == P.VAR_POSITIONAL for t in tparams.values()):
@@ -182,6 +221,10 @@ def call_derived(
         axes = axes_of(given.get("axis"), x.ndim, what)
         if result.ndim == x.ndim - len(axes):
             result = xp.expand_dims(result, axis=axes) if axes else result
+    if keep_all and isinstance(result, ShardArray) and isinstance(x, ShardArray):
+        result = xp.reshape(result, (1,) * x.ndim)
+    if result_dtype is not None and isinstance(result, ShardArray) and result.dtype != result_dtype:
+        result = xp.astype(result, result_dtype)
     return write_out(out, result, what)
 
 
@@ -201,6 +244,19 @@ def _positional(tparams: Any, values: dict[str, Any], var_args: tuple[Any, ...])
         elif p.kind == P.VAR_POSITIONAL:
             pos += list(var_args)
     return pos
+
+
+def _float_input(xp: Any, value: Any) -> Any:
+    """An integer or bool array as float64 (NumPy's conversion for its floating-point functions); others as given."""
+    return xp.astype(value, xp.float64) if isinstance(value, ShardArray) and value.dtype.kind in "iub" else value
+
+
+def _promoted(xp: Any, x: ShardArray, others: list[Any]) -> ShardArray:
+    """``x`` cast to ``np.result_type`` of its dtype and the arrays and scalars among ``others`` (NEP 50: Python
+    scalars weak, NumPy scalars strong); None and other values do not take part."""
+    kinds: list[Any] = [getattr(v, "dtype", v) for v in others if isinstance(v, (ShardArray, Number))]
+    dtype = np.result_type(x.dtype, *kinds)
+    return x if dtype == x.dtype else xp.astype(x, dtype)
 
 
 def _cast(xp: Any, value: Any, dtype: Any) -> Any:

@@ -2,12 +2,23 @@
 
 ``np.<ufunc>(...)`` calls the namespace's function of the same name, or of the
 standard's spelling (``np.arcsin`` -> ``xp.asin``, ``common.UFUNC_ALIASES``),
-with NumPy's right-aligned broadcasting; ``out=`` writes into a positional
-array in place, ``dtype=`` casts the operands first. The methods:
+with NumPy's right-aligned broadcasting and NumPy's dtypes: the operands are
+cast to the input dtypes of the loop NumPy picks for them
+(``ufunc.resolve_dtypes``), so ``np.sqrt`` of integers is float64 (float16 for
+int8), ``np.rint`` of integers float64, ``np.square`` of bools int8; the
+``logical_*`` ufuncs read a non-bool operand as ``x != 0``, and ``np.floor``/
+``ceil``/``trunc`` of bools return the bools, as NumPy's loops do. Operands are
+typed as NEP 50 types them: Python scalars are weak (``int8_array + 2`` stays
+int8), NumPy scalars and 0-d NumPy arrays keep their dtype (``int8_array +
+np.int64(2)`` is int64): they become 0-d arrays on the array's mesh
+(``scalar_operand``). ``out=`` writes into a positional array in place,
+``dtype=`` casts the operands first. The methods:
 
 * ``reduce`` of ``add``/``multiply``/``maximum``/``minimum``/``logical_and``/
   ``logical_or`` is ``xp.sum``/``prod``/``max``/``min``/``all``/``any`` (NumPy's
-  default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``);
+  default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``;
+  ``initial`` is combined with the result by the ufunc, and a ``maximum``/
+  ``minimum`` reduction over an empty axis is ``initial``, as in NumPy);
 * ``accumulate`` of ``add``/``multiply`` is ``xp.cumulative_sum``/
   ``cumulative_prod`` (``axis=0`` by default, ``dtype``, ``out``); the namespace
   has no running maximum or minimum, so ``np.maximum.accumulate`` raises
@@ -39,11 +50,16 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..dtypes import SUPPORTED
 from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 
 # ufunc.accumulate -> the namespace's scan (ufunc.reduce: common.UFUNC_REDUCTIONS)
 ACCUMULATE: dict[str, str] = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
+#: ufuncs on truth values: NumPy reads a non-bool operand as ``x != 0``
+LOGICAL = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not"})
+#: ufuncs whose bool loop returns the operand (``np.floor(b)`` is ``b``), where the namespace's refuse bools
+BOOL_IDENTITY = frozenset({"floor", "ceil", "trunc"})
 
 
 def counterpart(ns: Any, name: str) -> Callable[..., Any] | None:
@@ -57,6 +73,74 @@ def counterpart(ns: Any, name: str) -> Callable[..., Any] | None:
 def elementwise(xp: Any, name: str) -> Callable[..., Any] | None:
     """The namespace's function for the ufunc ``name`` (by NumPy's name or the standard's spelling)."""
     return counterpart(xp, name) or (counterpart(xp, UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
+
+
+def scalar_operand(xp: Any, value: Any, ref: ShardArray | None, *, inplace: bool = False) -> Any:
+    """A NumPy scalar or 0-d NumPy array operand typed as NEP 50 types it; other values unchanged.
+
+    It keeps its dtype (NEP 50 types NumPy scalars strongly, unlike Python
+    scalars): it becomes a 0-d positional array of that dtype on ``ref``'s mesh
+    (replicated), so ``int8_array + np.int64(2)`` is int64 and ``float32_array
+    + np.float64(2)`` float64, as in NumPy. A dtype the library does not hold
+    (``np.longdouble``) stays a Python scalar.
+
+    Args:
+        xp: The positional namespace (``shardarray.array_api``).
+        value: The operand.
+        ref: The array operand it meets (its mesh is the result's); None leaves ``value`` unchanged.
+        inplace: For ``x op= value``: a value whose dtype casts to ``ref``'s under
+            ``same_kind`` becomes a Python scalar, so the result keeps ``ref``'s
+            dtype as NumPy's in-place operators do (``float32_array +=
+            np.float64(1)``); any other keeps its dtype, and the in-place
+            operator's dtype check refuses the result.
+
+    Returns:
+        A 0-d positional array, a Python scalar, or ``value`` itself.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if ref is None or not isinstance(value, np.generic):
+        return value
+    if (inplace and np.can_cast(value.dtype, ref.dtype, "same_kind")) or value.dtype.name not in SUPPORTED:
+        return value.item()
+    return xp.asarray(value, device=ref.mesh)
+
+
+def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any]) -> list[Any]:
+    """The operands of ``ufunc`` cast to the input dtypes of the loop NumPy picks for them.
+
+    ``ufunc.resolve_dtypes`` picks the loop from the array operands' dtypes
+    and the Python scalars' types (weak, NEP 50): ``np.sqrt`` of int64 runs
+    the float64 loop, ``np.add`` of int8 and ``2.5`` float64. Python scalars
+    are passed on as they are. The ``logical_*`` ufuncs read a non-bool operand
+    as ``x != 0``. Operands NumPy has no loop for are returned unchanged (the
+    namespace's function then raises its own error).
+
+    Args:
+        xp: The positional namespace (``shardarray.array_api``).
+        ufunc: The NumPy ufunc.
+        args: Its operands: positional arrays and Python scalars.
+
+    Returns:
+        The operands, arrays cast where the loop's dtype differs.
+    """
+    if ufunc.__name__ in LOGICAL:
+        return [xp.not_equal(a, 0) if isinstance(a, ShardArray) and a.dtype != np.bool_ else a for a in args]
+    try:
+        loop = ufunc.resolve_dtypes((*map(_loop_key, args), *(None,) * ufunc.nout))
+    except (TypeError, ValueError):
+        return args
+    return [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
+
+
+def _loop_key(value: Any) -> Any:
+    """An operand as ``resolve_dtypes`` takes it: an array's dtype, bool for a Python bool (NumPy's bool is not
+    weak), the type of a Python int, float or complex (weak)."""
+    if isinstance(value, ShardArray):
+        return value.dtype
+    if isinstance(value, bool):
+        return np.dtype(bool)
+    return next((t for t in (int, float, complex) if isinstance(value, t)), value)
 
 
 def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -76,9 +160,12 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
         for key, value in kwargs.items():
             if key not in params and not is_neutral(key, value):
                 raise refuse(what, key, value)
-        args = [host_value(what, a, i, ref) for i, a in enumerate(inputs)]
+        args = [host_value(what, scalar_operand(xp, a, ref), i, ref) for i, a in enumerate(inputs)]
         if dtype is not None:
             args = [xp.astype(a, dtype) if isinstance(a, ShardArray) else a for a in args]
+        args = loop_operands(xp, ufunc, args)
+        if name in BOOL_IDENTITY and isinstance(args[0], ShardArray) and args[0].dtype == np.bool_:
+            return write_out(out, xp.astype(args[0], args[0].dtype, copy=True), what)
         if method == "outer":
             a, b = args
             if isinstance(a, ShardArray):
@@ -124,9 +211,14 @@ def _reduce_or_scan(
             raise refuse(what, "keepdims" if keepdims else "initial", keepdims if keepdims else initial)
         return write_out(out, target(x, axis=axes_of(axis, x.ndim, what)[0], **kw), what)
     axes = axes_of(axis, x.ndim, what)
+    given = initial is not np._NoValue and initial is not None
+    if given and target in (xp.max, xp.min) and any(x.shape[k] == 0 for k in axes):
+        shape = tuple(1 if k in axes else n for k, n in enumerate(x.shape) if keepdims or k not in axes)
+        value = np.asarray(initial).astype(x.dtype).item()  # nothing to compare: initial, in the array's dtype
+        return write_out(out, xp.full(shape, value, dtype=x.dtype, device=x.mesh), what)
     result = target(x, axis=axes, keepdims=bool(keepdims), **kw)
-    if initial is not np._NoValue and initial is not None:
+    if given:
         if fn is None:  # pragma: no cover - every reduction's ufunc has a counterpart
             return NotImplemented
-        result = fn(result, initial)
+        result = fn(result, np.asarray(initial).astype(result.dtype).item())  # NumPy casts it to the result's dtype
     return write_out(out, result, what)

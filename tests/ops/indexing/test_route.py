@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import shardarray as sa
 import shardarray.array_api as xp
 from shardarray.ops.indexing import route
-from shardarray.ops.sorting import searchsorted as ss
 from shardarray.ops.indexing import take as take_module
+from shardarray.ops.sorting import searchsorted as ss
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -132,6 +132,27 @@ def test_integer_array_writes_match_numpy(shape):
         b = a.copy()
         b[idx] += 1.0
         np.testing.assert_array_equal(Y.numpy(), b)
+
+
+@pytest.mark.parametrize("shape", HYPOTHESIS_SHAPES, ids=str)
+def test_integer_array_writes_with_broadcasting_indices_match_numpy(shape):
+    """Index arrays that broadcast against each other (a size-1 axis stretches), in writes and ``np.add.at``."""
+    a = np.random.default_rng(5).standard_normal((5, 6))
+    keys = [
+        (np.array([0, 4]), np.array([1])),
+        (np.array([[0], [2], [4]]), np.array([1, 3, 5])),
+        (np.array([[3]]), np.array([[0, 5, 0]])),
+    ]
+    with sa.default_mesh(sa.Mesh(shape)):
+        for rows, cols in keys:
+            X, b = xp.asarray(a), a.copy()
+            X[xp.asarray(rows), xp.asarray(cols)] = 7.0
+            b[rows, cols] = 7.0
+            np.testing.assert_array_equal(X.numpy(), b)
+            X, b = xp.asarray(a), a.copy()
+            np.add.at(X, (xp.asarray(rows), xp.asarray(cols)), 1.0)
+            np.add.at(b, (rows, cols), 1.0)
+            np.testing.assert_array_equal(X.numpy(), b)
 
 
 def test_add_at_accumulates_duplicates():
