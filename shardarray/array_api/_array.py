@@ -67,6 +67,11 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
 def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
     def op(self: Array, other: Any) -> Any:
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
+            if isinstance(other, (list, tuple)):  # host data, as a NumPy array is (and x == [...] is not False)
+                raise DTypeError(
+                    f"{name}: the other operand is a Python {type(other).__name__}: host data does not mix with an "
+                    f"Array implicitly (as NumPy arrays do not). Convert it with xp.asarray(value, device=x.device)"
+                )
             return NotImplemented
         args = (other, self) if reflected else (self, other)
         return elementwise(fn, *args, what=name)

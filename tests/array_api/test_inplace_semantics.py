@@ -137,3 +137,12 @@ def test_in_tests_any_element(mesh):
     a = xp.asarray(np.arange(12.0).reshape(4, 3), device=mesh)
     assert 5.0 in a and 11 in a and 12.0 not in a and -1 not in a
     assert (0.0 in xp.asarray(np.zeros((0, 3)), device=mesh)) is False
+
+
+def test_a_list_operand_is_refused_not_compared_as_false(mesh):
+    """``x == [..]`` fell back to Python's identity comparison: False, silently. Lists are host data, refused
+    as NumPy arrays are, with the conversion named."""
+    a = xp.asarray(np.arange(3.0), device=mesh)
+    for expr in (lambda: a == [0.0, 1.0, 2.0], lambda: a != (0, 1, 2), lambda: a + [1, 2, 3], lambda: [1, 2, 3] * a):
+        with pytest.raises(sa.DTypeError, match=r"xp.asarray\(value, device=x.device\)"):
+            expr()
