@@ -7,6 +7,9 @@
   halved diagonal), by two distributed back substitutions.
 * ``Q, R = qr(A)`` (reduced, ``m >= n``): ``(Q̄ + Q copyltu(R R̄^T - Q̄^T Q)) R^{-T}``.
 * ``s = svdvals(A)``: ``U diag(ḡ) V^T``; ``slogdet(A).logabsdet``: ``ḡ A^{-T}``.
+* ``U, S, Vh = svd(A)``: one share per factor (``_svd_part``); ``1/(s_j² - s_i²)`` split into
+  ``1/(s_j - s_i)`` (dropped for equal values) and ``1/(s_j + s_i)`` (kept).
+* ``P = pinv(A)``: ``-PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)`` (Golub & Pereyra), from three ``k x k`` products.
 
 Their collectives are those of the ops they call (batched locally; the
 distributed Cholesky/TSQR paths or the replicated fallback when a matrix dim is split).
@@ -19,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..core.relayout import resolve_to
+from ..core.relayout import relayout, resolve_to
 from ..core.tape import Context, register_vjp
 from ..errors import LinAlgError
 from ..layout import Layout
@@ -192,9 +195,10 @@ def _svdvals(ctx: Context, g: ShardArray) -> list[Any]:
 
     a = ctx.args[0]
     i, j = _matrix(ctx)
-    new = ctx.kwargs.get("new") or f"{j}_k"
-    u, _, vh = svd(a, (i, j), new=new)
-    ga = _plain(einsum)(u, resolve_to(g), vh, out=tuple(d for d in a.dims))
+    k = _fresh("_svk", a)
+    u, _, vh = svd(a, (i, j), new=k)
+    g = rename(resolve_to(g), {ctx.out.dims[-1]: k})
+    ga = _plain(einsum)(u, g, vh, out=tuple(d for d in a.dims))
     return [match(ga, a)] + [None] * (len(ctx.args) - 1)
 
 
@@ -253,13 +257,31 @@ def _fresh(name: str, *arrays: ShardArray) -> str:
     return name
 
 
+def _reciprocal(d: ShardArray) -> ShardArray:
+    """``1 / d``, 0 where ``d`` is 0."""
+    nz = not_equal(d, 0.0)
+    return where(nz, divide(1.0, where(nz, d, 1.0)), 0.0)
+
+
 def _reciprocal_gaps(w: ShardArray, new: str, new2: str) -> ShardArray:
     """``F_ij = 1 / (w_j - w_i)`` over (new, new2), 0 where the values are equal (the diagonal among them): the
-    factor of the eigenvector (``eigh``, with eigenvalues) and singular-vector (``svd``, with squares) VJPs."""
+    factor of the eigenvector VJP (``eigh``) and of the singular-vector one (``svd``, with the singular values)."""
+    return _reciprocal(subtract(rename(w, {new: new2}), w))
 
-    diff = subtract(rename(w, {new: new2}), w)
-    nz = not_equal(diff, 0.0)
-    return where(nz, divide(1.0, where(nz, diff, 1.0)), 0.0)
+
+def _svd_factors(s: ShardArray, new: str, new2: str, part: str) -> ShardArray:
+    """The ``U`` (``part="U"``) or ``Vh`` share's factor over (new, new2): ``F_ij s_j = (D + P)_ij / 2`` or
+    ``s_i F_ij = (D - P)_ij / 2``, where ``F_ij = 1 / (s_j² - s_i²)``, ``D_ij = 1 / (s_j - s_i)`` (0 where the
+    values are equal) and ``P_ij = 1 / (s_j + s_i)`` (0 where both are 0).
+
+    The shares add up to ``D ∘ (J + K) / 2 + P ∘ (J - K) / 2`` (``J = UᵀŪ - ŪᵀU``, ``K = VᵀV̄ - V̄ᵀV``). Only
+    ``D`` is singular on equal values, where a loss invariant to the basis of their subspace has ``J + K = 0``:
+    its entry is dropped (the exact limit where ``J + K`` stays 0 near the tie too; see ``sa.linalg.svd``),
+    while ``P``'s finite one is kept.
+    """
+    gaps = _reciprocal_gaps(s, new, new2)
+    sums = _reciprocal(add(rename(s, {new: new2}), s))
+    return multiply(add(gaps, sums) if part == "U" else subtract(gaps, sums), 0.5)
 
 
 @register_vjp("linalg.svd_part")
@@ -277,18 +299,49 @@ def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
     elif part == "U":
         utg = einsum(u, rename(g, {new: new2}), out=(*batch, new, new2))  # Uᵀ Ū
         skew = subtract(utg, rename(utg, {new: new2, new2: new}))
-        m = multiply(
-            multiply(skew, _reciprocal_gaps(multiply(s, s), new, new2)), rename(s, {new: new2})
-        )  # (F ∘ skew) S
+        m = multiply(skew, _svd_factors(s, new, new2, "U"))  # (F ∘ J) S
         a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
         proj = subtract(g, rename(einsum(u, utg, out=(*batch, rows, new2)), {new2: new}))  # (I - UUᵀ) Ū
         a = add(a, einsum(divide(proj, s), vh, out=x.dims))
     else:  # "Vh": V̄ = ḡᵀ
         vtvb = einsum(vh, rename(g, {new: new2}), out=(*batch, new, new2))  # Vᵀ V̄ = Vh ḡᵀ
         skew = subtract(vtvb, rename(vtvb, {new: new2, new2: new}))
-        m = multiply(multiply(skew, _reciprocal_gaps(multiply(s, s), new, new2)), s)  # S (F ∘ skew)
+        m = multiply(skew, _svd_factors(s, new, new2, "Vh"))  # S (F ∘ K)
         a = einsum(einsum(u, m, out=(*batch, rows, new2)), vh2, out=x.dims)
         gvt = einsum(g, vh2, out=(*batch, new, new2))  # ḡ Vhᵀ
         proj = subtract(g, einsum(gvt, vh2, out=(*batch, new, cols)))  # V̄ᵀ (I - VVᵀ)
         a = add(a, einsum(divide(u, s), proj, out=x.dims))
     return [match(a, x)] + [None] * (len(ctx.args) - 1)
+
+
+@register_vjp("linalg.pinv_part")
+def _pinv_part(ctx: Context, g: ShardArray) -> list[Any]:
+    """``P = pinv(A)`` (real; Golub & Pereyra 1973), the derivative where A's rank stays constant:
+    ``Ā = -PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA) = Pᵀ M + N PPᵀ`` with ``M = PGᵀ(I - PA) - GPᵀ`` and
+    ``N = (I - AP)Gᵀ``.
+
+    A and G are first laid out like P (which has A's dims): the layout ``svd`` left its factors in, a split of
+    the longer dim. The contractions over that dim give the ``k x k`` products ``PGᵀ``, ``PPᵀ`` and ``PA``
+    (``k = min(m, n)``; an allreduce each where the dim is split); the rest are local products with them. A wide
+    matrix takes the same formula on the transpose (``pinv(Aᵀ) = pinv(A)ᵀ``: the roles of the dims swap).
+    """
+
+    a, p, rows, cols = ctx.args
+    if a.sizes[rows] < a.sizes[cols]:
+        rows, cols = cols, rows
+    c2 = _fresh(cols + "_", a)
+    c3 = _fresh(c2 + "_", a)
+    batch = tuple(d for d in a.dims if d not in (rows, cols))
+    swap = {cols: c2, c2: cols}
+    ein = _plain(einsum)
+    x, g = relayout(a, p.layout), resolve_to(g, p.layout)  # A and G laid out like P
+
+    def gram(y: ShardArray, z: ShardArray) -> ShardArray:  # (Y Zᵀ)[cols, c2], summed over rows
+        return resolve_to(ein(y, rename(z, {cols: c2}), out=(*batch, cols, c2)))
+
+    pg, pp, pa = gram(p, g), gram(p, p), gram(p, x)
+    pgpa = ein(rename(pg, {c2: c3}), rename(pa, {cols: c3}), out=(*batch, cols, c2))  # PGᵀPA
+    m = subtract(subtract(pg, rename(pg, swap)), pgpa)  # PGᵀ - GPᵀ - PGᵀPA
+    n = subtract(g, ein(rename(x, {cols: c2}), rename(pg, swap), out=a.dims))  # Gᵀ - APGᵀ, at (rows, cols)
+    ga = add(ein(rename(p, {cols: c2}), rename(m, swap), out=a.dims), ein(rename(n, {cols: c2}), pp, out=a.dims))
+    return [match(ga, a)] + [None] * (len(ctx.args) - 1)

@@ -22,7 +22,7 @@ from ..ops.reduction.reduce import max as _max
 from ..ops.reduction.reduce import min as _min
 from ..ops.reduction.reduce import sum as _sum
 from ._matrix import float_dtype, matrix_dims
-from .svd import svdvals
+from .svd import fresh_dim, svdvals
 
 
 def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArray:
@@ -71,8 +71,8 @@ def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardAr
         return vector_norm(x, (rows, cols), ord=2)
     if ord in ("nuc", 2, -2):
         float_dtype(x, "sa.linalg.matrix_norm")
-        s = svdvals(x, (rows, cols))
-        k = s.dims[-1]
+        k = fresh_dim(x, "_norm_k")
+        s = svdvals(x, (rows, cols), new=k)
         if ord == "nuc":
             return _sum(s, k)
         return _max(s, k) if ord == 2 else _min(s, k)

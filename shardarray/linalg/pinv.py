@@ -5,7 +5,9 @@ Collectives: those of ``svd``/``svdvals`` (``qr``'s R: two allreduces of the
 them for an ill-conditioned matrix, an alltoall first when the columns are split),
 then ``pinv`` is one einsum ``V diag(1/S) U^H`` over the ``k`` dim (its rows
 keep U's row split, so the product is local), and ``matrix_rank`` a local
-count over the replicated singular values.
+count over the replicated singular values. ``pinv``'s gradient is closed-form
+(``autograd/vjp_linalg.py``; no SVD in the backward pass): one allreduce each
+of three ``k x k`` products over the split of the longer dim.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.relayout import resolve_to
+from ..core.tape import differentiable
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import conj, where
 from ..ops.manipulation.structure import astype
 from ..ops.reduction.reduce import max as reduce_max
 from ..ops.reduction.reduce import sum as reduce_sum
 from ._matrix import float_dtype, matrix_dims
-from .svd import svd, svdvals
+from ._parts import traced, untraced
+from .svd import fresh_dim, svd, svdvals
 
 
 def _cutoff(s: ShardArray, k: str, m: int, n: int, rtol: float | None) -> ShardArray:
@@ -37,6 +41,13 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
 
     Collectives: ``svd``'s (TSQR on a row-split tall matrix), then one einsum over the singular values.
 
+    Differentiable (real) in closed form (Golub & Pereyra 1973): with ``P = pinv(A)`` and cotangent ``G``,
+    ``Ā = -PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)``, the derivative wherever the rank of A is the same nearby:
+    also at repeated singular values and for a rank-deficient A perturbed within its rank (the singular values
+    dropped by ``rtol`` count as 0). Its collectives: A and G are moved to P's layout where theirs differs
+    (an alltoall from a split in 2-D), then one allreduce each of ``PGᵀ``, ``PPᵀ`` and ``PA`` (``k x k``,
+    ``k = min(m, n)``) over the axes of the longer dim's split; the other products are local.
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> a = sa.asarray(np.arange(12.0).reshape(6, 2), dims=("i", "j"), mesh=mesh, layout={"i": "row"})
@@ -46,8 +57,12 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
     """
     x, rows, cols = matrix_dims(x, dims, "pinv")
     float_dtype(x, "sa.linalg.pinv")
+    if traced(x) and x.dtype.kind == "f":
+        with untraced():
+            p = pinv(x, (rows, cols), rtol=rtol)
+        return pinv_part(x, p, rows, cols)
     m, n = x.sizes[rows], x.sizes[cols]
-    k = "_pinv_k"
+    k = fresh_dim(x, "_pinv_k")
     u, s, vh = svd(x, (rows, cols), new=k)
     keep = s > _cutoff(s, k, m, n, rtol)
     sinv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
@@ -56,6 +71,12 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
     batch = tuple(d for d in x.dims if d not in (rows, cols))
     out = einsum(v, astype(sinv, x.dtype), uh, out=(*batch, cols, rows))
     return resolve_to(out) if out.pending else out
+
+
+@differentiable("linalg.pinv_part")
+def pinv_part(x: ShardArray, p: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``p = pinv(x)`` (computed untraced), recorded as a function of ``x``."""
+    return ShardArray(p.mesh, p.spec, p.dtype, p.shards, p.pending)
 
 
 def matrix_rank(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> ShardArray:
@@ -71,7 +92,7 @@ def matrix_rank(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -
     """
     x, rows, cols = matrix_dims(x, dims, "matrix_rank")
     float_dtype(x, "sa.linalg.matrix_rank")
-    k = "_rank_k"
+    k = fresh_dim(x, "_rank_k")
     s = svdvals(x, (rows, cols), new=k)
     m, n = x.sizes[rows], x.sizes[cols]
     if min(m, n) == 0:

@@ -22,6 +22,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import map_blocks, map_blocks_multi, new_array
 from ..core.tape import differentiable
+from ..errors import DimensionError
 from ..ops.elementwise.arithmetic import conj
 from ..ops.manipulation.structure import transpose
 from ._checks import numpy_raises, raise_if, svd_failed
@@ -95,6 +96,29 @@ def _fallback(x: ShardArray, rows: str, cols: str, new: str, full: bool) -> SVDR
     return SVDResult(U, S, Vh)
 
 
+def _new_dim(x: ShardArray, new: str | None, cols: str, what: str, full: bool = False) -> str:
+    """The name of the new dim of size k (default ``cols + "_k"``), refused (``DimensionError``) where ``x``
+    already has it, or, for ``full`` (square U and Vh of a non-square matrix), the ``new + "_u"`` / ``"_v"``
+    it then names U's and Vh's dims."""
+    new = new or f"{cols}_k"
+    if new in x.dims:
+        raise DimensionError(f"sa.linalg.{what}: new={new!r} is already a dim of x {x.sizes}; pass another name")
+    for name in (f"{new}_u", f"{new}_v") if full else ():
+        if name in x.dims:
+            raise DimensionError(
+                f"sa.linalg.{what}: new={new!r} names U's and Vh's dims {new + '_u'!r} and {new + '_v'!r} with "
+                f"full_matrices=True, and {name!r} is already a dim of x {x.sizes}; pass another name"
+            )
+    return new
+
+
+def fresh_dim(x: ShardArray, name: str) -> str:
+    """``name``, with ``_`` appended until it is not a dim of ``x``: the new dim of an internal ``svd``."""
+    while name in x.dims:
+        name += "_"
+    return name
+
+
 def _no_svd(x: ShardArray) -> str:
     return f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN)"
 
@@ -113,15 +137,27 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
         x: float or complex array.
         dims: ``(rows, cols)``; default the last two dims.
         full_matrices: U m x m and Vh n x n (else m x k and k x n, k = min(m, n)).
-        new: name of the dim of size k; default ``cols + "_k"``.
+        new: name of the dim of size k; default ``cols + "_k"``. With ``full_matrices=True`` and ``m != n``,
+            U's and Vh's dims of sizes m and n are ``new + "_u"`` and ``new + "_v"``.
 
     Returns:
         ``(U, S, Vh)``: dims (batch..., rows, new), (batch..., new), (batch..., new, cols).
 
+    Raises:
+        DimensionError: ``new`` (or ``new + "_u"`` / ``"_v"``) is already a dim of ``x``, as the default is for
+            ``qr``'s R factor (dims ``(cols + "_k", cols)``): pass another ``new``.
+
     Differentiable for real matrices (thin SVD; ``full_matrices=True`` only when square), with the standard
-    formula: with ``F_ij = 1 / (s_j² - s_i²)``, ``Ā = U [(F ∘ (UᵀŪ - ŪᵀU)) S + diag(S̄) + S (F ∘ (VᵀV̄ - V̄ᵀV))] Vᵀ
-    + (I - UUᵀ) Ū S⁻¹ Vᵀ + U S⁻¹ V̄ᵀ (I - VVᵀ)``. Equal singular values contribute nothing to ``F`` (their
-    vectors are not unique), and the ``S⁻¹`` terms need nonzero singular values where ``U`` or ``Vh`` is used.
+    formula ``Ā = U [(F ∘ J) S + diag(S̄) + S (F ∘ K)] Vᵀ + (I - UUᵀ) Ū S⁻¹ Vᵀ + U S⁻¹ V̄ᵀ (I - VVᵀ)``, where
+    ``F_ij = 1 / (s_j² - s_i²)``, ``J = UᵀŪ - ŪᵀU`` and ``K = VᵀV̄ - V̄ᵀV``. The off-diagonal part of the
+    bracket is computed as ``D ∘ (J + K) / 2 + P ∘ (J - K) / 2`` with ``D_ij = 1 / (s_j - s_i)`` and
+    ``P_ij = 1 / (s_j + s_i)``. Where two singular values are equal (their vectors are not unique) ``D``'s entry
+    is taken as 0 and ``P``'s is kept (0 only where both values are 0). That is exact for the losses whose
+    ``J + K`` stays 0 for the pair near the tie as well: functions of ``S`` alone or of ``U Vᵀ`` (the polar
+    factor). A loss that tells the pair apart off the tie (``U diag(S) Vᵀ`` itself, ``V S⁻¹ Uᵀ``) has a finite
+    limit of that term which the factors at the tie do not determine, and misses it there; ``sa.linalg.pinv``
+    has its own closed-form gradient. The ``S⁻¹`` terms need nonzero singular values where ``U`` or ``Vh`` is
+    used.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -132,8 +168,8 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     """
     x, rows, cols = matrix_dims(x, dims, "svd")
     float_dtype(x, "sa.linalg.svd")
-    new = new or f"{cols}_k"
     m, n = x.sizes[rows], x.sizes[cols]
+    new = _new_dim(x, new, cols, "svd", full_matrices and m != n)
     if traced(x) and x.dtype.kind == "f" and not (full_matrices and m != n):
         with untraced():
             u, s, vh = svd(x, (rows, cols), full_matrices=full_matrices, new=new)
@@ -163,6 +199,17 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
     Wide matrices use ``x^H``. Differentiable (real): ``Ā = U diag(ḡ) V^T``
     (one ``svd`` in the VJP).
 
+    Args:
+        x: float or complex array.
+        dims: ``(rows, cols)``; default the last two dims.
+        new: name of the dim of the singular values; default ``cols + "_k"``.
+
+    Returns:
+        The singular values, dims (batch..., new), descending.
+
+    Raises:
+        DimensionError: ``new`` is already a dim of ``x`` (pass another name).
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> a = sa.asarray(np.eye(6)[:, :2] * 3, dims=("i", "j"), mesh=mesh, layout={"i": ("row", "col")})
@@ -171,7 +218,7 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
     """
     x, rows, cols = matrix_dims(x, dims, "svdvals")
     float_dtype(x, "sa.linalg.svdvals")
-    new = new or f"{cols}_k"
+    new = _new_dim(x, new, cols, "svdvals")
     m, n = x.sizes[rows], x.sizes[cols]
     if m == 0 or n == 0:
         return _fallback(x, rows, cols, new, False).S

@@ -1,5 +1,6 @@
-"""VJPs of sa.linalg.inv, det, solve, cholesky, slogdet, qr and svdvals against float64 central differences
-(tests/support/gradcheck.py), on split and unsplit layouts."""
+"""VJPs of sa.linalg.inv, det, solve, cholesky, slogdet, qr, svdvals, svd and pinv against float64 central
+differences (tests/support/gradcheck.py), on split and unsplit layouts; svd and pinv also at repeated singular
+values, pinv at rank-deficient matrices (tests/autograd/test_no_silent_gradients.py has their generic cases)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,112 @@ def test_slogdet_grad_non_spd_fallback():
         warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
         g = check_grad(lambda p: sa.linalg.slogdet(p).logabsdet * 1.0, a)
     np.testing.assert_allclose(g.numpy(), np.linalg.inv(A).T, atol=1e-10)
+
+
+# ---- svd and pinv at repeated singular values, rank-deficient pinv, the new dim's name ----------------------
+REPEATED = [
+    ({"d": 1}, {}),
+    ({"row": 2, "col": 2}, {"i": ("row", "col")}),  # TSQR over the split rows
+    ({"row": 2, "col": 2}, {"b": "row", "i": "col"}),
+    ({"row": 2, "col": 2}, {"i": "row", "j": "col"}),  # split in 2-D: an alltoall to the rows first
+    ({"p": 3, "q": 2}, {"i": ("p", "q")}),
+    ({"p": 3, "q": 2}, {"b": "q", "j": "p"}),
+]
+
+
+def _tied(m, n):
+    """Two m x n matrices with repeated singular values (2, 2, 1 and 3, 1, 1), as signed row and column
+    permutations of diagonals: the factorizations see them exactly, ties included."""
+    k = min(m, n)
+    out = np.zeros((2, m, n))
+    for b, d in enumerate(([2.0, 2.0, 1.0], [3.0, 1.0, 1.0])):
+        out[b, np.arange(k), np.arange(k)] = d[:k]
+    rng = np.random.default_rng(m * 10 + n)
+    rows, cols = rng.permutation(m), rng.permutation(n)
+    return out[:, rows][:, :, cols] * rng.choice([-1.0, 1.0], m)[:, None] * rng.choice([-1.0, 1.0], n)
+
+
+@pytest.mark.parametrize("shape,lay", REPEATED)
+@pytest.mark.parametrize("m,n", [(7, 3), (3, 6), (3, 3)])
+def test_svd_pinv_grads_at_repeated_singular_values(shape, lay, m, n):
+    """Equal singular values drop only the 1/(s_j - s_i) part of the singular-vector term: the polar factor
+    U Vh (whose gradient lives in the 1/(s_j + s_i) part) and pinv (closed form) match finite differences."""
+    mesh = sa.Mesh(shape)
+    rng = np.random.default_rng(5)
+    x = sa.asarray(_tied(m, n), dims=("b", "i", "j"), mesh=mesh, layout=lay)
+    np.testing.assert_array_equal(sa.linalg.svdvals(x).numpy()[:, :2], [[2.0, 2.0], [3.0, 1.0]])  # exact ties
+    w = sa.asarray(rng.standard_normal((2, m, n)), dims=("b", "i", "j"), mesh=mesh)
+    wp = sa.asarray(rng.standard_normal((2, n, m)), dims=("b", "j", "i"), mesh=mesh)
+
+    def polar(p):
+        u, _, vh = sa.linalg.svd(p)
+        return sa.sum(sa.einsum(u, vh, out=("b", "i", "j")) * w)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
+        check_grad(polar, x)
+        check_grad(lambda p: sa.sum(sa.linalg.svd(p).S ** 3), x)  # symmetric in the tied values: differentiable
+        check_grad(lambda p: sa.sum(sa.linalg.pinv(p) * wp), x)
+
+
+@pytest.mark.parametrize("shape,lay", REPEATED)
+def test_pinv_grad_equals_inv_grad(shape, lay):
+    """On invertible matrices pinv is inv with the dims swapped, gradient included: at 2I (one singular value
+    three times; the SVD's factors alone got this wrong) and at a generic matrix."""
+    mesh = sa.Mesh(shape)
+    rng = np.random.default_rng(6)
+    a = np.stack([2 * np.eye(3), rng.standard_normal((3, 3)) + 3 * np.eye(3)])
+    x = sa.asarray(a, dims=("b", "i", "j"), mesh=mesh, layout=lay)
+    wn = np.stack([np.arange(9.0).reshape(3, 3), rng.standard_normal((3, 3))])
+    wp = sa.asarray(wn, dims=("b", "j", "i"), mesh=mesh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
+        g = check_grad(lambda p: sa.sum(sa.linalg.pinv(p) * wp), x)
+        g_inv = sa.grad(lambda p: sa.sum(sa.linalg.inv(p).rename({"i": "j", "j": "i"}) * wp))(x)
+    np.testing.assert_allclose(g.numpy(), g_inv.numpy(), atol=1e-12)
+    np.testing.assert_allclose(g.numpy()[0], -wn[0] / 4, atol=1e-12)  # -Pᵀ G Pᵀ with P = I/2
+
+
+@pytest.mark.parametrize("shape,lay", REPEATED)
+@pytest.mark.parametrize("m,n", [(7, 4), (4, 6)])
+def test_pinv_grad_rank_deficient(shape, lay, m, n):
+    """pinv of a rank-2 product F C: the closed form is the derivative along perturbations that keep the rank,
+    checked through F and C (the SVD's factors alone divide by the zero singular values)."""
+    mesh = sa.Mesh(shape)
+    rng = np.random.default_rng(7)
+    f = sa.asarray(rng.standard_normal((2, m, 2)), dims=("b", "i", "r"), mesh=mesh,
+                   layout={d: a for d, a in lay.items() if d != "j"})
+    c = sa.asarray(rng.standard_normal((2, 2, n)), dims=("b", "r", "j"), mesh=mesh,
+                   layout={d: a for d, a in lay.items() if d != "i"})
+    wp = sa.asarray(rng.standard_normal((2, n, m)), dims=("b", "j", "i"), mesh=mesh)
+
+    def loss(p):
+        x = sa.einsum(p["f"], p["c"], out=("b", "i", "j")).relayout(lay)
+        return sa.sum(sa.linalg.pinv(x) * wp)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sa.linalg.ReplicatedFallbackWarning)
+        check_grad(loss, {"f": f, "c": c}, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape,lay", [({"d": 1}, {}), ({"row": 2, "col": 2}, {"j_k": ("row", "col")}),
+                                       ({"p": 3, "q": 2}, {"j_k": "p", "j": "q"})])
+def test_svd_new_dim_taken(shape, lay):
+    """A matrix with dims (j_k, j), as qr's R has: svd/svdvals refuse the default new='j_k'; svdvals with
+    another name, the 2/-2/nuclear norms (which pick their own) and pinv have the right values and gradients."""
+    mesh = sa.Mesh(shape)
+    a = np.random.default_rng(8).standard_normal((5, 3))
+    x = sa.asarray(a, dims=("j_k", "j"), mesh=mesh, layout=lay)
+    for fn in (sa.linalg.svd, sa.linalg.svdvals):
+        with pytest.raises(sa.DimensionError, match="new='j_k' is already a dim of x"):
+            fn(x)
+    u, s, vh = sa.linalg.svd(x, new="k")
+    assert (u.dims, u.shape, vh.dims) == (("j_k", "k"), (5, 3), ("k", "j"))
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(float(sa.linalg.matrix_norm(x, ord="nuc")), np.linalg.norm(a, "nuc"), rtol=1e-12)
+    check_grad(lambda p: sa.sum(sa.linalg.svdvals(p, new="k") ** 3), x)
+    for ord in ("nuc", 2, -2):
+        check_grad(lambda p, o=ord: sa.linalg.matrix_norm(p, ord=o) * 1.0, x)
+    check_grad(lambda p: sa.sum(sa.linalg.pinv(p) ** 2), x)
+    r = sa.linalg.qr(sa.asarray(np.random.default_rng(9).standard_normal((6, 3)), dims=("i", "j"), mesh=mesh)).R
+    check_grad(lambda p: sa.linalg.matrix_norm(p, ord="nuc") * 1.0, r)
