@@ -187,12 +187,18 @@ def solve(x1: Array, x2: Array, /) -> Array:
 
 def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     """Moore-Penrose pseudo-inverse from the SVD (TSQR-based on row-split tall matrices): ``V diag(1/S) U^H``
-    with singular values ``<= rtol * max(S)`` dropped (default ``rtol = max(M, N) * eps``)."""
+    with singular values ``<= rtol * max(S)`` dropped (default ``rtol = max(M, N) * eps``).
+
+    Real matrices with a scalar ``rtol`` go through ``sa.linalg.pinv`` (its closed-form gradient, right at
+    repeated singular values too); complex ones, or an array ``rtol`` (one per matrix), are built here from
+    ``svd``."""
     xp = _xp()
     x = _arr(x, "pinv")
     m, n = x.shape[-2:]
     if m == 0 or n == 0:
         return xp.zeros((*x.shape[:-2], n, m), dtype=x.dtype)
+    if x.dtype.kind == "f" and not isinstance(rtol, ShardArray):
+        return _pos(L.pinv(x, _m(x), rtol=None if rtol is None else float(rtol)))
     u, s, vh = svd(x, full_matrices=False)
     cut = _cutoff(xp, s, x, rtol)
     sinv = xp.where(s > cut, 1.0 / xp.where(s > cut, s, xp.ones_like(s)), xp.zeros_like(s))

@@ -157,6 +157,23 @@ def test_pinv_grad_equals_inv_grad(shape, lay):
     np.testing.assert_allclose(g.numpy()[0], -wn[0] / 4, atol=1e-12)  # -Pᵀ G Pᵀ with P = I/2
 
 
+@pytest.mark.parametrize("shape", [{"d": 1}, {"row": 2, "col": 2}])
+def test_positional_pinv_takes_the_closed_form_gradient(shape):
+    """``xp.linalg.pinv`` of a real matrix is ``sa.linalg.pinv``: at 2I its gradient is -Pᵀ W Pᵀ = -W / 4 (built
+    from ``xp.linalg.svd`` it lost the off-diagonal entries), and its values are NumPy's, with ``rtol`` too."""
+    import shardarray.array_api as xp
+
+    w = np.arange(9.0).reshape(3, 3)
+    b = np.random.default_rng(7).standard_normal((7, 3))
+    with sa.default_mesh(sa.Mesh(shape)):
+        wp = xp.asarray(w)
+        _, g = sa.value_and_grad(lambda a: xp.sum(xp.linalg.pinv(a) * wp))(xp.asarray(2 * np.eye(3)))
+        np.testing.assert_allclose(np.asarray(g), -w / 4, atol=1e-12)
+        for rtol in (None, 0.5):
+            np.testing.assert_allclose(np.asarray(xp.linalg.pinv(xp.asarray(b), rtol=rtol)),
+                                       np.linalg.pinv(b, rtol=rtol), atol=1e-12)
+
+
 @pytest.mark.parametrize("shape,lay", REPEATED)
 @pytest.mark.parametrize("m,n", [(7, 4), (4, 6)])
 def test_pinv_grad_rank_deficient(shape, lay, m, n):
