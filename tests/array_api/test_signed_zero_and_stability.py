@@ -238,3 +238,20 @@ def test_diff_scalar_prepend_and_append_promote_as_numpy(mesh, dtype):
     zero_d = np.array(4.0)
     same(xp.diff(xp.asarray(a), axis=0, prepend=xp.asarray(zero_d)), np.diff(a, axis=0, prepend=zero_d))
     same(xp.diff(xp.asarray(a), n=0, prepend=1), np.diff(a, n=0, prepend=1))  # n=0: x itself, as NumPy
+
+
+def test_stable_sort_puts_equal_floats_back_in_input_order():
+    """``samplesort.stable_sort`` (NumPy's quicksort, then the runs of zeros and of NaNs in input order) against
+    NumPy's timsort, bit for bit: signs of zeros, NaN signs and payloads, along every axis, float32 and float64."""
+    from shardarray.ops.sorting.samplesort import stable_sort
+
+    rng = np.random.default_rng(11)
+    nan2 = np.frombuffer(np.uint64(0x7FF8_0000_0000_0001).tobytes(), np.float64)[0]  # another NaN payload
+    pool = np.array([0.0, -0.0, 1.0, -1.0, np.nan, -np.nan, nan2, 2.0])
+    for _ in range(200):
+        a = rng.choice(pool, size=(3, int(rng.integers(1, 30))))
+        for arr in (a, a.astype(np.float32), a[0]):
+            for axis in range(-1, arr.ndim - 1):
+                want = np.sort(arr, axis=axis, kind="stable")
+                got = stable_sort(np, arr, axis)
+                assert got.tobytes() == want.tobytes(), (arr, axis)

@@ -17,17 +17,18 @@ and 0.0 are equal (NumPy's order).
 Steps and collectives (``p`` = the group size along ``axes``, ``m`` = a
 device's block):
 
-1. local sort (``xp.sort``, stable for float keys so that -0.0 and 0.0 keep
-   their order; ``xp.argsort(kind="stable")`` when a payload rides along);
+1. local sort (``stable_sort``: the array module's sort, equal floats that
+   differ put back in input order; ``xp.argsort(kind="stable")`` when a
+   payload rides along);
 2. **allgather** of ``p - 1`` regular samples per device (3 int64 each:
    value bits, member, position); every device picks the same ``p - 1``
    global splitters (a stable multi-key sort of the ``p (p - 1)`` samples);
 3. each device cuts its sorted block at the splitters (``searchsorted``);
    **one alltoallv** sends bucket ``i`` to member ``i`` (per-pair counts;
    keys alone, or (key, payload) pairs as two int64 when a payload rides);
-4. local merge of the received runs: integer keys alone, the array module's
-   own sort of the concatenation (NumPy's SIMD quicksort, faster on the runs
-   than its timsort's merge), float keys its stable sort; with a payload, a stable argsort (timsort finds the
+4. local merge of the received runs: keys alone, ``stable_sort`` of the
+   concatenation (NumPy's SIMD quicksort, faster on the runs than its
+   timsort's merge); with a payload, a stable argsort (timsort finds the
    ``p`` runs: ``O(m log p)``);
 5. **allgather** of one int64 per device (its bucket's length), from which
    each bucket's global offset follows;
@@ -93,6 +94,46 @@ def sort_keys(a: Any) -> Any:
     """
     kd = key_dtype(a.dtype)
     return a if kd == a.dtype else a.astype(kd)
+
+
+def stable_sort(xp: Any, keys: Any, axis: int = -1) -> Any:
+    """``keys`` sorted along ``axis``, equal values in their input order (the array API's stable sort), at the
+    speed of the array module's default sort.
+
+    CuPy's sort is stable (CUB's radix sort). NumPy's default (its SIMD quicksort) is not, and its stable sort
+    (timsort) is 5-10x slower on random floats; but of the real floats a sort treats as equal only two kinds
+    can be told apart: zeros (-0.0 and 0.0) and NaNs (by sign and payload), each of which ends up as one run
+    per row. So NumPy's quicksort runs, then each such run gets the input's zeros (NaNs) in their input order:
+    the k-th zero of a row in the output is the row's k-th zero in the input. Where a run is empty (found by a
+    binary search in 1-D), that costs nothing. Complex keys take NumPy's stable sort.
+
+    Example:
+        >>> np.signbit(stable_sort(np, np.array([0.0, -0.0, 1.0, -0.0, 0.0]))).tolist()
+        [False, True, True, False, False]
+    """
+    if xp is np and keys.dtype.kind == "c":  # (complex values with NaN parts tie in many runs: timsort)
+        return xp.sort(keys, axis=axis, kind="stable")
+    out = xp.sort(keys, axis=axis)
+    if xp is not np or keys.dtype.kind != "f" or out.size == 0:  # (CuPy: stable; ints: ties look alike)
+        return out
+    a, o = xp.moveaxis(keys, axis, -1), xp.moveaxis(out, axis, -1)  # (views: writes into ``o`` reach ``out``)
+    if o.ndim > 1:
+        zeros = True  # (the mask below finds them)
+    else:  # one sorted row: its zeros, if any, start where 0.0 would go
+        i = int(xp.searchsorted(o, o.dtype.type(0)))  # (of the array's dtype: a Python 0.0 casts the array)
+        zeros = i < o.size and o[i] == 0
+    if zeros:
+        _in_input_order(o, a, o == 0, a == 0)
+    if bool(xp.isnan(o[..., -1]).any()):  # (NaNs sort last)
+        _in_input_order(o, a, xp.isnan(o), xp.isnan(a))
+    return out
+
+
+def _in_input_order(out: Any, keys: Any, in_out: Any, in_keys: Any) -> None:
+    """Write the entries of ``keys`` at ``in_keys`` into ``out`` at ``in_out``, row by row in order (each row
+    of both masks has as many entries: equal values, whose run in ``out`` gets them in the input's order)."""
+    if in_out.any():
+        out[in_out] = keys[in_keys]
 
 
 def lex_order(xp: Any, keys: Sequence[Any], axis: int = -1) -> Any:
@@ -169,8 +210,8 @@ def _once(mesh: Mesh, keys: Sequence[Any], fn: Any, nbytes: int = 0) -> list[Any
 
 def _local(xp: Any, block: Any, payload: Any, offset: int) -> tuple[Any, Any]:
     """The sorted block and, when a payload rides along, the payload in that order."""
-    if payload is None:  # floats: stable, so -0.0 and 0.0 (equal keys) keep their order; equal ints look alike
-        return (xp.sort(block, kind="stable") if block.dtype.kind in "fc" else xp.sort(block)), None
+    if payload is None:
+        return stable_sort(xp, block), None
     perm = xp.argsort(block, kind="stable")
     if isinstance(payload, str):
         return block[perm], perm.astype(np.int64) + offset
@@ -305,12 +346,10 @@ def sample_sort(
     def merge(d: int) -> Any:
         r = recv[d]
         if payload is None:  # the p sorted runs, in device order, sorted again with the array module's own sort:
-            # integer keys need no stability, and NumPy's SIMD quicksort (x86-simd-sort, Highway) outruns its
-            # timsort's merge of the runs (2^21 float32 in 2 runs: 7.5 ms against 10.9 on an AVX-512 CPU); float
-            # keys are merged stably, so equal keys (-0.0 and 0.0) keep the input's order, as the standard requires
-            keys = sort_keys(r)
-            out = xp.sort(keys, kind="stable") if keys.dtype.kind in "fc" else xp.sort(keys)
-            return out.astype(dtype, copy=False)
+            # NumPy's SIMD quicksort (x86-simd-sort, Highway) outruns its timsort's merge of the runs (2^21 float32
+            # in 2 runs: 7.5 ms against 10.9 on an AVX-512 CPU), and ``stable_sort`` puts equal floats that differ
+            # (-0.0 and 0.0, NaNs) back in the input's order: the runs come in device order, each in its own
+            return stable_sort(xp, sort_keys(r)).astype(dtype, copy=False)
         bits = r[:, 1][xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")]
         return bits if pdtype is None else from_bits(bits, pdtype)
 

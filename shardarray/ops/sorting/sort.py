@@ -45,7 +45,7 @@ from ...layout import block_bounds
 from ..cotangent import match
 from ..manipulation.flip import _flip
 from ..manipulation.structure import transpose
-from .samplesort import sample_sort, sort_keys
+from .samplesort import sample_sort, sort_keys, stable_sort
 
 
 def check_sortable(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
@@ -89,7 +89,7 @@ def _local(x: ShardArray, i: int, payload: Any) -> ShardArray:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape, dtype)
         if payload is None:
-            return xp.sort(sort_keys(s), axis=i, kind="stable").astype(x.dtype, copy=False)
+            return stable_sort(xp, sort_keys(s), i).astype(x.dtype, copy=False)
         order = xp.argsort(sort_keys(s), axis=i, kind="stable")
         return order.astype(np.int64) if isinstance(payload, str) else xp.take_along_axis(p, order, axis=i)
 
