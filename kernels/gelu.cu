@@ -1,6 +1,7 @@
 // GELU (tanh form) forward and backward, elementwise.
 // y = 0.5 a (1 + t), t = tanh(C (a + 0.044715 a^3)), C = sqrt(2/pi);
-// dy/da = 0.5 (1 + t + a (1 - t^2) C (1 + 3 * 0.044715 a^2)).
+// dy/da = 0.5 (1 + t + a (1 - t^2) C (1 + 3 * 0.044715 a^2)); where tanh saturates (1 - t^2 == 0) the middle
+// term is 0, although a^3 may overflow there (inf * 0 would be NaN).
 
 #define GELU_C 0.7978845608028654
 
@@ -11,7 +12,9 @@ template <typename A> __device__ __forceinline__ A gelu_value(A a) {
 
 template <typename A> __device__ __forceinline__ A gelu_slope(A a) {
     const A t = th((A)GELU_C * (a + (A)0.044715 * a * a * a));
-    return (A)0.5 * ((A)1 + t + a * ((A)1 - t * t) * (A)GELU_C * ((A)1 + (A)(3 * 0.044715) * a * a));
+    const A u = (A)1 - t * t;
+    const A mid = u == (A)0 ? (A)0 : a * u * (A)GELU_C * ((A)1 + (A)(3 * 0.044715) * a * a);
+    return (A)0.5 * ((A)1 + t + mid);
 }
 
 // Eight elements per thread through 16-byte transfers where the pointers are aligned (common.cuh, Stride).

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..array import ShardArray
 from ..backend import cuda_kernels
 from ..core.relayout import resolve_to
@@ -140,12 +142,16 @@ _C = math.sqrt(2.0 / math.pi)
 
 
 def _d_gelu(xp: Any, g: Any, a: Any, t: Any) -> Any:
-    # d/da 0.5 a (1 + t) = 0.5 (1 + t) + 0.5 a (1 - t^2) C (1 + 3 * 0.044715 a^2), with the saved t
-    s = a * a
-    s *= 3 * 0.044715 * _C
-    s += _C
-    s *= a
-    s *= 1.0 - t * t
+    # d/da 0.5 a (1 + t) = 0.5 (1 + t) + 0.5 a (1 - t^2) C (1 + 3 * 0.044715 a^2), with the saved t; where tanh
+    # saturates (1 - t^2 == 0) the middle term is 0, although a^3 may overflow there (|a| >= 256 in float16)
+    u = 1.0 - t * t
+    with np.errstate(over="ignore", invalid="ignore"):  # (inf * 0 there: replaced by the where)
+        s = a * a
+        s *= 3 * 0.044715 * _C
+        s += _C
+        s *= a
+        s *= u
+    s = xp.where(u == 0, 0.0, s)
     s += t
     s += 1.0
     s *= g

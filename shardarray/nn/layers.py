@@ -203,6 +203,8 @@ def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -
 
     A split ``dim`` is never gathered: the maximum is max-allreduced, the sum of
     exponentials and the target logit sum-allreduced over its axes (Mesh-TF).
+    float16 and bfloat16 logits are computed in float32 and rounded once, on
+    every backend and path (as the fused kernels do).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -215,6 +217,9 @@ def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -
     _check_loss("cross_entropy", logits, targets, dim)
     if _fused_cross_entropy(logits, targets, dim):
         return _cross_entropy_rows(logits, targets, dim)
+    if logits.dtype.kind in "fV" and logits.dtype.itemsize == 2:  # float16, bfloat16: in float32, rounded once
+        wide = astype(logits, "float32")
+        return astype(logsumexp(wide, dim) - take(wide, targets, dim), logits.dtype)
     return logsumexp(logits, dim) - take(logits, targets, dim)
 
 

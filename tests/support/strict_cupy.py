@@ -1937,16 +1937,19 @@ _GELU_C = 0.7978845608028654
 def _gelu_fwd(x: ndarray, y: ndarray, n: Any) -> None:
     acc = _acc(x.dtype)
     a = x._a.reshape(-1).astype(acc)
-    t = np.tanh(acc(_GELU_C) * (a + acc(0.044715) * a * a * a))
+    with np.errstate(over="ignore"):  # (a^3 overflows where |a| is large: tanh of it is ±1, as on the GPU)
+        t = np.tanh(acc(_GELU_C) * (a + acc(0.044715) * a * a * a))
     _store(y, acc(0.5) * a * (acc(1) + t))
 
 
 def _gelu_bwd(g: ndarray, x: ndarray, dx: ndarray, n: Any) -> None:
     acc = _acc(x.dtype)
     a = x._a.reshape(-1).astype(acc)
-    t = np.tanh(acc(_GELU_C) * (a + acc(0.044715) * a * a * a))
-    d = acc(1) + t + a * (acc(1) - t * t) * acc(_GELU_C) * (acc(1) + acc(3 * 0.044715) * a * a)
-    _store(dx, acc(0.5) * g._a.reshape(-1).astype(acc) * d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = np.tanh(acc(_GELU_C) * (a + acc(0.044715) * a * a * a))
+        u = acc(1) - t * t
+        mid = np.where(u == 0, acc(0), a * u * acc(_GELU_C) * (acc(1) + acc(3 * 0.044715) * a * a))
+    _store(dx, acc(0.5) * g._a.reshape(-1).astype(acc) * (acc(1) + t + mid))
 
 
 def _adam(p: ndarray, g: ndarray, m: ndarray, v: ndarray, p_out: ndarray, m_out: ndarray, v_out: ndarray, n: Any,

@@ -485,11 +485,13 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 
 
 def _gelu_tanh(xp: Any, a: Any) -> Any:
-    """``tanh(sqrt(2/pi) (a + 0.044715 a^3))``, in place on one temporary."""
-    u = a * a
-    u *= 0.044715 * _GELU_C
-    u += _GELU_C
-    u *= a
+    """``tanh(sqrt(2/pi) (a + 0.044715 a^3))``, in place on one temporary (``a^3`` may overflow to inf where
+    ``|a|`` is large, as in float16 from 256 on: tanh of it is the exact ``±1``, so NumPy's warning is quieted)."""
+    with np.errstate(over="ignore"):
+        u = a * a
+        u *= 0.044715 * _GELU_C
+        u += _GELU_C
+        u *= a
     return xp.tanh(u)
 
 

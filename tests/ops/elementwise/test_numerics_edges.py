@@ -445,3 +445,38 @@ def test_complex_orderings_and_gradients_are_refused():
             fn()
     with pytest.raises(sa.DTypeError, match="complex128"):
         sa.value_and_grad(lambda x: (x * x).sum())(x)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16"])
+def test_gelu_and_its_gradient_saturate_without_nan(dtype):
+    """Where |x| is large, x^3 overflows (float16 from 256 on): GELU is x or 0 and its derivative 1 or 0,
+    never NaN (inf * (1 - tanh^2) was NaN in the gradient), and no overflow warning escapes."""
+    big = {"float16": 6e4, "bfloat16": 1e30}.get(dtype, 1e20)
+    host = np.array([-big, -300.0, -30.0, 1.0, 30.0, 300.0, big], dtype=np.float64)
+    x = sa.asarray(host.astype(dtype), dims=("v",), mesh=sa.Mesh({"x": 2}))
+    with np.errstate(all="raise"):
+        y = sa.gelu(x).numpy().astype(np.float64)
+        g = sa.grad(lambda x: sa.gelu(x).astype("float64").sum())(x).numpy().astype(np.float64)
+    xs = host.astype(dtype).astype(np.float64)
+    np.testing.assert_array_equal(y[[0, 1, 2, 4, 5, 6]], [0, 0, 0, *xs[[4, 5, 6]]])
+    np.testing.assert_array_equal(g[[0, 1, 2, 4, 5, 6]], [0, 0, 0, 1, 1, 1])
+    assert abs(g[3] - 1.0829641) < 1e-2 and np.isfinite(g).all()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", [{}, {"v": "col"}])
+def test_cross_entropy_of_16_bit_logits_is_computed_in_float32(dtype, layout):
+    """A confident row: in float16 logsumexp(x) - x[t] rounded to 0 (and the target's gradient with it), where
+    the fused kernels compute in float32 and round once; every path does so now (split vocab: the array path)."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    host = np.array([[0.0, 0.0, 8.0, 0.0, 2.0], [1.0, -3.0, 0.5, 0.0, 0.0]])
+    x = sa.asarray(host.astype(dtype), dims=("b", "v"), mesh=mesh, layout=layout)
+    t = sa.asarray(np.array([2, 0]), dims=("b",), mesh=mesh)
+    loss, grad = sa.value_and_grad(lambda x: sa.nn.cross_entropy(x, t, dim="v").astype("float32").sum())(x)
+    xs = host.astype(dtype).astype(np.float64)
+    lse = np.log(np.exp(xs).sum(-1))
+    want = (lse - xs[[0, 1], [2, 0]]).astype(dtype).astype(np.float64)
+    assert float(loss) == pytest.approx(want.sum(), rel=1e-3)
+    soft = np.exp(xs - lse[:, None])
+    soft[[0, 1], [2, 0]] -= 1
+    np.testing.assert_allclose(grad.numpy().astype(np.float64), soft, rtol=2e-2, atol=1e-4)
