@@ -23,10 +23,19 @@ def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
     return [like_kind(resolve_to(x), x) if x.pending else x for x in leaves], treedef  # each keeps its kind
 
 
+def _wide(block: Any) -> Any:
+    """The block in float64 (complex128 for complex blocks: an astype to float64 would drop the imaginary part)."""
+    wide = np.complex128 if block.dtype.kind == "c" else np.float64
+    return block if block.dtype == wide else block.astype(wide)
+
+
 def _sum_squares(xp: Any, block: Any) -> Any:
-    """The block's sum of squares in float64: finite for every finite block of 32 bits or fewer (a float32 sum
-    of squares overflows from about 1e19 per element)."""
-    a = (block if block.dtype == np.float64 else block.astype(np.float64)).ravel()
+    """The block's sum of squared magnitudes in float64 (``|z|²`` for complex entries: their real and imaginary
+    parts as two floats): finite for every finite block of 32 bits or fewer (a float32 sum of squares overflows
+    from about 1e19 per element)."""
+    a = _wide(block).ravel()
+    if a.dtype.kind == "c":
+        a = xp.ascontiguousarray(a).view(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is detected (and handled) by the caller
         return xp.dot(a, a)
 
@@ -44,7 +53,7 @@ def _norm(leaves: list[ShardArray], what: str) -> float:
     top = allreduce_tree(leaves, _max_abs, "max", what)
     if not math.isfinite(top) or top == 0.0:
         return norm  # an inf or NaN among the gradients
-    scaled = allreduce_tree(leaves, lambda xp, b: _sum_squares(xp, b.astype(np.float64) / top), "sum", what)
+    scaled = allreduce_tree(leaves, lambda xp, b: _sum_squares(xp, _wide(b) / top), "sum", what)
     return top * math.sqrt(scaled)
 
 

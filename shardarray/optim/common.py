@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..dtypes import accumulation_dtype, is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import full
@@ -120,11 +120,19 @@ def next_step(step: Any, lr: LR, owner: str) -> tuple[Any, Any]:
 
 
 def float_params(params: Any, what: str) -> tuple[list[Any], Any]:
-    """The leaves and structure of ``params``, refusing any that is not a floating-point ShardArray: an update of
-    an integer or bool parameter would be truncated to nothing without a word."""
+    """The leaves and structure of ``params``, refusing any that is not a real floating-point ShardArray: an
+    update of an integer or bool parameter would be truncated to nothing without a word, and a complex one needs
+    a convention (a conjugated gradient, moments of the real and imaginary parts) that ``sa.value_and_grad``,
+    which differentiates real parameters only, never feeds."""
     p, treedef = tree_flatten(params)
     for path, x in zip(tree_paths(params, ""), p):
-        if isinstance(x, ShardArray) and not (is_real_float(x.dtype) or is_complex(x.dtype)):
+        if isinstance(x, ShardArray) and is_complex(x.dtype):
+            raise DTypeError(
+                f"{what}: params{path} has dtype {x.dtype}; the optimizers update real floating-point parameters "
+                f"(as sa.value_and_grad differentiates them). Optimize the real and imaginary parts as two real "
+                f"parameters: sa.real(z) and sa.imag(z), combined in the model"
+            )
+        if isinstance(x, ShardArray) and not is_real_float(x.dtype):
             raise DTypeError(
                 f"{what}: params{path} has dtype {x.dtype}; gradient updates need floating-point parameters (an "
                 f"integer update would be truncated). Keep it out of the optimized tree, or cast it: "
@@ -169,8 +177,8 @@ def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name
 
 
 def _zeros_for(x: ShardArray) -> ShardArray:
-    """A zero moment for parameter ``x``: its sizes and layout, the moment dtype."""
-    return full(x.mesh, x.sizes, 0, moment_dtype(x.dtype), x.layout)
+    """A zero moment for parameter ``x``: its sizes, layout and kind (positional or named), the moment dtype."""
+    return like_kind(full(x.mesh, x.sizes, 0, moment_dtype(x.dtype), x.layout), x)
 
 
 def _axpby(x: Any, a: float, y: Any, b: float) -> Any:

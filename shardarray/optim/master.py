@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..dtypes import as_dtype, is_real_float
 from ..errors import DimensionError, DTypeError
 from ..ops.manipulation.structure import astype
@@ -55,7 +55,8 @@ def needs_master(dtype: Any, master: np.dtype | None) -> bool:
 def init_master(params: Any, master: np.dtype | None) -> dict[str, ShardArray] | None:
     """``{key path: parameter in master dtype}`` for the parameters that need one; None when none does."""
     leaves, _ = tree_flatten(params)
-    out = {path: astype(x, master) for path, x in zip(tree_paths(params, ""), leaves) if needs_master(x.dtype, master)}
+    paths = tree_paths(params, "")
+    out = {path: like_kind(astype(x, master), x) for path, x in zip(paths, leaves) if needs_master(x.dtype, master)}
     return out or None
 
 
@@ -92,6 +93,6 @@ def finish(
     params, copies = [], {}
     for path, x, v in zip(paths, p, new_values):
         if needs_master(x.dtype, master):
-            copies[path] = v if v.dtype == master else astype(v, master)
-        params.append(v if v.dtype == x.dtype else astype(v, x.dtype))
+            copies[path] = like_kind(v if v.dtype == master else astype(v, master), x)
+        params.append(like_kind(v if v.dtype == x.dtype else astype(v, x.dtype), x))
     return params, copies or None

@@ -372,7 +372,7 @@ class GraphSet:
                         shapes.append(sigs[opsids[b[1]]][4][1][b[2]])
                         rb.append((0, b[1], b[2]))
                     else:
-                        shapes.append((b[2], b[3].str))
+                        shapes.append((b[2], b[3]))  # (the dtype itself: bfloat16's .str is "<V2")
                         rb.append((1, b[1]))
                 ib = index.tobytes()
                 if ib not in self._index:

@@ -533,14 +533,12 @@ def _shards_key(shards: Any) -> Any:
     if type(shards) is tuple and shards:  # per-device blocks (some meta paths): keyed by their classes
         values, index = _classes(shards)
         if all(type(v) is MetaArray for v in values):
-            return ("T", tuple((v.shape, v.dtype.str) for v in values), index.tobytes())
+            return ("T", tuple((v.shape, v.dtype) for v in values), index.tobytes())
         return _NO
     if type(shards) is ClassList:
         return (
             "C",
-            tuple(
-                None if v is None else (v.shape, v.dtype.str) if type(v) is MetaArray else _NO for v in shards.values
-            ),
+            tuple(None if v is None else (v.shape, v.dtype) if type(v) is MetaArray else _NO for v in shards.values),
             shards.index.tobytes(),
         )
     return _NO

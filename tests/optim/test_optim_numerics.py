@@ -74,3 +74,53 @@ def test_small_loss_scale_with_16_bit_gradients(dtype):
         new, _, st = scaler.apply(opt, params, overflowing, opt_state, state, max_norm=max_norm)
         assert np.isfinite(new["w"].numpy().astype(np.float64)).all()
         assert st["finite"] is (max_norm == 1.0 or dtype == "bfloat16")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_adam_updates_a_0d_parameter(dtype):
+    """A scalar parameter (a 0-d block): the fused NumPy Adam got NumPy scalars from its products and crashed."""
+    mesh = sa.Mesh({"x": 1})
+    w = {"s": sa.full(mesh, {}, 1.0, dtype)}
+    opt = sa.optim.Adam(1e-2)
+    w2, _ = opt.update(w, {"s": sa.full(mesh, {}, 0.5, dtype)}, opt.init(w))
+    assert w2["s"].dtype == np.dtype(dtype)
+    np.testing.assert_allclose(float(w2["s"].numpy()), 1.0 - 1e-2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("opt", [sa.optim.Adam(1e-2), sa.optim.SGD(1e-2, momentum=0.9)], ids=["adam", "sgd"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_optimizer_state_of_positional_params_is_positional(opt, dtype):
+    """Moments, velocities and float32 master copies of positional parameters are positional from init on
+    (a named master made ``master @ master`` contract every dim by name: a scalar)."""
+    import shardarray.array_api as xp
+
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    w = {"w": xp.asarray(np.eye(3), device=mesh).astype(dtype)}
+    def arrays(tree):
+        if isinstance(tree, dict):
+            return [a for v in tree.values() for a in arrays(v)]
+        if isinstance(tree, (list, tuple)):
+            return [a for v in tree for a in arrays(v)]
+        return [tree] if isinstance(tree, sa.ShardArray) and tree.ndim else []
+
+    state = opt.init(w)
+    assert arrays(state) and all(type(x) is xp.Array for x in arrays(state)), [type(x) for x in arrays(state)]
+    w2, state = opt.update(w, {"w": xp.ones((3, 3), device=mesh).astype(dtype)}, state)
+    assert all(type(x) is xp.Array for x in arrays(state)) and type(w2["w"]) is xp.Array
+    if dtype == "bfloat16":
+        master = next(iter(state["master"].values()))
+        assert (master @ master).shape == (3, 3)
+
+
+def test_complex_gradients_count_their_magnitude_and_complex_params_are_refused():
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    z = np.array([1j, 1j, 3 + 4j, 1e200 + 1e200j])
+    g = {"z": sa.asarray(z[:3], dims=("a",), mesh=mesh, layout={"a": "row"})}
+    assert sa.optim.global_norm(g) == pytest.approx(np.linalg.norm(z[:3]), rel=1e-15)  # |1j| was 0
+    big = {"z": sa.asarray(z[3:], dims=("a",), mesh=mesh)}
+    assert sa.optim.global_norm(big) == pytest.approx(np.sqrt(2) * 1e200, rel=1e-15)  # the scaled path
+    clipped = sa.optim.clip_by_global_norm(g, 1.0)
+    assert sa.optim.global_norm(clipped) == pytest.approx(1.0, rel=1e-12)
+    for opt in (sa.optim.Adam(1e-2), sa.optim.SGD(1e-2)):
+        with pytest.raises(sa.DTypeError, match=r"params\['z'\] has dtype complex128.*real and imaginary parts"):
+            opt.init(g)

@@ -133,17 +133,17 @@ def adam(
     step_size, c2, decay = float(step_size), float(c2), float(decay)  # 0-d arrays: a step counted on the devices
     if not isinstance(g, np.ndarray) or g.dtype != m.dtype or g.shape != p.shape:
         g = np.broadcast_to(np.asarray(g, dtype=m.dtype), p.shape)  # a float16 gradient of a float32 master: widened
-    m2 = m * b1
-    t = g * (1.0 - b1)
+    m2 = np.multiply(m, b1, out=np.empty_like(m))  # (out=: an array for 0-d blocks too, where * gives a scalar)
+    t = np.multiply(g, 1.0 - b1, out=np.empty_like(m))
     m2 += t
-    v2 = v * b2
+    v2 = np.multiply(v, b2, out=np.empty_like(v))
     np.multiply(g, g, out=t)
     t *= 1.0 - b2
     v2 += t
     np.multiply(v2, 1.0 / c2, out=t)
     np.sqrt(t, out=t)
     t += eps
-    upd = m2 * -step_size
+    upd = np.multiply(m2, -step_size, out=np.empty_like(m2))
     upd /= t
     if decay != 1.0:
         np.multiply(p, decay, out=t)
