@@ -9,8 +9,8 @@ calls, never pickled); array data never moves between processes.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 from ..array import ShardArray
 from ..comm import spmd
 from ..errors import CheckpointError
+from ..mesh import Mesh
 
 _BYTES = SimpleNamespace(dtype=np.dtype(np.uint8))  # what spmd.enter compares of a metadata collective
 
@@ -64,16 +65,39 @@ class Procs:
         """Process 0's ``text`` on every process."""
         return self.allgather(text if self.rank == 0 else "")[0]
 
-    def agree(self, error: str | None) -> None:
-        """Raise ``CheckpointError`` on every process if any process had an error (so no process waits forever)."""
+    def agree(self, error: str | BaseException | None, text: str = "") -> list[str]:
+        """Every process's ``text`` (in rank order), or ``CheckpointError`` on every process if any had an error.
+
+        One allgather carries the error flags and ``text`` together, so a check folded into a metadata exchange
+        costs no extra collective. Every process raises the same error, naming each process that failed and
+        why (the one that failed raises it from its own exception), so none goes on to wait forever in a
+        collective the others skip. With one process an exception is re-raised as it is.
+
+        Args:
+            error: this process's failure: a message, an exception, or None.
+            text: this process's metadata, returned from every process when none failed.
+        """
         if self.world is None:
+            if isinstance(error, BaseException):
+                raise error
             if error:
                 raise CheckpointError(error)
-            return
-        errors = self.allgather(error or "")
-        bad = [(r, e) for r, e in enumerate(errors) if e]
+            return [text]
+        said = [json.loads(s) for s in self.allgather(json.dumps([_message(error), text]))]
+        bad = [(r, e) for r, (e, _) in enumerate(said) if e]
         if bad:
-            raise CheckpointError("; ".join(f"process {r}: {e}" for r, e in bad))
+            cause = error if isinstance(error, BaseException) else None
+            raise CheckpointError("; ".join(f"process {r}: {e}" for r, e in bad)) from cause
+        return [t for _, t in said]
+
+
+def _message(error: str | BaseException | None) -> str:
+    """``error`` as one line of ``agree``'s message; an exception other than ``CheckpointError`` names its type."""
+    if error is None or isinstance(error, str):
+        return error or ""
+    if isinstance(error, CheckpointError):
+        return str(error) or "CheckpointError"
+    return f"{type(error).__name__}: {error}"
 
 
 def _wait(request: Any) -> None:
@@ -94,10 +118,20 @@ def _mpi_byte() -> Any:
     return MPI.BYTE
 
 
-def procs_of(arrays: Iterable[ShardArray]) -> Procs:
-    """The job of the arrays' meshes: MPI's world if any mesh is ``comm="mpi"``, else this process alone."""
-    for x in arrays:
-        world = getattr(x.mesh.comm, "world", None)
-        if x.mesh.comm_kind == "mpi" and world is not None:
-            return Procs(world)
+def procs_in(*trees: Any) -> Procs:
+    """The job of the first ``comm="mpi"`` mesh, or array's mesh, found in ``trees`` (dicts, lists, tuples), else
+    this process alone.
+
+    Looks through any tree without raising, so save and load know their processes before they check
+    anything and can agree on the outcome of every check (a tree they refuse is walked here too).
+    """
+    todo, seen = list(trees), set()
+    while todo:
+        node = todo.pop()
+        mesh = node.mesh if isinstance(node, ShardArray) else node
+        if isinstance(mesh, Mesh) and mesh.comm_kind == "mpi" and getattr(mesh.comm, "world", None) is not None:
+            return Procs(mesh.comm.world)
+        if isinstance(node, (dict, list, tuple)) and id(node) not in seen:  # ``seen``: a tree that holds itself
+            seen.add(id(node))
+            todo.extend(node.values() if isinstance(node, dict) else node)
     return Procs(None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
@@ -15,11 +15,11 @@ from safetensors import SafetensorError
 from ..array import ShardArray
 from ..array_api._array import Array
 from ..dtypes import as_dtype
-from ..errors import CheckpointError
+from ..errors import CheckpointError, ShardArrayError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import Mesh
 from .blocks import checker, overlap, whole
-from .procs import procs_of
+from .procs import Procs, procs_in
 from .source import Source, open_source
 from .stfile import CHUNK, hasher, np_dtype, read_header, read_into
 from .treespec import Node, build, describe, encode, value_of
@@ -258,7 +258,16 @@ def load(
 
     Collectives: none on array data (each process reads its own blocks from
     the files). Under MPI one allgather of an error flag (a few bytes, not in
-    ``sa.comm_log()``) so that a failure on one process raises on all.
+    ``sa.comm_log()``) after the reads, so that a failure on one process
+    raises on all: every check and read is done on each process alone, and
+    a failure of any of them (a path missing on one node, a target tree or
+    size that differs on one process, a damaged block) makes every process
+    raise ``CheckpointError`` naming the processes that failed and why; no
+    process is left waiting in a collective the others skip, and a
+    resume-or-start-fresh ``try``/``except`` takes the same branch on every
+    process. The job's processes are those of the first ``comm="mpi"`` mesh
+    in ``target`` (or ``mesh``): every process must call ``load`` with MPI
+    arrays, as in any SPMD program.
 
     A target's values are ignored: build it without filling memory twice on
     the same meshes with ``sa.zeros(mesh, sizes, dtype, layout)`` (one
@@ -293,7 +302,9 @@ def load(
     Raises:
         CheckpointError: no checkpoint, a missing or damaged file, a checksum
             mismatch, an unknown format version, missing or extra arrays, dims or
-            sizes that differ from the target; the message names the path and array.
+            sizes that differ from the target; the message names the path and array
+            (under MPI, on every process, with the processes that failed). With
+            one process, a layout or dtype the mesh refuses raises its own type.
 
     Example:
         >>> sa.checkpoint.save("/tmp/ck2", {"w": sa.ones(sa.Mesh({"row": 2, "col": 2}), {"a": 4, "b": 6},
@@ -304,6 +315,43 @@ def load(
         {'b': ('model',)}
     """
     path = Path(path)
+    procs = procs_in(target, mesh)  # known before any check, so that a check failing on one process fails all
+    failure: BaseException | None = None
+    with contextlib.ExitStack() as stack:
+        try:
+            src, m, recipe, plan, pairs = _plan(path, target, mesh, verify, casting)
+            blocks = _read_all(_Files(src, stack), m, plan, verify, procs)
+        except ShardArrayError as e:  # CheckpointError, and the layout and dtype errors of the checks
+            failure = e
+        except (SafetensorError, OSError, ValueError) as e:  # an unreadable or damaged file
+            failure = CheckpointError(
+                f"checkpoint {path}: reading failed ({type(e).__name__}: {e}); the files are unreadable or damaged"
+            )
+        procs.agree(failure)  # the one collective of a load
+    target_of = dict(pairs) if recipe is not None else {}
+    loaded: dict[str, ShardArray] = {}
+    for name, msh, lay, dtype in plan:
+        # the target's kind, or else the saved one: positional arrays load positional
+        kind = (
+            type(target_of[name])
+            if name in target_of
+            else (Array if m["arrays"][name].get("kind") == "positional" else ShardArray)
+        )
+        loaded[name] = kind(msh, lay, dtype, blocks[name])
+    return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
+
+
+_Plan = list[tuple[str, Mesh, Layout, np.dtype]]  # (saved array name, mesh, layout, dtype) of each array to load
+
+
+def _plan(
+    path: Path, target: Any, mesh: Mesh | None, verify: bool, casting: str
+) -> tuple[Source, dict[str, Any], Any, _Plan, list[tuple[str, ShardArray]]]:
+    """``load``'s checks of its arguments, the manifest and the target, on this process alone (no collective).
+
+    Returns:
+        ``(source, manifest, rebuild recipe or None, plan, [(saved array name, target array)])``.
+    """
     if (target is None) == (mesh is None):
         raise CheckpointError(
             f"checkpoint {path}: give exactly one of target=<tree of arrays> or mesh=<sa.Mesh>; "
@@ -358,47 +406,29 @@ def load(
     missing = [n for n in m["arrays"] if n not in placed]
     if missing:
         raise CheckpointError(f"checkpoint {src.where}: the saved arrays {missing[:4]} have no place in the tree")
+    return src, m, recipe, plan, pairs
 
-    procs = procs_of(cast("Iterable[ShardArray]", (_Probe(msh) for _, msh, _, _ in plan)))  # it reads .mesh only
-    loaded: dict[str, ShardArray] = {}
-    with contextlib.ExitStack() as stack:
-        files = _Files(src, stack)
-        for name, msh, lay, _ in plan:
-            files.check(name, m["arrays"][name])
-            if verify and procs.size > 1 and msh.comm_kind == "mpi":  # device d is process d
-                targets = block_bounds(msh, lay)
-                files.elsewhere.update(
-                    (b["file"], b["key"])
-                    for b in m["arrays"][name]["blocks"]
-                    if checker(b, targets) not in (None, procs.rank)
-                )
-        blocks: dict[str, list[Any]] = {}
-        error = None
-        try:  # block reads (file reads and checksums release the GIL) overlap on a few threads
-            workers = max(1, min(4, (os.cpu_count() or 1) // procs.size))  # MPI ranks share the node's cores
-            runner = ThreadPoolExecutor(max_workers=workers) if workers > 1 else contextlib.nullcontext(_Serial())
-            with runner as pool:  # one worker: read inline (a thread would only add GIL hand-overs)
-                started = [
-                    (name, _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify, pool))
-                    for name, msh, lay, dtype in plan
-                ]
-                for name, finish in started:
-                    blocks[name] = finish()
-        except CheckpointError as e:
-            error = str(e)
-        except (SafetensorError, OSError, ValueError) as e:  # while reading bytes: a damaged file
-            error = f"checkpoint {src.where}: reading failed ({type(e).__name__}: {e}); the files are damaged"
-        procs.agree(error)
-    target_of = dict(pairs) if recipe is not None else {}
-    for name, msh, lay, dtype in plan:
-        # the target's kind, or else the saved one: positional arrays load positional
-        kind = (
-            type(target_of[name])
-            if name in target_of
-            else (Array if m["arrays"][name].get("kind") == "positional" else ShardArray)
-        )
-        loaded[name] = kind(msh, lay, dtype, blocks[name])
-    return build(m["tree"], loaded) if recipe is None else _rebuild(recipe, loaded)
+
+def _read_all(files: _Files, m: dict[str, Any], plan: _Plan, verify: bool, procs: Procs) -> dict[str, list[Any]]:
+    """The shards of every planned array, each block read by this process; the block headers are checked first."""
+    for name, msh, lay, _ in plan:
+        files.check(name, m["arrays"][name])
+        if verify and procs.size > 1 and msh.comm_kind == "mpi":  # device d is process d
+            targets = block_bounds(msh, lay)
+            files.elsewhere.update(
+                (b["file"], b["key"])
+                for b in m["arrays"][name]["blocks"]
+                if checker(b, targets) not in (None, procs.rank)
+            )
+    workers = max(1, min(4, (os.cpu_count() or 1) // procs.size))  # MPI ranks share the node's cores
+    runner = ThreadPoolExecutor(max_workers=workers) if workers > 1 else contextlib.nullcontext(_Serial())
+    with runner as pool:  # block reads (file reads and checksums release the GIL) overlap on a few threads;
+        # one worker reads inline (a thread would only add GIL hand-overs)
+        started = [
+            (name, _read_array(files, name, m["arrays"][name], msh, lay, dtype, verify, pool))
+            for name, msh, lay, dtype in plan
+        ]
+        return {name: finish() for name, finish in started}
 
 
 class _Done:
@@ -416,13 +446,6 @@ class _Serial:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> _Done:
         return _Done(fn(*args))
-
-
-class _Probe:
-    """A stand-in with a ``mesh`` attribute (``procs_of`` looks only at meshes)."""
-
-    def __init__(self, mesh: Mesh) -> None:
-        self.mesh = mesh
 
 
 def _read_array(

@@ -12,27 +12,27 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.relayout import resolve_to
-from ..errors import CheckpointError
+from ..errors import CheckpointError, ShardArrayError
 from . import commit as _commit
 from .blocks import distinct_blocks, process_of
 from .manifest import FORMAT, MANIFEST, VERSION, manifest_checksum
-from .procs import procs_of
+from .procs import procs_in
 from .stfile import fsync_dir, st_dtype, write_file
-from .treespec import encode
+from .treespec import Node, encode
 
 
 def _file(rank: int) -> str:
     return f"blocks-{rank:05d}.safetensors"
 
 
-def _check(name: str, x: ShardArray, path: Path) -> ShardArray:
+def _check(name: str, x: ShardArray, path: Path) -> None:
+    """``x`` can be saved: it holds values, of a dtype safetensors stores."""
     if not x.mesh.backend.has_data:
         raise CheckpointError(
             f"checkpoint {path}: array {name!r} {x.sizes} lives on the {x.mesh.backend.name!r} backend, which holds "
             f"no values to save; save arrays of a numpy or cupy mesh (a meta mesh can be a load target)"
         )
     st_dtype(x.dtype, f"checkpoint {path}: array {name!r} {x.sizes}")
-    return resolve_to(x) if x.pending else x
 
 
 def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:
@@ -64,13 +64,19 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     every process must call ``save`` with the same tree and path (a shared
     file system).
 
-    Collectives: pending sums are resolved first (an allreduce each, as
-    ``x.resolve()``); otherwise no array data moves. Under MPI the processes
-    exchange only metadata: process 0's directory token (one broadcast of
-    ~40 bytes), the block checksums (one allgather of ~100 bytes per block),
-    and an error flag after writing and after the rename (two allgathers of a
-    few bytes, which also act as barriers); none appears in ``sa.comm_log()``.
-    Disk traffic: each distinct block once, no gathers.
+    Collectives: pending sums are resolved (an allreduce each, as
+    ``x.resolve()``) once every process's checks passed; otherwise no array
+    data moves. Under MPI the processes exchange only metadata: first the
+    path, the arrays' shapes and the outcome of each process's checks (one
+    allgather of a few hundred bytes), then process 0's directory token (a
+    broadcast of ~40 bytes), the block checksums (one allgather of ~100 bytes
+    per block), and an error flag after each step that touches the disk
+    (allgathers of a few bytes, which also act as barriers); none appears in
+    ``sa.comm_log()``. A failure on one process (a leaf it cannot save, a
+    path it cannot search or write, a differing tree) makes every process
+    raise ``CheckpointError`` naming the processes that failed and why, so
+    none waits forever in a collective. Disk traffic: each distinct block
+    once, no gathers.
 
     Args:
         path: the checkpoint directory; with ``keep`` the *run* directory whose
@@ -87,7 +93,8 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
 
     Raises:
         CheckpointError: ``path`` exists and ``overwrite`` is False; a leaf that
-            cannot be saved (named by its tree path); a write failed on some process.
+            cannot be saved (named by its tree path); a write failed on some process
+            (under MPI, raised on every process, naming the processes that failed).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -96,47 +103,51 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
         PosixPath('/tmp/ck')
     """
     path = Path(path)
-    spec, named = encode(tree, str(path))
-    arrays = [(name, _check(name, x, path)) for name, x in named]
-    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-        raise CheckpointError(f"checkpoint {path}: keep={keep!r}; give an int >= 1 (checkpoints of the run to keep)")
-    procs = procs_of(x for _, x in arrays)
-    # checked on every process, then agreed on: a process that raised alone would leave the others waiting in
-    # the next collective forever (under MPI); processes saving to different paths are refused the same way
-    error = None
-    try:
+    procs = procs_in(tree)  # known before any check, so that a check failing on one process fails all
+    spec: Node = {}
+    arrays: list[tuple[str, ShardArray]] = []
+    failure: BaseException | None = None
+    try:  # checked on every process alone, then agreed on with the paths and shapes (one allgather)
+        spec, arrays = encode(tree, str(path))
+        for name, x in arrays:
+            _check(name, x, path)
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+            raise CheckpointError(
+                f"checkpoint {path}: keep={keep!r}; give an int >= 1 (checkpoints of the run to keep)"
+            )
         _refuse_non_checkpoint(path, keep)  # first: overwrite=True would not help there
         if keep is None and path.exists() and not overwrite:
             raise CheckpointError(
                 f"checkpoint {path} exists; pass overwrite=True to replace it (atomically), or save to a new path "
                 f"(keep=N saves numbered checkpoints into a run directory)"
             )
-    except CheckpointError as e:
-        error = str(e)
+    except ShardArrayError as e:
+        failure = e
+    except OSError as e:  # e.g. a folder on the path this process may not search (a node's own mount)
+        failure = CheckpointError(f"checkpoint {path}: cannot check the path ({type(e).__name__}: {e})")
     shapes = json.dumps({name: [list(x.shape), x.dtype.name] for name, x in arrays})
-    said = [json.loads(t) for t in procs.allgather(json.dumps([str(path.absolute()), shapes]))]
+    said = [json.loads(t) for t in procs.agree(failure, json.dumps([str(path.absolute()), shapes]))]
+    # every process got the same paths and shapes: each raises the same error, with no further agreement
     paths, trees = [p for p, _ in said], [t for _, t in said]
     if len(set(paths)) > 1:
         groups = {p: [r for r, q in enumerate(paths) if q == p] for p in dict.fromkeys(paths)}
-        error = (
+        raise CheckpointError(
             f"checkpoint: the processes save to different paths ("
             f"{'; '.join(f'processes {rs}: {p}' for p, rs in groups.items())}); every process of the job must "
             f"call save with the same path (on a shared file system)"
         )
-    elif len(set(trees)) > 1:
-        first = json.loads(trees[0])
-        for r, t in enumerate(trees):
-            theirs = json.loads(t)
-            diff = sorted(n for n in set(first) | set(theirs) if first.get(n) != theirs.get(n))
-            if diff:
-                n = diff[0]
-                error = (
-                    f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
-                    f"(shape, dtype) on process 0 and {theirs.get(n)} on process {r}; every process must save "
-                    f"the same tree of arrays (the same global sizes), as in any SPMD program"
-                )
-                break
-    procs.agree(error)
+    first = json.loads(trees[0])
+    for r, t in enumerate(trees):
+        theirs = json.loads(t)
+        diff = sorted(n for n in set(first) | set(theirs) if first.get(n) != theirs.get(n))
+        if diff:
+            n = diff[0]
+            raise CheckpointError(
+                f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
+                f"(shape, dtype) on process 0 and {theirs.get(n)} on process {r}; every process must save "
+                f"the same tree of arrays (the same global sizes), as in any SPMD program"
+            )
+    arrays = [(name, resolve_to(x) if x.pending else x) for name, x in arrays]  # collectives, now that all agree
     error = None
     if procs.rank == 0:
         try:
