@@ -86,6 +86,9 @@ def test_reshard_keeps_positional(target):
     assert type(r) is Array
     assert (r @ r.mT).shape == (3, 3)
     np.testing.assert_allclose((r @ r.mT).numpy(), a @ a.T)
+    # no layout: the namespace's default split on the new mesh, as xp.asarray and checkpoint.load give it
+    assert r.layout == xp.asarray(a, device=sa.Mesh(target)).layout
+    assert sa.reshard(q, sa.Mesh(target), {}).layout == {}
 
 
 def test_checkpoints_keep_the_kind(tmp_path):

@@ -208,7 +208,9 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
         x: the array.
         mesh: the target mesh.
         layout: ``{dim: axis | (axes) | None}`` on ``mesh``, or a ``Layout``;
-            None follows ``mesh``'s rules by dim name (dims with no rule are not split).
+            None: a positional array (``shardarray.array_api``) gets the namespace's default split (axis
+            ``k`` over mesh axis ``k``, as ``xp.asarray`` and ``sa.checkpoint.load`` give it), a named one
+            follows ``mesh``'s rules by dim name (dims with no rule are not split).
 
     Returns:
         A ShardArray on ``mesh`` with ``x``'s dims, sizes, dtype and values.
@@ -231,6 +233,8 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
             f"reshard: mesh must be a sa.Mesh; got {type(mesh).__name__} {mesh!r:.80}. "
             f"Make one with sa.Mesh({{'model': 4}})"
         )
+    if layout is None and x.positional:
+        layout = dict(zip(x.dims, mesh.axis_names))
     lay = make_layout(mesh, x.dims, x.shape, layout, what=f"reshard target of array {x.sizes}")
     given, x = x, resolve_to(x)
     if mesh is x.mesh or mesh == x.mesh:
