@@ -224,13 +224,48 @@ def _describe_header(h: np.ndarray) -> str:
     return f"{op} of a {dtype} block of shape {shape}"
 
 
-def reduce_op(op: str) -> Any:
-    """The MPI reduction for ``op`` (sum, max or min)."""
+def reduce_op(op: str, dtype: Any = None) -> Any:
+    """The MPI reduction for ``op`` (sum, max or min) of blocks of ``dtype``.
+
+    Floating-point max and min are NumPy's ``maximum``/``minimum`` (``_nan_op``): MPI's MAX and MIN compare
+    with ``<``, so a NaN survives or not depending on the order the operands meet in, and processes could even
+    get different results, where NumPy's reduction (and the emulated mesh) gives NaN.
+    """
     MPI = _mpi()
     ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
     if op not in ops:
         raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
+    if op != "sum" and dtype is not None and np.dtype(dtype).kind in "fc":
+        return _nan_op(op)
     return ops[op]
+
+
+_NAN_OPS: dict[str, Any] = {}
+
+
+def _nan_op(op: str) -> Any:
+    """An MPI op of ``np.maximum`` (``op="max"``) or ``np.minimum``: NaN wins, whatever the order (commutative)."""
+    got = _NAN_OPS.get(op)
+    if got is None:
+        from mpi4py.util.dtlib import to_numpy_dtype
+
+        fn = np.maximum if op == "max" else np.minimum
+
+        def combine(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+            dtype = to_numpy_dtype(datatype)
+            fn(np.frombuffer(inbuf, dtype), np.frombuffer(inoutbuf, dtype), out=np.frombuffer(inoutbuf, dtype))
+
+        got = _NAN_OPS[op] = _mpi().Op.Create(combine, commute=True)
+    return got
+
+
+def host_allreduce(world: Any, value: Any, op: str) -> Any:
+    """``op`` of a host scalar over ``world``: floats by NumPy's rules (a NaN anywhere gives NaN everywhere), in one
+    allgather; other values by MPI's reduction."""
+    if op != "sum" and isinstance(value, (float, np.floating)):
+        values = np.asarray(world.allgather(float(value)))
+        return float(values.max() if op == "max" else values.min())
+    return world.allreduce(value, op=reduce_op(op))
 
 
 class MpiCommunicator(Communicator):
@@ -337,7 +372,7 @@ class MpiCommunicator(Communicator):
 
     def host_reduce(self, value: float, op: str) -> float:
         enter(self.world, f"host_reduce({op})", (), np.asarray(value))
-        return self.world.allreduce(value, op=self._op(op))
+        return host_allreduce(self.world, value, op)
 
     def assemble(
         self,
@@ -361,7 +396,7 @@ class MpiCommunicator(Communicator):
         send = self._wide(x)
         recv = buffers.empty(send.shape, send.dtype)
         with self._calling("allreduce", axes, x):
-            sub.Allreduce(send, recv, op=self._op(op))
+            sub.Allreduce(send, recv, op=self._op(op, send.dtype))
         return self._out(recv.astype(x.dtype, copy=False))
 
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
@@ -385,8 +420,8 @@ class MpiCommunicator(Communicator):
         recv = buffers.empty((sum(lengths),) + front.shape[1:], x.dtype)
         with self._calling("allgather", axes, x):
             sub.Allgatherv(
-                front.view(np.uint8).reshape(-1),
-                [recv.view(np.uint8).reshape(-1), [n_ * rest * x.itemsize for n_ in lengths]],
+                front.reshape(-1).view(np.uint8),
+                [recv.reshape(-1).view(np.uint8), [n_ * rest * x.itemsize for n_ in lengths]],
             )
         return self._out(np.moveaxis(recv, 0, dim))
 
@@ -404,7 +439,10 @@ class MpiCommunicator(Communicator):
         recv = buffers.empty((bounds[pos][1] - bounds[pos][0],) + front.shape[1:], front.dtype)
         with self._calling("reduce_scatter", axes, x):
             sub.Reduce_scatter(
-                front.reshape(-1), recv.reshape(-1), [(hi - lo) * rest for lo, hi in bounds], op=self._op(op)
+                front.reshape(-1),
+                recv.reshape(-1),
+                [(hi - lo) * rest for lo, hi in bounds],
+                op=self._op(op, front.dtype),
             )
         return self._out(np.moveaxis(recv.astype(x.dtype, copy=False), 0, dim))
 
@@ -464,7 +502,7 @@ class MpiCommunicator(Communicator):
         shape, dtype = sub.bcast((x.shape, x.dtype.name) if pos == root else None, root=root)
         buf = contiguous(x) if pos == root else buffers.empty(shape, np.dtype(dtype))
         with self._calling("broadcast", axes, x):
-            sub.Bcast(buf.view(np.uint8).reshape(-1), root=root)
+            sub.Bcast(buf.reshape(-1).view(np.uint8), root=root)  # (reshape first: a 0-d array has no byte view)
         return self._out(buf)
 
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
@@ -479,7 +517,7 @@ class MpiCommunicator(Communicator):
         send = self._wide(x)
         recv = buffers.empty(send.shape, send.dtype) if pos == root else None
         with self._calling("reduce", axes, x):
-            sub.Reduce(send, recv, op=self._op(op), root=root)
+            sub.Reduce(send, recv, op=self._op(op, send.dtype), root=root)
         return self._out(cast("np.ndarray", recv).astype(x.dtype, copy=False) if pos == root else x)
 
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:

@@ -51,7 +51,7 @@ import numpy as np
 from ..chunks import group_chunk
 from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
 from .base import REDUCE_OPS, Communicator
-from .mpi import check_array, gather_blocks, log_spmd, reduce_op
+from .mpi import check_array, gather_blocks, host_allreduce, log_spmd
 from .spmd import enter
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``
@@ -398,7 +398,7 @@ class NcclCommunicator(Communicator):
             return value
 
         enter(self.world, f"host_reduce({op})", (), np.asarray(value))
-        return self.world.allreduce(value, op=reduce_op(op))
+        return host_allreduce(self.world, value, op)
 
     def assemble(
         self,
