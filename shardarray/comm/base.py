@@ -109,21 +109,34 @@ class Communicator(ABC):
             out[slices[rep]] = backend.to_numpy(shards[rep])
         return out
 
-    def check_spmd(self, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
+    def check_spmd(
+        self,
+        what: str,
+        sizes: Mapping[str, int],
+        dtype: Any,
+        *,
+        layout: Any = None,
+        failure: BaseException | None = None,
+    ) -> None:
         """Check that every process of an SPMD job makes the same array here (a no-op in one process).
 
-        Under ``comm="mpi"`` the processes compare ``what``, the dim sizes and
-        the dtype (one small allgather, always), and each raises ``CommError``
-        naming which processes differ; creation functions call it so that
-        arrays of different global sizes are caught where they are made, not
+        Under ``comm="mpi"`` the processes compare ``what``, the dim sizes,
+        the dtype and ``layout`` (a ``Layout`` or ``{dim: axes}``, when given)
+        in one small allgather, always, and each raises ``CommError`` naming
+        which processes differ; creation functions call it so that arrays of
+        different global sizes or layouts are caught where they are made, not
         at a later collective (or never, when only partial sums of the same
-        shape meet).
+        shape meet). ``failure``, this process's error making the array,
+        travels in the same allgather: every process then raises the lowest
+        failing process's error (the same class and message), so none goes
+        on alone; in one process it is raised as it is.
 
         Example:
             >>> mesh = sa.Mesh({"row": 2, "col": 2})
             >>> mesh.comm.check_spmd("asarray", {"batch": 8}, "float32")   # one process: nothing to compare
         """
-        return None
+        if failure is not None:
+            raise failure
 
     def host_reduce(self, value: float, op: str) -> float:
         """A Python number reduced over every process of the job (itself on an emulated mesh)."""

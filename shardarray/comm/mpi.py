@@ -45,7 +45,7 @@ from ..errors import BackendError, CommError, MeshError
 from . import buffers
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
-from .spmd import enter, start_watchdog
+from .spmd import blocks_extra, enter, layout_extra, start_watchdog
 
 
 def _mpi() -> Any:
@@ -113,13 +113,16 @@ def gather_blocks(
     When every block is the whole array (a replicated array) this is the
     local block and no communication: every process, or only some, may call it.
     Otherwise it is a collective over the whole job, which first checks that
-    every process converts an array of the same global shape and dtype.
+    every process converts an array of the same global shape and dtype, split
+    into the same blocks (a digest of ``slices`` travels in the same check:
+    processes that made the array with different layouts would otherwise
+    assemble a scrambled one).
     """
     dtype = np.dtype(dtype)
     if all(_whole(sl, shape) for sl in slices):
         return np.array(local, dtype=dtype, copy=True).reshape(shape)
     local = contiguous(local, dtype=dtype)
-    enter(world, "numpy", (), local, whole=tuple(shape), check=True)
+    enter(world, "numpy", (), local, whole=tuple(shape), extra=blocks_extra(slices, shape), check=True)
     counts = [int(np.prod([len(range(*s.indices(n))) for s, n in zip(sl, shape)])) for sl in slices]
     flat = buffers.empty(sum(counts), dtype)
     world.Allgatherv(local.reshape(-1).view(np.uint8), [flat.view(np.uint8), [c * flat.itemsize for c in counts]])
@@ -173,17 +176,29 @@ def log_spmd(
             record(op, axes, n, size, local.dtype.itemsize, str(local.dtype))
 
 
-def check_array(world: Any, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
-    """Every process makes an array of these dims, sizes and dtype, or each raises ``CommError`` naming who
-    differs (see ``Communicator.check_spmd``): one small allgather, always on."""
+def check_array(
+    world: Any,
+    what: str,
+    sizes: Mapping[str, int],
+    dtype: Any,
+    *,
+    layout: Any = None,
+    failure: BaseException | None = None,
+) -> None:
+    """Every process makes an array of these dims, sizes and dtype (and ``layout``, when given), or each raises
+    ``CommError`` naming who differs (see ``Communicator.check_spmd``): one small allgather, always on. With
+    ``failure`` (this process's error making the array) every process raises the lowest failing process's error
+    (``comm.spmd.enter``); the other arguments are then not compared."""
     dims = tuple(sizes)
     enter(
         world,
         f"{what} of dims {dims}",
         (),
-        SimpleNamespace(dtype=np.dtype(dtype)),
+        SimpleNamespace(dtype=np.dtype(dtype) if dtype is not None else "?"),
         whole=tuple(int(sizes[d]) for d in dims),
+        extra=layout_extra(layout) if layout is not None else None,
         check=True,
+        failure=failure,
     )
 
 
@@ -367,8 +382,16 @@ class MpiCommunicator(Communicator):
         return contiguous(x, dtype=np.float32 if x.dtype == np.float16 or x.dtype.name == "bfloat16" else x.dtype)
 
     # ------------------------------------------------------------ collectives
-    def check_spmd(self, what: str, sizes: Mapping[str, int], dtype: Any) -> None:
-        check_array(self.world, what, sizes, dtype)
+    def check_spmd(
+        self,
+        what: str,
+        sizes: Mapping[str, int],
+        dtype: Any,
+        *,
+        layout: Any = None,
+        failure: BaseException | None = None,
+    ) -> None:
+        check_array(self.world, what, sizes, dtype, layout=layout, failure=failure)
 
     def host_reduce(self, value: float, op: str) -> float:
         enter(self.world, f"host_reduce({op})", (), np.asarray(value))

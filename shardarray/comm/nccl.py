@@ -389,9 +389,13 @@ class NcclCommunicator(Communicator):
         return n
 
     # ------------------------------------------------------------ host side
-    def check_spmd(self, what: str, sizes: Any, dtype: Any) -> None:
+    def check_spmd(
+        self, what: str, sizes: Any, dtype: Any, *, layout: Any = None, failure: BaseException | None = None
+    ) -> None:
         if self.world is not None:
-            check_array(self.world, what, sizes, dtype)
+            check_array(self.world, what, sizes, dtype, layout=layout, failure=failure)
+        elif failure is not None:
+            raise failure
 
     def host_reduce(self, value: float, op: str) -> float:
         if self.world is None:

@@ -32,7 +32,15 @@ each into a job that ends non-zero with a message naming the culprit.
   allgather each), so different sequences of collectives are named too. Each
   raises ``CommError`` on every process it concerns, naming which processes
   ran what. Conversions of split arrays (``x.numpy()``) always compare the
-  global shape and dtype.
+  global shape, the dtype and how the array is split (a digest of every
+  device's block bounds: processes that made the same array with different
+  layouts would otherwise assemble a scrambled one); creation checks compare
+  the layout where the caller gives it (``from_local``).
+
+A check may also carry this process's own error (``enter(..., failure=e)``):
+an argument that only one process finds wrong (``from_local``'s block shape)
+then raises the same error on every process instead of leaving the others
+waiting in their next collective.
 
 Collectives are counted only when their group has more than one member
 (the mesh decides that, so every process counts the same ones).
@@ -41,6 +49,7 @@ Collectives are counted only when their group has more than one member
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import signal
 import sys
@@ -49,7 +58,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
-from ..errors import CommError
+from .. import errors as _errors
+from ..errors import ArgumentError, CommError, ShardArrayError
 
 _TAG = 31_415  # below 32767, the least MPI_TAG_UB the standard allows
 _POLL_S = 0.05  # how often the watchdog looks for departure notices
@@ -208,11 +218,53 @@ def _at_exit() -> None:
 
 # ------------------------------------------------------------------ collectives
 def _describe(sig: tuple, number: bool = True) -> str:
-    seq, op, axes, dtype, shape, _group, _dim, whole = sig
+    seq, op, axes, dtype, shape, _group, _dim, whole, extra = sig
     where = f" over axes {axes}" if axes else ""
     what = f" on a {dtype} block of shape {shape}" if shape is not None else f" ({dtype})"
     glob = f" of a global {whole}" if whole is not None else ""
-    return f"{f'#{seq} ' if number else ''}{op}{where}{what}{glob}"
+    more = f" {extra[1]}" if extra is not None else ""
+    return f"{f'#{seq} ' if number else ''}{op}{where}{what}{glob}{more}"
+
+
+def layout_extra(layout: Any) -> tuple[str, str]:
+    """The ``extra`` of ``enter`` for an array made with ``layout`` (a ``Layout`` or ``{dim: axes}``): compared
+    as its ``{dim: axes}`` of the split dims, shown as ``with layout {...}``."""
+    split = layout.as_dict() if hasattr(layout, "as_dict") else {d: a for d, a in dict(layout).items() if a}
+    text = repr({d: tuple(a) if isinstance(a, (tuple, list)) else a for d, a in split.items()})
+    return text, f"with layout {text}"
+
+
+def blocks_extra(slices: Sequence[tuple[slice, ...]], shape: Sequence[int]) -> tuple[str, str]:
+    """The ``extra`` of ``enter`` for a collective on the blocks ``slices`` (``slices[d]``: device d's block of
+    an array of ``shape``): compared as a 16-hex-digit digest of every block's bounds, shown as the array axes
+    that are split and that digest (the same on processes that agree, so that a message groups them)."""
+    bounds = tuple(tuple(s.indices(n)[:2] for s, n in zip(sl, shape)) for sl in slices)
+    token = hashlib.blake2b(repr(bounds).encode(), digest_size=8).hexdigest()
+    split = tuple(i for i, n in enumerate(shape) if any(b[i] != (0, n) for b in bounds))
+    return token, f"split along array axes {split} into blocks {token}"
+
+
+def _error_note(failure: BaseException, rank: int) -> tuple[str, str]:
+    """``(error class name, message)`` of this process's ``failure``, for the other processes: its nearest class
+    in ``shardarray.errors`` and its message (another exception: an ``ArgumentError`` naming it and ``rank``)."""
+    for cls in type(failure).__mro__:
+        if getattr(_errors, cls.__name__, None) is cls and issubclass(cls, ShardArrayError):
+            return cls.__name__, str(failure)
+    return ArgumentError.__name__, f"process {rank} raised {type(failure).__name__}: {failure}"
+
+
+def _raise_failures(notes: Sequence[tuple[str, str] | None], rank: int, failure: BaseException | None) -> None:
+    """Raise on every process the error of the lowest process that failed (that process re-raises its own)."""
+    failed = [(r, n) for r, n in enumerate(notes) if n is not None]
+    if not failed:
+        return
+    first, (kind, text) = failed[0]
+    if failure is not None and first == rank:
+        raise failure
+    cls = getattr(_errors, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, ShardArrayError)):  # pragma: no cover - never sent
+        cls = ArgumentError
+    raise cls(text) from failure
 
 
 def enter(
@@ -224,7 +276,9 @@ def enter(
     group: Sequence[int] | None = None,
     dim: int | None = None,
     whole: tuple[int, ...] | None = None,
+    extra: tuple[str, str] | None = None,
     check: bool = False,
+    failure: BaseException | None = None,
 ) -> int:
     """Count one collective of the job on this process, before it communicates; returns its number.
 
@@ -241,14 +295,20 @@ def enter(
         group: the processes of this process's group (shapes are compared within groups).
         dim: an array axis along which group members' shapes may differ (uneven blocks).
         whole: the global shape, when the collective assembles a whole array.
+        extra: ``(token, text)``: ``token`` must be equal on every process (e.g. the layout, or a digest of
+            every device's block bounds: ``layout_extra``, ``blocks_extra``), ``text`` describes it in a message.
         check: compare signatures even without ``SHARDARRAY_CHECK_SPMD=1``.
+        failure: this process's error from the step the collective checks (only with ``check=True``: the
+            processes must agree on whether they exchange): it travels with the signature, and every process
+            raises the error of the lowest process that failed (the same class and message; that process
+            re-raises its own), so that no process goes on alone. The other fields may then be placeholders.
     """
     sig_dtype, shape = str(getattr(local, "dtype", "?")), getattr(local, "shape", None)
     shape = tuple(shape) if shape is not None else None
     with _State.lock:
         _State.seq += 1
         seq = _State.seq
-        sig = (seq, op, tuple(axes), sig_dtype, shape, tuple(group) if group is not None else None, dim, whole)
+        sig = (seq, op, tuple(axes), sig_dtype, shape, tuple(group) if group is not None else None, dim, whole, extra)
         _State.current = sig
         gone = {r: c for r, c in _State.departed.items() if c < seq}
     if gone:
@@ -256,22 +316,29 @@ def enter(
         raise CommError(
             f"collective {_describe(sig)} needs every process of the job, but {names} already exited; "
             f"every process must run the same collectives (SPMD)"
-        )
+        ) from failure
+    if failure is not None and not check:
+        raise failure
     if check or check_enabled():
-        compare(world.allgather(sig))
+        every = world.allgather((sig, None if failure is None else _error_note(failure, world.Get_rank())))
+        _raise_failures([n for _, n in every], world.Get_rank(), failure)
+        compare([s for s, _ in every])
     return seq
 
 
 def compare(sigs: Sequence[tuple]) -> None:
     """Raise ``CommError`` (on every process alike) when the processes' collective signatures disagree."""
 
-    def key(sig: tuple) -> tuple:
-        seq, op, axes, dtype, shape, _group, dim, whole = sig
-        return seq, op, axes, dtype, None if shape is None else len(shape), dim, whole
+    def key(sig: tuple, token: bool = True) -> tuple:
+        seq, op, axes, dtype, shape, _group, dim, whole, extra = sig
+        tok = extra[0] if token and extra is not None else None
+        return seq, op, axes, dtype, None if shape is None else len(shape), dim, whole, tok
 
     problem = ""
-    if len({key(s) for s in sigs}) > 1:
+    if len({key(s, token=False) for s in sigs}) > 1:
         problem = "the op, axes, dtype or global shape"
+    elif len({key(s) for s in sigs}) > 1:
+        problem = "the layout (how the array is split into blocks)"
     else:
         for sig in sigs:
             group, dim = sig[5], sig[6]
@@ -289,6 +356,6 @@ def compare(sigs: Sequence[tuple]) -> None:
     lines = "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {d}" for d, r in by_sig.items())
     raise CommError(
         f"SPMD mismatch: the processes disagree on {problem} of a collective: {lines}. Every process must run "
-        f"the same ops in the same order on arrays of the same global sizes and dtypes (build them from the same "
-        f"data or seed on every process)"
+        f"the same ops in the same order on arrays of the same global sizes, dtypes and layouts (build them from "
+        f"the same data or seed on every process)"
     )

@@ -100,7 +100,7 @@ def build(
     reads nothing (shapes only).
     """
     backend = mesh.backend
-    mesh.comm.check_spmd(what, dict(zip(layout.dims, layout.sizes)), dtype)
+    mesh.comm.check_spmd(what, dict(zip(layout.dims, layout.sizes)), dtype, layout=layout)
     if backend.has_data:
 
         def make(bounds: Bounds) -> Any:

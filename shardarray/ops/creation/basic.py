@@ -103,7 +103,7 @@ def full(
         dtype = "float32" if isinstance(fill_value, float) else np.asarray(fill_value).dtype
     dt = as_dtype(dtype)
     lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
-    mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt)  # SPMD jobs: every process makes the same array
+    mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt, layout=lay)  # SPMD: every process, the same array
     fill = scalar_for_write(fill_value, dt, "full")  # NumPy 2's rule: 300 into int8, NaN into int32 are refused
     xp = mesh.backend.xp
     return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill, dtype=dt))
@@ -203,7 +203,7 @@ def asarray(
             f"asarray: dims {dims} name {len(dims)} dim(s) but the array has shape {host.shape} ({host.ndim} dims)"
         )
     lay = make_layout(mesh, dims, host.shape, layout, what=f"array {dict(zip(dims, host.shape))}")
-    mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype)
+    mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype, layout=lay)
     slices = block_slices(mesh, lay)
     backend = mesh.backend
     # host[(*idx, ...)] is an array even for 0-d data (host[()] would be a NumPy scalar). Shards in host memory

@@ -91,6 +91,62 @@ def _check_replicas(mesh: Mesh, layout: Layout, hosts: dict[int, np.ndarray]) ->
             )
 
 
+def _blocks(
+    mesh: Mesh,
+    block: BlockSource,
+    dims: Sequence[str],
+    sizes: Sequence[int] | Mapping[str, int],
+    layout: Mapping[str, AxesSpec] | Layout | None,
+    dtype: Any,
+) -> tuple[tuple[str, ...], tuple[int, ...], Layout, dict[int, Any], np.dtype, bool, set[type[ShardArray]]]:
+    """This process's side of ``from_local``, before the processes compare notes: the dims, the global shape,
+    the layout, the blocks by device (each checked against its block in the layout), their dtype, whether a
+    block serves a whole replica class, and the array types of blocks given as ShardArrays. Raises the errors
+    ``from_local`` documents; communicates nothing."""
+    dims = check_dims(dims, what="from_local")
+    shape = _sizes(dims, sizes)
+    lay = make_layout(mesh, dims, shape, layout, what=f"from_local array {dict(zip(dims, shape))}")
+    bounds = block_bounds(mesh, lay)
+    backend = mesh.backend
+    want = None if dtype is None else as_dtype(dtype)
+    xp_type = type(backend.xp.empty(0)) if backend.has_data else None
+    shared = not backend.per_device and mesh.comm_kind != "mpi"
+    by_class = shared and callable(block) and not hasattr(block, "shape")
+    devices = [rep for rep, _ in mesh.replica_classes(lay.used_axes)] if by_class else list(mesh.local_devices)
+    raw: dict[int, Any] = {}
+    kinds: set[type[ShardArray]] = set()  # the array types of blocks given as ShardArrays (xp Arrays: positional)
+    for d in devices:
+        b = _block_of(block, mesh, d)
+        if isinstance(b, ShardArray):
+            kinds.add(type(b))
+        if xp_type is None and hasattr(b, "shape") and hasattr(b, "dtype") and not isinstance(b, np.ndarray):
+            b = MetaArray(b.shape, want if want is not None else b.dtype)  # meta: shapes only
+        elif xp_type is None or not isinstance(b, xp_type):
+            b = np.asarray(b, dtype=want)
+        elif want is not None:
+            b = b.astype(want, copy=False)
+        expect = tuple(hi - lo for lo, hi in bounds[d])
+        if tuple(b.shape) != expect:
+            bad = next((i for i, (g, e) in enumerate(zip(b.shape, expect)) if g != e), None)
+            which = f"dim {dims[bad]!r}" if bad is not None else f"the number of dims ({b.ndim} vs {len(expect)})"
+            who = f" (process {mesh.process_index})" if mesh.comm_kind == "mpi" else ""
+            raise DimensionError(
+                f"from_local: device {d} {mesh.coords(d)}{who} of mesh {mesh} supplied a block of shape "
+                f"{tuple(b.shape)}, but its block of the array {dict(zip(dims, shape))} with layout "
+                f"{lay.as_dict()} has shape {expect} ({which} differs: global rows "
+                f"{dict(zip(dims, bounds[d]))}); give each device exactly its block"
+            )
+        raw[d] = b
+    dtypes = {np.dtype(b.dtype) for b in raw.values()}
+    if len(dtypes) > 1:
+        raise DTypeError(
+            f"from_local: the blocks have different dtypes {sorted(map(str, dtypes))} on mesh {mesh}; give them one "
+            f"dtype or pass dtype=..."
+        )
+    dt = as_dtype(want if want is not None else dtypes.pop() if dtypes else np.float64)
+    return dims, shape, lay, raw, dt, by_class, kinds
+
+
 def from_local(
     mesh: Mesh,
     block: BlockSource,
@@ -123,8 +179,16 @@ def from_local(
     comparing digests of the replicas' blocks; under MPI that is one small
     allgather).
 
-    Collectives: none (under MPI with ``SHARDARRAY_CHECK_SPMD=1``, the usual
-    creation check of sizes and dtype plus an allgather of 16-byte digests).
+    Collectives: none on an emulated mesh. In a multi-process job
+    (``comm="mpi"``) one small allgather, always: the creation check, which
+    compares every process's global sizes, dtype and layout (a difference
+    raises ``CommError`` on every process) and carries each process's own
+    error, so a block of the wrong shape (or any other error before it) on
+    one process raises the same error on every process, naming the device
+    (and process) and the expected and given shapes, instead of leaving the
+    others to fail or wait in their next collective. With
+    ``SHARDARRAY_CHECK_SPMD=1``, also one allgather of 16-byte digests of
+    the replicas' blocks.
 
     Args:
         mesh: the mesh.
@@ -156,49 +220,13 @@ def from_local(
             f"from_local needs a sa.Mesh as mesh; got {type(mesh).__name__} {mesh!r:.80}. "
             f"Make one with sa.Mesh({{'row': 2, 'col': 2}})"
         )
-    dims = check_dims(dims, what="from_local")
-    shape = _sizes(dims, sizes)
-    lay = make_layout(mesh, dims, shape, layout, what=f"from_local array {dict(zip(dims, shape))}")
-    bounds = block_bounds(mesh, lay)
+    try:
+        dims, shape, lay, raw, dt, by_class, kinds = _blocks(mesh, block, dims, sizes, layout, dtype)
+    except Exception as e:  # every process raises it (or the lowest failing process's), none goes on alone
+        mesh.comm.check_spmd("from_local", {}, None, failure=e)
+        raise  # pragma: no cover - check_spmd raised
+    mesh.comm.check_spmd("from_local", dict(zip(dims, shape)), dt, layout=lay)
     backend = mesh.backend
-    want = None if dtype is None else as_dtype(dtype)
-    xp_type = type(backend.xp.empty(0)) if backend.has_data else None
-    shared = not backend.per_device and mesh.comm_kind != "mpi"
-    by_class = shared and callable(block) and not hasattr(block, "shape")
-    devices = [rep for rep, _ in mesh.replica_classes(lay.used_axes)] if by_class else list(mesh.local_devices)
-    raw: dict[int, Any] = {}
-    kinds: set[type[ShardArray]] = (
-        set()
-    )  # the array types of blocks given as ShardArrays (xp Arrays: a positional result)
-    for d in devices:
-        b = _block_of(block, mesh, d)
-        if isinstance(b, ShardArray):
-            kinds.add(type(b))
-        if xp_type is None and hasattr(b, "shape") and hasattr(b, "dtype") and not isinstance(b, np.ndarray):
-            b = MetaArray(b.shape, want if want is not None else b.dtype)  # meta: shapes only
-        elif xp_type is None or not isinstance(b, xp_type):
-            b = np.asarray(b, dtype=want)
-        elif want is not None:
-            b = b.astype(want, copy=False)
-        expect = tuple(hi - lo for lo, hi in bounds[d])
-        if tuple(b.shape) != expect:
-            bad = next((i for i, (g, e) in enumerate(zip(b.shape, expect)) if g != e), None)
-            which = f"dim {dims[bad]!r}" if bad is not None else f"the number of dims ({b.ndim} vs {len(expect)})"
-            raise DimensionError(
-                f"from_local: device {d} {mesh.coords(d)} of mesh {mesh} supplied a block of shape "
-                f"{tuple(b.shape)}, but its block of the array {dict(zip(dims, shape))} with layout "
-                f"{lay.as_dict()} has shape {expect} ({which} differs: global rows "
-                f"{dict(zip(dims, bounds[d]))}); give each device exactly its block"
-            )
-        raw[d] = b
-    dtypes = {np.dtype(b.dtype) for b in raw.values()}
-    if len(dtypes) > 1:
-        raise DTypeError(
-            f"from_local: the blocks have different dtypes {sorted(map(str, dtypes))} on mesh {mesh}; give them one "
-            f"dtype or pass dtype=..."
-        )
-    dt = as_dtype(want if want is not None else dtypes.pop() if dtypes else np.float64)
-    mesh.comm.check_spmd("from_local", dict(zip(dims, shape)), dt)
 
     if check_enabled() and backend.has_data:
         _check_replicas(

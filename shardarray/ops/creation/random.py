@@ -64,7 +64,7 @@ def _make(mesh: Any, sizes: Mapping[str, int], layout: Any, dtype: np.dtype, wha
     mesh = _check_mesh(mesh, what)
     dims, shape = _sizes_arg(sizes, what)
     lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
-    mesh.comm.check_spmd(what, dict(zip(dims, shape)), dtype)
+    mesh.comm.check_spmd(what, dict(zip(dims, shape)), dtype, layout=lay)
     backend = mesh.backend
     xp = backend.xp
     if not backend.has_data:
