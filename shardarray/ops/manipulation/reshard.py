@@ -201,8 +201,11 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
     ``elements`` is the most any device index sends to other device indices
     (a region a device already holds does not count). Under MPI (both meshes
     ``comm="mpi"`` over the same processes) one ``Alltoallv`` over
-    ``COMM_WORLD`` carrying exactly those regions, logged the same way, so the
-    traffic per device is at most its own source block.
+    ``COMM_WORLD`` carrying exactly those regions, logged the same way: a
+    device receives at most its new block, and sends each region of its source
+    block to every target device that holds it and does not (at most its source
+    block times the target's replication of that region: 4 devices resharded
+    from a split to a replicated layout each send their block to the 3 others).
 
     Args:
         x: the array.
