@@ -110,21 +110,24 @@ class Backend(ABC):
             at += m.size
         return out
 
-    def any_flag(self, flags: Mapping[int, Any]) -> bool:
-        """Whether any of the boolean arrays ``flags`` (mesh device -> an array made on it; a shared block may
-        repeat) holds True, in **one** device-to-host read.
+    def first_flags(self, flags: Mapping[int, Any]) -> dict[int, int]:
+        """Per device of ``flags`` (mesh device -> a boolean array made on it; a shared block may repeat: its
+        first device stands for it), the flat index of its first True entry, or -1; in **one** device-to-host
+        read.
 
-        Each device reduces its own flags to one bool, and those are read together (``read_together``). This is
-        how a check that ran on the devices (a failed factorization, a singular matrix) reaches the host once
-        per op, not per block.
+        Each device reduces its own flags to one int64, and those are read together (``read_together``). This
+        is how a check that ran on the devices (a failed factorization, a singular matrix) reaches the host once
+        per op, not per block, and still names the matrix that failed.
         """
         xp, seen, parts = self.xp, set(), []
         for d, f in flags.items():
-            if f is not None and id(f) not in seen:
+            if f is not None and id(f) not in seen and f.size:
                 seen.add(id(f))
                 with self.scope(d):
-                    parts.append((d, xp.reshape(xp.any(f), (1,))))
-        return any(bool(h[0]) for h in self.read_together(parts))
+                    flat = xp.reshape(f, (-1,))
+                    first = xp.where(xp.any(flat), xp.argmax(flat), -1).astype(xp.int64)
+                    parts.append((d, xp.reshape(first, (1,))))
+        return {d: int(h[0]) for (d, _), h in zip(parts, self.read_together(parts))}
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """Contract local shards: two operands as (batched) matmuls, more with a cached opt-einsum plan."""

@@ -7,13 +7,22 @@ failed matrix: NaN or finite garbage, no error. Asking CuPy to check
 (``linalg='raise'``) would read ``info`` from the device after every call.
 Here each op computes, on the device, one boolean per matrix from its input
 and its result (the functions below), and the op reads them once, at its end
-(``Backend.any_flag``: one device-to-host read of one bool for the whole op,
-all devices together); the 2-D Cholesky folds its flags into the allreduce
-it ends with. On NumPy shards (``Backend.linalg_raises``) NumPy raises itself
-and the Cholesky and LU checks are skipped (they cost as much as the
-factorization on a CPU); its ``LinAlgError`` becomes ``sa.linalg``'s
-(``numpy_raises``), with the message CuPy shards get. The svd and eigh checks
-run on both. The suite on ``--backend=cupy`` (the strict stand-in) runs the
+(``Backend.first_flags``: one device-to-host read of one int per device, the
+first failed matrix of its block, all devices together); the 2-D Cholesky
+folds its flags into the allreduce it ends with. On NumPy shards
+(``Backend.linalg_raises``) NumPy raises itself and the Cholesky and LU
+checks are skipped (they cost as much as the factorization on a CPU); its
+``LinAlgError`` is caught on the block (``guard``), which then records the
+failed matrix as a flag too. The svd and eigh checks run on both.
+
+The verdict is the job's, not the process's (``raise_if``): a batch dim split
+over processes (``comm="mpi"``) leaves each process with its own matrices'
+flags only, so the processes agree first, by **one host reduction** of one
+int (``comm.host_reduce``; no collective on an emulated mesh, which holds
+every flag), and all raise the same ``sa.linalg.LinAlgError``, naming the
+first failed matrix's batch index and device, or none does. Raising on the
+process that holds the bad matrix alone would leave the others waiting for
+it at their next collective. The suite on ``--backend=cupy`` (the strict stand-in) runs the
 checks under every test, hypothesis's included: none fires where NumPy does
 not raise.
 
@@ -34,13 +43,13 @@ What NumPy raises on (OpenBLAS's LAPACK, NumPy 2), and the check:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import LinAlgError
+from ..layout import block_bounds
 
 
 def _tril(xp: Any, a: Any, k: int = 0) -> Any:
@@ -129,24 +138,87 @@ def eigh_failed(xp: Any, a: Any) -> Any:
     return ~xp.all(xp.isfinite(_tril(xp, a)), axis=(-2, -1))
 
 
-def raise_if(mesh: Any, flags: Sequence[Any], message: str) -> None:
-    """Raise ``LinAlgError(message)`` when a device's flag holds True: one read for all of them.
+#: the key of "no matrix failed here" in the job's agreement (``raise_if``): above every real key, an int64
+NO_FAILURE = 2**63 - 1
 
-    ``flags``: one per mesh device: a boolean array on it, None (not held here), or a Python bool (nothing
-    to check on the device: an empty matrix, or NumPy shards, whose NumPy raised already).
+
+def guard(fn: Callable[..., tuple[Any, ...]], n_out: int) -> Callable[..., tuple[Any, ...]]:
+    """``fn`` (``n_out`` blocks, then its failure flag) with NumPy's own ``LinAlgError`` (NumPy shards) caught
+    on the block: it returns ``n_out`` Nones and, as the flag, the flat batch index of the block's first matrix
+    NumPy raises on (found again one matrix at a time: only where NumPy raised), so that ``raise_if`` raises on
+    every process together instead of this one alone."""
+
+    def run(*blocks: Any) -> tuple[Any, ...]:
+        try:
+            return fn(*blocks)
+        except LinAlgError:
+            raise
+        except np.linalg.LinAlgError:
+            return (*[None] * n_out, _first_raising(fn, blocks))
+
+    return run
+
+
+def _first_raising(fn: Callable[..., Any], blocks: Sequence[Any]) -> int:
+    """The flat batch index (the dims before the two matrix dims) of the first matrix ``fn`` raises on."""
+    for i, idx in enumerate(np.ndindex(*blocks[0].shape[:-2])):
+        one = tuple(slice(k, k + 1) for k in idx)
+        try:
+            fn(*(b[one] for b in blocks))
+        except np.linalg.LinAlgError:
+            return i
+    return 0  # NumPy raised on the stack but on none of its matrices alone: name the block's first
+
+
+def raise_if(mesh: Any, flags: Sequence[Any], message: str, where: Any = None, nbatch: int = 0) -> None:
+    """Raise ``LinAlgError(message)`` on **every process** when a device's flag says a matrix failed, naming
+    the first failed matrix (its batch index) and its device.
+
+    ``flags``: one per mesh device: a boolean array on it (one per matrix of its block), None (not held
+    here), a bool (False: nothing to check, an empty matrix or NumPy shards where NumPy did not raise; True:
+    a matrix failed, which one not known) or an int (the flat index in the block of the matrix NumPy raised
+    on: ``guard``). ``where``: the array whose first
+    ``nbatch`` dims are the batch dims the flags index (its layout places each device's block).
+
+    Cost: one device-to-host read of one int per device for all of them (``Backend.first_flags``); then,
+    under MPI, **one host reduction** of one int over the job (``comm.host_reduce``, min of
+    ``batch index * devices + device``): each process holds only its own flags, so without it the process
+    holding a bad matrix would raise alone and leave the others waiting at their next collective. On an
+    emulated mesh (one process holds every flag) ``host_reduce`` is no collective.
     """
-    host = [bool(f) for f in flags if isinstance(f, (bool, np.bool_))]
-    arrays = {d: f for d, f in enumerate(flags) if f is not None and not isinstance(f, (bool, np.bool_))}
-    if any(host) or (arrays and mesh.backend.any_flag(arrays)):
-        raise LinAlgError(message)
-
-
-@contextmanager
-def numpy_raises(message: str) -> Iterator[None]:
-    """NumPy's own ``LinAlgError`` (NumPy shards) as ``sa.linalg.LinAlgError(message)``, the one CuPy shards get."""
-    try:
-        yield
-    except LinAlgError:
-        raise
-    except np.linalg.LinAlgError as e:
-        raise LinAlgError(message) from e
+    if not mesh.backend.has_data:
+        return
+    local: dict[int, int] = {}  # device -> flat index in its block of its first failed matrix
+    arrays = {}
+    for d, f in enumerate(flags):
+        if f is None:
+            continue
+        if isinstance(f, (bool, np.bool_)):  # True: failed, which matrix not known
+            if f:
+                local[d] = 0
+        elif isinstance(f, (int, np.integer)):
+            local[d] = int(f)
+        else:
+            arrays[d] = f
+    if arrays:
+        local.update({d: i for d, i in mesh.backend.first_flags(arrays).items() if i >= 0})
+    dims = where.dims[:nbatch] if nbatch else ()
+    sizes = tuple(where.sizes[d] for d in dims)
+    key = NO_FAILURE
+    if local:
+        bounds = block_bounds(mesh, where.spec) if dims else None
+        for d, i in local.items():
+            flat = 0
+            if bounds is not None:
+                box = bounds[d][:nbatch]
+                at = np.unravel_index(i, tuple(b - a for a, b in box))
+                flat = int(np.ravel_multi_index(tuple(a + k for (a, _), k in zip(box, at)), sizes))
+            key = min(key, flat * mesh.size + d)
+    key = int(mesh.comm.host_reduce(key, "min"))  # every process agrees: all raise, or none
+    if key == NO_FAILURE:
+        return
+    flat, device = divmod(key, mesh.size)
+    if dims:
+        index = dict(zip(dims, (int(k) for k in np.unravel_index(flat, sizes))))
+        message = f"{message}; the first failed matrix: batch index {index}, on device {device}"
+    raise LinAlgError(message)

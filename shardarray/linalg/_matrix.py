@@ -24,7 +24,7 @@ from ..core.relayout import relayout
 from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, GatherWarning
 from ..ops.manipulation.structure import transpose
-from ._checks import numpy_raises, raise_if
+from ._checks import guard, raise_if
 
 
 class ReplicatedFallbackWarning(GatherWarning):
@@ -127,8 +127,11 @@ def local_op(
     dtype; results have the batch dims of ``xs[0]`` first.
 
     ``fails``: the op can fail (``_checks``); ``fn`` then returns one more block, a boolean array on the
-    device (a matrix failed), and ``LinAlgError(fails)`` is raised when one holds True (one read for all
-    devices, after every block ran), as it is when NumPy raises (NumPy shards).
+    device (per matrix: it failed) or False, and NumPy's own ``LinAlgError`` (NumPy shards) is caught on
+    the block (``_checks.guard``). After every block ran, ``LinAlgError(fails)``, naming the first failed
+    matrix's batch index and device, is raised on every process or on none (``_checks.raise_if``: one read
+    for all devices, and under MPI **one host reduction** of one int over the job, so that a bad matrix
+    held by one process cannot leave the others waiting at their next collective; none on an emulated mesh).
     """
     first = gather_matrix(xs[0], mdims[0], what, reason=reason)
     first, batch = batch_last(first, mdims[0])
@@ -144,9 +147,8 @@ def local_op(
     if fails is None:
         shards = map_blocks_multi(mesh, used, len(outs), fn, *(r.shards for r in ready))
     else:
-        with numpy_raises(fails):
-            shards = map_blocks_multi(mesh, used, len(outs) + 1, fn, *(r.shards for r in ready))
-        raise_if(mesh, shards.pop(), fails)
+        shards = map_blocks_multi(mesh, used, len(outs) + 1, guard(fn, len(outs)), *(r.shards for r in ready))
+        raise_if(mesh, shards.pop(), fails, first, len(batch))
     result = []
     for (tail, tsizes, dtype), sh in zip(outs, shards):
         dims = (*batch, *tail)

@@ -1,8 +1,11 @@
 """Cholesky, solve, inv, det, slogdet, eigh, eigvalsh.
 
 Matrices whole on each device (a split batch dim or none): batched local
-kernels, no communication. One matrix split over devices (its rows and/or
-columns over mesh axes):
+kernels, no communication of the data; the ops that can fail (``cholesky``,
+``solve``, ``inv``, ``eigh``, ``eigvalsh``) then agree on the verdict, under
+MPI by **one host reduction** of one int over the job (none on an emulated
+mesh). One matrix split over devices (its rows and/or columns over mesh
+axes):
 
 * ``cholesky``: the blocked right-looking 2-D algorithm (``cholesky2d``:
   per panel broadcasts of the diagonal block and the panel, one alltoallv for
@@ -23,7 +26,10 @@ shards alike (CuPy's linalg never raises; ``_checks`` says how each op tests
 its result on the devices, with one read at the end of the op): ``cholesky``
 of a matrix that is not positive definite, ``solve``/``inv`` of a singular
 one (an exact zero pivot), ``eigh``/``eigvalsh`` of one holding NaN or inf in
-the triangle read. ``det``/``slogdet`` never raise (0, ``-inf``).
+the triangle read. ``det``/``slogdet`` never raise (0, ``-inf``). It is raised
+on every process of an MPI job, also where one process holds the bad matrix
+(a split batch dim): the processes agree first (``_checks.raise_if``), and the
+message names the first bad matrix's batch index and device.
 """
 
 from __future__ import annotations
@@ -71,7 +77,8 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
 
     Only the lower triangle of ``x`` is read (the upper one with ``upper=True``:
     ``U = chol(x^T)^T``, which is ``L^H`` for Hermitian ``x``). Matrices whole on each device:
-    batched locally (no communication). One matrix split over devices (rows
+    batched locally (no communication of the data; under MPI **one host reduction** of one int over the job,
+    so that every process raises if any matrix failed). One matrix split over devices (rows
     over axes ``R``, columns over ``C``, either may be empty): the blocked
     right-looking 2-D algorithm, per panel of width ``b`` (the union of the
     row and column block boundaries, at most ``panel``):
@@ -88,7 +95,8 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
     batch dim is split). Per device that is ``O(n·b + n²/p_r + n²/p_c)``
     elements: its blocks' size, never a gather of the matrix. ``L`` (or ``U``)
     keeps ``x``'s layout with zeros in the other triangle. A matrix that is not
-    positive definite raises ``sa.linalg.LinAlgError`` (a ``numpy.linalg.LinAlgError``) on every device.
+    positive definite raises ``sa.linalg.LinAlgError`` (a ``numpy.linalg.LinAlgError``) on every device and
+    process, naming the first such matrix's batch index and device where there is a batch.
 
     Args:
         x: float or complex array.
@@ -157,7 +165,9 @@ def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | 
 
 @differentiable("linalg.inv")
 def inv(x: ShardArray, dims: Any = None) -> ShardArray:
-    """Inverse of square matrices (LU per matrix), batched locally.
+    """Inverse of square matrices (LU per matrix), batched locally: no communication of the data, and under MPI
+    **one host reduction** of one int over the job (a singular matrix raises ``sa.linalg.LinAlgError`` on every
+    process, naming the first one's batch index and device).
 
     A split matrix that is Hermitian positive definite: the 2-D Cholesky (see
     ``cholesky``; its final allreduce carries a Hermitian test), then forward
@@ -259,7 +269,10 @@ def _slogdet(x: ShardArray, dims: Any) -> SlogdetResult:
 
 def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResult:
     """Eigenvalues (ascending, real; dims (batch..., new)) and eigenvectors (batch..., rows, new) of Hermitian
-    matrices (the lower triangle is read). Batched locally; a split matrix: replicated fallback.
+    matrices (the lower triangle is read). Batched locally; a split matrix: replicated fallback (an allgather).
+    Collectives: besides that allgather, under MPI **one host reduction** of one int over the job, so that a
+    matrix holding NaN or inf raises ``sa.linalg.LinAlgError`` on every process (naming the first one's batch
+    index and device), not on its own process alone.
 
     Differentiable, for Hermitian inputs (the gradient is Hermitian, as the input is taken to be):
     ``Ā = V (diag(w̄) + F ∘ (V^H V̄)) V^H`` with ``F_ij = 1 / (w_j - w_i)``. Where two eigenvalues are equal
@@ -296,6 +309,8 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
 def eigvalsh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> ShardArray:
     """Eigenvalues (ascending, real) of Hermitian matrices: dims (batch..., new). Batched locally; split: fallback.
 
+    Collectives: as ``eigh``'s (under MPI one host reduction of one int: every process raises together).
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> sa.linalg.eigvalsh(sa.asarray(np.diag([3.0, 1.0]), dims=("i", "j"), mesh=mesh)).numpy()
@@ -325,7 +340,9 @@ def solve(a: ShardArray, b: ShardArray, dims: Any = None, *, b_dims: Any = None)
     """Solve ``a x = b`` for square ``a`` (rows, cols = ``dims``) and ``b`` with matrix dims ``b_dims``
     (default: its last two, ``(rows', k)``; ``b``'s row dim must have a's size). Batch dims must have the same
     names and sizes in both (broadcast first with ``sa.broadcast_to``). The result has ``b``'s dims, with
-    a's batch layout. Batched locally (LU per matrix). A split Hermitian positive-definite ``a``: the 2-D
+    a's batch layout. Batched locally (LU per matrix; no communication of the data, and under MPI **one host
+    reduction** of one int over the job, so that a singular ``a`` raises ``sa.linalg.LinAlgError`` on every
+    process, naming the first one's batch index and device). A split Hermitian positive-definite ``a``: the 2-D
     Cholesky, ``b`` moved to rows over a's row axes (a relayout of b's own blocks), then forward and back
     substitution (per panel of width ``w`` one **reduce** and one **broadcast** of ``w·k`` elements); the
     result's rows are split like a's rows. Any other split ``a``: the replicated LU fallback (an allgather of

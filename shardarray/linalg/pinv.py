@@ -39,7 +39,8 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
     """Moore-Penrose pseudo-inverse of the matrices of ``x``: dims (batch..., cols, rows) (``x``'s two matrix
     dims swapped). Singular values ``<= rtol * max(S)`` are dropped (default ``rtol = max(m, n) * eps``).
 
-    Collectives: ``svd``'s (TSQR on a row-split tall matrix), then one einsum over the singular values.
+    Collectives: ``svd``'s (TSQR on a row-split tall matrix; under MPI one host reduction of one int, so that a
+    matrix holding NaN raises on every process), then one einsum over the singular values.
 
     Differentiable (real) in closed form (Golub & Pereyra 1973): with ``P = pinv(A)`` and cotangent ``G``,
     ``Ā = -PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)``, the derivative wherever the rank of A is the same nearby:
@@ -82,7 +83,7 @@ def pinv_part(x: ShardArray, p: ShardArray, rows: str, cols: str) -> ShardArray:
 def matrix_rank(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> ShardArray:
     """Number of singular values ``> rtol * max(S)`` per matrix (int64, dims batch...).
 
-    Collectives: ``svdvals``'s (TSQR's R only), then a local count.
+    Collectives: ``svdvals``'s (TSQR's R only; under MPI one host reduction of one int), then a local count.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -10,7 +10,9 @@ skips the final Q product (R's collectives are its only ones). Wide matrices
 are handled through the conjugate transpose (``A^H = V S U^H``, a tall
 problem with the roles of U and V swapped). ``full_matrices=True`` with
 ``m != n`` needs the whole square U or V: replicated fallback
-(``ReplicatedFallbackWarning``).
+(``ReplicatedFallbackWarning``). A matrix holding NaN raises
+``sa.linalg.LinAlgError`` on every process: under MPI the processes agree by
+one host reduction of one int (``_checks.raise_if``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..core.tape import differentiable
 from ..errors import DimensionError
 from ..ops.elementwise.arithmetic import conj
 from ..ops.manipulation.structure import transpose
-from ._checks import numpy_raises, raise_if, svd_failed
+from ._checks import guard, raise_if, svd_failed
 from ._matrix import float_dtype, local_op, matrix_dims
 from ._parts import traced, untraced
 from .tsqr import tsqr
@@ -60,10 +62,8 @@ def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SV
         u, s, vh = xp.linalg.svd(r)
         return u, s, vh, svd_failed(xp, r)  # R holds NaN where x does (or where its QR made NaN of an inf)
 
-    message = _no_svd(x)
-    with numpy_raises(message):
-        ur, s, vh, bad = map_blocks_multi(mesh, R.spec.used_axes, 4, small, R.shards)
-    raise_if(mesh, bad, message)
+    ur, s, vh, bad = map_blocks_multi(mesh, R.spec.used_axes, 4, guard(small, 3), R.shards)
+    raise_if(mesh, bad, _no_svd(x), R, len(batch))  # every process together (one host reduction under MPI)
     S = new_array(mesh, (*batch, new), sizes, blay, s, dtype=_real(x.dtype))
     if not want_u:  # svdvals
         return S
@@ -131,7 +131,9 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     the R factors for an ill-conditioned matrix; an **alltoall** first when
     the columns are split), the SVD of R on every device, ``U = Q U_R`` locally.
     Wide matrices go through ``x^H`` (same collectives on the transposed
-    problem). ``full_matrices=True`` with ``m != n``: replicated fallback.
+    problem). ``full_matrices=True`` with ``m != n``: replicated fallback. Then, under MPI, **one host
+    reduction** of one int over the job: a matrix holding NaN raises ``sa.linalg.LinAlgError`` ("SVD did not
+    converge", naming its batch index and device) on every process together.
 
     Args:
         x: float or complex array.
@@ -195,7 +197,8 @@ def svdvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
     Collectives: ``qr``'s R only (**two allreduces** of the ``n x n`` Gram
     matrix over the row axes, TSQR's **one allgather** of R factors after them
     for an ill-conditioned matrix, an alltoall first if the columns are
-    split); the final Q is not formed.
+    split); the final Q is not formed. Under MPI one host reduction of one
+    int more (every process raises together where a matrix holds NaN).
     Wide matrices use ``x^H``. Differentiable (real): ``Ā = U diag(ḡ) V^T``
     (one ``svd`` in the VJP).
 
