@@ -1,19 +1,27 @@
 """Relayout (Mesh-TF §6.1) and the resolution of pending sums.
 
-A change of layout is decomposed per dim: axes a dim must give up are
-released from its minor end (an **alltoall** when another dim takes that axis
-next, else an **allgather**), then axes a dim must take on are acquired by a
-local **slice**. Where that plan would gather entries its final slice drops
-(two dims swapping axes, as a transpose's relayout does; an axis moving to a
-dim that does not take it next), **one alltoallv** over the axes either
-layout uses sends each device exactly the entries of its new block it does
-not hold (``exchange_boxes``: at most a block per device). A pending sum is
-resolved first: a **reduce-scatter** for each pending axis that the target
-splits a dim over next, an **allreduce** over the rest.
+A change of layout is decomposed per dim: each dim first takes on, by a local **slice**, the next axes of its
+target that no dim uses and no sum is pending over; axes a dim must give up are then released from its minor
+end (an **alltoall** when another dim takes that axis next, else an **allgather**), and the axes left to take
+on are a final local slice. That plan runs where no split follows its first collective: at most one alltoall,
+first, allgathers after it, and no final slice over an axis of size > 1. Where a split would follow (two dims
+swapping axes, as a transpose's relayout does; an axis moving to a dim that does not take it next; an allgather
+before an alltoall; two alltoalls; a slice after a collective), **one alltoallv** over the axes either layout
+uses sends each device exactly the entries of its new block it does not hold (``exchange_boxes``).
+
+The bound, for every relayout of the data (``move_axes``): each device receives from the other devices at most
+the entries of its new block that its old block lacks, ``|new| - |new ∩ old|`` (so at most a block), and
+never an entry it then drops or sends on.
+
+A pending sum is resolved first (``resolve``): after the same local slices over free axes, a
+**reduce-scatter** for each pending axis that the target splits a dim over (along that dim: next in its axes,
+or appended to them for the relayout to move on), one **allreduce** over the pending axes the target does not
+use.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -55,8 +63,45 @@ def _alltoall_target(cur: list[tuple[str, ...]], target: Sequence[tuple[str, ...
     return best
 
 
+def _free_slices(
+    cur: Sequence[tuple[str, ...]], target: Sequence[tuple[str, ...]], busy: frozenset[str]
+) -> tuple[tuple[str, ...], ...]:
+    """``cur`` with every dim that ``target`` extends taking on the next target axes that no dim uses and no sum
+    is pending over (``busy``): local slices that drop only entries no device keeps."""
+    out = []
+    for c, t in zip(cur, target):
+        n = len(c)
+        if _is_prefix(c, t):
+            while n < len(t) and t[n] not in busy:
+                n += 1
+            c = t[:n]
+        out.append(c)
+    return tuple(out)
+
+
+def _slice_blocks(x: ShardArray, shards: Sequence[Any], have: Layout, want: Layout) -> list[Any]:
+    """The blocks of ``want`` cut locally out of ``shards`` laid out as ``have`` (each dim's axes in ``want``
+    extend its axes in ``have``; the pending axes of ``x`` are kept)."""
+    src = block_bounds(x.mesh, have)
+    dst = block_bounds(x.mesh, want)
+    out: list[Any] = [None] * x.mesh.size
+    for rep, devices in x.mesh.replica_classes(want.used_axes.union(x.pending)):
+        index = tuple(slice(t0 - s0, t1 - s0) for (s0, _), (t0, t1) in zip(src[rep], dst[rep]))
+        block = shards[rep][index]
+        for d in devices:
+            out[d] = block
+    return out
+
+
 def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
-    """Resolve the pending sum of ``x``, scattering into ``target`` where it can."""
+    """Resolve the pending sum of ``x``, scattering into ``target`` where it can.
+
+    Each dim first takes on, by local slices, the next axes of ``target`` that no dim uses and no sum is pending
+    over (nothing is summed that is then dropped); a pending axis that a dim takes on next is then a
+    **reduce-scatter** along it, and so is a pending axis that ``target`` splits a dim over further on (along
+    that dim, appended to its axes: ``move_axes`` moves the summed pieces on); the pending axes ``target`` does
+    not use are one **allreduce**.
+    """
     if not x.pending:
         return x
     target = tuple(target)
@@ -64,19 +109,36 @@ def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
         return x._resolved[1]  # arrays are immutable: several consumers share one reduction
     comm = x.mesh.comm
     shards = x.shards  # immutable (a tuple, or a meta ClassList the communicator handles per class)
-    cur = list(x.spec.axes)
+    busy = x.spec.used_axes.union(x.pending)
+    cur = list(_free_slices(x.spec.axes, target, busy))
+    if tuple(cur) != x.spec.axes:
+        shards = _slice_blocks(x, shards, x.spec, x.spec.with_axes(cur))
     left = list(x.pending)
     progress = True
     while progress and left:
         progress = False
         for i in range(len(cur)):
             a = _next_axis(cur[i], target[i])
-            while a is not None and a in left:
+            while a is not None:
+                if a in left:
+                    shards = comm.reduce_scatter(shards, (a,), dim=i)
+                    left.remove(a)
+                    progress = True
+                elif a not in busy and any(b in left for b in target[i][len(cur[i]) :]):
+                    # a free axis between two pending ones: sliced before the next reduce-scatter
+                    have = x.spec.with_axes(cur)
+                    shards = _slice_blocks(x, shards, have, have.with_axes([*cur[:i], cur[i] + (a,), *cur[i + 1 :]]))
+                else:
+                    break
+                cur[i] = cur[i] + (a,)
+                a = _next_axis(cur[i], target[i])
+    for a in list(left):  # a pending axis the target splits a dim over, not next: scattered along that dim
+        for i, t in enumerate(target):
+            if a in t:
                 shards = comm.reduce_scatter(shards, (a,), dim=i)
                 cur[i] = cur[i] + (a,)
                 left.remove(a)
-                progress = True
-                a = _next_axis(cur[i], target[i])
+                break
     if left:
         shards = comm.allreduce(shards, tuple(left))
     out = ShardArray(x.mesh, x.spec.with_axes(cur), x.dtype, shards)
@@ -85,22 +147,67 @@ def resolve(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
 
 
 def move_axes(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
-    """Bring ``x`` to the per-dim mesh axes ``target`` (a pending sum stays pending): alltoalls, allgathers and
-    slices, or one exchange of the missing pieces where the gathers would be sliced away (``exchange_boxes``).
+    """Bring ``x`` to the per-dim mesh axes ``target`` (a pending sum stays pending): local slices, alltoalls,
+    allgathers, or one exchange of the missing pieces where those would move entries that are then dropped
+    (``exchange_boxes``). Either way each device receives at most the entries of its new block it does not
+    hold (see ``_plan``).
 
     (``movement.move`` is the other move: data along one dim, from pieces of arrays.)
 
     ``target`` must not use a pending axis of ``x``.
     """
     target = tuple(target)
-    cur = list(x.spec.axes)
-    if tuple(cur) == target:
+    cur = x.spec.axes
+    if cur == target:
         return x
-    if _gathers_then_slices(cur, target):
+    mesh = x.mesh
+    trivial = frozenset(a for a in mesh.axis_names if mesh.axis_size(a) == 1)
+    plan = _plan(cur, target, frozenset(x.pending), trivial)
+    if plan is None:
         final = Layout(x.dims, x.shape, target)
-        return ShardArray(x.mesh, final, x.dtype, exchange_boxes(x, final), x.pending)
-    comm = x.mesh.comm
-    shards = list(x.shards)
+        return ShardArray(mesh, final, x.dtype, exchange_boxes(x, final), x.pending)
+    start, steps = plan
+    comm = mesh.comm
+    shards: Any = x.shards
+    moved = x.spec
+    if start != cur:
+        moved = x.spec.with_axes(start)
+        shards = _slice_blocks(x, shards, x.spec, moved)
+    shards = list(shards)
+    for op, axes, dim, other in steps:
+        if op == "allgather":
+            shards = comm.allgather(shards, axes, dim=dim)
+        else:
+            shards = comm.alltoall(shards, axes, split_dim=dim, concat_dim=other)
+    if steps:
+        moved = x.spec.with_axes(_after(start, steps))
+    if moved.axes != target:
+        final = x.spec.with_axes(target)
+        shards = _slice_blocks(x, shards, moved, final)
+        moved = final
+    return ShardArray(mesh, moved, x.dtype, shards, x.pending)
+
+
+_Step = tuple[str, tuple[str, ...], int, int]  # ("allgather", axes, dim, dim) or ("alltoall", axes, split, concat)
+
+
+def _after(start: tuple[tuple[str, ...], ...], steps: Sequence[_Step]) -> tuple[tuple[str, ...], ...]:
+    """The per-dim axes after ``steps`` from ``start``."""
+    cur = list(start)
+    for op, axes, dim, other in steps:
+        if op == "allgather":
+            cur[dim] = cur[dim][: len(cur[dim]) - len(axes)]
+        else:
+            cur[other] = cur[other][: len(cur[other]) - len(axes)]
+            cur[dim] = cur[dim] + axes
+    return tuple(cur)
+
+
+def _per_dim_steps(cur: Sequence[tuple[str, ...]], target: Sequence[tuple[str, ...]]) -> tuple[_Step, ...]:
+    """Mesh-TF's per-dim plan: each dim in turn gives up the axes it must from its minor end, by an alltoall
+    where another dim takes them on next, else by an allgather (the dim takes on what is left by a slice)."""
+    cur = list(cur)
+    steps: list[_Step] = []
     for i in range(len(cur)):
         gathered: list[str] = []
         while not _is_prefix(cur[i], target[i]):
@@ -111,48 +218,50 @@ def move_axes(x: ShardArray, target: Sequence[tuple[str, ...]]) -> ShardArray:
                 continue
             j, n = move_to
             if gathered:
-                shards = comm.allgather(shards, tuple(gathered), dim=i)
+                steps.append(("allgather", tuple(gathered), i, i))
                 gathered = []
             moving = cur[i][len(cur[i]) - n :]
-            shards = comm.alltoall(shards, moving, split_dim=j, concat_dim=i)
+            steps.append(("alltoall", moving, j, i))
             cur[i] = cur[i][: len(cur[i]) - n]
             cur[j] = cur[j] + moving
         if gathered:
-            shards = comm.allgather(shards, tuple(gathered), dim=i)
-    moved = Layout(x.dims, x.shape, tuple(cur))
-    if tuple(cur) != target:
-        final = Layout(x.dims, x.shape, target)
-        src = block_bounds(x.mesh, moved)
-        dst = block_bounds(x.mesh, final)
-        used = final.used_axes.union(x.pending)
-        out: list[Any] = [None] * x.mesh.size
-        for rep, devices in x.mesh.replica_classes(used):
-            index = tuple(slice(t0 - s0, t1 - s0) for (s0, _), (t0, t1) in zip(src[rep], dst[rep]))
-            block = shards[rep][index]
-            for d in devices:
-                out[d] = block
-        shards = out
-        moved = final
-    return ShardArray(x.mesh, moved, x.dtype, shards, x.pending)
+            steps.append(("allgather", tuple(gathered), i, i))
+    return tuple(steps)
 
 
-def _gathers_then_slices(cur: Sequence[tuple[str, ...]], target: Sequence[tuple[str, ...]]) -> bool:
-    """Whether the per-dim plan of ``move_axes`` (alltoalls, allgathers, a final slice) would allgather data
-    that its final slice then drops: a dim gives up an axis no other dim takes next while a dim takes on an
-    axis by slicing. ``move_axes`` then moves exactly the pieces each device needs, in one exchange."""
-    cur = list(cur)
-    gathered = False
-    for i in range(len(cur)):
-        while not _is_prefix(cur[i], target[i]):
-            move_to = _alltoall_target(cur, target, i)
-            if move_to is None:
-                gathered = True
-                cur[i] = cur[i][:-1]
-                continue
-            j, n = move_to
-            cur[j] = cur[j] + cur[i][len(cur[i]) - n :]
-            cur[i] = cur[i][: len(cur[i]) - n]
-    return gathered and tuple(cur) != tuple(target)
+@functools.lru_cache(maxsize=4096)
+def _plan(
+    cur: tuple[tuple[str, ...], ...],
+    target: tuple[tuple[str, ...], ...],
+    pending: frozenset[str],
+    trivial: frozenset[str],
+) -> tuple[tuple[tuple[str, ...], ...], tuple[_Step, ...]] | None:
+    """``(start, steps)``: slice locally to ``start``, run ``steps``, slice to ``target``; None where only
+    ``exchange_boxes`` keeps each device to the entries of its new block it does not hold.
+
+    A plan receives only entries the device keeps when, past its first collective (one over axes of size 1
+    moves nothing: ``trivial``), nothing splits a block further: an **alltoall** may come first only, the
+    **allgathers** follow it, and the final slice takes on only axes of size 1. An alltoall then receives its
+    new block less the piece the device holds, and each allgather the pieces of its group it lacks; a collective
+    before a split would move entries the split then drops (sends on, for an alltoall's split). Mesh-TF's
+    per-dim plan is tried as it is, then after local slices over the target's free axes; else the exchange.
+    """
+    busy = frozenset(a for axes in cur for a in axes) | pending
+    for start in dict.fromkeys((cur, _free_slices(cur, target, busy))):
+        steps = _per_dim_steps(start, target)
+        moving = [(op, axes) for op, axes, _, _ in steps if not trivial.issuperset(axes)]
+        if not moving:
+            return start, steps
+        final_slice = any(not trivial.issuperset(t[len(c) :]) for c, t in zip(_after(start, steps), target))
+        if not final_slice and all(op == "allgather" for op, _ in moving[1:]):
+            return start, steps
+    return None
+
+
+def _exchanges(cur: Sequence[tuple[str, ...]], target: Sequence[tuple[str, ...]]) -> bool:
+    """Whether ``move_axes`` moves ``cur`` to ``target`` by ``exchange_boxes`` (no pending sum, on a mesh without
+    axes of size 1): its plans would move entries that a later split drops."""
+    return _plan(tuple(cur), tuple(target), frozenset(), frozenset()) is None
 
 
 def exchange_boxes(x: ShardArray, final: Layout) -> list[Any]:

@@ -1,10 +1,12 @@
-"""Relayouts that would allgather and then slice move each device's missing entries in one exchange instead.
+"""Relayouts whose collectives would move entries that a later split drops move each device's missing entries
+in one exchange instead.
 
-``core.relayout.move_axes`` keeps its per-dim plan (alltoalls, allgathers, a final slice) where nothing it
-gathers is dropped; where its plan would gather data that the final slice drops (an axis swap between two
-dims, an axis moved to a dim that does not take it next), ``exchange_boxes`` sends each device exactly the
-entries of its new block it does not hold: one alltoall record over the axes either layout uses, never more
-elements than a block, the value equal to NumPy's on every mesh, with uneven and empty blocks.
+``core.relayout.move_axes`` keeps its per-dim plan (alltoalls, allgathers, a final slice), after local slices
+over the target's free axes, where no split follows its first collective; where one would (an axis swap between
+two dims, an axis moved to a dim that does not take it next, an allgather before an alltoall, two alltoalls),
+``exchange_boxes`` sends each device exactly the entries of its new block it does not hold: one alltoall record
+over the axes either layout uses, never more elements than a block, the value equal to NumPy's on every mesh,
+with uneven and empty blocks. (``test_relayout_traffic.py`` checks what each device receives.)
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from shardarray.core.relayout import _gathers_then_slices
+from shardarray.core.relayout import _exchanges
 from shardarray.layout import block_bounds, make_layout
 
 DIMS = ("a", "b", "c")
@@ -39,7 +41,7 @@ def test_relayout_any_pair_of_layouts(mesh, sizes, data):
         np.testing.assert_array_equal(host(block), a[box])
     cur = make_layout(mesh, DIMS, tuple(sizes), src).axes
     target = make_layout(mesh, DIMS, tuple(sizes), dst).axes
-    if _gathers_then_slices(cur, target):
+    if _exchanges(cur, target):
         assert [r.op for r in log.records] in ([], ["alltoall"])  # nothing to send when the pieces stay home
         biggest = max(math.prod(hi - lo for lo, hi in dev) for dev in block_bounds(mesh, y.spec))
         # a piece goes out from each of its holders in turn: a holder sends at most one new block to each of
