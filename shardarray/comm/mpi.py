@@ -283,6 +283,10 @@ def host_allreduce(world: Any, value: Any, op: str) -> Any:
     return world.allreduce(value, op=reduce_op(op))
 
 
+#: (world, groups along some axes) -> (this process's sub-communicator, its position in it), for every mesh
+_SUBS: dict[tuple[Any, tuple[tuple[int, ...], ...]], tuple[Any, int]] = {}
+
+
 class MpiCommunicator(Communicator):
     """Collectives over MPI sub-communicators, one per axis group (see the module docstring)."""
 
@@ -299,16 +303,26 @@ class MpiCommunicator(Communicator):
 
     # ---------------------------------------------------------------- helpers
     def _sub(self, axes: tuple[str, ...]) -> tuple[Any, int]:
-        """``(communicator of this rank's group along axes, this rank's position in it)``."""
+        """``(communicator of this rank's group along axes, this rank's position in it)``.
+
+        The sub-communicators are shared by every mesh whose groups along ``axes`` are the same processes
+        (``_SUBS``): a program that makes a mesh per step would otherwise split a new one each time, and MPI
+        runs out of them after about 2,000 (the split is collective, so they cannot be freed when a mesh is
+        collected on one process). Under SPMD every process makes the same meshes in the same order, so all
+        find or split the same one."""
         found = self._subs.get(axes)
         if found is None:
-            for color, group in enumerate(self.mesh.groups(axes)):
-                if self.rank in group:
-                    pos = group.index(self.rank)
-                    sub = self.world.Split(color, pos)
-                    sub.Set_errhandler(_mpi().ERRORS_RETURN)  # MPI errors raise (then CommError), not abort silently
-                    found = (sub, pos)
-                    break
+            groups = tuple(tuple(g) for g in self.mesh.groups(axes))
+            key = (self.world.py2f(), groups)
+            found = _SUBS.get(key)
+            if found is None:
+                for color, group in enumerate(groups):
+                    if self.rank in group:
+                        pos = group.index(self.rank)
+                        sub = self.world.Split(color, pos)
+                        sub.Set_errhandler(_mpi().ERRORS_RETURN)  # MPI errors raise (then CommError), not abort
+                        found = _SUBS[key] = (sub, pos)
+                        break
             found = cast("tuple[Any, int]", found)  # this rank is in exactly one group along any axes
             self._subs[axes] = found
         return found
