@@ -104,17 +104,23 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
         other = positional_ufuncs.scalar_operand(HOOKS.namespace(), other, self, inplace=True)
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
             return NotImplemented
-        with WRITES:
-            out = elementwise(fn, self, other, what=name)
-            _check_inplace(self, other, out, name)
-            if in_use(self) or in_use(out):
-                return out
-            swap_in(self, out)
-        return self
+        return _write_back(self, other, lambda: elementwise(fn, self, other, what=name), name)
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` in place: the result written into the left operand (see ``shardarray.array_api``)."
     return op
+
+
+def _write_back(x: Array, other: Any, compute: Callable[[], ShardArray], name: str) -> Any:
+    """``compute()`` (``x op other``) checked to keep ``x``'s shape and dtype and written into ``x`` (returned),
+    under the lock of in-place writes; the result itself where the tape depends on ``x`` or on it (``_inplace``)."""
+    with WRITES:
+        out = compute()
+        _check_inplace(x, other, out, name)
+        if in_use(x) or in_use(out):
+            return out
+        swap_in(x, out)
+    return x
 
 
 def _check_inplace(x: ShardArray, other: Any, out: ShardArray, name: str) -> None:
@@ -290,13 +296,8 @@ class Array(ShardArray):
         """``x @= y``: ``x @ y`` written into ``x`` in place, as the other in-place operators (``_inplace``)."""
         if not isinstance(other, ShardArray):
             return NotImplemented
-        with WRITES:
-            out = HOOKS.matmul(self, other)  # a named ShardArray is accepted as it is (the namespace's rule)
-            _check_inplace(self, other, out, "matmul")
-            if in_use(self) or in_use(out):
-                return out
-            swap_in(self, out)
-        return self
+        # a named ShardArray is accepted as it is (the namespace's rule)
+        return _write_back(self, other, lambda: HOOKS.matmul(self, other), "matmul")
 
     def __matmul__(self, other: Any) -> Any:
         return HOOKS.matmul(self, other) if isinstance(other, ShardArray) else NotImplemented

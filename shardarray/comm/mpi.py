@@ -268,7 +268,8 @@ def _nan_op(op: str) -> Any:
 
         def combine(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
             dtype = to_numpy_dtype(datatype)
-            fn(np.frombuffer(inbuf, dtype), np.frombuffer(inoutbuf, dtype), out=np.frombuffer(inoutbuf, dtype))
+            acc = np.frombuffer(inoutbuf, dtype)
+            fn(np.frombuffer(inbuf, dtype), acc, out=acc)
 
         got = _NAN_OPS[op] = _mpi().Op.Create(combine, commute=True)
     return got

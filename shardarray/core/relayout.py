@@ -258,12 +258,6 @@ def _plan(
     return None
 
 
-def _exchanges(cur: Sequence[tuple[str, ...]], target: Sequence[tuple[str, ...]]) -> bool:
-    """Whether ``move_axes`` moves ``cur`` to ``target`` by ``exchange_boxes`` (no pending sum, on a mesh without
-    axes of size 1): its plans would move entries that a later split drops."""
-    return _plan(tuple(cur), tuple(target), frozenset(), frozenset()) is None
-
-
 def exchange_boxes(x: ShardArray, final: Layout) -> list[Any]:
     """The blocks of ``x`` in ``final`` (same dims and sizes; pending axes untouched), by **one alltoallv**
     over the mesh axes either layout uses: each device receives exactly the entries of its new block that it

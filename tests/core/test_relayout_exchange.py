@@ -19,10 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from shardarray.core.relayout import _exchanges
+from shardarray.core.relayout import _plan
 from shardarray.layout import block_bounds, make_layout
 
 DIMS = ("a", "b", "c")
+
+
+def _exchanges(cur, target):
+    """Whether ``move_axes`` moves ``cur`` to ``target`` by ``exchange_boxes`` (no pending sum, on a mesh without
+    axes of size 1): its plans would move entries that a later split drops."""
+    return _plan(tuple(cur), tuple(target), frozenset(), frozenset()) is None
 
 
 @settings(max_examples=60, deadline=None)
