@@ -30,7 +30,7 @@ from .. import linalg as L
 from ..array import ShardArray
 from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.manipulation.structure import rename
+from ..ops.manipulation.structure import copy, rename
 from ._align import axes_dims, broadcast_shape, fresh
 from ._array import HOOKS, Array, wrap
 from ._linalg import matmul, matrix_transpose, tensordot, vecdot
@@ -241,37 +241,48 @@ def matrix_power(x: Array, n: int, /) -> Array:
     if n == 0:
         eye = xp.eye(x.shape[-1], dtype=x.dtype, device=x.mesh)
         return xp.broadcast_to(eye, x.shape)
-    if n < 0:
-        x, n = inv(x), -n
-    result, base = None, x
+    a = inv(x) if n < 0 else x
+    n = abs(n)
+    result, base = None, a
     while n:
         if n & 1:
             result = base if result is None else matmul(result, base)
         n >>= 1
         if n:
             base = matmul(base, base)
-    return wrap(result)
+    return wrap(copy(x) if result is x else result)  # n == 1: a new array, never x itself
+
+
+def _float_abs(xp: Any, x: Array) -> Array:
+    """``|x|`` for a norm: integers and bools in float64, as NumPy's norms compute them."""
+    return xp.abs(x if x.dtype.kind in "fc" else xp.astype(x, xp.float64))
+
+
+def _max0(xp: Any, a: Array, axis: Any, keepdims: bool) -> Array:
+    """The max of the non-negative ``a`` over ``axis`` (None: all), 0 over an empty extent (NumPy's norms:
+    ``initial=0``; a plain max of nothing raises)."""
+    axes = range(a.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    if all(a.shape[i] for i in axes):
+        return xp.max(a, axis=axis, keepdims=keepdims)
+    return xp.sum(a, axis=axis, keepdims=keepdims)
 
 
 def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:
     """Matrix norm over the last two axes: ``sa.linalg.matrix_norm`` (2, -2, nuc via ``svdvals``)."""
     xp = _xp()
-    x = _arr(x, "matrix_norm")
+    x = _arr(x, "matrix_norm", floating=ord in (2, -2, "nuc"))  # integers: float64, as NumPy (but the SVD's)
     if ord in (1, -1, math.inf, -math.inf, "fro"):
-        a = xp.abs(x)
-        if a.dtype.kind not in "f":
-            a = xp.astype(a, xp.float64)
+        a = _float_abs(xp, x)
         if ord == "fro":
             out = xp.sqrt(xp.sum(a * a, axis=(-2, -1), keepdims=keepdims))
             return out
         inner, outer = (-2, -1) if ord in (1, -1) else (-1, -2)
         col = xp.sum(a, axis=inner, keepdims=True)
-        red = xp.max if ord > 0 else xp.min
-        out = red(col, axis=outer, keepdims=True)
+        out = _max0(xp, col, outer, True) if ord > 0 else xp.min(col, axis=outer, keepdims=True)
         return out if keepdims else out[..., 0, 0]
     if ord in (2, -2, "nuc"):
         s = svdvals(x)
-        out = xp.sum(s, axis=-1) if ord == "nuc" else (xp.max if ord == 2 else xp.min)(s, axis=-1)
+        out = xp.sum(s, axis=-1) if ord == "nuc" else _max0(xp, s, -1, False) if ord == 2 else xp.min(s, axis=-1)
         return xp.expand_dims(xp.expand_dims(out, axis=-1), axis=-1) if keepdims else out
     raise ArgumentError(f"linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got {ord!r}")
 
@@ -279,13 +290,13 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Arr
 def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: float = 2) -> Array:
     """Vector norm over ``axis`` (None: all): a distributed reduction (``sa.linalg.vector_norm``'s rules)."""
     xp = _xp()
-    x = _arr(x, "vector_norm", 0)
+    x = _arr(x, "vector_norm", 0, floating=False)  # integers: float64, as NumPy
     axes_dims(x, axis, "linalg.vector_norm")  # validates
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise ArgumentError(f"linalg.vector_norm: ord must be a number or ±inf; got {ord!r}")
-    a = xp.abs(x)
+    a = _float_abs(xp, x)
     if ord == math.inf:
-        return xp.max(a, axis=axis, keepdims=keepdims)
+        return _max0(xp, a, axis, keepdims)
     if ord == -math.inf:
         return xp.min(a, axis=axis, keepdims=keepdims)
     if ord == 0:

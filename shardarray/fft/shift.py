@@ -7,16 +7,18 @@ from typing import Any
 from ..array import ShardArray
 from ..core.common import require_array
 from ..ops.manipulation.flip import roll
+from ..ops.manipulation.structure import copy
 from .transforms import distinct_dims
 
 
 def _shift(x: Any, dims: Any, sign: int, what: str) -> ShardArray:
     x = require_array(x, what)
+    out = x
     for d in distinct_dims(x, dims, what):
-        n = x.sizes[d]
+        n = out.sizes[d]
         if n > 1:
-            x = roll(x, d, sign * (n // 2))
-    return x
+            out = roll(out, d, sign * (n // 2))
+    return copy(x) if out is x else out  # a new array, never x itself (writes to it must not reach x)
 
 
 def fftshift(x: ShardArray, dims: Any = None) -> ShardArray:

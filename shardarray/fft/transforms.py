@@ -38,7 +38,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.manipulation.structure import astype
 from . import split1d
 from .four_step import applies
-from .pencil import along, splits
+from .pencil import along, resize, splits
 
 NORMS = ("backward", "ortho", "forward")
 DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -146,11 +146,13 @@ def r2c(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
 @differentiable("fft_c2r")
 def c2r(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tuple[str, ...] = ()) -> ShardArray:
     """Complex-to-real DFT of ``n`` outputs along ``dim`` (irfft; ``hermitian``: hfft)."""
-    fft = x.mesh.backend.fft
+    fft, xp = x.mesh.backend.fft, x.mesh.backend.xp
     name = "hfft" if hermitian else "irfft"
     ct = complex_dtype(x.dtype)
 
     def local(b: Any, axis: int) -> Any:
+        if not b.shape[axis]:  # numpy.fft's irfft/hfft pad an empty axis with uninitialized memory: zeros here
+            b = resize(xp, b, axis, 1)
         return getattr(fft, name)(b.astype(ct, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x

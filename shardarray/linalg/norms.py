@@ -25,6 +25,12 @@ from ._matrix import float_dtype, matrix_dims
 from .svd import fresh_dim, svdvals
 
 
+def _max0(a: ShardArray, dims: Any) -> ShardArray:
+    """The max of the non-negative ``a`` over ``dims``, 0 where they are empty (NumPy's norms: ``initial=0``)."""
+    names = (dims,) if isinstance(dims, str) else tuple(dims)
+    return _max(a, dims) if all(a.sizes[d] for d in names) else _sum(a, dims)
+
+
 def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArray:
     """The ``ord``-norm over ``dims`` (default all): ``(sum |x|^ord)^(1/ord)``; ``inf``/``-inf``: max/min ``|x|``;
     ``0``: the count of non-zeros. Real result. Collectives: those of the sum/max over split dims (one allreduce).
@@ -43,7 +49,7 @@ def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArra
     if x.dtype.kind not in "fc":
         a = astype(a, "float64")
     if ord == math.inf:
-        return _max(a, names) if x.size else _sum(a, names)
+        return _max0(a, names)
     if ord == -math.inf:
         return _min(a, names)
     if ord == 0:
@@ -75,10 +81,12 @@ def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardAr
         s = svdvals(x, (rows, cols), new=k)
         if ord == "nuc":
             return _sum(s, k)
-        return _max(s, k) if ord == 2 else _min(s, k)
+        return _max0(s, k) if ord == 2 else _min(s, k)
     if ord in (1, -1, math.inf, -math.inf):
         a = _abs(x)
+        if x.dtype.kind not in "fc":  # NumPy computes the norms of integers in float64
+            a = astype(a, "float64")
         inner, outer = (rows, cols) if ord in (1, -1) else (cols, rows)
         col = _sum(a, inner)
-        return _max(col, outer) if ord > 0 else _min(col, outer)
+        return _max0(col, outer) if ord > 0 else _min(col, outer)
     raise ArgumentError(f"sa.linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got {ord!r}")

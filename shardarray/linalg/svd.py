@@ -177,7 +177,7 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
             u, s, vh = svd(x, (rows, cols), full_matrices=full_matrices, new=new)
         return SVDResult(*(svd_part(x, u, s, vh, rows, cols, part) for part in ("U", "S", "Vh")))
     if (full_matrices and m != n) or m == 0 or n == 0:
-        return _fallback(x, rows, cols, new, full_matrices)
+        return _fallback(x, rows, cols, new, full_matrices and m != n)  # square: full is reduced (dims too)
     if m >= n:
         return _tall_svd(x, rows, cols, new, True)
     # wide: x^H = V S U^H is tall (its rows are x's cols)
