@@ -26,9 +26,10 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
 
     Tensor names are the arrays' tree paths joined by ``/`` (``"params/embed"``);
     ``safetensors.numpy.load_file(file)`` reads it, as does any safetensors
-    reader. The file's ``__metadata__["shardarray"]`` holds the tree and dim
-    names as JSON, so ``sa.checkpoint.load(file, mesh=mesh)`` restores the
-    whole tree; ``load(file, target)`` works for any safetensors file.
+    reader. The file's ``__metadata__["shardarray"]`` holds the tree, the dim
+    names and which arrays are positional as JSON, so
+    ``sa.checkpoint.load(file, mesh=mesh)`` restores the whole tree (positional
+    arrays positional); ``load(file, target)`` works for any safetensors file.
 
     Runs in one process, reading the block files directly (no mesh, no
     collectives). Memory: one global array at a time; the file is written to
@@ -69,7 +70,12 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
         )
     m = src.manifest
     names = list(m["arrays"])
-    meta = {EXPORT_KEY: json.dumps({"tree": m["tree"], "dims": {n: m["arrays"][n]["dims"] for n in names}})}
+    positional = [n for n in names if m["arrays"][n].get("kind") == "positional"]
+    meta = {
+        EXPORT_KEY: json.dumps(
+            {"tree": m["tree"], "dims": {n: m["arrays"][n]["dims"] for n in names}, "positional": positional}
+        )
+    }
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:

@@ -38,7 +38,7 @@ FORMAT = "shardarray-checkpoint"
 VERSION = 3
 READABLE = (1, 2, 3)  # versions this shardarray loads (a block's checksum names its algorithm)
 MANIFEST = "manifest.json"
-EXPORT_KEY = "shardarray"  # safetensors __metadata__ key of an exported file: {"tree", "dims"} as JSON
+EXPORT_KEY = "shardarray"  # safetensors __metadata__ key of an exported file: {"tree", "dims", "positional"} as JSON
 
 
 def manifest_checksum(m: dict[str, Any]) -> str:

@@ -65,6 +65,9 @@ def _plain_file(file: Path) -> Source:
         except ValueError:
             extra = {}
     dims = extra.get("dims", {}) if isinstance(extra, dict) else {}
+    positional = extra.get("positional", []) if isinstance(extra, dict) else []
+    if not isinstance(dims, dict) or not isinstance(positional, list):
+        dims, positional = {}, []
     arrays = {}
     for key, (shape, st) in entries.items():
         if st not in FROM_ST:
@@ -73,6 +76,7 @@ def _plain_file(file: Path) -> Source:
                 f"cannot load; convert it to one of {sorted(FROM_ST)}"
             )
         arrays[key] = {
+            **({"kind": "positional"} if key in positional else {}),
             "dims": dims.get(key),
             "sizes": list(shape),
             "dtype": FROM_ST[st],

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..core.relayout import resolve_to
 from ..errors import CheckpointError, ShardArrayError
 from . import commit as _commit
@@ -147,7 +147,8 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
                 f"(shape, dtype) on process 0 and {theirs.get(n)} on process {r}; every process must save "
                 f"the same tree of arrays (the same global sizes), as in any SPMD program"
             )
-    arrays = [(name, resolve_to(x) if x.pending else x) for name, x in arrays]  # collectives, now that all agree
+    # collectives, now that all agree; a positional array stays positional (its manifest entry says so)
+    arrays = [(name, like_kind(resolve_to(x), x) if x.pending else x) for name, x in arrays]
     error = None
     if procs.rank == 0:
         try:

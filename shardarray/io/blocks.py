@@ -17,15 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..array_api._array import wrap
 from ..checkpoint.blocks import Block, distinct_blocks, process_of
 from ..core.relayout import resolve_to
 from ..default_mesh import get_default_mesh
-from ..errors import BackendError, DimensionError, LayoutError, MeshError
+from ..errors import ArgumentError, BackendError, DimensionError, LayoutError, MeshError, ShardArrayError
 from ..layout import Layout, block_bounds, check_dims, make_layout
 from ..mesh import Mesh
 from ..ops.creation.basic import from_blocks
+from . import checks
 
 Bounds = tuple[tuple[int, int], ...]
 
@@ -92,19 +93,44 @@ def build(
     positional: bool,
     read: Callable[[Bounds], np.ndarray],
     what: str,
+    where: Any = None,
 ) -> ShardArray:
     """The array whose block on each device is ``read(bounds)`` (NumPy, moved onto the mesh's backend).
 
-    ``read`` is called once per replica class this process holds, inside the
-    class's device scope, so CuPy shards land on their device; a meta mesh
-    reads nothing (shapes only).
+    ``read`` is called once per distinct block this process holds (replicas
+    share it); a meta mesh reads nothing (shapes only). Every block is read
+    before any is placed, and under MPI the processes then agree on the
+    outcome (``checks.together``): a block that cannot be read (a damaged
+    chunk) raises on every process, never on one alone while the others go
+    on into a collective. A failure of the file's library (not one of
+    ``sa``'s errors) becomes an ``ArgumentError`` naming ``where`` and the block.
+    Each block then moves onto its device inside the device's scope (CuPy shards land on their GPU).
     """
     backend = mesh.backend
     mesh.comm.check_spmd(what, dict(zip(layout.dims, layout.sizes)), dtype, layout=layout)
+    boxes = local_boxes(mesh, layout) if backend.has_data else []
+
+    def read_all() -> dict[Bounds, np.ndarray]:
+        host: dict[Bounds, np.ndarray] = {}
+        for bounds in boxes:
+            if bounds in host:  # (a per-device backend lists every replica)
+                continue
+            try:
+                host[bounds] = read(bounds)
+            except ShardArrayError:
+                raise
+            except (OSError, ValueError, RuntimeError, KeyError, EOFError) as e:
+                raise ArgumentError(
+                    f"{what}: reading the block {[list(b) for b in bounds]} of {where} failed "
+                    f"({type(e).__name__}: {e}); the file is damaged or unreadable"
+                ) from e
+        return host
+
+    host = checks.together(checks.job(mesh), read_all, what)
     if backend.has_data:
 
         def make(bounds: Bounds) -> Any:
-            return backend.from_numpy(read(bounds))
+            return backend.from_numpy(host[bounds])
 
     else:
 
@@ -137,7 +163,8 @@ def shape_of(bounds: Bounds) -> tuple[int, ...]:
 
 
 def writable(x: Any, what: str) -> ShardArray:
-    """``x`` ready to write: a ShardArray with data, its pending sum resolved (an allreduce, as ``x.resolve()``)."""
+    """``x`` ready to write: a ShardArray with data, its pending sum resolved (an allreduce, as ``x.resolve()``),
+    of ``x``'s kind (a positional array stays positional)."""
     if not isinstance(x, ShardArray):
         raise BackendError(
             f"{what} writes a ShardArray (or a shardarray.array_api Array); got {type(x).__name__} {x!r:.60}. "
@@ -148,7 +175,7 @@ def writable(x: Any, what: str) -> ShardArray:
             f"{what}: the array {x.sizes} lives on the {x.mesh.backend.name!r} backend, which holds no values to "
             f"write; write arrays of a numpy or cupy mesh"
         )
-    return resolve_to(x) if x.pending else x
+    return like_kind(resolve_to(x), x) if x.pending else x  # a positional array stays positional
 
 
 def my_blocks(x: ShardArray, rank: int) -> list[tuple[Block, np.ndarray]]:

@@ -109,8 +109,12 @@ def job(mesh: Any) -> Procs:
 
 def together(procs: Procs, step: Callable[[], T], what: str) -> T:
     """``step()`` on every process of the job, then one small allgather of error messages (a barrier too): an
-    error on any process raises on all of them (the process that failed re-raises its own), so no process waits
-    forever in the next collective. With one process: ``step()`` alone."""
+    error on any process raises on all of them, so no process waits forever in the next collective.
+
+    Every process raises the same class: that of the lowest process that failed (an error that is not one of
+    ``sa``'s becomes an ``ArgumentError`` naming its type), so an ``except`` takes the same branch everywhere;
+    that process re-raises its own error, the others one that names it. With one process: ``step()`` alone.
+    """
     if procs.size == 1:
         return step()
     result: Any = None
@@ -120,13 +124,18 @@ def together(procs: Procs, step: Callable[[], T], what: str) -> T:
         result = step()
     except Exception as e:
         failure = e
-        text = json.dumps([type(e).__name__ if isinstance(e, ShardArrayError) else "ArgumentError", str(e)])
+        if isinstance(e, ShardArrayError):
+            text = json.dumps([type(e).__name__, str(e)])
+        else:
+            text = json.dumps(["ArgumentError", f"{what}: {type(e).__name__}: {e}"])
     said = procs.allgather(text)
-    if failure is not None:
-        raise failure
     bad = [(r, json.loads(s)) for r, s in enumerate(said) if s]
     if bad:
         r, (kind, message) = bad[0]
+        if r == procs.rank and isinstance(failure, ShardArrayError):
+            raise failure
         cls = getattr(_errors, kind, ArgumentError)
-        raise cls(f"{what} failed on process {r}: {message}")
+        if not (isinstance(cls, type) and issubclass(cls, ShardArrayError)):
+            cls = ArgumentError
+        raise cls(f"{what} failed on process {r}: {message}") from failure
     return result

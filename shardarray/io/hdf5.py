@@ -9,6 +9,7 @@ processes take turns, each opening the file and writing its own blocks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DTypeError, ExistingFileError
+from ..errors import ArgumentError, DimensionError, DTypeError, ExistingFileError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
@@ -27,6 +28,34 @@ def _datasets(h5py: Any, f: Any) -> list[str]:
     names: list[str] = []
     f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
     return names
+
+
+def _name(dataset: Any, what: str, optional: bool = False) -> None:
+    """ArgumentError unless ``dataset`` is a dataset path (a non-empty string; None where ``optional``)."""
+    if dataset is None and optional:
+        return
+    if not isinstance(dataset, str) or not dataset.strip("/"):
+        raise ArgumentError(
+            f"{what}: dataset={dataset!r} is not a dataset path; pass its name in the file as a string, e.g. "
+            f"dataset='data' or dataset='group/x'"
+        )
+
+
+def _chunks(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, ...] | None:
+    """``chunks`` checked: None, or one int >= 1 per dim (DimensionError otherwise)."""
+    if chunks is None:
+        return None
+    given = tuple(chunks) if isinstance(chunks, (tuple, list)) else None
+    if (
+        given is None
+        or len(given) != len(shape)
+        or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1 for c in given)
+    ):
+        raise DimensionError(
+            f"{what}: chunks={chunks!r} for an array of shape {shape}: give one integer >= 1 per dim "
+            f"({len(shape)}), or None for a contiguous dataset"
+        )
+    return tuple(int(c) for c in given)
 
 
 def _dataset(h5py: Any, f: Any, dataset: str | None, path: Path, what: str) -> Any:
@@ -80,7 +109,8 @@ def read_hdf5(
 
     Raises:
         ImportError: h5py is not installed (``pip install 'shardarray[hdf5]'``).
-        ArgumentError: no file at ``path``, not an HDF5 file, no such dataset (the message lists them).
+        ArgumentError: no file at ``path``, not an HDF5 file, no such dataset (the message lists them), a
+            dataset that holds no array (a null dataspace), a block that cannot be read (a damaged chunk).
         DimensionError: the dataset's shape is not ``shape``; ``dims`` of the wrong length.
         DTypeError: the dataset's dtype is not ``dtype``, or not one shardarray supports.
 
@@ -99,6 +129,7 @@ def read_hdf5(
     mesh = blocks.default(mesh, what)
 
     def open_checked() -> tuple[Path, np.dtype, tuple[int, ...]]:
+        _name(dataset, what, optional=True)
         p = checks.existing(path, what, "HDF5 file")
         try:
             f = h5py.File(p, "r")
@@ -106,22 +137,27 @@ def read_hdf5(
             raise ArgumentError(f"{what}: {p} is not a readable HDF5 file ({e})") from None
         with f:
             ds = _dataset(h5py, f, dataset, p, what)
+            if ds.shape is None:
+                raise ArgumentError(
+                    f"{what}: {p}[{ds.name}] holds no array (an HDF5 null dataspace, h5py.Empty, dtype {ds.dtype}); "
+                    f"read a dataset that holds an array"
+                )
             return (p, *checks.file_meta(ds.dtype, ds.shape, dtype, shape, f"{p}[{ds.name}]", what))
 
     p, dt, found = checks.together(checks.job(mesh), open_checked, what)
     lay, positional = blocks.target(mesh, found, dims, layout, what)
-    boxes = blocks.local_boxes(mesh, lay) if mesh.backend.has_data else []
-    host: dict[blocks.Bounds, np.ndarray] = {}
-    with h5py.File(p, "r") as f:  # the boxes this process reads, with the file open once
-        ds = _dataset(h5py, f, dataset, p, what)
-        for bounds in boxes:
-            if bounds in host:  # (a per-device backend lists every replica)
-                continue
+    with contextlib.ExitStack() as stack:  # the file opened once, at the first block this process reads
+        opened: list[Any] = []
+
+        def read(bounds: blocks.Bounds) -> np.ndarray:
+            if not opened:
+                opened.append(_dataset(h5py, stack.enter_context(h5py.File(p, "r")), dataset, p, what))
             out = np.empty(blocks.shape_of(bounds), dtype=dt)
             if out.size:
-                ds.read_direct(out, blocks.slices(bounds) if out.ndim else None)
-            host[bounds] = out
-    return blocks.build(mesh, lay, dt, positional, host.__getitem__, what)
+                opened[0].read_direct(out, blocks.slices(bounds) if out.ndim else None)
+            return out
+
+        return blocks.build(mesh, lay, dt, positional, read, what, f"{p}[{dataset}]" if dataset else p)
 
 
 def write_hdf5(
@@ -157,7 +193,9 @@ def write_hdf5(
 
     Raises:
         ImportError: h5py is not installed (``pip install 'shardarray[hdf5]'``).
-        ArgumentError: the dataset exists and ``overwrite`` is False; ``path`` is not an HDF5 file.
+        ArgumentError: the dataset exists and ``overwrite`` is False; ``path`` is not an HDF5 file (or cannot
+            be created); ``dataset`` is not a name; chunks HDF5 refuses (larger than the array).
+        DimensionError: ``chunks`` that are not one integer >= 1 per dim.
         BackendError: ``x`` lives on the meta backend (no values).
 
     Example:
@@ -172,14 +210,16 @@ def write_hdf5(
     what = "sa.io.write_hdf5"
     h5py = checks.require("h5py", "hdf5", what)
     x = blocks.writable(x, what)
+    _name(dataset, what)
+    grid = _chunks(chunks, x.shape, what)
     p = Path(path)
     procs = checks.job(x.mesh)
 
     def create() -> None:
         if procs.rank != 0:
             return
-        p.parent.mkdir(parents=True, exist_ok=True)
         try:
+            p.parent.mkdir(parents=True, exist_ok=True)
             f = h5py.File(p, "a")
         except OSError as e:
             raise ArgumentError(f"{what}: cannot open {p} as an HDF5 file to add dataset {dataset!r} ({e})") from None
@@ -191,15 +231,15 @@ def write_hdf5(
                     )
                 del f[dataset]
             try:
-                f.create_dataset(
-                    dataset, shape=x.shape, dtype=x.dtype, chunks=None if chunks is None else tuple(chunks)
-                )
+                h5py.h5t.py_create(x.dtype, logical=True)
             except TypeError as e:
                 raise DTypeError(
                     f"{what}: {p}: HDF5 cannot store dtype {x.dtype.name} ({e}); cast first, e.g. x.astype('float32'), "
                     f"or write .npy (sa.io.write_npy keeps bfloat16)"
                 ) from None
-            except ValueError as e:
+            try:
+                f.create_dataset(dataset, shape=x.shape, dtype=x.dtype, chunks=grid)
+            except (TypeError, ValueError, OSError) as e:  # a chunk larger than the array; a dataset on the path
                 raise ArgumentError(
                     f"{what}: {p}: cannot create dataset {dataset!r} of shape {x.shape} with chunks={chunks!r} ({e})"
                 ) from None
@@ -210,7 +250,11 @@ def write_hdf5(
         mine = blocks.my_blocks(x, rank)
         if not mine:
             return
-        with h5py.File(p, "r+") as f:
+        try:
+            f = h5py.File(p, "r+")
+        except OSError as e:
+            raise ArgumentError(f"{what}: process {rank} cannot open {p} to write its blocks ({e})") from None
+        with f:
             ds = f[dataset]
             for b, host in mine:
                 ds.write_direct(np.ascontiguousarray(host), dest_sel=b.slices() if host.ndim else None)

@@ -64,7 +64,7 @@ def read_npy(
             the 2-byte void items NumPy writes for ml_dtypes' bfloat16.
 
     Raises:
-        ArgumentError: no file at ``path``, or not a ``.npy`` file.
+        ArgumentError: no file at ``path``, not a ``.npy`` file, or a block that cannot be read.
         DimensionError: the file's shape is not ``shape``; ``dims`` of the wrong length.
         DTypeError: the file's dtype is not ``dtype``, or not one shardarray supports.
         LayoutError: a layout that names unknown dims or axes.
@@ -98,7 +98,7 @@ def read_npy(
         part = mm[blocks.slices(bounds)]
         return np.array(part).view(dt) if view else np.array(part, dtype=dt)  # a copy: never the map itself
 
-    return blocks.build(mesh, lay, dt, positional, read, what)
+    return blocks.build(mesh, lay, dt, positional, read, what, path)
 
 
 def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = False) -> Path:
@@ -123,7 +123,7 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
         The path written.
 
     Raises:
-        ArgumentError: ``path`` exists and ``overwrite`` is False.
+        ArgumentError: ``path`` exists and ``overwrite`` is False; ``path`` is a directory or cannot be written.
         BackendError: ``x`` lives on the meta backend (no values).
 
     Example:
@@ -144,18 +144,30 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
     def create() -> None:
         if procs.rank == 0:
             checks.absent(p, overwrite, what)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if p.exists():
-                p.unlink()  # a fresh file: a process still mapping the old one keeps its pages
-            mm = open_memmap(p, mode="w+", dtype=x.dtype, shape=x.shape)
-            mm.flush()
-            del mm
+            if p.is_dir():
+                raise ArgumentError(
+                    f"{what}: {p} is a directory, and write_npy replaces only files; write to a file path"
+                )
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                if p.exists():
+                    p.unlink()  # a fresh file: a process still mapping the old one keeps its pages
+                mm = open_memmap(p, mode="w+", dtype=x.dtype, shape=x.shape)
+                mm.flush()
+                del mm
+            except OSError as e:
+                raise ArgumentError(f"{what}: cannot create {p} ({type(e).__name__}: {e})") from None
 
     def fill() -> None:
         mine = blocks.my_blocks(x, procs.rank)
         if not mine:
             return
-        mm = open_memmap(p, mode="r+")
+        try:
+            mm = open_memmap(p, mode="r+")
+        except (OSError, ValueError) as e:
+            raise ArgumentError(
+                f"{what}: process {procs.rank} cannot open {p} to write its blocks ({type(e).__name__}: {e})"
+            ) from None
         into = mm.view(x.dtype) if mm.dtype != x.dtype else mm  # bfloat16: the file holds 2-byte void items
         for b, host in mine:
             into[b.slices()] = host

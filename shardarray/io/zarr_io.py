@@ -48,6 +48,33 @@ def _open(zarr: Any, path: PathOrStore, mode: str, what: str) -> Any:
         except Exception:  # only a hint
             pass
         raise ArgumentError(f"{what}: no Zarr array at {path} ({e}){hint}") from None
+    except (ValueError, KeyError, TypeError, OSError) as e:  # metadata that is not JSON, or lacks a field
+        raise ArgumentError(
+            f"{what}: {path} is not a readable Zarr array ({type(e).__name__}: {e}); its metadata is damaged, or "
+            f"it is not a Zarr store"
+        ) from None
+
+
+def _replaceable(zarr: Any, local: Path, what: str) -> None:
+    """ArgumentError unless ``local`` may be replaced by ``overwrite=True``: nothing, an empty folder or a Zarr
+    array. zarr-python's overwrite deletes every file under the path, so a folder of other files (or a file, or a
+    Zarr group and its arrays) is never replaced."""
+    if not local.exists():
+        return
+    if not local.is_dir():
+        raise ArgumentError(
+            f"{what}: {local} is a file, not a Zarr array; write_zarr(overwrite=True) replaces only a Zarr array: "
+            f"remove the file or write to another path"
+        )
+    if not any(local.iterdir()):
+        return
+    try:
+        zarr.open_array(store=local, mode="r")
+    except Exception:  # whatever zarr-python raises for something that is not an array: only a probe
+        raise ArgumentError(
+            f"{what}: {local} holds files but no Zarr array; write_zarr(overwrite=True) replaces only a Zarr array "
+            f"(zarr-python would delete everything under the path): remove the folder or write to another path"
+        ) from None
 
 
 def read_zarr(
@@ -84,7 +111,8 @@ def read_zarr(
 
     Raises:
         ImportError: zarr-python is not installed (``pip install 'shardarray[zarr]'``).
-        ArgumentError: no Zarr array at ``path`` (a group: the message lists its arrays).
+        ArgumentError: no Zarr array at ``path`` (a group: the message lists its arrays), damaged metadata, or a
+            chunk that cannot be read or decoded.
         DimensionError: the array's shape is not ``shape``; ``dims`` of the wrong length.
         DTypeError: the array's dtype is not ``dtype``, or not one shardarray supports.
 
@@ -114,7 +142,7 @@ def read_zarr(
     def read(bounds: blocks.Bounds) -> np.ndarray:
         return np.asarray(arr[blocks.slices(bounds)], dtype=dt)
 
-    return blocks.build(mesh, lay, dt, positional, read, what)
+    return blocks.build(mesh, lay, dt, positional, read, what, path)
 
 
 def _chunks(x: ShardArray, chunks: Any, processes: int, path: Any, what: str) -> tuple[int, ...]:
@@ -177,7 +205,7 @@ def write_zarr(
         chunks: the chunk shape: one int per dim, one int for every dim, a dict
             ``{dim: size}`` (other dims: their block size), or None (the blocks).
             Under MPI they must tile the blocks.
-        overwrite: replace an existing array.
+        overwrite: replace an existing Zarr array (or fill an empty folder); anything else at ``path`` is refused.
 
     Returns:
         The written ``zarr.Array``.
@@ -185,7 +213,8 @@ def write_zarr(
     Raises:
         ImportError: zarr-python is not installed (``pip install 'shardarray[zarr]'``).
         LayoutError: under MPI, chunks that do not tile the blocks (the message says why).
-        ArgumentError: an array exists at ``path`` and ``overwrite`` is False.
+        ArgumentError: an array exists at ``path`` and ``overwrite`` is False; with ``overwrite=True``, ``path``
+            holds something other than a Zarr array or an empty folder (never deleted); ``path`` cannot be written.
         DTypeError: a dtype Zarr cannot store (bfloat16).
         BackendError: ``x`` lives on the meta backend (no values).
 
@@ -212,6 +241,7 @@ def write_zarr(
             return
         if local is not None:
             checks.absent(local, overwrite, what)
+            _replaceable(zarr, local, what)
         try:
             zarr.create_array(
                 store=store,
@@ -232,11 +262,18 @@ def write_zarr(
                     f"x.astype('float32'), or write .npy (sa.io.write_npy keeps bfloat16)"
                 ) from None
             raise
+        except OSError as e:  # a parent that is a file; no permission
+            raise ArgumentError(f"{what}: cannot create a Zarr array at {path} ({type(e).__name__}: {e})") from None
 
     def fill() -> Any:
-        arr = zarr.open_array(store=store, mode="r+")
-        for b, host in blocks.my_blocks(x, procs.rank):
-            arr[b.slices()] = host
+        try:
+            arr = zarr.open_array(store=store, mode="r+")
+            for b, host in blocks.my_blocks(x, procs.rank):
+                arr[b.slices()] = host
+        except OSError as e:
+            raise ArgumentError(
+                f"{what}: process {procs.rank} cannot write its blocks into {path} ({type(e).__name__}: {e})"
+            ) from None
         return arr
 
     checks.together(procs, create, what)
