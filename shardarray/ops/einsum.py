@@ -21,11 +21,13 @@ from ..core import plans
 from ..core.common import check_rules, common_mesh, union_dims, wrap_hint
 from ..core.relayout import relayout
 from ..core.tape import differentiable
+from ..dtypes import promote
 from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
 from ..matmul import select
 from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
 from ..mesh import AxesSpec
+from .manipulation.structure import astype
 
 
 def parse_equation(equation: str, n_operands: int) -> tuple[list[tuple[str, ...]], tuple[str, ...] | None]:
@@ -89,17 +91,41 @@ def einsum(
         >>> h2.layout, h2.pending, np.allclose(h2.numpy(), h.numpy())
         ({'batch': ('row',), 'hidden': ('col',)}, (), True)
     """
+    first = 1 if args and isinstance(args[0], str) else 0
+    operands = args[first:]
+    exact = _exact_dtype(operands)
+    if exact is not None:  # bool/integer operands: contracted in the result dtype, as np.einsum does
+        operands = tuple(astype(op, exact) for op in operands)
+        args = args[:first] + operands
     key = _plan_key(args, out, layout, algorithm)
     cached = plans.EINSUM.get(key)
-    operands = args[1:] if args and isinstance(args[0], str) else args
     if cached is None:
         cached = _plan(args, out, algorithm)
         plans.EINSUM.put(key, cached)
     _, plan, cplan = cached
     result = run_contract(cplan, operands) if plan is None else plan.forward(operands)
+    if exact is not None and result.dtype != exact:  # local sums of integers and bools give int64
+        result = astype(result, exact)
     if layout is not None:
         result = relayout(result, layout)
     return result, plan  # type: ignore[return-value]  # saves=True: callers see only the result (differentiable)
+
+
+def _exact_dtype(operands: Sequence[Any]) -> Any:
+    """The dtype an einsum with bool or integer operands is computed in (NumPy's: the promoted dtype of all
+    operands), or None when every operand is a float or complex array (contracted as they are: a float16 one is
+    accumulated in float32 by the backend).
+
+    A bool or integer operand multiplied as it is would be wrong: bools multiply as logical ``and`` and add as
+    ``or`` in a local product (``i, i, j -> j`` of two bool vectors and a float32 one counted one, not their
+    overlap), integers wrap in their own width before meeting a float operand, and a local sum makes int64 of
+    a bool or int32 block (the result dtype then depended on the shapes).
+    """
+    if not all(isinstance(op, ShardArray) for op in operands):
+        return None  # (refused with the message of _plan)
+    if not any(op.dtype.kind in "biu" for op in operands):
+        return None
+    return promote(*(op.dtype for op in operands))
 
 
 def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> Any:

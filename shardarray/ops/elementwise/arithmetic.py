@@ -12,11 +12,14 @@ a ``DTypeError`` naming the op, the dims and the dtype.
 
 Linear ops keep a pending sum (add/subtract of arrays pending over the same
 axes, multiply by an unpending operand, divide a pending numerator, negate);
-every other op resolves it first.
+every other op resolves it first, and so do a scalar factor that is not
+finite and a scalar divisor 0 (each device's zero partial sum would give
+``0 * inf = nan`` where the whole sum gives ``inf``).
 """
 
 from __future__ import annotations
 
+import cmath
 import math
 import numbers
 from collections.abc import Callable
@@ -32,7 +35,7 @@ from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, me
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import check_domain, is_bfloat16, is_complex, promote
-from ...errors import DTypeError
+from ...errors import ArgumentError, CastError, DTypeError, ShardArrayError
 from ...layout import Layout
 from ..fused import dispatch as fused
 from ..manipulation.structure import stop_gradient
@@ -55,9 +58,29 @@ def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
     return arrays
 
 
+def _scales_exactly(kind: str | None, args: tuple[Any, ...]) -> bool:
+    """Whether the scalar operands of a ``"mul"``/``"div"`` op scale a pending sum part by part exactly.
+
+    Multiplying each device's partial sum by an infinite scalar gives ``0 * inf = nan`` where a partial is 0 (a
+    device with an empty block of the contracted dim, or cancelling terms) though the sum times ``inf`` is
+    ``+-inf``; dividing the partials by 0 gives ``0 / 0 = nan`` likewise. Such scalars resolve the sum first.
+    """
+    if kind not in ("mul", "div"):
+        return True
+    for i, a in enumerate(args):
+        if isinstance(a, ShardArray):
+            continue
+        try:
+            if (kind == "div" and i == 1 and a == 0) or not (isinstance(a, numbers.Integral) or cmath.isfinite(a)):
+                return False
+        except TypeError:  # not a number: refused by ``_plan`` with its message
+            continue
+    return True
+
+
 def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray]) -> bool:
     pend = [a for a in arrays if a.pending]
-    if not pend or kind is None:
+    if not pend or kind is None or not _scales_exactly(kind, args):
         return False
     if kind == "add":
         return len(pend) == len(args) and all(set(a.pending) == set(pend[0].pending) for a in pend)
@@ -123,6 +146,8 @@ def apply(
         plans.context_key(),  # plans.array_key per array operand, inlined
         *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
     )
+    if (kind == "mul" or kind == "div") and any(a.pending for a in args if isinstance(a, ShardArray)):
+        key = (*key, _scales_exactly(kind, args))  # whether a pending sum passes depends on the scalars' values
     plan = plans.ELEMENTWISE.get(key)
     if plan is None:
         plan = _plan(name, args, kind, domain, lead)
@@ -151,17 +176,38 @@ def apply(
         if plan.bf16 is not None:
             block = (_in_float32 if xp is np else _rounded)(block, plan.bf16)
     mesh = plan.mesh
-    if plan.classes is None:
-        shards = map_blocks(mesh, plan.used, block, *shard_lists)
-    else:
-        shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists, mesh.backend)
+    try:
+        if plan.classes is None:
+            shards = map_blocks(mesh, plan.used, block, *shard_lists)
+        else:
+            shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists, mesh.backend)
+    except OverflowError as e:  # NumPy 2 (and CuPy): a Python int scalar outside the array dtype's range
+        if isinstance(e, ShardArrayError):
+            raise
+        raise CastError(
+            f"{name}: the scalar operand(s) {[a for a in args if not isinstance(a, ShardArray)]} do not fit the "
+            f"dtype of the array operand(s) {_describe(args)} ({e}); cast the array first, e.g. "
+            f'x.astype("int64"), or give a scalar in its range'
+        ) from e
     return ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)
+
+
+def _describe(args: tuple[Any, ...]) -> str:
+    """The array operands of ``args`` as ``{dims: sizes} dtype`` for messages."""
+    return ", ".join(f"{a.sizes} {a.dtype}" for a in args if isinstance(a, ShardArray))
 
 
 def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None, lead: int) -> _Plan:
     """Check the operands of ``apply`` and plan it (raises on bad input; see ``apply``)."""
     arrays = _check_args(name, args)
     check_domain(name, arrays, domain)
+    if name == "subtract" and all(
+        a.dtype == np.bool_ if isinstance(a, ShardArray) else isinstance(a, (bool, np.bool_)) for a in args
+    ):
+        raise DTypeError(
+            f"subtract: both operands are bool ({_describe(args)}), and a difference of bools is not defined; "
+            f'use sa.logical_xor(x, y), or cast first with x.astype("int64")'
+        )
     mesh = common_mesh(arrays, name)
     xp = mesh.backend.xp
     keep = _keeps_pending(kind, args, arrays)
@@ -271,7 +317,7 @@ def add(x: Any, y: Any) -> ShardArray:
 
 @differentiable("subtract")
 def subtract(x: Any, y: Any) -> ShardArray:
-    """``x - y``, broadcasting by dim name."""
+    """``x - y``, broadcasting by dim name; not defined for two bool operands (as in NumPy)."""
     return apply("subtract", lambda xp, a, b: a - b, (x, y), "add")
 
 
@@ -289,14 +335,35 @@ def divide(x: Any, y: Any) -> ShardArray:
 
 @differentiable("power")
 def power(x: Any, y: Any) -> ShardArray:
-    """``x ** y``, broadcasting by dim name."""
-    return apply("power", lambda xp, a, b: a**b, (x, y))
+    """``x ** y``, broadcasting by dim name.
+
+    Raises:
+        ArgumentError: an integer base to a negative integer power (NumPy refuses it; cast to a float first).
+    """
+    try:
+        return apply("power", lambda xp, a, b: a**b, (x, y))
+    except ValueError as e:  # NumPy: "Integers to negative integer powers are not allowed."
+        if isinstance(e, ShardArrayError) or not all(_integral(a) for a in (x, y)):
+            raise
+        raise ArgumentError(
+            f"power: {e} (operands {_describe((x, y))}{', ' if _scalars((x, y)) else ''}{_scalars((x, y))}); "
+            f'cast the base to a float first, e.g. x.astype("float64") ** y'
+        ) from e
+
+
+def _integral(a: Any) -> bool:
+    """Whether ``a`` is an integer (or bool) array or scalar."""
+    return a.dtype.kind in "biu" if isinstance(a, ShardArray) else isinstance(a, (numbers.Integral, np.integer))
+
+
+def _scalars(args: tuple[Any, ...]) -> str:
+    return ", ".join(repr(a) for a in args if not isinstance(a, ShardArray))
 
 
 @differentiable("negative")
 def negative(x: ShardArray) -> ShardArray:
-    """``-x``."""
-    return apply("negative", lambda xp, a: -a, (x,), "neg")
+    """``-x``; not defined for bool arrays (use ``sa.logical_not``)."""
+    return apply("negative", lambda xp, a: -a, (x,), "neg", domain="numeric")
 
 
 @nondifferentiable("greater")
@@ -413,7 +480,7 @@ def sqrt(x: ShardArray) -> ShardArray:
 @differentiable("relu", resolve_inputs=True)
 def relu(x: ShardArray) -> ShardArray:
     """``max(x, 0)`` elementwise."""
-    return apply("relu", lambda xp, a: xp.maximum(a, 0), (x,), domain="real")
+    return apply("relu", lambda xp, a: xp.maximum(a, a.dtype.type(0)), (x,), domain="real")  # bool stays bool
 
 
 def real(x: ShardArray) -> ShardArray:

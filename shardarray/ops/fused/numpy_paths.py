@@ -57,6 +57,12 @@ def _dot_rows(a: Any, b: Any) -> Any:
 
 
 # ------------------------------------------------------------------ layer norm
+def _inverse(n: int) -> float:
+    """``1 / n`` for the mean of ``n`` entries; NaN for none (the mean of no entries, as ``np.mean``'s: the rows
+    are empty then, and so is the result)."""
+    return 1.0 / n if n else float("nan")
+
+
 def layer_norm_rows(xp: Any, x: Any, gain: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
     """``(y, mean, rstd)`` of layer norm over the last axis; ``gain``/``bias`` have that axis only."""
     acc = _acc(x.dtype)
@@ -64,7 +70,7 @@ def layer_norm_rows(xp: Any, x: Any, gain: Any, bias: Any, eps: float) -> tuple[
     mean = np.asarray(np.mean(x, axis=-1, dtype=acc))
     xc = np.subtract(x, mean[..., None], dtype=acc)
     rstd = _dot_rows(xc, xc)
-    rstd *= 1.0 / n
+    rstd *= _inverse(n)
     rstd += eps
     np.sqrt(rstd, out=rstd)
     np.divide(1.0, rstd, out=rstd)
@@ -82,9 +88,9 @@ def layer_norm_rows_grad(xp: Any, g: Any, x: Any, gain: Any, mean: Any, rstd: An
     xhat *= rstd[..., None]
     gh = np.multiply(g, gain, dtype=acc)
     m1 = np.asarray(gh.sum(axis=-1))
-    m1 *= 1.0 / n
+    m1 *= _inverse(n)
     m2 = _dot_rows(gh, xhat)
-    m2 *= 1.0 / n
+    m2 *= _inverse(n)
     gxh = np.multiply(g, xhat, dtype=acc)
     xhat *= m2[..., None]  # dx = rstd (gh - m1 - xhat m2), built in gh
     gh -= xhat

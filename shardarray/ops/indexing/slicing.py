@@ -52,6 +52,12 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
         tmp = ew.where(ew.less(tmp, 0), ew.add(tmp, n), tmp)
     else:
         arr = np.asarray(ids)
+        if arr.ndim > 1:  # a list or NumPy array names no dims for its own axes: flattening it was silently wrong
+            raise DimensionError(
+                f"isel: ids for dim {dim!r} of the array {x.sizes} given as a list or NumPy array must be 1-D; got "
+                f"shape {arr.shape}. Give a ShardArray of ids with named dims (sa.asarray(ids, dims=(...), "
+                f"mesh=x.mesh)), whose dims take the place of {dim!r}"
+            )
         if arr.dtype.kind == "b":
             return select_along(x, dim, arr)
         if arr.dtype.kind not in "iu" and arr.size:

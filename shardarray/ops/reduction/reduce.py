@@ -63,8 +63,8 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
     if plan is None:
         plan = _sum_plan(x, dims_arg(x, dims, "sum"))
         plans.REDUCE.put(key, plan)
-    if plan.index is None:  # a sum over no dims
-        return x
+    if plan.index is None:  # a sum over no dims: x itself, in the dtype a sum gives (int64 for bool, as NumPy)
+        return x if plan.acc is None else astype(x, plan.acc)
     backend = x.mesh.backend
     index, acc = plan.index, plan.acc
 
@@ -101,8 +101,9 @@ def _dims_key(dims: Any) -> Any:
 
 def _sum_plan(x: ShardArray, dims: tuple[str, ...]) -> Any:
     """Plan ``sum`` of ``x`` over the (checked) ``dims``: the same arithmetic as ``_partial_sum``."""
-    if not dims:  # x itself
-        return _SumPlan(index=None, mesh=x.mesh)
+    if not dims:  # x itself, cast where a sum changes the dtype (bool and narrow integers, as np.sum)
+        out = np.sum(np.zeros(0, x.dtype)).dtype if x.dtype.kind in "biu" else x.dtype
+        return _SumPlan(index=None, acc=None if out == x.dtype else out, mesh=x.mesh)
     acc = accumulation_dtype(x.dtype)
     index, keep, axes = _split(x, dims)
     reduced_axes = [a for d in dims for a in x.spec.of(d)]
