@@ -599,8 +599,11 @@ def like_kind(out: ShardArray, ref: Any) -> ShardArray:
 def as_kind(out: ShardArray, kind: type[ShardArray]) -> ShardArray:
     """``out`` as an instance of ``kind`` (``ShardArray`` or a subclass): the same blocks, cached values and tape
     node, so it is the same array to the autograd, seen named or positionally."""
-    y = kind(out.mesh, out.spec, out.dtype, out._shards, out.pending)
+    y = kind.__new__(kind)  # (no __init__: the parts are out's, already checked; this runs for every op of a kind)
+    y.mesh, y._layout, y.dtype, y._shards, y.pending = out.mesh, out._layout, out.dtype, out._shards, out.pending
     y._node, y.host_range, y._resolved = out._node, out.host_range, out._resolved
+    if profiler.ACTIVE:
+        profiler.on_array(y)
     return y
 
 

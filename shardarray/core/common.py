@@ -15,6 +15,7 @@ from ..comm.parallel import run_all, usable
 from ..errors import DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
+from .kinds import GIVEN
 
 
 def common_mesh(arrays: Sequence[ShardArray], what: str) -> Mesh:
@@ -118,9 +119,10 @@ def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
 
 
 def wrap_hint(operands: Any) -> str:
-    """How to wrap a foreign operand, for error messages: ``xp.asarray`` when an operand is positional (the
-    namespace's user), else ``sa.asarray`` with dims."""
-    if any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
+    """How to wrap a foreign operand, for error messages: ``xp.asarray`` when an operand is positional, or the op
+    was given positional arrays (``core.kinds.GIVEN``: it runs on named views of them), else ``sa.asarray`` with
+    dims."""
+    if GIVEN.get() is not None or any(getattr(a, "positional", False) for a in operands if isinstance(a, ShardArray)):
         return "xp.asarray(array, device=mesh) (import shardarray.array_api as xp)"
     return "sa.asarray(array, dims=..., mesh=...)"
 

@@ -35,6 +35,7 @@ from ..memo_hook import (
     OP_MEMO,
     observe,
 )  # the layout search's per-op memo (shardarray.plan.memo), None elsewhere
+from .kinds import GIVEN, carry_back, kind_of, named_views, of_kind
 
 VJP = Callable[["Context", ShardArray], Sequence[Any]]
 VJPS: dict[str, VJP] = {}
@@ -76,6 +77,9 @@ class Tape:
         self.nodes: list[Node] = []
         #: ``id`` of every array a recorded op was given (its VJP may read it): writing into one is refused
         self.held: set[int] = set()
+        #: the positional arrays ``held`` names through a named view an op was given (``core.kinds``): kept alive
+        #: with the tape, so that their ``id`` stands for them meanwhile
+        self.kept: list[ShardArray] = []
         self.paused = 0
         #: the thread running the differentiated function (None once it returned): the tape records that thread only
         self.owner: int | None = None
@@ -120,6 +124,7 @@ class Tape:
                 LAYER.set(outer)
         self.nodes.clear()
         self.held.clear()
+        self.kept.clear()
 
 
 class _State:
@@ -196,6 +201,15 @@ def differentiable(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            kind = kind_of(args, kwargs)
+            if kind is not None:  # positional arrays: the op runs on named views, its results come back positional
+                return in_kind(kind, named, args, kwargs)
+            if profiler.ACTIVE:
+                with profiler.scope(name, (*args, *kwargs.values())):
+                    return run(*args, **kwargs)
+            return run(*args, **kwargs)
+
+        def named(*args: Any, **kwargs: Any) -> Any:  # wrapper on arrays known to be named (no kind to check)
             if profiler.ACTIVE:
                 with profiler.scope(name, (*args, *kwargs.values())):
                     return run(*args, **kwargs)
@@ -258,6 +272,34 @@ def differentiable(
         return wrapper
 
     return deco
+
+
+def keeps_kind(fn: Callable[P, R]) -> Callable[P, R]:
+    """Mark a public function built from declared ops (a composite: ``qr``, ``top_k``, ``stop_gradient``): it
+    runs on named views of positional arguments and returns results of their kind (``core.kinds``), as
+    ``differentiable`` and ``nondifferentiable`` ops do. Its gradient is that of the ops it runs."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        kind = kind_of(args, kwargs)
+        if kind is None:
+            return fn(*args, **kwargs)
+        return cast("R", in_kind(kind, fn, args, kwargs))
+
+    return wrapper
+
+
+def in_kind(kind: type[ShardArray], op: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``op`` run on named views of the positional arrays among ``args``/``kwargs``, its array results as ``kind``
+    (``core.kinds``: positional in, positional out, for every op declared here)."""
+    named_args, named_kwargs, pairs = named_views(args, kwargs)
+    token = GIVEN.set(kind)
+    try:
+        out = op(*named_args, **named_kwargs)
+    finally:
+        GIVEN.reset(token)
+        carry_back(pairs, _TAPE.get())
+    return of_kind(kind, out)
 
 
 def _hold(tape: Tape, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -337,6 +379,15 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
     def deco(fn: Callable[P, R]) -> Op[P, R]:
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            kind = kind_of(args, kwargs)
+            if kind is not None:  # positional arrays: the op runs on named views, its results come back positional
+                return cast("R", in_kind(kind, named, args, kwargs))
+            tape = _TAPE.get()
+            if tape is None or tape.paused:  # (named's first test, inlined: the common case)
+                return fn(*args, **kwargs)
+            return cast("R", named(*args, **kwargs))
+
+        def named(*args: Any, **kwargs: Any) -> Any:  # wrapper on arrays known to be named
             tape = _TAPE.get()
             if tape is None or tape.paused:
                 return fn(*args, **kwargs)

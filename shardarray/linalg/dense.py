@@ -40,7 +40,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import require_array
-from ..core.tape import differentiable
+from ..core.tape import differentiable, keeps_kind
 from ..errors import ArgumentError, DimensionError, LinAlgError
 from ..ops.elementwise.arithmetic import exp, multiply
 from ..ops.manipulation.structure import astype, rename, transpose
@@ -228,6 +228,7 @@ def det(x: ShardArray, dims: Any = None) -> ShardArray:
     )[0]
 
 
+@keeps_kind
 def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
     """``(sign, log|det|)`` of square matrices; ``logabsdet`` is real. Batched locally (LU).
 
@@ -267,6 +268,7 @@ def _slogdet(x: ShardArray, dims: Any) -> SlogdetResult:
     return SlogdetResult(sign, logabs)
 
 
+@keeps_kind
 def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResult:
     """Eigenvalues (ascending, real; dims (batch..., new)) and eigenvectors (batch..., rows, new) of Hermitian
     matrices (the lower triangle is read). Batched locally; a split matrix: replicated fallback (an allgather).
@@ -306,6 +308,7 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
     return EighResult(w, v)
 
 
+@keeps_kind
 def eigvalsh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> ShardArray:
     """Eigenvalues (ascending, real) of Hermitian matrices: dims (batch..., new). Batched locally; split: fallback.
 

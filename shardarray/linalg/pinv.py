@@ -18,7 +18,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.relayout import resolve_to
-from ..core.tape import differentiable
+from ..core.tape import differentiable, keeps_kind
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import conj, where
 from ..ops.manipulation.structure import astype
@@ -35,6 +35,7 @@ def _cutoff(s: ShardArray, k: str, m: int, n: int, rtol: float | None) -> ShardA
     return reduce_max(s, k) * rtol
 
 
+@keeps_kind
 def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> ShardArray:
     """Moore-Penrose pseudo-inverse of the matrices of ``x``: dims (batch..., cols, rows) (``x``'s two matrix
     dims swapped). Singular values ``<= rtol * max(S)`` are dropped (default ``rtol = max(m, n) * eps``).

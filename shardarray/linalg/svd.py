@@ -23,7 +23,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import map_blocks, map_blocks_multi, new_array
-from ..core.tape import differentiable
+from ..core.tape import differentiable, keeps_kind
 from ..errors import DimensionError
 from ..ops.elementwise.arithmetic import conj
 from ..ops.manipulation.structure import transpose
@@ -123,6 +123,7 @@ def _no_svd(x: ShardArray) -> str:
     return f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN)"
 
 
+@keeps_kind
 def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: str | None = None) -> SVDResult:
     """Singular value decomposition ``x = U diag(S) Vh`` of the matrices of ``x`` (S descending).
 

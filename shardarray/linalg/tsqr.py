@@ -38,6 +38,7 @@ from ..array import ShardArray
 from ..chunks import group_chunk
 from ..core.common import map_blocks, map_blocks_multi, mesh_order, new_array
 from ..core.relayout import relayout
+from ..core.tape import keeps_kind
 from ..errors import ArgumentError, DimensionError
 from ..layout import block_bounds
 from ..ops.indexing.slicing import isel
@@ -210,6 +211,7 @@ def _fallback_qr(x: ShardArray, rows: str, cols: str, new: str, mode: str) -> QR
     return QRResult(Q, R)
 
 
+@keeps_kind
 def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | None = None) -> QRResult:
     """QR factorization ``x = Q R`` of the matrices of ``x`` (rows, cols = ``dims``, default the last two).
 

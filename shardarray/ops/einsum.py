@@ -121,11 +121,13 @@ def _exact_dtype(operands: Sequence[Any]) -> Any:
     overlap), integers wrap in their own width before meeting a float operand, and a local sum makes int64 of
     a bool or int32 block (the result dtype then depended on the shapes).
     """
-    if not all(isinstance(op, ShardArray) for op in operands):
-        return None  # (refused with the message of _plan)
-    if not any(op.dtype.kind in "biu" for op in operands):
-        return None
-    return promote(*(op.dtype for op in operands))
+    exact = False
+    for op in operands:  # (a loop, not any()/all(): this runs for every einsum)
+        if not isinstance(op, ShardArray):
+            return None  # (refused with the message of _plan)
+        if op.dtype.kind in "biu":
+            exact = True
+    return promote(*[op.dtype for op in operands]) if exact else None
 
 
 def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> Any:

@@ -78,6 +78,14 @@ def _scales_exactly(kind: str | None, args: tuple[Any, ...]) -> bool:
     return True
 
 
+def _any_pending(args: tuple[Any, ...]) -> bool:
+    """Whether an array operand has a pending sum (a loop: this runs for every multiply and divide)."""
+    for a in args:
+        if isinstance(a, ShardArray) and a.pending:
+            return True
+    return False
+
+
 def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray]) -> bool:
     pend = [a for a in arrays if a.pending]
     if not pend or kind is None or not _scales_exactly(kind, args):
@@ -146,7 +154,7 @@ def apply(
         plans.context_key(),  # plans.array_key per array operand, inlined
         *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
     )
-    if (kind == "mul" or kind == "div") and any(a.pending for a in args if isinstance(a, ShardArray)):
+    if (kind == "mul" or kind == "div") and _any_pending(args):
         key = (*key, _scales_exactly(kind, args))  # whether a pending sum passes depends on the scalars' values
     plan = plans.ELEMENTWISE.get(key)
     if plan is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...array import ShardArray
+from ...core.tape import nondifferentiable
 from .arithmetic import apply
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
 ]
 
 
+@nondifferentiable("logical_not")
 def logical_not(x: ShardArray) -> ShardArray:
     """Elementwise ``not x`` of a bool array.
 
@@ -41,6 +43,7 @@ def logical_not(x: ShardArray) -> ShardArray:
     return apply("logical_not", lambda xp, a: xp.logical_not(a), (x,), domain="bool")
 
 
+@nondifferentiable("logical_and")
 def logical_and(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x and y`` of bool arrays, broadcasting by dim name.
 
@@ -55,6 +58,7 @@ def logical_and(x: Any, y: Any) -> ShardArray:
     return apply("logical_and", lambda xp, a, b: xp.logical_and(a, b), (x, y), domain="bool")
 
 
+@nondifferentiable("logical_or")
 def logical_or(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x or y`` of bool arrays, broadcasting by dim name (see ``logical_and``).
 
@@ -68,6 +72,7 @@ def logical_or(x: Any, y: Any) -> ShardArray:
     return apply("logical_or", lambda xp, a, b: xp.logical_or(a, b), (x, y), domain="bool")
 
 
+@nondifferentiable("logical_xor")
 def logical_xor(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x != y`` of bool arrays, broadcasting by dim name (see ``logical_and``).
 
@@ -81,6 +86,7 @@ def logical_xor(x: Any, y: Any) -> ShardArray:
     return apply("logical_xor", lambda xp, a, b: xp.logical_xor(a, b), (x, y), domain="bool")
 
 
+@nondifferentiable("bitwise_and")
 def bitwise_and(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x & y`` of integer or bool arrays, broadcasting by dim name.
 
@@ -97,6 +103,7 @@ def bitwise_and(x: Any, y: Any) -> ShardArray:
     return apply("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), (x, y), domain="integer_or_bool")
 
 
+@nondifferentiable("bitwise_or")
 def bitwise_or(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x | y`` of integer or bool arrays (see ``bitwise_and``).
 
@@ -110,6 +117,7 @@ def bitwise_or(x: Any, y: Any) -> ShardArray:
     return apply("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), (x, y), domain="integer_or_bool")
 
 
+@nondifferentiable("bitwise_xor")
 def bitwise_xor(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x ^ y`` of integer or bool arrays (see ``bitwise_and``).
 
@@ -123,6 +131,7 @@ def bitwise_xor(x: Any, y: Any) -> ShardArray:
     return apply("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), (x, y), domain="integer_or_bool")
 
 
+@nondifferentiable("bitwise_invert")
 def bitwise_invert(x: ShardArray) -> ShardArray:
     """Elementwise ``~x`` of an integer or bool array (see ``bitwise_and``).
 
@@ -136,6 +145,7 @@ def bitwise_invert(x: ShardArray) -> ShardArray:
     return apply("bitwise_invert", lambda xp, a: xp.invert(a), (x,), domain="integer_or_bool")
 
 
+@nondifferentiable("bitwise_left_shift")
 def bitwise_left_shift(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x << y`` of integer arrays, broadcasting by dim name.
 
@@ -150,6 +160,7 @@ def bitwise_left_shift(x: Any, y: Any) -> ShardArray:
     return apply("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b), (x, y), domain="integer")
 
 
+@nondifferentiable("bitwise_right_shift")
 def bitwise_right_shift(x: Any, y: Any) -> ShardArray:
     """Elementwise ``x >> y`` (arithmetic shift) of integer arrays (see ``bitwise_left_shift``).
 

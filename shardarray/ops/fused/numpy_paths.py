@@ -88,9 +88,10 @@ def layer_norm_rows_grad(xp: Any, g: Any, x: Any, gain: Any, mean: Any, rstd: An
     xhat *= rstd[..., None]
     gh = np.multiply(g, gain, dtype=acc)
     m1 = np.asarray(gh.sum(axis=-1))
-    m1 *= _inverse(n)
+    inv_n = _inverse(n)
+    m1 *= inv_n
     m2 = _dot_rows(gh, xhat)
-    m2 *= _inverse(n)
+    m2 *= inv_n
     gxh = np.multiply(g, xhat, dtype=acc)
     xhat *= m2[..., None]  # dx = rstd (gh - m1 - xhat m2), built in gh
     gh -= xhat

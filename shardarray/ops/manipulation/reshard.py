@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array import ShardArray, like_kind
+from ...array import ShardArray
 from ...backend.meta import MetaArray
 from ...comm.log import record
 from ...comm.mpi import _mpi, exchange_flat
@@ -187,7 +187,6 @@ def _over_mpi(x: ShardArray, mesh: Mesh, plan: ReshardPlan) -> list[Any]:
     return out
 
 
-@differentiable("reshard")
 def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout | None = None) -> ShardArray:
     """``x`` moved to ``mesh`` (another shape, device set or backend) with ``layout``; values and dtype kept.
 
@@ -231,17 +230,23 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
         (array([2., 3.]), {'i': ('model',)})
     """
     x = require_array(x, "reshard")
+    if layout is None and x.positional:  # the kind picks the default (the op itself runs on a named view)
+        layout = dict(zip(x.dims, mesh.axis_names)) if isinstance(mesh, Mesh) else None
+    return _reshard(x, mesh, layout)
+
+
+@differentiable("reshard")
+def _reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout | None) -> ShardArray:
+    """``reshard`` with the layout chosen (the recorded op: its kind by construction, ``core.kinds``)."""
     if not isinstance(mesh, Mesh):
         raise MeshError(
             f"reshard: mesh must be a sa.Mesh; got {type(mesh).__name__} {mesh!r:.80}. "
             f"Make one with sa.Mesh({{'model': 4}})"
         )
-    if layout is None and x.positional:
-        layout = dict(zip(x.dims, mesh.axis_names))
     lay = make_layout(mesh, x.dims, x.shape, layout, what=f"reshard target of array {x.sizes}")
-    given, x = x, resolve_to(x)
+    x = resolve_to(x)
     if mesh is x.mesh or mesh == x.mesh:
-        return like_kind(relayout(x, lay), given)
+        return relayout(x, lay)
     kinds = {x.mesh.comm_kind == "mpi", mesh.comm_kind == "mpi"}
     if len(kinds) > 1:
         raise MeshError(
@@ -255,14 +260,14 @@ def reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout |
     else:
         shards = _in_process(x, mesh, lay, plan)
         _log(plan, mesh, x.dtype)
-    return like_kind(ShardArray(mesh, lay, x.dtype, shards), given)  # a positional array stays positional
+    return ShardArray(mesh, lay, x.dtype, shards)
 
 
 @register_vjp("reshard")
 def _reshard_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     """The cotangent goes back to the input's mesh and layout (the same plan, reversed)."""
     x = ctx.args[0]
-    return [reshard.__wrapped__(g, x.mesh, x.spec)] + [None] * (len(ctx.args) - 1)
+    return [_reshard.__wrapped__(g, x.mesh, x.spec)] + [None] * (len(ctx.args) - 1)
 
 
 __all__ = ["ReshardPlan", "reshard"]

@@ -9,7 +9,7 @@ from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...core.common import map_blocks, require_array
 from ...core.relayout import permute_dims, resolve, to_axes
-from ...core.tape import differentiable
+from ...core.tape import differentiable, keeps_kind
 from ...dtypes import as_dtype
 from ...errors import DimensionError, DTypeError
 from ...layout import Layout, block_bounds, check_dims, check_sizes, make_layout
@@ -139,6 +139,7 @@ def copy(x: ShardArray) -> ShardArray:
     return out
 
 
+@keeps_kind
 def stop_gradient(x: ShardArray) -> ShardArray:
     """The same values, treated as a constant by ``value_and_grad`` (no gradient flows through).
 

@@ -22,7 +22,7 @@ from ...array import ShardArray
 from ...backend.meta import MetaArray
 from ...core.common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
 from ...core.relayout import resolve
-from ...core.tape import differentiable
+from ...core.tape import differentiable, keeps_kind
 from ...dtypes import wide_dtype
 from ...errors import ArgumentError, DimensionError, DTypeError
 from ...layout import block_bounds
@@ -167,6 +167,7 @@ def _top_k_values(x: ShardArray, k: int, dim: str, new_dim: str, box: list) -> S
     return values
 
 
+@keeps_kind
 def top_k(x: ShardArray, k: int, dim: Any = None, new_dim: str = "k") -> tuple[ShardArray, ShardArray]:
     """The ``k`` largest values along ``dim`` and their global indices (int64), along a new dim ``new_dim``.
 
