@@ -244,6 +244,18 @@ class Mesh:
             raise MeshError(f"unknown comm {comm!r} for mesh {shape!r}; choose 'emulated', 'nccl', 'mpi' or 'auto'")
         on_mesh(comm)  # the BLAS pool, once per process (see shardarray/threads.py)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickling: a mesh of this process (``comm="emulated"``) is rebuilt from its shape, backend, rules and
+        GPUs; an MPI or NCCL mesh (communicators of a job or of GPUs) raises ``MeshError``: make it again in the
+        process that needs it."""
+        if self.comm_kind != "emulated":
+            raise MeshError(
+                f"mesh {self.shape} (comm={self.comm_kind!r}) holds communicators of this job, so it is not pickled; "
+                f"make it again where it is needed (sa.Mesh({self.shape}, ...))"
+            )
+        gpus = getattr(self.backend, "gpus", None)
+        return Mesh, (self.shape, self.backend.name, dict(self.rules) or None, "emulated", gpus)
+
     def _check_devices(self, devices: Sequence[int] | None, backend: Any, comm: str | None) -> tuple[int, ...] | None:
         """``devices`` as a tuple of GPU ids (None when not given); MeshError when it cannot work."""
         name = getattr(backend, "name", backend)
