@@ -148,3 +148,13 @@ def test_layer_norm_over_an_empty_split_dim(dtype):
             loss, g = sa.value_and_grad(lambda p: sa.sum(sa.nn.layer_norm(p, gain, gain, "d")))(x)
             assert float(loss) == 0.0 and g.shape == (2, 0)
     assert y.shape == (2, 0)
+
+
+def test_isel_with_a_zero_d_numpy_integer_drops_the_dim():
+    """``x.isel(a=np.array(1))`` kept dim ``a`` at size 1; a 0-d integer index is an int, as in NumPy."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    host = np.arange(12.0).reshape(3, 4)
+    x = sa.asarray(host, dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+    y = x.isel(a=np.array(1))
+    assert y.sizes == {"b": 4}
+    np.testing.assert_array_equal(y.numpy(), host[np.array(1)])

@@ -133,8 +133,10 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
                 f"isel: boolean index {v!r} for dim {d!r} is not an index; use an int, a slice, "
                 f"or a boolean mask array of the dim's length"
             )
-        elif isinstance(v, (int, np.integer)):
-            checked.append(("int", d, normalize_int(x, d, v)))
+        elif isinstance(v, (int, np.integer)) or (
+            isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu"
+        ):  # a 0-d NumPy integer array is an int, as in NumPy (the dim goes)
+            checked.append(("int", d, normalize_int(x, d, int(v))))
         elif isinstance(v, (float, np.floating, complex)):
             raise DTypeError(f"isel: index {v!r} for dim {d!r} is not an integer; use int({v!r}) or a slice")
         elif isinstance(v, (ShardArray, list, tuple, np.ndarray)):
