@@ -132,8 +132,11 @@ def _swap_free(old: Sequence[str], new: Sequence[str]) -> dict[str, str]:
 
 def in_order(x: ShardArray, dims: Sequence[str]) -> ShardArray:
     """``x`` with its dims in the order of ``dims`` (the dims it has; a local transpose at most)."""
-    order = tuple(d for d in dims if d in x.dims)
-    return x if order == x.dims else transpose(x, order)
+    have = x.dims
+    if tuple(dims) == have:  # (the common case, without the generator: this runs for every positional op)
+        return x
+    order = tuple(d for d in dims if d in have)
+    return x if order == have else transpose(x, order)
 
 
 def axes_size(x: ShardArray, axes: Sequence[str]) -> int:

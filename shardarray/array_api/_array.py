@@ -50,6 +50,14 @@ def _wrap_all(out: Any) -> Any:
 
 def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     """``fn(*args)`` with NumPy's positional broadcasting of the array arguments (scalars pass through)."""
+    if len(args) == 1 and isinstance(args[0], ShardArray):  # (a unary function: no alignment)
+        return wrap(in_order(fn(*args), args[0].dims))
+    if len(args) == 2:  # (one array and a scalar, the common case of operators, without the list and generator)
+        a, b = args
+        if isinstance(a, ShardArray) and not isinstance(b, ShardArray):
+            return wrap(in_order(fn(a, b), a.dims))
+        if isinstance(b, ShardArray) and not isinstance(a, ShardArray):
+            return wrap(in_order(fn(a, b), b.dims))
     idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
     if not idx:
         raise DimensionError(f"{what} needs at least one array argument")

@@ -60,7 +60,7 @@ def _view(x: Any, pairs: list[tuple[ShardArray, ShardArray]]) -> Any:
         v = as_kind(x, ShardArray)
         pairs.append((x, v))
         return v
-    if type(x) is list or type(x) is tuple:
+    if (type(x) is list or type(x) is tuple) and any(isinstance(b, ShardArray) and b.positional for b in x):
         return type(x)([_view(b, pairs) if isinstance(b, ShardArray) else b for b in x])
     return x
 
@@ -78,7 +78,7 @@ def named_views(
             pairs.append((a, v))
             out.append(v)
         else:
-            out.append(_view(a, pairs) if type(a) is list or type(a) is tuple else a)
+            out.append(_view(a, pairs) if (type(a) is list or type(a) is tuple) and a else a)
     out_kwargs = {k: _view(v, pairs) for k, v in kwargs.items()} if kwargs else kwargs
     return tuple(out), out_kwargs, pairs
 
