@@ -128,7 +128,8 @@ def test_layer_norm_over_an_empty_dim():
     mesh = sa.Mesh({"row": 2, "col": 2})
     x = sa.asarray(np.zeros((2, 0)), dims=("a", "d"), mesh=mesh, layout={"a": "row"})
     gain = sa.asarray(np.zeros(0), dims=("d",), mesh=mesh)
-    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):  # NumPy's mean of an empty slice warns
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's mean of an empty slice warns (CuPy's does not)
         y = sa.nn.layer_norm(x, gain, gain, "d")
         loss, g = sa.value_and_grad(lambda p: sa.sum(sa.nn.layer_norm(p, gain, gain, "d")))(x)
     assert y.shape == (2, 0) and float(loss) == 0.0 and g.shape == (2, 0)
