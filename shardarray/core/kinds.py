@@ -53,10 +53,14 @@ def kind_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> type[ShardArray] |
 
 
 def _view(x: Any, pairs: list[tuple[ShardArray, ShardArray]]) -> Any:
-    """``x`` as a named view when it is a positional array (lists and tuples: item by item); others unchanged."""
+    """``x`` as a named view when it is a positional array (lists and tuples: item by item); others unchanged.
+    An array given twice (``y * y``) gets one view, so the op sees one array (one resolution of its sum)."""
     if isinstance(x, ShardArray):
         if not x.positional:
             return x
+        for a, v in pairs:
+            if a is x:
+                return v
         v = as_kind(x, ShardArray)
         pairs.append((x, v))
         return v
@@ -74,9 +78,7 @@ def named_views(
     out: list[Any] = []
     for a in args:  # (inlined _view for the common case, an array or a scalar: this runs for every op of a kind)
         if isinstance(a, ShardArray) and a.positional:
-            v = as_kind(a, ShardArray)
-            pairs.append((a, v))
-            out.append(v)
+            out.append(_view(a, pairs))
         else:
             out.append(_view(a, pairs) if (type(a) is list or type(a) is tuple) and a else a)
     out_kwargs = {k: _view(v, pairs) for k, v in kwargs.items()} if kwargs else kwargs

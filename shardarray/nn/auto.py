@@ -36,7 +36,7 @@ from ..mesh import Mesh
 from ..plan.evaluate import check_mesh_shape
 from ..plan.model import Plan
 from ..plan.named import named_plans
-from ..plan.search import search_layouts
+from ..plan.search import check_memory_limit, search_layouts
 from ..plan.steps import transformer_step
 from .config import TransformerConfig
 from .strategies import AUTO
@@ -165,6 +165,9 @@ def auto_choice(
         batch = BATCH_PER_DEVICE * math.prod(shape.values())
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ArgumentError(f"strategy 'auto' needs a positive integer batch (sequences per step); got {batch!r}")
+    check_memory_limit(memory_limit_bytes, "strategy 'auto'")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ArgumentError(f"auto_choice needs top_k >= 1; got {top_k!r}")
     hw = get_profile(hardware)
     dt = as_dtype(dtype).name
     key = (cfg, tuple(shape.items()), batch, hardware, memory_limit_bytes, dt, top_k)
@@ -255,8 +258,11 @@ def save_rules(path: str | Path, rules: Mapping[str, Any], **context: Any) -> No
 
     Args:
         path: the file to write.
-        rules: ``{dim: axis or axes}``, e.g. from ``auto_rules``.
+        rules: ``{dim: axis or axes}``, e.g. from ``auto_rules`` (None: unsplit).
         **context: JSON-ready facts kept beside them (mesh, batch, hardware, ...).
+
+    Raises:
+        ArgumentError: a rule is not a dim name mapped to axis names, or the context is not JSON-ready.
 
     Example (a 2×2 mesh):
         >>> path = getfixture("tmp_path") / "rules.json"
@@ -264,8 +270,30 @@ def save_rules(path: str | Path, rules: Mapping[str, Any], **context: Any) -> No
         >>> sa.nn.load_rules(path)
         {'batch': ('rows',), 'd_ff': ('cols',)}
     """
-    body = {"rules": {d: [a] if isinstance(a, str) else list(a) for d, a in rules.items()}, **context}
-    Path(path).write_text(json.dumps(body, indent=1) + "\n")
+    if not isinstance(rules, Mapping):
+        raise ArgumentError(f"save_rules takes rules as {{dim: axis or axes}}, e.g. {{'batch': 'rows'}}; got {rules!r}")
+    out: dict[str, list[str]] = {}
+    for d, axes in rules.items():
+        names = _axis_names(axes)
+        if not isinstance(d, str) or names is None:
+            raise ArgumentError(
+                f"save_rules: a rule maps a dim name to a mesh axis name or a tuple of them, e.g. {{'batch': 'rows'}}; "
+                f"got {d!r}: {axes!r}"
+            )
+        out[d] = names
+    try:
+        text = json.dumps({"rules": out, **context}, indent=1)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"save_rules: the context kept beside the rules must be JSON-ready ({e})") from None
+    Path(path).write_text(text + "\n")
+
+
+def _axis_names(axes: Any) -> list[str] | None:
+    """A rule's value as a list of axis names (None: unsplit, ``[]``), or None when it is not one."""
+    if axes is None:
+        return []
+    names = [axes] if isinstance(axes, str) else list(axes) if isinstance(axes, (tuple, list)) else None
+    return names if names is not None and all(isinstance(a, str) for a in names) else None
 
 
 def load_rules(path: str | Path) -> dict[str, tuple[str, ...]]:

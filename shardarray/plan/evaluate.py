@@ -35,9 +35,12 @@ def check_step(step: Any, what: str) -> None:
 
 
 def check_mesh_shape(mesh_shape: Any) -> dict[str, int]:
-    if not isinstance(mesh_shape, Mapping):
+    """The mesh shape as a dict ``{axis: size}`` with at least one axis (``MeshError`` otherwise; ``Mesh`` checks the
+    names and sizes). A one-device mesh is ``{"x": 1}``."""
+    if not isinstance(mesh_shape, Mapping) or not mesh_shape:
         raise MeshError(
-            f"the planner takes the mesh as {{axis: size}}, e.g. {{'rows': 2, 'cols': 4}}; got {mesh_shape!r}"
+            f"the planner takes the mesh as {{axis: size}} with at least one axis, e.g. {{'rows': 2, 'cols': 4}} "
+            f"(one device: {{'x': 1}}); got {mesh_shape!r}"
         )
     return dict(mesh_shape)
 

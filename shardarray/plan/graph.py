@@ -47,7 +47,7 @@ from .events import ALIAS as _ALIAS
 from .events import CALL as _CALL
 from .events import FREE as _FREE
 from .events import GUARD as _GUARD
-from .memo import _NEVER, RuleWatch, _Entry
+from .memo import _NEVER, RuleWatch, _Entry, aliases
 from .model import MEMORY_TRAFFIC, Clock, flop_rate
 from .model import price as price_profile
 from .record import (
@@ -619,7 +619,7 @@ class GraphSet:
 
     def _key_of(self, ev: tuple, opsigs: list) -> tuple:
         sig_of = dict(zip(ev[5], opsigs))
-        key = with_slots(ev, sig_of.__getitem__)
+        key = (*with_slots(ev, sig_of.__getitem__), *aliases(list(ev[5])))  # (``OpMemo._key``'s order)
         return (*key, ("constants", ev[4])) if ev[4] else key
 
     def _run_one(

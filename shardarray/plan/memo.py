@@ -210,7 +210,8 @@ class OpMemo:
             if k is _NO:
                 return None
             parts.append((n, k))
-        return tuple(parts)  # hashed once, by the lookup in ``call`` (a TypeError there: not memoised)
+        arrays = [id(a) for a in (*args, *kwargs.values()) if isinstance(a, ShardArray)]
+        return (*parts, *aliases(arrays))  # hashed once, by the lookup in ``call`` (a TypeError there: not memoised)
 
     def _array_key(self, a: ShardArray) -> Any:
         if a.host_range is not None:
@@ -442,6 +443,18 @@ def _plain(fn: Any, args: tuple, kwargs: dict) -> Any:
         OP_MEMO.reset(token)
 
 
+def aliases(operands: list) -> tuple:
+    """The part of a call's key that says which of its array operands are one array (``y * y``), from their
+    identities (ids, or a recorded call's value numbers, ``plan.graph``): ``()`` when they are distinct.
+
+    Such a call resolves a pending operand once for both (the resolution is cached on the array), where one on two
+    arrays of the same signature resolves each: their events differ, so their keys do.
+    """
+    if len(set(operands)) == len(operands):
+        return ()
+    return (("alias", tuple([operands.index(v) for v in operands])),)
+
+
 _SIMPLE = frozenset((bool, int, float, str, bytes, type(None)))
 
 
@@ -473,7 +486,7 @@ def _arg_key(a: Any) -> Any:
             if k is _NO or isinstance(x, ShardArray) or not isinstance(n, (str, int)):
                 return _NO
             items.append((n, k))
-        return ("dict", tuple(sorted(items, key=lambda kv: str(kv[0]))))
+        return ("dict", tuple(items))  # in order: a shape map's order is its array's dims order
     if isinstance(a, Mesh):
         return ("mesh",)  # one mesh shape per memo (``OpMemo.bind``); its rules are watched
     if (

@@ -102,8 +102,9 @@ from __future__ import annotations
 
 import gc
 import math
+import numbers
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -161,12 +162,24 @@ def candidates(step: Step, mesh_shape: Mapping[str, int], dims: Any = None) -> l
     Args:
         dims: search only these dims (the others stay unsplit); None: every dim.
     """
+    if dims is not None and (isinstance(dims, str) or not isinstance(dims, Iterable)):
+        raise ArgumentError(f"dims takes a tuple of dim names, e.g. dims=('batch', 'heads'), or None; got {dims!r}")
     prof = discover(shallow_twin(step), mesh_shape)  # (a deep step's dims and tensors are its shallow twin's)
     sizes = prof.dims if dims is None else {d: prof.dims[d] for d in dims if d in prof.dims}
     tensors = [tuple(d for d in t if d in sizes) for t in prof.tensors]
     out = list(legal_rule_sets(sizes, tensors, mesh_shape))
     out.sort(key=_proxy(prof.dims, prof.tensors, mesh_shape))
     return out
+
+
+def check_memory_limit(memory_limit_bytes: Any, what: str) -> None:
+    """``ArgumentError`` unless ``memory_limit_bytes`` is None or a positive number of bytes (``inf``: no limit)."""
+    limit = memory_limit_bytes
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not float(limit) > 0):
+        raise ArgumentError(
+            f"{what}: memory_limit_bytes must be a positive number (bytes per device, e.g. 16 * 2**30) or None; "
+            f"got {limit!r}"
+        )
 
 
 def _proxy(sizes: Mapping[str, int], tensors: Any, mesh_shape: Mapping[str, int]) -> Callable[[Rules], float]:
@@ -250,7 +263,9 @@ def search_layouts(
 
     Raises:
         ArgumentError: no legal rule set fits ``memory_limit_bytes``; the message
-            gives the least memory any layout needs and its rules.
+            gives the least memory any layout needs and its rules. Also a
+            ``top_k``, ``memory_limit_bytes`` or ``dims`` of the wrong kind.
+        MeshError: ``mesh_shape`` is not a mapping with at least one axis.
 
     Example (Mesh-TF §8's MLP on a 2×2 mesh):
         >>> step = sa.plan.mlp_step(batch=64, d_io=32, d_hidden=128)
@@ -262,11 +277,7 @@ def search_layouts(
     check_step(step, "search_layouts")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ArgumentError(f"search_layouts needs top_k >= 1; got {top_k!r}")
-    if memory_limit_bytes is not None and not memory_limit_bytes > 0:
-        raise ArgumentError(
-            f"search_layouts: memory_limit_bytes must be positive (bytes per device, e.g. 16 * 2**30); "
-            f"got {memory_limit_bytes!r}"
-        )
+    check_memory_limit(memory_limit_bytes, "search_layouts")
     hw = get_profile(hardware)
     stats = stats if stats is not None else SearchStats()
     rule_sets = candidates(step, mesh_shape, dims)
@@ -713,7 +724,13 @@ def _no_fit_message(
     if low is None:
         return f"no legal layout rule set runs {where}: every one of the {len(rule_sets)} was refused"
     return (
-        f"no layout fits the memory limit of {limit / 2**30:.3f} GiB per device {where}: of {len(rule_sets)} legal "
-        f"rule sets the least memory is {low.memory_bytes_per_device / 2**30:.3f} GiB per device "
+        f"no layout fits the memory limit of {_bytes(limit)} per device {where}: of {len(rule_sets)} legal "
+        f"rule sets the least memory is {_bytes(low.memory_bytes_per_device)} per device "
         f"({low.describe()}). Raise memory_limit_bytes, use a larger mesh, or shrink the batch or model"
     )
+
+
+def _bytes(n: float) -> str:
+    """A byte count exactly and in GiB (``16 bytes (1.49e-08 GiB)``): the limit and the least memory of
+    ``_no_fit_message`` side by side, never two different tiny sizes both shown as ``0.000 GiB``."""
+    return f"{n:,.0f} bytes ({n / 2**30:.3g} GiB)"

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..autograd.api import value_and_grad
-from ..errors import DimensionError
+from ..errors import DimensionError, DTypeError
 from ..memo_hook import layer
 from ..mesh import Mesh
 from ..nn.config import TransformerConfig, param_shapes
@@ -37,6 +37,8 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         >>> plan.flops_per_device > 0, plan.rules["d_ff"]
         (True, ('cols',))
     """
+    if not isinstance(cfg, TransformerConfig):
+        raise DTypeError(f"transformer_step needs a sa.nn.TransformerConfig; got {type(cfg).__name__} {cfg!r:.60}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise DimensionError(f"transformer_step needs a positive integer batch; got {batch!r}")
 

@@ -64,3 +64,11 @@ def test_a_write_into_a_positional_array_a_recorded_op_was_given_is_refused(mesh
 def test_messages_name_the_positional_namespace(mesh):
     with pytest.raises(sa.DTypeError, match=r"xp\.asarray"):
         sa.maximum(xp.asarray([1.0, 2.0]), np.ones(2))
+
+
+def test_one_array_given_twice_is_one_view(mesh):
+    p = _pending(mesh)
+    with sa.comm_log() as log:
+        y = sa.maximum(p, p)  # (a nonlinear op: it resolves its pending operands)
+    assert [r.op for r in log] == ["allreduce"]  # one resolution for both operands
+    assert isinstance(y, xp.Array)
