@@ -72,6 +72,8 @@ def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
             raise MeshError(f"mesh axis {name!r} has size {n}; every axis size must be an integer >= 1")
         names.append(name)
         sizes.append(int(n))
+    if not names:  # (a mesh of no axes made arrays whose layouts could not be built)
+        raise MeshError(f"mesh shape {shape!r} has no axes; give at least one, e.g. {{'d': 1}} for one device")
     return names, sizes
 
 

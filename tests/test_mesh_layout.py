@@ -113,3 +113,9 @@ def test_default_comm_follows_the_launcher():
         assert default_comm(4, {"x": 2}, 2, **numpy) == "emulated"
     with pytest.raises(sa.MeshError, match=r"devices=\[0, 1\].*4 processes"):
         default_comm(4, {"x": 2}, 2, backend="cupy", gpus=(0, 1))
+
+
+def test_a_mesh_needs_an_axis():
+    """``sa.Mesh({})`` was accepted, and every array made on it failed in NumPy's reshape."""
+    with pytest.raises(sa.MeshError, match="no axes"):
+        sa.Mesh({})

@@ -175,7 +175,7 @@ def _prod(ctx: Context, g: ShardArray) -> list[Any]:
     # product of the nonzeros; with two or more zeros, nothing. Exact (no division by zero).
     x = ctx.args[0]
     dims = _reduced(ctx)
-    zero = apply("d_prod_z", lambda xp, a: a == 0, (x,))
+    zero = apply("d_prod_z", lambda xp, a: xp.equal(a, 0), (x,))
     nonzero_prod = red.prod.__wrapped__(apply("d_prod_nz", lambda xp, a, z: xp.where(z, 1, a), (x, zero)), dims)
     zeros = resolve_to(red.sum.__wrapped__(astype(zero, "int64"), dims)) if dims else astype(zero, "int64")
 

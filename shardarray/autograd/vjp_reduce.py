@@ -34,7 +34,7 @@ def _extreme(ctx: Context, g: ShardArray) -> list[Any]:
     # the gradient goes to the positions that reached the extreme, shared equally among ties
     x, out = ctx.args[0], ctx.out
     dims = tuple(d for d in x.dims if d not in out.dims)
-    hit = apply("d_hit", lambda xp, a, m: (a == m).astype(a.dtype), (x, out))
+    hit = apply("d_hit", lambda xp, a, m: xp.equal(a, m).astype(a.dtype), (x, out))  # (xp: meta blocks too)
     count = red.sum.__wrapped__(hit, dims)
     grad = apply("d_extreme", lambda xp, h, g, c: h * (g / c), (hit, resolve_to(g), resolve_to(count)))
     return [match(grad, x)]

@@ -124,6 +124,9 @@ class MetaArray:
     def __invert__(self) -> MetaArray:
         return META.invert(self)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """A write into a block (``block[idx] = v``): nothing changes in a shape."""
+
 
 def _probe(x: Any) -> Any:
     """A zero-size NumPy stand-in with the same dtype (Python scalars stay as they are)."""
@@ -181,6 +184,28 @@ class MetaNamespace:
         return self._reduce(a, axis, keepdims, a.dtype)
 
     @staticmethod
+    def _scan(a: MetaArray, axis: Any, dtype: Any, probe: Any) -> MetaArray:
+        shape = (math.prod(a.shape),) if axis is None else a.shape
+        return MetaArray(shape, dtype if dtype is not None else probe(np.empty(0, a.dtype)).dtype)
+
+    def cumsum(self, a: MetaArray, axis: Any = None, dtype: Any = None) -> MetaArray:
+        return self._scan(a, axis, dtype, np.cumsum)
+
+    def cumprod(self, a: MetaArray, axis: Any = None, dtype: Any = None) -> MetaArray:
+        return self._scan(a, axis, dtype, np.cumprod)
+
+    @staticmethod
+    def zeros_like(a: MetaArray, dtype: Any = None) -> MetaArray:
+        return MetaArray(a.shape, a.dtype if dtype is None else dtype)
+
+    ones_like = zeros_like
+    empty_like = zeros_like
+
+    @staticmethod
+    def put_along_axis(a: MetaArray, indices: Any, values: Any, axis: int) -> None:
+        """In place, as NumPy's: nothing changes in a shape."""
+
+    @staticmethod
     def transpose(a: MetaArray, axes: Any = None) -> MetaArray:
         return a.transpose(tuple(reversed(range(a.ndim))) if axes is None else axes)
 
@@ -215,6 +240,10 @@ class MetaNamespace:
     @staticmethod
     def full(shape: Any, fill_value: Any, dtype: Any = None) -> MetaArray:
         return MetaArray(tuple(shape), dtype if dtype is not None else np.asarray(fill_value).dtype)
+
+    @staticmethod
+    def ascontiguousarray(a: MetaArray, dtype: Any = None) -> MetaArray:
+        return a if dtype is None else a.astype(dtype)
 
     @staticmethod
     def asarray(a: Any, dtype: Any = None) -> MetaArray:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.common import require_ids
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, is_real_float
 from ..errors import DimensionError, DTypeError
 from ..layout import make_layout
 from ..memo_hook import layer
@@ -147,7 +147,7 @@ def _check_init(cfg: Any, mesh: Any, seed: Any, dtype: Any) -> None:
             f"same parameters on every mesh and process; there is no random seed)"
         )
     dt = as_dtype(dtype)
-    if dt.kind != "f":
+    if not is_real_float(dt):  # (bfloat16 too: its NumPy kind is "V")
         raise DTypeError(f"init_transformer(dtype={dt.name!r}): parameters need a float dtype such as 'float32'")
 
 

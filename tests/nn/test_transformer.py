@@ -172,3 +172,12 @@ def test_bad_tokens_are_explained():
         sa.nn.transformer_loss(params, sa.asarray(np.zeros((2, 3), int), dims=("batch", "seq"), mesh=mesh), targets, CFG)
     with pytest.raises(sa.DTypeError, match="integer"):
         sa.nn.transformer_loss(params, targets.astype("float64"), targets, CFG)
+
+
+def test_bfloat16_parameters_and_their_plans():
+    """``init_transformer(dtype="bfloat16")`` was refused ("parameters need a float dtype": bfloat16's NumPy kind
+    is "V"), and so were the planner's named plans and explanations of bfloat16 parameters."""
+    cfg = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=2, d_kv=8, d_ff=32, n_layers=1, seq_len=8)
+    params = sa.nn.init_transformer(cfg, sa.Mesh({"row": 2, "col": 2}), dtype="bfloat16")
+    assert all(p.dtype.name == "bfloat16" for p in params.values())
+    assert sa.plan.named_plans(cfg, 4, {"row": 2, "col": 2}, dtype="bfloat16")

@@ -401,13 +401,13 @@ def less_equal(x: Any, y: Any) -> ShardArray:
 @nondifferentiable("equal")
 def equal(x: Any, y: Any) -> ShardArray:
     """``x == y`` elementwise (a bool array), broadcasting by dim name."""
-    return apply("equal", lambda xp, a, b: a == b, (x, y))
+    return apply("equal", lambda xp, a, b: xp.equal(a, b), (x, y))
 
 
 @nondifferentiable("not_equal")
 def not_equal(x: Any, y: Any) -> ShardArray:
     """``x != y`` elementwise (a bool array), broadcasting by dim name."""
-    return apply("not_equal", lambda xp, a, b: a != b, (x, y))
+    return apply("not_equal", lambda xp, a, b: xp.not_equal(a, b), (x, y))
 
 
 @differentiable("maximum")

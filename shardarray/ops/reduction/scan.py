@@ -114,7 +114,7 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
             combined[d] = s + prefix if op == "sum" else s * prefix
         scanned = combined
     shards = [
-        None
+        s
         if s is None or (isinstance(s, MetaArray) and s.dtype == out_dtype)
         else (MetaArray(s.shape, out_dtype) if isinstance(s, MetaArray) else s.astype(out_dtype, copy=False))
         for s in scanned

@@ -32,7 +32,7 @@ from . import reduce as red
 def _shift(x: ShardArray, dims: Any) -> ShardArray:
     """The maximum over ``dims``, 0 where it is -inf (an all -inf slice: exp gives 0, as SciPy's softmax)."""
     m = red.max(x, dims)
-    return ew.apply("shift", lambda xp, m: xp.where(m == -float("inf"), 0, m), (m,))
+    return ew.apply("shift", lambda xp, m: xp.where(xp.equal(m, -float("inf")), 0, m), (m,))
 
 
 def _finite_shift(x: ShardArray, dims: Any) -> ShardArray:
