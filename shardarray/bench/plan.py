@@ -10,9 +10,9 @@ from typing import Any
 
 from ..errors import LayoutError
 from ..hardware import PROFILES, get_profile
-from ..nn.auto import rules_literal, save_rules
 from ..nn.config import TransformerConfig, param_count
 from ..plan import Plan, SearchStats, named_plans, search_layouts, transformer_step
+from ..plan.auto import rules_literal, save_rules
 from ..plan.explain import Explanation, explain_layout, explain_transformer
 from .args import int_at_least, mesh_shape
 

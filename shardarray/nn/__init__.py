@@ -6,10 +6,12 @@ Example (the 2×2 ``mesh2d`` strategy of Mesh-TF §9):
     >>> params = sa.nn.init_transformer(cfg, mesh, strategy="mesh2d", seed=0, dtype="float32")
     >>> sorted(params)[:3]
     ['embed', 'layer0.attn.wk', 'layer0.attn.wo']
+
+``auto_choice``, ``auto_rules``, ``save_rules``, ``load_rules`` and ``AutoChoice`` (``strategy="auto"``) are the
+planner's (``shardarray.plan.auto``), attached here when ``shardarray`` is imported.
 """
 
 from . import data
-from .auto import AutoChoice, auto_choice, auto_rules, load_rules, save_rules
 from .config import TransformerConfig, param_count, param_shapes
 from .layers import accuracy, attention, cross_entropy, layer_norm, mlp
 from .strategies import STRATEGIES, param_layout, strategy_rules

@@ -41,7 +41,7 @@ from ..mesh import Mesh
 STRATEGIES: tuple[str, ...] = ("replicated", "data", "megatron", "mesh2d", "tesseract")
 
 #: ``strategy="auto"`` of ``init_transformer``: ``AUTO["choose"](cfg, mesh, batch, hardware, memory_limit_bytes,
-#: dtype)`` returns the searched rules. Filled by ``nn.auto`` (it imports the planner, which imports this module).
+#: dtype)`` returns the searched rules. Filled by ``plan.auto`` (the planner sits above this package).
 AUTO: dict[str, Callable[..., dict[str, tuple[str, ...]]]] = {}
 
 _NEEDS = {

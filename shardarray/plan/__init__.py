@@ -21,6 +21,7 @@ Example (Mesh-TF §8's MLP on a 2×2 mesh: the hand layout §8.3 against the sea
     (3, True)
 """
 
+from . import auto as auto  # sa.nn's strategy="auto" and its auto_* names, attached from there
 from . import deep, floor, memo, model, repeat, space, symmetry
 from .evaluate import evaluate_layout
 from .explain import Explanation, GroupCost, explain_layout, explain_transformer

@@ -8,6 +8,10 @@ deterministic: equal modeled costs go to the rule set splitting the fewest
 dims, then to the first in the planner's proxy order, so the same inputs give
 the same rules on every run and machine.
 
+It lives with the planner, which it runs, and is attached from here to ``sa.nn`` (``auto_choice``, ``auto_rules``,
+``save_rules``, ``load_rules``, ``AutoChoice``) and to ``init_transformer``'s ``strategy="auto"`` (the hook
+``nn.strategies.AUTO``), so the model's package imports nothing of the planner above it.
+
 ``init_transformer(cfg, mesh, strategy="auto")`` uses it (the search result is
 kept for the process, per model, mesh shape, batch, hardware and limit);
 ``auto_rules`` gives the rules for building the mesh yourself; ``save_rules``
@@ -29,17 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import nn
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, DTypeError, MissingFileError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
-from ..plan.evaluate import check_mesh_shape
-from ..plan.model import Plan
-from ..plan.named import named_plans
-from ..plan.search import check_memory_limit, search_layouts
-from ..plan.steps import transformer_step
-from .config import TransformerConfig
-from .strategies import AUTO
+from ..nn.config import TransformerConfig
+from ..nn.strategies import AUTO
+from .evaluate import check_mesh_shape
+from .model import Plan
+from .named import named_plans
+from .search import check_memory_limit, search_layouts
+from .steps import transformer_step
 
 #: the hardware profile ``strategy="auto"`` models when none is given (DESIGN.md, public API third round)
 DEFAULT_HARDWARE = "h100"
@@ -320,3 +325,7 @@ def load_rules(path: str | Path) -> dict[str, tuple[str, ...]]:
             f'{str(p)!r} is not a rules file ({e}); it holds JSON like {{"rules": {{"batch": ["rows"]}}}}'
         ) from None
     return out
+
+
+for _public in (AutoChoice, auto_choice, auto_rules, load_rules, save_rules):  # sa.nn's names, attached from above
+    setattr(nn, _public.__name__, _public)
