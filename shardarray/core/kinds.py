@@ -78,7 +78,12 @@ def named_views(
     out: list[Any] = []
     for a in args:  # (inlined _view for the common case, an array or a scalar: this runs for every op of a kind)
         if isinstance(a, ShardArray) and a.positional:
-            out.append(_view(a, pairs))
+            if pairs:  # (an array given twice gets its one view: _view)
+                out.append(_view(a, pairs))
+            else:
+                v = as_kind(a, ShardArray)
+                pairs.append((a, v))
+                out.append(v)
         else:
             out.append(_view(a, pairs) if (type(a) is list or type(a) is tuple) and a else a)
     out_kwargs = {k: _view(v, pairs) for k, v in kwargs.items()} if kwargs else kwargs
