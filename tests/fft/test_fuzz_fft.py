@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import random_layout as _layout
 
 import shardarray as sa
 import shardarray.array_api as xp
@@ -25,15 +26,6 @@ def test_shift_along_dims_of_size_one_is_a_new_array(name):
     assert x.numpy()[0, 0] == 0.0 and y.numpy()[0, 0] == 100.0
     n = sa.asarray(np.ones((1, 1)), dims=("a", "b"), mesh=mesh)
     assert getattr(sa.fft, name)(n) is not n
-
-
-def _layout(rng, mesh, dims):
-    per = {d: [] for d in dims}
-    for a in rng.permutation(list(mesh.axis_names)):
-        c = rng.integers(len(dims) + 1)
-        if c < len(dims):
-            per[dims[c]].append(str(a))
-    return {d: tuple(v) for d, v in per.items() if v}
 
 
 @pytest.mark.parametrize("seed", range(3))

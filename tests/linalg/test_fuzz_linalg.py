@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import random_layout as _layout
 
 import shardarray as sa
 import shardarray.array_api as xp
@@ -92,15 +93,6 @@ def test_matrix_power_one_is_a_new_array():
     assert y is not x and isinstance(y, xp.Array)
     y[0, 0] = 100.0
     assert x.numpy()[0, 0] == 0.0 and y.numpy()[0, 0] == 100.0
-
-
-def _layout(rng, mesh, dims):
-    per = {d: [] for d in dims}
-    for a in rng.permutation(list(mesh.axis_names)):
-        c = rng.integers(len(dims) + 1)
-        if c < len(dims):
-            per[dims[c]].append(str(a))
-    return {d: tuple(v) for d, v in per.items() if v}
 
 
 @pytest.mark.parametrize("seed", range(4))

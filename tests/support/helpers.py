@@ -112,6 +112,17 @@ def layouts(draw, mesh, dims):
     return {d: tuple(a) for d, a in per_dim.items() if a}
 
 
+def random_layout(rng: np.random.Generator, mesh: Any, dims: Any) -> dict[str, tuple[str, ...]]:
+    """A random layout of ``dims`` on ``mesh`` (a seeded fuzz case's): each mesh axis, in random order, splits a
+    random dim or none."""
+    per: dict[str, list[str]] = {d: [] for d in dims}
+    for a in rng.permutation(list(mesh.axis_names)):
+        c = rng.integers(len(dims) + 1)
+        if c < len(dims):
+            per[dims[c]].append(str(a))
+    return {d: tuple(v) for d, v in per.items() if v}
+
+
 def sizes_strategy(dims, min_size=0, max_size=7):
     return st.tuples(*[st.integers(min_size, max_size) for _ in dims])
 
