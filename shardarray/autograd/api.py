@@ -41,8 +41,8 @@ def _finisher() -> Callable[[ShardArray | None, ShardArray], ShardArray]:
 def _finish_with(
     zeros_like: Any, to_axes: Any, astype: Any, transpose: Any, g: ShardArray | None, x: ShardArray
 ) -> ShardArray:
-    if g is None:
-        return zeros_like(x)
+    if g is None:  # x does not reach the loss: zeros, of x's kind as every gradient
+        return like_kind(zeros_like(x), x)
     if g.pending or g.spec != x.spec:  # (already in x's dims, sizes and layout, resolved: nothing to move)
         # sa.relayout(g, x.layout) without re-validating x's own layout: resolve into it, then move
         g = to_axes(transpose(g, x.dims), x.spec.axes, False)

@@ -72,3 +72,11 @@ def test_one_array_given_twice_is_one_view(mesh):
         y = sa.maximum(p, p)  # (a nonlinear op: it resolves its pending operands)
     assert [r.op for r in log] == ["allreduce"]  # one resolution for both operands
     assert isinstance(y, xp.Array)
+
+
+def test_the_zero_gradient_of_an_unused_positional_parameter_is_positional(mesh):
+    a, b = xp.asarray(np.ones((4, 4))), xp.asarray(np.ones((4, 4)))
+    _, g = sa.value_and_grad(lambda p: xp.sum(p["a"]))({"a": a, "b": b})
+    assert isinstance(g["a"], xp.Array) and isinstance(g["b"], xp.Array)
+    np.testing.assert_array_equal(g["b"].numpy(), np.zeros((4, 4)))
+    assert isinstance(sa.optim.clip_by_global_norm(g, 1.0)["b"], xp.Array)
