@@ -67,7 +67,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--memory", type=parse_bytes, default=None, help="memory limit per device, e.g. 16GiB")
     p.add_argument("--hardware", default="a100", choices=sorted(PROFILES), help="hardware profile (default a100)")
-    p.add_argument("--dtype", default="float32", choices=("float16", "float32"), help="parameter dtype")
+    p.add_argument("--dtype", default="float32", choices=("bfloat16", "float16", "float32"), help="parameter dtype")
     p.add_argument("--top", type=int_at_least(1), default=5, help="how many layouts to print (default 5)")
     p.add_argument(
         "--no-symmetry",

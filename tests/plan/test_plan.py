@@ -154,6 +154,15 @@ def test_cli_plan_json(tmp_path):
         sa.nn.TransformerConfig(vocab=256, d_model=32, heads=4, d_kv=8, d_ff=128, n_layers=1, seq_len=16))
 
 
+def test_cli_plan_bfloat16():
+    """``--dtype bfloat16``: the search and the named strategies priced with bfloat16 parameters (it was left out
+    while ``init_transformer`` refused bfloat16)."""
+    result = run(["plan", "--vocab", "64", "--d-model", "16", "--heads", "2", "--d-kv", "8", "--d-ff", "32",
+                  "--layers", "1", "--seq", "8", "--batch", "8", "--mesh", "rows=2,cols=2", "--top", "2",
+                  "--dtype", "bfloat16", "--quiet"])
+    assert result["model"]["dtype"] == "bfloat16" and result["best"] and result["named"]
+
+
 def test_cli_plan_rejects_bad_memory(capsys):
     with pytest.raises(SystemExit):
         run(["plan", "--memory", "lots"])
