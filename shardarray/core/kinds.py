@@ -37,7 +37,7 @@ GIVEN: ContextVar[type[ShardArray] | None] = ContextVar("shardarray_given_kind",
 def kind_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> type[ShardArray] | None:
     """The positional kind of the first positional array among ``args`` and ``kwargs`` (top level, or one level
     into a list or tuple), or None when every array is named (the common case: a few attribute reads)."""
-    for a in args:
+    for a in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(a, ShardArray):
             if a.positional:
                 return type(a)
@@ -45,10 +45,6 @@ def kind_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> type[ShardArray] |
             for b in a:
                 if isinstance(b, ShardArray) and b.positional:
                     return type(b)
-    if kwargs:
-        for a in kwargs.values():
-            if isinstance(a, ShardArray) and a.positional:
-                return type(a)
     return None
 
 
@@ -75,19 +71,9 @@ def named_views(
     """``args`` and ``kwargs`` with every positional array replaced by a named view of it, and the
     ``(array, view)`` pairs made (for ``carry_back``)."""
     pairs: list[tuple[ShardArray, ShardArray]] = []
-    out: list[Any] = []
-    for a in args:  # (inlined _view for the common case, an array or a scalar: this runs for every op of a kind)
-        if isinstance(a, ShardArray) and a.positional:
-            if pairs:  # (an array given twice gets its one view: _view)
-                out.append(_view(a, pairs))
-            else:
-                v = as_kind(a, ShardArray)
-                pairs.append((a, v))
-                out.append(v)
-        else:
-            out.append(_view(a, pairs) if (type(a) is list or type(a) is tuple) and a else a)
+    out_args = tuple([_view(a, pairs) for a in args])
     out_kwargs = {k: _view(v, pairs) for k, v in kwargs.items()} if kwargs else kwargs
-    return tuple(out), out_kwargs, pairs
+    return out_args, out_kwargs, pairs
 
 
 def carry_back(pairs: list[tuple[ShardArray, ShardArray]], tape: Any) -> None:
@@ -104,8 +90,6 @@ def carry_back(pairs: list[tuple[ShardArray, ShardArray]], tape: Any) -> None:
 
 def of_kind(kind: type[ShardArray], out: Any) -> Any:
     """``out`` with every named array in it (itself, or the items of a named tuple, tuple or list) as ``kind``."""
-    if type(out) is ShardArray:
-        return as_kind(out, kind)
     if isinstance(out, ShardArray):
         return out if out.positional else as_kind(out, kind)
     if isinstance(out, tuple) and hasattr(out, "_make"):  # a named tuple of results

@@ -91,17 +91,12 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
             x, 3, lambda xp, a, w, b: k.layer_norm_rows(xp, a, w, b, eps), resolve_to(gain), resolve_to(bias)
         )
         return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd_rows)
-    inv_n = _inverse(x.sizes[dim])
+    inv_n = fused_numpy.inverse_count(x.sizes[dim])
     xc = x - reduction.mean(x, dim)
     var = reduction.sum(apply("square", lambda xp, a: a * a, (xc,)), dim)
     rstd = apply("rstd", lambda xp, v: 1.0 / xp.sqrt(v * inv_n + eps), (var,))
     xhat = xc * rstd
     return apply("scale_shift", lambda xp, h, w, b: h * w + b, (xhat, gain, bias)), (xhat, rstd)
-
-
-def _inverse(n: int) -> float:
-    """``1 / n`` for the mean over ``n`` entries; NaN for none (the rows are empty then, and so is the result)."""
-    return 1.0 / n if n else float("nan")
 
 
 @register_vjp("layer_norm")
@@ -127,7 +122,7 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         grads[2] = match(g, bias) if ctx.needs[2] else None
         return grads
     xhat, rstd = ctx.saved
-    inv_n = _inverse(x.sizes[dim])
+    inv_n = fused_numpy.inverse_count(x.sizes[dim])
     if ctx.needs[1]:
         grads[1] = match(apply("d_gain", lambda xp, g, h: g * h, (g, xhat)), gain)
     if ctx.needs[2]:

@@ -57,9 +57,9 @@ def _dot_rows(a: Any, b: Any) -> Any:
 
 
 # ------------------------------------------------------------------ layer norm
-def _inverse(n: int) -> float:
+def inverse_count(n: int) -> float:
     """``1 / n`` for the mean of ``n`` entries; NaN for none (the mean of no entries, as ``np.mean``'s: the rows
-    are empty then, and so is the result)."""
+    are empty then, and so is the result). The layer norm of ``sa.nn`` scales by it on every path."""
     return 1.0 / n if n else float("nan")
 
 
@@ -70,7 +70,7 @@ def layer_norm_rows(xp: Any, x: Any, gain: Any, bias: Any, eps: float) -> tuple[
     mean = np.asarray(np.mean(x, axis=-1, dtype=acc))
     xc = np.subtract(x, mean[..., None], dtype=acc)
     rstd = _dot_rows(xc, xc)
-    rstd *= _inverse(n)
+    rstd *= inverse_count(n)
     rstd += eps
     np.sqrt(rstd, out=rstd)
     np.divide(1.0, rstd, out=rstd)
@@ -88,7 +88,7 @@ def layer_norm_rows_grad(xp: Any, g: Any, x: Any, gain: Any, mean: Any, rstd: An
     xhat *= rstd[..., None]
     gh = np.multiply(g, gain, dtype=acc)
     m1 = np.asarray(gh.sum(axis=-1))
-    inv_n = _inverse(n)
+    inv_n = inverse_count(n)
     m1 *= inv_n
     m2 = _dot_rows(gh, xhat)
     m2 *= inv_n
