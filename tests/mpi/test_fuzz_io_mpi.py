@@ -8,7 +8,6 @@ Runs only inside a 4-process MPI job: ``mpiexec -n 4 python -m pytest -q tests/m
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -19,16 +18,6 @@ import shardarray as sa
 WORLD = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
 pytestmark = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4")
 VALUE = np.arange(48.0).reshape(8, 6)
-
-
-@pytest.fixture
-def shared_dir(tmp_path):
-    """One directory every process agrees on (process 0's tmp_path, sent as bytes)."""
-    from mpi4py import MPI
-
-    from shardarray.checkpoint.procs import Procs
-
-    return Path(Procs(MPI.COMM_WORLD).bcast(str(tmp_path)))
 
 
 def _mesh() -> sa.Mesh:

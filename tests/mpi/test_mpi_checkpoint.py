@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,16 +15,6 @@ import shardarray as sa
 
 WORLD = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
 pytestmark = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4")
-
-
-@pytest.fixture
-def shared_dir(tmp_path):
-    """One directory every process agrees on (process 0's tmp_path, sent as bytes)."""
-    from mpi4py import MPI
-
-    from shardarray.checkpoint.procs import Procs
-
-    return Path(Procs(MPI.COMM_WORLD).bcast(str(tmp_path)))
 
 
 def test_save_on_2x2_writes_each_block_once_and_loads_onto_other_layouts(shared_dir):

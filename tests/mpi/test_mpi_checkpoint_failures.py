@@ -30,16 +30,6 @@ in_job = pytest.mark.skipif(WORLD != 4, reason="runs inside mpiexec -n 4")
 VALUE = np.arange(35.0).reshape(7, 5)
 
 
-@pytest.fixture
-def shared_dir(tmp_path):
-    """One directory every process agrees on (process 0's tmp_path, sent as bytes)."""
-    from mpi4py import MPI
-
-    from shardarray.checkpoint.procs import Procs
-
-    return Path(Procs(MPI.COMM_WORLD).bcast(str(tmp_path)))
-
-
 def _mesh() -> sa.Mesh:
     return sa.Mesh({"row": 2, "col": 2}, comm="mpi")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,16 +17,6 @@ from shardarray.layout import block_bounds
 
 WORLD = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
 pytestmark = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4")
-
-
-@pytest.fixture
-def shared_dir(tmp_path):
-    """One directory every process agrees on (process 0's tmp_path, sent as bytes)."""
-    from mpi4py import MPI
-
-    from shardarray.checkpoint.procs import Procs
-
-    return Path(Procs(MPI.COMM_WORLD).bcast(str(tmp_path)))
 
 
 def _value(shape, dtype="float64"):
