@@ -28,6 +28,7 @@ Rules (one place for every op):
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 from typing import Any
 
@@ -237,6 +238,7 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
 def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
     """``value`` (a scalar) as a 0-d array of ``dtype`` for writing into an array of that dtype, NumPy 2's way.
 
+    A value that is not a number (a string; ``None``, which NumPy would write as NaN) is a ``DTypeError``.
     Refused (``CastError``), where NumPy 2 raises and an unchecked cast would store something else silently: a
     Python ``int`` out of an integer dtype's range (300 into int8 would store 44; -1 into uint8, 255), and NaN
     or ±inf into an integer (or bool) dtype. A complex value into a real dtype is a ``DTypeError``. Other values
@@ -254,6 +256,8 @@ def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.ndim:
         raise DTypeError(f"{what}: expected a scalar value; got an array of shape {arr.shape}")
+    if arr.dtype.kind not in "biufcV" and not isinstance(value, numbers.Number):  # a string, None (NaN), an object
+        raise DTypeError(f"{what}: v must be a number (or a ShardArray); got {type(value).__name__} {value!r:.60}")
     if arr.dtype.kind == "c" and dt.kind != "c":
         raise DTypeError(
             f"{what}: cannot write the complex value {value!r} into an array of dtype {dt}; write its real part "

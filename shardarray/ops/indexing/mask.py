@@ -27,7 +27,6 @@ moved axes, an alltoall back.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -220,11 +219,6 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     mask = _as_mask(x, mask, "x[mask] = v")
     if not isinstance(v, ShardArray):
         arr = np.asarray(v)
-        if arr.ndim == 0 and arr.dtype.kind not in "biufc" and not isinstance(v, numbers.Number):  # str, None
-            raise DTypeError(
-                f"x[mask] = v: v must be a number (or a ShardArray) to write into the {x.dtype} array {x.sizes}; "
-                f"got {type(v).__name__} {v!r:.60}"
-            )
         if arr.ndim == 0:
             arr = scalar_for_write(v, x.dtype, f"x[mask] = v (the {x.dtype} array {x.sizes})")
             swap_in(x, ew.where(mask, asarray(arr, dims=(), mesh=x.mesh), x))

@@ -14,7 +14,6 @@ reads it), raises ``TapeError`` (``core.tape.refuse_write``).
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -124,11 +123,6 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
             raise DTypeError(
                 f"x[...] = v: v must be a scalar or a ShardArray; got a {type(v).__name__} of shape "
                 f"{arr.shape}. Wrap it with sa.asarray(v, dims=..., mesh=x.mesh)"
-            )
-        if arr.dtype.kind not in "biufc" and not isinstance(v, numbers.Number):  # a string, None: no number
-            raise DTypeError(
-                f"x[...] = v: v must be a number (or a ShardArray) to write into the {x.dtype} array {x.sizes}; "
-                f"got {type(v).__name__} {v!r:.60}"
             )
         arr = scalar_for_write(v, x.dtype, f"x[...] = v (the {x.dtype} array {x.sizes})")
         value = None
