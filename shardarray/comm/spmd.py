@@ -244,22 +244,30 @@ def blocks_extra(slices: Sequence[tuple[slice, ...]], shape: Sequence[int]) -> t
     return token, f"split along array axes {split} into blocks {token}"
 
 
-def _error_note(failure: BaseException, rank: int) -> tuple[str, str]:
+def error_note(failure: BaseException, rank: int, what: str = "") -> tuple[str, str]:
     """``(error class name, message)`` of this process's ``failure``, for the other processes: its nearest class
-    in ``shardarray.errors`` and its message (another exception: an ``ArgumentError`` naming it and ``rank``)."""
+    in ``shardarray.errors`` and its message (another exception: an ``ArgumentError`` naming it and ``rank``).
+    ``what``: the step that failed, put before the message when given."""
+    lead = f"{what} failed on process {rank}: " if what else ""
     for cls in type(failure).__mro__:
         if getattr(_errors, cls.__name__, None) is cls and issubclass(cls, ShardArrayError):
-            return cls.__name__, str(failure)
-    return ArgumentError.__name__, f"process {rank} raised {type(failure).__name__}: {failure}"
+            return cls.__name__, f"{lead}{failure}"
+    return ArgumentError.__name__, f"{lead or f'process {rank} '}raised {type(failure).__name__}: {failure}"
 
 
-def _raise_failures(notes: Sequence[tuple[str, str] | None], rank: int, failure: BaseException | None) -> None:
-    """Raise on every process the error of the lowest process that failed (that process re-raises its own)."""
+def raise_agreed(notes: Sequence[tuple[str, str] | None], rank: int, failure: BaseException | None) -> None:
+    """Raise on every process the error of the lowest process that failed, of one class everywhere.
+
+    ``notes``: each process's ``error_note`` (None: it did not fail), in rank order. Every process raises the class
+    of the lowest failing process's note, so an ``except`` takes the same branch everywhere: that process re-raises
+    its own error where it is one of ``sa``'s (else the ``ArgumentError`` of its note, from it), the others raise
+    that class with its message. Nothing is raised when no process failed.
+    """
     failed = [(r, n) for r, n in enumerate(notes) if n is not None]
     if not failed:
         return
     first, (kind, text) = failed[0]
-    if failure is not None and first == rank:
+    if failure is not None and first == rank and isinstance(failure, ShardArrayError):
         raise failure
     cls = getattr(_errors, kind, None)
     if not (isinstance(cls, type) and issubclass(cls, ShardArrayError)):  # pragma: no cover - never sent
@@ -300,8 +308,8 @@ def enter(
         check: compare signatures even without ``SHARDARRAY_CHECK_SPMD=1``.
         failure: this process's error from the step the collective checks (only with ``check=True``: the
             processes must agree on whether they exchange): it travels with the signature, and every process
-            raises the error of the lowest process that failed (the same class and message; that process
-            re-raises its own), so that no process goes on alone. The other fields may then be placeholders.
+            raises the error of the lowest process that failed, one class everywhere (``raise_agreed``), so that
+            no process goes on alone. The other fields may then be placeholders.
     """
     sig_dtype, shape = str(getattr(local, "dtype", "?")), getattr(local, "shape", None)
     shape = tuple(shape) if shape is not None else None
@@ -320,8 +328,8 @@ def enter(
     if failure is not None and not check:
         raise failure
     if check or check_enabled():
-        every = world.allgather((sig, None if failure is None else _error_note(failure, world.Get_rank())))
-        _raise_failures([n for _, n in every], world.Get_rank(), failure)
+        every = world.allgather((sig, None if failure is None else error_note(failure, world.Get_rank())))
+        raise_agreed([n for _, n in every], world.Get_rank(), failure)
         compare([s for s, _ in every])
     return seq
 

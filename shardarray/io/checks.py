@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import errors as _errors
 from ..checkpoint.procs import Procs
+from ..comm import spmd
 from ..dtypes import BFLOAT16, SUPPORTED, as_dtype
-from ..errors import ArgumentError, DimensionError, DTypeError, ExistingFileError, MissingFileError, ShardArrayError
+from ..errors import DimensionError, DTypeError, ExistingFileError, MissingFileError
 
 T = TypeVar("T")
 
@@ -111,9 +111,10 @@ def together(procs: Procs, step: Callable[[], T], what: str) -> T:
     """``step()`` on every process of the job, then one small allgather of error messages (a barrier too): an
     error on any process raises on all of them, so no process waits forever in the next collective.
 
-    Every process raises the same class: that of the lowest process that failed (an error that is not one of
-    ``sa``'s becomes an ``ArgumentError`` naming its type), so an ``except`` takes the same branch everywhere;
-    that process re-raises its own error, the others one that names it. With one process: ``step()`` alone.
+    Every process raises the error of the lowest process that failed, one class everywhere
+    (``comm.spmd.raise_agreed``, the rule every agreement of the job follows): an error that is not one of
+    ``sa``'s becomes an ``ArgumentError`` naming its type, so an ``except`` takes the same branch everywhere.
+    With one process: ``step()`` alone.
     """
     if procs.size == 1:
         return step()
@@ -124,18 +125,7 @@ def together(procs: Procs, step: Callable[[], T], what: str) -> T:
         result = step()
     except Exception as e:
         failure = e
-        if isinstance(e, ShardArrayError):
-            text = json.dumps([type(e).__name__, str(e)])
-        else:
-            text = json.dumps(["ArgumentError", f"{what}: {type(e).__name__}: {e}"])
+        text = json.dumps(spmd.error_note(e, procs.rank, what))
     said = procs.allgather(text)
-    bad = [(r, json.loads(s)) for r, s in enumerate(said) if s]
-    if bad:
-        r, (kind, message) = bad[0]
-        if r == procs.rank and isinstance(failure, ShardArrayError):
-            raise failure
-        cls = getattr(_errors, kind, ArgumentError)
-        if not (isinstance(cls, type) and issubclass(cls, ShardArrayError)):
-            cls = ArgumentError
-        raise cls(f"{what} failed on process {r}: {message}") from failure
+    spmd.raise_agreed([tuple(json.loads(s)) if s else None for s in said], procs.rank, failure)
     return result
