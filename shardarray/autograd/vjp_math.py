@@ -158,14 +158,20 @@ def _var(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("std")
 def _std(ctx: Context, g: ShardArray) -> list[Any]:
-    # d std / dx = (x - mean) / ((N - correction) std)
+    # d std / dx = (x - mean) / ((N - correction) std); 0 where std = 0 (as PyTorch): the derivative there when the
+    # reduced size is 1 (std is 0 for every x), a subgradient otherwise, never 0 * inf = NaN
     x, out = ctx.args[0], ctx.out
     dims = _reduced(ctx)
     n = math.prod(x.sizes[d] for d in dims)
     denom = n - _correction(ctx)
     scale = 1.0 / denom if denom > 0 else float("nan")
     centered = apply("d_std_c", lambda xp, a, m: a - m, (x, resolve_to(red.mean.__wrapped__(x, dims))))
-    gs = apply("d_std", lambda xp, g, o: g * scale / o, (resolve_to(g), out))
+
+    def d_std(xp: Any, g: Any, o: Any) -> Any:
+        zero = o == 0
+        return xp.where(zero, 0.0, g * scale / xp.where(zero, 1.0, o))
+
+    gs = apply("d_std", d_std, (resolve_to(g), out))
     return [match(apply("d_std_x", lambda xp, c, s: c * s, (centered, gs)), x)]
 
 

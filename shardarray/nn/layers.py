@@ -54,6 +54,12 @@ def _check_layer_norm(x: Any, gain: Any, bias: Any, dim: str) -> None:
                     f"layer_norm over {dim!r}: {name} has dims {p.sizes}, and {extra} are not dims of x "
                     f"{x.sizes}; {name} is normally over {dim!r} only ({{{dim!r}: {x.sizes[dim]}}})"
                 )
+            other = [d for d in p.dims if p.sizes[d] != x.sizes[d]]
+            if other:
+                raise DimensionError(
+                    f"layer_norm over {dim!r}: {name} has sizes {p.sizes} but x has {x.sizes}; dim {other[0]!r} "
+                    f"must have size {x.sizes[other[0]]} in both ({name} is normally {{{dim!r}: {x.sizes[dim]}}})"
+                )
 
 
 def _check_loss(what: str, logits: Any, targets: Any, dim: str) -> None:

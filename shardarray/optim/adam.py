@@ -29,7 +29,7 @@ from .common import (
     moment_dtype,
     next_step,
 )
-from .master import check_master_dtype, finish, init_master, working_values
+from .master import check_master_dtype, finish, init_master, working_dtype, working_values
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,12 @@ class Adam:
 
     def init(self, params: Any) -> dict[str, Any]:
         p, treedef = float_params(params, "Adam.init")
+        master = check_master_dtype("Adam", self.master_dtype)
         return {
             "step": 0,
-            "m": tree_unflatten(treedef, [_zeros_for(x) for x in p]),
-            "v": tree_unflatten(treedef, [_zeros_for(x) for x in p]),
-            "master": init_master(params, check_master_dtype("Adam", self.master_dtype)),
+            "m": tree_unflatten(treedef, [_zeros_for(x, working_dtype(x.dtype, master)) for x in p]),
+            "v": tree_unflatten(treedef, [_zeros_for(x, working_dtype(x.dtype, master)) for x in p]),
+            "master": init_master(params, master),
         }
 
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray, like_kind
+from ..core.relayout import to_axes
 from ..dtypes import accumulation_dtype, is_complex, is_real_float
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
 from ..ops.creation.basic import full
 from ..tree import tree_flatten, tree_leaves_like, tree_paths
 
@@ -160,7 +161,7 @@ def _check(
                 f"grads{path} has sizes {b.sizes} but params{path} has {a.sizes}: pass the gradients of these "
                 f"params, e.g. from sa.value_and_grad(loss)(params, ...)"
             )
-    return p, g, paths, treedef
+    return p, [in_layout_of(b, a, f"grads{path}", path) for path, a, b in zip(paths, p, g)], paths, treedef
 
 
 def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name: str) -> list[ShardArray]:
@@ -173,12 +174,33 @@ def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name
                 f"{what}{path} has sizes {m.sizes} but params{path} has {x.sizes}: "
                 f"the state belongs to other params; {_FIX}"
             )
-    return out
+    return [in_layout_of(m, x, f"{what}{path}", path) for path, x, m in zip(paths, p, out)]
 
 
-def _zeros_for(x: ShardArray) -> ShardArray:
-    """A zero moment for parameter ``x``: its sizes, layout and kind (positional or named), the moment dtype."""
-    return like_kind(full(x.mesh, x.sizes, 0, moment_dtype(x.dtype), x.layout), x)
+def in_layout_of(a: ShardArray, x: ShardArray, name: str, path: str) -> ShardArray:
+    """``a`` (a gradient, moment or master copy of parameter ``x``) in ``x``'s layout, resolved, of its own kind.
+
+    The update is then local to each of ``x``'s blocks and the new parameter and state keep ``x``'s layout (an
+    elementwise op would take a split of ``a`` that ``x`` lacks). Arrays already in it (as ``sa.value_and_grad``
+    and ``opt.init`` make them) are returned as they are; others are relaid out (a relayout's communication).
+
+    Raises:
+        MeshError: ``a`` lives on another mesh than ``x``.
+    """
+    if a.mesh != x.mesh:
+        raise MeshError(
+            f"{name} lives on {a.mesh} but params{path} on {x.mesh}; move it first with "
+            f"sa.reshard(a, params_mesh, layout)"
+        )
+    if a.spec == x.spec and not a.pending:
+        return a
+    return like_kind(to_axes(a, x.spec.axes, False), a)
+
+
+def _zeros_for(x: ShardArray, dtype: np.dtype) -> ShardArray:
+    """A zero moment for parameter ``x``: its sizes, layout and kind (positional or named), of ``dtype`` (the dtype
+    of its update arithmetic, ``master.working_dtype``)."""
+    return like_kind(full(x.mesh, x.sizes, 0, dtype, x.layout), x)
 
 
 def _axpby(x: Any, a: float, y: Any, b: float) -> Any:

@@ -8,7 +8,9 @@ rounded once to the parameter's dtype, so updates smaller than the
 parameter's rounding step accumulate instead of vanishing. Parameters already
 as wide as ``master_dtype`` (float32, float64) get no copy: they are their own
 master. ``master_dtype=None`` turns the copies off (updates are still computed
-in float32, then rounded into the parameter).
+in float32, then rounded into the parameter). The update arithmetic and the
+moments of a parameter with a master copy are of the master's dtype
+(``working_dtype``): float64 for float32 parameters under ``master_dtype="float64"``.
 
 With a master copy, the optimizer takes the parameter's *value* from the
 master, not from the ``params`` passed to ``update`` (those give the structure
@@ -27,7 +29,7 @@ from ..dtypes import as_dtype, is_real_float
 from ..errors import DimensionError, DTypeError
 from ..ops.manipulation.structure import astype
 from ..tree import tree_flatten, tree_paths
-from .common import _FIX
+from .common import _FIX, in_layout_of, moment_dtype
 
 
 def check_master_dtype(owner: str, master_dtype: Any) -> np.dtype | None:
@@ -50,6 +52,17 @@ def needs_master(dtype: Any, master: np.dtype | None) -> bool:
     """Whether a parameter of ``dtype`` gets a master copy in ``master`` (a real float narrower than it)."""
     dt = np.dtype(dtype)
     return master is not None and is_real_float(dt) and dt.itemsize < master.itemsize
+
+
+def working_dtype(dtype: Any, master: np.dtype | None) -> np.dtype:
+    """The dtype of the update arithmetic and moments of a parameter of ``dtype``: its master copy's dtype when it
+    has one (the update runs on the copy), else ``moment_dtype(dtype)``.
+
+    Example:
+        >>> working_dtype("float32", np.dtype("float64")), working_dtype("float16", None)
+        (dtype('float64'), dtype('float32'))
+    """
+    return master if master is not None and needs_master(dtype, master) else moment_dtype(dtype)
 
 
 def init_master(params: Any, master: np.dtype | None) -> dict[str, ShardArray] | None:
@@ -82,7 +95,7 @@ def working_values(
                 f"state['master'][{path!r}] has sizes {m.sizes} but params{path} has {x.sizes}: "
                 f"the state belongs to other params; {_FIX}"
             )
-        out.append(m)
+        out.append(in_layout_of(m, x, f"state['master'][{path!r}]", path))
     return out
 
 

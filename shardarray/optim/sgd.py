@@ -24,7 +24,7 @@ from .common import (
     moment_dtype,
     next_step,
 )
-from .master import check_master_dtype, finish, init_master, working_values
+from .master import check_master_dtype, finish, init_master, working_dtype, working_values
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,13 @@ class SGD:
 
     def init(self, params: Any) -> dict[str, Any]:
         p, treedef = float_params(params, "SGD.init")
-        velocity = tree_unflatten(treedef, [_zeros_for(x) for x in p]) if self.momentum else None
-        return {
-            "step": 0,
-            "velocity": velocity,
-            "master": init_master(params, check_master_dtype("SGD", self.master_dtype)),
-        }
+        master = check_master_dtype("SGD", self.master_dtype)
+        velocity = (
+            tree_unflatten(treedef, [_zeros_for(x, working_dtype(x.dtype, master)) for x in p])
+            if self.momentum
+            else None
+        )
+        return {"step": 0, "velocity": velocity, "master": init_master(params, master)}
 
     def update(self, params: Any, grads: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """New params and state; params, grads and the velocity are paired by key path."""
