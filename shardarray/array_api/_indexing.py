@@ -18,7 +18,7 @@ from ..core.relayout import resolve_to
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
-from ..ops.indexing.basic import normalize_int
+from ..ops.indexing.basic import normalize_int, normalize_slice
 from ..ops.indexing.id_writes import write_at
 from ..ops.indexing.mask import bool_key
 from ..ops.indexing.nonzero import nonzero as _nonzero
@@ -28,7 +28,7 @@ from ..ops.indexing.take import _check_range
 from ..ops.indexing.take import take as _take
 from ..ops.manipulation.dims import expand_dims, squeeze
 from ..ops.manipulation.structure import astype, broadcast_to, rename, transpose
-from ._align import align, axis_dim, fresh, merge
+from ._align import align, axis_dim, broadcast_shape, fresh, merge
 from ._array import HOOKS, Array, wrap
 
 
@@ -225,6 +225,14 @@ def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
     return out + [slice(None)] * (x.ndim - len(out))
 
 
+def _adjacent(key: tuple[Any, ...]) -> bool:
+    """Whether the ints and integer arrays of ``key`` stand side by side, so that the result's broadcast axes take
+    their place (NumPy's rule; else they come first). Anything between them separates them, as in NumPy, even
+    an Ellipsis that stands for no axes (``x[:, 0, ..., ids]`` on a 3-D ``x``)."""
+    at = [i for i, k in enumerate(key) if k is not Ellipsis and not isinstance(k, slice)]
+    return at == list(range(at[0], at[0] + len(at)))
+
+
 def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes."""
 
@@ -268,8 +276,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     out = _take(x, flat, tmp)
     out = resolve_to(out) if out.pending else out
     rest = [d for d in x.dims if d != tmp]
-    contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
-    at = x.dims.index(tmp) if contiguous else 0
+    at = x.dims.index(tmp) if _adjacent(key) else 0
     order = rest[:at] + list(dims) + rest[at:]
     return transpose(out, tuple(order))
 
@@ -282,18 +289,27 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
     if any(_is_ids(k) for k in key):
         _write_ids(x, key, value)
         return
-    if any(k is None for k in key):
-        key = tuple(k for k in key if k is not None)
-    items, _ = parse_key(x, key)
+    items, new = parse_key(x, key)
     if isinstance(value, ShardArray):
-        kept = tuple(d for d in x.dims if not isinstance(items.get(d), int))
-        while value.ndim > len(kept) and value.shape[0] == 1:
-            value = squeeze(value, (value.dims[0],))
-        if value.ndim <= len(kept):
-            names = kept[len(kept) - value.ndim :]
-            if value.dims != names:
-                value = rename(value, dict(zip(value.dims, names)))
+        value = _fit_value(x, items, new, value)
     _setitem(x, items, value)
+
+
+def _fit_value(x: ShardArray, items: dict[str, Any], new: list[int], value: ShardArray) -> ShardArray:
+    """An array ``value`` of ``x[key] = value`` (``key`` parsed into ``items`` and the positions ``new`` of its
+    None axes) matched to the selection right-aligned, as NumPy broadcasts it: its axes at the new axes and before
+    the selection's first must have size 1 and are dropped; the others take the names of ``x``'s kept dims."""
+    kept = tuple(d for d in x.dims if not isinstance(items.get(d), int))
+    ndim = len(kept) + len(new)
+    extra = [d for j, d in enumerate(value.dims) if ndim - value.ndim + j < 0 or ndim - value.ndim + j in new]
+    if any(value.sizes[d] != 1 for d in extra):
+        sizes = iter(normalize_slice(x, d, items[d])[2] if d in items else x.sizes[d] for d in kept)
+        shape = tuple(1 if p in new else next(sizes) for p in range(ndim))
+        raise DimensionError(f"x[...] = v: v of shape {value.shape} does not broadcast to the selection's {shape}")
+    if extra:
+        value = squeeze(value, tuple(extra))
+    names = kept[len(kept) - value.ndim :]
+    return rename(value, dict(zip(value.dims, names))) if value.dims != names else value
 
 
 def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set") -> None:
@@ -320,12 +336,11 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
             _check_range(ids, x.sizes[d], d)
             ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim :])))
         arrays.append(astype(ids, np.int64) if ids.dtype != np.int64 else ids)
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    shape = broadcast_shape([a.shape for a in arrays], "x[...] = v (broadcasting the index arrays)")
     sizes = dict(zip(bnames, shape))
     coords = [a if a.shape == shape and a.ndim == nd else _spread(a, sizes, bnames) for a in arrays]
     rest = [d for d in x.dims if d not in adv_dims]
-    contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
-    at = adv[0] if contiguous else 0
+    at = adv[0] if _adjacent(key) else 0
     names = rest[:at] + list(bnames) + rest[at:]
     target = {**{d: x.sizes[d] for d in rest}, **sizes}
     if isinstance(value, ShardArray):

@@ -336,14 +336,18 @@ def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
 
 
 def _broadcasts(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
-    """Whether a value of shape ``have`` broadcasts to ``want`` (NumPy's rule, right-aligned)."""
-    return len(have) <= len(want) and all(a in (1, b) for a, b in zip(have[::-1], want[::-1]))
+    """Whether a value of shape ``have`` broadcasts to ``want`` (NumPy's rule for writes, right-aligned: leading
+    size-1 axes beyond ``want``'s are allowed)."""
+    lead = have[: max(len(have) - len(want), 0)]
+    return all(a == 1 for a in lead) and all(a in (1, b) for a, b in zip(have[::-1], want[::-1]))
 
 
 def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int, ...]) -> ShardArray:
     """``v`` broadcast by position to ``want``, its dims named ``names`` (size-1 dims stretched, missing ones
-    added in front): a local repeat of each device's block, no communication."""
-
+    added in front; leading size-1 dims beyond ``want`` dropped): a local repeat of each device's block, no
+    communication."""
+    for d in v.dims[: max(v.ndim - len(want), 0)]:
+        v = pick(v, d, 0)
     aligned = names[len(want) - v.ndim :]
     keep = {d: n for d, n, size, full in zip(v.dims, aligned, v.shape, want[len(want) - v.ndim :]) if size == full}
     drop = {d: 0 for d in v.dims if d not in keep}

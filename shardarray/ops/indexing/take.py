@@ -227,8 +227,8 @@ class _DeferredRange:
         n, dim = self.n, self.dim
         return DimensionError(
             f"{self.op} along {dim!r} (size {n}): ids {self.sizes} must lie in [0, {n}); found values from {lo} to "
-            f"{hi} (ids made on the device are checked there; this was found at the next read of a value); clip "
-            f"or remap the ids (e.g. ids % {n}), or make {dim!r} larger"
+            f"{hi} (ids made on the device are checked there; this was found at the next read of a value); "
+            f"{_remedy(n, dim)}"
         )
 
 
@@ -255,8 +255,15 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
     if lo < 0 or hi >= n:
         raise DimensionError(
             f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}; "
-            f"clip or remap the ids (e.g. ids % {n}), or make {dim!r} larger"
+            f"{_remedy(n, dim)}"
         )
+
+
+def _remedy(n: int, dim: str) -> str:
+    """What to do about ids out of ``[0, n)`` (an empty dim has no entry any id could pick)."""
+    if n == 0:
+        return f"{dim!r} is empty, so only an empty set of ids can index it"
+    return f"clip or remap the ids (e.g. ids % {n}), or make {dim!r} larger"
 
 
 def _device_range(ids: ShardArray) -> tuple[int, int]:

@@ -68,6 +68,12 @@ def _requests(plan: Any, spec: Layout, ids: ShardArray, keep: Any = None) -> tup
     return owner, rows, picked
 
 
+def _table(block: Any, lead: int) -> Any:
+    """``block`` as a 2-D table: its first ``lead`` axes merged into rows, the others into columns (either may be
+    empty: ``reshape(-1, 0)`` cannot infer the rows of a block whose trailing axes hold no entries)."""
+    return block.reshape(math.prod(block.shape[:lead]), math.prod(block.shape[lead:]))
+
+
 def _block_lengths(mesh: Any, spec: Layout, i: int, d: int, member: Any) -> Any:
     """The length of the owner's block of ``dim`` for each request (member index -> length), on the device."""
     lens = owner_table(mesh, spec.axes[i], block_bounds(mesh, spec), i, d)[3]
@@ -91,8 +97,7 @@ def routed_take(plan: Any, x: ShardArray, ids: ShardArray) -> ShardArray:
             continue
         with backend.scope(d):
             xb = xp.transpose(x.shards[d], x_perm)
-            table = xb.reshape(-1, math.prod(xb.shape[len(plan.shared) + 1 :]))
-            answers[d] = table[r]
+            answers[d] = _table(xb, len(plan.shared) + 1)[r]
     back = route.back(answers)
     out: list[Any] = [None] * mesh.size
     for d, b in enumerate(back):
@@ -159,8 +164,7 @@ def routed_scatter_add(plan: Any, g: ShardArray, ids: ShardArray, spec: Layout) 
             continue
         with backend.scope(d):
             gl = xp.transpose(gb, g_perm)
-            r = math.prod(gl.shape[len(plan.shared) + len(plan.own) :])
-            vals[d] = gl.reshape(-1, r)[picked[d]]
+            vals[d] = _table(gl, len(plan.shared) + len(plan.own))[picked[d]]
     route = Route(mesh, axes, owner)
     got_rows, got_vals = route.send(rows), route.send(vals)
     x_perm = tuple(spec.dims.index(dm) for dm in plan.x_order)
@@ -174,7 +178,7 @@ def routed_scatter_add(plan: Any, g: ShardArray, ids: ShardArray, spec: Layout) 
         k = math.prod(shape[: len(plan.shared) + 1])
         rest = math.prod(shape[len(plan.shared) + 1 :])
         with backend.scope(d):
-            v = got_vals[d].reshape(1, -1, rest).astype(g.dtype, copy=False)
+            v = got_vals[d].reshape(1, r.shape[0], rest).astype(g.dtype, copy=False)
             block = backend.scatter_rows(r.reshape(1, -1), v, k)[0] if k and rest else xp.zeros((k, rest), g.dtype)
             out[d] = xp.transpose(block.reshape(shape), back)
     pending = ids_axes - spec.used_axes
