@@ -240,9 +240,10 @@ def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
 
     A value that is not a number (a string; ``None``, which NumPy would write as NaN) is a ``DTypeError``.
     Refused (``CastError``), where NumPy 2 raises and an unchecked cast would store something else silently: a
-    Python ``int`` out of an integer dtype's range (300 into int8 would store 44; -1 into uint8, 255), and NaN
-    or ±inf into an integer (or bool) dtype. A complex value into a real dtype is a ``DTypeError``. Other values
-    are cast as NumPy casts them (3.7 into an integer dtype is 3).
+    Python ``int`` out of an integer dtype's range (300 into int8 would store 44; -1 into uint8, 255), a Python
+    ``float`` that truncates out of it (300.0 into uint8, -1.5 into uint8; NumPy scalars are cast, as NumPy casts
+    them), and NaN or ±inf into an integer (or bool) dtype. A complex value into a real dtype is a ``DTypeError``.
+    Other values are cast as NumPy casts them (3.7 into an integer dtype is 3).
 
     Example:
         >>> scalar_for_write(7, "int8", "x[0] = v")
@@ -276,5 +277,13 @@ def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
                 f"{what}: cannot write {float(arr)} into an array of dtype {dt} (it has no NaN or inf); "
                 f"cast the array to a float dtype first (x.astype('float32')), or write a finite value"
             )
+        if isinstance(value, float) and not isinstance(value, np.floating) and dt.kind in "iu":
+            info = np.iinfo(dt)  # (a Python float truncates to a Python int, range-checked as one: NumPy 2)
+            if not info.min <= int(value) <= info.max:
+                raise CastError(
+                    f"{what}: the Python float {value!r} truncates to {int(value)}, out of range for {dt} "
+                    f"[{info.min}, {info.max}]; write a value in range, or cast the array to a wider dtype first "
+                    f"(x.astype('int64'))"
+                )
     with np.errstate(over="ignore", invalid="ignore"):
         return arr.astype(dt)
