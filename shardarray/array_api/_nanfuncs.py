@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import math_unary as mu
 from ..ops.manipulation.structure import astype
@@ -84,16 +84,45 @@ def nanprod(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None,
 
 def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **kw: Any) -> Array:
     x = _check(x, what)
+    result_dtype = _integer_mean_dtype(x, dtype, what) if what == "nanmean" else None
+    if result_dtype is not None:
+        x, dtype = _cast(x, result_dtype), None  # NumPy: the values in that dtype, their mean cast back to it
     if x.dtype.kind in "biu" and what in ("nanmean", "nanvar", "nanstd"):
         x = wrap(astype(x, np.float64))  # NumPy: the mean of integers is float64
     x = _cast(x, dtype)
     dims = axes_dims(x, axis, what)
-    if not dims:  # no axis reduced: the values themselves (a variance of one value: 0, or NaN)
+    if what in ("nanmax", "nanmin"):
+        _check_nonempty(x, dims, what)
+    if not dims:  # no axis reduced: the values themselves (a variance of one value: 0, or NaN; real for complex)
         if not kw:
             return wrap(x)
         ok = 1.0 - kw["correction"] > 0
-        return wrap(ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x) if ok else x, 0.0 if ok else np.nan)))
-    return _keep(fn(x, dims, **kw), x, dims, keepdims)
+        return wrap(ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x), 0.0 if ok else np.nan)))
+    out = _keep(fn(x, dims, **kw), x, dims, keepdims)
+    return out if result_dtype is None else wrap(_cast(out, result_dtype))
+
+
+def _integer_mean_dtype(x: ShardArray, dtype: Any, what: str) -> np.dtype | None:
+    """The integer (or bool) ``dtype=`` of a mean of integers, which NumPy's result takes; None for no or an
+    inexact ``dtype``. An integer ``dtype`` for inexact values is a ``DTypeError``, NumPy's TypeError."""
+    if dtype is None or np.dtype(dtype).kind not in "biu":
+        return None
+    if x.dtype.kind not in "biu":
+        raise DTypeError(
+            f"{what}: dtype={np.dtype(dtype)} for an array of {x.dtype}: the mean of inexact values needs an inexact "
+            f"dtype, as in NumPy; pass a float dtype, or cast the result with xp.astype"
+        )
+    return np.dtype(dtype)
+
+
+def _check_nonempty(x: ShardArray, dims: tuple[str, ...], what: str) -> None:
+    """Refuse reducing an empty axis: NumPy's ``nanmax``/``nanmin`` have no identity to return there."""
+    empty = next((d for d in dims if x.sizes[d] == 0), None)
+    if empty is not None:
+        raise DimensionError(
+            f"{what}: axis {x.dims.index(empty)} of the array of shape {x.shape} is empty; an empty slice has no "
+            f"{what[3:]} (as in NumPy, a zero-size reduction without identity). Reduce non-empty axes only"
+        )
 
 
 def nanmax(x: Array, /, axis: _Axis = None, out: Any = None, keepdims: bool = False) -> Array:

@@ -285,7 +285,7 @@ def _one_axis(x: Array, axis: Any, what: str) -> tuple[Array, int, list[int]]:
             return x, pos[0], pos
         moved = moveaxis(x, tuple(pos), tuple(range(x.ndim - len(pos), x.ndim)))
         keep = moved.shape[: x.ndim - len(pos)]
-        return reshape(moved, (*keep, -1)), len(keep), pos
+        return reshape(moved, (*keep, math.prod(moved.shape[len(keep) :]))), len(keep), pos  # (no -1: size 0)
     i = x.dims.index(axis_dim(x, axis, what))
     return x, i, [i]
 
@@ -300,7 +300,16 @@ def _lerp(a: ShardArray, b: ShardArray, t: Any) -> ShardArray:
     return hi if t >= 0.5 else lo
 
 
-def _static_rank(s: ShardArray, dim: str, n: int, q: float, method: str) -> ShardArray:
+def _mean_of_two(a: ShardArray, b: ShardArray, t: Any) -> ShardArray:
+    """NumPy's median between the two middle values: their mean, ``(a + b) / 2`` (inf and inf give inf, where the
+    quantile's ``_lerp`` gives NaN); ``a`` itself where ``t`` is 0 (an odd count)."""
+    mid = ew.multiply(ew.add(a, b), 0.5)
+    if isinstance(t, ShardArray):
+        return ew.where(ew.equal(t, 0.0), a, mid)
+    return a if t == 0 else mid
+
+
+def _static_rank(s: ShardArray, dim: str, n: int, q: float, method: str, combine: Any = _lerp) -> ShardArray:
     """The ``q`` quantile of sorted ``s`` along ``dim`` (no NaN): NumPy's index arithmetic on ``arange(n)``."""
     index = np.quantile(np.arange(n, dtype=np.float64), q, method=method)  # type: ignore[call-overload]
     v = float(index)
@@ -309,7 +318,7 @@ def _static_rank(s: ShardArray, dim: str, n: int, q: float, method: str) -> Shar
     a = pick(s, dim, lo)
     if g == 0 or lo + 1 >= n:
         return a
-    return _lerp(a, pick(s, dim, lo + 1), g)
+    return combine(a, pick(s, dim, lo + 1), g)
 
 
 def _masked_rank(s: ShardArray, dim: str, pos: ShardArray, rank: ShardArray) -> ShardArray:
@@ -317,7 +326,7 @@ def _masked_rank(s: ShardArray, dim: str, pos: ShardArray, rank: ShardArray) -> 
     return reduce.sum(ew.where(ew.equal(pos, rank), s, 0.0), dim)
 
 
-def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str) -> ShardArray:
+def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str, combine: Any = _lerp) -> ShardArray:
     """The ``q`` quantile of the first ``valid`` entries of sorted ``s`` along ``dim`` (NaN sort last)."""
     n = s.sizes[dim]
     spec = Layout((dim,), (n,), (s.spec.of(dim),))
@@ -336,11 +345,13 @@ def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str)
         if method == "midpoint":
             g = ew.where(ew.equal(g, 0.0), 0.0, 0.5)
         b = _masked_rank(s, dim, pos, ew.minimum(ew.add(lo, 1.0), last))
-        out = _lerp(a, b, g)
+        out = combine(a, b, g)
     return ew.where(ew.equal(valid, 0.0), np.nan, out)
 
 
-def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, what: str) -> Array:
+def _quantile(
+    x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, what: str, combine: Any = _lerp
+) -> Array:
     x = _check(x, what)
     if weights is not None:
         raise ArgumentError(f"{what}: weights= is not supported on distributed arrays")
@@ -378,9 +389,9 @@ def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: A
     floats = x.dtype.kind == "f" or x.dtype.name == "bfloat16"
     if nan and floats:
         valid = reduce.sum(ew.where(mu.isnan(s), 0.0, 1.0), dim)
-        outs = [_nan_rank(s, dim, valid, float(v), method) for v in qs]
+        outs = [_nan_rank(s, dim, valid, float(v), method, combine) for v in qs]
     else:
-        outs = [_static_rank(s, dim, n, float(v), method) for v in qs]
+        outs = [_static_rank(s, dim, n, float(v), method, combine) for v in qs]
         if floats:  # NumPy: a slice holding NaN has a NaN quantile (NaN sort last)
             has_nan = mu.isnan(pick(s, dim, n - 1))
             outs = [ew.where(has_nan, np.nan, o) for o in outs]
@@ -462,7 +473,7 @@ def median(
 ) -> Array:
     """The median along ``axis``, as ``np.median`` (``quantile(x, 0.5)``; a NumPy extra)."""
     no_out(out, "median")
-    return _quantile(x, 0.5, axis, "linear", keepdims, None, "median")
+    return _quantile(x, 0.5, axis, "linear", keepdims, None, "median", _mean_of_two)
 
 
 def nanmedian(
@@ -470,7 +481,7 @@ def nanmedian(
 ) -> Array:
     """The median of the non-NaN entries along ``axis``, as ``np.nanmedian`` (``nanquantile(x, 0.5)``)."""
     no_out(out, "nanmedian")
-    return _quantile(x, 0.5, axis, "linear", keepdims, None, "nanmedian")
+    return _quantile(x, 0.5, axis, "linear", keepdims, None, "nanmedian", _mean_of_two)
 
 
 __all__ = ["lib", "median", "nanmedian", "nanquantile", "pad", "quantile", "sliding_window_view", "transpose"]

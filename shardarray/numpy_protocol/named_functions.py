@@ -135,7 +135,10 @@ def _call(entry: Entry, func: Callable[..., Any], args: tuple[Any, ...], kwargs:
         dtype = bound.pop("dtype", None)
         if dtype is not None:
             x = astype(x, dtype)
-        return fn(x, dims_of(x, axis, what), **_extra_kwargs(func, fn, bound, what))
+        out = fn(x, dims_of(x, axis, what), **_extra_kwargs(func, fn, bound, what))
+        if dtype is None or out.dtype == np.dtype(dtype):
+            return out
+        return astype(out, dtype)  # NumPy's result has the dtype= (np.sum(x, dtype=np.int8), np.mean(x, dtype=int))
     if entry.kind == "axis":
         return fn(x, one_dim(x, axis, what), **_extra_kwargs(func, fn, bound, what))
     if entry.kind == "dims":
@@ -242,6 +245,62 @@ def _where(func: Any, what: str, condition: Any, *xy: Any) -> Any:
             f"{what}: give either the condition alone or the condition, x and y; got {1 + len(xy)} arguments"
         )
     return fn(condition, *xy)
+
+
+def _roll(func: Any, what: str, a: Any, shift: Any, axis: Any = None) -> Any:
+    """``np.roll(x, shift, axis)`` -> ``sa.roll(x, dim, shift)`` per axis (shifts and axes paired as NumPy pairs
+    them); ``axis=None`` rolls a 1-D array (NumPy's flattening, which named arrays do not do, otherwise)."""
+    fn = HOOKS.lookup("roll")
+    if fn is None or not isinstance(a, ShardArray):
+        return NotImplemented
+    if axis is None and a.ndim == 0:
+        return a  # NumPy: rolling a 0-d array gives its value
+    if axis is None and np.ndim(shift) == 0:
+        return fn(a, one_dim(a, None, what), operator.index(shift))
+    try:
+        pairs = np.broadcast(np.asarray(shift), np.asarray(axis))
+    except ValueError:
+        raise ArgumentError(f"{what}: shift {shift!r} and axis {axis!r} do not pair up (NumPy pairs them)") from None
+    out = a
+    for s, k in pairs:
+        out = fn(out, one_dim(a, operator.index(k), what), operator.index(s))
+    return out
+
+
+def _repeat(func: Any, what: str, a: Any, repeats: Any, axis: Any = None) -> Any:
+    """``np.repeat(x, repeats, axis)`` -> ``sa.repeat(x, repeats, dim)``; ``axis=None`` repeats a 1-D array."""
+    fn = HOOKS.lookup("repeat")
+    if fn is None or not isinstance(a, ShardArray):
+        return NotImplemented
+    return fn(a, repeats, one_dim(a, axis, what))
+
+
+def _pad(func: Any, what: str, array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    """``np.pad(x, pad_width)`` with zeros -> ``sa.pad`` along each dim; other modes and values are refused (the
+    positional ``xp.pad`` has them all)."""
+    fn = HOOKS.lookup("pad")
+    if fn is None or not isinstance(array, ShardArray):
+        return NotImplemented
+    values = kwargs.pop("constant_values", 0)
+    if mode != "constant" or kwargs or np.any(np.asarray(values, dtype=object) != 0):
+        raise ArgumentError(
+            f"{what}: named arrays pad with constant zeros only (sa.pad); got mode={mode!r}, "
+            f"constant_values={short(values)}{', ' + ', '.join(kwargs) if kwargs else ''}. Use the positional "
+            f"shardarray.array_api.pad, which has NumPy's modes"
+        )
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width), (array.ndim, 2))
+        if widths.dtype.kind not in "iu":
+            raise TypeError
+    except (TypeError, ValueError):
+        raise ArgumentError(
+            f"{what}: pad_width must be an int, (before, after), or one (before, after) per axis of the array "
+            f"with dims {array.dims}; got {short(pad_width)}"
+        ) from None
+    out = array
+    for dim, (before, after) in zip(array.dims, widths.tolist()):
+        out = fn(out, dim, before, after) if before or after else out
+    return out
 
 
 def _round(func: Any, what: str, a: Any, decimals: Any = 0, out: Any = None) -> Any:
@@ -373,13 +432,13 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.clip: Entry("clip"),
     np.real: Entry("real"),
     np.imag: Entry("imag"),
-    np.roll: Entry("roll"),
+    np.roll: Entry("roll", "custom", handler=_roll),
     np.tile: Entry("tile"),
-    np.repeat: Entry("repeat"),
+    np.repeat: Entry("repeat", "custom", handler=_repeat),
     np.broadcast_to: Entry("broadcast_to"),
     np.nonzero: Entry("nonzero"),
     np.unique: Entry("unique"),
-    np.pad: Entry("pad"),
+    np.pad: Entry("pad", "custom", handler=_pad),
     np.searchsorted: Entry("searchsorted"),
     # custom adapters
     np.transpose: Entry("transpose", "custom", handler=_transpose),

@@ -55,6 +55,10 @@ UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
     "invert": ("__invert__", None),
 }
 
+#: ufuncs whose ``sa`` counterpart keeps a dtype NumPy's loop converts (``sa.round`` keeps integers, ``np.rint``
+#: gives floats; ``np.conjugate`` of bools is int8): their operand is cast to the loop's dtype first
+LOOP_DTYPE = frozenset({"rint", "conjugate"})
+
 # ufunc.accumulate -> the shardarray scan (only those that exist: no running maximum/minimum)
 UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod"}
 
@@ -113,6 +117,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
         args = [_operand(a, what, i, ref) for i, a in enumerate(inputs)]
         if dtype is not None:
             args = [astype(a, dtype) if isinstance(a, ShardArray) else a for a in args]
+        if name in LOOP_DTYPE:
+            args = [_in_loop_dtype(ufunc, a) for a in args]
         if fn is not None:
             return fn(*args)
         return _by_operator(name, args)
@@ -129,6 +135,14 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
             return fn(x, one_dim(x, axis, what))
         return fn(x, dims_of(x, axis, what))
     return NotImplemented
+
+
+def _in_loop_dtype(ufunc: np.ufunc, a: Any) -> Any:
+    """A one-operand ufunc's operand cast to the input dtype of NumPy's loop for it (``np.rint`` of int32: float64)."""
+    if not isinstance(a, ShardArray):
+        return a
+    dt = ufunc.resolve_dtypes((a.dtype, None))[0]
+    return a if dt == a.dtype else astype(a, dt)
 
 
 def _by_operator(name: str, args: list[Any]) -> Any:

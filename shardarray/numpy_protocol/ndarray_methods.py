@@ -41,6 +41,9 @@ FUNCTION_METHODS: tuple[str, ...] = (
     *("dot", "ravel", "squeeze", "copy", "conj", "conjugate"),
 )
 
+#: methods that return the array itself for a real dtype, as NumPy's do
+REAL_IDENTITY = frozenset({"conj", "conjugate"})
+
 
 def _axis(x: ShardArray, value: Any) -> Any:
     """An ``axis`` value with dim names (the named API's spelling) turned into positions."""
@@ -60,6 +63,8 @@ def numpy_method(name: str) -> Callable[..., Any]:
     at = params.index("axis") - 1 if "axis" in params else None
 
     def method(self: ShardArray, *args: Any, **kwargs: Any) -> Any:
+        if name in REAL_IDENTITY and np.dtype(self.dtype).kind != "c" and not args and not kwargs:
+            return self  # NumPy's x.conj() of a real array is x itself (np.conj of bools would be int8)
         if "dims" in kwargs and "axis" not in kwargs:
             kwargs["axis"] = kwargs.pop("dims")
         if at is not None and len(args) > at:

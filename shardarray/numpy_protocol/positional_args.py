@@ -108,6 +108,21 @@ def host_value(what: str, value: Any, key: int | str, ref: Any) -> Any:
     return value
 
 
+def cast_to(xp: Any, value: Any, dtype: Any, casting: str, what: str) -> Any:
+    """``value`` (an array or a sequence of arrays) cast to ``dtype``, for a function without ``dtype=``; a cast
+    that NumPy's ``casting`` rule forbids (``np.concatenate``'s default ``same_kind``) is a ``DTypeError``."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(cast_to(xp, v, dtype, casting, what) for v in value)
+    if not isinstance(value, ShardArray):
+        return value
+    if not np.can_cast(value.dtype, dtype, casting):  # type: ignore[arg-type]
+        raise DTypeError(
+            f"{what}: cannot cast an array of {value.dtype} to dtype={np.dtype(dtype)} under casting={casting!r}, "
+            f"as in NumPy; pass casting='unsafe', or cast explicitly with xp.astype"
+        )
+    return xp.astype(value, dtype)
+
+
 def axes_of(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
     """NumPy's ``axis`` (None: all, an int, a tuple of ints) as sorted non-negative positions."""
     if axis is None:

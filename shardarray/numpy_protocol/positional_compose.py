@@ -49,7 +49,8 @@ from ..dtypes import is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from .common import mixing_error, short
 from .named_functions import einsum_by_letters
-from .positional_args import axes_of, host_value, is_neutral, refuse, write_out
+from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, write_out
+from .positional_ufuncs import scalar_operand
 
 #: (NumPy submodule, NumPy name) -> handler(xp, what, *args, **kwargs)
 COMPOSED: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -173,10 +174,11 @@ for _n in (1, 2, 3):
 
 def _stacker(n: int, axis: Callable[[list[ShardArray]], int]) -> Callable[..., Any]:
     def handler(xp: Any, what: str, tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
-        _no_kwargs(what, casting=casting)
         arrays = [_at_least(xp, a, n) for a in _arrays(xp, what, list(tup))]
         if dtype is not None:
-            arrays = [xp.astype(a, dtype) for a in arrays]
+            arrays = cast_to(xp, arrays, dtype, casting, what)
+        else:
+            _no_kwargs(what, casting=casting)
         return xp.concat(arrays, axis=axis(arrays))
 
     return handler
@@ -277,7 +279,10 @@ def _vdot(xp: Any, what: str, a: Any, b: Any) -> Any:
     x, y = (xp.reshape(v, (-1,)) for v in _arrays(xp, what, [a, b]))
     if np.dtype(x.dtype).kind == "c":
         x = xp.conj(x)
-    return xp.sum(x * y)
+    if x.dtype == np.bool_ and y.dtype == np.bool_:
+        return xp.any(xp.logical_and(x, y))  # NumPy's dot of bools: or of ands
+    products = x * y
+    return xp.sum(products, dtype=products.dtype)  # the operands' dtype, as NumPy's (no widening of integers)
 
 
 @composed("inner")
@@ -390,9 +395,14 @@ def _array_equiv(xp: Any, what: str, a1: Any, a2: Any) -> bool:
 @composed("round", "around")
 def _round(xp: Any, what: str, a: Any, decimals: int = 0, out: Any = None) -> Any:
     d = operator.index(decimals)
+    if a.dtype == np.bool_:
+        raise DTypeError(
+            f"{what}: bools have no rounding that keeps them bool (NumPy gives float16, or refuses for decimals != 0); "
+            f"cast first with x.astype"
+        )
     if d == 0:
         result = xp.round(a)
-    elif np.dtype(a.dtype).kind in "iub" and d > 0:
+    elif np.dtype(a.dtype).kind in "iu" and d > 0:
         result = xp.astype(a, a.dtype, copy=True)
     else:
         scale = 10.0 ** abs(d)
@@ -409,7 +419,8 @@ def _where(xp: Any, what: str, condition: Any, x: Any = None, y: Any = None) -> 
     if x is None or y is None:
         raise ArgumentError(f"{what}: give either the condition alone or the condition, x and y")
     ref = _ref(condition, x, y)
-    cond, a, b = (host_value(what, v, i, ref) for i, v in enumerate((condition, x, y)))
+    cond = host_value(what, condition, 0, ref)
+    a, b = (host_value(what, scalar_operand(xp, v, ref), i, ref) for i, v in enumerate((x, y), 1))  # NEP 50
     if isinstance(cond, Number):
         cond = xp.asarray(bool(cond), device=ref.mesh)
     elif isinstance(cond, ShardArray) and cond.dtype != np.bool_:

@@ -19,13 +19,16 @@ NumPy's semantics where the standard's differ:
 * ``dtype=`` is passed on, or the input is cast first (``np.mean(x, dtype=...)``);
   an integer ``dtype=`` is the result's too (``np.mean(x, dtype=np.int32)``);
 * integer and bool input of the functions NumPy computes in floating point
-  (``np.std``, ``np.var``, ``np.linalg.inv``/``det``/``norm``/..., ``np.fft.fft``
+  (``np.mean``, ``np.std``, ``np.var``, ``np.linalg.inv``/``det``/``norm``/..., ``np.fft.fft``
   and the other transforms: ``FLOAT_INPUT``) is cast to float64 first, and
   ``np.clip`` promotes the array with its bounds (``PROMOTES_WITH``:
   ``np.clip(ints, -1.5, 1.5)`` is float64), as NumPy does;
 * keywords NumPy takes through ``**kwargs`` (``np.pad``'s ``constant_values=``)
   are passed on when the namespace's function takes them;
 * ``out=`` writes into a positional array in place (``positional_args.write_out``);
+* ``initial=`` of ``np.sum``/``prod``/``max``/``min`` is the ufunc's ``reduce``
+  (``np.add.reduce``...), as NumPy defines them;
+* ``np.concatenate``'s ``dtype=`` honours its ``casting=`` (``same_kind``);
 * keywords with a no-op value (``order="C"``, ``where=True``, ...) are
   accepted; any other value the namespace cannot honour is a typed
   ``sa.ArgumentError`` naming it.
@@ -56,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
+from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
 from .positional_ufuncs import counterpart
 
@@ -87,7 +90,7 @@ FLATTEN_ON_NONE = frozenset(
 #: NumPy functions that compute in floating point: integer and bool arrays are cast to float64 first, as NumPy's
 #: versions convert them (the namespace's refuse them)
 FLOAT_INPUT = frozenset(
-    {("", "std"), ("", "var")}
+    {("", "mean"), ("", "std"), ("", "var")}
     | {("linalg", n) for n in "inv det slogdet solve cholesky qr svd svdvals eigh eigvalsh pinv matrix_rank".split()}
     | {("linalg", n) for n in ("norm", "vector_norm", "matrix_norm")}
     | {("fft", n) for n in "fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft fft2 ifft2 rfft2 irfft2".split()}
@@ -96,6 +99,17 @@ FLOAT_INPUT = frozenset(
 #: NumPy functions whose result dtype is the array's promoted with these arguments' (NEP 50: Python scalars weak),
 #: where the namespace's keeps the array's: ``np.clip(ints, -1.5, 1.5)`` is float64
 PROMOTES_WITH: dict[str, tuple[str, ...]] = {"clip": ("a_min", "a_max", "min", "max")}
+
+
+#: NumPy reductions whose ``initial=`` the ufunc's ``reduce`` honours (``positional_ufuncs``): they go through it
+REDUCING_UFUNCS: dict[str, np.ufunc] = {
+    "sum": np.add,
+    "prod": np.multiply,
+    "max": np.maximum,
+    "amax": np.maximum,
+    "min": np.minimum,
+    "amin": np.minimum,
+}
 
 
 def where_of(func: Callable[..., Any]) -> tuple[str, str]:
@@ -125,10 +139,23 @@ def array_function(
     composed = COMPOSED.get((space, name))
     if composed is not None:
         return composed(xp, what, *args, **kwargs)
+    if not space and name in REDUCING_UFUNCS and "initial" in signature(func).bind(*args, **kwargs).arguments:
+        return _reduce_with_initial(func, REDUCING_UFUNCS[name], args, kwargs)
     target = target_of(xp, space, name)
     if target is None:
         return NotImplemented
     return call_derived(xp, func, target, what, args, kwargs)
+
+
+def _reduce_with_initial(func: Callable[..., Any], ufunc: np.ufunc, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+    """``np.sum(x, ..., initial=v)`` (``prod``, ``max``, ``min`` alike) as NumPy defines it: ``np.add.reduce``
+    with the same arguments (``axis=None`` by default), which the positional ufunc dispatch runs."""
+    given = {k: v for k, v in signature(func).bind(*args, **kw).arguments.items() if v is not np._NoValue}
+    x = given.pop(next(iter(signature(func).parameters)))
+    if not isinstance(x, ShardArray):
+        return NotImplemented
+    given.setdefault("axis", None)
+    return ufunc.reduce(x, **given)
 
 
 def _mapping(np_sig: inspect.Signature, t_sig: inspect.Signature) -> dict[str, str]:
@@ -174,8 +201,9 @@ def call_derived(
     if "dtype" in given and "dtype" not in tparams:
         dtype = given.pop("dtype")
         if dtype is not None:
-            given[first] = _cast(xp, given.get(first), dtype)
-            result_dtype = np.dtype(dtype) if np.dtype(dtype).kind in "iu" else None
+            casting = given.pop("casting", "same_kind") if "casting" in np_params else "unsafe"
+            given[first] = cast_to(xp, given.get(first), dtype, casting, what)
+            result_dtype = np.dtype(dtype) if np.dtype(dtype).kind in "iub" else None
     for key in ("axis", "axes"):  # NumPy's default axis where the namespace's differs
         np_param = np_params.get(key)
         if np_param is not None and key not in given and key in tparams and np_param.default is not P.empty:
@@ -257,12 +285,3 @@ def _promoted(xp: Any, x: ShardArray, others: list[Any]) -> ShardArray:
     kinds: list[Any] = [getattr(v, "dtype", v) for v in others if isinstance(v, (ShardArray, Number))]
     dtype = np.result_type(x.dtype, *kinds)
     return x if dtype == x.dtype else xp.astype(x, dtype)
-
-
-def _cast(xp: Any, value: Any, dtype: Any) -> Any:
-    """``value`` (an array or a sequence of arrays) cast to ``dtype``, for a function without ``dtype=``."""
-    if isinstance(value, ShardArray):
-        return xp.astype(value, dtype)
-    if isinstance(value, (list, tuple)):
-        return type(value)(xp.astype(v, dtype) if isinstance(v, ShardArray) else v for v in value)
-    return value

@@ -12,12 +12,15 @@ typed as NEP 50 types them: Python scalars are weak (``int8_array + 2`` stays
 int8), NumPy scalars and 0-d NumPy arrays keep their dtype (``int8_array +
 np.int64(2)`` is int64): they become 0-d arrays on the array's mesh
 (``scalar_operand``). ``out=`` writes into a positional array in place,
-``dtype=`` casts the operands first. The methods:
+``dtype=`` picks the loop as NumPy's ``signature=(None, ..., dtype)`` does
+(operands cast under ``same_kind``; one NumPy refuses is a ``DTypeError``).
+The methods:
 
 * ``reduce`` of ``add``/``multiply``/``maximum``/``minimum``/``logical_and``/
   ``logical_or`` is ``xp.sum``/``prod``/``max``/``min``/``all``/``any`` (NumPy's
   default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``;
-  ``initial`` is combined with the result by the ufunc, and a ``maximum``/
+  ``initial`` is cast to the result's dtype as NumPy casts it (out of range:
+  ``CastError``) and combined with the result by the ufunc, and a ``maximum``/
   ``minimum`` reduction over an empty axis is ``initial``, as in NumPy);
 * ``accumulate`` of ``add``/``multiply`` is ``xp.cumulative_sum``/
   ``cumulative_prod`` (``axis=0`` by default, ``dtype``, ``out``); the namespace
@@ -50,7 +53,8 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..dtypes import SUPPORTED
+from ..dtypes import SUPPORTED, scalar_for_write
+from ..errors import DTypeError
 from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 
@@ -106,24 +110,38 @@ def scalar_operand(xp: Any, value: Any, ref: ShardArray | None, *, inplace: bool
     return xp.asarray(value, device=ref.mesh)
 
 
-def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any]) -> list[Any]:
+def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any], dtype: Any = None) -> list[Any]:
     """The operands of ``ufunc`` cast to the input dtypes of the loop NumPy picks for them.
 
     ``ufunc.resolve_dtypes`` picks the loop from the array operands' dtypes
     and the Python scalars' types (weak, NEP 50): ``np.sqrt`` of int64 runs
     the float64 loop, ``np.add`` of int8 and ``2.5`` float64. Python scalars
-    are passed on as they are. The ``logical_*`` ufuncs read a non-bool operand
-    as ``x != 0``. Operands NumPy has no loop for are returned unchanged (the
-    namespace's function then raises its own error).
+    are passed on as they are. ``dtype=`` fixes the loop's output dtype as
+    NumPy's ``signature=(None, ..., dtype)`` does, under ``same_kind``
+    casting of the operands. The ``logical_*`` ufuncs read a non-bool operand
+    as ``x != 0``. Without ``dtype``, operands NumPy has no loop for are
+    returned unchanged (the namespace's function then raises its own error).
 
     Args:
         xp: The positional namespace (``shardarray.array_api``).
         ufunc: The NumPy ufunc.
         args: Its operands: positional arrays and Python scalars.
+        dtype: NumPy's ``dtype=`` (None: the loop of the operands' dtypes).
 
     Returns:
         The operands, arrays cast where the loop's dtype differs.
+
+    Raises:
+        DTypeError: ``dtype`` names a loop NumPy refuses for these operands (NumPy's TypeError).
     """
+    keys = (*map(_loop_key, args), *(None,) * ufunc.nout)
+    if dtype is not None:
+        try:
+            sig = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+            loop = ufunc.resolve_dtypes(keys, signature=sig, casting="same_kind")
+        except (TypeError, ValueError) as e:
+            raise DTypeError(f"np.{ufunc.__name__}: dtype={np.dtype(dtype)} does not fit these operands: {e}") from None
+        args = [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
     if ufunc.__name__ in LOGICAL:
         return [xp.not_equal(a, 0) if isinstance(a, ShardArray) and a.dtype != np.bool_ else a for a in args]
     try:
@@ -161,9 +179,7 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
             if key not in params and not is_neutral(key, value):
                 raise refuse(what, key, value)
         args = [host_value(what, scalar_operand(xp, a, ref), i, ref) for i, a in enumerate(inputs)]
-        if dtype is not None:
-            args = [xp.astype(a, dtype) if isinstance(a, ShardArray) else a for a in args]
-        args = loop_operands(xp, ufunc, args)
+        args = loop_operands(xp, ufunc, args, dtype)
         if name in BOOL_IDENTITY and isinstance(args[0], ShardArray) and args[0].dtype == np.bool_:
             return write_out(out, xp.astype(args[0], args[0].dtype, copy=True), what)
         if method == "outer":
@@ -205,20 +221,24 @@ def _reduce_or_scan(
         else:
             x = xp.astype(x, dtype)
     if method == "accumulate":
+        if axis is None and x.ndim == 1:
+            axis = 0  # NumPy takes None for the one axis of a 1-D array
         if axis is None or isinstance(axis, (tuple, list)):
             raise refuse(what, "axis", axis)  # NumPy's accumulate takes one axis
         if keepdims or initial is not np._NoValue:
             raise refuse(what, "keepdims" if keepdims else "initial", keepdims if keepdims else initial)
         return write_out(out, target(x, axis=axes_of(axis, x.ndim, what)[0], **kw), what)
-    axes = axes_of(axis, x.ndim, what)
+    zero_d = x.ndim == 0 and isinstance(axis, int) and axis in (0, -1)  # NumPy reduces a 0-d array over axis 0
+    axes = () if zero_d else axes_of(axis, x.ndim, what)
     given = initial is not np._NoValue and initial is not None
     if given and target in (xp.max, xp.min) and any(x.shape[k] == 0 for k in axes):
         shape = tuple(1 if k in axes else n for k, n in enumerate(x.shape) if keepdims or k not in axes)
-        value = np.asarray(initial).astype(x.dtype).item()  # nothing to compare: initial, in the array's dtype
+        value = scalar_for_write(initial, x.dtype, f"{what}: initial").item()  # nothing to compare: initial
         return write_out(out, xp.full(shape, value, dtype=x.dtype, device=x.mesh), what)
     result = target(x, axis=axes, keepdims=bool(keepdims), **kw)
     if given:
         if fn is None:  # pragma: no cover - every reduction's ufunc has a counterpart
             return NotImplemented
-        result = fn(result, np.asarray(initial).astype(result.dtype).item())  # NumPy casts it to the result's dtype
+        # NumPy casts it to the result's dtype, refusing a Python integer out of its range, NaN into integers
+        result = fn(result, scalar_for_write(initial, result.dtype, f"{what}: initial").item())
     return write_out(out, result, what)

@@ -14,8 +14,11 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..array import ShardArray
 from ..errors import ArgumentError, ZeroDimError
+from ..ops.manipulation.structure import astype
 from .common import HOOKS
 
 
@@ -35,15 +38,16 @@ def iterate(x: ShardArray) -> Any:
 
 
 def round_array(x: ShardArray, ndigits: int | None) -> ShardArray:
-    """``round(x, ndigits)`` via ``sa.round`` (with ``decimals=`` when it takes it, else by scaling by 10**ndigits)."""
+    """``round(x, ndigits)`` via ``sa.round`` (with ``decimals=`` when it takes it, else by scaling by 10**ndigits);
+    integers stay integers of their dtype, as in NumPy."""
     fn = HOOKS.lookup("round")
     if fn is None:
         raise ArgumentError(
             f"round() of {x._describe()} needs sa.round, which this version of shardarray lacks; "
             f"gather explicitly with np.round(np.asarray(x))"
         )
-    if ndigits is None:
-        return fn(x)
+    if ndigits is None or x.dtype == np.bool_:
+        return fn(x)  # (bools: sa.round refuses them, as NumPy does for ndigits != 0)
     try:
         nd = operator.index(ndigits)
     except TypeError:
@@ -54,5 +58,7 @@ def round_array(x: ShardArray, ndigits: int | None) -> ShardArray:
         params = {}
     if "decimals" in params:
         return fn(x, decimals=nd)
+    if x.dtype.kind in "iu":  # NumPy keeps integers integers: 15 -> 20 at ndigits=-1 (half to even)
+        return fn(x) if nd >= 0 else astype(fn(x / 10.0**-nd) * 10**-nd, x.dtype)
     scale = 10.0**nd
     return fn(x * scale) / scale
