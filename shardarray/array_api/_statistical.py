@@ -116,7 +116,7 @@ def _extreme(fn: Callable[..., ShardArray], x: Any, axis: Any, keepdims: bool, w
             f"{what}: axis {axis!r} of the array of shape {x.shape} is empty; an empty sequence has no {what} "
             f"(as in NumPy). Reduce non-empty axes only, or use an identity: xp.{what}(xp.concat(...))"
         )
-    return _keep(fn(x, dims) if dims else x, x, dims, keepdims)
+    return _keep(fn(x, dims), x, dims, keepdims)  # no dims (0-d x, axis=()): x, once its dtype is checked
 
 
 def max(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:

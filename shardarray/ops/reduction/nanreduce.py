@@ -31,6 +31,7 @@ import numpy as np
 from ...array import ShardArray
 from ...core.common import dims_arg, require_array
 from ...dtypes import is_complex, is_real_float
+from ...errors import DimensionError
 from ..elementwise import arithmetic as ew
 from ..elementwise import math_unary as mu
 from ..manipulation.structure import astype
@@ -62,9 +63,20 @@ def nanprod(x: ShardArray, dims: Any = None) -> ShardArray:
     return red.prod(_filled(x, 1), dims)
 
 
+def _nonempty(x: ShardArray, dims: Any, what: str) -> None:
+    """Raise ``DimensionError`` where a dim of ``dims`` is empty: an empty slice has no extreme (NumPy raises)."""
+    empty = {d: x.sizes[d] for d in dims_arg(x, dims, what) if x.sizes[d] == 0}
+    if empty:
+        raise DimensionError(
+            f"{what}: the dims {empty} of the array {x.sizes} are empty; an empty slice has no {what[3:]} "
+            f"(np.{what} raises too). Reduce non-empty dims only"
+        )
+
+
 def nanmax(x: ShardArray, dims: Any = None) -> ShardArray:
     """``max`` ignoring NaN (``np.nanmax``); an all-NaN slice gives NaN."""
     x = require_array(x, "nanmax")
+    _nonempty(x, dims, "nanmax")  # an empty dim: DimensionError, as NumPy raises
     if not _has_nan(x):
         return red.max(x, dims)
     out = red.max(_filled(x, -np.inf), dims)
@@ -74,6 +86,7 @@ def nanmax(x: ShardArray, dims: Any = None) -> ShardArray:
 def nanmin(x: ShardArray, dims: Any = None) -> ShardArray:
     """``min`` ignoring NaN (``np.nanmin``); an all-NaN slice gives NaN."""
     x = require_array(x, "nanmin")
+    _nonempty(x, dims, "nanmin")
     if not _has_nan(x):
         return red.min(x, dims)
     out = red.min(_filled(x, np.inf), dims)

@@ -162,6 +162,8 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     dims = dims_arg(x, dims, "mean")
     count = math.prod(x.sizes[d] for d in dims)
     scale = 1.0 / count if count else float("nan")
+    if x.dtype.kind in "biu":  # float64 partial sums, as np.mean: no integer overflow
+        return _partial_sum(x, dims, np.dtype(np.float64)) * scale
     acc = accumulation_dtype(x.dtype)
     if acc is None:
         return sum.__wrapped__(x, dims) * scale
@@ -210,6 +212,10 @@ def _extreme(x: ShardArray, dims: Any, op: str) -> ShardArray:
 def max(x: ShardArray, dims: Any = None) -> ShardArray:
     """Maximum over ``dims``: local max, then a max-allreduce over split dims' axes.
 
+    Over an empty dim the result is the identity of ``max`` (``-inf`` for floats, the dtype's least value for
+    integers), as ``jax.lax.reduce_max`` gives, so ``logsumexp`` and ``softmax`` of empty dims need no special case;
+    ``xp.max`` and ``np.max`` raise there, as NumPy does.
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.asarray(np.arange(6.0).reshape(2, 3), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
@@ -221,7 +227,7 @@ def max(x: ShardArray, dims: Any = None) -> ShardArray:
 
 @differentiable("min", resolve_inputs=True)
 def min(x: ShardArray, dims: Any = None) -> ShardArray:
-    """Minimum over ``dims`` (see ``max``)."""
+    """Minimum over ``dims`` (see ``max``; over an empty dim: ``inf``, or the dtype's greatest value)."""
     return _extreme(x, dims, "min")
 
 

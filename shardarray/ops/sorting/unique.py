@@ -221,10 +221,12 @@ def _samples(xp: Any, loc: _Local, w: int, p: int) -> Any:
     return smp
 
 
-def _cuts(xp: Any, loc: _Local, gathered: Any, dtype: np.dtype, p: int) -> Any:
+def _cuts(xp: Any, loc: _Local, gathered: Any, dtype: np.dtype, p: int, merge_nan: bool) -> Any:
     """On the device: the ``p - 1`` cuts of the local uniques at the value splitters, then ``u`` (p int64).
 
     The splitters are the valid samples (flag 1) sorted by value, every ``k/p``-th of the ``k`` there are.
+    With ``merge_nan`` a NaN splitter cuts before the first NaN, so that all NaNs meet (and merge) in the last
+    bucket: complex NaNs (``nan-1j < nan+0j``) would otherwise be cut apart.
     """
     w = _width(dtype)
     vals = _dec(xp, gathered, key_dtype(dtype))
@@ -233,6 +235,9 @@ def _cuts(xp: Any, loc: _Local, gathered: Any, dtype: np.dtype, p: int) -> Any:
     k = xp.sum(valid.astype(np.int64))
     split = vals[order[(xp.arange(1, p, dtype=np.int64) * k) // p]]
     cuts = xp.minimum(xp.searchsorted(loc.values, split, side="left").astype(np.int64), loc.u)
+    if merge_nan:  # the NaNs sort last: cut at the number of values before them
+        before = xp.sum(~xp.isnan(loc.values)).astype(np.int64)
+        cuts = xp.where(xp.isnan(split), xp.minimum(before, loc.u), cuts)
     return xp.concatenate([cuts, loc.u])
 
 
@@ -302,7 +307,7 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
         merged = [None if loc is None else loc.rows[: int(c[0])] for loc, c in zip(local, counted)]
         inv = [None if loc is None else loc.inverse for loc in local]
         return _finish(x, axes, fields, merged, counted, member, p, inv)
-    recv = mesh.comm.alltoallv(_buckets(x, axes, local, p), axes, 0)  # 2., 3.
+    recv = mesh.comm.alltoallv(_buckets(x, axes, local, p, merge_nan), axes, 0)  # 2., 3.
     # 4. merge, 5. the buckets' lengths (read with the senders' bounds, for the inverse)
     rows: list[Any] = [None] * mesh.size
     lengths: list[Any] = [None] * mesh.size
@@ -340,7 +345,7 @@ def _unique(x: ShardArray, counts: bool, index: bool, inverse: bool, equal_nan: 
     return _finish(x, axes, fields, merged, [None if c is None else c[:p] for c in counted], member, p, back)
 
 
-def _buckets(x: ShardArray, axes: tuple[str, ...], local: list[Any], p: int) -> list[Any]:
+def _buckets(x: ShardArray, axes: tuple[str, ...], local: list[Any], p: int, merge_nan: bool) -> list[Any]:
     """Steps 2 and 3: the samples' allgather, the splitters, and each device's local uniques cut into ``p``
     buckets (the pieces of the bucket exchange); the cuts are read to the host with ``u``."""
     mesh, dtype = x.mesh, x.dtype
@@ -361,7 +366,7 @@ def _buckets(x: ShardArray, axes: tuple[str, ...], local: list[Any], p: int) -> 
             key = (id(loc), id(gathered[d]))
             if key not in memo:
                 with scope(d):
-                    memo[key] = _cuts(xp, loc, gathered[d], dtype, p)
+                    memo[key] = _cuts(xp, loc, gathered[d], dtype, p, merge_nan)
             cut_arrays[d] = memo[key]
     cuts = read_counts(mesh, cut_arrays)
     send: list[Any] = [None] * mesh.size
