@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -279,9 +280,43 @@ class ShardArray:
             )
         return self.numpy().reshape(()).item()
 
-    def item(self) -> Any:
-        """The single value of a size-1 array as a Python scalar (a collective under MPI if split)."""
-        return self._scalar("item()")
+    def item(self, *args: Any) -> Any:
+        """One element as a Python scalar, as ``numpy.ndarray.item`` (a collective under MPI if split).
+
+        ``x.item()``: the single value of a size-1 array; ``x.item(i)``: element ``i`` of the flattened array (the
+        dims in order, C order; negative from the end); ``x.item(i, j)`` or ``x.item((i, j))``: the element at that
+        index, one per dim. Only that element moves: an ``isel``, then a read of one value.
+
+        Example:
+            >>> x = sa.asarray(np.arange(6.0).reshape(2, 3), dims=("a", "b"), mesh=sa.Mesh({"row": 2, "col": 2}))
+            >>> x.item(4), x.item(1, -1), x.item((0, 1))
+            (4.0, 5.0, 1.0)
+
+        Raises:
+            DimensionError: no index and more than one element, or an index out of range or of the wrong length.
+        """
+        if not args:
+            return self._scalar("item()")
+        index = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+        what = f"item{tuple(index)!r}" if len(index) != 1 else f"item({index[0]!r})"
+        try:
+            ids = [operator.index(i) for i in index]
+        except TypeError:
+            raise DTypeError(f"{what}: the index must be integers; got {index!r}") from None
+        shape = self.shape
+        if len(ids) == 1 and self.ndim != 1:  # a flat index
+            n = math.prod(shape)
+            if not -n <= ids[0] < n:
+                raise DimensionError(f"{what}: index {ids[0]} is out of range for {self._describe()} ({n} elements)")
+            ids = [int(i) for i in np.unravel_index(ids[0] % n, shape)]
+        elif len(ids) != self.ndim:
+            raise DimensionError(
+                f"{what}: {self._describe()} has {self.ndim} dims; give one index per dim or one flat index"
+            )
+        for d, i, n in zip(self.dims, ids, shape):
+            if not -n <= i < n:
+                raise DimensionError(f"{what}: index {i} is out of range for dim {d!r} of size {n}")
+        return self.isel({d: i % n for d, i, n in zip(self.dims, ids, shape)})._scalar(what)
 
     def __float__(self) -> float:
         return float(self._scalar("float(x)"))

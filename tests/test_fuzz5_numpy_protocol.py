@@ -227,3 +227,19 @@ def test_median_is_the_mean_of_the_two_middle_values(shape):
             for axis in (0, 1, None):
                 got, ref = fn(pos(a, shape), axis=axis), fn(a, axis=axis)
                 np.testing.assert_array_equal(np.asarray(got), ref)
+
+
+@pytest.mark.parametrize("positional", [False, True], ids=["named", "positional"])
+def test_item_takes_numpys_indices(positional):
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    h = np.arange(30.0).reshape(5, 6)
+    x = sa.asarray(h, dims=("a", "b"), mesh=mesh, layout={"a": "row", "b": "col"})
+    if positional:
+        x = xp.asarray(x)
+    for args in [(7,), (-1,), (2, 3), ((4, -2),), (np.int64(3),)]:
+        assert x.item(*args) == h.item(*args)
+    for bad in [(30,), (1, 2, 3), (5, 0)]:
+        with pytest.raises(sa.DimensionError, match="item"):
+            x.item(*bad)
+    with pytest.raises(sa.DTypeError, match="integers"):
+        x.item(1.5)
