@@ -125,18 +125,8 @@ def _like(x: Any, fill_value: Any, dtype: Any, device: Any, what: str) -> Array:
 
 
 # ----------------------------------------------------------------- asarray
-def _check_integer_values(obj: Any, dt: np.dtype) -> None:
-    """Refuse NaN or ±inf going into an integer or bool ``dt`` (a cast would store garbage: NumPy 2's write rule)."""
-    if isinstance(obj, (bool, int, float, complex, np.generic)) or (isinstance(obj, np.ndarray) and obj.ndim == 0):
-        scalar_for_write(obj, dt, "asarray")  # also a Python integer out of dt's range
-        return
-    raw = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
-    if raw.dtype.kind in "fc" and raw.size and not np.isfinite(raw).all():
-        bad = raw[~np.isfinite(raw)].flat[0]
-        raise CastError(
-            f"asarray: the data holds {bad} (shape {raw.shape}), which {dt} cannot hold (no NaN or inf); make the "
-            f"array with a float dtype (dtype=xp.float64), or replace the non-finite values first"
-        )
+def _is_scalar(obj: Any) -> bool:
+    return isinstance(obj, (bool, int, float, complex, np.generic)) or (isinstance(obj, np.ndarray) and obj.ndim == 0)
 
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Array:
@@ -195,20 +185,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         dt = None if dtype is None else as_dtype(dtype)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray) and not hasattr(obj, "__array__"):
         obj = np.from_dlpack(obj)
-    if dt is not None and dt.kind in "iub":
-        _check_integer_values(obj, dt)
-    try:
-        host = np.array(obj, dtype=dt, copy=True) if copy else np.asarray(obj, dtype=dt)
-    except OverflowError as e:  # a Python integer out of dt's range (NumPy 2 refuses it too)
-        raise CastError(
-            f"asarray: {e}; the data does not fit {dt} [{np.iinfo(dt).min}, {np.iinfo(dt).max}]: give a wider "
-            f"dtype (dtype=xp.int64) or values in range"
-        ) from None
-    if host.dtype.kind not in "biufc":
-        raise DTypeError(
-            f"asarray: the data became a NumPy array of dtype {host.dtype} (shape {host.shape}); give numbers "
-            f"(bool, int, float, complex) in lists of equal lengths"
-        )
+    if dt is not None and _is_scalar(obj):
+        scalar_for_write(obj, dt, "asarray")  # a Python integer out of dt's range, NaN into integers, complex into real
+    host = _cr.host_array(obj, dt, "asarray", copy=bool(copy))
     if host.ndim == 0:  # sa.asarray's blocks host[()] would be NumPy scalars, not 0-d arrays
         return wrap(_cr.full(mesh, {}, host[()], host.dtype))
     dims = _dims(host.ndim)
@@ -266,10 +245,17 @@ def arange(
             f"arange({start!r}, {stop!r}, {step!r}) would have {n:.3g} elements, more than an array "
             f"can index (2**63 - 1); narrow the range or use a larger step"
         )
+    if n and dt.kind in "iu":
+        last = start + (n - 1) * step
+        ends = (int(start), int(last)) if ints else (math.trunc(float(start)), math.trunc(float(last)))
+        _check_fits(dt, ends, "arange")
+    exact = ints and dt.kind in "iu"  # integer values in an integer dtype; others are computed in float64
+    if n <= 1:
+        step = 1  # one value (start) at most: a step beyond int64 must not overflow the block's arithmetic
 
     def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
         lo, hi = b[0]
-        if ints:
+        if exact:
             i = np.arange(lo, hi, dtype=np.int64)
             if dt == np.uint64 and start + max(n - 1, 0) * step > np.iinfo(np.int64).max:
                 return np.uint64(start) + i.astype(np.uint64) * np.uint64(step)
@@ -277,6 +263,17 @@ def arange(
         return (float(start) + np.arange(lo, hi, dtype=np.float64) * float(step)).astype(dt)
 
     return _build(mesh, (n,), dt, make)
+
+
+def _check_fits(dt: np.dtype, values: tuple[int, ...], what: str) -> None:
+    """Refuse integer ``values`` outside the range of the integer dtype ``dt`` (a cast would wrap them silently)."""
+    info = np.iinfo(dt)
+    for v in values:
+        if not info.min <= v <= info.max:
+            raise CastError(
+                f"{what}: the value {v} does not fit {dt} [{info.min}, {info.max}]; give a wider dtype, or a range "
+                f"inside [{info.min}, {info.max}]"
+            )
 
 
 def linspace(
@@ -300,6 +297,9 @@ def linspace(
         raise DimensionError(f"linspace: num must be an integer; got {num!r}") from None
     if num < 0:
         raise DimensionError(f"linspace: num must be >= 0; got {num}")
+    for name, v in (("start", start), ("stop", stop)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, complex, np.number)):
+            raise DTypeError(f"linspace: {name} must be a real or complex number; got {type(v).__name__} {v!r:.80}")
     cplx = isinstance(start, (complex, np.complexfloating)) or isinstance(stop, (complex, np.complexfloating))
     dt = (_DEFAULT["c"] if cplx else _DEFAULT["f"]) if dtype is None else as_dtype(dtype)
     if dt.kind not in "fc":
@@ -489,7 +489,7 @@ def meshgrid(*arrays: ShardArray, indexing: str = "xy") -> list[Array]:
         array([[0, 1, 2],
                [0, 1, 2]])
     """
-    if indexing not in ("xy", "ij"):
+    if not isinstance(indexing, str) or indexing not in ("xy", "ij"):
         raise ArgumentError(f"meshgrid: indexing must be 'xy' or 'ij'; got {indexing!r}")
     for i, a in enumerate(arrays):
         if not isinstance(a, ShardArray):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -11,8 +12,8 @@ from ...array import ShardArray
 from ...backend.classlist import ClassList
 from ...core.common import map_blocks
 from ...core.relayout import relayout
-from ...dtypes import as_dtype, scalar_for_write
-from ...errors import DimensionError, DTypeError, MeshError
+from ...dtypes import as_dtype, is_bfloat16, scalar_for_write
+from ...errors import CastError, DimensionError, DTypeError, MeshError
 from ...layout import (
     Layout,
     block_bounds,
@@ -159,6 +160,83 @@ def _from_shardarray(x: ShardArray, dims: Any, mesh: Any, layout: Any, dtype: An
     return out if dtype is None else astype(out, dtype)
 
 
+def _numbers(data: Any, dtype: np.dtype | None, what: str) -> np.ndarray:
+    """``np.asarray(data)``, refused (``DTypeError``) unless it holds numbers in lists of equal lengths."""
+    try:
+        raw = np.asarray(data)
+    except (TypeError, ValueError) as e:  # nested lists of unequal lengths
+        raise DTypeError(
+            f"{what}: the data is not an array of numbers ({e}); give numbers (bool, int, float, complex) in "
+            f"nested lists of equal lengths"
+        ) from None
+    numeric = raw.dtype.kind in "biufc" or is_bfloat16(raw.dtype)
+    # Python integers beyond int64/uint64 make an object array: numbers all the same when a dtype is given
+    if not numeric and not (
+        dtype is not None and raw.dtype.kind == "O" and all(isinstance(v, numbers.Number) for v in raw.flat)
+    ):
+        raise DTypeError(
+            f"{what}: the data became a NumPy array of dtype {raw.dtype.name} (shape {raw.shape}); give numbers "
+            f"(bool, int, float, complex) in lists of equal lengths, or convert the data first, e.g. "
+            f"np.asarray(data, dtype='float32')"
+        )
+    return raw
+
+
+def _check_cast(raw: np.ndarray, dtype: np.dtype, what: str) -> None:
+    """Refuse the casts of host data that would change values silently (NumPy 2 refuses them for Python data)."""
+    if raw.dtype.kind == "c" and dtype.kind != "c":
+        raise DTypeError(
+            f"{what}: the data is complex ({raw.dtype}, shape {raw.shape}) but dtype {dtype.name} is real, which "
+            f"would drop the imaginary part; give a complex dtype, or the real part or magnitude of the data"
+        )
+    if dtype.kind in "iub" and raw.dtype.kind == "f" and raw.size and not np.isfinite(raw).all():
+        bad = raw[~np.isfinite(raw)].flat[0]
+        raise CastError(
+            f"{what}: the data holds {bad} (shape {raw.shape}), which {dtype} cannot hold (no NaN or inf); make "
+            f"the array with a float dtype, or replace the non-finite values first"
+        )
+
+
+def host_array(data: Any, dtype: np.dtype | None, what: str, copy: bool = False) -> np.ndarray:
+    """Host data (nested lists, scalars, NumPy arrays, buffers) as a NumPy array of ``dtype`` (None: the data's).
+
+    NumPy's conversion, with its refusals as typed errors and without its silent casts of values that the
+    dtype cannot hold (NumPy 2 refuses those for Python data, and casts NumPy arrays with a warning).
+
+    Args:
+        data: the data.
+        dtype: the dtype (None: NumPy's for the data).
+        what: the caller, for messages.
+        copy: always copy (else only when needed).
+
+    Raises:
+        DTypeError: data that are not numbers (strings, None, objects) or lists of unequal lengths; complex
+            data for a real ``dtype`` (as ``astype``).
+        CastError: NaN or ±inf for an integer or bool ``dtype``; a Python integer out of ``dtype``'s range.
+
+    Example:
+        >>> host_array([[1, 2], [3, 4]], np.dtype("int8"), "asarray").dtype
+        dtype('int8')
+        >>> host_array([1.0, float("nan")], np.dtype("int32"), "asarray")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        shardarray.errors.CastError: asarray: the data holds nan (shape (2,)), which int32 cannot hold ...
+    """
+    raw = _numbers(data, dtype, what)
+    if dtype is None:
+        return np.array(raw, copy=True) if copy else raw
+    _check_cast(raw, dtype, what)
+    hint = f"give a wider dtype, or values that {dtype} can hold"
+    try:
+        return np.array(data, dtype=dtype, copy=True) if copy else np.asarray(data, dtype=dtype)
+    except OverflowError as e:  # a Python integer out of dtype's range (NumPy 2 refuses it)
+        raise CastError(f"{what}: {e}; the data does not fit {dtype}: {hint}") from None
+    except TypeError as e:  # an object array of numbers with a complex one, for a real dtype
+        raise DTypeError(f"{what}: the data cannot be cast to {dtype} ({e}); {hint}") from None
+    except ValueError as e:  # ... with a NaN or inf, for an integer dtype
+        raise CastError(f"{what}: the data cannot be cast to {dtype} ({e}); {hint}") from None
+
+
 def asarray(
     array: Any,
     dims: Any = None,
@@ -189,7 +267,7 @@ def asarray(
     if isinstance(array, ShardArray):
         return _from_shardarray(array, dims, mesh, layout, dtype)
     mesh = _check_mesh(mesh, "asarray")
-    host = np.asarray(array) if dtype is None else np.asarray(array, dtype=as_dtype(dtype))
+    host = host_array(array, None if dtype is None else as_dtype(dtype), "asarray")
     as_dtype(host.dtype)
     if dims is None:
         if host.ndim:

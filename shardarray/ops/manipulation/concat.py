@@ -32,6 +32,12 @@ def _check(arrays: Any, what: str) -> list[ShardArray]:
     return out
 
 
+def _dim_name(dim: Any, what: str, example: str) -> None:
+    """Refuse a ``dim`` that is not a name (a position, an array): arrays are joined by dim name."""
+    if not isinstance(dim, str):
+        raise DimensionError(f"{what}: name the dim to join along, a string, e.g. {example}; got {dim!r:.80}")
+
+
 def _same_dims(arrays: list[ShardArray], what: str, free: str | None) -> list[ShardArray]:
     """The arrays in the first one's dim order, after checking dims and sizes (``free`` may differ)."""
     first = arrays[0]
@@ -81,7 +87,8 @@ def concat(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
         >>> sa.concat([x, x], "batch").numpy()[:, 0]
         array([0., 2., 4., 0., 2., 4.])
     """
-    arrays = _check(arrays, f"concat along {dim!r}")
+    arrays = _check(arrays, f"concat along {dim!r:.80}")
+    _dim_name(dim, "concat", "sa.concat([x, y], 'batch')")
     for i, a in enumerate(arrays):
         if dim not in a.dims:
             raise DimensionError(
@@ -130,7 +137,8 @@ def stack(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
         >>> y.sizes, y.numpy()[:, 0]
         ({'layer': 2, 'io': 4}, array([1., 2.]))
     """
-    arrays = _check(arrays, f"stack along {dim!r}")
+    arrays = _check(arrays, f"stack along {dim!r:.80}")
+    _dim_name(dim, "stack", "sa.stack([x, y], 'layer')")
     if dim in arrays[0].dims:
         raise DimensionError(
             f"stack along {dim!r}: the arrays already have a dim {dim!r} {arrays[0].sizes}; "

@@ -10,6 +10,7 @@ leaves it empty, as NumPy does. Differentiable through its parts.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ...array import ShardArray
@@ -32,10 +33,14 @@ def diff(x: ShardArray, dim: Any, n: int = 1) -> ShardArray:
     """
     x = require_array(x, "diff")
     dim = one_dim_arg(x, dim, "diff")
-    if isinstance(n, bool) or not hasattr(n, "__index__") or int(n) < 0:
-        raise ArgumentError(f"diff: n (the order) must be an integer >= 0; got {n!r}")
+    try:
+        order = operator.index(n)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
+    except TypeError:
+        order = -1
+    if order < 0 or isinstance(n, bool):
+        raise ArgumentError(f"diff: n (the order) must be an integer >= 0; got {n!r:.80}")
     op = ew.not_equal if x.dtype.kind == "b" else ew.subtract
-    for _ in range(min(int(n), x.sizes[dim])):  # an empty dim stays empty (and keeps its dtype, as in NumPy)
+    for _ in range(min(order, x.sizes[dim])):  # an empty dim stays empty (and keeps its dtype, as in NumPy)
         m = x.sizes[dim] - 1
         x = op(slice_dim(x, dim, 1, 1, m), slice_dim(x, dim, 0, 1, m))
     return x

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ...array import ShardArray
@@ -73,9 +74,12 @@ def expand_dims(x: ShardArray, dim: str, position: int = 0) -> ShardArray:
     check_dims((dim,), what="expand_dims")
     if dim in x.dims:
         raise DimensionError(f"expand_dims: {dim!r} is already a dim of the array {x.sizes}; choose a new name")
-    if isinstance(position, bool) or not hasattr(position, "__index__"):
-        raise DimensionError(f"expand_dims: position must be an integer; got {position!r}")
-    pos = int(position)
+    try:
+        pos = operator.index(position)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
+    except TypeError:
+        pos = None
+    if pos is None or isinstance(position, bool):
+        raise DimensionError(f"expand_dims: position must be an integer; got {position!r:.80}")
     if not -(x.ndim + 1) <= pos <= x.ndim:
         raise DimensionError(
             f"expand_dims: position {pos} is out of range for a result with {x.ndim + 1} dims "

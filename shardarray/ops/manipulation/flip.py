@@ -13,6 +13,7 @@ a slice.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ...array import ShardArray
@@ -26,9 +27,13 @@ from ..indexing.basic import slice_dim
 
 
 def _int(v: Any, name: str, what: str) -> int:
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
-        raise ArgumentError(f"{what}: {name} must be an integer; got {v!r}")
-    return int(v)
+    try:
+        n = operator.index(v)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
+    except TypeError:
+        n = None
+    if n is None or isinstance(v, bool):
+        raise ArgumentError(f"{what}: {name} must be an integer; got {v!r:.80}")
+    return n
 
 
 @differentiable("flip")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,9 +15,12 @@ from ...layout import Layout
 
 
 def _count(value: Any, what: str, dim: str) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise ArgumentError(f"{what}: the repetition count for dim {dim!r} must be an integer; got {value!r}")
-    n = int(value)
+    try:
+        n = operator.index(value)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
+    except TypeError:
+        n = None
+    if n is None or isinstance(value, bool):
+        raise ArgumentError(f"{what}: the repetition count for dim {dim!r} must be an integer; got {value!r:.80}")
     if n < 0:
         raise ArgumentError(f"{what}: the repetition count for dim {dim!r} is {n}; counts must be >= 0")
     return n

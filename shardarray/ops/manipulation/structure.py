@@ -31,13 +31,31 @@ def rename(x: ShardArray, names: Mapping[str, str]) -> ShardArray:
 @differentiable("transpose")
 def transpose(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
     """``x`` with its dims in the order ``dims`` (reversed when empty)."""
-    if dims == x.dims:  # already in this order (the VJPs' and fused paths' common case): nothing to check or move
-        return x
+    if dims.__class__ is tuple:  # already in this order (the VJPs' and fused paths' common case): nothing to do
+        try:
+            if dims == x._layout.dims:
+                return x
+        except ValueError:  # (a NumPy array among the dims: refused below)
+            pass
+    if not isinstance(dims, (tuple, list)):
+        raise DimensionError(f"transpose: give the dims in their new order, a tuple of names; got {dims!r:.80}")
     if len(dims) == 1 and not isinstance(dims[0], str):
-        dims = tuple(dims[0])
+        dims = dims[0] if isinstance(dims[0], (tuple, list)) else _names(dims[0])
+    if not all(isinstance(d, str) for d in dims):  # (before ==: a NumPy array among them cannot be compared)
+        raise DimensionError(f"transpose: name the dims (strings) in their new order, from {x.dims}; got {dims!r:.80}")
+    if tuple(dims) == x.dims:
+        return x
     if not dims:
         dims = tuple(reversed(x.dims))
     return permute_dims(x, tuple(dims))
+
+
+def _names(dims: Any) -> tuple[Any, ...]:
+    """An iterable of dim names (``x.transpose(reversed(x.dims))``) as a tuple."""
+    try:
+        return tuple(dims)
+    except TypeError:
+        raise DimensionError(f"transpose: name the dims (strings) in their new order; got {dims!r:.80}") from None
 
 
 @differentiable("astype")
@@ -85,6 +103,7 @@ def broadcast_to(
         >>> y.layout, y.numpy()[:, 1]
         ({'batch': ('row',), 'hidden': ('col',)}, array([2., 2., 2., 2.]))
     """
+    x = require_array(x, "broadcast_to")
     if not isinstance(sizes, Mapping):
         raise DimensionError(f"broadcast_to takes sizes as a dict {{dim: size}}; got {sizes!r}")
     dims = check_dims(tuple(sizes), what="broadcast_to")
