@@ -30,7 +30,7 @@ from ..array import ShardArray
 from ..errors import DimensionError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import AxesSpec
-from .common import map_blocks, mesh_order
+from .common import map_blocks, mesh_order, require_array
 from .tape import differentiable
 
 
@@ -315,6 +315,7 @@ def relayout(x: ShardArray, layout: Mapping[str, AxesSpec] | Layout | None) -> S
         >>> sa.relayout(x, {"batch": ("row", "col")}).layout    # a local slice
         {'batch': ('row', 'col')}
     """
+    x = require_array(x, "relayout")
     target = make_layout(x.mesh, x.dims, x.shape, layout, what=f"relayout of array {x.dims}").axes
     return move_axes(resolve(x, target), target)
 

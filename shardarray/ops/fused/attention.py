@@ -40,6 +40,7 @@ from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
+from ...layout import Layout
 from . import dispatch as fused
 from . import numpy_paths as fused_numpy
 
@@ -50,17 +51,23 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 def ready(q: ShardArray, k: ShardArray, v: ShardArray) -> bool:
     """Whether the fused op applies: NumPy or CuPy float32/float64 shards, dims as above, seq/kseq/d_kv unsplit,
-    same layout."""
-    return (
+    same layout, q and k of one shape (seq = kseq > 0), v of their batch, kseq and heads (its d_kv may differ: the
+    output has v's)."""
+    if not (
         all(isinstance(a, ShardArray) for a in (q, k, v))
         and q.dims == Q_DIMS
         and k.dims == KV_DIMS
         and v.dims == KV_DIMS
-        and (fused_numpy.is_numpy(q) or _is_cupy(q))
+    ):
+        return False
+    qs = q.shape
+    return (
+        (fused_numpy.is_numpy(q) or _is_cupy(q))
         and q.dtype == k.dtype == v.dtype
         and q.mesh is k.mesh is v.mesh
-        and q.sizes["seq"] == k.sizes["kseq"] == v.sizes["kseq"] > 0
-        and k.sizes["d_kv"] == q.sizes["d_kv"]
+        and k.shape == qs
+        and v.shape[:3] == qs[:3]
+        and qs[1] > 0
         and not any(q.spec.of(d) for d in ("seq", "d_kv"))
         and q.spec.axes == k.spec.axes == v.spec.axes
     )
@@ -157,12 +164,13 @@ def causal_attention(q: ShardArray, k: ShardArray, v: ShardArray, scale: float) 
         scale: the factor of the scores (normally ``1/sqrt(d_kv)``).
 
     Returns:
-        (batch, seq, heads, d_kv), laid out like ``q``. No collectives.
+        (batch, seq, heads, d_kv), laid out like ``q``, with ``v``'s d_kv. No collectives.
     """
     q, k, v = resolve_to(q), resolve_to(k), resolve_to(v)
     kit = _kit(q)
     o, p = fused.map_rows_multi(q, 2, lambda xp, a, b, c: _forward(kit, a, b, c, scale), k, v)
-    return ShardArray(q.mesh, q.spec, q.dtype, o), (p, kit)
+    spec = q.spec if v.shape[3] == q.shape[3] else Layout(Q_DIMS, q.shape[:3] + v.shape[3:], q.spec.axes)
+    return ShardArray(q.mesh, spec, q.dtype, o), (p, kit)
 
 
 def _backward(kit: _Kit, g: Any, q: Any, k: Any, v: Any, p: Any, scale: float) -> tuple[Any, Any, Any]:
