@@ -187,14 +187,15 @@ def in_layout_of(a: ShardArray, x: ShardArray, name: str, path: str) -> ShardArr
     Raises:
         MeshError: ``a`` lives on another mesh than ``x``.
     """
-    if a.mesh != x.mesh:
+    mesh, spec = a.mesh, a._layout  # (identity first: the training step's common case costs no call)
+    if mesh is not x.mesh and mesh != x.mesh:
         raise MeshError(
             f"{name} lives on {a.mesh} but params{path} on {x.mesh}; move it first with "
             f"sa.reshard(a, params_mesh, layout)"
         )
-    if a.spec == x.spec and not a.pending:
+    if (spec is x._layout or spec == x._layout) and not a.pending:
         return a
-    return like_kind(to_axes(a, x.spec.axes, False), a)
+    return like_kind(to_axes(a, x._layout.axes, False), a)
 
 
 def _zeros_for(x: ShardArray, dtype: np.dtype) -> ShardArray:
