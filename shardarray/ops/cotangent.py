@@ -7,6 +7,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.relayout import to_axes
+from .elementwise.arithmetic import _real_part
 from .manipulation.structure import expand, transpose
 from .reduction import reduce as red
 
@@ -18,9 +19,13 @@ def match(g: ShardArray, x: Any) -> ShardArray | None:
     summed; dims ``x`` has and ``g`` lacks were summed and are broadcast. The
     result has ``x``'s dim order and axes; a pending sum stays pending unless
     ``x``'s layout uses a pending axis (then it is reduce-scattered into it).
+    A complex ``g`` for a real ``x`` (promoted in the forward pass) gives its real part, as ``jax.vjp`` and
+    PyTorch do.
     """
     if not isinstance(x, ShardArray):
         return None
+    if g.dtype.kind == "c" and x.dtype.kind != "c":  # x was promoted to complex: only the real part flows back
+        g = _real_part.__wrapped__(g)
     spec = x.spec
     if g.dims != spec.dims:  # (same dims in the same order: no sum, broadcast or transpose to make)
         extra = tuple(d for d in g.dims if d not in spec.dims)
