@@ -29,7 +29,7 @@ Rules (one place for every op):
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -233,6 +233,35 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
             f"{op}: the operand with dims {x.sizes} has dtype {dt.name}, but {op} is defined for {what} "
             f'arrays only; cast it first with x.astype("float32") (or "float64")'
         )
+
+
+def check_scalar_domain(op: str, dtypes: Sequence[np.dtype], scalars: Iterable[Any], domain: str | None) -> None:
+    """Raise ``DTypeError`` when a scalar operand of ``op`` takes the operands' common dtype out of ``domain``.
+
+    ``dtypes``: the array operands' dtypes (each already in ``domain``: ``check_domain``); ``scalars``: the other
+    operands. A Python scalar is weak (NEP 50): ``int_array & 1.5`` computes in float64, which ``bitwise_and`` is not
+    defined for, where NumPy raises its own ``TypeError``. The ``bool`` domain is not checked here (the logical ops
+    read a scalar's truth).
+
+    Example:
+        >>> check_scalar_domain("bitwise_and", [np.dtype("int64")], [1.5], "integer")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        shardarray.errors.DTypeError: bitwise_and: the scalar operand 1.5 makes the operands float64, ...
+    """
+    if domain is None or domain == "bool":
+        return
+    for v in scalars:
+        try:
+            dt = np.result_type(*dtypes, v)
+        except (TypeError, ValueError):
+            continue  # (not a number: the op's own check names it)
+        if not _in_domain(dt, domain):
+            what = _KIND_DOMAINS[domain][0] if domain in _KIND_DOMAINS else domain.replace("_", " ")
+            raise DTypeError(
+                f"{op}: the scalar operand {v!r} makes the operands {dt.name}, but {op} is defined for {what} "
+                f"values only; pass a scalar of the array's kind (e.g. int(v) for an integer array)"
+            )
 
 
 def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:

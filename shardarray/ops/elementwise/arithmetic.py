@@ -34,7 +34,7 @@ from ...core import plans
 from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims, wrap_hint
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
-from ...dtypes import check_domain, is_bfloat16, is_complex, promote
+from ...dtypes import check_domain, check_scalar_domain, is_bfloat16, is_complex, promote
 from ...errors import ArgumentError, CastError, DTypeError, ShardArrayError
 from ...layout import Layout
 from ..fused import dispatch as fused
@@ -209,6 +209,8 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
     """Check the operands of ``apply`` and plan it (raises on bad input; see ``apply``)."""
     arrays = _check_args(name, args)
     check_domain(name, arrays, domain)
+    if domain is not None and len(arrays) < len(args):  # (int_array & 1.5: a weak scalar leaves the domain)
+        check_scalar_domain(name, [a.dtype for a in arrays], [a for a in args if not isinstance(a, ShardArray)], domain)
     if name == "subtract" and all(
         a.dtype == np.bool_ if isinstance(a, ShardArray) else isinstance(a, (bool, np.bool_)) for a in args
     ):

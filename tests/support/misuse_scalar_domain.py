@@ -1,0 +1,34 @@
+"""Misuse cases of a Python scalar that takes an op's operands out of the dtypes it is defined for
+(``dtypes.check_scalar_domain``): NumPy raises its own ``TypeError`` there, ``sa`` a ``DTypeError`` naming the
+scalar."""
+
+from __future__ import annotations
+
+import numpy as np
+from misuse import Case
+
+import shardarray as sa
+import shardarray.array_api as xp
+
+
+def _mesh():
+    return sa.Mesh({"row": 2, "col": 2})
+
+
+def _ints():
+    return xp.asarray(np.arange(6).reshape(2, 3), device=_mesh())
+
+
+def _named_ints():
+    return sa.asarray(np.arange(6), dims=("i",), mesh=_mesh(), layout={"i": "row"})
+
+
+KIND = ("of the array's kind",)
+
+CASES = [
+    Case("xp-bitwise-and-float", lambda: xp.bitwise_and(_ints(), 1.5), sa.DTypeError, ("1.5", "float64", "integer"),
+         KIND),
+    Case("xp-left-shift-float", lambda: _ints() << 0.5, sa.DTypeError, ("0.5", "bitwise_left_shift"), KIND),
+    Case("xp-remainder-complex", lambda: xp.remainder(_ints(), 1j), sa.DTypeError, ("1j", "complex128"), KIND),
+    Case("named-and-float", lambda: _named_ints() & 1.5, sa.DTypeError, ("1.5", "bitwise_and"), KIND),
+]
