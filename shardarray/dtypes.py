@@ -315,4 +315,9 @@ def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
                     f"(x.astype('int64'))"
                 )
     with np.errstate(over="ignore", invalid="ignore"):
-        return arr.astype(dt)
+        try:
+            return arr.astype(dt)
+        except OverflowError:  # a Python integer beyond any float (2**1100): NumPy raises OverflowError too
+            raise CastError(
+                f"{what}: the Python integer {value!r:.40} is too large for {dt}; write a value in range"
+            ) from None

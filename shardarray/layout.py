@@ -90,6 +90,10 @@ def check_dims(dims: Any, what: str = "array") -> tuple[str, ...]:
     return dims
 
 
+#: the largest size of a dim (NumPy's index type: int64)
+_MAX_SIZE = 2**63 - 1
+
+
 def check_sizes(dims: tuple[str, ...], sizes: Sequence[Any], what: str = "array") -> tuple[int, ...]:
     out = []
     for d, n in zip(dims, sizes):
@@ -98,6 +102,8 @@ def check_sizes(dims: tuple[str, ...], sizes: Sequence[Any], what: str = "array"
         n = int(n)
         if n < 0:
             raise DimensionError(f"size of dim {d!r} of {what} is {n}; sizes must be >= 0")
+        if n > _MAX_SIZE:
+            raise DimensionError(f"size of dim {d!r} of {what} is {n}; sizes must fit an int64 (at most 2**63 - 1)")
         out.append(n)
     return tuple(out)
 

@@ -82,6 +82,8 @@ def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
     Positions count ``x``'s dims as NumPy counts axes (negative from the end),
     so ``x.sum(0)`` and ``np.sum(x, axis=0)`` reduce ``x.dims[0]``.
     """
+    if not isinstance(x, ShardArray):
+        require_array(x, what)
     if dims is None:
         return x.dims
     if isinstance(dims, (str, int, np.integer)):

@@ -136,8 +136,15 @@ def context_key() -> tuple[int, bool]:
 
 
 def array_key(a: Any) -> tuple[Any, ...]:
-    """The signature of one array operand: mesh identity, layout (dims, sizes, axes), dtype, pending axes."""
-    return (id(a.mesh), a._layout, a.dtype, a.pending)
+    """The signature of one array operand: mesh identity, layout (dims, sizes, axes), dtype, pending axes
+    (``DTypeError`` for anything else: a NumPy array given to a named op, say)."""
+    try:
+        return (id(a.mesh), a._layout, a.dtype, a.pending)
+    except AttributeError:
+        from .common import require_array
+
+        require_array(a, "this op")
+        raise
 
 
 def map_classes(

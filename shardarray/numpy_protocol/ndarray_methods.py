@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from .positional_args import refuse, signature
 
@@ -103,6 +104,7 @@ def astype(
     a cast that ``casting`` forbids (``"safe"``, ``"same_kind"``, ...) raises ``DTypeError``, as NumPy's TypeError."""
     if order not in ("K", "C", "A"):
         raise refuse("x.astype", "order", order)
+    dtype = as_dtype(dtype)  # (a name NumPy does not know: sa's DTypeError)
     if not np.can_cast(self.dtype, dtype, casting):  # type: ignore[arg-type]
         raise DTypeError(
             f"x.astype: cannot cast {self.dtype} to {np.dtype(dtype)} under casting={casting!r}; "

@@ -134,7 +134,16 @@ def _squeeze(xp: Any, what: str, a: Any, axis: Any = None) -> Any:
 
 @composed("transpose")
 def _transpose(xp: Any, what: str, a: Any, axes: Any = None) -> Any:
-    perm = tuple(reversed(range(a.ndim))) if axes is None else tuple(operator.index(k) for k in axes)
+    if isinstance(axes, tuple) and len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+        axes = axes[0]  # (x.transpose(None), x.transpose((1, 0)): the method's one argument)
+    if axes is None:
+        return xp.permute_dims(a, tuple(reversed(range(a.ndim))))
+    try:
+        perm = tuple(operator.index(k) for k in axes)
+    except TypeError:
+        raise DimensionError(
+            f"{what}: axes must be a permutation of the axes 0..{a.ndim - 1} (integers), or None; got {axes!r:.60}"
+        ) from None
     return xp.permute_dims(a, perm)
 
 

@@ -32,3 +32,16 @@ CASES = [
     Case("xp-remainder-complex", lambda: xp.remainder(_ints(), 1j), sa.DTypeError, ("1j", "complex128"), KIND),
     Case("named-and-float", lambda: _named_ints() & 1.5, sa.DTypeError, ("1.5", "bitwise_and"), KIND),
 ]
+
+# reported by the fuzzers of round 5 beside their own areas: raw AttributeError/TypeError/OverflowError before
+CASES += [
+    Case("named-sum-of-numpy", lambda: sa.sum(np.ones(3)), sa.DTypeError, ("ShardArray", "ndarray"), ("sa.asarray",)),
+    Case("named-mean-of-numpy", lambda: sa.mean(np.ones(3)), sa.DTypeError, ("mean", "ndarray"), ("sa.asarray",)),
+    Case("np-transpose-of-none-axes", lambda: np.transpose(xp.asarray(np.ones((2, 3)), device=_mesh()), (None, 1)),
+         sa.DimensionError, ("transpose",), ("integers",)),
+    Case("xp-astype-unknown", lambda: xp.asarray(np.ones(3), device=_mesh()).astype("dim0"), sa.DTypeError,
+         ("dim0",), ("float32",)),
+    Case("xp-full-of-a-huge-int", lambda: xp.full((2,), 2**1100, dtype=xp.float64, device=_mesh()), sa.CastError,
+         ("too large", "float64"), ("in range",)),
+    Case("xp-zeros-beyond-int64", lambda: xp.zeros(2**70, device=_mesh()), sa.DimensionError, ("int64",), ("2**63",)),
+]
