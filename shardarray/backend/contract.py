@@ -108,10 +108,15 @@ def contract2(xp: Any, equation: str, a: Any, b: Any, matmul: Any = None, matmul
     p = plan2(equation, tuple(a.shape), tuple(b.shape))
     if p.plain:  # "ik,kj->ij": the one 2-D gemm below, without the identity transposes and reshapes
         return mm(a, b)
-    if p.sum_a:
-        a = xp.sum(a, axis=p.sum_a)
-    if p.sum_b:
-        b = xp.sum(b, axis=p.sum_b)
+    if p.sum_a or p.sum_b:
+        if 0 in [a.shape[i] for i in p.sum_a] or 0 in [b.shape[i] for i in p.sum_b]:
+            # no terms at all (an empty dim only one operand has): zeros, as np.einsum gives; summing it first and
+            # multiplying would turn the other operand's NaN or inf into NaN
+            return xp.zeros(p.out_shape, dtype=xp.result_type(a.dtype, b.dtype))
+        if p.sum_a:
+            a = xp.sum(a, axis=p.sum_a)
+        if p.sum_b:
+            b = xp.sum(b, axis=p.sum_b)
     if matmul is not None and p.pairs is not None:
         c = _two_batch_dims(xp, p, a, b, matmul, matmul2)
         if c is not None:

@@ -88,3 +88,16 @@ def test_fused_attention_is_not_ready_for_other_batch_or_heads_sizes(field):
 def test_relayout_of_a_non_array_is_a_typed_error(value):
     with pytest.raises(sa.DTypeError, match="relayout: x must be a ShardArray"):
         sa.relayout(value, {})
+
+
+def test_a_dim_only_one_operand_has_that_is_empty_gives_zeros_not_nan():
+    """``contract2`` summed a dim only one operand has before multiplying: an empty one gave 0 * NaN = NaN where
+    np.einsum has no terms (0), on one device and on the devices holding empty blocks of an uneven split."""
+    one = sa.Mesh({"d": 1})
+    x = sa.asarray(np.full((1, 2), np.nan), dims=("i", "j"), mesh=one)
+    y = sa.asarray(np.zeros((1, 0, 2)), dims=("i", "k", "j"), mesh=one)
+    np.testing.assert_array_equal(sa.einsum("i j, i k j -> i", x, y).numpy(), [0.0])
+    six = sa.Mesh({"k": 6})
+    x = sa.asarray(np.array([2.0]), dims=("k",), mesh=six, layout={"k": "k"})
+    y = sa.asarray(np.array([np.inf, 1.0]), dims=("n",), mesh=six)
+    assert sa.einsum("k, n ->", x, y).numpy() == np.inf
