@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import is_bfloat16, promote
 from ..errors import MeshError
 from .base import Backend
 from .contract import contract2
@@ -51,9 +52,15 @@ class CupyBackend(Backend):
         return int(array.data.ptr)
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
+        """Two operands: ``contract2`` on cuBLAS (bfloat16 included). One or three and more: opt-einsum's plan
+        on ``cupy.einsum``, which has no bfloat16 loops: bfloat16 operands are upcast to float32 and the result
+        rounded once (as the NumPy backend does)."""
         if len(arrays) == 2:
             return contract2(self.xp, equation, *arrays, matmul=batched_matmul, matmul2=matmul_two_batch_dims)
-        return super().einsum(equation, *arrays)
+        if not any(is_bfloat16(a.dtype) for a in arrays):
+            return super().einsum(equation, *arrays)
+        wide = [a.astype(np.float32) if is_bfloat16(a.dtype) else a for a in arrays]
+        return super().einsum(equation, *wide).astype(promote(*(a.dtype for a in arrays)), copy=False)
 
     def sum(self, x: Any, axis: tuple[int, ...], dtype: Any = None) -> Any:
         """``cupy.sum``, except a float sum over the leading axes of a C-contiguous block, which is one cuBLAS
