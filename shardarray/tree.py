@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .array import ShardArray
-from .errors import DTypeError
+from .errors import ArgumentError, DTypeError
 
 TreeDef = Any
 
@@ -138,7 +138,20 @@ def _paths(node: Any, path: str, paths: list[str]) -> None:
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Rebuild a tree of ``treedef``'s structure from ``leaves`` (inverse of ``tree_flatten``)."""
-    return _build(treedef, iter(leaves))
+    # an ArgumentError when the leaves are more or fewer than the places (as JAX's ValueError); a DTypeError
+    # (from _pair) when treedef is not a structure tree_flatten returns
+    it = iter(leaves)
+    try:
+        tree = _build(treedef, it)
+        if next(it, _END) is _END:
+            return tree
+    except StopIteration:  # fewer leaves than places
+        pass
+    given = len(leaves) if hasattr(leaves, "__len__") else "another number of"
+    raise ArgumentError(f"tree_unflatten: the structure has {_places(treedef)} leaves; got {given} leaves")
+
+
+_END = object()  # the end of the leaves, for tree_unflatten
 
 
 def _build(d: TreeDef, it: Iterator[Any]) -> Any:
@@ -151,9 +164,30 @@ def _build(d: TreeDef, it: Iterator[Any]) -> Any:
         return {k: _build(v, it) for k, v in d.items()}
     if isinstance(d, list):
         return [_build(v, it) for v in d]
-    cls, defs = d
+    cls, defs = _pair(d)
     items = [_build(v, it) for v in defs]
     return cls(*items) if hasattr(cls, "_fields") else cls(items)
+
+
+def _pair(d: TreeDef) -> tuple[type, tuple[TreeDef, ...]]:
+    """A tuple's treedef ``(tuple type, item treedefs)``; anything else is not a treedef."""
+    ok = isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], type) and issubclass(d[0], tuple)
+    if not (ok and isinstance(d[1], tuple)):
+        raise DTypeError(f"tree_unflatten: {d!r:.80} is not a tree structure; pass the treedef tree_flatten returns")
+    return d
+
+
+def _places(d: TreeDef) -> int:
+    """How many leaves the structure ``d`` holds."""
+    if isinstance(d, str):
+        return 1
+    if d is None:
+        return 0
+    if isinstance(d, dict):
+        return sum(_places(v) for v in d.values())
+    if isinstance(d, list):
+        return sum(_places(v) for v in d)
+    return sum(_places(v) for v in _pair(d)[1])
 
 
 def tree_leaves_like(
@@ -247,6 +281,8 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
         >>> t["w"].numpy()
         array([2., 2.], dtype=float32)
     """
+    if not callable(fn):
+        raise DTypeError(f"tree_map takes a function of the leaves first; got {type(fn).__name__} {fn!r:.60}")
     leaves, treedef = tree_flatten(tree, "tree 0", plain=True)
     others = []
     for i, r in enumerate(rest, start=1):

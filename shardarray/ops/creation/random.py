@@ -8,6 +8,7 @@ global array is never built.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,10 +21,12 @@ from ...layout import make_layout
 from ...memo_hook import memoisable
 from .basic import _check_mesh, _sizes_arg, from_blocks
 
-_MASK = (1 << 64) - 1
+_TWO64 = 1 << 64
+_MASK = _TWO64 - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
+_ROUND = 0xD2B74407B1CE6E93  # spaces the keys of randint's rejection rounds
 
 
 def _mix_int(z: int) -> int:
@@ -54,6 +57,47 @@ def _index(xp: Any, bounds: tuple[tuple[int, int], ...], sizes: tuple[int, ...])
     return idx
 
 
+def _block(xp: Any, bounds: tuple[tuple[int, int], ...], sizes: tuple[int, ...], dtype: np.dtype, sample: Any) -> Any:
+    """One block: ``sample`` of its global indices, flat while hashed, then in the block's shape.
+
+    Flat (1-D) so that a 0-d block is hashed as an array: NumPy wraps array
+    integers silently but warns when a scalar product wraps, and the hash
+    wraps by design.
+    """
+    idx = _index(xp, bounds, sizes)
+    return sample(xp, idx.reshape(-1)).astype(dtype).reshape(idx.shape)
+
+
+def _real(value: Any, name: str, what: str) -> float:
+    """``value`` (a real number: Python or NumPy int, float or bool) as a float.
+
+    Raises:
+        DTypeError: ``value`` is not a real number (a string, a complex number, an array).
+        ArgumentError: it is an integer too large for a float.
+    """
+    if not isinstance(value, (numbers.Real, np.bool_)):
+        raise DTypeError(f"{what} takes {name} as a real number; got {type(value).__name__} {value!r:.60}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ArgumentError(f"{what}: {name}={value!r:.60} is beyond the range of a float") from None
+
+
+def _integer(value: Any, name: str, what: str) -> int:
+    """``value`` (a real number, truncated toward zero as NumPy's ``integers`` does) as an int.
+
+    Raises:
+        DTypeError: ``value`` is not a real number.
+        ArgumentError: it is NaN or infinite.
+    """
+    if isinstance(value, (numbers.Integral, np.bool_)):
+        return int(value)
+    v = _real(value, name, what)
+    if not math.isfinite(v):
+        raise ArgumentError(f"{what} needs finite integer bounds; got {name}={value!r}")
+    return int(v)
+
+
 def _unit(xp: Any, h: Any, open_zero: bool) -> Any:
     """Float64 in [0, 1) (or (0, 1] with ``open_zero``) from the top 53 bits."""
     v = (h >> xp.uint64(11)).astype(xp.float64)
@@ -69,7 +113,7 @@ def _make(mesh: Any, sizes: Mapping[str, int], layout: Any, dtype: np.dtype, wha
     xp = backend.xp
     if not backend.has_data:
         return from_blocks(mesh, lay, dtype, lambda b: xp.zeros(tuple(e - s for s, e in b), dtype))
-    return from_blocks(mesh, lay, dtype, lambda b: sample(xp, _index(xp, b, shape)).astype(dtype))
+    return from_blocks(mesh, lay, dtype, lambda b: _block(xp, b, shape, dtype, sample))
 
 
 def uniform(
@@ -90,6 +134,7 @@ def uniform(
         True
     """
     dt = as_float_dtype(dtype, "sa.random.uniform")
+    low, high = _uniform_bounds(low, high, dt)
     key = _key(seed, 1)
     return _make(
         mesh,
@@ -99,6 +144,29 @@ def uniform(
         "sa.random.uniform",
         lambda xp, i: _below(xp, low + (high - low) * _unit(xp, _hash(xp, i, key), False), dt, low, high),
     )
+
+
+def _uniform_bounds(low: Any, high: Any, dtype: np.dtype) -> tuple[float, float]:
+    """``uniform``'s ``(low, high)`` as floats, checked: finite, with a finite span, and finite in ``dtype``.
+
+    ``high < low`` stays allowed (samples in (high, low]) and ``high == low`` gives ``low``, as NumPy's ``uniform``.
+
+    Raises:
+        DTypeError: ``low`` or ``high`` is not a real number.
+        ArgumentError: ``low``, ``high`` or ``high - low`` is not finite (NumPy raises too), or ``low`` or
+            ``high`` overflows ``dtype`` (1e6 in float16 gave infinities).
+    """
+    what = "sa.random.uniform"
+    lo, hi = _real(low, "low", what), _real(high, "high", what)
+    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(hi - lo)):
+        raise ArgumentError(f"{what} needs finite low, high and high - low; got low={low!r}, high={high!r}")
+    with np.errstate(over="ignore"):
+        fits = bool(np.isfinite(np.asarray([lo, hi]).astype(dtype).astype(np.float64)).all())
+    if not fits:
+        raise ArgumentError(
+            f"{what}: low={low!r} or high={high!r} overflows {dtype.name}; pass a wider dtype (e.g. float32)"
+        )
+    return lo, hi
 
 
 def _below(xp: Any, v: Any, dtype: np.dtype, low: float, high: float) -> Any:
@@ -134,6 +202,7 @@ def normal(
         ((8, 4), dtype('float32'))
     """
     dt = as_float_dtype(dtype, "sa.random.normal")
+    mean, std = _real(mean, "mean", "sa.random.normal"), _real(std, "std", "sa.random.normal")
     if not std >= 0:
         raise ArgumentError(f"sa.random.normal needs std >= 0 (a standard deviation); got std={std!r}")
     k1, k2 = _key(seed, 2), _key(seed, 3)
@@ -163,18 +232,51 @@ def randint(
         >>> t.dtype, bool((t.numpy() < 256).all())
         (dtype('int64'), True)
     """
+    what = "sa.random.randint"
     dt = as_dtype(dtype)
     if dt.kind not in "iu":
-        raise DTypeError(f"sa.random.randint makes integers; dtype {dt.name!r} is not an integer dtype")
-    if not high > low:
-        raise ArgumentError(f"sa.random.randint needs high > low; got low={low}, high={high}")
-    span = int(high) - int(low)
+        raise DTypeError(f"{what} makes integers; dtype {dt.name!r} is not an integer dtype")
+    lo, hi = _integer(low, "low", what), _integer(high, "high", what)
+    if not hi > lo:
+        raise ArgumentError(f"{what} needs high > low; got low={low}, high={high}")
+    info = np.iinfo(dt)
+    if lo < int(info.min) or hi - 1 > int(info.max):
+        raise ArgumentError(
+            f"{what}: [low, high) = [{low}, {high}) is out of bounds for {dt.name}, whose values are "
+            f"{info.min}..{info.max}; pass a wider dtype or bounds inside it"
+        )
+    span, offset = hi - lo, lo % _TWO64
     key = _key(seed, 4)
     return _make(
         mesh,
         sizes,
         layout,
         dt,
-        "sa.random.randint",
-        lambda xp, i: (_hash(xp, i, key) % xp.uint64(span)).astype(xp.int64) + int(low),
+        what,
+        lambda xp, i: _below_span(xp, i, key, span) + xp.uint64(offset),  # uint64 wraps: lo may be negative
     )
+
+
+def _below_span(xp: Any, index: Any, key: int, span: int) -> Any:
+    """Unbiased uint64 integers in [0, ``span``) at the flat global ``index`` (1 <= span <= 2**64).
+
+    Rejection sampling: a hash at or above the largest multiple of ``span``
+    below 2**64 is replaced by the hash of the next round (a key of its own)
+    until none is left, so every value is equally likely (a plain ``hash % span``
+    favours the small values: twice as likely for a span of 3·2**62). A round
+    rejects less than half of what is left, and less than 2**-32 of it for
+    spans up to 2**32; the result still depends only on (seed, index).
+    """
+    h = _hash(xp, index, key)
+    if span == _TWO64:
+        return h
+    limit = _TWO64 - _TWO64 % span
+    if limit < _TWO64:
+        top = xp.uint64(limit)
+        bad = xp.nonzero(h >= top)[0]
+        rnd = 0
+        while bad.size:
+            rnd += 1
+            h[bad] = _hash(xp, index[bad], _mix_int((key + rnd * _ROUND) & _MASK))
+            bad = bad[h[bad] >= top]
+    return h % xp.uint64(span)
