@@ -338,10 +338,16 @@ class ShardArray:
         return complex(self._scalar("complex(x)"))
 
     def __format__(self, spec: str) -> str:
-        """``f"{loss:.3f}"`` formats the value of a one-element array; other arrays format their repr."""
+        """``f"{loss:.3f}"`` formats the value of a one-element array; other arrays format as their repr with an
+        empty spec, and refuse any other spec (``DTypeError``, a ``TypeError``, as ``numpy.ndarray.__format__``)."""
         if spec and self.size == 1:
             return format(self._scalar(f"format(x, {spec!r})"), spec)
-        return format(repr(self), spec)
+        if spec:
+            raise DTypeError(
+                f"format(x, {spec!r}): a format spec applies to one value, and {self._describe()} has {self.size} "
+                f"elements; format one element (x.item(i)) or x.numpy() with np.array2string"
+            )
+        return repr(self)
 
     # ------------------------------------------------------------- layout
     def relayout(self, layout: Mapping[str, AxesSpec] | None) -> ShardArray:

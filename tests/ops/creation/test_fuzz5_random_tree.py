@@ -136,3 +136,13 @@ def test_tree_unflatten_of_something_else_than_a_treedef_is_a_dtype_error(treede
 def test_tree_map_of_a_non_function_is_a_dtype_error():
     with pytest.raises(sa.DTypeError, match="function of the leaves"):
         sa.tree.tree_map(3, {"a": 1})
+
+
+def test_format_spec_of_several_elements_is_refused_as_numpy():
+    """``format(x, ".3f")`` of a multi-element array formatted its repr string with a float spec (a raw
+    ``ValueError``); NumPy refuses a spec for an array of several values with a ``TypeError``."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    x = sa.asarray(np.array([3.5, 1.0]), dims=("a",), mesh=mesh, layout={"a": "col"})
+    with pytest.raises(sa.DTypeError, match="2 elements"):
+        format(x, ".3f")
+    assert f"{x}" == repr(x) and f"{x.sum():.2f}" == "4.50"
