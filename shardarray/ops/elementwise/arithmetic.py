@@ -14,7 +14,9 @@ Linear ops keep a pending sum (add/subtract of arrays pending over the same
 axes, multiply by an unpending operand, divide a pending numerator, negate);
 every other op resolves it first, and so do a scalar factor that is not
 finite and a scalar divisor 0 (each device's zero partial sum would give
-``0 * inf = nan`` where the whole sum gives ``inf``).
+``0 * inf = nan`` where the whole sum gives ``inf``), and a bool or integer
+sum whose dtype the op changes (a bool sum is an OR and an integer sum wraps
+in its dtype: ``p * 0.5`` of an int8 sum halves the wrapped int8 value).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ...core import plans
 from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims, wrap_hint
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
-from ...dtypes import check_domain, check_scalar_domain, is_bfloat16, is_complex, promote
+from ...dtypes import check_domain, check_scalar_domain, is_bfloat16, is_complex, is_real_float, promote
 from ...errors import ArgumentError, CastError, DTypeError, ShardArrayError
 from ...layout import Layout
 from ..fused import dispatch as fused
@@ -86,9 +88,55 @@ def _any_pending(args: tuple[Any, ...]) -> bool:
     return False
 
 
+def _sums_through(kind: str, args: tuple[Any, ...], pend: list[ShardArray]) -> bool:
+    """Whether the result of a linear op on the pending operands' partial sums adds up to the result on their sums.
+
+    Floating-point partials do (a wider result dtype only rounds differently). Bool and integer ones only when the
+    result keeps their dtype: a bool sum is an OR (``True + True`` is ``True``, but ``2 * True + 2 * True`` is 4)
+    and an integer sum wraps in its dtype (int8 ``100 + 100`` is ``-56``, but ``0.5 * 100 + 0.5 * 100`` is 100),
+    so ``p * 0.5``, ``p / 2`` or ``p * int16_array`` of such a sum resolve it first.
+    """
+    if all(is_real_float(a.dtype) or is_complex(a.dtype) for a in pend):
+        return True
+    if kind == "div":  # true division of integers and bools gives floats
+        return False
+    try:  # Python scalars are weak, as in the op itself
+        out = np.result_type(*(a.dtype if isinstance(a, ShardArray) else a for a in args))
+    except TypeError:  # no NumPy promotion rule (bfloat16 with some dtypes): refused or promoted by the op
+        return False
+    return all(a.dtype == out for a in pend)
+
+
+def _settled(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with every pending operand replaced by its sum, when an earlier consumer already reduced each of
+    them in its own layout (``relayout.resolve`` keeps that result); else ``args`` itself."""
+    out = []
+    for a in args:
+        if isinstance(a, ShardArray) and a.pending:
+            done = a._resolved
+            if done is None or done[0] != a._layout.axes:
+                return args
+            a = done[1]
+        out.append(a)
+    return tuple(out)
+
+
+def _with_sum(out: ShardArray, name: str, fn: Callable[..., Any], settled: tuple[Any, ...], **how: Any) -> None:
+    """Give the pending result ``out`` of a linear op its sum, computed locally from the ``settled`` operands.
+
+    The result stays pending (its partial sums are valid, and ``pending`` does not depend on what was resolved
+    before), but resolving it reads this sum, where it would reduce the same partial sums again: in
+    ``where(p > 0, p, -p)`` the comparison reduces ``p`` and ``-p`` costs no second allreduce.
+    """
+    total = apply(name, fn, settled, **how)
+    if total._layout == out._layout and total.dtype == out.dtype:
+        out._resolved = (out._layout.axes, total)
+
+
 def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray]) -> bool:
+    """Whether op ``kind`` may run on the partial sums of its pending operands and leave the result pending."""
     pend = [a for a in arrays if a.pending]
-    if not pend or kind is None or not _scales_exactly(kind, args):
+    if not pend or kind is None or not _scales_exactly(kind, args) or not _sums_through(kind, args, pend):
         return False
     if kind == "add":
         return len(pend) == len(args) and all(set(a.pending) == set(pend[0].pending) for a in pend)
@@ -197,7 +245,12 @@ def apply(
             f"dtype of the array operand(s) {_describe(args)} ({e}); cast the array first, e.g. "
             f'x.astype("int64"), or give a scalar in its range'
         ) from e
-    return ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)
+    out = ShardArray._trusted(mesh, plan.layout, np.dtype(shards[mesh.local_device].dtype), shards, plan.pending)
+    if plan.pending:
+        settled = _settled(args)
+        if settled is not args:
+            _with_sum(out, name, fn, settled, kind=kind, domain=domain, lead=lead)
+    return out
 
 
 def _describe(args: tuple[Any, ...]) -> str:

@@ -56,6 +56,8 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         >>> s.pending, s.numpy()
         (('col',), array([6., 6., 6., 6.]))
     """
+    if x.pending and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
+        x = resolve(x, x.spec.axes)  # (its partials add in its dtype: OR, wrapping)
     key = _dims_key(dims)
     if key is not None:
         key = ("sum", key, plans.context_key(), *plans.array_key(x))
@@ -163,6 +165,8 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     count = math.prod(x.sizes[d] for d in dims)
     scale = 1.0 / count if count else float("nan")
     if x.dtype.kind in "biu":  # float64 partial sums, as np.mean: no integer overflow
+        if x.pending:  # (its value is the sum wrapped in its dtype, which float partials would not wrap)
+            x = resolve(x, x.spec.axes)
         return _partial_sum(x, dims, np.dtype(np.float64)) * scale
     acc = accumulation_dtype(x.dtype)
     if acc is None:
