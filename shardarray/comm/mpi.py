@@ -244,12 +244,16 @@ def reduce_op(op: str, dtype: Any = None) -> Any:
 
     Floating-point max and min are NumPy's ``maximum``/``minimum`` (``_nan_op``): MPI's MAX and MIN compare
     with ``<``, so a NaN survives or not depending on the order the operands meet in, and processes could even
-    get different results, where NumPy's reduction (and the emulated mesh) gives NaN.
+    get different results, where NumPy's reduction (and the emulated mesh) gives NaN. Booleans reduce with
+    ``LOR`` (sum and max: NumPy's ``True + True`` is ``True``) and ``LAND`` (min): MPI defines no SUM, MAX or
+    MIN of ``C_BOOL``.
     """
     MPI = _mpi()
     ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
     if op not in ops:
         raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
+    if dtype is not None and np.dtype(dtype) == np.bool_:
+        return MPI.LAND if op == "min" else MPI.LOR
     if op != "sum" and dtype is not None and np.dtype(dtype).kind in "fc":
         return _nan_op(op)
     return ops[op]

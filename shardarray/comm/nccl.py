@@ -22,7 +22,9 @@ CuPy's NCCL has no alltoall: it is grouped send/recv. Uneven blocks
 reduce-scatter. bool travels as uint8 (a sum is a max, i.e. a logical or, as
 on the emulated mesh); complex64/complex128 travel as float32/float64
 (real, imag) pairs (a sum is the sum of both parts; max and min of complex
-numbers are refused). Empty buffers are not sent (every member knows every
+numbers are refused); int16/uint16, which NCCL has no type for, travel as
+byte pairs and reduce in int32/uint32, cast back once (exact: a sum wraps
+as in int16). Empty buffers are not sent (every member knows every
 size, so all skip together).
 
 Nothing is posted before every argument is known good: dtypes, reductions
@@ -71,7 +73,15 @@ DTYPES = {
 #: (``ncclBfloat16 = 9`` since NCCL 2.10; bfloat16 moves as 2 bytes and NCCL reduces it natively)
 FALLBACK = {"NCCL_BFLOAT16": 9}
 #: dtypes NCCL has no type for -> (the dtype they travel as, elements per value)
-WIRE = {"bool": ("uint8", 1), "complex64": ("float32", 2), "complex128": ("float64", 2)}
+WIRE = {
+    "bool": ("uint8", 1),
+    "complex64": ("float32", 2),
+    "complex128": ("float64", 2),
+    "int16": ("int8", 2),
+    "uint16": ("uint8", 2),
+}
+#: dtypes whose wire form NCCL cannot reduce -> the dtype their reductions run in (then cast back)
+WIDE = {"int16": "int32", "uint16": "uint32"}
 _OPS = {"sum": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 
 
@@ -308,7 +318,7 @@ class NcclCommunicator(Communicator):
         """
         local = [d for d in self._local if shards[d] is not None]
         dtype = np.dtype(shards[local[0]].dtype)
-        dt = self._type(dtype, what)
+        dt = self._type(WIDE.get(dtype.name, dtype) if op is not None else dtype, what)
         red = self._op(op, dtype, what) if op is not None else None
         if self.world is not None:
             return dt, red
@@ -338,6 +348,20 @@ class NcclCommunicator(Communicator):
         xp = self.mesh.backend.xp
         x = xp.asarray(x)
         return x if x.flags.c_contiguous else xp.ascontiguousarray(x).reshape(x.shape)
+
+    def _reducible(self, x: Any) -> Any:
+        """``x`` contiguous, in the dtype NCCL reduces it in (``WIDE``: int16 as int32)."""
+        x = self._contig(x)
+        wide = WIDE.get(np.dtype(x.dtype).name)
+        return x if wide is None else x.astype(wide)
+
+    def _narrow(self, out: list[Any], dtype: Any, devices: Sequence[int]) -> list[Any]:
+        """``out`` with the results on ``devices`` cast back from ``WIDE``'s dtype to ``dtype`` (after the group)."""
+        if np.dtype(dtype).name in WIDE:
+            for d in devices:
+                with self.mesh.backend.scope(d):
+                    out[d] = out[d].astype(dtype)
+        return out
 
     @staticmethod
     def _count(x: Any) -> int:
@@ -429,9 +453,10 @@ class NcclCommunicator(Communicator):
         dt, red = self._check("allreduce", axes, shards, op=op)
         xp = self.mesh.backend.xp
         out, calls = list(shards), []
-        for d, m in self.members(axes).items():
+        members = self.members(axes)
+        for d, m in members.items():
             with self.mesh.backend.scope(d):
-                send = self._contig(shards[d])
+                send = self._reducible(shards[d])
                 recv = xp.empty_like(send)
             out[d] = recv
             if send.size:
@@ -443,7 +468,7 @@ class NcclCommunicator(Communicator):
                     )
                 )
         self._grouped("allreduce", axes, calls)
-        return out
+        return self._narrow(out, shards[next(iter(members))].dtype, list(members))
 
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         n = self._log("allgather", axes, shards, dim=dim)
@@ -493,14 +518,15 @@ class NcclCommunicator(Communicator):
         xp = self.mesh.backend.xp
         radix = [self.mesh.axis_size(a) for a in axes]
         out, calls = list(shards), []
-        for d, m in self.members(axes).items():
+        members = self.members(axes)
+        for d, m in members.items():
             x = shards[d]
             size = x.shape[dim]
             bounds = [group_chunk(0, size, radix, i) for i in range(n)]
             lengths = [hi - lo for lo, hi in bounds]
             width = max(lengths)
             with self.mesh.backend.scope(d):
-                front = self._contig(xp.moveaxis(x, dim, 0))
+                front = self._reducible(xp.moveaxis(x, dim, 0))
                 if len(set(lengths)) > 1:  # pad every chunk to the longest; the padding is dropped after
                     padded = xp.zeros((n, width) + front.shape[1:], dtype=front.dtype)
                     for i, (lo, hi) in enumerate(bounds):
@@ -517,7 +543,7 @@ class NcclCommunicator(Communicator):
                 )
             out[d] = xp.moveaxis(recv[: lengths[m.pos]], 0, dim)
         self._grouped("reduce_scatter", axes, calls)
-        return out
+        return self._narrow(out, shards[next(iter(members))].dtype, list(members))
 
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
         n = self._log("alltoall", axes, shards, dim=concat_dim)
@@ -585,9 +611,10 @@ class NcclCommunicator(Communicator):
         dt, red = self._check("reduce", axes, shards, op=op)
         xp = self.mesh.backend.xp
         out, calls = list(shards), []
-        for d, m in self.members(axes).items():
+        members = self.members(axes)
+        for d, m in members.items():
             with self.mesh.backend.scope(d):
-                send = self._contig(shards[d])
+                send = self._reducible(shards[d])
                 recv = xp.empty_like(send) if m.pos == root else send
             if send.size:
                 calls.append(
@@ -600,7 +627,7 @@ class NcclCommunicator(Communicator):
             if m.pos == root:
                 out[d] = recv
         self._grouped("reduce", axes, calls)
-        return out
+        return self._narrow(out, shards[next(iter(members))].dtype, [d for d, m in members.items() if m.pos == root])
 
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         """Grouped send/recv of the pieces of any size (see ``Communicator.alltoallv``); empty pieces post nothing.
