@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import numbers
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from shardarray.bench.args import check_output
+
+#: the fields of ``train_transformer.py --json`` the figure reads
+FIELDS = ("losses", "dtype", "held_out_accuracy", "strategy", "mesh", "params")
 
 
 def smooth(values: list[float], window: int = 20) -> np.ndarray:
@@ -23,17 +30,43 @@ def smooth(values: list[float], window: int = 20) -> np.ndarray:
     return (c[hi] - c[lo]) / (hi - lo)
 
 
+def load_run(path: str) -> dict[str, Any]:
+    """The metrics one ``train_transformer.py --json`` run wrote.
+
+    Raises:
+        ValueError: the file cannot be read, is no JSON, or lacks a field of ``FIELDS``.
+    """
+    try:
+        run = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror})") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    missing = [k for k in FIELDS if k not in run] if isinstance(run, dict) else list(FIELDS)
+    losses = run.get("losses") if isinstance(run, dict) else None
+    if missing or not isinstance(losses, list) or not all(isinstance(v, numbers.Real) for v in losses):
+        raise ValueError(
+            f"{path}: not the metrics of train_transformer.py --json "
+            f"({'no ' + ', '.join(missing) if missing else 'losses is no list of numbers'})"
+        )
+    return run
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", help="JSON metrics written by train_transformer.py --json")
     p.add_argument("-o", "--out", default="mixed_precision.png")
     args = p.parse_args(argv)
+    try:
+        check_output("--out", args.out, image=True)
+        runs = [load_run(path) for path in args.runs]
+    except (ValueError, ImportError) as e:
+        p.error(str(e))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [json.loads(Path(path).read_text()) for path in args.runs]
     fig, (ax, diff) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     base = np.asarray(runs[0]["losses"])
     for m in runs:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 import shardarray as sa
-from shardarray.bench.args import float_at_least, int_at_least, mesh_shape
+from shardarray.bench.args import check_output, float_at_least, int_at_least, mesh_shape
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mesh", type=mesh_shape, default={"rows": 2, "cols": 2}, help="mesh shape (default rows=2,cols=2)")
     p.add_argument("--strategy", default="mesh2d", choices=(*sa.nn.STRATEGIES, "auto"),
                    help="layout strategy (default mesh2d); auto: the planner's best rules for this mesh, printed")
-    p.add_argument("--hardware", default="h100", help="--strategy auto: the hardware profile to model (default h100)")
+    p.add_argument("--hardware", default="h100", choices=sorted(sa.hardware.PROFILES),
+                   help="--strategy auto: the hardware profile to model (default h100)")
     p.add_argument("--rules", default="", help="train with the layout rules of this JSON file (sa.nn.save_rules, "
                    "--rules-out, shardarray-bench plan --rules-out) instead of a strategy")
     p.add_argument("--rules-out", default="", help="write the rules trained with to this JSON file")
@@ -111,19 +111,6 @@ def save_plot(path: str, losses: list[float], evals: list[tuple[int, float]], ti
     plt.close(fig)
 
 
-def _check_writable(flag: str, path: str) -> None:
-    """Refuse an output path that cannot be written before training, not after it (its parents are made)."""
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise sa.ArgumentError(f"{flag} {path}: its folder cannot be made ({e.strerror}); give a writable path") from None
-    if p.is_dir():
-        raise sa.ArgumentError(f"{flag} {path}: that is a folder; give a file path, e.g. {p / 'out'}")
-    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise sa.ArgumentError(f"{flag} {path}: not writable here; give a writable path")
-
-
 def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -185,10 +172,12 @@ def resume(path: str, params: dict, state: dict, scale_state: Any,
     try:
         tree = sa.checkpoint.load(path, target)
     except sa.CheckpointError as e:  # name the flags that change the saved tree, as far as the message tells
-        hint = (f"another --dtype changes the loss-scale state: resume with the --dtype of the run that saved it"
+        if not Path(path).exists():
+            raise
+        hint = ("another --dtype changes the loss-scale state: resume with the --dtype of the run that saved it"
                 if "scale" in str(e) else "resume with the model flags of the run that saved it (--d-model, "
                 "--layers, --heads, ...), and check the path")
-        raise sa.CheckpointError(f"{e}\n(--resume {path} with --dtype {dtype}: {hint})") from None
+        raise sa.CheckpointError(f"{e} (--resume {path} with --dtype {dtype}: {hint})") from None
     data = json.loads(tree["data"])
     saved_dtype = data.get("dtype", dtype)
     if saved_dtype != dtype:
@@ -207,6 +196,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         n_layers=args.layers, seq_len=args.seq, compute_dtype=_compute_dtype(args.dtype),
     )
     strategy = args.strategy
+    check_output("--rules-out", args.rules_out)  # before the search and the training, not after them
     if args.rules:
         rules, strategy = sa.nn.load_rules(args.rules), None
     elif strategy == "auto":  # searched on the meta backend for this mesh shape, printed; then trained as the mesh's
@@ -220,9 +210,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     root = mesh.process_index == 0  # under mpiexec every process trains; one reports
     if args.plot:
         _import_plotting()  # fail before training, not after
-    for flag, path in (("--plot", args.plot), ("--json", args.json)):
-        if path and root:
-            _check_writable(flag, path)
+    if root:  # fail before training, not after
+        check_output("--plot", args.plot, image=True)
+        check_output("--json", args.json)
     params = sa.nn.init_transformer(cfg, mesh, strategy=strategy, seed=args.seed, dtype=_param_dtype(args.dtype))
     opt = sa.optim.Adam(sa.optim.cosine_schedule(args.lr, args.steps, warmup=min(50, args.steps // 10)),
                         weight_decay=args.weight_decay)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import shardarray as sa
+from shardarray.bench.args import int_at_least
 
 
 @dataclass
@@ -112,11 +113,18 @@ def run_case(case: Case, b: int, d_io: int, d_h: int, seed: int = 0) -> dict:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--io", type=int, default=16)
-    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--batch", type=int_at_least(0), default=32)
+    parser.add_argument("--io", type=int_at_least(0), default=16)
+    parser.add_argument("--hidden", type=int_at_least(0), default=64)
     args = parser.parse_args(argv)
-    b, d_io, d_h = args.batch, args.io, args.hidden
+    try:
+        return report(args.batch, args.io, args.hidden)
+    except sa.ShardArrayError as e:  # e.g. sizes beyond int64
+        raise SystemExit(f"error: {e}") from None
+
+
+def report(b: int, d_io: int, d_h: int) -> list[dict]:
+    """Run every layout of Table 1 and the illegal one; print the table; returns the rows of ``run_case``."""
     print(f"Mesh-TF §8 two fully-connected layers: b={b}, d_io={d_io}, d_h={d_h} (float64, emulated mesh)\n")
     from rich.console import Console
     from rich.table import Table

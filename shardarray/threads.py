@@ -38,12 +38,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ArgumentError
-from .launch import launched_processes
+from .launch import env_count, launched_processes
 
 ENV = "SHARDARRAY_BLAS_THREADS"
 USER_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 # node-local process counts that MPI launchers export (MPICH/Hydra, Open MPI); no MPI import needed
 _LOCAL_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+# a BLAS pool size is a C int
+_MAX_THREADS = 2**31 - 1
 
 __all__ = ["BlasSetting", "blas_threads", "configure_blas", "last_setting", "local_ranks", "machine_load"]
 
@@ -112,9 +114,9 @@ def local_ranks(env: Mapping[str, str] | None = None, world: Any = None) -> int:
 
     env = os.environ if env is None else env
     for name in _LOCAL_VARIABLES:
-        value = env.get(name, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
+        n = env_count(env.get(name))
+        if n is not None:
+            return n
     if world is not None:
         MPI = sys.modules.get("mpi4py.MPI")
         kind = getattr(MPI, "COMM_TYPE_SHARED", 0)
@@ -125,11 +127,7 @@ def local_ranks(env: Mapping[str, str] | None = None, world: Any = None) -> int:
             free = getattr(node, "Free", None)
             if free is not None:
                 free()
-    if env is os.environ:
-        n = launched_processes()
-    else:
-        n = next((int(env[v]) for v in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE") if env.get(v, "").isdigit()), 1)
-    return max(1, n)  # no node-local count: assume every process of the job shares this node
+    return launched_processes(env)  # no node-local count: assume every process of the job shares this node
 
 
 def blas_threads(
@@ -161,14 +159,15 @@ def blas_threads(
     ranks = max(1, int(ranks))
     raw = env.get(ENV, "").strip()
     if raw:
-        if raw.lower() in ("keep", "0"):
+        count = int(raw) if raw.isascii() and raw.isdigit() else None  # (int("²") fails, but "²".isdigit())
+        if raw.lower() == "keep" or count == 0:
             return BlasSetting(None, f"{ENV}={raw}: pool left as it is", cores, ranks, 0.0)
-        if not (raw.isascii() and raw.isdigit()):  # ("²".isdigit() is True, but int("²") fails)
+        if count is None or count > _MAX_THREADS:
             raise ArgumentError(
-                f"{ENV}={raw!r} is not a thread count; set it to a positive integer (e.g. {ENV}=1) "
-                f"or to 'keep' to leave the BLAS pool alone"
+                f"{ENV}={raw!r} is not a thread count; set it to a positive integer up to {_MAX_THREADS} "
+                f"(e.g. {ENV}=1) or to 'keep' to leave the BLAS pool alone"
             )
-        return BlasSetting(int(raw), f"{ENV}={raw}", cores, ranks, 0.0)
+        return BlasSetting(count, f"{ENV}={raw}", cores, ranks, 0.0)
     for name in USER_VARIABLES:
         if env.get(name, "").strip():
             return BlasSetting(None, f"{name}={env[name]} set by the user: pool left as it is", cores, ranks, 0.0)
@@ -224,7 +223,7 @@ def on_mesh(comm: str | None) -> None:
     if _STATE["applied"]:
         return
     world = None
-    if comm == "mpi" and not any(os.environ.get(v, "").isdigit() for v in _LOCAL_VARIABLES):
+    if comm == "mpi" and not any(env_count(os.environ.get(v)) for v in _LOCAL_VARIABLES):
         MPI = sys.modules.get("mpi4py.MPI")
         world = getattr(MPI, "COMM_WORLD", None) if MPI is not None else None
     configure_blas(world)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 from pathlib import Path
@@ -19,10 +20,13 @@ from ..errors import ShardArrayError
 from ..hardware import PROFILES, get_profile
 from . import matmul as bench_matmul
 from . import plan as bench_plan
-from .args import FLOAT_DTYPES, int_at_least, mesh_shape
+from .args import FLOAT_DTYPES, check_output, int_at_least, mesh_shape
 from .device import device_name
 from .report import plot, table
 from .workload import ALGORITHMS, Problem, algorithm_of, meshes
+
+#: the shapes of the meshes ``workload.meshes`` enumerates, in words
+MESH_RULE = {"summa": "row = col", "tesseract": "row = col and dep ≤ row"}
 
 
 def parse_algorithms(text: str) -> list[str]:
@@ -113,6 +117,8 @@ def sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tup
             parser.error(str(e))
         if algorithm not in args.algorithms:
             parser.error(f"--mesh {args.mesh} is a {algorithm} mesh, but --algorithms is {args.algorithms}")
+        if args.mesh not in meshes(algorithm, math.prod(args.mesh.values())):
+            parser.error(f"--mesh {args.mesh} is no {algorithm} mesh: it needs {MESH_RULE[algorithm]}")
         return [(algorithm, args.mesh)]
     devices = args.devices if args.devices is not None else 4
     if devices < 1:
@@ -169,10 +175,18 @@ def write_json(result: dict[str, Any], path: str) -> None:
             raise OSError(f"cannot write --json {path!r}: {e.strerror or e}") from None
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse ``--json``, ``--plot`` and ``--rules-out`` paths that cannot be written before the benchmark runs."""
+    check_output("--json", args.json)
+    check_output("--plot", args.plot, image=True)
+    check_output("--rules-out", getattr(args, "rules_out", ""))
+
+
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     """Run one ``shardarray-bench`` command line; returns its result dict (also written with ``--json``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    check_outputs(args)
     command = {"matmul": cmd_matmul, "plan": bench_plan.cmd_plan}[args.command]  # argparse refuses others
     result = command(args, args.subparser)  # its errors name the subcommand: "shardarray-bench matmul: error"
     write_json(result, args.json)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import time
@@ -34,9 +35,10 @@ GiB = 2**30
 def parse_bytes(text: str) -> float:
     """``"16GiB"`` -> 17179869184.0; also GB, MiB, MB, plain numbers (bytes)."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in _UNITS or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"--memory takes a size like 16GiB, 40GB or 512MiB; got {text!r}")
-    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+    size = float(m.group(1)) * _UNITS[m.group(2).lower()] if m and m.group(2).lower() in _UNITS else math.nan
+    if not (0 < size < math.inf):
+        raise argparse.ArgumentTypeError(f"--memory takes a finite size like 16GiB, 40GB or 512MiB; got {text!r}")
+    return size
 
 
 def add_parser(sub: Any) -> None:
