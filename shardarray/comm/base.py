@@ -268,7 +268,7 @@ class Communicator(ABC):
                         dtype = pieces[0].dtype
                     most = max(most, sum(_size(p) for j, p in enumerate(pieces) if j != pos))
             if dtype is not None:
-                record("alltoall", axes, n, most, np.dtype(dtype).itemsize, str(np.dtype(dtype)))
+                record("alltoall", axes, n, most, np.dtype(dtype).itemsize, str(np.dtype(dtype)), sent=True)
         return n
 
 

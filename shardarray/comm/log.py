@@ -5,7 +5,9 @@ group along ``axes`` running it side by side, so summing ``elements`` over the
 records gives the traffic of one device. ``elements`` is the buffer each
 participating device puts in (allgather: its local shard); with uneven blocks
 it is the largest such buffer, the device on the critical path.
-``wire_bytes`` is what that device sends under NCCL's ring algorithms.
+``wire_bytes`` is what that device sends under NCCL's ring algorithms; for an
+uneven exchange (``alltoallv``), whose ``elements`` already count only the
+pieces that leave the device, its bytes.
 """
 
 from __future__ import annotations
@@ -200,11 +202,19 @@ def comm_log() -> CommLog:
     return CommLog()
 
 
-def record(op: str, axes: tuple[str, ...], group_size: int, elements: int, itemsize: int, dtype: str = "") -> None:
-    """Append one record to every active log."""
+def record(
+    op: str, axes: tuple[str, ...], group_size: int, elements: int, itemsize: int, dtype: str = "", sent: bool = False
+) -> None:
+    """Append one record to every active log.
+
+    ``sent``: ``elements`` is already what the device sends to the others (an uneven exchange, ``alltoallv``,
+    counts only the pieces that travel), so its wire bytes are its bytes; otherwise they follow the ring formula
+    (``wire_bytes``) from the buffer the device puts in.
+    """
     if not _ACTIVE:
         return
     nbytes = elements * itemsize
-    rec = CommRecord(op, tuple(axes), group_size, elements, nbytes, wire_bytes(op, group_size, nbytes), dtype)
+    wire = float(nbytes) if sent and group_size > 1 else wire_bytes(op, group_size, nbytes)
+    rec = CommRecord(op, tuple(axes), group_size, elements, nbytes, wire, dtype)
     for log in _ACTIVE:
         log.add(rec)

@@ -633,7 +633,7 @@ def exchange_flat(
     if size > 1:
         enter(world, "alltoall", tuple(axes), np.empty(0, dtype))
         if elements:
-            record("alltoall", tuple(axes), size, int(elements), dtype.itemsize, str(dtype))
+            record("alltoall", tuple(axes), size, int(elements), dtype.itemsize, str(dtype), sent=True)
     counts = [0 if p == rank else int(c) for p, c in enumerate(recv_counts)]
     recv = buffers.empty(sum(counts), dtype)
     flat = buffers.empty(sum(int(b.size) for b in bufs), dtype)

@@ -110,6 +110,7 @@ def _log(plan: ReshardPlan, mesh: Mesh, dtype: np.dtype) -> int:
             most,
             dtype.itemsize,
             str(dtype),
+            sent=True,
         )
     return most
 
