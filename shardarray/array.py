@@ -271,7 +271,8 @@ class ShardArray:
         return out if dtype is None else out.astype(dtype)
 
     def _scalar(self, what: str) -> Any:
-        """The single value as a NumPy scalar, after checking (without communication) that there is one."""
+        """The single value as a NumPy scalar, after checking (without communication) that there is one (any
+        one-element array has one, as in PyTorch: ``float(x)`` of a ``(1,)`` array, which NumPy 2 refuses)."""
         self._check_off_tape(what)
         if self.size != 1:
             raise DimensionError(
@@ -368,9 +369,11 @@ class ShardArray:
         """Resolve a pending sum now (allreduce, or reduce-scatter into ``layout``).
 
         Without ``layout`` the array keeps its own layout and the pending axes
-        are allreduced; with one it is the same as ``relayout(layout)``.
+        are allreduced; with one it is the same as ``relayout(layout)``. The
+        result is a new array object (its blocks shared, as every copy's), so a
+        write into it leaves ``self`` (whose resolution is kept) as it was.
         """
-        return OPS.resolve_to(self, layout)
+        return OPS.resolve_to(self, layout).__copy__()
 
     def rename(self, names: Mapping[str, str]) -> ShardArray:
         """New dim names ``{old: new}``; layout, values and shards unchanged."""
@@ -457,7 +460,8 @@ class ShardArray:
         return OPS.negative(self)
 
     def __pos__(self) -> ShardArray:
-        return self
+        """``+x``: a new array of the same value (``sa.positive``; refused for bool arrays, as NumPy's)."""
+        return OPS.positive(self)
 
     def __gt__(self, other: Any) -> ShardArray:
         return OPS.greater(self, other)

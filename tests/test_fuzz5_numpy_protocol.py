@@ -243,3 +243,12 @@ def test_item_takes_numpys_indices(positional):
             x.item(*bad)
     with pytest.raises(sa.DTypeError, match="integers"):
         x.item(1.5)
+
+
+@pytest.mark.parametrize("kw", [{"axis": 0}, {"axis": 1}, {}, {"axis": (0, 1)}, {"axis": -1}], ids=str)
+def test_named_np_flip_takes_numpys_axis(kw):
+    """Named ``np.flip(x, axis=0)`` was refused ("name one dim; got ('i',)") and ``np.flip(x)`` too."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    h = np.arange(12.0).reshape(3, 4)
+    x = sa.asarray(h, dims=("i", "j"), mesh=mesh, layout={"i": "row"})
+    np.testing.assert_array_equal(np.flip(x, **kw).numpy(), np.flip(h, **kw))

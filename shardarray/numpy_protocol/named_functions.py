@@ -267,6 +267,19 @@ def _roll(func: Any, what: str, a: Any, shift: Any, axis: Any = None) -> Any:
     return out
 
 
+def _flip(func: Any, what: str, m: Any, axis: Any = None) -> Any:
+    """``np.flip(x, axis)`` -> ``sa.flip`` along each dim ``axis`` names (an int, a tuple; None: every dim, as
+    NumPy flips every axis)."""
+    fn = HOOKS.lookup("flip")
+    if fn is None or not isinstance(m, ShardArray):
+        return NotImplemented
+    dims = m.dims if axis is None else dims_of(m, axis, what)
+    out = m
+    for dim in dims:
+        out = fn(out, dim)
+    return out
+
+
 def _repeat(func: Any, what: str, a: Any, repeats: Any, axis: Any = None) -> Any:
     """``np.repeat(x, repeats, axis)`` -> ``sa.repeat(x, repeats, dim)``; ``axis=None`` repeats a 1-D array."""
     fn = HOOKS.lookup("repeat")
@@ -423,7 +436,7 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.diff: Entry("diff", "axis", default_axis=-1),
     # several axes or all
     np.squeeze: Entry("squeeze", "dims"),
-    np.flip: Entry("flip", "dims"),
+    np.flip: Entry("flip", "custom", handler=_flip),
     # sequences of arrays
     np.concatenate: Entry("concat", "seq"),
     np.stack: Entry("stack", "seq"),

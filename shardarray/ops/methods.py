@@ -22,7 +22,7 @@ from ..array import OPS, ShardArray
 from ..core import relayout
 from . import show
 from .elementwise import arithmetic as elementwise
-from .elementwise import operators
+from .elementwise import math_unary, operators
 from .indexing import setitem, slicing
 from .manipulation import dims, reshape, structure
 from .reduction import reduce, search
@@ -54,6 +54,7 @@ _TABLE: dict[str, Any] = {
         for name in ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift")
         + ("bitwise_right_shift", "bitwise_invert", "abs", "matmul")
     },
+    "positive": math_unary.positive,
     # indexing and manipulation
     "isel": slicing.isel,
     "getitem": slicing.getitem,

@@ -56,8 +56,12 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         >>> s.pending, s.numpy()
         (('col',), array([6., 6., 6., 6.]))
     """
-    if x.pending and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
-        x = resolve(x, x.spec.axes)  # (its partials add in its dtype: OR, wrapping)
+    try:
+        narrow = x.pending and x.dtype.kind in "biu" and x.dtype.itemsize < 8
+    except AttributeError:  # (not an array: refused below, with its message)
+        narrow = False
+    if narrow:
+        x = resolve(x, x.spec.axes)  # (a bool or narrow-int sum's partials add in its dtype: OR, wrapping)
     key = _dims_key(dims)
     if key is not None:
         key = ("sum", key, plans.context_key(), *plans.array_key(x))

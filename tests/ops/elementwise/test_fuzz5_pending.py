@@ -107,3 +107,25 @@ def test_sum_and_mean_of_a_narrow_integer_or_bool_pending_sum_resolve_it_first()
     ones = sa.asarray(np.ones(4, bool), dims=("k",), mesh=mesh, layout={"k": "all"})
     q = sa.einsum(ones, ones, out=())
     assert q.sum().numpy() == np.einsum("k,k->", np.ones(4, bool), np.ones(4, bool)).sum()
+
+
+def test_a_write_into_what_resolve_returned_leaves_the_pending_array_as_it_was():
+    """``p.resolve()`` returned the array ``p`` keeps as its resolution: a write into it changed ``p``'s value."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    x = sa.asarray(np.ones((4, 4)), dims=("i", "k"), mesh=mesh, layout={"k": "col"})
+    p = x.sum("k")
+    r = p.resolve()
+    r[{"i": 0}] = 100.0
+    np.testing.assert_array_equal(p.numpy(), [4.0] * 4)
+    np.testing.assert_array_equal(r.numpy(), [100.0, 4.0, 4.0, 4.0])
+
+
+def test_unary_plus_is_a_new_array_and_refuses_bools():
+    """``+x`` returned ``x`` itself (a later write into one showed in the other) and took bools (NumPy refuses)."""
+    mesh = sa.Mesh({"row": 2})
+    x = sa.asarray(np.arange(3.0), dims=("i",), mesh=mesh)
+    y = +x
+    x[{"i": 0}] = 9.0
+    assert y is not x and y.numpy()[0] == 0.0
+    with pytest.raises(sa.DTypeError):
+        +sa.asarray(np.array([True]), dims=("i",), mesh=mesh)
