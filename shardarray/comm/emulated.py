@@ -60,7 +60,9 @@ class EmulatedCommunicator(Communicator):
             xp = self.mesh.backend.xp
             total = functools.reduce(reducer, [cuda_kernels.cast(xp, b, np.float32) for b in members])
             return cuda_kernels.cast(xp, total, first.dtype)
-        return functools.reduce(reducer, members)
+        total = functools.reduce(reducer, members)
+        # (NumPy reduces 0-d arrays to NumPy scalars, which later ops promote as values, not arrays: keep a block)
+        return np.asarray(total) if isinstance(total, np.generic) else total
 
     def _per_group(
         self, shards: Sequence[Any], axes: tuple[str, ...], fn: Callable[[list[Any]], list[Any]]

@@ -129,3 +129,13 @@ def test_unary_plus_is_a_new_array_and_refuses_bools():
     assert y is not x and y.numpy()[0] == 0.0
     with pytest.raises(sa.DTypeError):
         +sa.asarray(np.array([True]), dims=("i",), mesh=mesh)
+
+
+def test_a_resolved_0d_sum_keeps_array_blocks_and_its_dtype():
+    """The emulated allreduce of 0-d blocks gave NumPy scalars as blocks, which later ops promote as Python-like
+    values: ``(p.resolve() ** 2)`` of an int8 sum came back int64."""
+    mesh = sa.Mesh({"all": 4})
+    b = sa.asarray(np.ones(4, np.int8), dims=("k",), mesh=mesh, layout={"k": "all"})
+    r = sa.einsum(b, b, out=()).resolve()
+    assert all(isinstance(s, np.ndarray) for s in r.shards if s is not None) or not isinstance(r.shards[0], np.generic)
+    assert (r**2).dtype == np.int8 and (r**2).numpy() == 16
