@@ -115,3 +115,29 @@ def test_int16_collectives_on_an_nccl_spmd_mesh_equal_the_emulated_mesh(dtype):
     assert log == emulated_log
     for v, e in zip(values, emulated):
         np.testing.assert_array_equal(v, e)
+
+
+CREATION_ON_ONE = {
+    "asarray-dims": lambda m, bad: sa.asarray(np.zeros((8, 3)), dims=("a",) if bad else ("a", "b"), mesh=m),
+    "asarray-layout": lambda m, bad: sa.asarray(np.zeros(8), dims=("a",), mesh=m, layout={"a": "nope" if bad else "x"}),
+    "full-fill": lambda m, bad: sa.full(m, {"a": 8}, "x" if bad else 1.0),
+    "full-dtype": lambda m, bad: sa.zeros(m, {"a": 8}, dtype="nope" if bad else "float32"),
+    "uniform-bounds": lambda m, bad: sa.random.uniform(m, {"a": 8}, 0.0, float("inf") if bad else 1.0),
+    "randint-dtype": lambda m, bad: sa.random.randint(m, {"a": 8}, 0, 3, dtype="float32" if bad else "int64"),
+}
+
+
+@mpi4
+@pytest.mark.parametrize("case", sorted(CREATION_ON_ONE))
+def test_a_creation_argument_bad_on_one_process_raises_on_every_process(case):
+    """An argument that only process 1 finds bad (dims, layout, fill value, dtype, sample bounds) raised there
+    alone: the others waited in the creation check, so a caught error left the job out of step. Every process now
+    raises the error of process 1 (one class everywhere), and the job goes on in step."""
+    mesh = sa.Mesh({"x": 4}, comm="mpi")
+    bad = mesh.process_index == 1
+    with pytest.raises(sa.ShardArrayError) as info:
+        CREATION_ON_ONE[case](mesh, bad)
+    kinds = mesh.comm.world.allgather(type(info.value).__name__)
+    assert len(set(kinds)) == 1
+    x = sa.asarray(np.arange(8.0), dims=("a",), mesh=mesh, layout={"a": "x"})  # still in step
+    np.testing.assert_array_equal(x.numpy(), np.arange(8.0))

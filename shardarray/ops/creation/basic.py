@@ -94,18 +94,22 @@ def full(
                [7., 7.]], dtype=float32)
     """
     mesh = _check_mesh(mesh, "full")
-    dims, shape = _sizes_arg(sizes, "full")
-    if np.ndim(fill_value) != 0:
-        raise DTypeError(
-            f"full: fill_value must be a scalar; got {type(fill_value).__name__} of shape {np.shape(fill_value)}. "
-            f"For an array of values use sa.asarray(values, dims=..., mesh=...)"
-        )
-    if dtype is None:
-        dtype = "float32" if isinstance(fill_value, float) else np.asarray(fill_value).dtype
-    dt = as_dtype(dtype)
-    lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
+    try:  # (an argument one process finds bad is an error on every process: ``comm.spmd.raise_agreed``)
+        dims, shape = _sizes_arg(sizes, "full")
+        if np.ndim(fill_value) != 0:
+            raise DTypeError(
+                f"full: fill_value must be a scalar; got {type(fill_value).__name__} of shape "
+                f"{np.shape(fill_value)}. For an array of values use sa.asarray(values, dims=..., mesh=...)"
+            )
+        if dtype is None:
+            dtype = "float32" if isinstance(fill_value, float) else np.asarray(fill_value).dtype
+        dt = as_dtype(dtype)
+        lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
+        fill = scalar_for_write(fill_value, dt, "full")  # NumPy 2's rule: 300 into int8, NaN into int32 are refused
+    except Exception as e:
+        mesh.comm.check_spmd("full", {}, None, failure=e)
+        raise
     mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt, layout=lay)  # SPMD: every process, the same array
-    fill = scalar_for_write(fill_value, dt, "full")  # NumPy 2's rule: 300 into int8, NaN into int32 are refused
     xp = mesh.backend.xp
     return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill, dtype=dt))
 
@@ -237,6 +241,24 @@ def host_array(data: Any, dtype: np.dtype | None, what: str, copy: bool = False)
         raise CastError(f"{what}: the data cannot be cast to {dtype} ({e}); {hint}") from None
 
 
+def _host_layout(mesh: Mesh, array: Any, dims: Any, layout: Any, dtype: Any) -> tuple[np.ndarray, tuple, Layout]:
+    """``asarray``'s checks of host data: the host array, its dims and its layout on ``mesh``."""
+    host = host_array(array, None if dtype is None else as_dtype(dtype), "asarray")
+    as_dtype(host.dtype)
+    if dims is None:
+        if host.ndim:
+            raise DimensionError(
+                f"asarray needs dims=(...) naming the {host.ndim} dims of an array of shape {host.shape}"
+            )
+        dims = ()
+    dims = check_dims(dims, what=f"asarray of shape {host.shape}")
+    if len(dims) != host.ndim:
+        raise DimensionError(
+            f"asarray: dims {dims} name {len(dims)} dim(s) but the array has shape {host.shape} ({host.ndim} dims)"
+        )
+    return host, dims, make_layout(mesh, dims, host.shape, layout, what=f"array {dict(zip(dims, host.shape))}")
+
+
 def asarray(
     array: Any,
     dims: Any = None,
@@ -267,20 +289,11 @@ def asarray(
     if isinstance(array, ShardArray):
         return _from_shardarray(array, dims, mesh, layout, dtype)
     mesh = _check_mesh(mesh, "asarray")
-    host = host_array(array, None if dtype is None else as_dtype(dtype), "asarray")
-    as_dtype(host.dtype)
-    if dims is None:
-        if host.ndim:
-            raise DimensionError(
-                f"asarray needs dims=(...) naming the {host.ndim} dims of an array of shape {host.shape}"
-            )
-        dims = ()
-    dims = check_dims(dims, what=f"asarray of shape {host.shape}")
-    if len(dims) != host.ndim:
-        raise DimensionError(
-            f"asarray: dims {dims} name {len(dims)} dim(s) but the array has shape {host.shape} ({host.ndim} dims)"
-        )
-    lay = make_layout(mesh, dims, host.shape, layout, what=f"array {dict(zip(dims, host.shape))}")
+    try:  # (an argument one process finds bad is an error on every process: ``comm.spmd.raise_agreed``)
+        host, dims, lay = _host_layout(mesh, array, dims, layout, dtype)
+    except Exception as e:
+        mesh.comm.check_spmd("asarray", {}, None, failure=e)
+        raise
     mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype, layout=lay)
     slices = block_slices(mesh, lay)
     backend = mesh.backend

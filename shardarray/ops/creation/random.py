@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -104,10 +104,19 @@ def _unit(xp: Any, h: Any, open_zero: bool) -> Any:
     return (v + 1.0 if open_zero else v) * (1.0 / 9007199254740992.0)
 
 
-def _make(mesh: Any, sizes: Mapping[str, int], layout: Any, dtype: np.dtype, what: str, sample: Any) -> ShardArray:
+def _make(
+    mesh: Any, sizes: Mapping[str, int], layout: Any, what: str, prepare: Callable[[], tuple[np.dtype, Any]]
+) -> ShardArray:
+    """The array of samples: ``prepare()`` checks the arguments and gives ``(dtype, sample)``. An argument that
+    one process finds bad is an error on every process of an MPI job (``comm.spmd.raise_agreed``)."""
     mesh = _check_mesh(mesh, what)
-    dims, shape = _sizes_arg(sizes, what)
-    lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
+    try:
+        dtype, sample = prepare()
+        dims, shape = _sizes_arg(sizes, what)
+        lay = make_layout(mesh, dims, shape, layout, what=f"array {dict(zip(dims, shape))}")
+    except Exception as e:
+        mesh.comm.check_spmd(what, {}, None, failure=e)
+        raise
     mesh.comm.check_spmd(what, dict(zip(dims, shape)), dtype, layout=lay)
     backend = mesh.backend
     xp = backend.xp
@@ -133,17 +142,14 @@ def uniform(
         >>> bool((a.numpy() == b.numpy()).all())
         True
     """
-    dt = as_float_dtype(dtype, "sa.random.uniform")
-    low, high = _uniform_bounds(low, high, dt)
-    key = _key(seed, 1)
-    return _make(
-        mesh,
-        sizes,
-        layout,
-        dt,
-        "sa.random.uniform",
-        lambda xp, i: _below(xp, low + (high - low) * _unit(xp, _hash(xp, i, key), False), dt, low, high),
-    )
+
+    def prepare() -> tuple[np.dtype, Any]:
+        dt = as_float_dtype(dtype, "sa.random.uniform")
+        lo, hi = _uniform_bounds(low, high, dt)
+        key = _key(seed, 1)
+        return dt, lambda xp, i: _below(xp, lo + (hi - lo) * _unit(xp, _hash(xp, i, key), False), dt, lo, hi)
+
+    return _make(mesh, sizes, layout, "sa.random.uniform", prepare)
 
 
 def _uniform_bounds(low: Any, high: Any, dtype: np.dtype) -> tuple[float, float]:
@@ -201,18 +207,22 @@ def normal(
         >>> x.shape, x.dtype
         ((8, 4), dtype('float32'))
     """
-    dt = as_float_dtype(dtype, "sa.random.normal")
-    mean, std = _real(mean, "mean", "sa.random.normal"), _real(std, "std", "sa.random.normal")
-    if not std >= 0:
-        raise ArgumentError(f"sa.random.normal needs std >= 0 (a standard deviation); got std={std!r}")
-    k1, k2 = _key(seed, 2), _key(seed, 3)
 
-    def sample(xp: Any, i: Any) -> Any:
-        u1 = _unit(xp, _hash(xp, i, k1), True)
-        u2 = _unit(xp, _hash(xp, i, k2), False)
-        return mean + std * (xp.sqrt(-2.0 * xp.log(u1)) * xp.cos((2.0 * math.pi) * u2))
+    def prepare() -> tuple[np.dtype, Any]:
+        dt = as_float_dtype(dtype, "sa.random.normal")
+        mu, sigma = _real(mean, "mean", "sa.random.normal"), _real(std, "std", "sa.random.normal")
+        if not sigma >= 0:
+            raise ArgumentError(f"sa.random.normal needs std >= 0 (a standard deviation); got std={std!r}")
+        k1, k2 = _key(seed, 2), _key(seed, 3)
 
-    return _make(mesh, sizes, layout, dt, "sa.random.normal", sample)
+        def sample(xp: Any, i: Any) -> Any:
+            u1 = _unit(xp, _hash(xp, i, k1), True)
+            u2 = _unit(xp, _hash(xp, i, k2), False)
+            return mu + sigma * (xp.sqrt(-2.0 * xp.log(u1)) * xp.cos((2.0 * math.pi) * u2))
+
+        return dt, sample
+
+    return _make(mesh, sizes, layout, "sa.random.normal", prepare)
 
 
 def randint(
@@ -233,28 +243,25 @@ def randint(
         (dtype('int64'), True)
     """
     what = "sa.random.randint"
-    dt = as_dtype(dtype)
-    if dt.kind not in "iu":
-        raise DTypeError(f"{what} makes integers; dtype {dt.name!r} is not an integer dtype")
-    lo, hi = _integer(low, "low", what), _integer(high, "high", what)
-    if not hi > lo:
-        raise ArgumentError(f"{what} needs high > low; got low={low}, high={high}")
-    info = np.iinfo(dt)
-    if lo < int(info.min) or hi - 1 > int(info.max):
-        raise ArgumentError(
-            f"{what}: [low, high) = [{low}, {high}) is out of bounds for {dt.name}, whose values are "
-            f"{info.min}..{info.max}; pass a wider dtype or bounds inside it"
-        )
-    span, offset = hi - lo, lo % _TWO64
-    key = _key(seed, 4)
-    return _make(
-        mesh,
-        sizes,
-        layout,
-        dt,
-        what,
-        lambda xp, i: _below_span(xp, i, key, span) + xp.uint64(offset),  # uint64 wraps: lo may be negative
-    )
+
+    def prepare() -> tuple[np.dtype, Any]:
+        dt = as_dtype(dtype)
+        if dt.kind not in "iu":
+            raise DTypeError(f"{what} makes integers; dtype {dt.name!r} is not an integer dtype")
+        lo, hi = _integer(low, "low", what), _integer(high, "high", what)
+        if not hi > lo:
+            raise ArgumentError(f"{what} needs high > low; got low={low}, high={high}")
+        info = np.iinfo(dt)
+        if lo < int(info.min) or hi - 1 > int(info.max):
+            raise ArgumentError(
+                f"{what}: [low, high) = [{low}, {high}) is out of bounds for {dt.name}, whose values are "
+                f"{info.min}..{info.max}; pass a wider dtype or bounds inside it"
+            )
+        span, offset = hi - lo, lo % _TWO64
+        key = _key(seed, 4)
+        return dt, lambda xp, i: _below_span(xp, i, key, span) + xp.uint64(offset)  # uint64 wraps: lo may be < 0
+
+    return _make(mesh, sizes, layout, what, prepare)
 
 
 def _below_span(xp: Any, index: Any, key: int, span: int) -> Any:
