@@ -74,7 +74,16 @@ def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
         sizes.append(int(n))
     if not names:  # (a mesh of no axes made arrays whose layouts could not be built)
         raise MeshError(f"mesh shape {shape!r} has no axes; give at least one, e.g. {{'d': 1}} for one device")
+    if math.prod(sizes) > MAX_DEVICES:
+        raise MeshError(
+            f"mesh shape {shape!r} has {math.prod(sizes)} devices; a mesh has at most {MAX_DEVICES} (2**24: every "
+            f"mesh, the meta backend's included, keeps tables with an entry per device)"
+        )
     return names, sizes
+
+
+#: the most devices a mesh has (a meta mesh of 4096 x 4096 devices takes under a second to make, measured)
+MAX_DEVICES = 2**24
 
 
 def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: Any, gpus: tuple[int, ...] | None) -> str:

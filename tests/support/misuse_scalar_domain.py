@@ -45,3 +45,7 @@ CASES += [
          ("too large", "float64"), ("in range",)),
     Case("xp-zeros-beyond-int64", lambda: xp.zeros(2**70, device=_mesh()), sa.DimensionError, ("int64",), ("2**63",)),
 ]
+CASES += [
+    Case("mesh-beyond-2**24-devices", lambda: sa.Mesh({"a": 2**63}, backend="meta"), sa.MeshError,
+         ("9223372036854775808 devices",), ("at most 16777216",)),
+]
