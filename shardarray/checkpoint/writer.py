@@ -52,6 +52,31 @@ def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:
         )
 
 
+def _first_difference(a: str, b: str) -> str:
+    """Where two encoded trees (``treespec.encode``'s, as JSON text) first differ, for a message: the key path in
+    the caller's tree and both values."""
+
+    def leaf(node: Any) -> str:
+        shown = node.get("value", node.get("float", node)) if isinstance(node, dict) else node
+        return json.dumps(shown)[:60]
+
+    def walk(x: Any, y: Any, path: str) -> str:
+        if isinstance(x, dict) and isinstance(y, dict) and x.keys() == y.keys():
+            if "dict" in x:
+                mine, theirs = dict(map(tuple, x["dict"])), dict(map(tuple, y["dict"]))
+                for k in [*mine, *(k for k in theirs if k not in mine)]:
+                    if mine.get(k) != theirs.get(k):
+                        return walk(mine.get(k), theirs.get(k), f"{path}[{k!r}]")
+            for kind in ("list", "tuple", "items"):
+                if kind in x and len(x[kind]) == len(y[kind]):
+                    for i, (u, v) in enumerate(zip(x[kind], y[kind])):
+                        if u != v:
+                            return walk(u, v, f"{path}[{i}]")
+        return f"tree{path}: {leaf(x)} against {leaf(y)}"
+
+    return walk(json.loads(a), json.loads(b), "")
+
+
 def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, keep: int | None = None) -> Path:
     """Save ``tree`` (ShardArrays and plain values in dicts, lists, tuples) as a checkpoint; atomic.
 
@@ -126,9 +151,10 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     except OSError as e:  # e.g. a folder on the path this process may not search (a node's own mount)
         failure = CheckpointError(f"checkpoint {path}: cannot check the path ({type(e).__name__}: {e})")
     shapes = json.dumps({name: [list(x.shape), x.dtype.name] for name, x in arrays})
-    said = [json.loads(t) for t in procs.agree(failure, json.dumps([str(path.absolute()), shapes]))]
-    # every process got the same paths and shapes: each raises the same error, with no further agreement
-    paths, trees = [p for p, _ in said], [t for _, t in said]
+    plain = json.dumps(spec, sort_keys=True, default=repr)  # (the tree's structure and plain values)
+    said = [json.loads(t) for t in procs.agree(failure, json.dumps([str(path.absolute()), shapes, plain]))]
+    # every process got the same paths, shapes and plain values: each raises the same error, no further agreement
+    paths, trees = [p for p, _, _ in said], [t for _, t, _ in said]
     if len(set(paths)) > 1:
         groups = {p: [r for r, q in enumerate(paths) if q == p] for p in dict.fromkeys(paths)}
         raise CheckpointError(
@@ -146,6 +172,13 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
                 f"checkpoint {path}: the processes save different arrays: {n!r} is {first.get(n)} "
                 f"(shape, dtype) on process 0 and {theirs.get(n)} on process {r}; every process must save "
                 f"the same tree of arrays (the same global sizes), as in any SPMD program"
+            )
+    for r, (_, _, theirs) in enumerate(said):
+        if theirs != said[0][2]:
+            raise CheckpointError(
+                f"checkpoint {path}: the processes save different trees: the structure or a plain value (not an "
+                f"array) differs between process 0 and process {r} ({_first_difference(said[0][2], theirs)}); "
+                f"only process 0's would be written: give every process the same values (e.g. the step count)"
             )
     # collectives, now that all agree; a positional array stays positional (its manifest entry says so)
     arrays = [(name, like_kind(resolve_to(x), x) if x.pending else x) for name, x in arrays]

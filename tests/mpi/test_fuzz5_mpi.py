@@ -141,3 +141,17 @@ def test_a_creation_argument_bad_on_one_process_raises_on_every_process(case):
     assert len(set(kinds)) == 1
     x = sa.asarray(np.arange(8.0), dims=("a",), mesh=mesh, layout={"a": "x"})  # still in step
     np.testing.assert_array_equal(x.numpy(), np.arange(8.0))
+
+
+@mpi4
+def test_a_checkpoint_whose_plain_values_differ_between_processes_is_refused_everywhere(shared_dir):
+    """``save(p, {"x": x, "step": 3 or 4})`` with a step that differs on one process was written silently (process 0's
+    value won). Every process now raises ``CheckpointError`` naming the key and both values."""
+    mesh = sa.Mesh({"x": 4}, comm="mpi")
+    x = sa.asarray(np.arange(8.0), dims=("a",), mesh=mesh, layout={"a": "x"})
+    step = 4 if mesh.process_index == 1 else 3
+    with pytest.raises(sa.CheckpointError, match=r"process 1 .*tree\['step'\]: 3 against 4"):
+        sa.checkpoint.save(f"{shared_dir}/ck", {"x": x, "step": step})
+    sa.checkpoint.save(f"{shared_dir}/ck", {"x": x, "step": 3})  # the same values: saved, in step
+    back = sa.checkpoint.load(f"{shared_dir}/ck", mesh=mesh)
+    assert back["step"] == 3
