@@ -15,6 +15,7 @@ dropping the minor axis is an allgather).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -105,6 +106,10 @@ def check_sizes(dims: tuple[str, ...], sizes: Sequence[Any], what: str = "array"
         if n > _MAX_SIZE:
             raise DimensionError(f"size of dim {d!r} of {what} is {n}; sizes must fit an int64 (at most 2**63 - 1)")
         out.append(n)
+    if len(out) > 1 and math.prod(out) > _MAX_SIZE:  # (NumPy's limit too, on every backend, the meta one included)
+        raise DimensionError(
+            f"{what} of sizes {dict(zip(dims, out))} has {math.prod(out)} elements; an array has at most 2**63 - 1"
+        )
     return tuple(out)
 
 

@@ -49,3 +49,7 @@ CASES += [
     Case("mesh-beyond-2**24-devices", lambda: sa.Mesh({"a": 2**63}, backend="meta"), sa.MeshError,
          ("9223372036854775808 devices",), ("at most 16777216",)),
 ]
+CASES += [
+    Case("meta-array-beyond-2**63-elements", lambda: sa.zeros(sa.Mesh({"a": 1}, backend="meta"), {"m": 2**62, "k": 4}),
+         sa.DimensionError, ("18446744073709551616 elements",), ("at most 2**63 - 1",)),
+]
