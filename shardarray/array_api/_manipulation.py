@@ -13,13 +13,13 @@ otherwise does the smallest relayout (see ``ops/manipulation/reshape.py``).
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import int_arg
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import full, zeros
@@ -49,12 +49,7 @@ def _array(x: Any, what: str) -> ShardArray:
 
 
 def _int(v: Any, what: str) -> int:
-    if isinstance(v, (bool, np.bool_)):
-        raise ArgumentError(f"{what} must be an integer; got {v!r}")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise ArgumentError(f"{what} must be an integer; got {v!r}") from None
+    return int_arg(v, what)
 
 
 def _ints(v: Any, what: str) -> tuple[int, ...]:

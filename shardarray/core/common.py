@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
@@ -12,7 +13,7 @@ from ..array import ShardArray
 from ..backend.classlist import ClassList, class_ids, intern_index, is_interned
 from ..backend.meta import MetaArray
 from ..comm.parallel import run_all, usable
-from ..errors import DimensionError, DTypeError, MeshError
+from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
 from .kinds import GIVEN
@@ -139,6 +140,22 @@ def require_array(x: Any, what: str, name: str = "x") -> ShardArray:
         f"{what}: {name} must be a ShardArray; got a {got}. Make one with "
         f"sa.asarray({name}, dims=(...), mesh=mesh) first"
     )
+
+
+def int_arg(value: Any, label: str, error: type[Exception] = ArgumentError) -> int:
+    """``value`` as an ``int``: a Python or NumPy integer, not a bool, nor a 1-d NumPy array (it has ``__index__``
+    too); else ``error("{label} must be an integer; got ...")``.
+
+    Example:
+        >>> int_arg(np.int64(3), "roll: shift"), int_arg(-1, "expand_dims: position")
+        (3, -1)
+    """
+    try:
+        if not isinstance(value, (bool, np.bool_)):
+            return operator.index(value)
+    except TypeError:
+        pass
+    raise error(f"{label} must be an integer; got {value!r:.80}")
 
 
 def require_ids(ids: Any, what: str, name: str = "ids") -> ShardArray:

@@ -273,7 +273,7 @@ def _flip(func: Any, what: str, m: Any, axis: Any = None) -> Any:
     fn = HOOKS.lookup("flip")
     if fn is None or not isinstance(m, ShardArray):
         return NotImplemented
-    dims = m.dims if axis is None else dims_of(m, axis, what)
+    dims = m.dims if axis is None else (dims_of(m, axis, what) or ())
     out = m
     for dim in dims:
         out = fn(out, dim)

@@ -10,11 +10,10 @@ leaves it empty, as NumPy does. Differentiable through its parts.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ...array import ShardArray
-from ...core.common import one_dim_arg, require_array
+from ...core.common import int_arg, one_dim_arg, require_array
 from ...errors import ArgumentError
 from ..elementwise import arithmetic as ew
 from ..indexing.basic import slice_dim
@@ -33,11 +32,8 @@ def diff(x: ShardArray, dim: Any, n: int = 1) -> ShardArray:
     """
     x = require_array(x, "diff")
     dim = one_dim_arg(x, dim, "diff")
-    try:
-        order = operator.index(n)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
-    except TypeError:
-        order = -1
-    if order < 0 or isinstance(n, bool):
+    order = int_arg(n, "diff: n (the order)")
+    if order < 0:
         raise ArgumentError(f"diff: n (the order) must be an integer >= 0; got {n!r:.80}")
     op = ew.not_equal if x.dtype.kind == "b" else ew.subtract
     for _ in range(min(order, x.sizes[dim])):  # an empty dim stays empty (and keeps its dtype, as in NumPy)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ...array import ShardArray
-from ...core.common import dims_arg, map_blocks, require_array
+from ...core.common import dims_arg, int_arg, map_blocks, require_array
 from ...core.relayout import move_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError
@@ -74,12 +73,7 @@ def expand_dims(x: ShardArray, dim: str, position: int = 0) -> ShardArray:
     check_dims((dim,), what="expand_dims")
     if dim in x.dims:
         raise DimensionError(f"expand_dims: {dim!r} is already a dim of the array {x.sizes}; choose a new name")
-    try:
-        pos = operator.index(position)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
-    except TypeError:
-        pos = None
-    if pos is None or isinstance(position, bool):
-        raise DimensionError(f"expand_dims: position must be an integer; got {position!r:.80}")
+    pos = int_arg(position, "expand_dims: position", DimensionError)
     if not -(x.ndim + 1) <= pos <= x.ndim:
         raise DimensionError(
             f"expand_dims: position {pos} is out of range for a result with {x.ndim + 1} dims "

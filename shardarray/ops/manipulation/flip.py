@@ -13,11 +13,10 @@ a slice.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ...array import ShardArray
-from ...core.common import one_dim_arg, require_array
+from ...core.common import int_arg, one_dim_arg, require_array
 from ...core.movement import move
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
@@ -27,13 +26,7 @@ from ..indexing.basic import slice_dim
 
 
 def _int(v: Any, name: str, what: str) -> int:
-    try:
-        n = operator.index(v)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
-    except TypeError:
-        n = None
-    if n is None or isinstance(v, bool):
-        raise ArgumentError(f"{what}: {name} must be an integer; got {v!r:.80}")
-    return n
+    return int_arg(v, f"{what}: {name}")
 
 
 @differentiable("flip")

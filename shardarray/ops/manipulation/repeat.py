@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Any
 
 from ...array import ShardArray
 from ...backend.meta import MetaArray
-from ...core.common import dims_arg, map_blocks, one_dim_arg, require_array
+from ...core.common import dims_arg, int_arg, map_blocks, one_dim_arg, require_array
 from ...core.tape import differentiable
 from ...errors import ArgumentError, LayoutError
 from ...layout import Layout
 
 
 def _count(value: Any, what: str, dim: str) -> int:
-    try:
-        n = operator.index(value)  # an int or NumPy integer; not a 1-d NumPy array (it has __index__ too)
-    except TypeError:
-        n = None
-    if n is None or isinstance(value, bool):
-        raise ArgumentError(f"{what}: the repetition count for dim {dim!r} must be an integer; got {value!r:.80}")
+    n = int_arg(value, f"{what}: the repetition count for dim {dim!r}")
     if n < 0:
         raise ArgumentError(f"{what}: the repetition count for dim {dim!r} is {n}; counts must be >= 0")
     return n
