@@ -349,6 +349,6 @@ class Array(ShardArray):
             super().__setitem__(key, value)
             return
         if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/indexing/mask.py)
-            setitem_mask(self, bool_key(key), value)
+            setitem_mask(self, bool_key(key), value, whole=not (isinstance(key, tuple) and len(key) == 2))
             return
         HOOKS.setitem(self, key, value)

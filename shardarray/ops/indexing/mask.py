@@ -357,8 +357,19 @@ def _broadcast_positional(v: ShardArray, names: tuple[str, ...], want: tuple[int
     return broadcast_to(v, dict(zip(names, want)))
 
 
-def setitem_mask(x: ShardArray, mask: Any, v: Any) -> None:
-    """``x[mask] = v`` by position: ``v`` a scalar or of the selected shape; see ``mask_assign``."""
+def setitem_mask(x: ShardArray, mask: Any, v: Any, whole: bool = False) -> None:
+    """``x[mask] = v`` by position: ``v`` a scalar or of the selected shape; see ``mask_assign``.
+
+    ``whole``: the key is the mask alone (``x[mask]``, not ``x[mask, ...]``). A mask over every axis then takes a
+    scalar or a 1-d ``v`` only, as NumPy's boolean assignment does (a leading size-1 axis is refused there, though
+    it broadcasts after ``...``).
+    """
+    ndim = v.ndim if isinstance(v, ShardArray) else np.ndim(v)
+    if whole and np.ndim(mask) == x.ndim and ndim > 1:
+        raise DimensionError(
+            f"x[mask] = v: a boolean mask over every axis of the array of shape {x.shape} takes a scalar or a 1-d "
+            f"value (as NumPy's boolean assignment); got {ndim} dimensions; flatten v first (v.reshape(-1))"
+        )
     if np.ndim(mask) == 0:  # x[True] = v writes everything, x[False] = v nothing (v broadcasts right-aligned)
         if not bool(mask):
             return
