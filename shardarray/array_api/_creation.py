@@ -21,7 +21,7 @@ from ..array import ShardArray
 from ..default_mesh import get_default_mesh
 from ..dtypes import as_dtype, scalar_for_write
 from ..errors import ArgumentError, CastError, DimensionError, DTypeError, MeshError
-from ..layout import Layout, make_layout
+from ..layout import Layout, check_sizes, make_layout
 from ..mesh import Mesh
 from ..ops.creation import basic as _cr
 from ..ops.elementwise.arithmetic import where
@@ -95,6 +95,7 @@ def _build(
 ) -> Array:
     """An array of ``shape`` on ``mesh`` whose block is ``make(bounds)`` (NumPy, moved to the block's device)."""
     dims = _dims(len(shape))
+    shape = check_sizes(dims, shape, f"array of shape {shape}")  # (sizes and element counts within int64)
     lay = make_layout(mesh, dims, shape, _layout(mesh, dims), what=f"array of shape {shape}")
     backend = mesh.backend
     if not backend.has_data:  # shapes only: no values to compute

@@ -22,6 +22,7 @@ from ..array import ShardArray
 from ..core.common import int_arg
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError
+from ..layout import check_sizes
 from ..ops.creation.basic import full, zeros
 from ..ops.indexing.basic import slice_dim
 from ..ops.indexing.slicing import isel
@@ -467,6 +468,7 @@ def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
         (name,) = fresh(x.dims, 1)
         x = _dims.expand_dims(x, name, 0)
     reps = (1,) * (x.ndim - len(reps)) + reps
+    check_sizes(x.dims, [n * r for n, r in zip(x.shape, reps)], "the result of tile")  # (within int64)
     local = {d: r for d, r in zip(x.dims, reps) if r != 1 and not _split(x, d)}
     if local:
         x = _repeat.tile(x, local)

@@ -53,3 +53,12 @@ CASES += [
     Case("meta-array-beyond-2**63-elements", lambda: sa.zeros(sa.Mesh({"a": 1}, backend="meta"), {"m": 2**62, "k": 4}),
          sa.DimensionError, ("18446744073709551616 elements",), ("at most 2**63 - 1",)),
 ]
+CASES += [
+    Case(f"xp-{name}-beyond-int64", fn, sa.DimensionError, ("sizes must fit an int64",), ("2**63",))
+    for name, fn in [
+        ("eye", lambda: xp.eye(2**70, device=_mesh())),
+        ("linspace", lambda: xp.linspace(0, 1, 2**70, device=_mesh())),
+        ("tile", lambda: xp.tile(xp.ones(3, device=_mesh()), (2**70,))),
+        ("pad", lambda: sa.pad(_named_ints(), "i", 2**70, 0)),
+    ]
+]

@@ -21,6 +21,7 @@ from ...core.movement import move
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, register_vjp
 from ...errors import ArgumentError
+from ...layout import check_sizes
 from ..cotangent import match
 from ..indexing.basic import slice_dim
 
@@ -101,6 +102,7 @@ def _pad(x: ShardArray, dim: str, before: int, after: int) -> ShardArray:
     n = x.sizes[dim]
     if before == 0 and after == 0:
         return x
+    check_sizes((dim,), (before + n + after,), "the result of pad")  # (within int64)
     return move([x], dim, before + n + after, [(0, 1, before, 1, n)])
 
 
