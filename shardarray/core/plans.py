@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import profiler
 from ..comm.parallel import MIN_BYTES, run_all, usable
-from ..errors import DTypeError
+from .common import require_array
 from .tape import STATE
 
 _ENABLED: ContextVar[bool] = ContextVar("shardarray_plans_enabled", default=True)
@@ -142,11 +142,8 @@ def array_key(a: Any) -> tuple[Any, ...]:
     try:
         return (id(a.mesh), a._layout, a.dtype, a.pending)
     except AttributeError:
-        shape = getattr(a, "shape", None)
-        got = f"a {type(a).__name__} of shape {shape}" if shape is not None else f"{type(a).__name__} {a!r:.60}"
-        raise DTypeError(
-            f"x must be a ShardArray; got {got}. Make one with sa.asarray(x, dims=(...), mesh=mesh) first"
-        ) from None
+        require_array(a, "a shardarray op")  # (raises its DTypeError)
+        raise
 
 
 def map_classes(
