@@ -21,7 +21,11 @@ of 4096² float64, materialized) and a chain of 100 small ops on a 64-element ar
 How it is timed: the driver starts every framework's worker (``--serve``), then per workload asks each
 to build its data and run the workload once (the warm-up, not timed), then runs rounds A B C ... A B C
 ...: in each round every framework times one call of the workload in turn (inside the worker: no
-start-up, no data generation; under MPI after a barrier, the slowest process's time). Reported: the
+start-up, no data generation; under MPI after a barrier, the slowest process's time). Every worker runs
+with ``OPENBLAS_THREAD_TIMEOUT=20`` (unless set): by default an idle OpenBLAS thread spins for 2^28 cycles
+after a call, about 0.1 s, so the framework timed next lost a core to the one timed before it. (A pause
+between calls instead would leave the machine idle, and on this VM the first call after idle time runs
+up to 1.5x slower: freed memory is handed back to the host and faults again when touched.) Reported: the
 median of ``--rounds`` (default 5) per framework and its ratio to NumPy's median, with every round's
 time, each worker's thread settings, and the machine's cores, threads and load before and after
 (``_env.environment()``). A framework that is not installed is reported as such; a workload a framework
@@ -106,6 +110,9 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, int]]:
     return out
 
 
+OPENBLAS_THREAD_TIMEOUT = 20  # every worker's, unless set: see ``worker_command``
+
+
 def worker_command(framework: str) -> tuple[list[str], dict[str, str]]:
     procs = FRAMEWORKS[framework][0]
     cmd = [sys.executable, str(HERE / "peers.py"), "--serve", framework]
@@ -113,6 +120,10 @@ def worker_command(framework: str) -> tuple[list[str], dict[str, str]]:
         mpiexec = Path(sys.executable).with_name("mpiexec")
         cmd = [str(mpiexec) if mpiexec.exists() else "mpiexec", "-n", str(procs), *cmd]
     env = dict(os.environ)
+    # OpenBLAS keeps an idle thread spinning for 2^28 cycles (about 0.1 s) after each call: the framework timed
+    # next then ran on one core of two (the -n 2 matmul 2048 took 0.16 s right after another framework's
+    # matmul, 0.117 s alone). 2^20 cycles (about 0.4 ms) still spans back-to-back calls inside one framework.
+    env.setdefault("OPENBLAS_THREAD_TIMEOUT", str(OPENBLAS_THREAD_TIMEOUT))
     if framework == "jax":
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
     return cmd, env

@@ -490,6 +490,7 @@ class Worker:
             v: os.environ[v]
             for v in (
                 "OPENBLAS_NUM_THREADS",
+                "OPENBLAS_THREAD_TIMEOUT",
                 "OMP_NUM_THREADS",
                 "MKL_NUM_THREADS",
                 "SHARDARRAY_BLAS_THREADS",
