@@ -1,8 +1,14 @@
-"""VJPs of ``sa.linalg`` (real floats: sa differentiates real parameters), built from the named ops themselves.
+"""VJPs of ``sa.linalg``, built from the named ops themselves.
 
-* ``Y = inv(A)``: ``gA = -Y^H G Y^H`` (one einsum of three operands).
-* ``d = det(A)``: ``gA = conj(g d) inv(A)^H`` (an ``inv`` and a broadcast product).
-* ``X = solve(A, B)``: ``gB = solve(A^H, G)``, ``gA = -gB X^H`` (one einsum).
+Complex cotangents follow JAX's convention, as every VJP of the library (``dL/dx - i dL/dy``): a holomorphic
+op takes plain transposes (no conjugates), a real-valued function of a complex matrix (``eigvalsh``,
+``svdvals``, ``log|det|``) the conjugate of the real formula. The factorizations whose formulas below are
+real-only (``cholesky``, ``qr``, the singular and eigen vectors) raise a ``DTypeError`` on a complex matrix
+instead of returning a wrong gradient.
+
+* ``Y = inv(A)``: ``gA = -Y^T G Y^T`` (one einsum of three operands).
+* ``d = det(A)``: ``gA = g d inv(A)^T`` (an ``inv`` and a broadcast product).
+* ``X = solve(A, B)``: ``gB = solve(A^T, G)``, ``gA = -gB X^T`` (one einsum).
 * ``L = cholesky(A)``: ``Φ(S + S^T)`` with ``S = L^{-T} Φ(L^T Ḡ) L^{-1}`` (Murray 2016; Φ: lower triangle,
   halved diagonal), by two distributed back substitutions.
 * ``Q, R = qr(A)`` (reduced, ``m >= n``): ``(Q̄ + Q copyltu(R R̄^T - Q̄^T Q)) R^{-T}``.
@@ -24,7 +30,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.relayout import relayout, resolve_to
 from ..core.tape import Context, register_vjp
-from ..errors import LinAlgError
+from ..errors import DTypeError, LinAlgError
 from ..layout import Layout
 from ..linalg._matrix import local_op, matrix_dims
 from ..linalg.dense import inv, solve
@@ -55,14 +61,23 @@ def _plain(fn: Any) -> Any:
     return getattr(fn, "__wrapped__", fn)
 
 
+def _real_only(x: ShardArray, what: str) -> None:
+    """Refuse the gradient of ``what`` at a complex ``x``: its formula here holds for real matrices only."""
+    if x.dtype.kind == "c":
+        raise DTypeError(
+            f"the gradient of {what} is implemented for real matrices only; got a {x.dtype} matrix {x.sizes} "
+            f"on the tape. Differentiate a real matrix, or pass sa.stop_gradient(x) when no gradient is needed"
+        )
+
+
 @register_vjp("linalg.inv")
 def _inv(ctx: Context, g: ShardArray) -> list[Any]:
-    a, y = ctx.args[0], _h(ctx.out)
+    a, y = ctx.args[0], ctx.out  # holomorphic: Y^T, no conjugate
     i, j = _matrix(ctx)
     g = resolve_to(g)
-    y1 = rename(y, {i: "_vk", j: i})  # Y^H[i, k] stored at (k, i)
+    y1 = rename(y, {i: "_vk", j: i})  # Y^T[i, k] stored at (k, i)
     g1 = rename(g, {i: "_vk", j: "_vl"})
-    y2 = rename(y, {i: j, j: "_vl"})  # Y^H[l, j] stored at (j, l)
+    y2 = rename(y, {i: j, j: "_vl"})  # Y^T[l, j] stored at (j, l)
     ga = _plain(einsum)(y1, g1, y2, out=tuple(ctx.out.dims))
     ga = multiply(ga, -1.0)
     return [match(ga, a)] + [None] * (len(ctx.args) - 1)
@@ -74,11 +89,11 @@ def _det(ctx: Context, g: ShardArray) -> list[Any]:
     a = ctx.args[0]
     i, j = _matrix(ctx)
     try:
-        yh = _h(rename(_plain(inv)(a, (i, j)), {i: j, j: i}))  # inv(A)^H with dims (.., i, j)
+        yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})  # inv(A)^T with dims (.., i, j)
     except (LinAlgError, np.linalg.LinAlgError):  # singular: det(A) inv(A)^T is still the adjugate's transpose
-        return [match(_h(multiply(_adjugate_t(a, i, j), resolve_to(g))), a)] + [None] * (len(ctx.args) - 1)
-    coef = _h(multiply(resolve_to(g), ctx.out))
-    return [match(multiply(yh, coef), a)] + [None] * (len(ctx.args) - 1)
+        return [match(multiply(_adjugate_t(a, i, j), resolve_to(g)), a)] + [None] * (len(ctx.args) - 1)
+    coef = multiply(resolve_to(g), ctx.out)
+    return [match(multiply(yt, coef), a)] + [None] * (len(ctx.args) - 1)
 
 
 def _adjugate_t(a: ShardArray, i: str, j: str) -> ShardArray:
@@ -107,11 +122,11 @@ def _solve(ctx: Context, g: ShardArray) -> list[Any]:
     _, i, j = matrix_dims(a, dims, "vjp")
     _, bi, bk = matrix_dims(b, ctx.kwargs.get("b_dims"), "vjp")
     x = ctx.out
-    ah = _h(rename(a, {i: j, j: i}))  # A^H, same dim names
-    gb = _plain(solve)(ah, resolve_to(g), (i, j), b_dims=(bi, bk))
-    # gA[i, j] = -sum_k gB[i, k] conj(X[j, k])
+    at = rename(a, {i: j, j: i})  # A^T, same dim names (holomorphic: no conjugate)
+    gb = _plain(solve)(at, resolve_to(g), (i, j), b_dims=(bi, bk))
+    # gA[i, j] = -sum_k gB[i, k] X[j, k]
     g1 = rename(gb, {bi: i, bk: "_vk"})
-    x1 = rename(_h(x), {bi: j, bk: "_vk"})
+    x1 = rename(x, {bi: j, bk: "_vk"})
     ga = multiply(_plain(einsum)(g1, x1, out=tuple(d for d in a.dims)), -1.0)
     return [match(ga, a), match(gb, b)] + [None] * (len(ctx.args) - 2)
 
@@ -143,6 +158,7 @@ def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
     on ``x^T``."""
 
     a = ctx.args[0]
+    _real_only(a, "sa.linalg.cholesky")
     i, j = _matrix(ctx)
     swap = {i: j, j: i}
     low, g = ctx.out, resolve_to(g)
@@ -168,6 +184,7 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
     import numpy as np
 
     x, q, r, which = ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3]
+    _real_only(x, "sa.linalg.qr")
     rows, cols = ctx.args[4], ctx.args[5]
     new = next(d for d in q.dims if d in r.dims and d not in x.dims)
     batch = tuple(d for d in r.dims if d not in (new, cols))
@@ -191,14 +208,14 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("linalg.svdvals")
 def _svdvals(ctx: Context, g: ShardArray) -> list[Any]:
-    """``s = svdvals(A)`` (real): ``Ā = U diag(ḡ) V^T`` (one SVD, i.e. TSQR, and one einsum)."""
+    """``s = svdvals(A)``: ``Ā = U diag(ḡ) V^T`` (complex: its conjugate; one SVD, i.e. TSQR, and one einsum)."""
 
     a = ctx.args[0]
     i, j = _matrix(ctx)
     k = _fresh("_svk", a)
     u, _, vh = svd(a, (i, j), new=k)
     g = rename(resolve_to(g), {ctx.out.dims[-1]: k})
-    ga = _plain(einsum)(u, g, vh, out=tuple(d for d in a.dims))
+    ga = _h(_plain(einsum)(u, g, vh, out=tuple(d for d in a.dims)))
     return [match(ga, a)] + [None] * (len(ctx.args) - 1)
 
 
@@ -231,10 +248,10 @@ def _v_m_vh(v: ShardArray, m: ShardArray, rows: str, cols: str, new: str, new2: 
 
 @register_vjp("linalg.eigh_values")
 def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
-    """``Ā = V diag(w̄) V^H``."""
+    """``Ā = conj(V diag(w̄) V^H)`` (the eigenvalues are real: JAX's convention conjugates)."""
     x, _, v, rows, cols, _ = _eig_parts(ctx)
-    vh = rename(_h(v), {rows: cols})
-    a = einsum(multiply(v, resolve_to(g)), vh, out=x.dims)  # sums over new: V diag(g) V^H
+    vh = rename(v, {rows: cols})
+    a = einsum(multiply(_h(v), resolve_to(g)), vh, out=x.dims)  # sums over new: conj(V) diag(g) V^T
     return [match(astype(a, x.dtype) if a.dtype != x.dtype else a, x), None, None, None, None]
 
 
@@ -242,6 +259,7 @@ def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
 def _eigh_vectors(ctx: Context, g: ShardArray) -> list[Any]:
     """``Ā = herm(V (F ∘ (V^H V̄)) V^H)``, ``F_ij = 1/(w_j - w_i)`` (0 where the eigenvalues are equal)."""
     x, w, v, rows, cols, new = _eig_parts(ctx)
+    _real_only(x, "sa.linalg.eigh's eigenvectors")
     new2 = _fresh(new + "_", x, v)
     batch = tuple(d for d in x.dims if d not in (rows, cols))
     inner = einsum(_h(v), rename(resolve_to(g), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
@@ -289,13 +307,15 @@ def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
     """One factor's share of the SVD's VJP (see ``sa.linalg.svd``); the three shares add up to the whole."""
 
     x, u, s, vh, rows, cols, part = ctx.args
+    if part != "S":
+        _real_only(x, f"sa.linalg.svd's {part}")
     new = s.dims[-1]
     batch = tuple(d for d in x.dims if d not in (rows, cols))
     new2 = _fresh(new + "2", x, u, vh)
     g = resolve_to(g)
     vh2 = rename(vh, {new: new2})
     if part == "S":
-        a = einsum(multiply(u, g), vh, out=x.dims)
+        a = _h(einsum(multiply(u, g), vh, out=x.dims))
     elif part == "U":
         utg = einsum(u, rename(g, {new: new2}), out=(*batch, new, new2))  # Uᵀ Ū
         skew = subtract(utg, rename(utg, {new: new2, new2: new}))
@@ -327,6 +347,7 @@ def _pinv_part(ctx: Context, g: ShardArray) -> list[Any]:
     """
 
     a, p, rows, cols = ctx.args
+    _real_only(a, "sa.linalg.pinv")
     if a.sizes[rows] < a.sizes[cols]:
         rows, cols = cols, rows
     c2 = _fresh(cols + "_", a)
