@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+#: the header key the safetensors format keeps for the file's metadata: no tensor can have this name
+RESERVED = "__metadata__"
+
 
 def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str], *, verify: bool = True) -> Path:
     """Write the arrays of the checkpoint at ``path`` as global tensors into one safetensors ``file``.
@@ -70,6 +73,12 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
         )
     m = src.manifest
     names = list(m["arrays"])
+    if RESERVED in names:
+        raise CheckpointError(
+            f"export_safetensors: the checkpoint {path} holds an array named {RESERVED!r} (tree[{RESERVED!r}]), "
+            f"the key safetensors reserves for the file's metadata, so the exported file could not be read; "
+            f"rename that key in the tree and save again (the checkpoint itself loads as it is)"
+        )
     positional = [n for n in names if m["arrays"][n].get("kind") == "positional"]
     meta = {
         EXPORT_KEY: json.dumps(

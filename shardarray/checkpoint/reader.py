@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +59,7 @@ def _match(target: Any, spec: Node, src: Source) -> tuple[Any, list[tuple[str, S
             for k, v in saved.items():
                 if k not in t:
                     raise differ(f"{path}[{k!r}]", "nothing", f"{describe(v)} (an extra saved entry)")
-            return ("dict", type(t), [(k, walk(v, saved[k], f"{path}[{k!r}]")) for k, v in t.items()])
+            return ("dict", t, [(k, walk(v, saved[k], f"{path}[{k!r}]")) for k, v in t.items()])
         if isinstance(t, (list, tuple)):
             items = n.get("list") if isinstance(t, list) else n.get("tuple", n.get("items"))
             if items is None:
@@ -78,9 +79,18 @@ def _rebuild(recipe: Any, arrays: dict[str, ShardArray]) -> Any:
     if kind == "value":
         return recipe[1]
     if kind == "dict":
-        return recipe[1]((k, _rebuild(v, arrays)) for k, v in recipe[2])
+        return _like_dict(recipe[1], [(k, _rebuild(v, arrays)) for k, v in recipe[2]])
     cls, items = recipe[1], [_rebuild(v, arrays) for v in recipe[2]]
     return cls(*items) if hasattr(cls, "_fields") else cls(items)
+
+
+def _like_dict(target: dict[Any, Any], items: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A dict of ``target``'s type holding ``items``: a copy of the target emptied and refilled, so that a type
+    whose constructor takes other arguments (``defaultdict(factory)``) keeps its own state."""
+    out = copy.copy(target)
+    out.clear()
+    out.update(items)
+    return out
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # bool < integers < floats (bfloat16: "V") < complex

@@ -37,13 +37,20 @@ def _check(name: str, x: ShardArray, path: Path) -> None:
 
 def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:
     """``save`` replaces checkpoints only: an existing file, or a folder holding something else, is never
-    swapped away (its data would be lost, and a file swapped out of the way cannot be removed as a folder)."""
+    swapped away (its data would be lost, and a file swapped out of the way cannot be removed as a folder); and
+    ``keep`` saves into run directories only (a checkpoint's folder holding numbered ones would shadow them)."""
     if not path.exists():
         return
     if not path.is_dir():
         raise CheckpointError(
             f"checkpoint {path}: a file of that name exists, and sa.checkpoint.save replaces only checkpoints; "
             f"remove it or save to another path"
+        )
+    if keep is not None and (path / MANIFEST).exists():
+        raise CheckpointError(
+            f"checkpoint {path}: keep={keep} saves numbered checkpoints into a run directory, but {path} is a "
+            f"checkpoint itself (it holds {MANIFEST}), so load({str(path)!r}) would go on reading it, not the new "
+            f"ones; give keep= a run directory of its own, or save without keep (overwrite=True) to replace it"
         )
     if keep is None and not (path / MANIFEST).exists() and any(path.iterdir()):
         raise CheckpointError(

@@ -179,6 +179,20 @@ def _chunks(x: ShardArray, chunks: Any, processes: int, path: Any, what: str) ->
     return given
 
 
+def _open_for_blocks(zarr: Any, store: Any, dtype: np.dtype) -> Any:
+    """The array at ``store`` opened to write blocks into, every chunk stored as written.
+
+    Zarr skips a chunk equal to the fill value (``write_empty_chunks=False``), and for complex dtypes it compares
+    with ``==``, so a chunk of ``-0.0+0j`` (equal to the fill value ``0j``) was never written and read back as
+    ``0j``. Complex arrays are therefore opened with ``write_empty_chunks=True``; other dtypes keep Zarr's default
+    (their chunks are compared bit for bit).
+    """
+    if dtype.kind != "c":
+        return zarr.open_array(store=store, mode="r+")
+    with zarr.config.set({"array.write_empty_chunks": True}):
+        return zarr.open_array(store=store, mode="r+")
+
+
 def write_zarr(
     path: PathOrStore,
     x: ShardArray,
@@ -267,7 +281,7 @@ def write_zarr(
 
     def fill() -> Any:
         try:
-            arr = zarr.open_array(store=store, mode="r+")
+            arr = _open_for_blocks(zarr, store, x.dtype)
             for b, host in blocks.my_blocks(x, procs.rank):
                 arr[b.slices()] = host
         except OSError as e:
