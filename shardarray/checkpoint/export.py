@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 from ..dtypes import as_dtype
 from ..errors import CheckpointError
 from .manifest import EXPORT_KEY
+from .paths import user_path
 from .reader import _Files, _read_block
 from .source import open_source
 from .stfile import write_file
@@ -56,13 +57,13 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
         >>> safetensors.numpy.load_file(out)["w"].shape
         (4, 6)
     """
-    src = open_source(Path(path))
+    src = open_source(user_path(path, "sa.checkpoint.export_safetensors"))
     if src.plain:
         raise CheckpointError(
             f"export_safetensors: {path} is already a plain safetensors file; pass a checkpoint "
             f"directory that sa.checkpoint.save wrote"
         )
-    out = Path(file)
+    out = user_path(file, "sa.checkpoint.export_safetensors: file")
     base = src.base.resolve()
     where = out.resolve()
     if where == base or base in where.parents or out.is_dir():

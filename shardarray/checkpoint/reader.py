@@ -20,6 +20,7 @@ from ..errors import CheckpointError, ShardArrayError
 from ..layout import Layout, block_bounds, make_layout
 from ..mesh import Mesh
 from .blocks import checker, overlap, whole
+from .paths import user_path
 from .procs import Procs, procs_in
 from .source import Source, open_source
 from .stfile import CHUNK, hasher, np_dtype, read_header, read_into
@@ -324,7 +325,7 @@ def load(
         >>> sa.checkpoint.load("/tmp/ck2", mesh=m4)["w"].layout       # 2x2 blocks onto 4 column blocks
         {'b': ('model',)}
     """
-    path = Path(path)
+    path = user_path(path, "sa.checkpoint.load")
     procs = procs_in(target, mesh)  # known before any check, so that a check failing on one process fails all
     failure: BaseException | None = None
     with contextlib.ExitStack() as stack:

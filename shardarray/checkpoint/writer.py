@@ -16,6 +16,7 @@ from ..errors import CheckpointError, ShardArrayError
 from . import commit as _commit
 from .blocks import distinct_blocks, process_of
 from .manifest import FORMAT, MANIFEST, VERSION, manifest_checksum
+from .paths import user_path
 from .procs import procs_in
 from .stfile import fsync_dir, st_dtype, write_file
 from .treespec import Node, encode
@@ -134,7 +135,7 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
         >>> sa.checkpoint.save("/tmp/ck", {"w": w, "step": 3}, overwrite=True)   # 4 blocks in one file
         PosixPath('/tmp/ck')
     """
-    path = Path(path)
+    path = user_path(path, "sa.checkpoint.save")
     procs = procs_in(tree)  # known before any check, so that a check failing on one process fails all
     spec: Node = {}
     arrays: list[tuple[str, ShardArray]] = []

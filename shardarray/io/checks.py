@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..checkpoint.paths import user_path
 from ..checkpoint.procs import Procs
 from ..comm import spmd
 from ..dtypes import BFLOAT16, SUPPORTED, as_dtype
@@ -36,8 +37,8 @@ def require(module: str, extra: str, what: str) -> Any:
 
 
 def existing(path: str | os.PathLike[str], what: str, kind: str) -> Path:
-    """``path`` as a Path, or ArgumentError when nothing is there."""
-    p = Path(path)
+    """``path`` as a Path, or ArgumentError when it is not a path or nothing is there."""
+    p = user_path(path, what)
     if not p.exists():
         near = sorted(q.name for q in p.parent.glob(f"*{p.suffix}"))[:5] if p.parent.is_dir() else []
         hint = f" ({p.parent} holds {near})" if near else ""

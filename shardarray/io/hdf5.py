@@ -212,7 +212,7 @@ def write_hdf5(
     x = blocks.writable(x, what)
     _name(dataset, what)
     grid = _chunks(chunks, x.shape, what)
-    p = Path(path)
+    p = checks.user_path(path, what)
     procs = checks.job(x.mesh)
 
     def create() -> None:

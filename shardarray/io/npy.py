@@ -136,7 +136,7 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
     """
     what = "sa.io.write_npy"
     x = blocks.writable(x, what)
-    p = Path(path)
+    p = checks.user_path(path, what)
     procs = checks.job(x.mesh)
     if x.dtype.kind == "O":  # pragma: no cover - shards never hold objects
         raise DTypeError(f"{what}: {p}: object arrays cannot be written")

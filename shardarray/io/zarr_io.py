@@ -27,15 +27,20 @@ from . import blocks, checks
 PathOrStore = str | os.PathLike[str] | Any
 
 
-def _local(path: PathOrStore) -> Path | None:
-    """``path`` as a local Path when it is one (not a zarr store object or a URL)."""
+def _local(path: PathOrStore, what: str) -> Path | None:
+    """``path`` as a local Path when it is one (not a zarr store object or a URL); ``None`` (which zarr-python
+    would take for a new in-memory store) or bytes is an ``ArgumentError``."""
+    if path is None or isinstance(path, (bytes, bool, int, float)):
+        raise ArgumentError(
+            f"{what}: the path must be a str, a pathlib.Path or a zarr-python store; got {type(path).__name__} {path!r}"
+        )
     if isinstance(path, os.PathLike) or (isinstance(path, str) and "://" not in path):
         return Path(path)
     return None
 
 
 def _open(zarr: Any, path: PathOrStore, mode: str, what: str) -> Any:
-    local = _local(path)
+    local = _local(path, what)
     if local is not None and mode == "r":
         checks.existing(local, what, "Zarr array")
     try:
@@ -244,10 +249,10 @@ def write_zarr(
     """
     what = "sa.io.write_zarr"
     zarr = checks.require("zarr", "zarr", what)
+    local = _local(path, what)
     x = blocks.writable(x, what)
     procs = checks.job(x.mesh)
     grid = _chunks(x, chunks, procs.size, path, what)
-    local = _local(path)
     store = local if local is not None else path
 
     def create() -> None:
