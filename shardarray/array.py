@@ -221,6 +221,11 @@ class ShardArray:
             )
         return self.shape[0]
 
+    def __contains__(self, value: Any) -> bool:
+        """``value in x``: whether any element equals ``value``, NumPy's ``(x == value).any()`` (one allreduce),
+        for every shape: a 0-d array included, and no iteration over rows."""
+        return bool((self == value).any())
+
     # ------------------------------------------------------------- values
     def numpy(self) -> np.ndarray:
         """The global value as a NumPy array (resolves a pending sum first).
@@ -320,15 +325,25 @@ class ShardArray:
         return self.isel({d: i % n for d, i, n in zip(self.dims, ids, shape)})._scalar(what)
 
     def __float__(self) -> float:
+        self._check_real("float(x)")
         return float(self._scalar("float(x)"))
 
     def __int__(self) -> int:
+        self._check_real("int(x)")
         return int(self._scalar("int(x)"))
 
-    def __index__(self) -> int:
-        if self.dtype.kind not in "iub":
+    def _check_real(self, what: str) -> None:
+        """Refuse a complex array where a real number is asked for (``DTypeError``, NumPy's TypeError)."""
+        if self.dtype.kind == "c":
             raise DTypeError(
-                f"only integer arrays can be used as an index; got {self._describe()}. Use int(x) to truncate"
+                f"{what} of {self._describe()}: a complex value has no real conversion; take x.real, abs(x) or "
+                f"complex(x)"
+            )
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":  # (bools too, as NumPy 2 and the array API standard refuse them)
+            raise DTypeError(
+                f"only integer arrays can be used as an index; got {self._describe()}. Use int(x) to convert"
             )
         return int(self._scalar("operator.index(x)"))
 
@@ -383,9 +398,14 @@ class ShardArray:
         """Reorder the dims (no communication); no argument reverses them."""
         return OPS.transpose(self, dims)
 
-    def astype(self, dtype: Any) -> ShardArray:
-        """Cast every shard (a pending sum is resolved first)."""
-        return OPS.astype(self, dtype)
+    def astype(self, dtype: Any, *, copy: bool = True) -> ShardArray:
+        """Cast every shard (a pending sum is resolved first).
+
+        As NumPy's ``astype``, the result is a new array unless ``copy=False`` and ``dtype`` is already the
+        array's: a write into it (``y[...] = v``) leaves ``self`` as it was.
+        """
+        out = OPS.astype(self, dtype)
+        return out.__copy__() if copy and out is self else out
 
     # ------------------------------------------------------------- reductions
     def _reduce_args(self, what: str, dims: Any, axis: Any, dtype: Any, out: Any) -> tuple[ShardArray, Any]:

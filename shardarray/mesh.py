@@ -70,7 +70,7 @@ def _parse_shape(shape: Any) -> tuple[list[str], list[int]]:
             ) from None
         if n < 1:
             raise MeshError(f"mesh axis {name!r} has size {n}; every axis size must be an integer >= 1")
-        names.append(name)
+        names.append(str(name))  # (a np.str_ name made the mesh's repr and dicts spell np.str_('row'))
         sizes.append(int(n))
     if not names:  # (a mesh of no axes made arrays whose layouts could not be built)
         raise MeshError(f"mesh shape {shape!r} has no axes; give at least one, e.g. {{'d': 1}} for one device")
@@ -334,12 +334,24 @@ class Mesh:
         self.check_axis(axis)
         return self._sizes[self._index[axis]]
 
-    def axes_size(self, axes: Iterable[str]) -> int:
-        """Product of the sizes of several axes (1 for none)."""
-        return math.prod(self._sizes[self._index[a]] for a in axes)
+    def axes_size(self, axes: AxesSpec) -> int:
+        """Product of the sizes of several axes (1 for none; one axis name is that axis); ``LayoutError`` naming
+        the mesh for an unknown axis."""
+        names: Iterable[str] = (axes,) if isinstance(axes, str) else (axes or ())
+        try:
+            return math.prod(self._sizes[self._index[a]] for a in names)
+        except (KeyError, TypeError):
+            for a in normalize_axes(names):
+                self.check_axis(a)
+            raise
 
     def parse_axes(self, spec: AxesSpec, context: str) -> tuple[str, ...]:
         """A layout value as a tuple of this mesh's axes; ``LayoutError`` for unknown or repeated axes."""
+        if isinstance(spec, (set, frozenset)):  # (its order, the split's major axis, varies between processes)
+            raise LayoutError(
+                f"{context} gives the mesh axes as a set {spec!r}, which has no order; give a tuple, major axis "
+                f"first, e.g. {tuple(sorted(map(str, spec)))!r}"
+            )
         axes = normalize_axes(spec, context)
         for a in axes:
             if a not in self._index:
@@ -351,7 +363,8 @@ class Mesh:
         return axes
 
     def check_axis(self, axis: str, context: str = "") -> None:
-        if axis not in self._index:
+        """Raise ``LayoutError`` naming the mesh and its axes unless ``axis`` is one of its axis names."""
+        if not isinstance(axis, str) or axis not in self._index:
             where = f" in {context}" if context else ""
             raise LayoutError(f"unknown mesh axis {axis!r}{where}; mesh {self} has axes {self._names}")
 
@@ -363,17 +376,23 @@ class Mesh:
 
     def coords(self, device: int) -> dict[str, int]:
         """``{axis: coordinate}`` of one device."""
-        if not 0 <= device < self.size:
+        d = _device_index(device, f"coords({device!r})")
+        if not 0 <= d < self.size:
             raise MeshError(f"device {device} is not on mesh {self} (devices 0..{self.size - 1})")
-        return dict(zip(self._names, self.device_coords[device]))
+        return dict(zip(self._names, self.device_coords[d]))
 
     def device_at(self, coords: Mapping[str, int]) -> int:
         """Device id at ``{axis: coordinate}`` (every axis must be given)."""
+        if not isinstance(coords, Mapping):
+            raise MeshError(f"device_at takes {{axis: coordinate}} for mesh {self}; got {coords!r}")
+        unknown = [a for a in coords if a not in self._index]
+        if unknown:
+            raise MeshError(f"device_at: mesh {self} has no axis {unknown[0]!r}; its axes are {self._names}")
         d = 0
         for a, s in zip(self._names, self._sizes):
             if a not in coords:
                 raise MeshError(f"device_at needs a coordinate for every axis of mesh {self}; {a!r} is missing")
-            c = coords[a]
+            c = _device_index(coords[a], f"device_at: coordinate {a}={coords[a]!r}")
             if not 0 <= c < s:
                 raise MeshError(f"coordinate {a}={c} is outside mesh {self}")
             d = d * s + c
@@ -521,6 +540,16 @@ class Mesh:
         extra += f", comm={self.comm_kind!r}" if self.comm_kind != "emulated" else ""
         rules = f", rules={ {k: v if len(v) > 1 else v[0] for k, v in self.rules.items()} }" if self.rules else ""
         return f"Mesh({{{inner}}}{extra}{rules})"
+
+
+def _device_index(value: Any, what: str) -> int:
+    """``value`` as an integer device id or coordinate (NumPy integers too); ``MeshError`` otherwise."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise MeshError(f"{what}: a device id or coordinate is an integer; got {type(value).__name__}") from None
 
 
 def _cupy_on(gpus: tuple[int, ...]) -> Any:
