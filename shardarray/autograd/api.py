@@ -14,7 +14,7 @@ from ..dtypes import is_real_float
 from ..errors import DimensionError, DTypeError, MeshError, TapeError
 from ..memo_hook import OP_MEMO
 from ..ops.creation.basic import ones, zeros_like
-from ..ops.manipulation.structure import astype, transpose
+from ..ops.manipulation.structure import astype, rename, transpose
 from ..tree import tree_flatten, tree_unflatten
 
 
@@ -151,8 +151,9 @@ def vjp(
 
     ``fn`` may return any floating-point ShardArray (not only a scalar). The
     returned ``pullback(cotangent)`` takes an array with the output's dims
-    (any layout) and returns the gradients in ``params``' tree, dims and
-    layouts. It can be called once: the recorded ops are released after it.
+    (any layout; for a positional output, a positional array of its shape,
+    matched by position) and returns the gradients in ``params``' tree, dims
+    and layouts. It can be called once: the recorded ops are released after it.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -179,11 +180,7 @@ def vjp(
                 "vjp: the pullback was already called; it can be called once (its recorded ops are released). "
                 "Call sa.vjp again for another cotangent"
             )
-        if not isinstance(cotangent, ShardArray) or sorted(cotangent.sizes.items()) != sorted(out.sizes.items()):
-            raise DimensionError(
-                f"vjp: the cotangent must be a ShardArray with the output's dims and sizes {out.sizes} "
-                f"(any order and layout); got {getattr(cotangent, 'sizes', type(cotangent).__name__)}"
-            )
+        cotangent = _aligned(cotangent, out)
         if cotangent.mesh != out.mesh:
             raise MeshError(f"vjp: the cotangent lives on {cotangent.mesh} but the output on {out.mesh}; make it there")
         if not is_real_float(cotangent.dtype):
@@ -197,6 +194,23 @@ def vjp(
             tape.release()
 
     return out, pullback
+
+
+def _aligned(cotangent: Any, out: ShardArray) -> ShardArray:
+    """``cotangent`` in ``out``'s dim names: matched by position when both are positional (their dim names are
+    internal), by name otherwise; a typed error when the shapes or dims differ."""
+    if isinstance(cotangent, ShardArray) and cotangent.positional and out.positional:
+        if cotangent.shape != out.shape:
+            raise DimensionError(
+                f"vjp: the cotangent must have the output's shape {out.shape}; got shape {cotangent.shape}"
+            )
+        return rename.__wrapped__(cotangent, dict(zip(cotangent.dims, out.dims)))
+    if not isinstance(cotangent, ShardArray) or sorted(cotangent.sizes.items()) != sorted(out.sizes.items()):
+        raise DimensionError(
+            f"vjp: the cotangent must be a ShardArray with the output's dims and sizes {out.sizes} "
+            f"(any order and layout); got {getattr(cotangent, 'sizes', type(cotangent).__name__)}"
+        )
+    return cotangent
 
 
 def _check_fn(fn: Any, what: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -63,14 +64,31 @@ def _divide(ctx: Context, g: ShardArray) -> list[Any]:
     return [gx, gy]
 
 
+def _where_zero(xp: Any, v: Any, at_zero: Any, other: Any) -> Any:
+    """``at_zero`` where ``v == 0``, else ``other`` (``v`` a block or a Python/NumPy scalar)."""
+    if isinstance(v, numbers.Number):
+        return at_zero if v == 0 else other
+    return xp.where(v == 0, at_zero, other)
+
+
+def _d_pow_base(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    """``g b a^(b-1)``; 0 where ``b == 0`` (``x ** 0`` is constant), where ``a^(b-1)`` would be ``0^-1 = inf``
+    and the product NaN (as JAX: ``x ** arange(n)`` at ``x = 0`` has a finite gradient)."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # (0^-1 there: replaced by the where)
+        d = b * a ** (b - 1)
+    return g * _where_zero(xp, b, 0, d)
+
+
+def _d_pow_exponent(xp: Any, g: Any, o: Any, a: Any) -> Any:
+    """``g a^b log(a)``; 0 where ``a == 0`` (as JAX: ``0 ** y`` is 0 for every ``y > 0``, ``0 * log(0)`` NaN)."""
+    return g * o * xp.log(_where_zero(xp, a, 1, a))
+
+
 @register_vjp("power")
 def _power(ctx: Context, g: ShardArray) -> list[Any]:
     x, y = ctx.args
-    gx = gy = None
-    if ctx.needs[0]:
-        gx = match(_lin("d_pow", lambda xp, g, a, b: g * b * a ** (b - 1), g, x, y), x)
-    if ctx.needs[1]:
-        gy = match(_lin("d_pow", lambda xp, g, o, a: g * o * xp.log(a), g, ctx.out, x), y)
+    gx = match(_lin("d_pow", _d_pow_base, g, x, y), x) if ctx.needs[0] else None
+    gy = match(_lin("d_pow", _d_pow_exponent, g, ctx.out, x), y) if ctx.needs[1] else None
     return [gx, gy]
 
 
