@@ -45,6 +45,8 @@ from ._nanfuncs import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._nanfuncs import __all__ as _nanfuncs_all
 from ._numpy_extras import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_extras import __all__ as _numpy_extras_all
+from ._numpy_stats import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_stats import __all__ as _numpy_stats_all
 from ._scans import *  # noqa: F403
 from ._scans import __all__ as _scans_all
 from ._searching import *  # noqa: F403
@@ -100,6 +102,7 @@ __all__ = [
     *_set_all,
     *_nanfuncs_all,
     *_numpy_extras_all,
+    *_numpy_stats_all,
     "linalg",
 ]
 

@@ -22,7 +22,7 @@ from ..numpy_protocol import ndarray_methods as _methods
 from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary
-from ..ops.indexing.mask import bool_key, getitem_mask, setitem_mask
+from ..ops.indexing.mask import bool_key, bool_lead, getitem_mask, setitem_mask
 from ..ops.indexing.writes import WRITES, swap_in
 from ..ops.manipulation.structure import transpose
 from . import _ew_special as special
@@ -334,13 +334,18 @@ class Array(ShardArray):
         """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
 
         A dict key indexes by name (``ShardArray.__getitem__``). New axes get
-        fresh names; a boolean mask over the leading axes (``x[mask]``, ``x[mask, ...]``) is ``ops/indexing/mask.py``.
+        fresh names; a boolean mask over the leading axes (``x[mask]``, ``x[mask, ...]``) is ``ops/indexing/mask.py``,
+        and a mask followed by basic indices (``x[mask, :]``, ``x[mask, 1]``) is ``x[mask][:, ...]``.
         See ``_indexing.getitem`` for the data movement.
         """
         if isinstance(key, Mapping):
             return wrap(super().__getitem__(key))
         if bool_key(key) is not None:  # a boolean mask over the leading axes (ops/indexing/mask.py)
             return wrap(getitem_mask(self, bool_key(key)))
+        lead = bool_lead(key)
+        if lead is not None:  # x[mask, 1:3]: x[mask][:, 1:3], as NumPy gives
+            masked = wrap(getitem_mask(self, lead[0]))
+            return wrap(HOOKS.getitem(masked, (slice(None), *lead[1])))
         return wrap(HOOKS.getitem(self, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:

@@ -144,8 +144,8 @@ __all__ = ["take", "take_along_axis"]
 def _part2(what: str) -> ArgumentError:
     return ArgumentError(
         f"{what}: a boolean mask must be the whole index (x[mask] or x[mask, ...], the mask over the leading "
-        f"axes); True/False and masks mixed with other indices are not supported: index in two steps, "
-        f"or use xp.nonzero(mask) for integer indices"
+        f"axes) or come first with basic indices after it (x[mask, 1:3] reads); True/False and masks elsewhere "
+        f"or with integer arrays are not supported: index in two steps, or use xp.nonzero(mask) for integer indices"
     )
 
 

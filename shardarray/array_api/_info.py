@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..default_mesh import get_default_mesh
 from ..errors import MeshError
 from ..mesh import Mesh
@@ -48,21 +50,21 @@ class Info:
         return [get_default_mesh()]
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
-        """float64, complex128 and int64 (also the indexing dtype), on every mesh."""
+        """float64, complex128 and int64 (also the indexing dtype), on every mesh, as ``np.dtype`` objects (what
+        ``x.dtype`` holds: a dict keyed by them finds ``x.dtype``, as with NumPy's own info)."""
         _check_device(device, "default_dtypes")
         return {
-            "real floating": _d.float64,
-            "complex floating": _d.complex128,
-            "integral": _d.int64,
-            "indexing": _d.int64,
+            "real floating": np.dtype(_d.float64),
+            "complex floating": np.dtype(_d.complex128),
+            "integral": np.dtype(_d.int64),
+            "indexing": np.dtype(_d.int64),
         }
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
-        """The standard's dtypes by name, optionally of a kind (``"bool"``, ``"signed integer"``, ..., or a tuple)."""
+        """The standard's dtypes by name, optionally of a kind (``"bool"``, ``"signed integer"``, ..., or a tuple), as
+        ``np.dtype`` objects (see ``default_dtypes``)."""
         _check_device(device, "dtypes")
-        if kind is None:
-            return dict(DTYPES)
-        return {n: t for n, t in DTYPES.items() if isdtype(t, kind)}
+        return {n: np.dtype(t) for n, t in DTYPES.items() if kind is None or isdtype(t, kind)}
 
 
 def __array_namespace_info__() -> Info:

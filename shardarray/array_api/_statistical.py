@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, zeros
 from ..ops.elementwise import arithmetic as ew
@@ -26,7 +26,7 @@ from ..ops.elementwise import math_unary
 from ..ops.manipulation.dims import expand_dims
 from ..ops.manipulation.structure import astype
 from ..ops.reduction import reduce, search
-from ._align import axes_dims, axis_dim
+from ._align import axes_dims, axis_dim, no_out
 from ._array import Array, wrap
 
 _A = TypeVar("_A")  # the argument's own type: the check returns it unchanged
@@ -152,8 +152,21 @@ def _correction(correction: Any, what: str) -> float:
     return float(correction)
 
 
-def var(x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+def _ddof_or(correction: Any, ddof: Any, what: str) -> float:
+    """The standard's ``correction``, or NumPy's ``ddof=`` (a NumPy extra that xarray passes; not both)."""
+    if ddof is not None:
+        if correction not in (0, 0.0):
+            raise ArgumentError(f"{what}: give correction= or ddof=, not both (got {correction!r} and {ddof!r})")
+        correction = ddof
+    return _correction(correction, what)
+
+
+def var(
+    x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False, ddof: float | None = None
+) -> Array:
     """The variance over ``axis``, divided by ``N - correction``: one allgather of per-device moments.
+
+    ``ddof=`` is NumPy's name for ``correction`` (accepted as a NumPy extra; give one of them).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -162,21 +175,26 @@ def var(x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: b
         ...     xp.var(a, axis=1, correction=1).numpy()
         array([1.66666667, 0.        ])
     """
-    return _reduce(reduce.var, x, axis, keepdims, "var", correction=_correction(correction, "var"))
+    return _reduce(reduce.var, x, axis, keepdims, "var", correction=_ddof_or(correction, ddof, "var"))
 
 
-def std(x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """The standard deviation over ``axis``: ``sqrt(var(x, axis=axis, correction=correction))``."""
-    return _reduce(reduce.std, x, axis, keepdims, "std", correction=_correction(correction, "std"))
+def std(
+    x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False, ddof: float | None = None
+) -> Array:
+    """The standard deviation over ``axis``: ``sqrt(var(x, axis=axis, correction=correction))`` (``ddof=`` as in
+    ``var``)."""
+    return _reduce(reduce.std, x, axis, keepdims, "std", correction=_ddof_or(correction, ddof, "std"))
 
 
-def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
+def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False, out: None = None) -> Array:
     """Whether every element over ``axis`` is true (nonzero): a min-allreduce of one byte per result element."""
+    no_out(out, "all")  # (NumPy's out=None, which xarray passes)
     return _reduce(reduce.all, x, axis, keepdims, "all")
 
 
-def any(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
+def any(x: Array, /, *, axis: _Axis = None, keepdims: bool = False, out: None = None) -> Array:
     """Whether some element over ``axis`` is true (nonzero): a max-allreduce of one byte per result element."""
+    no_out(out, "any")
     return _reduce(reduce.any, x, axis, keepdims, "any")
 
 

@@ -12,7 +12,7 @@ from clients import gathers, mesh, values  # noqa: F401 (mesh: the fixture)
 sklearn = pytest.importorskip("sklearn")
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
-from sklearn.linear_model import Ridge  # noqa: E402
+from sklearn.linear_model import LogisticRegression, PoissonRegressor, Ridge  # noqa: E402
 from sklearn.metrics import accuracy_score, mean_squared_error, pairwise, r2_score  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
@@ -34,6 +34,9 @@ def _pca(m, a, y, t):
 CASES = {
     "pca": _pca,
     "ridge": lambda m, a, y, t: Ridge(alpha=1.0).fit(m(a), m(t)).predict(m(a)),
+    # (both read __array_namespace_info__().dtypes() by x.dtype: np.dtype keys, as NumPy's info gives)
+    "logistic": lambda m, a, y, t: LogisticRegression().fit(m(a), m(y)).predict_proba(m(a)),
+    "poisson": lambda m, a, y, t: PoissonRegressor().fit(m(a), m(np.abs(t) + 0.1)).predict(m(a)),
     "lda": lambda m, a, y, t: LinearDiscriminantAnalysis().fit(m(a), m(y)).predict_proba(m(a)),
     "standard_scaler": lambda m, a, y, t: StandardScaler().fit_transform(m(a)),
     "minmax_scaler": lambda m, a, y, t: MinMaxScaler().fit_transform(m(a)),

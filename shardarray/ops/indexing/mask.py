@@ -324,6 +324,22 @@ def bool_key(key: Any) -> Any:
     return None
 
 
+def bool_lead(key: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """``(mask, rest)`` for a positional key ``(mask, *rest)`` whose first index is a boolean mask of at least one
+    axis and whose others are basic indices (slices, ints, Ellipsis, None), not ``(mask,)`` or ``(mask, ...)``
+    (``bool_key``); else None. ``x[mask, *rest]`` is then ``x[mask][:, *rest]``, as in NumPy (scikit-learn's
+    ``X[y == k, :]``)."""
+    if not isinstance(key, tuple) or len(key) < 2 or bool_key(key) is not None:
+        return None
+    mask, rest = key[0], key[1:]
+    if not (isinstance(mask, (ShardArray, np.ndarray)) and mask.dtype.kind == "b" and mask.ndim >= 1):
+        return None
+    basic = (slice, int, np.integer, type(Ellipsis), type(None))
+    if not all(isinstance(k, basic) and not isinstance(k, (bool, np.bool_)) for k in rest):
+        return None
+    return mask, rest
+
+
 def getitem_mask(x: ShardArray, mask: Any) -> ShardArray:
     """``x[mask]`` by position (NumPy): the mask covers the leading axes; see ``select`` for the traffic."""
     if np.ndim(mask) == 0:  # NumPy: a new leading axis of length 1 (True) or 0 (False)

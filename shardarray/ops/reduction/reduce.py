@@ -166,17 +166,16 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
         (array([3., 3.], dtype=float16), array([inf, inf], dtype=float16))
     """
     dims = dims_arg(x, dims, "mean")
-    count = math.prod(x.sizes[d] for d in dims)
-    scale = 1.0 / count if count else float("nan")
+    count = math.prod(x.sizes[d] for d in dims)  # divided by, as NumPy: `* (1 / 9)` makes the mean of 14s 13.999...
     if x.dtype.kind in "biu":  # float64 partial sums, as np.mean: no integer overflow
         if x.pending:  # (its value is the sum wrapped in its dtype, which float partials would not wrap)
             x = resolve(x, x.spec.axes)
-        return _partial_sum(x, dims, np.dtype(np.float64)) * scale
+        return _partial_sum(x, dims, np.dtype(np.float64)) / count
     acc = accumulation_dtype(x.dtype)
     if acc is None:
-        return sum.__wrapped__(x, dims) * scale
+        return sum.__wrapped__(x, dims) / count
     wide = _partial_sum(x, dims, acc) if dims else astype(x, acc)
-    return _round(wide * scale, x.dtype)
+    return _round(wide / count, x.dtype)
 
 
 def _identity(dtype: np.dtype, op: str) -> Any:

@@ -1,0 +1,126 @@
+"""What third-party clients hit on positional arrays (fuzz round 6, scikit-learn/xarray/SciPy on xp arrays).
+
+- ``__array_namespace_info__().dtypes()`` gives ``np.dtype`` objects (a dict keyed by them finds ``x.dtype``;
+  scikit-learn's LogisticRegression and PoissonRegressor failed on the NumPy scalar types);
+- ``x[mask, :]``, ``x[mask, 1]``: a mask followed by basic indices (scikit-learn's ``X[y == k, :]``);
+- ``xp.cumsum``/``xp.cumprod`` and ``xp.cov`` as NumPy's (``np.cov`` of an xp array dispatches there);
+- ``xp.std``/``xp.var`` take NumPy's ``ddof=``, ``xp.any``/``xp.all`` NumPy's ``out=None`` (xarray passes them);
+- ``mean`` divides by the count (``* (1 / 9)`` made the mean of nine 14s 13.999999999999998).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import shardarray as sa
+import shardarray.array_api as xp
+
+MESHES = [{"r": 2, "c": 2}, {"all": 4}, {"r": 3, "c": 2}, {"a": 2, "b": 2, "c": 2}, {"one": 1}]
+
+
+@pytest.fixture(params=MESHES, ids=lambda m: "x".join(map(str, m.values())))
+def mesh(request: pytest.FixtureRequest):
+    m = sa.Mesh(request.param)
+    with sa.default_mesh(m):
+        yield m
+
+
+def test_info_dtypes_are_dtype_objects(mesh: sa.Mesh) -> None:
+    info = xp.__array_namespace_info__()
+    for x in (xp.asarray(np.ones(3)), xp.asarray(np.arange(3)), xp.asarray(np.ones(3, bool))):
+        assert {v: k for k, v in info.dtypes().items()}[x.dtype] == x.dtype.name
+    assert info.default_dtypes()["real floating"] == np.dtype("float64")
+    assert all(isinstance(d, np.dtype) for d in info.dtypes(kind="integral").values())
+
+
+@pytest.mark.parametrize(
+    "key",
+    [(slice(None),), (1,), (slice(0, 2),), (Ellipsis, 0), (None,), (-1, slice(None, None, -1)), (slice(1, None), 0)],
+    ids=repr,
+)
+def test_mask_then_basic_indices(mesh: sa.Mesh, key: tuple) -> None:
+    a = np.arange(60.0).reshape(5, 4, 3)
+    m = np.array([True, False, True, True, False])
+    got = xp.asarray(a)[(xp.asarray(m), *key)]
+    assert type(got) is xp.Array
+    np.testing.assert_array_equal(np.asarray(got), a[(m, *key)])
+    got = xp.asarray(a)[(np.ones((5, 4), bool), 1)]  # a 2-D mask, then an int
+    np.testing.assert_array_equal(np.asarray(got), a[np.ones((5, 4), bool), 1])
+
+
+def test_mask_with_an_integer_array_is_still_refused(mesh: sa.Mesh) -> None:
+    x = xp.asarray(np.arange(12.0).reshape(4, 3))
+    with pytest.raises(sa.ArgumentError, match="come first with basic indices"):
+        x[xp.asarray(np.array([True, False, True, True])), np.array([0, 1])]
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", ["int8", "bool", "float64"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cumsum_cumprod_as_numpy(mesh: sa.Mesh, fn: str, dtype: str, axis: int | None) -> None:
+    a = np.random.default_rng(0).integers(-3, 3, (5, 3)).astype(dtype)
+    got, want = getattr(xp, fn)(xp.asarray(a), axis=axis), getattr(np, fn)(a, axis=axis)
+    assert type(got) is xp.Array and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (1, 5), (7,), (4, 1), (2, 0), (0, 3)])
+@pytest.mark.parametrize("kw", [{}, {"rowvar": False}, {"bias": True}, {"ddof": 2}], ids=repr)
+def test_cov_as_numpy(mesh: sa.Mesh, shape: tuple[int, ...], kw: dict) -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.cov(a, **kw)
+        got = xp.cov(xp.asarray(a), **kw)
+        assert type(got) is xp.Array and got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), want, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(np.cov(xp.asarray(a), **kw)), want, atol=1e-12)  # the protocol
+        try:
+            want = np.cov(a, b, **kw)
+        except ValueError:  # (NumPy's own refusal: y's shape does not fit)
+            return
+        np.testing.assert_allclose(np.asarray(xp.cov(xp.asarray(a), xp.asarray(b), **kw)), want, atol=1e-12)
+
+
+def test_cov_weights_and_dtypes(mesh: sa.Mesh) -> None:
+    rng = np.random.default_rng(2)
+    a, f, w = rng.standard_normal((3, 6)), np.array([1, 2, 1, 3, 1, 1]), rng.random(6)
+    for kw in (
+        {"fweights": f},
+        {"fweights": f * 1.0},
+        {"aweights": w},
+        {"fweights": f, "aweights": w},
+        {"aweights": w, "bias": True},
+    ):
+        np.testing.assert_allclose(np.asarray(xp.cov(xp.asarray(a), **kw)), np.cov(a, **kw), atol=1e-12)
+    ints, cplx = rng.integers(0, 5, (3, 8)), a + 1j * rng.standard_normal((3, 6))
+    for v in (ints, cplx, cplx.astype(np.complex64)):
+        got = xp.cov(xp.asarray(v))
+        assert got.dtype == np.cov(v).dtype
+        np.testing.assert_allclose(np.asarray(got), np.cov(v), atol=1e-6)
+    with pytest.raises(sa.DTypeError, match="fweights must be integers"):
+        xp.cov(xp.asarray(a), fweights=f + 0.5)
+    with pytest.raises(sa.DimensionError, match="one weight per observation"):
+        xp.cov(xp.asarray(a), aweights=w[:5])
+
+
+def test_std_var_ddof_and_any_all_out(mesh: sa.Mesh) -> None:
+    a = np.random.default_rng(3).standard_normal((4, 6))
+    for fn in ("std", "var"):
+        got = getattr(xp, fn)(xp.asarray(a), axis=1, ddof=1)
+        np.testing.assert_allclose(np.asarray(got), getattr(np, fn)(a, axis=1, ddof=1))
+        with pytest.raises(sa.ArgumentError, match="not both"):
+            getattr(xp, fn)(xp.asarray(a), correction=1, ddof=1)
+    assert bool(xp.any(xp.asarray(a) > 0, out=None)) and not bool(xp.all(xp.asarray(a) > 0, out=None))
+    with pytest.raises(sa.ArgumentError, match="out= is not supported"):
+        xp.any(xp.asarray(a), out=np.empty(()))
+
+
+def test_mean_divides_by_the_count(mesh: sa.Mesh) -> None:
+    assert float(xp.mean(xp.asarray(np.full(9, 14.0)))) == 14.0
+    x = sa.asarray(np.full((9, 2), 14.0), dims=("i", "j"), mesh=mesh, layout={"i": mesh.axis_names[0]})
+    np.testing.assert_array_equal(sa.mean(x, "i").numpy(), [14.0, 14.0])
