@@ -349,6 +349,25 @@ def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str,
     return ew.where(ew.equal(valid, 0.0), np.nan, out)
 
 
+#: the methods that pick a value of the array (its dtype is the result's); the others interpolate
+_PICKING = ("inverted_cdf", "closest_observation", "lower", "higher", "nearest")
+
+
+def _result_dtype(dtype: np.dtype, q: Any, method: str) -> np.dtype:
+    """NumPy's dtype of a quantile: ``x``'s for a picking method; else ``x``'s promoted with ``q``'s (a Python
+    number is weak: float32 stays float32; a list or array of floats is float64), integers and bools as float64.
+    """
+    if method in _PICKING or dtype.name == "bfloat16" or (method == "linear" and type(q) is int):
+        return dtype  # (a Python int q, 0 or 1, with "linear" picks the extreme value: NumPy keeps the dtype)
+    if isinstance(q, (ShardArray, np.ndarray, np.generic)):  # (np.float64 first: it is a Python float too)
+        out = np.result_type(dtype, q.dtype)
+    elif isinstance(q, (int, float)):
+        out = np.result_type(dtype, 0.5)
+    else:
+        out = np.result_type(dtype, np.asarray(q).dtype)
+    return out if out.kind in "fc" else np.dtype(np.float64)
+
+
 def _quantile(
     x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, what: str, combine: Any = _lerp
 ) -> Array:
@@ -377,8 +396,11 @@ def _quantile(
     if x.dtype.kind == "c":
         raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
     qs, scalar_q = _q_values(q, what)
+    want = _result_dtype(x.dtype, q, method)
     if x.dtype.kind in "biu":
         x = wrap(astype(x, np.float64))
+    elif want != x.dtype and want.kind == "f":  # (a float64 q: NumPy interpolates in float64)
+        x = wrap(astype(x, want))
     kind = type(x)
     y, ax, reduced = _one_axis(x, axis, what)
     s = as_kind(_sort(y, axis=ax), ShardArray)
@@ -395,7 +417,7 @@ def _quantile(
         if floats:  # NumPy: a slice holding NaN has a NaN quantile (NaN sort last)
             has_nan = mu.isnan(pick(s, dim, n - 1))
             outs = [ew.where(has_nan, np.nan, o) for o in outs]
-    outs = [o if o.dtype == x.dtype else astype(o, x.dtype) for o in outs]
+    outs = [o if o.dtype == want else astype(o, want) for o in outs]
     out = outs[0] if scalar_q else stack(outs, fresh(s.dims, 1, "quantile")[0])
     res: Array = wrap(as_kind(out, kind))
     if keepdims:
@@ -421,7 +443,9 @@ def quantile(
 
     ``q`` a scalar or a 1-D sequence (then the result gains a leading axis of
     ``len(q)``); every NumPy ``method`` without weights. A slice holding NaN
-    gives NaN (use ``nanquantile`` to skip them). Integers give float64.
+    gives NaN (use ``nanquantile`` to skip them). The result's dtype is NumPy's: ``x``'s for the methods that
+    pick a value (``lower``, ``higher``, ``nearest``, ...), else ``x``'s promoted with ``q``'s (a Python float
+    keeps float32; integers give float64).
 
     Collectives: a sort along the axis (``xp.sort``: a sample sort over a
     split axis), then one ``broadcast`` of a result-sized row for each rank

@@ -124,3 +124,30 @@ def test_mean_divides_by_the_count(mesh: sa.Mesh) -> None:
     assert float(xp.mean(xp.asarray(np.full(9, 14.0)))) == 14.0
     x = sa.asarray(np.full((9, 2), 14.0), dims=("i", "j"), mesh=mesh, layout={"i": mesh.axis_names[0]})
     np.testing.assert_array_equal(sa.mean(x, "i").numpy(), [14.0, 14.0])
+
+
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile", "median"])
+def test_quantile_dtypes_as_numpy(mesh: sa.Mesh, fn: str) -> None:
+    """NumPy's result dtype: x's for the picking methods (int8 stays int8), x's promoted with q's otherwise (a
+    float64 q array makes a float32 x's quantiles float64, as xarray's quantile passes it; a Python float keeps
+    float32)."""
+    rng = np.random.default_rng(4)
+    arrays = (rng.standard_normal(7).astype(np.float32), np.arange(7, dtype=np.int8)[::-1].copy(), rng.random(5) > 0.5)
+    qs = (0.4, 1, np.float64(0.4), [0.1, 0.9], np.array([0.1, 0.9]), np.array([0.1, 0.9], dtype=np.float32))
+    methods = ("linear", "lower", "higher", "midpoint")  # (nanquantile's; quantile has every NumPy method)
+    methods += ("nearest", "hazen", "inverted_cdf") if fn == "quantile" else ()
+    for a in arrays:
+        if fn == "median":
+            want, got = np.median(a), xp.median(xp.asarray(a))
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(np.asarray(got).astype(float), want.astype(float), rtol=1e-6)
+            continue
+        for q in qs:
+            for method in methods:
+                try:
+                    want = getattr(np, fn)(a, q, method=method)
+                except TypeError:  # (NumPy refuses interpolating bools)
+                    continue
+                got = getattr(xp, fn)(xp.asarray(a), q, method=method)
+                assert got.dtype == want.dtype, (a.dtype, q, method)
+                np.testing.assert_allclose(np.asarray(got).astype(float), want.astype(float), rtol=1e-6)
