@@ -57,8 +57,8 @@ def cumprod(x: Array, /, axis: int | None = None, dtype: Any = None, out: Any = 
     return _scan(x, axis, dtype, out, "cumprod")
 
 
-def _weights(w: Any, n: int, name: str, integral: bool) -> Array:
-    w = _check(asarray(w), f"cov: {name}")
+def _weights(w: Any, n: int, name: str, integral: bool, device: Any) -> Array:
+    w = _check(w if isinstance(w, Array) else asarray(w, device=device), f"cov: {name}")
     if w.ndim != 1 or w.shape[0] != n:
         raise DimensionError(f"cov: {name} must be 1-D with one weight per observation ({n}); got shape {w.shape}")
     if integral and w.dtype.kind == "f" and not bool(_all(w == floor(w))):
@@ -116,9 +116,9 @@ def cov(
     n = x.shape[1]
     w = None
     if fweights is not None:
-        w = _weights(fweights, n, "fweights", True).astype(want)
+        w = _weights(fweights, n, "fweights", True, x.device).astype(want)
     if aweights is not None:
-        a = _weights(aweights, n, "aweights", False).astype(want)
+        a = _weights(aweights, n, "aweights", False, x.device).astype(want)
         w = a if w is None else w * a
     if w is None:
         avg = _sum(x, axis=1, keepdims=True) / n

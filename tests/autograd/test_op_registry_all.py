@@ -992,6 +992,12 @@ for _name, _calls in {
 DIFFERENTIABLE["xp.quantile"] = lambda m: [
     (lambda p, q=q, meth=meth: xp.quantile(p, q, axis=0, method=meth), _pos(m, (5, 3), seed=7))
     for q, meth in ((0.3, "linear"), (0.5, "midpoint"), (0.9, "nearest"))]
+DIFFERENTIABLE["xp.cumsum"] = lambda m: [(lambda p: xp.cumsum(p, axis=0), _pos(m, (5, 3))),
+                                         (lambda p: xp.cumsum(p), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.cumprod"] = lambda m: [(lambda p: xp.cumprod(p, axis=1), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.cov"] = lambda m: [(lambda p: xp.cov(p), _pos(m, (3, 5))),
+                                      (lambda p: xp.cov(p, rowvar=False, aweights=np.arange(1.0, 4.0)),
+                                       _pos(m, (3, 5)))]
 DIFFERENTIABLE["xp.median"] = lambda m: [(lambda p: xp.median(p, axis=0), _pos(m, (5, 3), seed=7)),
                                          (lambda p: xp.median(p), _pos(m, (5, 3), seed=7))]
 DIFFERENTIABLE["xp.pad"] = lambda m: [
