@@ -21,6 +21,7 @@ The tape is per thread (a ``contextvars`` variable): two threads can run
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -157,6 +158,27 @@ def register_vjp(name: str) -> Callable[[VJP], VJP]:
     return deco
 
 
+def _traced_keyword(tape: Tape, kwargs: dict[str, Any]) -> bool:
+    """Whether a keyword argument is an array ``tape`` differentiates (a loop: runs for ops given keywords)."""
+    for v in kwargs.values():
+        if isinstance(v, ShardArray) and v._node is not None and v._node.tape is tape:
+            return True
+    return False
+
+
+def _by_position(
+    op: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args``/``kwargs`` with every parameter that can be given by position moved there (``inspect``'s binding),
+    so that a traced array passed by keyword is a recorded input as by position. Keyword-only parameters stay (no
+    op takes an input there: ``einsum``'s ``out=`` is overwritten, so no gradient flows to its old values)."""
+    try:
+        bound = inspect.signature(op).bind(*args, **kwargs)
+    except TypeError:  # (the op's own call raises it with its message)
+        return args, kwargs
+    return bound.args, bound.kwargs
+
+
 def _is_float(x: ShardArray) -> bool:
     dt = x.dtype
     return dt.kind in "fc" or dt == BFLOAT16  # ml_dtypes' bfloat16 has kind "V"
@@ -236,6 +258,8 @@ def differentiable(
             tape = _TAPE.get()
             if tape is None or tape.paused:
                 return plain(*args, **kwargs)
+            if kwargs and _traced_keyword(tape, kwargs):  # sa.maximum(a, y=b): b's gradient too, by its place
+                args, kwargs = _by_position(direct, args, kwargs)
             # tape.traced(a) and _is_float(a), inlined: this runs for every op recorded
             needs = tuple(
                 [
