@@ -134,3 +134,17 @@ def test_a_set_of_mesh_axes_is_refused_in_layouts_and_rules(shape):
     with pytest.raises(sa.LayoutError, match="set"):
         sa.relayout(x, {"j": axes})
     np.testing.assert_array_equal(sa.relayout(x, {"j": mesh.axis_names[0]}).numpy(), np.arange(24.0).reshape(6, 4))
+
+
+def test_reshard_to_an_equal_mesh_with_other_rules_lives_on_the_target() -> None:
+    """Meshes equal but for their rules: the result is on the target mesh, so later ops follow its rules (it stayed
+    on the source mesh, with the target's layout)."""
+    m1 = sa.Mesh({"row": 2, "col": 2}, rules={"batch": "row"})
+    m2 = sa.Mesh({"row": 2, "col": 2}, rules={"batch": "col"})
+    x = sa.asarray(np.arange(8.0), dims=("batch",), mesh=m1)
+    y = sa.reshard(x, m2)
+    assert y.mesh is m2 and y.layout == {"batch": ("col",)} and (y + 1).layout == {"batch": ("col",)}
+    np.testing.assert_array_equal(y.numpy(), np.arange(8.0))
+    g = sa.grad(lambda p: (sa.reshard(p, m2) * 2.0).sum())(x)
+    assert g.mesh is m1
+    np.testing.assert_array_equal(g.numpy(), np.full(8, 2.0))

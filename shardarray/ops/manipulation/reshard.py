@@ -247,7 +247,10 @@ def _reshard(x: ShardArray, mesh: Mesh, layout: Mapping[str, AxesSpec] | Layout 
     lay = make_layout(mesh, x.dims, x.shape, layout, what=f"reshard target of array {x.sizes}")
     x = resolve_to(x)
     if mesh is x.mesh or mesh == x.mesh:
-        return relayout(x, lay)
+        out = relayout(x, lay)
+        if out.mesh is not mesh:  # an equal mesh (other rules): the blocks stay, the result lives on the target
+            out = ShardArray._trusted(mesh, out._layout, out.dtype, out._shards, out.pending)
+        return out
     kinds = {x.mesh.comm_kind == "mpi", mesh.comm_kind == "mpi"}
     if len(kinds) > 1:
         raise MeshError(
