@@ -213,6 +213,7 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
     """
     if domain is None:
         return
+    arrays = list(arrays)
     for x in arrays:
         dt = x.dtype
         if _in_domain(dt, domain):
@@ -233,6 +234,28 @@ def check_domain(op: str, arrays: Iterable[Any], domain: str | None) -> None:
             f"{op}: the operand with dims {x.sizes} has dtype {dt.name}, but {op} is defined for {what} "
             f'arrays only; cast it first with x.astype("float32") (or "float64")'
         )
+    if len(arrays) > 1:
+        _check_common(op, arrays, domain)
+
+
+def _check_common(op: str, arrays: Sequence[Any], domain: str) -> None:
+    """Raise ``DTypeError`` when array operands, each in ``domain``, promote to a dtype outside it.
+
+    NumPy 2 promotes uint64 with a signed integer to float64, which the bitwise ops and shifts are not defined
+    for (NumPy raises its own ``TypeError`` from inside the block).
+    """
+    try:
+        dt = promote(*(x.dtype for x in arrays))
+    except TypeError:  # (no promotion rule: the op's own check names it)
+        return
+    if _in_domain(dt, domain):
+        return
+    what = _KIND_DOMAINS[domain][0] if domain in _KIND_DOMAINS else domain.replace("_", " ")
+    raise DTypeError(
+        f"{op}: the operands {', '.join(f'{x.sizes} {x.dtype}' for x in arrays)} promote to {dt.name} (NumPy 2's "
+        f"rule for uint64 with a signed integer), but {op} is defined for {what} values only; cast one of them "
+        f'first, e.g. x.astype("int64") or y.astype("uint64")'
+    )
 
 
 def check_scalar_domain(op: str, dtypes: Sequence[np.dtype], scalars: Iterable[Any], domain: str | None) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 from ..array import ShardArray
 from ..backend.meta import MetaArray
 from ..core.tape import differentiable
+from ..dtypes import is_real_float
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import math_unary
 from ..ops.elementwise.arithmetic import apply
@@ -42,12 +43,21 @@ def _is_numpy(xp: Any) -> bool:
 
 def _floor_divide_block(xp: Any, a: Any, b: Any) -> Any:
     q = xp.floor_divide(a, b)
-    if q.dtype.kind != "f":
+    if not is_real_float(q.dtype):
         return q
+    a, b = _in_dtype(xp, a, q.dtype), _in_dtype(xp, b, q.dtype)
     fix = xp.logical_or(xp.isinf(a), xp.isinf(b))
     if isinstance(fix, (np.ndarray, np.bool_)) and not fix.any():
         return q
     return xp.where(fix, xp.floor(xp.divide(a, b)), q)
+
+
+def _in_dtype(xp: Any, v: Any, dtype: Any) -> Any:
+    """A Python scalar operand as the 0-d array it is in the op (weak: of the result's dtype, so ``1e300`` is
+    ``inf`` beside float16, and ``2**70`` a float); arrays and NumPy scalars as they are."""
+    if isinstance(v, (bool, int, float)):
+        return xp.asarray(v, dtype=dtype)
+    return v
 
 
 def _expm1_block(xp: Any, z: Any) -> Any:

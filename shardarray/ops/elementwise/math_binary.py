@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...array import ShardArray
+from ...backend.meta import MetaArray
 from ...core.common import require_array
 from ...core.tape import differentiable, nondifferentiable
+from ...dtypes import BFLOAT16, is_bfloat16, promote
 from .arithmetic import apply
 
 __all__ = ["atan2", "clip", "copysign", "floor_divide", "hypot", "logaddexp", "nextafter", "remainder"]
@@ -123,13 +127,51 @@ def logaddexp(x: Any, y: Any) -> ShardArray:
 def nextafter(x: Any, y: Any) -> ShardArray:
     """The next floating-point value after ``x`` toward ``y`` elementwise (not differentiable).
 
+    A bfloat16 result steps by a bfloat16 ulp, as ``np.nextafter`` of ml_dtypes' bfloat16 does (bfloat16 math
+    on NumPy shards otherwise runs in float32, whose step the rounding to bfloat16 would undo).
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.asarray(np.array([[1.0, 0.0], [2.0, -1.0]]), dims=("a", "b"), mesh=mesh, layout={"b": "col"})
         >>> (sa.nextafter(x, np.inf) - x).numpy()[0]
         array([2.22044605e-016, 4.94065646e-324])
     """
+    if _bfloat16_result((x, y)):
+        return apply("nextafter", _nextafter_bfloat16, (x, y), domain="real_float")
     return _ufunc("nextafter", "nextafter", x, y, "real_float")
+
+
+def _bfloat16_result(args: tuple[Any, ...]) -> bool:
+    """Whether ``apply`` gives the result of ``args`` in bfloat16: the arrays promote to bfloat16 and no NumPy
+    scalar operand takes it beyond float32 (``apply`` rounds a float32 result of bfloat16 arrays to bfloat16)."""
+    arrays = [a.dtype for a in args if isinstance(a, ShardArray)]
+    scalars = [a.dtype for a in args if isinstance(a, np.generic)]
+    try:
+        return bool(arrays) and is_bfloat16(promote(*arrays)) and promote(np.float32, *scalars) == np.float32
+    except TypeError:  # (no promotion rule: ``apply`` names the operands)
+        return False
+
+
+def _nextafter_bfloat16(xp: Any, a: Any, b: Any) -> Any:
+    """``nextafter`` in bfloat16 steps, as float32 values (``apply`` rounds them to bfloat16, exactly).
+
+    NumPy shards reach the block upcast to float32, where ``nextafter`` would step by a float32 ulp and the
+    rounding back to bfloat16 would undo it. A bfloat16 value is a float32 whose low 16 bits are zero, so the
+    next one is 2**16 away in the float32 bit pattern (toward or away from zero as in IEEE's nextafter).
+    """
+    if isinstance(a, MetaArray) or isinstance(b, MetaArray):
+        return xp.nextafter(a, b)
+    a, b = _bfloat16_values(xp, a), _bfloat16_values(xp, b)
+    away = (b > a) == (a > 0)  # a step away from zero: its magnitude's bits go up
+    out = (a.view(xp.int32) + xp.where(away, 1 << 16, -(1 << 16)).astype(xp.int32)).view(xp.float32)
+    out = xp.where(a == 0, xp.copysign(xp.asarray(2.0**-133, dtype=xp.float32), b), out)  # the smallest subnormal
+    out = xp.where(a == b, b, out)
+    return xp.where(xp.isnan(a) | xp.isnan(b), xp.asarray(xp.nan, dtype=xp.float32), out)
+
+
+def _bfloat16_values(xp: Any, v: Any) -> Any:
+    """``v`` (a block or a scalar) rounded to bfloat16, as a float32 array."""
+    return xp.asarray(v).astype(BFLOAT16).astype(xp.float32)
 
 
 def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
