@@ -152,6 +152,7 @@ class _Plan:
 
     __slots__ = (
         "bf16",
+        "bf16_wide",
         "classes",
         "direct",
         "layout",
@@ -230,7 +231,7 @@ def apply(
             return fn(xp, *vals)
 
         if plan.bf16 is not None:
-            block = (_in_float32 if xp is np else _rounded)(block, plan.bf16)
+            block = (_in_float32 if plan.bf16_wide else _rounded)(block, plan.bf16)
     mesh = plan.mesh
     try:
         if plan.classes is None:
@@ -304,8 +305,13 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
     slots = tuple(i for i, a in enumerate(args) if isinstance(a, ShardArray))
     scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, ShardArray))
     bf16 = None
-    if any(is_bfloat16(a.dtype) for a in arrays) and mesh.backend.name in ("numpy", "cupy"):
-        bf16 = promote(*(a.dtype for a in arrays))
+    bf16_wide = False
+    if any(is_bfloat16(a.dtype) for a in arrays) and mesh.backend.name in ("numpy", "cupy", "meta"):
+        # NumPy scalars count (NEP 50: np.float32(2) is no weak scalar); where NumPy has no rule for the
+        # dtypes (bfloat16 with int16, float16, ...), every backend computes the bfloat16 operands in float32
+        dts = [a.dtype for a in arrays] + [a.dtype for a in args if isinstance(a, np.generic)]
+        bf16 = promote(*dts)
+        bf16_wide = xp is np or not _has_rule(dts)
     used = {a for ax in axes.values() for a in ax}.union(pending)
     fast = mesh.backend.has_data and mesh.backend.device_scope is None
     return _Plan(
@@ -317,11 +323,22 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         scalars=scalars,
         direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
         bf16=bf16,
+        bf16_wide=bf16_wide,
         classes=mesh.replica_classes(used) if fast else None,
         used=frozenset(used),
         layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
         pending=mesh_order(mesh, pending),
     )
+
+
+def _has_rule(dtypes: list[np.dtype]) -> bool:
+    """Whether NumPy (with ml_dtypes) promotes ``dtypes`` itself (it has no rule for bfloat16 with float16,
+    int16/32/64 or uint16/32/64)."""
+    try:
+        np.result_type(*dtypes)
+    except TypeError:
+        return False
+    return True
 
 
 def _in_float32(block: Callable[..., Any], target: np.dtype) -> Callable[..., Any]:
