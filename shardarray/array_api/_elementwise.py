@@ -15,9 +15,9 @@ standard says) and special values (NaN, infinities, signed zeros) follow NumPy,
 which implements the standard's rules, except where the standard asks for
 other values: ``floor_divide`` with infinite operands, and complex ``expm1``
 and ``tanh`` of non-finite values, follow the standard (``_ew_special``).
-Dtypes outside a function's domain (``exp`` of an integer array,
-``logical_and`` of floats, ...) raise a ``DTypeError`` naming the function and
-the dtype.
+Dtypes outside a function's domain (``exp`` of an integer array, ``bitwise_and``
+of floats, ...) raise a ``DTypeError`` naming the function and the dtype; the
+logical functions take numbers as their truth (``x != 0``), as NumPy does.
 
 Example (2×2 mesh):
     >>> import shardarray as sa, shardarray.array_api as xp
@@ -45,6 +45,7 @@ from ..ops.elementwise import math_unary as mu
 from ..ops.manipulation.structure import astype
 from . import _ew_special as special
 from ._array import Array, elementwise, wrap
+from ._searching import nonzero
 
 __all__ = [
     "abs",
@@ -206,14 +207,15 @@ def clip(
 
 def where(
     condition: Array,
-    x1: Array | _AnyScalar,
-    x2: Array | _AnyScalar,
+    x1: Array | _AnyScalar | None = None,
+    x2: Array | _AnyScalar | None = None,
     /,
-) -> Array:
+) -> Array | tuple[Array, ...]:
     """``x1`` where ``condition`` is true, else ``x2``; the three broadcast right-aligned by position.
 
     The result dtype is the promotion of ``x1`` and ``x2`` (a Python scalar
     takes the other's dtype). Each block is selected where it lives.
+    ``where(condition)`` alone is ``nonzero(condition)``, as NumPy's (scikit-learn's ``roc_curve`` calls it).
 
     Example (2×2 mesh):
         >>> import shardarray.array_api as xp
@@ -228,6 +230,8 @@ def where(
             f"where: condition must be a bool array; got {type(condition).__name__}. Make one with a comparison "
             f"(x > 0) or xp.asarray(mask, dtype=xp.bool)"
         )
+    if x1 is None and x2 is None:
+        return nonzero(condition)
     _check(x1, "where", "x1")
     _check(x2, "where", "x2")
     return elementwise(ew.where, condition, x1, x2, what="where")
@@ -348,9 +352,20 @@ def log10(x: Array, /) -> Array:
     return _unary(mu.log10, x, "log10")
 
 
+def _truth(x: Any) -> Any:
+    """``x`` as the logical functions take it: a bool array or bool, or the truth (``x != 0``) of a numeric array or
+    Python number, as NumPy's ``logical_*`` (the standard asks for bools; scikit-learn's ``roc_curve`` passes the
+    float differences of counts, and a NaN is true, as in NumPy)."""
+    if isinstance(x, ShardArray):
+        return x if x.dtype.kind == "b" else x != 0
+    if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+        return bool(x)
+    return x
+
+
 def logical_not(x: Array, /) -> Array:
-    """``not x`` of a bool array."""
-    return _unary(lg.logical_not, x, "logical_not")
+    """``not x`` of a bool array, or ``x == 0`` of a numeric one (as NumPy)."""
+    return _unary(lg.logical_not, _truth(x), "logical_not")
 
 
 def negative(x: Array, /) -> Array:
@@ -503,19 +518,19 @@ def logaddexp(x1: Array | _Real, x2: Array | _Real, /) -> Array:
     return _binary(mb.logaddexp, x1, x2, "logaddexp")
 
 
-def logical_and(x1: Array | bool, x2: Array | bool, /) -> Array:
-    """``x1 and x2`` of bool arrays."""
-    return _binary(lg.logical_and, x1, x2, "logical_and")
+def logical_and(x1: Array | _AnyScalar, x2: Array | _AnyScalar, /) -> Array:
+    """``x1 and x2`` of bool arrays, or of the truth of numbers (``x != 0``, as NumPy; see ``_truth``)."""
+    return _binary(lg.logical_and, _truth(x1), _truth(x2), "logical_and")
 
 
-def logical_or(x1: Array | bool, x2: Array | bool, /) -> Array:
-    """``x1 or x2`` of bool arrays."""
-    return _binary(lg.logical_or, x1, x2, "logical_or")
+def logical_or(x1: Array | _AnyScalar, x2: Array | _AnyScalar, /) -> Array:
+    """``x1 or x2`` of bool arrays, or of the truth of numbers (``x != 0``, as NumPy; see ``_truth``)."""
+    return _binary(lg.logical_or, _truth(x1), _truth(x2), "logical_or")
 
 
-def logical_xor(x1: Array | bool, x2: Array | bool, /) -> Array:
-    """``x1 != x2`` of bool arrays."""
-    return _binary(lg.logical_xor, x1, x2, "logical_xor")
+def logical_xor(x1: Array | _AnyScalar, x2: Array | _AnyScalar, /) -> Array:
+    """``x1 != x2`` of bool arrays, or of the truth of numbers (``x != 0``, as NumPy; see ``_truth``)."""
+    return _binary(lg.logical_xor, _truth(x1), _truth(x2), "logical_xor")
 
 
 def maximum(x1: Array | _Real, x2: Array | _Real, /) -> Array:

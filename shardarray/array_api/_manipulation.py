@@ -500,9 +500,9 @@ __all__ = [
 def diff(
     x: ShardArray,
     /,
-    *,
-    axis: int = -1,
     n: int = 1,
+    axis: int = -1,
+    *,
     prepend: ShardArray | bool | int | float | complex | None = None,
     append: ShardArray | bool | int | float | complex | None = None,
 ) -> Array:
@@ -511,7 +511,8 @@ def diff(
     ``prepend``/``append`` have ``x``'s shape except along ``axis`` and are
     concatenated first (``concat``, dtypes promoted); a scalar or 0-d array
     is broadcast to length 1 along ``axis``, and a Python scalar has NumPy's
-    dtype (``1.5``: float64), as in NumPy. Each order is two slices (one
+    dtype (``1.5``: float64), as in NumPy. ``n`` and ``axis`` may also be given by
+    position, in NumPy's order (``xp.diff(x, 2)``: scikit-learn's ``roc_curve`` does). Each order is two slices (one
     ``alltoallv`` each on a split axis) and a local subtraction (``ops.diff``;
     ``not_equal`` for bool); an ``n`` beyond the axis' length leaves it empty.
     """

@@ -151,3 +151,32 @@ def test_quantile_dtypes_as_numpy(mesh: sa.Mesh, fn: str) -> None:
                 got = getattr(xp, fn)(xp.asarray(a), q, method=method)
                 assert got.dtype == want.dtype, (a.dtype, q, method)
                 np.testing.assert_allclose(np.asarray(got).astype(float), want.astype(float), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_functions_take_numbers_as_their_truth(mesh: sa.Mesh, fn: str) -> None:
+    """As NumPy: ``x != 0`` of numeric operands (a NaN is true); the standard asks for bools and scikit-learn's
+    ``roc_curve`` passes float differences (it was a DTypeError)."""
+    a, b = np.array([0.0, 1.0, np.nan, 2.0, -0.0]), np.array([3, 0, 0, 1, 0])
+    for x, y in ((a, b), (a, 2.5), (0, b), (a > 0, b)):
+        xs, ys = (xp.asarray(v) if isinstance(v, np.ndarray) else v for v in (x, y))
+        got = getattr(xp, fn)(xs, ys)
+        assert type(got) is xp.Array and got.dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(got), getattr(np, fn)(x, y))
+    np.testing.assert_array_equal(np.asarray(xp.logical_not(xp.asarray(a))), np.logical_not(a))
+
+
+def test_diff_takes_n_and_axis_by_position(mesh: sa.Mesh) -> None:
+    a = np.arange(24.0).reshape(4, 6) ** 2
+    np.testing.assert_array_equal(np.asarray(xp.diff(xp.asarray(a), 2)), np.diff(a, 2))
+    np.testing.assert_array_equal(np.asarray(xp.diff(xp.asarray(a), 1, 0)), np.diff(a, 1, 0))
+
+
+def test_where_of_a_condition_alone_is_nonzero(mesh: sa.Mesh) -> None:
+    a = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    got = xp.where(xp.asarray(a) > 0)
+    assert isinstance(got, tuple) and all(type(g) is xp.Array for g in got)
+    for g, w in zip(got, np.where(a > 0)):
+        np.testing.assert_array_equal(np.asarray(g), w)
+    with pytest.raises(sa.DTypeError, match="x2 must be an array"):
+        xp.where(xp.asarray(a) > 0, 1.0)

@@ -13,7 +13,7 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
 from sklearn.linear_model import LogisticRegression, PoissonRegressor, Ridge  # noqa: E402
-from sklearn.metrics import accuracy_score, mean_squared_error, pairwise, r2_score  # noqa: E402
+from sklearn.metrics import accuracy_score, mean_squared_error, pairwise, r2_score, roc_curve  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
 
@@ -44,6 +44,8 @@ CASES = {
     "polynomial_kernel": lambda m, a, y, t: pairwise.polynomial_kernel(m(a), degree=2),
     "cosine_similarity": lambda m, a, y, t: pairwise.cosine_similarity(m(a)),
     "euclidean_distances": lambda m, a, y, t: pairwise.euclidean_distances(m(a)),
+    # (xp.diff(x, 2) with n by position and logical_or of float differences, as NumPy takes them)
+    "roc_curve": lambda m, a, y, t: roc_curve(m(y), m(a[:, 0] + 0.5 * a[:, 2]))[1],
     "accuracy": lambda m, a, y, t: accuracy_score(m(y), m((a[:, 1] > 0).astype(np.int64))),
     "r2": lambda m, a, y, t: r2_score(m(t), m(t + a[:, 2])),
     "mse": lambda m, a, y, t: mean_squared_error(m(t), m(t + a[:, 2])),
