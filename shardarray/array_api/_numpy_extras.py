@@ -32,6 +32,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, full
 from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical as lg
 from ..ops.elementwise import math_unary as mu
 from ..ops.indexing.basic import pick, slice_dim
 from ..ops.manipulation import flip as _flip
@@ -326,26 +327,58 @@ def _masked_rank(s: ShardArray, dim: str, pos: ShardArray, rank: ShardArray) -> 
     return reduce.sum(ew.where(ew.equal(pos, rank), s, 0.0), dim)
 
 
+#: NumPy's (alpha, beta) of the interpolating methods: the virtual index of quantile q among n sorted values is
+#: ``n q + alpha + q (1 - alpha - beta) - 1`` (``linear``: (1, 1), that is ``(n - 1) q``)
+_ALPHA_BETA = {
+    "linear": (1.0, 1.0),
+    "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0),
+    "median_unbiased": (1 / 3, 1 / 3),
+    "normal_unbiased": (3 / 8, 3 / 8),
+    "interpolated_inverted_cdf": (0.0, 1.0),
+}
+
+
 def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str, combine: Any = _lerp) -> ShardArray:
-    """The ``q`` quantile of the first ``valid`` entries of sorted ``s`` along ``dim`` (NaN sort last)."""
+    """The ``q`` quantile of the first ``valid`` entries of sorted ``s`` along ``dim`` (NaN sort last), by NumPy's
+    index arithmetic for ``method`` on the per-slice count ``valid``."""
     n = s.sizes[dim]
     spec = Layout((dim,), (n,), (s.spec.of(dim),))
     xp = s.mesh.backend.xp
     pos = from_blocks(s.mesh, spec, np.dtype(np.float64), lambda b: xp.arange(b[0][0], b[0][1], dtype=np.float64))
-    v = ew.multiply(ew.subtract(valid, 1.0), q)
-    lo = mu.floor(v)
     last = ew.maximum(ew.subtract(valid, 1.0), 0.0)
-    if method == "higher":
-        lo = mu.ceil(v)
-    a = _masked_rank(s, dim, pos, lo)
-    if method in ("lower", "higher"):
-        out = a
-    else:
+
+    def at(index: ShardArray) -> ShardArray:  # the value at a per-slice index, clipped to [0, last]
+        return _masked_rank(s, dim, pos, ew.minimum(ew.maximum(index, 0.0), last))
+
+    if method in ("inverted_cdf", "averaged_inverted_cdf", "closest_observation"):
+        v = ew.subtract(ew.multiply(valid, q), 1.0)
+        if method == "closest_observation":
+            v = ew.subtract(v, 0.5)
+        lo = mu.floor(v)
         g = ew.subtract(v, lo)
-        if method == "midpoint":
-            g = ew.where(ew.equal(g, 0.0), 0.0, 0.5)
-        b = _masked_rank(s, dim, pos, ew.minimum(ew.add(lo, 1.0), last))
-        out = combine(a, b, g)
+        if method == "averaged_inverted_cdf":  # (the mean of two neighbours where the index is whole)
+            out = combine(at(lo), at(ew.add(lo, 1.0)), ew.where(ew.equal(g, 0.0), 0.5, 1.0))
+        elif method == "inverted_cdf":
+            out = at(ew.where(ew.greater(g, 0.0), ew.add(lo, 1.0), lo))
+        else:  # closest_observation: the nearest even order statistic (1-based), so an odd index, where whole
+            odd = ew.not_equal(ew.multiply(mu.floor(ew.multiply(lo, 0.5)), 2.0), lo)
+            out = at(ew.where(lg.logical_and(ew.equal(g, 0.0), odd), lo, ew.add(lo, 1.0)))
+    else:
+        if method in _ALPHA_BETA and method != "linear":  # (NumPy's order of operations, rounding included)
+            alpha, beta = _ALPHA_BETA[method]
+            v = ew.subtract(ew.add(ew.multiply(valid, q), alpha + q * (1 - alpha - beta)), 1.0)
+        else:  # linear, lower, higher, nearest, midpoint: (n - 1) q
+            v = ew.multiply(ew.subtract(valid, 1.0), q)
+        v = ew.minimum(ew.maximum(v, 0.0), last)
+        lo = mu.floor(v)
+        if method in ("lower", "higher", "nearest"):
+            out = at(lo if method == "lower" else mu.ceil(v) if method == "higher" else mu.round(v))
+        else:
+            g = ew.subtract(v, lo)
+            if method == "midpoint":
+                g = ew.where(ew.equal(g, 0.0), 0.0, 0.5)
+            out = combine(at(lo), at(ew.add(lo, 1.0)), g)
     return ew.where(ew.equal(valid, 0.0), np.nan, out)
 
 
@@ -376,20 +409,16 @@ def _quantile(
         raise ArgumentError(f"{what}: weights= is not supported on distributed arrays")
     nan = what.startswith("nan")
     methods = (
-        _NAN_METHODS
-        if nan
-        else (
-            *_NAN_METHODS,
-            "nearest",
-            "inverted_cdf",
-            "averaged_inverted_cdf",
-            "closest_observation",
-            "interpolated_inverted_cdf",
-            "hazen",
-            "weibull",
-            "median_unbiased",
-            "normal_unbiased",
-        )
+        *_NAN_METHODS,
+        "nearest",
+        "inverted_cdf",
+        "averaged_inverted_cdf",
+        "closest_observation",
+        "interpolated_inverted_cdf",
+        "hazen",
+        "weibull",
+        "median_unbiased",
+        "normal_unbiased",
     )
     if method not in methods:
         raise ArgumentError(f"{what}: method {method!r} is not supported; use one of {methods}")
@@ -476,8 +505,8 @@ def nanquantile(
 ) -> Array:
     """The ``q``-th quantiles of the non-NaN entries along ``axis``, as ``np.nanquantile`` (a NumPy extra).
 
-    Methods ``linear``, ``lower``, ``higher``, ``midpoint``. An all-NaN slice
-    gives NaN. Collectives: a sort along the axis, a (pending) sum of the
+    Every NumPy ``method`` (the index arithmetic on each slice's count of non-NaN
+    entries). An all-NaN slice gives NaN. Collectives: a sort along the axis, a (pending) sum of the
     non-NaN counts, then one masked sum of result size per rank read (the
     rank differs per slice): allreduces over the axis's mesh axes.
 

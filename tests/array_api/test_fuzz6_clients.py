@@ -180,3 +180,25 @@ def test_where_of_a_condition_alone_is_nonzero(mesh: sa.Mesh) -> None:
         np.testing.assert_array_equal(np.asarray(g), w)
     with pytest.raises(sa.DTypeError, match="x2 must be an array"):
         xp.where(xp.asarray(a) > 0, 1.0)
+
+
+NAN_METHODS = (
+    "linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+    "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased", "normal_unbiased",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("method", NAN_METHODS)
+def test_nanquantile_takes_every_numpy_method(mesh: sa.Mesh, method: str) -> None:
+    """Every NumPy method on each slice's count of non-NaN entries (it took four; xarray's quantile(method="nearest")
+    with skipna failed)."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 11))
+    a[rng.random(a.shape) < 0.3] = np.nan
+    a[1] = np.nan
+    a[3] = np.round(a[3] * 2) / 2  # (ties)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for q in (0.0, 0.1, 0.25, 0.5, 0.6, 1.0, [0.3, 0.77]):
+            got = xp.nanquantile(xp.asarray(a), q, axis=1, method=method)
+            np.testing.assert_allclose(np.asarray(got), np.nanquantile(a, q, axis=1, method=method), equal_nan=True)
