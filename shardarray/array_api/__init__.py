@@ -43,6 +43,8 @@ from ._manipulation import *  # noqa: F403
 from ._manipulation import __all__ as _manipulation_all
 from ._nanfuncs import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._nanfuncs import __all__ as _nanfuncs_all
+from ._numpy_calculus import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_calculus import __all__ as _numpy_calculus_all
 from ._numpy_extras import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_extras import __all__ as _numpy_extras_all
 from ._numpy_stats import *  # noqa: F403  (NumPy extras beyond the standard)
@@ -103,6 +105,7 @@ __all__ = [
     *_nanfuncs_all,
     *_numpy_extras_all,
     *_numpy_stats_all,
+    *_numpy_calculus_all,
     "linalg",
 ]
 

@@ -161,12 +161,19 @@ def _ddof_or(correction: Any, ddof: Any, what: str) -> float:
     return _correction(correction, what)
 
 
+def _floats(x: Any, what: str) -> Any:
+    """Integers and bools as float64, as NumPy's ``var``/``std`` take them (the standard asks for floats; xarray
+    calls ``xp.std`` on integer data)."""
+    return astype(_check(x, what), np.float64) if isinstance(x, ShardArray) and x.dtype.kind in "biu" else x
+
+
 def var(
     x: Array, /, *, axis: _Axis = None, correction: float = 0.0, keepdims: bool = False, ddof: float | None = None
 ) -> Array:
     """The variance over ``axis``, divided by ``N - correction``: one allgather of per-device moments.
 
-    ``ddof=`` is NumPy's name for ``correction`` (accepted as a NumPy extra; give one of them).
+    ``ddof=`` is NumPy's name for ``correction`` (accepted as a NumPy extra; give one of them); integers and bools
+    are taken as float64, as NumPy does.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -175,7 +182,7 @@ def var(
         ...     xp.var(a, axis=1, correction=1).numpy()
         array([1.66666667, 0.        ])
     """
-    return _reduce(reduce.var, x, axis, keepdims, "var", correction=_ddof_or(correction, ddof, "var"))
+    return _reduce(reduce.var, _floats(x, "var"), axis, keepdims, "var", correction=_ddof_or(correction, ddof, "var"))
 
 
 def std(
@@ -183,7 +190,7 @@ def std(
 ) -> Array:
     """The standard deviation over ``axis``: ``sqrt(var(x, axis=axis, correction=correction))`` (``ddof=`` as in
     ``var``)."""
-    return _reduce(reduce.std, x, axis, keepdims, "std", correction=_ddof_or(correction, ddof, "std"))
+    return _reduce(reduce.std, _floats(x, "std"), axis, keepdims, "std", correction=_ddof_or(correction, ddof, "std"))
 
 
 def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False, out: None = None) -> Array:

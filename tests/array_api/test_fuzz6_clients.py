@@ -202,3 +202,42 @@ def test_nanquantile_takes_every_numpy_method(mesh: sa.Mesh, method: str) -> Non
         for q in (0.0, 0.1, 0.25, 0.5, 0.6, 1.0, [0.3, 0.77]):
             got = xp.nanquantile(xp.asarray(a), q, axis=1, method=method)
             np.testing.assert_allclose(np.asarray(got), np.nanquantile(a, q, axis=1, method=method), equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(7,), (5, 6), (3, 4, 5)])
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_as_numpy(mesh: sa.Mesh, shape: tuple[int, ...], edge_order: int) -> None:
+    """xp.gradient (and np.gradient of an xp array), uniform or by coordinates (xarray's differentiate needs it)."""
+    rng = np.random.default_rng(6)
+    f = rng.standard_normal(shape)
+    coords = [np.cumsum(rng.random(s) + 0.1) for s in shape]
+
+    def listed(v: object) -> list:
+        return list(v) if isinstance(v, (tuple, list)) else [v]
+
+    for args in ((), (0.5,), tuple(coords)):
+        want = listed(np.gradient(f, *args, edge_order=edge_order))
+        calls = [xp.gradient(xp.asarray(f), *args, edge_order=edge_order)]
+        if not any(isinstance(a, np.ndarray) for a in args):  # (the protocol mixes no NumPy array in)
+            calls.append(np.gradient(xp.asarray(f), *args, edge_order=edge_order))
+        for got in map(listed, calls):
+            assert len(got) == len(want) and all(type(g) is xp.Array for g in got)
+        for g, w in zip(listed(xp.gradient(xp.asarray(f), *args, edge_order=edge_order)), want):
+            np.testing.assert_allclose(np.asarray(g), w, atol=1e-12)
+    got = xp.gradient(xp.asarray(f), xp.asarray(coords[-1]), axis=-1, edge_order=edge_order)
+    np.testing.assert_allclose(np.asarray(got), np.gradient(f, coords[-1], axis=-1, edge_order=edge_order))
+    ints = rng.integers(0, 9, shape)
+    got = xp.gradient(xp.asarray(ints), axis=0)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(got), np.gradient(ints, axis=0))
+    with pytest.raises(sa.DimensionError, match="needs at least"):
+        xp.gradient(xp.asarray(f[:1]), axis=0)
+
+
+def test_std_var_of_integers_and_bools_as_numpy(mesh: sa.Mesh) -> None:
+    """Taken as float64, as NumPy does (xarray's std/var of integer data call xp.std(ints, ddof=...))."""
+    for a in (np.arange(12).reshape(3, 4), np.array([[True, False, True], [False, False, True]])):
+        for fn in ("std", "var"):
+            got = getattr(xp, fn)(xp.asarray(a), axis=0, ddof=1)
+            assert got.dtype == np.float64
+            np.testing.assert_allclose(np.asarray(got), getattr(np, fn)(a, axis=0, ddof=1))

@@ -998,6 +998,9 @@ DIFFERENTIABLE["xp.cumprod"] = lambda m: [(lambda p: xp.cumprod(p, axis=1), _pos
 DIFFERENTIABLE["xp.cov"] = lambda m: [(lambda p: xp.cov(p), _pos(m, (3, 5))),
                                       (lambda p: xp.cov(p, rowvar=False, aweights=np.arange(1.0, 4.0)),
                                        _pos(m, (3, 5)))]
+DIFFERENTIABLE["xp.gradient"] = lambda m: [(lambda p: xp.gradient(p, axis=0), _pos(m, (5, 3))),
+                                           (lambda p: xp.gradient(p, np.array([0.0, 0.5, 1.5]), axis=1, edge_order=2),
+                                            _pos(m, (5, 3)))]
 DIFFERENTIABLE["xp.median"] = lambda m: [(lambda p: xp.median(p, axis=0), _pos(m, (5, 3), seed=7)),
                                          (lambda p: xp.median(p), _pos(m, (5, 3), seed=7))]
 DIFFERENTIABLE["xp.pad"] = lambda m: [
