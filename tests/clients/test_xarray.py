@@ -113,3 +113,31 @@ def test_interp_is_right(mesh):
 def test_round_decimals(mesh):
     host = np.nan_to_num(_host())
     np.testing.assert_allclose(values(_da(xp.asarray(host)).round(2).data), np.round(host, 2))
+
+
+INT_CASES = {  # (integer data: xarray calls xp.cumsum, xp.cumprod, xp.std(ddof=) on it)
+    "cumsum": lambda d: d.cumsum("t"),
+    "cumprod": lambda d: d.cumprod("y"),
+    "std": lambda d: d.std("t", ddof=1),
+    "var": lambda d: d.var("y"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INT_CASES))
+def test_xarray_on_integer_data(mesh, name):
+    host = np.random.default_rng(1).integers(-3, 4, SHAPE)
+    expected = INT_CASES[name](_da(host))
+    got = INT_CASES[name](_da(xp.asarray(host)))
+    assert isinstance(got.data, xp.Array) and got.dtype == expected.dtype
+    np.testing.assert_allclose(values(got.data), expected.data)
+
+
+def test_differentiate_and_nearest_quantile(mesh):
+    """differentiate (xp.gradient by the coordinate) and quantile(method="nearest") with NaN skipped."""
+    host = _host()
+    da, dn = _da(xp.asarray(host), time=False), _da(host, time=False)
+    got = da.differentiate("t", edge_order=2)
+    assert isinstance(got.data, xp.Array)
+    np.testing.assert_allclose(values(got.data), dn.differentiate("t", edge_order=2).data, equal_nan=True)
+    got = da.quantile(0.3, dim="t", method="nearest")
+    np.testing.assert_allclose(values(got.data), dn.quantile(0.3, dim="t", method="nearest").data)
