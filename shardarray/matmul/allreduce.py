@@ -26,6 +26,19 @@ from ..layout import Layout
 
 _LETTERS = string.ascii_letters
 
+#: the most distinct dims an einsum may have: one letter each in the local einsums (NumPy's and CuPy's limit)
+MAX_DIMS = len(_LETTERS)
+
+
+def check_dim_count(dims: Sequence[str]) -> None:
+    """Refuse an einsum over more distinct ``dims`` than the local einsums have letters for, whatever its algorithm.
+
+    Raises:
+        DimensionError: more than ``MAX_DIMS`` dims.
+    """
+    if len(dims) > MAX_DIMS:
+        raise DimensionError(f"einsum over {len(dims)} distinct dims; at most {MAX_DIMS} are supported")
+
 
 def contract(
     operands: Sequence[ShardArray], dims: tuple[str, ...], sizes: dict[str, int], out_dims: tuple[str, ...]
@@ -63,8 +76,7 @@ def plan_contract(
         moved = (op.pending and i != keep) or target != op.spec.axes
         moves.append((target, i == keep) if moved else None)
 
-    if len(dims) > len(_LETTERS):
-        raise DimensionError(f"einsum over {len(dims)} distinct dims; at most {len(_LETTERS)} are supported")
+    check_dim_count(dims)
     letter = {d: _LETTERS[i] for i, d in enumerate(dims)}
     equation = ",".join("".join(letter[d] for d in op.dims) for op in operands)
     equation += "->" + "".join(letter[d] for d in out_dims)

@@ -25,7 +25,7 @@ from ..dtypes import promote
 from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
 from ..matmul import select
-from ..matmul.allreduce import ContractPlan, plan_contract, run_contract
+from ..matmul.allreduce import ContractPlan, check_dim_count, plan_contract, run_contract
 from ..mesh import AxesSpec
 from .manipulation.structure import astype
 
@@ -188,6 +188,7 @@ def _plan(args: tuple[Any, ...], out: Any, algorithm: str) -> tuple[Any, Any, Co
                 f"{[op.dims for op in operands]}); every output dim must come from an input"
             )
     check_rules(mesh, out_dims, sizes, "the einsum output")
+    check_dim_count(dims)  # (before the algorithms, whose local equations name each dim by a letter too)
 
     plan = select(algorithm, operands, out_dims)
     return mesh, plan, (plan_contract(operands, dims, sizes, out_dims) if plan is None else None)

@@ -104,10 +104,11 @@ def layer_norm_rows_grad(xp: Any, g: Any, x: Any, gain: Any, mean: Any, rstd: An
 def cross_entropy_rows(xp: Any, x: Any, t: Any) -> tuple[Any, Any]:
     """``(logsumexp(x) - x[t], logsumexp(x))`` over the last axis, ``t`` of shape ``x.shape[:-1]``.
 
-    The shift is the row maximum, 0 where it is not finite (``scipy.special.logsumexp``).
+    The shift is the row maximum, 0 where it is not finite (``scipy.special.logsumexp``) or where the rows have
+    no entries (an empty last axis, which only an array of no rows has: the results are empty then).
     """
     acc = _acc(x.dtype)
-    m = np.asarray(np.max(x, axis=-1), dtype=acc)
+    m = np.asarray(np.max(x, axis=-1, initial=-np.inf), dtype=acc)
     m = np.where(np.isfinite(m), m, acc(0))
     e = np.subtract(x, m[..., None], dtype=acc)
     np.exp(e, out=e)
@@ -121,8 +122,8 @@ def cross_entropy_rows_grad(xp: Any, g: Any, x: Any, t: Any, lse: Any) -> Any:
     acc = _acc(x.dtype)
     p = np.subtract(x, np.asarray(lse)[..., None], dtype=acc)
     np.exp(p, out=p)
-    rows = p.reshape(-1, p.shape[-1])
-    if rows.size:
+    if p.size:  # (no rows, or rows of no entries: nothing to pick, and no reshape to (-1, 0))
+        rows = p.reshape(-1, p.shape[-1])
         rows[np.arange(rows.shape[0]), np.asarray(t, dtype=np.intp).reshape(-1)] -= 1
     p *= np.asarray(g, dtype=acc)[..., None]
     return p.astype(x.dtype, copy=False)
