@@ -70,8 +70,8 @@ def check_dims(dims: Any, what: str = "array") -> tuple[str, ...]:
     """Validate a sequence of dim names (strings, no duplicates)."""
     if isinstance(dims, str):
         dims = (dims,)
-    try:
-        dims = tuple(dims)
+    try:  # (np.str_ names as Python str: reprs, layout keys and equality with the names users type)
+        dims = tuple(str(d) if isinstance(d, np.str_) else d for d in dims)
     except TypeError:
         raise DimensionError(f"dims of {what} must be a sequence of names; got {dims!r}") from None
     for d in dims:

@@ -148,3 +148,12 @@ def test_reshard_to_an_equal_mesh_with_other_rules_lives_on_the_target() -> None
     g = sa.grad(lambda p: (sa.reshard(p, m2) * 2.0).sum())(x)
     assert g.mesh is m1
     np.testing.assert_array_equal(g.numpy(), np.full(8, 2.0))
+
+
+def test_numpy_string_dim_names_are_python_strings() -> None:
+    """Dims given as a NumPy string array (or np.str_ in einsum's out=) are stored as str, as the axis names are."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    x = sa.asarray(np.ones((2, 3)), dims=np.array(["a", "b"]), mesh=mesh, layout={"a": "row"})
+    assert all(type(d) is str for d in x.dims) and "np.str_" not in repr(x)
+    y = sa.einsum(x, sa.ones(mesh, {"b": 3}), out=np.array(["a"]))
+    assert all(type(d) is str for d in y.dims) and all(type(d) is str for d in y.layout)
