@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ArgumentError, DimensionError, DTypeError
 
 
@@ -46,18 +48,20 @@ class TransformerConfig:
     compute_dtype: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("vocab", "d_model", "heads", "d_kv", "d_ff", "seq_len"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise DimensionError(f"TransformerConfig.{name} must be a positive integer (>= 1); got {name}={v!r}")
-        if isinstance(self.n_layers, bool) or not isinstance(self.n_layers, int) or self.n_layers < 0:
-            raise DimensionError(f"TransformerConfig.n_layers must be an integer >= 0; got n_layers={self.n_layers!r}")
+        for name in ("vocab", "d_model", "heads", "d_kv", "d_ff", "seq_len", "n_layers"):
+            v, least = getattr(self, name), 0 if name == "n_layers" else 1
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+                kind = "an integer >= 0" if least == 0 else "a positive integer (>= 1)"
+                raise DimensionError(f"TransformerConfig.{name} must be {kind}; got {name}={v!r}")
+            object.__setattr__(self, name, int(v))  # a NumPy integer (a size computed from data) as a Python int
         eps = self.eps
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+        number = not isinstance(eps, bool) and isinstance(eps, (int, float, np.integer, np.floating))
+        if not (number and math.isfinite(eps) and eps > 0):
             raise ArgumentError(
                 f"TransformerConfig.eps (the layer-norm epsilon) must be a finite number > 0, e.g. 1e-5; "
                 f"got eps={eps!r}"
             )
+        object.__setattr__(self, "eps", float(eps))
 
         if self.compute_dtype is not None:
             _check_compute_dtype(self.compute_dtype)

@@ -10,7 +10,7 @@ from ..backend import cuda_kernels
 from ..core.common import require_ids
 from ..core.relayout import resolve_to
 from ..core.tape import Context, differentiable, register_vjp
-from ..dtypes import check_domain
+from ..dtypes import accumulation_dtype, check_domain, promote
 from ..errors import DimensionError, DTypeError
 from ..ops.cotangent import match
 from ..ops.einsum import einsum
@@ -81,6 +81,8 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
     When ``dim`` is split, the two means are sum-allreduces over its axes.
     One differentiable op: its VJP reuses the normalized values and computes
     ``dx = rstd (g' - mean(g') - x_hat mean(g' x_hat))`` with ``g' = g gain``.
+    A float16 or bfloat16 ``x`` is normalized in float32 and the result rounded
+    once, on every layout and backend (as the fused kernels).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -98,11 +100,19 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
         )
         return ShardArray(x.mesh, x.spec, x.dtype, y), ("fused", mean, rstd_rows)
     inv_n = fused_numpy.inverse_count(x.sizes[dim])
-    xc = x - reduction.mean(x, dim)
+    wide = accumulation_dtype(x.dtype)  # float16, bfloat16: in float32, rounded once (as the fused kernels)
+    xw: Any = x if wide is None else astype(x, wide)
+    xc = xw - reduction.mean(xw, dim)
     var = reduction.sum(apply("square", lambda xp, a: a * a, (xc,)), dim)
     rstd = apply("rstd", lambda xp, v: 1.0 / xp.sqrt(v * inv_n + eps), (var,))
     xhat = xc * rstd
-    return apply("scale_shift", lambda xp, h, w, b: h * w + b, (xhat, gain, bias)), (xhat, rstd)
+    out = apply("scale_shift", lambda xp, h, w, b: h * w + b, (xhat, gain, bias))
+    return (out if wide is None else astype(out, _out_dtype(x, gain, bias))), (xhat, rstd)
+
+
+def _out_dtype(x: ShardArray, gain: Any, bias: Any) -> Any:
+    """The dtype of ``layer_norm(x, gain, bias)``: x's promoted with the gain's and bias's (Python numbers are weak)."""
+    return promote(*(a.dtype for a in (x, gain, bias) if isinstance(a, ShardArray)))
 
 
 @register_vjp("layer_norm")
@@ -128,6 +138,8 @@ def _layer_norm_vjp(ctx: Context, g: ShardArray) -> list[Any]:
         grads[2] = match(g, bias) if ctx.needs[2] else None
         return grads
     xhat, rstd = ctx.saved
+    if xhat.dtype != g.dtype:  # a 16-bit x normalized in float32: so is its cotangent (the tape rounds the grads)
+        g = astype(g, xhat.dtype)
     inv_n = fused_numpy.inverse_count(x.sizes[dim])
     if ctx.needs[1]:
         grads[1] = match(apply("d_gain", lambda xp, g, h: g * h, (g, xhat)), gain)

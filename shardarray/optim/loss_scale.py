@@ -12,7 +12,7 @@ import numpy as np
 from ..autograd.api import value_and_grad
 from ..errors import ArgumentError, DTypeError
 from ..tree import tree_unflatten
-from .clip import _resolved, _sum_squares
+from .clip import _norm, _resolved
 from .common import _in_range, _number
 from .reduce_tree import allreduce_tree, scale_leaves
 
@@ -48,7 +48,8 @@ class DynamicLossScale:
     over all mesh axes for all gradients together; ``apply`` with ``max_norm``
     is ONE ``allreduce`` (sum) of one float64 (the squared norm, computed in
     float64, is finite exactly when every gradient is, so it serves as the
-    flag and as the clipping norm); the unscaling is local.
+    flag and as the clipping norm; float64 gradients beyond 1e154, whose
+    squares overflow, take two more, as in ``global_norm``); the unscaling is local.
 
     Raises:
         ArgumentError: at construction, ``init_scale`` or ``min_scale`` not
@@ -196,7 +197,7 @@ class DynamicLossScale:
         else:
             _in_range("DynamicLossScale.apply", "max_norm", max_norm, 0.0, None, "[0, inf) (e.g. 1.0)")
             leaves, treedef = _resolved(grads, "DynamicLossScale.apply")
-            norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", "DynamicLossScale.apply")) / s
+            norm = _norm(leaves, "DynamicLossScale.apply") / s  # (float64 gradients whose squares overflow: rescaled)
             finite = math.isfinite(norm)
             if finite:
                 factor = min(1.0, float(max_norm) / norm) if norm > 0 else 1.0
