@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..core.common import common_mesh
 from ..core.relayout import resolve_to
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
-from ..ops.indexing.basic import normalize_int, normalize_slice
+from ..ops.indexing.basic import host_ids, normalize_int, normalize_slice
 from ..ops.indexing.id_writes import write_at
 from ..ops.indexing.mask import bool_key
 from ..ops.indexing.nonzero import nonzero as _nonzero
@@ -26,6 +27,7 @@ from ..ops.indexing.setitem import setitem as _setitem
 from ..ops.indexing.slicing import isel, parse_key
 from ..ops.indexing.take import _check_range
 from ..ops.indexing.take import take as _take
+from ..ops.indexing.writes import check_host_value
 from ..ops.manipulation.dims import expand_dims, squeeze
 from ..ops.manipulation.structure import astype, broadcast_to, rename, transpose
 from ._align import align, axis_dim, broadcast_shape, fresh, merge
@@ -35,7 +37,9 @@ from ._array import HOOKS, Array, wrap
 def _ids(x: ShardArray, dim: str, indices: Any, what: str) -> ShardArray:
     """Integer ``indices`` as a ShardArray with non-negative ids (negative ones count from the end of ``dim``)."""
     n = x.sizes[dim]
-    if not isinstance(indices, ShardArray):
+    if isinstance(indices, ShardArray):
+        common_mesh([x, indices], what)
+    else:
         arr = np.asarray(indices)
         if arr.dtype.kind not in "iu":
             raise DTypeError(f"{what}: indices must be integers; got {arr.dtype}")
@@ -172,7 +176,7 @@ def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, .
                 raise _part2(what)
             if arr.dtype.kind not in "iu" and arr.size:
                 raise DTypeError(f"{what}: an index array must hold integers; got {arr.dtype}")
-            k = int(arr) if arr.ndim == 0 else arr.astype(np.int64)
+            k = int(arr) if arr.ndim == 0 else host_ids(arr)
         elif isinstance(k, np.integer):
             k = int(k)
         out.append(k)
@@ -286,6 +290,7 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
     broadcast right-aligned by position); see ``ops/indexing/setitem.py`` for the data movement."""
 
     key = normalize_key(x, key, "x[...] = v")
+    check_host_value(value, "x[...] = v")
     if any(_is_ids(k) for k in key):
         _write_ids(x, key, value)
         return
@@ -344,6 +349,7 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
     names = rest[:at] + list(bnames) + rest[at:]
     target = {**{d: x.sizes[d] for d in rest}, **sizes}
     if isinstance(value, ShardArray):
+        common_mesh([x, value], "x[...] = v")
         while value.ndim > len(names) and value.shape[0] == 1:
             value = squeeze(value, (value.dims[0],))
         if value.ndim > len(names):
@@ -402,7 +408,9 @@ def add_at(x: ShardArray, key: Any, value: Any) -> None:
 
 def _check_same_kind(x: ShardArray, value: Any) -> None:
     """Raise ``DTypeError`` when adding ``value`` (Python scalars weak) gives a dtype that does not cast back to
-    ``x``'s under ``same_kind``."""
+    ``x``'s under ``same_kind``; a string (which ``np.result_type`` reads as a dtype name) or None is no value."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise DTypeError(f"np.add.at: the values must be numbers or arrays; got {type(value).__name__} {value!r:.40}")
     dtype = np.result_type(x.dtype, value.dtype if hasattr(value, "dtype") else value)
     if not np.can_cast(dtype, x.dtype, "same_kind"):
         raise DTypeError(

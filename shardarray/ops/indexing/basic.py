@@ -22,7 +22,9 @@ from .slice_box import slice_dims
 
 
 def _index(ndim: int, axis: int, item: Any) -> tuple[Any, ...]:
-    return (slice(None),) * axis + (item,) + (slice(None),) * (ndim - axis - 1)
+    """The block index of ``item`` along ``axis``; its trailing Ellipsis keeps a block an array when ``item`` is an
+    int that drops its last axis (``b[3]`` of a 1-D NumPy block is a NumPy scalar, which has no ``[...] = v``)."""
+    return (slice(None),) * axis + (item,) + (slice(None),) * (ndim - axis - 1) + (Ellipsis,)
 
 
 def normalize_int(x: ShardArray, dim: str, i: Any) -> int:
@@ -37,6 +39,18 @@ def normalize_int(x: ShardArray, dim: str, i: Any) -> int:
             f"an empty dim has no entries to pick"
         )
     return j + n if j < 0 else j
+
+
+def host_ids(arr: np.ndarray) -> np.ndarray:
+    """Integer ids given on the host (a list or NumPy array) as int64.
+
+    A uint64 id beyond int64's range is out of range for any dim: it becomes int64's maximum, which the range
+    checks refuse, instead of wrapping to a negative id that would count from the end (``2**64 - 1`` was ``-1``,
+    the last entry, silently; NumPy raises ``IndexError``).
+    """
+    if arr.dtype == np.uint64:
+        arr = np.minimum(arr, np.uint64(np.iinfo(np.int64).max))
+    return arr.astype(np.int64)
 
 
 def normalize_slice(x: ShardArray, dim: str, s: slice) -> tuple[int, int, int]:

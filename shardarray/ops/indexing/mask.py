@@ -43,9 +43,9 @@ from ...layout import Layout
 from ..creation.basic import asarray, zeros_like
 from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
-from ..manipulation.structure import broadcast_to, rename, transpose
+from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import pick, slice_dim
-from .writes import serialized, swap_in
+from .writes import check_host_value, serialized, swap_in
 
 
 def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
@@ -226,10 +226,12 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         v = asarray(arr, dims=tuple(f"__v{i}" for i in range(arr.ndim)), mesh=x.mesh)
         positional = True
     else:
+        common_mesh([x, v], "x[mask] = v")
         positional = False
     if v.ndim == 0:
         swap_in(x, ew.where(mask, v.astype(x.dtype), x))
         return
+    v = astype(v, x.dtype)  # a complex v into a real x raises, as x[ids] = v and x[a:b] = v do (NumPy drops .imag)
     p = _Plan(x, mask)
     _, g = p.counts()
     total = p.total(g)
@@ -380,6 +382,7 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any, whole: bool = False) -> None:
     scalar or a 1-d ``v`` only, as NumPy's boolean assignment does (a leading size-1 axis is refused there, though
     it broadcasts after ``...``).
     """
+    check_host_value(v, "x[mask] = v")
     ndim = v.ndim if isinstance(v, ShardArray) else np.ndim(v)
     if whole and np.ndim(mask) == x.ndim and ndim > 1:
         raise DimensionError(
@@ -387,25 +390,34 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any, whole: bool = False) -> None:
             f"value (as NumPy's boolean assignment); got {ndim} dimensions; flatten v first (v.reshape(-1))"
         )
     if np.ndim(mask) == 0:  # x[True] = v writes everything, x[False] = v nothing (v broadcasts right-aligned)
-        if not bool(mask):
-            return
-
-        if not isinstance(v, ShardArray):
-            v = asarray(np.asarray(v, dtype=x.dtype), dims=tuple(f"__v{i}" for i in range(np.ndim(v))), mesh=x.mesh)
-        if v.ndim == x.ndim + 1 and v.shape[0] == 1:
-            v = pick(v, v.dims[0], 0)
-        if v.ndim > x.ndim or any(a not in (1, b) for a, b in zip(v.shape[::-1], x.shape[::-1])):
-            raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape {x.shape}")
-        names = x.dims[x.ndim - v.ndim :]
-        v = rename(rename(v, {d: f"__w{i}" for i, d in enumerate(v.dims)}), {f"__w{i}": n for i, n in enumerate(names)})
-        new = broadcast_to(v.astype(x.dtype), x.sizes) if v.shape != x.shape else v.astype(x.dtype)
-        swap_in(x, new)
+        _write_all(x, bool(mask), v)
         return
     if isinstance(v, ShardArray) and v.ndim:
         v = rename(v, {d: f"__v{i}" for i, d in enumerate(v.dims)})
         mask_assign(x, _positional_mask(x, mask, "x[mask] = v"), v)
         return
     mask_assign(x, _positional_mask(x, mask, "x[mask] = v"), v)
+
+
+def _write_all(x: ShardArray, everything: bool, v: Any) -> None:
+    """``x[mask] = v`` for a 0-d ``mask``: ``v`` (broadcast right-aligned) into every entry, or none.
+
+    A host ``v`` is checked as every write checks it (a scalar by ``scalar_for_write``, whether anything is
+    written or not, as NumPy converts it first): ``300`` into int8, NaN into an integer array, a complex value into
+    a real one or ``None`` raise typed errors, not NumPy's raw ones (or a NaN for ``None``).
+    """
+    if not isinstance(v, ShardArray):
+        arr = np.asarray(v)
+        if arr.ndim == 0:
+            arr = scalar_for_write(v, x.dtype, f"x[mask] = v (the {x.dtype} array {x.sizes})")
+        v = asarray(arr, dims=tuple(f"__v{i}" for i in range(arr.ndim)), mesh=x.mesh)
+    common_mesh([x, v], "x[mask] = v")
+    if not everything:
+        return
+    if not _broadcasts(v.shape, (1, *x.shape)):  # the selection has a new leading axis of length 1
+        raise DimensionError(f"x[mask] = v: v of shape {v.shape} does not broadcast to the array's shape {x.shape}")
+    v = rename(v, {d: f"__w{i}" for i, d in enumerate(v.dims)})
+    swap_in(x, _broadcast_positional(v.astype(x.dtype), x.dims, x.shape))  # size-1 axes stretch, as NumPy's
 
 
 def select_along(x: ShardArray, dim: str, mask: Any) -> ShardArray:

@@ -31,7 +31,7 @@ from ..creation.basic import asarray
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import normalize_int, normalize_slice, pick
 from .mask import mask_assign
-from .writes import serialized
+from .writes import check_host_value, serialized
 
 
 def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, int, bool]]:
@@ -98,6 +98,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         array([0., 5., 5., 0.])
     """
     refuse_write(x, "x[...] = v", "build it with sa.where(mask, v, x) or sa.concat")
+    check_host_value(v, "x[...] = v")
     masks = [d for d, k in items.items() if getattr(k, "dtype", None) is not None and np.dtype(k.dtype).kind == "b"]
     if masks and len(items) == 1:  # a boolean mask: see ops/indexing/mask.py
         k = items[masks[0]]

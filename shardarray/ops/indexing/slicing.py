@@ -32,7 +32,7 @@ from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
 from ..manipulation.concat import new_dim
 from ..manipulation.structure import rename, transpose
-from .basic import normalize_int, normalize_slice, pick, slice_dim
+from .basic import host_ids, normalize_int, normalize_slice, pick, slice_dim
 from .mask import select_along
 from .slice_box import slice_dims
 from .take import take
@@ -62,7 +62,7 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
             return select_along(x, dim, arr)
         if arr.dtype.kind not in "iu" and arr.size:
             raise DTypeError(f"ids {ids!r:.60} indexing dim {dim!r} must be integers; got {arr.dtype}; use int indices")
-        arr = arr.astype(np.int64).reshape(-1) if arr.ndim else arr.astype(np.int64).reshape(1)
+        arr = host_ids(arr).reshape(-1)
         bad = arr[(arr < -n) | (arr >= n)]
         if bad.size:
             raise DimensionError(
@@ -146,15 +146,16 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
                 f"isel: index {v!r:.60} for dim {d!r} must be an int, a slice or integer ids; got {type(v).__name__}"
             )
     boxes = [(d, *v) for kind, d, v in checked if kind == "slice" and v != (0, 1, x.sizes[d])]
-    if boxes:
-        x = slice_dims(x, boxes)
+    out = slice_dims(x, boxes) if boxes else x
     for kind, d, v in checked:
         if kind == "int":
-            x = pick(x, d, v)
+            out = pick(out, d, v)
     for kind, d, v in checked:
         if kind == "ids":
-            x = _take_ids(x, d, v)
-    return x
+            out = _take_ids(out, d, v)
+    # a selection of everything (x[...], x[:], x.isel()) is a new array too: a write into x must leave it as it
+    # was, as it leaves every other slice (the copy shares the blocks, which no op writes in place)
+    return out.__copy__() if out is x else out
 
 
 def parse_key(x: ShardArray, key: Any) -> tuple[dict[str, Any], list[int]]:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
 
 from ...array import ShardArray
 from ...core.relayout import to_axes
+from ...errors import DTypeError
 from ..manipulation.structure import astype, rename, transpose
 
 WRITES = threading.RLock()
@@ -34,6 +37,19 @@ def serialized(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
 
     return run
+
+
+def check_host_value(v: Any, what: str) -> None:
+    """Raise ``DTypeError`` for a ragged list or tuple value of a write (NumPy's raw ValueError, 'setting an array
+    element with a sequence', came out of the write instead)."""
+    if isinstance(v, (list, tuple)):
+        try:
+            np.asarray(v)
+        except ValueError:
+            raise DTypeError(
+                f"{what}: the value {v!r:.80} is not a rectangular array (its nested sequences differ in length); "
+                f"give a scalar, an array, or nested lists of equal lengths"
+            ) from None
 
 
 def swap_in(x: ShardArray, new: ShardArray) -> None:
