@@ -23,7 +23,7 @@ from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary
 from ..ops.indexing.mask import bool_key, bool_lead, getitem_mask, setitem_mask
-from ..ops.indexing.writes import WRITES, swap_in
+from ..ops.indexing.writes import WRITES, check_host_value, swap_in
 from ..ops.manipulation.structure import transpose
 from . import _ew_special as special
 from ._align import align, in_order
@@ -240,6 +240,7 @@ class Array(ShardArray):
         one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
         if method == "at" and ufunc in (np.add, np.subtract) and len(inputs) == 3 and isinstance(inputs[0], Array):
             x, key, value = inputs
+            check_host_value(value, f"np.{ufunc.__name__}.at")  # (a ragged list: a typed error, not NumPy's)
             value = np.asarray(value) if isinstance(value, (list, tuple)) else value
             boolean = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b"
             if not kwargs and (ufunc is np.add or not boolean):  # NumPy refuses bool subtraction

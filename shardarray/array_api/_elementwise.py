@@ -199,8 +199,8 @@ def clip(
     for bound, name in ((min, "min"), (max, "max")):
         if bound is not None:
             _check(bound, "clip", name)
-    if min is None and max is None:
-        return wrap(x)
+    if min is None and max is None:  # a new array, as NumPy's (x itself would share later writes)
+        return wrap(x.__copy__())
     out = elementwise(mb.clip, x, min, max, what="clip")
     return out if out.dtype == x.dtype else wrap(astype(out, x.dtype))
 
@@ -283,8 +283,9 @@ def ceil(x: Array, /) -> Array:
 
 
 def conj(x: Array, /) -> Array:
-    """The complex conjugate (a real array is returned as it is)."""
-    return _unary(ew.conj, x, "conj")
+    """The complex conjugate (of a real array, a new array of the same values, as NumPy's)."""
+    out = _unary(ew.conj, x, "conj")
+    return wrap(out.__copy__()) if out is x else out
 
 
 def cos(x: Array, /) -> Array:

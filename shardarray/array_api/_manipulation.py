@@ -142,8 +142,8 @@ def concat(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int | 
                 f"shape {a.shape}; they may differ along axis {axis} only"
             )
     arrs = _positional(arrs, x0)
-    if len(arrs) == 1:
-        return wrap(arrs[0])
+    if len(arrs) == 1:  # a new array, as NumPy's concatenate (x itself would share later writes)
+        return wrap(arrs[0].__copy__())
     return wrap(_concat.concat(arrs, dim))
 
 
@@ -460,7 +460,7 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
 def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
     """``x`` repeated whole, as ``np.tile``: local along unsplit axes, a concatenation (one ``alltoallv``) along
     split ones."""
-    x = _array(x, "tile")
+    x = given = _array(x, "tile")
     reps = _ints(repetitions, "tile: repetitions")
     if any(r < 0 for r in reps):
         raise ArgumentError(f"tile: repetitions {reps} must be >= 0")
@@ -475,7 +475,7 @@ def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
     for d, r in zip(x.dims, reps):
         if r != 1 and _split(x, d):
             x = isel(x, {d: slice(0, 0)}) if r == 0 else _concat.concat([x] * r, d)
-    return wrap(x)
+    return wrap(x.__copy__() if x is given else x)  # (np.tile copies: x itself would share later writes)
 
 
 __all__ = [

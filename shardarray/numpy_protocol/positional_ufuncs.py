@@ -79,6 +79,15 @@ def elementwise(xp: Any, name: str) -> Callable[..., Any] | None:
     return counterpart(xp, name) or (counterpart(xp, UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
 
 
+def _same_kind_result(value: np.dtype, ref: np.dtype) -> bool:
+    """Whether ``ref op value`` (NEP 50: a NumPy scalar is strong) casts back to ``ref`` under ``same_kind``, as
+    NumPy's in-place operators ask: ``int8 += np.int64(2)`` does, ``int8 |= np.uint64(1)`` (float64) does not."""
+    try:
+        return bool(np.can_cast(np.result_type(ref, value), ref, "same_kind"))
+    except TypeError:  # (no NumPy promotion rule: bfloat16 with some dtypes)
+        return bool(np.can_cast(value, ref, "same_kind"))
+
+
 def scalar_operand(xp: Any, value: Any, ref: ShardArray | None, *, inplace: bool = False) -> Any:
     """A NumPy scalar or 0-d NumPy array operand typed as NEP 50 types it; other values unchanged.
 
@@ -105,7 +114,7 @@ def scalar_operand(xp: Any, value: Any, ref: ShardArray | None, *, inplace: bool
         value = value[()]
     if ref is None or not isinstance(value, np.generic):
         return value
-    if (inplace and np.can_cast(value.dtype, ref.dtype, "same_kind")) or value.dtype.name not in SUPPORTED:
+    if (inplace and _same_kind_result(value.dtype, ref.dtype)) or value.dtype.name not in SUPPORTED:
         return value.item()
     return xp.asarray(value, device=ref.mesh)
 

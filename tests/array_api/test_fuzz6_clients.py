@@ -241,3 +241,33 @@ def test_std_var_of_integers_and_bools_as_numpy(mesh: sa.Mesh) -> None:
             got = getattr(xp, fn)(xp.asarray(a), axis=0, ddof=1)
             assert got.dtype == np.float64
             np.testing.assert_allclose(np.asarray(got), getattr(np, fn)(a, axis=0, ddof=1))
+
+
+def test_copies_where_numpy_copies(mesh: sa.Mesh) -> None:
+    """concat of one array, tile by ones, clip without bounds and conj of a real array are new arrays, as NumPy's
+    (they returned x itself, so a write into the result changed x)."""
+    x = xp.asarray(np.arange(6.0).reshape(2, 3))
+    for make in (lambda: xp.concat([x]), lambda: xp.tile(x, (1, 1)), lambda: xp.clip(x), lambda: xp.conj(x)):
+        y = make()
+        assert y is not x and type(y) is xp.Array
+        y[0, 0] = 99.0
+        assert float(x[0, 0]) == 0.0
+
+
+def test_in_place_operators_with_numpy_scalars_keep_numpys_casting(mesh: sa.Mesh) -> None:
+    """``int8 |= np.uint64(1)`` is refused, as NumPy (int8 with uint64 is float64); ``int8 += np.int64(2)`` and
+    ``float32 += np.float64(2)`` keep the array's dtype."""
+    for op in ("__ior__", "__iand__", "__ixor__", "__iadd__"):
+        t = xp.asarray(np.array([1, 2, 3], np.int8))
+        with pytest.raises(sa.DTypeError):
+            getattr(t, op)(np.uint64(1))
+        np.testing.assert_array_equal(np.asarray(t), [1, 2, 3])
+    t = xp.asarray(np.array([1, 2, 3], np.int8))
+    t += np.int64(2)
+    assert t.dtype == np.int8
+    np.testing.assert_array_equal(np.asarray(t), [3, 4, 5])
+    f = xp.asarray(np.array([1, 2, 3], np.float32))
+    f += np.float64(2)
+    assert f.dtype == np.float32
+    with pytest.raises(sa.DTypeError, match="not a rectangular array"):
+        np.add.at(xp.asarray(np.zeros(3)), np.array([0, 1]), [[1, 2], [3]])
