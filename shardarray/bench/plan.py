@@ -12,8 +12,8 @@ from typing import Any
 from ..errors import LayoutError
 from ..hardware import PROFILES, get_profile
 from ..nn.config import TransformerConfig, param_count
-from ..plan import Plan, SearchStats, named_plans, search_layouts, transformer_step
-from ..plan.auto import rules_literal, save_rules
+from ..plan import Plan, SearchStats, named_plans, transformer_step
+from ..plan.auto import ranked_layouts, rules_literal, save_rules
 from ..plan.explain import Explanation, explain_layout, explain_transformer
 from .args import int_at_least, mesh_shape
 
@@ -127,28 +127,30 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
     step = transformer_step(cfg, args.batch, args.dtype)
     stats = SearchStats()
     symmetric = not getattr(args, "no_symmetry", False)
+    named, skipped = named_plans(cfg, args.batch, args.mesh, hw, args.dtype)
+    fitting = [p for p in named if args.memory is None or p.memory_bytes_per_device <= args.memory]
     t0 = time.perf_counter()
     if strategy != "auto":
         best: list[Plan] = []
     elif args.quiet:
-        best = search_layouts(step, args.mesh, args.memory, hw, args.top, stats=stats, symmetric=symmetric)
+        best = ranked_layouts(step, args.mesh, args.memory, hw, args.top, fitting, stats=stats, symmetric=symmetric)
     else:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("layouts", total=None)
-            best = search_layouts(
+            best = ranked_layouts(
                 step,
                 args.mesh,
                 args.memory,
                 hw,
                 args.top,
+                fitting,
                 stats=stats,
                 symmetric=symmetric,
                 progress=lambda i, n: bar.update(task, completed=i, total=n),
             )
     seconds = time.perf_counter() - t0
-    named, skipped = named_plans(cfg, args.batch, args.mesh, hw, args.dtype)
     explanation = _explain(cfg, args, hw, strategy, best, named, skipped)
     chosen = explanation.plan
     if getattr(args, "rules_out", ""):

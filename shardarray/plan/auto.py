@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import nn
+from ..checkpoint.paths import user_path
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, DTypeError, MissingFileError
 from ..hardware import HardwareProfile, get_profile
@@ -44,7 +45,7 @@ from .evaluate import check_mesh_shape
 from .model import Plan
 from .named import named_plans
 from .search import check_memory_limit, search_layouts
-from .steps import transformer_step
+from .steps import Step, transformer_step
 
 #: the hardware profile ``strategy="auto"`` models when none is given (DESIGN.md, public API third round)
 DEFAULT_HARDWARE = "h100"
@@ -170,7 +171,8 @@ def auto_choice(
         batch = BATCH_PER_DEVICE * math.prod(shape.values())
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ArgumentError(f"strategy 'auto' needs a positive integer batch (sequences per step); got {batch!r}")
-    check_memory_limit(memory_limit_bytes, "strategy 'auto'")
+    if check_memory_limit(memory_limit_bytes, "strategy 'auto'") == math.inf:
+        memory_limit_bytes = None  # (no limit: inf, or an integer past the float range)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ArgumentError(f"auto_choice needs top_k >= 1; got {top_k!r}")
     hw = get_profile(hardware)
@@ -179,10 +181,10 @@ def auto_choice(
     hit = _CACHE.get(key) if isinstance(hardware, str) else None
     if hit is not None:
         return hit
-    best = search_layouts(transformer_step(cfg, batch, dt), shape, memory_limit_bytes, hw, top_k)
     named, _ = named_plans(cfg, batch, shape, hw, dt)
     if memory_limit_bytes is not None:
         named = [p for p in named if p.memory_bytes_per_device <= memory_limit_bytes]
+    best = ranked_layouts(transformer_step(cfg, batch, dt), shape, memory_limit_bytes, hw, top_k, named)
     choice = AutoChoice(
         rules=dict(best[0].rules),
         best=best[0],
@@ -194,6 +196,40 @@ def auto_choice(
     if isinstance(hardware, str):
         _CACHE[key] = choice
     return choice
+
+
+def ranked_layouts(
+    step: Step,
+    shape: dict[str, int],
+    memory_limit_bytes: float | None,
+    hw: HardwareProfile,
+    top_k: int,
+    named: list[Plan],
+    **search_options: Any,
+) -> list[Plan]:
+    """The searched layouts and the fitting named strategies' rule sets on ``shape``, best first (ties: searched).
+
+    The search leaves out splits that give a device an empty block (``plan.space``); a named strategy may have one
+    (``heads`` over more devices than heads) and be faster, or the only layout that fits, so ``strategy="auto"``
+    ranks them too and is never slower than a named strategy with rules on this mesh (tesseract has its own mesh).
+
+    Args:
+        named: the named strategies' plans that fit the limit (``named_plans``).
+        **search_options: passed to ``search_layouts`` (``stats``, ``progress``, ``symmetric``).
+
+    Raises:
+        ArgumentError: no searched layout and no named strategy fits ``memory_limit_bytes``.
+    """
+    ruled = [p for p in named if dict(p.mesh_shape) == shape]
+    try:
+        found = search_layouts(step, shape, memory_limit_bytes, hw, top_k, **search_options)
+    except ArgumentError:
+        if not ruled:
+            raise
+        found = []
+    seen = [p.rules for p in found]
+    extra = [p for p in ruled if p.rules not in seen]
+    return sorted([*found, *extra], key=lambda p: (p.step_time_s, p.memory_bytes_per_device))[:top_k]
 
 
 def auto_rules(
@@ -212,7 +248,8 @@ def auto_rules(
     backend (nothing is allocated) for one training step of ``cfg`` and prints
     the chosen rules and the next best with their modeled step times, the best
     named strategy beside them, and a line to paste to skip the search next
-    time. Ties go to the simplest rule set, so the result is reproducible.
+    time. Ties go to the simplest rule set, so the result is reproducible. The named strategies with rules on this
+    mesh are ranked beside the searched layouts (``ranked_layouts``), so the choice is never slower than one of them.
 
     Args:
         cfg: the model's sizes.
@@ -275,6 +312,7 @@ def save_rules(path: str | Path, rules: Mapping[str, Any], **context: Any) -> No
         >>> sa.nn.load_rules(path)
         {'batch': ('rows',), 'd_ff': ('cols',)}
     """
+    target = user_path(path, "sa.nn.save_rules")
     if not isinstance(rules, Mapping):
         raise ArgumentError(f"save_rules takes rules as {{dim: axis or axes}}, e.g. {{'batch': 'rows'}}; got {rules!r}")
     out: dict[str, list[str]] = {}
@@ -290,7 +328,7 @@ def save_rules(path: str | Path, rules: Mapping[str, Any], **context: Any) -> No
         text = json.dumps({"rules": out, **context}, indent=1)
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"save_rules: the context kept beside the rules must be JSON-ready ({e})") from None
-    Path(path).write_text(text + "\n")
+    target.write_text(text + "\n")
 
 
 def _axis_names(axes: Any) -> list[str] | None:
@@ -313,7 +351,7 @@ def load_rules(path: str | Path) -> dict[str, tuple[str, ...]]:
         >>> sa.nn.save_rules(path, {"batch": "rows"})
         >>> mesh = sa.Mesh({"rows": 2, "cols": 2}, rules=sa.nn.load_rules(path))
     """
-    p = Path(path)
+    p = user_path(path, "sa.nn.load_rules")
     if not p.is_file():
         raise MissingFileError(f"no rules file at {str(p)!r}; write one with sa.nn.save_rules(path, rules)")
     try:

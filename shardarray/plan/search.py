@@ -162,8 +162,7 @@ def candidates(step: Step, mesh_shape: Mapping[str, int], dims: Any = None) -> l
     Args:
         dims: search only these dims (the others stay unsplit); None: every dim.
     """
-    if dims is not None and (isinstance(dims, str) or not isinstance(dims, Iterable)):
-        raise ArgumentError(f"dims takes a tuple of dim names, e.g. dims=('batch', 'heads'), or None; got {dims!r}")
+    dims = _dim_names(dims)
     prof = discover(shallow_twin(step), mesh_shape)  # (a deep step's dims and tensors are its shallow twin's)
     sizes = prof.dims if dims is None else {d: prof.dims[d] for d in dims if d in prof.dims}
     tensors = [tuple(d for d in t if d in sizes) for t in prof.tensors]
@@ -172,14 +171,37 @@ def candidates(step: Step, mesh_shape: Mapping[str, int], dims: Any = None) -> l
     return out
 
 
-def check_memory_limit(memory_limit_bytes: Any, what: str) -> None:
-    """``ArgumentError`` unless ``memory_limit_bytes`` is None or a positive number of bytes (``inf``: no limit)."""
+def _dim_names(dims: Any) -> tuple[str, ...] | None:
+    """``dims`` as a tuple of dim names (None: every dim); ``ArgumentError`` for anything else."""
+    names = None if dims is None or isinstance(dims, str) or not isinstance(dims, Iterable) else tuple(dims)
+    if dims is not None and (names is None or not all(isinstance(d, str) for d in names)):
+        raise ArgumentError(f"dims takes a tuple of dim names, e.g. dims=('batch', 'heads'), or None; got {dims!r}")
+    return names
+
+
+def check_memory_limit(memory_limit_bytes: Any, what: str) -> float:
+    """The limit in bytes as a float (``inf``: None, ``inf`` or an integer past the float range: no limit).
+
+    Raises:
+        ArgumentError: ``memory_limit_bytes`` is not None nor a positive number of bytes.
+    """
     limit = memory_limit_bytes
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not float(limit) > 0):
+    if limit is None:
+        return math.inf
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not _real(limit) > 0:
         raise ArgumentError(
             f"{what}: memory_limit_bytes must be a positive number (bytes per device, e.g. 16 * 2**30) or None; "
             f"got {limit!r}"
         )
+    return _real(limit)
+
+
+def _real(x: Any) -> float:
+    """``float(x)``, an integer past the float range as an infinity of its sign (``float`` raises ``OverflowError``)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _proxy(sizes: Mapping[str, int], tensors: Any, mesh_shape: Mapping[str, int]) -> Callable[[Rules], float]:
@@ -277,12 +299,11 @@ def search_layouts(
     check_step(step, "search_layouts")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ArgumentError(f"search_layouts needs top_k >= 1; got {top_k!r}")
-    check_memory_limit(memory_limit_bytes, "search_layouts")
+    limit = check_memory_limit(memory_limit_bytes, "search_layouts")
     hw = get_profile(hardware)
     stats = stats if stats is not None else SearchStats()
     rule_sets = candidates(step, mesh_shape, dims)
     stats.legal = len(rule_sets)
-    limit = math.inf if memory_limit_bytes is None else float(memory_limit_bytes)
     symmetries = axis_symmetries(check_mesh_shape(mesh_shape), hw) if symmetric else []
     bound = getattr(step, "lower_bound", None) if prune and lower_bound else None
     order = pricing_order(rule_sets) if prune and seeds_first else list(range(len(rule_sets)))
