@@ -159,13 +159,18 @@ class NcclCommunicator(Communicator):
         self, what: str, axes: tuple[str, ...], group: Sequence[int] | None, error: Exception, aborted: bool = False
     ) -> CommError:
         gpus = self.mesh.backend.gpus
-        where = f" (devices {list(group)} on GPUs {[gpus[d] for d in group]})" if group and gpus else ""
         hint = ""
         if aborted:
             hint += (
                 f"; the NCCL communicators of axes {axes} were aborted (calls already launched would wait "
                 f"forever) and the next collective makes new ones"
             )
+        if self.world is not None:  # SPMD: this process knows its own GPU only (gpus repeats it)
+            (mine,) = self._local
+            on_gpu = f" on GPU {gpus[mine]}" if gpus else ""
+            where = f" (devices {list(group or ())}; this process drives device {mine}{on_gpu})"
+            return CommError(f"NCCL {what} over mesh axes {axes} of {self.mesh}{where} failed: {error}{hint}")
+        where = f" (devices {list(group)} on GPUs {[gpus[d] for d in group]})" if group and gpus else ""
         if gpus and len(set(gpus[d] for d in (group or range(len(gpus))))) < len(group or gpus):
             hint += (
                 ". Several ranks on one GPU need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; "
@@ -207,7 +212,7 @@ class NcclCommunicator(Communicator):
                 (d,) = mine
                 pos = group.index(d)
                 sub = self.world.Split(color, pos)
-                uid = sub.bcast(self.lib.get_unique_id() if pos == 0 else None, root=0)
+                uid = self._unique_id(sub, pos, axes, group)
 
                 def init(d: int = d, group: tuple = group, uid: Any = uid, pos: int = pos) -> Any:
                     with self.mesh.backend.scope(d):
@@ -216,6 +221,24 @@ class NcclCommunicator(Communicator):
                 found[d] = _Member(self._guard("communicator set-up (initRank)", axes, group, init), pos, group, sub)
         self._members[axes] = found
         return found
+
+    def _unique_id(self, sub: Any, pos: int, axes: tuple[str, ...], group: Sequence[int]) -> Any:
+        """The group's NCCL id, made by its member 0 and broadcast over ``sub`` (the group's MPI communicator).
+
+        Member 0 broadcasts its failure instead of an id, so that every member raises the same ``CommError``
+        (the others would otherwise wait forever in the broadcast, or in their next collective).
+        """
+        made: tuple[Any, str | None] = (None, None)
+        if pos == 0:
+            try:
+                made = (self.lib.get_unique_id(), None)
+            except Exception as e:
+                made = (None, f"{type(e).__name__}: {e}")
+        uid, failure = sub.bcast(made, root=0)
+        if failure is not None:
+            where = "" if pos == 0 else f" on the process of device {group[0]}"
+            raise self._fail("communicator set-up (get_unique_id)", axes, group, RuntimeError(failure + where))
+        return uid
 
     def _abort(self, axes: tuple[str, ...]) -> None:
         """Abort and forget the communicators of ``axes`` (their pending calls end instead of waiting forever)."""

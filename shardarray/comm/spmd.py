@@ -329,9 +329,34 @@ def enter(
         raise failure
     if check or check_enabled():
         every = world.allgather((sig, None if failure is None else error_note(failure, world.Get_rank())))
+        check_payloads(every, sig)
         raise_agreed([n for _, n in every], world.Get_rank(), failure)
         compare([s for s, _ in every])
     return seq
+
+
+def _is_payload(item: Any) -> bool:
+    """Whether ``item`` is what ``enter`` sends: ``(signature, None or an error_note)``."""
+    if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple) and len(item[0]) == 9):
+        return False
+    note = item[1]
+    return note is None or (isinstance(note, tuple) and len(note) == 2 and all(isinstance(t, str) for t in note))
+
+
+def check_payloads(every: Sequence[Any], sig: tuple) -> None:
+    """Raise ``CommError`` on every process when some process sent something other than a check's payload.
+
+    That process ran a collective of its own on ``COMM_WORLD`` (the program's, not shardarray's) where the others
+    ran the check of ``sig``: the processes are out of step, e.g. after an error caught on some of them only.
+    """
+    foreign = [r for r, item in enumerate(every) if not _is_payload(item)]
+    if foreign:
+        raise CommError(
+            f"SPMD mismatch: collective {_describe(sig)} met something else on process(es) {foreign} (a "
+            f"collective of the program's own on COMM_WORLD, of {type(every[foreign[0]]).__name__}): the processes "
+            f"are out of step, e.g. after an error that only some of them raised and caught. Every process must run "
+            f"the same ops in the same order; let an error end the job (uncaught) or raise it on every process"
+        )
 
 
 def compare(sigs: Sequence[tuple]) -> None:
