@@ -109,12 +109,13 @@ def gradient(f: Array, /, *varargs: Any, axis: int | tuple[int, ...] | None = No
     if f.dtype.kind in "biu":
         f = f.astype("float64")
     out = []
-    for k, h in zip(ks, steps):
+    for k, h in zip(ks, steps):  # (each in f's dtype, as NumPy: float64 coordinates keep float32 data float32)
         if f.shape[k] < edge_order + 1:
             raise DimensionError(
                 f"gradient: axis {k} has {f.shape[k]} points; edge_order={edge_order} needs at least {edge_order + 1}"
             )
-        out.append(_one_axis(f, k, _spacing(h, f.shape[k], f.device, "gradient"), edge_order))
+        g = _one_axis(f, k, _spacing(h, f.shape[k], f.device, "gradient"), edge_order)
+        out.append(g if g.dtype == f.dtype else g.astype(f.dtype))
     return out[0] if len(out) == 1 else tuple(out)
 
 

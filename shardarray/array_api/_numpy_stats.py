@@ -115,10 +115,11 @@ def cov(
     x = rows[0] if len(rows) == 1 else concat(rows, axis=0)
     n = x.shape[1]
     w = None
+    real = np.dtype(np.float64) if np.dtype(want).kind != "f" else np.dtype(want)  # (weights are real, as NumPy's)
     if fweights is not None:
-        w = _weights(fweights, n, "fweights", True, x.device).astype(want)
+        w = _weights(fweights, n, "fweights", True, x.device).astype(real)
     if aweights is not None:
-        a = _weights(aweights, n, "aweights", False, x.device).astype(want)
+        a = _weights(aweights, n, "aweights", False, x.device).astype(real)
         w = a if w is None else w * a
     if w is None:
         avg = _sum(x, axis=1, keepdims=True) / n

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..array import ShardArray
+from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..ops.creation.basic import full
 from ..ops.manipulation.concat import concat
@@ -34,7 +33,7 @@ def _cumulative(x: Any, axis: int | None, dtype: Any, include_initial: bool, op:
             raise DimensionError(f"{what}: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
         axis = 0
     dim = axis_dim(x, axis, what)
-    out_dtype = np.dtype(dtype) if dtype is not None else scan_dtype(x.dtype)
+    out_dtype = as_dtype(dtype) if dtype is not None else scan_dtype(x.dtype)
     y = (cumsum if op == "sum" else cumprod)(x, dim, dtype=out_dtype)
     if include_initial:
         sizes = dict(x.sizes, **{dim: 1})

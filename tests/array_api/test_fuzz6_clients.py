@@ -271,3 +271,19 @@ def test_in_place_operators_with_numpy_scalars_keep_numpys_casting(mesh: sa.Mesh
     assert f.dtype == np.float32
     with pytest.raises(sa.DTypeError, match="not a rectangular array"):
         np.add.at(xp.asarray(np.zeros(3)), np.array([0, 1]), [[1, 2], [3]])
+
+
+def test_cov_gradient_cumsum_corners(mesh: sa.Mesh) -> None:
+    """(Left from the MPI fuzzer's report.) Weighted cov of complex data (the weights stay real); gradient keeps
+    f's float dtype with float64 coordinates, as NumPy; a bad scan dtype is a DTypeError."""
+    c = np.arange(6).reshape(2, 3) * (1 + 1j)
+    for kw in ({"fweights": np.array([1, 2, 1])}, {"aweights": np.array([0.5, 1.0, 2.0])}):
+        np.testing.assert_allclose(np.asarray(xp.cov(xp.asarray(c), **kw)), np.cov(c, **kw))
+    f = np.arange(5, dtype=np.float32) ** 2
+    coords = np.cumsum(np.arange(1.0, 6.0))
+    got = xp.gradient(xp.asarray(f), coords)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.gradient(f, coords), rtol=1e-6)
+    for fn in (xp.cumsum, xp.cumulative_sum, xp.cumulative_prod):
+        with pytest.raises(sa.DTypeError, match="unknown dtype"):
+            fn(xp.asarray(np.arange(5.0)), dtype="nope")
