@@ -47,8 +47,9 @@ def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, i
             box[d] = (normalize_int(x, d, v), 1, 1, False)
         else:
             raise DTypeError(
-                f"x[...] = v: index {v!r:.60} for dim {d!r} is not supported for writing; use ints and slices "
-                f"(or one boolean mask: x[mask] = v; integer-array writes are not supported)"
+                f"x[...] = v: index {v!r:.60} for dim {d!r} is not supported in a named write; use ints and slices "
+                f"(or one boolean mask: x[mask] = v); integer-array writes are positional (p = xp.asarray(x); "
+                f"p[ids] = v, or np.add.at(p, ids, v))"
             )
     return box
 

@@ -187,3 +187,20 @@ def test_a_ragged_value_or_a_string_to_add_is_a_dtype_error(shape):
             with pytest.raises(sa.DTypeError, match="must be numbers or arrays"):
                 np.add.at(x, np.array([0, 1]), value)
         np.testing.assert_array_equal(x.numpy(), a)
+
+
+@pytest.mark.parametrize("shape", MESHES, ids=str)
+def test_host_ids_out_of_range_are_named_as_given(shape):
+    """An out-of-range host id is named as the user gave it (-5 on size 4 read as -1 after wrapping), for reads
+    and writes; named writes by index array point at the positional route."""
+    with sa.default_mesh(sa.Mesh(shape)):
+        y = xp.asarray(np.arange(4.0))
+        for call in (lambda: y[np.array([-5, 1])], lambda: y.__setitem__(np.array([-5]), 1.0)):
+            with pytest.raises(sa.DimensionError, match="index -5 is out of bounds for axis 0 with size 4"):
+                call()
+        with pytest.raises(sa.DimensionError, match="index 4 is out of bounds"):
+            xp.take(y, np.array([4]))
+        np.testing.assert_array_equal(np.asarray(y[np.array([-4, 3])]), [0.0, 3.0])
+    x = sa.asarray(np.arange(8.0), dims=("i",), mesh=sa.Mesh(shape))
+    with pytest.raises(sa.DTypeError, match="integer-array writes are positional"):
+        x[{"i": np.array([1, 2])}] = 5.0
