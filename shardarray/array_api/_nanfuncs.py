@@ -27,10 +27,10 @@ from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import math_unary as mu
 from ..ops.manipulation.structure import astype
 from ..ops.reduction import nanreduce
-from . import _scans, _statistical
+from . import _statistical
 from ._align import axes_dims, no_out
 from ._array import Array, wrap
-from ._manipulation import reshape
+from ._numpy_stats import numpy_scan
 from ._statistical import _check, _keep
 
 _Axis = int | tuple[int, ...] | None
@@ -261,10 +261,8 @@ def nanargmin(x: Array, /, axis: int | None = None, out: Any = None, *, keepdims
 def _nanscan(x: Any, axis: Any, dtype: Any, out: Any, what: str) -> Array:
     no_out(out, what)
     x = _check(x, what)
-    if axis is None:  # NumPy flattens
-        x, axis = reshape(x, (-1,)), 0
-    fn = _scans.cumulative_sum if what == "nancumsum" else _scans.cumulative_prod
-    return fn(_filled(x, 0.0 if what == "nancumsum" else 1.0), axis=axis, dtype=dtype)
+    total = what == "nancumsum"
+    return numpy_scan(_filled(x, 0.0 if total else 1.0), axis, dtype, "sum" if total else "prod")
 
 
 def nancumsum(x: Array, /, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:

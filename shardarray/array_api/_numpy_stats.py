@@ -28,13 +28,18 @@ from ._statistical import any as _any
 from ._statistical import sum as _sum
 
 
+def numpy_scan(x: Array, axis: Any, dtype: Any, op: str) -> Array:
+    """``cumulative_sum`` (``op="sum"``) or ``cumulative_prod`` of a checked ``x`` with NumPy's axis default: the
+    flattened array for ``axis=None`` (``cumsum``/``cumprod`` here, ``nancumsum``/``nancumprod`` in ``_nanfuncs``)."""
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    fn = _scans.cumulative_sum if op == "sum" else _scans.cumulative_prod
+    return fn(x, axis=axis, dtype=dtype)
+
+
 def _scan(x: Any, axis: Any, dtype: Any, out: Any, what: str) -> Array:
     no_out(out, what)
-    x = _check(x, what)
-    if axis is None:  # NumPy flattens
-        x, axis = reshape(x, (-1,)), 0
-    fn = _scans.cumulative_sum if what == "cumsum" else _scans.cumulative_prod
-    return fn(x, axis=axis, dtype=dtype)
+    return numpy_scan(_check(x, what), axis, dtype, "sum" if what == "cumsum" else "prod")
 
 
 def cumsum(x: Array, /, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
