@@ -7,6 +7,8 @@
 #                                                   # (and on a captured step's replays: sa.graphed)
 #   bash benchmarks/gpu_session.sh bench4 profile   # the 4-device CLI matmul; the step's top kernels (gpu_profile.py)
 #   bash benchmarks/gpu_session.sh suite            # the whole suite on real CuPy shards (pytest --backend=cupy)
+#   bash benchmarks/gpu_session.sh lease            # a 15-minute lease in one ~9-minute call: tests, main and sanitize
+#                                                   # side by side (correctness only), then bench and profile alone
 #
 # Each stage's time limit can be lowered for a short lease: TESTS_LIMIT, TEST_TIMEOUT (per test), MAIN_LIMIT,
 # SANITIZE_LIMIT, BENCH_LIMIT, PROFILE_LIMIT, SUITE_LIMIT (seconds); SHARDARRAY_TEST_HANG_S bounds each isolated NCCL test.
@@ -76,8 +78,19 @@ for what in "$@"; do
                 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_gpu.py -k "${SANITIZE_TESTS:-kernel or fused or softmax or batched_gemm or (graphed and float32 and replicated)}"
         done
         ;;
+    lease)
+        # correctness lanes share the GPU (no timing is read from them); the timed stages run alone afterwards.
+        # Eight files come back: tests, main, sanitize, bench and profile logs, gpu.json and the two main JSONs.
+        export TESTS_LIMIT=${TESTS_LIMIT:-200} TEST_TIMEOUT=${TEST_TIMEOUT:-90} SHARDARRAY_TEST_HANG_S=${SHARDARRAY_TEST_HANG_S:-80}
+        export MAIN_LIMIT=${MAIN_LIMIT:-100} SANITIZE_LIMIT=${SANITIZE_LIMIT:-100} BENCH_LIMIT=${BENCH_LIMIT:-240}
+        export GPU_BENCH_ARGS=${GPU_BENCH_ARGS:---repeat 3 --calls 5} PROFILE_LIMIT=${PROFILE_LIMIT:-80} PROFILE_DTYPES=${PROFILE_DTYPES:-bfloat16}
+        bash "$0" tests & bash "$0" main & bash "$0" sanitize &
+        wait
+        bash "$0" bench profile
+        grep -h "^== .*: exit" "$OUT"/*.log
+        ;;
     *)
-        echo "unknown stage '$what': give some of tests, suite, bench, bench4, profile, compile, main, sanitize" >&2
+        echo "unknown stage '$what': give some of tests, suite, bench, bench4, profile, compile, main, sanitize, lease" >&2
         failed=$((failed + 1))
         ;;
     esac
