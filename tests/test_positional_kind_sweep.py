@@ -315,6 +315,8 @@ case(("checkpoint.save", "checkpoint.load", "checkpoint.export_safetensors"), _c
 
 
 def _files(e: Env, x: Any, tmp: Any) -> Any:
+    pytest.importorskip("zarr")  # the [zarr] extra (a GPU machine may lack it)
+    pytest.importorskip("h5py")
     sa.io.write_npy(tmp / "x.npy", x)
     sa.io.write_zarr(tmp / "x.zarr", x)
     sa.io.write_hdf5(tmp / "x.h5", x)

@@ -506,6 +506,8 @@ def test_nccl_across_processes_bootstrapped_over_mpi(tmp_path):
 
     if shutil.which("mpiexec") is None or importlib.util.find_spec("mpi4py") is None:
         pytest.skip("needs mpiexec and mpi4py (pip install '.[mpi]')")
+    from mpi_jobs import AS_ROOT
+
     env = {"PYTHONPATH": str(ROOT)}
     if _gpu_count() < 2:
         if _nccl_version() < 23000:
@@ -515,7 +517,7 @@ def test_nccl_across_processes_bootstrapped_over_mpi(tmp_path):
     script.write_text(MPI_NCCL_JOB.format(root=str(ROOT)))
     try:
         proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
-                              timeout=HANG_S, env={**os.environ, **env})
+                              timeout=HANG_S, env={**os.environ, **AS_ROOT, **env})
     except subprocess.TimeoutExpired:
         pytest.fail(f"the 2-process NCCL job hung for {HANG_S} s")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -37,7 +37,7 @@ def test_saved_by_4_processes_loads_in_one_process_and_under_2(tmp_path):
 
 
 def test_mpi_checkpoint_tests_pass_under_mpiexec_4():
-    job = mpiexec(4, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "mpi" / "test_mpi_checkpoint.py"),
+    job = mpiexec(4, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider", str(ROOT / "tests" / "mpi" / "test_mpi_checkpoint.py"),
                   timeout=180, cwd=ROOT)
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-2000:]
     assert "3 passed" in job.stdout

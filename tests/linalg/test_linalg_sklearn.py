@@ -40,8 +40,10 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_pca_full_matches_numpy_on_row_split_array():
-    env = {**os.environ, "SCIPY_ARRAY_API": "1"}
     here = os.path.dirname(__file__)
+    root = os.path.dirname(os.path.dirname(here))  # importable from the source tree, whatever PYTHONPATH says
+    path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "SCIPY_ARRAY_API": "1", "PYTHONPATH": path}
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300, cwd=here,
                        check=False)
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr

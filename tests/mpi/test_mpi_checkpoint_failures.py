@@ -163,6 +163,6 @@ def test_a_save_failing_on_one_process_fails_on_every_process(shared_dir, monkey
 @pytest.mark.skipif(WORLD > 1 or not HAVE_MPI, reason="launches mpiexec itself: needs mpiexec and mpi4py, run "
                                                      "outside an MPI job")
 def test_the_failures_above_end_in_errors_not_hangs_under_mpiexec_4():
-    job = mpiexec(4, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, timeout=240, cwd=ROOT)
+    job = mpiexec(4, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider", __file__, timeout=240, cwd=ROOT)
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-2000:]
     assert re.search(r"\b10 passed\b", job.stdout), job.stdout[-2000:]

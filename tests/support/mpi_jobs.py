@@ -79,8 +79,12 @@ def run_job(argv: list[str], timeout: float, env: dict[str, str] | None = None,
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+#: Open MPI refuses to start as root unless told twice (the GPU machines run every command as root)
+AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} if os.geteuid() == 0 else {}
+
+
 def mpiexec(n: int, *args: str, timeout: float = 240, env: dict[str, str] | None = None,
             cwd: str | Path | None = None) -> subprocess.CompletedProcess:
     """``mpiexec -n n python args...`` with shardarray importable (see ``run_job``)."""
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full = {**os.environ, **AS_ROOT, "PYTHONPATH": str(ROOT), **(env or {})}
     return run_job(["mpiexec", "-n", str(n), sys.executable, *args], timeout, full, cwd)
