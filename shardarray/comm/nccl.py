@@ -44,6 +44,8 @@ every process).
 from __future__ import annotations
 
 import itertools
+import os
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -212,6 +214,7 @@ class NcclCommunicator(Communicator):
                 (d,) = mine
                 pos = group.index(d)
                 sub = self.world.Split(color, pos)
+                self._refuse_shared_gpus(sub, d, axes, group)
                 uid = self._unique_id(sub, pos, axes, group)
 
                 def init(d: int = d, group: tuple = group, uid: Any = uid, pos: int = pos) -> Any:
@@ -221,6 +224,36 @@ class NcclCommunicator(Communicator):
                 found[d] = _Member(self._guard("communicator set-up (initRank)", axes, group, init), pos, group, sub)
         self._members[axes] = found
         return found
+
+    def _gpu_of(self, d: int) -> str | None:
+        """Where device ``d``'s GPU is, comparable between processes (host and PCI bus id); None without a GPU."""
+        gpus = self.mesh.backend.gpus
+        if not gpus:
+            return None
+        return f"{socket.gethostname()}/{self.mesh.backend.xp.cuda.Device(gpus[d]).pci_bus_id}"
+
+    def _refuse_shared_gpus(self, sub: Any, d: int, axes: tuple[str, ...], group: Sequence[int]) -> None:
+        """Raise on every member alike when two ranks of the group share a GPU that this NCCL cannot share.
+
+        NCCL before 2.30 (and 2.30 without ``NCCL_MULTI_RANK_GPU_ENABLE=1``) fails such a communicator's set-up
+        with a bare "invalid usage" on some ranks; one allgather of the members' GPUs over the group's MPI
+        communicator names the cause instead (the job's first collective on each axis group pays it once).
+        """
+        places = sub.allgather(self._gpu_of(d))
+        if None in places or len(set(places)) == len(places):
+            return
+        version = int(getattr(self.lib, "get_version", lambda: 0)())
+        if version >= 23000 and os.environ.get("NCCL_MULTI_RANK_GPU_ENABLE") == "1":
+            return
+        shared = sorted({p for p in places if places.count(p) > 1})
+        need = "NCCL >= 2.30" if version < 23000 else "NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL reads it at start-up)"
+        raise CommError(
+            f"mesh axes {axes} of {self.mesh}: the processes driving devices {list(group)} share GPU(s) "
+            f"{', '.join(shared)}, and several NCCL ranks on one GPU need {need} (this NCCL is "
+            f"{version // 10000}.{version // 100 % 100}.{version % 100}). Run one process per GPU "
+            f"(mpiexec -n <GPUs per node> per node), or put every shard on one GPU in one process (the emulated "
+            f"communicator: sa.Mesh(shape, backend='cupy', devices=[0] * n))"
+        )
 
     def _unique_id(self, sub: Any, pos: int, axes: tuple[str, ...], group: Sequence[int]) -> Any:
         """The group's NCCL id, made by its member 0 and broadcast over ``sub`` (the group's MPI communicator).

@@ -280,3 +280,37 @@ def test_nccl_spmd_training_step_matches_emulated(strategy, shape):
 
     rules = sa.nn.strategy_rules(strategy, shape)
     close(run(sa.Mesh(shape, rules=rules, comm="emulated")), run(nccl_spmd(shape, rules=rules)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("version,env", [(22809, None), (23000, None), (23000, "0")])
+def test_ranks_sharing_a_gpu_get_one_clear_error_everywhere(monkeypatch, version, env):
+    """Four processes on one GPU with an NCCL that cannot share it: every rank raises the same CommError naming the
+    GPU, the NCCL version and the fix, before NCCL's set-up (on the H200 NCCL 2.28.9 said only "invalid usage")."""
+    import fake_nccl_mpi
+    from shardarray.comm.nccl import NcclCommunicator
+    from shardarray.errors import CommError
+
+    monkeypatch.setattr(fake_nccl_mpi, "get_version", lambda: version, raising=False)
+    monkeypatch.setattr(NcclCommunicator, "_gpu_of", lambda self, d: "node0/00000000:00:06.0")
+    if env is None:
+        monkeypatch.delenv("NCCL_MULTI_RANK_GPU_ENABLE", raising=False)
+    else:
+        monkeypatch.setenv("NCCL_MULTI_RANK_GPU_ENABLE", env)
+    mesh = nccl_spmd({"row": 2, "col": 2})
+    x = sa.random.normal(mesh, {"m": 8}, layout={"m": "row"}, seed=1, dtype="float64")
+    with pytest.raises(CommError, match=r"share GPU\(s\) node0/00000000:00:06.0") as info:
+        x.sum("m").numpy()
+    assert ("NCCL >= 2.30" if version < 23000 else "NCCL_MULTI_RANK_GPU_ENABLE=1") in str(info.value)
+    assert f"this NCCL is {version // 10000}.{version // 100 % 100}.{version % 100}" in str(info.value)
+
+
+def test_ranks_sharing_a_gpu_go_ahead_where_nccl_can_share_it(monkeypatch):
+    import fake_nccl_mpi
+    from shardarray.comm.nccl import NcclCommunicator
+
+    monkeypatch.setattr(fake_nccl_mpi, "get_version", lambda: 23000, raising=False)
+    monkeypatch.setattr(NcclCommunicator, "_gpu_of", lambda self, d: "node0/00000000:00:06.0")
+    monkeypatch.setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1")
+    mesh = nccl_spmd({"row": 2, "col": 2})
+    x = sa.random.normal(mesh, {"m": 8}, layout={"m": "row"}, seed=1, dtype="float64")
+    np.testing.assert_allclose(x.sum("m").numpy(), x.numpy().sum())
