@@ -246,8 +246,8 @@ def test_float16_contractions_use_float32_accumulation(eq, a, b, gemms):
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10), ("bfloat16", 5e-2)])
 @pytest.mark.parametrize("eq", ["bshk,bthk->bhst", "bhst,bthk->bshk", "bhst,bshk->bthk", "bshk,bhst->bthk"])
 def test_attention_products_in_place_match_numpy(eq, dtype, tol):
-    """Products over (batch, heads) of (b, s, h, k) operands: one pointer-batched gemm (float32/float64) or one
-    strided gemm per slice (16-bit), operands read in place, against NumPy's einsum."""
+    """Products over (batch, heads) of (b, s, h, k) operands: one pointer-batched gemm, operands read in place,
+    against NumPy's einsum."""
     import cupy
 
     from shardarray.backend import cublas
@@ -259,10 +259,8 @@ def test_attention_products_in_place_match_numpy(eq, dtype, tol):
     a, c = (rng.standard_normal([size[x] for x in t]).astype(dtype) for t in lhs.split(","))
     batched, strided = cublas.STATS["gemm_batched"], cublas.STATS["gemm_strided_batched"]
     got = cupy.asnumpy(backend.einsum(eq, cupy.asarray(a), cupy.asarray(c))).astype(np.float64)
-    if dtype == "bfloat16":
-        assert cublas.STATS["gemm_strided_batched"] - strided == 3  # one per batch index (the shorter dim)
-    else:
-        assert cublas.STATS["gemm_batched"] - batched == 1
+    assert cublas.STATS["gemm_batched"] - batched == 1
+    assert cublas.STATS["gemm_strided_batched"] == strided
     want = np.einsum(eq, a.astype(np.float64), c.astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 

@@ -212,12 +212,13 @@ def test_attention_products_read_heads_in_place(monkeypatch, eq, dtype, b, h):
 
 
 @pytest.mark.parametrize("strict", [False, True])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("eq", ["bshk,bthk->bhst", "bhst,bthk->bshk", "bhst,bshk->bthk", "bshk,bhst->bthk"])
 def test_attention_products_are_one_pointer_batched_gemm(monkeypatch, eq, dtype, strict):
-    """CupyBackend.einsum over batch dims that do not merge in place, float32/float64: one cublasGemmBatchedEx on
-    matrix addresses computed on the device (kernels/gemm_pointers.cu), operands read and the output written in
-    place (16-bit operands take one strided product per slice: test_attention_products_read_heads_in_place)."""
+    """CupyBackend.einsum over batch dims that do not merge in place: one cublasGemmBatchedEx on matrix addresses
+    computed on the device (kernels/gemm_pointers.cu), operands read and the output written in place, in every
+    float dtype (without the kernels 16-bit operands take one strided product per slice:
+    test_attention_products_read_heads_in_place)."""
     fake = FakeCupy(gpus=1, strict=strict).install(monkeypatch)
     import cupy
 
@@ -230,7 +231,7 @@ def test_attention_products_are_one_pointer_batched_gemm(monkeypatch, eq, dtype,
     got = CupyBackend().einsum(eq, cupy.asarray(a), cupy.asarray(c))
     assert [(g["batch"], g.get("pointers")) for g in fake.gemms] == [(6, True)]
     assert [r["name"] for r in fake.launches] == ["batch_pointers"] and cublas.STATS["gemm_batched"] == 1
-    tol = {"float64": 1e-12, "float32": 1e-5}[dtype]
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 3e-2, "bfloat16": 3e-2}[dtype]
     np.testing.assert_allclose(host(got).astype(np.float64), _ref_contract(eq, a, c), rtol=tol, atol=tol)
     assert got.shape == tuple(size[x] for x in out) and got.flags.c_contiguous
 
