@@ -197,7 +197,13 @@ def test_optimizer_step_counted_on_the_device_equals_the_int_step(shape, opt, dt
     for _ in range(3):
         p1, s1 = opt.update(p1, {"w": p1["w"] * 0.5 + 0.1}, s1)
         p2, s2 = opt.update(p2, {"w": p2["w"] * 0.5 + 0.1}, s2)
-    np.testing.assert_array_equal(p1["w"].numpy(), p2["w"].numpy())
+    want, got = p1["w"].numpy(), p2["w"].numpy()
+    if isinstance(opt, sa.optim.Adam) and dtype == "float64" and mesh.backend.name == "cupy":
+        # the device step's bias corrections b1**t, b2**t come from CUDA's pow (up to 2 ulp off, CUDA Math API),
+        # the int step's from the host's; 1 - b2**t amplifies that ~1000x: ~10 eps in p after 3 steps (an H200)
+        np.testing.assert_allclose(got, want, rtol=0, atol=32 * np.finfo(np.float64).eps * np.abs(want).max())
+    else:
+        np.testing.assert_array_equal(want, got)
     assert s1["step"] == 3 and int(s2["step"]) == 3 and s2["step"].dtype == np.int64
 
 

@@ -308,7 +308,8 @@ def adam(
                 f"(cuda_kernels.moment_dtype); got {np.dtype(s.dtype)} for {label}. Keep the optimizer "
                 f"state in {moments}"
             )
-    p, g = _contig(xp, p, xp.broadcast_to(g, p.shape), dtype=p.dtype)
+    shape = p.shape  # CuPy's ascontiguousarray makes a 0-d array 1-d (shape (1,)): the outputs get it back
+    p, g = _contig(xp, p, xp.broadcast_to(g, shape), dtype=p.dtype)
     m, v = _contig(xp, m, v, dtype=moments)
     p2, m2, v2 = xp.empty_like(p), xp.empty_like(m), xp.empty_like(v)
     if on_device:
@@ -332,7 +333,7 @@ def adam(
     else:
         args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))
     _vector_launch(fn, p.size, args)
-    return p2, m2, v2
+    return p2.reshape(shape), m2.reshape(shape), v2.reshape(shape)
 
 
 # ------------------------------------------------------------------ add and casts

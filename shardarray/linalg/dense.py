@@ -196,11 +196,28 @@ def inv(x: ShardArray, dims: Any = None) -> ShardArray:
     def fn(s: Any) -> tuple[Any, Any]:
         if not n:
             return s.copy(), False
-        out = xp.linalg.inv(s)
-        return out, check and lu_failed(xp, s, out)
+        if not check:
+            return xp.linalg.inv(s), False
+        out = _inv_by_solve(xp, s)
+        return out, lu_failed(xp, s, out)
 
     outs = [((rows, cols), {rows: n, cols: n}, x.dtype)]
     return local_op([x], [(rows, cols)], fn, outs, "inv", _NOT_SPD, fails=_singular("inv", x, rows, cols))[0]
+
+
+def _inv_by_solve(xp: Any, s: Any) -> Any:
+    """The inverses of the matrices of ``s`` as NumPy computes them: the LU of each matrix itself, then a solve
+    with the identity (``gesv``), so that ``_checks.lu_failed`` sees the exact zero pivot NumPy raises on.
+
+    CuPy's own ``inv`` of a stack (``cupy/linalg/_solve.py``, ``_batched_inv``: cuBLAS ``getrfBatched`` and
+    ``getriBatched`` on the C-ordered data read column-major) factors each matrix's *transpose*; with the GPU's
+    fused multiply-add that LU can meet a pivot of rounding size where the LU of the matrix meets NumPy's exact
+    zero, and returns a finite inverse of size ``1/eps`` of a matrix NumPy calls singular (an H200, a matrix
+    with a repeated row). ``xp.linalg.solve`` (``batched_gesv``: ``getrfBatched``/``getrsBatched`` of the matrix,
+    or cuSOLVER's ``gesv``) factors the matrix itself.
+    """
+    eye = xp.eye(s.shape[-1], dtype=s.dtype)
+    return xp.linalg.solve(s, xp.broadcast_to(eye, s.shape))
 
 
 @differentiable("linalg.det")

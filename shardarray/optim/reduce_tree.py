@@ -65,13 +65,24 @@ def allreduce_tree(leaves: list[ShardArray], block_fn: Callable[[Any, Any], Any]
     return float(mesh.backend.to_numpy(mine)[0])
 
 
+def _normal_in(factor: float, dtype: Any) -> bool:
+    """Whether ``factor`` is 0 or a normal number of ``dtype`` (float32/float64, or their complex types)."""
+    info = np.finfo(dtype)
+    return factor == 0.0 or float(info.tiny) <= abs(factor) <= float(info.max)
+
+
 def _times(s: Any, factor: float) -> Any:
-    """``s * factor`` rounded to ``s``'s dtype, multiplied in float32 at least: a 16-bit ``factor`` (``1 / scale`` of
-    a small loss scale) would itself overflow to inf."""
-    if s.dtype.itemsize >= 4 and s.dtype.kind in "fc":
+    """``s * factor`` rounded to ``s``'s dtype, multiplied in a type where ``factor`` is a normal number: float32 at
+    least (a 16-bit ``factor``, ``1 / scale`` of a small loss scale, would itself overflow to inf), float64 where
+    it is subnormal in float32 (``1 / 9.5e38``, clipping gradients near float32's largest value): CuPy compiles
+    its kernels with ``-ftz=true``, so a float32 kernel reads a subnormal factor as 0."""
+    if s.dtype.itemsize >= 4 and s.dtype.kind in "fc" and _normal_in(factor, s.dtype):
         return s * s.dtype.type(factor)  # a NumPy scalar: CuPy takes it as an operand, unlike a NumPy array
+    wide: Any = np.float32 if s.dtype.itemsize < 4 and _normal_in(factor, np.float32) else np.float64
+    if s.dtype.kind == "c":
+        wide = np.complex128
     with np.errstate(over="ignore"):  # an overflow to inf is what the loss scale's finiteness check looks for
-        return (s.astype(np.float32) * np.float32(factor)).astype(s.dtype)
+        return (s.astype(wide) * wide(factor)).astype(s.dtype)
 
 
 def scale_leaves(leaves: list[ShardArray], factor: float) -> list[ShardArray]:
