@@ -158,7 +158,10 @@ def _acc(dtype: Any) -> Any:
 
 
 def _contig(xp: Any, *arrays: Any, dtype: Any = None) -> list[Any]:
-    return [xp.ascontiguousarray(a, dtype=dtype) for a in arrays]
+    """C-contiguous copies (where needed) of ``arrays``, each keeping its shape: CuPy's ``ascontiguousarray`` makes
+    a 0-d array 1-d (shape (1,)), so a kernel's outputs made ``empty_like`` it were 1-d too."""
+    out = [xp.ascontiguousarray(a, dtype=dtype) for a in arrays]
+    return [c if c.ndim == a.ndim else c.reshape(a.shape) for a, c in zip(arrays, out)]
 
 
 def _rows_launch(kernel: Any, rows: int, n: int, args: tuple) -> None:
@@ -308,8 +311,7 @@ def adam(
                 f"(cuda_kernels.moment_dtype); got {np.dtype(s.dtype)} for {label}. Keep the optimizer "
                 f"state in {moments}"
             )
-    shape = p.shape  # CuPy's ascontiguousarray makes a 0-d array 1-d (shape (1,)): the outputs get it back
-    p, g = _contig(xp, p, xp.broadcast_to(g, shape), dtype=p.dtype)
+    p, g = _contig(xp, p, xp.broadcast_to(g, p.shape), dtype=p.dtype)
     m, v = _contig(xp, m, v, dtype=moments)
     p2, m2, v2 = xp.empty_like(p), xp.empty_like(m), xp.empty_like(v)
     if on_device:
@@ -333,7 +335,7 @@ def adam(
     else:
         args = (p, g, m, v, p2, m2, v2, np.int64(p.size), *map(np.float64, (b1, b2, step_size, c2, eps, decay)))
     _vector_launch(fn, p.size, args)
-    return p2.reshape(shape), m2.reshape(shape), v2.reshape(shape)
+    return p2, m2, v2
 
 
 # ------------------------------------------------------------------ add and casts

@@ -415,3 +415,21 @@ def test_array_op_vjps_stay_bfloat16_on_cupy(monkeypatch):
         {"x": x, "w": w})
     for k, g in grads.items():
         assert g.dtype == x.dtype and {s.dtype for s in g.shards} == {x.dtype}, (k, {s.dtype for s in g.shards})
+
+
+def test_fused_elementwise_kernels_keep_a_0d_shape(monkeypatch):
+    """CuPy's ``ascontiguousarray`` makes a 0-d array 1-d (the strict stand-in does too): the fused kernels' outputs
+    were shape (1,) for a 0-d input, and gathering such a shard into a 0-d array failed (found on an H200 through
+    Adam's 0-d parameter)."""
+    FakeCupy(gpus=1, strict=True).install(monkeypatch)
+    mesh = sa.Mesh({"d": 1}, backend="cupy")
+    x = sa.full(mesh, {}, 0.5, "float32")
+    y, g = sa.gelu(x), sa.grad(lambda x: sa.gelu(x).sum())(x)
+    assert y.shards[0].shape == () and g.shards[0].shape == ()
+    want = 0.5 * 0.5 * (1 + np.tanh(np.sqrt(2 / np.pi) * (0.5 + 0.044715 * 0.5**3)))
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    w = {"s": x}
+    opt = sa.optim.Adam(1e-2)
+    w2, state = opt.update(w, {"s": sa.full(mesh, {}, 0.5, "float32")}, opt.init(w))
+    assert w2["s"].shards[0].shape == () and state["m"]["s"].shards[0].shape == ()
+    np.testing.assert_allclose(w2["s"].numpy(), 0.49, rtol=1e-6)
