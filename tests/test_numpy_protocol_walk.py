@@ -83,7 +83,9 @@ OVERRIDES: dict[str, dict[str, Callable[[np.ndarray], Any]]] = {
     "tile": {"reps": lambda a: 2},
     "take": {"indices": lambda a: [0, 2, 1]},
     "take_along_axis": {"indices": lambda a: np.argsort(a, axis=-1)},
-    "searchsorted": {"v": lambda a: np.array([0.3, 0.6])},
+    # searchsorted of an unsorted array is undefined (NumPy's binary search and CuPy's kernel, which returns len(a)
+    # for a value above a[-1], answer differently): search a sorted one
+    "searchsorted": {"a": lambda a: np.sort(a, axis=None), "v": lambda a: np.array([0.3, 0.6])},
     "matrix_power": {"n": lambda a: 2},
     "tensorsolve": {},
 }

@@ -28,6 +28,25 @@ from ...errors import DimensionError, DTypeError
 from ...layout import block_bounds
 
 
+def _arg_extreme(xp: Any, s: Any, axis: int, op: str) -> Any:
+    """``xp.argmax`` / ``xp.argmin`` of ``s`` along ``axis`` with NumPy's rule for NaNs: the first NaN wins.
+
+    NumPy's own functions follow it. CuPy's reductions keep either NaN when two meet (``my_argmax_float`` in
+    cupy/_core/_routines_statistics.pyx returns its left operand, and the reduction tree's left operand is not
+    always the lower index): a float row with NaNs takes the first True of ``isnan`` instead (a bool argmax
+    keeps the least index on ties, on every array module).
+
+    Example:
+        >>> int(_arg_extreme(np, np.array([2.0, np.nan, 0.0, np.nan]), 0, "argmin"))
+        1
+    """
+    pos = (xp.argmax if op == "argmax" else xp.argmin)(s, axis=axis)
+    if xp is np or (s.dtype.kind != "f" and s.dtype.name != "bfloat16"):
+        return pos
+    nan = xp.isnan(s)
+    return xp.where(xp.any(nan, axis=axis), xp.argmax(nan, axis=axis), pos)
+
+
 def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     x = require_array(x, f"sa.{op}")
     dim = one_dim_arg(x, dim, op, "search", none_on_1d=True)
@@ -53,7 +72,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         def local(s: Any) -> Any:
             if isinstance(s, MetaArray):
                 return MetaArray(s.shape[:i] + s.shape[i + 1 :], np.int64)
-            return (xp.argmax if op == "argmax" else xp.argmin)(s, axis=i).astype(np.int64)
+            return _arg_extreme(xp, s, i, op).astype(np.int64)
 
         shards = map_blocks(mesh, x.spec.used_axes, local, x.shards)
         return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
@@ -77,7 +96,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
             val = xp.full(shape, worst, dtype=wide)
             idx = xp.full(shape, big, dtype=np.int64)
         else:
-            pos = (xp.argmax if op == "argmax" else xp.argmin)(s, axis=i)
+            pos = _arg_extreme(xp, s, i, op)
             if i == s.ndim - 1 and s.flags.c_contiguous:  # the winners by flat index: cheaper than take_along_axis
                 flat = s.reshape(-1)[xp.arange(pos.size) * s.shape[i] + pos.reshape(-1)]
                 val = flat.reshape(shape).astype(wide)
@@ -101,7 +120,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         vals = xp.ascontiguousarray(g[..., 0]).view(wide)
         idx = g[..., 1]
         if in_order:  # the first extreme (or first NaN) among the candidates wins, as in NumPy
-            win = (xp.argmax if op == "argmax" else xp.argmin)(vals, axis=i)
+            win = _arg_extreme(xp, vals, i, op)
             return xp.take_along_axis(idx, xp.expand_dims(win, i), axis=i).squeeze(i)
         if wide.kind == "f":
             nan = xp.isnan(vals)

@@ -221,12 +221,56 @@ def _samples(xp: Any, loc: _Local, w: int, p: int) -> Any:
     return smp
 
 
+def _complex_below(xp: Any, a: Any, b: Any) -> Any:
+    """``a < b`` elementwise in NumPy's sort order of complex values: ``R+Rj < R+nanj < nan+Rj < nan+nanj``
+    (``R`` not NaN), each kind by its non-NaN parts (real, then imaginary), as ``np.sort`` orders them.
+
+    Example:
+        >>> _complex_below(np, np.array([1 + 1j, complex(1, np.nan)]), np.array([complex(1, np.nan), 2 + 0j]))
+        array([ True, False])
+    """
+
+    def kind_and_parts(z: Any) -> tuple[Any, Any, Any]:
+        re_nan, im_nan = xp.isnan(z.real), xp.isnan(z.imag)
+        zero = z.real.dtype.type(0)
+        kind = re_nan.astype(np.int8) * 2 + im_nan.astype(np.int8)
+        return kind, xp.where(re_nan, zero, z.real), xp.where(im_nan, zero, z.imag)
+
+    (ka, ar, ai), (kb, br, bi) = kind_and_parts(a), kind_and_parts(b)
+    return (ka < kb) | ((ka == kb) & ((ar < br) | ((ar == br) & (ai < bi))))
+
+
+def _search_complex(xp: Any, sorted_values: Any, queries: Any) -> Any:
+    """``np.searchsorted(sorted_values, queries, side="left")`` (int64) of complex values, on ``xp``.
+
+    A binary search of all queries at once, ``_complex_below`` deciding each step, in a host-known number
+    of steps (no device sync). CuPy's ``searchsorted`` compares complex values with its own ``operator<``
+    (``1+nanj < 2+0j``, cupy/_core/include/cupy/complex/arithmetic.h) and places every complex NaN query
+    alike, so it misplaces NumPy-sorted values with NaN parts.
+
+    Example:
+        >>> s = np.array([1 + 0j, 2 + 0j, complex(1, np.nan), complex(np.nan, 0)])
+        >>> _search_complex(np, s, np.array([2 + 1j, complex(0, np.nan), complex(np.nan, -1)])).tolist()
+        [2, 2, 3]
+    """
+    n = int(sorted_values.shape[0])
+    lo = xp.zeros(queries.shape, dtype=np.int64)
+    hi = xp.full(queries.shape, n, dtype=np.int64)
+    for _ in range(n.bit_length()):  # each step at least halves every open interval
+        mid = (lo + hi) // 2
+        active = lo < hi
+        right = active & _complex_below(xp, sorted_values[xp.minimum(mid, n - 1)], queries)
+        lo, hi = xp.where(right, mid + 1, lo), xp.where(active & ~right, mid, hi)
+    return lo
+
+
 def _cuts(xp: Any, loc: _Local, gathered: Any, dtype: np.dtype, p: int, merge_nan: bool) -> Any:
     """On the device: the ``p - 1`` cuts of the local uniques at the value splitters, then ``u`` (p int64).
 
     The splitters are the valid samples (flag 1) sorted by value, every ``k/p``-th of the ``k`` there are.
     With ``merge_nan`` a NaN splitter cuts before the first NaN, so that all NaNs meet (and merge) in the last
-    bucket: complex NaNs (``nan-1j < nan+0j``) would otherwise be cut apart.
+    bucket: complex NaNs (``nan-1j < nan+0j``) would otherwise be cut apart. Complex values are searched by
+    ``_search_complex`` (NumPy's order), not ``xp.searchsorted``.
     """
     w = _width(dtype)
     vals = _dec(xp, gathered, key_dtype(dtype))
@@ -234,7 +278,11 @@ def _cuts(xp: Any, loc: _Local, gathered: Any, dtype: np.dtype, p: int, merge_na
     order = lex_order(xp, [vals, ~valid])  # the valid samples first, by value
     k = xp.sum(valid.astype(np.int64))
     split = vals[order[(xp.arange(1, p, dtype=np.int64) * k) // p]]
-    cuts = xp.minimum(xp.searchsorted(loc.values, split, side="left").astype(np.int64), loc.u)
+    if dtype.kind == "c":
+        found = _search_complex(xp, loc.values, split)
+    else:
+        found = xp.searchsorted(loc.values, split, side="left").astype(np.int64)
+    cuts = xp.minimum(found, loc.u)
     if merge_nan:  # the NaNs sort last: cut at the number of values before them
         before = xp.sum(~xp.isnan(loc.values)).astype(np.int64)
         cuts = xp.where(xp.isnan(split), xp.minimum(before, loc.u), cuts)
