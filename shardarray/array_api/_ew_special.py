@@ -35,6 +35,7 @@ from ..dtypes import is_real_float
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import math_unary
 from ..ops.elementwise.arithmetic import apply
+from ..ops.elementwise.math_binary import floor_divide_block
 
 
 def _is_numpy(xp: Any) -> bool:
@@ -42,7 +43,7 @@ def _is_numpy(xp: Any) -> bool:
 
 
 def _floor_divide_block(xp: Any, a: Any, b: Any) -> Any:
-    q = xp.floor_divide(a, b)
+    q = floor_divide_block(xp, a, b)  # NumPy's (CuPy's float loop computes floor(a / b))
     if not is_real_float(q.dtype):
         return q
     a, b = _in_dtype(xp, a, q.dtype), _in_dtype(xp, b, q.dtype)

@@ -16,6 +16,7 @@ from ..core.relayout import resolve_to
 from ..core.tape import Context, register_vjp
 from ..ops.cotangent import match
 from ..ops.elementwise.arithmetic import apply
+from ..ops.elementwise.math_binary import floor_divide_block
 from ..ops.manipulation.structure import astype, expand
 from ..ops.reduction import reduce as red
 from .vjp_elementwise import _lin
@@ -97,7 +98,7 @@ _binary("hypot", lambda xp, g, x, y, o: g * x / o, lambda xp, g, x, y, o: g * y 
 _binary("logaddexp", lambda xp, g, x, y, o: g * xp.exp(x - o), lambda xp, g, x, y, o: g * xp.exp(y - o))
 _binary("copysign", lambda xp, g, x, y, o: g * (xp.sign(x) * xp.sign(o)), lambda xp, g, x, y, o: g * 0)
 # remainder = x - floor(x / y) * y, with floor(x / y) piecewise constant
-_binary("remainder", lambda xp, g, x, y, o: g * 1, lambda xp, g, x, y, o: -g * xp.floor_divide(x, y))
+_binary("remainder", lambda xp, g, x, y, o: g * 1, lambda xp, g, x, y, o: -g * floor_divide_block(xp, x, y))
 
 
 @register_vjp("clip")

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import backend_name
 
 import shardarray as sa
 import shardarray.array_api as xp
@@ -31,6 +32,23 @@ def same(got, want):
     if want.dtype.kind in "fc":
         keep = ~np.isnan(want.real)  # the sign of a NaN is not specified
         np.testing.assert_array_equal(np.signbit(got.real)[keep], np.signbit(want.real)[keep])
+
+
+def same_libm(got, want, maxulp=4):
+    """``same``; on CuPy shards finite nonzero parts within ``maxulp`` ulps of NumPy's: CUDA's libm differs from
+    NumPy's by an ulp or two (within 2 of the exact value for atan2, hypot, tanh, sin, cos; complex functions
+    combine a few, e.g. ``expm1(1+1j)``'s real part was 1 ulp off on an H200). NaN, infinities and signed zeros
+    still exact."""
+    if backend_name() != "cupy":
+        return same(got, want)
+    got, want = np.asarray(got.numpy()), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    for g, w in ((got.real, want.real), (got.imag, want.imag)) if want.dtype.kind == "c" else ((got, want),):
+        exact = ~np.isfinite(w) | (w == 0)
+        np.testing.assert_array_equal(g[exact], w[exact])
+        keep = exact & ~np.isnan(w)
+        np.testing.assert_array_equal(np.signbit(g[keep]), np.signbit(w[keep]))
+        np.testing.assert_array_max_ulp(g[~exact], w[~exact], maxulp=maxulp)
 
 
 def close(got, want):
@@ -282,12 +300,12 @@ def test_special_values_follow_the_standard(mesh):
     z = np.array([complex(inf, 0), complex(-inf, inf), complex(nan, 0), complex(-0.0, 0.0), 1 + 1j])
     with np.errstate(all="ignore"):
         want = np.exp(z[:4]) - 1
-    same(xp.expm1(xp.asarray(z, device=mesh)), np.concatenate([want, np.expm1(z[4:])]))
+    same_libm(xp.expm1(xp.asarray(z, device=mesh)), np.concatenate([want, np.expm1(z[4:])]))
     t = np.array([complex(inf, 2.0), complex(-inf, 2.0), complex(inf, -1.0), 0.5 + 0.5j])
-    same(xp.tanh(xp.asarray(t, device=mesh)), np.array([1 + 0j, -1 + 0j, complex(1, -0.0), np.tanh(t[3])]))
+    same_libm(xp.tanh(xp.asarray(t, device=mesh)), np.array([1 + 0j, -1 + 0j, complex(1, -0.0), np.tanh(t[3])]))
     with np.errstate(all="ignore"):
         s = np.array([nan, inf, -inf, 0.0, -0.0, 1.0])
         for name, fn in (("divide", np.divide), ("pow", np.power), ("remainder", np.remainder),
                          ("maximum", np.maximum), ("atan2", np.arctan2), ("hypot", np.hypot)):
-            same(getattr(xp, name)(xp.asarray(s[:, None], device=mesh), xp.asarray(s, device=mesh)),
-                 fn(s[:, None], s))
+            check = same_libm if name in ("atan2", "hypot") else same
+            check(getattr(xp, name)(xp.asarray(s[:, None], device=mesh), xp.asarray(s, device=mesh)), fn(s[:, None], s))

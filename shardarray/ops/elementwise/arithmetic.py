@@ -155,6 +155,7 @@ class _Plan:
         "bf16_wide",
         "classes",
         "direct",
+        "float_ints",
         "layout",
         "mesh",
         "moves",
@@ -221,7 +222,7 @@ def apply(
     else:
         template = list(plan.template)
         for i in plan.scalars:
-            template[i] = args[i]
+            template[i] = _device_scalar(args[i]) if plan.float_ints else args[i]
         slots = plan.slots
 
         def block(*shards: Any) -> Any:
@@ -324,11 +325,42 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
         bf16=bf16,
         bf16_wide=bf16_wide,
+        float_ints=xp is not np and _inexact(arrays),
         classes=mesh.replica_classes(used) if fast else None,
         used=frozenset(used),
         layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
         pending=mesh_order(mesh, pending),
     )
+
+
+def _inexact(arrays: list[ShardArray]) -> bool:
+    """Whether the array operands promote to a float or complex dtype (bfloat16 included)."""
+    try:
+        dt = promote(*(a.dtype for a in arrays))
+    except TypeError:  # (no promotion rule: the op names the operands)
+        return False
+    return is_real_float(dt) or is_complex(dt)
+
+
+_CSCALAR_INTS = (-(2**63), 2**64)  # the Python ints CuPy's ``CScalar`` takes (as int64, or uint64 from 2**63 on)
+
+
+def _device_scalar(v: Any) -> Any:
+    """A Python int scalar beside float (or complex) arrays as CuPy's kernels can take it: a float where it is
+    beyond int64/uint64.
+
+    NumPy converts such a weak Python int to the array's float dtype (``x // 2**70`` of float16 ``x`` divides by
+    ``inf``); CuPy first packs every Python int into an int64 or uint64 ``CScalar``
+    (``cupy/_core/_scalar.pyx``) and raised ``OverflowError``. Its float value is the one NumPy converts it to (a
+    float dtype takes a Python int through a double). An int too large even for a double stays as it is: NumPy
+    refuses it too (``OverflowError``, which ``apply`` reports as a ``CastError``).
+    """
+    if type(v) is int and not _CSCALAR_INTS[0] <= v < _CSCALAR_INTS[1]:
+        try:
+            return float(v)
+        except OverflowError:
+            return v
+    return v
 
 
 def _has_rule(dtypes: list[np.dtype]) -> bool:
@@ -421,7 +453,7 @@ def power(x: Any, y: Any) -> ShardArray:
         ArgumentError: an integer base to a negative integer power (NumPy refuses it; cast to a float first).
     """
     try:
-        return apply("power", lambda xp, a, b: a**b, (x, y))
+        return apply("power", _power_block, (x, y))
     except ValueError as e:  # NumPy: "Integers to negative integer powers are not allowed."
         if isinstance(e, ShardArrayError) or not all(_integral(a) for a in (x, y)):
             raise
@@ -429,6 +461,28 @@ def power(x: Any, y: Any) -> ShardArray:
             f"power: {e} (operands {_describe((x, y))}{', ' if _scalars((x, y)) else ''}{_scalars((x, y))}); "
             f'cast the base to a float first, e.g. x.astype("float64") ** y'
         ) from e
+
+
+def _power_block(xp: Any, a: Any, b: Any) -> Any:
+    """``a ** b`` of blocks or scalars, refusing an integer base to a negative integer power as NumPy does.
+
+    CuPy's integer loop gives 0 (or 1, -1 for a base of 1, -1) there instead of raising (``integral_power`` in
+    ``cupy/_core/_routines_math.pyx``), so on other array modules than NumPy a signed integer exponent beside an
+    integer base is read: once, its minimum (one reduction and one device sync; none for a scalar exponent).
+    """
+    if xp is not np and _negative_int_exponent(a, b):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return a**b
+
+
+def _negative_int_exponent(a: Any, b: Any) -> bool:
+    """Whether integer (or bool) ``a`` meets a signed integer exponent ``b`` with a negative value."""
+    kinds = [v.dtype.kind if hasattr(v, "dtype") else "i" if isinstance(v, (bool, int)) else "f" for v in (a, b)]
+    if kinds[0] not in "biu" or kinds[1] != "i" or isinstance(a, MetaArray) or isinstance(b, MetaArray):
+        return False
+    if not hasattr(b, "shape") or isinstance(b, np.generic):
+        return bool(b < 0)
+    return b.size > 0 and bool(b.min() < 0)
 
 
 def _integral(a: Any) -> bool:

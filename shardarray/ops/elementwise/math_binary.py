@@ -27,14 +27,96 @@ from .arithmetic import apply
 __all__ = ["atan2", "clip", "copysign", "floor_divide", "hypot", "logaddexp", "nextafter", "remainder"]
 
 
-def _ufunc(name: str, ufunc: str, x: Any, y: Any, domain: str | None) -> ShardArray:
+def _ufunc(name: str, ufunc: str, x: Any, y: Any, domain: str | None, device: Any = None) -> ShardArray:
+    """``apply`` of the NumPy (or CuPy) ufunc ``ufunc``; ``device(xp, a, b)``, where given, replaces it on other
+    array modules than NumPy (where CuPy's ufunc computes another way)."""
+
     def fn(xp: Any, a: Any, b: Any) -> Any:
         if getattr(xp, "__name__", "") == "numpy":
             with xp.errstate(divide="ignore", invalid="ignore"):  # inf/nan/0 as NumPy gives them, without warnings
                 return getattr(xp, ufunc)(a, b)
+        if device is not None:
+            return device(xp, a, b)
         return getattr(xp, ufunc)(a, b)
 
     return apply(name, fn, (x, y), domain=domain)
+
+
+def _float_loop(a: Any, b: Any) -> np.dtype | None:
+    """The float dtype NumPy's ``floor_divide``/``remainder`` loop of blocks (or scalars) ``a``, ``b`` runs in on
+    NumPy shards (bfloat16 blocks computed in float32, as ``apply`` does there); None for an integer loop or
+    MetaArrays."""
+    if isinstance(a, MetaArray) or isinstance(b, MetaArray):
+        return None
+    dts = [v if not hasattr(v, "dtype") else np.float32 if is_bfloat16(v.dtype) else v.dtype for v in (a, b)]
+    try:
+        dt = np.result_type(*dts)
+    except TypeError:  # (no promotion rule: the ufunc itself reports it)
+        return None
+    return dt if dt.kind == "f" else None
+
+
+def _loop_operand(xp: Any, v: Any, dt: np.dtype, wide: np.dtype) -> Any:
+    """Block or scalar ``v`` as a device array of ``wide``: a scalar first takes the loop dtype ``dt`` on the host
+    (a weak Python scalar: ``1e300`` is ``inf`` beside float16), so every step below is an array op."""
+    if hasattr(v, "shape") and not isinstance(v, np.generic):
+        return v.astype(wide, copy=False)
+    with np.errstate(over="ignore"):
+        return xp.asarray(np.asarray(v).astype(dt).astype(wide))
+
+
+def floor_divide_block(xp: Any, a: Any, b: Any) -> Any:
+    """NumPy's ``floor_divide`` of blocks (or a block and a scalar) of array module ``xp``: NumPy's ufunc, or
+    ``_floor_divide_device`` on CuPy blocks (whose ufunc computes floats another way)."""
+    if getattr(xp, "__name__", "") == "numpy":
+        return xp.floor_divide(a, b)
+    return _floor_divide_device(xp, a, b)
+
+
+def _floor_divide_device(xp: Any, a: Any, b: Any) -> Any:
+    """NumPy's float ``floor_divide`` (``npy_floor_divide``) on device blocks; integers by the backend's ufunc.
+
+    CuPy's float loop is ``floor(a / b)`` (``cupy/_core/include/cupy/carray.cuh``), which rounds the quotient
+    first: ``1.0 // 0.1`` is 10 where NumPy gives 9, and ``inf // 2`` is ``inf`` where NumPy gives NaN. NumPy
+    divides ``a - fmod(a, b)`` instead, exactly a multiple of ``b`` (see ``_fmod_parts``); float16 runs in float32.
+    """
+    dt = _float_loop(a, b)
+    if dt is None:
+        return xp.floor_divide(a, b)
+    wide = np.dtype(np.float32) if dt.itemsize < 4 else dt
+    a, b = _loop_operand(xp, a, dt, wide), _loop_operand(xp, b, dt, wide)
+    mod, flip = _fmod_parts(xp, a, b)
+    div = (a - mod) / b - flip
+    q = xp.floor(div)
+    q = q + ((div - q) > 0.5)  # snapped to the nearest integer (NaN and inf stay)
+    ratio = a / b
+    q = xp.where(b == 0, ratio, xp.where(div == 0, xp.copysign(0.0, ratio), q))  # ``a / 0``; a zero gets a/b's sign
+    return q.astype(dt, copy=False)
+
+
+def _remainder_device(xp: Any, a: Any, b: Any) -> Any:
+    """NumPy's float ``remainder`` (``npy_remainder``: the sign of ``b``) on device blocks; integers by the
+    backend's ufunc.
+
+    CuPy's float loop is ``a - floor(a / b) * b``, inexact where ``a / b`` rounds (``1.0 % 0.1`` is 0 or
+    ``-5.6e-17`` where NumPy gives ``0.09999999999999995``) and NaN for ``1 % inf`` (NumPy: 1). NumPy corrects
+    ``fmod(a, b)``, which is exact.
+    """
+    dt = _float_loop(a, b)
+    if dt is None:
+        return xp.remainder(a, b)
+    wide = np.dtype(np.float32) if dt.itemsize < 4 else dt
+    a, b = _loop_operand(xp, a, dt, wide), _loop_operand(xp, b, dt, wide)
+    mod, flip = _fmod_parts(xp, a, b)
+    mod = xp.where(flip, mod + b, mod)
+    return xp.where(mod == 0, xp.copysign(0.0, b), mod).astype(dt, copy=False)  # a zero takes b's sign
+
+
+def _fmod_parts(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """``fmod(a, b)`` (exact, with the sign of ``a``) and where its sign differs from ``b``'s, as NumPy's
+    ``npy_divmod`` starts: there the remainder becomes ``mod + b`` and the quotient one less."""
+    mod = xp.fmod(a, b)
+    return mod, (mod != 0) & ((b < 0) != (mod < 0))
 
 
 @differentiable("floor_divide", resolve_inputs=True)
@@ -49,7 +131,7 @@ def floor_divide(x: Any, y: Any) -> ShardArray:
                [ 0., -0.]]), array([[-1.,  0.],
                [-1.,  0.]]))
     """
-    return _ufunc("floor_divide", "floor_divide", x, y, "real_numeric")
+    return _ufunc("floor_divide", "floor_divide", x, y, "real_numeric", _floor_divide_device)
 
 
 @differentiable("remainder", resolve_inputs=True)
@@ -64,7 +146,7 @@ def remainder(x: Any, y: Any) -> ShardArray:
                [1, 0]]), array([[-2, -1],
                [-2,  0]]))
     """
-    return _ufunc("remainder", "remainder", x, y, "real_numeric")
+    return _ufunc("remainder", "remainder", x, y, "real_numeric", _remainder_device)
 
 
 @differentiable("atan2", resolve_inputs=True)
@@ -158,20 +240,36 @@ def _nextafter_bfloat16(xp: Any, a: Any, b: Any) -> Any:
     NumPy shards reach the block upcast to float32, where ``nextafter`` would step by a float32 ulp and the
     rounding back to bfloat16 would undo it. A bfloat16 value is a float32 whose low 16 bits are zero, so the
     next one is 2**16 away in the float32 bit pattern (toward or away from zero as in IEEE's nextafter).
+
+    Every test is on the bit patterns, as integers: CuPy compiles its kernels with ``-ftz=true``
+    (``cupy/cuda/compiler.py``), so a float32 comparison reads a subnormal as zero, and bfloat16's subnormals
+    are float32 subnormals (from ``9.2e-41`` the step up gave ``9.2e-41`` again).
     """
     if isinstance(a, MetaArray) or isinstance(b, MetaArray):
         return xp.nextafter(a, b)
-    a, b = _bfloat16_values(xp, a), _bfloat16_values(xp, b)
-    away = (b > a) == (a > 0)  # a step away from zero: its magnitude's bits go up
-    out = (a.view(xp.int32) + xp.where(away, 1 << 16, -(1 << 16)).astype(xp.int32)).view(xp.float32)
-    out = xp.where(a == 0, xp.copysign(xp.asarray(2.0**-133, dtype=xp.float32), b), out)  # the smallest subnormal
-    out = xp.where(a == b, b, out)
-    return xp.where(xp.isnan(a) | xp.isnan(b), xp.asarray(xp.nan, dtype=xp.float32), out)
+    a, b = _bfloat16_bits(xp, a), _bfloat16_bits(xp, b)
+    ka, kb = _ordered(xp, a), _ordered(xp, b)
+    away = (kb > ka) == (a > 0)  # a step away from zero: its magnitude's bits go up
+    out = a + xp.where(away, xp.int32(1 << 16), xp.int32(-(1 << 16)))
+    smallest = xp.where(b < 0, xp.int32(-(2**31) + (1 << 16)), xp.int32(1 << 16))  # 2**-133 with the sign of b
+    out = xp.where(ka == 0, smallest, out)
+    out = xp.where(ka == kb, b, out)
+    nan = ((a & 0x7FFFFFFF) > 0x7F800000) | ((b & 0x7FFFFFFF) > 0x7F800000)
+    return xp.where(nan, xp.int32(0x7FC00000), out).view(xp.float32)
 
 
-def _bfloat16_values(xp: Any, v: Any) -> Any:
-    """``v`` (a block or a scalar) rounded to bfloat16, as a float32 array."""
-    return xp.asarray(v).astype(BFLOAT16).astype(xp.float32)
+def _bfloat16_bits(xp: Any, v: Any) -> Any:
+    """``v`` (a block or a scalar) rounded to bfloat16, as the int32 bit pattern of its float32 value, made from
+    the bfloat16 bits without a float conversion (a scalar is rounded on the host: a float64 to float32
+    conversion in a CuPy kernel flushes subnormals)."""
+    if not hasattr(v, "shape") or isinstance(v, np.generic):
+        v = xp.asarray(np.asarray(v).astype(BFLOAT16))
+    return (v.astype(BFLOAT16).view(xp.uint16).astype(xp.uint32) << xp.uint32(16)).view(xp.int32)
+
+
+def _ordered(xp: Any, bits: Any) -> Any:
+    """The int32 bit patterns of float32 values mapped to integers in the order of the values (both zeros to 0)."""
+    return xp.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
 
 
 def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import shardarray as sa
 from gradcheck import check_grad
-from helpers import layouts, meshes, rand, sizes_strategy
+from helpers import backend_name, layouts, meshes, rand, sizes_strategy
 
 FEW = settings(max_examples=6, deadline=None)
 
@@ -39,6 +39,23 @@ def same(got, want):
     np.testing.assert_array_equal(got, want)
     if want.dtype.kind == "f":
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+#: ops computed by the platform's libm: CUDA's double-precision sin, atan, atan2, hypot, tanh are within 2 ulps of
+#: the exact value (CUDA C Programming Guide, "Mathematical Functions"), expm1 and log1p within 1; NumPy's within 1
+LIBM = {"sin", "atan", "atan2", "hypot", "tanh", "expm1", "log1p", "logaddexp"}
+
+
+def same_libm(got, want, maxulp=3):
+    """``same``; on CuPy shards finite nonzero values within ``maxulp`` ulps of NumPy's (CUDA's libm differs from
+    NumPy's by an ulp or two: ``sin(2.5)``, ``atan2(1e-300, -5e-324)``, ``hypot(1e-300, 1e-300)`` on an H200),
+    NaN, infinities and signed zeros still exact."""
+    if backend_name() != "cupy":
+        return same(got, want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    exact = ~np.isfinite(want) | (want == 0)
+    same(got[exact], want[exact])
+    np.testing.assert_array_max_ulp(got[~exact], want[~exact], maxulp=maxulp)
 
 
 def close(got, want, rtol=1e-12):
@@ -92,7 +109,8 @@ def test_special_values_of_unary_ops():
     with np.errstate(all="ignore"):
         for name in ("sign", "round", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "signbit", "expm1",
                      "log1p", "sin", "tanh", "atan"):
-            same(getattr(sa, name)(x).numpy(), getattr(np, {"atan": "arctan"}.get(name, name))(v))
+            check = same_libm if name in LIBM else same
+            check(getattr(sa, name)(x).numpy(), getattr(np, {"atan": "arctan"}.get(name, name))(v))
 
 
 # ------------------------------------------------------------------ binary
@@ -142,7 +160,8 @@ def test_binary_special_values_follow_numpy(name):
     y = sa.asarray(SPECIAL, dims=("b",), mesh=mesh, layout={"b": "col"})
     fn = {"atan2": np.arctan2}.get(name, getattr(np, name, None))
     with np.errstate(all="ignore"):
-        same(getattr(sa, name)(x, y).numpy(), fn(SPECIAL[:, None], SPECIAL[None, :]))
+        check = same_libm if name in LIBM else same
+        check(getattr(sa, name)(x, y).numpy(), fn(SPECIAL[:, None], SPECIAL[None, :]))
 
 
 def test_clip_scalars_arrays_and_crossed_bounds():
