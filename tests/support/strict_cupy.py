@@ -29,7 +29,15 @@ CuPy fails:
   raise ``LinAlgError`` for singular or non positive definite input (CuPy's
   default: ``cholesky`` returns LAPACK's partial factor, ``solve``/``inv``
   NaN); ``cupy.fft`` keeps single precision; ``cupy.allclose`` returns an
-  array; reductions return 0-d arrays, never scalars.
+  array; reductions return 0-d arrays, never scalars; ``searchsorted`` runs
+  CuPy's kernel (an early exit past ``a[-1]``, CuPy's complex comparisons,
+  every NaN value alike) and ``argmax``/``argmin`` return the last of
+  several NaNs (CuPy's reduction trees pick any).
+* CuPy's own elementwise arithmetic (``_CUPY_UFUNC_MODELS``): float
+  ``floor_divide``/``remainder`` as ``floor(a / b)`` and ``a - floor(a / b) * b``;
+  integer ``power`` of a negative exponent gives 0 (or +-1), not NumPy's
+  ``ValueError``; float32 comparisons read subnormals as zero (``-ftz=true``);
+  a Python int operand outside ``[-2**63, 2**64)`` raises ``OverflowError``.
 * ``RawModule`` kernels of ``kernels/*.cu`` are checked as in ``fake_gpu``
   and then *run*: ``KERNEL_MODELS`` carry out each kernel's arithmetic in
   NumPy, step by step as the CUDA source does (accumulation type, ``fmax``
@@ -1220,6 +1228,15 @@ class ndarray:
         self._check_kind(kind)
         return ndarray._new(self._a.argsort(axis=axis, kind="stable"), _current_gpu())
 
+    def argmax(self, axis: Any = None, out: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        return _MODULE.argmax(self, axis, dtype, out, keepdims)  # (CuPy's method: the same reduction)
+
+    def argmin(self, axis: Any = None, out: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        return _MODULE.argmin(self, axis, dtype, out, keepdims)
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
+        return _MODULE.searchsorted(self, v, side, sorter)  # (CuPy's method calls cupy.searchsorted)
+
     def take(self, indices: Any, axis: Any = None, out: Any = None) -> ndarray:
         return _MODULE.take(self, indices, axis, out)
 
@@ -1332,6 +1349,128 @@ def _operators() -> None:
 _MISSING = object()
 
 
+def _ftz_scalar_operands(name: str, args: list[Any]) -> list[Any]:
+    """CuPy compiles every kernel with ``-ftz=true`` (cupy/cuda/compiler.py v14.2.0, ``_compile_with_cache_cuda``):
+    single-precision arithmetic reads a subnormal operand as 0. Modeled for the scalar operand of a float32 or
+    complex64 ``multiply``/``divide`` (the kernel takes it in the loop's dtype): a factor below
+    ``finfo(float32).tiny`` (``1 / 9.5e38``) scales to 0 on a GPU, where NumPy's product is normal. Subnormal
+    array data and subnormal results are not modeled."""
+    if name not in ("multiply", "true_divide", "divide") or not any(_is_scalar(a) for a in args):
+        return args
+    try:
+        dt = np.result_type(*args)
+    except TypeError:
+        return args
+    if dt not in (np.float32, np.complex64):
+        return args
+    tiny = np.finfo(np.float32).tiny
+
+    def flush(v: Any) -> Any:
+        with np.errstate(all="ignore"):  # a Python float beyond float32's range: inf, as the kernel's cast
+            parts = np.array([v], dtype=dt).view(np.float32)
+        low = (parts != 0) & (np.abs(parts) < tiny)
+        if not low.any():
+            return v
+        parts[low] = 0
+        return parts.view(dt)[0]
+
+    return [flush(a) if _is_scalar(a) and not isinstance(a, (bool, np.bool_, int, np.integer)) else a for a in args]
+
+
+def _check_cscalar_ints(args: Any) -> None:
+    """CuPy packs every Python int operand of a kernel into an int64 ``CScalar`` (uint64 from ``2**63`` on) before
+    it looks at the other operands (``_preprocess_arg`` in cupy/_core/_kernel.pyx, ``CScalar.__init__`` in
+    cupy/_core/_scalar.pyx, v14.2.0): an int outside ``[-2**63, 2**64)`` raises ``OverflowError`` even beside a
+    float array, where NumPy converts the weak int to the float dtype (``x // 2**70``)."""
+    for a in args:
+        if type(a) is int and not -(2**63) <= a < 2**64:
+            raise OverflowError("Python int too large to convert to C long")
+
+
+def _loop_dtype(args: list[Any], kw: dict[str, Any]) -> np.dtype | None:
+    """The dtype a CuPy ufunc's loop computes in for NumPy operands ``args`` (None: no NumPy promotion rule)."""
+    try:
+        return np.dtype(kw["dtype"]) if kw.get("dtype") is not None else np.result_type(*args)
+    except TypeError:
+        return None
+
+
+def _into_out(value: np.ndarray, kw: dict[str, Any]) -> np.ndarray:
+    """``value`` written into the ufunc's ``out`` (a tuple or an array in ``kw``), or as it is."""
+    out = kw.get("out")
+    if out is None:
+        return value
+    o = out[0] if isinstance(out, tuple) else out
+    np.copyto(o, value, casting="unsafe")
+    return o
+
+
+def _cupy_float_floor(name: str) -> Callable[..., Any]:
+    """``cupy.floor_divide`` / ``cupy.remainder``: NumPy's for integers; for floats CuPy's kernels (v14.2.0:
+    ``_floor_divide`` in cupy/_core/include/cupy/carray.cuh and bfloat16.cuh, the loops in
+    cupy/_core/_routines_math.pyx) compute ``floor(a / b)`` and ``a - floor(a / b) * b``, where NumPy's
+    ``npy_divmod`` corrects ``fmod(a, b)``: ``1.0 // 0.1`` is 10 (NumPy 9), ``1.0 % 0.1`` 0 (NumPy 0.0999...),
+    ``inf // 2`` inf (NumPy NaN), ``1 % inf`` NaN (NumPy 1). float16 and bfloat16 compute in float32, rounded once
+    (the half types convert to ``float``). Each operation rounds here; nvcc may contract the remainder's
+    ``a - q * b`` into an FMA (not modeled)."""
+    np_func = getattr(np, name)
+
+    def call(*args: Any, **kw: Any) -> Any:
+        dt = np_func(*args, **{k: v for k, v in kw.items() if k != "out"}).dtype  # (ml_dtypes' loop: weak scalars)
+        if not (dt.kind == "f" or dt.name == "bfloat16"):
+            return np_func(*args, **kw)
+        wide = np.dtype(np.float32) if dt.itemsize < 4 else dt
+        a, b = (np.asarray(v).astype(dt).astype(wide) for v in args)
+        q = np.floor(a / b)
+        return _into_out((q if name == "floor_divide" else a - q * b).astype(dt), kw)
+
+    call.__name__ = name
+    return call
+
+
+def _cupy_integral_power(*args: Any, **kw: Any) -> Any:
+    """``cupy.power``: NumPy's, except integers to negative integer powers, which NumPy refuses (``ValueError``)
+    and CuPy's ``integral_power`` (cupy/_core/_routines_math.pyx, v14.2.0) computes: ``(-1) ** n`` is ``±1``,
+    ``1 ** n`` 1, any other base 0."""
+    dt = _loop_dtype(list(args), kw)
+    b = np.asarray(args[1])
+    if dt is None or dt.kind not in "iu" or b.dtype.kind != "i" or not (b < 0).any():
+        return np.power(*args, **kw)
+    a, b = np.asarray(args[0]).astype(dt), b.astype(dt)
+    neg = b < 0
+    r = np.power(a, np.where(neg, 0, b).astype(dt))
+    small = np.where(a == -1, np.where(b & 1, -1, 1), np.where(a == 1, 1, 0))
+    return _into_out(np.where(neg, small, r).astype(dt), kw)
+
+
+def _ftz_compare(name: str) -> Callable[..., Any]:
+    """CuPy's float32 comparisons under ``-ftz=true`` (cupy/cuda/compiler.py v14.2.0): a subnormal operand reads
+    as a (signed) zero, so ``9.2e-41 > 0`` is False and ``9.2e-41 == 0`` True. Modeled for the six comparison
+    ufuncs of a float32 loop (bfloat16 loops and float32 arithmetic are not)."""
+    np_func = getattr(np, name)
+
+    def call(*args: Any, **kw: Any) -> Any:
+        if _loop_dtype(list(args), kw) != np.float32:
+            return np_func(*args, **kw)
+        flushed = []
+        for v in args:
+            f = np.array(v, dtype=np.float32)
+            sub = (f != 0) & (np.abs(f) < np.finfo(np.float32).tiny)
+            flushed.append(np.where(sub, np.copysign(np.float32(0), f), f) if sub.any() else v)
+        return np_func(*flushed, **kw)
+
+    call.__name__ = name
+    return call
+
+
+#: CuPy's own arithmetic where it is not NumPy's (``ufunc.__call__`` runs these in place of NumPy's ufunc)
+_CUPY_UFUNC_MODELS: dict[str, Callable[..., Any]] = {
+    "floor_divide": _cupy_float_floor("floor_divide"), "remainder": _cupy_float_floor("remainder"),
+    "power": _cupy_integral_power,
+    **{n: _ftz_compare(n) for n in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")},
+}
+
+
 # ==================================================================================================== ufunc
 class ufunc:
     """A CuPy ufunc: inputs are device arrays or scalars, keywords ``out``, ``dtype``, ``casting`` only, and the
@@ -1381,6 +1520,7 @@ class ufunc:
         for a in (*ins, *(() if where is None else (where,))):
             if type(a) is not ndarray and not _is_scalar(a):
                 raise TypeError(_UNSUPPORTED.format(type(a)))
+        _check_cscalar_ints(ins)
         for o in outs:
             if o is not None and type(o) is not ndarray:
                 raise TypeError("Output arguments must be cupy.ndarray")
@@ -1397,7 +1537,8 @@ class ufunc:
                 kw["out"] = kw["out"][0]
         gpu = _current_gpu()
         with _QUIET:
-            r = self._np(*[_unwrap(a) for a in ins], **kw)
+            run = _CUPY_UFUNC_MODELS.get(self._short, self._np)
+            r = run(*_ftz_scalar_operands(self._short, [_unwrap(a) for a in ins]), **kw)
         return _wrap(r, _originals(outs), gpu)
 
     # ------------------------------------------------------------------ methods (CuPy's limits)
@@ -1530,7 +1671,8 @@ def _ascontiguousarray(a: Any, dtype: Any = None) -> ndarray:
         raise TypeError(f"Argument 'a' has incorrect type (expected cupy._core.core._ndarray_base, "
                         f"got {type(a).__module__}.{type(a).__name__})")
     if a._a.flags.c_contiguous and (dtype is None or np.dtype(dtype) == a.dtype):
-        return a
+        # CuPy (cupy/_core/core.pyx, ascontiguousarray): a 0-d array comes back raveled, shape (1,), as a copy does
+        return a if a.ndim else ndarray._new(a._a.reshape(1), a._gpu)
     return ndarray._new(np.ascontiguousarray(a._a, dtype=dtype))
 
 
@@ -1622,6 +1764,97 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None) -> Any:
     return np.argsort(a, axis=axis, kind="stable")
 
 
+def _cupy_compare(lhs: Any, rhs: Any, op: str) -> Any:
+    """C's ``<``, ``<=``, ``>``, ``>=`` as CuPy's kernels apply them; for complex values CuPy's ``operator<`` etc.
+    (cupy/_core/include/cupy/complex/arithmetic.h, v14.2.0): ``==``, else by real part, then imaginary part,
+    NaN parts compared as C compares NaN (so ``1+nanj < 2+0j``, where NumPy's sort order puts ``1+nanj`` last)."""
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if lhs.dtype.kind != "c" and rhs.dtype.kind != "c":
+        return {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[op](lhs, rhs)
+    lhs, rhs = lhs.astype(np.complex128), rhs.astype(np.complex128)
+    eq = lhs == rhs
+    if op[0] == "<":
+        strict = (lhs.real < rhs.real) | ((lhs.real == rhs.real) & (lhs.imag < rhs.imag))
+    else:
+        strict = (lhs.real > rhs.real) | ((lhs.real == rhs.real) & (lhs.imag > rhs.imag))
+    return (strict | eq) if op.endswith("=") else strict
+
+
+def _searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    """``cupy.searchsorted`` as CuPy 14.2's kernel computes it (cupy/_sorting/search.py, ``_searchsorted_code``
+    with ``assume_increasing``), per value ``x`` of ``v``:
+
+    * ``x != x`` (a NaN; a complex one with either part NaN): the end (``right``), or before the trailing run
+      of NaN bins (``left``), whichever NaN it is;
+    * ``x > bins[-1]`` (``>=`` for ``right``): the end, without a search;
+    * else a binary search of ``bins`` with ``bins[m] < x`` (``<=`` for ``right``), ``_cupy_compare``'s.
+
+    On sorted real bins that is NumPy's answer. It is not on unsorted bins (the early exit at ``bins[-1]``: an
+    H200 gave ``[7, 7]`` where NumPy's search gives ``[1, 7]``), nor for complex values with NaN parts (NumPy
+    orders ``R+Rj < R+nanj < nan+Rj < nan+nanj``; CuPy's comparisons put ``1+nanj`` below ``2+0j`` and treat
+    every complex NaN ``x`` alike).
+    """
+    a, v = np.asarray(a), np.asarray(v)
+    if a.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if a.ndim < 1:
+        raise ValueError("object of too small depth for desired array")
+    if a.size == 0:
+        return np.zeros(v.shape, dtype=np.int64)
+    if sorter is not None:
+        sorter = np.asarray(sorter)
+        if sorter.dtype.kind not in "iu":
+            raise TypeError("sorter must be of integer type")
+        if sorter.size != a.size:
+            raise ValueError("sorter.size must equal a.size")
+        a = a[np.mod(sorter, a.size)]  # (``a.take(sorter)``: indices wrap)
+    right, n, x = side == "right", a.size, v.reshape(-1)
+    y = np.zeros(x.size, dtype=np.int64)
+    nan_x = x != x
+    valid = np.flatnonzero(a == a)  # (``_isnan``: ``val != val``)
+    y[nan_x] = n if right else (valid[-1] + 1 if valid.size else 0)
+    done = nan_x | _cupy_compare(x, a[-1], ">=" if right else ">")
+    y[done & ~nan_x] = n
+    lo, hi = np.zeros(x.size, dtype=np.int64), np.full(x.size, n - 1, dtype=np.int64)
+    active = ~done & (lo < hi)
+    while active.any():
+        m = lo + (hi - lo) // 2
+        look_right = _cupy_compare(a[m], x, "<=" if right else "<")
+        lo, hi = np.where(active & look_right, m + 1, lo), np.where(active & ~look_right, m, hi)
+        active = ~done & (lo < hi)
+    y[~done] = hi[~done]
+    return y.reshape(v.shape)
+
+
+def _arg_search(name: str) -> Callable[..., Any]:
+    """``cupy.argmax`` / ``argmin``: NumPy's, except where a float or complex row holds several NaNs.
+
+    CuPy's reductions (``my_argmax_float`` / ``my_argmin_float`` in cupy/_core/_routines_statistics.pyx, and
+    CUB's ``ArgMax`` / ``ArgMin`` specialisations in cupy/cuda/cupy_cub.cu, v14.2.0) keep the *left* operand
+    when both are NaN, with no look at the indices, and a reduction tree's left operand is not always the lower
+    index: which NaN wins depends on the launch (an H200 gave 4 for ``argmax([2, 0, -1, nan, nan])``, NumPy 3).
+    Modelled as the last NaN of the row, a choice CuPy can make and NumPy never does. Ties of equal non-NaN
+    values keep the least index (the ``a.value == b.value`` branch), as NumPy.
+    """
+    np_func = getattr(np, name)
+
+    def call(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        r = np.asarray(np_func(a, axis=axis, keepdims=keepdims))
+        if (a.dtype.kind in "fc" or a.dtype.name == "bfloat16") and a.size:
+            b, ax = (a.reshape(-1), 0) if axis is None else (a, axis)
+            nan = np.isnan(b)
+            last = b.shape[ax] - 1 - np.argmax(np.flip(nan, ax), axis=ax)
+            r = np.where(nan.sum(axis=ax) > 1, last, r.reshape(last.shape)).reshape(r.shape)
+        r = r.astype(np.int64 if dtype is None else dtype)
+        if out is not None:
+            np.copyto(out, r, casting="unsafe")
+            return out
+        return r
+
+    call.__name__ = name
+    return call
+
+
 def _result_type(*arrays_and_dtypes: Any) -> np.dtype:
     return np.result_type(*[a.dtype if type(a) is ndarray else a for a in arrays_and_dtypes])
 
@@ -1671,7 +1904,54 @@ def _inv(a: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.inv(a)
     except np.linalg.LinAlgError:
+        if a.ndim >= 3:
+            return _batched_inv_getri(a)
         return np.full(a.shape, np.nan, dtype=np.result_type(a.dtype, np.float32))
+
+
+def _batched_inv_getri(a: np.ndarray) -> np.ndarray:
+    """``cupy.linalg.inv`` of a stack NumPy finds singular: CuPy's ``_batched_inv`` (cupy/linalg/_solve.py,
+    v14.2.0) runs cuBLAS ``getrfBatched`` + ``getriBatched`` on ``a.astype(order='C')`` read column-major, i.e.
+    on each matrix's **transpose**, and GPU code fuses the LU's update ``a - l*u`` into one FMA. That LU can
+    meet a pivot of rounding size where LAPACK's LU of ``a`` (NumPy's) meets an exact zero: a finite inverse of
+    size ``1/eps``, no NaN (an H200: the repeated-row matrix of tests/linalg/test_linalg_errors.py, pivots
+    ``±5.6e-16``). Modeled per real matrix NumPy finds singular: that LU (partial pivoting, multipliers by the
+    reciprocal pivot as LAPACK's getf2, each update one exact FMA rounded once through ``fractions``), then the
+    inverse from its factors; an exact zero pivot (a zero row or column stays zero) gives NaN, as getri's
+    division by it. Complex matrices: NaN."""
+    from fractions import Fraction
+
+    dt = np.result_type(a.dtype, np.float32)
+    out = np.array(a, dtype=dt, copy=True)
+    flat = out.reshape(-1, *out.shape[-2:])
+    for i, m in enumerate(flat):
+        try:
+            flat[i] = np.linalg.inv(m)
+            continue
+        except np.linalg.LinAlgError:
+            pass
+        if dt.kind == "c":
+            flat[i] = np.nan
+            continue
+        lu, n = m.T.astype(np.float64), m.shape[-1]
+        perm = np.arange(n)
+        for k in range(n):
+            p = k + int(np.argmax(np.abs(lu[k:, k])))
+            lu[[k, p]], perm[[k, p]] = lu[[p, k]], perm[[p, k]]
+            if lu[k, k] == 0:
+                break
+            lu[k + 1:, k] *= 1.0 / lu[k, k]
+            for r in range(k + 1, n):
+                for c in range(k + 1, n):  # fl(a - l*u), one rounding (then to the dtype)
+                    lu[r, c] = float(Fraction(lu[r, c]) - Fraction(lu[r, k]) * Fraction(lu[k, c]))
+            lu[k + 1:, k + 1:] = lu[k + 1:, k + 1:].astype(dt).astype(np.float64)
+        if np.any(np.diag(lu) == 0):
+            flat[i] = np.nan
+            continue
+        low, up = np.tril(lu, -1) + np.eye(n), np.triu(lu)
+        inv_t = np.linalg.inv(up) @ np.linalg.inv(low) @ np.eye(n)[perm]  # (P a^T = L U)^-1
+        flat[i] = inv_t.T
+    return out
 
 
 def _single_fft(np_func: Callable[..., Any], real_out: bool) -> Callable[..., Any]:
@@ -1709,6 +1989,7 @@ _OVERRIDES: dict[str, Callable[..., Any]] = {
     "sort": _sort, "argsort": _argsort, "shape": np.shape, "isscalar": np.isscalar,
     "asfarray": lambda a, dtype=np.float64: np.asarray(a, dtype=dtype), "msort": lambda a: np.sort(a, axis=0),
     "linalg.cholesky": _cholesky, "linalg.solve": _solve, "linalg.inv": _inv,
+    "searchsorted": _searchsorted, "argmax": _arg_search("argmax"), "argmin": _arg_search("argmin"),
 }
 #: CuPy computes these on the device: a 0-d array where NumPy returns a Python bool
 _ARRAY_RESULTS = {"allclose", "array_equal", "array_equiv", "count_nonzero"}
