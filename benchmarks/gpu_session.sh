@@ -7,6 +7,7 @@
 #                                                   # (and on a captured step's replays: sa.graphed)
 #   bash benchmarks/gpu_session.sh bench4 profile   # the 4-device CLI matmul; the step's top kernels (gpu_profile.py)
 #   bash benchmarks/gpu_session.sh suite            # the whole suite on real CuPy shards (pytest --backend=cupy)
+#   bash benchmarks/gpu_session.sh suitefast        # the same in one run over 12 xdist workers (about 2 minutes)
 #   bash benchmarks/gpu_session.sh lease            # a 15-minute lease in one ~9-minute call: tests, main and sanitize
 #                                                   # side by side (correctness only), then bench and profile alone
 #
@@ -50,6 +51,12 @@ for what in "$@"; do
                 -p no:cacheprovider "$dir"
         done
         ;;
+    suitefast)
+        # the whole suite on real CuPy shards in one pytest run over xdist workers (pytest-xdist is on the GPU image):
+        # about 2 minutes on an H200 machine's 16 cores; mpiexec jobs run as root there (Open MPI's two variables)
+        stage suite "${SUITE_LIMIT:-240}" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$PY" -m pytest -q \
+            --backend=cupy -n "${SUITE_WORKERS:-12}" --timeout "${TEST_TIMEOUT:-120}" -p no:cacheprovider -rfE -W ignore tests
+        ;;
     bench)
         # shellcheck disable=SC2086  # GPU_BENCH_ARGS: extra flags, e.g. "--repeat 5 --calls 5" in a short lease
         stage bench "${BENCH_LIMIT:-420}" "$PY" benchmarks/gpu.py ${GPU_BENCH_ARGS:-} --json "$OUT/gpu.json"
@@ -90,7 +97,7 @@ for what in "$@"; do
         grep -h "^== .*: exit" "$OUT"/*.log
         ;;
     *)
-        echo "unknown stage '$what': give some of tests, suite, bench, bench4, profile, compile, main, sanitize, lease" >&2
+        echo "unknown stage '$what': give some of tests, suite, suitefast, bench, bench4, profile, compile, main, sanitize, lease" >&2
         failed=$((failed + 1))
         ;;
     esac
