@@ -220,13 +220,14 @@ def test_causal_softmax_kernel_matches_the_array_path(dtype, tol, monkeypatch):
 
 
 @pytest.mark.parametrize("eq,a,b,gemms", [
-    ("b h s k, b h t k -> b h s t", (2, 3, 64, 32), (2, 3, 48, 32), 1),
-    ("b s h k, b t h k -> b h s t", (2, 64, 3, 32), (2, 48, 3, 32), 2),  # one per b: b, h don't merge in place
-    ("m k, k n -> m n", (96, 64), (64, 80), 1),  # 2-D as well (CuPy's matmul upcasts bfloat16)
-    ("k m, k n -> m n", (64, 96), (64, 80), 1),  # a transposed operand: op T, read in place
+    ("b h s k, b h t k -> b h s t", (2, 3, 64, 32), (2, 3, 48, 32), (1, 0)),
+    ("b s h k, b t h k -> b h s t", (2, 64, 3, 32), (2, 48, 3, 32), (0, 1)),  # b, h don't merge: pointer-batched
+    ("m k, k n -> m n", (96, 64), (64, 80), (1, 0)),  # 2-D as well (CuPy's matmul upcasts bfloat16)
+    ("k m, k n -> m n", (64, 96), (64, 80), (1, 0)),  # a transposed operand: op T, read in place
 ])
 def test_float16_contractions_use_float32_accumulation(eq, a, b, gemms):
-    """Batched float16 products go to cublasGemmStridedBatchedEx (fp32 compute): close to the float64 product."""
+    """Batched float16 products go to cublasGemmStridedBatchedEx, or cublasGemmBatchedEx where the two batch dims
+    do not merge (``gemms``: the calls of each), with fp32 compute: close to the float64 product."""
     import cupy
 
     from shardarray.backend import cublas
@@ -235,9 +236,9 @@ def test_float16_contractions_use_float32_accumulation(eq, a, b, gemms):
     rng = np.random.default_rng(0)
     xa, xb = rng.standard_normal(a).astype(np.float16), rng.standard_normal(b).astype(np.float16)
     letters = eq.replace(" ", "")
-    before = cublas.STATS["gemm_strided_batched"]
+    before = cublas.STATS["gemm_strided_batched"], cublas.STATS["gemm_batched"]
     got = cupy.asnumpy(backend.einsum(letters, cupy.asarray(xa), cupy.asarray(xb)))
-    assert cublas.STATS["gemm_strided_batched"] - before == gemms
+    assert (cublas.STATS["gemm_strided_batched"] - before[0], cublas.STATS["gemm_batched"] - before[1]) == gemms
     want = np.einsum(letters, xa.astype(np.float64), xb.astype(np.float64))
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=2e-2)

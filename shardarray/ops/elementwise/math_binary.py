@@ -260,10 +260,12 @@ def _nextafter_bfloat16(xp: Any, a: Any, b: Any) -> Any:
 
 def _bfloat16_bits(xp: Any, v: Any) -> Any:
     """``v`` (a block or a scalar) rounded to bfloat16, as the int32 bit pattern of its float32 value, made from
-    the bfloat16 bits without a float conversion (a scalar is rounded on the host: a float64 to float32
-    conversion in a CuPy kernel flushes subnormals)."""
+    the bfloat16 bits without a float conversion (a scalar's bits are made on the host and sent as an int32: a
+    float64 to float32 conversion in a CuPy kernel flushes subnormals, and a bfloat16 -0.0 sent to an H200 came
+    back as +0.0)."""
     if not hasattr(v, "shape") or isinstance(v, np.generic):
-        v = xp.asarray(np.asarray(v).astype(BFLOAT16))
+        host = np.asarray(v).astype(BFLOAT16).view(np.uint16).astype(np.uint32) << np.uint32(16)
+        return xp.asarray(host.view(np.int32))
     return (v.astype(BFLOAT16).view(xp.uint16).astype(xp.uint32) << xp.uint32(16)).view(xp.int32)
 
 

@@ -84,7 +84,8 @@ def test_integer_to_a_negative_integer_power_raises_a_typed_error(exponent):
     with pytest.raises(sa.ArgumentError, match=r"\{'a': 4\}"):
         i**e
     np.testing.assert_array_equal((i ** sa.abs(i)).numpy(), np.array([1, -1, 27, 256]))
-    np.testing.assert_array_equal((i.astype("float64") ** -1).numpy(), 1.0 / np.array([1, -1, 3, 4]))
+    # (CUDA's pow gave 3 ** -1 one ulp above 1/3 on an H200)
+    np.testing.assert_allclose((i.astype("float64") ** -1).numpy(), 1.0 / np.array([1, -1, 3, 4]), rtol=4e-16)
     np.testing.assert_array_equal((i ** np.uint8(2)).numpy(), np.array([1, 1, 9, 16]))
 
 
