@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import inspect
 import operator
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..errors import ArgumentError, DimensionError, DTypeError
-from ..ops.creation.basic import full
+from ..layout import Layout
+from ..ops.creation.basic import from_blocks, full
 from ..ops.manipulation.structure import astype, rename, transpose
 from .common import HOOKS, same, short
 from .named_ufuncs import dims_of, one_dim
@@ -370,11 +372,13 @@ def einsum_by_letters(func: Any, what: str, *operands: Any, **kwargs: Any) -> An
         raise ArgumentError(f"{what}: {', '.join(extra)}= is not supported on ShardArrays; call it without")
     lhs, arrow, rhs = spec.partition("->")
     terms = lhs.split(",")
-    if "." in spec or len(terms) != len(arrays):
+    if len(terms) != len(arrays):
         raise ArgumentError(
-            f"{what}: {operands[0]!r} must have one term per operand ({len(arrays)}) and no "
-            f"'...'; or use the named form sa.einsum(x, w, out=(...))"
+            f"{what}: {operands[0]!r} must have one term per operand ({len(arrays)}); or use the named form "
+            f"sa.einsum(x, w, out=(...))"
         )
+    terms, arrays, out_letters = _explicit(what, terms, arrays, rhs if arrow else None)
+    lhs = ",".join(terms)
     names: dict[str, str] = {}  # letter -> dim name: the operand's own name, or a fresh one when it is taken
     every = {d for a in arrays for d in a.dims}
     renamed = []
@@ -395,14 +399,99 @@ def einsum_by_letters(func: Any, what: str, *operands: Any, **kwargs: Any) -> An
             if names[letter] != d:
                 mapping[d] = names[letter]
         renamed.append(rename(a, mapping) if mapping else a)
-    if not arrow:
-        out_letters = "".join(sorted(c for c in names if lhs.count(c) == 1))
-    else:
-        out_letters = rhs
     equation = (
         ", ".join(" ".join(names[c] for c in t) for t in terms) + " -> " + " ".join(names[c] for c in out_letters)
     )
     return fn(equation, *renamed)
+
+
+def _explicit(
+    what: str, terms: list[str], arrays: list[ShardArray], rhs: str | None
+) -> tuple[list[str], list[ShardArray], str]:
+    """NumPy's einsum subscripts made plain: ``(terms, arrays, output letters)`` with no ``...`` and no letter twice in
+    one term, for the same result.
+
+    ``...`` stands for an operand's leading axes beyond its letters, right-aligned across operands as NumPy
+    broadcasts them (each gets a fresh letter; a size-1 axis against a longer one is dropped: the product then
+    broadcasts over it). A letter repeated within a term takes a diagonal (``ii->i``) or a trace (``ii``): the
+    repeat gets a fresh letter, and an identity matrix over the two letters joins the operands (one einsum still,
+    with its algorithm and collectives; the identity is built block by block, laid out as the operand's dims).
+    Without ``->`` the output is NumPy's implicit one: the ``...`` letters, then every letter used once, sorted.
+    """
+    used = set("".join(terms) + (rhs or ""))
+    fresh = iter(c for c in string.ascii_letters if c not in used)
+    dotted = [t for t in terms if "..." in t]
+    widths = [a.ndim - (len(t) - 3) if "..." in t else 0 for t, a in zip(terms, arrays)]
+    if (
+        any(w < 0 for w in widths)
+        or any(t.replace("...", "").count(".") for t in terms)
+        or (rhs and "." in rhs.replace("...", ""))
+    ):
+        raise DimensionError(f"{what}: each '...' must stand for 0 or more axes of its operand; got terms {terms}")
+    ell = [next(fresh) for _ in range(max(widths, default=0))]
+    sizes: dict[str, int] = {}
+    for t, a, w in zip(terms, arrays, widths):
+        if "..." in t:
+            k = t.index("...")
+            for c, n in zip(ell[len(ell) - w :], a.shape[k : k + w]):
+                sizes[c] = max(sizes.get(c, 1), n)
+    singles = "".join(sorted(c for c in used if c.isalpha() and "".join(terms).count(c) == 1))
+    if rhs is None:
+        out = "".join(ell) + singles
+    elif "..." in rhs:
+        out = rhs.replace("...", "".join(ell))
+    elif dotted and ell:
+        raise DimensionError(
+            f"{what}: the output has no '...' for the {len(ell)} axes the operands' '...' stand for; write '...' "
+            f"in the output (e.g. '...ij->...i') or sum them first"
+        )
+    else:
+        out = rhs
+    new_terms, new_arrays = [], []
+    for i, (t, a, w) in enumerate(zip(terms, arrays, widths)):
+        if "..." in t:
+            k = t.index("...")
+            mine = ell[len(ell) - w :]
+            drop = [a.dims[k + j] for j, c in enumerate(mine) if a.shape[k + j] == 1 and sizes[c] > 1]
+            letters = [c for j, c in enumerate(mine) if a.dims[k + j] not in drop]
+            a = a.isel({d: 0 for d in drop}) if drop else a
+            t = t[:k] + "".join(letters) + t[k + 3 :]
+        extra = []
+        for j, c in enumerate(t):
+            if c in t[:j]:
+                first = t.index(c)
+                if a.shape[first] != a.shape[j]:
+                    raise DimensionError(
+                        f"{what}: operand {i}'s axes {first} and {j} (both '{c}') differ in size "
+                        f"({a.shape[first]} != {a.shape[j]}); a repeated letter takes a diagonal of equal sizes"
+                    )
+                c2 = next(fresh)
+                t = t[:j] + c2 + t[j + 1 :]
+                extra.append((c + c2, _identity(a, a.dims[first], a.dims[j])))
+        new_terms.append(t)
+        new_arrays.append(a)
+        for term, e in extra:
+            new_terms.append(term)
+            new_arrays.append(e)
+    return new_terms, new_arrays, out
+
+
+def _identity(a: ShardArray, d1: str, d2: str) -> ShardArray:
+    """The identity matrix over ``a``'s dims ``d1`` and ``d2`` (equal sizes), in ``a``'s dtype and layout of the
+    two; each device builds its own block."""
+    lay = a._layout
+    axes = dict(zip(lay.dims, lay.axes))
+    n = a.sizes[d1]
+    layout = Layout((d1, d2), (n, n), (axes[d1], axes[d2]))
+    backend = a.mesh.backend
+
+    def make(bounds: tuple[tuple[int, int], ...]) -> Any:
+        (r0, r1), (c0, c1) = bounds
+        if not backend.has_data:
+            return backend.xp.full((r1 - r0, c1 - c0), 0, dtype=a.dtype)
+        return backend.from_numpy((np.arange(c0, c1)[None, :] == np.arange(r0, r1)[:, None]).astype(a.dtype))
+
+    return like_kind(from_blocks(a.mesh, layout, a.dtype, make), a)
 
 
 FUNCTIONS: dict[Callable[..., Any], Entry] = {
