@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..array import ShardArray, like_kind
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..ops.elementwise.arithmetic import apply
 from ..tree import tree_unflatten
 from .common import (
@@ -29,15 +31,19 @@ from .master import check_master_dtype, finish, init_master, working_dtype, work
 
 @dataclass(frozen=True)
 class SGD:
-    """Stochastic gradient descent with optional momentum and decoupled weight decay.
+    """Stochastic gradient descent with optional momentum (heavy ball, or Nesterov's) and decoupled weight decay.
+
+    With ``momentum`` μ the velocity is ``v = μ v + g`` and the step ``-lr v``, or ``-lr (g + μ v)`` with
+    ``nesterov=True`` (PyTorch's ``SGD(nesterov=True)``, optax's ``sgd(nesterov=True)``).
 
     Parameters narrower than ``master_dtype`` (float16, bfloat16 under the
     default "float32") are updated through a float32 master copy kept in the
     state (see ``shardarray.optim.master``); ``master_dtype=None`` turns it off.
 
     Raises:
-        ArgumentError: at construction, ``lr`` < 0, ``momentum`` outside [0, 1) or
-            ``weight_decay`` < 0 (the message names the parameter and the range).
+        ArgumentError: at construction, ``lr`` < 0, ``momentum`` outside [0, 1),
+            ``weight_decay`` < 0 (the message names the parameter and the range), or ``nesterov`` without
+            momentum.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -53,10 +59,17 @@ class SGD:
     momentum: float = 0.0
     weight_decay: float = 0.0
     master_dtype: str | None = "float32"
+    nesterov: bool = False
 
     def __post_init__(self) -> None:
         _check_lr("SGD", self.lr)
         _in_range("SGD", "momentum", self.momentum, 0.0, 1.0, "[0, 1)")
+        if not isinstance(self.nesterov, (bool, np.bool_)):
+            raise ArgumentError(f"SGD(nesterov={self.nesterov!r}): nesterov must be True or False")
+        if self.nesterov and not self.momentum:
+            raise ArgumentError(
+                "SGD(nesterov=True) needs a momentum in (0, 1), e.g. SGD(lr, momentum=0.9, nesterov=True)"
+            )
         _in_range("SGD", "weight_decay", self.weight_decay, 0.0, None, "[0, inf) (weight_decay >= 0, finite)")
         check_master_dtype("SGD", self.master_dtype)
 
@@ -87,8 +100,11 @@ class SGD:
                 v = apply(
                     "sgd_momentum", lambda xp, v, d, ct=ct: _axpby(_up(xp, v, ct), mu, _up(xp, d, ct), 1.0), (v, dx)
                 )
-                dx = v
                 new_v.append(v)
+                if self.nesterov:  # the step looks ahead along the velocity: g + mu v
+                    dx = apply("sgd_nesterov", lambda xp, d, v, ct=ct: _axpby(_up(xp, d, ct), 1.0, v, mu), (dx, v))
+                else:
+                    dx = v
             if isinstance(lr, ShardArray):  # a schedule's rate computed on the device: a 0-d operand of the update
 
                 def sgd(xp: Any, a: Any, d: Any, rate: Any, ct: Any = ct) -> Any:
