@@ -303,9 +303,23 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
         _write_ids(x, key, value)
         return
     items, new = parse_key(x, key)
+    value = _host_value(x, value)
     if isinstance(value, ShardArray):
         value = _fit_value(x, items, new, value)
     _setitem(x, items, value)
+
+
+def _host_value(x: ShardArray, value: Any) -> Any:
+    """A host array value of a write (a NumPy array, nested lists) as a positional array on ``x``'s mesh, unsplit:
+    every process holds it already, as NumPy's ``x[1:3] = np.ones((2, 5))`` takes it. Scalars (0-d included) stay
+    as they are (the write checks them against ``x``'s dtype)."""
+    if isinstance(value, ShardArray) or not isinstance(value, (np.ndarray, list, tuple)):
+        return value
+    host = np.asarray(value)
+    if host.ndim == 0 or host.dtype.kind not in "biufc":
+        return value
+    dims = tuple(fresh(x.dims, host.ndim, "v"))
+    return wrap(_asarray(host, dims=dims, mesh=x.mesh, layout={}))
 
 
 def _fit_value(x: ShardArray, items: dict[str, Any], new: list[int], value: ShardArray) -> ShardArray:
