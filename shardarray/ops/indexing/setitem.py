@@ -20,17 +20,20 @@ from typing import Any, cast
 import numpy as np
 
 from ...array import ShardArray
-from ...core.common import common_mesh, map_blocks
+from ...core.common import common_mesh, map_blocks, union_dims
 from ...core.movement import k_range, move
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
-from ...errors import DimensionError, DTypeError
+from ...errors import ArgumentError, DimensionError, DTypeError
 from ...layout import block_bounds
 from ..creation.basic import asarray
+from ..elementwise.arithmetic import add, less, where
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
-from .basic import normalize_int, normalize_slice, pick
+from .basic import host_ids, normalize_int, normalize_slice, pick
+from .id_writes import write_at
 from .mask import mask_assign
+from .take import _check_range
 from .writes import check_host_value, serialized
 
 
@@ -47,9 +50,8 @@ def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, i
             box[d] = (normalize_int(x, d, v), 1, 1, False)
         else:
             raise DTypeError(
-                f"x[...] = v: index {v!r:.60} for dim {d!r} is not supported in a named write; use ints and slices "
-                f"(or one boolean mask: x[mask] = v); integer-array writes are positional (p = xp.asarray(x); "
-                f"p[ids] = v, or np.add.at(p, ids, v))"
+                f"x[...] = v: index {v!r:.60} for dim {d!r} is not supported in a named write; use ints, slices, "
+                f"integer id arrays (x[{{{d!r}: ids}}] = v) or one boolean mask (x[mask] = v)"
             )
     return box
 
@@ -77,6 +79,78 @@ def _value(x: ShardArray, v: ShardArray, box: dict[str, tuple[int, int, int, boo
     return astype(v, x.dtype) if v.dtype != x.dtype else v
 
 
+def _is_ids(k: Any) -> bool:
+    """Whether index ``k`` is an array of integer ids (a ShardArray, a NumPy array or a list of 1 or more dims)."""
+    if isinstance(k, ShardArray):
+        return k.dtype.kind in "iu"
+    if isinstance(k, (list, np.ndarray)):
+        arr = np.asarray(k)
+        return arr.ndim >= 1 and arr.dtype.kind in "iu"
+    return False
+
+
+def _write_ids(x: ShardArray, items: Mapping[str, Any], ids: dict[str, Any], v: Any) -> None:
+    """``x[{d: ids, ...}] = v``: the entries at the ids along their dims (``ids.write_at``: each (id, value) pair
+    goes to the device owning its row, one alltoallv; no gather).
+
+    The id arrays broadcast together by name (same-named dims of equal sizes); a NumPy array (1-D) takes the name
+    of the dim it indexes. Negative ids count from the end, as NumPy's. ``v``: a scalar, or a ShardArray over the
+    ids' dims and ``x``'s other dims (any order; missing and size-1 dims broadcast). Where ids repeat, one of their
+    values is written, as in NumPy.
+    """
+    if len(ids) != len(items):
+        raise ArgumentError(
+            f"x[...] = v: id arrays for {sorted(ids)} together with ints or slices for "
+            f"{sorted(set(items) - set(ids))} are not supported in a write; select first "
+            f"(y = x.isel(...); y[{{...: ids}}] = v; x[...] = y)"
+        )
+    coords = []
+    for d, k in ids.items():
+        if d not in x.dims:
+            raise DimensionError(f"x[...] = v: {d!r} is not a dim of x; its dims are {x.sizes}")
+        n = x.sizes[d]
+        if not isinstance(k, ShardArray):
+            arr = host_ids(np.asarray(k))
+            if arr.ndim != 1:
+                raise DimensionError(
+                    f"x[...] = v: NumPy ids for dim {d!r} must be 1-D (they take the dim's name); got shape "
+                    f"{arr.shape}: give a named array (sa.asarray(ids, dims=...)) for more dims"
+                )
+            if arr.size and x.mesh.comm_kind != "mpi" and (int(arr.min()) < -n or int(arr.max()) >= n):
+                bad = int(arr.min()) if int(arr.min()) < -n else int(arr.max())  # (named as given, as NumPy)
+                raise DimensionError(
+                    f"x[...] = v: index {bad} is out of bounds for dim {d!r} with size {n} (ids must lie in "
+                    f"[-{n}, {n}), negative ones counting from the end); clip or remap the ids"
+                )
+            k = asarray(np.where(arr < 0, arr + n, arr), dims=(d,), mesh=x.mesh)
+        else:
+            common_mesh([x, k], "x[...] = v")
+            k = astype(k, np.int64) if k.dtype != np.int64 else k
+            k = where(less(k, 0), add(k, n), k)
+        _check_range(k, n, d)
+        coords.append(k)
+    dims, sizes = union_dims(coords, "x[...] = v (the id arrays)")
+    coords = [c if c.dims == dims else transpose.__wrapped__(broadcast_to(c, sizes), dims) for c in coords]
+    if isinstance(v, ShardArray):
+        common_mesh([x, v], "x[...] = v")
+        target = {**sizes, **{d: x.sizes[d] for d in x.dims if d not in ids}}
+        extra = [d for d in v.dims if d not in target]
+        if extra or any(v.sizes[d] not in (1, target[d]) for d in v.dims):
+            raise DimensionError(
+                f"x[...] = v: v {v.sizes} must have the ids' dims and x's other dims ({target}, size 1 to broadcast)"
+            )
+        ones = tuple(d for d in v.dims if v.sizes[d] == 1 and target[d] != 1)
+        for d in ones:
+            v = pick.__wrapped__(v, d, 0)
+        v = broadcast_to(v, target)
+    elif np.ndim(v):
+        raise DTypeError(
+            f"x[...] = v: v must be a scalar or a ShardArray; got a {type(v).__name__} of shape {np.shape(v)}. "
+            f"Wrap it with sa.asarray(v, dims=(...), mesh=x.mesh), dims the ids' and x's other dims"
+        )
+    write_at(x, tuple(ids), coords, v, "set")
+
+
 @serialized
 def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
     """Write ``v`` into ``x[items]`` in place (see the module docstring for the collectives).
@@ -100,6 +174,10 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
     """
     refuse_write(x, "x[...] = v", "build it with sa.where(mask, v, x) or sa.concat")
     check_host_value(v, "x[...] = v")
+    ids = {d: k for d, k in items.items() if _is_ids(k)}
+    if ids:
+        _write_ids(x, items, ids, v)
+        return
     masks = [d for d, k in items.items() if getattr(k, "dtype", None) is not None and np.dtype(k.dtype).kind == "b"]
     if masks and len(items) == 1:  # a boolean mask: see ops/indexing/mask.py
         k = items[masks[0]]
