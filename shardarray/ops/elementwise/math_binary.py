@@ -80,11 +80,10 @@ def _floor_divide_device(xp: Any, a: Any, b: Any) -> Any:
     first: ``1.0 // 0.1`` is 10 where NumPy gives 9, and ``inf // 2`` is ``inf`` where NumPy gives NaN. NumPy
     divides ``a - fmod(a, b)`` instead, exactly a multiple of ``b`` (see ``_fmod_parts``); float16 runs in float32.
     """
-    dt = _float_loop(a, b)
-    if dt is None:
+    loop = _float_operands(xp, a, b)
+    if loop is None:
         return xp.floor_divide(a, b)
-    wide = np.dtype(np.float32) if dt.itemsize < 4 else dt
-    a, b = _loop_operand(xp, a, dt, wide), _loop_operand(xp, b, dt, wide)
+    dt, a, b = loop
     mod, flip = _fmod_parts(xp, a, b)
     div = (a - mod) / b - flip
     q = xp.floor(div)
@@ -102,14 +101,22 @@ def _remainder_device(xp: Any, a: Any, b: Any) -> Any:
     ``-5.6e-17`` where NumPy gives ``0.09999999999999995``) and NaN for ``1 % inf`` (NumPy: 1). NumPy corrects
     ``fmod(a, b)``, which is exact.
     """
-    dt = _float_loop(a, b)
-    if dt is None:
+    loop = _float_operands(xp, a, b)
+    if loop is None:
         return xp.remainder(a, b)
-    wide = np.dtype(np.float32) if dt.itemsize < 4 else dt
-    a, b = _loop_operand(xp, a, dt, wide), _loop_operand(xp, b, dt, wide)
+    dt, a, b = loop
     mod, flip = _fmod_parts(xp, a, b)
     mod = xp.where(flip, mod + b, mod)
     return xp.where(mod == 0, xp.copysign(0.0, b), mod).astype(dt, copy=False)  # a zero takes b's sign
+
+
+def _float_operands(xp: Any, a: Any, b: Any) -> tuple[np.dtype, Any, Any] | None:
+    """The float loop's dtype and the operands in its arithmetic dtype (float16 in float32); None for integers."""
+    dt = _float_loop(a, b)
+    if dt is None:
+        return None
+    wide = np.dtype(np.float32) if dt.itemsize < 4 else dt
+    return dt, _loop_operand(xp, a, dt, wide), _loop_operand(xp, b, dt, wide)
 
 
 def _fmod_parts(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
