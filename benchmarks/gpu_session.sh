@@ -8,8 +8,9 @@
 #   bash benchmarks/gpu_session.sh bench4 profile   # the 4-device CLI matmul; the step's top kernels (gpu_profile.py)
 #   bash benchmarks/gpu_session.sh suite            # the whole suite on real CuPy shards (pytest --backend=cupy)
 #   bash benchmarks/gpu_session.sh suitefast        # the same in one run over 12 xdist workers (about 2 minutes)
-#   bash benchmarks/gpu_session.sh lease            # a 15-minute lease in one ~9-minute call: tests, main and sanitize
-#                                                   # side by side (correctness only), then bench and profile alone
+#   bash benchmarks/gpu_session.sh lease            # a 15-minute lease in one call of about 4 minutes: the whole suite,
+#                                                   # main and sanitize side by side (correctness only), then bench and
+#                                                   # profile alone
 #
 # Each stage's time limit can be lowered for a short lease: TESTS_LIMIT, TEST_TIMEOUT (per test), MAIN_LIMIT,
 # SANITIZE_LIMIT, BENCH_LIMIT, PROFILE_LIMIT, SUITE_LIMIT (seconds); SHARDARRAY_TEST_HANG_S bounds each isolated NCCL test.
@@ -81,7 +82,7 @@ for what in "$@"; do
         # the step captured once as a CUDA graph (--graph, sa.graphed): the same accuracy, far fewer launches from
         # Python (its figures in main.log only: the lease stage brings back eight files)
         stage main "${MAIN_LIMIT:-200}" "$PY" examples/train_transformer.py --backend cupy --mesh d=1 --strategy replicated \
-            --graph --quiet --plot 
+            --graph --quiet --plot ''
         ;;
     sanitize)
         for tool in memcheck racecheck; do
@@ -90,12 +91,15 @@ for what in "$@"; do
         done
         ;;
     lease)
-        # correctness lanes share the GPU (no timing is read from them); the timed stages run alone afterwards.
-        # Eight files come back: tests, main, sanitize, bench and profile logs, gpu.json and the two main JSONs.
-        export TESTS_LIMIT=${TESTS_LIMIT:-200} TEST_TIMEOUT=${TEST_TIMEOUT:-90} SHARDARRAY_TEST_HANG_S=${SHARDARRAY_TEST_HANG_S:-80}
+        # correctness lanes share the GPU (no timing is read from them): the whole suite on CuPy shards (the GPU
+        # tests among it), the main job, the sanitizer; the timed stages run alone afterwards. Eight files come
+        # back: suite (with the versions), main, sanitize, bench and profile logs, gpu.json and the two main JSONs.
+        # On an H200 machine (2026-11-27) the lanes took about 140 s and the timed stages about 60 s.
+        export SUITE_LIMIT=${SUITE_LIMIT:-200} TEST_TIMEOUT=${TEST_TIMEOUT:-90} SHARDARRAY_TEST_HANG_S=${SHARDARRAY_TEST_HANG_S:-80}
         export MAIN_LIMIT=${MAIN_LIMIT:-100} SANITIZE_LIMIT=${SANITIZE_LIMIT:-100} BENCH_LIMIT=${BENCH_LIMIT:-240}
-        export GPU_BENCH_ARGS=${GPU_BENCH_ARGS:---repeat 3 --calls 5} PROFILE_LIMIT=${PROFILE_LIMIT:-80} PROFILE_DTYPES=${PROFILE_DTYPES:-bfloat16}
-        bash "$0" tests & bash "$0" main & bash "$0" sanitize &
+        export GPU_BENCH_ARGS=${GPU_BENCH_ARGS:---repeat 5 --calls 5} PROFILE_LIMIT=${PROFILE_LIMIT:-80} PROFILE_DTYPES=${PROFILE_DTYPES:-bfloat16}
+        stage suite 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'"
+        bash "$0" suitefast & bash "$0" main & bash "$0" sanitize &
         wait
         bash "$0" bench profile
         grep -h "^== .*: exit" "$OUT"/*.log
