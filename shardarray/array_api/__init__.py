@@ -45,8 +45,12 @@ from ._nanfuncs import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._nanfuncs import __all__ as _nanfuncs_all
 from ._numpy_calculus import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_calculus import __all__ as _numpy_calculus_all
+from ._numpy_counts import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_counts import __all__ as _numpy_counts_all
 from ._numpy_extras import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_extras import __all__ as _numpy_extras_all
+from ._numpy_math import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_math import __all__ as _numpy_math_all
 from ._numpy_stats import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_stats import __all__ as _numpy_stats_all
 from ._scans import *  # noqa: F403
@@ -106,6 +110,8 @@ __all__ = [
     *_numpy_extras_all,
     *_numpy_stats_all,
     *_numpy_calculus_all,
+    *_numpy_counts_all,
+    *_numpy_math_all,
     "linalg",
 ]
 
