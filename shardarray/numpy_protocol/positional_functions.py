@@ -27,7 +27,10 @@ NumPy's semantics where the standard's differ:
   are passed on when the namespace's function takes them;
 * ``out=`` writes into a positional array in place (``positional_args.write_out``);
 * ``initial=`` of ``np.sum``/``prod``/``max``/``min`` is the ufunc's ``reduce``
-  (``np.add.reduce``...), as NumPy defines them;
+  (``np.add.reduce``...), as NumPy defines them, and so is their ``where=`` (and
+  ``np.any``/``np.all``'s); ``where=`` of ``np.mean``/``std``/``var`` and of the
+  ``nan*`` reductions is a masked sum over a masked count (a local ``where``,
+  the reductions' collectives), with NumPy's dtypes;
 * ``np.concatenate``'s ``dtype=`` honours its ``casting=`` (``same_kind``);
 * keywords with a no-op value (``order="C"``, ``where=True``, ...) are
   accepted; any other value the namespace cannot honour is a typed
@@ -59,9 +62,10 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..errors import ArgumentError
 from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
-from .positional_ufuncs import counterpart
+from .positional_ufuncs import counterpart, masked_operand, where_mask
 
 P = inspect.Parameter
 
@@ -110,6 +114,12 @@ REDUCING_UFUNCS: dict[str, np.ufunc] = {
     "min": np.minimum,
     "amin": np.minimum,
 }
+#: NumPy reductions whose ``where=`` the ufunc's ``reduce`` honours too (``positional_ufuncs.masked_operand``)
+WHERE_UFUNCS: dict[str, np.ufunc] = {**REDUCING_UFUNCS, "any": np.logical_or, "all": np.logical_and}
+#: NumPy statistics whose ``where=`` is honoured here: a masked reduction (``_where_statistic``)
+WHERE_STATS = frozenset({"mean", "std", "var", "nanmean", "nanstd", "nanvar", "nansum", "nanprod", "nanmax", "nanmin"})
+#: the nan-reductions with ``where=`` as the plain ones on the masked data (NaN left out with the mask)
+_NAN_PLAIN: dict[str, Callable[..., Any]] = {"nansum": np.sum, "nanprod": np.prod, "nanmax": np.max, "nanmin": np.min}
 
 
 def where_of(func: Callable[..., Any]) -> tuple[str, str]:
@@ -135,12 +145,17 @@ def array_function(
     what = f"np.{space + '.' if space else ''}{name}"
     if (space, name) in FLOAT_INPUT:
         args = tuple(_float_input(xp, a) for a in args)
-        kwargs = {k: _float_input(xp, v) for k, v in kwargs.items()}
+        kwargs = {k: v if k == "where" else _float_input(xp, v) for k, v in kwargs.items()}
     composed = COMPOSED.get((space, name))
     if composed is not None:
         return composed(xp, what, *args, **kwargs)
-    if not space and name in REDUCING_UFUNCS and "initial" in signature(func).bind(*args, **kwargs).arguments:
-        return _reduce_with_initial(func, REDUCING_UFUNCS[name], args, kwargs)
+    if not space and (name in WHERE_UFUNCS or name in WHERE_STATS):
+        bound = signature(func).bind(*args, **kwargs).arguments
+        masked = not is_neutral("where", bound.get("where", True))
+        if name in WHERE_UFUNCS and (masked or (name in REDUCING_UFUNCS and "initial" in bound)):
+            return _reduce_with_initial(func, WHERE_UFUNCS[name], args, kwargs)
+        if masked:
+            return _where_statistic(xp, func, name, what, args, kwargs)
     target = target_of(xp, space, name)
     if target is None:
         return NotImplemented
@@ -156,6 +171,59 @@ def _reduce_with_initial(func: Callable[..., Any], ufunc: np.ufunc, args: tuple[
         return NotImplemented
     given.setdefault("axis", None)
     return ufunc.reduce(x, **given)
+
+
+def _where_statistic(
+    xp: Any, func: Callable[..., Any], name: str, what: str, args: tuple[Any, ...], kw: dict[str, Any]
+) -> Any:
+    """``np.mean``/``std``/``var`` and the nan-reductions with ``where=``, NumPy's way: a masked sum over a
+    masked count (the nan-functions leave NaN out with the mask); ``nansum``/``nanmax``... are the plain
+    reductions of the data with the left-out entries replaced by the identity (``initial`` for the extrema)."""
+    given = {k: v for k, v in signature(func).bind(*args, **kw).arguments.items() if v is not np._NoValue}
+    x = given.pop(next(iter(signature(func).parameters)))
+    if not isinstance(x, ShardArray):
+        return NotImplemented
+    mask = where_mask(xp, given.pop("where"), x, what)
+    if name.startswith("nan") and x.dtype.kind in "fc":
+        mask = xp.logical_and(mask, xp.logical_not(xp.isnan(x)))
+    if name in _NAN_PLAIN:
+        ufunc_name = {"nansum": "add", "nanprod": "multiply"}.get(name, "maximum")
+        filled = masked_operand(xp, ufunc_name, x, mask, given.get("initial", np._NoValue), what)
+        return _NAN_PLAIN[name](filled, **given)
+    out, keepdims, dtype = given.pop("out", None), bool(given.pop("keepdims", False)), given.pop("dtype", None)
+    axes = axes_of(given.pop("axis", None), x.ndim, what)
+    ddof = given.pop("ddof", 0)
+    if given.get("correction") is not None:
+        if ddof != 0:
+            raise ArgumentError(f"{what}: give ddof= or correction=, not both (as in NumPy)")
+        ddof = given.pop("correction")
+    for key, value in given.items():
+        if not is_neutral(key, value, None):
+            raise refuse(what, key, value)
+    result = _masked_moment(xp, x, mask, axes, dtype, None if name.endswith("mean") else ddof)
+    result = xp.sqrt(result) if name.endswith("std") else result
+    if not keepdims and axes:
+        result = xp.squeeze(result, axis=axes)
+    return write_out(out, result, what)
+
+
+def _masked_moment(xp: Any, x: ShardArray, mask: ShardArray, axes: tuple[int, ...], dtype: Any, ddof: Any) -> Any:
+    """The mean (``ddof`` None) or the variance of ``x`` over ``axes`` (kept) where ``mask`` holds, in NumPy's
+    dtype: ``dtype``, else float64 for integers and bools, else ``x``'s (float16 computed in float32)."""
+    want = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype
+    work = np.dtype(np.float32) if want == np.float16 else want
+    x = x if x.dtype == work else xp.astype(x, work)
+    count = xp.sum(xp.astype(mask, xp.float64), axis=axes, keepdims=True)
+    mean = xp.sum(xp.where(mask, x, 0), axis=axes, keepdims=True) / count
+    mean = mean if mean.dtype == work else xp.astype(mean, work)
+    if ddof is None:
+        return mean if mean.dtype == want else xp.astype(mean, want)
+    d = xp.where(mask, x - mean, 0)
+    sq = xp.real(d) ** 2 + xp.imag(d) ** 2 if d.dtype.kind == "c" else d * d
+    var = xp.sum(sq, axis=axes, keepdims=True) / xp.maximum(count - ddof, 0.0)
+    real = np.dtype(np.float32) if want.kind == "c" and want.itemsize == 8 else want
+    real = np.dtype(np.float64) if real.kind == "c" else real
+    return var if var.dtype == real else xp.astype(var, real)
 
 
 def _mapping(np_sig: inspect.Signature, t_sig: inspect.Signature) -> dict[str, str]:

@@ -18,7 +18,9 @@ The methods:
 
 * ``reduce`` of ``add``/``multiply``/``maximum``/``minimum``/``logical_and``/
   ``logical_or`` is ``xp.sum``/``prod``/``max``/``min``/``all``/``any`` (NumPy's
-  default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``;
+  default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``,
+  ``where`` (the left-out entries filled with the reduction's identity, or
+  ``initial`` for ``maximum``/``minimum``, which NumPy then asks for);
   ``initial`` is cast to the result's dtype as NumPy casts it (out of range:
   ``CastError``) and combined with the result by the ufunc, and a ``maximum``/
   ``minimum`` reduction over an empty axis is ``initial``, as in NumPy);
@@ -54,8 +56,8 @@ import numpy as np
 
 from ..array import ShardArray
 from ..dtypes import SUPPORTED, scalar_for_write
-from ..errors import DTypeError
-from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign
+from ..errors import ArgumentError, DimensionError, DTypeError
+from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign, mixing_error
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 
 # ufunc.accumulate -> the namespace's scan (ufunc.reduce: common.UFUNC_REDUCTIONS)
@@ -205,6 +207,47 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
     return _reduce_or_scan(xp, target, fn, method, inputs[0], what, **kwargs)
 
 
+def where_mask(xp: Any, where: Any, x: ShardArray, what: str) -> ShardArray:
+    """NumPy's ``where=`` of a reduction of ``x``: a bool array (or a bool, or a list of bools: host data)
+    broadcast to ``x``'s shape on its mesh; a NumPy array is refused (``common.mixing_error``)."""
+    if isinstance(where, np.ndarray) and where.ndim == 0:
+        where = where[()]
+    if isinstance(where, (bool, np.bool_)):
+        return xp.full(x.shape, bool(where), dtype=xp.bool, device=x.mesh)
+    if isinstance(where, np.ndarray):
+        raise mixing_error(what, where, "where", x)
+    if isinstance(where, (list, tuple)):
+        where = xp.asarray(np.asarray(where), device=x.mesh)
+    if not isinstance(where, ShardArray) or where.dtype != np.bool_:
+        kind = where.dtype if isinstance(where, ShardArray) else type(where).__name__
+        raise DTypeError(f"{what}: where= must be a bool array (as NumPy, which casts it under 'safe'); got {kind}")
+    if where.ndim > x.ndim:
+        raise DimensionError(f"{what}: where= of shape {where.shape} has more dims than the array {x.shape}")
+    return xp.broadcast_to(where, x.shape) if where.shape != x.shape else where
+
+
+#: ufunc.reduce -> the identity that fills the entries ``where=`` leaves out (maximum/minimum: ``initial``)
+WHERE_IDENTITY: dict[str, int] = {"add": 0, "multiply": 1, "logical_or": 0, "logical_and": 1}
+
+
+def masked_operand(xp: Any, name: str, x: ShardArray, where: Any, initial: Any, what: str) -> ShardArray:
+    """``x`` with the entries ``where=`` leaves out replaced by the identity of the ufunc ``name``'s reduction
+    (``maximum``/``minimum`` have none: by ``initial``, which NumPy asks for), so the plain reduction is NumPy's
+    masked one: a local ``where``, no collective beyond the reduction's."""
+    mask = where_mask(xp, where, x, what)
+    if name in WHERE_IDENTITY:
+        fill: Any = WHERE_IDENTITY[name]
+        fill = bool(fill) if x.dtype == np.bool_ else fill
+    elif initial is np._NoValue or initial is None:
+        raise ArgumentError(
+            f"{what}: where= needs initial= here (NumPy's rule: the reduction has no identity to fill the masked "
+            f"entries with); pass initial=, e.g. initial=-np.inf for a maximum"
+        )
+    else:
+        fill = scalar_for_write(initial, x.dtype, f"{what}: initial").item()
+    return xp.where(mask, x, fill)
+
+
 def _reduce_or_scan(
     xp: Any,
     target: Callable[..., Any],
@@ -221,7 +264,9 @@ def _reduce_or_scan(
 ) -> Any:
     """``ufunc.reduce`` / ``ufunc.accumulate`` with NumPy's keywords, through the namespace's ``target``."""
     if not is_neutral("where", where):
-        raise refuse(what, "where", where)
+        if method != "reduce":
+            raise refuse(what, "where", where)
+        x = masked_operand(xp, what.split(".")[1], x, where, initial, what)
     params = signature(target).parameters
     kw: dict[str, Any] = {}
     if dtype is not None:
