@@ -1103,6 +1103,45 @@ NO_ARRAY_INPUT.update({f"xp.{n}": "dtype object" for n in (
     "uint32", "uint64")})
 
 
+# xp's NumPy math and polynomial extras (_numpy_math): heaviside's step has gradient 0 in x1 and flows to x2 at 0
+DIFFERENTIABLE["xp.exp2"] = lambda m: [(xp.exp2, _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.heaviside"] = lambda m: [(lambda p: xp.heaviside(p, 0.5), _pos(m, (5, 3))),
+                                            (lambda p: xp.heaviside(xp.round(p), p), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.sinc"] = lambda m: [(xp.sinc, _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.nan_to_num"] = lambda m: [(lambda p: xp.nan_to_num(_nanify(p), nan=1.5), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.polyval"] = lambda m: [(lambda p: xp.polyval([1.0, -2.0, 0.5], p), _pos(m, (5, 3))),
+                                          (lambda p: xp.polyval(p[:, 0], p[:3, 1]), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.kron"] = lambda m: [(lambda p: xp.kron(p, p[:2, :2]), _pos(m, (5, 3))),
+                                       (lambda p: xp.kron(p[:, 0], p[:2, 1]), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.diag"] = lambda m: [(lambda p: xp.diag(p, 1), _pos(m, (5, 3))),
+                                       (lambda p: xp.diag(p[:, 0], -2), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.convolve"] = lambda m: [(lambda p, md=md: xp.convolve(p[:, 0], p[:3, 1], mode=md), _pos(m, (5, 3)))
+                                           for md in ("full", "same", "valid")]
+
+# xp's counts and bins (_numpy_counts.py): sums of weights, interpolants, percentiles, correlations; int/bool results
+_IDS7 = np.array([0, 3, 1, 3, 0, 2, 5])
+DIFFERENTIABLE["xp.bincount"] = lambda m: [(lambda p: xp.bincount(xp.asarray(_IDS7, device=p.mesh), weights=p),
+                                            _pos(m, (7,)))]
+DIFFERENTIABLE["xp.histogram"] = lambda m: [
+    (lambda p: xp.histogram(xp.asarray(_values((5, 3), seed=3), device=p.mesh), bins=3, weights=p), _pos(m, (5, 3))),
+    (lambda p: xp.histogram(p, bins=4)[1], _pos(m, (5, 3)))]  # (the edges move with the data's min and max)
+DIFFERENTIABLE["xp.interp"] = lambda m: [
+    (lambda p: xp.interp(p, [-1.5, -0.3, 0.4, 1.7], [1.0, -2.0, 0.5, 3.0]), _pos(m, (5, 3))),
+    (lambda p: xp.interp(xp.asarray(np.linspace(-0.9, 0.9, 5), device=p.mesh), np.linspace(-2.0, 2.0, 7), p),
+     _pos(m, (7,)))]
+DIFFERENTIABLE["xp.percentile"] = lambda m: [(lambda p: xp.percentile(p, 30, axis=0), _pos(m, (5, 3), seed=7)),
+                                             (lambda p: xp.percentile(p, [20, 70]), _pos(m, (5, 3), seed=7))]
+DIFFERENTIABLE["xp.nanpercentile"] = lambda m: [(lambda p: xp.nanpercentile(_nanify(p), 30, axis=0),
+                                                 _pos(m, (5, 3), seed=7))]
+DIFFERENTIABLE["xp.corrcoef"] = lambda m: [(lambda p: xp.corrcoef(p), _pos(m, (3, 5))),
+                                           (lambda p: xp.corrcoef(p, rowvar=False), _pos(m, (5, 3)))]
+NONDIFFERENTIABLE.update({
+    "xp.digitize": ("usable", lambda m: (lambda p: (xp.digitize(p, [-1.0, 0.0, 1.0]),
+                                                    xp.digitize(p, [1.0, 0.0], right=True)), _pos(m, (5, 3)))),
+    "xp.isin": ("usable", lambda m: (lambda p: (xp.isin(p > 0, [True]), xp.isin(p, p[0])), _pos(m, (5, 3)))),
+})
+
+
 def _params(names):
     out = []
     for name in names:
