@@ -229,6 +229,56 @@ def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     return xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, x, rtol), xp.int64), axis=-1), xp.int64)
 
 
+def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Array, Array, Array]:
+    """NumPy's ``linalg.lstsq``: the least-squares solution of ``a x = b`` as ``(x, residuals, rank, s)``.
+
+    ``x = pinv(a) b``, the minimum-norm solution (singular values ``<= rcond * max(s)`` dropped; NumPy's default
+    ``rcond = eps * max(M, N)``, ``rcond=-1`` machine precision); ``residuals`` the squared 2-norms of the columns of
+    ``b - a x`` where ``rank == N < M`` (shape ``(K,)``, ``(1,)`` for a 1-D ``b``), else empty, as NumPy's; ``rank``
+    and ``s`` as ``matrix_rank`` and ``svdvals``. ``a`` is one (M, N) matrix and ``b`` (M,) or (M, K), as in NumPy.
+    The rank is read on the host (the residuals' shape depends on it). Collectives: the SVDs' (TSQR on a row-split
+    tall ``a``) and the products' (allreduces over a split M).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]))
+        ...     x, res, rank, s = np.linalg.lstsq(a, xp.asarray(np.array([1.0, 2.0, 4.0])))
+        >>> np.round(np.asarray(x), 6), np.round(np.asarray(res), 6), int(rank)
+        (array([0.833333, 1.5     ]), array([0.166667]), 2)
+    """
+    import numpy as np
+
+    xp = _xp()
+    a = _arr(a, "lstsq")
+    if a.ndim != 2:
+        raise DimensionError(f"linalg.lstsq: a must be one matrix (2-D), got shape {a.shape}; solve stacks one by one")
+    if not isinstance(b, ShardArray):
+        b = xp.asarray(b, device=a.mesh)
+    if b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise DimensionError(
+            f"linalg.lstsq: b must be (M,) or (M, K) with M = {a.shape[0]} rows of a; got shape {b.shape}"
+        )
+    dt = xp.result_type(a.dtype, b.dtype, xp.float64 if a.dtype.kind not in "fc" else a.dtype)
+    a, b = xp.astype(a, dt), xp.astype(b, dt)
+    m, n = a.shape
+    rtol = float(np.finfo(np.dtype(dt)).eps) if rcond == -1 else rcond
+    x = matmul(pinv(a, rtol=rtol), b)
+    s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.finfo(dt).dtype)
+    rank = (
+        xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, a, rtol), xp.int64), axis=-1), xp.int32)
+        if m and n
+        else xp.asarray(np.int32(0), device=a.mesh)
+    )
+    if int(rank) == n and m > n:
+        r = b - matmul(a, x)
+        res = xp.sum(xp.abs(r) ** 2 if dt.kind == "c" else r * r, axis=0)
+        res = xp.reshape(res, (1,)) if b.ndim == 1 else res
+    else:
+        res = xp.zeros((0,), dtype=xp.finfo(dt).dtype)
+    return x, res, rank, s
+
+
 def matrix_power(x: Array, n: int, /) -> Array:
     """``x`` to the integer power ``n`` by repeated squaring (matmuls: einsum's collectives); ``n < 0`` inverts
     first (``inv``), ``n == 0`` gives the identity."""
@@ -366,6 +416,7 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "inv",
+    "lstsq",
     "matmul",
     "matrix_norm",
     "matrix_power",

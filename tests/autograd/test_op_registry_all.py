@@ -701,6 +701,12 @@ def _(m):
     return [(lambda p: xp.linalg.outer(p["x"], p["y"]), {"x": _pos(m, (5,), seed=1), "y": _pos(m, (3,), seed=2)})]
 
 
+@case("xp.linalg.lstsq")
+def _(m):  # the solution x = pinv(a) b of a full-rank tall system (residuals, rank and s as svdvals')
+    return [(lambda p: xp.linalg.lstsq(p["a"], p["b"])[0], {"a": _pos(m, (5, 3), seed=5), "b": _pos(m, (5, 2), seed=6)}),
+            (lambda p: xp.linalg.lstsq(p["a"], p["b"])[1], {"a": _pos(m, (5, 3), seed=5), "b": _pos(m, (5,), seed=7)})]
+
+
 @case("xp.linalg.pinv")
 def _(m):
     return [(xp.linalg.pinv, _pos(m, (5, 3), seed=5)), (xp.linalg.pinv, _pos(m, (3, 5), seed=5))]
