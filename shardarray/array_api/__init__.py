@@ -51,8 +51,12 @@ from ._numpy_extras import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_extras import __all__ as _numpy_extras_all
 from ._numpy_math import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_math import __all__ as _numpy_math_all
+from ._numpy_shapes import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_shapes import __all__ as _numpy_shapes_all
 from ._numpy_stats import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_stats import __all__ as _numpy_stats_all
+from ._numpy_ufuncs import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_ufuncs import __all__ as _numpy_ufuncs_all
 from ._scans import *  # noqa: F403
 from ._scans import __all__ as _scans_all
 from ._searching import *  # noqa: F403
@@ -112,6 +116,8 @@ __all__ = [
     *_numpy_calculus_all,
     *_numpy_counts_all,
     *_numpy_math_all,
+    *_numpy_shapes_all,
+    *_numpy_ufuncs_all,
     "linalg",
 ]
 
