@@ -229,6 +229,41 @@ def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     return xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, x, rtol), xp.int64), axis=-1), xp.int64)
 
 
+def cond(x: Array, p: Any = None) -> Array:
+    """NumPy's ``linalg.cond``: the condition number of each matrix of ``x`` in the norm ``p``.
+
+    ``p`` None, 2 or -2: the ratio of the largest and smallest singular values (``svdvals``: TSQR on row-split tall
+    matrices); ``"fro"``, ``"nuc"``, 1, -1, inf, -inf: ``matrix_norm(x) * matrix_norm(inv(x))`` of square matrices.
+    NaN results become inf unless ``x`` holds NaN, as NumPy's (the SVD of a matrix holding NaN raises
+    ``LinAlgError``, as ``svdvals``). Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     float(xp.linalg.cond(xp.asarray([[2.0, 0.0], [0.0, 0.5]])))
+        4.0
+    """
+    import numpy as np
+
+    xp = _xp()
+    x = _arr(x, "cond")
+    if 0 in x.shape[-2:]:
+        raise ArgumentError(f"linalg.cond: not defined on empty matrices; got shape {x.shape}")
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        s = svdvals(x)
+        with np.errstate(divide="ignore", invalid="ignore"):  # (a singular matrix: inf, as NumPy)
+            r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    else:
+        if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+            raise ArgumentError(f"linalg.cond: p must be None, 2, -2, 'fro', 'nuc', 1, -1, inf or -inf; got {p!r}")
+        if x.shape[-1] != x.shape[-2]:
+            raise DimensionError(f"linalg.cond: p={p!r} needs square matrices; got shape {x.shape}")
+        r = xp.linalg.matrix_norm(x, ord=p) * xp.linalg.matrix_norm(inv(x), ord=p)
+        r = xp.real(r) if r.dtype.kind == "c" else r
+    bad = xp.isnan(r) & ~xp.any(xp.isnan(x), axis=(-2, -1))
+    return xp.where(bad, xp.asarray(math.inf, dtype=r.dtype, device=x.device), r)
+
+
 def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Array, Array, Array]:
     """NumPy's ``linalg.lstsq``: the least-squares solution of ``a x = b`` as ``(x, residuals, rank, s)``.
 
@@ -410,6 +445,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 __all__ = [
     "cholesky",
+    "cond",
     "cross",
     "det",
     "diagonal",

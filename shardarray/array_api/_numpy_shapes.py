@@ -1,0 +1,563 @@
+"""NumPy's shape, sorting and construction extras beyond the array API standard: ``rot90``, ``delete``, ``insert``,
+``ediff1d``, ``resize``, ``trim_zeros``, ``vander``, ``select``, ``unwrap``, ``trapezoid``, ``lexsort``,
+``partition`` and ``argpartition``.
+
+Each takes NumPy's arguments and gives NumPy's result, composed of the namespace's own functions (``flip``,
+``permute_dims``, slicing, ``concat``, ``tile``, ``cumulative_prod``, ``where``, ``diff``, ``cumulative_sum``,
+``sort``/``argsort``, ``take_along_axis``), whose collectives and gradients it inherits; none gathers a split axis.
+Positions given on the host (``delete``'s and ``insert``'s ``obj``) become slices: along a split axis each is an
+``alltoallv`` of at most a block, and the ``concat`` one more.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..array import ShardArray
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ._array import HOOKS, Array
+from ._statistical import _check
+
+
+def _xp() -> Any:
+    """The namespace (``shardarray.array_api``), filled in by the package."""
+    return HOOKS.namespace()
+
+
+def _axis(x: ShardArray, axis: Any, what: str) -> int:
+    """``axis`` as a non-negative int below ``x.ndim``."""
+    if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+        raise ArgumentError(f"{what}: axis must be an int; got {axis!r}")
+    if not -x.ndim <= int(axis) < x.ndim:
+        raise DimensionError(f"{what}: axis {axis} is out of bounds for an array of {x.ndim} dimensions")
+    return int(axis) % x.ndim
+
+
+def _along(x: Any, k: int, start: int | None, stop: int | None) -> Array:
+    """``x[start:stop]`` along axis ``k``."""
+    return x[(slice(None),) * k + (slice(start, stop),)]
+
+
+def _flat(x: Any) -> Array:
+    return _xp().reshape(x, (-1,)) if x.ndim != 1 else x
+
+
+def _runs(keep: np.ndarray) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` runs of True in a 1-D host mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], keep.astype(np.int8), [0]))))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _join(pieces: list[Array], like: Array, k: int) -> Array:
+    """``concat`` of ``pieces`` along ``k``; an empty slice of ``like`` when there are none."""
+    if not pieces:
+        return _along(like, k, 0, 0)
+    return pieces[0] if len(pieces) == 1 else _xp().concat(pieces, axis=k)
+
+
+def rot90(m: Array, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
+    """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes``, as ``np.rot90`` (a NumPy extra).
+
+    ``flip`` and ``permute_dims``: along a split axis the flip's ``alltoallv`` (at most a block each), nothing
+    else. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.rot90(xp.asarray([[1, 2], [3, 4]])).numpy()
+        array([[2, 4],
+               [1, 3]])
+    """
+    xp = _xp()
+    m = _check(m, "rot90")
+    if len(tuple(axes)) != 2:
+        raise ArgumentError(f"rot90: axes must name two axes; got {axes!r}")
+    if m.ndim < 2:
+        raise DimensionError(f"rot90: needs at least 2 dimensions; got shape {m.shape}")
+    a0, a1 = (_axis(m, a, "rot90") for a in axes)
+    if a0 == a1:
+        raise DimensionError(f"rot90: axes must differ; got {tuple(axes)!r}")
+    k = int(k) % 4
+    if k == 0:
+        return xp.asarray(m, copy=True)
+    if k == 2:
+        return xp.flip(m, axis=(a0, a1))
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = a1, a0
+    if k == 1:
+        return xp.permute_dims(xp.flip(m, axis=a1), tuple(perm))
+    return xp.flip(xp.permute_dims(m, tuple(perm)), axis=a1)
+
+
+def _host_positions(obj: Any, n: int, what: str) -> np.ndarray:
+    """``obj`` (an int, a slice, a sequence of ints or a boolean mask of length ``n``) as non-negative host ints."""
+    if isinstance(obj, ShardArray):
+        raise ArgumentError(
+            f"{what}: obj must be host data (an int, slice, list or NumPy array); got an array "
+            f"of the namespace: pass obj.numpy() if it is small"
+        )
+    if isinstance(obj, slice):
+        return np.arange(*obj.indices(n))
+    arr = np.asarray(obj)
+    if arr.dtype.kind == "b":
+        if arr.shape != (n,):
+            raise DimensionError(f"{what}: a boolean obj must have shape ({n},); got {arr.shape}")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu" or arr.ndim > 1:
+        raise DTypeError(f"{what}: obj must be an int, a slice or a 1-D sequence of ints; got {obj!r:.80}")
+    return arr.astype(np.int64).reshape(-1)
+
+
+def delete(arr: Array, obj: Any, axis: int | None = None) -> Array:
+    """``arr`` without the entries ``obj`` along ``axis`` (the flattened array when None), as ``np.delete``.
+
+    ``obj`` is host data: an int, a slice, ints or a boolean mask. The kept runs are slices joined by ``concat``:
+    along a split axis ``alltoallv`` of at most a block each. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.delete(xp.asarray([[1, 2, 3], [4, 5, 6]]), [0, 2], axis=1).numpy()
+        array([[2],
+               [5]])
+    """
+    arr = _check(arr, "delete")
+    if axis is None:
+        arr, k = _flat(arr), 0
+    else:
+        k = _axis(arr, axis, "delete")
+    n = arr.shape[k]
+    pos = _host_positions(obj, n, "delete")
+    if pos.size and (pos.min() < -n or pos.max() >= n):
+        bad = int(pos.min()) if pos.min() < -n else int(pos.max())
+        raise DimensionError(f"delete: index {bad} is out of bounds for axis {k} with size {n}")
+    keep = np.ones(n, dtype=bool)
+    keep[pos % n if n else pos] = False
+    return _join([_along(arr, k, a, b) for a, b in _runs(keep)], arr, k)
+
+
+def _insert_values(arr: Array, values: Any, k: int, scalar: bool, count: int | None) -> Array:
+    """``values`` in ``arr``'s dtype, shaped as NumPy's ``insert`` places them along axis ``k``."""
+    xp = _xp()
+    v = values if isinstance(values, ShardArray) else xp.asarray(np.asarray(values), device=arr.device)
+    if v.dtype != arr.dtype:
+        v = xp.astype(v, arr.dtype)
+    if v.ndim < arr.ndim:
+        v = xp.reshape(v, (1,) * (arr.ndim - v.ndim) + v.shape)
+    if scalar:
+        v = xp.moveaxis(v, 0, k)
+        count = v.shape[k]
+    while v.ndim > arr.ndim and v.shape[0] == 1:  # (NumPy assigns them: leading 1s drop)
+        v = xp.reshape(v, v.shape[1:])
+    shape: list[Any] = list(arr.shape)
+    shape[k] = count
+    try:
+        return xp.broadcast_to(v, tuple(shape))
+    except ValueError:
+        raise DimensionError(f"insert: values of shape {v.shape} cannot be broadcast to {tuple(shape)}") from None
+
+
+def insert(arr: Array, obj: Any, values: Any, axis: int | None = None) -> Array:
+    """``arr`` with ``values`` inserted before the positions ``obj`` along ``axis``, as ``np.insert``.
+
+    ``obj`` is host data (an int, a slice or ints); ``values`` are cast to ``arr``'s dtype and broadcast as
+    NumPy's. The pieces of ``arr`` between the positions and the values are joined by ``concat`` (along a split
+    axis ``alltoallv`` of at most a block each). Differentiable in ``arr`` and ``values``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.insert(xp.asarray([1.0, 2.0, 3.0]), 1, 9.0).numpy()
+        array([1., 9., 2., 3.])
+    """
+    arr = _check(arr, "insert")
+    if axis is None:
+        arr, k = _flat(arr), 0
+    else:
+        k = _axis(arr, axis, "insert")
+    n = arr.shape[k]
+    scalar = isinstance(obj, numbers.Integral) and not isinstance(obj, bool)
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "b":
+        raise DTypeError("insert: obj must be ints or a slice, not a boolean mask; use np.flatnonzero(mask)")
+    pos = np.array([obj]) if scalar else _host_positions(obj, n, "insert")
+    if pos.size and (pos.min() < -n or pos.max() > n):
+        bad = int(pos.min()) if pos.min() < -n else int(pos.max())
+        raise DimensionError(f"insert: index {bad} is out of bounds for axis {k} with size {n}")
+    pos = np.where(pos < 0, pos + n, pos)
+    one = scalar or (pos.size == 1 and not isinstance(obj, slice))
+    vals = _insert_values(arr, values, k, scalar, None if scalar else pos.size)
+    if one:
+        p = int(pos[0])
+        return _join([_along(arr, k, 0, p), vals, _along(arr, k, p, None)], arr, k)
+    order = np.argsort(pos, kind="stable")
+    if not np.array_equal(order, np.arange(order.size)):
+        vals = _xp().take(vals, _xp().asarray(order, device=arr.device), axis=k)
+    pos = pos[order]
+    pieces, start, j = [], 0, 0
+    while j < pos.size:
+        p, e = int(pos[j]), int(np.searchsorted(pos, pos[j], side="right"))
+        pieces += [_along(arr, k, start, p), _along(vals, k, j, e)]
+        start, j = p, e
+    pieces.append(_along(arr, k, start, None))
+    return _join([q for q in pieces if q.shape[k]], arr, k)
+
+
+def _end(v: Any, like: Array, what: str) -> Array | None:
+    """``ediff1d``'s ``to_begin``/``to_end`` as a 1-D array of ``like``'s dtype (NumPy's same-kind check)."""
+    if v is None:
+        return None
+    xp = _xp()
+    a = v if isinstance(v, ShardArray) else xp.asarray(np.asarray(v), device=like.device)
+    if not np.can_cast(np.dtype(a.dtype), np.dtype(like.dtype), casting="same_kind"):
+        raise DTypeError(f"ediff1d: {what} ({a.dtype}) must be castable to the input's dtype {like.dtype}")
+    return xp.astype(_flat(a), like.dtype)
+
+
+def ediff1d(ary: Array, to_end: Any = None, to_begin: Any = None) -> Array:
+    """Differences of consecutive entries of the flattened ``ary``, as ``np.ediff1d``.
+
+    ``to_begin``/``to_end`` are prepended/appended (cast to ``ary``'s dtype). ``diff`` and ``concat``: along a
+    split axis their ``alltoallv`` of at most a block. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.ediff1d(xp.asarray([1, 2, 4, 7]), to_begin=-9).numpy()
+        array([-9,  1,  2,  3])
+    """
+    xp = _xp()
+    ary = _flat(_check(ary, "ediff1d"))
+    if ary.dtype == xp.bool:
+        raise DTypeError("ediff1d: boolean input has no difference; cast it with xp.astype(a, xp.int8)")
+    d = xp.diff(ary) if ary.shape[0] > 1 else _along(ary, 0, 0, 0)
+    parts = [p for p in (_end(to_begin, ary, "to_begin"), d, _end(to_end, ary, "to_end")) if p is not None]
+    return _join(parts, d, 0)
+
+
+def _shape(new_shape: Any, what: str) -> tuple[int, ...]:
+    shape = (new_shape,) if isinstance(new_shape, numbers.Integral) else tuple(new_shape)
+    if not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in shape):
+        raise ArgumentError(f"{what}: new_shape must be ints; got {new_shape!r}")
+    if any(s < 0 for s in shape):
+        raise ArgumentError(f"{what}: all elements of new_shape must be non-negative; got {new_shape!r}")
+    return tuple(int(s) for s in shape)
+
+
+def resize(a: Array, new_shape: int | Sequence[int]) -> Array:
+    """``a`` flattened, repeated to fill ``new_shape`` and reshaped, as ``np.resize`` (zeros when empty).
+
+    ``tile``, a slice and ``reshape`` (their ``alltoallv`` when split). Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.resize(xp.asarray([1, 2, 3]), (2, 4)).numpy()
+        array([[1, 2, 3, 1],
+               [2, 3, 1, 2]])
+    """
+    xp = _xp()
+    a = _check(a, "resize")
+    shape = _shape(new_shape, "resize")
+    size = math.prod(shape)
+    if size == 0 or a.size == 0:
+        return xp.zeros(shape, dtype=a.dtype, device=a.device)
+    flat = _flat(a)
+    reps = -(-size // flat.shape[0])
+    if reps > 1:
+        flat = xp.tile(flat, (reps,))
+    if flat.shape[0] != size:
+        flat = flat[:size]
+    return xp.reshape(flat, shape)
+
+
+def trim_zeros(filt: Array, trim: str = "fb", axis: Any = None) -> Array:
+    """``filt`` without its leading (``"f"``) and/or trailing (``"b"``) zeros, as ``np.trim_zeros``.
+
+    The first and last nonzero positions of each axis asked are read on the host (two ints each: the result's
+    shape depends on them), by ``argmax`` of the nonzero mask (an allreduce of a scalar over a split axis); then a
+    slice. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.trim_zeros(xp.asarray([0, 0, 1, 2, 0, 3, 0])).numpy()
+        array([1, 2, 0, 3])
+    """
+    xp = _xp()
+    filt = _check(filt, "trim_zeros")
+    if not isinstance(trim, str) or not set(trim.lower()) <= {"f", "b"}:
+        raise ArgumentError(f"trim_zeros: trim must be a combination of 'f' and 'b'; got {trim!r}")
+    t = trim.lower()
+    if filt.ndim == 0:
+        raise DimensionError("trim_zeros: needs at least one dimension; got a 0-d array")
+    axes = list(range(filt.ndim)) if axis is None else [_axis(filt, a, "trim_zeros") for a in np.atleast_1d(axis)]
+    nz = filt != 0
+    key = [slice(None)] * filt.ndim
+    for k in axes:
+        n = filt.shape[k]
+        others = tuple(i for i in range(filt.ndim) if i != k)
+        line = xp.astype(xp.any(nz, axis=others) if others else nz, xp.int8)
+        if n == 0 or not bool(xp.any(line)):
+            key = [slice(0, 0)] * filt.ndim if axis is None else key
+            key[k] = slice(0, 0)
+            continue
+        start = int(xp.argmax(line)) if "f" in t else 0
+        stop = n - int(xp.argmax(xp.flip(line))) if "b" in t else n
+        key[k] = slice(start, stop)
+    return filt[tuple(key)]
+
+
+def vander(x: Array, N: int | None = None, increasing: bool = False) -> Array:
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x**0`` (reversed if ``increasing``).
+
+    As ``np.vander``: ``N`` defaults to ``len(x)``, the dtype is ``x``'s promoted with int (float32 gives
+    float64), powers by a running product (``cumulative_prod`` along the unsplit new axis, no collective).
+    Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.vander(xp.asarray([1, 2, 3]), 3).numpy()
+        array([[1, 1, 1],
+               [4, 2, 1],
+               [9, 3, 1]])
+    """
+    xp = _xp()
+    x = _check(x, "vander")
+    if x.ndim != 1:
+        raise DimensionError(f"vander: x must be a one-dimensional array; got shape {x.shape}")
+    n = x.shape[0] if N is None else N
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
+        raise ArgumentError(f"vander: N must be a non-negative int; got {N!r}")
+    dt = np.promote_types(np.dtype(x.dtype), np.dtype(int))
+    x = xp.astype(x, dt) if np.dtype(x.dtype) != dt else x
+    if n == 0:
+        return xp.zeros((x.shape[0], 0), dtype=dt, device=x.device)
+    col = xp.expand_dims(x, axis=1)
+    v = xp.cumulative_prod(xp.broadcast_to(col, (x.shape[0], int(n) - 1)), axis=1, include_initial=True)
+    return v if increasing else xp.flip(v, axis=1)
+
+
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Array:
+    """Entries of the first choice whose condition holds, else ``default``, as ``np.select``.
+
+    Conditions are boolean arrays; choices and ``default`` broadcast with them and promote as NumPy's. A ``where``
+    per pair from the last (elementwise, no collective beyond aligning layouts). Differentiable in the choices.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     x = xp.arange(6)
+        ...     xp.select([x < 2, x > 3], [x, x**2], 42).numpy()
+        array([ 0,  1, 42, 42, 16, 25])
+    """
+    xp = _xp()
+    if len(condlist) != len(choicelist):
+        raise ArgumentError(
+            f"select: condlist ({len(condlist)}) and choicelist ({len(choicelist)}) must be of the same length"
+        )
+    if not condlist:
+        raise ArgumentError("select: condlist needs at least one condition (and choicelist one choice)")
+    arrays: list[Any] = [c for c in (*condlist, *choicelist, default) if isinstance(c, ShardArray)]
+    if not arrays:
+        raise DTypeError("select: expects arrays of the namespace among the conditions or choices")
+    dev = arrays[0].device
+
+    def arr(v: Any) -> Any:
+        return v if isinstance(v, ShardArray) else xp.asarray(np.asarray(v), device=dev)
+
+    conds = [arr(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if c.dtype != xp.bool:
+            raise DTypeError(f"select: invalid entry {i} in condlist: should be boolean ndarray; got {c.dtype}")
+    weak = [c if type(c) in (int, float, complex) else arr(c) for c in (*choicelist, default)]  # (NEP 50, as NumPy)
+    dt = np.result_type(*[c if type(c) in (int, float, complex) else np.dtype(c.dtype) for c in weak])
+    choices = [xp.asarray(c, dtype=dt, device=dev) if type(c) in (int, float, complex) else c for c in weak]
+    choices = [c if np.dtype(c.dtype) == dt else xp.astype(c, dt) for c in choices]
+    shape = np.broadcast_shapes(*[c.shape for c in (*conds, *choices)])
+    out = xp.broadcast_to(choices[-1], shape)
+    for c, v in zip(reversed(conds), reversed(choices[:-1])):
+        out = xp.where(c, v, out)
+    return xp.broadcast_to(out, shape)
+
+
+def unwrap(p: Array, discont: float | None = None, axis: int = -1, *, period: float = 2 * np.pi) -> Array:
+    """``p`` with jumps above ``max(discont, period/2)`` along ``axis`` replaced by their ``period`` complement.
+
+    NumPy's algorithm (``np.unwrap``): the differences, their remainder modulo ``period``, and the running sum
+    of the corrections (``diff``, ``remainder``, ``where``, ``cumulative_sum`` and ``concat``: along a split axis
+    their ``alltoallv`` and the scan's exchange of one row per device). Differentiable (the corrections are
+    piecewise constant).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.unwrap(xp.asarray([0.0, 1.0, 2.0, 3.0, 4.0]), period=4.0).numpy()
+        array([0., 1., 2., 3., 4.])
+    """
+    xp = _xp()
+    p = _check(p, "unwrap")
+    k = _axis(p, axis, "unwrap")
+    if discont is None:
+        discont = period / 2
+    dt = np.result_type(np.dtype(p.dtype), period)
+    if dt.kind in "iub":
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    if p.shape[k] < 2:
+        return xp.astype(p, dt, copy=True)
+    dd = xp.diff(p, axis=k)
+    ddmod = xp.remainder(dd + high, period) - high
+    if ambiguous:
+        ddmod = xp.where((ddmod == -high) & (dd > 0), xp.asarray(high, dtype=ddmod.dtype, device=p.device), ddmod)
+    fix = xp.where(xp.abs(dd) < discont, xp.zeros_like(dd), ddmod - dd)
+    up = xp.astype(p, dt) if np.dtype(p.dtype) != dt else p
+    rest = _along(up, k, 1, None) + xp.astype(xp.cumulative_sum(fix, axis=k), dt)
+    return xp.concat([_along(up, k, 0, 1), xp.astype(rest, dt)], axis=k)
+
+
+def trapezoid(y: Array, x: Any = None, dx: float = 1.0, axis: int = -1) -> Array:
+    """The integral of ``y`` along ``axis`` by the trapezoidal rule, as ``np.trapezoid``.
+
+    Sample points ``x`` (1-D of the axis' length, or ``y``'s shape) or a spacing ``dx``; integers give float64.
+    Slices, products and a ``sum`` (along a split axis the slices' ``alltoallv`` and an allreduce of the result).
+    Differentiable in ``y`` and ``x``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     float(xp.trapezoid(xp.asarray([1.0, 2.0, 3.0]), dx=0.5))
+        2.0
+    """
+    xp = _xp()
+    y = _check(y, "trapezoid")
+    k = _axis(y, axis, "trapezoid")
+    if x is None:
+        d: Any = dx
+    else:
+        xa = x if isinstance(x, ShardArray) else xp.asarray(np.asarray(x), device=y.device)
+        if xa.ndim == 1:
+            if xa.shape[0] != y.shape[k]:
+                raise DimensionError(f"trapezoid: x has {xa.shape[0]} points; axis {k} of y has {y.shape[k]}")
+            d = xp.diff(xa) if xa.shape[0] > 1 else _along(xa, 0, 0, 0)
+            d = xp.reshape(d, tuple(d.shape[0] if i == k else 1 for i in range(y.ndim)))
+        else:
+            if xa.shape[k if xa.ndim == y.ndim else -1] != y.shape[k]:
+                raise DimensionError(f"trapezoid: x of shape {xa.shape} does not match y of shape {y.shape}")
+            d = xp.diff(xa, axis=k if xa.ndim == y.ndim else -1)
+    if y.shape[k] < 2:
+        y0 = _along(y, k, 0, 0)
+        y0 = xp.astype(y0, xp.float64) if y0.dtype.kind in "biu" else y0
+        return xp.sum(y0 * d, axis=k) / 2.0
+    return xp.sum(d * (_along(y, k, 1, None) + _along(y, k, None, -1)) / 2.0, axis=k)
+
+
+def _keys(keys: Any) -> list[Any]:
+    if isinstance(keys, ShardArray):
+        if keys.ndim == 0:
+            raise DimensionError("lexsort: keys must be at least 1-D; got a 0-d array")
+        return [keys[i] for i in range(keys.shape[0])]
+    if not isinstance(keys, (list, tuple)) or not keys or not all(isinstance(k, ShardArray) for k in keys):
+        raise DTypeError("lexsort: keys must be a non-empty sequence of arrays of the namespace (or a 2-D array)")
+    shapes = {k.shape for k in keys}
+    if len(shapes) != 1:
+        raise DimensionError(f"lexsort: all keys need the same shape; got {sorted(shapes)}")
+    return list(keys)
+
+
+def lexsort(keys: Any, axis: int = -1) -> Array:
+    """Indices (int64) that sort by the last key, then the one before, ..., as ``np.lexsort``.
+
+    Successive stable ``argsort``s from the first key (least significant) to the last, each of the key reordered
+    by the order so far (``take_along_axis``): the distributed sort's collectives per key. Not differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.lexsort((xp.asarray([3, 1, 2, 0]), xp.asarray([1, 0, 1, 0]))).numpy()
+        array([3, 1, 2, 0])
+    """
+    xp = _xp()
+    ks = _keys(keys)
+    k = _axis(ks[0], axis, "lexsort")
+    order = xp.argsort(ks[0], axis=k, stable=True)
+    for key in ks[1:]:
+        step = xp.argsort(xp.take_along_axis(key, order, axis=k), axis=k, stable=True)
+        order = xp.take_along_axis(order, step, axis=k)
+    return xp.astype(order, xp.int64) if order.dtype != xp.int64 else order
+
+
+def _kth(a: Array, kth: Any, axis: Any, what: str) -> tuple[Array, int]:
+    """``a`` (flattened when ``axis`` is None) and its axis, once every ``kth`` lies on it."""
+    a = _check(a, what)
+    if axis is None:
+        a, axis = _flat(a), 0
+    if a.ndim == 0:
+        raise DimensionError(f"{what}: needs at least one dimension; got a 0-d array")
+    k = _axis(a, axis, what)
+    ks = np.asarray(kth)
+    if ks.dtype.kind not in "iu":
+        raise DTypeError(f"{what}: kth must be an int or a sequence of ints; got {kth!r:.80}")
+    n = a.shape[k]
+    if ks.size and (ks.min() < -n or ks.max() >= n):
+        raise DimensionError(f"{what}: kth {kth!r} out of bounds for axis {k} of size {n}")
+    return a, k
+
+
+def partition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> Array:
+    """``a`` partitioned around its ``kth`` entries along ``axis``, as ``np.partition``.
+
+    Implemented by a full stable ``sort`` (a sample sort over a split axis), which is a valid partition for every
+    ``kth``: entry ``kth`` is in its sorted place, smaller ones before and larger ones after (NumPy's order within
+    each side is unspecified). Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.partition(xp.asarray([3.0, 4.0, 2.0, 1.0]), 2).numpy()
+        array([1., 2., 3., 4.])
+    """
+    a, k = _kth(a, kth, axis, "partition")
+    return _xp().sort(a, axis=k)
+
+
+def argpartition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> Array:
+    """Indices (int64) that partition ``a`` around its ``kth`` entries along ``axis``, as ``np.argpartition``.
+
+    Implemented by a full stable ``argsort`` (a valid partition for every ``kth``; see ``partition``). Not
+    differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.argpartition(xp.asarray([3.0, 4.0, 2.0, 1.0]), 2).numpy()
+        array([3, 2, 0, 1])
+    """
+    a, k = _kth(a, kth, axis, "argpartition")
+    return _xp().argsort(a, axis=k, stable=True)
+
+
+__all__ = [
+    "argpartition",
+    "delete",
+    "ediff1d",
+    "insert",
+    "lexsort",
+    "partition",
+    "resize",
+    "rot90",
+    "select",
+    "trapezoid",
+    "trim_zeros",
+    "unwrap",
+    "vander",
+]
