@@ -1148,6 +1148,74 @@ NONDIFFERENTIABLE.update({
 })
 
 
+# xp's shape, sorting and construction extras (_numpy_shapes.py) and linalg.cond; lexsort/argpartition give ints
+_EDGE0 = np.array([0.0, 1.0, 1.0, 1.0, 0.0])
+DIFFERENTIABLE.update({
+    "xp.rot90": lambda m: [(lambda p: xp.rot90(p), _pos(m, (5, 3))), (lambda p: xp.rot90(p, 3, (1, 0)), _pos(m, (5, 3))),
+                           (lambda p: xp.rot90(p, 2), _pos(m, (5, 3))), (lambda p: xp.rot90(p, 0), _pos(m, (5, 3)))],
+    "xp.delete": lambda m: [(lambda p: xp.delete(p, [0, 3], axis=0), _pos(m, (5, 3))),
+                            (lambda p: xp.delete(p, slice(1, None, 3)), _pos(m, (5, 3)))],
+    "xp.insert": lambda m: [(lambda p: xp.insert(p, 1, p[:, 0], axis=1), _pos(m, (5, 3))),
+                            (lambda p: xp.insert(p[:, 0], [4, 1, 1], p[:3, 1]), _pos(m, (5, 3)))],
+    "xp.ediff1d": lambda m: [(lambda p: xp.ediff1d(p, to_begin=p[0, :2], to_end=1.0), _pos(m, (5, 3)))],
+    "xp.resize": lambda m: [(lambda p: xp.resize(p, (4, 5)), _pos(m, (5, 3)))],
+    "xp.trim_zeros": lambda m: [(lambda p: xp.trim_zeros(p[:, 0] * xp.asarray(_EDGE0, device=p.mesh)),
+                                 _pos(m, (5, 3)))],
+    "xp.vander": lambda m: [(lambda p: xp.vander(p[:, 0], 4), _pos(m, (5, 3))),
+                            (lambda p: xp.vander(p[:, 1], increasing=True), _pos(m, (5, 3)))],
+    "xp.select": lambda m: [(lambda p: xp.select([p > 0.5, p < -1.0], [p, p * 2.0], default=p * 3.0),
+                             _pos(m, (5, 3)))],
+    "xp.unwrap": lambda m: [(lambda p: xp.unwrap(p * 3.0, axis=0), _pos(m, (5, 3))),
+                            (lambda p: xp.unwrap(p, period=2.0), _pos(m, (5, 3)))],
+    "xp.trapezoid": lambda m: [(lambda p: xp.trapezoid(p, axis=0), _pos(m, (5, 3))),
+                               (lambda p: xp.trapezoid(p[:, 0], p[:, 1]), _pos(m, (5, 3)))],
+    "xp.partition": lambda m: [(lambda p: xp.partition(p, 1, axis=0), _pos(m, (5, 3))),
+                               (lambda p: xp.partition(p, [0, 2], axis=None), _pos(m, (5, 3)))],
+    "xp.linalg.cond": lambda m: [(lambda p: xp.linalg.cond(p), _pos(m, (4, 4), values=_nonsingular(4))),
+                                 (lambda p: xp.linalg.cond(p, "fro"), _pos(m, (4, 4), values=_nonsingular(4)))],
+})
+NONDIFFERENTIABLE.update({
+    "xp.lexsort": ("usable", lambda m: (lambda p: xp.lexsort((p[:, 0], p[:, 1] > 0)), _pos(m, (5, 3)))),
+    "xp.argpartition": ("usable", lambda m: (lambda p: xp.argpartition(p, 1, axis=0), _pos(m, (5, 3)))),
+})
+
+
+# xp's NumPy elementwise extras (_numpy_ufuncs.py): fmod/divmod/modf/fix piecewise, frexp's mantissa 2**-e; int/bool
+DIFFERENTIABLE.update({
+    "xp.fmod": lambda m: [(lambda p: xp.fmod(p, 0.7), _pos(m, (5, 3))),
+                          (lambda p: xp.fmod(p * 3.0, p + 2.5), _pos(m, (5, 3)))],
+    "xp.divmod": lambda m: [(lambda p: xp.divmod(p, 0.7), _pos(m, (5, 3))),
+                            (lambda p: xp.divmod(p * 3.0, p + 2.5), _pos(m, (5, 3)))],
+    "xp.modf": lambda m: [(lambda p: xp.modf(p * 3.0), _pos(m, (5, 3)))],
+    "xp.fix": lambda m: [(lambda p: xp.fix(p * 3.0), _pos(m, (5, 3)))],
+    "xp.float_power": lambda m: [(lambda p: xp.float_power(p + 2.5, p), _pos(m, (5, 3)))],
+    "xp.cbrt": lambda m: [(xp.cbrt, _pos(m, (5, 3)))],
+    "xp.deg2rad": lambda m: [(xp.deg2rad, _pos(m, (5, 3)))],
+    "xp.radians": lambda m: [(xp.radians, _pos(m, (5, 3)))],
+    "xp.rad2deg": lambda m: [(xp.rad2deg, _pos(m, (5, 3)))],
+    "xp.degrees": lambda m: [(xp.degrees, _pos(m, (5, 3)))],
+    "xp.frexp": lambda m: [(lambda p: xp.frexp(p * 5.0), _pos(m, (5, 3)))],
+    "xp.ldexp": lambda m: [(lambda p: xp.ldexp(p, 3), _pos(m, (5, 3))),
+                           (lambda p: xp.ldexp(p, xp.astype(p > 0, xp.int64) - 2), _pos(m, (5, 3)))],
+    "xp.angle": lambda m: [(lambda p: xp.angle(p[:, 0] + 1j * p[:, 1], deg=True), _pos(m, (5, 3))),
+                           (xp.angle, _pos(m, (5, 3)))],
+    "xp.real_if_close": lambda m: [(lambda p: xp.real_if_close(p + 0j), _pos(m, (5, 3))),
+                                   (lambda p: xp.real_if_close(p + 1j * p), _pos(m, (5, 3)))],
+    "xp.i0": lambda m: [(lambda p: xp.i0(p * 6.0), _pos(m, (5, 3)))],
+})
+NONDIFFERENTIABLE.update({
+    "xp.gcd": ("int_input", lambda m: (lambda p: xp.gcd(xp.astype(p * 10, xp.int64), 6), _pos(m, (5, 3)),
+                                       lambda p: xp.gcd(p, p))),
+    "xp.lcm": ("int_input", lambda m: (lambda p: xp.lcm(xp.astype(p * 10, xp.int64), 4), _pos(m, (5, 3)),
+                                       lambda p: xp.lcm(p, 2))),
+    "xp.isposinf": ("usable", lambda m: (lambda p: xp.isposinf(p / (p > 0)), _pos(m, (5, 3)))),
+    "xp.isneginf": ("usable", lambda m: (lambda p: xp.isneginf(p / (p > 0)), _pos(m, (5, 3)))),
+    "xp.isreal": ("usable", lambda m: (lambda p: (xp.isreal(p), xp.isreal(p + 1j * (p > 0))), _pos(m, (5, 3)))),
+    "xp.iscomplex": ("usable", lambda m: (lambda p: (xp.iscomplex(p), xp.iscomplex(p + 1j * (p > 0))),
+                                          _pos(m, (5, 3)))),
+})
+
+
 def _params(names):
     out = []
     for name in names:
