@@ -147,7 +147,7 @@ def _check_bins_x(x: Array, what: str) -> Array:
 
 
 def bincount(x: Array, /, weights: Any = None, minlength: int = 0) -> Array:
-    """The number of occurrences of each value ``0 .. max(x)`` in the 1-D ``x`` (or the sums of ``weights``), as
+    """The number of occurrences of each value from 0 to ``max(x)`` in the 1-D ``x`` (or the sums of ``weights``), as
     ``np.bincount`` (a NumPy extra).
 
     The length is ``max(max(x) + 1, minlength)``; int64 counts, float64 sums with ``weights`` (host data, or an
