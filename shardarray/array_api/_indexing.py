@@ -19,7 +19,7 @@ from ..core.relayout import resolve_to
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
-from ..ops.indexing.basic import host_ids, normalize_int, normalize_slice
+from ..ops.indexing.basic import check_host_ids, host_ids, normalize_int, normalize_slice
 from ..ops.indexing.id_writes import write_at
 from ..ops.indexing.mask import bool_key
 from ..ops.indexing.nonzero import nonzero as _nonzero
@@ -43,14 +43,7 @@ def _ids(x: ShardArray, dim: str, indices: Any, what: str) -> ShardArray:
         arr = np.asarray(indices)
         if arr.dtype.kind not in "iu":
             raise DTypeError(f"{what}: indices must be integers; got {arr.dtype}")
-        # host ids out of range, named as given (before -n wraps them); under MPI the processes agree on the range
-        # in the take's own check instead (one process's ids alone must not raise alone)
-        if arr.size and x.mesh.comm_kind != "mpi" and (int(arr.min()) < -n or int(arr.max()) >= n):
-            bad = int(arr.min()) if int(arr.min()) < -n else int(arr.max())
-            raise DimensionError(
-                f"{what}: index {bad} is out of bounds for axis {x.dims.index(dim)} with size {n} (ids must lie in "
-                f"[-{n}, {n}), negative ones counting from the end); clip or remap the ids"
-            )
+        check_host_ids(arr, n, f"axis {x.dims.index(dim)}", x.mesh.comm_kind, what)
         indices = _asarray(arr, dims=tuple(fresh(x.dims, arr.ndim, "ids")), mesh=x.mesh)
     if indices.dtype.kind == "b":
         raise ArgumentError(

@@ -53,6 +53,18 @@ def host_ids(arr: np.ndarray) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def check_host_ids(arr: np.ndarray, n: int, place: str, comm_kind: str, what: str) -> None:
+    """Raise ``DimensionError`` for host ids outside ``[-n, n)``, naming the first bad one as given (before ``-n``
+    wraps it, as NumPy's message). ``place`` names the indexed axis or dim. Under MPI the processes agree on the
+    range in the device-side check instead (one process's ids alone must not raise alone)."""
+    if arr.size and comm_kind != "mpi" and (int(arr.min()) < -n or int(arr.max()) >= n):
+        bad = int(arr.min()) if int(arr.min()) < -n else int(arr.max())
+        raise DimensionError(
+            f"{what}: index {bad} is out of bounds for {place} with size {n} (ids must lie in [-{n}, {n}), negative "
+            f"ones counting from the end); clip or remap the ids"
+        )
+
+
 def normalize_slice(x: ShardArray, dim: str, s: slice) -> tuple[int, int, int]:
     """``(start, step, count)`` of slice ``s`` over ``dim`` (NumPy semantics); step 0 raises."""
     for name, v in (("start", s.start), ("stop", s.stop), ("step", s.step)):

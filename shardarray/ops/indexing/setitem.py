@@ -30,7 +30,7 @@ from ...layout import block_bounds
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import add, less, where
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
-from .basic import host_ids, normalize_int, normalize_slice, pick
+from .basic import check_host_ids, host_ids, normalize_int, normalize_slice, pick
 from .id_writes import write_at
 from .mask import mask_assign
 from .take import _check_range
@@ -116,12 +116,7 @@ def _write_ids(x: ShardArray, items: Mapping[str, Any], ids: dict[str, Any], v: 
                     f"x[...] = v: NumPy ids for dim {d!r} must be 1-D (they take the dim's name); got shape "
                     f"{arr.shape}: give a named array (sa.asarray(ids, dims=...)) for more dims"
                 )
-            if arr.size and x.mesh.comm_kind != "mpi" and (int(arr.min()) < -n or int(arr.max()) >= n):
-                bad = int(arr.min()) if int(arr.min()) < -n else int(arr.max())  # (named as given, as NumPy)
-                raise DimensionError(
-                    f"x[...] = v: index {bad} is out of bounds for dim {d!r} with size {n} (ids must lie in "
-                    f"[-{n}, {n}), negative ones counting from the end); clip or remap the ids"
-                )
+            check_host_ids(arr, n, f"dim {d!r}", x.mesh.comm_kind, "x[...] = v")
             k = asarray(np.where(arr < 0, arr + n, arr), dims=(d,), mesh=x.mesh)
         else:
             common_mesh([x, k], "x[...] = v")
