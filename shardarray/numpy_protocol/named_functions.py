@@ -420,7 +420,6 @@ def _explicit(
     """
     used = set("".join(terms) + (rhs or ""))
     fresh = iter(c for c in string.ascii_letters if c not in used)
-    dotted = [t for t in terms if "..." in t]
     widths = [a.ndim - (len(t) - 3) if "..." in t else 0 for t, a in zip(terms, arrays)]
     if (
         any(w < 0 for w in widths)
@@ -440,7 +439,7 @@ def _explicit(
         out = "".join(ell) + singles
     elif "..." in rhs:
         out = rhs.replace("...", "".join(ell))
-    elif dotted and ell:
+    elif ell:  # (some operand's '...' stands for axes)
         raise DimensionError(
             f"{what}: the output has no '...' for the {len(ell)} axes the operands' '...' stand for; write '...' "
             f"in the output (e.g. '...ij->...i') or sum them first"
