@@ -231,7 +231,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         return loss, params, state
 
     graphed = sa.graphed(graph_step, donate_argnums=(0, 1)) if args.graph else None
-    graph_comm = 0.0  # a replayed graph logs no collectives: the captured step's traffic stands for each step
+    graph_comm = 0.0  # the most traffic a --graph step logged (its eager and captured runs)
     scaler = sa.optim.DynamicLossScale() if args.dtype == "float16" else None
     scale_state = scaler.init() if scaler else None
     data_seed = args.seed  # batch s of the training stream is pattern_arrays(mesh, data_seed, s, ...)
@@ -294,8 +294,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             if not math.isfinite(loss_value):
                 raise FloatingPointError(f"the loss became {loss_value} at step {step}; lower --lr")
             losses.append(loss_value)
-            graph_comm = max(graph_comm, log.total("bytes")) if graphed is not None else 0.0
-            comm_per_step.append(graph_comm if graphed is not None else log.total("bytes"))
+            step_bytes = log.total("bytes")
+            if graphed is not None:  # a replayed graph logs no collectives: the captured step's traffic stands in
+                graph_comm = step_bytes = max(graph_comm, step_bytes)
+            comm_per_step.append(step_bytes)
             if step % eval_every == 0 or step == args.steps:
                 evals.append((step, evaluate(params, cfg, mesh, eval_rng_seed, 64)))
             bar.update(task, advance=1, loss=f"{np.mean(losses[-20:]):.3f}",
