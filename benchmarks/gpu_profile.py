@@ -27,6 +27,34 @@ import shardarray as sa
 sys.path.insert(0, str(Path(__file__).parent))
 from train_step import Runner, shardarray_runner, torch_runner
 
+GEMM_MARKS = ("gemm", "nvjet", "xmma", "cutlass")  # cuBLAS's matrix-product kernels on Hopper and before
+
+
+def is_gemm(kernel: str) -> bool:
+    """Whether a kernel name is one of cuBLAS's matrix products (the einsums' share of a step)."""
+    low = kernel.lower()
+    return any(m in low for m in GEMM_MARKS)
+
+
+def matmul_peak(dtype: str, n: int = 8192, calls: int = 10) -> float:
+    """The measured cuBLAS throughput (flop/s) of ``cupy.matmul`` at n³ in dtype: the peak the fractions are of."""
+    import cupy
+
+    # random operands, as benchmarks/gpu.py's: constant ones draw less power and run ~25% faster on an H200
+    a = sa.random.normal(sa.Mesh({"d": 1}, backend="cupy"), {"m": n, "k": n}, seed=1).astype(dtype).shards[0]
+    cupy.matmul(a, a)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    best = float("inf")
+    for _ in range(3):
+        start.record()
+        for _ in range(calls):
+            cupy.matmul(a, a)
+        stop.record()
+        stop.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1e3 / calls)
+    return 2.0 * n**3 / best
+
+
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "cuStreamSynchronize", "cuCtxSynchronize", "cuMemcpyDtoH", "cuEventSynchronize")
 
@@ -54,10 +82,13 @@ def summarize(prof: Any, steps: int, top: int) -> dict[str, Any]:
         elif name.startswith(("cuda", "cu")) and any(s in name for s in SYNC_CALLS):
             runtime[name] += 1
     total = sum(kernel_us.values())
+    gemm_us = sum(us for n, us in kernel_us.items() if is_gemm(n))
     ranked = sorted(kernel_us.items(), key=lambda kv: -kv[1])[:top]
     return {
         "gpu_kernel_ms_per_step": total / 1e3 / steps,
         "kernel_launches_per_step": sum(kernel_n.values()) / steps,
+        "gemm_kernel_ms_per_step": gemm_us / 1e3 / steps,
+        "gemm_launches_per_step": sum(c for n, c in kernel_n.items() if is_gemm(n)) / steps,
         "device_to_host_copies_per_step": d2h / steps,
         "sync_calls_per_step": {k: v / steps for k, v in runtime.items()},
         "top_kernels": [{"name": n[:120], "ms_per_step": us / 1e3 / steps, "share": us / total if total else 0.0,
@@ -116,14 +147,28 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                           c, shape, strategy, "cupy", tok, tgt, sync, graphed=True),
         torch_runner(cfg, weights, "cuda", tok, tgt, None if args.dtype == "float32" else args.dtype),
     ]
+    from gpu import step_flops
+
+    flops, peak = step_flops(cfg, args.batch), matmul_peak(args.dtype)
+    print(f"{flops / 1e12:.2f} TFLOP of einsums per step; measured {args.dtype} matmul peak "
+          f"{peak / 1e12:.0f} TFLOP/s (cupy.matmul 8192^3)")
     results = []
     for r in runners:
         res = profile(r, args.steps, args.top)
+        # the goal "60% of the matmul peak in the step's einsums": the einsums' flops over the time cuBLAS's
+        # gemm kernels ran, beside the whole step's fraction (its flops over the wall time: model flops utilisation)
+        res["einsum_tflop_per_step"] = flops / 1e12
+        res["matmul_peak_tflops"] = peak / 1e12
+        res["fraction_of_peak_in_gemm_kernels"] = flops / (res["gemm_kernel_ms_per_step"] / 1e3) / peak
+        res["fraction_of_peak_over_step"] = flops / (res["wall_ms_per_step"] / 1e3) / peak
         results.append(res)
         print(f"\n== {res['impl']}: {res['wall_ms_per_step']:.1f} ms wall, {res['gpu_kernel_ms_per_step']:.1f} ms of "
               f"kernels, {res['kernel_launches_per_step']:.0f} launches, "
               f"{res['device_to_host_copies_per_step']:.1f} device-to-host copies per step; "
-              f"sync calls per step {res['sync_calls_per_step']}")
+              f"sync calls per step {res['sync_calls_per_step']}; gemm kernels {res['gemm_kernel_ms_per_step']:.2f} "
+              f"ms in {res['gemm_launches_per_step']:.0f} launches: the einsums at "
+              f"{100 * res['fraction_of_peak_in_gemm_kernels']:.0f}% of the matmul peak "
+              f"({100 * res['fraction_of_peak_over_step']:.0f}% over the whole step)")
         for k in res["top_kernels"]:
             print(f"  {k['ms_per_step']:8.2f} ms {100 * k['share']:5.1f}% x{k['calls_per_step']:5.0f}  {k['name']}")
     if args.host:

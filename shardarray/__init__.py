@@ -95,7 +95,17 @@ from .ops.elementwise.math_unary import (
     tan,
     trunc,
 )
-from .ops.elementwise.math_binary import atan2, clip, copysign, floor_divide, hypot, logaddexp, nextafter, remainder
+from .ops.elementwise.math_binary import (
+    atan2,
+    clip,
+    copysign,
+    floor_divide,
+    hypot,
+    ldexp,
+    logaddexp,
+    nextafter,
+    remainder,
+)
 from .ops.elementwise.logical import (
     bitwise_and,
     bitwise_invert,
@@ -278,6 +288,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "ldexp",
     "less",
     "less_equal",
     "linalg",

@@ -19,8 +19,9 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import DTypeError
+from ..ops.elementwise import math_binary as mb
 from ._align import no_out
-from ._array import Array
+from ._array import Array, elementwise
 from ._creation import asarray, zeros_like
 from ._dtypes import astype, finfo
 from ._elementwise import (
@@ -258,20 +259,12 @@ def cbrt(x: Any, /) -> Array:
     return _astype(where(ok, copysign(y, w), w), x.dtype)
 
 
-def _scale(x: Array, e: Array) -> Array:
-    """``x * 2**e`` (float64, ``e`` integral float64 within +-2300) in three exact power-of-two steps."""
-    a = floor(e / 3.0)
-    b = floor((e - a) / 2.0)
-    c = e - a - b
-    return cast(Array, x * pow(2.0, a) * pow(2.0, b) * pow(2.0, c))
-
-
 def frexp(x: Any, /) -> tuple[Array, Array]:
     """The mantissa in ``[0.5, 1)`` (with ``x``'s sign) and the int32 exponent of ``x = m * 2**e``, as ``np.frexp``.
 
-    ``e = floor(log2|x|) + 1`` corrected by one step either way, ``m`` by exact power-of-two scaling (computed in
-    float64; subnormals too); 0, infinities and NaN give ``(x, 0)``. Elementwise, no collectives. Differentiable
-    in the mantissa (``2**-e``); the exponent is piecewise constant.
+    ``e = floor(log2|x|) + 1`` corrected by one step either way, ``m = ldexp(x, -e)`` (the exact power-of-two
+    scaling ``sa.ldexp``; computed in float64, subnormals too); 0, infinities and NaN give ``(x, 0)``.
+    Elementwise, no collectives. Differentiable in the mantissa (``2**-e``); the exponent is piecewise constant.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -285,7 +278,7 @@ def frexp(x: Any, /) -> tuple[Array, Array]:
     ok = logical_and(isfinite(w), not_equal(w, 0))
     safe = where(ok, w, 1.0)
     e = floor(log2(abs(safe))) + 1.0
-    m = _scale(safe, -e)
+    m = _ldexp(safe, -e)
     up, down = abs(m) >= 1.0, abs(m) < 0.5
     m = where(up, m * 0.5, where(down, m * 2.0, m))
     e = where(up, e + 1.0, where(down, e - 1.0, e))
@@ -295,8 +288,9 @@ def frexp(x: Any, /) -> tuple[Array, Array]:
 def ldexp(x1: Any, x2: Any, /) -> Array:
     """``x1 * 2**x2`` for an integer ``x2``, as ``np.ldexp`` (NumPy's loop dtypes: a float ``x2`` is refused).
 
-    Exact power-of-two scaling in float64 (float16/float32 rounded once from it); 0, infinities and NaN pass
-    through. Elementwise, no collectives. Differentiable in ``x1`` (``2**x2``).
+    The exact power-of-two scaling ``sa.ldexp`` in float64 (float16/float32 rounded once from it, so a subnormal
+    result is not flushed); 0, infinities and NaN pass through. Elementwise, no collectives. Differentiable in
+    ``x1`` (``2**x2``).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -305,12 +299,13 @@ def ldexp(x1: Any, x2: Any, /) -> Array:
         array([ 6.  , -0.25])
     """
     a, n = _binary(x1, x2, np.ldexp, "ldexp")
-    w = _wide(a)
-    ok = logical_and(isfinite(w), not_equal(w, 0))
-    e = _astype(n, np.float64)
-    e = where(e > 2300.0, 2300.0, where(e < -2300.0, -2300.0, e))
-    w, e = broadcast_arrays(w, e)
-    return _astype(where(ok, _scale(where(ok, w, 1.0), e), w), a.dtype)
+    e = _astype(n, np.float64)  # (clipped to +-2300 before int32: beyond it every result is 0 or inf anyway)
+    return _astype(_ldexp(_wide(a), where(e > 2300.0, 2300.0, where(e < -2300.0, -2300.0, e))), a.dtype)
+
+
+def _ldexp(x: Array, e: Array) -> Array:
+    """``x * 2**e`` exactly (``sa.ldexp``) for float64 ``x`` and an integral float64 ``e`` within +-2300."""
+    return elementwise(mb.ldexp, x, _astype(e, np.int32), what="ldexp")
 
 
 # ------------------------------------------------------------------------------------------- integers

@@ -97,6 +97,7 @@ _binary("atan2", lambda xp, g, y, x, o: g * x / (x * x + y * y), lambda xp, g, y
 _binary("hypot", lambda xp, g, x, y, o: g * x / o, lambda xp, g, x, y, o: g * y / o)
 _binary("logaddexp", lambda xp, g, x, y, o: g * xp.exp(x - o), lambda xp, g, x, y, o: g * xp.exp(y - o))
 _binary("copysign", lambda xp, g, x, y, o: g * (xp.sign(x) * xp.sign(o)), lambda xp, g, x, y, o: g * 0)
+_binary("ldexp", lambda xp, g, x, n, o: xp.ldexp(g, n), lambda xp, g, x, n, o: g * 0)  # (n: an integer)
 # remainder = x - floor(x / y) * y, with floor(x / y) piecewise constant
 _binary("remainder", lambda xp, g, x, y, o: g * 1, lambda xp, g, x, y, o: -g * floor_divide_block(xp, x, y))
 

@@ -186,6 +186,12 @@ def _(m):
             (lambda p: sa.clip(p["x"], p["lo"], 0.7), params)]
 
 
+@case("sa.ldexp")
+def _(m):
+    n = sa.asarray(np.array([3, -2, 0], dtype=np.int32), dims=("b",), mesh=m)  # (an integer exponent: no gradient)
+    return [(lambda p: sa.ldexp(p, n), _ab(m)), (lambda p: sa.ldexp(p * 2.0, 5), _ab(m))]
+
+
 def _xy(m):
     return {"x": _ab(m, seed=1), "y": _ab(m, seed=2)}
 
