@@ -95,9 +95,13 @@ CASES = {
 }
 
 # a second survey (76 more idioms, 33 raising TypeError then; the namespace's _numpy_ufuncs and _numpy_shapes since):
-# not yet: np.linalg.eigvals (no distributed non-symmetric eigensolver), np.histogram2d, np.linspace with array
-# endpoints, and host NumPy arrays mixed into np.concatenate (refused: wrap them with xp.asarray)
+# not yet: np.linalg.eigvals (no distributed non-symmetric eigensolver); host NumPy arrays mixed into np.concatenate
+# are refused by design (wrap them with xp.asarray)
 MORE = [
+ ("histogram2d", lambda n, a, b, v, w, i, s: n.histogram2d(v, w, bins=3)[0]),
+ ("histogramdd", lambda n, a, b, v, w, i, s: n.histogramdd(a[:, :3], bins=[2, 3, 2])[0]),
+ ("linspace arrays", lambda n, a, b, v, w, i, s: n.linspace(v, w, 4)),
+ ("linspace axis", lambda n, a, b, v, w, i, s: n.linspace(a[0], a[1], 3, axis=1, endpoint=False)),
  ("select", lambda n, a, b, v, w, i, s: n.select([v > 0.5, v < -0.5], [v, -v], 0.0)),
  ("unique inverse", lambda n, a, b, v, w, i, s: n.unique(i, return_inverse=True)[1]),
  ("lexsort", lambda n, a, b, v, w, i, s: n.lexsort((v, w))),

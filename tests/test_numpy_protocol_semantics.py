@@ -359,3 +359,31 @@ def test_reduce_with_initial(mesh, ufunc):
             _check(mesh, lambda a, i=initial: ufunc.reduce(a, axis=0, initial=i), h, label=f"initial={initial!r}")
     with pytest.raises(sa.DimensionError, match="empty"):
         np.maximum.reduce(xp.zeros((0, 3), device=mesh), axis=0)  # no initial: NumPy raises too
+
+
+# ------------------------------------------------------------------ np.linspace with array endpoints
+
+LINSPACE = [{}, {"num": 5}, {"num": 1}, {"num": 0}, {"num": 4, "endpoint": False}, {"num": 4, "axis": 1},
+            {"num": 4, "axis": -1}, {"num": 3, "dtype": np.int64}, {"num": 4, "dtype": np.float32}]
+
+
+@pytest.mark.parametrize("kw", LINSPACE, ids=str)
+def test_linspace_with_array_endpoints_is_numpys(mesh, kw):
+    """Each device computes its endpoints' samples along a new, unsplit axis: NumPy's values exactly, no gather."""
+    a = np.arange(15.0).reshape(5, 3) / 7
+    b = a * 2 - 1
+    b[0] = a[0]  # a zero step in one pair: NumPy's ``i / div * delta`` arithmetic for every pair then
+    for start, stop in ((a, b), (a[1], b[1]), (a, 3), (-2, b[:, 0]), (a.astype(np.float32), 10)):
+        _check(mesh, np.linspace, start, stop, **kw)
+    _check(mesh, lambda s, e: np.linspace(s, e, 4, retstep=True)[1], a, b, label="retstep")
+    _check(mesh, lambda s, e: np.linspace(s, e, 6, retstep=True)[0], a + 1, b, label="retstep values")
+
+
+def test_linspace_bad_input_is_typed(mesh):
+    x = xp.asarray(np.ones(4), device=mesh)
+    with pytest.raises(sa.DimensionError, match="non-negative"):
+        np.linspace(x, 2 * x, -1)
+    with pytest.raises(sa.DTypeError, match="integer"):
+        np.linspace(x, 2 * x, 2.5)
+    with pytest.raises(sa.DTypeError, match="NumPy array"):
+        np.linspace(x, np.ones(4), 3)

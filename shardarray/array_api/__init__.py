@@ -49,6 +49,8 @@ from ._numpy_counts import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_counts import __all__ as _numpy_counts_all
 from ._numpy_extras import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_extras import __all__ as _numpy_extras_all
+from ._numpy_histdd import *  # noqa: F403  (NumPy extras beyond the standard)
+from ._numpy_histdd import __all__ as _numpy_histdd_all
 from ._numpy_math import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_math import __all__ as _numpy_math_all
 from ._numpy_shapes import *  # noqa: F403  (NumPy extras beyond the standard)
@@ -115,6 +117,7 @@ __all__ = [
     *_numpy_stats_all,
     *_numpy_calculus_all,
     *_numpy_counts_all,
+    *_numpy_histdd_all,
     *_numpy_math_all,
     *_numpy_shapes_all,
     *_numpy_ufuncs_all,

@@ -44,9 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..dtypes import is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops.creation.basic import asarray as from_host
 from .common import mixing_error, short
 from .named_functions import einsum_by_letters
 from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, write_out
@@ -196,6 +197,62 @@ def _stacker(n: int, axis: Callable[[list[ShardArray]], int]) -> Callable[..., A
 COMPOSED[("", "vstack")] = _stacker(2, lambda arrays: 0)
 COMPOSED[("", "hstack")] = _stacker(1, lambda arrays: 0 if arrays[0].ndim == 1 else 1)
 COMPOSED[("", "dstack")] = _stacker(3, lambda arrays: 2)
+
+
+@composed("linspace")
+def _linspace(
+    xp: Any,
+    what: str,
+    start: Any,
+    stop: Any,
+    num: Any = 50,
+    endpoint: bool = True,
+    retstep: bool = False,
+    dtype: Any = None,
+    axis: int = 0,
+    *,
+    device: Any = None,
+) -> Any:
+    """``np.linspace`` with array endpoints: ``num`` samples along a new axis ``axis`` between each pair of
+    ``start``/``stop`` values (broadcast), NumPy's arithmetic (``i * step + start``, ``i / div * delta + start``
+    where a step is 0, the last sample exactly ``stop``; an integer ``dtype`` floors). The new axis is not split:
+    the endpoints' blocks stay where they are and each device computes its ``num`` samples of them (no traffic;
+    one replicated bool read where a step might be 0)."""
+    _no_kwargs(what, device=device)
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise DTypeError(f"{what}: num must be an integer; got {short(num)}") from None
+    if num < 0:
+        raise DimensionError(f"{what}: the number of samples, {num}, must be non-negative")
+    ref = _ref(start, stop)
+    raw = [host_value(what, v, k, ref) for k, v in (("start", start), ("stop", stop))]
+    dt = np.result_type(*(v.dtype if isinstance(v, ShardArray) else v for v in raw), float(num))
+    a, z = (xp.astype(_array(xp, what, v, k, ref), dt) for k, v in zip(("start", "stop"), raw))
+    a, z = xp.broadcast_arrays(a, z)
+    delta = z - a
+    div = num - 1 if endpoint else num
+    ramp = np.arange(num, dtype=dt).reshape((num,) + (1,) * a.ndim)
+    i = like_kind(
+        from_host(ramp, dims=tuple(f"dim{k}" for k in range(ramp.ndim)), mesh=ref.mesh, layout={}), ref
+    )  # (replicated: the endpoints keep their layout in the products)
+    if div > 0:
+        step = delta / div
+        y = i / div * delta if bool(xp.any(step == 0)) else i * step
+    else:
+        step = xp.full_like(delta, np.nan)
+        y = i * delta
+    y = y + a
+    if endpoint and num > 1:
+        y = xp.where(i == num - 1, z, y)
+    ax = axes_of(axis, y.ndim, what)[0]
+    if ax:
+        y = xp.moveaxis(y, 0, ax)
+    if dtype is not None:
+        if np.issubdtype(np.dtype(dtype), np.integer):
+            y = xp.floor(y)
+        y = xp.astype(y, np.dtype(dtype))
+    return (y, step) if retstep else y
 
 
 @composed("meshgrid")

@@ -1137,6 +1137,13 @@ DIFFERENTIABLE["xp.bincount"] = lambda m: [(lambda p: xp.bincount(xp.asarray(_ID
 DIFFERENTIABLE["xp.histogram"] = lambda m: [
     (lambda p: xp.histogram(xp.asarray(_values((5, 3), seed=3), device=p.mesh), bins=3, weights=p), _pos(m, (5, 3))),
     (lambda p: xp.histogram(p, bins=4)[1], _pos(m, (5, 3)))]  # (the edges move with the data's min and max)
+DIFFERENTIABLE["xp.histogramdd"] = lambda m: [
+    (lambda p: xp.histogramdd(xp.asarray(_values((5, 2), seed=3), device=p.mesh), bins=[3, 2], weights=p)[0],
+     _pos(m, (5,))),
+    (lambda p: xp.histogramdd(p, bins=[3, 2])[1][1], _pos(m, (5, 2)))]  # (the edges move with the data's extremes)
+DIFFERENTIABLE["xp.histogram2d"] = lambda m: [
+    (lambda p: xp.histogram2d(p[:, 0], p[:, 1], bins=2, weights=p[:, 0] * p[:, 1])[0], _pos(m, (6, 2))),
+    (lambda p: xp.histogram2d(p[:, 0], p[:, 1], bins=3)[1], _pos(m, (6, 2)))]
 DIFFERENTIABLE["xp.interp"] = lambda m: [
     (lambda p: xp.interp(p, [-1.5, -0.3, 0.4, 1.7], [1.0, -2.0, 0.5, 3.0]), _pos(m, (5, 3))),
     (lambda p: xp.interp(xp.asarray(np.linspace(-0.9, 0.9, 5), device=p.mesh), np.linspace(-2.0, 2.0, 7), p),
