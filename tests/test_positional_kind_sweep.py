@@ -118,6 +118,7 @@ for _n, _g in BITWISE.items():
 for _n in ("logical_and", "logical_or", "logical_xor"):
     case(f"sa.{_n}", (lambda f: lambda e, x: f(e.MASK, ~e.MASK))(getattr(sa, _n)),
          (lambda g: lambda v: g(A_NP > 0.4, ~(A_NP > 0.4)))(getattr(np, _n)), variants=("plain",))
+case("sa.ldexp", lambda e, x: sa.ldexp(x, e.INT), lambda v: np.ldexp(v, INT_NP))
 case("sa.where", lambda e, x: sa.where(e.MASK, x, 0.0), lambda v: np.where(A_NP > 0.4, v, 0.0))
 case("sa.clip", lambda e, x: sa.clip(x, 0.1, 0.3), lambda v: np.clip(v, 0.1, 0.3))
 
