@@ -234,6 +234,11 @@ case("linalg.eigh", lambda e, x: sa.linalg.eigh(e.SPD), lambda v: (np.linalg.eig
      variants=("plain",))
 case("linalg.eigvalsh", lambda e, x: sa.linalg.eigvalsh(e.SPD), lambda v: np.linalg.eigvalsh(SPD_NP),
      variants=("plain",))
+# (eig's order is LAPACK's or cuSOLVER's: the real spectrum of SPD, sorted along the eigenvalue dim)
+case("linalg.eig", lambda e, x: sa.sort(sa.real(sa.linalg.eig(e.SPD).eigenvalues), "dim1_k"),
+     lambda v: np.linalg.eigvalsh(SPD_NP), variants=("plain",))
+case("linalg.eigvals", lambda e, x: sa.sort(sa.real(sa.linalg.eigvals(e.SPD)), "dim1_k"),
+     lambda v: np.linalg.eigvalsh(SPD_NP), variants=("plain",))
 case("linalg.qr", lambda e, x: sa.linalg.qr(x), lambda v: None)
 case("linalg.svd", lambda e, x: sa.linalg.svd(x), lambda v: (None, np.linalg.svd(v, compute_uv=False), None))
 case("linalg.svdvals", lambda e, x: sa.linalg.svdvals(x), lambda v: np.linalg.svd(v, compute_uv=False))
@@ -483,6 +488,7 @@ EXCLUDED: dict[str, str] = {
     "sa.CommRecord": "a comm record: no arrays", "sa.Profile": "op costs: no arrays",
     "optim.SGD": "the class; init/update swept", "optim.Adam": "the class; init/update swept",
     "optim.DynamicLossScale": "the class; its methods swept",
+    "linalg.EigResult": "a result type (its fields are checked through eig)",
     "linalg.EighResult": "a result type (its fields are checked through eigh)",
     "linalg.QRResult": "a result type (its fields are checked through qr)",
     "linalg.SVDResult": "a result type (its fields are checked through svd)",

@@ -6,7 +6,7 @@ has its collectives: ``qr``/``svd``/``svdvals`` (and ``pinv``,
 ``matrix_rank``, the 2/nuclear matrix norms) use TSQR on a matrix split along
 its rows: **one allgather** of the ``n x n`` R factors over the row axes
 (plus one alltoall when the columns are split). ``cholesky``, ``solve``,
-``inv``, ``det``, ``slogdet``, ``eigh``, ``eigvalsh`` run batched per device;
+``inv``, ``det``, ``slogdet``, ``eigh``, ``eigvalsh``, ``eig``, ``eigvals`` run batched per device;
 a split matrix is gathered with a ``sa.linalg.ReplicatedFallbackWarning``.
 Norms, ``trace``, ``diagonal``, ``cross``, ``outer`` are distributed
 elementwise ops and reductions (allreduces of output-sized partials).
@@ -55,6 +55,11 @@ class SlogdetResult(NamedTuple):
 
 
 class EighResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
+
+
+class EigResult(NamedTuple):
     eigenvalues: Array
     eigenvectors: Array
 
@@ -127,6 +132,23 @@ def eigh(x: Array, /) -> EighResult:
     x = _arr(x, "eigh")
     w, v = L.eigh(x, _m(x), new="_eig_k")
     return EighResult(_pos(w), _pos(v))
+
+
+def eig(x: Array, /) -> EigResult:
+    """Eigenvalues and unit-norm eigenvectors of each square matrix, complex (2025.12): ``sa.linalg.eig``.
+
+    The eigenvalues in LAPACK's (cuSOLVER's) order; complex64/complex128 for float32/float64 input even where
+    they are real (the standard's choice; NumPy's ``np.linalg.eig`` would return a real array then).
+    """
+    x = _arr(x, "eig")
+    w, v = L.eig(x, _m(x), new="_eig_k")
+    return EigResult(_pos(w), _pos(v))
+
+
+def eigvals(x: Array, /) -> Array:
+    """Eigenvalues of each square matrix, complex (2025.12): ``sa.linalg.eigvals``."""
+    x = _arr(x, "eigvals")
+    return _pos(L.eigvals(x, _m(x), new="_eig_k"))
 
 
 def eigvalsh(x: Array, /) -> Array:
@@ -449,7 +471,9 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "lstsq",

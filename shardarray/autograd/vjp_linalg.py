@@ -39,8 +39,9 @@ from ..linalg.svd import svd
 from ..ops.cotangent import match
 from ..ops.creation.basic import asarray, from_blocks
 from ..ops.einsum import einsum
-from ..ops.elementwise.arithmetic import add, conj, divide, multiply, not_equal, subtract, where
+from ..ops.elementwise.arithmetic import add, conj, divide, multiply, not_equal, real, subtract, where
 from ..ops.manipulation.structure import astype, rename
+from ..ops.reduction import reduce as red
 
 
 def _h(x: ShardArray) -> ShardArray:
@@ -266,6 +267,50 @@ def _eigh_vectors(ctx: Context, g: ShardArray) -> list[Any]:
     f = _reciprocal_gaps(w, new, new2)
     a = _hermitian_part(_v_m_vh(v, multiply(inner, f), rows, cols, new, new2), rows, cols)
     return [match(a, x), None, None, None, None]
+
+
+def _v_inverse(v: ShardArray, rows: str, new: str, k: str) -> ShardArray:
+    """``V^{-1}[k, r]`` stored at ``(k, rows=r)`` for eigenvectors ``v`` (batch..., rows, new)."""
+    return rename(_plain(inv)(v, (rows, new)), {rows: k, new: rows})
+
+
+def _to_input(a: ShardArray, x: ShardArray) -> ShardArray:
+    """A complex gradient ``a`` of a real input ``x``: its real part (JAX's convention), in ``x``'s dtype."""
+    if x.dtype.kind != "c":
+        a = real(a)
+    return astype(a, x.dtype) if a.dtype != x.dtype else a
+
+
+@register_vjp("linalg.eig_values")
+def _eig_values(ctx: Context, g: ShardArray) -> list[Any]:
+    """``w = eig(A).eigenvalues``: ``Ā = V^{-T} diag(w̄) V^T`` (holomorphic: plain transposes; real ``A``: the real
+    part). One ``inv`` of the eigenvectors and one einsum."""
+    x, _, v, rows, cols, new = _eig_parts(ctx)
+    k = _fresh("_eik", x, v)
+    gk = rename(resolve_to(g), {new: k})
+    vt = rename(v, {rows: cols, new: k})  # V[c, k] at (cols=c, k)
+    a = einsum(multiply(_v_inverse(v, rows, new, k), gk), vt, out=x.dims)
+    return [match(_to_input(a, x), x), None, None, None, None]
+
+
+@register_vjp("linalg.eig_vectors")
+def _eig_vectors(ctx: Context, g: ShardArray) -> list[Any]:
+    """``V = eig(A).eigenvectors`` (unit columns): ``Ā = (V N V^{-1})^T`` with ``N = -(K ∘ F)``,
+    ``K = V̄^T V - diag(c) V^H V``, ``c = Re(diag(V̄^T V))``, ``F_ij = 1 / (w_j - w_i)`` (0 where equal): the
+    transpose of ``dV = V P - V diag(Re(diag(V^H V P)))``, ``P = F ∘ (V^{-1} dA V)``."""
+    x, w, v, rows, cols, new = _eig_parts(ctx)
+    e2 = _fresh("_eil", x, v)
+    batch = tuple(d for d in x.dims if d not in (rows, cols))
+    g = resolve_to(g)
+    vl = rename(v, {new: e2})
+    gtv = einsum(g, vl, out=(*batch, new, e2))  # (V̄^T V)[k, l]
+    vhv = einsum(conj(v), vl, out=(*batch, new, e2))  # (V^H V)[k, l]
+    c = real(red.sum(multiply(g, v), rows))  # Re((V̄^T V)[k, k]), over new
+    kk = subtract(gtv, multiply(vhv, c))
+    n = multiply(multiply(kk, _reciprocal_gaps(w, new, e2)), -1.0)
+    vc = rename(v, {rows: cols})  # V[c, k] at (cols=c, new=k)
+    a = einsum(vc, n, _v_inverse(v, rows, new, e2), out=x.dims)
+    return [match(_to_input(a, x), x), None, None, None, None]
 
 
 def _fresh(name: str, *arrays: ShardArray) -> str:

@@ -7,8 +7,8 @@ checked, and TSQR (one allgather of the ``n x n`` R factors) where the check fai
 (broadcasts of panels, a SUMMA-style trailing update), and through it
 ``solve``/``inv``/``det``/``slogdet`` of Hermitian positive-definite matrices
 (distributed triangular solves; others: the replicated LU fallback with
-``ReplicatedFallbackWarning``); norms as distributed reductions. ``eigh`` and
-``eigvalsh`` gather a split matrix (``ReplicatedFallbackWarning``). On a split
+``ReplicatedFallbackWarning``); norms as distributed reductions. ``eigh``,
+``eigvalsh``, ``eig`` and ``eigvals`` gather a split matrix (``ReplicatedFallbackWarning``). On a split
 batch dim every op runs per device with no communication.
 Products are ``sa.einsum``/``sa.matmul``. ``LinAlgError`` where NumPy raises
 one, on CuPy shards too (checked on the devices, read once per op:
@@ -18,12 +18,14 @@ one, on CuPy shards too (checked on the devices, read once per op:
 from ..errors import LinAlgError
 from ._matrix import ReplicatedFallbackWarning
 from .dense import EighResult, SlogdetResult, cholesky, det, eigh, eigvalsh, inv, slogdet, solve
+from .eig import EigResult, eig, eigvals
 from .norms import matrix_norm, vector_norm
 from .pinv import matrix_rank, pinv
 from .svd import SVDResult, svd, svdvals
 from .tsqr import QRResult, qr
 
 __all__ = [
+    "EigResult",
     "EighResult",
     "LinAlgError",
     "QRResult",
@@ -32,7 +34,9 @@ __all__ = [
     "SlogdetResult",
     "cholesky",
     "det",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "matrix_norm",

@@ -138,6 +138,11 @@ def eigh_failed(xp: Any, a: Any) -> Any:
     return ~xp.all(xp.isfinite(_tril(xp, a)), axis=(-2, -1))
 
 
+def eig_failed(xp: Any, a: Any) -> Any:
+    """Per matrix, whether ``eig``/``eigvals`` raise on it: NaN or inf anywhere (LAPACK's ``geev`` reads it all)."""
+    return ~xp.all(xp.isfinite(a), axis=(-2, -1))
+
+
 #: the key of "no matrix failed here" in the job's agreement (``raise_if``): above every real key, an int64
 NO_FAILURE = 2**63 - 1
 

@@ -63,3 +63,15 @@ def eigh_values(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: st
 def eigh_vectors(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: str) -> ShardArray:
     """``eigh(x).eigenvectors``, recorded as a function of ``x``."""
     return _copy(v)
+
+
+@differentiable("linalg.eig_values")
+def eig_values(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``eig(x).eigenvalues`` (computed untraced, with the eigenvectors ``v``), recorded as a function of ``x``."""
+    return _copy(w)
+
+
+@differentiable("linalg.eig_vectors")
+def eig_vectors(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``eig(x).eigenvectors``, recorded as a function of ``x``."""
+    return _copy(v)

@@ -286,6 +286,24 @@ def _(m):
     return [(op, b)]
 
 
+@case("sa.linalg.eig")
+def _(m):
+    d, b = _eig_input(m)  # (distinct real eigenvalues near 1..5: LAPACK's order holds under the perturbations)
+
+    def op(p, c=1.0):
+        w, v = sa.linalg.eig(d + p * c, ("i", "j"))
+        return sa.real(w), sa.imag(w), sa.real(v * sa.conj(v))  # |v|²: each eigenvector's phase is arbitrary
+
+    return [(op, b), (lambda p: op(p, 1.0 + 0.5j), b)]
+
+
+@case("sa.linalg.eigvals")
+def _(m):
+    d, b = _eig_input(m)
+    return [(lambda p: sa.real(sa.linalg.eigvals(d + p, ("i", "j"))), b),
+            (lambda p: sa.imag(sa.linalg.eigvals(d + p * (1.0 - 2.0j), ("i", "j"))), b)]
+
+
 @case("sa.linalg.eigvalsh")
 def _(m):
     d, b = _eig_input(m)
@@ -684,6 +702,23 @@ def _(m):
     return [(op, b)]
 
 
+@case("xp.linalg.eig")
+def _(m):
+    d, b = _xp_eig_input(m)
+
+    def op(p):
+        w, v = xp.linalg.eig(d + p)
+        return xp.real(w), xp.real(v * xp.conj(v))
+
+    return [(op, b)]
+
+
+@case("xp.linalg.eigvals")
+def _(m):
+    d, b = _xp_eig_input(m)
+    return [(lambda p: xp.real(xp.linalg.eigvals(d + p)), b)]
+
+
 @case("xp.linalg.eigvalsh")
 def _(m):
     d, b = _xp_eig_input(m)
@@ -1066,6 +1101,7 @@ NO_ARRAY_INPUT.update({
     "sa.value_and_grad": "autograd transform: takes a function",
     "sa.vjp": "autograd transform: takes a function",
     "sa.graphed": "function transform: takes a function (captured as a CUDA graph)",
+    "sa.linalg.EigResult": "class: a result tuple",
     "sa.linalg.EighResult": "class: a result tuple",
     "sa.linalg.QRResult": "class: a result tuple",
     "sa.linalg.SVDResult": "class: a result tuple",
