@@ -95,9 +95,10 @@ CASES = {
 }
 
 # a second survey (76 more idioms, 33 raising TypeError then; the namespace's _numpy_ufuncs and _numpy_shapes since):
-# not yet: np.linalg.eigvals (no distributed non-symmetric eigensolver); host NumPy arrays mixed into np.concatenate
-# are refused by design (wrap them with xp.asarray)
+# host NumPy arrays mixed into np.concatenate are refused by design (wrap them with xp.asarray)
 MORE = [
+ ("eigvals", lambda n, a, b, v, w, i, s: n.sort(n.real(n.linalg.eigvals(s)))),
+ ("eig", lambda n, a, b, v, w, i, s: n.abs(n.linalg.eig(s)[1][:, n.argsort(n.real(n.linalg.eig(s)[0]))])),
  ("histogram2d", lambda n, a, b, v, w, i, s: n.histogram2d(v, w, bins=3)[0]),
  ("histogramdd", lambda n, a, b, v, w, i, s: n.histogramdd(a[:, :3], bins=[2, 3, 2])[0]),
  ("linspace arrays", lambda n, a, b, v, w, i, s: n.linspace(v, w, 4)),
