@@ -188,7 +188,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.json:
         import json
 
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        from shardarray.bench.device import device_name
+
+        out = {"device": device_name("cupy"), "dtype": args.dtype, "mesh": args.mesh, "layers": args.layers,
+               "batch": args.batch, "runs": results}
+        Path(args.json).write_text(json.dumps(out, indent=2))
     return results
 
 

@@ -104,3 +104,27 @@ def test_implementations_take_turns(monkeypatch, gpu_bench):
     impls = {name: (lambda name=name: order.append(name), gpu_bench.cupy_timer()) for name in "AB"}
     secs = gpu_bench.interleaved(impls, calls=2, repeat=3, warmup=1)
     assert set(secs) == {"A", "B"} and order == ["A", "B"] + ["A", "A", "B", "B"] * 3
+
+
+def test_gpu_profile_counts_the_gemm_kernels_and_measures_a_peak_on_the_fake(monkeypatch):
+    """``gpu_profile.py``'s new figures: the gemm kernels' time (the einsums' share of a step) and the measured
+    matmul peak the fractions are of (the PyTorch profiler itself needs a GPU: its events are made by hand)."""
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    for name in ("gpu_profile", "gpu", "train_step"):
+        sys.modules.pop(name, None)
+    import gpu_profile
+
+    cuda = "DeviceType.CUDA"
+    events = [SimpleNamespace(name=n, device_type=cuda, device_time_total=us, is_user_annotation=False)
+              for n, us in (("nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT", 300.0), ("adam_dev_f32", 100.0),
+                            ("sm90_xmma_gemm_bf16bf16", 100.0), ("cast_f32_bf16", 50.0), ("Memcpy DtoH", 1.0))]
+    events.append(SimpleNamespace(name="cudaStreamSynchronize", device_type="DeviceType.CPU", is_user_annotation=False))
+    got = gpu_profile.summarize(SimpleNamespace(events=lambda: events), steps=2, top=3)
+    assert got["gemm_kernel_ms_per_step"] == pytest.approx(0.2) and got["gemm_launches_per_step"] == 1.0
+    assert got["gpu_kernel_ms_per_step"] == pytest.approx(0.275) and got["device_to_host_copies_per_step"] == 0.5
+    assert [k["name"] for k in got["top_kernels"]][0].startswith("nvjet")
+    assert not gpu_profile.is_gemm("adam_dev_f32") and gpu_profile.is_gemm("cutlass_80_tensorop_gemm")
+    FakeCupy(gpus=1).install(monkeypatch)
+    assert gpu_profile.matmul_peak("float32", n=64, calls=2) > 0
