@@ -48,7 +48,8 @@ def _columns(sample: Any, what: str) -> list[Array]:
             raise DimensionError(
                 f"{what}: the coordinates must be 1-D arrays of one length; got shapes {[c.shape for c in cols]}"
             )
-    return cols
+    common = np.result_type(*(c.dtype for c in cols))  # (NumPy stacks them into one sample of one dtype)
+    return [c if c.dtype == common else wrap(c.astype(common)) for c in cols]
 
 
 def _scalar(v: Any) -> bool:
@@ -160,6 +161,9 @@ def histogramdd(
     hist = _counts(cast(Array, where(keep, flat, -1)), total, w, np.dtype(np.float64))
     hist = reshape(hist, tuple(counts))
     if density:
+        # the counts summed first: a pending sum divided part by part would make a count over a zero-width bin
+        # NaN (0/0 + 1/0) where NumPy's is inf
+        hist = wrap(hist.resolve()) if hist.pending else hist
         volume = _sum(hist)
         for i, (e, ea) in enumerate(zip(host_edges, edges)):
             widths = _host(np.diff(e), hist.mesh) if isinstance(e, np.ndarray) else ea[1:] - ea[:-1]
@@ -167,12 +171,13 @@ def histogramdd(
             shape[i] = counts[i]
             hist = hist / reshape(widths, tuple(shape))
         hist = hist / volume
-    out = [wrap(b) if isinstance(b, ShardArray) else ea for b, ea in zip(_given(bins, d), edges)]
+    out = [wrap(b) if isinstance(b, ShardArray) and b.ndim == 1 else ea for b, ea in zip(_given(bins, d), edges)]
     return hist, out
 
 
 def _given(bins: Any, d: int) -> list[Any]:
-    """Each coordinate's ``bins`` entry as given (an array given as edges is returned as it is)."""
+    """Each coordinate's ``bins`` entry as given (an array given as edges is returned as it is; a 0-d array is a
+    count, whose edges are computed)."""
     return [None] * d if _scalar(bins) else list(bins)
 
 

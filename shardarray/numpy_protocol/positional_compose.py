@@ -215,9 +215,10 @@ def _linspace(
 ) -> Any:
     """``np.linspace`` with array endpoints: ``num`` samples along a new axis ``axis`` between each pair of
     ``start``/``stop`` values (broadcast), NumPy's arithmetic (``i * step + start``, ``i / div * delta + start``
-    where a step is 0, the last sample exactly ``stop``; an integer ``dtype`` floors). The new axis is not split:
-    the endpoints' blocks stay where they are and each device computes its ``num`` samples of them (no traffic;
-    one replicated bool read where a step might be 0)."""
+    where a step is 0, the last sample exactly ``stop``; an integer ``dtype`` floors) and dtype (NumPy scalars
+    keep theirs, Python scalars are weak). ``retstep``'s step is NumPy's float NaN where it is undefined (``num``
+    0, or 1 with ``endpoint``). The new axis is not split: the endpoints' blocks stay where they are and each
+    device computes its ``num`` samples of them (no traffic; one replicated bool read where a step might be 0)."""
     _no_kwargs(what, device=device)
     try:
         num = operator.index(num)
@@ -227,7 +228,8 @@ def _linspace(
         raise DimensionError(f"{what}: the number of samples, {num}, must be non-negative")
     ref = _ref(start, stop)
     raw = [host_value(what, v, k, ref) for k, v in (("start", start), ("stop", stop))]
-    dt = np.result_type(*(v.dtype if isinstance(v, ShardArray) else v for v in raw), float(num))
+    strong = (ShardArray, np.generic, np.ndarray)  # (NumPy scalars and 0-d arrays keep their dtype: NEP 50)
+    dt = np.result_type(*(v.dtype if isinstance(v, strong) else v for v in (start, stop)), float(num))
     a, z = (xp.astype(_array(xp, what, v, k, ref), dt) for k, v in zip(("start", "stop"), raw))
     a, z = xp.broadcast_arrays(a, z)
     delta = z - a
@@ -240,7 +242,7 @@ def _linspace(
         step = delta / div
         y = i / div * delta if bool(xp.any(step == 0)) else i * step
     else:
-        step = xp.full_like(delta, np.nan)
+        step = np.nan  # (NumPy's: a Python float, the step of fewer than two samples is undefined)
         y = i * delta
     y = y + a
     if endpoint and num > 1:
