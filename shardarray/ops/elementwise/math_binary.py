@@ -22,6 +22,8 @@ from ...backend.meta import MetaArray
 from ...core.common import require_array
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import BFLOAT16, is_bfloat16, promote
+from ...errors import DTypeError
+from ..manipulation.structure import astype
 from .arithmetic import apply
 
 __all__ = ["atan2", "clip", "copysign", "floor_divide", "hypot", "ldexp", "logaddexp", "nextafter", "remainder"]
@@ -205,7 +207,11 @@ def ldexp(x: Any, n: Any) -> ShardArray:
     The result has NumPy's dtype for ``np.ldexp(x, n)`` (``x``'s float dtype). An exact power-of-two scaling: on
     CUDA, ``x * 2.0 ** n`` through ``pow`` can be an ulp off (and on CuPy a float16/float32 ``x`` is scaled in
     float64, so that a subnormal result is not flushed to zero). Elementwise, no collectives. Differentiable in
-    ``x`` (``ldexp(g, n)``); ``n`` is an integer.
+    ``x`` (``ldexp(g, n)``); ``n`` is an integer. A bfloat16 ``x`` is scaled in float64 and rounded to bfloat16
+    once (NumPy has no bfloat16 loop).
+
+    Raises:
+        DTypeError: a complex ``x``, or ``n`` not an integer (or bool) array or Python int.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -215,7 +221,28 @@ def ldexp(x: Any, n: Any) -> ShardArray:
         array([[ 6.  , -0.25],
                [24.  ,  0.25]])
     """
+    _check_ldexp(x, n)
+    if isinstance(x, ShardArray) and is_bfloat16(x.dtype):  # (exact in float64, rounded to bfloat16 once)
+        return astype(_ufunc("ldexp", "ldexp", astype(x, np.float64), n, None, device=_ldexp_wide), BFLOAT16)
     return _ufunc("ldexp", "ldexp", x, n, None, device=_ldexp_wide)
+
+
+def _check_ldexp(x: Any, n: Any) -> None:
+    """``x`` real (integers and bools as NumPy casts them: to float16, float32 or float64 by their size); ``n``
+    an integer (or bool) array or a Python int."""
+    xd = x.dtype if isinstance(x, ShardArray) else np.result_type(x) if isinstance(x, np.generic) else None
+    if xd is not None and not (xd.kind in "biuf" or is_bfloat16(xd)):
+        raise DTypeError(
+            f"ldexp: x must be real; got {xd} (NumPy's ldexp has no loop for it): scale the real and imaginary "
+            f"parts apart"
+        )
+    nd = n.dtype if isinstance(n, ShardArray) else np.result_type(n) if isinstance(n, np.generic) else None
+    if (nd is not None and nd.kind not in "biu") or (nd is None and not isinstance(n, (int, np.integer))):
+        raise DTypeError(
+            f"ldexp: the exponent n must be an integer array or a Python int; got "
+            f"{nd if nd is not None else type(n).__name__} (NumPy refuses float exponents too): round and cast "
+            f'it first, e.g. n.astype("int32")'
+        )
 
 
 def _ldexp_wide(xp: Any, a: Any, n: Any) -> Any:

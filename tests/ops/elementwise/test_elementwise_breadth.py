@@ -451,3 +451,28 @@ def test_prod_vjp_with_zeros_is_exact():
     g = sa.grad(lambda x: sa.prod(x, "b").sum())(x).numpy()
     want = np.array([[24.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [24.0, 12.0, 8.0, 6.0]])
     np.testing.assert_array_equal(g, want)
+
+
+def test_ldexp_of_bfloat16_stays_bfloat16_and_bad_exponents_are_typed():
+    """A bfloat16 ``x`` is scaled in float64 and rounded once to bfloat16 (it came back float64); float exponents
+    and complex ``x`` raise ``sa.DTypeError`` naming the fix (NumPy's bare TypeError before); integer ``x`` is
+    NumPy's (int8 to float16)."""
+    import ml_dtypes
+
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    v = np.array([1.5, -0.0, 3e-39, 100.0, -7.0], dtype=ml_dtypes.bfloat16)
+    e = np.array([2, 1, -3, 130, -140], dtype=np.int32)
+    x = sa.asarray(v, dims=("a",), mesh=mesh, layout={"a": "row"})
+    n = sa.asarray(e, dims=("a",), mesh=mesh, layout={"a": "col"})
+    got = sa.ldexp(x, n)
+    assert got.dtype == ml_dtypes.bfloat16
+    with np.errstate(over="ignore"):
+        want = np.ldexp(v.astype(np.float64), e).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.numpy().view(np.uint16), want.view(np.uint16))  # bit for bit, -0.0 too
+    for bad in (2.5, sa.asarray(np.ones(5), dims=("a",), mesh=mesh)):
+        with pytest.raises(sa.DTypeError, match="integer"):
+            sa.ldexp(x, bad)
+    with pytest.raises(sa.DTypeError, match="real"):
+        sa.ldexp(sa.asarray(np.ones(5) * 1j, dims=("a",), mesh=mesh), 2)
+    small = sa.asarray(np.arange(5, dtype=np.int8), dims=("a",), mesh=mesh)
+    np.testing.assert_array_equal(sa.ldexp(small, n).numpy(), np.ldexp(np.arange(5, dtype=np.int8), e))
