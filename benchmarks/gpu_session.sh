@@ -11,6 +11,9 @@
 #   bash benchmarks/gpu_session.sh lease            # a 15-minute lease in one call of about 4 minutes: the whole suite,
 #                                                   # main and sanitize side by side (correctness only), then bench and
 #                                                   # profile alone
+#   bash benchmarks/gpu_session.sh verify           # after host-side fixes: the whole suite beside the main job, then
+#                                                   # the bfloat16 step's profile on 1 device and on 2x2, with JSON
+#                                                   # (about 4 minutes, six files back)
 #
 # Each stage's time limit can be lowered for a short lease: TESTS_LIMIT, TEST_TIMEOUT (per test), MAIN_LIMIT,
 # SANITIZE_LIMIT, BENCH_LIMIT, PROFILE_LIMIT, SUITE_LIMIT (seconds); SHARDARRAY_TEST_HANG_S bounds each isolated NCCL test.
@@ -104,8 +107,21 @@ for what in "$@"; do
         bash "$0" bench profile
         grep -h "^== .*: exit" "$OUT"/*.log
         ;;
+    verify)
+        export SUITE_LIMIT=${SUITE_LIMIT:-240} TEST_TIMEOUT=${TEST_TIMEOUT:-90} SHARDARRAY_TEST_HANG_S=${SHARDARRAY_TEST_HANG_S:-80}
+        export MAIN_LIMIT=${MAIN_LIMIT:-100}
+        stage suite 60 bash -c "nvidia-smi; $PY -c 'import cupy, cupy.cuda.nccl as n; print(\"cupy\", cupy.__version__, \"nccl\", n.get_version())'"
+        bash "$0" suitefast & bash "$0" main &
+        wait
+        rm -f "$OUT/main-1dev.json" "$OUT/main-2x2.json"  # (their figures are in main.log)
+        for mesh in 1 2x2; do
+            stage "profile-$mesh" "${PROFILE_LIMIT:-120}" "$PY" benchmarks/gpu_profile.py --dtype bfloat16 --steps 2 \
+                --mesh "$mesh" --json "$OUT/profile-$mesh.json"
+        done
+        grep -h "^== .*: exit" "$OUT"/*.log
+        ;;
     *)
-        echo "unknown stage '$what': give some of tests, suite, suitefast, bench, bench4, profile, compile, main, sanitize, lease" >&2
+        echo "unknown stage '$what': give some of tests, suite, suitefast, bench, bench4, profile, compile, main, sanitize, lease, verify" >&2
         failed=$((failed + 1))
         ;;
     esac
