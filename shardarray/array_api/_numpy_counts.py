@@ -29,7 +29,7 @@ from ..ops.indexing.take import take as named_take
 from ..ops.manipulation.concat import concat as named_concat
 from ..ops.manipulation.structure import rename, stop_gradient
 from ..ops.reduction import reduce
-from ._align import fresh
+from ._align import fresh, no_out
 from ._array import Array, wrap
 from ._creation import full
 from ._elementwise import (
@@ -49,6 +49,7 @@ from ._elementwise import (
     where,
 )
 from ._manipulation import concat, flip, reshape
+from ._nanfuncs import nanmean
 from ._numpy_extras import nanquantile, quantile
 from ._numpy_stats import cov
 from ._sorting import argsort, searchsorted, sort
@@ -328,12 +329,17 @@ def histogram(
         (array([3, 0, 1]), array([0.5       , 1.66666667, 2.83333333, 4.        ]))
     """
     a = _check(a, "histogram")
+    w = None if weights is None else _like(weights, a, "histogram: weights")
     if a.ndim == 0:
         a = reshape(a, (1,))
-    w = None if weights is None else _like(weights, a, "histogram: weights")
+        w = None if w is None else reshape(w, (1,))
     e, outer = _edges(a, bins, range)
     n = e.shape[0] - 1
     mesh = a.mesh
+    if n < 0:  # (no edges: NumPy's empty counts, in the weights' dtype)
+        counts = np.dtype(np.int64) if w is None else w.dtype
+        hist = full((0,), 0, dtype=np.result_type(counts, np.float64) if density else counts, device=mesh)
+        return hist, _on(e, mesh)
     edges = _on(e, mesh)
     ct = np.result_type(a.dtype, edges.dtype)
     v = a if a.dtype == ct else a.astype(ct)
@@ -373,7 +379,8 @@ def isin(
     one with a host test set (its size times ``element``'s memory). Not differentiable (bool results).
 
     Raises:
-        ArgumentError: an unknown ``kind``.
+        ArgumentError: an unknown ``kind``, or ``kind="table"`` for values that are not integers or bools (as
+            NumPy).
         DTypeError: complex values with an array test set.
 
     Example:
@@ -387,6 +394,15 @@ def isin(
         raise ArgumentError(f"isin: kind must be None, 'sort' or 'table'; got {kind!r}")
     mesh = _mesh(element, test_elements)
     el = _on(element, mesh)
+    if kind == "table":
+        kinds = {
+            el.dtype.kind,
+            (test_elements.dtype if isinstance(test_elements, ShardArray) else np.asarray(test_elements).dtype).kind,
+        }
+        if not kinds <= set("biu"):
+            raise ArgumentError(
+                "isin: kind='table' is only supported for boolean or integer arrays (as NumPy); use 'sort' or None"
+            )
     if isinstance(test_elements, ShardArray):
         t = wrap(reshape(test_elements, (-1,)) if test_elements.ndim != 1 else test_elements)
         host = None
@@ -537,6 +553,18 @@ def _fraction(q: Any, what: str) -> Any:
     return float(f) if weak else f
 
 
+def _percentiles(fn: Any, a: Array, f: Any, *args: Any, weights: Any) -> Array:
+    """``fn(a, f, *args)`` (a quantile function), also for an empty 1-D ``f``: NumPy's empty leading axis."""
+    if isinstance(f, np.ndarray) and f.ndim == 1 and f.size == 0:
+        if a.size == 0 and weights is None:  # (no data, no percentiles: NumPy's shape and dtype, from NumPy)
+            axis, _, _, method, keepdims = args
+            empty = np.quantile(np.empty(a.shape, dtype=a.dtype), f, axis=axis, method=method, keepdims=keepdims)
+            return full(empty.shape, 0, dtype=empty.dtype, device=a.mesh)
+        one = fn(a, np.full(1, 0.5, dtype=f.dtype), *args, weights=weights)
+        return wrap(one[0:0])
+    return cast(Array, fn(a, f, *args, weights=weights))
+
+
 def percentile(
     a: Array,
     q: Any,
@@ -561,15 +589,9 @@ def percentile(
         (array(3.5), array([[5.5, 1.5],
                [8.5, 2.5]]))
     """
-    return quantile(
-        _check(a, "percentile"),
-        _fraction(q, "percentile"),
-        axis,
-        out,
-        overwrite_input,
-        method,
-        keepdims,
-        weights=weights,
+    f = _fraction(q, "percentile")
+    return _percentiles(
+        quantile, _check(a, "percentile"), f, axis, out, overwrite_input, method, keepdims, weights=weights
     )
 
 
@@ -587,6 +609,7 @@ def nanpercentile(
     """The ``q``-th percentiles of the non-NaN entries along ``axis``, as ``np.nanpercentile`` (a NumPy extra).
 
     ``nanquantile(a, q / 100, ...)``: its methods, dtypes, collectives and gradient; an all-NaN slice gives NaN.
+    An empty ``a`` gives NumPy's ``nanmean(a, axis, keepdims=keepdims)`` (NaN, of that shape, whatever ``q``).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -594,16 +617,12 @@ def nanpercentile(
         ...     xp.nanpercentile(xp.asarray([[10.0, xp.nan, 4.0], [3.0, 2.0, 1.0]]), 50, axis=1).numpy()
         array([7., 2.])
     """
-    return nanquantile(
-        _check(a, "nanpercentile"),
-        _fraction(q, "nanpercentile"),
-        axis,
-        out,
-        overwrite_input,
-        method,
-        keepdims,
-        weights=weights,
-    )
+    a = _check(a, "nanpercentile")
+    f = _fraction(q, "nanpercentile")
+    if a.size == 0 and weights is None:  # (NumPy's nanpercentile of no data: nanmean's NaN, whatever q)
+        no_out(out, "nanpercentile")
+        return nanmean(a, axis=axis, keepdims=keepdims)
+    return _percentiles(nanquantile, a, f, axis, out, overwrite_input, method, keepdims, weights=weights)
 
 
 # ------------------------------------------------------------------------------------------------ corrcoef

@@ -19,7 +19,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ._array import Array
 from ._creation import asarray, eye, zeros, zeros_like
 from ._dtypes import astype, finfo
-from ._elementwise import divide, imag, isfinite, isnan, logical_and, logical_not, pow, real, sin
+from ._elementwise import cos, divide, imag, isfinite, isnan, logical_and, logical_not, pow, real, sin
 from ._elementwise import where as _where
 from ._manipulation import reshape
 from ._numpy_extras import pad
@@ -82,15 +82,24 @@ def exp2(x: Array, /) -> Array:
     x = _as(x, _loop_dtype(np.exp2, [x], "exp2"))
     if x.dtype.kind != "c":
         return pow(2.0, x)
-    re = real(x)  # (a real infinity or NaN: NumPy's exp2 of the real part, where complex pow gives a NaN part)
-    special = logical_and(logical_not(isfinite(re)), imag(x) == 0)
-    return where(special, _astype(pow(2.0, re), x.dtype), pow(2.0, x))
+    # NumPy's complex exp2 is C99's cexp of (re ln 2, im ln 2): where a part is not finite, complex pow gives NaN
+    # parts that cexp does not, so those entries take cexp's values: 2**re (cos t + i sin t), t = im ln 2
+    re, im = real(x), imag(x)
+    with np.errstate(invalid="ignore"):  # (the entries that give NaN here are replaced below, or NaN in NumPy too)
+        t = im * math.log(2.0)
+        polar = pow(2.0, re) * (cos(t) + sin(t) * 1j)
+    odd_im = logical_not(isfinite(im))
+    out = where(logical_and(re == math.inf, odd_im), complex(math.inf, math.nan), polar)
+    out = where(logical_and(re == -math.inf, odd_im), 0j, out)
+    out = where(im == 0, _astype(pow(2.0, re), x.dtype), out)  # (a real argument: exp2 of the real part)
+    return where(logical_and(isfinite(re), isfinite(im)), pow(2.0, x), out)
 
 
 def heaviside(x1: Array, x2: Array | float, /) -> Array:
     """The Heaviside step of ``x1``: 0 below zero, 1 above, ``x2`` at zero (NaN stays NaN), as ``np.heaviside``.
 
-    Local ``where``s on the broadcast operands (integers give float64, NumPy's loop); no collectives.
+    Local ``where``s on the broadcast operands (integers give float64, NumPy's loop); no collectives but
+    ``where``'s aligning of an array ``x2`` laid out otherwise than ``x1``.
     Differentiable: the gradient is 0 for ``x1`` and flows to ``x2`` where ``x1 == 0``.
 
     Example:
@@ -132,8 +141,19 @@ def _fixed(d: Array, nan: Any, posinf: Any, neginf: Any) -> Array:
     big = float(finfo(d.dtype).max)
     hi = big if posinf is None else posinf
     lo = -big if neginf is None else neginf
+    up, down = d == math.inf, d == -math.inf  # (NumPy's masks are of the input: a NaN made inf stays inf)
     d = where(isnan(d), nan, d)
-    return where(d == math.inf, hi, where(d == -math.inf, lo, d))
+    return where(up, hi, where(down, lo, d))
+
+
+def _complex(re: Array, im: Array, dtype: Any) -> Array:
+    """``re + i im`` of ``dtype`` exactly, also for infinite or NaN parts (a product with ``1j`` would make
+    ``inf * 0`` a NaN real part); the sum of complex values adds the parts apart."""
+    finite = _astype(where(isfinite(im), im, 0.0), dtype) * 1j
+    odd = where(
+        im == math.inf, complex(0, math.inf), where(im == -math.inf, complex(0, -math.inf), complex(0, math.nan))
+    )
+    return _astype(re, dtype) + where(isfinite(im), finite, odd)
 
 
 def nan_to_num(x: Array, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Array:
@@ -158,7 +178,7 @@ def nan_to_num(x: Array, copy: bool = True, nan: Any = 0.0, posinf: Any = None, 
     if x.dtype.kind == "c":
         re, im = real(x), imag(x)
         fixed_re, fixed_im = _fixed(re, nan, posinf, neginf), _fixed(im, nan, posinf, neginf)
-        rebuilt = _astype(fixed_re, x.dtype) + _astype(fixed_im, x.dtype) * 1j
+        rebuilt = _complex(fixed_re, fixed_im, x.dtype)
         result = where(logical_and(isfinite(re), isfinite(im)), x, rebuilt)
     else:
         result = _fixed(x, nan, posinf, neginf)
@@ -223,7 +243,8 @@ def kron(a: Any, b: Any) -> Array:
 
     NumPy's construction: the shapes equalised with leading 1s, ``a`` with a unit axis after each of its axes
     and ``b`` before each of its, their broadcast product reshaped to ``a.shape * b.shape``. Collectives: the
-    reshapes' (an ``alltoallv`` of at most a block each where a split axis is merged). Differentiable.
+    reshapes' where a split axis is merged (an ``alltoallv`` of at most a block, or an ``allgather`` of the blocks
+    along a mesh axis, as ``xp.reshape`` chooses). Differentiable.
 
     Example:
         >>> import shardarray.array_api as xp

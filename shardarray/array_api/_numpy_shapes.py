@@ -143,16 +143,19 @@ def delete(arr: Array, obj: Any, axis: int | None = None) -> Array:
     return _join([_along(arr, k, a, b) for a, b in _runs(keep)], arr, k)
 
 
-def _insert_values(arr: Array, values: Any, k: int, scalar: bool, count: int | None) -> Array:
-    """``values`` in ``arr``'s dtype, shaped as NumPy's ``insert`` places them along axis ``k``."""
+def _insert_values(arr: Array, values: Any, k: int, zero_d: bool, count: int | None) -> Array:
+    """``values`` in ``arr``'s dtype, shaped as NumPy's ``insert`` places them along axis ``k``: ``count`` of them
+    (None: as many as ``values`` has along ``k`` once given ``arr``'s dims, NumPy's one position), their first
+    axis moved to ``k`` for a 0-d ``obj`` (``zero_d``)."""
     xp = _xp()
     v = values if isinstance(values, ShardArray) else xp.asarray(np.asarray(values), device=arr.device)
     if v.dtype != arr.dtype:
         v = xp.astype(v, arr.dtype)
     if v.ndim < arr.ndim:
         v = xp.reshape(v, (1,) * (arr.ndim - v.ndim) + v.shape)
-    if scalar:
+    if zero_d:
         v = xp.moveaxis(v, 0, k)
+    if count is None:
         count = v.shape[k]
     while v.ndim > arr.ndim and v.shape[0] == 1:  # (NumPy assigns them: leading 1s drop)
         v = xp.reshape(v, v.shape[1:])
@@ -164,12 +167,35 @@ def _insert_values(arr: Array, values: Any, k: int, scalar: bool, count: int | N
         raise DimensionError(f"insert: values of shape {v.shape} cannot be broadcast to {tuple(shape)}") from None
 
 
+def _new_positions(pos: np.ndarray, n: int) -> np.ndarray:
+    """Where NumPy's ``insert`` puts each of several values in the result (length ``n + len(pos)``): negative
+    positions count from the end once, the values at one position keep their order, and a position still out of
+    range counts from the result's end (as NumPy's fancy index does); the positions must then be distinct."""
+    new = pos.copy()
+    new[new < 0] += n
+    order = np.argsort(new, kind="stable")
+    new[order] += np.arange(new.size)
+    total = n + new.size
+    if new.size and (new.min() < -total or new.max() >= total):
+        bad = int(new.min()) if new.min() < -total else int(new.max())
+        raise DimensionError(f"insert: index {bad} is out of bounds for the result's axis of size {total}")
+    new %= max(total, 1)
+    if np.unique(new).size != new.size:  # (NumPy: a ValueError, but for an axis of length 1, which it broadcasts)
+        raise DimensionError(f"insert: the positions {pos.tolist()} put two values in one place")
+    return new
+
+
 def insert(arr: Array, obj: Any, values: Any, axis: int | None = None) -> Array:
     """``arr`` with ``values`` inserted before the positions ``obj`` along ``axis``, as ``np.insert``.
 
     ``obj`` is host data (an int, a slice or ints); ``values`` are cast to ``arr``'s dtype and broadcast as
-    NumPy's. The pieces of ``arr`` between the positions and the values are joined by ``concat`` (along a split
+    NumPy's (one position, even as ``[i]`` or a one-entry slice, takes as many values as they have along the
+    axis). The pieces of ``arr`` between the positions and the values are joined by ``concat`` (along a split
     axis ``alltoallv`` of at most a block each). Differentiable in ``arr`` and ``values``.
+
+    Deliberate differences: a boolean mask ``obj`` is refused (pass ``np.flatnonzero(mask)``); complex values into
+    a real array are refused (``astype``'s rule) where NumPy drops their imaginary parts; positions that put two
+    values in one place are refused (NumPy refuses them too, but for an axis of length 1, which it repeats).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -183,26 +209,29 @@ def insert(arr: Array, obj: Any, values: Any, axis: int | None = None) -> Array:
     else:
         k = _axis(arr, axis, "insert")
     n = arr.shape[k]
-    scalar = isinstance(obj, numbers.Integral) and not isinstance(obj, bool)
     if isinstance(obj, np.ndarray) and obj.dtype.kind == "b":
         raise DTypeError("insert: obj must be ints or a slice, not a boolean mask; use np.flatnonzero(mask)")
-    pos = np.array([obj]) if scalar else _host_positions(obj, n, "insert")
-    if pos.size and (pos.min() < -n or pos.max() > n):
-        bad = int(pos.min()) if pos.min() < -n else int(pos.max())
-        raise DimensionError(f"insert: index {bad} is out of bounds for axis {k} with size {n}")
-    pos = np.where(pos < 0, pos + n, pos)
-    one = scalar or (pos.size == 1 and not isinstance(obj, slice))
-    vals = _insert_values(arr, values, k, scalar, None if scalar else pos.size)
-    if one:
+    zero_d = not isinstance(obj, (slice, ShardArray)) and np.ndim(obj) == 0
+    pos = np.asarray([obj]) if zero_d else _host_positions(obj, n, "insert")
+    if zero_d and (pos.dtype.kind not in "iu"):
+        raise DTypeError(f"insert: obj must be an int, a slice or a 1-D sequence of ints; got {obj!r:.80}")
+    pos = pos.astype(np.int64)
+    if pos.size == 1:  # (NumPy's one position: as many values as given along the axis)
         p = int(pos[0])
-        return _join([_along(arr, k, 0, p), vals, _along(arr, k, p, None)], arr, k)
-    order = np.argsort(pos, kind="stable")
+        if p < -n or p > n:
+            raise DimensionError(f"insert: index {p} is out of bounds for axis {k} with size {n}")
+        p = p + n if p < 0 else p
+        vals = _insert_values(arr, values, k, zero_d, None)
+        return _join([q for q in (_along(arr, k, 0, p), vals, _along(arr, k, p, None)) if q.shape[k]], arr, k)
+    new = _new_positions(pos, n)
+    vals = _insert_values(arr, values, k, False, pos.size)
+    order = np.argsort(new)
     if not np.array_equal(order, np.arange(order.size)):
         vals = _xp().take(vals, _xp().asarray(order, device=arr.device), axis=k)
-    pos = pos[order]
+    before = new[order] - np.arange(new.size)  # (the entries of arr before each value, in the result's order)
     pieces, start, j = [], 0, 0
-    while j < pos.size:
-        p, e = int(pos[j]), int(np.searchsorted(pos, pos[j], side="right"))
+    while j < before.size:
+        p, e = int(before[j]), int(np.searchsorted(before, before[j], side="right"))
         pieces += [_along(arr, k, start, p), _along(vals, k, j, e)]
         start, j = p, e
     pieces.append(_along(arr, k, start, None))
@@ -224,7 +253,8 @@ def ediff1d(ary: Array, to_end: Any = None, to_begin: Any = None) -> Array:
     """Differences of consecutive entries of the flattened ``ary``, as ``np.ediff1d``.
 
     ``to_begin``/``to_end`` are prepended/appended (cast to ``ary``'s dtype). ``diff`` and ``concat``: along a
-    split axis their ``alltoallv`` of at most a block. Differentiable.
+    split axis their ``alltoallv`` of at most a block; flattening an array of several dims is ``xp.reshape``'s
+    (which may allgather blocks along a mesh axis). Differentiable.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -292,12 +322,14 @@ def trim_zeros(filt: Array, trim: str = "fb", axis: Any = None) -> Array:
     """
     xp = _xp()
     filt = _check(filt, "trim_zeros")
-    if not isinstance(trim, str) or not set(trim.lower()) <= {"f", "b"}:
-        raise ArgumentError(f"trim_zeros: trim must be a combination of 'f' and 'b'; got {trim!r}")
+    if not isinstance(trim, str) or trim.lower() not in ("fb", "bf", "f", "b"):
+        raise ArgumentError(f"trim_zeros: trim must be one of 'fb', 'bf', 'f' or 'b' (any case); got {trim!r}")
     t = trim.lower()
     if filt.ndim == 0:
         raise DimensionError("trim_zeros: needs at least one dimension; got a 0-d array")
     axes = list(range(filt.ndim)) if axis is None else [_axis(filt, a, "trim_zeros") for a in np.atleast_1d(axis)]
+    if len(set(axes)) != len(axes):
+        raise DimensionError(f"trim_zeros: repeated axis in axis={axis!r}")
     nz = filt != 0
     key = [slice(None)] * filt.ndim
     for k in axes:
@@ -454,10 +486,7 @@ def trapezoid(y: Array, x: Any = None, dx: float = 1.0, axis: int = -1) -> Array
             if xa.shape[k if xa.ndim == y.ndim else -1] != y.shape[k]:
                 raise DimensionError(f"trapezoid: x of shape {xa.shape} does not match y of shape {y.shape}")
             d = xp.diff(xa, axis=k if xa.ndim == y.ndim else -1)
-    if y.shape[k] < 2:
-        y0 = _along(y, k, 0, 0)
-        y0 = xp.astype(y0, xp.float64) if y0.dtype.kind in "biu" else y0
-        return xp.sum(y0 * d, axis=k) / 2.0
+    # (NumPy's formula for every length: fewer than 2 points sum no terms, in the dtype the terms would have)
     return xp.sum(d * (_along(y, k, 1, None) + _along(y, k, None, -1)) / 2.0, axis=k)
 
 
@@ -508,7 +537,7 @@ def _kth(a: Array, kth: Any, axis: Any, what: str) -> tuple[Array, int]:
     if ks.dtype.kind not in "iu":
         raise DTypeError(f"{what}: kth must be an int or a sequence of ints; got {kth!r:.80}")
     n = a.shape[k]
-    if ks.size and (ks.min() < -n or ks.max() >= n):
+    if n and ks.size and (ks.min() < -n or ks.max() >= n):  # (NumPy checks no kth against an empty axis)
         raise DimensionError(f"{what}: kth {kth!r} out of bounds for axis {k} of size {n}")
     return a, k
 
@@ -519,6 +548,8 @@ def partition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> Arra
     Implemented by a full stable ``sort`` (a sample sort over a split axis), which is a valid partition for every
     ``kth``: entry ``kth`` is in its sorted place, smaller ones before and larger ones after (NumPy's order within
     each side is unspecified). Differentiable.
+
+    Deliberate difference: complex values are refused (``DTypeError``), as by the namespace's ``sort``.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -533,8 +564,10 @@ def partition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> Arra
 def argpartition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> Array:
     """Indices (int64) that partition ``a`` around its ``kth`` entries along ``axis``, as ``np.argpartition``.
 
-    Implemented by a full stable ``argsort`` (a valid partition for every ``kth``; see ``partition``). Not
-    differentiable.
+    Implemented by a full stable ``argsort`` (a valid partition for every ``kth``; see ``partition``); a 0-d
+    ``a`` gives ``[0]`` as NumPy's. Not differentiable.
+
+    Deliberate difference: complex values are refused (``DTypeError``), as by the namespace's ``argsort``.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -542,7 +575,8 @@ def argpartition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> A
         ...     xp.argpartition(xp.asarray([3.0, 4.0, 2.0, 1.0]), 2).numpy()
         array([3, 2, 0, 1])
     """
-    a, k = _kth(a, kth, axis, "argpartition")
+    a = _check(a, "argpartition")
+    a, k = _kth(a, kth, None if a.ndim == 0 else axis, "argpartition")  # (NumPy: a 0-d array as one entry)
     return _xp().argsort(a, axis=k, stable=True)
 
 
