@@ -474,7 +474,10 @@ def quantile(
     ``len(q)``); every NumPy ``method`` without weights. A slice holding NaN
     gives NaN (use ``nanquantile`` to skip them). The result's dtype is NumPy's: ``x``'s for the methods that
     pick a value (``lower``, ``higher``, ``nearest``, ...), else ``x``'s promoted with ``q``'s (a Python float
-    keeps float32; integers give float64).
+    keeps float32; integers give float64). One deliberate difference: where the quantile's position falls exactly
+    on a value, that value is the result, while NumPy 2.4 still interpolates toward the next one and so turns an
+    infinite neighbour into NaN (``np.quantile([1.0, 2.0, inf], 0.5)`` is NaN there, 2.0 here, as
+    ``np.median`` gives); between two values it interpolates as NumPy does (``inf`` and ``inf`` give NaN there too).
 
     Collectives: a sort along the axis (``xp.sort``: a sample sort over a
     split axis), then one ``broadcast`` of a result-sized row for each rank
