@@ -2,7 +2,11 @@
 
 A 5-billion-parameter model on a 512-device mesh can be stepped on a laptop:
 every op computes only the shape and dtype of its result, and collectives
-still log their volumes. ``numpy()`` on a meta array raises ``BackendError``.
+still log their volumes. ``numpy()`` on a meta array raises ``BackendError``,
+and so does a block function the namespace lacks (``MetaNamespace``: the
+ufuncs, reductions, shape functions and ``linalg`` factorizations the ops use).
+Decisions that depend on the data take their data-free branch on meta (a split
+positive-definite matrix is priced by the replicated path: ``linalg.spd``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,11 @@ import numpy as np
 
 from ..errors import BackendError
 from .base import Backend
+
+
+class NoMetaFunction(BackendError, AttributeError):
+    """A block function the meta namespace lacks: a typed ``BackendError`` that is also an ``AttributeError``, so
+    that ``hasattr``/``getattr(xp, name, default)`` probes of the namespace keep working."""
 
 
 class MetaArray:
@@ -42,6 +51,13 @@ class MetaArray:
 
     def astype(self, dtype: Any, copy: bool = True) -> MetaArray:
         return MetaArray(self.shape, dtype)
+
+    def copy(self) -> MetaArray:
+        return MetaArray(self.shape, self.dtype)
+
+    @property
+    def T(self) -> MetaArray:
+        return self.transpose(tuple(reversed(range(self.ndim))))
 
     def reshape(self, *shape: Any) -> MetaArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -97,6 +113,12 @@ class MetaArray:
     def __neg__(self) -> MetaArray:
         return META.negative(self)
 
+    def __matmul__(self, o: Any) -> MetaArray:
+        return META.matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> MetaArray:
+        return META.matmul(o, self)
+
     def __gt__(self, o: Any) -> MetaArray:
         return META.greater(self, o)
 
@@ -147,13 +169,94 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(a % ndim for a in axis)
 
 
+@lru_cache(maxsize=256)
+def _linalg_dtypes(name: str, dtype: np.dtype, args: tuple = ()) -> tuple[np.dtype, ...]:
+    """The dtypes of ``np.linalg.<name>``'s results for ``dtype`` (of a 1x1 identity: cheap whatever the shapes)."""
+    got = getattr(np.linalg, name)(np.eye(1, dtype=dtype), *args)
+    return tuple(np.asarray(r).dtype for r in (got if isinstance(got, tuple) else (got,)))
+
+
+def _complex_of(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+class _MetaLinalg:
+    """``xp.linalg`` on shapes: each factorization's results by NumPy's shape rules, their dtypes NumPy's (those of
+    a 1x1 probe; ``eig``/``eigvals`` complex, the type the library asks for). Batch dims lead, as NumPy's."""
+
+    @staticmethod
+    def _split(a: MetaArray) -> tuple[tuple[int, ...], int, int]:
+        *batch, m, n = a.shape
+        return tuple(batch), m, n
+
+    def qr(self, a: MetaArray, mode: str = "reduced") -> Any:
+        b, m, n = self._split(a)
+        (dt,) = _linalg_dtypes("inv", a.dtype)
+        k = m if mode == "complete" else min(m, n)
+        r = MetaArray((*b, k, n), dt)
+        return r if mode == "r" else (MetaArray((*b, m, k), dt), r)
+
+    def svd(self, a: MetaArray, full_matrices: bool = True, compute_uv: bool = True) -> Any:
+        b, m, n = self._split(a)
+        k = min(m, n)
+        (real,) = _linalg_dtypes("svd", a.dtype, (False, False))
+        s = MetaArray((*b, k), real)
+        if not compute_uv:
+            return s
+        um, uk, vk, vn = (m, m, n, n) if full_matrices else (m, k, k, n)
+        return MetaArray((*b, um, uk), a.dtype), s, MetaArray((*b, vk, vn), a.dtype)
+
+    def svdvals(self, a: MetaArray) -> MetaArray:
+        return self.svd(a, compute_uv=False)
+
+    def cholesky(self, a: MetaArray, upper: bool = False) -> MetaArray:
+        return MetaArray(a.shape, _linalg_dtypes("cholesky", a.dtype)[0])
+
+    def inv(self, a: MetaArray) -> MetaArray:
+        return MetaArray(a.shape, _linalg_dtypes("inv", a.dtype)[0])
+
+    def det(self, a: MetaArray) -> MetaArray:
+        return MetaArray(a.shape[:-2], _linalg_dtypes("det", a.dtype)[0])
+
+    def slogdet(self, a: MetaArray) -> tuple[MetaArray, MetaArray]:
+        sign, logabs = _linalg_dtypes("slogdet", a.dtype)
+        return MetaArray(a.shape[:-2], sign), MetaArray(a.shape[:-2], logabs)
+
+    def solve(self, a: MetaArray, b: Any) -> MetaArray:
+        dt = np.result_type(a.dtype, _probe(b).dtype if isinstance(b, MetaArray) else np.asarray(b).dtype)
+        (dt,) = _linalg_dtypes("inv", dt)
+        bs = _shape(b)
+        if len(bs) == 1:
+            return MetaArray(bs, dt)
+        return MetaArray((*np.broadcast_shapes(a.shape[:-2], bs[:-2]), *bs[-2:]), dt)
+
+    def eigh(self, a: MetaArray, UPLO: str = "L") -> tuple[MetaArray, MetaArray]:
+        w, v = _linalg_dtypes("eigh", a.dtype)
+        return MetaArray(a.shape[:-1], w), MetaArray(a.shape, v)
+
+    def eigvalsh(self, a: MetaArray, UPLO: str = "L") -> MetaArray:
+        return self.eigh(a)[0]
+
+    def eig(self, a: MetaArray) -> tuple[MetaArray, MetaArray]:
+        dt = _complex_of(_linalg_dtypes("inv", a.dtype)[0])
+        return MetaArray(a.shape[:-1], dt), MetaArray(a.shape, dt)
+
+    def eigvals(self, a: MetaArray) -> MetaArray:
+        return self.eig(a)[0]
+
+
 class MetaNamespace:
     """The subset of the NumPy namespace the ops use, on shapes and dtypes."""
+
+    linalg = _MetaLinalg()
 
     def __getattr__(self, name: str) -> Any:
         ufunc = getattr(np, name, None)
         if not isinstance(ufunc, np.ufunc):
-            raise AttributeError(f"the meta backend has no function {name!r}")
+            raise NoMetaFunction(
+                f"the meta backend has no function {name!r}: this op cannot run on shapes alone; run it on "
+                f"backend='numpy' (or 'cupy') shards to compute it"
+            )
 
         def apply(*args: Any, **kwargs: Any) -> MetaArray:
             shape = np.broadcast_shapes(*(_shape(a) for a in args))
@@ -222,6 +325,61 @@ class MetaNamespace:
     @staticmethod
     def broadcast_to(a: MetaArray, shape: Any) -> MetaArray:
         return MetaArray(tuple(shape), a.dtype)
+
+    @staticmethod
+    def swapaxes(a: MetaArray, axis1: int, axis2: int) -> MetaArray:
+        perm = list(range(a.ndim))
+        perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+        return a.transpose(perm)
+
+    @staticmethod
+    def matmul(a: MetaArray, b: MetaArray) -> MetaArray:
+        lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        return MetaArray((*lead, a.shape[-2], b.shape[-1]), np.result_type(a.dtype, b.dtype))
+
+    @staticmethod
+    def diagonal(a: MetaArray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> MetaArray:
+        return MetaArray(np.diagonal(np.empty(a.shape, np.bool_), offset, axis1, axis2).shape, a.dtype)
+
+    @staticmethod
+    def real(a: Any) -> Any:
+        return MetaArray(a.shape, np.real(_probe(a)).dtype) if isinstance(a, MetaArray) else np.real(a)
+
+    @staticmethod
+    def imag(a: Any) -> Any:
+        return MetaArray(a.shape, np.imag(_probe(a)).dtype) if isinstance(a, MetaArray) else np.imag(a)
+
+    @staticmethod
+    def iscomplexobj(a: Any) -> bool:
+        return np.dtype(a.dtype).kind == "c" if isinstance(a, MetaArray) else bool(np.iscomplexobj(a))
+
+    def all(self, a: MetaArray, axis: Any = None, keepdims: bool = False) -> MetaArray:
+        return self._reduce(a, axis, keepdims, np.bool_)
+
+    def any(self, a: MetaArray, axis: Any = None, keepdims: bool = False) -> MetaArray:
+        return self._reduce(a, axis, keepdims, np.bool_)
+
+    @staticmethod
+    def tril(a: MetaArray, k: int = 0) -> MetaArray:
+        return a
+
+    triu = tril
+
+    @staticmethod
+    def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float) -> MetaArray:
+        return MetaArray((n, n if m is None else m), dtype)
+
+    @staticmethod
+    def arange(*args: Any, dtype: Any = None) -> MetaArray:
+        probe = np.arange(*args, dtype=dtype) if len(args) and all(np.ndim(a) == 0 for a in args) else None
+        return MetaArray(probe.shape if probe is not None else (0,), probe.dtype if probe is not None else dtype)
+
+    @staticmethod
+    def stack(arrays: Any, axis: int = 0) -> MetaArray:
+        arrays = list(arrays)
+        shape = list(arrays[0].shape)
+        shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, len(arrays))
+        return MetaArray(tuple(shape), np.result_type(*(a.dtype for a in arrays)))
 
     @staticmethod
     def concatenate(arrays: Any, axis: int = 0) -> MetaArray:

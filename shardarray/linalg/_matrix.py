@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..backend.meta import MetaArray
 from ..core.common import dims_arg, map_blocks_multi, new_array, require_array
 from ..core.relayout import relayout
 from ..dtypes import is_real_float
@@ -110,6 +111,17 @@ def batch_last(x: ShardArray, mdims: Sequence[str]) -> tuple[ShardArray, tuple[s
     return (transpose(x, order) if order != x.dims else x), batch
 
 
+def _shapes_of(outs: Sequence[tuple[tuple[str, ...], dict[str, int], Any]], nbatch: int) -> Callable[..., Any]:
+    """The meta backend's block function of a ``local_op``: results of the blocks' batch shape and each output's
+    trailing sizes and dtype (a factorization's shapes follow from its inputs' alone)."""
+
+    def shapes(*blocks: Any) -> tuple[MetaArray, ...]:
+        lead = blocks[0].shape[:nbatch]
+        return tuple(MetaArray((*lead, *(sizes[d] for d in tail)), dtype) for tail, sizes, dtype in outs)
+
+    return shapes
+
+
 def local_op(
     xs: Sequence[ShardArray],
     mdims: Sequence[Sequence[str]],
@@ -144,7 +156,9 @@ def local_op(
     mesh = first.mesh
     sizes = {d: first.sizes[d] for d in batch}
     used = first.spec.used_axes
-    if fails is None:
+    if not mesh.backend.has_data:  # shapes only (meta): each result's shape and dtype from ``outs``, no math
+        shards = map_blocks_multi(mesh, used, len(outs), _shapes_of(outs, len(batch)), *(r.shards for r in ready))
+    elif fails is None:
         shards = map_blocks_multi(mesh, used, len(outs), fn, *(r.shards for r in ready))
     else:
         shards = map_blocks_multi(mesh, used, len(outs) + 1, guard(fn, len(outs)), *(r.shards for r in ready))
