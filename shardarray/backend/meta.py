@@ -245,10 +245,47 @@ class _MetaLinalg:
         return self.eig(a)[0]
 
 
+class _MetaFFT:
+    """``xp.fft``'s 1-D transforms on shapes (``n`` outputs along ``axis``; rfft/ihfft ``n // 2 + 1``), in the
+    input's precision as ``scipy.fft``/``cupy.fft`` give them."""
+
+    @staticmethod
+    def _along(a: MetaArray, axis: int, length: int, dtype: Any) -> MetaArray:
+        shape = list(a.shape)
+        shape[axis] = length
+        return MetaArray(tuple(shape), dtype)
+
+    def _c(self, a: MetaArray, n: int | None, axis: int) -> MetaArray:
+        return self._along(a, axis, a.shape[axis] if n is None else n, _complex_of(a.dtype))
+
+    def _r2c(self, a: MetaArray, n: int | None, axis: int) -> MetaArray:
+        return self._along(a, axis, (a.shape[axis] if n is None else n) // 2 + 1, _complex_of(a.dtype))
+
+    def _c2r(self, a: MetaArray, n: int | None, axis: int) -> MetaArray:
+        real = np.empty(0, _complex_of(a.dtype)).real.dtype
+        return self._along(a, axis, 2 * (a.shape[axis] - 1) if n is None else n, real)
+
+    def fft(self, a: MetaArray, n: int | None = None, axis: int = -1, norm: Any = None) -> MetaArray:
+        return self._c(a, n, axis)
+
+    ifft = fft
+
+    def rfft(self, a: MetaArray, n: int | None = None, axis: int = -1, norm: Any = None) -> MetaArray:
+        return self._r2c(a, n, axis)
+
+    ihfft = rfft
+
+    def irfft(self, a: MetaArray, n: int | None = None, axis: int = -1, norm: Any = None) -> MetaArray:
+        return self._c2r(a, n, axis)
+
+    hfft = irfft
+
+
 class MetaNamespace:
     """The subset of the NumPy namespace the ops use, on shapes and dtypes."""
 
     linalg = _MetaLinalg()
+    fft = _MetaFFT()
 
     def __getattr__(self, name: str) -> Any:
         ufunc = getattr(np, name, None)
