@@ -41,7 +41,9 @@ def _sum_squares(xp: Any, block: Any) -> Any:
 
 
 def _max_abs(xp: Any, block: Any) -> Any:
-    return xp.asarray(0.0 if block.size == 0 else float(xp.abs(block).max()), dtype=np.float64)
+    """The block's largest magnitude, in float64: a complex64 entry's ``|z|`` computed in complex64 overflows to inf
+    (``3.4e38+3.4e38j``), which would read as a non-finite gradient."""
+    return xp.asarray(0.0 if block.size == 0 else float(xp.abs(_wide(block)).max()), dtype=np.float64)
 
 
 def _norm(leaves: list[ShardArray], what: str) -> float:

@@ -91,7 +91,8 @@ def _floor_divide_device(xp: Any, a: Any, b: Any) -> Any:
     q = xp.floor(div)
     q = q + ((div - q) > 0.5)  # snapped to the nearest integer (NaN and inf stay)
     ratio = a / b
-    q = xp.where(b == 0, ratio, xp.where(div == 0, xp.copysign(0.0, ratio), q))  # ``a / 0``; a zero gets a/b's sign
+    zero_b, zero_div = ~_nonzero(xp, b), ~_nonzero(xp, div)
+    q = xp.where(zero_b, ratio, xp.where(zero_div, xp.copysign(0.0, ratio), q))  # ``a / 0``; a zero gets a/b's sign
     return q.astype(dt, copy=False)
 
 
@@ -109,7 +110,7 @@ def _remainder_device(xp: Any, a: Any, b: Any) -> Any:
     dt, a, b = loop
     mod, flip = _fmod_parts(xp, a, b)
     mod = xp.where(flip, mod + b, mod)
-    return xp.where(mod == 0, xp.copysign(0.0, b), mod).astype(dt, copy=False)  # a zero takes b's sign
+    return xp.where(_nonzero(xp, mod), mod, xp.copysign(0.0, b)).astype(dt, copy=False)  # a zero takes b's sign
 
 
 def _float_operands(xp: Any, a: Any, b: Any) -> tuple[np.dtype, Any, Any] | None:
@@ -123,9 +124,31 @@ def _float_operands(xp: Any, a: Any, b: Any) -> tuple[np.dtype, Any, Any] | None
 
 def _fmod_parts(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
     """``fmod(a, b)`` (exact, with the sign of ``a``) and where its sign differs from ``b``'s, as NumPy's
-    ``npy_divmod`` starts: there the remainder becomes ``mod + b`` and the quotient one less."""
+    ``npy_divmod`` starts: there the remainder becomes ``mod + b`` and the quotient one less.
+
+    The tests for zero and sign are on the bit patterns (``_nonzero``, ``_negative``): CuPy compiles its kernels
+    with ``-ftz=true``, so a float32 comparison reads a subnormal remainder (``1e-40 % 1``) as zero.
+    """
     mod = xp.fmod(a, b)
-    return mod, (mod != 0) & ((b < 0) != (mod < 0))
+    return mod, _nonzero(xp, mod) & (_negative(xp, b) != _negative(xp, mod))
+
+
+def _bits(xp: Any, v: Any) -> Any:
+    """The float block ``v`` (float32 or float64) viewed as signed integers of its size, without a float op (a 0-d
+    block stays 0-d: CuPy's ``ascontiguousarray`` would make it 1-d, and a 0-d block is contiguous anyway)."""
+    c = v if v.flags.c_contiguous else xp.ascontiguousarray(v)
+    return c.view(np.int32 if v.dtype.itemsize == 4 else np.int64)
+
+
+def _nonzero(xp: Any, v: Any) -> Any:
+    """``v != 0`` of a float block on its bits (a subnormal counts, as in NumPy; NaN is nonzero)."""
+    mask = (1 << (8 * v.dtype.itemsize - 1)) - 1
+    return (_bits(xp, v) & mask) != 0
+
+
+def _negative(xp: Any, v: Any) -> Any:
+    """The sign bit of a float block (``v < 0`` for every nonzero, non-NaN ``v``), on its bits."""
+    return _bits(xp, v) < 0
 
 
 @differentiable("floor_divide", resolve_inputs=True)
