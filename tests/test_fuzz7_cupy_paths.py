@@ -19,6 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import holds_subnormal32, on_real_cupy
+
 import shardarray as sa
 import shardarray.array_api as xp
 
@@ -209,6 +211,8 @@ def test_named_floor_divide_and_remainder_match_numpy(case, op):
     else:
         got, want = run_both(lambda: lib_f(x, y).numpy(), lambda: np_binary(np_f, a, b))
     if want is not None:
+        if on_real_cupy() and holds_subnormal32(a, np.asarray(b), want):
+            return  # (real CuPy flushes float32 subnormals everywhere: test_real_gpu_float32_subnormal_data)
         same(got, want, f"{op} {a.dtype} {b!r} rev={rev}")
 
 
@@ -257,6 +261,8 @@ def test_array_api_division_matches_numpy(case, op):
         got, want = run_both(lib, lambda: np_binary(np_f, pa, qa, native=op in ("fmod", "divmod")))
     if want is None:
         return
+    if on_real_cupy() and holds_subnormal32(np.asarray(pa), np.asarray(qa), want):
+        return  # (real CuPy flushes float32 subnormals everywhere: test_real_gpu_float32_subnormal_data)
     if op == "divmod" and _divmod_quotient_differs(want[0], pa, qa):
         got, want = got[1:], want[1:]  # (see test_xp_divmod_quotient_of_infinities_and_bfloat16: outside the scope)
     for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
@@ -292,6 +298,8 @@ def test_nextafter_matches_numpy(data):
         b = data.draw(values(dt, n))
         y = sa.asarray(b, dims=("i",), mesh=mesh, layout=layout_of(data.draw, mesh, ("i",)))
         got, want = sa.nextafter(x, y).numpy(), np.nextafter(a, b)
+    if on_real_cupy() and holds_subnormal32(a, want):
+        return  # (real CuPy flushes float32 subnormals everywhere: test_real_gpu_float32_subnormal_data)
     same(got, want, f"nextafter {dt}")
 
 
@@ -415,7 +423,15 @@ def test_inv_raises_where_numpy_raises(data):
             with pytest.raises(sa.linalg.LinAlgError):
                 sa.linalg.inv(x, dims=("i", "j")).numpy()
             return
-        got = sa.linalg.inv(x, dims=("i", "j")).numpy()
+        try:
+            got = sa.linalg.inv(x, dims=("i", "j")).numpy()
+        except sa.linalg.LinAlgError:
+            # cuSOLVER's LU pivots in another order than LAPACK's: on a GPU an exactly singular matrix that NumPy
+            # inverts through a rounding-size pivot may meet an exact zero pivot instead (det's row of the table
+            # "Real CuPy is not NumPy"); a well-conditioned matrix must still invert
+            if on_real_cupy() and kind != "random":
+                return
+            raise
     assert got.dtype == want.dtype
     ok = np.isfinite(want).all(axis=(-2, -1))
     cond = np.array([np.linalg.cond(m) if np.isfinite(m).all() else np.inf for m in a])
@@ -467,6 +483,8 @@ def test_clip_by_global_norm_matches_numpy(data):
             want = _scaled(a, max_norm / norm)
         else:
             want = a
+        if on_real_cupy() and holds_subnormal32(a, want):
+            continue  # (real CuPy flushes float32 subnormals everywhere: test_real_gpu_float32_subnormal_data)
         same(got, want, f"clip {a.dtype} max_norm={max_norm} norm={norm}")
 
 
@@ -525,6 +543,8 @@ def test_xp_divmod_quotient_of_infinities_and_bfloat16(case):
 def test_subnormal_remainders_and_quotients_are_numpys(dtype, a, b):
     """The zero and sign tests of ``_fmod_parts``, ``_remainder_device``, ``_floor_divide_device`` are on bit
     patterns: under ``-ftz=true`` a float32 comparison reads a subnormal remainder as zero."""
+    if on_real_cupy():
+        pytest.skip("real CuPy flushes float32 subnormals in its arithmetic too (test_real_gpu_float32_subnormal_data)")
     dt = np_dtype(dtype)
     mesh = mesh_of({"all": 4})
     v = _cast([a, 0.5, -0.0, 3.0, a], dt)

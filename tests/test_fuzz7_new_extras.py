@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import layouts, meshes
+from helpers import holds_subnormal32, layouts, meshes, on_real_cupy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -323,7 +323,10 @@ def test_linspace_fuzz(case):
         else:
             _bits_equal(np.asarray(gstep.numpy()), np.asarray(wstep), "step")
     assert type(got) is xp.Array
-    _bits_equal(got.numpy(), want, "samples")
+    if on_real_cupy() and holds_subnormal32(np.asarray(start[0]), np.asarray(stop[0]), want):
+        return  # (real CuPy flushes float32 subnormals: docs/guides/parallel.md, "Real CuPy is not NumPy")
+    # (a GPU's zero can take the other sign where NumPy's sum of a zero product and a signed zero keeps one)
+    _bits_equal(got.numpy(), want, "samples", signed=not on_real_cupy())
 
 
 def test_histogram_a_zero_d_array_count_gets_computed_edges():
@@ -552,6 +555,8 @@ def test_ldexp_fuzz(case):
             with pytest.raises(sa.DTypeError):
                 xp.ldexp(_xp(xv, mesh, lx), _xp(nv, mesh, ln))
             return
+    if on_real_cupy() and holds_subnormal32(xv, want):
+        return  # (real CuPy flushes float32 subnormals in its casts: -ftz; float64 data keep them)
     full = want
     x_arg, n_arg = _xp(xv, mesh, lx), _xp(nv, mesh, ln)
     if scalar == "x" and xv.ndim == 0:
@@ -612,6 +617,8 @@ def _shares_axes(x, lay):
 @given(_ldexp_case())
 def test_frexp_fuzz(case):
     mesh, xv, _, (lx, _), _ = case
+    if on_real_cupy() and holds_subnormal32(xv):
+        return  # (real CuPy flushes float32 subnormal data before frexp sees it: -ftz)
     m, e = xp.frexp(_xp(xv, mesh, lx))
     wm, we = np.frexp(xv)
     _bits_equal(m.numpy(), wm, "mantissa")

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import HYPOTHESIS_SHAPES, layouts
+from helpers import HYPOTHESIS_SHAPES, layouts, on_real_cupy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -678,6 +678,8 @@ def test_fuzz_vander(data):
         kw["N"] = data.draw(st.integers(0, 6))
     if data.draw(st.booleans()):
         kw["increasing"] = True
+    if on_real_cupy() and a.dtype.kind == "c" and not np.isfinite(a).all():
+        return  # (complex products with infinite parts: CUDA's complex multiply is not C99 Annex G's, as NumPy's)
     run(lambda: np.vander(a, **kw), lambda: xp.vander(x, **kw), approx=True)
 
 
@@ -717,8 +719,10 @@ def test_fuzz_exp2_sinc(data):
     mesh = data.draw(meshes())
     a = data.draw(host_arrays(ALL))
     x = data.draw(placed(a, mesh))
-    run(lambda: np.exp2(a), lambda: xp.exp2(x), approx=True, rtol=1e-5 if a.dtype.itemsize <= 4 else 1e-12)
-    run(lambda: np.sinc(a), lambda: xp.sinc(x), approx=True, rtol=1e-4 if a.dtype.itemsize <= 4 else 1e-10)
+    # (the tolerance of the result's dtype: an integer input's float32 result is a float32 libm value, and CUDA's
+    # libm differs from NumPy's by an ulp or two)
+    run(lambda: np.exp2(a), lambda: xp.exp2(x), approx=True)
+    run(lambda: np.sinc(a), lambda: xp.sinc(x), approx=True)
 
 
 @fuzz(150)

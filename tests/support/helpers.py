@@ -46,6 +46,35 @@ def backend_name() -> str:
     return _SESSION["backend"]
 
 
+def on_real_cupy() -> bool:
+    """This session's meshes hold real CuPy shards on a GPU (``--backend=cupy`` with a GPU), not the stand-in."""
+    return backend_name() == "cupy" and gpu_available()
+
+
+def holds_subnormal32(*values: Any) -> bool:
+    """Whether any of ``values`` (arrays or scalars) is a float32, bfloat16 or complex64 value whose magnitude (or a
+    part's) is subnormal in float32: real CuPy's kernels, built with ``-ftz=true``, flush such values to zero in
+    arithmetic, casts and comparisons (docs/guides/parallel.md, "Real CuPy is not NumPy"), so a test that checks
+    NumPy's subnormal results skips them on a GPU."""
+    tiny = float(np.finfo(np.float32).tiny)
+    for v in values:
+        if v is None:
+            continue
+        for a in v if isinstance(v, tuple) else (v,):
+            a = np.asarray(a)
+            if a.dtype.kind not in "fcV" or a.dtype.itemsize > 8 or a.dtype == np.float64:
+                continue
+            if a.dtype == np.complex64:
+                parts = [np.abs(a.real.astype(np.float64)), np.abs(a.imag.astype(np.float64))]
+            elif a.dtype.kind in "fV":
+                parts = [np.abs(a.astype(np.float64))]
+            else:
+                continue
+            if any(((p > 0) & (p < tiny)).any() for p in parts):
+                return True
+    return False
+
+
 def shard_type(mesh: Any) -> type:
     """The array type of ``mesh``'s shards: ``np.ndarray`` on NumPy meshes, ``cupy.ndarray`` on CuPy ones,
     ``MetaArray`` on meta meshes."""
