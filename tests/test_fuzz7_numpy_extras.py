@@ -679,7 +679,7 @@ def test_fuzz_vander(data):
     if data.draw(st.booleans()):
         kw["increasing"] = True
     if on_real_cupy() and a.dtype.kind == "c" and not np.isfinite(a).all():
-        return  # (complex products with infinite parts: CUDA's complex multiply is not C99 Annex G's, as NumPy's)
+        return  # (complex products with infinite parts: CuPy's complex multiply treats them otherwise than NumPy's)
     run(lambda: np.vander(a, **kw), lambda: xp.vander(x, **kw), approx=True)
 
 
