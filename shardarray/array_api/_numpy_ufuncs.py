@@ -176,9 +176,10 @@ def fmod(x1: Any, x2: Any, /) -> Array:
 def divmod(x1: Any, x2: Any, /) -> tuple[Array, Array]:
     """``(floor_divide(x1, x2), remainder(x1, x2))``, as ``np.divmod`` (NumPy's loop dtypes).
 
-    The namespace's ``floor_divide`` and ``remainder`` (NumPy's fmod-based results, also on CuPy; the quotient NaN
-    where NumPy's is, ``inf // 3``, as ``np.floor_divide``'s; the namespace's keeps the standard's inf). Elementwise, no
-    collectives. Differentiable (the quotient is piecewise constant, the remainder piecewise linear).
+    NumPy's quotient (``sa.floor_divide``: ``npy_floor_divide``, also on CuPy; ``inf // 3`` is NaN and
+    ``-1.0 // inf`` is -1, where the namespace's ``floor_divide`` keeps the standard's infinities) and the namespace's
+    ``remainder`` (NumPy's fmod-based one). Elementwise, no collectives. Differentiable (the quotient is piecewise
+    constant, the remainder piecewise linear).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -188,10 +189,7 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Array, Array]:
         (array([ 3., -4.]), array([1., 1.]))
     """
     a, b = _binary(x1, x2, np.divmod, "divmod")
-    q, r = floor_divide(a, b), remainder(a, b)
-    if a.dtype.kind == "f":  # NumPy's quotient is NaN with the remainder (``inf // 3``), but ``x / 0`` for ``b == 0``
-        q = where(logical_and(isnan(r), not_equal(b, 0)), math.nan, q)
-    return q, r
+    return elementwise(mb.floor_divide, a, b, what="divmod"), remainder(a, b)
 
 
 def modf(x: Any, /) -> tuple[Array, Array]:
