@@ -71,6 +71,14 @@ def _square(x: Any, dims: Any, what: str) -> tuple[ShardArray, str, str]:
     return x, rows, cols
 
 
+def _new_dim(x: ShardArray, cols: str, new: str | None, what: str) -> str:
+    """The eigenvalue dim's name: ``new``, or ``<cols>_k``; refused when ``x`` already has a dim of that name."""
+    new = new or f"{cols}_k"
+    if new in x.dims:
+        raise DimensionError(f"sa.linalg.{what}: new={new!r} is already a dim of x {x.sizes}; pass another name")
+    return new
+
+
 @differentiable("linalg.cholesky")
 def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int | None = None) -> ShardArray:
     """Cholesky factor of Hermitian positive-definite matrices: ``L`` (``x = L L^H``) or ``U`` (``x = U^H U``).
@@ -311,9 +319,7 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
         return EighResult(eigh_values(x, w, v, rows, cols), eigh_vectors(x, w, v, rows, cols))
     x, rows, cols = _square(x, dims, "eigh")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
-    new = new or f"{cols}_k"
-    if new in x.dims:
-        raise DimensionError(f"sa.linalg.eigh: new={new!r} is already a dim of x {x.sizes}; pass another name")
+    new = _new_dim(x, cols, new, "eigh")
     w, v = local_op(
         [x],
         [(rows, cols)],

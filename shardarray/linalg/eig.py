@@ -26,11 +26,10 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.tape import keeps_kind
-from ..errors import DimensionError
 from ._checks import eig_failed
 from ._matrix import local_op, matrix_dims
 from ._parts import eig_values, eig_vectors, traced, untraced
-from .dense import _square
+from .dense import _new_dim, _no_eig, _square
 
 
 class EigResult(NamedTuple):
@@ -50,13 +49,6 @@ def _eig_block(xp: Any, a: Any, dt: np.dtype) -> tuple[Any, Any, Any]:
 
 def _eigvals_block(xp: Any, a: Any, dt: np.dtype) -> tuple[Any, Any]:
     return xp.linalg.eigvals(a).astype(dt, copy=False), eig_failed(xp, a)
-
-
-def _new(x: ShardArray, cols: str, new: str | None, what: str) -> str:
-    new = new or f"{cols}_k"
-    if new in x.dims:
-        raise DimensionError(f"sa.linalg.{what}: new={new!r} is already a dim of x {x.sizes}; pass another name")
-    return new
 
 
 @keeps_kind
@@ -87,7 +79,7 @@ def eig(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EigResult
         return EigResult(eig_values(x, w, v, rows, cols), eig_vectors(x, w, v, rows, cols))
     x, rows, cols = _square(x, dims, "eig")
     xp, n, dt = x.mesh.backend.xp, x.sizes[rows], complex_dtype(x.dtype)
-    new = _new(x, cols, new, "eig")
+    new = _new_dim(x, cols, new, "eig")
     w, v = local_op(
         [x],
         [(rows, cols)],
@@ -117,7 +109,7 @@ def eigvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
         return eig(x, dims, new=new).eigenvalues
     x, rows, cols = _square(x, dims, "eigvals")
     xp, n, dt = x.mesh.backend.xp, x.sizes[rows], complex_dtype(x.dtype)
-    new = _new(x, cols, new, "eigvals")
+    new = _new_dim(x, cols, new, "eigvals")
     return local_op(
         [x],
         [(rows, cols)],
@@ -126,7 +118,3 @@ def eigvals(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shard
         "eigvals",
         fails=_no_eig("eigvals", x),
     )[0]
-
-
-def _no_eig(what: str, x: ShardArray) -> str:
-    return f"sa.linalg.{what}: eigenvalues did not converge (a matrix of x {x.sizes} holds NaN or inf)"
