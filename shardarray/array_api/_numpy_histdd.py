@@ -136,10 +136,9 @@ def histogramdd(
     w = None if weights is None else _like(weights, cols[0], f"{what}: weights")
     if w is not None and w.dtype.kind == "c":
         raise DTypeError(f"{what}: weights must be real (NumPy's bincount); got {w.dtype}")
+    given = _per_coordinate(bins, d, "bins", what)  # (once: an array of counts is read entry by entry)
     host_edges, edges = [], []
-    for i, (c, b, r) in enumerate(
-        zip(cols, _per_coordinate(bins, d, "bins", what), _per_coordinate(range, d, "range", what))
-    ):
+    for i, (c, b, r) in enumerate(zip(cols, given, _per_coordinate(range, d, "range", what))):
         e, ea = _coordinate_edges(c, b, r, i, what)
         host_edges.append(e)
         edges.append(ea)
@@ -171,14 +170,9 @@ def histogramdd(
             shape[i] = counts[i]
             hist = hist / reshape(widths, tuple(shape))
         hist = hist / volume
-    out = [wrap(b) if isinstance(b, ShardArray) and b.ndim == 1 else ea for b, ea in zip(_given(bins, d), edges)]
+    # (an array given as edges is returned as it is; a 0-d array is a count, whose edges were computed)
+    out = [wrap(b) if isinstance(b, ShardArray) and b.ndim == 1 else ea for b, ea in zip(given, edges)]
     return hist, out
-
-
-def _given(bins: Any, d: int) -> list[Any]:
-    """Each coordinate's ``bins`` entry as given (an array given as edges is returned as it is; a 0-d array is a
-    count, whose edges are computed)."""
-    return [None] * d if _scalar(bins) else list(bins)
 
 
 def histogram2d(
