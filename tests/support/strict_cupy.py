@@ -1434,8 +1434,6 @@ def _cupy_integral_power(*args: Any, **kw: Any) -> Any:
     ``1 ** n`` 1, any other base 0."""
     dt = _loop_dtype(list(args), kw)
     b = np.asarray(args[1])
-    if dt == np.float64:
-        return _cuda_pow_of_two(*args, **kw)
     if dt is None or dt.kind not in "iu" or b.dtype.kind != "i" or not (b < 0).any():
         return np.power(*args, **kw)
     a, b = np.asarray(args[0]).astype(dt), b.astype(dt)
@@ -1443,6 +1441,14 @@ def _cupy_integral_power(*args: Any, **kw: Any) -> Any:
     r = np.power(a, np.where(neg, 0, b).astype(dt))
     small = np.where(a == -1, np.where(b & 1, -1, 1), np.where(a == 1, 1, 0))
     return _into_out(np.where(neg, small, r).astype(dt), kw)
+
+
+def _cupy_power(*args: Any, **kw: Any) -> Any:
+    """``cupy.power``: CUDA's inexact double ``pow`` (``_cuda_pow_of_two``), CuPy's integer powers
+    (``_cupy_integral_power``), else NumPy's."""
+    if _loop_dtype(list(args), kw) == np.float64:
+        return _cuda_pow_of_two(*args, **kw)
+    return _cupy_integral_power(*args, **kw)
 
 
 def _cuda_pow_of_two(*args: Any, **kw: Any) -> Any:
@@ -1480,7 +1486,7 @@ def _ftz_compare(name: str) -> Callable[..., Any]:
 #: CuPy's own arithmetic where it is not NumPy's (``ufunc.__call__`` runs these in place of NumPy's ufunc)
 _CUPY_UFUNC_MODELS: dict[str, Callable[..., Any]] = {
     "floor_divide": _cupy_float_floor("floor_divide"), "remainder": _cupy_float_floor("remainder"),
-    "power": _cupy_integral_power,
+    "power": _cupy_power,
     **{n: _ftz_compare(n) for n in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")},
 }
 
