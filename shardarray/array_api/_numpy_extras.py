@@ -386,6 +386,11 @@ def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str,
 _PICKING = ("inverted_cdf", "closest_observation", "lower", "higher", "nearest")
 
 
+def _q_kind(q: Any) -> str:
+    """The dtype kind of the quantiles ``q`` (a number, a sequence or an array), as NumPy reads it."""
+    return q.dtype.kind if isinstance(q, (ShardArray, np.ndarray, np.generic)) else np.asarray(q).dtype.kind
+
+
 def _result_dtype(dtype: np.dtype, q: Any, method: str) -> np.dtype:
     """NumPy's dtype of a quantile: ``x``'s for a picking method; else ``x``'s promoted with ``q``'s (a Python
     number is weak: float32 stays float32; a list or array of floats is float64), integers and bools as float64.
@@ -424,6 +429,13 @@ def _quantile(
         raise ArgumentError(f"{what}: method {method!r} is not supported; use one of {methods}")
     if x.dtype.kind == "c":
         raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
+    if x.dtype == np.bool_ and method not in _PICKING:  # (NumPy cannot subtract booleans to interpolate)
+        if method != "linear" or _q_kind(q) not in "biu":
+            raise DTypeError(
+                f"{what}: method {method!r} interpolates, and booleans cannot be interpolated (NumPy raises too); "
+                f"use one of the methods that pick a value, {_PICKING}, or cast first: xp.astype(x, xp.float64)"
+            )
+        method = "lower"  # (integer quantiles 0 and 1 with "linear": NumPy picks the extreme values, as booleans)
     qs, scalar_q = _q_values(q, what)
     want = _result_dtype(x.dtype, q, method)
     if x.dtype.kind in "biu":
@@ -474,7 +486,9 @@ def quantile(
     ``len(q)``); every NumPy ``method`` without weights. A slice holding NaN
     gives NaN (use ``nanquantile`` to skip them). The result's dtype is NumPy's: ``x``'s for the methods that
     pick a value (``lower``, ``higher``, ``nearest``, ...), else ``x``'s promoted with ``q``'s (a Python float
-    keeps float32; integers give float64). One deliberate difference: where the quantile's position falls exactly
+    keeps float32; integers give float64). Booleans take the methods that pick a value (and ``"linear"`` with
+    integer ``q``, 0 or 1), as NumPy; an interpolating method raises ``sa.DTypeError`` where NumPy raises
+    TypeError. One deliberate difference: where the quantile's position falls exactly
     on a value, that value is the result, while NumPy 2.4 still interpolates toward the next one and so turns an
     infinite neighbour into NaN (``np.quantile([1.0, 2.0, inf], 0.5)`` is NaN there, 2.0 here, as
     ``np.median`` gives); between two values it interpolates as NumPy does (``inf`` and ``inf`` give NaN there too).

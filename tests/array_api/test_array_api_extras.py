@@ -164,6 +164,30 @@ def test_quantile_matches_numpy(mesh, name):
         xp.quantile(xp.asarray(a), 1.5)
 
 
+@pytest.mark.parametrize("name", ["quantile", "nanquantile", "percentile"])
+def test_quantile_of_booleans_as_numpy(mesh, name):
+    """Booleans: the picking methods, and integer quantiles with "linear" (0 and 1: the extremes), give booleans as
+    NumPy's do; the interpolating methods raise a typed error where NumPy raises TypeError (they computed floats).
+    ``percentile`` divides ``q`` by 100, so its integer ``q`` interpolates (NumPy raises there too)."""
+    b = np.array([True, False, True, True, False])
+    picks = [("lower", 0.3), ("nearest", [0.2, 0.9]), ("inverted_cdf", 0.5)]
+    exact = [("linear", [0, 1]), ("linear", 1), ("linear", np.array([0, 1]))]
+    refused = [("linear", 0.5), ("midpoint", 0.25), ("hazen", [0.5]), ("linear", 0.0)]
+    if name == "percentile":
+        picks = [(m, np.multiply(q, 100).tolist()) for m, q in picks]
+        refused += [(m, np.multiply(q, 100).tolist()) for m, q in exact]
+        exact = []
+    for method, q in picks + exact:
+        expected = getattr(np, name)(b, q, method=method)
+        got = getattr(xp, name)(xp.asarray(b), q, method=method).numpy()
+        assert got.dtype == expected.dtype and np.array_equal(got, expected), (method, q)
+    for method, q in refused:
+        with pytest.raises(TypeError):
+            getattr(np, name)(b, q, method=method)
+        with pytest.raises(sa.DTypeError, match="booleans cannot be interpolated"):
+            getattr(xp, name)(xp.asarray(b), q, method=method)
+
+
 def test_sliding_window_view_and_transpose(mesh):
     a = np.arange(35.0).reshape(7, 5)
     swv = np.lib.stride_tricks.sliding_window_view
