@@ -252,3 +252,24 @@ def test_named_np_flip_takes_numpys_axis(kw):
     h = np.arange(12.0).reshape(3, 4)
     x = sa.asarray(h, dims=("i", "j"), mesh=mesh, layout={"i": "row"})
     np.testing.assert_array_equal(np.flip(x, **kw).numpy(), np.flip(h, **kw))
+
+
+@MESHES
+def test_named_ufunc_dtype_picks_numpys_loop(shape):
+    """Named ``np.less(x, y, dtype=bool)`` cast both operands to bool before comparing (all False for these
+    values), and ``np.add(floats, floats, dtype=np.int8)`` truncated where NumPy refuses the loop: ``dtype=``
+    now picks NumPy's loop under ``same_kind`` casting, as the positional path does."""
+    a = np.array([1.5, 2.5, -3.7, 0.25])
+    b = np.array([2.5, 1.5, -3.0, 0.5])
+    x, y = named(a, shape), named(b, shape)
+    check(np.less(x, y, dtype=bool), np.less(a, b, dtype=bool), positional=False)
+    check(np.add(x, 1, dtype=np.float32), np.add(a, 1, dtype=np.float32), positional=False)
+    check(np.sqrt(np.abs(x), dtype=np.float32), np.sqrt(np.abs(a), dtype=np.float32), positional=False)
+    check(
+        np.rint(named(np.arange(4), shape), dtype=np.float32), np.rint(np.arange(4), dtype=np.float32), positional=False
+    )
+    for fn in (lambda v: np.add(v, v, dtype=np.int8), lambda v: np.negative(v, dtype=np.int16)):
+        with pytest.raises(TypeError):
+            fn(a)
+        with pytest.raises(sa.DTypeError, match="does not fit these operands"):
+            fn(x)

@@ -95,3 +95,33 @@ def mixing_error(what: str, a: np.ndarray, i: int | str, ref: Any) -> DTypeError
         f"(that would copy host data onto the mesh, or gather the distributed array). {fix}, or gather the "
         f"distributed array explicitly with np.asarray(x)"
     )
+
+
+def loop_key(value: Any) -> Any:
+    """An operand as ``ufunc.resolve_dtypes`` takes it: an array's dtype, bool for a Python bool (NumPy's bool is
+    not weak), the type of a Python int, float or complex (weak, NEP 50)."""
+    if isinstance(value, ShardArray):
+        return value.dtype
+    if isinstance(value, bool):
+        return np.dtype(bool)
+    return next((t for t in (int, float, complex) if isinstance(value, t)), value)
+
+
+def dtype_loop(ufunc: np.ufunc, args: list[Any], dtype: Any) -> tuple[np.dtype, ...]:
+    """The input dtypes of the loop NumPy runs for ``ufunc(*args, dtype=dtype)``.
+
+    ``dtype=`` fixes the loop's output dtype, as NumPy's ``signature=(None, ..., dtype)`` does, and the operands
+    are cast to the loop's inputs under ``same_kind`` casting: ``np.add(f64, f64, dtype=float32)`` adds in
+    float32, ``np.less(f64, f64, dtype=bool)`` compares the float64 values, ``np.add(f64, f64, dtype=int8)`` is
+    refused.
+
+    Raises:
+        DTypeError: NumPy has no such loop for these operands (NumPy's TypeError).
+    """
+    keys = (*map(loop_key, args), *(None,) * ufunc.nout)
+    try:
+        sig = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+        loop = ufunc.resolve_dtypes(keys, signature=sig, casting="same_kind")
+    except (TypeError, ValueError) as e:
+        raise DTypeError(f"np.{ufunc.__name__}: dtype={np.dtype(dtype)} does not fit these operands: {e}") from None
+    return tuple(loop[: ufunc.nin])

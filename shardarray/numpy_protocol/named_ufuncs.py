@@ -25,7 +25,7 @@ from ..array import ShardArray
 from ..core.common import dims_arg
 from ..errors import ArgumentError, DTypeError
 from ..ops.manipulation.structure import astype
-from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign, mixing_error, same, short
+from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, mixing_error, same, short
 
 # NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
 UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
@@ -115,9 +115,10 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
             return NotImplemented
         dtype = check_ufunc_kwargs(what, dict(kwargs))
         args = [_operand(a, what, i, ref) for i, a in enumerate(inputs)]
-        if dtype is not None:
-            args = [astype(a, dtype) if isinstance(a, ShardArray) else a for a in args]
-        if name in LOOP_DTYPE:
+        if dtype is not None:  # (NumPy's loop for that output dtype: np.less(x, y, dtype=bool) compares x and y)
+            loop = dtype_loop(ufunc, args, dtype)
+            args = [astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
+        elif name in LOOP_DTYPE:
             args = [_in_loop_dtype(ufunc, a) for a in args]
         if fn is not None:
             return fn(*args)

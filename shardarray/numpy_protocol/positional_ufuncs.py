@@ -57,7 +57,7 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import SUPPORTED, scalar_for_write
 from ..errors import ArgumentError, DimensionError, DTypeError
-from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, foreign, mixing_error
+from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 
 # ufunc.accumulate -> the namespace's scan (ufunc.reduce: common.UFUNC_REDUCTIONS)
@@ -145,31 +145,16 @@ def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any], dtype: Any = None) 
     Raises:
         DTypeError: ``dtype`` names a loop NumPy refuses for these operands (NumPy's TypeError).
     """
-    keys = (*map(_loop_key, args), *(None,) * ufunc.nout)
     if dtype is not None:
-        try:
-            sig = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
-            loop = ufunc.resolve_dtypes(keys, signature=sig, casting="same_kind")
-        except (TypeError, ValueError) as e:
-            raise DTypeError(f"np.{ufunc.__name__}: dtype={np.dtype(dtype)} does not fit these operands: {e}") from None
+        loop = dtype_loop(ufunc, args, dtype)
         args = [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
     if ufunc.__name__ in LOGICAL:
         return [xp.not_equal(a, 0) if isinstance(a, ShardArray) and a.dtype != np.bool_ else a for a in args]
     try:
-        loop = ufunc.resolve_dtypes((*map(_loop_key, args), *(None,) * ufunc.nout))
+        loop = ufunc.resolve_dtypes((*map(loop_key, args), *(None,) * ufunc.nout))
     except (TypeError, ValueError):
         return args
     return [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
-
-
-def _loop_key(value: Any) -> Any:
-    """An operand as ``resolve_dtypes`` takes it: an array's dtype, bool for a Python bool (NumPy's bool is not
-    weak), the type of a Python int, float or complex (weak)."""
-    if isinstance(value, ShardArray):
-        return value.dtype
-    if isinstance(value, bool):
-        return np.dtype(bool)
-    return next((t for t in (int, float, complex) if isinstance(value, t)), value)
 
 
 def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
