@@ -380,12 +380,17 @@ def fix(x: Any, out: None = None) -> Array:
     return trunc(x)
 
 
-def _to_degrees(x: Any, factor: float, ufunc: np.ufunc, what: str) -> Array:
-    """``x * factor`` in NumPy's loop dtype (float16 computed in float32 and rounded once, as NumPy's loop)."""
+def _to_degrees(x: Any, factor: tuple[float, float], ufunc: np.ufunc, what: str) -> Array:
+    """``x * factor`` in NumPy's loop dtype; ``factor`` is ``(numerator, denominator)``, divided in that dtype as
+    NumPy's loops do (float32: ``180.0f / NPY_PIf``, one ulp from ``180 / pi`` rounded; float16 computed in
+    float32 and rounded once)."""
     x = _unary(x, ufunc, what)
-    if x.dtype == np.float16:
-        return _astype(multiply(_astype(x, np.float32), factor), np.float16)
-    return multiply(x, factor)
+    if x.dtype in (np.float16, np.float32):
+        f = float(np.float32(factor[0]) / np.float32(factor[1]))
+        if x.dtype == np.float16:
+            return _astype(multiply(_astype(x, np.float32), f), np.float16)
+        return multiply(x, f)
+    return multiply(x, factor[0] / factor[1])
 
 
 def deg2rad(x: Any, /) -> Array:
@@ -399,7 +404,7 @@ def deg2rad(x: Any, /) -> Array:
         ...     xp.deg2rad(xp.asarray([180.0, 90.0])).numpy()
         array([3.14159265, 1.57079633])
     """
-    return _to_degrees(x, math.pi / 180.0, np.deg2rad, "deg2rad")
+    return _to_degrees(x, (math.pi, 180.0), np.deg2rad, "deg2rad")
 
 
 def radians(x: Any, /) -> Array:
@@ -411,7 +416,7 @@ def radians(x: Any, /) -> Array:
         ...     xp.radians(xp.asarray([180.0])).numpy()
         array([3.14159265])
     """
-    return _to_degrees(x, math.pi / 180.0, np.radians, "radians")
+    return _to_degrees(x, (math.pi, 180.0), np.radians, "radians")
 
 
 def rad2deg(x: Any, /) -> Array:
@@ -425,7 +430,7 @@ def rad2deg(x: Any, /) -> Array:
         ...     xp.rad2deg(xp.asarray([xp.pi, -xp.pi / 2])).numpy()
         array([180., -90.])
     """
-    return _to_degrees(x, 180.0 / math.pi, np.rad2deg, "rad2deg")
+    return _to_degrees(x, (180.0, math.pi), np.rad2deg, "rad2deg")
 
 
 def degrees(x: Any, /) -> Array:
@@ -437,7 +442,7 @@ def degrees(x: Any, /) -> Array:
         ...     xp.degrees(xp.asarray([xp.pi])).numpy()
         array([180.])
     """
-    return _to_degrees(x, 180.0 / math.pi, np.degrees, "degrees")
+    return _to_degrees(x, (180.0, math.pi), np.degrees, "degrees")
 
 
 def angle(z: Any, deg: bool = False) -> Array:
