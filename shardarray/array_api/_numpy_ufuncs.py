@@ -1,6 +1,7 @@
 """NumPy's elementwise ufuncs and functions beyond the array API standard: ``fmod``, ``divmod``, ``modf``,
 ``float_power``, ``cbrt``, ``deg2rad``/``radians``, ``rad2deg``/``degrees``, ``frexp``, ``ldexp``, ``gcd``, ``lcm``,
-``fix``, ``angle``, ``isposinf``, ``isneginf``, ``isreal``, ``iscomplex``, ``real_if_close`` and ``i0``.
+``fix``, ``angle``, ``isposinf``, ``isneginf``, ``isreal``, ``iscomplex``, ``real_if_close``, ``i0``, ``fmax`` and
+``fmin``.
 
 Each takes NumPy's arguments and gives NumPy's result (the dtypes of NumPy's ufunc loops: ``cbrt`` of integers is
 float64, ``frexp``'s exponent int32), composed of the namespace's own elementwise functions, whose collectives and
@@ -31,13 +32,16 @@ from ._elementwise import (
     exp,
     floor,
     floor_divide,
+    greater,
     imag,
     isfinite,
     isinf,
     isnan,
+    less,
     log2,
     logical_and,
     logical_not,
+    logical_or,
     multiply,
     not_equal,
     pow,
@@ -62,6 +66,8 @@ __all__ = [
     "divmod",
     "fix",
     "float_power",
+    "fmax",
+    "fmin",
     "fmod",
     "frexp",
     "gcd",
@@ -146,6 +152,54 @@ def _key(k: Any) -> Any:
 def _wide(x: Array) -> Array:
     """float16/float32 ``x`` as float64 (NumPy's result is the exact value rounded once)."""
     return _astype(x, np.float64) if x.dtype.name in _WIDE else x
+
+
+# ------------------------------------------------------------------------------------------- NaN-ignoring extrema
+
+
+def fmax(x1: Any, x2: Any, /) -> Array:
+    """The larger of ``x1`` and ``x2`` ignoring NaN, as ``np.fmax``: where one is NaN the other, NaN only where both
+    are (``maximum`` propagates NaN). Of two equal values (``-0.0`` and ``0.0``) it gives ``x1``; NumPy's vector
+    loops give either, by the element's position.
+
+    Real and boolean operands (booleans: ``logical_or``); complex ones raise ``sa.DTypeError`` (the namespace does
+    not order complex values; ``maximum`` refuses them too). Elementwise, no collectives. Differentiable: the
+    gradient goes to the operand taken.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fmax(xp.asarray([1.0, xp.nan, 3.0, xp.nan]), xp.asarray([2.0, 5.0, xp.nan, xp.nan])).numpy()
+        array([ 2.,  5.,  3., nan])
+    """
+    return _extremum(x1, x2, np.fmax, "fmax")
+
+
+def fmin(x1: Any, x2: Any, /) -> Array:
+    """The smaller of ``x1`` and ``x2`` ignoring NaN, as ``np.fmin`` (see ``fmax``: the same rules, reversed).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fmin(xp.asarray([1.0, xp.nan, 3.0]), 2.0).numpy()
+        array([1., 2., 2.])
+    """
+    return _extremum(x1, x2, np.fmin, "fmin")
+
+
+def _extremum(x1: Any, x2: Any, ufunc: np.ufunc, what: str) -> Array:
+    """``x2`` where it wins (larger for ``fmax``, smaller for ``fmin``) or ``x1`` is NaN, else ``x1``."""
+    a, b = _binary(x1, x2, ufunc, what)
+    if a.dtype.kind == "c":
+        raise DTypeError(
+            f"{what}: complex operands ({a.dtype}) have no order in this namespace; compare xp.real(x) or xp.abs(x)"
+        )
+    if a.dtype == np.bool_:
+        return logical_or(a, b) if ufunc is np.fmax else logical_and(a, b)
+    wins = greater(b, a) if ufunc is np.fmax else less(b, a)
+    if a.dtype.kind in "iu":
+        return where(wins, b, a)
+    return where(logical_or(wins, isnan(a)), b, a)
 
 
 # ------------------------------------------------------------------------------------------- division

@@ -243,3 +243,29 @@ def test_results_keep_the_layout_and_mesh(mesh):
     x = xp.asarray(a)
     for r in (*xp.modf(x), *xp.frexp(x), xp.cbrt(x), xp.fmod(x, 2.0), xp.i0(x), xp.isposinf(x), xp.angle(x)):
         assert type(r) is xp.Array and r.mesh == x.mesh and r.layout == x.layout
+
+
+@pytest.mark.parametrize("dtype", [*REAL, np.float16])
+def test_fmax_fmin_ignore_nan_as_numpy(mesh, dtype):
+    """``fmax``/``fmin`` take the other operand where one is NaN, and NumPy's loop dtype with Python scalars and
+    mixed dtypes; no collective; complex operands are refused. (The sign of ``fmax(0.0, -0.0)`` is not compared:
+    NumPy's own loops give either, by the element's position in a vector.)"""
+    for shape in SHAPES:
+        a = _data(shape, dtype)
+        b = _data(shape, dtype, seed=1)
+        if a.size >= 5 and a.dtype.kind == "f":
+            b.reshape(-1)[:5] = [0.5, np.nan, np.nan, -0.0, 0.0]  # NaN against a number, inf and NaN, signed zeros
+        x, y = xp.asarray(a), xp.asarray(b)
+        with warnings.catch_warnings(), sa.comm_log() as log:
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for name in ("fmax", "fmin"):
+                f = getattr(np, name)
+                _same(getattr(xp, name)(x, y), f(a, b), 0)
+                _same(f(x, y), f(a, b), 0)
+                _same(f(y, x), f(b, a), 0)
+                _same(f(x, 1.5), f(a, 1.5), 0)
+                _same(f(2, y), f(2, b), 0)
+                _same(f(x, xp.asarray(b.astype(np.float32))), f(a, b.astype(np.float32)), 0)
+        assert not log.records, log.records
+    with pytest.raises(sa.DTypeError, match="complex"):
+        xp.fmax(xp.asarray([1j, 2.0]), 1.0)

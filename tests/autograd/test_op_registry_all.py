@@ -1239,6 +1239,8 @@ DIFFERENTIABLE.update({
     "xp.fix": lambda m: [(lambda p: xp.fix(p * 3.0), _pos(m, (5, 3)))],
     "xp.float_power": lambda m: [(lambda p: xp.float_power(p + 2.5, p), _pos(m, (5, 3)))],
     "xp.cbrt": lambda m: [(xp.cbrt, _pos(m, (5, 3)))],
+    "xp.fmax": lambda m: [(lambda p: xp.fmax(p, xp.flip(p, axis=0)), _pos(m, (5, 3)))],
+    "xp.fmin": lambda m: [(lambda p: xp.fmin(p, 0.5), _pos(m, (5, 3)))],
     "xp.deg2rad": lambda m: [(xp.deg2rad, _pos(m, (5, 3)))],
     "xp.radians": lambda m: [(xp.radians, _pos(m, (5, 3)))],
     "xp.rad2deg": lambda m: [(xp.rad2deg, _pos(m, (5, 3)))],
