@@ -418,7 +418,7 @@ def add_at(x: ShardArray, key: Any, value: Any) -> None:
     if any(_is_ids(k) for k in key):
         _write_ids(x, key, value, "add")
         return
-    setitem(x, key, wrap(getitem(x, key)) + value)
+    setitem(x, key, wrap(getitem(x, key)) + _host_value(x, value))  # (a host array value: onto the mesh, unsplit)
 
 
 def _check_same_kind(x: ShardArray, value: Any) -> None:

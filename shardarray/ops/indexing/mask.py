@@ -45,6 +45,7 @@ from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import pick, slice_dim
+from .route import warn_gather
 from .writes import check_host_value, serialized, swap_in
 
 
@@ -83,16 +84,32 @@ def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
 
 
 class _Plan:
-    """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one."""
+    """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one.
 
-    def __init__(self, x: ShardArray, mask: ShardArray) -> None:
+    With ``adopt`` (a read: ``x`` keeps no layout), a mask dim that ``x`` leaves unsplit takes the mask's axes
+    where ``x`` uses none of them: ``x`` is sliced there locally instead of the mask being allgathered. A write
+    keeps ``x``'s layout: the mask comes to it (an allgather of the mask over axes ``x`` is replicated on,
+    announced by ``route.warn_gather``).
+    """
+
+    def __init__(self, x: ShardArray, mask: ShardArray, adopt: bool = False) -> None:
 
         self.mesh = x.mesh
         self.mdims = mask.dims
         self.rest = tuple(d for d in x.dims if d not in mask.dims)
         x = resolve_to(x) if x.pending else x
         xt = transpose.__wrapped__(x, self.mdims + self.rest) if x.dims != self.mdims + self.rest else x
+        if adopt:
+            xt = _adopt_mask_axes(xt, mask)
         self.axes = tuple(a for d in self.mdims for a in xt.spec.of(d))
+        warn_gather(
+            "x[mask]",
+            mask,
+            sorted(mask.spec.used_axes.difference(self.axes), key=self.mesh.axis_names.index),
+            "x is replicated over them (every replica needs the whole mask) or splits its other dims there; "
+            "split the mask like the dims it covers to avoid it",
+            "the mask",
+        )
         target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
         self.moved = target != xt.spec.axes
         self.x = to_axes(xt, target, False)
@@ -122,6 +139,19 @@ class _Plan:
         return int(first.sum()) if not isinstance(first, MetaArray) else 0
 
 
+def _adopt_mask_axes(x: ShardArray, mask: ShardArray) -> ShardArray:
+    """``x`` (mask dims first) with each mask dim that it leaves unsplit split like the mask's, over the axes ``x``
+    does not use (a local slice of every block: no communication)."""
+    taken = set(x.spec.used_axes)
+    axes = list(x.spec.axes)
+    for i, d in enumerate(mask.dims):
+        own = mask.spec.of(d)
+        if not axes[i] and own and not taken.intersection(own):
+            axes[i] = own
+            taken.update(own)
+    return to_axes(x, tuple(axes), False) if tuple(axes) != x.spec.axes else x
+
+
 def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
     """The elements of ``x`` where ``mask`` is True (``x[mask]``), along one new dim of the global count.
 
@@ -129,7 +159,9 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
     names ``x``'s leading dims). The result has the new dim first (named
     ``new_dim``; default: the mask's dim when it has one, else the mask dims
     joined by ``_``), then ``x``'s other dims. The new dim is in the canonical
-    ceil-block layout over the mask dims' mesh axes.
+    ceil-block layout over the mask dims' mesh axes (``x``'s; where ``x``
+    leaves a mask dim unsplit, the mask's axes that ``x`` does not use: ``x``
+    is sliced there locally, the mask never gathered).
 
     Collectives (see the module docstring): an alltoall of ``x``'s block when
     more than one mask dim is split; one allgather of one int64 per device
@@ -154,7 +186,7 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
 @differentiable("select")
 def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
     """``select`` of a checked bool ``mask``; its VJP writes the cotangent back at the selected positions."""
-    p = _Plan(x, mask)
+    p = _Plan(x, mask, adopt=True)
     if new_dim in p.rest:
         raise DimensionError(f"select: new_dim {new_dim!r} is already one of the kept dims {p.rest}; pass another")
     mesh = p.mesh
@@ -216,7 +248,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
 
     x = require_array(x, "x[mask] = v")
     refuse_write(x, "x[mask] = v", "build it with sa.where(mask, v, x)")
-    mask = _as_mask(x, mask, "x[mask] = v")
+    mask = _in_layout_of(x, _as_mask(x, mask, "x[mask] = v"))
     if not isinstance(v, ShardArray):
         arr = np.asarray(v)
         if arr.ndim == 0:
@@ -233,6 +265,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         return
     v = astype(v, x.dtype)  # a complex v into a real x raises, as x[ids] = v and x[a:b] = v do (NumPy drops .imag)
     p = _Plan(x, mask)
+    mesh = p.mesh
     _, g = p.counts()
     total = p.total(g)
     rest_shape = tuple(x.sizes[d] for d in p.rest)
@@ -258,8 +291,16 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
             f"scalar or a value of shape {want}"
         )
     v = resolve_to(v) if v.pending else v
-    v = to_axes(v, (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest), False)
-    mesh = p.mesh
+    target = (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest)
+    warn_gather(
+        "x[mask] = v",
+        v,
+        sorted(v.spec.used_axes.difference(a for t in target for a in t), key=mesh.axis_names.index),
+        "x is replicated over them (every replica needs every value) or splits its other dims there; split the "
+        "value like the selection (x[mask]'s layout) to avoid it",
+        "the value",
+    )
+    v = to_axes(v, target, False)
     n = math.prod(p.radix) if p.radix else 1
     src_blocks = [group_chunk(0, total, p.radix, i) for i in range(n)]
     send: list[Any] = [None] * mesh.size
@@ -293,6 +334,24 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
 
     shards = map_blocks(mesh, p.x.spec.used_axes, write, p.x.shards, p.mask.shards, recv)
     swap_in(x, ShardArray(mesh, p.x.spec, x.dtype, shards))
+
+
+def _in_layout_of(x: ShardArray, mask: ShardArray) -> ShardArray:
+    """The mask of a write into ``x`` in ``x``'s layout of the mask dims: ``x`` keeps its layout, so the mask
+    moves (an allgather of the mask over axes ``x`` is replicated on, announced by ``route.warn_gather``), never
+    ``x`` (a ``where`` in the mask's layout allgathered ``x`` back into its own)."""
+    target = tuple(x.spec.of(d) for d in mask.dims)
+    if target == mask.spec.axes:
+        return mask
+    warn_gather(
+        "x[mask] = v",
+        mask,
+        sorted(mask.spec.used_axes.difference(a for t in target for a in t), key=x.mesh.axis_names.index),
+        "x is replicated over them (every replica needs the whole mask) or splits its other dims there; split "
+        "the mask like the dims it covers to avoid it",
+        "the mask",
+    )
+    return to_axes(mask, target, False)
 
 
 def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:

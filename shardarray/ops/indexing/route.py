@@ -176,14 +176,14 @@ def locate(mesh: Mesh, spec: Any, dims: Sequence[int], coords: Sequence[Any], de
 GATHER_WARN_BYTES = 65536
 
 
-def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str) -> None:
-    """Warn with ``sa.GatherWarning`` that ``op`` allgathers the split array ``arr`` over mesh ``axes``, naming
-    the bytes each device receives, when they exceed ``GATHER_WARN_BYTES``."""
+def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array") -> None:
+    """Warn with ``sa.GatherWarning`` that ``op`` allgathers the split array ``arr`` (``what``: its role) over mesh
+    ``axes``, naming the bytes each device receives, when they exceed ``GATHER_WARN_BYTES``."""
     k = arr.mesh.axes_size(axes)
     nbytes = (k - 1) * -(-arr.size // max(k, 1)) * arr.dtype.itemsize
     if k > 1 and nbytes > GATHER_WARN_BYTES:
         warnings.warn(
-            f"{op}: the index array {arr.sizes} is allgathered over mesh axes {tuple(axes)}, {nbytes} bytes "
+            f"{op}: {what} {arr.sizes} is allgathered over mesh axes {tuple(axes)}, {nbytes} bytes "
             f"received per device: {advice}",
             GatherWarning,
             stacklevel=4,

@@ -313,13 +313,14 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     plan = _Plan(x, ids, dim)
     mesh = common_mesh([x, ids], "take")
     check_ids(ids, x.sizes[dim], dim)  # on GPUs: queued, read at the next read of a value (the lookup clips)
-    dropped = [a for d in plan.own for a in ids.spec.of(d) if a not in plan.axes[d]]
+    kept = {a for axes in plan.ids_axes for a in axes}  # (an axis the ids lose, on any dim, is allgathered)
+    dropped = sorted(ids.spec.used_axes.difference(kept), key=mesh.axis_names.index)
     warn_gather(
         f"take along {dim!r}",
         ids,
         dropped,
-        f"x splits its other dims over them; split the ids over the "
-        f"axes of {dim!r} (or axes x does not use) to avoid it",
+        f"x splits {dim!r} or its other dims over them; split the ids' new dims over the "
+        f"axes of {dim!r} and their shared dims as x's (or over axes x does not use) to avoid it",
     )
     x = to_axes(x, plan.x_axes, False)
     ids = to_axes(ids, plan.ids_axes, False)
