@@ -32,6 +32,7 @@ from .errors import (
     LayoutError,
     MeshError,
     MissingFileError,
+    OutOfBoundsError,
     ShardArrayError,
     TapeError,
 )
@@ -224,6 +225,7 @@ __all__ = [
     "Mesh",
     "MeshError",
     "MissingFileError",
+    "OutOfBoundsError",
     "Profile",
     "ShardArray",
     "ShardArrayError",

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import profiler
 from .backend.classlist import ClassList
-from .errors import ArgumentError, BackendError, DimensionError, DTypeError, TapeError, ZeroDimError
+from .errors import ArgumentError, BackendError, DimensionError, DTypeError, OutOfBoundsError, TapeError, ZeroDimError
 from .layout import Layout, block_slices
 from .mesh import AxesSpec, Mesh
 
@@ -313,7 +313,7 @@ class ShardArray:
         if len(ids) == 1 and self.ndim != 1:  # a flat index
             n = math.prod(shape)
             if not -n <= ids[0] < n:
-                raise DimensionError(f"{what}: index {ids[0]} is out of range for {self._describe()} ({n} elements)")
+                raise OutOfBoundsError(f"{what}: index {ids[0]} is out of range for {self._describe()} ({n} elements)")
             ids = [int(i) for i in np.unravel_index(ids[0] % n, shape)]
         elif len(ids) != self.ndim:
             raise DimensionError(
@@ -321,7 +321,7 @@ class ShardArray:
             )
         for d, i, n in zip(self.dims, ids, shape):
             if not -n <= i < n:
-                raise DimensionError(f"{what}: index {i} is out of range for dim {d!r} of size {n}")
+                raise OutOfBoundsError(f"{what}: index {i} is out of range for dim {d!r} of size {n}")
         return self.isel({d: i % n for d, i, n in zip(self.dims, ids, shape)})._scalar(what)
 
     def __float__(self) -> float:

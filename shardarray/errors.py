@@ -74,6 +74,12 @@ class LinAlgError(ShardArrayError, _np_linalg.LinAlgError):
     ``numpy.linalg.LinAlgError``, so ``except numpy.linalg.LinAlgError`` catches it too."""
 
 
+class OutOfBoundsError(DimensionError, IndexError):
+    """An index or axis out of range for its dim or array: a ``DimensionError`` that is also the ``IndexError``
+    NumPy raises there (``x[5]`` of 5 entries, ``np.take``, ``x.item(9)``; NumPy's ``AxisError`` for an axis is an
+    ``IndexError`` too), so ``except IndexError`` written for NumPy catches it."""
+
+
 class ZeroDimError(DimensionError, TypeError):
     """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""
 

@@ -169,3 +169,35 @@ def test_errors_are_value_or_type_errors():
     assert issubclass(sa.LayoutError, ValueError) and issubclass(sa.DimensionError, ValueError)
     assert issubclass(sa.MeshError, ValueError) and issubclass(sa.DTypeError, TypeError)
     assert issubclass(sa.BackendError, TypeError)
+
+
+def test_out_of_bounds_indices_and_axes_are_index_errors(mesh):
+    """An index or axis out of range raises ``sa.OutOfBoundsError``: a ``DimensionError`` that is also the
+    ``IndexError`` NumPy raises there, so code written for NumPy (``except IndexError``) catches it. (They were
+    ``DimensionError`` only.)"""
+    import shardarray.array_api as xp
+
+    h = np.arange(12.0).reshape(3, 4)
+    x = sa.asarray(h, dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+    with sa.default_mesh(mesh):
+        a = xp.asarray(h)
+        cases = {
+            "a[5]": (lambda: a[5], lambda: h[5]),
+            "a[:, -9]": (lambda: a[:, -9], lambda: h[:, -9]),
+            "a[[0, 5]]": (lambda: a[[0, 5]], lambda: h[[0, 5]]),
+            # (ids made on a GPU are checked there, and the error raised at the next read of a value)
+            "take": (lambda: xp.take(a, xp.asarray([7]), axis=0).numpy(), lambda: np.take(h, [7], axis=0)),
+            "np.take": (lambda: np.take(a, [-9], axis=1), lambda: np.take(h, [-9], axis=1)),
+            "item": (lambda: a.item(99), lambda: h.item(99)),
+            "sum axis": (lambda: xp.sum(a, axis=3), lambda: np.sum(h, axis=3)),
+            "expand_dims": (lambda: xp.expand_dims(a, axis=5), lambda: np.expand_dims(h, axis=5)),
+            "delete": (lambda: np.delete(a, 7, axis=0), lambda: np.delete(h, 7, axis=0)),
+            "named isel": (lambda: x.isel({"a": 3}), lambda: h[3]),
+            "named item": (lambda: x.item(0, 4), lambda: h.item(0, 4)),
+        }
+        for label, (ours, numpys) in cases.items():
+            with pytest.raises(IndexError):
+                numpys()
+            with pytest.raises(sa.OutOfBoundsError) as e:
+                ours()
+            assert isinstance(e.value, sa.DimensionError) and isinstance(e.value, IndexError), label

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core.relayout import relayout
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ..ops.indexing.basic import slice_dim
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation.dims import squeeze
@@ -44,7 +44,7 @@ def axis_dim(x: ShardArray, axis: Any, what: str) -> str:
     except TypeError:
         raise DimensionError(f"{what}: axis must be an integer; got {axis!r}") from None
     if not -x.ndim <= i < x.ndim:
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"{what}: axis {i} is out of bounds for an array of {x.ndim} dimension(s) (shape {x.shape})"
         )
     return x.dims[i]

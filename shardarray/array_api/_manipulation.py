@@ -21,7 +21,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import int_arg
 from ..core.relayout import relayout
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ..layout import check_sizes
 from ..ops.creation.basic import full, zeros
 from ..ops.indexing.basic import slice_dim
@@ -37,10 +37,6 @@ from ..ops.manipulation.structure import rename, transpose
 from ._align import align, axes_dims, axes_size, axis_dim, broadcast_shape, fresh, merge
 from ._array import Array, wrap
 from ._indexing import take_positions
-
-
-class AxisIndexError(DimensionError, IndexError):
-    """An axis out of range where the standard asks for ``IndexError`` (``expand_dims``)."""
 
 
 def _array(x: Any, what: str) -> ShardArray:
@@ -159,7 +155,7 @@ def stack(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int = 0
             )
     pos = _int(axis, "stack: axis")
     if not -(x0.ndim + 1) <= pos <= x0.ndim:
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"stack: axis {pos} is out of range for a result of {x0.ndim + 1} dimensions; "
             f"use {-(x0.ndim + 1)}..{x0.ndim}"
         )
@@ -206,7 +202,7 @@ def expand_dims(x: ShardArray, /, axis: int | tuple[int, ...] = 0) -> Array:
     norm = []
     for a in axes:
         if not -nd <= a < nd:
-            raise AxisIndexError(
+            raise OutOfBoundsError(
                 f"expand_dims: axis {a} is out of range for a result of {nd} dimension(s) "
                 f"(array of shape {x.shape}); use {-nd}..{nd - 1}"
             )

@@ -429,7 +429,8 @@ def _quantile(
         raise ArgumentError(f"{what}: method {method!r} is not supported; use one of {methods}")
     if x.dtype.kind == "c":
         raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
-    if x.dtype == np.bool_ and method not in _PICKING:  # (NumPy cannot subtract booleans to interpolate)
+    if x.dtype == np.bool_ and method not in _PICKING and "median" not in what:
+        # (NumPy cannot subtract booleans to interpolate; its median averages the two middle values, in float64)
         if method != "linear" or _q_kind(q) not in "biu":
             raise DTypeError(
                 f"{what}: method {method!r} interpolates, and booleans cannot be interpolated (NumPy raises too); "

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ._array import HOOKS, Array
 from ._statistical import _check
 
@@ -34,7 +34,7 @@ def _axis(x: ShardArray, axis: Any, what: str) -> int:
     if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
         raise ArgumentError(f"{what}: axis must be an int; got {axis!r}")
     if not -x.ndim <= int(axis) < x.ndim:
-        raise DimensionError(f"{what}: axis {axis} is out of bounds for an array of {x.ndim} dimensions")
+        raise OutOfBoundsError(f"{what}: axis {axis} is out of bounds for an array of {x.ndim} dimensions")
     return int(axis) % x.ndim
 
 
@@ -137,7 +137,7 @@ def delete(arr: Array, obj: Any, axis: int | None = None) -> Array:
     pos = _host_positions(obj, n, "delete")
     if pos.size and (pos.min() < -n or pos.max() >= n):
         bad = int(pos.min()) if pos.min() < -n else int(pos.max())
-        raise DimensionError(f"delete: index {bad} is out of bounds for axis {k} with size {n}")
+        raise OutOfBoundsError(f"delete: index {bad} is out of bounds for axis {k} with size {n}")
     keep = np.ones(n, dtype=bool)
     keep[pos % n if n else pos] = False
     return _join([_along(arr, k, a, b) for a, b in _runs(keep)], arr, k)
@@ -178,7 +178,7 @@ def _new_positions(pos: np.ndarray, n: int) -> np.ndarray:
     total = n + new.size
     if new.size and (new.min() < -total or new.max() >= total):
         bad = int(new.min()) if new.min() < -total else int(new.max())
-        raise DimensionError(f"insert: index {bad} is out of bounds for the result's axis of size {total}")
+        raise OutOfBoundsError(f"insert: index {bad} is out of bounds for the result's axis of size {total}")
     new %= max(total, 1)
     if np.unique(new).size != new.size:  # (NumPy: a ValueError, but for an axis of length 1, which it broadcasts)
         raise DimensionError(f"insert: the positions {pos.tolist()} put two values in one place")
@@ -219,7 +219,7 @@ def insert(arr: Array, obj: Any, values: Any, axis: int | None = None) -> Array:
     if pos.size == 1:  # (NumPy's one position: as many values as given along the axis)
         p = int(pos[0])
         if p < -n or p > n:
-            raise DimensionError(f"insert: index {p} is out of bounds for axis {k} with size {n}")
+            raise OutOfBoundsError(f"insert: index {p} is out of bounds for axis {k} with size {n}")
         p = p + n if p < 0 else p
         vals = _insert_values(arr, values, k, zero_d, None)
         return _join([q for q in (_along(arr, k, 0, p), vals, _along(arr, k, p, None)) if q.shape[k]], arr, k)
@@ -538,7 +538,7 @@ def _kth(a: Array, kth: Any, axis: Any, what: str) -> tuple[Array, int]:
         raise DTypeError(f"{what}: kth must be an int or a sequence of ints; got {kth!r:.80}")
     n = a.shape[k]
     if n and ks.size and (ks.min() < -n or ks.max() >= n):  # (NumPy checks no kth against an empty axis)
-        raise DimensionError(f"{what}: kth {kth!r} out of bounds for axis {k} of size {n}")
+        raise OutOfBoundsError(f"{what}: kth {kth!r} out of bounds for axis {k} of size {n}")
     return a, k
 
 

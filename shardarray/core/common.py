@@ -13,7 +13,7 @@ from ..array import ShardArray
 from ..backend.classlist import ClassList, class_ids, intern_index, is_interned
 from ..backend.meta import MetaArray
 from ..comm.parallel import run_all, usable
-from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
+from ..errors import ArgumentError, DimensionError, DTypeError, MeshError, OutOfBoundsError
 from ..layout import Layout, make_layout
 from ..mesh import Mesh
 from .kinds import GIVEN
@@ -105,7 +105,7 @@ def dims_arg(x: ShardArray, dims: Any, what: str) -> tuple[str, ...]:
         if not isinstance(d, str):
             i = int(d)
             if not -x.ndim <= i < x.ndim:
-                raise DimensionError(
+                raise OutOfBoundsError(
                     f"{what}: position {i} is out of range for an array with {x.ndim} dim(s) {x.dims}; "
                     f"use 0..{x.ndim - 1}, -{x.ndim}..-1 or a dim name"
                 )

@@ -12,7 +12,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import require_ids
 from ..dtypes import as_dtype, is_real_float
-from ..errors import DimensionError, DTypeError
+from ..errors import DimensionError, DTypeError, OutOfBoundsError
 from ..layout import make_layout
 from ..memo_hook import layer
 from ..mesh import Mesh
@@ -215,10 +215,10 @@ def _ids_in_vocab(fn: Any, what: str, cfg: TransformerConfig, ids: ShardArray) -
     try:
         check_ids(ids, cfg.vocab, "vocab", f"sa.nn.transformer_loss's {what} (the model's vocab {cfg.vocab})")
         return fn()
-    except DimensionError as e:
+    except OutOfBoundsError as e:
         if "must lie in" not in str(e):
             raise
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"{what} hold ids outside the model's vocab {cfg.vocab} (ids must lie in [0, {cfg.vocab})): {e}"
         ) from None
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray, like_kind
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, full
 from ..ops.manipulation.structure import astype, rename, transpose
@@ -160,7 +160,7 @@ def _stack(fn: Callable[..., Any], arrays: list[ShardArray], axis: Any, what: st
     except TypeError:
         raise ArgumentError(f"{what}: axis must be an integer; got {axis!r}") from None
     if not -len(dims) - 1 <= pos <= len(dims):
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"{what}: axis {pos} is out of range for stacking arrays with dims {dims}; use 0..{len(dims)}"
         )
     pos = pos % (len(dims) + 1)

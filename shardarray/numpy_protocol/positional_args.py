@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
+from ..errors import ArgumentError, DimensionError, DTypeError, MeshError, OutOfBoundsError
 from .common import mixing_error, same, short
 
 #: NumPy keywords and the values that change nothing for a distributed array (besides each keyword's default)
@@ -135,7 +135,7 @@ def axes_of(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
         except TypeError:
             raise ArgumentError(f"{what}: axis must be an integer or a tuple of integers; got {axis!r}") from None
         if not -ndim <= k < ndim:
-            raise DimensionError(f"{what}: axis {k} is out of bounds for an array of {ndim} dimensions")
+            raise OutOfBoundsError(f"{what}: axis {k} is out of bounds for an array of {ndim} dimensions")
         out.append(k % ndim)
     if len(set(out)) != len(out):
         raise DimensionError(f"{what}: axis {axis!r} repeats an axis")

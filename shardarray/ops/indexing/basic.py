@@ -16,7 +16,7 @@ from ...array import ShardArray
 from ...core.common import map_blocks
 from ...core.relayout import resolve_to
 from ...core.tape import differentiable
-from ...errors import ArgumentError, DimensionError, DTypeError
+from ...errors import ArgumentError, DTypeError, OutOfBoundsError
 from ...layout import Layout, block_bounds
 from .slice_box import slice_dims
 
@@ -32,7 +32,7 @@ def normalize_int(x: ShardArray, dim: str, i: Any) -> int:
     n = x.sizes[dim]
     j = int(i)
     if not -n <= j < n:
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"index {j} is out of range for dim {dim!r} of size {n} (array {x.sizes}); use 0..{n - 1} or -{n}..-1"
             if n
             else f"index {j} is out of range for dim {dim!r} of size 0 (array {x.sizes}): "
@@ -59,7 +59,7 @@ def check_host_ids(arr: np.ndarray, n: int, place: str, comm_kind: str, what: st
     range in the device-side check instead (one process's ids alone must not raise alone)."""
     if arr.size and comm_kind != "mpi" and (int(arr.min()) < -n or int(arr.max()) >= n):
         bad = int(arr.min()) if int(arr.min()) < -n else int(arr.max())
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"{what}: index {bad} is out of bounds for {place} with size {n} (ids must lie in [-{n}, {n}), negative "
             f"ones counting from the end); clip or remap the ids"
         )

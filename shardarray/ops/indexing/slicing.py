@@ -27,7 +27,7 @@ import numpy as np
 from ...array import ShardArray
 from ...core.common import require_array
 from ...core.relayout import resolve_to
-from ...errors import ArgumentError, DimensionError, DTypeError
+from ...errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
 from ..manipulation.concat import new_dim
@@ -65,7 +65,7 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
         arr = host_ids(arr).reshape(-1)
         bad = arr[(arr < -n) | (arr >= n)]
         if bad.size:
-            raise DimensionError(
+            raise OutOfBoundsError(
                 f"index {int(bad[0])} is out of range for dim {dim!r} of size {n} "
                 f"(array {x.sizes}); use 0..{n - 1} or -{n}..-1"
             )

@@ -41,7 +41,7 @@ from ...backend.classlist import by_value
 from ...core.common import common_mesh, map_blocks, merged_axes, mesh_order, new_array, require_ids, union_dims
 from ...core.relayout import relayout, to_axes
 from ...core.tape import differentiable
-from ...errors import DimensionError, DTypeError
+from ...errors import DimensionError, DTypeError, OutOfBoundsError
 from ...layout import block_bounds, check_dims, check_sizes
 from ...mesh import Mesh
 from ..creation.basic import asarray
@@ -219,13 +219,13 @@ class _DeferredRange:
                     both = xp.stack(pairs)
                     self.parts.append((d, xp.stack([xp.min(both[:, 0]), xp.max(both[:, 1])])))
 
-    def verdict(self, values: list[np.ndarray]) -> DimensionError | None:
+    def verdict(self, values: list[np.ndarray]) -> OutOfBoundsError | None:
         lo = min(int(v[0]) for v in values)
         hi = max(int(v[1]) for v in values)
         if lo >= 0 and hi < self.n:
             return None
         n, dim = self.n, self.dim
-        return DimensionError(
+        return OutOfBoundsError(
             f"{self.op} along {dim!r} (size {n}): ids {self.sizes} must lie in [0, {n}); found values from {lo} to "
             f"{hi} (ids made on the device are checked there; this was found at the next read of a value); "
             f"{_remedy(n, dim)}"
@@ -253,7 +253,7 @@ def _check_range(ids: ShardArray, n: int, dim: str) -> None:
     lo = comm.host_reduce(lo, "min")
     hi = comm.host_reduce(hi, "max")
     if lo < 0 or hi >= n:
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"take along {dim!r} (size {n}): ids {ids.sizes} must lie in [0, {n}); found values from {lo} to {hi}; "
             f"{_remedy(n, dim)}"
         )

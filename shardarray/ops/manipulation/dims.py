@@ -8,7 +8,7 @@ from ...array import ShardArray
 from ...core.common import dims_arg, int_arg, map_blocks, require_array
 from ...core.relayout import move_axes
 from ...core.tape import differentiable
-from ...errors import DimensionError
+from ...errors import DimensionError, OutOfBoundsError
 from ...layout import Layout, check_dims
 
 
@@ -75,7 +75,7 @@ def expand_dims(x: ShardArray, dim: str, position: int = 0) -> ShardArray:
         raise DimensionError(f"expand_dims: {dim!r} is already a dim of the array {x.sizes}; choose a new name")
     pos = int_arg(position, "expand_dims: position", DimensionError)
     if not -(x.ndim + 1) <= pos <= x.ndim:
-        raise DimensionError(
+        raise OutOfBoundsError(
             f"expand_dims: position {pos} is out of range for a result with {x.ndim + 1} dims "
             f"(the array's dims are {x.dims}); use {-(x.ndim + 1)}..{x.ndim}"
         )
