@@ -94,12 +94,14 @@ def _like_dict(target: dict[Any, Any], items: list[tuple[Any, Any]]) -> dict[Any
     return out
 
 
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # bool < integers < floats (bfloat16: "V") < complex
+#: NumPy's order of kinds for ``same_kind`` casting: bool < unsigned < signed < floats (bfloat16: "V") < complex
+_KIND_RANK = {"b": 0, "u": 1, "i": 2, "f": 3, "V": 3, "c": 4}
 
 
 def _check_cast(name: str, saved: Any, target: Any, casting: str, src: Source) -> None:
-    """Refuse a cast to a lower kind (float -> integer, complex -> real, integer -> bool), which would change
-    values without a word (NaN and 1e10 into int8 both become 0), unless ``casting="unsafe"``."""
+    """Refuse a cast to a lower kind (float -> integer, complex -> real, signed -> unsigned, integer -> bool), which
+    would change values without a word (NaN and 1e10 into int8 both become 0, -1 into uint8 becomes 255), unless
+    ``casting="unsafe"``; as NumPy's ``np.can_cast(saved, target, "same_kind")``."""
     a, b = as_dtype(saved), as_dtype(target)
     if casting != "unsafe" and _KIND_RANK.get(b.kind, 2) < _KIND_RANK.get(a.kind, 2):
         raise CheckpointError(
@@ -304,7 +306,8 @@ def load(
         casting: ``"same_kind"`` (default) casts within a kind and upwards
             (float32 -> bfloat16, int32 -> float64) and refuses a target of a
             lower kind (a float checkpoint into an integer target, complex into
-            real), which would change values silently; ``"unsafe"`` casts
+            real, signed into unsigned integers: NumPy's ``same_kind``), which
+            would change values silently; ``"unsafe"`` casts
             anything as NumPy's ``astype`` does.
 
     Returns:

@@ -74,16 +74,31 @@ def target(
         spec = None if ruled else dict(zip(names, mesh.axis_names))
     elif isinstance(layout, Mapping):
         spec = {}
+        given: dict[Any, Any] = {}  # dim name -> the key that named it
         for key, axes in layout.items():
-            if isinstance(key, int) and not isinstance(key, bool):
-                if not -len(names) <= key < len(names):
-                    raise LayoutError(
-                        f"{what}: layout {dict(layout)} names axis {key}, but the array has {len(names)} dim(s) "
-                        f"{names}; use axis numbers 0..{len(names) - 1} or dim names"
-                    )
-                key = names[key]
-            spec[key] = axes
+            dim = _dim_of(key, names, layout, what)
+            if dim in given:
+                raise LayoutError(
+                    f"{what}: layout {dict(layout)} names dim {dim!r} twice (as {given[dim]!r} and {key!r}), so one "
+                    f"of its entries would be dropped; give each dim once (dims {names}, axis numbers "
+                    f"0..{len(names) - 1})"
+                )
+            given[dim] = key
+            spec[dim] = axes
     return make_layout(mesh, names, shape, spec, what=f"{what} array {dict(zip(names, shape))}"), positional
+
+
+def _dim_of(key: Any, names: tuple[str, ...], layout: Mapping[Any, Any], what: str) -> Any:
+    """The dim a layout key names: an axis number (an int or NumPy integer, negative from the end) becomes its
+    dim name; any other key is returned as it is (``make_layout`` refuses one that names no dim)."""
+    if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)):
+        return key
+    if not -len(names) <= key < len(names):
+        raise LayoutError(
+            f"{what}: layout {dict(layout)} names axis {key}, but the array has {len(names)} dim(s) "
+            f"{names}; use axis numbers 0..{len(names) - 1} or dim names"
+        )
+    return names[int(key)]
 
 
 def build(
@@ -117,9 +132,10 @@ def build(
                 continue
             try:
                 host[bounds] = read(bounds)
-            except ShardArrayError:
+            except (ShardArrayError, MemoryError):
                 raise
-            except (OSError, ValueError, RuntimeError, KeyError, EOFError) as e:
+            except Exception as e:  # whatever the file's library raises on damaged data (a chunk of shape 0 in a
+                # Zarr array's metadata: ZeroDivisionError), never a bare error of that library
                 raise ArgumentError(
                     f"{what}: reading the block {[list(b) for b in bounds]} of {where} failed "
                     f"({type(e).__name__}: {e}); the file is damaged or unreadable"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,10 +40,21 @@ def existing(path: str | os.PathLike[str], what: str, kind: str) -> Path:
     """``path`` as a Path, or ArgumentError when it is not a path or nothing is there."""
     p = user_path(path, what)
     if not p.exists():
-        near = sorted(q.name for q in p.parent.glob(f"*{p.suffix}"))[:5] if p.parent.is_dir() else []
+        near = _near(p)
         hint = f" ({p.parent} holds {near})" if near else ""
         raise MissingFileError(f"{what}: no {kind} at {p}{hint}; check the path (write one with its write_ function)")
     return p
+
+
+def _near(p: Path) -> list[str]:
+    """Up to 5 names in ``p``'s folder that end like ``p`` (its suffix), for a hint; [] when it cannot be listed.
+
+    Compared as plain text, never as a glob pattern: a suffix such as ``.**`` or ``.[`` is a file name like any
+    other (``Path.glob`` raised ``ValueError`` on it)."""
+    try:
+        return sorted(q.name for q in p.parent.iterdir() if q.name.endswith(p.suffix))[:5]
+    except OSError:  # no such folder, or one this process may not list: only a hint
+        return []
 
 
 def absent(path: Path, overwrite: bool, what: str) -> None:
@@ -83,13 +94,26 @@ def file_shape(found: Sequence[int], expected: Any, path: Any, dtype: Any, what:
     """``found`` as a tuple, checked against ``expected`` (the user's ``shape=``)."""
     shape = tuple(int(n) for n in found)
     if expected is not None:
-        want = (expected,) if isinstance(expected, int) else tuple(expected)
+        want = _expected_shape(expected, shape, what)
         if want != shape:
             raise DimensionError(
                 f"{what}: {path} holds an array of shape {shape} (dtype {dtype}), not the shape={want} expected; "
                 f"check the path, or pass shape={shape} (or leave shape out)"
             )
     return shape
+
+
+def _expected_shape(expected: Any, shape: tuple[int, ...], what: str) -> tuple[Any, ...]:
+    """The user's ``shape=`` as a tuple: an int (Python or NumPy) is a 1-d shape; anything that is not a sequence
+    (a float, a bool) is a ``DimensionError``."""
+    if isinstance(expected, (int, np.integer)) and not isinstance(expected, (bool, np.bool_)):
+        return (int(expected),)
+    if isinstance(expected, (bool, np.bool_, str, bytes)) or not isinstance(expected, Iterable):
+        raise DimensionError(
+            f"{what}: shape={expected!r} is not a shape; give a tuple of ints (the file holds shape={shape}), "
+            f"or leave shape out"
+        )
+    return tuple(expected)
 
 
 def file_meta(

@@ -11,17 +11,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DimensionError, DTypeError, ExistingFileError
+from ..errors import ArgumentError, DimensionError, DTypeError, ExistingFileError, ShardArrayError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
+
+
+@contextlib.contextmanager
+def _damaged(path: Path, what: str, doing: str) -> Iterator[None]:
+    """An ``ArgumentError`` for what h5py raises on a damaged file (a ``KeyError`` or ``RuntimeError`` from HDF5's
+    checks of its structures, an ``OSError``); ``sa``'s own errors pass through."""
+    try:
+        yield
+    except ShardArrayError:
+        raise
+    except (KeyError, RuntimeError, OSError, ValueError, TypeError) as e:
+        raise ArgumentError(
+            f"{what}: {doing} of {path} failed ({type(e).__name__}: {e}); the file is damaged or not HDF5: restore "
+            f"it, or write it again"
+        ) from None
 
 
 def _datasets(h5py: Any, f: Any) -> list[str]:
@@ -74,6 +89,19 @@ def _dataset(h5py: Any, f: Any, dataset: str | None, path: Path, what: str) -> A
             f"dataset="
         )
     return obj
+
+
+def _replaceable(h5py: Any, f: Any, dataset: str, path: Path, what: str) -> None:
+    """ArgumentError unless the object at ``f[dataset]`` is a dataset, which ``overwrite=True`` may replace: a
+    group (and every dataset under it) is never deleted to make room for one array."""
+    obj = f.get(dataset)
+    if not isinstance(obj, h5py.Dataset):
+        inside = sorted(_datasets(h5py, obj)) if isinstance(obj, h5py.Group) else []
+        raise ArgumentError(
+            f"{what}: {path} holds a group at {dataset!r} (datasets {inside[:10]}), not a dataset; write_hdf5 "
+            f"replaces only a dataset (overwrite=True would delete the whole group): pass another dataset=, e.g. "
+            f"{dataset.rstrip('/') + '/data'!r}"
+        )
 
 
 def read_hdf5(
@@ -135,7 +163,7 @@ def read_hdf5(
             f = h5py.File(p, "r")
         except OSError as e:
             raise ArgumentError(f"{what}: {p} is not a readable HDF5 file ({e})") from None
-        with f:
+        with _damaged(p, what, "reading its metadata"), f:  # (closing a damaged file can fail too)
             ds = _dataset(h5py, f, dataset, p, what)
             if ds.shape is None:
                 raise ArgumentError(
@@ -146,7 +174,8 @@ def read_hdf5(
 
     p, dt, found = checks.together(checks.job(mesh), open_checked, what)
     lay, positional = blocks.target(mesh, found, dims, layout, what)
-    with contextlib.ExitStack() as stack:  # the file opened once, at the first block this process reads
+    # the file opened once, at the first block this process reads, and closed after the last
+    with _damaged(p, what, "reading the blocks"), contextlib.ExitStack() as stack:
         opened: list[Any] = []
 
         def read(bounds: blocks.Bounds) -> np.ndarray:
@@ -223,8 +252,9 @@ def write_hdf5(
             f = h5py.File(p, "a")
         except OSError as e:
             raise ArgumentError(f"{what}: cannot open {p} as an HDF5 file to add dataset {dataset!r} ({e})") from None
-        with f:
+        with _damaged(p, what, f"adding dataset {dataset!r}"), f:
             if dataset in f:
+                _replaceable(h5py, f, dataset, p, what)
                 if not overwrite:
                     raise ExistingFileError(
                         f"{what}: {p} already holds {dataset!r}; pass overwrite=True to replace it, or another dataset="
@@ -254,7 +284,7 @@ def write_hdf5(
             f = h5py.File(p, "r+")
         except OSError as e:
             raise ArgumentError(f"{what}: process {rank} cannot open {p} to write its blocks ({e})") from None
-        with f:
+        with _damaged(p, what, f"process {rank} writing its blocks"), f:
             ds = f[dataset]
             for b, host in mine:
                 ds.write_direct(np.ascontiguousarray(host), dest_sel=b.slices() if host.ndim else None)

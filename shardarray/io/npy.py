@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from . import blocks, checks
 def _open(path: Path, what: str) -> np.memmap:
     try:
         return open_memmap(path, mode="r")
-    except (ValueError, OSError, EOFError) as e:
+    except (ValueError, OSError, EOFError, SyntaxError, TokenError) as e:  # (a damaged header: NumPy tokenizes it)
         raise ArgumentError(
             f"{what}: {path} is not a readable .npy file ({e}); read .npy files written by np.save or sa.io.write_npy"
         ) from None
@@ -143,11 +144,11 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
 
     def create() -> None:
         if procs.rank == 0:
-            checks.absent(p, overwrite, what)
-            if p.is_dir():
+            if p.is_dir():  # first: overwrite=True would not replace it either
                 raise ArgumentError(
                     f"{what}: {p} is a directory, and write_npy replaces only files; write to a file path"
                 )
+            checks.absent(p, overwrite, what)
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 if p.exists():

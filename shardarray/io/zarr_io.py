@@ -12,14 +12,15 @@ whole chunk, and one of the writes would be lost.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError
+from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError, ShardArrayError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
@@ -161,10 +162,12 @@ def _chunks(x: ShardArray, chunks: Any, processes: int, path: Any, what: str) ->
         if unknown:
             raise DimensionError(f"{what}: chunks={dict(chunks)} names {unknown}, not dims of the array {x.sizes}")
         given = tuple(chunks.get(d, c) for d, c in zip(x.dims, tiled))
+    elif isinstance(chunks, (int, np.integer)) and not isinstance(chunks, (bool, np.bool_)):
+        given = (chunks,) * x.ndim
     else:
-        given = (chunks,) * x.ndim if isinstance(chunks, int) else tuple(chunks)
+        given = tuple(chunks) if isinstance(chunks, Iterable) and not isinstance(chunks, (str, bytes)) else ()
     if len(given) != x.ndim or not all(
-        isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1 for c in given
+        isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) and c >= 1 for c in given
     ):
         raise DimensionError(
             f"{what}: chunks={chunks!r} for the array {x.sizes}: give one integer >= 1 per dim ({x.ndim}), a dict "
@@ -196,6 +199,54 @@ def _open_for_blocks(zarr: Any, store: Any, dtype: np.dtype) -> Any:
         return zarr.open_array(store=store, mode="r+")
     with zarr.config.set({"array.write_empty_chunks": True}):
         return zarr.open_array(store=store, mode="r+")
+
+
+def _create(zarr: Any, store: Any, x: ShardArray, grid: tuple[int, ...], overwrite: bool, path: Any, what: str) -> None:
+    """Create the Zarr array (its metadata) that ``write_zarr`` fills; a typed error for what zarr-python refuses."""
+    try:
+        zarr.create_array(
+            store=store,
+            shape=x.shape,
+            chunks=grid,
+            dtype=x.dtype,
+            dimension_names=None if x.positional else x.dims,
+            overwrite=overwrite,
+        )
+    except zarr.errors.ContainsArrayError:
+        raise ArgumentError(
+            f"{what}: an array exists at {path}; pass overwrite=True to replace it, or write to a new path"
+        ) from None
+    except ValueError as e:
+        if "data type" in str(e):
+            raise DTypeError(
+                f"{what}: {path}: Zarr cannot store dtype {x.dtype.name} ({e}); cast first, e.g. "
+                f"x.astype('float32'), or write .npy (sa.io.write_npy keeps bfloat16)"
+            ) from None
+        raise ArgumentError(
+            f"{what}: zarr-python cannot create the array {x.sizes} (dtype {x.dtype.name}, chunks {grid}) at {path} "
+            f"({e}); write to another path or with other chunks"
+        ) from None
+    except OSError as e:  # a parent that is a file; no permission
+        raise ArgumentError(f"{what}: cannot create a Zarr array at {path} ({type(e).__name__}: {e})") from None
+
+
+def _first_missing(local: Path) -> Path | None:
+    """The outermost folder of ``local``'s path that does not exist yet (``local`` itself at most), or None."""
+    missing = None
+    for p in (local, *local.parents):
+        if p.exists():
+            return missing
+        missing = p
+    return missing
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove ``folder`` (made by a create that then failed) when it holds folders only, no file."""
+    try:
+        if folder.is_dir() and not any(p.is_file() or p.is_symlink() for p in folder.rglob("*")):
+            shutil.rmtree(folder)
+    except OSError:  # only tidying: the error being raised is the one to report
+        pass
 
 
 def write_zarr(
@@ -258,31 +309,16 @@ def write_zarr(
     def create() -> None:
         if procs.rank != 0:
             return
-        if local is not None:
-            checks.absent(local, overwrite, what)
+        if local is not None:  # first what overwrite=True would not replace either, then what it would
             _replaceable(zarr, local, what)
+            checks.absent(local, overwrite, what)
+        made = _first_missing(local) if local is not None else None
         try:
-            zarr.create_array(
-                store=store,
-                shape=x.shape,
-                chunks=grid,
-                dtype=x.dtype,
-                dimension_names=None if x.positional else x.dims,
-                overwrite=overwrite,
-            )
-        except zarr.errors.ContainsArrayError:
-            raise ArgumentError(
-                f"{what}: an array exists at {path}; pass overwrite=True to replace it, or write to a new path"
-            ) from None
-        except ValueError as e:
-            if "data type" in str(e):
-                raise DTypeError(
-                    f"{what}: {path}: Zarr cannot store dtype {x.dtype.name} ({e}); cast first, e.g. "
-                    f"x.astype('float32'), or write .npy (sa.io.write_npy keeps bfloat16)"
-                ) from None
+            _create(zarr, store, x, grid, overwrite, path, what)
+        except ShardArrayError:
+            if made is not None:  # a refused write leaves nothing behind (zarr-python makes the folders first)
+                _remove_if_empty(made)
             raise
-        except OSError as e:  # a parent that is a file; no permission
-            raise ArgumentError(f"{what}: cannot create a Zarr array at {path} ({type(e).__name__}: {e})") from None
 
     def fill() -> Any:
         try:
