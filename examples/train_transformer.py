@@ -123,7 +123,8 @@ def _fmt_bytes(n: float) -> str:
 
 
 def _compute_dtype(dtype: str) -> str | None:
-    """The model's compute dtype for ``--dtype``: the 16-bit ones compute in 16 bits, the others in the params' dtype."""
+    """The model's compute dtype for ``--dtype``: the 16-bit ones compute in 16 bits, the others in the params'
+    dtype."""
     return dtype if dtype in ("bfloat16", "float16") else None
 
 
@@ -285,7 +286,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     loss, grads = step_fn(params, tokens, targets, cfg)
                     params, state = opt.update(params, grads, state)
                 else:  # float16: scaled loss, unscaled grads, a skipped step on overflow
-                    loss, grads = scaler.value_and_grad(sa.nn.transformer_loss)(scale_state, params, tokens, targets, cfg)
+                    scaled = scaler.value_and_grad(sa.nn.transformer_loss)
+                    loss, grads = scaled(scale_state, params, tokens, targets, cfg)
                     params, state, scale_state = scaler.apply(opt, params, grads, state, scale_state)
                 loss_value = float(loss)
             dt = time.perf_counter() - t0
@@ -309,7 +311,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 break
     accuracy = evaluate(params, cfg, mesh, eval_rng_seed + 1, args.eval_batch)
     metrics = {
-        "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "comm": mesh.comm_kind, "params": sa.nn.param_count(cfg),
+        "mesh": mesh.shape, "strategy": args.strategy, "backend": args.backend, "comm": mesh.comm_kind,
+        "params": sa.nn.param_count(cfg),
         "steps": args.steps, "first_loss": losses[0], "final_loss": float(np.mean(losses[-20:])),
         "held_out_accuracy": accuracy, "chance": chance,
         "steps_run": ran, "tokens_per_s": tokens_per_step * ran / train_time, "wall_s": time.perf_counter() - start,

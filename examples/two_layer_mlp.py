@@ -88,7 +88,7 @@ def run_case(case: Case, b: int, d_io: int, d_h: int, seed: int = 0) -> dict:
         y = forward(mesh, x, w, bias, v)
     params = {"w": w, "bias": bias, "v": v}
     with sa.comm_log() as log_fb:
-        loss, grads = sa.value_and_grad(loss_fn)(params, x)
+        _, grads = sa.value_and_grad(loss_fn)(params, x)
     want = np.maximum(x.numpy() @ w.numpy() + bias.numpy(), 0) @ v.numpy()
     want_grads = numpy_grads(x.numpy(), w.numpy(), bias.numpy(), v.numpy())
     grads_ok = all(
@@ -140,11 +140,13 @@ def report(b: int, d_io: int, d_h: int) -> list[dict]:
         mesh = "×".join(f"{a}={s}" for a, s in case.mesh.items())
         ok = "ok" if r["correct"] else "WRONG"
         fwd = f"{r['allreduced']:.0f}" + ("" if r["allreduced"] == r["expected"] else f" (≠{r['expected']:.0f})")
-        fb = f"{r['allreduced_fb']:.0f}" + ("" if r["allreduced_fb"] == r["expected_fb"] else f" (≠{r['expected_fb']:.0f})")
+        same = r["allreduced_fb"] == r["expected_fb"]
+        fb = f"{r['allreduced_fb']:.0f}" + ("" if same else f" (≠{r['expected_fb']:.0f})")
         table.add_row(case.name, mesh, ok, fwd, case.formula, fb, case.formula_fb, case.paper)
     Console(width=200).print(table)
     if all(r["correct"] for r in results):
-        print("NumPy ok: y and the gradients of w, bias and v match NumPy (float64), each gradient in its weight's layout.")
+        print("NumPy ok: y and the gradients of w, bias and v match NumPy (float64), each gradient in its weight's "
+              "layout.")
     exact = all(r["allreduced"] == r["expected"] and r["allreduced_fb"] == r["expected_fb"] for r in results)
     print("Measured counts " + ("equal our exact formulas" if exact else "DIFFER from our formulas (marked ≠)")
           + "; Table 1 keeps only the leading terms, without constant factors.\n")
