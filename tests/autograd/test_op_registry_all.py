@@ -1110,6 +1110,7 @@ NO_ARRAY_INPUT.update({
     "sa.linalg.ReplicatedFallbackWarning": "class: a warning type",
     "sa.GatherWarning": "class: a warning type",
     "sa.GraphError": "class: an exception type",
+    "sa.OutOfBoundsError": "class: an exception type",
     "xp.lib": "module: NumPy's lib namespace on duck arrays (stride_tricks.sliding_window_view)",
     "sa.fft.fftfreq": "creation: (mesh, n) sample frequencies",
     "sa.fft.rfftfreq": "creation: (mesh, n) sample frequencies",
