@@ -9,8 +9,9 @@ import numpy as np
 
 from ..array import ShardArray, like_kind
 from ..core.relayout import resolve_to
+from ..dtypes import is_complex, is_real_float
 from ..errors import DTypeError
-from ..tree import tree_flatten, tree_unflatten
+from ..tree import tree_flatten, tree_paths, tree_unflatten
 from .common import _in_range
 from .reduce_tree import allreduce_tree, scale_leaves
 
@@ -21,6 +22,18 @@ def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
         if not isinstance(x, ShardArray):
             raise DTypeError(f"{what}: every leaf must be a ShardArray; got {type(x).__name__}")
     return [like_kind(resolve_to(x), x) if x.pending else x for x in leaves], treedef  # each keeps its kind
+
+
+def scalable(grads: Any, leaves: list[ShardArray], what: str) -> None:
+    """``DTypeError`` unless every leaf is floating point (real or complex): scaling an integer or bool gradient
+    (``clip_by_global_norm``, a loss scale's unscaling) would truncate it, to zeros for a factor below 1."""
+    for path, x in zip(tree_paths(grads, ""), leaves):
+        if not (is_real_float(x.dtype) or is_complex(x.dtype)):
+            raise DTypeError(
+                f"{what}: grads{path} has dtype {x.dtype}; scaling it would truncate it (to 0 for a factor below "
+                f"1). Gradients are floating point: pass the ones sa.value_and_grad returns, or cast it: "
+                f"g.astype('float32')"
+            )
 
 
 def _wide(block: Any) -> Any:
@@ -95,7 +108,7 @@ def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = Fals
 
     Raises:
         ArgumentError: ``max_norm`` negative or not finite.
-        DTypeError: a leaf that is not a ShardArray.
+        DTypeError: a leaf that is not a floating-point ShardArray (an integer one would be truncated).
         MeshError: leaves on different meshes.
 
     Example:
@@ -107,6 +120,7 @@ def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = Fals
     """
     _in_range("clip_by_global_norm", "max_norm", max_norm, 0.0, None, "[0, inf) (max_norm >= 0, finite, e.g. 1.0)")
     leaves, treedef = _resolved(grads, "clip_by_global_norm")
+    scalable(grads, leaves, "clip_by_global_norm")
     norm = _norm(leaves, "clip_by_global_norm")
     if math.isfinite(norm) and norm > max_norm:
         leaves = scale_leaves(leaves, float(max_norm) / norm)

@@ -161,6 +161,13 @@ def _check(
                 f"grads{path} has sizes {b.sizes} but params{path} has {a.sizes}: pass the gradients of these "
                 f"params, e.g. from sa.value_and_grad(loss)(params, ...)"
             )
+        _real_float(
+            b,
+            f"grads{path}",
+            f"params{path}",
+            "pass the gradients of these params, e.g. from "
+            "sa.value_and_grad(loss)(params, ...), or cast it: g.astype(params_dtype)",
+        )
     return p, [in_layout_of(b, a, f"grads{path}", path) for path, a, b in zip(paths, p, g)], paths, treedef
 
 
@@ -174,7 +181,16 @@ def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name
                 f"{what}{path} has sizes {m.sizes} but params{path} has {x.sizes}: "
                 f"the state belongs to other params; {_FIX}"
             )
+        _real_float(m, f"{what}{path}", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}")
     return [in_layout_of(m, x, f"{what}{path}", path) for path, x, m in zip(paths, p, out)]
+
+
+def _real_float(a: ShardArray, name: str, param: str, fix: str) -> None:
+    """``DTypeError`` unless ``a`` (a gradient, moment or master copy of ``param``) is real floating point: an
+    update from a complex one would drop its imaginary part (NumPy's ComplexWarning at best), and an integer or
+    bool one is no gradient or state the optimizers ever make."""
+    if not is_real_float(a.dtype):
+        raise DTypeError(f"{name} has dtype {a.dtype}, but {param}'s update needs a real floating-point one; {fix}")
 
 
 def in_layout_of(a: ShardArray, x: ShardArray, name: str, path: str) -> ShardArray:

@@ -29,7 +29,7 @@ from ..dtypes import as_dtype, is_real_float
 from ..errors import DimensionError, DTypeError
 from ..ops.manipulation.structure import astype
 from ..tree import tree_flatten, tree_paths
-from .common import _FIX, in_layout_of, moment_dtype
+from .common import _FIX, _real_float, in_layout_of, moment_dtype
 
 
 def check_master_dtype(owner: str, master_dtype: Any) -> np.dtype | None:
@@ -95,6 +95,9 @@ def working_values(
                 f"state['master'][{path!r}] has sizes {m.sizes} but params{path} has {x.sizes}: "
                 f"the state belongs to other params; {_FIX}"
             )
+        _real_float(
+            m, f"state['master'][{path!r}]", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}"
+        )
         out.append(in_layout_of(m, x, f"state['master'][{path!r}]", path))
     return out
 
