@@ -116,7 +116,8 @@ def array_repr(x: ShardArray) -> str:
     Showing the values is an explicit gather of at most ``REPR_MAX_ELEMENTS`` elements (``x.numpy()``): no
     collective on an emulated mesh (a pending sum is resolved first, an allreduce), none under MPI either
     (there only replicated arrays show values). Large arrays, ``meta`` arrays, arrays being differentiated and
-    split arrays under MPI show ``ShardArray(dim=size, ...; dtype=..., layout=..., mesh=...)``.
+    split arrays under MPI show ``ShardArray(dim=size, ...; dtype=..., layout=..., mesh=...)``. A positional array
+    (``shardarray.array_api``) shows as ``Array(...)``, its type.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -128,12 +129,13 @@ def array_repr(x: ShardArray) -> str:
         ShardArray(batch=100, io=20; dtype=float32, layout={'batch': ('row',)}, mesh=Mesh({'row': 2, 'col': 2}))
     """
     pend = f", pending={x.pending}" if x.pending else ""
+    name = "Array" if x.positional else "ShardArray"  # (a positional array is a shardarray.array_api.Array)
     if values_shown(x):
         try:
-            text = np.array2string(x.numpy(), separator=", ", prefix="ShardArray(", threshold=REPR_MAX_ELEMENTS + 1)
+            text = np.array2string(x.numpy(), separator=", ", prefix=f"{name}(", threshold=REPR_MAX_ELEMENTS + 1)
         except Exception:
             text = None
         if text is not None:
-            return f"ShardArray({text}, dims={x.dims}, dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"
+            return f"{name}({text}, dims={x.dims}, dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"
     sizes = ", ".join(f"{d}={n}" for d, n in zip(x.dims, x.shape)) or "0-d"
-    return f"ShardArray({sizes}; dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"
+    return f"{name}({sizes}; dtype={x.dtype}, layout={x.layout}{pend}, mesh={x.mesh})"
