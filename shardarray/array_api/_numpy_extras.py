@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from ..ops.manipulation.concat import concat, stack
 from ..ops.manipulation.structure import astype, broadcast_to
 from ..ops.manipulation.structure import transpose as transpose_named
 from ..ops.reduction import reduce
+from . import _creation
 from ._align import axis_dim, fresh, no_out
 from ._array import Array, wrap
 from ._manipulation import expand_dims, moveaxis, permute_dims, reshape
@@ -395,8 +396,8 @@ def _result_dtype(dtype: np.dtype, q: Any, method: str) -> np.dtype:
     """NumPy's dtype of a quantile: ``x``'s for a picking method; else ``x``'s promoted with ``q``'s (a Python
     number is weak: float32 stays float32; a list or array of floats is float64), integers and bools as float64.
     """
-    if method in _PICKING or dtype.name == "bfloat16" or (method == "linear" and type(q) is int):
-        return dtype  # (a Python int q, 0 or 1, with "linear" picks the extreme value: NumPy keeps the dtype)
+    if method in _PICKING or dtype.name == "bfloat16" or (method == "linear" and _q_kind(q) in "iu"):
+        return dtype  # (integer q, 0 or 1, with "linear" picks the extreme value: NumPy keeps the dtype)
     if isinstance(q, (ShardArray, np.ndarray, np.generic)):  # (np.float64 first: it is a Python float too)
         out = np.result_type(dtype, q.dtype)
     elif isinstance(q, (int, float)):
@@ -469,6 +470,32 @@ def _quantile(
     return res
 
 
+def _quantiles(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, what: str) -> Array:
+    """``_quantile``, also for an empty 1-D ``q`` (NumPy's empty leading axis: one quantile's result, sliced to
+    none) and, for ``nanquantile``, for no data (NumPy's ``nanmean(x, axis)``: NaN, whatever ``q``)."""
+    x = _check(x, what)
+    if what == "nanquantile" and x.size == 0 and weights is None:
+        from ._nanfuncs import nanmean  # (at call time: _nanfuncs needs the namespace built)
+
+        _q_values(q, what)
+        return nanmean(x, axis=axis, keepdims=keepdims)
+    shape = q.shape if isinstance(q, ShardArray) else np.shape(q)
+    if shape != (0,):
+        return _quantile(x, q, axis, method, keepdims, weights, what)
+    qd = q.dtype if isinstance(q, (ShardArray, np.ndarray)) else np.asarray(q).dtype
+    if x.size == 0 and weights is None and qd.kind in "biuf":  # (NumPy: empty, or its IndexError)
+        try:
+            empty = cast(Any, np.quantile)(
+                np.empty(x.shape, x.dtype), np.empty(0, qd), axis=axis, method=method, keepdims=keepdims
+            )  # (no data: NumPy's shape and dtype, computed on the host)
+        except IndexError:
+            empty = None
+        if empty is not None:
+            return _creation.full(empty.shape, 0, dtype=empty.dtype, device=x.mesh)
+    one = _quantile(x, np.zeros(1, dtype=qd), axis, method, keepdims, weights, what)
+    return wrap(one[0:0])
+
+
 def quantile(
     x: Array,
     /,
@@ -506,7 +533,7 @@ def quantile(
         (array([2.5, 6.5]), array([1., 8.]))
     """
     no_out(out, "quantile")
-    return _quantile(x, q, axis, method, keepdims, weights, "quantile")
+    return _quantiles(x, q, axis, method, keepdims, weights, "quantile")
 
 
 def nanquantile(
@@ -536,7 +563,7 @@ def nanquantile(
         array([3. , 6.5])
     """
     no_out(out, "nanquantile")
-    return _quantile(x, q, axis, method, keepdims, weights, "nanquantile")
+    return _quantiles(x, q, axis, method, keepdims, weights, "nanquantile")
 
 
 def median(

@@ -231,10 +231,11 @@ def polyval(p: Any, x: Any) -> Array:
     if coef.shape[0] == 0:
         return y
     dt = np.result_type(x.dtype, coef.dtype)
-    x, y = _as(x, dt), _as(y, dt)
+    y = _as(y * x, dt)  # (NumPy's first step, 0 * x, in x's dtype: 0 * inf is NaN, not NaN + NaN j for complex p)
+    x = _as(x, dt)
     for i in range(coef.shape[0]):
         c = coef[i] if isinstance(coef, ShardArray) else coef[i].item()
-        y = y * x + c
+        y = (y if i == 0 else y * x) + c
     return _as(y, dt)
 
 

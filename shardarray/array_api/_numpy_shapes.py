@@ -325,8 +325,8 @@ def trim_zeros(filt: Array, trim: str = "fb", axis: Any = None) -> Array:
     if not isinstance(trim, str) or trim.lower() not in ("fb", "bf", "f", "b"):
         raise ArgumentError(f"trim_zeros: trim must be one of 'fb', 'bf', 'f' or 'b' (any case); got {trim!r}")
     t = trim.lower()
-    if filt.ndim == 0:
-        raise DimensionError("trim_zeros: needs at least one dimension; got a 0-d array")
+    if filt.ndim == 0 and axis is None:  # (NumPy 2.2+: nothing to trim, the array as it is)
+        return filt[...]
     axes = list(range(filt.ndim)) if axis is None else [_axis(filt, a, "trim_zeros") for a in np.atleast_1d(axis)]
     if len(set(axes)) != len(axes):
         raise DimensionError(f"trim_zeros: repeated axis in axis={axis!r}")
@@ -537,7 +537,7 @@ def _kth(a: Array, kth: Any, axis: Any, what: str) -> tuple[Array, int]:
     if ks.dtype.kind not in "iu":
         raise DTypeError(f"{what}: kth must be an int or a sequence of ints; got {kth!r:.80}")
     n = a.shape[k]
-    if n and ks.size and (ks.min() < -n or ks.max() >= n):  # (NumPy checks no kth against an empty axis)
+    if a.size and ks.size and (ks.min() < -n or ks.max() >= n):  # (NumPy checks no kth of an empty array)
         raise OutOfBoundsError(f"{what}: kth {kth!r} out of bounds for axis {k} of size {n}")
     return a, k
 
