@@ -44,6 +44,7 @@ from . import _creation
 from ._align import axis_dim, fresh, no_out
 from ._array import Array, wrap
 from ._manipulation import expand_dims, moveaxis, permute_dims, reshape
+from ._nanfuncs import nanmean
 from ._sorting import sort as _sort
 from ._statistical import _check
 
@@ -475,8 +476,6 @@ def _quantiles(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: 
     none) and, for ``nanquantile``, for no data (NumPy's ``nanmean(x, axis)``: NaN, whatever ``q``)."""
     x = _check(x, what)
     if what == "nanquantile" and x.size == 0 and weights is None:
-        from ._nanfuncs import nanmean  # (at call time: _nanfuncs needs the namespace built)
-
         _q_values(q, what)
         return nanmean(x, axis=axis, keepdims=keepdims)
     shape = q.shape if isinstance(q, ShardArray) else np.shape(q)
