@@ -248,9 +248,14 @@ def test_fuzz_named_gradients_match_finite_differences(data):
     g_leaves, g_def = sa.tree.tree_flatten(grads)
     assert g_def == treedef
     expected = _fd_grads(np_fn, values)
+    # (central differences with step 1e-6 are off by about 1e-16 |loss| / 1e-6 from rounding: a chain such as
+    # h * var(h) three times reaches |loss| ~ 1e15, where that is beyond the gradient's tolerance; skip those)
+    rounding = 1e-9 * abs(np_fn(values))
     for g, p, e in zip(g_leaves, leaves, expected):
         _check_like(g, p)
         if "maximum" in stages or "where" in stages:  # (a kink within eps of a value: skip)
+            continue
+        if rounding > _tol(dtype) * max(1.0, float(np.max(np.abs(e), initial=0.0))):
             continue
         _close(g, e, dtype, f"{stages} {dtype} {mesh.shape}")
     np.testing.assert_allclose(float(loss), np_fn(values), rtol=_tol(dtype) * 10, atol=_tol(dtype) * 10)
