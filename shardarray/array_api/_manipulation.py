@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..core.common import int_arg
+from ..core.common import common_mesh, int_arg
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ..layout import check_sizes
@@ -70,6 +70,8 @@ def _seq(arrays: Any, what: str) -> list[ShardArray]:
 def broadcast_arrays(*arrays: ShardArray) -> list[Array]:
     """The arrays broadcast against each other (NumPy rules, right-aligned); no data moves (local views).
 
+    The arrays must live on one mesh (``MeshError`` otherwise, as every op of several operands).
+
     Example:
         >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
@@ -80,6 +82,7 @@ def broadcast_arrays(*arrays: ShardArray) -> list[Array]:
     if not arrays:
         return []
     arrs = [_array(a, f"broadcast_arrays: arrays[{i}]") for i, a in enumerate(arrays)]
+    common_mesh(arrs, "broadcast_arrays")  # (as every op of several operands: one mesh)
     aligned, dims, shape = align(arrs, "broadcast_arrays")
     sizes = dict(zip(dims, shape))
     return [wrap(_broadcast_to(a, sizes)) for a in aligned]
@@ -272,18 +275,22 @@ def flip(x: ShardArray, /, *, axis: int | tuple[int, ...] | None = None) -> Arra
 def roll(x: ShardArray, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Array:
     """``x`` rotated by ``shift`` along ``axis`` (None: the flattened array, then the shape restored).
 
+    As ``np.roll``, ``shift`` and ``axis`` broadcast against each other and the
+    shifts of one axis add up: a tuple of shifts with ``axis=None`` or one axis
+    rolls that axis by their sum.
+
     Collectives: one ``alltoallv`` per split axis rolled (``ops.flip.roll``).
     """
     x = _array(x, "roll")
     shifts = _ints(shift, "roll: shift")
     if axis is None:
-        if len(shifts) != 1:
-            raise DimensionError(f"roll: with axis=None, shift must be one integer; got {shift!r}")
         flat = reshape(x, (-1,))
-        return reshape(_flip.roll(flat, flat.dims[0], shifts[0]), x.shape)
+        return reshape(_flip.roll(flat, flat.dims[0], sum(shifts)), x.shape)
     axes = _ints(axis, "roll: axis")
     if len(shifts) == 1:
         shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
     if len(shifts) != len(axes):
         raise DimensionError(f"roll: shift {shift!r} and axis {axis!r} must have the same length")
     for s, a in zip(shifts, axes):
@@ -339,9 +346,10 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
     of a merged or split axis and the blocks line up (no communication);
     otherwise the named ops do the smallest relayout (an alltoall to park the
     mesh axes on another axis and back), never a gather of the whole array.
-    ``copy`` is accepted for the standard's signature: results never share
-    writable storage with ``x`` (``x[...] = v`` replaces blocks), so no copy
-    is needed either way.
+    ``copy``: a result of a new shape never shares writable storage with
+    ``x`` (``x[...] = v`` replaces blocks), so no copy is needed either way;
+    a result of ``x``'s own shape is ``x`` itself (a view, as NumPy's) unless
+    ``copy=True`` asks for a copy.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -353,7 +361,7 @@ def reshape(x: ShardArray, /, shape: tuple[int, ...], *, copy: bool | None = Non
     x = _array(x, "reshape")
     shape = _target(x, shape)
     if shape == x.shape:
-        return wrap(x)
+        return wrap(x.__copy__() if copy else x)
     if x.size == 0:
         names = fresh((), len(shape))
         return wrap(zeros(x.mesh, dict(zip(names, shape)), dtype=x.dtype))
@@ -406,7 +414,7 @@ def _split(x: ShardArray, dim: str) -> bool:
 
 def _repeat_int(x: ShardArray, dim: str, r: int) -> ShardArray:
     if r == 1:
-        return x
+        return x.__copy__()  # (np.repeat copies: x itself would share later writes)
     if not _split(x, dim):
         return _repeat.repeat(x, r, dim)
     p = x.dims.index(dim)
