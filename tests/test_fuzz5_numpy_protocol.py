@@ -273,3 +273,30 @@ def test_named_ufunc_dtype_picks_numpys_loop(shape):
             fn(a)
         with pytest.raises(sa.DTypeError, match="does not fit these operands"):
             fn(x)
+
+
+@MESHES
+def test_sort_kind_and_split_sections_as_numpy(shape):
+    """``np.sort``/``np.argsort`` took any ``kind`` (``"foo"``) and ``kind`` beside ``stable=`` where NumPy raises
+    ValueError; ``np.split(x, 2.0)`` raised a bare TypeError where NumPy reads a real count as ``int()`` does."""
+    a = np.array([3, 1, 2, 1, 5, 0])
+    x = pos(a, shape)
+    for kind in ("quicksort", "mergesort", "heapsort", "stable", "Q", "s"):
+        check(np.sort(x, kind=kind), np.sort(a, kind=kind))
+        check(np.argsort(x, kind="stable" if kind in ("mergesort", "stable", "s") else kind)[:0], np.argsort(a)[:0])
+    for bad in ({"kind": "foo"}, {"kind": "quicksort", "stable": True}):
+        for f in (np.sort, np.argsort):
+            with pytest.raises(ValueError):
+                f(a, **bad)
+            with pytest.raises(sa.ArgumentError):
+                f(x, **bad)
+    for sections in (2.0, np.float64(3), 2):
+        for f in (np.split, np.array_split):
+            got, want = f(x, sections), f(a, sections)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                check(g, w)
+    with pytest.raises(ValueError):
+        np.split(a, 2.5)
+    with pytest.raises(sa.ArgumentError, match="equal division"):
+        np.split(x, 2.5)

@@ -37,10 +37,11 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import numbers
 import operator
 from collections.abc import Callable, Sequence
 from numbers import Number
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -284,12 +285,14 @@ def _splitter(equal: bool, default_axis: Callable[[ShardArray], int] | None = No
             axis = default_axis(a)
         (k,) = axes_of(axis, a.ndim, what)
         n = a.shape[k]
-        if isinstance(indices_or_sections, (int, np.integer)):
-            sections = int(indices_or_sections)
+        if isinstance(indices_or_sections, numbers.Real):  # (a count: NumPy takes any real, as int() reads it)
+            if equal and indices_or_sections and n % indices_or_sections:
+                raise ArgumentError(
+                    f"{what}: array split does not result in an equal division ({n} by {indices_or_sections})"
+                )
+            sections = int(cast(Any, indices_or_sections))
             if sections <= 0:
-                raise ArgumentError(f"{what}: the number of sections must be larger than 0; got {sections}")
-            if equal and n % sections:
-                raise ArgumentError(f"{what}: array split does not result in an equal division ({n} by {sections})")
+                raise ArgumentError(f"{what}: the number of sections must be larger than 0; got {indices_or_sections}")
             each, extra = divmod(n, sections)
             sizes = [each + 1] * extra + [each] * (sections - extra)
             bounds = [0, *np.cumsum(sizes).tolist()]

@@ -263,7 +263,9 @@ def call_derived(
     given = {k: (v if k == first else host_value(what, v, k, ref)) for k, v in given.items()}
     keepdims = bool(given.pop("keepdims")) if "keepdims" in given and "keepdims" not in tparams else False
     sort_kind = given.pop("kind", None) if "kind" not in tparams else None
-    if sort_kind in ("stable", "mergesort") and "stable" in tparams and given.get("stable") is None:
+    if sort_kind is not None and name in ("sort", "argsort") and _stable_kind(sort_kind, given.get("stable"), what):
+        given["stable"] = True
+    elif sort_kind in ("stable", "mergesort") and "stable" in tparams and given.get("stable") is None:
         given["stable"] = True
     result_dtype = None  # an integer dtype= the namespace's function cannot compute in (np.mean(x, dtype=np.int32))
     if "dtype" in given and "dtype" not in tparams:
@@ -345,6 +347,18 @@ def _positional(tparams: Any, values: dict[str, Any], var_args: tuple[Any, ...])
 def _float_input(xp: Any, value: Any) -> Any:
     """An integer or bool array as float64 (NumPy's conversion for its floating-point functions); others as given."""
     return xp.astype(value, xp.float64) if isinstance(value, ShardArray) and value.dtype.kind in "iub" else value
+
+
+def _stable_kind(kind: Any, stable: Any, what: str) -> bool:
+    """Whether NumPy's sort ``kind`` asks for a stable sort (``"stable"``, ``"mergesort"``: True; ``"quicksort"``,
+    ``"heapsort"``: False; NumPy reads the first letter, any case). An unknown kind, or ``kind`` beside ``stable=``,
+    raises ``ArgumentError`` (NumPy's ValueError)."""
+    letter = kind[:1].lower() if isinstance(kind, str) else ""
+    if letter not in ("q", "h", "s", "m"):
+        raise ArgumentError(f"{what}: sort kind must be one of 'quicksort', 'heapsort' or 'stable'; got {kind!r}")
+    if stable is not None:
+        raise ArgumentError(f"{what}: give kind= or stable=, not both (kind={kind!r}, stable={stable!r}), as NumPy")
+    return letter in ("s", "m")
 
 
 def _promoted(xp: Any, x: ShardArray, others: list[Any]) -> ShardArray:
