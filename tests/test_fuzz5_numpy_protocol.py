@@ -300,3 +300,14 @@ def test_sort_kind_and_split_sections_as_numpy(shape):
         np.split(a, 2.5)
     with pytest.raises(sa.ArgumentError, match="equal division"):
         np.split(x, 2.5)
+
+
+def test_counts_name_themselves_for_arrays_on_two_meshes():
+    """``xp.isin``/``digitize``/``interp`` of arrays on two meshes raised a ``MeshError`` naming ``searchsorted``,
+    an op the caller never called; it names the function now."""
+    a = xp.asarray([1.0, 2.0, 3.0], device=sa.Mesh({"row": 2}))
+    b = xp.asarray([2.0, 2.5], device=sa.Mesh({"col": 2}))
+    for name, call in (("isin", lambda: xp.isin(a, b)), ("digitize", lambda: xp.digitize(a, b)),
+                       ("interp", lambda: xp.interp(a, b, b))):
+        with pytest.raises(sa.MeshError, match=f"^{name}: "):
+            call()

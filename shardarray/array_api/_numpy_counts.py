@@ -22,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray, as_kind
+from ..core.common import common_mesh
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as named_asarray
 from ..ops.indexing.take import one_hot
@@ -89,11 +90,12 @@ def _like(values: Any, x: Array, what: str) -> Array:
     return wrap(w)
 
 
-def _mesh(*args: Any) -> Any:
-    for a in args:
-        if isinstance(a, ShardArray):
-            return a.mesh
-    raise DTypeError("expects an array of shardarray.array_api; make one with xp.asarray(...)")
+def _mesh(*args: Any, what: str) -> Any:
+    """The one mesh of the array arguments (``MeshError`` naming ``what`` if two differ)."""
+    arrays = [a for a in args if isinstance(a, ShardArray)]
+    if not arrays:
+        raise DTypeError(f"{what}: expects an array of shardarray.array_api; make one with xp.asarray(...)")
+    return common_mesh(arrays, what)
 
 
 def _on(a: Any, mesh: Any, dtype: Any = None) -> Array:
@@ -221,7 +223,7 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Array:
         ...     xp.digitize(xp.asarray([0.2, 6.4, 3.0, 1.6]), [0.0, 1.0, 2.5, 4.0, 10.0]).numpy()
         array([1, 4, 3, 2])
     """
-    mesh = _mesh(x, bins)
+    mesh = _mesh(x, bins, what="digitize")
     x, b = _on(x, mesh), _on(bins, mesh)
     if x.dtype.kind == "c" or b.dtype.kind == "c":
         raise DTypeError(f"digitize: x and bins must be real; got {x.dtype} and {b.dtype}. Use xp.real(...)")
@@ -392,7 +394,7 @@ def isin(
     """
     if kind not in (None, "sort", "table"):
         raise ArgumentError(f"isin: kind must be None, 'sort' or 'table'; got {kind!r}")
-    mesh = _mesh(element, test_elements)
+    mesh = _mesh(element, test_elements, what="isin")
     el = _on(element, mesh)
     if kind == "table":
         kinds = {
@@ -488,7 +490,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         ...     xp.interp(xp.asarray([0.0, 1.5, 2.5, 4.0]), [1.0, 2.0, 3.0], [3.0, 2.0, 0.0]).numpy()
         array([3. , 2.5, 1. , 0. ])
     """
-    mesh = _mesh(x, xp, fp)
+    mesh = _mesh(x, xp, fp, what="interp")
     x, pts = _on(x, mesh), _on(xp, mesh)
     vals = _on(fp, mesh)
     if x.dtype.kind == "c" or pts.dtype.kind == "c":
