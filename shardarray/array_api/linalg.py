@@ -218,7 +218,7 @@ def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     x = _arr(x, "pinv")
     m, n = x.shape[-2:]
     if m == 0 or n == 0:
-        return xp.zeros((*x.shape[:-2], n, m), dtype=x.dtype)
+        return xp.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=x.mesh)
     if x.dtype.kind == "f" and not isinstance(rtol, ShardArray):
         return _pos(L.pinv(x, _m(x), rtol=None if rtol is None else float(rtol)))
     u, s, vh = svd(x, full_matrices=False)
@@ -246,7 +246,7 @@ def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     xp = _xp()
     x = _arr(x, "matrix_rank")
     if 0 in x.shape[-2:]:
-        return xp.zeros(x.shape[:-2], dtype=xp.int64)
+        return xp.zeros(x.shape[:-2], dtype=xp.int64, device=x.mesh)
     s = svdvals(x)
     return xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, x, rtol), xp.int64), axis=-1), xp.int64)
 
@@ -321,7 +321,7 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
     m, n = a.shape
     rtol = float(np.finfo(np.dtype(dt)).eps) if rcond == -1 else rcond
     x = matmul(pinv(a, rtol=rtol), b)
-    s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.finfo(dt).dtype)
+    s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.finfo(dt).dtype, device=a.mesh)
     rank = (
         xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, a, rtol), xp.int64), axis=-1), xp.int32)
         if m and n
@@ -332,7 +332,7 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
         res = xp.sum(xp.abs(r) ** 2 if dt.kind == "c" else r * r, axis=0)
         res = xp.reshape(res, (1,)) if b.ndim == 1 else res
     else:
-        res = xp.zeros((0,), dtype=xp.finfo(dt).dtype)
+        res = xp.zeros((0,), dtype=xp.finfo(dt).dtype, device=a.mesh)
     return x, res, rank, s
 
 

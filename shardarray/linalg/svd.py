@@ -120,7 +120,10 @@ def fresh_dim(x: ShardArray, name: str) -> str:
 
 
 def _no_svd(x: ShardArray) -> str:
-    return f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN)"
+    return (
+        f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN, or inf, which the QR of a "
+        f"split or tall matrix turns into NaN)"
+    )
 
 
 @keeps_kind

@@ -60,6 +60,8 @@ def _fix_signs(xp: Any, q: Any, r: Any) -> tuple[Any, Any]:
     ph = xp.where(a == 0, 1, d / xp.where(a == 0, 1, a)).astype(r.dtype)
     r = r.copy()
     r[..., :k, :] = r[..., :k, :] * xp.conj(ph)[..., :, None]
+    i = xp.arange(k)
+    r[..., i, i] = a.astype(r.dtype)  # exactly |d| (d * conj(d/|d|) leaves a rounding-size imaginary part)
     if q is not None:
         q = q.copy()
         q[..., :, :k] = q[..., :, :k] * ph[..., None, :]
@@ -182,6 +184,10 @@ def wide_qr(x: ShardArray, rows: str, cols: str, new: str) -> QRResult:
         r = xp.conj(xp.swapaxes(q, -1, -2)) @ a
         j = xp.arange(lo, lo + a.shape[-1])
         i = xp.arange(m)
+        # the diagonal q_i^H a_i is |d_i| >= 0 (Q's signs are the square block's, fixed): the product's rounding
+        # (an imaginary part, or a tiny negative value where the block is singular) is dropped, as promised
+        diag = xp.maximum(xp.real(r), xp.zeros((), dtype=xp.real(r).dtype)).astype(r.dtype)
+        r = xp.where(i[:, None] == j[None, :], diag, r)
         return xp.where(i[:, None] > j[None, :], xp.zeros((), dtype=r.dtype), r)
 
     r_sh = map_blocks(mesh, x.spec.used_axes, right, [(starts[d], q_sh[d], x.shards[d]) for d in range(mesh.size)])
