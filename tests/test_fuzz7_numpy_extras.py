@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import warnings
 
 import numpy as np
 import pytest
-from helpers import HYPOTHESIS_SHAPES, layouts, on_real_cupy
-from hypothesis import HealthCheck, given, settings
+from fuzzing import cached_mesh as _mesh
+from fuzzing import cached_meshes as meshes
+from fuzzing import fuzz as _fuzz
+from helpers import layouts, on_real_cupy
+from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
@@ -27,35 +29,14 @@ from shardarray.array import as_kind
 # ruff: noqa: B023 (the lambdas given run() are called at once, inside the loop that binds their variables)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's and the backend's, on NaN and inf)
-_EXAMPLES = os.environ.get("FUZZ7_EXAMPLES")
 
 
 def fuzz(n: int):
     """The settings of a fuzzer: ``n`` examples (``FUZZ7_EXAMPLES`` overrides), no deadline."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    return _fuzz(n, "FUZZ7_EXAMPLES")
 
 
 # --------------------------------------------------------------------------------------------- data
-
-
-_MESHES: dict = {}
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape))
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(HYPOTHESIS_SHAPES)))
-
 
 FLOATS = ("float64", "float32")
 INTS = ("int64", "int32", "int8", "uint8")

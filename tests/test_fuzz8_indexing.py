@@ -17,13 +17,15 @@ NumPy's scatter-add of the cotangent (``np.add.at``). Regressions of the bugs it
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import numpy as np
 import pytest
+from fuzzing import cached_mesh as _mesh
+from fuzzing import cached_meshes as meshes
+from fuzzing import fuzz
 from helpers import HYPOTHESIS_SHAPES, layouts
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
@@ -32,34 +34,9 @@ from shardarray.array import as_kind
 from shardarray.ops.indexing import route
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-_EXAMPLES = os.environ.get("FUZZ8_EXAMPLES")
-
-
-def fuzz(n: int):
-    """The settings of a fuzzer: ``n`` examples (``FUZZ8_EXAMPLES`` overrides), no deadline."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
 
 
 # --------------------------------------------------------------------------------------------- data
-
-_MESHES: dict = {}
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape))
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(HYPOTHESIS_SHAPES)))
-
 
 DTYPES = ("float64", "float32", "int64", "int32", "uint8", "bool", "complex128", "complex64")
 ID_DTYPES = ("int64", "int32", "int8", "uint8", "int16")

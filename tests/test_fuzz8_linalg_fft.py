@@ -18,13 +18,15 @@ inputs are checked against float64 central differences. Regressions of the bugs 
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import numpy as np
 import pytest
-from helpers import HYPOTHESIS_SHAPES, layouts
-from hypothesis import HealthCheck, given, settings
+from fuzzing import cached_mesh as _mesh
+from fuzzing import cached_meshes as meshes
+from fuzzing import fuzz
+from helpers import layouts
+from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
@@ -34,36 +36,13 @@ from shardarray.array import as_kind
 # ruff: noqa: B023 (the lambdas given run() are called at once, inside the loop that binds their variables)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's and the backend's, on NaN and inf)
-_EXAMPLES = os.environ.get("FUZZ8_EXAMPLES")
-
-
-def fuzz(n: int):
-    """The settings of a fuzzer: ``n`` examples (``FUZZ8_EXAMPLES`` overrides), no deadline."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
 
 
 # --------------------------------------------------------------------------------------------- data
 
-_MESHES: dict = {}
 DTYPES = ("float32", "float64", "complex64", "complex128")
 SHAPES = [(0, 3), (3, 0), (1, 5), (5, 1), (4, 4), (9, 2), (2, 9), (7, 7), (6, 3), (3, 3), (12, 4), (1, 1)]
 BATCHES = [(), (), (0,), (2,), (3,)]
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape))
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(HYPOTHESIS_SHAPES)))
 
 
 def _single(dt) -> bool:

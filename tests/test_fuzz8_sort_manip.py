@@ -16,14 +16,16 @@ and that nothing larger than a few elements is gathered. Regressions of the bugs
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import HYPOTHESIS_SHAPES, backend_name, holds_subnormal32, layouts
-from hypothesis import HealthCheck, given, settings
+from fuzzing import cached_mesh as _mesh
+from fuzzing import cached_meshes as meshes
+from fuzzing import fuzz
+from helpers import backend_name, holds_subnormal32, layouts
+from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
@@ -33,35 +35,9 @@ from shardarray.array import as_kind
 # ruff: noqa: B023 (the lambdas given run() are called at once, inside the loop that binds their variables)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-_EXAMPLES = os.environ.get("FUZZ8_EXAMPLES")
-
-
-def fuzz(n: int):
-    """The settings of a fuzzer: ``n`` examples (``FUZZ8_EXAMPLES`` overrides), no deadline."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
 
 
 # --------------------------------------------------------------------------------------------- data
-
-
-_MESHES: dict = {}
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape))
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(HYPOTHESIS_SHAPES)))
-
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = ("float64", "float32", "float16", BF16)

@@ -21,46 +21,23 @@ the fuzz found close the file.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import HYPOTHESIS_SHAPES, layouts
-from hypothesis import HealthCheck, given, settings
+from fuzzing import cached_mesh as _mesh
+from fuzzing import cached_meshes as meshes
+from fuzzing import fuzz
+from helpers import layouts
+from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
 import shardarray.array_api as xp
 from shardarray.array import as_kind
 
-_EXAMPLES = os.environ.get("FUZZ8_EXAMPLES")
 FLOATS = ("float64", "float32", "float16", "bfloat16")
-
-
-def fuzz(n: int):
-    """The settings of a fuzzer: ``n`` examples (``FUZZ8_EXAMPLES`` overrides), no deadline."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
-
-_MESHES: dict = {}
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape))
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(HYPOTHESIS_SHAPES)))
 
 
 def _np_dtype(name: str) -> np.dtype:
