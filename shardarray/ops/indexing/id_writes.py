@@ -35,7 +35,7 @@ from ...dtypes import scalar_for_write
 from ...layout import block_bounds
 from ..manipulation.structure import astype, transpose
 from ..sorting.samplesort import lex_order
-from .route import Route, locate, warn_gather
+from .route import Route, locate, moved_to, warn_gather
 from .writes import serialized
 
 
@@ -97,16 +97,14 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
     else:
         v = transpose.__wrapped__(v, (*bdims, *rest))
         v = astype(v, x.dtype) if v.dtype != x.dtype else v
-        target = (*keep, *(x.spec.of(d) for d in rest))
-        warn_gather(
+        v = moved_to(
             "x[idx] = v",
             v,
-            sorted(v.spec.used_axes.difference(a for t in target for a in t), key=mesh.axis_names.index),
+            (*keep, *(x.spec.of(d) for d in rest)),
             "x is not split over them (every replica needs every value) or splits its other dims there; split "
             "the values like the indices and x's other dims to avoid it",
             "the value",
         )
-        v = to_axes(v, target, False)
     if not backend.has_data or coords[0].size == 0:
         return
     spare = tuple(a for a in group if a not in coords[0].spec.used_axes)

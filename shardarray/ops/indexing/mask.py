@@ -45,7 +45,7 @@ from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import pick, slice_dim
-from .route import warn_gather
+from .route import moved_to
 from .writes import check_host_value, serialized, swap_in
 
 
@@ -89,7 +89,7 @@ class _Plan:
     With ``adopt`` (a read: ``x`` keeps no layout), a mask dim that ``x`` leaves unsplit takes the mask's axes
     where ``x`` uses none of them: ``x`` is sliced there locally instead of the mask being allgathered. A write
     keeps ``x``'s layout: the mask comes to it (an allgather of the mask over axes ``x`` is replicated on,
-    announced by ``route.warn_gather``).
+    announced by ``route.moved_to``).
     """
 
     def __init__(self, x: ShardArray, mask: ShardArray, adopt: bool = False) -> None:
@@ -102,18 +102,17 @@ class _Plan:
         if adopt:
             xt = _adopt_mask_axes(xt, mask)
         self.axes = tuple(a for d in self.mdims for a in xt.spec.of(d))
-        warn_gather(
+        target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
+        self.moved = target != xt.spec.axes
+        self.x = to_axes(xt, target, False)
+        self.mask = moved_to(
             "x[mask]",
             mask,
-            sorted(mask.spec.used_axes.difference(self.axes), key=self.mesh.axis_names.index),
+            target[: len(self.mdims)],
             "x is replicated over them (every replica needs the whole mask) or splits its other dims there; "
             "split the mask like the dims it covers to avoid it",
             "the mask",
         )
-        target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
-        self.moved = target != xt.spec.axes
-        self.x = to_axes(xt, target, False)
-        self.mask = to_axes(mask, target[: len(self.mdims)], False)
         self.m = len(self.mdims)
         self.radix = [self.mesh.axis_size(a) for a in self.axes]
         self.members = {d: j for g in self.mesh.groups(self.axes) for j, d in enumerate(g)}
@@ -291,16 +290,14 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
             f"scalar or a value of shape {want}"
         )
     v = resolve_to(v) if v.pending else v
-    target = (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest)
-    warn_gather(
+    v = moved_to(
         "x[mask] = v",
         v,
-        sorted(v.spec.used_axes.difference(a for t in target for a in t), key=mesh.axis_names.index),
+        (p.axes,) + tuple(p.x.spec.of(d) for d in p.rest),
         "x is replicated over them (every replica needs every value) or splits its other dims there; split the "
         "value like the selection (x[mask]'s layout) to avoid it",
         "the value",
     )
-    v = to_axes(v, target, False)
     n = math.prod(p.radix) if p.radix else 1
     src_blocks = [group_chunk(0, total, p.radix, i) for i in range(n)]
     send: list[Any] = [None] * mesh.size
@@ -338,20 +335,19 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
 
 def _in_layout_of(x: ShardArray, mask: ShardArray) -> ShardArray:
     """The mask of a write into ``x`` in ``x``'s layout of the mask dims: ``x`` keeps its layout, so the mask
-    moves (an allgather of the mask over axes ``x`` is replicated on, announced by ``route.warn_gather``), never
+    moves (an allgather of the mask over axes ``x`` is replicated on, announced by ``route.moved_to``), never
     ``x`` (a ``where`` in the mask's layout allgathered ``x`` back into its own)."""
     target = tuple(x.spec.of(d) for d in mask.dims)
     if target == mask.spec.axes:
         return mask
-    warn_gather(
+    return moved_to(
         "x[mask] = v",
         mask,
-        sorted(mask.spec.used_axes.difference(a for t in target for a in t), key=x.mesh.axis_names.index),
+        target,
         "x is replicated over them (every replica needs the whole mask) or splits its other dims there; split "
         "the mask like the dims it covers to avoid it",
         "the mask",
     )
-    return to_axes(mask, target, False)
 
 
 def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.relayout import to_axes
 from ...errors import GatherWarning
 from ...layout import block_bounds
 from ...mesh import Mesh
@@ -176,7 +177,9 @@ def locate(mesh: Mesh, spec: Any, dims: Sequence[int], coords: Sequence[Any], de
 GATHER_WARN_BYTES = 65536
 
 
-def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array") -> None:
+def warn_gather(
+    op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array", stacklevel: int = 4
+) -> None:
     """Warn with ``sa.GatherWarning`` that ``op`` allgathers the split array ``arr`` (``what``: its role) over mesh
     ``axes``, naming the bytes each device receives, when they exceed ``GATHER_WARN_BYTES``."""
     k = arr.mesh.axes_size(axes)
@@ -186,8 +189,17 @@ def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str, what: str =
             f"{op}: {what} {arr.sizes} is allgathered over mesh axes {tuple(axes)}, {nbytes} bytes "
             f"received per device: {advice}",
             GatherWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
 
 
-__all__ = ["GATHER_WARN_BYTES", "Route", "locate", "owner_table", "warn_gather"]
+def moved_to(op: str, arr: Any, target: Sequence[tuple[str, ...]], advice: str, what: str = "the index array") -> Any:
+    """``arr`` brought to the per-dim mesh axes ``target`` (``to_axes``, a pending sum resolved), warning
+    (``warn_gather``) where that allgathers it: over the axes ``arr`` uses and ``target`` does not."""
+    kept = {a for axes in target for a in axes}
+    lost = sorted(arr.spec.used_axes.difference(kept), key=arr.mesh.axis_names.index)
+    warn_gather(op, arr, lost, advice, what, stacklevel=5)
+    return to_axes(arr, target, False)
+
+
+__all__ = ["GATHER_WARN_BYTES", "Route", "locate", "moved_to", "owner_table", "warn_gather"]

@@ -33,7 +33,7 @@ from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import check_host_ids, host_ids, normalize_int, normalize_slice, pick
 from .id_writes import write_at
 from .mask import mask_assign
-from .route import warn_gather
+from .route import moved_to
 from .take import _check_range
 from .writes import check_host_value, serialized
 
@@ -204,16 +204,14 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
         value = None
     else:
         common_mesh([x, v], "x[...] = v")
-        value = _value(x, v, box)
-        warn_gather(
+        value = moved_to(
             "x[...] = v",
-            value,
-            sorted(value.spec.used_axes.difference(x.spec.used_axes), key=mesh.axis_names.index),
+            _value(x, v, box),
+            x.spec.axes,
             "x is replicated over them (every replica needs the whole value); split the value like the "
             "selection of x to avoid it",
             "the value",
         )
-        value = to_axes(value, x.spec.axes, False)
         for d in x.dims:
             start, step, count, _ = box[d]
             if (start, step, count) != (0, 1, x.sizes[d]):

@@ -48,7 +48,7 @@ from ..creation.basic import asarray
 from ..elementwise.arithmetic import equal
 from ..manipulation.structure import astype
 from ..reduction.scan import sum_identity
-from .route import warn_gather
+from .route import moved_to
 from .take_routed import routed_scatter_add, routed_take
 
 ROUTE_MIN_IDS = 2048
@@ -313,17 +313,14 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     plan = _Plan(x, ids, dim)
     mesh = common_mesh([x, ids], "take")
     check_ids(ids, x.sizes[dim], dim)  # on GPUs: queued, read at the next read of a value (the lookup clips)
-    kept = {a for axes in plan.ids_axes for a in axes}  # (an axis the ids lose, on any dim, is allgathered)
-    dropped = sorted(ids.spec.used_axes.difference(kept), key=mesh.axis_names.index)
-    warn_gather(
+    x = to_axes(x, plan.x_axes, False)
+    ids = moved_to(  # (an axis the ids lose, on any dim, is allgathered)
         f"take along {dim!r}",
         ids,
-        dropped,
+        plan.ids_axes,
         f"x splits {dim!r} or its other dims over them; split the ids' new dims over the "
         f"axes of {dim!r} and their shared dims as x's (or over axes x does not use) to avoid it",
     )
-    x = to_axes(x, plan.x_axes, False)
-    ids = to_axes(ids, plan.ids_axes, False)
     if plan.routed:  # ids split over dim's axes: requests to the owners, rows back
         return routed_take(plan, x, ids)
     xp, backend = mesh.backend.xp, mesh.backend
