@@ -388,16 +388,16 @@ def _nan_rank(s: ShardArray, dim: str, valid: ShardArray, q: float, method: str,
 _PICKING = ("inverted_cdf", "closest_observation", "lower", "higher", "nearest")
 
 
-def _q_kind(q: Any) -> str:
-    """The dtype kind of the quantiles ``q`` (a number, a sequence or an array), as NumPy reads it."""
-    return q.dtype.kind if isinstance(q, (ShardArray, np.ndarray, np.generic)) else np.asarray(q).dtype.kind
+def _q_dtype(q: Any) -> np.dtype:
+    """The dtype of the quantiles ``q`` (a number, a sequence or an array), as NumPy reads it."""
+    return q.dtype if isinstance(q, (ShardArray, np.ndarray, np.generic)) else np.asarray(q).dtype
 
 
 def _result_dtype(dtype: np.dtype, q: Any, method: str) -> np.dtype:
     """NumPy's dtype of a quantile: ``x``'s for a picking method; else ``x``'s promoted with ``q``'s (a Python
     number is weak: float32 stays float32; a list or array of floats is float64), integers and bools as float64.
     """
-    if method in _PICKING or dtype.name == "bfloat16" or (method == "linear" and _q_kind(q) in "iu"):
+    if method in _PICKING or dtype.name == "bfloat16" or (method == "linear" and _q_dtype(q).kind in "iu"):
         return dtype  # (integer q, 0 or 1, with "linear" picks the extreme value: NumPy keeps the dtype)
     if isinstance(q, (ShardArray, np.ndarray, np.generic)):  # (np.float64 first: it is a Python float too)
         out = np.result_type(dtype, q.dtype)
@@ -431,9 +431,9 @@ def _quantile(
         raise ArgumentError(f"{what}: method {method!r} is not supported; use one of {methods}")
     if x.dtype.kind == "c":
         raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
-    if x.dtype == np.bool_ and method not in _PICKING and "median" not in what:
+    if x.dtype == np.bool_ and method not in _PICKING and combine is _lerp:
         # (NumPy cannot subtract booleans to interpolate; its median averages the two middle values, in float64)
-        if method != "linear" or _q_kind(q) not in "biu":
+        if method != "linear" or _q_dtype(q).kind not in "biu":
             raise DTypeError(
                 f"{what}: method {method!r} interpolates, and booleans cannot be interpolated (NumPy raises too); "
                 f"use one of the methods that pick a value, {_PICKING}, or cast first: xp.astype(x, xp.float64)"
@@ -481,7 +481,7 @@ def _quantiles(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: 
     shape = q.shape if isinstance(q, ShardArray) else np.shape(q)
     if shape != (0,):
         return _quantile(x, q, axis, method, keepdims, weights, what)
-    qd = q.dtype if isinstance(q, (ShardArray, np.ndarray)) else np.asarray(q).dtype
+    qd = _q_dtype(q)
     if x.size == 0 and weights is None and qd.kind in "biuf":  # (NumPy: empty, or its IndexError)
         try:
             empty = cast(Any, np.quantile)(
