@@ -16,24 +16,25 @@ from .common import _in_range
 from .reduce_tree import allreduce_tree, scale_leaves
 
 
-def _resolved(grads: Any, what: str) -> tuple[list[ShardArray], Any]:
+def _resolved(grads: Any, what: str, scaled: bool = False) -> tuple[list[ShardArray], Any]:
+    """The leaves of ``grads`` (ShardArrays, pending sums resolved, each of its kind) and the tree's structure.
+
+    ``scaled``: the leaves are to be scaled (``clip_by_global_norm``, a loss scale's unscaling), so each must be
+    floating point, real or complex (``DTypeError``): an integer or bool gradient would be truncated, to zeros for
+    a factor below 1."""
     leaves, treedef = tree_flatten(grads)
     for x in leaves:
         if not isinstance(x, ShardArray):
             raise DTypeError(f"{what}: every leaf must be a ShardArray; got {type(x).__name__}")
+    if scaled:
+        for path, x in zip(tree_paths(grads, ""), leaves):
+            if not (is_real_float(x.dtype) or is_complex(x.dtype)):
+                raise DTypeError(
+                    f"{what}: grads{path} has dtype {x.dtype}; scaling it would truncate it (to 0 for a factor below "
+                    f"1). Gradients are floating point: pass the ones sa.value_and_grad returns, or cast it: "
+                    f"g.astype('float32')"
+                )
     return [like_kind(resolve_to(x), x) if x.pending else x for x in leaves], treedef  # each keeps its kind
-
-
-def scalable(grads: Any, leaves: list[ShardArray], what: str) -> None:
-    """``DTypeError`` unless every leaf is floating point (real or complex): scaling an integer or bool gradient
-    (``clip_by_global_norm``, a loss scale's unscaling) would truncate it, to zeros for a factor below 1."""
-    for path, x in zip(tree_paths(grads, ""), leaves):
-        if not (is_real_float(x.dtype) or is_complex(x.dtype)):
-            raise DTypeError(
-                f"{what}: grads{path} has dtype {x.dtype}; scaling it would truncate it (to 0 for a factor below "
-                f"1). Gradients are floating point: pass the ones sa.value_and_grad returns, or cast it: "
-                f"g.astype('float32')"
-            )
 
 
 def _wide(block: Any) -> Any:
@@ -119,8 +120,7 @@ def clip_by_global_norm(grads: Any, max_norm: float, *, return_norm: bool = Fals
         (6.0, array([0.5, 0.5, 0.5, 0.5], dtype=float32))
     """
     _in_range("clip_by_global_norm", "max_norm", max_norm, 0.0, None, "[0, inf) (max_norm >= 0, finite, e.g. 1.0)")
-    leaves, treedef = _resolved(grads, "clip_by_global_norm")
-    scalable(grads, leaves, "clip_by_global_norm")
+    leaves, treedef = _resolved(grads, "clip_by_global_norm", scaled=True)
     norm = _norm(leaves, "clip_by_global_norm")
     if math.isfinite(norm) and norm > max_norm:
         leaves = scale_leaves(leaves, float(max_norm) / norm)

@@ -12,7 +12,7 @@ import numpy as np
 from ..autograd.api import value_and_grad
 from ..errors import ArgumentError, DTypeError
 from ..tree import tree_unflatten
-from .clip import _norm, _resolved, scalable
+from .clip import _norm, _resolved
 from .common import _in_range, _number
 from .reduce_tree import allreduce_tree, scale_leaves
 
@@ -142,8 +142,7 @@ class DynamicLossScale:
         flag over all mesh axes, for all the gradients.
         """
         s = self._check_state(state, "unscale")
-        leaves, treedef = _resolved(grads, "DynamicLossScale.unscale")
-        scalable(grads, leaves, "DynamicLossScale.unscale")
+        leaves, treedef = _resolved(grads, "DynamicLossScale.unscale", scaled=True)
         unscaled = scale_leaves(leaves, 1.0 / s)
         finite = allreduce_tree(unscaled, _nonfinite, "max", "DynamicLossScale.unscale") == 0.0
         return tree_unflatten(treedef, unscaled), finite
@@ -197,8 +196,7 @@ class DynamicLossScale:
             grads, finite = self.unscale(grads, state)
         else:
             _in_range("DynamicLossScale.apply", "max_norm", max_norm, 0.0, None, "[0, inf) (e.g. 1.0)")
-            leaves, treedef = _resolved(grads, "DynamicLossScale.apply")
-            scalable(grads, leaves, "DynamicLossScale.apply")
+            leaves, treedef = _resolved(grads, "DynamicLossScale.apply", scaled=True)
             norm = _norm(leaves, "DynamicLossScale.apply") / s  # (float64 gradients whose squares overflow: rescaled)
             finite = math.isfinite(norm)
             if finite:
