@@ -81,6 +81,7 @@ import numpy as np
 from .array import ShardArray, as_kind
 from .backend import cublas
 from .backend.cupy_backend import CupyBackend
+from .callsite import user_stacklevel
 from .errors import ArgumentError, GraphError, ShardArrayError
 from .ops.creation.basic import asarray
 
@@ -142,7 +143,9 @@ class graphed:
         if where != "gpu":
             if where and not self._warned:
                 self._warned = True
-                warnings.warn(f"sa.graphed({_name(self.fn)}) runs eagerly: {where}", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"sa.graphed({_name(self.fn)}) runs eagerly: {where}", RuntimeWarning, stacklevel=user_stacklevel()
+                )
             return self.fn(*args, **kwargs)
         for i in self.donate_argnums.intersection(range(len(args))):
             leaves, treedef = flat[i]

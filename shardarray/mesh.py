@@ -15,6 +15,7 @@ import numpy as np
 
 from .backend import get_backend
 from .backend.cupy_backend import import_cupy, on_devices
+from .callsite import user_stacklevel
 from .comm.emulated import EmulatedCommunicator
 from .comm.mpi import MpiCommunicator, mpi_world
 from .comm.nccl import NcclCommunicator
@@ -120,7 +121,7 @@ def default_comm(launched: int, shape: Mapping[str, int], size: int, backend: An
             f"process runs the whole mesh (the same work, the same files, {launched} times). Pass "
             f"comm='emulated' if that is what you want, or run one process per device: mpiexec -n {size}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return "emulated"
 

@@ -2,8 +2,8 @@
 
 The floors, bottom up:
 
-* the basement: errors, dtypes, chunk arithmetic, the launcher's process count, layouts, meshes, backends,
-  communicators, the profiler, BLAS threads;
+* the basement: errors, the user's line for warnings (callsite), dtypes, chunk arithmetic, the launcher's process
+  count, layouts, meshes, backends, communicators, the profiler, BLAS threads;
 * ``array.py``: the ``ShardArray`` data type (its methods call the ops
   through ``array.OPS``, which the ops fill in from above);
 * the ground floor, ``shardarray/core/``: the tape and the VJP registry, the block map and argument
@@ -20,8 +20,9 @@ from __future__ import annotations
 from import_graph import build
 
 BASEMENT = (
-    "backend", "chunks", "comm", "dtypes", "errors", "launch", "layout", "mesh", "profiler", "threads", "memo_hook"
-)
+    "backend", "callsite", "chunks", "comm", "dtypes", "errors", "launch", "layout", "mesh", "profiler", "threads",
+    "memo_hook",
+)  # fmt: skip
 #: imports of the package's own modules made inside functions (lazy imports of optional dependencies, CuPy and
 #: mpi4py, stay where they are): none; a table filled from above (array.OPS) replaces them
 LOCAL_IMPORTS_AT_MOST = 0

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..callsite import user_stacklevel
 from ..dtypes import BFLOAT16, accumulation_dtype
 from ..errors import BackendError, DTypeError
 
@@ -95,7 +96,7 @@ def supports(where: Any, dtype: Any, name: str) -> bool:
             f"shardarray: the fused CUDA kernels of kernels/{name}.cu could not be built ({e}); "
             f"that op runs through CuPy array operations instead",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return False
     return True

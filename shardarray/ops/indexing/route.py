@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ...callsite import user_stacklevel
 from ...core.relayout import to_axes
 from ...errors import GatherWarning
 from ...layout import block_bounds
@@ -177,11 +178,10 @@ def locate(mesh: Mesh, spec: Any, dims: Sequence[int], coords: Sequence[Any], de
 GATHER_WARN_BYTES = 65536
 
 
-def warn_gather(
-    op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array", stacklevel: int = 4
-) -> None:
+def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array") -> None:
     """Warn with ``sa.GatherWarning`` that ``op`` allgathers the split array ``arr`` (``what``: its role) over mesh
-    ``axes``, naming the bytes each device receives, when they exceed ``GATHER_WARN_BYTES``."""
+    ``axes``, naming the bytes each device receives, when they exceed ``GATHER_WARN_BYTES``; the warning points at
+    the user's line (``errors.user_stacklevel``)."""
     k = arr.mesh.axes_size(axes)
     nbytes = (k - 1) * -(-arr.size // max(k, 1)) * arr.dtype.itemsize
     if k > 1 and nbytes > GATHER_WARN_BYTES:
@@ -189,7 +189,7 @@ def warn_gather(
             f"{op}: {what} {arr.sizes} is allgathered over mesh axes {tuple(axes)}, {nbytes} bytes "
             f"received per device: {advice}",
             GatherWarning,
-            stacklevel=stacklevel,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -198,7 +198,7 @@ def moved_to(op: str, arr: Any, target: Sequence[tuple[str, ...]], advice: str, 
     (``warn_gather``) where that allgathers it: over the axes ``arr`` uses and ``target`` does not."""
     kept = {a for axes in target for a in axes}
     lost = sorted(arr.spec.used_axes.difference(kept), key=arr.mesh.axis_names.index)
-    warn_gather(op, arr, lost, advice, what, stacklevel=5)
+    warn_gather(op, arr, lost, advice, what)
     return to_axes(arr, target, False)
 
 

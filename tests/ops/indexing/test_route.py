@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -178,6 +179,19 @@ def test_gather_fallback_warns(monkeypatch):
         with pytest.warns(sa.GatherWarning, match=r"x\[idx\] = v.*bytes"):
             x[:, xp.asarray([0, 5, 1, 2])] = 1.0  # indices split over row, which splits x's other axis
     np.testing.assert_array_equal(x.numpy()[:, [0, 1, 2, 5]], 1.0)
+
+
+def test_gather_warning_points_at_the_users_line(monkeypatch):
+    """However deep in the library a gather warns, the warning names the line of the user's code that caused it
+    (``errors.user_stacklevel``), so ``-W error`` tracebacks and warning filters by module see the caller."""
+    monkeypatch.setattr(route, "GATHER_WARN_BYTES", 0)
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        x = xp.zeros((4, 6))
+        idx = xp.asarray([0, 5, 1, 2])
+        with pytest.warns(sa.GatherWarning) as got:
+            line = sys._getframe().f_lineno + 1
+            x[:, idx] = 1.0
+    assert {(w.filename, w.lineno) for w in got} == {(__file__, line)}
 
 
 def test_small_id_blocks_take_the_lookup_and_sum_path(monkeypatch):
