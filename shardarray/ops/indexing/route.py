@@ -181,7 +181,7 @@ GATHER_WARN_BYTES = 65536
 def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array") -> None:
     """Warn with ``sa.GatherWarning`` that ``op`` allgathers the split array ``arr`` (``what``: its role) over mesh
     ``axes``, naming the bytes each device receives, when they exceed ``GATHER_WARN_BYTES``; the warning points at
-    the user's line (``errors.user_stacklevel``)."""
+    the user's line (``callsite.user_stacklevel``)."""
     k = arr.mesh.axes_size(axes)
     nbytes = (k - 1) * -(-arr.size // max(k, 1)) * arr.dtype.itemsize
     if k > 1 and nbytes > GATHER_WARN_BYTES:

@@ -183,7 +183,7 @@ def test_gather_fallback_warns(monkeypatch):
 
 def test_gather_warning_points_at_the_users_line(monkeypatch):
     """However deep in the library a gather warns, the warning names the line of the user's code that caused it
-    (``errors.user_stacklevel``), so ``-W error`` tracebacks and warning filters by module see the caller."""
+    (``callsite.user_stacklevel``), so ``-W error`` tracebacks and warning filters by module see the caller."""
     monkeypatch.setattr(route, "GATHER_WARN_BYTES", 0)
     with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
         x = xp.zeros((4, 6))
