@@ -17,6 +17,7 @@ from ..array import ShardArray
 from ..errors import DTypeError
 from ..ops.manipulation.structure import rename
 from ..ops.sorting import unique as _u
+from ._align import axis_dim
 from ._array import Array, wrap
 
 UniqueAllResult = _u.UniqueAllResult
@@ -83,6 +84,43 @@ def unique_all(x: ShardArray, /) -> UniqueAllResult:
     """
     r = _u.unique_all(_check(x, "unique_all"))
     return UniqueAllResult(_pos(r.values), _pos(r.indices), wrap(r.inverse_indices), _pos(r.counts))
+
+
+def unique_along_axis(
+    x: ShardArray,
+    axis: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+) -> Any:
+    """``np.unique(x, axis=axis, ...)``: the distinct slices of ``x`` along ``axis``, sorted lexicographically.
+
+    NumPy's semantics (a slice holding a NaN is distinct from every other, whatever ``equal_nan``; -0.0 equals
+    0.0); ``index``, ``inverse`` (1-D, ``x.shape[axis]`` long) and ``counts`` as asked, in NumPy's order of the
+    returns. No gather: a relayout putting whole slices on each device, a sample sort of the slices, small
+    allgathers and one alltoallv placing the result (see ``sa.unique`` and ``ops/sorting/unique_axis.py``).
+    What ``np.unique(x, axis=k)`` dispatches to.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.asarray([[1, 2], [0, 5], [1, 2]])
+        ...     v, c = unique_along_axis(a, 0, return_counts=True)
+        >>> v.numpy(), c.numpy()
+        (array([[0, 5],
+               [1, 2]]), array([1, 2]))
+    """
+    x = _check(x, "unique")
+    dim = axis_dim(x, axis, "unique") if x.ndim else axis
+    got = _u.unique(x, return_index, return_inverse, return_counts, axis=dim)
+    if not isinstance(got, tuple):
+        return _positional(got)
+    return tuple(_positional(a) for a in got)
+
+
+def _positional(a: ShardArray) -> Array:
+    """A result of ``unique`` positionally: a 1-D one along ``dim0``, others as they are (``x``'s dims)."""
+    return wrap(rename(a, {a.dims[0]: "dim0"}) if a.ndim == 1 else a)
 
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values"]

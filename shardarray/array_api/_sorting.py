@@ -5,7 +5,9 @@
 can take the split; else a parallel sample sort: an allgather of samples,
 two alltoallv and one allgather of one int per device) and of
 ``sa.searchsorted`` (one allreduce of one int64 per value). Results keep the
-input's layout.
+input's layout. Complex values sort and are searched in NumPy's order (the
+standard leaves it unspecified): lexicographic, real part then imaginary part,
+``R+Rj < R+nanj < nan+Rj < nan+nanj``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from ._creation import asarray
 
 
 def sort(x: ShardArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
-    """``x`` sorted along ``axis`` (NaN last; ``descending`` keeps ties in order, NaN first); see ``sa.sort``.
+    """``x`` sorted along ``axis`` (NaN last; complex values in NumPy's lexicographic order; ``descending`` keeps
+    ties in order, NaN first); see ``sa.sort``.
 
     Example:
         >>> import shardarray.array_api as xp

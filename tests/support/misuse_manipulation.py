@@ -54,8 +54,6 @@ CASES = [
          sa.LayoutError, names=("'hidden'",), fix=("relayout({'hidden': None})",)),
     Case("manip-repeat-negative", lambda: sa.repeat(_x(), -1, "batch"),
          sa.ArgumentError, names=("'batch'", "-1"), fix=(">= 0",)),
-    Case("manip-argmax-complex", lambda: sa.argmax(_x("complex128"), "hidden"),
-         sa.DTypeError, names=("complex128",), fix=("sa.real(x)", "sa.abs(x)")),
     Case("manip-argmax-empty-dim", lambda: sa.argmax(sa.zeros(MESH, {"batch": 2, "vocab": 0}), "vocab"),
          sa.DimensionError, names=("'vocab'", "size 0"), fix=("empty",)),
     Case("manip-argmax-no-dim-on-2d", lambda: sa.argmax(_x()),

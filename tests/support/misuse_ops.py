@@ -136,8 +136,6 @@ CASES = [
          lambda: sa.nn.attention(sa.ones(MESH, {"batch": 2, "d_model": 4}, "float64"), {}, "layer0.attn."),
          sa.DimensionError, names=("attention", "'seq'"), fix=("rename",)),
     # ---------------------------------------------------------------- complex
-    Case("ops-complex-max", lambda: _x("complex64").max("vocab"), sa.DTypeError,
-         names=("max", "complex64"), fix=("real part", "magnitude")),
     Case("ops-complex-less", lambda: _x("complex128") < 1.0, sa.DTypeError,
          names=("less", "complex128"), fix=("real part",)),
     Case("ops-complex-maximum", lambda: sa.maximum(_x("complex64"), 0.0), sa.DTypeError,

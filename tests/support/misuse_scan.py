@@ -39,8 +39,6 @@ CASES = [
     Case("scan-top-k-too-large", lambda: sa.top_k(_x(), 5, "s"), sa.ArgumentError, ("k=5", "'s'"), ("1..4",)),
     Case("scan-top-k-name-clash", lambda: sa.top_k(_x(), 2, "s", new_dim="b"), sa.DimensionError, ("'b'",),
          ("new_dim='s_top'",)),
-    Case("scan-top-k-complex", lambda: sa.top_k(_x().astype("complex128"), 2, "s"), sa.DTypeError,
-         ("complex128",), ("sa.abs(x)",)),
     Case("scan-take-along-float-ids", lambda: sa.take_along_dim(_x(), _x(), "s"), sa.DTypeError, ("float64",),
          ('astype("int64")',)),
     Case("scan-take-along-missing-dim",

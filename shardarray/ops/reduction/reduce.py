@@ -31,6 +31,7 @@ from ...dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_f
 from ...errors import ArgumentError
 from ...layout import Layout
 from ..manipulation.structure import astype
+from .search import complex_extreme
 
 
 def _split(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -189,6 +190,8 @@ def _identity(dtype: np.dtype, op: str) -> Any:
 
 def _extreme(x: ShardArray, dims: Any, op: str) -> ShardArray:
     dims = dims_arg(x, dims, op)
+    if x.dtype.kind == "c":  # NumPy's order: lexicographic, a NaN part propagates (search.complex_extreme)
+        return complex_extreme(x, dims, op) if dims else x
     check_domain(op, [x], "real")
     if not dims:
         return x
@@ -219,7 +222,10 @@ def _extreme(x: ShardArray, dims: Any, op: str) -> ShardArray:
 def max(x: ShardArray, dims: Any = None) -> ShardArray:
     """Maximum over ``dims``: local max, then a max-allreduce over split dims' axes.
 
-    Over an empty dim the result is the identity of ``max`` (``-inf`` for floats, the dtype's least value for
+    Complex values compare as NumPy's ``np.max`` compares them: lexicographically (real part, then imaginary
+    part), a value with a NaN part propagating; over split dims their partial extremes are allgathered (one
+    complex per output element per device) and picked again (``search.complex_extreme``), as NCCL has no complex
+    max. Over an empty dim the result is the identity of ``max`` (``-inf`` for floats, the dtype's least value for
     integers), as ``jax.lax.reduce_max`` gives, so ``logsumexp`` and ``softmax`` of empty dims need no special case;
     ``xp.max`` and ``np.max`` raise there, as NumPy does.
 

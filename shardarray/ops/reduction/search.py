@@ -9,11 +9,14 @@ winner: the first NaN if any (NumPy's rule), else the extreme value with the
 smallest index (first occurrence). Where the candidates lie in index order (no
 block of the dim is empty, and the dim's axes are in the mesh's order, as the
 allgather's members are) the winner is NumPy's own arg-search over them;
-otherwise the least index among the extremes. Results are int64 and not differentiable.
+otherwise the least index among the extremes. Complex values follow NumPy: lexicographic order (real part, then
+imaginary part), the first value with a NaN in either part wins (``complex_hits``); their pairs are three int64
+(the parts' float64 bits, the index). Results are int64 and not differentiable.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,8 @@ def _arg_extreme(xp: Any, s: Any, axis: int, op: str) -> Any:
         >>> int(_arg_extreme(np, np.array([2.0, np.nan, 0.0, np.nan]), 0, "argmin"))
         1
     """
+    if s.dtype.kind == "c" and xp is not np:  # (NumPy's own complex arg-search is the reference)
+        return xp.argmax(complex_hits(xp, s, axis, op), axis=axis)
     pos = (xp.argmax if op == "argmax" else xp.argmin)(s, axis=axis)
     if xp is np or (s.dtype.kind != "f" and s.dtype.name != "bfloat16"):
         return pos
@@ -47,14 +52,33 @@ def _arg_extreme(xp: Any, s: Any, axis: int, op: str) -> Any:
     return xp.where(xp.any(nan, axis=axis), xp.argmax(nan, axis=axis), pos)
 
 
+def complex_hits(xp: Any, s: Any, axis: int, op: str) -> Any:
+    """Where the complex ``s`` reaches its ``argmax``/``argmin`` along ``axis``, NumPy's way (a bool mask).
+
+    NumPy orders complex values lexicographically (real part, then imaginary part) and lets a NaN in either
+    part win (``np.argmax``/``np.argmin`` give the first such value). The mask marks, per row, every value with
+    a NaN part if the row has one, else every value equal (both parts) to the lexicographic extreme; its first
+    True is NumPy's answer. Real reductions only, on every array module.
+
+    Example:
+        >>> complex_hits(np, np.array([1 + 2j, 0 + 9j, 1 + 2j]), 0, "argmax").tolist()
+        [True, False, True]
+    """
+    re, im = s.real, s.imag
+    nan = xp.isnan(re) | xp.isnan(im)
+    red = xp.max if op == "argmax" else xp.min
+    fill = re.dtype.type(-np.inf if op == "argmax" else np.inf)
+    re_c = xp.where(nan, fill, re)
+    on = ~nan & (re_c == red(re_c, axis=axis, keepdims=True))
+    im_c = xp.where(on, im, fill)
+    hit = on & (im_c == red(im_c, axis=axis, keepdims=True))
+    return xp.where(xp.any(nan, axis=axis, keepdims=True), nan, hit)
+
+
 def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     x = require_array(x, f"sa.{op}")
     dim = one_dim_arg(x, dim, op, "search", none_on_1d=True)
-    if x.dtype.kind == "c":
-        raise DTypeError(
-            f"{op}: complex values ({x.dtype}, array {x.sizes}) have no order; search sa.real(x) or sa.abs(x)"
-        )
-    if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
+    if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
         raise DTypeError(f"{op}: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
     if x.sizes[dim] == 0:
         raise DimensionError(
@@ -77,9 +101,12 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         shards = map_blocks(mesh, x.spec.used_axes, local, x.shards)
         return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
 
-    wide, big = wide_dtype(x.dtype), x.sizes[dim]
-    worst: float
-    if x.dtype.kind == "b":
+    cplx = x.dtype.kind == "c"
+    wide, big = np.dtype(np.complex128) if cplx else wide_dtype(x.dtype), x.sizes[dim]
+    worst: Any
+    if cplx:
+        worst = complex(-np.inf, -np.inf) if op == "argmax" else complex(np.inf, np.inf)
+    elif x.dtype.kind == "b":
         worst = 0 if op == "argmax" else 1
     elif wide.kind == "f":
         worst = -np.inf if op == "argmax" else np.inf
@@ -90,7 +117,7 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     # local pairs, packed as int64 (value bits, global index), shape (..., 1 at i, ..., 2)
     def pair(off: int, s: Any) -> Any:
         if isinstance(s, MetaArray):
-            return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1 :] + (2,), np.int64)
+            return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1 :] + (3 if cplx else 2,), np.int64)
         shape = s.shape[:i] + (1,) + s.shape[i + 1 :]
         if s.shape[i] == 0:
             val = xp.full(shape, worst, dtype=wide)
@@ -103,6 +130,9 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
             else:
                 val = xp.take_along_axis(s, xp.expand_dims(pos, i), axis=i).astype(wide)
             idx = xp.expand_dims(pos, i).astype(np.int64) + off
+        if cplx:  # (value parts as float64 bits, index): 3 int64
+            parts = [xp.ascontiguousarray(val.real).view(np.int64), xp.ascontiguousarray(val.imag).view(np.int64)]
+            return xp.stack([*parts, idx], axis=-1)
         return xp.stack([xp.ascontiguousarray(val).view(np.int64), idx], axis=-1)
 
     pairs = map_blocks(mesh, x.spec.used_axes, pair, offsets, x.shards, pure=True)
@@ -117,6 +147,11 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     def pick(g: Any) -> Any:
         if isinstance(g, MetaArray):
             return MetaArray(g.shape[:i] + g.shape[i + 1 : -1], np.int64)
+        if cplx:
+            idx = g[..., 2]
+            parts = [xp.ascontiguousarray(g[..., k]).view(np.float64) for k in (0, 1)]
+            vals = xp.stack(parts, axis=-1).view(np.complex128)[..., 0]
+            return xp.min(xp.where(complex_hits(xp, vals, i, op), idx, np.iinfo(np.int64).max), axis=i)
         vals = xp.ascontiguousarray(g[..., 0]).view(wide)
         idx = g[..., 1]
         if in_order:  # the first extreme (or first NaN) among the candidates wins, as in NumPy
@@ -138,6 +173,50 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
 
 
+def complex_extreme(x: ShardArray, dims: tuple[str, ...], op: str) -> ShardArray:
+    """``max``/``min`` (``op``) of the complex ``x`` over ``dims`` (non-empty), as ``np.max``/``np.min``.
+
+    NumPy's ``maximum``/``minimum`` of complex values compare lexicographically (real part, then imaginary part)
+    and propagate a value with a NaN in either part; the result is a value of ``x`` (``complex_hits``'s first).
+    Each device picks its block's extreme over the reduced axes (``complex(-inf, -inf)`` for ``max`` over an
+    empty block, ``complex(inf, inf)`` for ``min``: the identities of the order); over split dims **one
+    allgather** over their mesh axes of one complex value per output element per device (an allreduce has no
+    complex max: NCCL's has none), then each device picks again. Which NaN comes out where several meet is the
+    first in the mesh's order (NumPy's is the first in its reduction order).
+    """
+    x = resolve(x, x.spec.axes)
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    index = tuple(x.dims.index(d) for d in dims)
+    keep = tuple(d for d in x.dims if d not in dims)
+    out_axes = {d: a for d, a in zip(x.dims, x.spec.axes) if d not in dims}
+    worst = complex(-np.inf, -np.inf) if op == "max" else complex(np.inf, np.inf)
+
+    def pick(s: Any, axes: tuple[int, ...]) -> Any:
+        shape = tuple(n for k, n in enumerate(s.shape) if k not in axes)
+        if isinstance(s, MetaArray):
+            return MetaArray(shape, x.dtype)
+        if any(s.shape[k] == 0 for k in axes):
+            return xp.full(shape, worst, dtype=x.dtype)
+        moved = xp.moveaxis(s, axes, tuple(range(s.ndim - len(axes), s.ndim)))
+        flat = moved.reshape(shape + (math.prod(s.shape[k] for k in axes),))
+        pos = xp.argmax(complex_hits(xp, flat, -1, "argmax" if op == "max" else "argmin"), axis=-1)
+        return xp.take_along_axis(flat, xp.expand_dims(pos, -1), axis=-1)[..., 0]
+
+    shards = map_blocks(mesh, x.spec.used_axes, lambda s: pick(s, index), x.shards)
+    red_axes = mesh_order(mesh, [a for d in dims for a in x.spec.of(d)])
+    if red_axes:
+        lead = map_blocks(mesh, x.spec.used_axes, lambda s: _lead(xp, s), shards)
+        shards = map_blocks(
+            mesh, _used(mesh, out_axes), lambda g: pick(g, (0,)), mesh.comm.allgather(lead, red_axes, 0)
+        )
+    return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=x.dtype)
+
+
+def _lead(xp: Any, s: Any) -> Any:
+    """``s`` with a new leading axis of size 1."""
+    return MetaArray((1, *s.shape), s.dtype) if isinstance(s, MetaArray) else xp.expand_dims(s, 0)
+
+
 def _used(mesh: Any, axes: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     return mesh_order(mesh, [a for v in axes.values() for a in v])
 
@@ -149,7 +228,8 @@ def argmax(x: ShardArray, dim: Any = None) -> ShardArray:
     Over a split dim: a local argmax per block (its offset makes the index
     global), then **one allgather** over the dim's axes of one (value, index)
     pair per output element (16 bytes each), and a local pick. A 1-D array may
-    leave ``dim`` out. Bool arrays work as in NumPy; complex ones raise ``DTypeError``.
+    leave ``dim`` out. Bool arrays work as in NumPy; complex ones in NumPy's order (lexicographic, the first value
+    with a NaN part wins; 24-byte triples in the allgather).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -178,4 +258,4 @@ def argmin(x: ShardArray, dim: Any = None) -> ShardArray:
     return _search(x, dim, "argmin")
 
 
-__all__ = ["argmax", "argmin"]
+__all__ = ["argmax", "argmin", "complex_extreme", "complex_hits"]

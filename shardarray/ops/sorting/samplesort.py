@@ -12,7 +12,8 @@ locally sorted block)``. With a stable local sort this is exactly the order
 ``(value, global index)`` (member order is block order), so the result is
 stable and deterministic, and runs of equal values are cut between buckets
 by position: equal values balance like distinct ones. NaN sorts last, -0.0
-and 0.0 are equal (NumPy's order).
+and 0.0 are equal (NumPy's order); complex values take NumPy's order too (``order.py``: lexicographic, NaNs
+last), their keys and payloads traveling as int64 words (two per complex value).
 
 Steps and collectives (``p`` = the group size along ``axes``, ``m`` = a
 device's block):
@@ -21,7 +22,7 @@ device's block):
    differ put back in input order; ``xp.argsort(kind="stable")`` when a
    payload rides along);
 2. **allgather** of ``p - 1`` regular samples per device (3 int64 each:
-   value bits, member, position); every device picks the same ``p - 1``
+   member, position, value bits; 4 for complex values); every device picks the same ``p - 1``
    global splitters (a stable multi-key sort of the ``p (p - 1)`` samples);
 3. each device cuts its sorted block at the splitters (``searchsorted``);
    **one alltoallv** sends bucket ``i`` to member ``i`` (per-pair counts;
@@ -61,101 +62,12 @@ import numpy as np
 
 from ...chunks import group_chunk
 from ...comm.parallel import run_all, usable
-from ...dtypes import wide_dtype
 from ...mesh import Mesh
+from . import order
+from .order import from_bits, from_words, key_dtype, lex_order, sort_keys, stable_sort, to_bits, width, words
 
 LAST_PEAK: dict[str, float] = {"elements": 0, "block": 0, "ratio": 0.0}
 """The last sample sort's largest bucket (``elements``), the canonical block ``ceil(n/p)`` and their ratio."""
-
-
-def to_bits(a: Any) -> Any:
-    """``a`` (a NumPy or CuPy array) as int64 words that ``from_bits`` turns back exactly."""
-    return a.astype(wide_dtype(a.dtype), copy=False).view(np.int64)
-
-
-def from_bits(bits: Any, dtype: Any) -> Any:
-    """The values ``to_bits`` packed (an int64 array of either array module), in ``dtype``."""
-    return bits.view(wide_dtype(dtype)).astype(dtype, copy=False)
-
-
-def key_dtype(dtype: Any) -> np.dtype:
-    """The dtype keys of ``dtype`` are sorted and searched in: float32 for bfloat16 (exact; CuPy's thrust
-    sorts have no bfloat16), else ``dtype`` itself."""
-    dtype = np.dtype(dtype)
-    return np.dtype(np.float32) if dtype.name == "bfloat16" else dtype
-
-
-def sort_keys(a: Any) -> Any:
-    """``a`` in ``key_dtype`` (itself unless bfloat16): what ``xp.sort``, ``argsort`` and ``searchsorted`` take.
-
-    Example:
-        >>> sort_keys(np.array([2.0, 1.0], dtype="bfloat16")).dtype
-        dtype('float32')
-    """
-    kd = key_dtype(a.dtype)
-    return a if kd == a.dtype else a.astype(kd)
-
-
-def stable_sort(xp: Any, keys: Any, axis: int = -1) -> Any:
-    """``keys`` sorted along ``axis``, equal values in their input order (the array API's stable sort), at the
-    speed of the array module's default sort.
-
-    CuPy's sort is stable (CUB's radix sort). NumPy's default (its SIMD quicksort) is not, and its stable sort
-    (timsort) is 5-10x slower on random floats; but of the real floats a sort treats as equal only two kinds
-    can be told apart: zeros (-0.0 and 0.0) and NaNs (by sign and payload), each of which ends up as one run
-    per row. So NumPy's quicksort runs, then each such run gets the input's zeros (NaNs) in their input order:
-    the k-th zero of a row in the output is the row's k-th zero in the input. Where a run is empty (found by a
-    binary search in 1-D), that costs nothing. Complex keys take NumPy's stable sort.
-
-    Example:
-        >>> np.signbit(stable_sort(np, np.array([0.0, -0.0, 1.0, -0.0, 0.0]))).tolist()
-        [False, True, True, False, False]
-    """
-    if xp is np and keys.dtype.kind == "c":  # (complex values with NaN parts tie in many runs: timsort)
-        return xp.sort(keys, axis=axis, kind="stable")
-    out = xp.sort(keys, axis=axis)
-    if xp is not np or keys.dtype.kind != "f" or out.size == 0:  # (CuPy: stable; ints: ties look alike)
-        return out
-    a, o = xp.moveaxis(keys, axis, -1), xp.moveaxis(out, axis, -1)  # (views: writes into ``o`` reach ``out``)
-    if o.ndim > 1:
-        zeros = True  # (the mask below finds them)
-    else:  # one sorted row: its zeros, if any, start where 0.0 would go
-        i = int(xp.searchsorted(o, o.dtype.type(0)))  # (of the array's dtype: a Python 0.0 casts the array)
-        zeros = i < o.size and o[i] == 0
-    if zeros:
-        _in_input_order(o, a, o == 0, a == 0)
-    if bool(xp.isnan(o[..., -1]).any()):  # (NaNs sort last)
-        _in_input_order(o, a, xp.isnan(o), xp.isnan(a))
-    return out
-
-
-def _in_input_order(out: Any, keys: Any, in_out: Any, in_keys: Any) -> None:
-    """Write the entries of ``keys`` at ``in_keys`` into ``out`` at ``in_out``, row by row in order (each row
-    of both masks has as many entries: equal values, whose run in ``out`` gets them in the input's order)."""
-    if in_out.any():
-        out[in_out] = keys[in_keys]
-
-
-def lex_order(xp: Any, keys: Sequence[Any], axis: int = -1) -> Any:
-    """Positions that sort along ``axis`` by ``keys[-1]``, ties by ``keys[-2]``, ..., then by position.
-
-    ``np.lexsort(keys, axis=axis)``'s order, built from stable argsorts (least significant key first), which
-    every array module has (CuPy's ``lexsort`` takes one 2-D array of one dtype and no axis).
-
-    Args:
-        xp: the array module.
-        keys: arrays of one shape (any dtypes), the primary key last.
-        axis: the axis to sort along.
-
-    Example:
-        >>> lex_order(np, [np.array([1, 0, 1]), np.array([2, 2, 1])]).tolist()
-        [2, 1, 0]
-    """
-    order = xp.argsort(keys[0], axis=axis, kind="stable")
-    for key in keys[1:]:
-        inner = xp.argsort(xp.take_along_axis(key, order, axis=axis), axis=axis, kind="stable")
-        order = xp.take_along_axis(order, inner, axis=axis)
-    return order
 
 
 def read_counts(mesh: Mesh, arrays: Sequence[Any]) -> list[Any]:
@@ -211,40 +123,43 @@ def _once(mesh: Mesh, keys: Sequence[Any], fn: Any, nbytes: int = 0) -> list[Any
 def _local(xp: Any, block: Any, payload: Any, offset: int) -> tuple[Any, Any]:
     """The sorted block and, when a payload rides along, the payload in that order."""
     if payload is None:
-        return stable_sort(xp, block), None
-    perm = xp.argsort(block, kind="stable")
+        return order.seq_sort(xp, block), None
+    perm = order.seq_argsort(xp, block)
     if isinstance(payload, str):
         return block[perm], perm.astype(np.int64) + offset
     return block[perm], payload[perm]
 
 
 def _samples(xp: Any, a: Any, member: int, p: int) -> Any:
-    """``p - 1`` regular samples of the sorted block ``a``: rows (value bits, member, position); member -1 if none."""
-    out = xp.zeros((p - 1, 3), dtype=np.int64)
+    """``p - 1`` regular samples of the sorted block ``a``: rows (member, position, value words); member -1 if
+    none."""
+    cols = a.shape[1] if a.ndim == 2 else 1
+    out = xp.zeros((p - 1, 2 + width(a.dtype) * cols), dtype=np.int64)
     m = len(a)
     if m == 0:
-        out[:, 1] = -1
+        out[:, 0] = -1
         return out
     pos = (xp.arange(1, p, dtype=np.int64) * m) // p
-    out[:, 0] = to_bits(a[pos])
-    out[:, 1] = member
-    out[:, 2] = pos
+    out[:, 0] = member
+    out[:, 1] = pos
+    out[:, 2:] = words(xp, a[pos])
     return out
 
 
-def _splitters(xp: Any, samples: Any, dtype: np.dtype, p: int) -> tuple[Any, Any, Any]:
+def _splitters(xp: Any, samples: Any, dtype: np.dtype, p: int, cols: int | None) -> tuple[Any, Any, Any]:
     """The ``p - 1`` global splitters (values, members, positions) from everyone's samples, on the device.
 
     The valid samples (member >= 0) sorted by (value, member, position) come first, the others after them;
     splitter ``i`` is valid sample ``i k / p`` of the ``k`` valid ones. If there is none (every block of the
     group is empty) the splitters are invalid rows, which cut nothing (``_cuts`` of an empty block is 0).
+    Values are ordered by ``order.order_keys`` (NumPy's order, complex values too).
     """
-    members, pos = samples[:, 1], samples[:, 2]
-    vals = from_bits(samples[:, 0], dtype)
+    members, pos = samples[:, 0], samples[:, 1]
+    vals = from_words(xp, samples[:, 2:], dtype, cols)
     valid = members >= 0
-    order = lex_order(xp, [pos, members, vals, ~valid])
+    by = lex_order(xp, [pos, members, *order.seq_keys(xp, vals), ~valid])
     k = xp.sum(valid.astype(np.int64))
-    pick = order[(xp.arange(1, p, dtype=np.int64) * k) // p]
+    pick = by[(xp.arange(1, p, dtype=np.int64) * k) // p]
     return vals[pick], members[pick], pos[pick]
 
 
@@ -252,8 +167,8 @@ def _cuts(xp: Any, a: Any, member: int, split: tuple[Any, Any, Any]) -> Any:
     """Bucket boundaries in the sorted block ``a`` (on the device): entry ``i`` counts the keys below splitter ``i``
     in the order (value, member, position)."""
     vals, members, pos = split
-    left = xp.searchsorted(a, vals, side="left").astype(np.int64)
-    right = xp.searchsorted(a, vals, side="right").astype(np.int64)
+    left = order.searchsorted(xp, a, vals, side="left")
+    right = order.searchsorted(xp, a, vals, side="right")
     return xp.where(members > member, right, xp.where(members < member, left, pos))
 
 
@@ -270,6 +185,7 @@ def sample_sort(
     n: int,
     payload: Any = None,
     dtype: Any = None,
+    keep: bool = False,
 ) -> list[Any]:
     """Sort a 1-D dim of ``n`` entries split over ``axes`` (canonical blocks); see the module docstring.
 
@@ -285,6 +201,10 @@ def sample_sort(
             argsort as global int64 indices) or per device a 1-D block, the
             same length as the device's keys, permuted with them.
         dtype: the keys' dtype (taken from a held block when None).
+        keep: with a payload, return per device the pair (sorted keys, payload) of its block.
+
+    Keys may be 1-D blocks of values or 2-D blocks of rows (``(length, columns)``, the same number of columns on
+    every device), which sort lexicographically (``order.seq_keys``): ``np.unique(..., axis=)``'s order.
 
     Returns:
         Per device its block of the result in the canonical layout over ``axes``.
@@ -303,6 +223,7 @@ def sample_sort(
     held = [b for b in blocks if b is not None]
     dtype = np.dtype(dtype if dtype is not None else held[0].dtype)
     kdtype = key_dtype(dtype)  # keys are sorted and searched in it; they travel in dtype
+    cols = held[0].shape[1] if held[0].ndim == 2 else None  # rows of keys: compared lexicographically
     pdtype = None
     if payload is not None and not isinstance(payload, str):
         pdtype = np.dtype(next(b for b in payload if b is not None).dtype)
@@ -330,9 +251,9 @@ def sample_sort(
     # 3. cut (one host read of the p - 1 cuts per device) and exchange buckets
     def cut(d: int) -> list[Any]:
         a, pl = cast(tuple[Any, Any], local[d])
-        cuts_dev = _cuts(xp, a, member_of[d], _splitters(xp, gathered[d], kdtype, p))
+        cuts_dev = _cuts(xp, a, member_of[d], _splitters(xp, gathered[d], kdtype, p, cols))
         cuts = np.maximum.accumulate(read_counts(mesh, [cuts_dev])[0])  # host: the piece sizes
-        buf = a.astype(dtype, copy=False) if pl is None else xp.stack([to_bits(a), to_bits(pl)], axis=1)
+        buf = a.astype(dtype, copy=False) if pl is None else xp.concatenate([words(xp, a), words(xp, pl)], axis=1)
         return _pieces(buf, cuts)
 
     send = _once(
@@ -349,9 +270,13 @@ def sample_sort(
             # NumPy's SIMD quicksort (x86-simd-sort, Highway) outruns its timsort's merge of the runs (2^21 float32
             # in 2 runs: 7.5 ms against 10.9 on an AVX-512 CPU), and ``stable_sort`` puts equal floats that differ
             # (-0.0 and 0.0, NaNs) back in the input's order: the runs come in device order, each in its own
-            return stable_sort(xp, sort_keys(r)).astype(dtype, copy=False)
-        bits = r[:, 1][xp.argsort(from_bits(r[:, 0], kdtype), kind="stable")]
-        return bits if pdtype is None else from_bits(bits, pdtype)
+            return order.seq_sort(xp, r).astype(dtype, copy=False)
+        w = width(kdtype) * (1 if cols is None else cols)
+        by = order.seq_argsort(xp, from_words(xp, r[:, :w], kdtype, cols))
+        if keep:  # the (key, payload) words: decoded after the rebalancing
+            return r[by]
+        bits = r[:, w:][by]
+        return bits[:, 0] if pdtype is None else from_words(xp, bits, pdtype)
 
     bucket = _once(mesh, [None if r is None else id(r) for r in recv], merge, nbytes)
     recv = [None] * mesh.size
@@ -379,7 +304,27 @@ def sample_sort(
         return pieces
 
     send = _once(mesh, [None if b is None else (id(b), member_of[d]) for d, b in enumerate(bucket)], rebalance)
-    return list(mesh.comm.alltoallv(send, axes, 0))
+    out = list(mesh.comm.alltoallv(send, axes, 0))
+    if not keep:
+        return out
+    w = width(kdtype) * (1 if cols is None else cols)
+
+    def unpack(d: int) -> tuple[Any, Any]:
+        r = out[d]
+        keys = from_words(xp, r[:, :w], kdtype, cols).astype(dtype, copy=False)
+        return keys, r[:, w] if pdtype is None else from_words(xp, r[:, w:], pdtype)
+
+    return _once(mesh, [None if r is None else id(r) for r in out], unpack)
 
 
-__all__ = ["LAST_PEAK", "from_bits", "key_dtype", "lex_order", "read_counts", "sample_sort", "sort_keys", "to_bits"]
+__all__ = [
+    "LAST_PEAK",
+    "from_bits",
+    "key_dtype",
+    "lex_order",
+    "read_counts",
+    "sample_sort",
+    "sort_keys",
+    "stable_sort",
+    "to_bits",
+]

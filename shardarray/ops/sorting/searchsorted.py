@@ -22,7 +22,9 @@ Three algorithms, each with traffic proportional to a device's block of
   owners, a local search plus the block's offset, **one alltoallv of the
   answers** (one int64 per value) back.
 
-The result has ``values``' dims and layout, dtype int64. NaN sorts last (NumPy).
+The result has ``values``' dims and layout, dtype int64. NaN sorts last (NumPy). Complex values are searched in
+NumPy's order (``order.py``: real part, then imaginary part, NaNs last); where either array is complex, both are
+cast to their common complex dtype first, as NumPy does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from ...core.tape import nondifferentiable
 from ...errors import ArgumentError, DimensionError, DTypeError
 from ...layout import block_bounds
 from ..indexing.route import Route, owner_table
+from ..manipulation.structure import astype
+from . import order as keyorder
 from .samplesort import sort_keys
 
 
@@ -56,7 +60,7 @@ def searchsorted(sorted_x: ShardArray, values: ShardArray, side: str = "left") -
     device and three alltoallv (counts, values to their owners, answers).
 
     Args:
-        sorted_x: a 1-D real ShardArray sorted ascending (NaN last), any layout.
+        sorted_x: a 1-D ShardArray sorted ascending (NaN last; complex values in NumPy's order), any layout.
         values: a ShardArray of values to locate, any dims and layout.
         side: ``"left"`` or ``"right"``.
 
@@ -80,11 +84,11 @@ def searchsorted(sorted_x: ShardArray, values: ShardArray, side: str = "left") -
     if side not in ("left", "right"):
         raise ArgumentError(f"searchsorted: side must be 'left' or 'right'; got side={side!r}")
     for name, a in (("sorted_x", sorted_x), ("values", values)):
-        if a.dtype.kind not in "biuf" and a.dtype.name != "bfloat16":
-            raise DTypeError(
-                f"searchsorted: {name} must be real numeric or bool; got dtype {a.dtype} ({a.sizes}); "
-                f"for complex values search sa.real(...)"
-            )
+        if a.dtype.kind not in "biufc" and a.dtype.name != "bfloat16":
+            raise DTypeError(f"searchsorted: {name} must be numeric or bool; got dtype {a.dtype} ({a.sizes})")
+    if "c" in (sorted_x.dtype.kind, values.dtype.kind):  # NumPy's rule: both in their common (complex) type
+        common = np.result_type(*(np.float32 if a.dtype.name == "bfloat16" else a.dtype for a in (sorted_x, values)))
+        sorted_x, values = astype(sorted_x, common), astype(values, common)
     sorted_x = resolve(sorted_x, sorted_x.spec.axes)
     axes = sorted_x.spec.axes[0]
     values = resolve(values, values.spec.axes)
@@ -103,7 +107,7 @@ SMALL = 65536  # a sorted array of at most this many entries is allgathered rath
 def _search(xp: Any, s: Any, v: Any, side: str) -> Any:
     if isinstance(s, MetaArray) or isinstance(v, MetaArray):
         return MetaArray(v.shape, np.int64)
-    return xp.searchsorted(sort_keys(s), sort_keys(v), side=side).astype(np.int64)
+    return keyorder.searchsorted(xp, s, v, side)
 
 
 def _by_counts(sorted_x: ShardArray, values: ShardArray, side: str) -> ShardArray:
@@ -142,7 +146,7 @@ def _routed(sorted_x: ShardArray, values: ShardArray, side: str) -> ShardArray:
         with backend.scope(d):
             k = sort_keys(v).reshape(-1)
             spl = splitters[d][backend.from_numpy(who)]
-            b = xp.clip(xp.searchsorted(spl, k, side=side) - 1, 0, None)
+            b = xp.clip(keyorder.searchsorted(xp, spl, k, side) - 1, 0, None)
             owner[d], keys[d] = backend.from_numpy(who)[b], k
     route = Route(mesh, axes, owner)
     got = route.send(keys)

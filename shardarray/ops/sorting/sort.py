@@ -19,7 +19,10 @@ Which algorithm runs (``p`` = the number of devices splitting ``dim``):
 
 Results keep ``x``'s layout. Ties keep their original order (the sort is
 always stable; ``stable=False`` is allowed, as the array API standard says,
-and gives the same result). NaN sorts last, as in NumPy; ``descending=True``
+and gives the same result). NaN sorts last, as in NumPy. Complex values sort
+in NumPy's order (the array API standard leaves it unspecified):
+lexicographic, real part then imaginary part, with
+``R+Rj < R+nanj < nan+Rj < nan+nanj`` (``order.py``); ``descending=True``
 is the reverse of the ascending order of the reversed array (the array API
 standard's stable descending order: equal values keep their original
 order, NaN comes first), one extra ``alltoallv`` (a flip) per reversal when
@@ -45,19 +48,16 @@ from ...layout import block_bounds
 from ..cotangent import match
 from ..manipulation.flip import _flip
 from ..manipulation.structure import transpose
-from .samplesort import sample_sort, sort_keys, stable_sort
+from . import order as keyorder
+from .samplesort import sample_sort
 
 
 def check_sortable(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
-    """``(x, dim name)`` after checking that ``x`` is a real-valued ShardArray and ``dim`` one of its dims."""
+    """``(x, dim name)`` after checking that ``x`` is a numeric or bool ShardArray and ``dim`` one of its dims."""
     x = require_array(x, what)
     dim = one_dim_arg(x, dim, what, "sort")
-    if x.dtype.kind == "c":
-        raise DTypeError(
-            f"{what}: complex values ({x.dtype}, array {x.sizes}) have no order; sort sa.real(x) or sa.abs(x) instead"
-        )
-    if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
-        raise DTypeError(f"{what}: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
+    if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
+        raise DTypeError(f"{what}: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
     return x, dim
 
 
@@ -89,9 +89,9 @@ def _local(x: ShardArray, i: int, payload: Any) -> ShardArray:
         if isinstance(s, MetaArray):
             return MetaArray(s.shape, dtype)
         if payload is None:
-            return stable_sort(xp, sort_keys(s), i).astype(x.dtype, copy=False)
-        order = xp.argsort(sort_keys(s), axis=i, kind="stable")
-        return order.astype(np.int64) if isinstance(payload, str) else xp.take_along_axis(p, order, axis=i)
+            return keyorder.sort(xp, s, i).astype(x.dtype, copy=False)
+        perm = keyorder.argsort(xp, s, i)
+        return perm.astype(np.int64) if isinstance(payload, str) else xp.take_along_axis(p, perm, axis=i)
 
     if isinstance(payload, ShardArray):
         shards = map_blocks(mesh, axes, run, x.shards, payload.shards)
@@ -226,7 +226,8 @@ def sort(x: ShardArray, dim: Any, descending: bool = False, stable: bool = True)
     Differentiable.
 
     Args:
-        x: a real or bool ShardArray.
+        x: a numeric or bool ShardArray (complex values in NumPy's order: real part, then imaginary part,
+            NaNs last).
         dim: the dim to sort along (a name or a position).
         descending: largest first (equal values, -0.0 and 0.0 too, keep their order; NaN first).
         stable: accepted for the array API; the sort is always stable.
@@ -255,7 +256,7 @@ def argsort(x: ShardArray, dim: Any, descending: bool = False, stable: bool = Tr
     alltoallv of ``m`` when ``dim`` is split). Not differentiable (integers).
 
     Args:
-        x: a real or bool ShardArray.
+        x: a numeric or bool ShardArray (complex values in NumPy's order, see ``sort``).
         dim: the dim to sort along (a name or a position).
         descending: largest first; equal values keep their original order.
         stable: accepted for the array API; the result is always stable.

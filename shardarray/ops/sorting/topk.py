@@ -1,7 +1,10 @@
 """``top_k``: the k largest values along a named dim and their global indices, along a new dim of size k.
 
 Order: as ``np.argsort(-x, kind="stable")`` would give: largest first, equal
-values by increasing index, NaN last. Over a split dim each device sorts its
+values by increasing index, NaN last (complex values: NumPy's order,
+lexicographic by real then imaginary part, values with a NaN part last; a
+complex block is argsorted whole rather than partitioned, and its candidates
+travel as three int64: the parts' float64 bits and the index). Over a split dim each device sorts its
 block (stable) and keeps its first ``k`` candidates (fewer if its block is
 shorter: the rest are padding marked by index ``n``); the groups along the
 dim's mesh axes exchange these in **one allgather** of ``k`` (value, index)
@@ -26,7 +29,7 @@ from ...core.tape import differentiable, keeps_kind
 from ...dtypes import wide_dtype
 from ...errors import ArgumentError, DimensionError, DTypeError
 from ...layout import block_bounds
-from .samplesort import lex_order
+from .order import lex_order, order_keys
 
 _MAGNITUDE = 0x7FFF_FFFF_FFFF_FFFF  # every bit of an int64 but the sign
 
@@ -48,10 +51,22 @@ def _key(xp: Any, v: Any) -> Any:
     return ~v.astype(wide_dtype(v.dtype))
 
 
+def _complex_keys(xp: Any, v: Any) -> list[Any]:
+    """Keys (least significant first) whose lexicographic ascending order is ``np.argsort(-v)``'s for complex
+    ``v``: values without a NaN part first, then ``R+nanj``, ``nan+Rj``, ``nan+nanj`` (``order.order_keys``'s
+    kinds, which negation keeps), each kind by its non-NaN parts descending."""
+    im, re, kind = order_keys(xp, v)
+    return [-im, -re, kind]
+
+
+def _keys(xp: Any, v: Any) -> list[Any]:
+    return _complex_keys(xp, v) if v.dtype.kind == "c" else [_key(xp, v)]
+
+
 def _order(xp: Any, vals: Any, idx: Any, axis: int) -> Any:
     """Positions sorting along ``axis`` by (padding last, value descending with NaN last, index ascending)."""
     pad = idx < 0
-    return lex_order(xp, [xp.where(pad, 0, idx), _key(xp, vals), pad], axis=axis)
+    return lex_order(xp, [xp.where(pad, 0, idx), *_keys(xp, vals), pad], axis=axis)
 
 
 def _local_top(xp: Any, key: Any, m: int, axis: int) -> Any:
@@ -77,11 +92,8 @@ def _local_top(xp: Any, key: Any, m: int, axis: int) -> Any:
 def _check(x: Any, k: Any, dim: Any, new_dim: Any) -> tuple[ShardArray, int, str, str]:
     x = require_array(x, "sa.top_k")
     dim = one_dim_arg(x, dim, "top_k", "search", none_on_1d=True)
-    if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
-        raise DTypeError(
-            f"top_k: needs a real numeric or bool array; got dtype {x.dtype} (array {x.sizes}); "
-            f"for complex values use sa.abs(x)"
-        )
+    if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
+        raise DTypeError(f"top_k: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
     n = x.sizes[dim]
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= int(k) <= n:
         raise ArgumentError(
@@ -119,7 +131,10 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
             return MetaArray(shape, x.dtype), MetaArray(shape, np.int64)
         idx = xp.broadcast_to(xp.arange(s.shape[i], dtype=np.int64).reshape((-1,) + (1,) * (s.ndim - i - 1)), s.shape)
         m = min(k, s.shape[i])
-        order = _local_top(xp, _key(xp, s), m, i)
+        if s.dtype.kind == "c":  # (several keys: a stable lexicographic argsort of the block, its first m)
+            order = lex_order(xp, _complex_keys(xp, s), axis=i)[cut(s, m)]
+        else:
+            order = _local_top(xp, _key(xp, s), m, i)
         vals = xp.take_along_axis(s, order, axis=i)
         ids = xp.take_along_axis(idx, order, axis=i) + off
         if m < k:  # pad to k candidates, padding marked by index -1
@@ -130,13 +145,16 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
 
     pairs = map_blocks(mesh, x.spec.used_axes, local, list(zip(offsets, x.shards)))
     if axes:
-        wide = wide_dtype(x.dtype)
+        cplx = x.dtype.kind == "c"
+        wide = np.dtype(np.complex128) if cplx else wide_dtype(x.dtype)
 
         def pack(p: Any) -> Any:
             v, ids = p
             if isinstance(v, MetaArray):
-                return MetaArray(v.shape + (2,), np.int64)
-            return xp.stack([xp.ascontiguousarray(v.astype(wide)).view(np.int64), ids], axis=-1)
+                return MetaArray(v.shape + (3 if cplx else 2,), np.int64)
+            v = v.astype(wide)
+            parts = (v.real, v.imag) if cplx else (v,)
+            return xp.stack([*(xp.ascontiguousarray(q).view(np.int64) for q in parts), ids], axis=-1)
 
         packed = map_blocks(mesh, x.spec.used_axes, pack, pairs)
         gathered = mesh.comm.allgather(packed, axes, dim=i)
@@ -145,8 +163,12 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
             if isinstance(g, MetaArray):
                 shape = g.shape[:i] + (k,) + g.shape[i + 1 : -1]
                 return MetaArray(shape, x.dtype), MetaArray(shape, np.int64)
-            vals = xp.ascontiguousarray(g[..., 0]).view(wide)
-            ids = g[..., 1]
+            if cplx:
+                parts = [xp.ascontiguousarray(g[..., q]).view(np.float64) for q in (0, 1)]
+                vals = xp.stack(parts, axis=-1).view(np.complex128)[..., 0]
+            else:
+                vals = xp.ascontiguousarray(g[..., 0]).view(wide)
+            ids = g[..., -1]
             order = _order(xp, vals, ids, i)[cut(vals, k)]
             return (xp.take_along_axis(vals, order, axis=i).astype(x.dtype), xp.take_along_axis(ids, order, axis=i))
 
@@ -183,7 +205,7 @@ def top_k(x: ShardArray, k: int, dim: Any = None, new_dim: str = "k") -> tuple[S
     VJP scatters the cotangent through the indices (no communication).
 
     Args:
-        x: a real or bool array.
+        x: a numeric or bool array (complex values in NumPy's order, see the module docstring).
         k: how many, 1 <= k <= the size of ``dim``.
         dim: the dim to search (optional for a 1-D array).
         new_dim: the name of the result's dim of size ``k``.

@@ -55,15 +55,13 @@ import numpy as np
 
 from ...array import ShardArray
 from ...chunks import group_chunk
-from ...core.common import mesh_order, require_array
+from ...core.common import mesh_order, one_dim_arg, require_array
 from ...core.relayout import resolve
 from ...core.tape import nondifferentiable
-from ...errors import ArgumentError, BackendError, DTypeError
+from ...errors import BackendError, DTypeError
 from ...layout import Layout, block_bounds
 from .samplesort import from_bits, key_dtype, lex_order, read_counts, sort_keys, to_bits
-
-REPLICATE_MAX = 65536
-"""Results with at most this many unique values are replicated on every device; larger ones are split."""
+from .unique_axis import REPLICATE_MAX, unique_along
 
 DIM = "unique"
 
@@ -564,7 +562,11 @@ def unique(
     distinct values and, as asked, first indices, inverse (``x``'s shape, as NumPy 2) and counts.
 
     NumPy's default ``equal_nan=True`` makes all NaNs one value; the array API functions (``unique_values``
-    etc.) keep each NaN distinct. Collectives as ``unique_all``.
+    etc.) keep each NaN distinct. Collectives as ``unique_all``. ``axis`` (a dim name or position) gives the
+    distinct slices along that dim, as ``np.unique(x, axis=k)`` (``unique_axis.unique_along``: sorted
+    lexicographically, a slice with a NaN distinct from every other whatever ``equal_nan``, as NumPy; the
+    index, counts and the 1-D inverse along that dim). A 1-D array's ``axis`` changes nothing (NumPy's rule:
+    ``equal_nan`` applies).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -572,12 +574,12 @@ def unique(
         >>> [a.numpy() for a in np.unique(x, return_counts=True)]
         [array([ 1.,  2., nan]), array([1, 1, 2])]
     """
-    if axis is not None:
-        raise ArgumentError(
-            f"unique: axis={axis!r} (unique rows or columns) is not supported; unique works on the flattened "
-            f"array (axis=None)"
-        )
     x = _check(ar, "unique")
+    dim = None if axis is None else one_dim_arg(x, axis, "unique", "find distinct slices")
+    if dim is not None and x.ndim > 1:  # the distinct slices along a dim (unique_axis.py); 1-D: NumPy's flat unique
+        v, first, inv, c = unique_along(x, dim, bool(return_index), bool(return_inverse), bool(return_counts))
+        extra = [a for a, want in ((first, return_index), (inv, return_inverse), (c, return_counts)) if want]
+        return (v, *extra) if extra else v
     v, first, c, inv = _unique(x, bool(return_counts), bool(return_index), bool(return_inverse), bool(equal_nan))
     extra = [a for a, want in ((first, return_index), (inv, return_inverse), (c, return_counts)) if want]
     return (v, *extra) if extra else v
