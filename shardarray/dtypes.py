@@ -263,8 +263,9 @@ def check_scalar_domain(op: str, dtypes: Sequence[np.dtype], scalars: Iterable[A
 
     ``dtypes``: the array operands' dtypes (each already in ``domain``: ``check_domain``); ``scalars``: the other
     operands. A Python scalar is weak (NEP 50): ``int_array & 1.5`` computes in float64, which ``bitwise_and`` is not
-    defined for, where NumPy raises its own ``TypeError``. The ``bool`` domain is not checked here (the logical ops
-    read a scalar's truth).
+    defined for, where NumPy raises its own ``TypeError``. A NumPy scalar promotes by ``promote`` (an
+    ``ml_dtypes.bfloat16`` scalar beside an int16 array makes float32, where NumPy has no rule). The ``bool``
+    domain is not checked here (the logical ops read a scalar's truth).
 
     Example:
         >>> check_scalar_domain("bitwise_and", [np.dtype("int64")], [1.5], "integer")  # doctest: +ELLIPSIS
@@ -276,7 +277,7 @@ def check_scalar_domain(op: str, dtypes: Sequence[np.dtype], scalars: Iterable[A
         return
     for v in scalars:
         try:
-            dt = np.result_type(*dtypes, v)
+            dt = np.result_type(*dtypes, v) if not isinstance(v, np.generic) else promote(*dtypes, v.dtype)
         except (TypeError, ValueError):
             continue  # (not a number: the op's own check names it)
         if not _in_domain(dt, domain):

@@ -31,13 +31,14 @@ Example (2×2 mesh):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import DTypeError
+from ..errors import CastError, DTypeError
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical as lg
 from ..ops.elementwise import math_binary as mb
@@ -186,6 +187,15 @@ def clip(
     ``min > max`` the result is ``max`` (as NumPy; the standard leaves it
     unspecified).
 
+    Scalar bounds of an integer ``x`` are read as bounds on integers (the
+    standard keeps ``x``'s dtype; NumPy's ``np.clip`` promotes instead): a
+    bound beyond the dtype's range on the side it does not bound is no bound
+    (``clip(uint8_x, -1, 300)`` is ``x``, as NumPy 2 gives it), one beyond it
+    on the other side raises ``CastError`` (NumPy: ``OverflowError``); a
+    float bound rounds inward (``min=0.5`` is ``min=1``, ``max=2.5`` is
+    ``max=2``, ``±inf`` on its own side is no bound), and NaN, which no integer
+    holds, raises ``CastError``.
+
     Example (2×2 mesh):
         >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
@@ -199,10 +209,44 @@ def clip(
     for bound, name in ((min, "min"), (max, "max")):
         if bound is not None:
             _check(bound, "clip", name)
+    if x.dtype.kind in "iu":
+        min, max = _int_bound(min, x.dtype, "min"), _int_bound(max, x.dtype, "max")
     if min is None and max is None:  # a new array, as NumPy's (x itself would share later writes)
         return wrap(x.__copy__())
     out = elementwise(mb.clip, x, min, max, what="clip")
     return out if out.dtype == x.dtype else wrap(astype(out, x.dtype))
+
+
+def _int_bound(bound: Any, dtype: np.dtype, name: str) -> Any:
+    """A scalar bound ``name`` (``"min"``/``"max"``) of ``clip`` of an integer array of ``dtype`` as an integer in its
+    range, or None for no bound (see ``clip``); arrays and None as they are."""
+    if bound is None or isinstance(bound, (ShardArray, bool, np.bool_, complex, np.complexfloating)):
+        return bound
+    value = bound.item() if isinstance(bound, np.generic) else bound
+    lower = name == "min"
+    if isinstance(value, float):
+        if math.isnan(value):
+            raise CastError(
+                f"clip: {name}={bound!r} has no value in the integer dtype {dtype} of x (NumPy's np.clip would make "
+                f"the result float64 and all NaN); cast x to a float dtype first (xp.astype(x, xp.float64))"
+            )
+        if math.isinf(value):
+            if (value < 0) == lower:
+                return None
+            raise CastError(
+                f"clip: {name}={bound!r} leaves no {dtype} value in range; give a finite bound, or cast x to a "
+                f"float dtype first (xp.astype(x, xp.float64))"
+            )
+        value = math.ceil(value) if lower else math.floor(value)
+    info = np.iinfo(dtype)
+    if info.min <= value <= info.max:
+        return value
+    if (value < info.min) == lower:
+        return None  # (below the range for a lower bound, above it for an upper one: it bounds nothing)
+    raise CastError(
+        f"clip: {name}={bound!r} is out of range for x's dtype {dtype} [{info.min}, {info.max}], so every result "
+        f"would be out of range too; give a bound in range, or cast x to a wider dtype first (xp.astype(x, xp.int64))"
+    )
 
 
 def where(
@@ -560,7 +604,12 @@ def not_equal(x1: Array | _AnyScalar, x2: Array | _AnyScalar, /) -> Array:
 
 
 def pow(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
-    """``x1 ** x2`` (an integer base needs a non-negative integer exponent)."""
+    """``x1 ** x2`` (an integer base needs a non-negative integer exponent).
+
+    A Python scalar exponent follows NumPy's ``**`` (``x ** 0.5`` is ``sqrt``: NaN at ``-inf``; ``z ** -1`` of a
+    complex ``z`` its reciprocal), an array or NumPy scalar exponent ``power``'s special values (``(-inf) ** 0.5``
+    is inf), on every layout and backend; a bool base to an int power is int64 (NumPy's ``bool_x ** 2`` is int8).
+    """
     return _binary(ew.power, x1, x2, "pow")
 
 

@@ -307,10 +307,11 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
     scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, ShardArray))
     bf16 = None
     bf16_wide = False
-    if any(is_bfloat16(a.dtype) for a in arrays) and mesh.backend.name in ("numpy", "cupy", "meta"):
-        # NumPy scalars count (NEP 50: np.float32(2) is no weak scalar); where NumPy has no rule for the
-        # dtypes (bfloat16 with int16, float16, ...), every backend computes the bfloat16 operands in float32
-        dts = [a.dtype for a in arrays] + [a.dtype for a in args if isinstance(a, np.generic)]
+    # NumPy scalars count (NEP 50: np.float32(2) is no weak scalar; a bfloat16 one beside an int8 array makes
+    # bfloat16, which CuPy gave as float32); where NumPy has no rule for the dtypes (bfloat16 with int16, float16,
+    # ...), every backend computes the bfloat16 operands in float32
+    dts = [a.dtype for a in arrays] + [a.dtype for a in args if isinstance(a, np.generic)]
+    if any(is_bfloat16(d) for d in dts) and mesh.backend.name in ("numpy", "cupy", "meta"):
         bf16 = promote(*dts)
         bf16_wide = xp is np or not _has_rule(dts)
     used = {a for ax in axes.values() for a in ax}.union(pending)
@@ -325,7 +326,7 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
         bf16=bf16,
         bf16_wide=bf16_wide,
-        float_ints=xp is not np and _inexact(arrays),
+        float_ints=xp is not np and (kind == "div" or _inexact(arrays)),  # (true division: a float result)
         classes=mesh.replica_classes(used) if fast else None,
         used=frozenset(used),
         layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
@@ -342,18 +343,19 @@ def _inexact(arrays: list[ShardArray]) -> bool:
     return is_real_float(dt) or is_complex(dt)
 
 
-_CSCALAR_INTS = (-(2**63), 2**64)  # the Python ints CuPy's ``CScalar`` takes (as int64, or uint64 from 2**63 on)
+_CSCALAR_INTS = (-(2**63), 2**63)  # the Python ints taken as they are: int64's (CuPy's ``CScalar`` takes them)
 
 
 def _device_scalar(v: Any) -> Any:
     """A Python int scalar beside float (or complex) arrays as CuPy's kernels can take it: a float where it is
-    beyond int64/uint64.
+    beyond int64.
 
     NumPy converts such a weak Python int to the array's float dtype (``x // 2**70`` of float16 ``x`` divides by
     ``inf``); CuPy first packs every Python int into an int64 or uint64 ``CScalar``
-    (``cupy/_core/_scalar.pyx``) and raised ``OverflowError``. Its float value is the one NumPy converts it to (a
-    float dtype takes a Python int through a double). An int too large even for a double stays as it is: NumPy
-    refuses it too (``OverflowError``, which ``apply`` reports as a ``CastError``).
+    (``cupy/_core/_scalar.pyx``) and raised ``OverflowError`` beyond uint64, and a bfloat16 block refused one
+    beyond int64 (``2**63``: ml_dtypes' "expected number, got int"). Its float value is the one NumPy converts it
+    to (a float dtype takes a Python int through a double). An int too large even for a double stays as it is:
+    NumPy refuses it too (``OverflowError``, which ``apply`` reports as a ``CastError``).
     """
     if type(v) is int and not _CSCALAR_INTS[0] <= v < _CSCALAR_INTS[1]:
         try:
@@ -466,19 +468,74 @@ def power(x: Any, y: Any) -> ShardArray:
 def _power_block(xp: Any, a: Any, b: Any) -> Any:
     """``a ** b`` of blocks or scalars, refusing an integer base to a negative integer power as NumPy does.
 
+    The same values on every array module and layout:
+
+    * A Python scalar exponent follows NumPy's ``**``, which computes a float or complex base to the power ``-1``,
+      ``0.5`` or ``2`` (a Python int -1 or 2, the float 0.5) as its ``reciprocal``, ``sqrt`` or ``square``
+      (``(-inf) ** 0.5`` is NaN, ``(inf + 0j) ** -1`` is 0, where ``power`` and CuPy's ``**`` give inf and NaN).
+    * An array (or NumPy scalar) exponent follows ``power``, the standard's (and C's) special values:
+      ``(-inf) ** 0.5`` is inf and ``(-0.0) ** 0.5`` is 0.0. NumPy's float32/float64 loop takes ``sqrt``'s values
+      where the exponent's stride is 0 (a block one element wide along a broadcast axis), so they depended on
+      the layout.
+    * A bool base to a Python int power is ``power(a, b)``, int64 (NEP 50) for every exponent: NumPy's ``**`` takes
+      ``bool_array ** 2`` as ``square`` (int8), CuPy's gives int64.
+
     CuPy's integer loop gives 0 (or 1, -1 for a base of 1, -1) there instead of raising (``integral_power`` in
     ``cupy/_core/_routines_math.pyx``), so on other array modules than NumPy a signed integer exponent beside an
     integer base is read: once, its minimum (one reduction and one device sync; none for a scalar exponent).
     """
     if xp is not np and _negative_int_exponent(a, b):
         raise ValueError("Integers to negative integer powers are not allowed.")
-    return a**b
+    kind = getattr(getattr(a, "dtype", None), "kind", None)
+    if type(b) is int and kind == "b":
+        return xp.power(a, b)
+    if xp is not np and type(b) in (int, float) and (kind == "c" or (kind is not None and is_real_float(a.dtype))):
+        fast = _FAST_POWERS.get((type(b), b))
+        if fast is not None:
+            return getattr(xp, fast)(a)
+    out = a**b
+    if xp is np and isinstance(b, (np.ndarray, np.generic)) and out.dtype.kind == "f":
+        return _power_of_half(a, b, out)
+    return out
+
+
+#: the Python scalar exponents NumPy's ``**`` computes another way for a float or complex array
+#: (``fast_scalar_power``: the ints -1 and 2 and the float 0.5; ``x ** 2.0`` and ``x ** -1.0`` are ``power``)
+_FAST_POWERS = {(int, -1): "reciprocal", (float, 0.5): "sqrt", (int, 2): "square"}
+
+
+def _power_of_half(a: Any, b: Any, out: np.ndarray) -> np.ndarray:
+    """``out`` (``a ** b`` of NumPy values, real floats) with ``power``'s values where ``b`` is 0.5 and ``a`` is
+    ``-inf`` (inf) or ``-0.0`` (0.0), which NumPy's loop gives as ``sqrt``'s (NaN, -0.0) for a stride-0 exponent."""
+    half = np.equal(b, 0.5)
+    if not half.any():
+        return out
+    a = np.asarray(a if isinstance(a, (np.ndarray, np.generic, float)) else 1.0)  # (only a float is -inf or -0.0)
+    fix = half & (np.isneginf(a) | ((a == 0) & np.signbit(a)))
+    if not fix.any():
+        return out
+    return np.where(fix, np.where(a == 0, out.dtype.type(0), out.dtype.type(np.inf)), out).astype(out.dtype)
 
 
 def _negative_int_exponent(a: Any, b: Any) -> bool:
-    """Whether integer (or bool) ``a`` meets a signed integer exponent ``b`` with a negative value."""
+    """Whether integer (or bool) ``a`` meets a signed integer exponent ``b`` with a negative value, in an integer
+    power (``np.uint64(5) ** int8_x`` is float64: no integer power).
+
+    A Python int out of the range the other operand's dtype gives it raises ``OverflowError`` first, as NumPy
+    checks it first (``int8_x ** -300``: out of bounds for int8, not a negative power).
+    """
     kinds = [v.dtype.kind if hasattr(v, "dtype") else "i" if isinstance(v, (bool, int)) else "f" for v in (a, b)]
     if kinds[0] not in "biu" or kinds[1] != "i" or isinstance(a, MetaArray) or isinstance(b, MetaArray):
+        return False
+    for v, other in ((a, b), (b, a)):
+        if type(v) is int and hasattr(other, "dtype"):
+            info = np.iinfo(other.dtype if other.dtype.kind in "iu" else np.int64)  # (a bool takes it as int64)
+            if not info.min <= v <= info.max:
+                raise OverflowError(f"Python integer {v} out of bounds for {other.dtype}")
+    try:
+        if np.result_type(*(v.dtype if hasattr(v, "dtype") else v for v in (a, b))).kind not in "iu":
+            return False
+    except TypeError:  # (no promotion rule: the power itself reports it)
         return False
     if not hasattr(b, "shape") or isinstance(b, np.generic):
         return bool(b < 0)
@@ -486,8 +543,10 @@ def _negative_int_exponent(a: Any, b: Any) -> bool:
 
 
 def _integral(a: Any) -> bool:
-    """Whether ``a`` is an integer (or bool) array or scalar."""
-    return a.dtype.kind in "biu" if isinstance(a, ShardArray) else isinstance(a, (numbers.Integral, np.integer))
+    """Whether ``a`` is an integer (or bool) array or scalar (``np.True_`` too: no ``numbers.Integral``)."""
+    if isinstance(a, ShardArray):
+        return a.dtype.kind in "biu"
+    return isinstance(a, (numbers.Integral, np.integer, np.bool_))
 
 
 def _scalars(args: tuple[Any, ...]) -> str:

@@ -310,12 +310,14 @@ def nextafter(x: Any, y: Any) -> ShardArray:
 
 
 def _bfloat16_result(args: tuple[Any, ...]) -> bool:
-    """Whether ``apply`` gives the result of ``args`` in bfloat16: the arrays promote to bfloat16 and no NumPy
-    scalar operand takes it beyond float32 (``apply`` rounds a float32 result of bfloat16 arrays to bfloat16)."""
+    """Whether ``apply`` gives the result of ``args`` in bfloat16: the arrays and the NumPy scalar operands (not
+    weak: NEP 50) promote to bfloat16 (``apply`` rounds a float32 result of bfloat16 arrays to that dtype). A
+    ``np.float32`` or ``np.float16`` scalar beside a bfloat16 array makes the result float32, stepped by a float32
+    ulp."""
     arrays = [a.dtype for a in args if isinstance(a, ShardArray)]
     scalars = [a.dtype for a in args if isinstance(a, np.generic)]
     try:
-        return bool(arrays) and is_bfloat16(promote(*arrays)) and promote(np.float32, *scalars) == np.float32
+        return bool(arrays) and is_bfloat16(promote(*arrays, *scalars))
     except TypeError:  # (no promotion rule: ``apply`` names the operands)
         return False
 
@@ -364,7 +366,10 @@ def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
     """``x`` limited to ``[min, max]`` elementwise: NumPy's ``clip``, i.e. ``minimum(maximum(x, min), max)``.
 
     ``min`` and ``max`` are scalars, ShardArrays (broadcast by dim name) or
-    None (no bound). As in NumPy, where ``min > max`` the result is ``max``.
+    None (no bound). As in NumPy, where ``min > max`` the result is ``max``;
+    as in NumPy 2, a Python int bound beyond an integer ``x``'s range on the
+    side it does not bound is no bound (``clip(uint8_x, -1, 300)`` is ``x``),
+    one beyond it on the other side raises ``CastError`` (NumPy: ``OverflowError``).
     The result has ``x``'s dims first and ``x``'s layout. Differentiable in
     ``x`` and in array bounds (the gradient goes to whichever value is taken).
 
@@ -376,6 +381,8 @@ def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
                [1. , 1. ]])
     """
     x = require_array(x, "clip")
+    if x.dtype.kind in "iu":
+        min, max = _beyond_range(min, x.dtype, True), _beyond_range(max, x.dtype, False)
     if min is None and max is None:
         return x
     if min is None:
@@ -383,6 +390,18 @@ def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
     if max is None:
         return _clip_lo(x, min)
     return _clip(x, min, max)
+
+
+def _beyond_range(bound: Any, dtype: np.dtype, lower: bool) -> Any:
+    """A Python int ``bound`` of ``clip`` of an integer array of ``dtype``: None where it bounds nothing (below the
+    range for a lower bound, above it for an upper one); other bounds as they are (``apply`` refuses one beyond the
+    range on the other side)."""
+    if type(bound) is not int:
+        return bound
+    info = np.iinfo(dtype)
+    if (bound < info.min and lower) or (bound > info.max and not lower):
+        return None
+    return bound
 
 
 @differentiable("clip", resolve_inputs=True)
