@@ -1,14 +1,31 @@
 """The layout-driven algorithm (Mesh-TF §6): a local einsum per shard, then a pending sum.
 
-Operands are brought to one computation layout (``merged_axes``: the first
-operand that splits a dim decides), every device contracts its shards, and
-the axes of split contracted dims become a pending sum on the result, to be
-resolved by an allreduce (or a reduce-scatter) when a consumer needs it.
-1-D Megatron tensor parallelism is this with rules {heads, d_ff, vocab: model}.
+Operands are brought to one computation layout, every device contracts its
+shards, and the axes of split contracted dims become a pending sum on the
+result, to be resolved by an allreduce (or a reduce-scatter) when a consumer
+needs it. 1-D Megatron tensor parallelism is this with rules {heads, d_ff,
+vocab: model}.
+
+The computation layout is ``merged_axes`` with one operand leading (the first
+operand that splits a dim decides). Where the operands' layouts conflict (two
+operands split different dims over one mesh axis), one of them must move:
+each operand is tried as the leader, and the layout whose moves receive the
+fewest elements per device wins (``_leader``: per moved operand its new block
+less what the device holds of it, plus the result block where contracted dims
+are split, the allreduce to come; the earlier operand on a tie). So of
+``x{m: a}`` and ``w{n: a}`` the smaller is allgathered over ``a`` and the
+result is split like the larger (a device needs a whole operand for its block
+of a result split over ``a``), unless moving ``a`` onto a contracted dim of
+both (two alltoalls of a block) and summing the result over ``a`` receives
+less: a long contraction of small operands (``x [m, k] @ w [k, n]`` with
+``k`` ≫ ``m, n``: ``(mk + kn)/p + mn`` instead of ``min(mk, kn)``), whose
+result is then pending over ``a`` (resolved by a reduce-scatter into a split
+consumer, an allreduce otherwise), as a contraction of split dims always is.
 """
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +39,7 @@ from ..core.common import map_blocks, merged_axes, mesh_order
 from ..core.plans import map_classes
 from ..core.relayout import to_axes
 from ..errors import DimensionError
-from ..layout import Layout
+from ..layout import Layout, block_bounds
 
 _LETTERS = string.ascii_letters
 
@@ -67,7 +84,9 @@ def plan_contract(
     """Plan ``contract``: the computation layout, the operands' moves, the local equation, the pending axes."""
     mesh = operands[0].mesh
     pending_ops = [i for i, op in enumerate(operands) if op.pending]
-    axes = merged_axes(operands, dims)
+    axes = _leader(operands, dims, sizes, out_dims) if len(operands) > 1 and not pending_ops else None
+    if axes is None:
+        axes = merged_axes(operands, dims)
     used = {a for ax in axes.values() for a in ax}
     keep = pending_ops[0] if pending_ops and not used.intersection(operands[pending_ops[0]].pending) else None
     moves = []
@@ -97,6 +116,75 @@ def plan_contract(
         pending=mesh_order(mesh, pending),
         local=local,
     )
+
+
+def _block(mesh: Any, sizes: Sequence[int], axes: Sequence[tuple[str, ...]]) -> int:
+    """The largest block of an array of ``sizes`` split over ``axes`` (per dim): nested ceil-chunks."""
+    return math.prod(-(-n // math.prod(mesh.axis_size(a) for a in ax)) for n, ax in zip(sizes, axes))
+
+
+def _receives(op: ShardArray, target: tuple[tuple[str, ...], ...]) -> int:
+    """The most entries a device receives moving ``op`` to the per-dim axes ``target``: its new block less the
+    part of it that it holds (``move_axes``'s bound)."""
+    old = block_bounds(op.mesh, op.spec)
+    new = block_bounds(op.mesh, Layout(op.dims, op.shape, target))
+    most = 0
+    for have, want in zip(old, new):
+        size = math.prod(b - a for a, b in want)
+        held = math.prod(max(0, min(b, d) - max(a, c)) for (a, b), (c, d) in zip(want, have))
+        most = max(most, size - held)
+    return most
+
+
+def _leader(
+    operands: Sequence[ShardArray], dims: tuple[str, ...], sizes: dict[str, int], out_dims: tuple[str, ...]
+) -> dict[str, tuple[str, ...]] | None:
+    """The computation layout with the cheapest moves, each operand tried as the one that decides (``merged_axes``
+    with it first), and the first one's with the axes that operands use on different dims moved onto a contracted
+    dim; None when the operands' layouts do not conflict (every order gives the same layout).
+
+    The cost of a layout is what a device receives: for each operand that must give up an axis (not reachable by
+    local slices) its new block less what it holds of it, plus the result block when a contracted dim is split
+    there (its allreduce to come). The earlier operand wins a tie.
+    """
+    mesh = operands[0].mesh
+
+    def real(axes: tuple[str, ...]) -> tuple[str, ...]:  # (an axis of size 1 moves nothing)
+        return tuple(a for a in axes if mesh.axis_size(a) > 1)
+
+    candidates: list[dict[str, tuple[str, ...]]] = []
+    for i in range(len(operands)):
+        axes = merged_axes([operands[i], *operands[:i], *operands[i + 1 :]], dims)
+        if axes not in candidates:
+            candidates.append(axes)
+    if len(candidates) == 1:
+        return None
+    # the axes two operands use on different dims, moved onto a contracted dim of every operand instead: two
+    # alltoalls of a block and a pending sum (a reduce-scatter into a split consumer) in place of a whole operand
+    where: dict[str, set[str]] = {}
+    for op in operands:
+        for d, ax in zip(op.dims, op.spec.axes):
+            for a in ax:
+                where.setdefault(a, set()).add(d)
+    clash = [a for a in mesh_order(mesh, [a for a, ds in where.items() if len(ds) > 1]) if mesh.axis_size(a) > 1]
+    shared = [d for d in dims if d not in out_dims and all(d in op.dims for op in operands)]
+    if clash and shared:
+        moved = {d: tuple(a for a in ax if a not in clash) for d, ax in candidates[0].items()}
+        moved[shared[0]] += tuple(clash)
+        if moved not in candidates:
+            candidates.append(moved)
+
+    def cost(axes: dict[str, tuple[str, ...]]) -> int:
+        total = 0
+        for op in operands:
+            target = tuple(axes[d] for d in op.dims)
+            if any(t[: len(c)] != c for c, t in zip(map(real, op.spec.axes), map(real, target))):  # data moves
+                total += _receives(op, target)
+        if any(real(axes[d]) for d in dims if d not in out_dims):
+            total += _block(mesh, [sizes[d] for d in out_dims], [axes[d] for d in out_dims])
+        return total
+
+    return min(candidates, key=cost)  # (the first of the cheapest: the earlier operand on a tie)
 
 
 def run_contract(plan: ContractPlan, operands: Sequence[ShardArray]) -> ShardArray:

@@ -7,8 +7,10 @@ Two spellings::
 
 The einsum is validated here and run by an algorithm of ``sa.matmul``: by
 default the layout-driven one (each device contracts its shards, and the axes
-of split contracted dims become a pending sum, Mesh-TF §6), or SUMMA /
-Tesseract when the two operands' layouts follow their patterns.
+of split contracted dims become a pending sum, Mesh-TF §6; operands whose
+layouts conflict are brought to the cheaper of the layouts that each operand
+would decide, so the smaller one moves), or SUMMA / Tesseract when the two
+operands' layouts follow their patterns.
 """
 
 from __future__ import annotations

@@ -6,10 +6,11 @@ dims along one new dim whose size is the global count, in the canonical
 ceil-block layout over the mask dims' mesh axes; ``x``'s other dims keep their
 layout. Steps over split mask dims:
 
-1. If more than one mask dim is split, the mesh axes of all mask dims move
-   onto the first one (an alltoall of ``x``'s block and of the mask's: at
-   most a device's block each), so that each device holds whole rows of the
-   mask dims and the row-major order is the device order.
+1. If a mask dim other than the first one longer than 1 is split, the mesh
+   axes of all mask dims move onto that one (an alltoall of ``x``'s block and
+   of the mask's: at most a device's block each), so that each device holds
+   whole rows of the mask dims and the row-major order is the device order
+   (leading mask dims of size 1 add nothing to that order).
 2. Each device selects locally and counts; **one allgather** of one int64
    per device over the mask axes gives every device the exclusive scan of
    the counts, i.e. where its elements go.
@@ -84,7 +85,7 @@ def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
 
 
 class _Plan:
-    """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one.
+    """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one longer than 1.
 
     With ``adopt`` (a read: ``x`` keeps no layout), a mask dim that ``x`` leaves unsplit takes the mask's axes
     where ``x`` uses none of them: ``x`` is sliced there locally instead of the mask being allgathered. A write
@@ -102,7 +103,15 @@ class _Plan:
         if adopt:
             xt = _adopt_mask_axes(xt, mask)
         self.axes = tuple(a for d in self.mdims for a in xt.spec.of(d))
-        target = (self.axes,) + ((),) * (len(self.mdims) - 1) + tuple(xt.spec.of(d) for d in self.rest)
+        # the axes go to the first mask dim longer than 1: leading size-1 dims add nothing to the row-major order,
+        # and a size-1 dim would put every row on one device (an alltoall of the whole array to it, and back); where
+        # one mask dim after size-1 ones holds them all already, they stay
+        lead = next((i for i, d in enumerate(self.mdims) if xt.sizes[d] != 1), 0)
+        split = [i for i, d in enumerate(self.mdims) if xt.spec.of(d)]
+        if len(split) == 1 and all(xt.sizes[d] == 1 for d in self.mdims[: split[0]]):
+            lead = split[0]
+        target = tuple(self.axes if i == lead else () for i in range(len(self.mdims)))
+        target += tuple(xt.spec.of(d) for d in self.rest)
         self.moved = target != xt.spec.axes
         self.x = to_axes(xt, target, False)
         self.mask = moved_to(
@@ -163,9 +172,10 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
     is sliced there locally, the mask never gathered).
 
     Collectives (see the module docstring): an alltoall of ``x``'s block when
-    more than one mask dim is split; one allgather of one int64 per device
-    (the counts); one alltoallv of the selected elements (each device sends at
-    most its own selection). Nothing when the mask dims are unsplit.
+    a mask dim after the first one longer than 1 is split (the mask axes move
+    onto that one); one allgather of one int64 per device (the counts); one
+    alltoallv of the selected elements (each device sends at most its own
+    selection). Nothing when the mask dims are unsplit.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -235,7 +245,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     ``x``'s layout). An array ``v`` is brought to ``select``'s output layout
     and travels backwards along ``select``'s plan: one allgather of counts,
     one alltoallv (each device receives at most its own selection), a local
-    write, and an alltoall back when more than one mask dim is split.
+    write, and an alltoall back when ``select``'s plan moved the mask axes.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -10,8 +10,9 @@ and complex arrays those zeros are -0.0, the exact additive identity
 stays -0.0. When the ids' own dims are split over ``dim``'s axes too,
 requests go to the owners and rows come back (alltoallv,
 ``take_routed.py``): the result is split like the ids. Ids split over axes
-that ``x`` uses for its other dims are allgathered over those (a
-``GatherWarning`` past ``route.GATHER_WARN_BYTES``).
+that ``x`` uses (for its other dims, or for ``dim`` where a block of ids is
+too small to route) are allgathered over those axes only, keeping the others
+(a ``GatherWarning`` past ``route.GATHER_WARN_BYTES``).
 
 The ids' range ``[0, size)`` is checked without a device-to-host read per call
 (``check_ids``). Ids made by ``sa.asarray`` from host data carry their range
@@ -86,6 +87,13 @@ class _Plan:
                 taken.update(self.axes[d])
         else:
             self.axes = merged_axes([x, ids], (*x.dims, *self.own))
+            # an own dim of the ids that loses its axes to x keeps those x leaves free: the ids are gathered over
+            # the shared axes only, not over all of theirs (merged_axes unsplits the dim whole)
+            taken = {a for axes in self.axes.values() for a in axes}
+            for d in self.own:
+                if not self.axes[d] and ids.spec.of(d):
+                    self.axes[d] = tuple(a for a in ids.spec.of(d) if a not in taken)
+                    taken.update(self.axes[d])
         self.x_order = (*self.shared, dim, *self.rest)
         self.ids_order = (*self.shared, *self.own)
         local = (*self.shared, *self.own, *self.rest)

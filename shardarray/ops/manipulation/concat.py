@@ -4,10 +4,12 @@
 split dim it is one ``movement.move``: an ``alltoallv`` over the dim's axes
 that puts every input's blocks into the canonical ceil-block layout of the
 result (each device sends at most its own blocks). Inputs in other layouts
-are first brought to one layout (the first input that splits a dim wins),
-which is an explicit relayout (slice, allgather or alltoall) in the comm log.
-``stack`` adds a new unsplit dim of size 1 to every input (local) and
-concatenates along it: no communication when the inputs share a layout.
+are first brought to the layout of the largest (``_one_layout``: the smaller
+inputs move, never the largest; a dim the largest leaves unsplit takes the
+axes of the next largest that splits it), an explicit relayout (slice,
+allgather or alltoall) in the comm log. ``stack`` adds a new unsplit dim of
+size 1 to every input (local) and concatenates along it: no communication
+when the inputs share a layout.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...array import ShardArray
-from ...core.common import common_mesh, map_blocks, require_array
+from ...core.common import common_mesh, map_blocks, merged_axes, require_array
 from ...core.movement import move
+from ...core.relayout import relayout
 from ...core.tape import differentiable
 from ...errors import DimensionError
 from ...layout import Layout, check_dims
@@ -58,6 +61,22 @@ def _same_dims(arrays: list[ShardArray], what: str, free: str | None) -> list[Sh
     return out
 
 
+def _one_layout(arrays: list[ShardArray]) -> list[ShardArray]:
+    """The arrays (of one dim order) in one layout: the largest keeps its own, the others are relayouted to it.
+
+    A dim the largest leaves unsplit takes the axes of the next largest array that splits it (largest first, the
+    earlier array on a tie), so the smaller inputs move (Mesh-TF's "first operand decides" would move a large
+    second input to a small first one's layout).
+    """
+    first = arrays[0].spec.axes
+    if all(a.spec.axes == first for a in arrays[1:]):
+        return arrays
+    per_dim = merged_axes(sorted(arrays, key=lambda a: -a.size), arrays[0].dims)
+    target = tuple(per_dim[d] for d in arrays[0].dims)
+    layout = dict(zip(arrays[0].dims, target))
+    return [a if a.spec.axes == target else relayout(a, layout) for a in arrays]
+
+
 @differentiable("concat")
 def _concat(dim: str, *arrays: ShardArray) -> ShardArray:
     offsets, segments = 0, []
@@ -74,8 +93,9 @@ def concat(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
     Dims are matched by name (the result has the first array's order).
     Collectives: none along an unsplit ``dim``; along a split one, one
     ``alltoallv`` over its axes moving at most each device's blocks into the
-    result's canonical layout. Inputs whose layouts differ are brought to one
-    first (relayouts in the comm log). Differentiable (VJP: slices).
+    result's canonical layout. Inputs whose layouts differ are brought to the
+    largest one's first (relayouts of the smaller inputs, in the comm log).
+    Differentiable (VJP: slices).
 
     Raises:
         DimensionError: no arrays, a missing ``dim``, other dims or sizes that differ.
@@ -98,7 +118,7 @@ def concat(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
     arrays = _same_dims(arrays, f"concat along {dim!r}", dim)
     if len(arrays) == 1:
         return arrays[0]
-    return _concat(dim, *arrays)
+    return _concat(dim, *_one_layout(arrays))
 
 
 @differentiable("new_dim")
@@ -125,7 +145,8 @@ def stack(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
     """Join arrays of equal dims and sizes along a new first dim ``dim`` (not split).
 
     Collectives: none when the inputs share a layout (each device stacks its
-    blocks); otherwise the inputs are first brought to one layout. Differentiable.
+    blocks); otherwise the smaller inputs are first brought to the largest
+    one's layout (equal sizes: the first one's). Differentiable.
 
     Raises:
         DimensionError: no arrays, ``dim`` already a dim, dims or sizes that differ.
@@ -145,7 +166,7 @@ def stack(arrays: Sequence[ShardArray], dim: str) -> ShardArray:
             f"use sa.concat to join along it, or name a new dim"
         )
     arrays = _same_dims(arrays, f"stack along {dim!r}", None)
-    parts = [new_dim(a, dim, 0) for a in arrays]
+    parts = [new_dim(a, dim, 0) for a in _one_layout(arrays)]
     return parts[0] if len(parts) == 1 else _concat(dim, *parts)
 
 
