@@ -223,8 +223,9 @@ def max(x: ShardArray, dims: Any = None) -> ShardArray:
     """Maximum over ``dims``: local max, then a max-allreduce over split dims' axes.
 
     Complex values compare as NumPy's ``np.max`` compares them: lexicographically (real part, then imaginary
-    part), a value with a NaN part propagating; over split dims their partial extremes are allgathered (one
-    complex per output element per device) and picked again (``search.complex_extreme``), as NCCL has no complex
+    part), the first in row-major order of the values with a NaN part propagating; over split dims each device's
+    partial extreme is allgathered with its row-major position (three int64 per output element per device) and
+    the first extreme of the array wins (``search.complex_extreme``), as NCCL has no complex
     max. Over an empty dim the result is the identity of ``max`` (``-inf`` for floats, the dtype's least value for
     integers), as ``jax.lax.reduce_max`` gives, so ``logsumexp`` and ``softmax`` of empty dims need no special case;
     ``xp.max`` and ``np.max`` raise there, as NumPy does.

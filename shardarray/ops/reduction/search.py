@@ -177,44 +177,74 @@ def complex_extreme(x: ShardArray, dims: tuple[str, ...], op: str) -> ShardArray
     """``max``/``min`` (``op``) of the complex ``x`` over ``dims`` (non-empty), as ``np.max``/``np.min``.
 
     NumPy's ``maximum``/``minimum`` of complex values compare lexicographically (real part, then imaginary part)
-    and propagate a value with a NaN in either part; the result is a value of ``x`` (``complex_hits``'s first).
-    Each device picks its block's extreme over the reduced axes (``complex(-inf, -inf)`` for ``max`` over an
-    empty block, ``complex(inf, inf)`` for ``min``: the identities of the order); over split dims **one
-    allgather** over their mesh axes of one complex value per output element per device (an allreduce has no
-    complex max: NCCL's has none), then each device picks again. Which NaN comes out where several meet is the
-    first in the mesh's order (NumPy's is the first in its reduction order).
+    and propagate a value with a NaN in either part; the result is the first such value in ``x``'s (row-major)
+    order, as NumPy's reduction keeps it: the first value with a NaN part, else the first extreme (the sign of a
+    zero part, or which NaN, is NumPy's). Each device picks its block's first extreme over the reduced axes
+    (``complex(-inf, -inf)`` for ``max`` over an empty block, ``complex(inf, inf)`` for ``min``: the identities
+    of the order); over split dims **one allgather** over their mesh axes of one (value, flat index) triple of
+    int64 per output element per device (the parts' float64 bits and the value's row-major position among the
+    reduced dims: an allreduce has no complex max, NCCL's has none), then each device picks the first of them.
     """
     x = resolve(x, x.spec.axes)
     mesh, xp = x.mesh, x.mesh.backend.xp
-    index = tuple(x.dims.index(d) for d in dims)
+    index = tuple(sorted(x.dims.index(d) for d in dims))  # (row-major: NumPy's order of the reduced values)
     keep = tuple(d for d in x.dims if d not in dims)
     out_axes = {d: a for d, a in zip(x.dims, x.spec.axes) if d not in dims}
     worst = complex(-np.inf, -np.inf) if op == "max" else complex(np.inf, np.inf)
+    arg = "argmax" if op == "max" else "argmin"
 
-    def pick(s: Any, axes: tuple[int, ...]) -> Any:
+    def flat(s: Any, axes: tuple[int, ...]) -> tuple[Any, Any, tuple[int, ...]]:
+        """``s``'s values along ``axes`` as a last axis (row-major), the first extreme's position, the shape."""
         shape = tuple(n for k, n in enumerate(s.shape) if k not in axes)
+        moved = xp.moveaxis(s, axes, tuple(range(s.ndim - len(axes), s.ndim)))
+        f = moved.reshape(shape + (math.prod(s.shape[k] for k in axes),))
+        return f, xp.argmax(complex_hits(xp, f, -1, arg), axis=-1), shape
+
+    def pick(s: Any) -> Any:
+        shape = tuple(n for k, n in enumerate(s.shape) if k not in index)
         if isinstance(s, MetaArray):
             return MetaArray(shape, x.dtype)
-        if any(s.shape[k] == 0 for k in axes):
+        if any(s.shape[k] == 0 for k in index):
             return xp.full(shape, worst, dtype=x.dtype)
-        moved = xp.moveaxis(s, axes, tuple(range(s.ndim - len(axes), s.ndim)))
-        flat = moved.reshape(shape + (math.prod(s.shape[k] for k in axes),))
-        pos = xp.argmax(complex_hits(xp, flat, -1, "argmax" if op == "max" else "argmin"), axis=-1)
-        return xp.take_along_axis(flat, xp.expand_dims(pos, -1), axis=-1)[..., 0]
+        f, pos, _ = flat(s, index)
+        return xp.take_along_axis(f, xp.expand_dims(pos, -1), axis=-1)[..., 0]
 
-    shards = map_blocks(mesh, x.spec.used_axes, lambda s: pick(s, index), x.shards)
     red_axes = mesh_order(mesh, [a for d in dims for a in x.spec.of(d)])
-    if red_axes:
-        lead = map_blocks(mesh, x.spec.used_axes, lambda s: _lead(xp, s), shards)
-        shards = map_blocks(
-            mesh, _used(mesh, out_axes), lambda g: pick(g, (0,)), mesh.comm.allgather(lead, red_axes, 0)
-        )
+    if not red_axes:
+        shards = map_blocks(mesh, x.spec.used_axes, pick, x.shards)
+        return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=x.dtype)
+    sizes = tuple(x.shape[k] for k in index)
+    lows = [tuple(b[k][0] for k in index) for b in block_bounds(mesh, x.spec)]
+
+    def triple(low: tuple[int, ...], s: Any) -> Any:
+        shape = tuple(n for k, n in enumerate(s.shape) if k not in index)
+        if isinstance(s, MetaArray):
+            return MetaArray((1, *shape, 3), np.int64)
+        if any(s.shape[k] == 0 for k in index):
+            val = xp.full(shape, worst, dtype=np.complex128)
+            at = xp.full(shape, math.prod(sizes), dtype=np.int64)
+        else:
+            f, pos, _ = flat(s, index)
+            val = xp.take_along_axis(f, xp.expand_dims(pos, -1), axis=-1)[..., 0].astype(np.complex128)
+            at = xp.zeros(shape, dtype=np.int64)
+            for n, lo, loc in zip(sizes, low, xp.unravel_index(pos, tuple(s.shape[k] for k in index))):
+                at = at * n + (loc.astype(np.int64) + lo)
+        v = val.reshape(-1)  # (1-D: a 0-d result's parts viewed too)
+        parts = [xp.ascontiguousarray(v.real).view(np.int64), xp.ascontiguousarray(v.imag).view(np.int64)]
+        return xp.stack([*parts, at.reshape(-1)], axis=-1).reshape((1, *shape, 3))
+
+    def choose(g: Any) -> Any:
+        if isinstance(g, MetaArray):
+            return MetaArray(g.shape[1:-1], x.dtype)
+        vals = xp.stack([xp.ascontiguousarray(g[..., k]).view(np.float64) for k in (0, 1)], axis=-1)
+        vals = vals.view(np.complex128)[..., 0]
+        at = xp.where(complex_hits(xp, vals, 0, arg), g[..., 2], np.iinfo(np.int64).max)
+        win = xp.argmin(at, axis=0)  # (the first of the extremes in x's order)
+        return xp.take_along_axis(vals, win[None], axis=0)[0].astype(x.dtype)
+
+    triples = map_blocks(mesh, x.spec.used_axes, triple, lows, x.shards, pure=True)
+    shards = map_blocks(mesh, _used(mesh, out_axes), choose, mesh.comm.allgather(triples, red_axes, 0))
     return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=x.dtype)
-
-
-def _lead(xp: Any, s: Any) -> Any:
-    """``s`` with a new leading axis of size 1."""
-    return MetaArray((1, *s.shape), s.dtype) if isinstance(s, MetaArray) else xp.expand_dims(s, 0)
 
 
 def _used(mesh: Any, axes: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
