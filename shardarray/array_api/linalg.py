@@ -12,6 +12,19 @@ Norms, ``trace``, ``diagonal``, ``cross``, ``outer`` are distributed
 elementwise ops and reductions (allreduces of output-sized partials).
 Results are ``Array``s with dims ``dim0, dim1, ...``.
 
+Dtypes: the LAPACK-based functions take float32/float64/complex64/complex128;
+integers and bools are refused (``sa.DTypeError``: the standard's domain; the
+NumPy protocols cast them to float64 first, as NumPy does), but for the NumPy
+extras ``cond`` and ``lstsq`` and ``matrix_power`` with ``n < 0``, which cast
+them to float64 as NumPy's do. float16 and bfloat16 are refused by every
+LAPACK-based function (``sa.DTypeError``, a ``TypeError``: NumPy refuses
+float16 too, LAPACK has no 16-bit routines); products, ``trace``,
+``diagonal`` and the norms that need no SVD take them. Non-finite input: a
+matrix holding NaN makes the SVD-based functions raise
+``sa.linalg.LinAlgError`` and one holding inf gives NaN (``svdvals``,
+``matrix_rank`` 0, ``cond`` inf), as NumPy's; no inf or NaN is ever handed
+to an iterative LAPACK routine (``sa.linalg``'s ``_checks``).
+
 Example:
     >>> import shardarray.array_api as xp
     >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
@@ -24,12 +37,16 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
 
 from .. import linalg as L
 from ..array import ShardArray
 from ..dtypes import is_real_float
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, LinAlgError
+from ..linalg.diagonal import diagonal as diagonal_of
 from ..ops.manipulation.structure import copy, rename
 from ._align import axes_dims, broadcast_shape, fresh
 from ._array import HOOKS, Array, wrap
@@ -80,7 +97,7 @@ def _pos(x: ShardArray) -> Array:
 
 def _arr(x: _A, what: str, min_ndim: int = 2, floating: bool = True) -> _A:
     """``x`` itself, once it is an array of at least ``min_ndim`` dims (and of a LAPACK float dtype when
-    ``floating``)."""
+    ``floating``: the standard's functions refuse integers and bools, see ``_float64``)."""
     if not isinstance(x, ShardArray):
         raise DTypeError(f"linalg.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     if x.ndim < min_ndim:
@@ -96,6 +113,16 @@ def _arr(x: _A, what: str, min_ndim: int = 2, floating: bool = True) -> _A:
             f"Cast with xp.astype(x, xp.float64)"
         )
     return x
+
+
+def _float64(x: Any, what: str, min_ndim: int = 2) -> Array:
+    """``x`` (at least ``min_ndim`` dims) with integers and bools cast to float64, NumPy's conversion for its
+    LAPACK-based functions: the NumPy extras (``cond``, ``lstsq``) and ``matrix_power`` with ``n < 0`` take it;
+    16-bit floats are refused as by ``_arr``."""
+    arr: Array = _arr(x, what, min_ndim, floating=False)
+    if arr.dtype.kind in "biu":
+        arr = _xp().astype(arr, _xp().float64)
+    return _arr(arr, what, min_ndim)
 
 
 def _m(x: ShardArray) -> tuple[str, str]:
@@ -230,8 +257,6 @@ def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
 
 
 def _cutoff(xp: Any, s: Array, x: ShardArray, rtol: Any) -> Any:
-    import numpy as np
-
     m, n = x.shape[-2:]
     if rtol is None:
         rtol = max(m, n) * float(np.finfo(s.dtype).eps)
@@ -265,10 +290,8 @@ def cond(x: Array, p: Any = None) -> Array:
         ...     float(xp.linalg.cond(xp.asarray([[2.0, 0.0], [0.0, 0.5]])))
         4.0
     """
-    import numpy as np
-
     xp = _xp()
-    x = _arr(x, "cond")
+    x = _float64(x, "cond")
     if 0 in x.shape[-2:]:
         raise ArgumentError(f"linalg.cond: not defined on empty matrices; got shape {x.shape}")
     if p is None or (not isinstance(p, str) and p in (2, -2)):
@@ -293,8 +316,9 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
     ``rcond = eps * max(M, N)``, ``rcond=-1`` machine precision); ``residuals`` the squared 2-norms of the columns of
     ``b - a x`` where ``rank == N < M`` (shape ``(K,)``, ``(1,)`` for a 1-D ``b``), else empty, as NumPy's; ``rank``
     and ``s`` as ``matrix_rank`` and ``svdvals``. ``a`` is one (M, N) matrix and ``b`` (M,) or (M, K), as in NumPy.
-    The rank is read on the host (the residuals' shape depends on it). Collectives: the SVDs' (TSQR on a row-split
-    tall ``a``) and the products' (allreduces over a split M).
+    The rank is read on the host (the residuals' shape depends on it); ``a`` holding NaN or inf raises
+    ``LinAlgError`` ("SVD did not converge in Linear Least Squares"), as NumPy's does where its LAPACK returns.
+    Collectives: the SVDs' (TSQR on a row-split tall ``a``) and the products' (allreduces over a split M).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -304,10 +328,8 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
         >>> np.round(np.asarray(x), 6), np.round(np.asarray(res), 6), int(rank)
         (array([0.833333, 1.5     ]), array([0.166667]), 2)
     """
-    import numpy as np
-
     xp = _xp()
-    a = _arr(a, "lstsq")
+    a = _float64(a, "lstsq")
     if a.ndim != 2:
         raise DimensionError(f"linalg.lstsq: a must be one matrix (2-D), got shape {a.shape}; solve stacks one by one")
     if not isinstance(b, ShardArray):
@@ -320,8 +342,13 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
     a, b = xp.astype(a, dt), xp.astype(b, dt)
     m, n = a.shape
     rtol = float(np.finfo(np.dtype(dt)).eps) if rcond == -1 else rcond
-    x = matmul(pinv(a, rtol=rtol), b)
     s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.finfo(dt).dtype, device=a.mesh)
+    if m and n and bool(xp.any(xp.isnan(s))):  # (a holds inf: NaN singular values; NaN raised in svdvals)
+        raise LinAlgError(
+            f"linalg.lstsq: SVD did not converge in Linear Least Squares (a of shape {a.shape} holds inf), as "
+            f"NumPy's lstsq raises"
+        )
+    x = matmul(pinv(a, rtol=rtol), b)
     rank = (
         xp.astype(xp.sum(xp.astype(s > _cutoff(xp, s, a, rtol), xp.int64), axis=-1), xp.int32)
         if m and n
@@ -338,17 +365,19 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
 
 def matrix_power(x: Array, n: int, /) -> Array:
     """``x`` to the integer power ``n`` by repeated squaring (matmuls: einsum's collectives); ``n < 0`` inverts
-    first (``inv``), ``n == 0`` gives the identity."""
+    first (``inv``; integers and bools in float64 then, as NumPy's ``matrix_power``), ``n == 0`` gives the
+    identity in ``x``'s dtype. Bool matrices are refused (``matmul``'s domain)."""
     xp = _xp()
     x = _arr(x, "matrix_power", 2, floating=False)
-    if isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
         raise ArgumentError(f"linalg.matrix_power: n must be an int; got {n!r}")
+    n = operator.index(n)
     if x.shape[-1] != x.shape[-2]:
         raise DimensionError(f"linalg.matrix_power: needs square matrices; got shape {x.shape}")
     if n == 0:
         eye = xp.eye(x.shape[-1], dtype=x.dtype, device=x.mesh)
         return xp.broadcast_to(eye, x.shape)
-    a = inv(x) if n < 0 else x
+    a = inv(_float64(x, "matrix_power")) if n < 0 else x
     n = abs(n)
     result, base = None, a
     while n:
@@ -416,21 +445,24 @@ def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: f
 
 
 def diagonal(x: Array, /, *, offset: int = 0) -> Array:
-    """The ``offset`` diagonal of each matrix: ``x * eye(M, N, k=offset)`` summed over the last axis, then the
-    diagonal's rows sliced (an elementwise mask and a sum: an allreduce over a split column axis)."""
-    xp = _xp()
+    """The ``offset`` diagonal of each matrix (last two axes), from each device's own block.
+
+    The devices holding diagonal entries take them by index arithmetic; the result is pending over the matrix
+    axes' mesh axes (one device holds each entry), resolved by an allreduce of the diagonal's length where its
+    value is needed: traffic proportional to the diagonal, never a mask or a gather of the matrix
+    (``shardarray/linalg/diagonal.py``). A pending ``x`` (a product) stays pending. Differentiable.
+    """
     x = _arr(x, "diagonal", 2, floating=False)
-    m, n = x.shape[-2:]
-    lo, hi = max(0, -offset), min(m, n - offset)
-    if hi <= lo:
-        return xp.zeros((*x.shape[:-2], 0), dtype=x.dtype, device=x.mesh)
-    mask = xp.eye(m, n, k=offset, dtype=xp.bool, device=x.mesh)
-    picked = xp.where(mask, x, xp.zeros_like(x))
-    return xp.sum(picked, axis=-1, dtype=x.dtype)[..., lo:hi]
+    if isinstance(offset, bool) or not hasattr(offset, "__index__"):
+        raise ArgumentError(f"linalg.diagonal: offset must be an int; got {offset!r}")
+    offset = operator.index(offset)
+    rows, cols = _m(x)
+    return _pos(diagonal_of(x, rows, cols, offset, fresh(x.dims, 1, "_diag")[0]))
 
 
 def trace(x: Array, /, *, offset: int = 0, dtype: Any = None) -> Array:
-    """Sum of the ``offset`` diagonal of each matrix (``diagonal`` then a sum)."""
+    """Sum of the ``offset`` diagonal of each matrix (``diagonal`` then a sum): the sum stays pending over the
+    matrix axes' mesh axes, so a split matrix costs one allreduce of one number per matrix."""
     xp = _xp()
     return xp.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 

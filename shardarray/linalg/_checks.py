@@ -33,11 +33,16 @@ What NumPy raises on (OpenBLAS's LAPACK, NumPy 2), and the check:
 * ``solve``, ``inv``: an exact zero pivot of the LU factorization (singular).
   ``lu_failed``: the result of a finite matrix is not finite.
 * ``svd``, ``svdvals`` (and ``pinv``, ``matrix_rank``, the 2-/nuclear norms
-  through them): NaN in the matrix ("SVD did not converge"). ``svd_failed``.
+  through them): NaN in the matrix ("SVD did not converge"). ``svd_failed``. A matrix
+  holding inf but no NaN gives NaN (``svdvals``: NumPy's own answer; ``svd``: NumPy
+  gives NaN or never returns): it is never handed to LAPACK (``finite_only``).
 * ``eigh``, ``eigvalsh``: "Eigenvalues did not converge", for some matrices
   holding NaN or inf in the triangle read (which ones depends on their size
-  and where the NaN is); ``eigh_failed`` takes all of them, so that both
-  backends raise on the same input.
+  and where the NaN is; the others give NaN, inf or even finite values);
+  ``eigh_failed`` takes all of them, so that both backends raise on the same
+  input. ``eig``, ``eigvals``: NaN or inf anywhere (NumPy refuses them before
+  LAPACK). The flagged matrices are replaced by zeros before LAPACK sees them
+  (``finite_only``).
 * ``qr``, ``det``, ``slogdet``: never (a singular matrix has determinant 0).
 """
 
@@ -131,6 +136,19 @@ def lu_failed(xp: Any, a: Any, x: Any) -> Any:
 def svd_failed(xp: Any, a: Any) -> Any:
     """Per matrix, whether NumPy's ``svd`` raises on it ("SVD did not converge"): it holds NaN."""
     return xp.any(xp.isnan(a), axis=(-2, -1))
+
+
+def finite_only(xp: Any, a: Any, bad: Any) -> Any:
+    """``a`` with the matrices flagged ``bad`` (per matrix) replaced by zeros: what a LAPACK routine is handed
+    instead of a matrix holding inf or NaN, on which an iterative one (``gesdd``: NumPy's ``svd`` loops forever on
+    some matrices holding inf; ``syevd``, ``geev``) may not return. The caller answers for those matrices."""
+    return xp.where(bad[..., None, None], xp.zeros((), dtype=a.dtype), a)
+
+
+def nan_where(xp: Any, out: Any, bad: Any, extra: int) -> Any:
+    """``out`` (a stack with ``extra`` trailing dims per matrix) with the entries of the matrices ``bad`` NaN."""
+    mask = bad[(...,) + (None,) * extra]
+    return xp.where(mask, xp.asarray(float("nan")).astype(out.dtype), out)
 
 
 def eigh_failed(xp: Any, a: Any) -> Any:

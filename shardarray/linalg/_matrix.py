@@ -84,12 +84,13 @@ def gather_matrix(
 ) -> ShardArray:
     """``x`` with the matrix dims ``mdims`` unsplit (batch dims keep ``layout`` or their axes), pending resolved.
 
-    Warns ``ReplicatedFallbackWarning`` (naming the matrix size) when a matrix dim was split.
+    Warns ``ReplicatedFallbackWarning`` (naming the matrix size) when a matrix dim was split and ``x`` holds
+    elements (an empty ``x`` moves nothing: no warning).
     """
     split = {d: x.spec.of(d) for d in mdims if x.mesh.axes_size(x.spec.of(d)) > 1}
     if layout is None:
         layout = {d: a for d, a in x.layout.items() if d not in mdims}
-    if split:
+    if split and math.prod(x.shape):  # (an empty array: nothing moves, nothing to warn about)
         size = math.prod(x.sizes[d] for d in mdims)
         warnings.warn(
             f"sa.linalg.{what}: the matrix dims {split} are split; "

@@ -44,7 +44,7 @@ from ..core.tape import differentiable, keeps_kind
 from ..errors import ArgumentError, DimensionError, LinAlgError
 from ..ops.elementwise.arithmetic import exp, multiply
 from ..ops.manipulation.structure import astype, rename, transpose
-from ._checks import cholesky_failed, eigh_failed, lu_failed
+from ._checks import cholesky_failed, eigh_failed, finite_only, lu_failed
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
 from ._parts import eigh_values, eigh_vectors, slogdet_logabs, traced, untraced
 from .cholesky2d import cholesky_2d
@@ -323,7 +323,7 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
     w, v = local_op(
         [x],
         [(rows, cols)],
-        lambda s: (*xp.linalg.eigh(s), eigh_failed(xp, s)),
+        lambda s: _eigh_block(xp, s, True),
         [((new,), {new: n}, _real(x.dtype)), ((rows, new), {rows: n, new: n}, x.dtype)],
         "eigh",
         fails=_no_eig("eigh", x),
@@ -350,11 +350,19 @@ def eigvalsh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> Shar
     return local_op(
         [x],
         [(rows, cols)],
-        lambda s: (xp.linalg.eigvalsh(s), eigh_failed(xp, s)),
+        lambda s: _eigh_block(xp, s, False),
         [((new,), {new: n}, _real(x.dtype))],
         "eigvalsh",
         fails=_no_eig("eigvalsh", x),
     )[0]
+
+
+def _eigh_block(xp: Any, s: Any, vectors: bool) -> tuple[Any, ...]:
+    """``eigh``/``eigvalsh`` of whole matrices, then the per-matrix failure flag: a matrix holding NaN or inf in
+    the triangle read raises (``_checks.eigh_failed``), and LAPACK gets zeros in its place (``finite_only``)."""
+    bad = eigh_failed(xp, s)
+    s = finite_only(xp, s, bad)
+    return (*xp.linalg.eigh(s), bad) if vectors else (xp.linalg.eigvalsh(s), bad)
 
 
 def _no_eig(what: str, x: ShardArray) -> str:

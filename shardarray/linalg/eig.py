@@ -26,7 +26,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.tape import keeps_kind
-from ._checks import eig_failed
+from ._checks import eig_failed, finite_only
 from ._matrix import local_op, matrix_dims
 from ._parts import eig_values, eig_vectors, traced, untraced
 from .dense import _new_dim, _no_eig, _square
@@ -42,13 +42,22 @@ def complex_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.complex64) if dtype in (np.float32, np.complex64) else np.dtype(np.complex128)
 
 
+def _clean(xp: Any, a: Any) -> tuple[Any, Any]:
+    """``(a, bad)``: the matrices holding NaN or inf (``bad``, they raise) replaced by zeros: LAPACK's ``geev``
+    (cuSOLVER's ``Xgeev``) never sees them (NumPy refuses them itself; cuSOLVER would iterate on them)."""
+    bad = eig_failed(xp, a)
+    return finite_only(xp, a, bad), bad
+
+
 def _eig_block(xp: Any, a: Any, dt: np.dtype) -> tuple[Any, Any, Any]:
+    a, bad = _clean(xp, a)
     w, v = xp.linalg.eig(a)
-    return w.astype(dt, copy=False), v.astype(dt, copy=False), eig_failed(xp, a)
+    return w.astype(dt, copy=False), v.astype(dt, copy=False), bad
 
 
 def _eigvals_block(xp: Any, a: Any, dt: np.dtype) -> tuple[Any, Any]:
-    return xp.linalg.eigvals(a).astype(dt, copy=False), eig_failed(xp, a)
+    a, bad = _clean(xp, a)
+    return xp.linalg.eigvals(a).astype(dt, copy=False), bad
 
 
 @keeps_kind

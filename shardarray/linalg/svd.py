@@ -12,7 +12,10 @@ problem with the roles of U and V swapped). ``full_matrices=True`` with
 ``m != n`` needs the whole square U or V: replicated fallback
 (``ReplicatedFallbackWarning``). A matrix holding NaN raises
 ``sa.linalg.LinAlgError`` on every process: under MPI the processes agree by
-one host reduction of one int (``_checks.raise_if``).
+one host reduction of one int (``_checks.raise_if``). A matrix holding inf but
+no NaN gives NaN singular values (NumPy's ``svdvals`` does the same) and NaN
+``U``/``Vh`` (NumPy's ``svd`` gives NaN, or loops forever inside LAPACK's
+``gesdd``): no LAPACK routine that iterates is ever handed inf or NaN here.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from typing import Any, Literal, NamedTuple, cast, overload
 import numpy as np
 
 from ..array import ShardArray
+from ..backend.meta import MetaArray
 from ..core.common import map_blocks, map_blocks_multi, new_array
+from ..core.relayout import resolve_to
 from ..core.tape import differentiable, keeps_kind
 from ..errors import DimensionError
 from ..ops.elementwise.arithmetic import conj
 from ..ops.manipulation.structure import transpose
-from ._checks import guard, raise_if, svd_failed
-from ._matrix import float_dtype, local_op, matrix_dims
+from ._checks import finite_only, guard, nan_where, raise_if, svd_failed
+from ._matrix import batch_last, float_dtype, local_op, matrix_dims
 from ._parts import traced, untraced
 from .tsqr import tsqr
 
@@ -48,22 +53,38 @@ def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: Literal[Tru
 @overload
 def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: Literal[False]) -> ShardArray: ...
 def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SVDResult | ShardArray:
-    """The SVD of a tall matrix from TSQR's R: ``(U, S, Vh)``, or ``S`` alone when not ``want_u``."""
-    Q, R = tsqr(x, rows, cols, new, want_q=want_u)
-    mesh, xp = R.mesh, R.mesh.backend.xp
+    """The SVD of a tall matrix from TSQR's R: ``(U, S, Vh)``, or ``S`` alone when not ``want_u``.
+
+    NaN in a matrix raises ``LinAlgError`` (NumPy's "SVD did not converge"), found on each device's own block
+    (``svd_failed``: one flag per matrix of the block, read with the op's one read at the end). A matrix holding
+    inf gives an R holding inf or NaN (a finite matrix gives a finite R): that R is replaced by zeros before
+    LAPACK sees it and its factors are NaN (``finite_only``, ``nan_where``), NumPy's ``svdvals`` answer.
+    """
+    x = resolve_to(x) if x.pending else x
+    xb, _ = batch_last(x, (rows, cols))
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    data = mesh.backend.has_data
+    has_nan = map_blocks(mesh, xb.spec.used_axes, lambda b: svd_failed(xp, b), xb.shards) if data else []
+    Q, R = tsqr(xb, rows, cols, new, want_q=want_u)
     n = x.sizes[cols]
     batch = R.dims[:-2]
     blay = {d: R.spec.of(d) for d in batch if R.spec.of(d)}
     sizes = {**{d: R.sizes[d] for d in batch}, new: n, cols: n, "_svd_r": n}
 
-    def small(r: Any) -> tuple[Any, Any, Any, Any]:
+    def small(r: Any) -> tuple[Any, Any, Any, bool]:
+        if isinstance(r, MetaArray):  # shapes only
+            return (*(xp.linalg.svd(r) if want_u else (None, xp.linalg.svd(r, compute_uv=False), None)), False)
+        bad = ~xp.all(xp.isfinite(r), axis=(-2, -1))
+        r = finite_only(xp, r, bad)
         if not want_u:
-            return None, xp.linalg.svd(r, compute_uv=False), None, svd_failed(xp, r)
+            return None, nan_where(xp, xp.linalg.svd(r, compute_uv=False), bad, 1), None, False
         u, s, vh = xp.linalg.svd(r)
-        return u, s, vh, svd_failed(xp, r)  # R holds NaN where x does (or where its QR made NaN of an inf)
+        return nan_where(xp, u, bad, 2), nan_where(xp, s, bad, 1), nan_where(xp, vh, bad, 2), False
 
-    ur, s, vh, bad = map_blocks_multi(mesh, R.spec.used_axes, 4, guard(small, 3), R.shards)
-    raise_if(mesh, bad, _no_svd(x), R, len(batch))  # every process together (one host reduction under MPI)
+    ur, s, vh, raised = map_blocks_multi(mesh, R.spec.used_axes, 4, guard(small, 3), R.shards)
+    if mesh.backend.has_data:  # NaN in x, or NumPy raised on a finite R (``guard``): every process together
+        flags = [f if f is not False else h for f, h in zip(raised, has_nan)]
+        raise_if(mesh, flags, _no_svd(x), xb, len(batch))
     S = new_array(mesh, (*batch, new), sizes, blay, s, dtype=_real(x.dtype))
     if not want_u:  # svdvals
         return S
@@ -75,6 +96,14 @@ def _tall_svd(x: ShardArray, rows: str, cols: str, new: str, want_u: bool) -> SV
     return SVDResult(U, S, Vh)
 
 
+def _svd_block(xp: Any, a: Any, full: bool) -> tuple[Any, Any, Any, Any]:
+    """``svd`` of whole matrices, LAPACK never handed inf or NaN: a matrix holding them gives NaN factors, and
+    its flag (the last item) says whether it holds NaN (NumPy raises "SVD did not converge" then)."""
+    bad = ~xp.all(xp.isfinite(a), axis=(-2, -1))
+    u, s, vh = xp.linalg.svd(finite_only(xp, a, bad), full_matrices=full)
+    return nan_where(xp, u, bad, 2), nan_where(xp, s, bad, 1), nan_where(xp, vh, bad, 2), svd_failed(xp, a)
+
+
 def _fallback(x: ShardArray, rows: str, cols: str, new: str, full: bool) -> SVDResult:
     m, n = x.sizes[rows], x.sizes[cols]
     k = min(m, n)
@@ -84,7 +113,7 @@ def _fallback(x: ShardArray, rows: str, cols: str, new: str, full: bool) -> SVDR
     U, S, Vh = local_op(
         [x],
         [(rows, cols)],
-        lambda s: (*xp.linalg.svd(s, full_matrices=full), svd_failed(xp, s)),
+        lambda s: _svd_block(xp, s, full),
         [
             ((rows, nu), {rows: m, nu: ku}, x.dtype),
             ((new,), {new: k}, _real(x.dtype)),
@@ -120,10 +149,7 @@ def fresh_dim(x: ShardArray, name: str) -> str:
 
 
 def _no_svd(x: ShardArray) -> str:
-    return (
-        f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN, or inf, which the QR of a "
-        f"split or tall matrix turns into NaN)"
-    )
+    return f"sa.linalg.svd: SVD did not converge (a matrix of x {x.sizes} holds NaN)"
 
 
 @keeps_kind
@@ -137,7 +163,8 @@ def svd(x: ShardArray, dims: Any = None, *, full_matrices: bool = False, new: st
     Wide matrices go through ``x^H`` (same collectives on the transposed
     problem). ``full_matrices=True`` with ``m != n``: replicated fallback. Then, under MPI, **one host
     reduction** of one int over the job: a matrix holding NaN raises ``sa.linalg.LinAlgError`` ("SVD did not
-    converge", naming its batch index and device) on every process together.
+    converge", naming its batch index and device) on every process together. A matrix holding inf (no NaN)
+    gives NaN ``U``, ``S`` and ``Vh`` (NumPy: NaN, or a ``gesdd`` that never returns).
 
     Args:
         x: float or complex array.

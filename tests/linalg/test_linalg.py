@@ -169,7 +169,7 @@ def test_dense_ops_batched(mesh, n, b, data):
         sol = L.solve(x, y, b_dims=("j", "k"))
         upper = L.cholesky(x, upper=True)
     split = any(mesh.axes_size(lay.get(d, ())) > 1 for d in ("i", "j"))
-    assert any(issubclass(i.category, L.ReplicatedFallbackWarning) for i in w) == split
+    assert any(issubclass(i.category, L.ReplicatedFallbackWarning) for i in w) == (split and spd.size > 0)
     tol = {"atol": 1e-8, "rtol": 1e-8}
     np.testing.assert_allclose(ch.numpy(), np.linalg.cholesky(spd), **tol)
     np.testing.assert_allclose(upper.numpy(), np.swapaxes(np.linalg.cholesky(spd), -1, -2), **tol)
