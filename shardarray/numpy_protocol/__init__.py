@@ -8,7 +8,8 @@
   arguments adapted (``axis=None`` flattening where NumPy flattens,
   ``keepdims=``, ``dtype=``, ``out=`` into a positional array), plus NumPy-only
   names composed from the namespace (``np.dot``, ``np.isclose``, ``np.vstack``,
-  ...): ``positional_functions``, ``positional_compose``; ufuncs and their
+  ``np.extract``, ``np.compress``...): ``positional_functions``,
+  ``positional_compose``, ``positional_select``; ufuncs and their
   ``reduce``/``accumulate``/``outer``: ``positional_ufuncs``.
 * **named** ShardArrays: a table of NumPy functions mapped to ``sa`` functions,
   axis ``k`` being ``x.dims[k]`` (``named_functions``, ``named_ufuncs``).
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import OPS
-from . import positional_functions, positional_ufuncs
+from . import positional_functions, positional_select, positional_ufuncs
 from .common import HOOKS, UFUNC_ALIASES
 from .named_functions import FUNCTIONS, KWARG_NAMES, Entry, array_function
 from .named_ufuncs import UFUNC_ACCUMULATIONS, UFUNC_OPERATORS, UFUNC_REDUCTIONS, array_ufunc
@@ -77,6 +78,7 @@ __all__ = [
     "iterate",
     "lookup",
     "positional_functions",
+    "positional_select",
     "positional_ufuncs",
     "round_array",
 ]

@@ -129,7 +129,16 @@ def transpose(self: ShardArray, *axes: Any) -> Any:
 
 
 def sort(self: ShardArray, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
-    """NumPy's ``x.sort(axis=-1)``: sorts in place (the sorted array written into ``x``)."""
+    """NumPy's ``x.sort(axis=-1)``: sorts in place (the sorted array written into ``x``) along one axis.
+
+    ``axis=None`` raises ``DTypeError`` (a TypeError), as NumPy's ``ndarray.sort`` does: an in-place sort
+    keeps the array's shape, so it cannot sort the flattened array; ``np.sort(x, axis=None)`` returns that.
+    """
+    if axis is None:
+        raise DTypeError(
+            "x.sort: axis=None is not an axis (NumPy's ndarray.sort sorts in place along one axis and raises "
+            "TypeError for None); sort the flattened array with np.sort(x, axis=None), which returns a new 1-D array"
+        )
     self[...] = np.sort(self, axis=_axis(self, axis), kind=kind, order=order, stable=stable)
 
 

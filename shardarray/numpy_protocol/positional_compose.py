@@ -122,14 +122,10 @@ def _size(xp: Any, what: str, a: Any, axis: Any = None) -> int:
     return int(a.size) if axis is None else int(a.shape[axes_of(axis, a.ndim, what)[0]])
 
 
-@composed("ravel")
-def _ravel(xp: Any, what: str, a: Any, order: str = "C") -> Any:
-    _no_kwargs(what, order=order)
-    return xp.reshape(a, (-1,))
-
-
 @composed("squeeze")
 def _squeeze(xp: Any, what: str, a: Any, axis: Any = None) -> Any:
+    if a.ndim == 0 and axis is not None and np.ndim(axis) <= 1 and all(k in (0, -1) for k in np.ravel(axis)):
+        return a  # (NumPy lets axis 0 or -1 name a 0-d array's one element: nothing to squeeze)
     axes = axes_of(axis, a.ndim, what) if axis is not None else tuple(i for i, n in enumerate(a.shape) if n == 1)
     return xp.squeeze(a, axis=axes) if axes else a
 
@@ -151,6 +147,8 @@ def _transpose(xp: Any, what: str, a: Any, axes: Any = None) -> Any:
 
 @composed("swapaxes")
 def _swapaxes(xp: Any, what: str, a: Any, axis1: Any, axis2: Any) -> Any:
+    if axis1 is None or axis2 is None:
+        raise DTypeError(f"{what}: axis1 and axis2 must be integers (as in NumPy, a TypeError); got None")
     (i,), (j,) = axes_of(axis1, a.ndim, what), axes_of(axis2, a.ndim, what)
     perm = list(range(a.ndim))
     perm[i], perm[j] = perm[j], perm[i]
@@ -377,6 +375,10 @@ def _multi_dot(xp: Any, what: str, arrays: Any, *, out: Any = None) -> Any:
 
 @composed("einsum")
 def _einsum(xp: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
+    ref = _ref(*operands)
+    for i, v in enumerate(operands):
+        if isinstance(v, np.ndarray) and v.ndim:
+            raise mixing_error(what, v, i, ref)  # (as every other function: not NumPy's TypeError of no dispatch)
     return einsum_by_letters(None, what, *operands, **kwargs)
 
 
@@ -503,7 +505,7 @@ def _where(xp: Any, what: str, condition: Any, x: Any = None, y: Any = None) -> 
 def _take(xp: Any, what: str, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
     _no_kwargs(what, mode=mode)
     a = _array(xp, what, a, 0, _ref(a, indices))
-    x = xp.reshape(a, (-1,)) if axis is None and a.ndim != 1 else a
+    x = xp.reshape(a, (-1,)) if (axis is None or a.ndim == 0) and a.ndim != 1 else a  # (0-d: read as 1-D)
     (k,) = axes_of(0 if axis is None else axis, x.ndim, what)
     ids = host_value(what, indices, "indices", a)
     if isinstance(ids, ShardArray):
@@ -514,13 +516,6 @@ def _take(xp: Any, what: str, a: Any, indices: Any, axis: Any = None, out: Any =
     result = xp.take(x, flat, axis=k)
     want = x.shape[:k] + tuple(shape) + x.shape[k + 1 :]
     return write_out(out, result if result.shape == want else xp.reshape(result, want), what)
-
-
-@composed("argwhere")
-def _argwhere(xp: Any, what: str, a: Any) -> Any:
-    if a.ndim == 0:
-        return NotImplemented  # NumPy's 0-d special case (a (1, 0) or (0, 0) array) has no counterpart
-    return xp.stack(list(xp.nonzero(a)), axis=1)
 
 
 @composed("flatnonzero")
@@ -564,10 +559,15 @@ def _copy(xp: Any, what: str, a: Any, order: str = "K", subok: bool = False) -> 
 
 @composed("copyto")
 def _copyto(xp: Any, what: str, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> Any:
+    """``np.copyto(dst, src)`` is the write ``dst[...] = src``: like positional writes it takes host data for
+    ``src`` (a NumPy array too, broadcast and cast under ``casting``); a NumPy ``dst`` is refused (filling it
+    would gather ``src``)."""
     _no_kwargs(what, where=where)
+    if isinstance(dst, np.ndarray):
+        raise mixing_error(what, dst, "dst", src)
     if not isinstance(dst, ShardArray):
         return NotImplemented
-    value = host_value(what, src, "src", dst)
+    value = src if isinstance(src, np.ndarray) and src.ndim else host_value(what, src, "src", dst)
     dtype = value.dtype if isinstance(value, ShardArray) else np.result_type(value)
     if not np.can_cast(dtype, dst.dtype, casting):  # type: ignore[arg-type]
         raise DTypeError(f"{what}: cannot cast {dtype} to {dst.dtype} under casting={casting!r}")

@@ -34,7 +34,18 @@ NumPy's semantics where the standard's differ:
 * ``np.concatenate``'s ``dtype=`` honours its ``casting=`` (``same_kind``);
 * keywords with a no-op value (``order="C"``, ``where=True``, ...) are
   accepted; any other value the namespace cannot honour is a typed
-  ``sa.ArgumentError`` naming it.
+  ``sa.ArgumentError`` naming it;
+* a host NumPy array of 1 or more dims is refused wherever it stands (the
+  first operand too, or inside a list: ``np.kron(host, x)``,
+  ``np.concatenate([host, x])``) with the ``sa.DTypeError`` that names
+  ``xp.asarray(host, device=x.device)``, as ``np.add(x, host)`` is: the copy
+  onto the mesh stays explicit. NumPy scalars and 0-d arrays mix (NEP 50),
+  and so do Python lists where the namespace takes host values (indices,
+  ``q``, counts); ``np.polyval``'s coefficients may be a NumPy array
+  (``HOST_FIRST``), as ``xp.polyval``'s, and ``np.copyto(x, host)`` is the
+  write ``x[...] = host``;
+* ``axis=0`` (or -1) of a 0-d array is NumPy's legacy reading of it as 1-D
+  for ``np.sum``/``argmax``/``cumsum``/``argsort``/... (``ZERO_D_AXIS``).
 
 NumPy-only names are composed from the namespace's functions
 (``positional_compose``: ``np.dot``, ``np.isclose``, ``np.vstack``...). A name
@@ -89,6 +100,16 @@ RENAMES: dict[str, str] = {"ddof": "correction", "a_min": "min", "a_max": "max",
 FLATTEN_ON_NONE = frozenset(
     {"argmax", "argmin", "nanargmax", "nanargmin", "cumsum", "cumprod", "nancumsum", "nancumprod"}
     | {"sort", "argsort", "take_along_axis"}
+)
+
+#: NumPy functions whose first argument is host data by design (``np.polyval``'s coefficients, a list or a NumPy
+#: array, as ``xp.polyval`` takes them); elsewhere a NumPy array of 1 or more dims is refused in any position
+HOST_FIRST = frozenset({"polyval"})
+
+#: NumPy functions that take ``axis=0`` (or -1) on a 0-d array, reading it as 1-D (its legacy rule): the
+#: reductions reduce the one element, the scans and ``argsort`` give a 1-element array
+ZERO_D_AXIS = frozenset(
+    {"sum", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin", "cumsum", "cumprod", "argsort"}
 )
 
 #: NumPy functions that compute in floating point: integer and bool arrays are cast to float64 first, as NumPy's
@@ -260,7 +281,12 @@ def call_derived(
     if name in PROMOTES_WITH and isinstance(ref, ShardArray):
         given[first] = _promoted(xp, ref, [given.get(k) for k in PROMOTES_WITH[name]])
     out = given.pop("out", None)
-    given = {k: (v if k == first else host_value(what, v, k, ref)) for k, v in given.items()}
+    ref = next((v for v in _leaves(given.values()) if isinstance(v, ShardArray)), ref)
+    host_ok = name in HOST_FIRST
+    given = {
+        k: (v if k == first and (host_ok or not _host_array(v)) else host_value(what, v, k, ref))
+        for k, v in given.items()
+    }
     keepdims = bool(given.pop("keepdims")) if "keepdims" in given and "keepdims" not in tparams else False
     sort_kind = given.pop("kind", None) if "kind" not in tparams else None
     if sort_kind is not None and name in ("sort", "argsort") and _stable_kind(sort_kind, given.get("stable"), what):
@@ -280,6 +306,11 @@ def call_derived(
             if not (np_param.default is tparams[key].default or np_param.default == tparams[key].default):
                 given[key] = np_param.default
     x = given.get(first)
+    if isinstance(x, ShardArray) and x.ndim == 0 and name in ZERO_D_AXIS and _is_first_axis(given.get("axis")):
+        if name in FLATTEN_ON_NONE and name not in ("argmax", "argmin"):
+            given[first], given["axis"] = xp.reshape(x, (1,)), 0  # (NumPy's scan or sort of the 0-d array as 1-D)
+        else:
+            given["axis"] = None  # (NumPy's reduction of the one element)
     keep_all = False  # axis=None, keepdims=True of a function that flattens: the result gets x's ndim of 1s
     if name in FLATTEN_ON_NONE and "axis" in np_params and isinstance(x, ShardArray):
         axis = given.get("axis", np_params["axis"].default)
@@ -342,6 +373,23 @@ def _positional(tparams: Any, values: dict[str, Any], var_args: tuple[Any, ...])
         elif p.kind == P.VAR_POSITIONAL:
             pos += list(var_args)
     return pos
+
+
+def _is_first_axis(axis: Any) -> bool:
+    """Whether ``axis`` is 0 or -1 (an integer, not a bool): the axis NumPy lets name a 0-d array's one element."""
+    return isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and int(axis) in (0, -1)
+
+
+def _leaves(values: Any) -> Any:
+    """``values`` and the items of those that are lists or tuples (one level: ``np.concatenate``'s arrays)."""
+    for v in values:
+        yield from v if isinstance(v, (list, tuple)) else (v,)
+
+
+def _host_array(value: Any) -> bool:
+    """Whether ``value`` is a NumPy array of 1 or more dims, or a list or tuple holding one: host data that the
+    dispatch refuses as an operand wherever it stands (first or not), as ``host_value`` does."""
+    return any(isinstance(v, np.ndarray) and v.ndim > 0 for v in _leaves((value,)))
 
 
 def _float_input(xp: Any, value: Any) -> Any:

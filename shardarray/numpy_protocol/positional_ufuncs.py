@@ -163,7 +163,8 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
     what = f"np.{name}" if method == "__call__" else f"np.{name}.{method}"
     if foreign(inputs):
         return NotImplemented
-    ref = next((a for a in inputs if isinstance(a, ShardArray)), None)
+    outs = kwargs.get("out") or ()
+    ref = next((a for a in (*inputs, *outs) if isinstance(a, ShardArray)), None)
     fn = elementwise(xp, name)
     if method in ("__call__", "outer"):
         if fn is None or (method == "outer" and len(inputs) != 2):
@@ -247,18 +248,25 @@ def _reduce_or_scan(
     initial: Any = np._NoValue,
     where: Any = True,
 ) -> Any:
-    """``ufunc.reduce`` / ``ufunc.accumulate`` with NumPy's keywords, through the namespace's ``target``."""
-    if not is_neutral("where", where):
-        if method != "reduce":
-            raise refuse(what, "where", where)
-        x = masked_operand(xp, what.split(".")[1], x, where, initial, what)
+    """``ufunc.reduce`` / ``ufunc.accumulate`` with NumPy's keywords, through the namespace's ``target``.
+
+    NumPy's TypeErrors are ``DTypeError`` here: ``accumulate`` of a 0-d array, and a ``dtype=`` other than bool
+    for ``logical_and``/``logical_or`` (they have bool loops only; other reductions cast to any ``dtype=``).
+    """
+    name = what.split(".")[1]
+    if method == "accumulate" and x.ndim == 0:
+        raise DTypeError(f"{what}: cannot accumulate on a 0-d array (NumPy's TypeError); reshape it to 1-D first")
     params = signature(target).parameters
     kw: dict[str, Any] = {}
     if dtype is not None:
         if "dtype" in params:
             kw["dtype"] = dtype
         else:
-            x = xp.astype(x, dtype)
+            x = xp.astype(x, dtype)  # (before the mask: initial fills it in the loop's dtype, 2.5 stays 2.5)
+    if not is_neutral("where", where):
+        if method != "reduce":
+            raise refuse(what, "where", where)
+        x = masked_operand(xp, name, x, where, initial, what)
     if method == "accumulate":
         if axis is None and x.ndim == 1:
             axis = 0  # NumPy takes None for the one axis of a 1-D array
@@ -269,6 +277,10 @@ def _reduce_or_scan(
         return write_out(out, target(x, axis=axes_of(axis, x.ndim, what)[0], **kw), what)
     zero_d = x.ndim == 0 and isinstance(axis, int) and axis in (0, -1)  # NumPy reduces a 0-d array over axis 0
     axes = () if zero_d else axes_of(axis, x.ndim, what)
+    if dtype is not None and name in LOGICAL and np.dtype(dtype) != np.bool_:
+        raise DTypeError(
+            f"{what}: dtype={np.dtype(dtype)} has no loop: NumPy's {name} computes in bool only; omit dtype="
+        )
     given = initial is not np._NoValue and initial is not None
     if given and target in (xp.max, xp.min) and any(x.shape[k] == 0 for k in axes):
         shape = tuple(1 if k in axes else n for k, n in enumerate(x.shape) if keepdims or k not in axes)
