@@ -12,11 +12,17 @@ reduction's identity with a local ``where``, then the plain reduction runs
 (one allreduce or allgather of per-device partials over the reduced axes'
 mesh axes; the scans one allgather of block totals). ``nanargmax``/``nanargmin``
 also reduce one flag per result element to refuse an all-NaN slice, as
-NumPy does. Nothing is gathered.
+NumPy does. Nothing is gathered. Where a slice has no non-NaN value (or no
+degrees of freedom left) the result is NaN with NumPy's ``RuntimeWarning``
+(``Mean of empty slice``, ``Degrees of freedom <= 0 for slice.``, ``All-NaN
+slice encountered``): the result is resolved and read for NaN on each device
+(``any_true``: no collective; under MPI one flag allreduce).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,7 +32,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import math_unary as mu
 from ..ops.manipulation.structure import astype
-from ..ops.reduction import nanreduce
+from ..ops.reduction import nanreduce, reduce
 from . import _statistical
 from ._align import axes_dims, no_out
 from ._array import Array, wrap
@@ -87,6 +93,10 @@ def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **
     result_dtype = _integer_mean_dtype(x, dtype, what) if what == "nanmean" else None
     if result_dtype is not None:
         x, dtype = _cast(x, result_dtype), None  # NumPy: the values in that dtype, their mean cast back to it
+    if x.dtype.kind in "biu" and what in ("nanvar", "nanstd") and dtype is None:
+        # (NumPy: no NaN to skip, so np.var/np.std: inf where N - ddof <= 0 and the deviations are not all 0)
+        spread = _statistical.var if what == "nanvar" else _statistical.std
+        return spread(x, axis=axis, correction=kw["correction"], keepdims=keepdims)
     if x.dtype.kind in "biu" and what in ("nanmean", "nanvar", "nanstd"):
         x = wrap(astype(x, np.float64))  # NumPy: the mean of integers is float64
     x = _cast(x, dtype)
@@ -98,8 +108,64 @@ def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **
             return wrap(x)
         ok = 1.0 - kw["correction"] > 0
         return wrap(ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x), 0.0 if ok else np.nan)))
-    out = _keep(fn(x, dims, **kw), x, dims, keepdims)
+    out = _warn_empty_slices(x, dims, fn(x, dims, **kw), what, kw.get("correction", 0.0))
+    out = _keep(out, x, dims, keepdims)
     return out if result_dtype is None else wrap(_cast(out, result_dtype))
+
+
+#: NumPy's RuntimeWarning where a slice has no non-NaN value (or no degrees of freedom left)
+_EMPTY_SLICE = {
+    "nanmean": "Mean of empty slice",
+    "nanvar": "Degrees of freedom <= 0 for slice.",
+    "nanstd": "Degrees of freedom <= 0 for slice.",
+    "nanmax": "All-NaN slice encountered",
+    "nanmin": "All-NaN slice encountered",
+}
+
+
+def any_true(flags: ShardArray) -> bool:
+    """Whether any element of the boolean array ``flags`` is true, read on the host from each device's block
+    (no collective: an emulated mesh holds every block); under MPI one allreduce of a flag, so that every
+    process agrees (and warns, or raises under ``-W error``, alike)."""
+    if flags.mesh.comm_kind == "mpi":
+        return bool(reduce.any(flags).numpy())
+    backend, seen = flags.mesh.backend, set()
+    for d, block in enumerate(flags.shards):
+        if block is None or id(block) in seen:
+            continue
+        seen.add(id(block))
+        with backend.scope(d):
+            if bool(backend.xp.any(block)):
+                return True
+    return False
+
+
+def _warn_empty_slices(x: ShardArray, dims: tuple[str, ...], out: ShardArray, what: str, c: float) -> ShardArray:
+    """``out`` (resolved when it is checked), after NumPy's ``RuntimeWarning`` where a reduced slice holds at most
+    ``c`` non-NaN values (its result is NaN, as NumPy's). Static for data without NaN (integers) and for empty
+    slices. Else the result is read for NaN on each device (no collective; ``any_true``), and only where one is
+    found and ``x`` holds an inf (so that ``inf - inf`` may have made it) are the per-slice counts reduced to
+    tell which (one allreduce)."""
+    n = math.prod(x.sizes[d] for d in dims)
+    message = _EMPTY_SLICE[what]
+    if not math.prod(x.sizes[d] for d in x.dims if d not in dims):  # (no slice at all: no warning)
+        return out
+    if not _has_nan(x) or n - c <= 0:
+        if n - c <= 0:
+            warnings.warn(message if _has_nan(x) else message.rstrip("."), RuntimeWarning, stacklevel=4)
+        return out
+    if not x.mesh.backend.has_data:  # (a meta mesh has no values to count)
+        return out
+    out = out.resolve() if out.pending else out  # (the allreduce its first read would do)
+    if not any_true(mu.isnan(out)):
+        return out
+    # (nanmax/nanmin: NaN exactly on an all-NaN slice; the others also from inf - inf, only with an inf in x)
+    if what not in ("nanmax", "nanmin") and any_true(mu.isinf(x)):
+        count = reduce.sum(ew.where(mu.isnan(x), 0.0, 1.0), dims)
+        if not any_true(ew.less_equal(count.resolve(), c)):
+            return out
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    return out
 
 
 def _integer_mean_dtype(x: ShardArray, dtype: Any, what: str) -> np.dtype | None:

@@ -19,7 +19,7 @@ from ._align import no_out
 from ._array import Array
 from ._creation import asarray
 from ._dtypes import result_type
-from ._elementwise import conj, floor, maximum
+from ._elementwise import conj, floor
 from ._linalg import matmul, matrix_transpose
 from ._manipulation import concat, reshape
 from ._statistical import _check
@@ -131,15 +131,19 @@ def cov(
         fact = n - (0 if bias else 1) if ddof is None else n - ddof
     else:
         v1 = _sum(w)
+        if float(v1) == 0:  # (one number read: NumPy's ZeroDivisionError, before any division)
+            names = " * ".join(k for k, v in (("fweights", fweights), ("aweights", aweights)) if v is not None)
+            raise ArgumentError(
+                f"cov: the weights ({names}) of the {n} observations sum to zero, so the weighted mean is undefined "
+                f"(NumPy raises ZeroDivisionError); give weights with a positive sum"
+            )
         avg = _sum(x * w, axis=1, keepdims=True) / v1
         d = (0 if bias else 1) if ddof is None else ddof
-        fact = v1 - d * _sum(w * a) / v1 if aweights is not None else v1 - d
-    if isinstance(fact, (int, float)):
-        if fact <= 0:  # (NumPy: a warning, then 0 degrees of freedom, so inf or nan)
-            warnings.warn("cov: degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
-            fact = 0.0
-    else:
-        fact = maximum(fact, 0.0)
+        fact = v1 - d * _sum(w * a) / v1 if aweights is not None and d else v1 - d
+    # (NumPy: a warning, then 0 degrees of freedom, so inf or nan; a weighted count is read, one number)
+    if (fact if isinstance(fact, (int, float)) else float(fact)) <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = 0.0
     dev = x - avg
     left = dev if w is None else dev * w
     c = matmul(left, matrix_transpose(conj(dev))) / fact

@@ -12,6 +12,8 @@ names at their positions.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -139,8 +141,19 @@ def min(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
     return _extreme(reduce.min, x, axis, keepdims, "min")
 
 
+def few_values(x: ShardArray, dims: tuple[str, ...], correction: float, message: str) -> None:
+    """NumPy's ``RuntimeWarning`` (``message``) where each reduced slice of ``x`` over ``dims`` holds at most
+    ``correction`` values (the count is static: the slices' size): the mean of an empty slice, a variance
+    without degrees of freedom. Its result there is NaN (or inf), as NumPy's."""
+    if math.prod(x.sizes[d] for d in dims) - correction <= 0:  # (NumPy warns even when there is no slice)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def mean(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
-    """The arithmetic mean over ``axis`` (a pending sum, scaled); the mean of an empty axis is NaN."""
+    """The arithmetic mean over ``axis`` (a pending sum, scaled); the mean of an empty axis is NaN, with NumPy's
+    ``RuntimeWarning: Mean of empty slice``."""
+    x = _check(x, "mean")
+    few_values(x, axes_dims(x, axis, "mean"), 0.0, "Mean of empty slice")
     return _reduce(reduce.mean, x, axis, keepdims, "mean")
 
 
@@ -173,7 +186,8 @@ def var(
     """The variance over ``axis``, divided by ``N - correction``: one allgather of per-device moments.
 
     ``ddof=`` is NumPy's name for ``correction`` (accepted as a NumPy extra; give one of them); integers and bools
-    are taken as float64, as NumPy does.
+    are taken as float64, as NumPy does. Where ``N - correction <= 0`` the result is inf or NaN with NumPy's
+    ``RuntimeWarning: Degrees of freedom <= 0 for slice``.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -182,7 +196,18 @@ def var(
         ...     xp.var(a, axis=1, correction=1).numpy()
         array([1.66666667, 0.        ])
     """
-    return _reduce(reduce.var, _floats(x, "var"), axis, keepdims, "var", correction=_ddof_or(correction, ddof, "var"))
+    return _spread(reduce.var, x, axis, correction, keepdims, ddof, "var")
+
+
+def _spread(
+    fn: Callable[..., ShardArray], x: Any, axis: Any, correction: Any, keepdims: bool, ddof: Any, what: str
+) -> Array:
+    """``var``/``std``, with NumPy's ``RuntimeWarning`` where ``N - correction <= 0`` (the result is then inf or
+    NaN, as NumPy's)."""
+    x = _floats(x, what)
+    c = _ddof_or(correction, ddof, what)
+    few_values(_check(x, what), axes_dims(x, axis, what), c, "Degrees of freedom <= 0 for slice")
+    return _reduce(fn, x, axis, keepdims, what, correction=c)
 
 
 def std(
@@ -190,7 +215,7 @@ def std(
 ) -> Array:
     """The standard deviation over ``axis``: ``sqrt(var(x, axis=axis, correction=correction))`` (``ddof=`` as in
     ``var``)."""
-    return _reduce(reduce.std, _floats(x, "std"), axis, keepdims, "std", correction=_ddof_or(correction, ddof, "std"))
+    return _spread(reduce.std, x, axis, correction, keepdims, ddof, "std")
 
 
 def all(x: Array, /, *, axis: _Axis = None, keepdims: bool = False, out: None = None) -> Array:

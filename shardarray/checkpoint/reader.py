@@ -73,6 +73,20 @@ def _match(target: Any, spec: Node, src: Source) -> tuple[Any, list[tuple[str, S
     return walk(target, spec, ""), pairs
 
 
+def _graft(spec: Node, saved: Node) -> Node:
+    """The target's tree ``spec`` with the plain values of the ``saved`` tree where it has one at the same path
+    (a partial target of an exported file gets the saved step counts; what the file lacks keeps the target's)."""
+    if ("value" in spec or "float" in spec) and ("value" in saved or "float" in saved):
+        return saved
+    if "dict" in spec and "dict" in saved:
+        theirs = {k: v for k, v in saved["dict"]}
+        return {"dict": [[k, _graft(v, theirs[k]) if k in theirs else v] for k, v in spec["dict"]]}
+    for kind in ("list", "tuple", "items"):
+        if kind in spec and kind in saved and len(spec[kind]) == len(saved[kind]):
+            return {**spec, kind: [_graft(a, b) for a, b in zip(spec[kind], saved[kind])]}
+    return spec
+
+
 def _rebuild(recipe: Any, arrays: dict[str, ShardArray]) -> Any:
     kind = recipe[0]
     if kind == "array":
@@ -112,17 +126,33 @@ def _check_cast(name: str, saved: Any, target: Any, casting: str, src: Source) -
 
 
 def _check_target(name: str, entry: dict[str, Any], x: Any, src: Source) -> None:
-    """The target array's dims and sizes must be the saved ones."""
+    """The target array must fit the saved one: by position where either side is positional, else by dim names.
+
+    A positional array's dims (``dim0, dim1, ...``) carry no meaning, so a positional target takes a saved
+    array (named or positional) of its shape, axis ``k`` being the saved array's ``k``-th dim (as NumPy's
+    ``np.load`` of an ``.npz``), and a named target takes a saved positional array of its shape, its dims
+    named by the target in order. Between two named arrays the dims must be the saved ones, in the saved
+    order; dims that are the saved ones in another order are refused on either kind (a transpose the load
+    would not do). A plain safetensors tensor has no dims: its shape must be the target's.
+    """
     dims, sizes = entry.get("dims"), tuple(entry["sizes"])
-    if dims is not None and tuple(dims) != x.dims:
+    saved: tuple[str, ...] = tuple(dims) if dims is not None else x.dims  # (no dims: nothing to compare)
+    by_names = entry.get("kind") != "positional" and not getattr(x, "positional", False)
+    turned = set(saved) == set(x.dims)  # (the saved dims in another order: a transpose the load would not do)
+    if (by_names or turned) and saved != x.dims:
+        other = (
+            ""
+            if turned
+            else f", or a positional (shardarray.array_api) target of shape {sizes}, which loads by position"
+        )
         raise CheckpointError(
-            f"checkpoint {src.where}: array {name!r} was saved with dims {tuple(dims)} but the target has dims "
-            f"{x.dims}; give a target with the saved dims (transpose or rename after loading)"
+            f"checkpoint {src.where}: array {name!r} was saved with dims {saved} but the target has dims "
+            f"{x.dims}; give a target with the saved dims (transpose or rename after loading){other}"
         )
     if sizes != x.shape:
         raise CheckpointError(
             f"checkpoint {src.where}: array {name!r} was saved with sizes {dict(zip(dims or x.dims, sizes))} but the "
-            f"target has sizes {x.sizes}; give a target of the saved sizes"
+            f"target has sizes {x.sizes} (shapes {sizes} and {x.shape}); give a target of the saved sizes"
         )
 
 
@@ -292,9 +322,19 @@ def load(
         path: a checkpoint directory, a run directory (its newest
             ``ckpt-<n>``), or a plain ``.safetensors`` file (``export_safetensors``
             output, or weights from elsewhere: tensors are matched by the target's
-            tree paths, ``"a/b"`` being ``target["a"]["b"]``; such a file may hold more).
+            tree paths, ``"a/b"`` being ``target["a"]["b"]``; such a file may hold more, so a
+            partial tree loads from it, with an export's saved plain values where it has them).
+            A checkpoint directory takes the whole saved tree (a missing or extra entry raises).
         target: a tree of the saved structure; its ShardArrays give each array's
             mesh, layout and dtype; its plain values are replaced by the saved ones.
+            Arrays pair by tree path; each pair by position where either side is
+            positional (a ``shardarray.array_api`` target of shape ``(3, 4)`` takes
+            saved named ``('batch', 'model')`` weights of sizes 3 and 4, as NumPy's
+            ``np.load`` of an ``.npz``; a named target takes a saved positional array
+            of its shape, under its own dims), and by dim names between two named
+            arrays (the saved dims, in the saved order; the saved dims in another
+            order raise on either kind). The loaded array has the target's kind,
+            dims, layout and dtype; a shape that differs raises.
         mesh: instead of ``target``: lay out every array by ``mesh``'s rules on
             its saved dim names (Mesh-TF style), in its saved dtype.
             Namedtuples come back as dicts of their fields.
@@ -377,7 +417,9 @@ def _plan(
     m = src.manifest
     if target is not None:
         spec, named = encode(target, str(path))  # rejects leaves a tree cannot hold, naming their path
-        if src.foreign:  # weights from elsewhere: tensors named by the target's tree paths
+        if src.plain:  # one safetensors file (weights from elsewhere, or an export): tensors named by the target's
+            # tree paths, the file may hold more; an export's saved plain values replace the target's
+            spec = spec if src.foreign else _graft(spec, m["tree"])
             absent = [n for n, _ in named if n not in m["arrays"]]
             if absent:
                 raise CheckpointError(

@@ -12,6 +12,15 @@ in float32, then rounded into the parameter). The update arithmetic and the
 moments of a parameter with a master copy are of the master's dtype
 (``working_dtype``): float64 for float32 parameters under ``master_dtype="float64"``.
 
+The master copies in a state must be of ``master_dtype``: NumPy/PyTorch
+users expect float32 master weights, and a float16 (or bfloat16) copy, say
+from a checkpoint loaded into a float16 target, has already lost the updates
+smaller than its rounding step, so ``update`` raises ``DTypeError`` rather
+than widen it silently (``master_dtype`` itself is float32 or float64: a
+float16 master is no master; ``master_dtype=None`` is the way to update
+float16 parameters in place). A float64 copy under ``master_dtype="float32"``
+is refused the same way (it would be rounded silently).
+
 With a master copy, the optimizer takes the parameter's *value* from the
 master, not from the ``params`` passed to ``update`` (those give the structure
 and the dtype): to change low-precision parameters from outside, make a new
@@ -98,6 +107,18 @@ def working_values(
         _real_float(
             m, f"state['master'][{path!r}]", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}"
         )
+        # a float16 copy (a checkpoint loaded into a float16 target) was widened silently before
+        if master is not None and m.dtype != master:
+            why = (
+                "it has already lost the updates smaller than its rounding step, and widening it would hide that"
+                if m.dtype.itemsize < master.itemsize
+                else "it would be rounded silently"
+            )
+            raise DTypeError(
+                f"{owner}.update: state['master'][{path!r}] has dtype {m.dtype} but this optimizer keeps master "
+                f"copies in {master} (master_dtype={master.name!r}): {why}. Load the checkpoint into a target made "
+                f"by opt.init(params) (its master copies are {master}), or {_FIX}"
+            )
         out.append(in_layout_of(m, x, f"state['master'][{path!r}]", path))
     return out
 
