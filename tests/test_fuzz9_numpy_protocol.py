@@ -578,3 +578,34 @@ def test_regression_ufunc_reduce_dtype_rules():
         np.add.accumulate(x[0, 0])
     kw = {"axis": 1, "dtype": np.float64, "initial": 2.5}
     same(np.minimum.reduce(x, where=x > 2, **kw), np.minimum.reduce(a, where=a > 2, **kw))
+
+
+@pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"p": 3, "q": 2}], ids=str)
+def test_regression_np_unique_with_axis_of_a_positional_array(shape):
+    """``np.unique(x, axis=k)`` of a positional array was refused (``ArgumentError``) while the named form worked:
+    it is NumPy's (sorted distinct slices, the returns as asked, positional results), and 1-D arrays take the flat
+    path as NumPy does."""
+    mesh = sa.Mesh(shape)
+    a = np.array([[1, 2], [0, 5], [1, 2], [0, 5], [3, 3]])
+    x = xp.asarray(a, device=mesh)
+    for axis in (0, 1, -1):
+        for kw in ({}, {"return_index": True, "return_inverse": True, "return_counts": True}):
+            got, want = np.unique(x, axis=axis, **kw), np.unique(a, axis=axis, **kw)
+            got, want = (got, want) if kw else ((got,), (want,))
+            for g, w in zip(got, want):
+                assert type(g) is xp.Array and g.dims == tuple(f"dim{i}" for i in range(g.ndim))
+                np.testing.assert_array_equal(g.numpy(), w)
+    np.testing.assert_array_equal(np.unique(xp.asarray([3, 1, 3], device=mesh), axis=0).numpy(), [1, 3])
+    with pytest.raises(sa.OutOfBoundsError):
+        np.unique(xp.asarray(5.0, device=mesh), axis=0)
+
+
+def test_regression_np_average_with_weights_summing_to_zero_raises():
+    """``np.average(x, axis=1, weights=w)`` with ``w`` summing to zero returned NaN (``[1, -1]``: -inf); NumPy raises
+    ``ZeroDivisionError``: a typed ``ArgumentError`` naming the weights now, one boolean read."""
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        x = xp.asarray([[1.0, 2.0], [3.0, 4.0]])
+        for w in ([0.0, 0.0], [1.0, -1.0]):
+            with pytest.raises(sa.ArgumentError, match="weights sum to zero"):
+                np.average(x, axis=1, weights=xp.asarray(w))
+        np.testing.assert_array_equal(np.average(x, axis=1, weights=xp.asarray([1.0, 3.0])).numpy(), [1.75, 3.75])

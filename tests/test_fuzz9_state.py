@@ -13,6 +13,7 @@ blocks. Regressions of the bugs this round found open the file.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import ml_dtypes
@@ -587,3 +588,33 @@ def test_fuzz_weighted_statistics(data):
             lambda: xp.bincount(xp.asarray(iv, device=mesh), weights=xp.reshape(x, (-1,)), minlength=minlength),
             False,
         )
+
+
+
+def _warned_here(got, line: int) -> None:
+    """Every warning in ``got`` the library raises names this file at ``line`` (NumPy's floating-point warnings,
+    "divide by zero encountered in ...", name the line that ran the ufunc, inside the library, as in NumPy)."""
+    ours = [w for w in got if "encountered in" not in str(w.message)]
+    assert ours and {(w.filename, w.lineno) for w in ours} == {(__file__, line)}, [(w.filename, w.lineno) for w in ours]
+
+
+def test_statistics_warnings_point_at_the_users_line():
+    """NumPy's RuntimeWarnings raised deep in the library (all-NaN slices, no degrees of freedom) name the user's
+    line (``callsite.user_stacklevel``), whichever path called them: ``xp`` or NumPy's dispatch."""
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        x = xp.asarray(np.full((4, 3), np.nan))
+        with pytest.warns(RuntimeWarning) as got:
+            xp.nanmean(x, axis=0)
+        _warned_here(got, sys._getframe().f_lineno - 1)
+        with pytest.warns(RuntimeWarning) as got:
+            np.nanmean(x, axis=0)
+        _warned_here(got, sys._getframe().f_lineno - 1)
+        with pytest.warns(RuntimeWarning) as got:
+            np.nanmax(x, axis=0)
+        _warned_here(got, sys._getframe().f_lineno - 1)
+        with pytest.warns(RuntimeWarning) as got:
+            xp.var(x[:1], axis=0, correction=1)
+        _warned_here(got, sys._getframe().f_lineno - 1)
+        with pytest.warns(RuntimeWarning) as got:
+            np.cov(xp.asarray(np.ones((2, 1))))
+        _warned_here(got, sys._getframe().f_lineno - 1)

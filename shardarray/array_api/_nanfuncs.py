@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import math_unary as mu
@@ -152,7 +153,7 @@ def _warn_empty_slices(x: ShardArray, dims: tuple[str, ...], out: ShardArray, wh
         return out
     if not _has_nan(x) or n - c <= 0:
         if n - c <= 0:
-            warnings.warn(message if _has_nan(x) else message.rstrip("."), RuntimeWarning, stacklevel=4)
+            warnings.warn(message if _has_nan(x) else message.rstrip("."), RuntimeWarning, stacklevel=user_stacklevel())
         return out
     if not x.mesh.backend.has_data:  # (a meta mesh has no values to count)
         return out
@@ -164,7 +165,7 @@ def _warn_empty_slices(x: ShardArray, dims: tuple[str, ...], out: ShardArray, wh
         count = reduce.sum(ew.where(mu.isnan(x), 0.0, 1.0), dims)
         if not any_true(ew.less_equal(count.resolve(), c)):
             return out
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
     return out
 
 

@@ -29,6 +29,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray, as_kind
+from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, full
@@ -543,7 +544,7 @@ def _quantile(
     if nan and floats:
         valid = reduce.sum(ew.where(mu.isnan(s), 0.0, 1.0), dim).resolve()  # (exact index arithmetic on it)
         if s.mesh.backend.has_data and any_true(ew.equal(valid, 0.0)):  # (read on each device: no collective)
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=user_stacklevel())
         outs = [_nan_rank(s, dim, valid, float(v), method, combine, qdt, want) for v in qs]
     else:
         outs = [_static_rank(s, dim, n, float(v), method, combine, qdt, want) for v in qs]

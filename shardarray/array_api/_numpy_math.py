@@ -272,8 +272,8 @@ def diag(v: Array, k: int = 0) -> Array:
     """The ``k``-th diagonal of a 2-D ``v``, or a 2-D array with the 1-D ``v`` on its ``k``-th diagonal, as
     ``np.diag`` (a NumPy extra).
 
-    2-D: ``linalg.diagonal`` (the diagonal's pieces sit in the diagonal blocks; no collective where they are in
-    place, else an ``alltoallv`` of the diagonal). 1-D: ``v`` padded by ``|k|`` zeros into the column whose
+    2-D: ``linalg.diagonal`` (each device takes the diagonal entries its block holds, a sum pending over the
+    matrix's axes; an ``allreduce`` of the diagonal, never of the matrix, resolves it). 1-D: ``v`` padded by ``|k|`` zeros into the column whose
     ``i``-th entry belongs in row ``i`` (one ``move`` of at most a block), then a local ``where`` with an ``eye``
     mask made on each device (the column broadcast along the rows it is split with); no gather. Differentiable.
 

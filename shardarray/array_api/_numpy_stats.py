@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from . import _scans
 from ._align import no_out
@@ -142,7 +143,7 @@ def cov(
         fact = v1 - d * _sum(w * a) / v1 if aweights is not None and d else v1 - d
     # (NumPy: a warning, then 0 degrees of freedom, so inf or nan; a weighted count is read, one number)
     if (fact if isinstance(fact, (int, float)) else float(fact)) <= 0:
-        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=user_stacklevel())
         fact = 0.0
     dev = x - avg
     left = dev if w is None else dev * w

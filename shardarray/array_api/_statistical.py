@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..array import ShardArray
+from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, zeros
@@ -146,7 +147,7 @@ def few_values(x: ShardArray, dims: tuple[str, ...], correction: float, message:
     ``correction`` values (the count is static: the slices' size): the mean of an empty slice, a variance
     without degrees of freedom. Its result there is NaN (or inf), as NumPy's."""
     if math.prod(x.sizes[d] for d in dims) - correction <= 0:  # (NumPy warns even when there is no slice)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def mean(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
@@ -263,14 +264,13 @@ def _flat_search(x: ShardArray, what: str) -> ShardArray:
     its candidates and gives their flat positions (built locally from its
     block's bounds), and a min-allreduce picks the first one: three
     allreduces of one element, where merging the dims would move the array.
+    Complex values order as NumPy's (lexicographically, ``reduce.max``).
     """
-    if x.dtype.kind == "c":
-        raise DTypeError(f"{what}: complex values ({x.dtype}, shape {x.shape}) have no order; search xp.real(x)")
     if x.dtype.kind == "b":
         x = astype(x, np.uint8)
     extreme = (reduce.max if what == "argmax" else reduce.min)(x)
     cand = ew.equal(x, extreme)
-    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
+    if x.dtype.kind in "fc" or x.dtype.name == "bfloat16":  # (complex: NaN in either part, NumPy's order)
         nan = math_unary.isnan(x)
         cand = ew.where(reduce.any(nan), nan, cand)
     strides = [int(np.prod(x.shape[i + 1 :])) for i in range(x.ndim)]

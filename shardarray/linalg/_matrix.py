@@ -20,6 +20,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..backend.meta import MetaArray
+from ..callsite import user_stacklevel
 from ..core.common import dims_arg, map_blocks_multi, new_array, require_array
 from ..core.relayout import relayout
 from ..dtypes import is_real_float
@@ -98,7 +99,7 @@ def gather_matrix(
             f"{'x'.join(str(x.sizes[d]) for d in mdims)} matrix ({size * x.dtype.itemsize} bytes) is gathered "
             f"whole onto the devices (an allgather). Split a batch dim instead to keep it local",
             ReplicatedFallbackWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     if x.pending or x.layout != layout:
         x = relayout(x, layout)

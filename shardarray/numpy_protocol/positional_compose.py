@@ -49,6 +49,8 @@ from ..array import ShardArray, like_kind
 from ..dtypes import is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as from_host
+from ..ops.manipulation.structure import rename
+from ..ops.sorting.unique import unique as _unique_op
 from .common import mixing_error, short
 from .named_functions import einsum_by_letters
 from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, write_out
@@ -547,6 +549,11 @@ def _average(
         w = xp.reshape(w, tuple(n if i == k else 1 for i, n in enumerate(x.shape)))
         w = xp.broadcast_to(w, x.shape)
     total = xp.sum(w, axis=axis, keepdims=kd)
+    if bool(xp.any(total == 0)):  # (one boolean read: NumPy's ZeroDivisionError, before any division)
+        raise ArgumentError(
+            f"{what}: the weights sum to zero along axis={axis!r}, so the weighted average is undefined (NumPy "
+            f"raises ZeroDivisionError); give weights with a nonzero sum over each slice"
+        )
     avg = xp.sum(x * w, axis=axis, keepdims=kd) / total
     return (avg, xp.broadcast_to(total, avg.shape)) if returned else avg
 
@@ -589,7 +596,11 @@ def _unique(
     sorted: bool = True,
 ) -> Any:
     if axis is not None:
-        raise refuse(what, "axis", axis)
+        if isinstance(axis, (tuple, list)):  # (NumPy takes one integer axis here)
+            raise ArgumentError(f"{what}: axis takes one integer; got {axis!r}")
+        (k,) = axes_of(axis, ar.ndim, what)
+        if ar.ndim > 1:
+            return _unique_slices(ar, ar.dims[k], return_index, return_inverse, return_counts)
     merge = equal_nan and (is_real_float(ar.dtype) or is_complex(ar.dtype))
     if not (return_index or return_inverse or return_counts):
         values = xp.unique_values(ar)
@@ -606,6 +617,17 @@ def _unique(
     out += [inverse] if return_inverse else []
     out += [counts] if return_counts else []
     return tuple(out)
+
+
+def _unique_slices(ar: Any, dim: str, *returns: bool) -> Any:
+    """``np.unique(ar, axis=k)`` of a positional array of two or more axes: the distinct slices along ``dim``
+    (``ops.sorting.unique``: sorted lexicographically, no gather), the 1-D returns along ``dim0``."""
+
+    def positional(a: ShardArray) -> Any:
+        return like_kind(rename(a, {a.dims[0]: "dim0"}) if a.ndim == 1 else a, ar)
+
+    got = _unique_op(ar, *returns, axis=dim)
+    return tuple(positional(a) for a in got) if isinstance(got, tuple) else positional(got)
 
 
 def _merged_nans_at(xp: Any, values: Any) -> int | None:

@@ -116,7 +116,8 @@ ZERO_D_AXIS = frozenset(
 #: versions convert them (the namespace's refuse them)
 FLOAT_INPUT = frozenset(
     {("", "mean"), ("", "std"), ("", "var")}
-    | {("linalg", n) for n in "inv det slogdet solve cholesky qr svd svdvals eigh eigvalsh pinv matrix_rank".split()}
+    | {("linalg", n) for n in "inv det slogdet solve cholesky qr svd svdvals eig eigvals eigh eigvalsh pinv".split()}
+    | {("linalg", "matrix_rank")}
     | {("linalg", n) for n in ("norm", "vector_norm", "matrix_norm")}
     | {("fft", n) for n in "fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft fft2 ifft2 rfft2 irfft2".split()}
 )
