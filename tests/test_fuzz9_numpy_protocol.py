@@ -609,3 +609,16 @@ def test_regression_np_average_with_weights_summing_to_zero_raises():
             with pytest.raises(sa.ArgumentError, match="weights sum to zero"):
                 np.average(x, axis=1, weights=xp.asarray(w))
         np.testing.assert_array_equal(np.average(x, axis=1, weights=xp.asarray([1.0, 3.0])).numpy(), [1.75, 3.75])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "uint8"])
+def test_regression_np_subtract_at_with_boolean_values_into_numbers(dtype):
+    """``np.subtract.at(x, ids, True)`` into a number array was refused (the refusal of ``bool - bool`` looked at the
+    values only): True is 1 of ``x``'s dtype, as NumPy subtracts it (repeated ids every time, uint8 wrapping)."""
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        for ids, value in (([0, 0, 3], True), ([1, 2], np.array([True, False]))):
+            x, a = xp.zeros(5, dtype=getattr(xp, dtype)), np.zeros(5, dtype)
+            np.subtract.at(x, ids, value)
+            np.subtract.at(a, ids, value)
+            np.testing.assert_array_equal(x.numpy(), a)
+            assert x.dtype == a.dtype

@@ -243,6 +243,9 @@ class Array(ShardArray):
             check_host_value(value, f"np.{ufunc.__name__}.at")  # (a ragged list: a typed error, not NumPy's)
             value = np.asarray(value) if isinstance(value, (list, tuple)) else value
             boolean = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b"
+            if boolean and ufunc is np.subtract and x.dtype != bool and not isinstance(value, ShardArray):
+                value = np.asarray(value, dtype=x.dtype)  # (True is 1 of x's dtype: NumPy refuses bool - bool only)
+                boolean = False
             if not kwargs and (ufunc is np.add or not boolean):  # NumPy refuses bool subtraction
                 HOOKS.add_at(x, key, value if ufunc is np.add else -value)
                 return None
