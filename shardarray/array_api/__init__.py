@@ -59,6 +59,8 @@ from ._numpy_stats import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_stats import __all__ as _numpy_stats_all
 from ._numpy_ufuncs import *  # noqa: F403  (NumPy extras beyond the standard)
 from ._numpy_ufuncs import __all__ as _numpy_ufuncs_all
+from ._quantile import *  # noqa: F403  (NumPy's quantiles)
+from ._quantile import __all__ as _quantile_all
 from ._scans import *  # noqa: F403
 from ._scans import __all__ as _scans_all
 from ._searching import *  # noqa: F403
@@ -114,6 +116,7 @@ __all__ = [
     *_set_all,
     *_nanfuncs_all,
     *_numpy_extras_all,
+    *_quantile_all,
     *_numpy_stats_all,
     *_numpy_calculus_all,
     *_numpy_counts_all,

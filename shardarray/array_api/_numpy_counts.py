@@ -51,8 +51,8 @@ from ._elementwise import (
 )
 from ._manipulation import concat, flip, reshape
 from ._nanfuncs import nanmean
-from ._numpy_extras import nanquantile, quantile
 from ._numpy_stats import cov
+from ._quantile import nanquantile, quantile
 from ._sorting import argsort, searchsorted, sort
 from ._statistical import _check
 from ._statistical import all as _all

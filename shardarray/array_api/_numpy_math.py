@@ -273,9 +273,10 @@ def diag(v: Array, k: int = 0) -> Array:
     ``np.diag`` (a NumPy extra).
 
     2-D: ``linalg.diagonal`` (each device takes the diagonal entries its block holds, a sum pending over the
-    matrix's axes; an ``allreduce`` of the diagonal, never of the matrix, resolves it). 1-D: ``v`` padded by ``|k|`` zeros into the column whose
-    ``i``-th entry belongs in row ``i`` (one ``move`` of at most a block), then a local ``where`` with an ``eye``
-    mask made on each device (the column broadcast along the rows it is split with); no gather. Differentiable.
+    matrix's axes; an ``allreduce`` of the diagonal, never of the matrix, resolves it). 1-D: ``v`` padded by
+    ``|k|`` zeros into the column whose ``i``-th entry belongs in row ``i`` (one ``move`` of at most a block),
+    then a local ``where`` with an ``eye`` mask made on each device (the column broadcast along the rows it is
+    split with); no gather. Differentiable.
 
     Example:
         >>> import shardarray.array_api as xp
