@@ -619,14 +619,14 @@ def _unique(
     return tuple(out)
 
 
-def _unique_slices(ar: Any, dim: str, *returns: bool) -> Any:
+def _unique_slices(ar: Any, dim: str, index: bool, inverse: bool, counts: bool) -> Any:
     """``np.unique(ar, axis=k)`` of a positional array of two or more axes: the distinct slices along ``dim``
     (``ops.sorting.unique``: sorted lexicographically, no gather), the 1-D returns along ``dim0``."""
 
     def positional(a: ShardArray) -> Any:
         return like_kind(rename(a, {a.dims[0]: "dim0"}) if a.ndim == 1 else a, ar)
 
-    got = _unique_op(ar, *returns, axis=dim)
+    got = _unique_op(ar, return_index=index, return_inverse=inverse, return_counts=counts, axis=dim)
     return tuple(positional(a) for a in got) if isinstance(got, tuple) else positional(got)
 
 

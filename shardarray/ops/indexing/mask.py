@@ -6,11 +6,15 @@ dims along one new dim whose size is the global count, in the canonical
 ceil-block layout over the mask dims' mesh axes; ``x``'s other dims keep their
 layout. Steps over split mask dims:
 
-1. If a mask dim other than the first one longer than 1 is split, the mesh
-   axes of all mask dims move onto that one (an alltoall of ``x``'s block and
-   of the mask's: at most a device's block each), so that each device holds
-   whole rows of the mask dims and the row-major order is the device order
-   (leading mask dims of size 1 add nothing to that order).
+1. Unless each device's block of the mask dims is one run of their row-major
+   order already (no mask dim split, or one split after mask dims of size 1
+   only, the mask dims after it unsplit), the row-major order of the ``N``
+   mask positions is chunked evenly over the mask axes (``route.RowMajor``):
+   **one alltoallv** of ``x``'s block and one of the mask's, each device
+   sending at most its block and receiving at most ``ceil(N / p)`` rows (of
+   its block of the other dims; ``p`` devices along the mask axes), whatever
+   the mask dims' sizes. The chunks run in member order along the mask axes,
+   so the row-major order is the device order.
 2. Each device selects locally and counts; **one allgather** of one int64
    per device over the mask axes gives every device the exclusive scan of
    the counts, i.e. where its elements go.
@@ -22,7 +26,12 @@ layout. Steps over split mask dims:
 ``where`` (no communication); a ``v`` of the selected length travels from
 its canonical blocks to the devices that hold the selected positions (one
 allgather of counts, one alltoallv), then a local write and, when step 1
-moved axes, an alltoall back.
+chunked the rows, one alltoallv of the chunks back to ``x``'s blocks (each
+device receiving its block).
+
+Traffic per device, all told: about two of its blocks (``x``'s and the
+mask's, or a ``ceil(N / p)``-row chunk of them) and its share of the
+selection, never a whole array or another device's rows.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import pick, slice_dim
-from .route import moved_to
+from .route import RowMajor, moved_to
 from .writes import check_host_value, serialized, swap_in
 
 
@@ -85,12 +94,20 @@ def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
 
 
 class _Plan:
-    """``x`` and the mask brought to one layout: mask dims first, all their axes on the first one longer than 1.
+    """``x`` and the mask brought to one layout: mask dims first, each device a contiguous run of their row-major
+    order, the runs in member order along the mask axes.
 
     With ``adopt`` (a read: ``x`` keeps no layout), a mask dim that ``x`` leaves unsplit takes the mask's axes
     where ``x`` uses none of them: ``x`` is sliced there locally instead of the mask being allgathered. A write
     keeps ``x``'s layout: the mask comes to it (an allgather of the mask over axes ``x`` is replicated on,
     announced by ``route.moved_to``).
+
+    ``xf`` and ``mf`` are the blocks of that layout: per device ``(rows, *other dims' block)`` and ``(rows,)``.
+    Where ``x``'s blocks are such runs already (no mask dim split, or one split after mask dims of size 1 only and
+    before unsplit ones) they are ``x``'s blocks reshaped; else ``route.RowMajor`` chunks the row-major order
+    evenly over the mask axes (one alltoallv of ``x``'s block and one of the mask's), so that no device receives
+    more than ``ceil(N / p)`` rows whatever the mask dims' sizes (moving the axes onto one mask dim crowded the
+    rows on a few devices where that dim is shorter than the group).
     """
 
     def __init__(self, x: ShardArray, mask: ShardArray, adopt: bool = False) -> None:
@@ -102,32 +119,34 @@ class _Plan:
         xt = transpose.__wrapped__(x, self.mdims + self.rest) if x.dims != self.mdims + self.rest else x
         if adopt:
             xt = _adopt_mask_axes(xt, mask)
+        self.x = xt
+        self.m = m = len(self.mdims)
         self.axes = tuple(a for d in self.mdims for a in xt.spec.of(d))
-        # the axes go to the first mask dim longer than 1: leading size-1 dims add nothing to the row-major order,
-        # and a size-1 dim would put every row on one device (an alltoall of the whole array to it, and back); where
-        # one mask dim after size-1 ones holds them all already, they stay
-        lead = next((i for i, d in enumerate(self.mdims) if xt.sizes[d] != 1), 0)
-        split = [i for i, d in enumerate(self.mdims) if xt.spec.of(d)]
-        if len(split) == 1 and all(xt.sizes[d] == 1 for d in self.mdims[: split[0]]):
-            lead = split[0]
-        target = tuple(self.axes if i == lead else () for i in range(len(self.mdims)))
-        target += tuple(xt.spec.of(d) for d in self.rest)
-        self.moved = target != xt.spec.axes
-        self.x = to_axes(xt, target, False)
         self.mask = moved_to(
             "x[mask]",
             mask,
-            target[: len(self.mdims)],
+            xt.spec.axes[:m],
             "x is replicated over them (every replica needs the whole mask) or splits its other dims there; "
             "split the mask like the dims it covers to avoid it",
             "the mask",
         )
-        self.m = len(self.mdims)
+        split = [i for i, d in enumerate(self.mdims) if xt.spec.of(d)]
+        runs = len(split) <= 1 and all(xt.sizes[d] == 1 for d in self.mdims[: split[0] if split else 0])
+        self.flatten = None if runs else RowMajor(self.mesh, xt.spec, m)
         self.radix = [self.mesh.axis_size(a) for a in self.axes]
         self.members = {d: j for g in self.mesh.groups(self.axes) for j, d in enumerate(g)}
+        if self.flatten is None:
+            self.xf = [None if b is None else b.reshape((math.prod(b.shape[:m]),) + b.shape[m:]) for b in xt.shards]
+            self.mf = [None if b is None else b.reshape(-1) for b in self.mask.shards]
+        else:
+            self.xf = self.flatten.flat(xt.shards)
+            self.mf = self.flatten.flat(self.mask.shards)
 
-    def flat(self, mb: Any) -> Any:
-        return mb.reshape(-1)
+    def boxes(self, blocks: list[Any]) -> list[Any]:
+        """Blocks of ``xf``'s shape back in ``x``'s (mask dims first) layout."""
+        if self.flatten is not None:
+            return self.flatten.box(blocks)
+        return [None if b is None else b.reshape(xb.shape) for b, xb in zip(blocks, self.x.shards)]
 
     def counts(self) -> tuple[list[Any], list[Any]]:
         """Per device its count and the exclusive scan of counts (one allgather over the mask axes)."""
@@ -138,7 +157,7 @@ class _Plan:
                 return MetaArray((1,), np.int64)
             return xp.asarray([int(xp.count_nonzero(mb))], dtype=np.int64)
 
-        c = map_blocks(mesh, self.mask.spec.used_axes, count, self.mask.shards)
+        c = map_blocks(mesh, self.axes, count, self.mf)
         g = mesh.comm.allgather(c, self.axes, 0) if self.axes else c
         return c, g
 
@@ -171,11 +190,15 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
     leaves a mask dim unsplit, the mask's axes that ``x`` does not use: ``x``
     is sliced there locally, the mask never gathered).
 
-    Collectives (see the module docstring): an alltoall of ``x``'s block when
-    a mask dim after the first one longer than 1 is split (the mask axes move
-    onto that one); one allgather of one int64 per device (the counts); one
-    alltoallv of the selected elements (each device sends at most its own
-    selection). Nothing when the mask dims are unsplit.
+    Collectives (see the module docstring): where the mask dims' blocks are
+    not runs of their row-major order (two split mask dims, or a split one
+    after a mask dim longer than 1), one alltoallv of ``x``'s block and one of
+    the mask's to even chunks of that order (each device receives at most
+    ``ceil(N / p)`` rows of its other dims' block, ``N`` the mask's size, ``p``
+    the devices along the mask axes); one allgather of one int64 per device
+    (the counts); one alltoallv of the selected elements (each device sends at
+    most its chunk's selection, receives at most its block of the result).
+    Nothing when the mask dims are unsplit.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -205,11 +228,10 @@ def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
 
     def local(xb: Any, mb: Any) -> Any:
         if isinstance(xb, MetaArray):
-            return MetaArray((0,) + xb.shape[p.m :], x.dtype)
-        rows = xb.reshape((math.prod(xb.shape[: p.m]),) + xb.shape[p.m :])
-        return rows[p.flat(mb)]
+            return MetaArray((0,) + xb.shape[1:], x.dtype)
+        return xb[mb]
 
-    picked = map_blocks(mesh, p.x.spec.used_axes, local, p.x.shards, p.mask.shards)
+    picked = map_blocks(mesh, p.x.spec.used_axes, local, p.xf, p.mf)
     n = math.prod(p.radix) if p.radix else 1
     out_blocks = [group_chunk(0, total, p.radix, i) for i in range(n)]
     send: list[Any] = [None] * mesh.size
@@ -245,7 +267,10 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     ``x``'s layout). An array ``v`` is brought to ``select``'s output layout
     and travels backwards along ``select``'s plan: one allgather of counts,
     one alltoallv (each device receives at most its own selection), a local
-    write, and an alltoall back when ``select``'s plan moved the mask axes.
+    write, and, where ``select``'s plan chunked the row-major order (one
+    alltoallv each of ``x``'s block and of the mask's, at most
+    ``ceil(N / p)`` rows received), one alltoallv of the chunks back (each
+    device receives at most its block of ``x``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -335,11 +360,10 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
         if isinstance(xb, MetaArray):
             return xb
         out = xb.copy()
-        rows = out.reshape((math.prod(out.shape[: p.m]),) + out.shape[p.m :])
-        rows[p.flat(mb)] = vb
-        return rows.reshape(xb.shape)
+        out[mb] = vb
+        return out
 
-    shards = map_blocks(mesh, p.x.spec.used_axes, write, p.x.shards, p.mask.shards, recv)
+    shards = p.boxes(map_blocks(mesh, p.x.spec.used_axes, write, p.xf, p.mf, recv))
     swap_in(x, ShardArray(mesh, p.x.spec, x.dtype, shards))
 
 
