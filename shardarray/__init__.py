@@ -47,8 +47,6 @@ from .ops.elementwise.arithmetic import (
     exp,
     gelu,
     log,
-    maximum,
-    minimum,
     not_equal,
     relu,
     imag,
@@ -66,7 +64,9 @@ from .ops.manipulation.structure import broadcast_to, stop_gradient
 from .profiler import Profile, profile
 
 # ---- elementwise and reductions
-from .ops.elementwise.arithmetic import greater, greater_equal, less, less_equal, negative
+from .ops.elementwise.arithmetic import negative
+from .ops.elementwise.logical import greater, greater_equal, less, less_equal
+from .ops.elementwise.math_binary import maximum, minimum
 from .ops.elementwise.math_unary import (
     acos,
     acosh,

@@ -19,6 +19,7 @@ from ..array import OpTable, ShardArray, as_kind
 from ..core.tape import in_use
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..numpy_protocol import ndarray_methods as _methods
+from ..numpy_protocol import ndarray_views as _views
 from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary
@@ -270,6 +271,7 @@ class Array(ShardArray):
     copy, conj, conjugate = _np_method("copy"), _np_method("conj"), _np_method("conjugate")
     reshape, flatten, transpose, astype = _methods.reshape, _methods.flatten, _methods.transpose, _methods.astype
     sort, fill, tolist = _methods.sort, _methods.fill, _methods.tolist
+    view, put = _views.view, _views.put
     real, imag = property(_methods.real), property(_methods.imag)
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
@@ -293,8 +295,8 @@ class Array(ShardArray):
     __rrshift__ = _binary(logical.bitwise_right_shift, "bitwise_right_shift", True)
     __eq__ = _binary(ew.equal, "equal")
     __ne__ = _binary(ew.not_equal, "not_equal")
-    __lt__, __le__ = _binary(ew.less, "less"), _binary(ew.less_equal, "less_equal")
-    __gt__, __ge__ = _binary(ew.greater, "greater"), _binary(ew.greater_equal, "greater_equal")
+    __lt__, __le__ = _binary(logical.less, "less"), _binary(logical.less_equal, "less_equal")
+    __gt__, __ge__ = _binary(logical.greater, "greater"), _binary(logical.greater_equal, "greater_equal")
 
     __iadd__, __isub__ = _inplace(ew.add, "add"), _inplace(ew.subtract, "subtract")
     __imul__, __itruediv__ = _inplace(ew.multiply, "multiply"), _inplace(ew.divide, "divide")

@@ -185,7 +185,8 @@ def clip(
     ``min`` and ``max`` are arrays (broadcast with ``x`` by position), Python
     scalars or None (no bound). NaN in any of them gives NaN; where
     ``min > max`` the result is ``max`` (as NumPy; the standard leaves it
-    unspecified).
+    unspecified). Complex values clip in NumPy's order, bit for bit (``math_binary.clip``: real parts, then
+    imaginary parts; the standard leaves them unspecified).
 
     Scalar bounds of an integer ``x`` are read as bounds on integers (the
     standard keeps ``x``'s dtype; NumPy's ``np.clip`` promotes instead): a
@@ -533,14 +534,16 @@ def floor_divide(x1: Array | _Real, x2: Array | _Real, /) -> Array:
     return _binary(special.floor_divide, x1, x2, "floor_divide")
 
 
-def greater(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """``x1 > x2`` (a bool array; real arrays)."""
-    return _binary(ew.greater, x1, x2, "greater")
+def greater(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
+    """``x1 > x2`` (a bool array); complex values in NumPy's order (real parts, then imaginary parts; a NaN part
+    gives False: ``logical.greater``)."""
+    return _binary(lg.greater, x1, x2, "greater")
 
 
-def greater_equal(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """``x1 >= x2`` (a bool array; real arrays)."""
-    return _binary(ew.greater_equal, x1, x2, "greater_equal")
+def greater_equal(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
+    """``x1 >= x2`` (a bool array); complex values in NumPy's order (real parts, then imaginary parts; a NaN part
+    gives False: ``logical.greater_equal``)."""
+    return _binary(lg.greater_equal, x1, x2, "greater_equal")
 
 
 def hypot(x1: Array | _Real, x2: Array | _Real, /) -> Array:
@@ -548,14 +551,16 @@ def hypot(x1: Array | _Real, x2: Array | _Real, /) -> Array:
     return _binary(mb.hypot, x1, x2, "hypot")
 
 
-def less(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """``x1 < x2`` (a bool array; real arrays)."""
-    return _binary(ew.less, x1, x2, "less")
+def less(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
+    """``x1 < x2`` (a bool array); complex values in NumPy's order (real parts, then imaginary parts; a NaN part
+    gives False: ``logical.less``)."""
+    return _binary(lg.less, x1, x2, "less")
 
 
-def less_equal(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """``x1 <= x2`` (a bool array; real arrays)."""
-    return _binary(ew.less_equal, x1, x2, "less_equal")
+def less_equal(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
+    """``x1 <= x2`` (a bool array); complex values in NumPy's order (real parts, then imaginary parts; a NaN part
+    gives False: ``logical.less_equal``)."""
+    return _binary(lg.less_equal, x1, x2, "less_equal")
 
 
 def logaddexp(x1: Array | _Real, x2: Array | _Real, /) -> Array:
@@ -578,14 +583,16 @@ def logical_xor(x1: Array | _AnyScalar, x2: Array | _AnyScalar, /) -> Array:
     return _binary(lg.logical_xor, _truth(x1), _truth(x2), "logical_xor")
 
 
-def maximum(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """The larger of ``x1`` and ``x2`` (NaN propagates; real arrays)."""
-    return _binary(ew.maximum, x1, x2, "maximum")
+def maximum(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
+    """The larger of ``x1`` and ``x2`` (NaN propagates); complex values in NumPy's order, as ``np.maximum``
+    (``math_binary.maximum``; the standard leaves them unspecified)."""
+    return _binary(mb.maximum, x1, x2, "maximum")
 
 
-def minimum(x1: Array | _Real, x2: Array | _Real, /) -> Array:
-    """The smaller of ``x1`` and ``x2`` (NaN propagates; real arrays)."""
-    return _binary(ew.minimum, x1, x2, "minimum")
+def minimum(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:
+    """The smaller of ``x1`` and ``x2`` (NaN propagates); complex values in NumPy's order, as ``np.minimum``
+    (``math_binary.minimum``; the standard leaves them unspecified)."""
+    return _binary(mb.minimum, x1, x2, "minimum")
 
 
 def multiply(x1: Array | _Numeric, x2: Array | _Numeric, /) -> Array:

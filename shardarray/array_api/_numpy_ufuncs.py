@@ -162,9 +162,9 @@ def fmax(x1: Any, x2: Any, /) -> Array:
     are (``maximum`` propagates NaN). Of two equal values (``-0.0`` and ``0.0``) it gives ``x1``; NumPy's vector
     loops give either, by the element's position.
 
-    Real and boolean operands (booleans: ``logical_or``); complex ones raise ``sa.DTypeError`` (the namespace does
-    not order complex values; ``maximum`` refuses them too). Elementwise, no collectives. Differentiable: the
-    gradient goes to the operand taken.
+    Real, boolean (``logical_or``) and complex operands: complex values in NumPy's order (real parts, then
+    imaginary parts), bit for bit: ``x1`` where ``x2`` has a NaN part or ``x1 >= x2``, else ``x2``
+    (``math_binary.fmax``). Elementwise, no collectives. Differentiable: the gradient goes to the operand taken.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -190,10 +190,8 @@ def fmin(x1: Any, x2: Any, /) -> Array:
 def _extremum(x1: Any, x2: Any, ufunc: np.ufunc, what: str) -> Array:
     """``x2`` where it wins (larger for ``fmax``, smaller for ``fmin``) or ``x1`` is NaN, else ``x1``."""
     a, b = _binary(x1, x2, ufunc, what)
-    if a.dtype.kind == "c":
-        raise DTypeError(
-            f"{what}: complex operands ({a.dtype}) have no order in this namespace; compare xp.real(x) or xp.abs(x)"
-        )
+    if a.dtype.kind == "c":  # NumPy's order, bit for bit (math_binary.fmax)
+        return elementwise(mb.fmax if ufunc is np.fmax else mb.fmin, a, b, what=what)
     if a.dtype == np.bool_:
         return logical_or(a, b) if ufunc is np.fmax else logical_and(a, b)
     wins = greater(b, a) if ufunc is np.fmax else less(b, a)

@@ -22,7 +22,7 @@ from ..array import OPS, ShardArray
 from ..core import relayout
 from . import show
 from .elementwise import arithmetic as elementwise
-from .elementwise import math_unary, operators
+from .elementwise import logical, math_unary, operators
 from .indexing import setitem, slicing
 from .manipulation import dims, reshape, structure
 from .reduction import reduce, search
@@ -46,9 +46,9 @@ _TABLE: dict[str, Any] = {
     # arithmetic and comparison operators
     **{
         name: getattr(elementwise, name)
-        for name in ("add", "subtract", "multiply", "divide", "power", "negative", "greater", "greater_equal")
-        + ("less", "less_equal", "equal", "not_equal")
+        for name in ("add", "subtract", "multiply", "divide", "power", "negative", "equal", "not_equal")
     },
+    **{name: getattr(logical, name) for name in ("greater", "greater_equal", "less", "less_equal")},
     **{
         name: getattr(operators, name)
         for name in ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift")

@@ -41,8 +41,6 @@ CASES = [
     Case("ew-atan2-ints", lambda: sa.atan2(_f("int64"), 1.0), sa.DTypeError, names=("atan2", "int64"),
          fix=("astype(\"float32\")",)),
     Case("ew-sign-bool", lambda: sa.sign(_b()), sa.DTypeError, names=("sign", "bool"), fix=("astype(\"int64\")",)),
-    Case("ew-clip-complex", lambda: sa.clip(_f("complex64"), 0, 1), sa.DTypeError, names=("clip", "complex64"),
-         fix=("sa.abs(x)",)),
     Case("ew-clip-not-an-array", lambda: sa.clip(np.ones(3), 0, 1), sa.DTypeError, names=("clip", "ndarray"),
          fix=("sa.asarray",)),
     Case("ew-clip-bound-size-mismatch",

@@ -136,10 +136,6 @@ CASES = [
          lambda: sa.nn.attention(sa.ones(MESH, {"batch": 2, "d_model": 4}, "float64"), {}, "layer0.attn."),
          sa.DimensionError, names=("attention", "'seq'"), fix=("rename",)),
     # ---------------------------------------------------------------- complex
-    Case("ops-complex-less", lambda: _x("complex128") < 1.0, sa.DTypeError,
-         names=("less", "complex128"), fix=("real part",)),
-    Case("ops-complex-maximum", lambda: sa.maximum(_x("complex64"), 0.0), sa.DTypeError,
-         names=("maximum", "complex64"), fix=("magnitude",)),
     Case("ops-complex-softmax", lambda: sa.softmax(_x("complex64"), "vocab"), sa.DTypeError,
          names=("softmax", "complex64"), fix=("real part",)),
     Case("ops-complex-grad", lambda: sa.value_and_grad(lambda x: x.sum())(_x("complex128")), sa.DTypeError,

@@ -1,5 +1,5 @@
 """Binary elementwise math, broadcasting by dim name: floor_divide, remainder, atan2, hypot, copysign,
-logaddexp, nextafter, ldexp, and clip.
+logaddexp, nextafter, ldexp, clip, and maximum/minimum/fmax/fmin of complex values in NumPy's order.
 
 Operands are matched by dim name as in ``ops/elementwise/arithmetic.py`` (a dim missing
 from one operand broadcasts; the result has the first array's dims first and
@@ -20,13 +20,30 @@ import numpy as np
 from ...array import ShardArray
 from ...backend.meta import MetaArray
 from ...core.common import require_array
-from ...core.tape import differentiable, nondifferentiable
+from ...core.tape import Context, differentiable, nondifferentiable, register_vjp
 from ...dtypes import BFLOAT16, is_bfloat16, promote
 from ...errors import DTypeError
+from ..cotangent import match
 from ..manipulation.structure import astype
+from . import arithmetic as ew
 from .arithmetic import apply
+from .logical import complex_choose, complex_clip, complex_operands
 
-__all__ = ["atan2", "clip", "copysign", "floor_divide", "hypot", "ldexp", "logaddexp", "nextafter", "remainder"]
+__all__ = [
+    "atan2",
+    "clip",
+    "copysign",
+    "floor_divide",
+    "fmax",
+    "fmin",
+    "hypot",
+    "ldexp",
+    "logaddexp",
+    "maximum",
+    "minimum",
+    "nextafter",
+    "remainder",
+]
 
 
 def _ufunc(name: str, ufunc: str, x: Any, y: Any, domain: str | None, device: Any = None) -> ShardArray:
@@ -367,6 +384,9 @@ def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
 
     ``min`` and ``max`` are scalars, ShardArrays (broadcast by dim name) or
     None (no bound). As in NumPy, where ``min > max`` the result is ``max``;
+    complex values clip in NumPy's order, bit for bit (``logical.complex_clip``: real parts, then imaginary
+    parts; a NaN in ``x`` stays, a NaN bound is taken unless ``x`` has a NaN part), one bound alone as NumPy's
+    ``maximum``/``minimum`` (NumPy's ``np.clip`` calls them then), differentiable the same way;
     as in NumPy 2, a Python int bound beyond an integer ``x``'s range on the
     side it does not bound is no bound (``clip(uint8_x, -1, 300)`` is ``x``),
     one beyond it on the other side raises ``CastError`` (NumPy: ``OverflowError``).
@@ -385,6 +405,10 @@ def clip(x: ShardArray, min: Any = None, max: Any = None) -> ShardArray:
         min, max = _beyond_range(min, x.dtype, True), _beyond_range(max, x.dtype, False)
     if min is None and max is None:
         return x
+    if complex_operands(x, min, max):
+        if min is None:
+            return minimum(x, max)
+        return maximum(x, min) if max is None else _clip_complex(x, min, max)
     if min is None:
         return _clip_hi(x, max)
     if max is None:
@@ -417,3 +441,106 @@ def _clip_lo(x: ShardArray, lo: Any) -> ShardArray:
 @differentiable("clip_hi", resolve_inputs=True)
 def _clip_hi(x: ShardArray, hi: Any) -> ShardArray:
     return apply("clip", lambda xp, a, hi: xp.minimum(a, hi), (x, hi), domain="real")
+
+
+@differentiable("clip_complex", resolve_inputs=True)
+def _clip_complex(x: ShardArray, lo: Any, hi: Any) -> ShardArray:
+    return apply("clip", complex_clip, (x, lo, hi))
+
+
+@register_vjp("clip_complex")
+def _clip_complex_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    """The cotangent goes to the value taken (``x``, ``lo`` or ``hi``; ``complex_clip``'s ``taken``)."""
+    x, lo, hi = ctx.args
+
+    def share(i: int) -> Any:
+        return lambda xp, g, a, lo, hi: g * (complex_clip(xp, a, lo, hi, taken=True) == i).astype(g.dtype)
+
+    return [
+        match(apply("d_clip", share(i), (g, x, lo, hi)), v) if need else None
+        for i, (v, need) in enumerate(zip((x, lo, hi), ctx.needs))
+    ]
+
+
+# ------------------------------------------------------------------ maximum/minimum/fmax/fmin, complex values too
+def maximum(x: Any, y: Any) -> ShardArray:
+    """Elementwise maximum, broadcasting by dim name; complex values in NumPy's order, bit for bit.
+
+    Real operands: ``arithmetic.maximum`` (NaN propagates). Complex ones (or a complex scalar): NumPy's complex
+    ``np.maximum``, ordering by the real parts, then the imaginary parts: ``x`` where ``x`` has a NaN part or
+    ``x >= y``, else ``y``, so a NaN propagates (``x``'s where both have one) and of equal values (``0j``, ``-0j``)
+    ``x`` is taken. Differentiable, the cotangent to the value taken (halved between equal values, as the real
+    op), in JAX's convention for complex values. Each block where it lives (no collective beyond aligning layouts).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> z = sa.asarray(np.array([[1 + 5j, 2j], [complex(np.nan, 1), 1 - 1j]]), dims=("a", "b"), mesh=mesh,
+        ...                layout={"b": "col"})
+        >>> maximum(z, 1 + 0j).numpy()
+        array([[ 1.+5.j,  1.+0.j],
+               [nan+1.j,  1.+0.j]])
+    """
+    return _choose("maximum", x, y) if complex_operands(x, y) else ew.maximum(x, y)
+
+
+def minimum(x: Any, y: Any) -> ShardArray:
+    """Elementwise minimum, complex values in NumPy's order (``x`` where it has a NaN part or ``x <= y``; see
+    ``maximum``)."""
+    return _choose("minimum", x, y) if complex_operands(x, y) else ew.minimum(x, y)
+
+
+def fmax(x: Any, y: Any) -> ShardArray:
+    """NumPy's ``fmax`` of complex values (or a complex scalar), broadcasting by dim name: ``x`` where ``y`` has a
+    NaN part or ``x >= y`` in NumPy's order, else ``y`` (a NaN only where both have one: ``x``'s). Differentiable
+    as ``maximum``. Real operands: ``DTypeError`` (the positional ``fmax`` computes them).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> z = sa.asarray(np.array([complex(np.nan, 1), 2j, 3 + 0j]), dims=("a",), mesh=mesh, layout={"a": "row"})
+        >>> fmax(z, 1 + 0j).numpy()
+        array([1.+0.j, 1.+0.j, 3.+0.j])
+    """
+    return _choose("fmax", x, y)
+
+
+def fmin(x: Any, y: Any) -> ShardArray:
+    """NumPy's ``fmin`` of complex values (``x`` where ``y`` has a NaN part or ``x <= y``; see ``fmax``)."""
+    return _choose("fmin", x, y)
+
+
+def _choose(op: str, x: Any, y: Any) -> ShardArray:
+    if not complex_operands(x, y):
+        dts = [str(a.dtype) for a in (x, y) if isinstance(a, ShardArray)]
+        raise DTypeError(
+            f"{op}: math_binary.{op} takes complex operands (got {', '.join(dts) or 'scalars'}); for real ones use "
+            f"sa.maximum/sa.minimum, or np.{op} / xp.{op} (which ignore NaN)"
+        )
+    return _CHOOSERS[op](x, y)
+
+
+def _chooser(op: str) -> Any:
+    """The op ``op`` (``maximum``, ...) of complex operands, on the tape as ``{op}_complex`` (its VJP below)."""
+
+    @differentiable(f"{op}_complex")
+    def chosen(x: Any, y: Any) -> ShardArray:
+        return apply(op, lambda xp, a, b: complex_choose(xp, op, a, b), (x, y))
+
+    @register_vjp(f"{op}_complex")
+    def _vjp(ctx: Context, g: ShardArray) -> list[Any]:
+        x, y = ctx.args
+
+        def to_x(xp: Any, g: Any, a: Any, b: Any) -> Any:
+            return g * complex_choose(xp, op, a, b, weights=True)
+
+        def to_y(xp: Any, g: Any, a: Any, b: Any) -> Any:
+            return g * (1 - complex_choose(xp, op, a, b, weights=True))
+
+        return [
+            match(apply("d_choose", f, (g, x, y)), v) if need else None
+            for f, v, need in zip((to_x, to_y), (x, y), ctx.needs)
+        ]
+
+    return chosen
+
+
+_CHOOSERS = {op: _chooser(op) for op in ("maximum", "minimum", "fmax", "fmin")}

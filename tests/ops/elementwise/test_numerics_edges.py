@@ -11,6 +11,8 @@ import pytest
 import scipy.special as ss
 
 import shardarray as sa
+import shardarray.array_api as xp
+from shardarray.array import as_kind
 from shardarray.backend import cuda_kernels
 from shardarray.ops.fused import dispatch as fused
 from shardarray.ops.elementwise import arithmetic as ew
@@ -434,16 +436,24 @@ def test_complex_on_meta_backend():
     assert ew.real(x).dtype == np.float32 and ew.abs(x).dtype == np.float32 and ew.imag(x).shape == (4, 6)
 
 
-def test_complex_orderings_and_gradients_are_refused():
-    """The elementwise orderings of complex values are refused (typed); the reductions and sorts order them as
-    NumPy does (lexicographically, tests/test_fuzz9_complex_order.py)."""
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's own comparisons of the NaN on the host)
+def test_complex_orderings_in_numpys_order_and_gradients_refused():
+    """The elementwise orderings of complex values follow NumPy's order (lexicographic; test_fuzz10_complex_compare),
+    as the reductions and sorts do (tests/test_fuzz9_complex_order.py); softmax and relu of complex values and
+    gradients in complex parameters are refused (typed)."""
     mesh = sa.Mesh({"row": 2, "col": 2})
-    x = sa.asarray(np.array([1 + 1j, 2.0]), dims=("v",), mesh=mesh, layout={"v": "col"})
-    assert x.max("v").numpy() == np.max([1 + 1j, 2.0]) and x.min().numpy() == np.min([1 + 1j, 2.0])
-    for fn, name in ((lambda: x < 1.0, "less"),
-                     (lambda: x > x, "greater"), (lambda: sa.maximum(x, 0.0), "maximum"),
-                     (lambda: sa.minimum(x, x), "minimum"), (lambda: sa.softmax(x, "v"), "softmax"),
-                     (lambda: sa.relu(x), "relu")):
+    a = np.array([1 + 1j, 2.0, complex(1, np.nan)])
+    x = sa.asarray(a, dims=("v",), mesh=mesh, layout={"v": "col"})
+    np.testing.assert_array_equal(x.max("v").numpy(), np.max(a))  # (the NaN propagates)
+    p = as_kind(x, xp.Array)
+    np.testing.assert_array_equal(xp.less(p, 1.5).numpy(), np.less(a, 1.5))
+    np.testing.assert_array_equal(np.greater_equal(p, 1 + 1j).numpy(), np.greater_equal(a, 1 + 1j))
+    np.testing.assert_array_equal(xp.maximum(p, 1.5 + 0j).numpy(), np.maximum(a, 1.5 + 0j))
+    np.testing.assert_array_equal(sa.clip(x, 1.5, 1.5 + 1j).numpy(), np.clip(a, 1.5, 1.5 + 1j))
+    np.testing.assert_array_equal((x < 1.5).numpy(), np.less(a, 1.5))
+    np.testing.assert_array_equal((p > p).numpy(), np.zeros(3, bool))
+    np.testing.assert_array_equal(sa.minimum(x, x).numpy(), a)
+    for fn, name in ((lambda: sa.softmax(x, "v"), "softmax"), (lambda: sa.relu(x), "relu")):
         with pytest.raises(sa.DTypeError, match=rf"{name}.*complex128"):
             fn()
     with pytest.raises(sa.DTypeError, match="complex128"):
