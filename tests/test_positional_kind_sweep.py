@@ -456,6 +456,20 @@ def _fill(e: Env, x: Any) -> Any:
     return y
 
 
+def _put(e, x):
+    y = x.copy()
+    y.put([0, 5, 5, -1], [7.0, 8.0, 9.0])
+    return y
+
+
+def _put_ref(v):
+    v = v.copy()
+    np.put(v, [0, 5, 5, -1], [7.0, 8.0, 9.0])
+    return v
+
+
+METHOD_CALLS["put"] = (_put, _put_ref)
+METHOD_CALLS["view"] = (lambda e, x: x.view(np.int64), lambda v: v.view(np.int64))
 METHOD_CALLS["__setitem__"] = (_setitem, _set_ref)
 METHOD_CALLS["fill"] = (_fill, lambda v: np.full_like(v, 2.0))
 

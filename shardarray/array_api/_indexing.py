@@ -403,7 +403,11 @@ def add_at(x: ShardArray, key: Any, value: Any) -> None:
     id_writes.py``, ``mode="add"``: alltoallv, no gather); a boolean mask over the leading axes is its
     ``nonzero`` indices; a key of ints and slices selects each entry once, so it is ``x[key] = x[key] + value``.
     A value whose dtype does not cast to ``x``'s under NumPy's ``same_kind`` rule (floats into integers) raises
-    ``DTypeError``, as ``x += value`` does, instead of truncating each step.
+    ``DTypeError``, as ``x += value`` does. This departs from NumPy on purpose: NumPy's ``ufunc.at`` casts
+    *unsafely at every step* (each partial sum truncated: ``np.add.at(np.int8([1]), [0, 0], 0.5)`` leaves 1,
+    ``np.add.at(np.int8([-3]), [0], 2.5)`` gives 0), a silently lossy result that depends on the order of the
+    repeats and that neither casting the values first nor casting the sum reproduces; cast the values to
+    ``x``'s dtype (the truncation made explicit) or ``x`` to the promoted dtype first.
     """
     _check_same_kind(x, value)
     mask = bool_key(np.asarray(key) if isinstance(key, list) else key)
@@ -430,8 +434,9 @@ def _check_same_kind(x: ShardArray, value: Any) -> None:
     if not np.can_cast(dtype, x.dtype, "same_kind"):
         raise DTypeError(
             f"np.add.at: values that make dtype {dtype} cannot be added in place into an array of dtype {x.dtype} "
-            f"(NumPy's same_kind casting refuses {dtype} -> {x.dtype}, as x += v does); cast the values to "
-            f"{x.dtype} first, or the array to {dtype} (xp.astype(x, xp.{dtype}))"
+            f"(NumPy's same_kind casting refuses {dtype} -> {x.dtype}, as x += v does; NumPy's np.add.at would "
+            f"truncate every partial sum silently); cast the values to {x.dtype} first, or the array to {dtype} "
+            f"(xp.astype(x, xp.{dtype}))"
         )
 
 

@@ -91,7 +91,8 @@ def numpy_method(name: str) -> Callable[..., Any]:
 
 
 def reshape(self: ShardArray, *shape: Any, order: str = "C", copy: bool | None = None) -> Any:
-    """NumPy's ``x.reshape(2, 3)`` or ``x.reshape((2, 3))`` (``np.reshape``: a distributed reshape)."""
+    """NumPy's ``x.reshape(2, 3)`` or ``x.reshape((2, 3))`` (``np.reshape``: a distributed reshape); ``order="F"``
+    reshapes in Fortran order and ``"A"`` as ``"C"``, as ``np.reshape`` does (``positional_select``)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     return np.reshape(self, tuple(operator.index(n) for n in shape), order=order, copy=copy)  # type: ignore[call-overload]

@@ -1,5 +1,6 @@
 """NumPy's selections by a condition on positional arrays, composed without a gather: ``np.extract``,
-``np.compress``, ``np.argwhere``; and ``np.repeat`` with per-entry counts, ``np.ravel`` in Fortran order.
+``np.compress``, ``np.argwhere``; and ``np.repeat`` with per-entry counts, ``np.ravel`` and ``np.reshape`` in Fortran
+order.
 
 Each handler registers in ``positional_compose.COMPOSED`` and builds its result from the namespace's
 distributed ops (``xp.nonzero``, ``xp.take``, ``xp.repeat``, ``xp.permute_dims``, ``xp.reshape``), whose
@@ -17,6 +18,11 @@ collectives are the call's:
 * ``np.ravel(a, order="F")`` (and ``x.flatten("F")``) is the reversed-axes transpose of ``a`` flattened;
   ``"A"`` and ``"K"`` read the array in C order, as NumPy reads a C-contiguous array (a distributed array has
   no memory order to follow).
+* ``np.reshape(a, shape, order="F")`` (and ``x.reshape(shape, order="F")``) is NumPy's definition of Fortran
+  order: the axes reversed, a C-order reshape to the reversed shape, the axes reversed again (distributed
+  transposes and a distributed reshape, no gather); ``"A"`` is ``"C"`` (these arrays read as C-contiguous) and
+  ``"K"`` raises ``ArgumentError``, as NumPy's ValueError. ``copy=False`` never raises: no result shares writable
+  storage with ``a`` (``x[...] = v`` replaces blocks), as ``xp.reshape`` documents.
 
 A condition or count list is host data NumPy takes as a Python list or a distributed array; a NumPy array there
 is refused like any host array operand (``common.mixing_error``: convert it with ``xp.asarray``).
@@ -29,6 +35,10 @@ Example:
     (array([3., 4., 5., 6.]), array([[4., 5., 6.]]))
     >>> np.argwhere(a[0, 0]).shape, np.asarray(np.ravel(a, order="F"))
     ((1, 0), array([1., 4., 2., 5., 3., 6.]))
+    >>> np.asarray(a.reshape((3, 2), order="F"))
+    array([[1., 5.],
+           [4., 3.],
+           [2., 6.]])
 """
 
 from __future__ import annotations
@@ -160,3 +170,33 @@ def _ravel(xp: Any, what: str, a: Any, order: str = "C") -> Any:
     if order == "F" and a.ndim > 1:
         a = xp.permute_dims(a, tuple(reversed(range(a.ndim))))
     return xp.reshape(a, (-1,))
+
+
+def _reversed(xp: Any, a: ShardArray) -> ShardArray:
+    """``a`` with its axes in reverse order (itself when it has at most one)."""
+    return a if a.ndim < 2 else xp.permute_dims(a, tuple(reversed(range(a.ndim))))
+
+
+@composed("reshape")
+def _reshape(xp: Any, what: str, a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None) -> Any:
+    if not isinstance(a, ShardArray):
+        return NotImplemented
+    if shape is None:
+        raise ArgumentError(f"{what}: the new shape is required (np.reshape(a, shape))")
+    try:
+        shape = (operator.index(shape),)
+    except TypeError:
+        pass
+    if order not in ("C", "F", "A"):
+        raise ArgumentError(
+            f"{what}: order must be 'C', 'F' or 'A' (NumPy does not reshape in order 'K'); got {short(order)}"
+        )
+    if order != "F":
+        return xp.reshape(a, shape, copy=copy)
+    try:
+        back = tuple(reversed(tuple(shape)))
+    except TypeError:
+        raise DimensionError(
+            f"{what}: shape must be an integer or a sequence of integers; got {short(shape)}"
+        ) from None
+    return _reversed(xp, xp.reshape(_reversed(xp, a), back, copy=copy))
