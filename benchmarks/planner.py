@@ -19,7 +19,9 @@ Each case runs in the modes ``before`` (the proxy order, full traces only, no op
 every rule set priced from the step's op graph, ``sa.plan.graph``: recorded once per path through the
 Python), ``graph`` (the default search: ``no_floor`` with the compute floor, ``sa.plan.floor``, and a deep
 model's paths built from its five-layer twin's, ``sa.plan.deep``; the default pair is no_floor, graph) and
-``no_deep`` (``graph`` with every path traced, for the layer series), interleaved A B A B over ``--repeat`` rounds.
+``no_deep`` (``graph`` with every path traced, for the layer series) and ``no_defer`` (``graph`` pricing every rule
+set that survives the affine rule exactly at once, not only those that can make the top k: ``search._Deferred``),
+interleaved A B A B over ``--repeat`` rounds.
 A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
@@ -63,7 +65,9 @@ MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False, "
                       "floor": False},
          "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True},
          "no_deep": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
-                     "deep": False}}
+                     "deep": False},
+         "no_defer": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
+                      "defer": False}}
 
 
 class _Budget(Exception):
@@ -79,6 +83,7 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     affine = kwargs.pop("affine", False)
     floor = kwargs.pop("floor", True)
     deep_on = kwargs.pop("deep", True)
+    defer = kwargs.pop("defer", True)
     if "graph" not in sa.plan.search_layouts.__code__.co_varnames:  # a tree from before the op graph
         kwargs.pop("graph")
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
@@ -99,6 +104,9 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     saved_floor = getattr(sa.plan.search, "_COMPUTE_FLOOR", None)  # None: a tree from before the compute floor
     if saved_floor is not None:
         sa.plan.search._COMPUTE_FLOOR = floor
+    saved_defer = getattr(sa.plan.search, "_DEFER", None)  # None: a tree from before the deferral of exact figures
+    if saved_defer is not None:
+        sa.plan.search._DEFER = defer
     deep = getattr(sa.plan, "deep", None)  # None: a tree from before deep paths were built (plan.deep)
     saved_deep = None if deep is None else deep.DEEP
     if deep is not None and not deep_on:
@@ -116,6 +124,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
             sa.plan.search._COMPUTE_FLOOR = saved_floor
         if deep is not None:
             deep.DEEP = saved_deep
+        if saved_defer is not None:
+            sa.plan.search._DEFER = saved_defer
     seconds = time.perf_counter() - t0
     row.update(seconds=seconds, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
     if not row["finished"] and done[0]:
@@ -142,7 +152,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--modes", default="no_floor,graph",
                     help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
                          "no_floor (after, priced from op graphs), graph (no_floor with the compute floor), "
-                         "no_deep (graph, a deep model's paths traced, not built from a shallow twin's)")
+                         "no_deep (graph, a deep model's paths traced, not built from a shallow twin's), "
+                         "no_defer (graph, every survivor of the affine rule priced exactly at once)")
     ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")
@@ -169,8 +180,10 @@ def main(argv: list[str] | None = None) -> dict:
                 row["label"] = label
                 result["runs"].append(row)
                 tail = "" if row["finished"] else f" (stopped; projected {row.get('projected_s', float('nan')):.0f} s)"
+                st = row["stats"]
+                walks = f"  {st.get('full_walks', 0)} exact walks, {st.get('full_traces', 0)} traces" if st else ""
                 print(f"{label:<26}{mode:<10}{row['seconds']:8.2f} s  {row['rule_sets_done']}/{row['legal']} rule sets"
-                      f"{tail}", flush=True)
+                      f"{walks}{tail}", flush=True)
         finished = [r for r in result["runs"] if r["label"] == label and r["finished"]]
         if len({m for m in (r["mode"] for r in finished)}) > 1:
             same = all(_same_best(r["best"], finished[0]["best"]) for r in finished)

@@ -322,8 +322,8 @@ class LayeredGraphSet(GraphSet):
 
     def _scaled(self, got: tuple, cut: float, limit: float) -> Figures:
         """The deep path's figures from ``Notes.scale``; ``Stop`` past the cut or the memory limit."""
-        (flops, comm_b, wire_b, written, comm_t, _), by_dtype, peak = got
-        fig = self._figures(flops, comm_b, wire_b, written, comm_t, by_dtype, peak)
+        (flops, comm_b, wire_b, written, comm_t, _, allocated), by_dtype, peak = got
+        fig = self._figures(flops, comm_b, wire_b, written, comm_t, by_dtype, peak, allocated)
         if peak > limit or fig.step_time_s > cut:
             raise Stop
         return fig
@@ -332,7 +332,15 @@ class LayeredGraphSet(GraphSet):
 def _sums(fig: Figures) -> tuple[float, ...]:
     """A walk's summed figures in the order ``GraphSet._walk`` notes them (``_scaled`` takes the compute time from
     the scaled flops by dtype, as a walk does)."""
-    return (fig.flops, fig.comm_bytes, fig.wire_bytes, fig.written_bytes, fig.comm_time_s, fig.compute_time_s)
+    return (
+        fig.flops,
+        fig.comm_bytes,
+        fig.wire_bytes,
+        fig.written_bytes,
+        fig.comm_time_s,
+        fig.compute_time_s,
+        fig.allocated_bytes,
+    )
 
 
 #: the layer count of the probe paths: layers 0 and 1, three copies of the middle layer, the last two layers

@@ -79,6 +79,10 @@ class Figures:
     flops: float
     flops_by_dtype: dict[str, float]
     written_bytes: float
+    #: the bytes of every local block the walk made live, summed (a block freed and made live again counts again):
+    #: the live bytes never pass it plus the largest op excursion, and it is affine in a step's layer count like the
+    #: other sums (``search``'s deferral bounds a deep step's peak with it); ``inf`` where it is not known (a trace)
+    allocated_bytes: float = math.inf
 
 
 class Stop(BaseException):
@@ -419,7 +423,7 @@ class GraphSet:
         live: dict[Any, int] = {}  # local block token -> arrays holding it
         consts: dict[Any, int] = {}
         picked: dict[int, _Entry] = {}  # call site (``c``) -> its entry under these rules, once found
-        mem = peak = 0
+        mem = peak = made_b = 0
         flops = comm_b = wire_b = written = comm_t = run_c = 0.0
         by_dtype: dict[str, float] = {}
         rates = self._rates
@@ -437,7 +441,7 @@ class GraphSet:
         while True:
             i += 1
             if i == mark_at:  # a copy of a repeated run starts, or a run ends (``plan.repeat``: a probe path)
-                sums = (flops, comm_b, wire_b, written, comm_t, run_c)
+                sums = (flops, comm_b, wire_b, written, comm_t, run_c, made_b)
                 peak = notes.mark(i, mem, peak, sums, by_dtype, sid, toks, res, live)  # type: ignore[union-attr]
                 mark_at = notes.first_after(i)  # type: ignore[union-attr]
             if i == len(events):
@@ -540,6 +544,7 @@ class GraphSet:
                         if held is None:
                             live[tok] = 1
                             mem += nbytes
+                            made_b += nbytes
                             if mem > peak:
                                 peak = mem
                         else:
@@ -560,6 +565,7 @@ class GraphSet:
                     if held is None:
                         live[tok] = 1
                         mem += nbytes
+                        made_b += nbytes
                         if mem > peak:
                             peak = mem
                     else:
@@ -584,7 +590,7 @@ class GraphSet:
             notes.end(peak)
         self._tok = tok_n
         self._taken = pid
-        return self._figures(flops, comm_b, wire_b, written, comm_t, by_dtype, peak)
+        return self._figures(flops, comm_b, wire_b, written, comm_t, by_dtype, peak, made_b)
 
     def _figures(
         self,
@@ -595,9 +601,10 @@ class GraphSet:
         comm_t: float,
         by_dtype: dict[str, float],
         peak: int,
+        allocated: float = math.inf,
     ) -> Figures:
         """A walk's figures from its sums: the compute time from the flops of each dtype at its rate, the memory
-        time from the bytes written."""
+        time from the bytes written (``allocated``: ``Figures.allocated_bytes``)."""
         rates, hw = self._rates, self.hw
         for dt in by_dtype:
             if dt not in rates:
@@ -615,6 +622,7 @@ class GraphSet:
             flops=flops,
             flops_by_dtype=by_dtype,
             written_bytes=written,
+            allocated_bytes=allocated,
         )
 
     def _key_of(self, ev: tuple, opsigs: list) -> tuple:

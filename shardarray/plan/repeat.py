@@ -144,7 +144,7 @@ class Notes:
 
     def scale(self, extra: int, sums: tuple, by_dtype: dict) -> Any:
         """The figures of the path with ``extra`` more copies of every run, from the probe walk's (``sums``: flops,
-        comm bytes, wire bytes, bytes written, comm time, compute time; ``by_dtype``: flops by dtype):
+        comm bytes, wire bytes, bytes written, comm time, compute time, bytes allocated; ``by_dtype``: flops by dtype):
         ``(sums, by_dtype, peak)``, or None where a run's second and third copies start from different states (or
         the walk moved to another path)."""
         if self.moved or any(s.count != PROBE_COPIES for s in self.spans):

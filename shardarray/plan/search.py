@@ -55,6 +55,14 @@ Two more cut the traces without changing the answer:
   early in the trace), the two short traces do not pay: the search measures both ways' wall time
   per rule set as it goes and takes the cheaper (``_Chooser``; the answer is the same).
 
+* **Exact figures only where they can place** (``_Deferred``, the graph search of a step the affine rule applies
+  to): after a rule set's complete one- and two-layer walks, the affine rule gives every summed figure (step time,
+  comm bytes, flops); only the peak memory needs the step's own walk (a deep step's probe walk and five- and
+  six-layer traces). Where the memory limit cannot bind (no limit, or the bytes made live in the whole step plus an
+  op's largest excursion, ``Figures.allocated_bytes``, fit it), the rule set is kept with those figures, counted in
+  the cut, and priced exactly at the end only if its time can still make the top k. The plans and every figure are
+  those of pricing each rule set at once (``_DEFER = False``; ``tests/plan/test_plan_deferred.py``).
+
 And one cuts most rule sets before any trace or walk:
 
 * **The compute floor** (``plan.floor``; the graph search, the default, of steps that run the same ops on
@@ -100,6 +108,7 @@ Layers share their decisions because they share their dim names.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import math
 import numbers
@@ -139,6 +148,9 @@ class SearchStats:
         self.affine_cuts = 0  # of ``stopped_bound``: cut by the two-layer trace's extrapolation (the affine rule)
         self.compute_cuts = 0  # of ``stopped_bound``: cut by the compute floor alone (``plan.floor``), no walk
         self.graph_paths = self.traces = 0  # op graphs recorded (``plan.graph``) and the full traces that took
+        self.deferred = 0  # rule sets kept with the figures of the affine rule, priced exactly only if they can place
+        self.deferred_priced = 0  # of ``deferred``: priced exactly at the end (the others could not make the top k)
+        self.full_walks = self.full_traces = 0  # the graph search's pricings of the step itself, and its traces
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -483,6 +495,26 @@ def _search_graph(
     if two_step is not None and layers > 2 and two_step is not step:
         two = GraphSet(two_step, shape, hw, memo, cache)
     sets = [g for g in (full, one, two) if g is not None]
+    # the exact figures deferred to the end for the rule sets the affine rule prices (see ``_Deferred``)
+    defer = _Deferred(top_k, layers) if two is not None and prune and _DEFER else None
+
+    def exact(rules: Rules, i: int, bar: float, c_all: float) -> None:
+        """Price ``rules`` from the step's own graphs; keep it in ``found`` unless it passes ``bar`` or the limit."""
+        stats.full_walks += 1
+        try:
+            fig = full.figures(rules, bar * _ROUNDING if prune else math.inf, limit, compute=c_all)
+        except Stop:
+            stats.stopped_time += 1
+            return
+        if fig.memory_bytes > limit:
+            stats.stopped_memory += 1
+            return
+        if prune and fig.step_time_s > bar:
+            stats.stopped_time += 1
+            return
+        stats.complete += 1
+        _keep(found, simplest, _plan_of(fig, rules, shape, hw), i)
+
     for n, i in enumerate(order):
         rules = rule_sets[i]
         if progress is not None and n:
@@ -504,56 +536,148 @@ def _search_graph(
                     continue
                 c_one, c_layer = compute.one(rules), compute.layer(rules)
                 rest = (layers - 1) * c_layer
-            if one is not None and cut < math.inf:
+            if one is not None and (cut < math.inf or defer is not None):
                 top = cut * _ROUNDING
                 try:
-                    t1 = one.figures(rules, top - rest, compute=c_one).step_time_s
+                    f1 = one.figures(rules, top - rest, compute=c_one)
                 except Stop:
                     stats.stopped_bound += 1
                     continue
+                t1 = f1.step_time_s
                 if two is not None:
+                    f2 = None
                     try:  # t(L) = t1 + (L - 1)(t2 - t1) passes the cut as soon as t2 passes this
-                        t2 = two.figures(rules, t1 + (top - t1) / (layers - 1), compute=c_one + c_layer).step_time_s
+                        f2 = two.figures(rules, t1 + (top - t1) / (layers - 1), compute=c_one + c_layer)
+                        t2 = f2.step_time_s
                     except Stop:
                         t2 = math.inf
                     if t1 + (layers - 1) * (t2 - t1) > top:
                         stats.stopped_bound += 1
                         stats.affine_cuts += 1
                         continue
-            try:
-                fig = full.figures(rules, cut * _ROUNDING if prune else math.inf, limit, compute=c_all)
-            except Stop:
-                stats.stopped_time += 1
-                continue
+                    if defer is not None and f2 is not None and defer.add(f1, f2, limit, i, rules):
+                        stats.deferred += 1
+                        cut = defer.cut(found, stats)
+                        continue
+            # (a cut that counts deferred rule sets is their figures' to rounding: an exact time at it is kept)
+            exact(rules, i, cut * _ROUNDING if defer is not None else cut, c_all)
         except LayoutError:
             stats.refused += 1
             continue
-        if fig.memory_bytes > limit:
-            stats.stopped_memory += 1
-            continue
-        if prune and fig.step_time_s > cut:
-            stats.stopped_time += 1
-            continue
-        stats.complete += 1
-        plan = _plan_of(fig, rules, shape, hw)
-        key = _cost(plan)
-        if key not in found:
-            found[key], simplest[key] = (plan, i), i
+        if defer is not None:
+            cut = defer.cut(found, stats)
         else:
-            kept, first = found[key]
-            if (_size(plan), i) < (_size(kept), simplest[key]):
-                kept, simplest[key] = plan, i
-            found[key] = (kept, min(first, i))
-        times = sorted(k[0] for k in found)
-        if len(times) >= top_k:
-            cut = times[top_k - 1]
+            times = sorted(k[0] for k in found)
+            if len(times) >= top_k:
+                cut = times[top_k - 1]
+    if defer is not None:  # the deferred rule sets in their order of time, until the next cannot make the top k
+        for n, (t, _, _, i, rules) in enumerate(defer.items):
+            times = sorted(k[0] for k in found)
+            bar = times[top_k - 1] if len(times) >= top_k else math.inf
+            if t > bar * _ROUNDING:  # (its exact time is its extrapolation's to rounding: past the k-th)
+                stats.stopped_bound += len(defer.items) - n
+                stats.affine_cuts += len(defer.items) - n
+                break
+            stats.deferred_priced += 1
+            try:
+                exact(rules, i, bar, compute.time(rules) if compute is not None and bar < math.inf else 0.0)
+            except LayoutError:
+                stats.refused += 1
     if progress is not None:
         progress(len(rule_sets), len(rule_sets))
     stats.graph_paths = sum(len(g.graphs) for g in sets)
     stats.traces = sum(g.traces for g in sets)
+    stats.full_traces = full.traces
     if not found:  # the least memory any layout needs, from the same graphs
         raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit, full))
     return found
+
+
+def _keep(found: dict[tuple, tuple[Plan, int]], simplest: dict[tuple, int], plan: Plan, i: int) -> None:
+    """Add rule set ``i``'s ``plan`` to ``found``: each distinct cost once, as its simplest rule set (then the
+    earliest), with the first index that had it."""
+    key = _cost(plan)
+    if key not in found:
+        found[key], simplest[key] = (plan, i), i
+    else:
+        kept, first = found[key]
+        if (_size(plan), i) < (_size(kept), simplest[key]):
+            kept, simplest[key] = plan, i
+        found[key] = (kept, min(first, i))
+
+
+class _Deferred:
+    """The rule sets whose exact figures a graph search defers: their figures from the affine rule, and the cut.
+
+    After a rule set's complete one- and two-layer walks, the affine rule gives its step time, comm bytes and flops
+    (every summed figure) to rounding: ``t(L) = t1 + (L - 1)(t2 - t1)``. Only the peak memory needs the step's own
+    walk (or the deep path's probe and traces, ``plan.deep``). Where the memory limit cannot bind, the rule set is
+    kept here instead, priced exactly at the end only if it can make the top k. The limit cannot bind when it is
+    infinite, or when a proven bound of the step's peak is within it: the live bytes never pass the bytes made live
+    in the whole walk (``Figures.allocated_bytes``, a summed figure, affine too) plus the largest live-memory
+    excursion of an op, which is at most the one- or two-layer walk's peak (the deep step runs the same ops).
+
+    The cut (the k-th best distinct time) counts the exact figures found and these: a rule set kept here counts
+    unless its time, comm bytes and flops are those of an exact cost or of another one counted to ``_SAME``
+    (relative), so that two counted never stand for one exact cost; counting fewer can only make the cut looser,
+    never wrong. Its time is the exact one's to rounding, which the cut's ``_ROUNDING`` margin absorbs. A rule set
+    kept here whose time passes the cut is dropped (it is an affine cut). At the end they are priced exactly in
+    order of time until the next one's time passes the k-th best exact time; ties are broken as always (``_keep``),
+    so the answer, and every figure of it, is the search's without deferral.
+
+    Args:
+        top_k: the plans the search returns.
+        layers: the step's layer count ``L``.
+    """
+
+    def __init__(self, top_k: int, layers: int) -> None:
+        self.top_k, self.layers = top_k, layers
+        self.items: list[tuple[float, float, float, int, Rules]] = []  # (time, comm bytes, flops, index, rules)
+
+    def add(self, one: Figures, two: Figures, limit: float, i: int, rules: Rules) -> bool:
+        """Keep rule set ``i`` from its one- and two-layer walks' figures if the memory limit cannot bind."""
+        k = self.layers - 1
+        if limit < math.inf:
+            made = one.allocated_bytes + k * (two.allocated_bytes - one.allocated_bytes)
+            if not made + max(one.memory_bytes, two.memory_bytes) <= limit:
+                return False
+        t = one.step_time_s + k * (two.step_time_s - one.step_time_s)
+        comm = one.comm_bytes + k * (two.comm_bytes - one.comm_bytes)
+        flops = one.flops + k * (two.flops - one.flops)
+        bisect.insort(self.items, (t, comm, flops, i, rules), key=lambda x: (x[0], x[3]))
+        return True
+
+    def cut(self, found: Mapping[tuple, Any], stats: SearchStats) -> float:
+        """The k-th best distinct time of the exact costs ``found`` and the rule sets kept here (see the class);
+        drops the ones kept whose time passes it."""
+        exact = sorted((k[0], k[2], k[3]) for k in found)
+        times = [e[0] for e in exact]
+        counted: list[tuple] = []
+        for c in self.items:
+            t = c[0]
+            lo = bisect.bisect_left(times, t / (1.0 + _SAME) - _TINY)
+            hi = bisect.bisect_right(times, t * (1.0 + _SAME) + _TINY)
+            if any(_same(c, e) for e in exact[lo:hi]):
+                continue
+            n = len(counted) - 1
+            while n >= 0 and counted[n][0] >= t / (1.0 + _SAME) - _TINY and not _same(c, counted[n]):
+                n -= 1
+            if n >= 0 and counted[n][0] >= t / (1.0 + _SAME) - _TINY:
+                continue
+            counted.append(c)
+        every = sorted(times + [c[0] for c in counted])
+        bar = every[self.top_k - 1] if len(every) >= self.top_k else math.inf
+        n = bisect.bisect_right(self.items, bar * _ROUNDING, key=lambda x: x[0])
+        if n < len(self.items):
+            stats.stopped_bound += len(self.items) - n
+            stats.affine_cuts += len(self.items) - n
+            del self.items[n:]
+        return bar
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Whether time, comm bytes and flops (the first three) agree to ``_SAME`` (relative)."""
+    return all(abs(x - y) <= _SAME * max(abs(x), abs(y)) + _TINY for x, y in zip(a[:3], b[:3]))
 
 
 def _plan_of(fig: Figures, rules: Rules, mesh_shape: dict[str, int], hw: HardwareProfile) -> Plan:
@@ -600,6 +724,15 @@ _COMPUTE_FLOOR = True
 
 # The affine rule in the layer count (``step.two_layers``); the benchmark turns it off to time the search without it.
 _AFFINE_LAYERS = True
+
+# The exact figures of the rule sets the affine rule prices deferred to the end (``_Deferred``); the benchmark and
+# the tests turn it off to compare (the same answer).
+_DEFER = True
+
+# Two figures this close (relative) may be one exact figure extrapolated (``_Deferred.cut``); far wider than the
+# affine rule's rounding (1e-12), within the cut's margin (``_ROUNDING``). ``_TINY``: the same, absolute (zeros).
+_SAME = 1e-10
+_TINY = 1e-300
 
 
 class _BoundGain:
