@@ -443,14 +443,7 @@ def _search(
                 chain.add(affine, time.perf_counter() - start)
         stats.complete += 1
         if plan.memory_bytes_per_device <= limit:
-            key = _cost(plan)
-            if key not in found:
-                found[key], simplest[key] = (plan, i), i
-            else:
-                kept, first = found[key]
-                if (_size(plan), i) < (_size(kept), simplest[key]):
-                    kept, simplest[key] = plan, i
-                found[key] = (kept, min(first, i))
+            _keep(found, simplest, plan, i)
             times = sorted(k[0] for k in found)
             if len(times) >= top_k:
                 cut[0] = times[top_k - 1]
