@@ -16,7 +16,8 @@ EVERY process (never raw, never on some processes only: the others would wait in
 nothing larger than a few elements is allgathered (``sa.comm_log()``). Every process draws the same hypothesis
 examples (``derandomize``, no database, no shrinking: a shrink that timed out on one process only would leave the
 others waiting), and every check is decided collectively, so all processes fail together. A case that hangs ends
-the job after ``_HANG_S`` seconds with every thread's traceback (``faulthandler``), instead of waiting forever.
+the job after ``mpi_fuzzing.HANG_S`` seconds with every thread's traceback (``faulthandler``),
+instead of waiting forever.
 
 No process ever ended otherwise than the others, hung, or gathered a large block. The bugs it found, each the same
 on every process (NumPy's answer was missing everywhere), are fixed; their regressions close the file:
@@ -35,18 +36,22 @@ skipped. Regressions of the bugs it found close the file.
 
 from __future__ import annotations
 
-import faulthandler
-import hashlib
 import itertools
 import math
-import os
 import warnings
 
 import numpy as np
 import pytest
 from helpers import layouts
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from mpi_fuzzing import SHAPES as _SHAPES
+from mpi_fuzzing import agree, meshes, mpi_fuzz, no_hang  # noqa: F401  (no_hang: an autouse fixture)
+from mpi_fuzzing import digest as _digest
+from mpi_fuzzing import gathered as _gathered
+from mpi_fuzzing import mpi_mesh as _mesh
+from mpi_fuzzing import quiet as _quiet
+from mpi_fuzzing import world as _world
 from spmd import WORLD
 
 import shardarray as sa
@@ -59,61 +64,11 @@ pytestmark = [
     pytest.mark.skipif(WORLD < 2, reason="needs an MPI job of 2 or more processes (mpiexec -n 4, see .ci/run)"),
     pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning"),
 ]
-_EXAMPLES = os.environ.get("FUZZ8_EXAMPLES")
-_HANG_S = 240  # (a whole fuzzer's time: far beyond its run; only a hang gets there)
-_SHAPES = {2: [{"row": 2}], 3: [{"row": 3}], 4: [{"row": 4}, {"row": 2, "col": 2}]}.get(WORLD, [{"row": WORLD}])
 
 
 def fuzz(n: int):
     """A fuzzer's settings: ``n`` examples (``FUZZ8_EXAMPLES`` overrides), the same on every process."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        phases=(Phase.explicit, Phase.generate),
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
-
-
-@pytest.fixture(autouse=True)
-def _no_hang():
-    """A test that hangs (a collective some process never enters) ends the job, with tracebacks."""
-    faulthandler.dump_traceback_later(_HANG_S, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
-
-def _world():
-    from mpi4py import MPI
-
-    return MPI.COMM_WORLD
-
-
-def agree(message: str | None) -> None:
-    """Fail on every process when any one has a ``message`` (a check failed there), naming them all."""
-    seen = _world().allgather(message)
-    bad = {r: m for r, m in enumerate(seen) if m is not None}
-    if bad:
-        raise AssertionError("; ".join(f"process {r}: {m}" for r, m in bad.items()))
-
-
-# --------------------------------------------------------------------------------------------- data
-
-_MESHES: dict = {}
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape), comm="mpi", backend="numpy")
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(_SHAPES)))
+    return mpi_fuzz(n, "FUZZ8_EXAMPLES")
 
 
 FLOATS = ("float64", "float32")
@@ -195,27 +150,6 @@ def _tol(dtype) -> float:
     return 1e-4 if np.dtype(dtype) in (np.float32, np.complex64, np.float16) else 1e-9
 
 
-def _gathered(got):
-    """The result as NumPy values (``numpy()`` of each array: a collective every process enters)."""
-    if isinstance(got, (tuple, list)):
-        return type(got)(_gathered(g) for g in got)
-    if isinstance(got, sa.ShardArray):
-        return got.numpy()
-    return got
-
-
-def _digest(values, h=None) -> str:
-    h = hashlib.sha256() if h is None else h
-    for v in values if isinstance(values, (tuple, list)) else (values,):
-        if isinstance(v, (tuple, list)):
-            _digest(v, h)
-            continue
-        a = np.asarray(v)
-        h.update(f"{type(v).__name__}{a.dtype}{a.shape}".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
 def _same(g, e, approx: bool, rtol: float | None) -> None:
     g, e = np.asarray(g), np.asarray(e)
     assert g.shape == e.shape, f"shape {g.shape}, NumPy {e.shape}"
@@ -226,12 +160,6 @@ def _same(g, e, approx: bool, rtol: float | None) -> None:
             np.testing.assert_allclose(part(g), part(e), rtol=tol, atol=tol)
     else:
         np.testing.assert_array_equal(g, e)
-
-
-def _quiet(fn):
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return fn()
 
 
 def _outcome(fn):

@@ -14,7 +14,7 @@ NumPy; that every process got the same answer (a digest of the gathered result);
 allgathered, except where the op's docstring says so (``max``/``min`` of complex values over split dims: one
 complex value per output element per device; ``unique`` along an axis: a few rows per device). Every process draws
 the same hypothesis examples (``derandomize``, no database, no shrinking) and every check is decided collectively,
-so all processes fail together; a case that hangs ends the job after ``_HANG_S`` seconds with every thread's
+so all processes fail together; a case that hangs ends the job after ``mpi_fuzzing.HANG_S`` seconds with every thread's
 traceback (``faulthandler``).
 
 ``np.unique(x, axis=k)`` is fuzzed on named arrays (``np.unique`` of a positional array still refuses ``axis=``:
@@ -34,17 +34,21 @@ skipped.
 
 from __future__ import annotations
 
-import faulthandler
-import hashlib
 import itertools
-import os
 import warnings
 
 import numpy as np
 import pytest
 from helpers import layouts
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from mpi_fuzzing import SHAPES as _SHAPES
+from mpi_fuzzing import agree, meshes, mpi_fuzz, no_hang  # noqa: F401  (no_hang: an autouse fixture)
+from mpi_fuzzing import digest as _digest
+from mpi_fuzzing import gathered as _gathered
+from mpi_fuzzing import mpi_mesh as _mesh
+from mpi_fuzzing import quiet as _quiet
+from mpi_fuzzing import world as _world
 from spmd import WORLD
 
 import shardarray as sa
@@ -59,61 +63,11 @@ pytestmark = [
     pytest.mark.skipif(WORLD < 2, reason="needs an MPI job of 2 or more processes (mpiexec -n 4, see .ci/run)"),
     pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning"),
 ]
-_EXAMPLES = os.environ.get("FUZZ9_EXAMPLES")
-_HANG_S = 240  # (a whole fuzzer's time: far beyond its run; only a hang gets there)
-_SHAPES = {2: [{"row": 2}], 3: [{"row": 3}], 4: [{"row": 4}, {"row": 2, "col": 2}]}.get(WORLD, [{"row": WORLD}])
 
 
 def fuzz(n: int):
     """A fuzzer's settings: ``n`` examples (``FUZZ9_EXAMPLES`` overrides), the same on every process."""
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else n,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        phases=(Phase.explicit, Phase.generate),
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
-
-
-@pytest.fixture(autouse=True)
-def _no_hang():
-    """A test that hangs (a collective some process never enters) ends the job, with tracebacks."""
-    faulthandler.dump_traceback_later(_HANG_S, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
-
-def _world():
-    from mpi4py import MPI
-
-    return MPI.COMM_WORLD
-
-
-def agree(message: str | None) -> None:
-    """Fail on every process when any one has a ``message`` (a check failed there), naming them all."""
-    seen = _world().allgather(message)
-    bad = {r: m for r, m in enumerate(seen) if m is not None}
-    if bad:
-        raise AssertionError("; ".join(f"process {r}: {m}" for r, m in bad.items()))
-
-
-# --------------------------------------------------------------------------------------------- data
-
-_MESHES: dict = {}
-
-
-def _mesh(shape: dict) -> sa.Mesh:
-    key = tuple(shape.items())
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape), comm="mpi", backend="numpy")
-    return _MESHES[key]
-
-
-@st.composite
-def meshes(draw):
-    return _mesh(draw(st.sampled_from(_SHAPES)))
+    return mpi_fuzz(n, "FUZZ9_EXAMPLES")
 
 
 PARTS = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0, 2.0, 0.5])
@@ -166,27 +120,6 @@ def cases(draw, dtypes=COMPLEX, min_dims=1, max_dims=2, min_side=0):
 # --------------------------------------------------------------------------------------------- checks
 
 
-def _gathered(got):
-    """The result as NumPy values (``numpy()`` of each array: a collective every process enters)."""
-    if isinstance(got, (tuple, list)):
-        return type(got)(_gathered(g) for g in got)
-    if isinstance(got, sa.ShardArray):
-        return got.numpy()
-    return got
-
-
-def _digest(values, h=None) -> str:
-    h = hashlib.sha256() if h is None else h
-    for v in values if isinstance(values, (tuple, list)) else (values,):
-        if isinstance(v, (tuple, list)):
-            _digest(v, h)
-            continue
-        a = np.asarray(v)
-        h.update(f"{type(v).__name__}{a.dtype}{a.shape}".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
 def _bits(a) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.uint8)
 
@@ -200,12 +133,6 @@ def _same(g, e, exact: bool = True) -> None:
         assert np.array_equal(_bits(g), _bits(e)), f"not NumPy's bits:\n{g!r}\nNumPy:\n{e!r}"
     else:
         np.testing.assert_array_equal(g, e)
-
-
-def _quiet(fn):
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return fn()
 
 
 def _outcome(fn):
