@@ -73,8 +73,25 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     return wrap(in_order(fn(*full), dims))
 
 
+#: the NumPy ufunc of each operator, for NumPy scalar operands (``_binary``)
+_UFUNCS = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide, "pow": np.power,
+    "floor_divide": np.floor_divide, "remainder": np.remainder, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "bitwise_left_shift": np.left_shift,
+    "bitwise_right_shift": np.right_shift, "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+}  # fmt: skip
+
+
 def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
+    ufunc = _UFUNCS[name]
+
     def op(self: Array, other: Any) -> Any:
+        if isinstance(other, (np.number, np.bool_)) and not isinstance(other, (int, float, complex)):
+            # a NumPy scalar is a typed operand (NEP 50): NumPy's ufunc protocol decides its dtype, as for
+            # ``np.add(x, np.float32(2))``, and a loop NumPy lacks (``x // np.complex64(1j)``) is a typed error
+            # rather than Python's bare "unsupported operand" (the scalar's own operator gives up on an Array)
+            return ufunc(other, self) if reflected else ufunc(self, other)
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
             if isinstance(other, (list, tuple)):  # host data, as a NumPy array is (and x == [...] is not False)
                 raise DTypeError(
