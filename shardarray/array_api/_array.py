@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..array import OpTable, ShardArray, as_kind
+from ..core import leader
 from ..core.tape import in_use
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..numpy_protocol import ndarray_methods as _methods
@@ -140,7 +141,7 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
 def _write_back(x: Array, other: Any, compute: Callable[[], ShardArray], name: str) -> Any:
     """``compute()`` (``x op other``) checked to keep ``x``'s shape and dtype and written into ``x`` (returned),
     under the lock of in-place writes; the result itself where the tape depends on ``x`` or on it (``_inplace``)."""
-    with WRITES:
+    with WRITES, leader.keep_first():  # computed in x's layout: the result goes back there (core.leader)
         out = compute()
         _check_inplace(x, other, out, name)
         if in_use(x) or in_use(out):

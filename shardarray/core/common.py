@@ -180,7 +180,9 @@ def merged_axes(arrays: Sequence[ShardArray], dims: Sequence[str]) -> dict[str, 
 
     A dim keeps the axes of the first operand that splits it, unless one of
     those axes already splits an earlier dim; then it stays unsplit and the
-    operands are brought to this layout (a slice, or an allgather).
+    operands are brought to this layout (a slice, or an allgather). Elementwise ops
+    and einsums try each operand first and keep the order whose moves cost least
+    (``core.leader``).
     """
     taken: set[str] = set()
     out: dict[str, tuple[str, ...]] = {d: () for d in dims}

@@ -25,7 +25,6 @@ consumer, an allreduce otherwise), as a contraction of split dims always is.
 
 from __future__ import annotations
 
-import math
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,11 +34,12 @@ import numpy as np
 
 from .. import profiler
 from ..array import ShardArray
+from ..core import leader
 from ..core.common import map_blocks, merged_axes, mesh_order
 from ..core.plans import map_classes
 from ..core.relayout import to_axes
 from ..errors import DimensionError
-from ..layout import Layout, block_bounds
+from ..layout import Layout
 
 _LETTERS = string.ascii_letters
 
@@ -118,45 +118,19 @@ def plan_contract(
     )
 
 
-def _block(mesh: Any, sizes: Sequence[int], axes: Sequence[tuple[str, ...]]) -> int:
-    """The largest block of an array of ``sizes`` split over ``axes`` (per dim): nested ceil-chunks."""
-    return math.prod(-(-n // math.prod(mesh.axis_size(a) for a in ax)) for n, ax in zip(sizes, axes))
-
-
-def _receives(op: ShardArray, target: tuple[tuple[str, ...], ...]) -> int:
-    """The most entries a device receives moving ``op`` to the per-dim axes ``target``: its new block less the
-    part of it that it holds (``move_axes``'s bound)."""
-    old = block_bounds(op.mesh, op.spec)
-    new = block_bounds(op.mesh, Layout(op.dims, op.shape, target))
-    most = 0
-    for have, want in zip(old, new):
-        size = math.prod(b - a for a, b in want)
-        held = math.prod(max(0, min(b, d) - max(a, c)) for (a, b), (c, d) in zip(want, have))
-        most = max(most, size - held)
-    return most
-
-
 def _leader(
     operands: Sequence[ShardArray], dims: tuple[str, ...], sizes: dict[str, int], out_dims: tuple[str, ...]
 ) -> dict[str, tuple[str, ...]] | None:
-    """The computation layout with the cheapest moves, each operand tried as the one that decides (``merged_axes``
-    with it first), and the first one's with the axes that operands use on different dims moved onto a contracted
-    dim; None when the operands' layouts do not conflict (every order gives the same layout).
+    """The computation layout with the cheapest moves, each operand tried as the one that decides
+    (``core.leader.candidates``), and the first one's with the axes that operands use on different dims moved onto
+    a contracted dim; None when the operands' layouts do not conflict (every order gives the same layout).
 
-    The cost of a layout is what a device receives: for each operand that must give up an axis (not reachable by
-    local slices) its new block less what it holds of it, plus the result block when a contracted dim is split
-    there (its allreduce to come). The earlier operand wins a tie.
+    The cost of a layout is what a device receives: ``core.leader.move_cost`` (for each operand that must give up
+    an axis, not reachable by local slices, its new block less what it holds of it), plus the result block when a
+    contracted dim is split there (its allreduce to come). The earlier operand wins a tie.
     """
     mesh = operands[0].mesh
-
-    def real(axes: tuple[str, ...]) -> tuple[str, ...]:  # (an axis of size 1 moves nothing)
-        return tuple(a for a in axes if mesh.axis_size(a) > 1)
-
-    candidates: list[dict[str, tuple[str, ...]]] = []
-    for i in range(len(operands)):
-        axes = merged_axes([operands[i], *operands[:i], *operands[i + 1 :]], dims)
-        if axes not in candidates:
-            candidates.append(axes)
+    candidates = leader.candidates(operands, dims)
     if len(candidates) == 1:
         return None
     # the axes two operands use on different dims, moved onto a contracted dim of every operand instead: two
@@ -175,13 +149,9 @@ def _leader(
             candidates.append(moved)
 
     def cost(axes: dict[str, tuple[str, ...]]) -> int:
-        total = 0
-        for op in operands:
-            target = tuple(axes[d] for d in op.dims)
-            if any(t[: len(c)] != c for c, t in zip(map(real, op.spec.axes), map(real, target))):  # data moves
-                total += _receives(op, target)
-        if any(real(axes[d]) for d in dims if d not in out_dims):
-            total += _block(mesh, [sizes[d] for d in out_dims], [axes[d] for d in out_dims])
+        total = leader.move_cost(operands, axes)
+        if any(leader.real(mesh, axes[d]) for d in dims if d not in out_dims):
+            total += leader.block(mesh, [sizes[d] for d in out_dims], [axes[d] for d in out_dims])
         return total
 
     return min(candidates, key=cost)  # (the first of the cheapest: the earlier operand on a tie)

@@ -146,3 +146,16 @@ def test_a_list_operand_is_refused_not_compared_as_false(mesh):
     for expr in (lambda: a == [0.0, 1.0, 2.0], lambda: a != (0, 1, 2), lambda: a + [1, 2, 3], lambda: [1, 2, 3] * a):
         with pytest.raises(sa.DTypeError, match=r"xp.asarray\(value, device=x.device\)"):
             expr()
+
+
+def test_an_inplace_operator_computes_in_the_targets_layout():
+    """``x += y`` is computed where ``x`` lives (its result is written back there): only ``y`` moves, even where
+    the traffic-chosen layout of ``x + y`` would be ``y``'s (then the result would move back after)."""
+    mesh = sa.Mesh({"a": 2, "b": 2})
+    x = sa.relayout(xp.asarray(np.zeros((64, 16)), device=mesh), {"dim1": "a"})
+    y = sa.relayout(xp.asarray(np.arange(16.0), device=mesh), {"dim0": ("a", "b")})
+    with sa.comm_log() as log:
+        x += y
+    assert [(r.op, r.elements) for r in log.records] == [("allgather", 4)]
+    assert x.layout == {"dim1": ("a",)}
+    np.testing.assert_array_equal(x.numpy(), np.zeros((64, 16)) + np.arange(16.0))

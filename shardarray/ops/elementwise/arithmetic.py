@@ -3,7 +3,16 @@
 Operands are matched by dim name: a dim missing from one operand broadcasts,
 and the result has the dims of the first operand followed by the new dims of
 the others (``where(cond, x, y)``: of ``x`` first, see ``where``). Operands are
-brought to one layout first (see ``merged_axes``).
+brought to one computation layout first, chosen by traffic (``core.leader.cheapest``):
+each operand is tried as the one that decides (``merged_axes`` with it first), and
+the layout whose moves receive the fewest entries per device wins, the first
+operand on a tie. So operands that do not conflict get ``merged_axes`` in order
+(each dim split like the first operand that splits it), and of ``x{n: a}`` and a large
+``y{m: a, n}`` the small ``x`` is allgathered and the result is split like ``y``
+(not ``y`` alltoalled to ``n: a``). An operand with a pending sum keeps the first
+operand's rule (``merged_axes`` in order), as an einsum does. Inside
+``core.leader.keep_first()`` (for an in-place write, whose result goes back
+into its left operand's layout) the first operand's layout decides, whole.
 
 Each op declares the dtypes it is defined for (``dtypes.check_domain``):
 float-only ops (exp, log, tanh, sqrt, gelu) refuse bool and integer arrays,
@@ -32,7 +41,7 @@ import numpy as np
 from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...backend.meta import MetaArray
-from ...core import plans
+from ...core import leader, plans
 from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims, wrap_hint
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
@@ -194,14 +203,15 @@ def apply(
         kind: how a pending sum passes through (``"add"``, ``"mul"``, ``"div"``, ``"neg"``; None: resolved).
         domain: the dtypes the op is defined for (``dtypes.check_domain``; None: any).
         lead: the index, among the array operands, of the one whose dims come first
-            in the result and whose layout wins (0: the first array).
+            in the result and whose layout wins a tie of traffic (0: the first array).
     """
     key: Any = (
         name,
         kind,
         domain,
         lead,
-        plans.context_key(),  # plans.array_key per array operand, inlined
+        plans.context_key(),
+        leader.KEEP_FIRST.get(),  # (the layout rule: ``leader.choose``); plans.array_key per array operand, inlined
         *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
     )
     if (kind == "mul" or kind == "div") and _any_pending(args):
@@ -287,7 +297,9 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         order = [arrays[lead], *(a for i, a in enumerate(arrays) if i != lead)] if lead else arrays
         dims, sizes = union_dims(order, name)
         check_rules(mesh, dims, sizes, f"the result of {name}")
-        axes = merged_axes(order, dims)
+        # by traffic (each operand tried as the one that decides, the first on a tie); a pending operand keeps the
+        # first operand's rule, as an einsum's does: whether its sum passes through depends on the layout
+        axes = merged_axes(order, dims) if any(a.pending for a in arrays) else leader.choose(order, dims)
         if keep:
             pend_axes = next(a for a in arrays if a.pending).pending
             keep = not any(set(ax).intersection(pend_axes) for ax in axes.values())
@@ -622,7 +634,9 @@ def where(cond: ShardArray, x: Any, y: Any) -> ShardArray:
     The result has the dims of ``x`` first (then the new dims of ``y`` and
     ``cond``) and ``x``'s layout; when ``x`` is a scalar, ``y``'s; when both
     are, ``cond``'s. So ``where(mask, scores, -inf)`` keeps the dim order of
-    ``scores`` whatever the mask's order.
+    ``scores`` whatever the mask's order. Where the operands' layouts conflict,
+    the layout is the one whose moves receive least (the module docstring):
+    a large ``cond`` or ``y`` may decide where moving ``x`` costs less.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
