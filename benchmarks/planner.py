@@ -21,7 +21,8 @@ Python), ``graph`` (the default search: ``no_floor`` with the compute floor, ``s
 model's paths built from its five-layer twin's, ``sa.plan.deep``; the default pair is no_floor, graph) and
 ``no_deep`` (``graph`` with every path traced, for the layer series) and ``no_defer`` (``graph`` pricing every rule
 set that survives the affine rule exactly at once, not only those that can make the top k: ``search._Deferred``),
-interleaved A B A B over ``--repeat`` rounds.
+interleaved A B A B over ``--repeat`` rounds (each round runs every case, layer count and mode once, so a drift
+in the machine's load hits them alike).
 A search that passes ``--budget`` seconds is stopped; its row
 gives the rule sets it got through and the wall time projected from that rate (the later rule
 sets of the proxy order stop sooner, so the projection is an upper estimate). The best layouts of
@@ -31,7 +32,8 @@ the two modes are compared where both finish (layouts and peak memory exactly, s
                                  [--repeat 1] [--layers 1,6,24] [--json PATH] [--force]
 
 JSON (default /tmp/shardarray-bench/planner.json) has the machine's cores, thread settings and
-load before and after.
+load before and after, and each search's wall and CPU seconds (the CPU time is less disturbed by other tenants
+of a shared machine); the medians of each case and mode are printed at the end.
 """
 
 from __future__ import annotations
@@ -50,24 +52,26 @@ except ImportError:  # imported as benchmarks.planner
 GiB = 2**30
 _MODEL = {"vocab": 32768, "d_model": 1024, "n_layers": 6, "seq_len": 256}
 CASES = {
-    "small_2x4": ({"vocab": 512, "d_model": 64, "heads": 8, "d_kv": 16, "d_ff": 256, "n_layers": 2, "seq_len": 32},
-                  16, {"rows": 2, "cols": 4}),
+    "small_2x4": (
+        {"vocab": 512, "d_model": 64, "heads": 8, "d_kv": 16, "d_ff": 256, "n_layers": 2, "seq_len": 32},
+        16,
+        {"rows": 2, "cols": 4},
+    ),
     "0.14B_2x4": ({**_MODEL, "heads": 4, "d_kv": 256, "d_ff": 4096}, 32, {"rows": 2, "cols": 4}),
     "0.14B_2x2x2": ({**_MODEL, "heads": 4, "d_kv": 256, "d_ff": 4096}, 32, {"a": 2, "b": 2, "c": 2}),
     "meshtf_6layer_2x2x2": ({**_MODEL, "heads": 16, "d_kv": 64, "d_ff": 4096}, 64, {"x": 2, "y": 2, "z": 2}),
     "4.9B_8x8x8": ({**_MODEL, "heads": 256, "d_kv": 256, "d_ff": 262144}, 256, {"x": 8, "y": 8, "z": 8}),
 }
-MODES = {"before": {"seeds_first": False, "lower_bound": False, "memo": False, "graph": False},
-         "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False, "graph": False},
-         "no_affine": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": False, "graph": False},
-         "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": False},
-         "no_floor": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
-                      "floor": False},
-         "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True},
-         "no_deep": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
-                     "deep": False},
-         "no_defer": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True,
-                      "defer": False}}
+MODES = {
+    "before": {"seeds_first": False, "lower_bound": False, "memo": False, "graph": False},
+    "no_memo": {"seeds_first": True, "lower_bound": True, "memo": False, "graph": False},
+    "no_affine": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": False, "graph": False},
+    "after": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": False},
+    "no_floor": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True, "floor": False},
+    "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True},
+    "no_deep": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True, "deep": False},
+    "no_defer": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True, "defer": False},
+}
 
 
 class _Budget(Exception):
@@ -89,15 +93,22 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
     stats = sa.plan.SearchStats()
     done = [0, 0]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
 
     def progress(n: int, total: int) -> None:
         done[:] = [n, total]
         if time.perf_counter() - t0 > budget:
             raise _Budget
 
-    row = {"case": name, "mode": mode, "mesh": mesh, "config": cfg, "batch": batch, "budget_s": budget,
-           "memory_limit_bytes": memory}
+    row = {
+        "case": name,
+        "mode": mode,
+        "mesh": mesh,
+        "config": cfg,
+        "batch": batch,
+        "budget_s": budget,
+        "memory_limit_bytes": memory,
+    }
     saved = getattr(sa.plan.search, "_AFFINE_LAYERS", None)  # None: a tree from before the affine rule
     if saved is not None:
         sa.plan.search._AFFINE_LAYERS = affine
@@ -113,8 +124,17 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
         deep.DEEP = 10**9
     try:
         best = sa.plan.search_layouts(step, mesh, memory, top_k=top, stats=stats, progress=progress, **kwargs)
-        row.update(finished=True, best=[{"layout": p.describe(), "step_time_s": p.step_time_s,
-                                         "memory_bytes_per_device": p.memory_bytes_per_device} for p in best])
+        row.update(
+            finished=True,
+            best=[
+                {
+                    "layout": p.describe(),
+                    "step_time_s": p.step_time_s,
+                    "memory_bytes_per_device": p.memory_bytes_per_device,
+                }
+                for p in best
+            ],
+        )
     except _Budget:
         row.update(finished=False)
     finally:
@@ -127,7 +147,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
         if saved_defer is not None:
             sa.plan.search._DEFER = saved_defer
     seconds = time.perf_counter() - t0
-    row.update(seconds=seconds, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
+    cpu = time.process_time() - c0  # (less disturbed than the wall time by other tenants of a shared machine)
+    row.update(seconds=seconds, cpu_seconds=cpu, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
     if not row["finished"] and done[0]:
         row["projected_s"] = seconds * done[1] / done[0]
     return row
@@ -147,13 +168,17 @@ def _same_best(a: list[dict], b: list[dict]) -> bool:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8",
-                    help=f"comma-separated, of {', '.join(CASES)}")
-    ap.add_argument("--modes", default="no_floor,graph",
-                    help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
-                         "no_floor (after, priced from op graphs), graph (no_floor with the compute floor), "
-                         "no_deep (graph, a deep model's paths traced, not built from a shallow twin's), "
-                         "no_defer (graph, every survivor of the affine rule priced exactly at once)")
+    ap.add_argument(
+        "--cases", default="small_2x4,meshtf_6layer_2x2x2,4.9B_8x8x8", help=f"comma-separated, of {', '.join(CASES)}"
+    )
+    ap.add_argument(
+        "--modes",
+        default="no_floor,graph",
+        help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
+        "no_floor (after, priced from op graphs), graph (no_floor with the compute floor), "
+        "no_deep (graph, a deep model's paths traced, not built from a shallow twin's), "
+        "no_defer (graph, every survivor of the affine rule priced exactly at once)",
+    )
     ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (default 1)")
@@ -172,9 +197,10 @@ def main(argv: list[str] | None = None) -> dict:
     out = output_path(args.json, args.force)
     result = {"environment": {"before": environment()}, "runs": []}
     counts = [int(n) for n in args.layers.split(",") if n] or [None]
-    for case, layers in ((c, n) for c in cases for n in counts):
-        label = case if layers is None else f"{case}@{layers}L"
-        for _ in range(args.repeat):
+    pairs = [(c, n) for c in cases for n in counts]
+    for _ in range(args.repeat):  # each round runs every case, layer count and mode once: drift hits all alike
+        for case, layers in pairs:
+            label = case if layers is None else f"{case}@{layers}L"
             for mode in modes:  # A B A B
                 row = run_case(case, mode, args.budget, args.memory, args.top, layers)
                 row["label"] = label
@@ -182,13 +208,21 @@ def main(argv: list[str] | None = None) -> dict:
                 tail = "" if row["finished"] else f" (stopped; projected {row.get('projected_s', float('nan')):.0f} s)"
                 st = row["stats"]
                 walks = f"  {st.get('full_walks', 0)} exact walks, {st.get('full_traces', 0)} traces" if st else ""
-                print(f"{label:<26}{mode:<10}{row['seconds']:8.2f} s  {row['rule_sets_done']}/{row['legal']} rule sets"
-                      f"{walks}{tail}", flush=True)
+                took = f"{row['seconds']:8.2f} s ({row['cpu_seconds']:.2f} s CPU)"
+                print(
+                    f"{label:<26}{mode:<10}{took}  {row['rule_sets_done']}/{row['legal']} rule sets{walks}{tail}",
+                    flush=True,
+                )
+    for label in dict.fromkeys(r["label"] for r in result["runs"]):
         finished = [r for r in result["runs"] if r["label"] == label and r["finished"]]
         if len({m for m in (r["mode"] for r in finished)}) > 1:
             same = all(_same_best(r["best"], finished[0]["best"]) for r in finished)
             print(f"{label}: same best layouts in every mode: {same}")
             result.setdefault("same_best", {})[label] = same
+    for label, mode in dict.fromkeys((r["label"], r["mode"]) for r in result["runs"]):
+        rows = [r for r in result["runs"] if r["label"] == label and r["mode"] == mode]
+        wall, cpu = (sorted(r[k] for r in rows)[len(rows) // 2] for k in ("seconds", "cpu_seconds"))
+        print(f"median of {len(rows)}: {label:<26}{mode:<10}{wall:8.2f} s wall, {cpu:.2f} s CPU")
     result["environment"]["after"] = environment()
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")
