@@ -17,6 +17,7 @@ import numpy as np
 
 from ..array import OpTable, ShardArray, as_kind
 from ..core import leader
+from ..core.relayout import relayout
 from ..core.tape import in_use
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
 from ..numpy_protocol import ndarray_methods as _methods
@@ -116,9 +117,11 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
     holds the lock of in-place writes (``ops.indexing.writes``: two threads' ``x += 1`` both count).
 
     Inside ``sa.value_and_grad``/``grad``/``vjp``, where ``x`` or ``y`` is being differentiated or an op
-    recorded there was given ``x``, the result is a new array and ``x``'s name is rebound to it, as JAX's
-    arrays always do: a write in place is not differentiable, and would change the value a recorded
-    gradient reads.
+    recorded there was given ``x``, ``x`` takes the result's blocks and its place on the tape, so every name
+    bound to ``x`` still sees the new value and the gradient flows through it (``a = y; y += p`` gives ``a``
+    the sum, as in NumPy); the ops recorded before keep the old blocks, so their gradients read the values they
+    were given. A parameter being differentiated is the exception: its name is rebound to a new array, as
+    JAX's arrays always are (a parameter's value is the point the gradient is taken at).
 
     The standard forbids an in-place operator to change the shape or dtype of
     its left operand: ``x += y`` with a ``y`` that broadcasts ``x`` to a bigger
@@ -145,7 +148,15 @@ def _write_back(x: Array, other: Any, compute: Callable[[], ShardArray], name: s
         out = compute()
         _check_inplace(x, other, out, name)
         if in_use(x) or in_use(out):
-            return out
+            if (x._node is not None and x._node.name is None) or set(out.dims) != set(x.dims):
+                return out  # a parameter (or dims named otherwise): a new array, x's name rebound (JAX's way)
+            # recorded ops were given named views of x (their own references to its blocks): x takes out's
+            # blocks and tape node in place, so every name bound to x sees the new value, on the tape
+            if out.spec != x.spec:
+                out = relayout(transpose(out, x.dims) if out.dims != x.dims else out, x.layout)
+            x._layout, x._shards, x.pending = out._layout, out._shards, out.pending
+            x._node, x._resolved, x.host_range = out._node, out._resolved, out.host_range
+            return x
         swap_in(x, out)
     return x
 

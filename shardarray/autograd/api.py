@@ -19,6 +19,12 @@ from ..tree import tree_flatten, tree_unflatten
 
 
 def _check_leaf(x: ShardArray, i: int) -> None:
+    if x.dtype.kind == "c":  # a complex gradient's convention is the optimizer's business: refuse, name the way
+        raise DTypeError(
+            f"value_and_grad: parameter {i} {x.sizes} has complex dtype {x.dtype}; parameters must be real "
+            f"floating-point arrays. Differentiate its real and imaginary parts as two real parameters "
+            f"(z = re + 1j * im inside the function)"
+        )
     if not is_real_float(x.dtype):
         raise DTypeError(
             f"value_and_grad: parameter {i} {x.sizes} has dtype {x.dtype}; only floating-point arrays can be "
@@ -95,6 +101,15 @@ def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..
     in exactly its parameter's dims, layout and dtype, with no pending sum.
     Collectives of the backward pass follow from the layouts (the VJP of an
     einsum is an einsum; of a relayout, the inverse relayout).
+
+    Parameters are real (complex ones raise ``DTypeError``: pass the real and
+    imaginary parts as two real parameters). Complex values inside ``fn``
+    follow JAX's convention: a complex value's cotangent is ``dL/dx - i dL/dy``
+    for ``z = x + iy``, so the gradients of the real parts that reach the
+    parameters are the plain partial derivatives. At ties the cotangent is
+    shared as in JAX (``max``/``min`` reductions: equally among the maxima;
+    ``maximum``/``minimum``: half to each side; ``clip``: all to ``x`` at its
+    bounds, as PyTorch's ``clamp``).
 
     Args:
         fn: ``fn(params, *args) -> loss`` (or ``(loss, aux)``).
@@ -174,8 +189,11 @@ def vjp(
             f"(call sa.vjp once per output)"
         )
 
+    called = False  # (not ``tape.nodes``: a tree without leaves records nothing, yet its pullback may be called)
+
     def pullback(cotangent: ShardArray) -> Any:
-        if not tape.nodes:
+        nonlocal called
+        if called:
             raise TapeError(
                 "vjp: the pullback was already called; it can be called once (its recorded ops are released). "
                 "Call sa.vjp again for another cotangent"
@@ -188,6 +206,7 @@ def vjp(
                 f"vjp: the cotangent {cotangent.sizes} has dtype {cotangent.dtype}; it must be floating point "
                 f"(.astype({str(out.dtype)!r}))"
             )
+        called = True
         try:
             return _pull(tape, traced, params, out, cotangent)
         finally:

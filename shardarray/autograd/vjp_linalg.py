@@ -12,7 +12,8 @@ instead of returning a wrong gradient.
 * ``L = cholesky(A)``: ``Φ(S + S^T)`` with ``S = L^{-T} Φ(L^T Ḡ) L^{-1}`` (Murray 2016; Φ: lower triangle,
   halved diagonal), by two distributed back substitutions.
 * ``Q, R = qr(A)`` (reduced, ``m >= n``): ``(Q̄ + Q copyltu(R R̄^T - Q̄^T Q)) R^{-T}``.
-* ``s = svdvals(A)``: ``U diag(ḡ) V^T``; ``slogdet(A).logabsdet``: ``ḡ A^{-T}``.
+* ``s = svdvals(A)``: ``U diag(ḡ) V^T``; ``slogdet(A).logabsdet``: ``ḡ A^{-T}``; a complex ``slogdet(A).sign``:
+  ``i Im(ḡ sign) A^{-T}``.
 * ``U, S, Vh = svd(A)``: one share per factor (``_svd_part``); ``1/(s_j² - s_i²)`` split into
   ``1/(s_j - s_i)`` (dropped for equal values) and ``1/(s_j + s_i)`` (kept).
 * ``P = pinv(A)``: ``-PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)`` (Golub & Pereyra), from three ``k x k`` products.
@@ -39,7 +40,7 @@ from ..linalg.svd import svd
 from ..ops.cotangent import match
 from ..ops.creation.basic import asarray, from_blocks
 from ..ops.einsum import einsum
-from ..ops.elementwise.arithmetic import add, conj, divide, multiply, not_equal, real, subtract, where
+from ..ops.elementwise.arithmetic import add, conj, divide, imag, multiply, not_equal, real, subtract, where
 from ..ops.manipulation.structure import astype, rename
 from ..ops.reduction import reduce as red
 
@@ -227,6 +228,21 @@ def _slogdet(ctx: Context, g: ShardArray) -> list[Any]:
     a, i, j = ctx.args[0], ctx.args[2], ctx.args[3]
     yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})
     return [match(multiply(yt, resolve_to(g)), a)] + [None] * (len(ctx.args) - 1)
+
+
+@register_vjp("linalg.slogdet_sign")
+def _slogdet_sign(ctx: Context, g: ShardArray) -> list[Any]:
+    """``sign = det A / |det A|`` of a complex matrix (a real one's is piecewise constant: no node is recorded).
+
+    ``d sign = i Im(tr(A^{-1} dA)) sign`` (JAX's JVP), so in JAX's convention of complex cotangents
+    ``Ā = i Im(ḡ sign) A^{-T}``: one ``inv`` and two broadcast products.
+    """
+    a, i, j = ctx.args[0], ctx.args[2], ctx.args[3]
+    if a.dtype.kind != "c":
+        return [None] * len(ctx.args)
+    yt = rename(_plain(inv)(a, (i, j)), {i: j, j: i})
+    coef = multiply(imag(multiply(resolve_to(g), ctx.out)), 1j)
+    return [match(multiply(yt, coef), a)] + [None] * (len(ctx.args) - 1)
 
 
 def _eig_parts(ctx: Context) -> tuple[ShardArray, ShardArray, ShardArray, str, str, str]:

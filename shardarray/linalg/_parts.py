@@ -53,6 +53,12 @@ def slogdet_logabs(x: ShardArray, logabs: ShardArray, rows: str, cols: str) -> S
     return _copy(logabs)
 
 
+@differentiable("linalg.slogdet_sign")
+def slogdet_sign(x: ShardArray, sign: ShardArray, rows: str, cols: str) -> ShardArray:
+    """``slogdet(x).sign`` of a complex ``x``, recorded as a function of ``x`` (a real one's is constant)."""
+    return _copy(sign)
+
+
 @differentiable("linalg.eigh_values")
 def eigh_values(x: ShardArray, w: ShardArray, v: ShardArray, rows: str, cols: str) -> ShardArray:
     """``eigh(x).eigenvalues`` (computed untraced, with the eigenvectors ``v``), recorded as a function of ``x``."""

@@ -46,7 +46,7 @@ from ..ops.elementwise.arithmetic import exp, multiply
 from ..ops.manipulation.structure import astype, rename, transpose
 from ._checks import cholesky_failed, eigh_failed, finite_only, lu_failed
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
-from ._parts import eigh_values, eigh_vectors, slogdet_logabs, traced, untraced
+from ._parts import eigh_values, eigh_vectors, slogdet_logabs, slogdet_sign, traced, untraced
 from .cholesky2d import cholesky_2d
 from .spd import is_split, spd_inv, spd_slogdet, spd_solve
 from .svd import _real
@@ -261,7 +261,9 @@ def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
     Cholesky (**one allreduce** over the matrix axes after it), ``sign = 1``;
     any other split matrix: the replicated LU fallback
     (``ReplicatedFallbackWarning``). Differentiable in ``logabsdet``
-    (``Ā = ḡ A^{-T}``).
+    (``Ā = ḡ A^{-T}``) and, for a complex matrix, in ``sign``
+    (``Ā = i Im(ḡ sign) A^{-T}``, JAX's convention); a real matrix's sign is
+    piecewise constant (zero gradient).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -274,6 +276,8 @@ def slogdet(x: ShardArray, dims: Any = None) -> SlogdetResult:
     with untraced():
         sign, logabs = _slogdet(x, dims)
     _, rows, cols = matrix_dims(x, dims, "slogdet")
+    if x.dtype.kind == "c":  # a complex sign moves with x (a real one is piecewise constant)
+        sign = slogdet_sign(x, sign, rows, cols)
     return SlogdetResult(sign, slogdet_logabs(x, logabs, rows, cols))
 
 

@@ -159,3 +159,29 @@ def test_an_inplace_operator_computes_in_the_targets_layout():
     assert [(r.op, r.elements) for r in log.records] == [("allgather", 4)]
     assert x.layout == {"dim1": ("a",)}
     np.testing.assert_array_equal(x.numpy(), np.zeros((64, 16)) + np.arange(16.0))
+
+
+def test_inside_the_gradient_an_inplace_operator_updates_every_alias():
+    """``a = y; y += p`` inside ``sa.grad`` gives ``a`` the new value, as NumPy (and the same function outside
+    the gradient) does, and the gradient flows through it."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    p0 = np.arange(6.0).reshape(3, 2) / 4
+
+    def add(p):
+        y = xp.zeros((3, 2), device=mesh)
+        a = y
+        y += p
+        return xp.sum(a * a)
+
+    def scale(p):
+        y = p * 1.0
+        a = y
+        y *= 2
+        return xp.sum(a * a)
+
+    p = xp.asarray(p0, device=mesh)
+    for f, want, grad in ((add, np.sum(p0 * p0), 2 * p0), (scale, np.sum(4 * p0 * p0), 8 * p0)):
+        assert float(f(p)) == pytest.approx(want)
+        value, g = sa.value_and_grad(f)(p)
+        assert float(value) == pytest.approx(want)
+        np.testing.assert_allclose(g.numpy(), grad)
