@@ -333,12 +333,12 @@ def test_fuzz_getitem_basic(data):
     run(lambda: a[host_key(tuple(key))], lambda: x[tuple(key)])
 
 
-def test_none_with_integer_arrays_is_a_typed_refusal():
-    """``None`` together with integer arrays is refused (documented), as an ``sa.ArgumentError``."""
+def test_none_with_integer_arrays_adds_the_axis_where_numpy_does():
+    """``None`` together with integer arrays (refused until round 11) adds its axis where NumPy puts it."""
+    a = np.arange(12.0).reshape(3, 4)
     with sa.default_mesh(_mesh({"row": 2, "col": 2})):
-        x = xp.asarray(np.arange(12.0).reshape(3, 4))
-        with pytest.raises(sa.ArgumentError, match="None"):
-            x[None, [0, 2]]
+        x = xp.asarray(a)
+        np.testing.assert_array_equal(x[None, [0, 2]].numpy(), a[None, [0, 2]])
 
 
 @st.composite

@@ -3,7 +3,10 @@
 ``sa.take`` along a split dim looks up, on each device, the ids that fall in
 its block (zeros elsewhere) and leaves a sum pending over the dim's mesh axes;
 these functions resolve it (one allreduce of the result over those axes), so
-their results are ordinary arrays. Nothing is gathered. Negative indices count
+their results are ordinary arrays. Indices split over the axis's own mesh axes
+are routed to the owners, or (few a device) allgathered over those axes with
+one reduce-scatter of the result back: the result is split like the indices.
+Nothing else is gathered. Negative indices count
 from the end; indices out of range raise ``DimensionError``.
 """
 
@@ -16,6 +19,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import common_mesh
 from ..core.relayout import resolve_to
+from ..dtypes import scalar_for_write
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
@@ -77,7 +81,9 @@ def take(x: ShardArray, indices: ShardArray, /, *, axis: int | None = None) -> A
 
     Collectives: none along an unsplit axis; along a split one each device
     looks up the indices in its block and one allreduce over the axis's mesh
-    axes completes the result (the named ``sa.take`` plus its resolution).
+    axes completes the result (the named ``sa.take`` plus its resolution);
+    indices split over those mesh axes too come back split like them (routed,
+    or one reduce-scatter of the result).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -148,10 +154,83 @@ __all__ = ["take", "take_along_axis"]
 # ----------------------------------------------------------------- x[key] and x[key] = v
 def _part2(what: str) -> ArgumentError:
     return ArgumentError(
-        f"{what}: a boolean mask must be the whole index (x[mask] or x[mask, ...], the mask over the leading "
-        f"axes) or come first with basic indices after it (x[mask, 1:3] reads); True/False and masks elsewhere "
-        f"or with integer arrays are not supported: index in two steps, or use xp.nonzero(mask) for integer indices"
+        f"{what}: a 0-d boolean index (True/False) together with integer-array indices is not supported (ints, "
+        f"slices, None, Ellipsis and masks of one or more axes are); index in two steps (x[idx][None] for True, "
+        f"an empty selection for False)"
     )
+
+
+def _zero_d_bool(k: Any) -> bool:
+    """Whether ``k`` is a 0-d boolean index (``True``, ``np.True_``, a 0-d boolean array)."""
+    if isinstance(k, (bool, np.bool_)):
+        return True
+    return isinstance(k, (np.ndarray, ShardArray)) and k.dtype.kind == "b" and k.ndim == 0
+
+
+def _bool_array(k: Any) -> Any:
+    """``k`` as a boolean mask of one or more axes (a NumPy array or a ShardArray), else None."""
+    if isinstance(k, ShardArray):
+        return k if k.dtype.kind == "b" and k.ndim else None
+    if isinstance(k, (list, np.ndarray)):
+        arr = np.asarray(k)
+        return arr if arr.dtype.kind == "b" and arr.ndim else None
+    return None
+
+
+def _int_like(k: Any) -> bool:
+    """Whether ``k`` indexes one axis by one integer (an int, a 0-d integer array)."""
+    if isinstance(k, (bool, np.bool_)):
+        return False
+    if isinstance(k, (int, np.integer)):
+        return True
+    return isinstance(k, (np.ndarray, ShardArray)) and k.ndim == 0 and k.dtype.kind in "iu"
+
+
+def split_bools(x: ShardArray, key: Any, what: str) -> tuple[tuple[Any, ...], tuple[bool, int] | None]:
+    """A positional key without booleans, and where a 0-d boolean left its axis: NumPy's rules for boolean indices.
+
+    A mask of ``k >= 1`` axes anywhere in the key is its ``nonzero()``: ``k`` integer arrays in its place (NumPy's
+    own definition), after its shape is checked against the axes it covers (``DimensionError``); a split mask's
+    indices come from ``sa.nonzero`` (no gather). 0-d booleans (``x[True]``, ``x[0, False]``) index no axis and
+    add one of length 1 (all True) or 0: they are taken out, and the second value is ``(all true, position of
+    that axis in the result)``, or None for a key without them. As in NumPy, they and the ints are advanced
+    indices: their axis stands where the first of them stood when they are adjacent, else first. Together with
+    integer arrays they raise ``ArgumentError`` (not supported).
+    """
+    if not isinstance(key, tuple):
+        key = (key,)
+    eats = [
+        0 if k is None or k is Ellipsis or _zero_d_bool(k) else (a.ndim if (a := _bool_array(k)) is not None else 1)
+        for k in key
+    ]
+    dots = next((i for i, k in enumerate(key) if k is Ellipsis), len(key))
+    out: list[Any] = []
+    for i, k in enumerate(key):
+        mask = _bool_array(k)
+        if mask is None:
+            out.append(k)
+            continue
+        start = sum(eats[:i]) if i < dots else x.ndim - sum(eats[i:])
+        if tuple(mask.shape) != x.shape[start : start + mask.ndim] or start + mask.ndim > x.ndim or start < 0:
+            raise DimensionError(
+                f"{what}: the boolean mask of shape {tuple(mask.shape)} at index position {i} must match the axes "
+                f"{start}..{start + mask.ndim - 1} it covers of the array of shape {x.shape}"
+            )
+        out.extend(_nonzero(mask) if isinstance(mask, ShardArray) else np.nonzero(mask))
+    bools = [i for i, k in enumerate(out) if _zero_d_bool(k)]
+    if not bools:
+        return tuple(out), None
+    if any(_is_ids(k) and not _zero_d_bool(k) and np.ndim(k) for k in out):
+        raise _part2(what)
+    truth = all(bool(out[i]) for i in bools)
+    adv = [i for i, k in enumerate(out) if i in bools or _int_like(k)]
+    at = 0
+    if adv == list(range(adv[0], adv[0] + len(adv))):  # adjacent: the axis where the first of them stood
+        real = sum(1 for k in out if k is not None and k is not Ellipsis and not _zero_d_bool(k))
+        at = sum(
+            1 if k is None or isinstance(k, slice) else x.ndim - real if k is Ellipsis else 0 for k in out[: adv[0]]
+        )
+    return tuple(k for i, k in enumerate(out) if i not in bools), (truth, at)
 
 
 def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, ...]:
@@ -189,15 +268,35 @@ def _is_ids(k: Any) -> bool:
 
 
 def getitem(x: ShardArray, key: Any) -> ShardArray:
-    """``x[key]`` by position (NumPy rules): ints, slices, Ellipsis, None, 0-d integer arrays and integer arrays.
+    """``x[key]`` by position (NumPy rules): ints, slices, Ellipsis, None, integer arrays and boolean masks.
 
     Slices of split axes are one ``alltoallv`` (``isel``), ints of split axes
-    broadcast their row, integer arrays are ``sa.take`` (one allreduce over a
-    split axis's mesh axes). Several integer arrays (and ints with them)
-    broadcast together as in NumPy: the indexed axes are merged and indexed
-    by one flat position array.
+    broadcast their row, integer arrays are ``sa.take`` (one allreduce of the
+    result block over a split axis's mesh axes; indices split over those axes
+    come back split like them: routed, or one reduce-scatter). Several integer
+    arrays (and ints with them) broadcast together as in NumPy: the indexed
+    axes are merged and indexed by one flat position array; their axes stand
+    where the first of them stood when they are side by side, else first
+    (a slice, ``None`` or Ellipsis between them separates them). ``None``
+    adds an axis of length 1 at its place. A boolean mask of ``k`` axes
+    anywhere in the key is its ``nonzero()`` (``k`` integer arrays, as NumPy
+    defines it; a split mask's by ``sa.nonzero``, an exclusive scan of
+    counts); a mask over the leading axes alone is ``x[mask]``
+    (``ops/indexing/mask.py``). 0-d booleans (``x[True]``, ``x[0, :, False]``)
+    add an axis of length 1 (all True) or 0 where NumPy puts it; beside
+    integer arrays they raise ``ArgumentError``.
+
+    The result is a new array, never a view: a write into it does not reach
+    ``x``, nor a later write into ``x`` it (JAX's value semantics; NumPy's
+    basic slicing would alias).
     """
 
+    key, zero_d = split_bools(x, key, "x[...]")
+    if zero_d is not None:  # a new axis of length 1 (True) or 0 (False), where NumPy puts it
+        out = getitem(x, key)
+        (name,) = fresh(out.dims, 1)
+        out = expand_dims(out, name, zero_d[1])
+        return out if zero_d[0] else isel(out, {name: slice(0, 0)})
     key = normalize_key(x, key)
     if any(_is_ids(k) for k in key):
         return _advanced(x, key)
@@ -211,11 +310,6 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
 
 def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
     """``key`` with its Ellipsis expanded and missing trailing slices added (one entry per axis of ``x``)."""
-    if any(k is None for k in key):
-        raise ArgumentError(
-            "x[...]: None (newaxis) together with integer-array indices is not supported; "
-            "index first, then add axes with xp.expand_dims"
-        )
     if sum(k is Ellipsis for k in key) > 1:
         raise ArgumentError("x[...]: an index may hold at most one Ellipsis (...)")
     real = [k for k in key if k is not Ellipsis]
@@ -234,12 +328,66 @@ def _adjacent(key: tuple[Any, ...]) -> bool:
     """Whether the ints and integer arrays of ``key`` stand side by side, so that the result's broadcast axes take
     their place (NumPy's rule; else they come first). Anything between them separates them, as in NumPy, even
     an Ellipsis that stands for no axes (``x[:, 0, ..., ids]`` on a 3-D ``x``)."""
-    at = [i for i, k in enumerate(key) if k is not Ellipsis and not isinstance(k, slice)]
+    at = [i for i, k in enumerate(key) if k is not Ellipsis and k is not None and not isinstance(k, slice)]
     return at == list(range(at[0], at[0] + len(at)))
 
 
-def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
-    """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes."""
+def _new_axes(x: ShardArray, key: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool, list[int], int]:
+    """For an integer-array key with ``None``: the key without them, whether its ints and arrays stand side by
+    side (a ``None`` between them separates them, as a slice does), the positions of the new axes in the result
+    (ascending) and the result's number of axes, by NumPy's rule: the broadcast axes where the first int or array
+    stood when side by side, else first; the slices' and new axes in their order around them."""
+    adjacent = _adjacent(key)
+    nd = max(k.ndim for k in key if _is_ids(k))
+    real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    count, seen, at = 0, False, []
+    for k in key:
+        if k is None:
+            at.append(count + (nd if seen or not adjacent else 0))
+            count += 1
+        elif k is Ellipsis or isinstance(k, slice):
+            count += max(x.ndim - real, 0) if k is Ellipsis else 1
+        else:
+            seen = True
+    if not any(k is Ellipsis for k in key):
+        count += max(x.ndim - real, 0)
+    return tuple(k for k in key if k is not None), adjacent, at, nd + count
+
+
+def _drop_new_axes(value: Any, at: list[int], ndim: int, what: str) -> Any:
+    """A write's ``value`` without its axes at the key's new axes (``at``, of a selection of ``ndim`` axes,
+    right-aligned as NumPy broadcasts): they must have size 1 (``DimensionError`` otherwise)."""
+    if not isinstance(value, ShardArray):
+        if not np.ndim(value):
+            return value
+        value = np.asarray(value)
+    off = ndim - value.ndim  # (right-aligned; the positions go down, so a dropped axis moves none still to come)
+    for p in reversed(at):
+        j = p - off
+        if not 0 <= j < value.ndim:
+            continue
+        if value.shape[j] != 1:
+            raise DimensionError(
+                f"{what}: v of shape {tuple(value.shape)} does not broadcast to the selection: its axis {j} stands "
+                f"at a new (None) axis of length 1"
+            )
+        if isinstance(value, ShardArray):
+            value = squeeze(value, (value.dims[j],))
+        else:
+            value = value.reshape(value.shape[:j] + value.shape[j + 1 :])
+    return value
+
+
+def _advanced(x: ShardArray, key: tuple[Any, ...], adjacent: bool | None = None) -> ShardArray:
+    """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes (``adjacent``:
+    whether they stood side by side in the user's key, if it differs from ``key``)."""
+    if any(k is None for k in key):
+        bare, side, new, _ = _new_axes(x, key)
+        out = _advanced(x, bare, side)
+        for p in new:
+            (name,) = fresh(out.dims, 1)
+            out = expand_dims(out, name, p)
+        return out
 
     full = _expand(x, key)
     slices = {d: k for d, k in zip(x.dims, full) if isinstance(k, slice) and k != slice(None)}
@@ -281,17 +429,36 @@ def _advanced(x: ShardArray, key: tuple[Any, ...]) -> ShardArray:
     out = _take(x, flat, tmp)
     out = resolve_to(out) if out.pending else out
     rest = [d for d in x.dims if d != tmp]
-    at = x.dims.index(tmp) if _adjacent(key) else 0
+    at = x.dims.index(tmp) if (_adjacent(key) if adjacent is None else adjacent) else 0
     order = rest[:at] + list(dims) + rest[at:]
     return transpose(out, tuple(order))
 
 
 def setitem(x: ShardArray, key: Any, value: Any) -> None:
-    """``x[key] = value`` in place (ints, slices, Ellipsis, 0-d integer arrays; ``value`` a scalar or an array
-    broadcast right-aligned by position); see ``ops/indexing/setitem.py`` for the data movement."""
+    """``x[key] = value`` in place; keys as ``getitem`` reads them, ``value`` a scalar or an array broadcast
+    right-aligned to the selection (leading size-1 axes dropped, also where the selection is one element: NumPy
+    2.4 refuses ``x[i, j] = [v]`` but takes ``x[..., i, j] = [v]``; here both write). See
+    ``ops/indexing/setitem.py`` (basic keys) and ``ops/indexing/id_writes.py`` (integer arrays and masks that are
+    not leading: their ``nonzero()``) for the data movement.
 
-    key = normalize_key(x, key, "x[...] = v")
+    * Repeated indices: the last write wins, in NumPy's order of the broadcast index (deterministic on every mesh
+      and layout: the owners keep the value of the greatest position).
+    * Casts: an array value is cast to ``x``'s dtype as NumPy's assignment casts it (unsafely: floats truncate
+      into integers), except that a complex value (array or scalar) into a real array raises ``sa.DTypeError``
+      where NumPy would drop the imaginary part with a warning; a scalar is checked first (``sa.CastError`` for
+      an integer out of range or NaN into an integer dtype, where NumPy raises too).
+    * Integer arrays write with ``:`` slices only (others raise ``ArgumentError``: slice first); 0-d booleans
+      beside integer arrays raise ``ArgumentError``.
+    """
+
     check_host_value(value, "x[...] = v")
+    key, zero_d = split_bools(x, key, "x[...] = v")
+    if zero_d is not None:
+        value = _past_bool_axis(x, key, zero_d, value, "x[...] = v")
+        if zero_d[0]:
+            setitem(x, key, value)
+        return
+    key = normalize_key(x, key, "x[...] = v")
     if any(_is_ids(k) for k in key):
         _write_ids(x, key, value)
         return
@@ -300,6 +467,40 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
     if isinstance(value, ShardArray):
         value = _fit_value(x, items, new, value)
     _setitem(x, items, value)
+
+
+def _past_bool_axis(x: ShardArray, key: tuple[Any, ...], zero_d: tuple[bool, int], value: Any, what: str) -> Any:
+    """The value of a write whose key held 0-d booleans (``split_bools``), checked against NumPy's selection (the
+    rest of the key's, with their axis of length 1 or 0 at its place) and with its axis at that place dropped: the
+    value for the key without them. A scalar is checked against ``x``'s dtype even when nothing is written."""
+    truth, at = zero_d
+    nk = normalize_key(x, key, what)
+    if any(_is_ids(k) for k in nk):
+        raise _part2(what)
+    parse_key(x, nk)  # (typed errors for ints out of range, too many indices)
+    rest = np.broadcast_to(np.empty((), np.uint8), x.shape)[nk].shape  # (shape arithmetic on a 0-byte view)
+    sel = (*rest[:at], 1 if truth else 0, *rest[at:])
+    if not isinstance(value, ShardArray):
+        host = np.asarray(value)
+        if host.ndim == 0:
+            return scalar_for_write(value, x.dtype, f"{what} (the {x.dtype} array {x.sizes})")
+        value = host
+    if not _broadcasts(tuple(value.shape), sel):
+        raise DimensionError(f"{what}: v of shape {tuple(value.shape)} does not broadcast to the selection's {sel}")
+    if not truth:  # (nothing is written)
+        return value
+    j = at - (len(sel) - value.ndim)
+    if 0 <= j < value.ndim:  # (size 1: it broadcasts)
+        if isinstance(value, ShardArray):
+            return squeeze(value, (value.dims[j],))
+        return value.reshape(value.shape[:j] + value.shape[j + 1 :])
+    return value
+
+
+def _broadcasts(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    """Whether a value of shape ``have`` broadcasts to ``want`` right-aligned (leading size-1 axes allowed)."""
+    lead = have[: max(len(have) - len(want), 0)]
+    return all(a == 1 for a in lead) and all(a in (1, b) for a, b in zip(have[::-1], want[::-1]))
 
 
 def _host_value(x: ShardArray, value: Any) -> Any:
@@ -332,10 +533,16 @@ def _fit_value(x: ShardArray, items: dict[str, Any], new: list[int], value: Shar
     return rename(value, dict(zip(value.dims, names))) if value.dims != names else value
 
 
-def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set") -> None:
+def _write_ids(
+    x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set", adjacent: bool | None = None
+) -> None:
     """``x[key] = value`` (or, with ``mode="add"``, ``np.add.at(x, key, value)``) for a key with integer arrays:
     the arrays and ints broadcast together index their axes, the other entries must be ``:``. The (index,
-    value) pairs go to the devices owning the rows (``ops/indexing/id_writes.py``: alltoallv, no gather)."""
+    value) pairs go to the devices owning the rows (``ops/indexing/id_writes.py``: alltoallv, no gather). ``None``
+    in the key adds axes of length 1 to the selection (the value's axes there must be 1)."""
+    if any(k is None for k in key):
+        key, adjacent, new, ndim = _new_axes(x, key)
+        value = _drop_new_axes(value, new, ndim, "x[...] = v")
     full = _expand(x, key)
     if any(isinstance(k, slice) and k != slice(None) for k in full):
         raise ArgumentError(
@@ -360,7 +567,7 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
     sizes = dict(zip(bnames, shape))
     coords = [a if a.shape == shape and a.ndim == nd else _spread(a, sizes, bnames) for a in arrays]
     rest = [d for d in x.dims if d not in adv_dims]
-    at = adv[0] if _adjacent(key) else 0
+    at = adv[0] if (_adjacent(key) if adjacent is None else adjacent) else 0
     names = rest[:at] + list(bnames) + rest[at:]
     target = {**{d: x.sizes[d] for d in rest}, **sizes}
     if isinstance(value, ShardArray):
@@ -383,9 +590,14 @@ def _write_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set
         if ones:
             value = squeeze(value, ones)
         value = broadcast_to(value, {n: target[n] for n in names})
-    elif np.ndim(value):
-        value = _asarray(np.asarray(value), dims=tuple(names[len(names) - np.ndim(value) :]), mesh=x.mesh)
-        return _write_ids(x, key, wrap(value), mode)
+    elif np.ndim(value):  # a host array: onto the mesh unsplit (leading size-1 axes beyond the selection's dropped)
+        host = np.asarray(value)
+        lead = 0
+        while host.ndim - lead > len(names) and host.shape[lead] == 1:
+            lead += 1
+        host = host.reshape(host.shape[lead:])
+        dims = tuple(fresh(x.dims, host.ndim, "v"))
+        return _write_ids(x, key, wrap(_asarray(host, dims=dims, mesh=x.mesh)), mode, adjacent)
     write_at(x, adv_dims, coords, value, mode)
 
 
@@ -418,6 +630,12 @@ def add_at(x: ShardArray, key: Any, value: Any) -> None:
                 f"the array of shape {x.shape}"
             )
         key = _nonzero(mask) if isinstance(mask, ShardArray) else np.nonzero(mask)
+    key, zero_d = split_bools(x, key, "np.add.at")
+    if zero_d is not None:  # each selected entry once: x[key] += v
+        value = _past_bool_axis(x, key, zero_d, value, "np.add.at")
+        if zero_d[0]:
+            add_at(x, key, value)
+        return
     key = normalize_key(x, key, "np.add.at")
     if any(_is_ids(k) for k in key):
         _write_ids(x, key, value, "add")

@@ -12,7 +12,16 @@ requests go to the owners and rows come back (alltoallv,
 ``take_routed.py``): the result is split like the ids. Ids split over axes
 that ``x`` uses (for its other dims, or for ``dim`` where a block of ids is
 too small to route) are allgathered over those axes only, keeping the others
-(a ``GatherWarning`` past ``route.GATHER_WARN_BYTES``).
+(a ``GatherWarning`` past ``route.GATHER_WARN_BYTES``, naming the bytes of the
+gather and of the way back). Where they lost axes of ``dim`` (fewer than
+``ROUTE_MIN_IDS`` ids a device), each device looks up the gathered ids in its
+block and **one reduce-scatter** of the result over those axes gives every
+device the rows of its own ids: it receives ``k - 1`` blocks of the result
+(``k`` the lost axes' size), never the whole result, and reads nothing on the
+host. The result is then split like the ids, as the routed path leaves it, so
+its layout does not depend on how many ids there are. (The alternative, a
+pending sum over ``dim``'s axes, would be resolved by an allreduce of the whole
+gathered result: twice the bytes of the reduce-scatter, ``k`` times the block.)
 
 The ids' range ``[0, size)`` is checked without a device-to-host read per call
 (``check_ids``). Ids made by ``sa.asarray`` from host data carry their range
@@ -43,7 +52,7 @@ from ...core.common import common_mesh, map_blocks, merged_axes, mesh_order, new
 from ...core.relayout import relayout, to_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError, DTypeError, OutOfBoundsError
-from ...layout import block_bounds, check_dims, check_sizes
+from ...layout import Layout, block_bounds, check_dims, check_sizes
 from ...mesh import Mesh
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import equal
@@ -94,6 +103,7 @@ class _Plan:
                 if not self.axes[d] and ids.spec.of(d):
                     self.axes[d] = tuple(a for a in ids.spec.of(d) if a not in taken)
                     taken.update(self.axes[d])
+        self.back = None if self.routed else _scatter_back(ids, split, self.axes, self.out_dims)
         self.x_order = (*self.shared, dim, *self.rest)
         self.ids_order = (*self.shared, *self.own)
         local = (*self.shared, *self.own, *self.rest)
@@ -120,6 +130,47 @@ class _Plan:
     @staticmethod
     def sizes_of(block: Any, dims: tuple[str, ...], which: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(block.shape[dims.index(d)] for d in which)
+
+
+def _scatter_back(
+    ids: ShardArray, split: tuple[str, ...], axes: dict[str, tuple[str, ...]], out_dims: tuple[str, ...]
+) -> tuple[tuple[str, ...], ...] | None:
+    """The result layout that gives the ids' dims back the axes of ``dim`` (``split``) they lost to the lookup, or
+    None where they lost none: the pending sum over ``split`` is then resolved by a reduce-scatter along those
+    axes, each device keeping its own ids' rows (the result split like the ids, as the routed path leaves it).
+
+    A dim keeps the ids' order of its axes where its computation axes are among the ids' own (the lost axes are
+    put back in place), else the lost axes follow its computation axes.
+    """
+    lost = {d: tuple(a for a in ids.spec.of(d) if a in split and a not in axes[d]) for d in ids.dims}
+    if not any(lost.values()):
+        return None
+    target = dict(axes)
+    for d, gone in lost.items():
+        if not gone:
+            continue
+        have = ids.spec.of(d)
+        if set(axes[d]) <= set(have):
+            target[d] = tuple(a for a in have if a in axes[d] or a in gone)
+        else:
+            target[d] = (*axes[d], *gone)
+    return tuple(target[d] for d in out_dims)
+
+
+def _rows_back(plan: _Plan, x: ShardArray, ids: ShardArray) -> str:
+    """The warning's words on the rows' way back to ids that lost axes of ``dim`` (``plan.back``): one
+    reduce-scatter over those axes, and the bytes a device receives in it (``(k - 1)`` result blocks)."""
+    if plan.back is None:
+        return ""
+    gone = {a for axes in plan.back for a in axes}.difference(a for axes in plan.out_axes.values() for a in axes)
+    k = x.mesh.axes_size(tuple(gone))
+    spec = Layout(plan.out_dims, tuple(plan.sizes[d] for d in plan.out_dims), plan.back)
+    blk = max((math.prod(hi - lo for lo, hi in b) for b in block_bounds(x.mesh, spec)), default=0)
+    axes = tuple(a for a in x.mesh.axis_names if a in gone)
+    return (
+        f" (the rows then come back by one reduce-scatter over {axes}, {(k - 1) * blk * x.dtype.itemsize} bytes "
+        f"received per device; below {ROUTE_MIN_IDS} ids a device, requests are not routed)"
+    )
 
 
 def _largest_block(a: ShardArray) -> int:
@@ -297,7 +348,10 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     ``np.take``). If ``dim`` is split and the ids are not, the result is
     pending over its axes; ids split over ``dim``'s axes are routed to the
     owners (counts, requests and rows: three alltoallv, each of about the
-    device's block of ids) and the result is split like them.
+    device's block of ids) and the result is split like them; below
+    ``ROUTE_MIN_IDS`` ids a device they are allgathered over those axes
+    instead, looked up on every owner, and the rows come back by one
+    reduce-scatter of the result over them (split like the ids all the same).
 
     Args:
         x: the array to pick from, e.g. an embedding table (vocab, d_model).
@@ -326,7 +380,7 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
         f"take along {dim!r}",
         ids,
         plan.ids_axes,
-        f"x splits {dim!r} or its other dims over them; split the ids' new dims over the "
+        f"x splits {dim!r} or its other dims over them{_rows_back(plan, x, ids)}; split the ids' new dims over the "
         f"axes of {dim!r} and their shared dims as x's (or over axes x does not use) to avoid it",
     )
     if plan.routed:  # ids split over dim's axes: requests to the owners, rows back
@@ -355,7 +409,9 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
 
     used = {a for axes in plan.axes.values() for a in axes}
     shards = map_blocks(mesh, used, block, by_value(lows), x.shards, ids.shards)  # (devices that agree share a call)
-    return new_array(mesh, plan.out_dims, plan.sizes, plan.out_axes, shards, x.spec.of(dim), dtype=x.dtype)
+    out = new_array(mesh, plan.out_dims, plan.sizes, plan.out_axes, shards, x.spec.of(dim), dtype=x.dtype)
+    # ids that lost axes of dim to the lookup: the rows go back to them by one reduce-scatter of the result
+    return out if plan.back is None else to_axes(out, plan.back, False)
 
 
 def _scatter_rows(xp: Any, backend: Any, ids: Any, values: Any, n: int) -> Any:

@@ -5,7 +5,11 @@ renamed to a fresh name so that it becomes the lookup dim, the other dims
 are shared (elementwise). When ``dim`` is split each device looks up only
 the ids that fall in its own block of ``x`` (zeros elsewhere) and **one
 allreduce** over ``dim``'s mesh axes of the result block (the ids' block
-size, not ``x``'s) completes it: ``x`` is never gathered. The VJP is
+size, not ``x``'s) completes it: ``x`` is never gathered. Ids split over
+``dim``'s axes themselves are routed to the owners (``take_routed.py``), or,
+below ``take.ROUTE_MIN_IDS`` a device, allgathered over those axes and the
+rows returned by **one reduce-scatter** over them: either way the result is
+split like the ids. The VJP is
 ``take``'s: a scatter-add of the cotangent into each device's block of ``x``
 (no communication beyond bringing the cotangent to the ids' layout).
 """
@@ -40,7 +44,10 @@ def take_along_dim(x: ShardArray, ids: ShardArray, dim: Any) -> ShardArray:
 
     Collectives: none when ``dim`` is unsplit; else one allreduce over
     ``dim``'s mesh axes of the result block (each device contributes the
-    entries whose ids fall in its block). Differentiable in ``x``.
+    entries whose ids fall in its block); ids split over those axes too are
+    routed to the owners, or (few ids a device) allgathered over them with one
+    reduce-scatter of the result back (the result split like the ids).
+    Differentiable in ``x``.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
