@@ -109,6 +109,22 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
     return op
 
 
+def _divmod(reflected: bool) -> Callable[[Array, Any], Any]:
+    """``divmod(x, y)``: ``(x // y, x % y)``, as NumPy's ``np.divmod`` (two passes over the operands)."""
+    floor, rem = (
+        _binary(special.floor_divide, "floor_divide", reflected),
+        _binary(math_binary.remainder, "remainder", reflected),
+    )
+
+    def op(self: Array, other: Any) -> Any:
+        q = floor(self, other)
+        return q if q is NotImplemented else (q, rem(self, other))
+
+    op.__name__ = "__rdivmod__" if reflected else "__divmod__"
+    op.__doc__ = "``divmod``: the floor quotient and the remainder, as NumPy's ``np.divmod``."
+    return op
+
+
 def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any], Any]:
     """``x op= y``: ``x op y`` written into ``x`` in place, as NumPy does; the result keeps ``x``'s shape and dtype.
 
@@ -315,6 +331,7 @@ class Array(ShardArray):
     __floordiv__ = _binary(special.floor_divide, "floor_divide")
     __rfloordiv__ = _binary(special.floor_divide, "floor_divide", True)
     __mod__, __rmod__ = _binary(math_binary.remainder, "remainder"), _binary(math_binary.remainder, "remainder", True)
+    __divmod__, __rdivmod__ = _divmod(False), _divmod(True)
     __and__, __rand__ = _binary(logical.bitwise_and, "bitwise_and"), _binary(logical.bitwise_and, "bitwise_and", True)
     __or__, __ror__ = _binary(logical.bitwise_or, "bitwise_or"), _binary(logical.bitwise_or, "bitwise_or", True)
     __xor__, __rxor__ = _binary(logical.bitwise_xor, "bitwise_xor"), _binary(logical.bitwise_xor, "bitwise_xor", True)

@@ -61,3 +61,19 @@ def test_floor_divide_by_a_complex_numpy_scalar_is_a_typed_error(mesh):
     for f in (lambda: x // np.complex64(1j), lambda: np.complex64(1j) // x, lambda: x % np.complex64(1j)):
         with pytest.raises(sa.DTypeError, match="complex"):
             f()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+def test_divmod_is_numpys(mesh, dtype):
+    host = np.asarray([-7, -3, -1, 0, 2, 5, 9], dtype=dtype)
+    x = xp.asarray(host, device=mesh)
+    cases = [(x, 3, host, 3), (7, x[4:], 7, host[4:]), (x, np.int8(2), host, np.int8(2))]
+    cases.append((x, x[::-1] + 20, host, host[::-1] + 20))
+    for a, b, ha, hb in cases:
+        q, r = divmod(a, b)
+        wq, wr = np.divmod(ha, hb)
+        assert (q.dtype, r.dtype) == (wq.dtype, wr.dtype)
+        np.testing.assert_array_equal(q.numpy(), wq)
+        np.testing.assert_array_equal(r.numpy(), wr)
+    with pytest.raises(TypeError):
+        divmod(x, "2")
