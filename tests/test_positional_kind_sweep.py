@@ -394,6 +394,8 @@ METHOD_CALLS: dict[str, tuple[Callable[[Env, Any], Any], Any]] = {
                     lambda v: (v[1:, ::2], v[1], v[A_NP > 0.4])),
     "__matmul__": (lambda e, x: x @ e.B, lambda v: v @ B_NP),
     "__rmatmul__": (lambda e, x: e.B.__rmatmul__(x), lambda v: v @ B_NP),
+    "__divmod__": (lambda e, x: divmod(x, e.B), lambda v: divmod(v, B_NP)),
+    "__rdivmod__": (lambda e, x: divmod(0.5, x), lambda v: divmod(0.5, v)),
     "__abs__": (lambda e, x: abs(x), lambda v: abs(v)),
     "__neg__": (lambda e, x: -x, lambda v: -v),
     "__pos__": (lambda e, x: +x, lambda v: v),

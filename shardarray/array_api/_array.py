@@ -20,6 +20,7 @@ from ..core import leader
 from ..core.relayout import relayout
 from ..core.tape import in_use
 from ..errors import DimensionError, DTypeError, LayoutError, MeshError
+from ..mesh import Mesh
 from ..numpy_protocol import ndarray_methods as _methods
 from ..numpy_protocol import ndarray_views as _views
 from ..numpy_protocol import positional_functions, positional_ufuncs
@@ -27,6 +28,7 @@ from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary
 from ..ops.indexing.mask import bool_key, bool_lead, getitem_mask, setitem_mask
 from ..ops.indexing.writes import WRITES, check_host_value, swap_in
+from ..ops.manipulation.reshard import reshard
 from ..ops.manipulation.structure import transpose
 from . import _ew_special as special
 from ._align import align, in_order
@@ -237,13 +239,28 @@ class Array(ShardArray):
         return wrap(transpose(self, tuple(reversed(self.dims))))
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
-        """The array on ``device`` (a Mesh): itself when it is this array's mesh."""
+        """The array on ``device`` (a Mesh): itself when it is this array's mesh, else a copy there.
+
+        The copy is ``sa.reshard(x, device)``: block to block, with the namespace's default split on the
+        target (axis ``k`` over mesh axis ``k``), no host round trip of the whole array, differentiable;
+        both meshes in this process, or both MPI meshes over the same processes. ``stream`` is accepted
+        and ignored (each device's stream orders its own work).
+
+        Example:
+            >>> import shardarray.array_api as xp
+            >>> x = xp.asarray(np.arange(4.0), device=sa.Mesh({"a": 2}))
+            >>> y = x.to_device(sa.Mesh({"b": 4}))
+            >>> y.layout, y.shards[3]
+            ({'dim0': ('b',)}, array([3.]))
+        """
         if device is self.mesh or device == self.mesh:
             return self
-        raise MeshError(
-            f"to_device: the array lives on {self.mesh}, not {device}; moving arrays between meshes is a resharding "
-            f"copy: go through the host with xp.asarray(np.asarray(x), device=other_mesh)"
-        )
+        if not isinstance(device, Mesh):
+            raise MeshError(
+                f"to_device: device must be a sa.Mesh (the array lives on {self.mesh}); got "
+                f"{type(device).__name__} {device!r:.80}"
+            )
+        return wrap(reshard(self, device))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """DLPack's (device type, id) of the local shard: (1, 0) on CPU meshes, (2, gpu) for CuPy shards."""

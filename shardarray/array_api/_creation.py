@@ -214,6 +214,12 @@ def arange(
 ) -> Array:
     """Evenly spaced values in ``[start, stop)``: each device computes its own block ``start + i * step``.
 
+    Integer ``start``/``stop``/``step`` are exact in an integer dtype. Otherwise the values are computed in float64
+    and cast to ``dtype`` once: a float32 result is the correctly rounded value (NumPy's float32 ``arange`` adds a
+    rounded step and may differ by an ulp), and an integer ``dtype`` truncates each value toward zero
+    (``arange(0.5, 3.7, 0.4, dtype=int64)`` is ``[0, 0, 1, 1, 2, 2, 2, 3]``; NumPy's fills from the
+    difference of its first two truncated values and gives all zeros there).
+
     Example:
         >>> import shardarray.array_api as xp
         >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
@@ -307,8 +313,8 @@ def linspace(
         raise DTypeError(f"linspace makes floating-point values; got dtype {dt.name}")
     if cplx and dt.kind != "c":
         raise DTypeError(f"linspace: complex start/stop need a complex dtype; got {dt.name}")
-    work = np.complex128 if dt.kind == "c" else np.float64
-    # float64 gets only real start/stop here (complex ones need a complex dtype, checked above)
+    # NumPy's arithmetic: in complex128 for complex start/stop, else in float64 (cast to a complex dtype at the end)
+    work = np.complex128 if cplx else np.float64
     a, z = work(cast(Any, start)), work(cast(Any, stop))
     div = (num - 1) if endpoint else num
     delta = z - a
@@ -355,6 +361,44 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
         return (np.arange(c0, c1)[None, :] - np.arange(r0, r1)[:, None] == k).astype(dt)
 
     return _build(mesh, shp, dt, make)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
+    """Ones at and below the ``k``-th diagonal of an ``N x M`` array (``M`` defaults to ``N``), as ``np.tri``.
+
+    The default dtype is the default floating-point dtype (NumPy's ``float``); each device builds its own block
+    (no collective). ``np.tri(..., like=x)`` dispatches here.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.tri(3, 4, k=1, dtype=xp.int64).numpy()
+        array([[1, 1, 0, 0],
+               [1, 1, 1, 0],
+               [1, 1, 1, 1]])
+    """
+    shp = _shape((N, N if M is None else M), "tri")
+    k = _offset(k, "tri")
+    dt = _DEFAULT["f"] if dtype is None else as_dtype(dtype)
+
+    def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
+        (r0, r1), (c0, c1) = b
+        return (np.arange(c0, c1)[None, :] - np.arange(r0, r1)[:, None] <= k).astype(dt)
+
+    return _build(_mesh(device, "tri"), shp, dt, make)
+
+
+def identity(n: int, dtype: Any = None, *, device: Any = None) -> Array:
+    """The ``n x n`` identity, as ``np.identity`` (``eye(n)``; ``np.identity(n, like=x)`` dispatches here).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.identity(2).numpy()
+        array([[1., 0.],
+               [0., 1.]])
+    """
+    return eye(n, dtype=dtype, device=device)
 
 
 def _offset(k: Any, what: str) -> int:
@@ -531,10 +575,12 @@ __all__ = [
     "from_dlpack",
     "full",
     "full_like",
+    "identity",
     "linspace",
     "meshgrid",
     "ones",
     "ones_like",
+    "tri",
     "tril",
     "triu",
     "zeros",

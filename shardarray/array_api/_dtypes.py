@@ -22,7 +22,9 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, DTypeError, MeshError
+from ..mesh import Mesh
 from ..ops.manipulation import structure
+from ..ops.manipulation.reshard import reshard
 from ._array import wrap
 from ._creation import _copy
 
@@ -71,7 +73,8 @@ def astype(x: ShardArray, dtype: Any, /, *, copy: builtins.bool = True, device: 
         x: the array.
         dtype: the target dtype (``xp.float32``, ``"int64"``, ...).
         copy: False returns ``x`` itself when it already has ``dtype``.
-        device: the mesh of the result; only ``x``'s own mesh is allowed.
+        device: the mesh of the result: another one moves ``x`` there first (``sa.reshard``, as
+            ``x.to_device(device)``).
 
     A complex array is not cast to a real dtype (the standard forbids it): take
     ``xp.real(x)`` or ``xp.abs(x)`` first.
@@ -85,10 +88,9 @@ def astype(x: ShardArray, dtype: Any, /, *, copy: builtins.bool = True, device: 
     if not isinstance(x, ShardArray):
         raise DTypeError(f"astype takes an array; got {type(x).__name__}. Make one first with xp.asarray")
     if device is not None and device is not x.mesh and device != x.mesh:
-        raise MeshError(
-            f"astype: the array lives on {x.mesh}, not device={device}; astype does not move arrays between meshes "
-            f"(go through the host: xp.asarray(np.asarray(x), device=other_mesh))"
-        )
+        if not isinstance(device, Mesh):
+            raise MeshError(f"astype: device must be a sa.Mesh; got {type(device).__name__} {device!r:.80}")
+        return astype(wrap(reshard(x, device)), dtype, copy=False)  # (reshard copies: x.to_device's move)
     if not isinstance(copy, (builtins.bool, np.bool_)):
         raise ArgumentError(f"astype: copy must be True or False; got {copy!r}")
     dt = _dtype_of(dtype, "astype")

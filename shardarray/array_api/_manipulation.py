@@ -31,7 +31,7 @@ from ..ops.manipulation import dims as _dims
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation import repeat as _repeat
 from ..ops.manipulation.diff import diff as _diff
-from ..ops.manipulation.reshape import merge_dims, split_dim
+from ..ops.manipulation.reshape import split_dim
 from ..ops.manipulation.structure import broadcast_to as _broadcast_to
 from ..ops.manipulation.structure import rename, transpose
 from ._align import align, axes_dims, axes_size, axis_dim, broadcast_shape, fresh, merge
@@ -415,22 +415,15 @@ def _split(x: ShardArray, dim: str) -> bool:
 def _repeat_int(x: ShardArray, dim: str, r: int) -> ShardArray:
     if r == 1:
         return x.__copy__()  # (np.repeat copies: x itself would share later writes)
-    if not _split(x, dim):
-        return _repeat.repeat(x, r, dim)
-    p = x.dims.index(dim)
-    (name,) = fresh(x.dims, 1)
-    y = _broadcast_to(
-        x, {**{d: x.sizes[d] for d in x.dims[: p + 1]}, name: r, **{d: x.sizes[d] for d in x.dims[p + 1 :]}}
-    )
-    return merge_dims(y, (dim, name), dim)
+    return _repeat.repeat_split(x, r, dim)
 
 
 def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = None) -> Array:
     """Each element of ``x`` repeated along ``axis`` (None: the flattened array), as ``np.repeat``.
 
-    An integer ``repeats`` is local on an unsplit axis; on a split axis the
-    copies are made locally and the merged axis keeps its split (rebalanced by
-    ``merge_dims`` when the blocks do not line up). An array ``repeats`` makes
+    An integer ``repeats`` is local on an unsplit axis; on a split axis it is
+    one ``alltoallv`` over its axes (``repeat_split``: a device receives at
+    most its output block, nothing is gathered) and the axis keeps its split. An array ``repeats`` makes
     the result's size depend on data: its values are read on the host (it is
     one number per element of the axis), and ``x`` is indexed with the
     repeated positions (``take``; on a split axis one allreduce of the result).
@@ -461,6 +454,24 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
     return wrap(_repeat_int(x, dim, r))
 
 
+def _tile_split(x: ShardArray, dim: str, r: int) -> ShardArray:
+    """``r`` copies of ``x`` along its split ``dim``: a concatenation (one ``alltoallv``, each device sends its block
+    once per copy). When ``dim`` is shorter than its axes' device count ``k`` (blocks of at most one entry, some
+    empty) and ``r >= k``, ``dim`` is allgathered instead (at most ``k - 1`` blocks, fewer than the ``r`` copies a
+    device would send), broadcast along a new leading dim of ``r`` that takes its axes (a local slice) and merged
+    with ``dim`` (``merge``: local, or a pad and a slice of at most a block): no device sends more than about its
+    output block (the concatenation would have the few devices holding entries send every copy)."""
+    axes = x.spec.of(dim)
+    k = axes_size(x, axes)
+    if x.sizes[dim] >= k or r < k:
+        return _concat.concat([x] * r, dim)
+    x = relayout(x, {**x.layout, dim: None})  # (the other dims keep their axes)
+    p = x.dims.index(dim)
+    (name,) = fresh(x.dims, 1)
+    y = _broadcast_to(x, {**{d: x.sizes[d] for d in x.dims[:p]}, name: r, **{d: x.sizes[d] for d in x.dims[p:]}})
+    return merge(relayout(y, {**y.layout, name: axes}), (name, dim), dim)
+
+
 def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
     """``x`` repeated whole, as ``np.tile``: local along unsplit axes, a concatenation (one ``alltoallv``) along
     split ones."""
@@ -473,12 +484,16 @@ def tile(x: ShardArray, repetitions: tuple[int, ...], /) -> Array:
         x = _dims.expand_dims(x, name, 0)
     reps = (1,) * (x.ndim - len(reps)) + reps
     check_sizes(x.dims, [n * r for n, r in zip(x.shape, reps)], "the result of tile")  # (within int64)
-    local = {d: r for d, r in zip(x.dims, reps) if r != 1 and not _split(x, d)}
+    if 0 in reps or x.size == 0:  # (an empty result: nothing to move, the layout kept)
+        sizes = {d: n * r for d, n, r in zip(x.dims, x.shape, reps)}
+        return wrap(zeros(x.mesh, sizes, dtype=x.dtype, layout=x.layout))
+    # (the split dims' copies first, of the smallest data; then the local ones)
+    local = {d: r for d, r in zip(x.dims, reps) if r not in (0, 1) and not _split(x, d)}
+    for d, r in zip(x.dims, reps):
+        if r not in (0, 1) and _split(x, d):
+            x = _tile_split(x, d, r)
     if local:
         x = _repeat.tile(x, local)
-    for d, r in zip(x.dims, reps):
-        if r != 1 and _split(x, d):
-            x = isel(x, {d: slice(0, 0)}) if r == 0 else _concat.concat([x] * r, d)
     return wrap(x.__copy__() if x is given else x)  # (np.tile copies: x itself would share later writes)
 
 

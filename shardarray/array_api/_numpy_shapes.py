@@ -1,5 +1,5 @@
-"""NumPy's shape, sorting and construction extras beyond the array API standard: ``rot90``, ``delete``, ``insert``,
-``ediff1d``, ``resize``, ``trim_zeros``, ``vander``, ``select``, ``unwrap``, ``trapezoid``, ``lexsort``,
+"""NumPy's shape, sorting and construction extras beyond the array API standard: ``rot90``, ``block``, ``delete``,
+``insert``, ``ediff1d``, ``resize``, ``trim_zeros``, ``vander``, ``select``, ``unwrap``, ``trapezoid``, ``lexsort``,
 ``partition`` and ``argpartition``.
 
 Each takes NumPy's arguments and gives NumPy's result, composed of the namespace's own functions (``flip``,
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
-from ._array import HOOKS, Array
+from ._array import HOOKS, Array, wrap
 from ._statistical import _check
 
 
@@ -92,6 +92,83 @@ def rot90(m: Array, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
     if k == 1:
         return xp.permute_dims(xp.flip(m, axis=a1), tuple(perm))
     return xp.flip(xp.permute_dims(m, tuple(perm)), axis=a1)
+
+
+def _block_leaves(obj: Any, at: str, depth: int, out: list[tuple[str, int, Any]]) -> None:
+    """The leaves of ``block``'s nested lists as ``(index text, depth, leaf)``; NumPy's errors for tuples and empty
+    lists."""
+    if isinstance(obj, tuple):
+        raise DTypeError(
+            f"block: {at} is a tuple; only lists arrange blocks (np.block allows no tuples): write [a, b], not (a, b)"
+        )
+    if isinstance(obj, list):
+        if not obj:
+            raise DimensionError(f"block: the list at {at} is empty; give every list at least one block")
+        for i, o in enumerate(obj):
+            _block_leaves(o, f"{at}[{i}]", depth + 1, out)
+        return
+    out.append((at, depth, obj))
+
+
+def _block_leaf(leaf: Any, at: str, device: Any) -> Array:
+    """A leaf as an Array: an Array as it is, a Python or NumPy scalar as NumPy's ``asarray`` of it (its dtype)."""
+    if isinstance(leaf, ShardArray):
+        return wrap(leaf)
+    if isinstance(leaf, np.ndarray):
+        raise DTypeError(
+            f"block: {at} is a NumPy array of shape {leaf.shape}; NumPy arrays do not mix with an Array implicitly "
+            f"(that would copy host data onto the mesh). Convert it with xp.asarray(array, device=x.device)"
+        )
+    if not isinstance(leaf, (numbers.Number, np.generic)):
+        raise DTypeError(f"block: {at} is a {type(leaf).__name__}; blocks are Arrays or scalars")
+    return _xp().asarray(np.asarray(leaf), device=device)
+
+
+def _block_build(obj: Any, level: int, depth: int, ndim: int, done: dict[int, Array]) -> Array:
+    if isinstance(obj, list):
+        parts = [_block_build(o, level + 1, depth, ndim, done) for o in obj]
+        return parts[0] if len(parts) == 1 else _xp().concat(parts, axis=level - depth)
+    x = done[id(obj)]
+    return _xp().reshape(x, (1,) * (ndim - x.ndim) + x.shape) if x.ndim < ndim else x
+
+
+def block(arrays: Any) -> Array:
+    """An array assembled from nested lists of blocks, as ``np.block``.
+
+    The innermost lists are concatenated along the last axis, the lists holding them along the second-to-last,
+    and so on; every block first gets leading size-1 axes up to the larger of the nesting depth and the largest
+    block's ``ndim``. All lists must nest equally deep (else ``DimensionError``), tuples are refused
+    (``DTypeError``, as NumPy's ``TypeError``), and scalars are NumPy's ``asarray`` of them (their own dtype:
+    ``1.0`` is float64). Dtypes promote as ``concat``'s (NumPy 2). Collectives: ``concat``'s (an ``alltoallv``
+    of the smaller operands along a split axis), nothing gathered. Differentiable.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     a = xp.ones((2, 2))
+        ...     xp.block([[a, xp.zeros((2, 1))], [xp.zeros((1, 2)), xp.ones((1, 1))]]).numpy()
+        array([[1., 1., 0.],
+               [1., 1., 0.],
+               [0., 0., 1.]])
+    """
+    leaves: list[tuple[str, int, Any]] = []
+    _block_leaves(arrays, "arrays", 0, leaves)
+    depths = {d for _, d, _ in leaves}
+    if len(depths) > 1:
+        head = leaves[0]
+        odd = next(leaf for leaf in leaves if leaf[1] != head[1])
+        raise DimensionError(
+            f"block: lists nest to different depths: {head[0]} has depth {head[1]} but {odd[0]} has depth "
+            f"{odd[1]}; nest every block equally deep"
+        )
+    (depth,) = depths
+    first = next((leaf for _, _, leaf in leaves if isinstance(leaf, ShardArray)), None)
+    if first is None:
+        raise DTypeError("block: no block is an Array; give at least one (np.block of scalars is NumPy's own)")
+    done = {id(leaf): _block_leaf(leaf, at, wrap(first).device) for at, _, leaf in leaves}
+    ndim = max(depth, *(x.ndim for x in done.values()))
+    out = _block_build(arrays, 0, depth, ndim, done)
+    return _xp().asarray(out, copy=True) if out is done[id(first)] else out  # (NumPy's block copies)
 
 
 def _host_positions(obj: Any, n: int, what: str) -> np.ndarray:
@@ -582,6 +659,7 @@ def argpartition(a: Array, kth: int | Sequence[int], axis: int | None = -1) -> A
 
 __all__ = [
     "argpartition",
+    "block",
     "delete",
     "ediff1d",
     "insert",

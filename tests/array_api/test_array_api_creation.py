@@ -257,8 +257,29 @@ def test_astype(mesh):
     assert c is not a and c.numpy()[0, 0] == 1.5
     with pytest.raises(DTypeError, match="imaginary"):
         xp.astype(xp.asarray([1j]), xp.float64)
-    with pytest.raises(MeshError):
-        xp.astype(a, xp.float32, device=sa.Mesh({"other": 1}))
+    other = sa.Mesh({"other": 3})
+    d = xp.astype(a, xp.float32, device=other)  # another mesh: moved there (sa.reshard), then cast
+    assert d.mesh is other and d.dtype == xp.float32 and d.layout == {"dim0": ("other",)}
+    np.testing.assert_array_equal(d.numpy(), a.numpy().astype(np.float32))
+    with pytest.raises(MeshError, match="sa.Mesh"):
+        xp.astype(a, xp.float32, device="cpu")
+
+
+def test_to_device_moves_between_meshes_without_the_host(mesh):
+    """``x.to_device(other_mesh)`` is ``sa.reshard`` to the namespace's default split there (the array API's
+    copy to another device), differentiable; refused only for what is not a mesh."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(a, device=mesh)
+    other = sa.Mesh({"p": 3, "q": 2})
+    y = x.to_device(other)
+    assert isinstance(y, xp.Array) and y.mesh is other and y.layout == {"dim0": ("p",), "dim1": ("q",)}
+    np.testing.assert_array_equal(y.numpy(), a)
+    assert x.to_device(mesh) is x
+    g = sa.grad(lambda p: xp.sum(p.to_device(other) ** 2))(x)
+    assert isinstance(g, xp.Array) and g.mesh is mesh
+    np.testing.assert_allclose(g.numpy(), 2 * a)
+    with pytest.raises(MeshError, match="sa.Mesh"):
+        x.to_device("cpu")
 
 
 def test_info(mesh):

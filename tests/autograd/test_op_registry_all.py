@@ -553,6 +553,7 @@ DIFFERENTIABLE["xp.zeros_like"] = lambda m: [(lambda p: p * p + xp.zeros_like(p)
 
 DIFFERENTIABLE["xp.tril"] = lambda m: [(lambda p, k=k: xp.tril(p, k=k), _pos(m, (5, 3))) for k in (0, 1, -2)]
 DIFFERENTIABLE["xp.triu"] = lambda m: [(lambda p, k=k: xp.triu(p, k=k), _pos(m, (5, 3))) for k in (0, 1, -2)]
+DIFFERENTIABLE["xp.block"] = lambda m: [(lambda p: xp.block([[p, 2 * p], [p * p, p]]), _pos(m, (5, 3)))]
 
 
 @case("xp.meshgrid")
@@ -1134,6 +1135,8 @@ NO_ARRAY_INPUT.update({
     "xp.arange": "creation: from scalars",
     "xp.empty": "creation: from a shape",
     "xp.eye": "creation: from a shape",
+    "xp.identity": "creation: from a shape",
+    "xp.tri": "creation: from a shape",
     "xp.full": "creation: from a shape and a scalar",
     "xp.linspace": "creation: from scalars",
     "xp.ones": "creation: from a shape",

@@ -1,4 +1,5 @@
-"""``tile`` and ``repeat`` along unsplit dims (local: every device repeats its own block)."""
+"""``tile`` and ``repeat`` along unsplit dims (local: every device repeats its own block), and ``repeat_split``:
+``repeat`` along a split dim as one ``movement.move`` (no gather)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from typing import Any
 from ...array import ShardArray
 from ...backend.meta import MetaArray
 from ...core.common import dims_arg, int_arg, map_blocks, one_dim_arg, require_array
-from ...core.tape import differentiable
+from ...core.movement import move
+from ...core.relayout import resolve_to
+from ...core.tape import Context, differentiable, register_vjp
 from ...errors import ArgumentError, LayoutError
 from ...layout import Layout
+from ..cotangent import match
 
 
 def _count(value: Any, what: str, dim: str) -> int:
@@ -98,4 +102,48 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
     return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
 
 
-__all__ = ["repeat", "tile"]
+@differentiable("repeat_split")
+def _repeat_split(x: ShardArray, repeats: int, dim: str) -> ShardArray:
+    x = resolve_to(x) if x.pending else x
+    n = x.sizes[dim]
+    if repeats == 0 or n == 0:
+        return move([x], dim, n * repeats, [])
+    return move([x] * repeats, dim, n * repeats, [(0, 1, j, repeats, n) for j in range(repeats)])
+
+
+def repeat_split(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
+    """Each element repeated ``repeats`` times along ``dim``, as ``np.repeat(x, repeats, axis)``, ``dim`` split or not.
+
+    The result's ``dim`` (``repeats`` times longer) keeps ``dim``'s mesh axes in
+    the canonical block layout. Collectives: none when ``dim`` is unsplit; else
+    one ``alltoallv`` over its axes (``movement.move``, ``repeats`` strided
+    segments): a device receives at most its output block, nothing is gathered.
+    Differentiable (VJP: the sum of the ``repeats`` strided slices).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.arange(3.0), dims=("i",), mesh=mesh, layout={"i": "row"})
+        >>> repeat_split(x, 2, "i").numpy()
+        array([0., 0., 1., 1., 2., 2.])
+    """
+    x = require_array(x, "repeat")
+    dim = one_dim_arg(x, dim, "repeat", "repeat")
+    n = _count(repeats, "repeat", dim)
+    if not x.spec.of(dim):
+        return repeat(x, n, dim)
+    return _repeat_split(x, n, dim)
+
+
+@register_vjp("repeat_split")
+def _repeat_split_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    x, r, dim = ctx.args
+    g = resolve_to(g) if g.pending else g
+    n = x.sizes[dim]
+    parts = [move([g], dim, n, [(j, r, 0, 1, n)]) for j in range(r)]
+    total = parts[0] if parts else move([g], dim, n, [])
+    for p in parts[1:]:
+        total = total + p
+    return [match(total, x), None, None]
+
+
+__all__ = ["repeat", "repeat_split", "tile"]
