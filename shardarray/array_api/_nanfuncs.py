@@ -91,6 +91,7 @@ def nanprod(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None,
 
 def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **kw: Any) -> Array:
     x = _check(x, what)
+    ints = x.dtype.kind in "biu"  # (no NaN: NumPy's nan-function is the plain one, with its warnings)
     result_dtype = _integer_mean_dtype(x, dtype, what) if what == "nanmean" else None
     if result_dtype is not None:
         x, dtype = _cast(x, result_dtype), None  # NumPy: the values in that dtype, their mean cast back to it
@@ -106,10 +107,17 @@ def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **
         _check_nonempty(x, dims, what)
     if not dims:  # no axis reduced: the values themselves (a variance of one value: 0, or NaN; real for complex)
         if not kw:
-            return wrap(x)
-        ok = 1.0 - kw["correction"] > 0
-        return wrap(ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x), 0.0 if ok else np.nan)))
-    out = _warn_empty_slices(x, dims, fn(x, dims, **kw), what, kw.get("correction", 0.0))
+            out = x
+        else:
+            ok = 1.0 - kw["correction"] > 0
+            out = ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x), 0.0 if ok else np.nan))
+        # (each value is a slice of one: NumPy warns where one is NaN, or for a variance without degrees of freedom)
+        return wrap(_warn_empty_slices(x, dims, out, what, kw.get("correction", 0.0)))
+    if ints and what == "nanmean":  # (np.mean's warning: an empty reduction, even where there is no slice)
+        _statistical.few_values(x, dims, 0.0, _EMPTY_SLICE[what])
+        out = fn(x, dims, **kw)
+    else:
+        out = _warn_empty_slices(x, dims, fn(x, dims, **kw), what, kw.get("correction", 0.0))
     out = _keep(out, x, dims, keepdims)
     return out if result_dtype is None else wrap(_cast(out, result_dtype))
 
@@ -285,17 +293,15 @@ def _nanarg(x: Any, axis: Any, keepdims: bool, what: str) -> Array:
     fn = _statistical.argmax if what == "nanargmax" else _statistical.argmin
     if not _has_nan(x):
         return fn(x, axis=axis, keepdims=keepdims)
-    if x.dtype.kind == "c":
-        return fn(x, axis=axis, keepdims=keepdims)  # (refused there with the reason)
     nan = wrap(mu.isnan(x))
     dims = axes_dims(x, axis, what)
     all_nan = _statistical.all(nan, axis=axis)
-    if dims and bool(_statistical.any(all_nan)):
+    if (dims or x.ndim == 0) and bool(_statistical.any(all_nan)):  # (NumPy: a 0-d NaN is an all-NaN slice too)
         raise DimensionError(
             f"{what}: an all-NaN slice has no {what[3:]} (as in NumPy, 'All-NaN slice encountered'); "
             f"array of shape {x.shape}, axis {axis!r}. Fill NaN first: xp.where(xp.isnan(x), value, x)"
         )
-    fill = -np.inf if what == "nanargmax" else np.inf
+    fill = -np.inf if what == "nanargmax" else np.inf  # (complex: NumPy's -inf+0j or inf+0j, a NaN in either part)
     return fn(_filled(x, fill), axis=axis, keepdims=keepdims)
 
 

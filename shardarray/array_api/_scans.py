@@ -12,11 +12,12 @@ from typing import Any
 
 from ..array import ShardArray
 from ..dtypes import as_dtype
-from ..errors import DimensionError, DTypeError
+from ..errors import DimensionError, DTypeError, OutOfBoundsError
 from ..ops.creation.basic import full
 from ..ops.manipulation.concat import concat
+from ..ops.manipulation.dims import expand_dims
 from ..ops.reduction.scan import cumprod, cumsum, scan_dtype
-from ._align import axis_dim
+from ._align import axis_dim, fresh
 from ._array import Array, wrap
 
 
@@ -24,10 +25,10 @@ def _cumulative(x: Any, axis: int | None, dtype: Any, include_initial: bool, op:
     what = f"cumulative_{op}"
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what}: x must be an array; got {type(x).__name__}")
-    if x.ndim == 0:
-        raise DimensionError(
-            f"{what}: x must have at least one dimension; got a 0-d array. Use xp.reshape(x, (1,)) first"
-        )
+    if x.ndim == 0:  # NumPy's reading (the standard leaves it unspecified): a 0-d x is the 1-D array of its value
+        if axis is not None and axis not in (0, -1):
+            raise OutOfBoundsError(f"{what}: axis {axis!r} is out of bounds for a 0-d x (read as shape (1,))")
+        x, axis = expand_dims(x, fresh((), 1)[0], 0), 0
     if axis is None:
         if x.ndim != 1:
             raise DimensionError(f"{what}: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
@@ -47,6 +48,8 @@ def cumulative_sum(
     x: ShardArray, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
 ) -> Array:
     """Cumulative sum along ``axis`` (optional for 1-D ``x``); ``include_initial`` prepends a zero.
+
+    A 0-d ``x`` is read as NumPy reads it: the 1-D array of its one value (``axis`` None, 0 or -1).
 
     Along a split axis: a local scan, one allgather of the block totals over
     the axis's mesh axes, a local add (``sa.cumsum``). Differentiable.

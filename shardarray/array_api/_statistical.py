@@ -187,8 +187,9 @@ def var(
     """The variance over ``axis``, divided by ``N - correction``: one allgather of per-device moments.
 
     ``ddof=`` is NumPy's name for ``correction`` (accepted as a NumPy extra; give one of them); integers and bools
-    are taken as float64, as NumPy does. Where ``N - correction <= 0`` the result is inf or NaN with NumPy's
-    ``RuntimeWarning: Degrees of freedom <= 0 for slice``.
+    are taken as float64, as NumPy does, and complex values give NumPy's real variance (that of the real parts plus
+    that of the imaginary parts: two allgathers of moments; a NumPy extra). Where ``N - correction <= 0`` the result
+    is inf or NaN with NumPy's ``RuntimeWarning: Degrees of freedom <= 0 for slice``.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -208,7 +209,20 @@ def _spread(
     x = _floats(x, what)
     c = _ddof_or(correction, ddof, what)
     few_values(_check(x, what), axes_dims(x, axis, what), c, "Degrees of freedom <= 0 for slice")
+    if x.dtype.kind == "c":
+        return _reduce(_complex_spread, x, axis, keepdims, what, correction=c, root=fn is reduce.std)
     return _reduce(fn, x, axis, keepdims, what, correction=c)
+
+
+def _complex_spread(x: ShardArray, dims: tuple[str, ...], correction: float, root: bool) -> ShardArray:
+    """NumPy's variance of complex values, real (``float32`` for ``complex64``): the mean of ``|x - mean|^2``, i.e.
+    the variance of the real parts plus that of the imaginary parts (two ``sa.var``: two allgathers of moments
+    over split axes); the standard deviation is its square root. Differentiable (the parts' gradients)."""
+    spread = ew.add(reduce.var(ew.real(x), dims), reduce.var(ew.imag(x), dims))
+    if correction:  # (the sum of squares over max(N - correction, 0), once: NumPy's inf, not the parts' inf + NaN)
+        n = math.prod(x.sizes[d] for d in dims)
+        spread = ew.multiply(spread, n / (n - correction) if n > correction else math.inf)
+    return ew.sqrt(spread) if root else spread
 
 
 def std(

@@ -28,7 +28,7 @@ from ...core.common import dims_arg, map_blocks, mesh_order, new_array
 from ...core.relayout import resolve
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_float
-from ...errors import ArgumentError
+from ...errors import ArgumentError, DTypeError
 from ...layout import Layout
 from ..manipulation.structure import astype
 from .search import complex_extreme
@@ -361,6 +361,12 @@ def any(x: ShardArray, dims: Any = None) -> ShardArray:
 
 def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str, root: bool = False) -> ShardArray:
     """The variance over ``dims``: one pass of per-device moments, one allgather, Chan's combination."""
+    if isinstance(x, ShardArray) and x.dtype.kind == "c":  # (check_domain's reason, "no order", is not this one's)
+        raise DTypeError(
+            f"{what}: the array with dims {x.sizes} is complex ({x.dtype}); the named {what} takes real floats. "
+            f"NumPy's real variance of complex values is sa.var(sa.real(x), dims) + sa.var(sa.imag(x), dims) (the "
+            f"std its square root), which xp.{what} and np.{what} compute"
+        )
     check_domain(what, [x], "real_float")
     if not isinstance(correction, (int, float, np.integer, np.floating)) or isinstance(correction, bool):
         raise ArgumentError(f"{what}: correction must be a number (0 or 1 usually); got {correction!r}")
