@@ -163,9 +163,40 @@ def next_in_run(run: Path) -> Path:
     return run / f"{RUN_PREFIX}{max(nums, default=0) + 1:08d}"
 
 
+def commit_in_run(tmp: Path, run: Path, target: Path) -> Path:
+    """Make the finished directory ``tmp`` the newest checkpoint of the run directory ``run``; return its path.
+
+    ``target`` (``next_in_run`` when the save began) is taken unless another save of the run committed that
+    number or a later one meanwhile: the checkpoint then takes the number after the newest committed one, so
+    the last save to commit is the one ``load(run)`` reads, and no save replaces another's checkpoint (a rename
+    onto a committed, non-empty ``ckpt-<n>`` fails, and the next number is tried).
+    """
+    fsync_dir(tmp)
+    start = int(target.name[len(RUN_PREFIX) :])
+    for _ in range(64):
+        newest = max((int(p.name[len(RUN_PREFIX) :]) for p in run_entries(run)), default=0)
+        path = run / f"{RUN_PREFIX}{max(start, newest + 1):08d}"
+        try:
+            os.rename(tmp, path)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # another save committed this number first
+                start = max(start, newest + 1) + 1
+                continue
+            raise
+        fsync_dir(run)
+        return path
+    raise OSError(errno.EBUSY, f"{run} kept changing while this save committed (other saves of the same run)")
+
+
 def prune(run: Path, keep: int) -> None:
-    """Remove all but the newest ``keep`` checkpoints of a run directory (oldest first, each by one rename)."""
+    """Remove all but the newest ``keep`` checkpoints of a run directory (oldest first, each by one rename).
+
+    A checkpoint another save of the run is pruning at the same time (gone before this rename) is skipped.
+    """
     for p in run_entries(run)[:-keep]:
         doomed = p.parent / f".{p.name}.old-{new_token()}"  # a killed prune's leftover is provably dead later
-        os.rename(p, doomed)
+        try:
+            os.rename(p, doomed)
+        except FileNotFoundError:
+            continue
         shutil.rmtree(doomed, ignore_errors=True)

@@ -273,13 +273,15 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     procs.agree(error)
     if procs.rank == 0:
         try:
-            _commit.commit(tmp, target, token)
-            if keep is not None:
+            if keep is None:
+                _commit.commit(tmp, target, token)
+            else:  # the newest number of the run at the rename (another save may have taken target meanwhile)
+                target = _commit.commit_in_run(tmp, path, target)
                 _commit.prune(path, keep)
         except OSError as e:
             error = f"checkpoint {path}: committing {tmp} to {target} failed: {e}"
     procs.agree(error)
-    return target
+    return Path(procs.bcast(str(target) if procs.rank == 0 else "")) if keep is not None else target
 
 
 __all__ = ["save"]

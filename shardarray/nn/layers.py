@@ -284,10 +284,25 @@ def _cross_entropy_rows_vjp(ctx: Context, g: ShardArray) -> list[Any]:
 
 
 def accuracy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -> ShardArray:
-    """Fraction of positions whose target has the largest logit (no gather of ``dim``)."""
+    """Fraction of positions whose target has the largest logit (no gather of ``dim``), a 0-d float64 array.
+
+    A tie for the largest logit counts as a hit (``argmax`` would pick the first of the tied classes); a
+    position with a NaN logit is a miss. The hits are counted exactly and divided once by the number of
+    positions, so the value is NumPy's ``np.mean(hits)`` bit for bit on every layout (NaN for no positions).
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> logits = sa.asarray(np.eye(3)[[0, 1, 2, 1]], dims=("batch", "vocab"), mesh=mesh, layout={"batch": "col"})
+        >>> targets = sa.asarray(np.array([0, 1, 2, 0]), dims=("batch",), mesh=mesh, layout={"batch": "col"})
+        >>> float(sa.nn.accuracy(logits, targets).numpy())
+        0.75
+    """
     _check_loss("accuracy", logits, targets, dim)
     hit = take(logits, targets, dim) >= reduce_max(logits, dim)
-    return reduction.mean(astype(hit, "float64"))
+    # the count's partial sums are exact; resolved before the division (a pending sum divided by the count would
+    # divide each device's partial and round each: 0.9999999999999999 for all hits)
+    hits = resolve_to(reduction.sum(astype(hit, "float64")))
+    return hits / math.prod(hit.shape)
 
 
 __all__ = ["accuracy", "attention", "cross_entropy", "layer_norm", "mlp"]
