@@ -157,6 +157,13 @@ def _round(wide: ShardArray, dtype: np.dtype) -> ShardArray:
 def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     """Mean over ``dims`` (see ``sum``; a pending sum stays pending).
 
+    Over split dims each device's partial sum is divided by the count before
+    the sum is resolved (the division is linear: it keeps the sum pending, so
+    a consumer can still take it as a reduce-scatter), so the result can be an
+    ulp or so from NumPy's, as any other order of summation is: the mean of six
+    ones split unevenly over 2×2 devices is ``0.9999999999999999``. Call
+    ``x.sum(dims).resolve() / count`` for one rounding after the allreduce.
+
     Low-precision floats are averaged in float32 and rounded once, as NumPy
     does: the mean of 30000 float16 threes is 3, though their sum overflows.
 
