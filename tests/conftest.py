@@ -131,10 +131,20 @@ NUMPY_MESH_DOCTESTS = frozenset({
 })
 
 
+#: the planner's tests run on the ``meta`` backend only (shapes, no shards): under --backend=cupy they would run
+#: the same again, so they skip there, except the files that hold meta's figures against real shards
+META_ONLY_DIR = "tests/plan/"
+META_AGAINST_SHARDS = frozenset({"tests/plan/test_meta.py", "tests/plan/test_meta_scale.py"})
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--backend", default="numpy") == "cupy":
         doctest_skip = pytest.mark.skip(reason="the example shows a NumPy mesh's output")
+        meta_skip = pytest.mark.skip(reason="runs on the meta backend only: the same under --backend=numpy")
         for item in items:
+            path = item.nodeid.split("::", 1)[0]
+            if path.startswith(META_ONLY_DIR) and path not in META_AGAINST_SHARDS:
+                item.add_marker(meta_skip)
             marker = item.get_closest_marker("numpy_only")
             if marker is not None:
                 reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "tests NumPy shards")
