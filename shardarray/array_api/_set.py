@@ -7,11 +7,17 @@ alltoallv placing the result (replicated up to ``REPLICATE_MAX`` = 65536
 unique values, else split), and for the inverse one more alltoallv of one
 int64 per local unique. The unique values' dim is the 1-D array's ``dim0``;
 ``inverse_indices`` has ``x``'s shape and layout.
+
+NumPy's set routines of sorted 1-D results (``intersect1d``, ``union1d``, ``setdiff1d``, ``setxor1d``; what
+``np.intersect1d(x, ...)`` etc. dispatch to) compose these with ``isin`` (a sort of the test set and a
+search), boolean-mask selection and ``sort``: no gather of either operand.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ..array import ShardArray
 from ..errors import DTypeError
@@ -19,6 +25,13 @@ from ..ops.manipulation.structure import rename
 from ..ops.sorting import unique as _u
 from ._align import axis_dim
 from ._array import Array, wrap
+from ._creation import asarray
+from ._dtypes import astype
+from ._elementwise import logical_not
+from ._indexing import take
+from ._manipulation import concat, reshape
+from ._numpy_counts import isin
+from ._sorting import argsort, sort
 
 UniqueAllResult = _u.UniqueAllResult
 UniqueCountsResult = _u.UniqueCountsResult
@@ -123,4 +136,116 @@ def _positional(a: ShardArray) -> Array:
     return wrap(rename(a, {a.dims[0]: "dim0"}) if a.ndim == 1 else a)
 
 
-__all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values"]
+def _operands(ar1: Any, ar2: Any, what: str) -> tuple[Array, Array]:
+    """Both operands flattened, as arrays on the mesh of the one that is an array (host data is made one)."""
+    mesh = next((a.mesh for a in (ar1, ar2) if isinstance(a, ShardArray)), None)
+    if mesh is None:
+        raise DTypeError(f"{what}: expects an array of the namespace; got {type(ar1).__name__}, {type(ar2).__name__}")
+    a, b = (v if isinstance(v, ShardArray) else asarray(v, device=mesh) for v in (ar1, ar2))
+    return _flat(a), _flat(b)
+
+
+def _pair(ar1: Any, ar2: Any, what: str) -> tuple[Array, Array]:
+    """``_operands`` in their common dtype (NumPy's promotion, as ``np.concatenate``'s)."""
+    a, b = _operands(ar1, ar2, what)
+    if a.dtype != b.dtype:
+        dt = np.result_type(a.dtype, b.dtype)
+        return wrap(astype(a, dt, copy=False)), wrap(astype(b, dt, copy=False))
+    return a, b
+
+
+def _flat(x: ShardArray) -> Array:
+    return wrap(x) if x.ndim == 1 else reshape(x, (-1,))
+
+
+def _np_unique(x: Array, index: bool = False) -> Any:
+    """``np.unique(x)`` of a 1-D ``x``: sorted distinct values (all NaNs one value), and first indices if asked."""
+    got = _u.unique(x, index, equal_nan=True)
+    return (_pos(got[0]), _pos(got[1])) if index else _pos(got)
+
+
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False) -> Any:
+    """The sorted values in both ``ar1`` and ``ar2`` (flattened), as ``np.intersect1d`` (a NumPy extra).
+
+    Each operand's distinct values (``np.unique``'s, skipped when ``assume_unique``: then a sort), those of the
+    first that ``isin`` the second. NaN is in no intersection (NumPy's ``==``); of ``-0.0`` and ``0.0`` the first
+    operand's value is kept. ``return_indices`` adds the int64 indices of the values' first occurrences in each
+    flattened operand. Both operands are cast to their common dtype. With ``assume_unique`` and repeated values
+    the result is unspecified, as NumPy's.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     [v.numpy() for v in intersect1d(xp.asarray([3, 1, 2, 1]), xp.asarray([1, 3, 5]), return_indices=True)]
+        [array([1, 3]), array([1, 0]), array([0, 1])]
+    """
+    a, b = _pair(ar1, ar2, "intersect1d")
+    if assume_unique:
+        ia, ib = argsort(a), argsort(b)
+        ua, ub = take(a, ia, axis=0), take(b, ib, axis=0)
+    else:
+        (ua, ia), (ub, ib) = _np_unique(a, True), _np_unique(b, True)
+    keep = isin(ua, ub, assume_unique=True)
+    if not return_indices:
+        return ua[keep]
+    return ua[keep], ia[keep], ib[isin(ub, ua, assume_unique=True)]
+
+
+def union1d(ar1: Any, ar2: Any) -> Array:
+    """The sorted distinct values of ``ar1`` and ``ar2`` together, as ``np.union1d`` (a NumPy extra): ``np.unique``
+    of both flattened (all NaNs one value), in their common dtype.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     union1d(xp.asarray([3, 1]), xp.asarray([[1, 5]])).numpy()
+        array([1, 3, 5])
+    """
+    a, b = _pair(ar1, ar2, "union1d")
+    return _np_unique(concat([a, b]))
+
+
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Array:
+    """The values of ``ar1`` not in ``ar2``, as ``np.setdiff1d`` (a NumPy extra): ``ar1``'s sorted distinct values
+    (NaN kept: it equals nothing), or with ``assume_unique`` the flattened ``ar1`` in its own order; ``ar1``'s dtype.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     setdiff1d(xp.asarray([4, 1, 2, 1]), xp.asarray([2, 5])).numpy()
+        array([1, 4])
+    """
+    a, b = _operands(ar1, ar2, "setdiff1d")
+    first = a if assume_unique else _np_unique(a)
+    return first[isin(first, b, assume_unique=True, invert=True)]
+
+
+def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Array:
+    """The sorted values in exactly one of ``ar1`` and ``ar2``, as ``np.setxor1d`` (a NumPy extra): the distinct
+    values of each (skipped when ``assume_unique``) not in the other, sorted together; NaN (in no other set) is
+    kept from each operand. Common dtype of both.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     setxor1d(xp.asarray([1, 2, 3]), xp.asarray([2, 4])).numpy()
+        array([1, 3, 4])
+    """
+    a, b = _pair(ar1, ar2, "setxor1d")
+    if not assume_unique:
+        a, b = _np_unique(a), _np_unique(b)
+    only_a = a[logical_not(isin(a, b, assume_unique=True))]
+    only_b = b[logical_not(isin(b, a, assume_unique=True))]
+    return sort(concat([only_a, only_b]))
+
+
+__all__ = [
+    "intersect1d",
+    "setdiff1d",
+    "setxor1d",
+    "union1d",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+]

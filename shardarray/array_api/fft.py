@@ -11,6 +11,11 @@ compiler): unsplit axes are transformed first, then each split axis with **one**
 alltoall that moves its split onto another axis, and no alltoall back. A 2-D
 FFT of a row-split array is one alltoall, and its result is split along its
 columns (``sa.fft.fftn`` keeps the input's layout: two alltoalls per split dim).
+
+Where the standard is silent the n-D forms and the shifts do what NumPy does: ``s``
+without ``axes`` transforms the last ``len(s)`` axes; an axis named twice in ``axes``
+is transformed twice (shifted twice), one 1-D transform per entry in NumPy's order;
+an ``s`` entry of -1 means the input's size.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Any
 from .. import fft as _f
 from ..array import ShardArray
 from ..dtypes import as_dtype
-from ..fft.transforms import c2c_any_layout
+from ..errors import ArgumentError
+from ..fft.transforms import c2c_any_layout, is_minus_one
 from ._align import at_least_1d, axes_dims, axis_dim
 from ._array import Array, wrap
 from ._creation import _mesh
@@ -53,8 +59,15 @@ def _many(fn: Any, name: str) -> Any:
         x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str = "backward"
     ) -> Array:
         x = at_least_1d(x, f"fft.{name}")
-        dims = None if axes is None else axes_dims(x, tuple(axes), f"fft.{name}")
-        return wrap(fn(x, dims, s=s, norm=norm))
+        if axes is None and s is not None:  # (NumPy's and JAX's rule: the last len(s) axes)
+            if not isinstance(s, (tuple, list)):
+                raise ArgumentError(f"fft.{name}: s must be a tuple of lengths; got s={s!r}")
+            axes = tuple(range(-len(s), 0))
+        if axes is not None:
+            dims = tuple(axis_dim(x, a, f"fft.{name}") for a in _seq(axes))
+            if len(set(dims)) != len(dims):
+                return wrap(_repeated(x, name, dims, s, norm))
+        return wrap(fn(x, None if axes is None else axes_dims(x, tuple(_seq(axes)), f"fft.{name}"), s=s, norm=norm))
 
     op.__name__ = op.__qualname__ = name
     free = name in ("fftn", "ifftn")
@@ -72,6 +85,39 @@ def _many(fn: Any, name: str) -> Any:
         f"        ...     y = xp.fft.{name}(xp.ones((4, 4), dtype=xp.{_example_dtype(name)}))\n"
     )
     return op
+
+
+def _seq(axes: Any) -> list[Any]:
+    return list(axes) if isinstance(axes, (tuple, list)) else [axes]
+
+
+def _repeated(x: ShardArray, name: str, dims: tuple[str, ...], s: Any, norm: str) -> ShardArray:
+    """An n-D transform whose ``axes`` name an axis more than once, as NumPy computes it: one 1-D transform per
+    entry of ``axes`` (the same axis again transforms the result again), in NumPy's order (``fftn``/``ifftn``/
+    ``rfftn`` from the last entry, ``irfftn`` from the first with ``irfft`` last), each ``s`` default the input's
+    size (``irfftn``'s last ``2*(m-1)``). The standard leaves repeated axes unspecified."""
+    what = f"fft.{name}"
+    if s is None:
+        s = [x.sizes[d] for d in dims]
+        if name == "irfftn":
+            s[-1] = 2 * (x.sizes[dims[-1]] - 1)
+    elif not isinstance(s, (tuple, list)) or len(s) != len(dims):
+        raise ArgumentError(f"{what}: s must give one length per entry of axes ({len(dims)}); got s={s!r}")
+    ns = [x.sizes[d] if is_minus_one(v) else v for v, d in zip(s, dims)]
+    k = len(dims)
+    if name in ("fftn", "ifftn"):
+        one = _f.ifft if name == "ifftn" else _f.fft
+        for i in reversed(range(k)):
+            x = one(x, dims[i], n=ns[i], norm=norm)
+        return x
+    if name == "rfftn":
+        x = _f.rfft(x, dims[-1], n=ns[-1], norm=norm)
+        for i in reversed(range(k - 1)):
+            x = _f.fft(x, dims[i], n=ns[i], norm=norm)
+        return x
+    for i in range(k - 1):  # irfftn
+        x = _f.ifft(x, dims[i], n=ns[i], norm=norm)
+    return _f.irfft(x, dims[-1], n=ns[-1], norm=norm)
 
 
 fft = _one(_f.fft, "fft")
@@ -127,7 +173,7 @@ def fftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> Ar
         array([-0.4, -0.2,  0. ,  0.2,  0.4])
     """
     x = at_least_1d(x, "fft.fftshift")
-    return wrap(_f.fftshift(x, None if axes is None else axes_dims(x, axes, "fft.fftshift")))
+    return wrap(_shift(x, axes, _f.fftshift, "fft.fftshift"))
 
 
 def ifftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> Array:
@@ -140,7 +186,19 @@ def ifftshift(x: ShardArray, /, *, axes: int | Sequence[int] | None = None) -> A
         array([ 0. ,  0.2,  0.4, -0.4, -0.2])
     """
     x = at_least_1d(x, "fft.ifftshift")
-    return wrap(_f.ifftshift(x, None if axes is None else axes_dims(x, axes, "fft.ifftshift")))
+    return wrap(_shift(x, axes, _f.ifftshift, "fft.ifftshift"))
+
+
+def _shift(x: ShardArray, axes: Any, fn: Any, what: str) -> ShardArray:
+    """``fn`` (a named shift) along ``axes``; an axis named twice is shifted twice (``np.roll``'s rule)."""
+    if axes is None:
+        return fn(x, None)
+    dims = tuple(axis_dim(x, a, what) for a in _seq(axes))
+    if len(set(dims)) == len(dims):
+        return fn(x, dims)
+    for d in dims:
+        x = fn(x, (d,))
+    return x
 
 
 __all__ = list(_f.__all__)  # one positional function for each named one

@@ -11,8 +11,8 @@ locally, and one **alltoall** back over ``A`` restores the input's layout with
 sends to the others). A 2-D/3-D transform on a 2-D mesh is therefore the pencil
 decomposition: each dim is transformed while unsplit.
 
-A 1-D array has no partner dim: ``along`` then gathers ``dim`` (one allgather
-over ``A``), runs ``local`` and keeps its own block (no traffic); the c2c FFT
+A 1-D array has no partner dim: ``along`` then gathers ``dim`` (one allgather, a ``sa.GatherWarning`` past
+``route.GATHER_WARN_BYTES``, over ``A``), runs ``local`` and keeps its own block (no traffic); the c2c FFT
 avoids this with the four-step algorithm (``four_step.py``) when ``n`` factors.
 """
 
@@ -28,6 +28,7 @@ from ..array import ShardArray
 from ..core.common import map_blocks
 from ..core.relayout import move_axes, resolve_to
 from ..layout import Layout
+from ..ops.indexing.route import warn_gather
 
 Local = Callable[[Any, int], Any]
 
@@ -76,7 +77,8 @@ def along(
 
     Collectives: none when ``dim`` is unsplit; else two alltoalls over its
     axes (there and back, each ``(k-1)/k`` of a block per device; ``back=False``:
-    the first only), or, for a 1-D array, one allgather of ``dim`` over its axes.
+    the first only), or, for a 1-D array, one allgather of ``dim`` over its axes (``sa.GatherWarning`` naming
+    the bytes each device receives, past ``route.GATHER_WARN_BYTES``).
     """
     x = resolve_to(x) if x.pending else x
     i = x.dims.index(dim)
@@ -87,6 +89,13 @@ def along(
     p = partner(x, dim, avoid)
     orig = x.spec.axes
     if p is None:  # 1-D: gather the dim, transform, keep the own block
+        warn_gather(
+            "sa.fft (a 1-D transform of a split array whose length has no two factors >= the devices)",
+            x,
+            axes,
+            "pad to a length with such factors (n=...), or split the array over fewer devices",
+            what="the array",
+        )
         flat = move_axes(x, tuple(() for _ in orig))
         y = _run(flat, i, local, size, dtype)
         return move_axes(y, orig)

@@ -20,6 +20,8 @@ ceil-blocks. Single precision stays single (complex64 in, complex64 out;
 float32 real input gives complex64). ``norm`` is "backward" (default: no
 scaling forward, ``1/n`` inverse), "ortho" (``1/sqrt(n)`` both ways) or
 "forward" (``1/n`` forward). All are differentiable (``autograd/vjp_fft.py``).
+An n-D form's ``s`` entry of -1 means the input's size along that dim (the
+array API's and NumPy's rule, irfftn's last dim included).
 """
 
 from __future__ import annotations
@@ -290,7 +292,13 @@ def _dims_s(x: ShardArray, dims: Any, s: Any, what: str) -> tuple[tuple[str, ...
             f"{what}: s must give one length per transformed dim {names}; got s={s!r}. "
             f"Pass a tuple of {len(names)} positive integers (or s=None)"
         )
-    return names, [check_n(v, what, "s") for v in s]
+    # -1: the whole input along that dim (the array API's and NumPy's rule; irfftn's last dim included)
+    return names, [check_n(x.sizes[d] if is_minus_one(v) else v, what, "s") for v, d in zip(s, names)]
+
+
+def is_minus_one(v: Any) -> bool:
+    """Whether ``v`` is the int -1 (an ``s`` entry asking for the input's whole length)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v == -1
 
 
 def _nd_c2c(x: Any, dims: Any, s: Any, norm: Any, inverse: bool, what: str) -> ShardArray:

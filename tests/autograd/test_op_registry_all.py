@@ -1199,6 +1199,12 @@ NONDIFFERENTIABLE.update({
                                                     xp.digitize(p, [1.0, 0.0], right=True)), _pos(m, (5, 3)))),
     "xp.isin": ("usable", lambda m: (lambda p: (xp.isin(p > 0, [True]), xp.isin(p, p[0])), _pos(m, (5, 3)))),
 })
+# NumPy's set routines are built on unique: a traced input is refused there, naming it
+NONDIFFERENTIABLE.update({
+    f"xp.{n}": ("raises", (lambda n: lambda m: (lambda p: getattr(xp, n)(p, p[0]), _pos(m, (5, 3)),
+                                                r"sa\.unique is not differentiable"))(n))
+    for n in ("intersect1d", "setdiff1d", "setxor1d", "union1d")
+})
 
 
 # xp's shape, sorting and construction extras (_numpy_shapes.py) and linalg.cond; lexsort/argpartition give ints

@@ -95,10 +95,10 @@ def _check(x: Any, k: Any, dim: Any, new_dim: Any) -> tuple[ShardArray, int, str
     if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
         raise DTypeError(f"top_k: needs a numeric or bool array; got dtype {x.dtype} (array {x.sizes})")
     n = x.sizes[dim]
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= int(k) <= n:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 0 <= int(k) <= n:
         raise ArgumentError(
-            f"top_k: k={k!r} must be an int in 1..{n} (the size of dim {dim!r} of the array "
-            f"{x.sizes}); pass a k in that range"
+            f"top_k: k={k!r} must be an int in 0..{n} (the size of dim {dim!r} of the array "
+            f"{x.sizes}); pass a k in 1..{n} (k=0 gives empty results)"
         )
     if not isinstance(new_dim, str) or not new_dim:
         raise DimensionError(f"top_k: new_dim must be a dim name (str); got {new_dim!r}")
@@ -114,7 +114,7 @@ def _compute(x: ShardArray, k: int, dim: str, new_dim: str) -> tuple[ShardArray,
     x = resolve(x, x.spec.axes)
     mesh, xp = x.mesh, x.mesh.backend.xp
     i = x.dims.index(dim)
-    axes = x.spec.of(dim)
+    axes = x.spec.of(dim) if k else ()  # (k = 0: empty results, nothing to exchange)
     dims = tuple(new_dim if d == dim else d for d in x.dims)
     sizes = {(new_dim if d == dim else d): (k if d == dim else n) for d, n in x.sizes.items()}
     out_axes = {(new_dim if d == dim else d): (() if d == dim else a) for d, a in zip(x.dims, x.spec.axes)}
@@ -206,7 +206,8 @@ def top_k(x: ShardArray, k: int, dim: Any = None, new_dim: str = "k") -> tuple[S
 
     Args:
         x: a numeric or bool array (complex values in NumPy's order, see the module docstring).
-        k: how many, 1 <= k <= the size of ``dim``.
+        k: how many, 0 <= k <= the size of ``dim`` (``k = 0`` gives empty results with no communication, as
+            ``torch.topk``/``jax.lax.top_k`` do).
         dim: the dim to search (optional for a 1-D array).
         new_dim: the name of the result's dim of size ``k``.
 
