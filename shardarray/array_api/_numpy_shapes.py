@@ -571,6 +571,8 @@ def _keys(keys: Any) -> list[Any]:
     if isinstance(keys, ShardArray):
         if keys.ndim == 0:
             raise DimensionError("lexsort: keys must be at least 1-D; got a 0-d array")
+        if keys.shape[0] == 0:  # (NumPy: a TypeError, "need sequence of keys with len > 0")
+            raise DTypeError(f"lexsort: need at least one key; got an array of shape {keys.shape} (no rows)")
         return [keys[i] for i in range(keys.shape[0])]
     if not isinstance(keys, (list, tuple)) or not keys or not all(isinstance(k, ShardArray) for k in keys):
         raise DTypeError("lexsort: keys must be a non-empty sequence of arrays of the namespace (or a 2-D array)")

@@ -237,6 +237,8 @@ def test_lexsort(mesh):
         xp.lexsort([xp.asarray([1, 2], device=mesh), xp.asarray([1, 2, 3], device=mesh)])
     with pytest.raises(sa.DTypeError):
         xp.lexsort([])
+    with pytest.raises(sa.DTypeError, match="at least one key"):  # (an untyped IndexError before)
+        np.lexsort(xp.zeros((0, 3), device=mesh))
 
 
 def _is_partition(got, a, kth, axis):
