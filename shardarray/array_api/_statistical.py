@@ -209,20 +209,7 @@ def _spread(
     x = _floats(x, what)
     c = _ddof_or(correction, ddof, what)
     few_values(_check(x, what), axes_dims(x, axis, what), c, "Degrees of freedom <= 0 for slice")
-    if x.dtype.kind == "c":
-        return _reduce(_complex_spread, x, axis, keepdims, what, correction=c, root=fn is reduce.std)
     return _reduce(fn, x, axis, keepdims, what, correction=c)
-
-
-def _complex_spread(x: ShardArray, dims: tuple[str, ...], correction: float, root: bool) -> ShardArray:
-    """NumPy's variance of complex values, real (``float32`` for ``complex64``): the mean of ``|x - mean|^2``, i.e.
-    the variance of the real parts plus that of the imaginary parts (two ``sa.var``: two allgathers of moments
-    over split axes); the standard deviation is its square root. Differentiable (the parts' gradients)."""
-    spread = ew.add(reduce.var(ew.real(x), dims), reduce.var(ew.imag(x), dims))
-    if correction:  # (the sum of squares over max(N - correction, 0), once: NumPy's inf, not the parts' inf + NaN)
-        n = math.prod(x.sizes[d] for d in dims)
-        spread = ew.multiply(spread, n / (n - correction) if n > correction else math.inf)
-    return ew.sqrt(spread) if root else spread
 
 
 def std(

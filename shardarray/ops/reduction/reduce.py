@@ -28,8 +28,9 @@ from ...core.common import dims_arg, map_blocks, mesh_order, new_array
 from ...core.relayout import resolve
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_float
-from ...errors import ArgumentError, DTypeError
+from ...errors import ArgumentError
 from ...layout import Layout
+from ..elementwise import arithmetic as ew
 from ..manipulation.structure import astype
 from .search import complex_extreme
 
@@ -368,12 +369,6 @@ def any(x: ShardArray, dims: Any = None) -> ShardArray:
 
 def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str, root: bool = False) -> ShardArray:
     """The variance over ``dims``: one pass of per-device moments, one allgather, Chan's combination."""
-    if isinstance(x, ShardArray) and x.dtype.kind == "c":  # (check_domain's reason, "no order", is not this one's)
-        raise DTypeError(
-            f"{what}: the array with dims {x.sizes} is complex ({x.dtype}); the named {what} takes real floats. "
-            f"NumPy's real variance of complex values is sa.var(sa.real(x), dims) + sa.var(sa.imag(x), dims) (the "
-            f"std its square root), which xp.{what} and np.{what} compute"
-        )
     check_domain(what, [x], "real_float")
     if not isinstance(correction, (int, float, np.integer, np.floating)) or isinstance(correction, bool):
         raise ArgumentError(f"{what}: correction must be a number (0 or 1 usually); got {correction!r}")
@@ -431,7 +426,6 @@ def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str,
     return new_array(x.mesh, keep, x.sizes, axes, shards, dtype=x.dtype)
 
 
-@differentiable("var", resolve_inputs=True)
 def var(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
     """Variance over ``dims`` divided by ``N - correction`` (NumPy's ``ddof``), as ``np.var``.
 
@@ -442,8 +436,10 @@ def var(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
     no reduction that combines moments) and combined with Chan et al.'s
     parallel formula in shifted form, which also cancels the rounding of the
     block means (more accurate than NumPy's float32 ``var`` of large offsets).
-    Low-precision floats are computed in float32 and rounded once. Real
-    floating-point arrays only.
+    Low-precision floats are computed in float32 and rounded once. Complex
+    values give NumPy's real variance, the mean of ``|x - mean|^2``: the
+    variance of the real parts plus that of the imaginary parts (two such
+    allgathers; ``float32`` for ``complex64``). Differentiable.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -452,12 +448,31 @@ def var(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
         >>> sa.var(x, "b").numpy(), sa.var(x, "b", correction=1).numpy()
         (array([1.25, 0.  ]), array([1.66666667, 0.        ]))
     """
+    if isinstance(x, ShardArray) and x.dtype.kind == "c":
+        return _complex_spread(x, dims_arg(x, dims, "var"), correction, root=False)
+    return _var(x, dims, correction)
+
+
+@differentiable("var", resolve_inputs=True)
+def _var(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
+    """``var`` of real values (the recorded op)."""
     return _moments(x, dims_arg(x, dims, "var"), correction, "var")
 
 
-@differentiable("std", resolve_inputs=True)
+def _complex_spread(x: ShardArray, dims: tuple[str, ...], correction: float, root: bool) -> ShardArray:
+    """NumPy's variance of complex values, real: that of the real parts plus that of the imaginary parts (two
+    ``var``), over ``max(N - correction, 0)`` once (NumPy's inf, not the parts' inf + NaN); its square root for
+    ``std``. Differentiable through the parts."""
+    spread = ew.add(_var(ew.real(x), dims), _var(ew.imag(x), dims))
+    if correction:
+        n = math.prod(x.sizes[d] for d in dims)
+        spread = ew.multiply(spread, n / (n - correction) if n > correction else math.inf)
+    return ew.sqrt(spread) if root else spread
+
+
 def std(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
-    """Standard deviation over ``dims``: ``sqrt(var(x, dims, correction))`` (one collective, see ``var``).
+    """Standard deviation over ``dims``: ``sqrt(var(x, dims, correction))`` (one collective, see ``var``; complex
+    values as there).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -465,4 +480,12 @@ def std(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
         >>> sa.std(x, "b").numpy()
         array([1.])
     """
+    if isinstance(x, ShardArray) and x.dtype.kind == "c":
+        return _complex_spread(x, dims_arg(x, dims, "std"), correction, root=True)
+    return _std(x, dims, correction)
+
+
+@differentiable("std", resolve_inputs=True)
+def _std(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
+    """``std`` of real values (the recorded op)."""
     return _moments(x, dims_arg(x, dims, "std"), correction, "std", root=True)
