@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...array import ShardArray
-from ...core.common import dims_arg, int_arg, map_blocks, require_array
+from ...core.common import dims_arg, int_arg, map_blocks, mesh_order, require_array
 from ...core.relayout import move_axes
 from ...core.tape import differentiable
 from ...errors import DimensionError, OutOfBoundsError
@@ -17,9 +17,19 @@ def squeeze(x: ShardArray, dims: Any = None) -> ShardArray:
     """``x`` without the size-1 ``dims`` (names or positions; all size-1 dims when None), as ``np.squeeze``.
 
     No data moves for unsplit dims. A size-1 dim split over mesh axes holds its
-    one element on the axes' first devices only: it is unsplit first (one
-    allgather over those axes, of a block that is empty on all devices but the
-    first of each group). A pending sum stays pending.
+    one entry on the devices at coordinate 0 of those axes (the others hold
+    empty blocks). Its axes go on splitting the data, so the array keeps its
+    degree of sharding: they are appended to the remaining dim with the largest
+    block (the first of equals) by **one alltoall** over them, each holder
+    sending every member of its group that member's piece of its block (one
+    **alltoallv** when several squeezed dims are split). Each device receives
+    only its new block, ``1/k`` of the holder's block for ``k`` devices along
+    the freed axes, and the result is balanced, not replicated ``k`` times.
+    Where no dim remains (a 0-d result) the entry is replicated over the freed
+    axes by **one broadcast** from the holders. (Unsplitting first, an allgather
+    of the empty blocks, moved ``k - 1`` blocks to every device: 896 wire bytes
+    for a (2, 1, 8) float64 array split 8 ways, against the alltoall's 112.)
+    A pending sum stays pending; the gradient moves back by the inverse alltoall.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -27,6 +37,9 @@ def squeeze(x: ShardArray, dims: Any = None) -> ShardArray:
         >>> y = sa.squeeze(x, "one")
         >>> y.sizes, y.layout
         ({'batch': 4, 'io': 2}, {'batch': ('row',)})
+        >>> z = sa.squeeze(sa.zeros(mesh, {"batch": 4, "one": 1, "io": 8}, layout={"one": "col"}), "one")
+        >>> z.layout   # "col" moved onto the larger block's dim (one alltoall)
+        {'io': ('col',)}
     """
     x = require_array(x, "squeeze")
     if dims is None:
@@ -40,13 +53,35 @@ def squeeze(x: ShardArray, dims: Any = None) -> ShardArray:
         )
     if not dims:
         return x
-    target = tuple(() if d in dims else a for d, a in zip(x.dims, x.spec.axes))
-    x = move_axes(x, target)
+    mesh = x.mesh
+    freed = tuple(a for d, axes in zip(x.dims, x.spec.axes) if d in dims for a in axes if mesh.axis_size(a) > 1)
     keep = tuple(i for i, d in enumerate(x.dims) if d not in dims)
-    spec = Layout(tuple(x.dims[i] for i in keep), tuple(x.shape[i] for i in keep), tuple(x.spec.axes[i] for i in keep))
+    target = [() if d in dims else axes for d, axes in zip(x.dims, x.spec.axes)]
+    if freed and keep:
+        host = max(keep, key=lambda i: (-(-x.shape[i] // mesh.axes_size(x.spec.axes[i])), -i))
+        target[host] = target[host] + freed
+    spec = Layout(tuple(x.dims[i] for i in keep), tuple(x.shape[i] for i in keep), tuple(target[i] for i in keep))
+    if freed and not keep:
+        return _broadcast_scalar(x, spec)
+    x = move_axes(x, target)
     index = tuple(0 if d in dims else slice(None) for d in x.dims)
-    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: s[index], x.shards)
-    return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
+    shards = map_blocks(mesh, spec.used_axes.union(x.pending), lambda s: s[index], x.shards)
+    return ShardArray(mesh, spec, x.dtype, shards, x.pending)
+
+
+def _broadcast_scalar(x: ShardArray, spec: Layout) -> ShardArray:
+    """The 0-d ``x`` without its size-1 dims (some split) laid out as ``spec``: the devices holding the entry
+    take it out, the others make room for it, and one broadcast over the split axes sends it from the holders."""
+    mesh = x.mesh
+    xp = mesh.backend.xp
+    split = mesh_order(mesh, x.spec.used_axes)
+
+    def take(s: Any) -> Any:
+        return s.reshape(()) if s.size else xp.empty((), dtype=x.dtype)
+
+    shards = map_blocks(mesh, x.spec.used_axes.union(x.pending), take, x.shards)
+    shards = mesh.comm.broadcast(shards, split, 0)
+    return ShardArray(mesh, spec, x.dtype, shards, x.pending)
 
 
 @differentiable("expand_dims")

@@ -119,7 +119,15 @@ def broadcast_to(
 
 
 def expand(x: ShardArray, spec: Layout) -> ShardArray:
-    """``x`` broadcast to the dims, sizes and axes of ``spec`` (internal; see ``broadcast_to``)."""
+    """``x`` broadcast to the dims, sizes and axes of ``spec`` (internal; see ``broadcast_to``).
+
+    A new size-1 dim that ``spec`` splits is added unsplit first (local) and moved with the rest: where ``x``
+    splits another dim over its axes (the cotangent of ``squeeze``, which moved them there), that is one
+    alltoall to the devices holding the entry, the inverse of the squeeze's move, not an allgather.
+    """
+    ones = tuple(d for d, n, axes in zip(spec.dims, spec.sizes, spec.axes) if n == 1 and axes and d not in x.dims)
+    if ones:
+        x = _append_ones(x, ones)
     keep = not set(x.pending).intersection(spec.used_axes)
     x = to_axes(x, tuple(spec.of(d) for d in x.dims), keep)
     if x.dims == spec.dims:
@@ -137,6 +145,15 @@ def expand(x: ShardArray, spec: Layout) -> ShardArray:
         for d in devices:
             out[d] = block
     return ShardArray(x.mesh, spec, x.dtype, out, x.pending)
+
+
+def _append_ones(x: ShardArray, dims: tuple[str, ...]) -> ShardArray:
+    """``x`` with unsplit size-1 ``dims`` appended (local: a view of each block)."""
+    spec = Layout(x.dims + dims, x.shape + (1,) * len(dims), x.spec.axes + ((),) * len(dims))
+    xp = x.mesh.backend.xp
+    new = tuple(range(x.ndim, x.ndim + len(dims)))
+    shards = map_blocks(x.mesh, spec.used_axes.union(x.pending), lambda s: xp.expand_dims(s, new), x.shards)
+    return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
 
 
 @differentiable("copy")

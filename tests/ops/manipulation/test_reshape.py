@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from gradcheck import check_grad
+from helpers import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardarray as sa
-from gradcheck import check_grad
-from helpers import MESH_SHAPES, layouts, meshes, rand, sizes_strategy
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -81,9 +81,10 @@ def test_merge_dims_matches_reshape(mesh, data):
     rest = [d for d in dims if d not in merged]
     order = rest[:i] + list(merged) + rest[i:]
     want = a.transpose([dims.index(d) for d in order])
-    want = want.reshape(want.shape[:i] + (-1 if want.size else math.prod(x.sizes[d] for d in merged),)
-                        + want.shape[i + len(merged):])
-    assert y.dims == tuple(order[:i]) + (new,) + tuple(order[i + len(merged):])
+    want = want.reshape(
+        want.shape[:i] + (-1 if want.size else math.prod(x.sizes[d] for d in merged),) + want.shape[i + len(merged) :]
+    )
+    assert y.dims == tuple(order[:i]) + (new,) + tuple(order[i + len(merged) :])
     np.testing.assert_array_equal(y.numpy(), want)
     moved = tuple(ax for d in merged for ax in lay.get(d, ()))
     major = lay.get(merged[0], ())
@@ -162,9 +163,22 @@ def test_squeeze_and_expand_dims(mesh, data):
     a = rand(tuple(shape), data.draw(st.integers(0, 1000)))
     x = sa.asarray(a, dims=dims, mesh=mesh, layout=lay)
     which = tuple(d for d in dims if x.sizes[d] == 1)
-    y = sa.squeeze(x) if data.draw(st.booleans()) else x.squeeze(which)
+    with sa.comm_log() as log:
+        y = sa.squeeze(x) if data.draw(st.booleans()) else x.squeeze(which)
     np.testing.assert_array_equal(y.numpy(), np.squeeze(a, tuple(dims.index(d) for d in which)))
-    assert y.layout == {d: ax for d, ax in lay.items() if d not in which}
+    # A squeezed split dim's axes go on splitting the data (they used to be allgathered and dropped, leaving the
+    # result replicated over them): appended to the remaining dim with the largest block, by one alltoall; a 0-d
+    # result is broadcast from the devices holding the entry.
+    freed = tuple(ax for d in which for ax in lay.get(d, ()) if mesh.axis_size(ax) > 1)
+    expect = {d: ax for d, ax in lay.items() if d not in which}
+    rest = [d for d in dims if d not in which]
+    if freed and rest:
+        host = max(rest, key=lambda d: (-(-x.sizes[d] // _axes_size(mesh, lay.get(d, ()))), -dims.index(d)))
+        expect[host] = tuple(expect.get(host, ())) + freed
+    assert y.layout == expect
+    ops = [r.op for r in log.records]
+    assert len(ops) <= 1 and set(ops) <= ({"alltoall"} if rest else {"broadcast"}), ops
+    assert all(set(r.axes) <= set(freed) for r in log.records)
     _blocks_ok(y)
     pos = data.draw(st.integers(-y.ndim - 1, y.ndim))
     z = y.expand_dims("new", pos)
@@ -211,23 +225,40 @@ def test_meta_backend_shapes():
 
 # ---------------------------------------------------------------- gradients
 
+
 def _weighted(fn, seed):
     """A scalar loss: the op's output times fixed random weights, summed (all float64)."""
+
     def loss(x):
         y = fn(x)
         w = sa.asarray(rand(y.shape, seed + 7), dims=y.dims, mesh=y.mesh, layout=y.layout)
         return (y * w).sum()
+
     return loss
 
 
 @pytest.mark.parametrize("shape", MESH_SHAPES, ids=str)
-@pytest.mark.parametrize("op", ["split_keep", "split_move", "merge", "merge_apart", "merge_move", "squeeze", "expand",
-                                "tile", "repeat"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "split_keep",
+        "split_move",
+        "merge",
+        "merge_apart",
+        "merge_move",
+        "squeeze",
+        "squeeze_split",
+        "squeeze_all",
+        "expand",
+        "tile",
+        "repeat",
+    ],
+)
 def test_gradients(shape, op):
     mesh = sa.Mesh(shape)
     ax = mesh.axis_names[-1]
-    lay = {"b": ax}
-    dims, size = ("a", "b", "c"), (3, 6, 1)
+    lay = {"c": mesh.axis_names} if op.startswith("squeeze_") else {"b": ax}  # (c: its axes move to b and back)
+    dims, size = ("a", "b", "c"), (1, 1, 1) if op == "squeeze_all" else (3, 6, 1)
     fns = {
         "split_keep": lambda x: x.split_dim("b", {"p": 6, "q": 1}),
         "split_move": lambda x: x.split_dim("b", {"p": 3, "q": -1}),
@@ -235,6 +266,8 @@ def test_gradients(shape, op):
         "merge_apart": lambda x: x.merge_dims(("c", "a"), "ca"),
         "merge_move": lambda x: x.merge_dims(("a", "b"), "ab"),  # the minor dim is split: data moves
         "squeeze": lambda x: sa.squeeze(x, "c"),
+        "squeeze_split": lambda x: sa.squeeze(x, "c"),
+        "squeeze_all": lambda x: sa.squeeze(x),  # 0-d: a broadcast
         "expand": lambda x: sa.expand_dims(x, "new", position=2),
         "tile": lambda x: sa.tile(x, {"a": 2, "c": 3}),
         "repeat": lambda x: sa.repeat(x, 2, "a"),
