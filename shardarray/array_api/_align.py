@@ -38,11 +38,15 @@ def at_least_1d(x: Any, what: str) -> ShardArray:
 
 
 def axis_dim(x: ShardArray, axis: Any, what: str) -> str:
-    """The dim at position ``axis`` (negative from the end), with NumPy's error for out-of-range axes."""
+    """The dim at position ``axis`` (negative from the end), with NumPy's errors: a non-integer axis (``1.0``) is
+    a ``DTypeError`` (NumPy's TypeError), an out-of-range one an ``OutOfBoundsError``."""
     try:
         i = operator.index(axis)
     except TypeError:
-        raise DimensionError(f"{what}: axis must be an integer; got {axis!r}") from None
+        raise DTypeError(
+            f"{what}: axis must be an integer (NumPy's TypeError); got {axis!r} of type {type(axis).__name__}. "
+            f"Pass int(axis)"
+        ) from None
     if not -x.ndim <= i < x.ndim:
         raise OutOfBoundsError(
             f"{what}: axis {i} is out of bounds for an array of {x.ndim} dimension(s) (shape {x.shape})"

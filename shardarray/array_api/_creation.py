@@ -26,6 +26,7 @@ from ..mesh import Mesh
 from ..ops.creation import basic as _cr
 from ..ops.elementwise.arithmetic import where
 from ..ops.manipulation import structure
+from ..ops.manipulation.reshard import reshard
 from ..ops.manipulation.structure import astype, broadcast_to, rename
 from ._align import in_order
 from ._array import Array, wrap
@@ -142,10 +143,14 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         dtype: the dtype (default: the data's; Python ``bool``/``int``/``float``/
             ``complex`` give bool, int64, float64, complex128).
         device: the mesh (default: the array's own, else the default mesh). A
-            ShardArray on another mesh is a ``MeshError``.
+            ShardArray on another mesh is moved there as ``x.to_device(mesh)``
+            moves it (``sa.reshard``: block to block, the namespace's default
+            split on the target, no host round trip), then cast to ``dtype``
+            (before the move when that makes it smaller).
         copy: True always copies; False never does (a ``ValueError`` where a
-            copy is needed: a cast, or host data, which is always copied onto
-            the devices); None copies only when needed.
+            copy is needed: a cast, a move to another mesh, or host data,
+            which is always copied onto the devices); None copies only when
+            needed.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -157,15 +162,18 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     if copy is not None and not isinstance(copy, (bool, np.bool_)):
         raise ArgumentError(f"asarray: copy must be True, False or None; got {copy!r}")
     if isinstance(obj, ShardArray):
-        if device is not None:
-            mesh = _mesh(device, "asarray")
-            if mesh is not obj.mesh and mesh != obj.mesh:
-                raise MeshError(
-                    f"asarray: the array {obj.sizes} lives on {obj.mesh} but device={mesh} was given; asarray does "
-                    f"not move arrays between meshes. Copy it through the host: "
-                    f"xp.asarray(np.asarray(x), device=other_mesh)"
-                )
         dt = None if dtype is None else as_dtype(dtype)
+        mesh = obj.mesh if device is None else _mesh(device, "asarray")
+        if mesh is not obj.mesh and mesh != obj.mesh:
+            if copy is False:
+                raise ArgumentError(
+                    f"asarray: copy=False, but the array {obj.sizes} lives on {obj.mesh} and moving it to "
+                    f"device={mesh} needs a copy; pass copy=None (or True)"
+                )
+            if dt is not None and dt != obj.dtype and dt.itemsize < obj.dtype.itemsize:
+                obj = astype(obj, dt)  # (cast first: less to move)
+            moved = reshard(obj, mesh)
+            return wrap(moved if dt is None or dt == moved.dtype else astype(moved, dt))
         if dt is not None and dt != obj.dtype:
             if copy is False:
                 raise ArgumentError(

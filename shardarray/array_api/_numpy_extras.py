@@ -24,18 +24,33 @@ import numpy as np
 
 from ..array import ShardArray, as_kind
 from ..errors import ArgumentError, DimensionError
+from ..ops.creation.basic import asarray as from_host
 from ..ops.creation.basic import full
+from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical as lg
+from ..ops.elementwise import math_unary as mu
 from ..ops.indexing.basic import pick, slice_dim
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation.concat import concat, stack
-from ..ops.manipulation.structure import broadcast_to
+from ..ops.manipulation.structure import astype, broadcast_to
 from ..ops.manipulation.structure import transpose as transpose_named
+from ..ops.reduction import reduce
 from ._align import axis_dim, fresh
 from ._array import Array, wrap
 from ._manipulation import permute_dims
+from ._quantile import median
 from ._statistical import _check
 
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+_STAT_MODES = ("maximum", "minimum", "mean", "median")
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty", "linear_ramp", *_STAT_MODES)
+#: np.pad's keywords by mode (any other is NumPy's ValueError)
+_PAD_KEYWORDS = {
+    "constant": "constant_values",
+    "linear_ramp": "end_values",
+    "reflect": "reflect_type",
+    "symmetric": "reflect_type",
+    **dict.fromkeys(_STAT_MODES, "stat_length"),
+}
 
 
 def transpose(x: Array, /, axes: Sequence[int] | None = None) -> Array:
@@ -128,6 +143,12 @@ def _pad_dim(x: ShardArray, dim: str, before: int, after: int, mode: str, values
             f"pad: can't extend the empty axis {x.dims.index(dim)} (dim {dim!r}, array {x.sizes}) in mode "
             f"{mode!r}, as in NumPy; use mode='constant'"
         )
+    if mode == "linear_ramp":
+        return _ramp_pad(x, dim, before, after, values)
+    if mode in _STAT_MODES:
+        return _stat_pad(x, dim, before, after, mode, values)
+    if values[0] == "odd" and n > 1:
+        return _odd_reflect(x, dim, before, after, mode == "symmetric")
     index = np.pad(np.arange(n), (before, after), mode=mode)  # type: ignore[call-overload]  # NumPy's source position of every output entry
     parts = [_piece(x, dim, *r) for r in _runs(index[:before])]
     parts.append(x)
@@ -139,25 +160,41 @@ def pad(x: Array, /, pad_width: Any, mode: str = "constant", **kwargs: Any) -> A
     """``x`` padded along each axis, as ``np.pad`` (a NumPy extra beyond the standard).
 
     Modes ``constant`` (``constant_values``: a scalar, a pair, or a pair per
-    axis), ``edge``, ``reflect``, ``symmetric``, ``wrap`` (pads wider than the
-    axis repeat as NumPy's do) and ``empty`` (zeros here). Axes are padded one
-    after another, as NumPy does, so corners follow NumPy.
+    axis), ``edge``, ``reflect`` and ``symmetric`` (``reflect_type`` ``"even"``
+    or ``"odd"``: ``2 * edge - reflection``, NumPy's chunk by chunk for pads
+    wider than the axis), ``wrap`` (pads wider than the axis repeat as NumPy's
+    do), ``empty`` (zeros here), ``linear_ramp`` (``end_values``, NumPy's
+    ``linspace`` from each end value to the edge, integers floored) and the
+    statistic modes ``maximum``, ``minimum``, ``mean`` and ``median``
+    (``stat_length``: the number of edge entries the statistic reads, None
+    for the whole axis; integer statistics rounded half to even, as NumPy's).
+    Axes are padded one after another, as NumPy does, so corners follow NumPy.
 
     Collectives: along an unsplit axis none. Along a split one, the pad pieces
     are slices of the edge blocks (one small ``alltoallv`` each: only the
-    entries of the pad move), an ``edge`` row is one ``broadcast`` of a row,
-    and the pieces and ``x`` are joined by one ``concat`` (an ``alltoallv``
-    in which each device sends at most its block). ``constant`` zeros are one
-    ``move``. Nothing is gathered. Differentiable (the pieces are slices).
+    entries of the pad move), an ``edge`` row (and the edge of a ramp or an
+    odd reflection) is one ``broadcast`` of a row, and the pieces and ``x``
+    are joined by one ``concat`` (an ``alltoallv`` in which each device sends
+    at most its block). ``maximum``/``minimum``/``mean`` reduce the
+    ``stat_length`` edge entries where they are (a masked reduction: one
+    allreduce of a row); ``median`` sorts the edge slab, which a slice moves
+    first when ``stat_length`` is shorter than the axis. ``constant`` zeros
+    are one ``move``. Nothing is gathered. Differentiable except ``median``
+    and the ramps' and statistics' integer rounding.
 
     Args:
         x: the array.
         pad_width: an int, ``(before, after)``, or ``((before, after), ...)`` per axis.
         mode: one of the modes above.
-        **kwargs: ``constant_values`` (mode ``constant``); ``reflect_type="even"``.
+        **kwargs: ``constant_values`` (mode ``constant``), ``end_values``
+            (``linear_ramp``), ``stat_length`` (the statistic modes),
+            ``reflect_type`` (``reflect``, ``symmetric``), each a scalar, a
+            pair, or one pair per axis.
 
     Raises:
-        ArgumentError: an unknown mode or keyword, negative or malformed widths.
+        ArgumentError: an unknown mode, keyword or ``reflect_type``, negative or
+            malformed widths or stat lengths, a ``stat_length`` of 0 for
+            ``maximum``/``minimum`` (NumPy's ValueError).
         DimensionError: a non-constant pad of an empty axis (NumPy's ValueError).
 
     Example:
@@ -170,28 +207,155 @@ def pad(x: Array, /, pad_width: Any, mode: str = "constant", **kwargs: Any) -> A
     x = _check(x, "pad")
     what = f"pad (mode={mode!r})"
     if mode not in _PAD_MODES:
+        raise ArgumentError(f"pad: mode {mode!r} is not one of np.pad's modes {_PAD_MODES}")
+    allowed = _PAD_KEYWORDS.get(mode)
+    if set(kwargs) - {allowed}:
         raise ArgumentError(
-            f"pad: mode {mode!r} is not supported on distributed arrays; use one of {_PAD_MODES} "
-            f"(statistic modes: compute the statistic with xp.max/xp.mean/... and pad with mode='constant')"
+            f"{what}: unsupported keyword(s) {sorted(set(kwargs) - {allowed})} for this mode (np.pad's)"
         )
-    values = kwargs.pop("constant_values", None)
-    if kwargs.pop("reflect_type", "even") != "even":
-        raise ArgumentError(f"{what}: only reflect_type='even' is supported")
-    if kwargs or (mode != "constant" and values is not None):
-        bad = sorted(kwargs) or ["constant_values"]
-        raise ArgumentError(f"{what}: unexpected keyword(s) {bad} for this mode (np.pad's rules)")
-    values = 0 if values is None else values
+    reflect_type = kwargs.get("reflect_type", "even")
+    if reflect_type not in ("even", "odd"):
+        raise ArgumentError(f"{what}: reflect_type must be 'even' or 'odd'; got {reflect_type!r}")
     widths = _pad_widths(pad_width, x.ndim, what)
-    pairs = _pad_values(values, x.ndim, what)
-    for b, a in (p for p in pairs if mode == "constant"):
-        for v in (b, a):
+    extra = kwargs.get(allowed, None) if allowed else None
+    if mode == "constant":
+        pairs = _pad_values(0 if extra is None else extra, x.ndim, what)
+        for v in (v for p in pairs for v in p):
             if np.ndim(v) != 0:
-                raise ArgumentError(f"{what}: constant_values must be scalars; got {values!r:.80}")
+                raise ArgumentError(f"{what}: constant_values must be scalars; got {extra!r:.80}")
+    elif mode == "linear_ramp":
+        ends = np.asarray(0 if extra is None else extra)  # (NumPy's: one dtype for every end value)
+        pairs = [(ends.dtype.type(b), ends.dtype.type(a)) for b, a in _pad_values(ends, x.ndim, what)]
+    elif mode in _STAT_MODES:
+        pairs = _stat_lengths(extra, x.ndim, mode, what)
+    else:
+        pairs = [(reflect_type, reflect_type)] * x.ndim
     kind = type(x)
     y: ShardArray = as_kind(x, ShardArray)
     for dim, (b, a), vals in zip(x.dims, widths, pairs):
         y = _pad_dim(y, dim, b, a, mode, vals)
     return wrap(as_kind(y, kind))
+
+
+def _stat_lengths(lengths: Any, ndim: int, mode: str, what: str) -> list[tuple[Any, Any]]:
+    """``stat_length`` as one (before, after) pair per axis: None (the whole axis) or non-negative integers
+    (rounded, as NumPy's); 0 is NumPy's ValueError for ``maximum``/``minimum`` (no value to pad with)."""
+    if lengths is None:
+        return [(None, None)] * ndim
+    try:
+        v = np.round(np.asarray(lengths, dtype=np.float64))
+        pairs = np.broadcast_to(v, (ndim, 2))
+    except (TypeError, ValueError):
+        raise ArgumentError(
+            f"{what}: stat_length must be None, an int, (before, after), or one pair per axis ({ndim} axes); "
+            f"got {lengths!r:.80}"
+        ) from None
+    if (pairs < 0).any():
+        raise ArgumentError(f"{what}: stat_length must be non-negative; got {lengths!r:.80}")
+    if mode in ("maximum", "minimum") and (pairs == 0).any():
+        raise ArgumentError(f"{what}: a stat_length of 0 yields no value for padding (as in NumPy); got {lengths!r}")
+    return [(int(b), int(a)) for b, a in pairs]
+
+
+def _in_dims(y: ShardArray, dims: tuple[str, ...]) -> ShardArray:
+    return y if y.dims == dims else transpose_named(y, dims)
+
+
+def _iota(x: ShardArray, dim: str, values: np.ndarray) -> ShardArray:
+    """``values`` (host, one per entry of ``dim``) as an array along ``dim``, split as ``x``'s ``dim`` is: each
+    device makes its block, nothing moves."""
+    return from_host(values, dims=(dim,), mesh=x.mesh, layout={dim: x.spec.of(dim) or None})
+
+
+def _stat_row(x: ShardArray, dim: str, start: int, count: int, mode: str) -> ShardArray:
+    """NumPy's statistic of entries ``start .. start + count - 1`` of ``dim`` (a row without ``dim``), in
+    ``x``'s dtype (an integer statistic rounded half to even first, as NumPy's ``_round_if_needed``)."""
+    n = x.sizes[dim]
+    if mode == "median":
+        slab = x if count == n else slice_dim(x, dim, start, 1, count)
+        row = as_kind(median(wrap(as_kind(slab, Array)), axis=slab.dims.index(dim)), ShardArray)
+    else:
+        src = x
+        if count != n:
+            pos = _iota(x, dim, np.arange(n))
+            inside = lg.logical_and(ew.greater_equal(pos, start), ew.less(pos, start + count))
+            fill = 0 if mode == "mean" else reduce._identity(x.dtype, "max" if mode == "maximum" else "min")
+            src = ew.where(inside, x, fill)
+        if mode == "mean":
+            wide = np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype
+            wide = np.dtype(np.float32) if wide == np.float16 else wide
+            row = ew.divide(reduce.sum(src if src.dtype == wide else astype(src, wide), (dim,)), float(count))
+        else:
+            row = (reduce.max if mode == "maximum" else reduce.min)(src, (dim,))
+    if x.dtype.kind in "iu" and row.dtype.kind == "f":
+        row = mu.round(row)
+    return row if row.dtype == x.dtype else astype(row, x.dtype)
+
+
+def _fill(x: ShardArray, dim: str, row: ShardArray, count: int) -> ShardArray:
+    """``row`` repeated ``count`` times along ``dim`` (by name: no traffic), in ``x``'s layout."""
+    return _in_dims(broadcast_to(row, dict(x.sizes, **{dim: count}), layout=_layout_of(x)), x.dims)
+
+
+def _stat_pad(x: ShardArray, dim: str, before: int, after: int, mode: str, lengths: tuple[Any, Any]) -> ShardArray:
+    """The statistic modes: each side filled with the statistic of its ``stat_length`` edge entries."""
+    n = x.sizes[dim]
+    lb, la = (n if k is None else min(int(k), n) for k in lengths)
+    parts = [_fill(x, dim, _stat_row(x, dim, 0, lb, mode), before)] if before else []
+    parts.append(x)
+    if after:
+        parts.append(_fill(x, dim, _stat_row(x, dim, n - la, la, mode), after))
+    return concat(parts, dim)
+
+
+def _ramp(x: ShardArray, dim: str, width: int, end: Any, edge_at: int, reverse: bool) -> ShardArray:
+    """NumPy's ``linspace(end, edge, width, endpoint=False)`` along ``dim`` (reversed for the after side), its
+    arithmetic and dtype (computed in ``result_type(end, x, float(width))``, floored for integers)."""
+    edge = pick(x, dim, edge_at)
+    dt = np.result_type(np.asarray(end).dtype, x.dtype, float(width))
+    start = np.asarray(end).astype(dt)[()]
+    delta = ew.subtract(astype(edge, dt), start)
+    step = ew.divide(delta, float(width))
+    ramp = np.arange(width, dtype=dt)
+    i = _iota(x, dim, ramp[::-1].copy() if reverse else ramp)
+    if bool(reduce.max(astype(ew.equal(step, 0), np.int8)).numpy()):  # (NumPy's "any step is 0": one read)
+        y = ew.multiply(ew.divide(i, float(width)), delta)
+    else:
+        y = ew.multiply(i, step)
+    y = ew.add(y, start)
+    if x.dtype.kind in "iu":
+        y = mu.floor(y)
+    return _in_dims(y if y.dtype == x.dtype else astype(y, x.dtype), x.dims)
+
+
+def _ramp_pad(x: ShardArray, dim: str, before: int, after: int, ends: tuple[Any, Any]) -> ShardArray:
+    n = x.sizes[dim]
+    parts = [_ramp(x, dim, before, ends[0], 0, False)] if before else []
+    parts.append(x)
+    if after:
+        parts.append(_ramp(x, dim, after, ends[1], n - 1, True))
+    return concat(parts, dim)
+
+
+def _odd_reflect(x: ShardArray, dim: str, before: int, after: int, symmetric: bool) -> ShardArray:
+    """``reflect_type='odd'``: NumPy's chunks, each ``2 * edge - reflection`` about the current edge, a chunk at
+    most the original period long (so pads wider than the axis continue the odd extension, as NumPy's)."""
+    n, eo, cur = x.sizes[dim], int(symmetric), x
+    while before > 0 or after > 0:
+        size = cur.sizes[dim]
+        period = size // n * n if symmetric else (size - 1) // (n - 1) * (n - 1)
+        lb, la = min(period, before), min(period, after)
+        parts = []
+        if lb:
+            chunk = slice_dim(cur, dim, lb - eo, -1, lb)
+            parts.append(_in_dims(ew.subtract(ew.multiply(pick(cur, dim, 0), 2), chunk), cur.dims))
+        parts.append(cur)
+        if la:
+            chunk = slice_dim(cur, dim, size - 2 + eo, -1, la)
+            parts.append(_in_dims(ew.subtract(ew.multiply(pick(cur, dim, size - 1), 2), chunk), cur.dims))
+        cur = concat(parts, dim)
+        before, after = before - lb, after - la
+    return cur
 
 
 def sliding_window_view(

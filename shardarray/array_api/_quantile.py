@@ -440,8 +440,15 @@ def median(
     The median of an empty slice is NaN with NumPy's ``RuntimeWarning: Mean of empty slice`` (NumPy takes the
     mean of the middle values, none); integers give float64."""
     no_out(out, "median")
-    if _no_values(x, axis, "median"):
-        return nanmean(x, axis=axis, keepdims=keepdims)
+    if _no_values(x, axis, "median"):  # (NumPy warns once, also where there is no slice: shape (0, 0), axis=1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = nanmean(x, axis=axis, keepdims=keepdims)
+        for w in caught:
+            if "Mean of empty slice" not in str(w.message):
+                warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=user_stacklevel())
+        return result
     return _quantile(x, 0.5, axis, "linear", keepdims, None, "median", _mean_of_two)
 
 

@@ -158,7 +158,7 @@ def _stack(fn: Callable[..., Any], arrays: list[ShardArray], axis: Any, what: st
     try:
         pos = operator.index(axis)
     except TypeError:
-        raise ArgumentError(f"{what}: axis must be an integer; got {axis!r}") from None
+        raise DTypeError(f"{what}: axis must be an integer (NumPy's TypeError); got {axis!r}") from None
     if not -len(dims) - 1 <= pos <= len(dims):
         raise OutOfBoundsError(
             f"{what}: axis {pos} is out of range for stacking arrays with dims {dims}; use 0..{len(dims)}"
@@ -221,7 +221,9 @@ def _expand_dims(func: Any, what: str, a: Any, axis: Any) -> Any:
     try:
         positions = sorted(operator.index(p) % ndim if -ndim <= operator.index(p) < ndim else -1 - ndim for p in axes)
     except TypeError:
-        raise ArgumentError(f"{what}: axis must be an integer or a tuple of integers; got {axis!r}") from None
+        raise DTypeError(
+            f"{what}: axis must be an integer or a tuple of integers (NumPy's TypeError); got {axis!r}"
+        ) from None
     if positions[0] < 0 or len(set(positions)) != len(positions):
         raise DimensionError(
             f"{what}: axis {axis!r} is out of range or repeated for a result with {ndim} dims "

@@ -124,7 +124,8 @@ def cast_to(xp: Any, value: Any, dtype: Any, casting: str, what: str) -> Any:
 
 
 def axes_of(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
-    """NumPy's ``axis`` (None: all, an int, a tuple of ints) as sorted non-negative positions."""
+    """NumPy's ``axis`` (None: all, an int, a tuple of ints) as sorted non-negative positions; a non-integer is
+    a ``DTypeError`` (NumPy's TypeError), an axis out of range an ``OutOfBoundsError``."""
     if axis is None:
         return tuple(range(ndim))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -133,7 +134,9 @@ def axes_of(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
         try:
             k = operator.index(a)
         except TypeError:
-            raise ArgumentError(f"{what}: axis must be an integer or a tuple of integers; got {axis!r}") from None
+            raise DTypeError(  # (NumPy's TypeError: 'float' object cannot be interpreted as an integer)
+                f"{what}: axis must be an integer or a tuple of integers; got {axis!r}. Pass int(axis)"
+            ) from None
         if not -ndim <= k < ndim:
             raise OutOfBoundsError(f"{what}: axis {k} is out of bounds for an array of {ndim} dimensions")
         out.append(k % ndim)

@@ -19,6 +19,11 @@ for distributed arrays, the choice is an experienced NumPy user's:
   keeps each NaN distinct;
 * ``np.round(x, decimals)`` scales by ``10**decimals`` and rounds half to even,
   as NumPy does (so the same floating-point results);
+* NumPy scalars and 0-d arrays among the operands keep their dtype (NEP 50:
+  ``np.hstack((x, np.int16(1)))`` is int16 for an int16 ``x``);
+* ``np.logspace``/``np.geomspace`` of arrays follow NumPy's algorithms (on
+  ``np.linspace``'s handler), ``np.meshgrid(sparse=True)`` gives NumPy's
+  broadcastable shapes (reshapes only);
 * ``np.where`` takes any condition (a non-bool one is ``condition != 0``),
   ``np.take`` indices of any shape (they replace the axis, NumPy's
   ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``), and ``np.split``
@@ -72,7 +77,10 @@ def composed(*names: str, space: str = "") -> Callable[[Callable[..., Any]], Cal
 
 
 def _array(xp: Any, what: str, value: Any, i: int | str, ref: Any) -> ShardArray:
-    """An operand as an array of the namespace: arrays as they are, Python/NumPy scalars as 0-d arrays."""
+    """An operand as an array of the namespace: arrays as they are, Python/NumPy scalars as 0-d arrays (a NumPy
+    scalar or 0-d array keeps its dtype, as NumPy's ``asanyarray`` does: ``np.hstack((x, np.int16(1)))``)."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return cast(ShardArray, xp.asarray(value, device=ref.mesh))
     value = host_value(what, value, i, ref)
     if isinstance(value, ShardArray):
         return value
@@ -258,10 +266,78 @@ def _linspace(
     return (y, step) if retstep else y
 
 
+@composed("logspace")
+def _logspace(
+    xp: Any,
+    what: str,
+    start: Any,
+    stop: Any,
+    num: Any = 50,
+    endpoint: bool = True,
+    base: Any = 10.0,
+    dtype: Any = None,
+    axis: int = 0,
+) -> Any:
+    """``np.logspace`` with array endpoints (or base): ``base ** np.linspace(start, stop, ...)`` as NumPy computes
+    it (``_linspace``; a NumPy scalar ``base`` keeps its dtype, an array ``base`` broadcasts with the endpoints
+    and gets the new axis), cast to ``dtype`` at the end (no flooring, as NumPy's ``astype``)."""
+    ref = _ref(start, stop, base)
+    y = _linspace(xp, what, start, stop, num, endpoint, axis=axis)
+    b = _array(xp, what, base, "base", ref) if not isinstance(base, (int, float)) else base
+    if isinstance(b, ShardArray) and b.ndim:
+        nd = max(np.ndim(v) if not isinstance(v, ShardArray) else v.ndim for v in (start, stop, b))
+        b = xp.reshape(b, (1,) * (nd - b.ndim) + b.shape) if b.ndim < nd else b
+        b = xp.expand_dims(b, axis=axes_of(axis, nd + 1, what)[0])
+    result = xp.pow(b, y) if isinstance(b, ShardArray) else b**y
+    return result if dtype is None else xp.astype(result, np.dtype(dtype))
+
+
+@composed("geomspace")
+def _geomspace(
+    xp: Any, what: str, start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0
+) -> Any:
+    """``np.geomspace`` with array endpoints, NumPy's algorithm: computed in ``np.result_type(start, stop,
+    float(num), dtype)`` (float64 at least, as NumPy's), the endpoints rotated to the positive reals by their
+    sign, ``np.logspace`` of their ``log10``, the first and last samples exactly ``start`` and ``stop``. A zero
+    endpoint is NumPy's ValueError (``ArgumentError``; one replicated bool read)."""
+    ref = _ref(start, stop)
+    a, z = _arrays(xp, what, [start, stop])
+    if bool(xp.any(a == 0)) or bool(xp.any(z == 0)):
+        raise ArgumentError(f"{what}: a geometric sequence cannot include zero; start and stop must be nonzero")
+    strong = (ShardArray, np.generic, np.ndarray)
+    kinds = [v.dtype if isinstance(v, strong) else v for v in (start, stop)]
+    dt = np.result_type(*kinds, float(num), np.zeros((), dtype))
+    a, z = xp.astype(a, dt), xp.astype(z, dt)
+    sign = xp.sign(a)
+    a, z = a / sign, z / sign
+    result = _logspace(xp, what, xp.log10(a), xp.log10(z), num, endpoint, 10.0, dt)
+    n = result.shape[0]
+    if n > 0:
+        ramp = np.arange(n).reshape((n,) + (1,) * (result.ndim - 1))
+        i = like_kind(from_host(ramp, dims=tuple(f"dim{k}" for k in range(ramp.ndim)), mesh=ref.mesh, layout={}), ref)
+        result = xp.where(i == 0, a, result)
+        result = xp.where(i == n - 1, z, result) if n > 1 and endpoint else result
+    result = result * sign
+    ax = axes_of(axis, result.ndim, what)[0]
+    result = xp.moveaxis(result, 0, ax) if ax else result
+    return result if dtype is None else xp.astype(result, np.dtype(dtype))
+
+
 @composed("meshgrid")
 def _meshgrid(xp: Any, what: str, *xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Any:
-    _no_kwargs(what, copy=copy, sparse=sparse)
-    return tuple(xp.meshgrid(*(xp.reshape(a, (-1,)) for a in _arrays(xp, what, xi)), indexing=indexing))
+    """``np.meshgrid``: with ``sparse=True`` NumPy's broadcastable shapes, each input flattened and reshaped to
+    size 1 on every axis but its own (the first two swapped for ``indexing='xy'``), no data moved beyond that.
+    The results never alias the inputs, so ``copy=False`` (NumPy's views) gives the same values as copies."""
+    if indexing not in ("xy", "ij"):
+        raise ArgumentError(f"{what}: indexing must be 'xy' or 'ij'; got {indexing!r}")
+    arrays = [xp.reshape(a, (-1,)) if a.ndim != 1 else a for a in _arrays(xp, what, xi)]
+    if not sparse:
+        return tuple(xp.meshgrid(*arrays, indexing=indexing))
+    n = len(arrays)
+    shapes = [[1] * i + [-1] + [1] * (n - i - 1) for i in range(n)]
+    if indexing == "xy" and n > 1:
+        shapes[0][:2], shapes[1][:2] = [1, -1], [-1, 1]
+    return tuple(xp.reshape(a, tuple(s)) for a, s in zip(arrays, shapes))
 
 
 @composed("column_stack")
@@ -535,7 +611,7 @@ def _ptp(xp: Any, what: str, a: Any, axis: Any = None, out: Any = None, keepdims
 def _average(
     xp: Any, what: str, a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: Any = False
 ) -> Any:
-    x = a if np.dtype(a.dtype).kind in "fc" else xp.astype(a, xp.float64)
+    x = a if is_real_float(a.dtype) or is_complex(a.dtype) else xp.astype(a, xp.float64)  # (bfloat16 kept)
     kd = keepdims is True
     if weights is None:
         avg = xp.mean(x, axis=axis, keepdims=kd)
@@ -548,6 +624,8 @@ def _average(
         (k,) = axes_of(axis, x.ndim, what)
         w = xp.reshape(w, tuple(n if i == k else 1 for i, n in enumerate(x.shape)))
         w = xp.broadcast_to(w, x.shape)
+    rdt = _average_dtype(a.dtype, w.dtype)  # (NumPy's result_type(a, weights[, float64 for integer a]))
+    x, w = (v if v.dtype == rdt else xp.astype(v, rdt) for v in (x, w))
     total = xp.sum(w, axis=axis, keepdims=kd)
     if bool(xp.any(total == 0)):  # (one boolean read: NumPy's ZeroDivisionError, before any division)
         raise ArgumentError(
@@ -556,6 +634,15 @@ def _average(
         )
     avg = xp.sum(x * w, axis=axis, keepdims=kd) / total
     return (avg, xp.broadcast_to(total, avg.shape)) if returned else avg
+
+
+def _average_dtype(a: Any, w: Any) -> np.dtype:
+    """NumPy's dtype of a weighted average: ``result_type(a, weights)``, with float64 for integer or bool ``a``."""
+    floats = is_real_float(a) or is_complex(a)
+    try:
+        return np.result_type(a, w) if floats else np.result_type(a, w, np.float64)
+    except TypeError:  # (a float type without promotion rules with the weights': bfloat16 with int8)
+        return np.dtype(a) if floats else np.dtype(np.float64)
 
 
 @composed("copy")

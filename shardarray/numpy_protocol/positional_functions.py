@@ -17,7 +17,11 @@ NumPy's semantics where the standard's differ:
   has the array's number of dimensions, each of size 1, as NumPy's;
 * ``keepdims=True`` is passed on, or kept by re-inserting the reduced axes;
 * ``dtype=`` is passed on, or the input is cast first (``np.mean(x, dtype=...)``);
-  an integer ``dtype=`` is the result's too (``np.mean(x, dtype=np.int32)``);
+  an integer ``dtype=`` of ``np.mean``/``var``/``std`` is computed as NumPy does:
+  sums in that dtype (wrapping), each divided by the count and cast back,
+  truncating (``np.mean([200, 100], dtype=np.uint8)`` is 22);
+* ``np.var``/``np.std``'s ``mean=`` (NumPy 2) is used as the mean, and a slice
+  with no entry (or no degree of freedom) warns NumPy's RuntimeWarning;
 * integer and bool input of the functions NumPy computes in floating point
   (``np.mean``, ``np.std``, ``np.var``, ``np.linalg.inv``/``det``/``norm``/..., ``np.fft.fft``
   and the other transforms: ``FLOAT_INPUT``) is cast to float64 first, and
@@ -66,6 +70,8 @@ Example:
 from __future__ import annotations
 
 import inspect
+import math
+import warnings
 from collections.abc import Callable
 from numbers import Number
 from typing import Any
@@ -73,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DTypeError
 from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
 from .positional_ufuncs import counterpart, masked_operand, where_mask
@@ -109,8 +115,14 @@ HOST_FIRST = frozenset({"polyval"})
 #: NumPy functions that take ``axis=0`` (or -1) on a 0-d array, reading it as 1-D (its legacy rule): the
 #: reductions reduce the one element, the scans and ``argsort`` give a 1-element array
 ZERO_D_AXIS = frozenset(
-    {"sum", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin", "cumsum", "cumprod", "argsort"}
+    {"sum", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin", "nanargmax", "nanargmin"}
+    | {"cumsum", "cumprod", "argsort"}
 )
+#: of ``ZERO_D_AXIS``, those that reduce the one element (``axis=None``) rather than read the 0-d array as 1-D
+_ZERO_D_REDUCE = frozenset({"argmax", "argmin", "nanargmax", "nanargmin"})
+
+#: NumPy functions that join a sequence of arrays: its scalars are 0-d arrays, as NumPy's ``asanyarray`` makes them
+JOINS = frozenset({"stack", "concatenate"})
 
 #: NumPy functions that compute in floating point: integer and bool arrays are cast to float64 first, as NumPy's
 #: versions convert them (the namespace's refuse them)
@@ -140,6 +152,8 @@ REDUCING_UFUNCS: dict[str, np.ufunc] = {
 WHERE_UFUNCS: dict[str, np.ufunc] = {**REDUCING_UFUNCS, "any": np.logical_or, "all": np.logical_and}
 #: NumPy statistics whose ``where=`` is honoured here: a masked reduction (``_where_statistic``)
 WHERE_STATS = frozenset({"mean", "std", "var", "nanmean", "nanstd", "nanvar", "nansum", "nanprod", "nanmax", "nanmin"})
+#: NumPy moments whose integer ``dtype=`` is computed as NumPy does it (``_integer_moment``)
+_INTEGER_MOMENTS = frozenset({"mean", "var", "std", "nanmean", "nanvar", "nanstd"})
 #: the nan-reductions with ``where=`` as the plain ones on the masked data (NaN left out with the mask)
 _NAN_PLAIN: dict[str, Callable[..., Any]] = {"nansum": np.sum, "nanprod": np.prod, "nanmax": np.max, "nanmin": np.min}
 
@@ -165,6 +179,8 @@ def array_function(
         return NotImplemented
     space, name = where_of(func)
     what = f"np.{space + '.' if space else ''}{name}"
+    if not space and name in _INTEGER_MOMENTS and _integer_moment_call(func, name, args, kwargs):
+        return _integer_moment(xp, func, name, what, args, kwargs)
     if (space, name) in FLOAT_INPUT:
         args = tuple(_float_input(xp, a) for a in args)
         kwargs = {k: v if k == "where" else _float_input(xp, v) for k, v in kwargs.items()}
@@ -174,6 +190,7 @@ def array_function(
     if not space and (name in WHERE_UFUNCS or name in WHERE_STATS):
         bound = signature(func).bind(*args, **kwargs).arguments
         masked = not is_neutral("where", bound.get("where", True))
+        masked = masked or not is_neutral("mean", bound.get("mean", np._NoValue))  # (var(mean=): NumPy 2's)
         if name in WHERE_UFUNCS and (masked or (name in REDUCING_UFUNCS and "initial" in bound)):
             return _reduce_with_initial(func, WHERE_UFUNCS[name], args, kwargs)
         if masked:
@@ -195,6 +212,77 @@ def _reduce_with_initial(func: Callable[..., Any], ufunc: np.ufunc, args: tuple[
     return ufunc.reduce(x, **given)
 
 
+def _integer_dtype(dtype: Any) -> bool:
+    """Whether ``dtype`` (a ``dtype=`` argument, None for none) is an integer dtype."""
+    try:
+        return dtype is not None and np.dtype(dtype).kind in "iu"
+    except TypeError:
+        return False
+
+
+def _integer_moment_call(func: Callable[..., Any], name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+    """Whether ``np.mean``/``var``/``std`` (or a nan-version on integer or bool data, which NumPy runs as the plain
+    one) is given an integer ``dtype=``: computed as NumPy does in ``_integer_moment``."""
+    bound = signature(func).bind(*args, **kw).arguments
+    x = bound.get(next(iter(signature(func).parameters)))
+    if not (_integer_dtype(bound.get("dtype")) and isinstance(x, ShardArray)):
+        return False
+    return not name.startswith("nan") or x.dtype.kind in "biu"
+
+
+def _integer_moment(
+    xp: Any, func: Callable[..., Any], name: str, what: str, args: tuple[Any, ...], kw: dict[str, Any]
+) -> Any:
+    """``np.mean``/``var``/``std(x, dtype=<an integer dtype>)`` as NumPy computes them: sums in that dtype (the
+    elements cast to it, wrapping as NumPy's ``np.add.reduce(x, dtype=...)``), each true-divided by the count
+    (the masked count with ``where=``) and cast back to the dtype, truncating (``np.mean([200, 100],
+    dtype=np.uint8)`` is 22; the variance subtracts that truncated mean). ``np.std`` takes the square root of
+    a scalar result (truncated too); of an array result NumPy's ``sqrt`` cannot write float64 into the integer
+    result, a ``DTypeError`` here (NumPy's UFuncTypeError)."""
+    given = {k: v for k, v in signature(func).bind(*args, **kw).arguments.items() if v is not np._NoValue}
+    x = given.pop(next(iter(signature(func).parameters)))
+    dtype, where = np.dtype(given.pop("dtype")), given.pop("where", True)
+    out, keepdims = given.pop("out", None), given.pop("keepdims", False) is True
+    axes = axes_of(given.pop("axis", None), x.ndim, what)
+    ddof = None if name.endswith("mean") else given.pop("ddof", 0)
+    if given.get("correction") is not None:
+        if ddof != 0:
+            raise ArgumentError(f"{what}: give ddof= or correction=, not both (as in NumPy)")
+        ddof = given.pop("correction")
+    for key, value in given.items():
+        if not is_neutral(key, value, None):
+            raise refuse(what, key, value)
+    total = np.sum(x, axis=axes, dtype=dtype, keepdims=True, where=where)
+    if is_neutral("where", where):
+        count: Any = math.prod(x.shape[k] for k in axes)
+        short = count <= (ddof or 0)
+    else:
+        count = xp.sum(xp.astype(where_mask(xp, where, x, what), xp.float64), axis=axes, keepdims=True)
+        short = bool(xp.any(count <= (ddof or 0)))  # (one replicated bool read)
+    mean = xp.astype(xp.astype(total, xp.float64) / count, dtype)
+    if ddof is None:
+        result = mean
+    else:
+        rt = np.result_type(x.dtype, dtype)
+        d = xp.astype(x, rt) - xp.astype(mean, rt)
+        ss = np.sum(d * d, axis=axes, dtype=dtype, keepdims=True, where=where)
+        dof = xp.maximum(count - ddof, 0) if isinstance(count, ShardArray) else max(count - ddof, 0)
+        result = xp.astype(xp.astype(ss, xp.float64) / dof, dtype)
+    if short:
+        message = "Mean of empty slice" if ddof is None else "Degrees of freedom <= 0 for slice"
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+    if name.endswith("std"):
+        if out is not None or keepdims or len(axes) < x.ndim:
+            raise DTypeError(
+                f"{what}: cannot cast the square root (float64) into dtype={dtype} under same_kind casting, as "
+                f"NumPy's ufunc 'sqrt' cannot; give a floating dtype= (or none)"
+            )
+        result = xp.astype(xp.sqrt(xp.astype(result, xp.float64)), dtype)
+    if not keepdims and axes:
+        result = xp.squeeze(result, axis=axes)
+    return write_out(out, result, what)
+
+
 def _where_statistic(
     xp: Any, func: Callable[..., Any], name: str, what: str, args: tuple[Any, ...], kw: dict[str, Any]
 ) -> Any:
@@ -205,7 +293,7 @@ def _where_statistic(
     x = given.pop(next(iter(signature(func).parameters)))
     if not isinstance(x, ShardArray):
         return NotImplemented
-    mask = where_mask(xp, given.pop("where"), x, what)
+    mask, mean = where_mask(xp, given.pop("where", True), x, what), given.pop("mean", None)
     if name.startswith("nan") and x.dtype.kind in "fc":
         mask = xp.logical_and(mask, xp.logical_not(xp.isnan(x)))
     if name in _NAN_PLAIN:
@@ -222,27 +310,50 @@ def _where_statistic(
     for key, value in given.items():
         if not is_neutral(key, value, None):
             raise refuse(what, key, value)
-    result = _masked_moment(xp, x, mask, axes, dtype, None if name.endswith("mean") else ddof)
+    nan_bad = name.startswith("nan") and x.dtype.kind in "fc"  # (NumPy's nanvar of floats: NaN where dof <= 0)
+    result = _masked_moment(xp, x, mask, axes, dtype, None if name.endswith("mean") else ddof, nan_bad, mean)
     result = xp.sqrt(result) if name.endswith("std") else result
     if not keepdims and axes:
         result = xp.squeeze(result, axis=axes)
     return write_out(out, result, what)
 
 
-def _masked_moment(xp: Any, x: ShardArray, mask: ShardArray, axes: tuple[int, ...], dtype: Any, ddof: Any) -> Any:
+def _masked_moment(
+    xp: Any,
+    x: ShardArray,
+    mask: ShardArray,
+    axes: tuple[int, ...],
+    dtype: Any,
+    ddof: Any,
+    nan_bad: bool = False,
+    given_mean: Any = None,
+) -> Any:
     """The mean (``ddof`` None) or the variance of ``x`` over ``axes`` (kept) where ``mask`` holds, in NumPy's
-    dtype: ``dtype``, else float64 for integers and bools, else ``x``'s (float16 computed in float32)."""
+    dtype: ``dtype``, else float64 for integers and bools, else ``x``'s (float16 computed in float32). A slice
+    with no entry (with ``ddof`` or fewer for the variance) warns NumPy's RuntimeWarning ("Mean of empty slice",
+    "Degrees of freedom <= 0 for slice"); the mean of an empty slice is NaN, a variance with no degree of
+    freedom NumPy's ``ss / 0`` (inf, or NaN where ``ss`` is 0), NaN for the nan-functions (``nan_bad``).
+    ``given_mean`` is ``np.var``'s ``mean=`` (NumPy 2's precomputed mean, of the keepdims shape)."""
     want = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype
     work = np.dtype(np.float32) if want == np.float16 else want
     x = x if x.dtype == work else xp.astype(x, work)
     count = xp.sum(xp.astype(mask, xp.float64), axis=axes, keepdims=True)
-    mean = xp.sum(xp.where(mask, x, 0), axis=axes, keepdims=True) / count
-    mean = mean if mean.dtype == work else xp.astype(mean, work)
+    if bool(xp.any(count <= (0 if ddof is None else ddof))):  # (NumPy's warnings: one replicated bool read)
+        message = "Mean of empty slice" if ddof is None else "Degrees of freedom <= 0 for slice"
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
+    if given_mean is None:
+        mean = xp.sum(xp.where(mask, x, 0), axis=axes, keepdims=True) / count
+    else:  # (np.var(x, mean=m): NumPy 2's precomputed mean, of the keepdims shape)
+        mean = given_mean
+    mean = xp.astype(mean, work) if isinstance(mean, ShardArray) and mean.dtype != work else mean
     if ddof is None:
         return mean if mean.dtype == want else xp.astype(mean, want)
     d = xp.where(mask, x - mean, 0)
     sq = xp.real(d) ** 2 + xp.imag(d) ** 2 if d.dtype.kind == "c" else d * d
-    var = xp.sum(sq, axis=axes, keepdims=True) / xp.maximum(count - ddof, 0.0)
+    ss, dof = xp.sum(sq, axis=axes, keepdims=True), xp.maximum(count - ddof, 0.0)
+    var = ss / xp.where(dof > 0, dof, 1.0)  # (a partial sum divided only by nonzero counts: 0 / 0 is not inf / 0)
+    over = float("nan") if nan_bad else xp.where(ss > 0, float("inf"), float("nan"))  # (NumPy's ss / 0, nan*'s NaN)
+    var = xp.where(dof > 0, var, over)
     real = np.dtype(np.float32) if want.kind == "c" and want.itemsize == 8 else want
     real = np.dtype(np.float64) if real.kind == "c" else real
     return var if var.dtype == real else xp.astype(var, real)
@@ -283,6 +394,8 @@ def call_derived(
         given[first] = _promoted(xp, ref, [given.get(k) for k in PROMOTES_WITH[name]])
     out = given.pop("out", None)
     ref = next((v for v in _leaves(given.values()) if isinstance(v, ShardArray)), ref)
+    if name in JOINS and isinstance(given.get(first), (list, tuple)) and isinstance(ref, ShardArray):
+        given[first] = [_scalar_array(xp, v, ref) for v in given[first]]
     host_ok = name in HOST_FIRST
     given = {
         k: (v if k == first and (host_ok or not _host_array(v)) else host_value(what, v, k, ref))
@@ -308,7 +421,7 @@ def call_derived(
                 given[key] = np_param.default
     x = given.get(first)
     if isinstance(x, ShardArray) and x.ndim == 0 and name in ZERO_D_AXIS and _is_first_axis(given.get("axis")):
-        if name in FLATTEN_ON_NONE and name not in ("argmax", "argmin"):
+        if name in FLATTEN_ON_NONE and name not in _ZERO_D_REDUCE:
             given[first], given["axis"] = xp.reshape(x, (1,)), 0  # (NumPy's scan or sort of the 0-d array as 1-D)
         else:
             given["axis"] = None  # (NumPy's reduction of the one element)
@@ -356,6 +469,17 @@ def call_derived(
     if result_dtype is not None and isinstance(result, ShardArray) and result.dtype != result_dtype:
         result = xp.astype(result, result_dtype)
     return write_out(out, result, what)
+
+
+def _scalar_array(xp: Any, value: Any, ref: ShardArray) -> Any:
+    """A scalar among the arrays ``np.stack``/``np.concatenate`` join as a 0-d array on ``ref``'s mesh, as NumPy's
+    ``asanyarray`` makes it: a NumPy scalar or 0-d array keeps its dtype, a Python scalar gets NumPy's default;
+    arrays and anything else as given (a host array is refused later, as everywhere)."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return xp.asarray(value, device=ref.mesh)
+    if isinstance(value, (bool, int, float, complex)):
+        return xp.asarray(np.asarray(value), device=ref.mesh)
+    return value
 
 
 def _positional(tparams: Any, values: dict[str, Any], var_args: tuple[Any, ...]) -> list[Any]:

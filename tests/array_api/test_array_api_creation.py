@@ -65,8 +65,12 @@ def test_asarray_of_arrays_keeps_dims_and_layout(mesh):
     assert xp.asarray(a, dtype=xp.int32).dtype == xp.int32
     with pytest.raises(ValueError, match="copy"):
         xp.asarray(a, dtype=xp.int32, copy=False)
-    with pytest.raises(MeshError, match="does not move"):
-        xp.asarray(a, device=sa.Mesh({"other": 1}))
+    other = sa.Mesh({"other": 3})
+    moved = xp.asarray(a, device=other)  # another mesh: moved there by sa.reshard (the default split)
+    assert moved.mesh is other and moved.dims == a.dims and moved.layout == {a.dims[0]: ("other",)}
+    np.testing.assert_array_equal(moved.numpy(), a.numpy())
+    with pytest.raises(ValueError, match="copy"):  # the standard: copy=False raises where a copy is needed
+        xp.asarray(a, device=other, copy=False)
 
 
 def test_from_dlpack(mesh):

@@ -56,8 +56,8 @@ def test_pad_constant_values_per_axis_and_ints(mesh):
 
 def test_pad_bad_input_is_typed(mesh):
     x = xp.asarray([1.0, 2.0])
-    with pytest.raises(sa.ArgumentError, match=r"mode 'mean'"):
-        xp.pad(x, 1, mode="mean")
+    with pytest.raises(sa.ArgumentError, match=r"mode 'bogus'"):
+        xp.pad(x, 1, mode="bogus")
     with pytest.raises(sa.ArgumentError, match=r"non-negative"):
         xp.pad(x, -1)
     with pytest.raises(sa.ArgumentError, match=r"constant_values"):

@@ -51,10 +51,14 @@ def test_mask_then_basic_indices(mesh: sa.Mesh, key: tuple) -> None:
     np.testing.assert_array_equal(np.asarray(got), a[np.ones((5, 4), bool), 1])
 
 
-def test_mask_with_an_integer_array_is_still_refused(mesh: sa.Mesh) -> None:
-    x = xp.asarray(np.arange(12.0).reshape(4, 3))
-    with pytest.raises(sa.ArgumentError, match="come first with basic indices"):
-        x[xp.asarray(np.array([True, False, True, True])), np.array([0, 1])]
+def test_mask_with_an_integer_array_is_its_nonzero_indices(mesh: sa.Mesh) -> None:
+    """A mask beside an integer array is the mask's ``nonzero()`` indices, as NumPy (refused before round 11);
+    indices that do not broadcast are a ``DimensionError`` (NumPy: an ``IndexError``)."""
+    a, m = np.arange(12.0).reshape(4, 3), np.array([True, False, True, True])
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(x[xp.asarray(m), np.array([0, 1, 2])].numpy(), a[m, np.array([0, 1, 2])])
+    with pytest.raises(sa.DimensionError, match="broadcast"):
+        x[xp.asarray(m), np.array([0, 1])]
 
 
 @pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
