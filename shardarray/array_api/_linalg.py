@@ -184,7 +184,7 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     try:
         ax = operator.index(axis)
     except TypeError:
-        raise DimensionError(f"vecdot: axis must be an integer; got {axis!r}") from None
+        raise DTypeError(f"vecdot: axis must be an integer (a TypeError, as NumPy's); got {axis!r}") from None
     nd = max(x1.ndim, x2.ndim)
     if ax >= 0:
         ax -= nd
