@@ -187,7 +187,9 @@ def test_variance_with_a_given_mean(fn):
     _same(fn(x, axis=1, ddof=1, mean=xp.asarray(mean, device=x.device)), fn(a, axis=1, ddof=1, mean=mean), False)
 
 
-@pytest.mark.parametrize("fn", [np.sum, np.mean, np.argmax, np.cumsum, xp.sum, lambda x, axis: xp.vecdot(x, x, axis=axis)])
+@pytest.mark.parametrize(
+    "fn", [np.sum, np.mean, np.argmax, np.cumsum, xp.sum, lambda x, axis: xp.vecdot(x, x, axis=axis)]
+)
 def test_a_float_axis_is_a_type_error(fn):
     x = xp.asarray(np.ones((2, 3)), device=_mesh({"a": 2}))
     with pytest.raises(TypeError, match="axis must be an integer"):
