@@ -5,7 +5,7 @@ its block (zeros elsewhere) and leaves a sum pending over the dim's mesh axes;
 these functions resolve it (one allreduce of the result over those axes), so
 their results are ordinary arrays. Indices split over the axis's own mesh axes
 are routed to the owners, or (few a device) allgathered over those axes with
-one reduce-scatter of the result back: the result is split like the indices.
+a reduce-scatter of the result back: the result is split like the indices.
 Nothing else is gathered. Negative indices count
 from the end; indices out of range raise ``DimensionError``.
 """
@@ -83,7 +83,7 @@ def take(x: ShardArray, indices: ShardArray, /, *, axis: int | None = None) -> A
     looks up the indices in its block and one allreduce over the axis's mesh
     axes completes the result (the named ``sa.take`` plus its resolution);
     indices split over those mesh axes too come back split like them (routed,
-    or one reduce-scatter of the result).
+    or a reduce-scatter of the result).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -273,7 +273,7 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
     Slices of split axes are one ``alltoallv`` (``isel``), ints of split axes
     broadcast their row, integer arrays are ``sa.take`` (one allreduce of the
     result block over a split axis's mesh axes; indices split over those axes
-    come back split like them: routed, or one reduce-scatter). Several integer
+    come back split like them: routed, or a reduce-scatter). Several integer
     arrays (and ints with them) broadcast together as in NumPy: the indexed
     axes are merged and indexed by one flat position array; their axes stand
     where the first of them stood when they are side by side, else first

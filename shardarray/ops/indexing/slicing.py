@@ -7,7 +7,10 @@
   (never the whole dim; none when every selected entry stays put);
 * an **int** drops the dim: on an unsplit dim a local pick; on a split dim
   the row lies in one device's block, which **broadcasts** it over the dim's
-  axes (one row per device, ``elements`` = the row);
+  axes (one row per device, ``elements`` = the row), except on a dim of
+  size 1, where the int is ``sa.squeeze``: the dim's axes move onto the
+  remaining dim with the largest block by one alltoall (the result stays
+  split, each device receiving only its new block);
 * an **integer array** (a list, a NumPy array or an integer ShardArray) is
   ``sa.take``: on a split dim each device picks the ids in its block and the
   pending sum is resolved by one allreduce of the result over the dim's axes.
@@ -31,6 +34,7 @@ from ...errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsErro
 from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
 from ..manipulation.concat import new_dim
+from ..manipulation.dims import squeeze
 from ..manipulation.structure import rename, transpose
 from .basic import host_ids, normalize_int, normalize_slice, pick, slice_dim
 from .mask import select_along
@@ -94,7 +98,8 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
     ids (a list, a NumPy array or an integer ShardArray, whose dims take the
     place of ``dim``) pick entries. See the module docstring for the
     collectives: the slices of split dims are one ``alltoallv`` together (traffic
-    at most the device's block; none when nothing changes device), ints of split dims one ``broadcast`` of the row,
+    at most the device's block; none when nothing changes device), ints of split dims one ``broadcast`` of the row
+    (of split size-1 dims one ``alltoall``: ``sa.squeeze``, the result stays split),
     ids of split dims one ``allreduce`` of the result. Nothing is gathered.
 
     Args:
@@ -147,8 +152,11 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
             )
     boxes = [(d, *v) for kind, d, v in checked if kind == "slice" and v != (0, 1, x.sizes[d])]
     out = slice_dims(x, boxes) if boxes else x
+    ones = tuple(d for kind, d, v in checked if kind == "int" and x.sizes[d] == 1)
+    if ones:  # an int on a size-1 dim is a squeeze: split, one alltoall and the result stays split
+        out = squeeze(out, ones)
     for kind, d, v in checked:
-        if kind == "int":
+        if kind == "int" and d not in ones:
             out = pick(out, d, v)
     for kind, d, v in checked:
         if kind == "ids":

@@ -15,7 +15,7 @@ too small to route) are allgathered over those axes only, keeping the others
 (a ``GatherWarning`` past ``route.GATHER_WARN_BYTES``, naming the bytes of the
 gather and of the way back). Where they lost axes of ``dim`` (fewer than
 ``ROUTE_MIN_IDS`` ids a device), each device looks up the gathered ids in its
-block and **one reduce-scatter** of the result over those axes gives every
+block and a **reduce-scatter** of the result over those axes (one per axis) gives every
 device the rows of its own ids: it receives ``k - 1`` blocks of the result
 (``k`` the lost axes' size), never the whole result, and reads nothing on the
 host. The result is then split like the ids, as the routed path leaves it, so
@@ -168,7 +168,7 @@ def _rows_back(plan: _Plan, x: ShardArray, ids: ShardArray) -> str:
     blk = max((math.prod(hi - lo for lo, hi in b) for b in block_bounds(x.mesh, spec)), default=0)
     axes = tuple(a for a in x.mesh.axis_names if a in gone)
     return (
-        f" (the rows then come back by one reduce-scatter over {axes}, {(k - 1) * blk * x.dtype.itemsize} bytes "
+        f" (the rows then come back by a reduce-scatter over {axes}, {(k - 1) * blk * x.dtype.itemsize} bytes "
         f"received per device; below {ROUTE_MIN_IDS} ids a device, requests are not routed)"
     )
 
@@ -410,7 +410,7 @@ def take(x: ShardArray, ids: ShardArray, dim: str) -> ShardArray:
     used = {a for axes in plan.axes.values() for a in axes}
     shards = map_blocks(mesh, used, block, by_value(lows), x.shards, ids.shards)  # (devices that agree share a call)
     out = new_array(mesh, plan.out_dims, plan.sizes, plan.out_axes, shards, x.spec.of(dim), dtype=x.dtype)
-    # ids that lost axes of dim to the lookup: the rows go back to them by one reduce-scatter of the result
+    # ids that lost axes of dim to the lookup: the rows go back to them by a reduce-scatter of the result (one per axis)
     return out if plan.back is None else to_axes(out, plan.back, False)
 
 

@@ -8,7 +8,7 @@ allreduce** over ``dim``'s mesh axes of the result block (the ids' block
 size, not ``x``'s) completes it: ``x`` is never gathered. Ids split over
 ``dim``'s axes themselves are routed to the owners (``take_routed.py``), or,
 below ``take.ROUTE_MIN_IDS`` a device, allgathered over those axes and the
-rows returned by **one reduce-scatter** over them: either way the result is
+rows returned by a **reduce-scatter** over them (one per axis): either way the result is
 split like the ids. The VJP is
 ``take``'s: a scatter-add of the cotangent into each device's block of ``x``
 (no communication beyond bringing the cotangent to the ids' layout).

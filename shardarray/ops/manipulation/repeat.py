@@ -11,10 +11,11 @@ from ...backend.meta import MetaArray
 from ...core.common import dims_arg, int_arg, map_blocks, one_dim_arg, require_array
 from ...core.movement import move
 from ...core.relayout import resolve_to
-from ...core.tape import Context, differentiable, register_vjp
+from ...core.tape import Context, differentiable, keeps_kind, register_vjp
 from ...errors import ArgumentError, LayoutError
 from ...layout import Layout
 from ..cotangent import match
+from .dims import expand_dims, squeeze
 
 
 def _count(value: Any, what: str, dim: str) -> int:
@@ -34,12 +35,15 @@ def _unsplit(x: ShardArray, dim: str, what: str) -> None:
         )
 
 
-@differentiable("tile")
+@keeps_kind
 def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
     """``x`` repeated whole along dims, as ``np.tile``: ``reps`` is ``{dim: count}``; each dim's size is multiplied.
 
     Local (no collective): every named dim must be unsplit (else ``LayoutError``
-    suggesting ``x.relayout({dim: None})``). A pending sum stays pending.
+    suggesting ``x.relayout({dim: None})``), except a split dim of size 1,
+    whose mesh axes first move onto the remaining dim with the largest block
+    by one alltoall (``sa.squeeze``, then an unsplit size-1 dim in its place):
+    the result is split, never gathered. A pending sum stays pending.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -49,6 +53,18 @@ def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
                [3, 4, 3, 4]])
     """
     x = require_array(x, "tile")
+    counts = _tile_counts(x, reps)
+    ones = tuple(d for d in counts if x.sizes[d] == 1 and x.spec.of(d))
+    if ones:  # split size-1 dims: squeeze (one alltoall; none over axes of size 1), then put them back unsplit
+        y = squeeze(x, ones)
+        for d in sorted(ones, key=x.dims.index):
+            y = expand_dims(y, d, x.dims.index(d))
+        x = y
+    return _tile(x, counts)
+
+
+def _tile_counts(x: ShardArray, reps: Any) -> dict[str, int]:
+    """``reps`` checked: ``{dim name: count >= 0}`` (dims by name or position)."""
     if not isinstance(reps, Mapping):
         raise ArgumentError(
             f"tile: reps is a dict {{dim: count}}, e.g. {{{x.dims[0] if x.dims else 'dim'!r}: 2}}; got {reps!r}"
@@ -57,6 +73,13 @@ def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
     for d, v in reps.items():
         d = dims_arg(x, d, "tile")[0]
         counts[d] = _count(v, "tile", d)
+    return counts
+
+
+@differentiable("tile")
+def _tile(x: ShardArray, counts: Mapping[str, int]) -> ShardArray:
+    """``tile`` of ``x`` along unsplit dims (the recorded op): every device tiles its own block."""
+    for d in counts:
         _unsplit(x, d, "tile")
     full = tuple(counts.get(d, 1) for d in x.dims)
     spec = Layout(x.dims, tuple(n * r for n, r in zip(x.shape, full)), x.spec.axes)

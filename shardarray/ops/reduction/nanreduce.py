@@ -10,7 +10,8 @@ non-NaN entries; they are small), ``nanvar``/``nanstd`` those of ``nanmean``
 plus one of the squared deviations. Non-float arrays have no NaN: the plain
 reduction. As in NumPy, an all-NaN slice gives 0 (``nansum``), 1
 (``nanprod``), NaN (``nanmean``, ``nanvar``, ``nanstd``, ``nanmax``,
-``nanmin``; NumPy also warns). As in NumPy, the non-NaN entries are counted
+``nanmin``; NumPy also warns). Split dims of size 1 move nothing but one
+alltoall (``reduce.size_one``: the reductions squeeze them). As in NumPy, the non-NaN entries are counted
 in int64 and the sums divided by the count in float64, rounded once to the
 input's precision: ``nanmean`` of float32 is float32, ``nanvar`` of complex64
 float32.
@@ -34,6 +35,7 @@ from ...dtypes import is_complex, is_real_float
 from ...errors import DimensionError
 from ..elementwise import arithmetic as ew
 from ..elementwise import math_unary as mu
+from ..manipulation.dims import squeeze
 from ..manipulation.structure import astype
 from . import reduce as red
 
@@ -73,10 +75,18 @@ def _nonempty(x: ShardArray, dims: Any, what: str) -> None:
         )
 
 
+def _size_one(x: ShardArray, dims: Any, what: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``reduce.size_one`` of the checked ``dims``: the reduction runs over the rest, then squeezes (one alltoall)."""
+    return red.size_one(x, dims_arg(x, dims, what)) if 1 in x.shape else None
+
+
 def nanmax(x: ShardArray, dims: Any = None) -> ShardArray:
     """``max`` ignoring NaN (``np.nanmax``); an all-NaN slice gives NaN."""
     x = require_array(x, "nanmax")
     _nonempty(x, dims, "nanmax")  # an empty dim: DimensionError, as NumPy raises
+    picked = _size_one(x, dims, "nanmax")
+    if picked is not None:
+        return squeeze(nanmax(x, picked[1]), picked[0])
     if not _has_nan(x):
         return red.max(x, dims)
     out = red.max(_filled(x, -np.inf), dims)
@@ -87,6 +97,9 @@ def nanmin(x: ShardArray, dims: Any = None) -> ShardArray:
     """``min`` ignoring NaN (``np.nanmin``); an all-NaN slice gives NaN."""
     x = require_array(x, "nanmin")
     _nonempty(x, dims, "nanmin")
+    picked = _size_one(x, dims, "nanmin")
+    if picked is not None:
+        return squeeze(nanmin(x, picked[1]), picked[0])
     if not _has_nan(x):
         return red.min(x, dims)
     out = red.min(_filled(x, np.inf), dims)
@@ -103,6 +116,9 @@ def _mean(x: ShardArray, dims: Any, count: ShardArray) -> ShardArray:
 def nanmean(x: ShardArray, dims: Any = None) -> ShardArray:
     """``mean`` of the non-NaN entries (``np.nanmean``); an all-NaN slice gives NaN."""
     x = require_array(x, "nanmean")
+    picked = _size_one(x, dims, "nanmean")
+    if picked is not None:
+        return squeeze(nanmean(x, picked[1]), picked[0])
     if not _has_nan(x):
         return red.mean(x, dims)
     return _mean(x, dims, _count(x, dims))
@@ -114,6 +130,9 @@ def nanvar(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArr
     if not _has_nan(x):
         return red.var(x, dims, correction)
     names = x.dims if dims is None else dims_arg(x, dims, "nanvar")
+    picked = _size_one(x, names, "nanvar")
+    if picked is not None:  # split size-1 dims: local, then a squeeze (one alltoall; see reduce.size_one)
+        return squeeze(nanvar(x, picked[1], correction), picked[0])
     count = _count(x, names)  # one allreduce, shared with the mean's
     m = _mean(x, names, count)
     dev = ew.where(mu.isnan(x), 0.0, ew.subtract(x, m))  # by name (x may be positional)

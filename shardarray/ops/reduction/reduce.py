@@ -31,8 +31,26 @@ from ...dtypes import accumulation_dtype, check_domain, compute_dtype, is_real_f
 from ...errors import ArgumentError
 from ...layout import Layout
 from ..elementwise import arithmetic as ew
+from ..manipulation.dims import squeeze
 from ..manipulation.structure import astype
 from .search import complex_extreme
+
+
+def size_one(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``(ones, rest)`` when the dims of ``dims`` split over mesh axes (of size > 1) all have size 1, else None.
+
+    A reduction over such dims is a squeeze of ``ones`` after the (local) reduction over ``rest``: each of
+    them holds its one entry on the devices of its first block, so reducing it needs no collective, and
+    ``squeeze`` moves its mesh axes onto the remaining dim with the largest block by one alltoall (a 0-d
+    result: one broadcast) instead of an allreduce that leaves the result replicated over them.
+    """
+    mesh = x.mesh
+    ones = tuple(
+        d for d, axes in zip(x.dims, x.spec.axes) if d in dims and builtins.any(mesh.axis_size(a) > 1 for a in axes)
+    )
+    if not ones or builtins.any(x.sizes[d] != 1 for d in ones):
+        return None
+    return ones, tuple(d for d in dims if d not in ones)
 
 
 def _split(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -47,7 +65,10 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
     """Sum over ``dims`` (one name, several, or all when None).
 
     Reducing a split dim leaves a partial sum on every device, pending over
-    that dim's axes; it is allreduced when the value is needed. Low-precision
+    that dim's axes; it is allreduced when the value is needed. When every
+    split reduced dim has size 1 the sum is a ``squeeze`` of them (one
+    alltoall, see ``size_one``; a pending sum stays pending), in the sum's
+    dtype (int64 for bool and narrow integers). Low-precision
     floats are summed in float32 and rounded once, their split sums resolved
     eagerly in float32 (see the module doc).
 
@@ -64,6 +85,10 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         narrow = False
     if narrow:
         x = resolve(x, x.spec.axes)  # (a bool or narrow-int sum's partials add in its dtype: OR, wrapping)
+    if isinstance(x, ShardArray) and 1 in x.shape:
+        picked = size_one(x, dims_arg(x, dims, "sum"))
+        if picked is not None:  # split size-1 dims: a squeeze (one alltoall), with the sum's dtype (see size_one)
+            return squeeze(sum.__wrapped__(x, picked[1]), picked[0])
     key = _dims_key(dims)
     if key is not None:
         key = ("sum", key, plans.context_key(), *plans.array_key(x))
@@ -175,6 +200,9 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
         (array([3., 3.], dtype=float16), array([inf, inf], dtype=float16))
     """
     dims = dims_arg(x, dims, "mean")
+    picked = size_one(x, dims)
+    if picked is not None:  # split size-1 dims: a squeeze (one alltoall; see size_one)
+        return squeeze(mean.__wrapped__(x, picked[1]), picked[0])
     count = math.prod(x.sizes[d] for d in dims)  # divided by, as NumPy: `* (1 / 9)` makes the mean of 14s 13.999...
     if x.dtype.kind in "biu":  # float64 partial sums, as np.mean: no integer overflow
         if x.pending:  # (its value is the sum wrapped in its dtype, which float partials would not wrap)
@@ -198,6 +226,9 @@ def _identity(dtype: np.dtype, op: str) -> Any:
 
 def _extreme(x: ShardArray, dims: Any, op: str) -> ShardArray:
     dims = dims_arg(x, dims, op)
+    picked = size_one(x, dims)
+    if picked is not None:  # split size-1 dims: a squeeze (one alltoall; see size_one)
+        return squeeze(_extreme(x, picked[1], op), picked[0])
     if x.dtype.kind == "c":  # NumPy's order: lexicographic, a NaN part propagates (search.complex_extreme)
         return complex_extreme(x, dims, op) if dims else x
     check_domain(op, [x], "real")
@@ -229,6 +260,9 @@ def _extreme(x: ShardArray, dims: Any, op: str) -> ShardArray:
 @differentiable("max", resolve_inputs=True)
 def max(x: ShardArray, dims: Any = None) -> ShardArray:
     """Maximum over ``dims``: local max, then a max-allreduce over split dims' axes.
+
+    When every split reduced dim has size 1: a local max, then a ``squeeze`` of those dims (one alltoall, not
+    an allreduce; see ``size_one``).
 
     Complex values compare as NumPy's ``np.max`` compares them: lexicographically (real part, then imaginary
     part), the first in row-major order of the values with a NaN part propagating; over split dims each device's
@@ -278,7 +312,9 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
     Each device multiplies its block; over split dims the per-device partial
     products (one value per output element per device) are **allgathered**
     over the reduced dims' axes and multiplied locally, an exact product with
-    no logarithms (the communicators reduce by sum, max and min only).
+    no logarithms (the communicators reduce by sum, max and min only). When
+    every split reduced dim has size 1: a ``squeeze`` of them instead (one
+    alltoall; see ``size_one``).
     Low-precision floats multiply in float32 and are rounded once; integer
     and bool arrays give NumPy's dtype (int64 for narrow integers).
 
@@ -290,6 +326,9 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
         (array([ 6., -2.]), array(-12.))
     """
     dims = dims_arg(x, dims, "prod")
+    picked = size_one(x, dims)
+    if picked is not None:  # split size-1 dims: a squeeze (one alltoall; see size_one)
+        return squeeze(prod.__wrapped__(x, picked[1]), picked[0])
     x = resolve(x, x.spec.axes)
     acc = accumulation_dtype(x.dtype)
     index, keep, axes = _split(x, dims)
@@ -315,6 +354,9 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
 
 def _logical(x: ShardArray, dims: Any, op: str) -> ShardArray:
     dims = dims_arg(x, dims, op)
+    picked = size_one(x, dims)
+    if picked is not None:  # split size-1 dims: a squeeze (one alltoall; see size_one)
+        return squeeze(_logical(x, picked[1], op), picked[0])
     x = resolve(x, x.spec.axes)
     index, keep, axes = _split(x, dims)
     xp = x.mesh.backend.xp
@@ -340,7 +382,8 @@ def all(x: ShardArray, dims: Any = None) -> ShardArray:
     """Whether every element over ``dims`` is true (nonzero), as ``np.all``: a bool array.
 
     Over split dims: a local ``all``, then a min-allreduce of one byte per
-    output element over the reduced dims' axes. Empty dims give True.
+    output element over the reduced dims' axes (when every split reduced dim
+    has size 1: a ``squeeze`` of them, one alltoall). Empty dims give True.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -372,6 +415,9 @@ def _moments(x: ShardArray, dims: tuple[str, ...], correction: float, what: str,
     check_domain(what, [x], "real_float")
     if not isinstance(correction, (int, float, np.integer, np.floating)) or isinstance(correction, bool):
         raise ArgumentError(f"{what}: correction must be a number (0 or 1 usually); got {correction!r}")
+    picked = size_one(x, dims)
+    if picked is not None:  # split size-1 dims: a squeeze (one alltoall; see size_one); N is the same
+        return squeeze(_moments(x, picked[1], correction, what, root), picked[0])
     x = resolve(x, x.spec.axes)
     acc = accumulation_dtype(x.dtype) or x.dtype
     index, keep, axes = _split(x, dims)
@@ -439,7 +485,9 @@ def var(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
     Low-precision floats are computed in float32 and rounded once. Complex
     values give NumPy's real variance, the mean of ``|x - mean|^2``: the
     variance of the real parts plus that of the imaginary parts (two such
-    allgathers; ``float32`` for ``complex64``). Differentiable.
+    allgathers; ``float32`` for ``complex64``). When every split reduced
+    dim has size 1: no allgather, a ``squeeze`` of them (one alltoall; see
+    ``size_one``). Differentiable.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -10,7 +10,10 @@ multiply for ``cumprod``. Nothing else moves. float16/bfloat16 accumulate in
 float32 and are rounded once at the end. The sign of zero is NumPy's: the
 totals before a block are combined by a scan, not a sum (which starts from
 +0.0), the first block adds nothing, and an empty block's total is -0.0 (the
-exact additive identity), so a cumsum of -0.0 stays -0.0.
+exact additive identity), so a cumsum of -0.0 stays -0.0. Along a split dim
+of size 0 or 1 the scan is local too (the one entry is its own prefix: the
+values in the result's dtype; the empty blocks stay empty), and a pending sum
+whose dtype the scan keeps stays pending (a scan is linear).
 """
 
 from __future__ import annotations
@@ -61,14 +64,19 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
     """The inclusive scan (``op`` "sum" or "prod") of ``x`` along ``dim``; ``reverse`` scans from the end.
 
     Collectives: one allgather over ``dim``'s mesh axes of one total per device per other-index (nothing when
-    ``dim`` is unsplit).
+    ``dim`` is unsplit or has size 0 or 1: the scan is local, and a sum scan that keeps the dtype keeps a
+    pending sum pending).
     """
-    x = resolve(x, x.spec.axes)
     out_dtype = np.dtype(dtype) if dtype is not None else scan_dtype(x.dtype)
-    acc = accumulation_dtype(out_dtype) or out_dtype
+    wide = accumulation_dtype(out_dtype)
+    local_only = not x.spec.of(dim) or x.sizes[dim] <= 1
+    # (a sum scan is linear: a pending sum can stay pending where the dtype stays and nothing is rounded twice)
+    if not (local_only and op == "sum" and out_dtype == x.dtype and wide is None):
+        x = resolve(x, x.spec.axes)
+    acc = wide or out_dtype
     mesh, xp = x.mesh, x.mesh.backend.xp
     i = x.dims.index(dim)
-    axes = x.spec.of(dim)
+    axes = () if local_only else x.spec.of(dim)
     ident = sum_identity(acc) if op == "sum" else 1
     cum = xp.cumsum if op == "sum" else xp.cumprod
 
@@ -80,7 +88,7 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
             return xp.flip(cum(xp.flip(s, axis=i), axis=i), axis=i)
         return cum(s, axis=i)
 
-    used = x.spec.used_axes
+    used = x.spec.used_axes.union(x.pending)
     scanned = map_blocks(mesh, used, local, x.shards)
     if axes:
 
@@ -119,7 +127,7 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
         else (MetaArray(s.shape, out_dtype) if isinstance(s, MetaArray) else s.astype(out_dtype, copy=False))
         for s in scanned
     ]
-    return new_array(mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, dtype=out_dtype)
+    return new_array(mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, x.pending, dtype=out_dtype)
 
 
 @differentiable("cumsum")
@@ -129,7 +137,9 @@ def cumsum(x: ShardArray, dim: Any = None, dtype: Any = None) -> ShardArray:
     Over a split dim: a local cumsum per block, **one allgather** over the
     dim's mesh axes of each block's total (one element per device per index
     of the other dims), then each device adds the sum of the totals of the
-    blocks before its own. float16/bfloat16 accumulate in float32. The VJP is
+    blocks before its own. Along a dim of size 0 or 1 (split or not) the scan
+    is local (the values in the result's dtype) and, where the dtype stays, a
+    pending sum stays pending. float16/bfloat16 accumulate in float32. The VJP is
     a reverse cumsum (the same collectives). A 1-D array may leave ``dim`` out.
 
     Args:

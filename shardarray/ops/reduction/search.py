@@ -11,7 +11,8 @@ block of the dim is empty, and the dim's axes are in the mesh's order, as the
 allgather's members are) the winner is NumPy's own arg-search over them;
 otherwise the least index among the extremes. Complex values follow NumPy: lexicographic order (real part, then
 imaginary part), the first value with a NaN in either part wins (``complex_hits``); their pairs are three int64
-(the parts' float64 bits, the index). Results are int64 and not differentiable.
+(the parts' float64 bits, the index). Results are int64 and not differentiable. Along a dim of size 1 (split or
+not) the result is zeros, made locally: no collective, no resolution of a pending sum.
 """
 
 from __future__ import annotations
@@ -75,6 +76,23 @@ def complex_hits(xp: Any, s: Any, axis: int, op: str) -> Any:
     return xp.where(xp.any(nan, axis=axis, keepdims=True), nan, hit)
 
 
+def _first(x: ShardArray, dim: str) -> ShardArray:
+    """The arg-search of ``x`` along its size-1 ``dim``: zeros (the one entry wins, a NaN too, as in NumPy), made
+    locally with no collective and no resolution of a pending sum; the result is replicated over ``dim``'s axes
+    (every device knows the answer)."""
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    i = x.dims.index(dim)
+    keep = tuple(d for d in x.dims if d != dim)
+    out_axes = {d: a for d, a in zip(x.dims, x.spec.axes) if d != dim}
+
+    def zeros(s: Any) -> Any:
+        shape = s.shape[:i] + s.shape[i + 1 :]
+        return MetaArray(shape, np.int64) if isinstance(s, MetaArray) else xp.zeros(shape, dtype=np.int64)
+
+    shards = map_blocks(mesh, x.spec.used_axes.union(x.pending), zeros, x.shards)
+    return new_array(mesh, keep, x.sizes, out_axes, shards, dtype=np.dtype(np.int64))
+
+
 def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
     x = require_array(x, f"sa.{op}")
     dim = one_dim_arg(x, dim, op, "search", none_on_1d=True)
@@ -84,6 +102,8 @@ def _search(x: ShardArray, dim: Any, op: str) -> ShardArray:
         raise DimensionError(
             f"{op}: dim {dim!r} of the array {x.sizes} is empty (size 0); an empty sequence has no {op} (as in NumPy)"
         )
+    if x.sizes[dim] == 1:
+        return _first(x, dim)
     x = resolve(x, x.spec.axes)
     i = x.dims.index(dim)
     axes = x.spec.of(dim)
@@ -257,9 +277,11 @@ def argmax(x: ShardArray, dim: Any = None) -> ShardArray:
 
     Over a split dim: a local argmax per block (its offset makes the index
     global), then **one allgather** over the dim's axes of one (value, index)
-    pair per output element (16 bytes each), and a local pick. A 1-D array may
-    leave ``dim`` out. Bool arrays work as in NumPy; complex ones in NumPy's order (lexicographic, the first value
-    with a NaN part wins; 24-byte triples in the allgather).
+    pair per output element (16 bytes each), and a local pick. Along a dim of
+    size 1 (split or not) the result is zeros, made locally: no collective,
+    and a pending sum is not resolved. A 1-D array may leave ``dim`` out.
+    Bool arrays work as in NumPy; complex ones in NumPy's order (lexicographic,
+    the first value with a NaN part wins; 24-byte triples in the allgather).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -277,7 +299,8 @@ def argmax(x: ShardArray, dim: Any = None) -> ShardArray:
 def argmin(x: ShardArray, dim: Any = None) -> ShardArray:
     """Index of the smallest value along ``dim`` (int64), the first one on ties; NaN counts as smallest (NumPy).
 
-    Collectives as ``argmax``: one allgather of (value, index) pairs over a split dim's axes.
+    Collectives as ``argmax``: one allgather of (value, index) pairs over a split dim's axes (none along a dim of
+    size 1).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -11,6 +11,13 @@ Both need real floating-point arrays (``DTypeError`` otherwise). bfloat16
 inputs are computed in float32 (the maximum, the exponentials and their sum)
 and the result is rounded to bfloat16 once; the collectives then carry
 float32 values (4 bytes per reduced element).
+
+Split dims of size 1 move nothing (``reduce.size_one``): when every split
+reduced dim has size 1, ``logsumexp`` is the local one over the other dims
+followed by a ``squeeze`` of them (one alltoall; over those dims alone, the
+value itself), and ``softmax`` is the local one over the other dims (over
+those dims alone: 1 at every finite entry, NaN at +-inf and NaN entries, as
+``scipy.special.softmax`` of one element gives), with no collective at all.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ...core.tape import differentiable
 from ...dtypes import check_domain, compute_dtype
 from ..elementwise import arithmetic as ew
 from ..fused import dispatch as fused
+from ..manipulation.dims import squeeze
 from ..manipulation.structure import astype
 from . import reduce as red
 
@@ -43,7 +51,8 @@ def _finite_shift(x: ShardArray, dims: Any) -> ShardArray:
 
 @differentiable("logsumexp", resolve_inputs=True)
 def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
-    """``log(sum(exp(x)))`` over ``dims``, stable for large values.
+    """``log(sum(exp(x)))`` over ``dims``, stable for large values: a max-allreduce and a sum-allreduce over split
+    dims (over split dims that all have size 1: one alltoall, a ``squeeze``; see the module doc).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -51,8 +60,11 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
         >>> np.round(sa.logsumexp(x, "v").numpy(), 4)
         array([1000.6931])
     """
-    dims_arg(x, dims, "logsumexp")
+    names = dims_arg(x, dims, "logsumexp")
     check_domain("logsumexp", [x], "real_float")
+    picked = red.size_one(x, names)
+    if picked is not None:  # split size-1 dims: local, then a squeeze (one alltoall)
+        return squeeze(logsumexp.__wrapped__(x, picked[1]), picked[0])
     wide = compute_dtype(x.dtype)
     if wide is not None:
         return astype(logsumexp.__wrapped__(astype(x, wide), dims), x.dtype)
@@ -63,7 +75,8 @@ def logsumexp(x: ShardArray, dims: Any = None) -> ShardArray:
 
 @differentiable("softmax", resolve_inputs=True)
 def softmax(x: ShardArray, dims: Any) -> ShardArray:
-    """``exp(x) / sum(exp(x))`` over ``dims``: max-allreduce, then sum-allreduce.
+    """``exp(x) / sum(exp(x))`` over ``dims``: max-allreduce, then sum-allreduce (over split size-1 dims: nothing,
+    see the module doc).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -71,8 +84,11 @@ def softmax(x: ShardArray, dims: Any) -> ShardArray:
         >>> sa.softmax(x, "v").numpy()
         array([[0.25, 0.75]])
     """
-    dims_arg(x, dims, "softmax")
+    names = dims_arg(x, dims, "softmax")
     check_domain("softmax", [x], "real_float")
+    picked = red.size_one(x, names)
+    if picked is not None:  # split size-1 dims: the softmax over the others, local (no collective)
+        return softmax.__wrapped__(x, picked[1])
     wide = compute_dtype(x.dtype)
     if wide is not None and not fused.kernels_for(x, "softmax"):
         return astype(softmax.__wrapped__(astype(x, wide), dims), x.dtype)
