@@ -220,6 +220,16 @@ def _integer_dtype(dtype: Any) -> bool:
         return False
 
 
+def _ddof(given: dict[str, Any], what: str) -> Any:
+    """``ddof=`` or NumPy 2's ``correction=`` (one of them) taken out of ``given``; 0 when neither is."""
+    ddof = given.pop("ddof", 0)
+    if given.get("correction") is not None:
+        if ddof != 0:
+            raise ArgumentError(f"{what}: give ddof= or correction=, not both (as in NumPy)")
+        ddof = given.pop("correction")
+    return ddof
+
+
 def _integer_moment_call(func: Callable[..., Any], name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
     """Whether ``np.mean``/``var``/``std`` (or a nan-version on integer or bool data, which NumPy runs as the plain
     one) is given an integer ``dtype=``: computed as NumPy does in ``_integer_moment``."""
@@ -244,11 +254,7 @@ def _integer_moment(
     dtype, where = np.dtype(given.pop("dtype")), given.pop("where", True)
     out, keepdims = given.pop("out", None), given.pop("keepdims", False) is True
     axes = axes_of(given.pop("axis", None), x.ndim, what)
-    ddof = None if name.endswith("mean") else given.pop("ddof", 0)
-    if given.get("correction") is not None:
-        if ddof != 0:
-            raise ArgumentError(f"{what}: give ddof= or correction=, not both (as in NumPy)")
-        ddof = given.pop("correction")
+    ddof = None if name.endswith("mean") else _ddof(given, what)
     for key, value in given.items():
         if not is_neutral(key, value, None):
             raise refuse(what, key, value)
@@ -302,11 +308,7 @@ def _where_statistic(
         return _NAN_PLAIN[name](filled, **given)
     out, keepdims, dtype = given.pop("out", None), bool(given.pop("keepdims", False)), given.pop("dtype", None)
     axes = axes_of(given.pop("axis", None), x.ndim, what)
-    ddof = given.pop("ddof", 0)
-    if given.get("correction") is not None:
-        if ddof != 0:
-            raise ArgumentError(f"{what}: give ddof= or correction=, not both (as in NumPy)")
-        ddof = given.pop("correction")
+    ddof = _ddof(given, what)
     for key, value in given.items():
         if not is_neutral(key, value, None):
             raise refuse(what, key, value)
