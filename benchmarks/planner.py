@@ -20,7 +20,9 @@ every rule set priced from the step's op graph, ``sa.plan.graph``: recorded once
 Python), ``graph`` (the default search: ``no_floor`` with the compute floor, ``sa.plan.floor``, and a deep
 model's paths built from its five-layer twin's, ``sa.plan.deep``; the default pair is no_floor, graph) and
 ``no_deep`` (``graph`` with every path traced, for the layer series) and ``no_defer`` (``graph`` pricing every rule
-set that survives the affine rule exactly at once, not only those that can make the top k: ``search._Deferred``),
+set that survives the affine rule exactly at once, not only those that can make the top k: ``search._Deferred``) and
+``no_comm`` (``graph`` with the compute floor only: without the floors under the memory-bound and comm times that
+``sa.plan.floor`` adds, ``ComputeFloor.memory`` and ``CommFloor``),
 interleaved A B A B over ``--repeat`` rounds (each round runs every case, layer count and mode once, so a drift
 in the machine's load hits them alike).
 A search that passes ``--budget`` seconds is stopped; its row
@@ -71,6 +73,7 @@ MODES = {
     "graph": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True},
     "no_deep": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True, "deep": False},
     "no_defer": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True, "defer": False},
+    "no_comm": {"seeds_first": True, "lower_bound": True, "memo": True, "affine": True, "graph": True, "comm": False},
 }
 
 
@@ -88,6 +91,7 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     floor = kwargs.pop("floor", True)
     deep_on = kwargs.pop("deep", True)
     defer = kwargs.pop("defer", True)
+    comm = kwargs.pop("comm", True)
     if "graph" not in sa.plan.search_layouts.__code__.co_varnames:  # a tree from before the op graph
         kwargs.pop("graph")
     step = sa.plan.transformer_step(sa.nn.TransformerConfig(**cfg), batch)
@@ -115,6 +119,9 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     saved_floor = getattr(sa.plan.search, "_COMPUTE_FLOOR", None)  # None: a tree from before the compute floor
     if saved_floor is not None:
         sa.plan.search._COMPUTE_FLOOR = floor
+    saved_comm = getattr(sa.plan.search, "_COMM_FLOOR", None)  # None: a tree from before the comm floor
+    if saved_comm is not None:
+        sa.plan.search._COMM_FLOOR = comm
     saved_defer = getattr(sa.plan.search, "_DEFER", None)  # None: a tree from before the deferral of exact figures
     if saved_defer is not None:
         sa.plan.search._DEFER = defer
@@ -146,6 +153,8 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
             deep.DEEP = saved_deep
         if saved_defer is not None:
             sa.plan.search._DEFER = saved_defer
+        if saved_comm is not None:
+            sa.plan.search._COMM_FLOOR = saved_comm
     seconds = time.perf_counter() - t0
     cpu = time.process_time() - c0  # (less disturbed than the wall time by other tenants of a shared machine)
     row.update(seconds=seconds, cpu_seconds=cpu, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())
@@ -177,7 +186,8 @@ def main(argv: list[str] | None = None) -> dict:
         help="comma-separated, of before, no_memo, no_affine (memo), after (memo and the affine rule), "
         "no_floor (after, priced from op graphs), graph (no_floor with the compute floor), "
         "no_deep (graph, a deep model's paths traced, not built from a shallow twin's), "
-        "no_defer (graph, every survivor of the affine rule priced exactly at once)",
+        "no_defer (graph, every survivor of the affine rule priced exactly at once), "
+        "no_comm (graph with the compute floor only, without the floors under the memory-bound and comm times)",
     )
     ap.add_argument("--layers", default="", help="comma-separated layer counts for each case (default: its own)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds before a search is stopped (default 120)")

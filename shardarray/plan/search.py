@@ -74,6 +74,12 @@ And one cuts most rule sets before any trace or walk:
   left out add at least ``L - 1`` layer floors, and a walk counts its compute time as at least its floor
   from the start). ``tests/plan/test_plan_floor.py`` checks the floor against traced compute times on
   2×2, 2×2×2 and uneven 3×2 meshes and the search against brute force.
+* **The floors under the memory-bound and comm times** (``plan.floor``: ``ComputeFloor.memory``, and
+  ``CommFloor`` from the allreduces a step declares it makes under every rule set, ``step.forced``): the
+  cost model adds compute, memory-bound and comm times, so a rule set whose three floors together pass the
+  cut is cut too (``SearchStats.memory_cuts``, ``comm_cuts``). Those floors see the collectives that decide
+  the cuts of latency-bound and deep steps (``tests/plan/test_plan_comm_floor.py``: below traced times,
+  and the same plans as brute force and as the search without them).
 
 And one makes each trace cheaper without changing it:
 
@@ -146,7 +152,9 @@ class SearchStats:
         self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
         self.memo_hits = self.memo_misses = 0  # op calls replayed / run and recorded by the op memo (``plan.memo``)
         self.affine_cuts = 0  # of ``stopped_bound``: cut by the two-layer trace's extrapolation (the affine rule)
-        self.compute_cuts = 0  # of ``stopped_bound``: cut by the compute floor alone (``plan.floor``), no walk
+        self.compute_cuts = 0  # of ``stopped_bound``: cut by the floors alone (``plan.floor``), no walk
+        self.memory_cuts = 0  # of ``compute_cuts``: cut only with the floor under the memory-bound time added
+        self.comm_cuts = 0  # of ``compute_cuts``: cut only with the floor under the comm time added too
         self.graph_paths = self.traces = 0  # op graphs recorded (``plan.graph``) and the full traces that took
         self.deferred = 0  # rule sets kept with the figures of the affine rule, priced exactly only if they can place
         self.deferred_priced = 0  # of ``deferred``: priced exactly at the end (the others could not make the top k)
@@ -527,6 +535,16 @@ def _search_graph(
                     stats.stopped_bound += 1
                     stats.compute_cuts += 1
                     continue
+                # with the floors under the memory-bound and comm times (the cost model adds the three)
+                bar = c_all + (compute.memory(rules) if _COMM_FLOOR else 0.0)
+                if bar > cut * _ROUNDING or (_COMM_FLOOR and bar + compute.comm(rules) > cut * _ROUNDING):
+                    stats.stopped_bound += 1
+                    stats.compute_cuts += 1
+                    if bar > cut * _ROUNDING:
+                        stats.memory_cuts += 1
+                    else:
+                        stats.comm_cuts += 1
+                    continue
                 c_one, c_layer = compute.one(rules), compute.layer(rules)
                 rest = (layers - 1) * c_layer
             if one is not None and (cut < math.inf or defer is not None):
@@ -714,6 +732,10 @@ _ROUNDING = 1.0 + 1e-9
 
 # The compute floor (``plan.floor``); the benchmark turns it off to time the search without it.
 _COMPUTE_FLOOR = True
+
+# The floors under the memory-bound and comm times (``plan.floor``); the benchmark turns them off to time the
+# search with the compute floor only.
+_COMM_FLOOR = True
 
 # The affine rule in the layer count (``step.two_layers``); the benchmark turns it off to time the search without it.
 _AFFINE_LAYERS = True

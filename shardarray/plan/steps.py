@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ..autograd.api import value_and_grad
+from ..dtypes import as_dtype
 from ..errors import DimensionError, DTypeError
 from ..memo_hook import layer
 from ..mesh import Mesh
@@ -19,6 +21,7 @@ from ..ops.creation.basic import full, zeros
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import relu
 from ..ops.reduction import reduce as reduction
+from .floor import Allreduce
 
 Step = Callable[[Mesh], Any]
 
@@ -51,6 +54,8 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         return value_and_grad(transformer_loss)(params, tokens, tokens, cfg)
 
     step.same_ops = True  # type: ignore[attr-defined]  # the same ops on every mesh: ``plan.floor``
+    if strategy is None:  # (the parameters and tokens follow the rules)
+        step.forced = _transformer_allreduces(cfg, batch, dtype)  # type: ignore[attr-defined]  # plan.floor
     if cfg.n_layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
         one = transformer_step(replace(cfg, n_layers=1), batch, dtype, strategy)
         two = step if cfg.n_layers == 2 else transformer_step(replace(cfg, n_layers=2), batch, dtype, strategy)
@@ -128,11 +133,44 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
         return value_and_grad(loss)(params)
 
     step.same_ops = True  # type: ignore[attr-defined]  # the same ops on every mesh: ``plan.floor``
+    size = as_dtype(dtype).itemsize
+    step.forced = tuple(  # type: ignore[attr-defined]  # each weight's gradient sums over the batch: ``plan.floor``
+        Allreduce(("batch",), dims, n * size, layers)
+        for dims, n in (
+            (("io", "hidden"), d_io * d_hidden),
+            (("hidden",), d_hidden),
+            (("hidden", "io"), d_hidden * d_io),
+        )
+    )
     if layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
         two = step if layers == 2 else mlp_step(batch, d_io, d_hidden, 2, dtype)
         _repeat(step, mlp_step(batch, d_io, d_hidden, 1, dtype), two, layers)
         step.with_layers = lambda n: mlp_step(batch, d_io, d_hidden, n, dtype)  # type: ignore[attr-defined]  # plan.deep
     return step
+
+
+def _transformer_allreduces(cfg: TransformerConfig, batch: int, dtype: str) -> tuple[Allreduce, ...]:
+    """The allreduces ``transformer_step`` makes under every rule set (``plan.floor.Allreduce``).
+
+    * Each parameter's gradient is a sum over the batch (every parameter acts on every example, and none has
+      the ``batch`` dim): one allreduce each, of the parameter's dims, resolved as the backward pass ends.
+    * Each layer's forward pass sums the attention's output projection over ``heads`` and ``d_kv`` and the MLP's
+      second matmul over ``d_ff`` into the residual stream (``batch``, ``seq``, ``d_model``). The next layer
+      norm squares it (not linear), so each sum is complete before it: one allreduce per layer for each, one
+      after the other. (The backward pass sums over the same dims too, but its cotangents are linear in
+      what they sum, so this floor does not count on when they are resolved.)
+    """
+    size = as_dtype(dtype).itemsize
+    sizes = cfg.sizes
+    out = [
+        Allreduce(("batch",), dims, size * float(math.prod(sizes[d] for d in dims)))
+        for dims in param_shapes(cfg).values()
+    ]
+    residual = ("batch", "seq", "d_model")
+    stream = float(batch * cfg.seq_len * cfg.d_model * size)
+    out.append(Allreduce(("heads", "d_kv"), residual, stream, cfg.n_layers))
+    out.append(Allreduce(("d_ff",), residual, stream, cfg.n_layers))
+    return tuple(out)
 
 
 def _repeat(step: Any, one: Step, two: Step, layers: int) -> None:

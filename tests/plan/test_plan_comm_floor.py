@@ -1,0 +1,84 @@
+"""The floors under the memory-bound and comm times (``plan.floor``): never above the modeled times, and the
+search that cuts on them keeps its answer (brute force, the search without them, deferral on)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import shardarray as sa
+from shardarray.hardware import get_profile
+from shardarray.plan import search as search_mod
+from shardarray.plan.floor import Allreduce, CommFloor, compute_floor
+
+TINY = sa.nn.TransformerConfig(vocab=6, d_model=6, heads=3, d_kv=2, d_ff=9, n_layers=3, seq_len=4)
+MESHES = [{"rows": 2, "cols": 2}, {"x": 2, "y": 2, "z": 2}, {"p": 3, "q": 2}, {"rows": 2, "cols": 4}]
+STEPS = {
+    "mlp_3layers": lambda: sa.plan.mlp_step(batch=12, d_io=6, d_hidden=12, layers=3),
+    "transformer_3layers_uneven": lambda: sa.plan.transformer_step(TINY, batch=6),
+    "transformer_1layer": lambda: sa.plan.transformer_step(replace(TINY, n_layers=1), batch=6),
+}
+
+
+@pytest.mark.parametrize(
+    "mesh, hw",
+    [(m, "a100") for m in MESHES] + [(MESHES[1], "h100")],
+    ids=lambda x: "x".join(map(str, x.values())) if isinstance(x, dict) else x,
+)
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_the_floors_are_below_the_traced_times(name, mesh, hw):
+    """Sampled rule sets (uneven splits over 3 included): the memory-bound and comm floors never pass the traced
+    memory-bound and comm times; replicated, the memory floor is the time and the comm floor 0."""
+    step, profile = STEPS[name](), get_profile(hw)
+    floor = compute_floor(step, mesh, profile)
+    assert floor is not None and step.forced
+    rule_sets = sa.plan.candidates(step, mesh)
+    tight = 0
+    for rules in [*rule_sets[:: max(1, len(rule_sets) // 9)], {}]:
+        plan = sa.plan.evaluate_layout(step, mesh, rules, hardware=profile)
+        assert floor.memory(rules) <= plan.memory_time_s * (1 + 1e-12), rules
+        assert floor.comm(rules) <= plan.comm_time_s * (1 + 1e-12), rules
+        tight += floor.comm(rules) > 0.5 * plan.comm_time_s
+        if not rules:
+            assert floor.memory(rules) == pytest.approx(plan.memory_time_s, rel=1e-12)
+            assert floor.comm(rules) == plan.comm_time_s == 0.0
+    assert tight  # (the floor sees most of the comm of some rule sets)
+
+
+def test_the_comm_floor_prices_an_allreduce_at_its_least():
+    """Data parallel over both axes of 2×2 (inside one node): each of 3 weights' gradients, 2 (n - 1) latencies
+    and 2 (n - 1) / n of its bytes at NVLink's bandwidth; a weight split over an axis is summed over the other."""
+    hw = get_profile("a100")
+    floor = CommFloor([Allreduce(("batch",), ("io", "hidden"), 4096.0, 3)], {"r": 2, "c": 2}, hw)
+    n, lat, bw = 4, hw.intra.latency, hw.intra.bandwidth
+    assert floor.time({"batch": ("r", "c")}) == pytest.approx(3 * (2 * (n - 1) * lat + 2 * (n - 1) / n * 4096 / bw))
+    assert floor.time({"batch": ("r",), "hidden": ("c",)}) == pytest.approx(3 * (2 * lat + 2048 / bw))
+    assert floor.time({"hidden": ("r", "c")}) == floor.time({}) == 0.0
+
+
+@pytest.mark.parametrize(
+    "make, mesh, k, brute",
+    [
+        (lambda: sa.plan.transformer_step(replace(TINY, n_layers=1), batch=6), {"rows": 2, "cols": 2}, 5, True),
+        (lambda: sa.plan.mlp_step(batch=64, d_io=16, d_hidden=32, layers=3), {"x": 2, "y": 2, "z": 2}, 4, True),
+        (lambda: sa.plan.transformer_step(TINY, batch=6), {"p": 3, "q": 2}, 4, False),
+    ],
+    ids=["transformer_2x2", "mlp_2x2x2", "transformer_3layers_3x2"],
+)
+def test_the_search_cuts_on_the_floors_and_keeps_its_answer(make, mesh, k, brute, monkeypatch):
+    """The same top k, bit for bit, as the search with the compute floor only (deferral on for the 3-layer
+    steps) and, where cheap, as brute force (every rule set priced in full); rule sets are cut by the comm floor."""
+    step = make()
+    dims = ("batch", "d_model", "heads", "d_ff") if brute and "rows" in mesh else None  # (brute force kept small)
+    stats = sa.plan.SearchStats()
+    fast = sa.plan.search_layouts(step, mesh, top_k=k, stats=stats, dims=dims)
+    monkeypatch.setattr(search_mod, "_COMM_FLOOR", False)
+    plain = sa.plan.SearchStats()
+    runs = [fast, sa.plan.search_layouts(step, mesh, top_k=k, stats=plain, dims=dims)]
+    if brute:
+        runs.append(sa.plan.search_layouts(step, mesh, top_k=k, prune=False, symmetric=False, memo=False, dims=dims))
+    rows = [[(p.rules, p.step_time_s, p.memory_bytes_per_device, p.comm_bytes_per_device) for p in ps] for ps in runs]
+    assert all(r == rows[0] for r in rows) and len(rows[0]) == k
+    assert stats.comm_cuts > 0 and plain.comm_cuts == plain.memory_cuts == 0
+    assert stats.compute_cuts == plain.compute_cuts + stats.memory_cuts + stats.comm_cuts
