@@ -256,8 +256,8 @@ def test_isin_with_a_large_split_test_set(mesh, monkeypatch):
 def test_isin_bad_input_is_typed(mesh):
     with pytest.raises(sa.ArgumentError, match="kind"):
         xp.isin(xp.asarray([1]), [1], kind="hash")
-    with pytest.raises(sa.DTypeError, match="complex"):
-        xp.isin(xp.asarray([1j]), xp.asarray([1j]))
+    # (complex values against an array test set were refused until round 11; now sorted and searched as NumPy)
+    np.testing.assert_array_equal(xp.isin(xp.asarray([1j, 2]), xp.asarray([1j])).numpy(), [True, False])
     with pytest.raises(sa.DTypeError, match="array"):
         xp.isin([1, 2], [1])
 

@@ -90,8 +90,9 @@ def test_take_with_split_ids_routes_and_matches_numpy(shape, n):
     assert {q[0] for q in mlog[2]} == {"alltoall"}, mlog[2]
     if len(axes) > 1:  # ids blocks of 3 (one empty) over 4 devices, x's dim over row (2): routed
         assert [q[:2] for q in mlog[1]] == [("alltoall", axes[:1])] * 3, mlog[1]
-    else:  # blocks of 3 ids, fewer than the 4 owners: the lookup-and-sum path gathers them (silently: small)
-        assert [q[:2] for q in mlog[1]] == [("allgather", axes)], mlog[1]
+    else:  # blocks of 3 ids, fewer than the 4 owners: the lookup path gathers them (silently: small), and the rows
+        # go back split like the ids by a reduce-scatter
+        assert [q[:2] for q in mlog[1]] == [("allgather", axes), ("reduce_scatter", axes)], mlog[1]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
