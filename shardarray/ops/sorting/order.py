@@ -261,6 +261,8 @@ def searchsorted(xp: Any, s: Any, v: Any, side: str = "left") -> Any:
         return xp.searchsorted(sort_keys(s), sort_keys(v), side=side).astype(np.int64)
     if xp is np and not rows:
         return np.searchsorted(s, v, side="left" if side == "left" else "right").astype(np.int64)
+    if not rows and v.ndim != 1:  # (the search below runs on a 1-D v: a complex key is two words per value)
+        return searchsorted(xp, s, v.reshape(-1), side).reshape(v.shape)
     if s.dtype != v.dtype:  # (NumPy's rule: both in their common type)
         common = np.result_type(*(key_dtype(a.dtype) for a in (s, v)))
         s, v = s.astype(common), v.astype(common)
