@@ -77,7 +77,7 @@ def _nonempty(x: ShardArray, dims: Any, what: str) -> None:
 
 def _size_one(x: ShardArray, dims: Any, what: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """``reduce.size_one`` of the checked ``dims``: the reduction runs over the rest, then squeezes (one alltoall)."""
-    return red.size_one(x, dims_arg(x, dims, what)) if 1 in x.shape else None
+    return red.size_one(x, dims_arg(x, dims, what))
 
 
 def nanmax(x: ShardArray, dims: Any = None) -> ShardArray:

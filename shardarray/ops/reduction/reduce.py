@@ -44,6 +44,8 @@ def size_one(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[str, ...], tup
     ``squeeze`` moves its mesh axes onto the remaining dim with the largest block by one alltoall (a 0-d
     result: one broadcast) instead of an allreduce that leaves the result replicated over them.
     """
+    if 1 not in x.shape:  # (the common case, at once)
+        return None
     mesh = x.mesh
     ones = tuple(
         d for d, axes in zip(x.dims, x.spec.axes) if d in dims and builtins.any(mesh.axis_size(a) > 1 for a in axes)
@@ -85,7 +87,7 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
         narrow = False
     if narrow:
         x = resolve(x, x.spec.axes)  # (a bool or narrow-int sum's partials add in its dtype: OR, wrapping)
-    if isinstance(x, ShardArray) and 1 in x.shape:
+    if isinstance(x, ShardArray) and 1 in x.shape:  # (dims_arg only then: sum is on every hot path)
         picked = size_one(x, dims_arg(x, dims, "sum"))
         if picked is not None:  # split size-1 dims: a squeeze (one alltoall), with the sum's dtype (see size_one)
             return squeeze(sum.__wrapped__(x, picked[1]), picked[0])
