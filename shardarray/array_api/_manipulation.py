@@ -415,14 +415,14 @@ def _split(x: ShardArray, dim: str) -> bool:
 def _repeat_int(x: ShardArray, dim: str, r: int) -> ShardArray:
     if r == 1:
         return x.__copy__()  # (np.repeat copies: x itself would share later writes)
-    return _repeat.repeat_split(x, r, dim)
+    return _repeat.repeat(x, r, dim)
 
 
 def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = None) -> Array:
     """Each element of ``x`` repeated along ``axis`` (None: the flattened array), as ``np.repeat``.
 
     An integer ``repeats`` is local on an unsplit axis; on a split axis it is
-    one ``alltoallv`` over its axes (``repeat_split``: a device receives at
+    one ``alltoallv`` over its axes (``sa.repeat``: a device receives at
     most its output block, nothing is gathered) and the axis keeps its split. An array ``repeats`` makes
     the result's size depend on data: its values are read on the host (it is
     one number per element of the axis), and ``x`` is indexed with the

@@ -1,5 +1,6 @@
-"""``tile`` and ``repeat`` along unsplit dims (local: every device repeats its own block), and ``repeat_split``:
-``repeat`` along a split dim as one ``movement.move`` (no gather)."""
+"""``tile`` and ``repeat``: local along unsplit dims (every device repeats its own block); along a split dim
+``repeat`` is one ``movement.move`` (an ``alltoallv``) and ``tile`` a concatenation of copies (one ``alltoallv``):
+no gather."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from ...core.common import dims_arg, int_arg, map_blocks, one_dim_arg, require_a
 from ...core.movement import move
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, keeps_kind, register_vjp
-from ...errors import ArgumentError, LayoutError
+from ...errors import ArgumentError
 from ...layout import Layout
 from ..cotangent import match
+from .concat import concat
 from .dims import expand_dims, squeeze
 
 
@@ -25,25 +27,18 @@ def _count(value: Any, what: str, dim: str) -> int:
     return n
 
 
-def _unsplit(x: ShardArray, dim: str, what: str) -> None:
-    axes = x.spec.of(dim)
-    if axes:
-        raise LayoutError(
-            f"{what}: dim {dim!r} (size {x.sizes[dim]}) is split over mesh axes {axes}; repeating a split dim "
-            f"would move data between devices. Unsplit it first with x.relayout({{{dim!r}: None}}) (an allgather), "
-            f"or repeat along an unsplit dim"
-        )
-
-
 @keeps_kind
 def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
     """``x`` repeated whole along dims, as ``np.tile``: ``reps`` is ``{dim: count}``; each dim's size is multiplied.
 
-    Local (no collective): every named dim must be unsplit (else ``LayoutError``
-    suggesting ``x.relayout({dim: None})``), except a split dim of size 1,
-    whose mesh axes first move onto the remaining dim with the largest block
-    by one alltoall (``sa.squeeze``, then an unsplit size-1 dim in its place):
-    the result is split, never gathered. A pending sum stays pending.
+    Collectives: none along unsplit dims (every device tiles its own block).
+    Along a split dim the copies are a concatenation (``sa.concat``: one
+    ``alltoallv`` over the dim's axes, each device sending its block once per
+    copy) and the dim keeps its axes in the block layout; a split dim of
+    size 1 first moves its mesh axes onto the remaining dim with the largest
+    block by one alltoall (``sa.squeeze``, then an unsplit size-1 dim in its
+    place). Nothing is gathered. A pending sum stays pending along unsplit
+    dims (it is resolved before a concatenation).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -60,7 +55,12 @@ def tile(x: ShardArray, reps: Mapping[str, int]) -> ShardArray:
         for d in sorted(ones, key=x.dims.index):
             y = expand_dims(y, d, x.dims.index(d))
         x = y
-    return _tile(x, counts)
+    if 0 in counts.values():  # (an empty result: every block empty, the layout kept)
+        return _tile(x, counts)
+    for d, r in counts.items():  # (split dims first, while the data is smallest)
+        if r > 1 and x.spec.of(d):
+            x = concat([x] * r, d)
+    return _tile(x, {d: r for d, r in counts.items() if not x.spec.of(d)})
 
 
 def _tile_counts(x: ShardArray, reps: Any) -> dict[str, int]:
@@ -79,8 +79,6 @@ def _tile_counts(x: ShardArray, reps: Any) -> dict[str, int]:
 @differentiable("tile")
 def _tile(x: ShardArray, counts: Mapping[str, int]) -> ShardArray:
     """``tile`` of ``x`` along unsplit dims (the recorded op): every device tiles its own block."""
-    for d in counts:
-        _unsplit(x, d, "tile")
     full = tuple(counts.get(d, 1) for d in x.dims)
     spec = Layout(x.dims, tuple(n * r for n, r in zip(x.shape, full)), x.spec.axes)
     xp = x.mesh.backend.xp
@@ -94,12 +92,17 @@ def _tile(x: ShardArray, counts: Mapping[str, int]) -> ShardArray:
     return ShardArray(x.mesh, spec, x.dtype, shards, x.pending)
 
 
-@differentiable("repeat")
+@keeps_kind
 def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
-    """Each element repeated ``repeats`` times along ``dim``, as ``np.repeat(x, repeats, axis)``.
+    """Each element repeated ``repeats`` times along ``dim``, as ``np.repeat(x, repeats, axis)``, ``dim`` split or not.
 
-    Local (no collective): ``dim`` must be unsplit (else ``LayoutError``
-    suggesting ``x.relayout({dim: None})``). A pending sum stays pending.
+    Collectives: none when ``dim`` is unsplit (every device repeats its own
+    block; a pending sum stays pending). Along a split ``dim`` one
+    ``alltoallv`` over its axes (``movement.move``, ``repeats`` strided
+    segments): the result's ``dim`` (``repeats`` times longer) keeps the
+    axes in the block layout and a device receives at most its output
+    block, nothing is gathered (a pending sum is resolved first).
+    Differentiable (VJP: the sum of the ``repeats`` strided slices).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -107,11 +110,20 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
         >>> sa.repeat(x, 2, "seq").numpy()
         array([[1, 1, 2, 2],
                [3, 3, 4, 4]])
+        >>> sa.repeat(x, 2, "batch").layout  # (split: one alltoallv)
+        {'batch': ('row',)}
     """
     x = require_array(x, "repeat")
     dim = one_dim_arg(x, dim, "repeat", "repeat")
     n = _count(repeats, "repeat", dim)
-    _unsplit(x, dim, "repeat")
+    if x.spec.of(dim):
+        return _repeat_split(x, n, dim)
+    return _repeat_local(x, n, dim)
+
+
+@differentiable("repeat")
+def _repeat_local(x: ShardArray, n: int, dim: str) -> ShardArray:
+    """``repeat`` along an unsplit ``dim`` (the recorded op): every device repeats its own block."""
     i = x.dims.index(dim)
     spec = Layout(x.dims, tuple(s * n if j == i else s for j, s in enumerate(x.shape)), x.spec.axes)
     xp = x.mesh.backend.xp
@@ -127,34 +139,12 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
 
 @differentiable("repeat_split")
 def _repeat_split(x: ShardArray, repeats: int, dim: str) -> ShardArray:
+    """``repeat`` along a split ``dim`` (the recorded op): one ``movement.move``."""
     x = resolve_to(x) if x.pending else x
     n = x.sizes[dim]
     if repeats == 0 or n == 0:
         return move([x], dim, n * repeats, [])
     return move([x] * repeats, dim, n * repeats, [(0, 1, j, repeats, n) for j in range(repeats)])
-
-
-def repeat_split(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
-    """Each element repeated ``repeats`` times along ``dim``, as ``np.repeat(x, repeats, axis)``, ``dim`` split or not.
-
-    The result's ``dim`` (``repeats`` times longer) keeps ``dim``'s mesh axes in
-    the canonical block layout. Collectives: none when ``dim`` is unsplit; else
-    one ``alltoallv`` over its axes (``movement.move``, ``repeats`` strided
-    segments): a device receives at most its output block, nothing is gathered.
-    Differentiable (VJP: the sum of the ``repeats`` strided slices).
-
-    Example:
-        >>> mesh = sa.Mesh({"row": 2, "col": 2})
-        >>> x = sa.asarray(np.arange(3.0), dims=("i",), mesh=mesh, layout={"i": "row"})
-        >>> repeat_split(x, 2, "i").numpy()
-        array([0., 0., 1., 1., 2., 2.])
-    """
-    x = require_array(x, "repeat")
-    dim = one_dim_arg(x, dim, "repeat", "repeat")
-    n = _count(repeats, "repeat", dim)
-    if not x.spec.of(dim):
-        return repeat(x, n, dim)
-    return _repeat_split(x, n, dim)
 
 
 @register_vjp("repeat_split")
@@ -169,4 +159,4 @@ def _repeat_split_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     return [match(total, x), None, None]
 
 
-__all__ = ["repeat", "repeat_split", "tile"]
+__all__ = ["repeat", "tile"]
