@@ -80,6 +80,17 @@ class OutOfBoundsError(DimensionError, IndexError):
     ``IndexError`` too), so ``except IndexError`` written for NumPy catches it."""
 
 
+class IndexingError(DimensionError, IndexError):
+    """A positional index that does not fit the array: too many indices, index arrays whose shapes do not
+    broadcast together, a boolean mask whose shape differs from the axes it covers, two Ellipses. A
+    ``DimensionError`` that is also the ``IndexError`` NumPy raises there, so ``except IndexError`` catches it."""
+
+
+class IndexTypeError(DTypeError, IndexError):
+    """An index of a kind that cannot index: a float or a string, an array of floats. A ``DTypeError`` (a
+    ``TypeError``) that is also the ``IndexError`` NumPy raises there, so ``except IndexError`` catches it."""
+
+
 class ZeroDimError(DimensionError, TypeError):
     """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""
 

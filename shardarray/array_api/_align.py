@@ -89,14 +89,17 @@ def fresh(taken: Sequence[str], n: int, stem: str = "dim") -> list[str]:
     return out
 
 
-def broadcast_shape(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
-    """NumPy's broadcast shape, with a typed error naming the shapes."""
+def broadcast_shape(
+    shapes: Sequence[tuple[int, ...]], what: str, error: type[DimensionError] = DimensionError
+) -> tuple[int, ...]:
+    """NumPy's broadcast shape, with a typed error naming the shapes (``error``: ``IndexingError`` for index
+    arrays, NumPy's ``IndexError``)."""
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for p in range(ndim, 0, -1):
         sizes = {s[-p] for s in shapes if len(s) >= p} - {1}
         if len(sizes) > 1:
-            raise DimensionError(
+            raise error(
                 f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together "
                 f"(axis {-p} has sizes {sorted(sizes)}); sizes must match or be 1"
             )
@@ -104,14 +107,17 @@ def broadcast_shape(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, 
     return tuple(out)
 
 
-def align(arrays: Sequence[ShardArray], what: str) -> tuple[list[ShardArray], tuple[str, ...], tuple[int, ...]]:
+def align(
+    arrays: Sequence[ShardArray], what: str, error: type[DimensionError] = DimensionError
+) -> tuple[list[ShardArray], tuple[str, ...], tuple[int, ...]]:
     """Rename and squeeze ``arrays`` so that named broadcasting equals NumPy's positional one.
 
-    Returns the aligned arrays, the result's dims (positional order) and shape.
+    Returns the aligned arrays, the result's dims (positional order) and shape
+    (``error``: the class raised when the shapes do not broadcast).
     The result dims take the names of the operand with the most dims (the
     first such), so an op on one array of the namespace keeps its names.
     """
-    shape = broadcast_shape([a.shape for a in arrays], what)
+    shape = broadcast_shape([a.shape for a in arrays], what, error)
     ndim = len(shape)
     lead = max(range(len(arrays)), key=lambda i: (arrays[i].ndim, -i))
     names = list(arrays[lead].dims)

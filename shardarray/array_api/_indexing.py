@@ -20,7 +20,7 @@ from ..array import ShardArray
 from ..core.common import common_mesh
 from ..core.relayout import resolve_to
 from ..dtypes import scalar_for_write
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, IndexingError, IndexTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.elementwise import arithmetic as ew
 from ..ops.indexing.basic import check_host_ids, host_ids, normalize_int, normalize_slice
@@ -212,7 +212,7 @@ def split_bools(x: ShardArray, key: Any, what: str) -> tuple[tuple[Any, ...], tu
             continue
         start = sum(eats[:i]) if i < dots else x.ndim - sum(eats[i:])
         if tuple(mask.shape) != x.shape[start : start + mask.ndim] or start + mask.ndim > x.ndim or start < 0:
-            raise DimensionError(
+            raise IndexingError(
                 f"{what}: the boolean mask of shape {tuple(mask.shape)} at index position {i} must match the axes "
                 f"{start}..{start + mask.ndim - 1} it covers of the array of shape {x.shape}"
             )
@@ -247,7 +247,7 @@ def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, .
             if k.dtype.kind == "b":
                 raise _part2(what)
             if k.dtype.kind not in "iu":
-                raise DTypeError(f"{what}: an index array must hold integers; got {k.dtype}")
+                raise IndexTypeError(f"{what}: an index array must hold integers; got {k.dtype}")
             if k.ndim == 0:
                 k = int(k)
         elif isinstance(k, (list, np.ndarray)):
@@ -255,7 +255,7 @@ def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, .
             if arr.dtype.kind == "b":
                 raise _part2(what)
             if arr.dtype.kind not in "iu" and arr.size:
-                raise DTypeError(f"{what}: an index array must hold integers; got {arr.dtype}")
+                raise IndexTypeError(f"{what}: an index array must hold integers; got {arr.dtype}")
             k = int(arr) if arr.ndim == 0 else host_ids(arr)
         elif isinstance(k, np.integer):
             k = int(k)
@@ -311,10 +311,10 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
 def _expand(x: ShardArray, key: tuple[Any, ...]) -> list[Any]:
     """``key`` with its Ellipsis expanded and missing trailing slices added (one entry per axis of ``x``)."""
     if sum(k is Ellipsis for k in key) > 1:
-        raise ArgumentError("x[...]: an index may hold at most one Ellipsis (...)")
+        raise IndexingError("x[...]: an index may hold at most one Ellipsis (...)")
     real = [k for k in key if k is not Ellipsis]
     if len(real) > x.ndim:
-        raise DimensionError(f"too many indices: {len(real)} given for an array of shape {x.shape}")
+        raise IndexingError(f"too many indices: {len(real)} given for an array of shape {x.shape}")
     out: list[Any] = []
     for k in key:
         if k is Ellipsis:
@@ -414,7 +414,7 @@ def _advanced(x: ShardArray, key: tuple[Any, ...], adjacent: bool | None = None)
         if ids.dtype != np.int64:
             ids = astype(ids, np.int64)
         arrays.append(ew.multiply(ids, strides[i]) if strides[i] != 1 else ids)
-    aligned, dims, shape = align(arrays, "x[...] (broadcasting the index arrays)")
+    aligned, dims, shape = align(arrays, "x[...] (broadcasting the index arrays)", IndexingError)
     flat = aligned[0]
     for a in aligned[1:]:
         flat = ew.add(flat, a)
@@ -563,7 +563,7 @@ def _write_ids(
             _check_range(ids, x.sizes[d], d)
             ids = rename(ids, dict(zip(ids.dims, bnames[nd - ids.ndim :])))
         arrays.append(astype(ids, np.int64) if ids.dtype != np.int64 else ids)
-    shape = broadcast_shape([a.shape for a in arrays], "x[...] = v (broadcasting the index arrays)")
+    shape = broadcast_shape([a.shape for a in arrays], "x[...] = v (broadcasting the index arrays)", IndexingError)
     sizes = dict(zip(bnames, shape))
     coords = [a if a.shape == shape and a.ndim == nd else _spread(a, sizes, bnames) for a in arrays]
     rest = [d for d in x.dims if d not in adv_dims]

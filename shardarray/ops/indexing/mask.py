@@ -48,7 +48,7 @@ from ...core.common import common_mesh, map_blocks, require_array
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import Context, differentiable, refuse_write, register_vjp
 from ...dtypes import scalar_for_write
-from ...errors import DimensionError, DTypeError
+from ...errors import DimensionError, DTypeError, IndexingError
 from ...layout import Layout
 from ..creation.basic import asarray, zeros_like
 from ..elementwise import arithmetic as ew
@@ -388,7 +388,7 @@ def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
     """A positional mask (ShardArray or NumPy bool) naming ``x``'s leading dims by position."""
     shape = tuple(mask.shape)
     if len(shape) > x.ndim or shape != x.shape[: len(shape)]:
-        raise DimensionError(
+        raise IndexingError(
             f"{what}: a boolean mask of shape {shape} must match the leading axes of the array of shape {x.shape}"
         )
     if isinstance(mask, ShardArray):

@@ -25,7 +25,7 @@ from ...core.movement import k_range, move
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
-from ...errors import ArgumentError, DimensionError, DTypeError
+from ...errors import ArgumentError, DimensionError, DTypeError, IndexTypeError
 from ...layout import block_bounds
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import add, less, where
@@ -50,7 +50,7 @@ def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, i
         elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
             box[d] = (normalize_int(x, d, v), 1, 1, False)
         else:
-            raise DTypeError(
+            raise IndexTypeError(
                 f"x[...] = v: index {v!r:.60} for dim {d!r} is not supported in a named write; use ints, slices, "
                 f"integer id arrays (x[{{{d!r}: ids}}] = v) or one boolean mask (x[mask] = v)"
             )

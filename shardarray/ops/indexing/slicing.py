@@ -30,7 +30,7 @@ import numpy as np
 from ...array import ShardArray
 from ...core.common import require_array
 from ...core.relayout import resolve_to
-from ...errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
+from ...errors import ArgumentError, DimensionError, DTypeError, IndexingError, IndexTypeError, OutOfBoundsError
 from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
 from ..manipulation.concat import new_dim
@@ -143,11 +143,11 @@ def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: An
         ):  # a 0-d NumPy integer array is an int, as in NumPy (the dim goes)
             checked.append(("int", d, normalize_int(x, d, int(v))))
         elif isinstance(v, (float, np.floating, complex)):
-            raise DTypeError(f"isel: index {v!r} for dim {d!r} is not an integer; use int({v!r}) or a slice")
+            raise IndexTypeError(f"isel: index {v!r} for dim {d!r} is not an integer; use int({v!r}) or a slice")
         elif isinstance(v, (ShardArray, list, tuple, np.ndarray)):
             checked.append(("ids", d, v))
         else:
-            raise DTypeError(
+            raise IndexTypeError(
                 f"isel: index {v!r:.60} for dim {d!r} must be an int, a slice or integer ids; got {type(v).__name__}"
             )
     boxes = [(d, *v) for kind, d, v in checked if kind == "slice" and v != (0, 1, x.sizes[d])]
@@ -179,10 +179,10 @@ def parse_key(x: ShardArray, key: Any) -> tuple[dict[str, Any], list[int]]:
     if not isinstance(key, tuple):
         key = (key,)
     if sum(k is Ellipsis for k in key) > 1:
-        raise ArgumentError(f"x[{key!r:.80}]: an index may hold at most one Ellipsis (...)")
+        raise IndexingError(f"x[{key!r:.80}]: an index may hold at most one Ellipsis (...)")
     real = [k for k in key if k is not None and k is not Ellipsis]
     if len(real) > x.ndim:
-        raise DimensionError(
+        raise IndexingError(
             f"too many indices: {len(real)} given for the array with {x.ndim} dim(s) {x.sizes}; "
             f"give at most {x.ndim}, or index by name with x[{{dim: index}}]"
         )
