@@ -48,7 +48,7 @@ from ...core.common import common_mesh, map_blocks, require_array
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import Context, differentiable, refuse_write, register_vjp
 from ...dtypes import scalar_for_write
-from ...errors import DimensionError, DTypeError, IndexingError
+from ...errors import BackendError, DimensionError, DTypeError, IndexingError
 from ...layout import Layout
 from ..creation.basic import asarray, zeros_like
 from ..elementwise import arithmetic as ew
@@ -166,6 +166,16 @@ class _Plan:
         return int(first.sum()) if not isinstance(first, MetaArray) else 0
 
 
+def _refuse_meta(x: ShardArray, mask: ShardArray, what: str) -> None:
+    """On the ``meta`` backend (shapes only) a mask's count is unknown: ``BackendError``, never a guessed length."""
+    if not x.mesh.backend.has_data:
+        raise BackendError(
+            f"{what}: how many elements the mask {mask.sizes} selects of the array {x.sizes} depends on the mask's "
+            f"values, which the meta backend does not hold; run it on a NumPy or CuPy mesh (a scalar write, "
+            f"x[mask] = 0.0, keeps the shape and runs on meta)"
+        )
+
+
 def _adopt_mask_axes(x: ShardArray, mask: ShardArray) -> ShardArray:
     """``x`` (mask dims first) with each mask dim that it leaves unsplit split like the mask's, over the axes ``x``
     does not use (a local slice of every block: no communication)."""
@@ -218,6 +228,7 @@ def select(x: ShardArray, mask: Any, new_dim: str | None = None) -> ShardArray:
 @differentiable("select")
 def _select(x: ShardArray, mask: ShardArray, new_dim: str) -> ShardArray:
     """``select`` of a checked bool ``mask``; its VJP writes the cotangent back at the selected positions."""
+    _refuse_meta(x, mask, "select (x[mask])")
     p = _Plan(x, mask, adopt=True)
     if new_dim in p.rest:
         raise DimensionError(f"select: new_dim {new_dim!r} is already one of the kept dims {p.rest}; pass another")
@@ -297,6 +308,7 @@ def mask_assign(x: ShardArray, mask: Any, v: Any) -> None:
     if v.ndim == 0:
         swap_in(x, ew.where(mask, v.astype(x.dtype), x))
         return
+    _refuse_meta(x, mask, "x[mask] = v (v an array)")
     v = astype(v, x.dtype)  # a complex v into a real x raises, as x[ids] = v and x[a:b] = v do (NumPy drops .imag)
     p = _Plan(x, mask)
     mesh = p.mesh

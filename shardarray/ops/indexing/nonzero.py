@@ -19,7 +19,7 @@ from ...backend.meta import MetaArray
 from ...core.common import dims_arg, map_blocks, new_array, require_array
 from ...core.relayout import resolve_to
 from ...core.tape import nondifferentiable
-from ...errors import DimensionError
+from ...errors import BackendError, DimensionError
 from ...layout import block_bounds
 from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
@@ -77,6 +77,11 @@ def nonzero(x: ShardArray) -> tuple[ShardArray, ...]:
         raise DimensionError(
             "nonzero: a 0-d array has no indices (as in the array API standard); use "
             "sa.expand_dims(x, 'i') first, or bool(x)"
+        )
+    if not x.mesh.backend.has_data:
+        raise BackendError(
+            f"nonzero: how many elements of the array {x.sizes} are nonzero depends on its values, which the meta "
+            f"backend does not hold; run it on a NumPy or CuPy mesh (sa.count_nonzero's shape needs no values)"
         )
     x = resolve_to(x) if x.pending else x
     mask = ew.not_equal(x, 0) if x.dtype.kind != "b" else x
