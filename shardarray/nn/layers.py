@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, cast
+
+import numpy as np
 
 from ..array import ShardArray
 from ..backend import cuda_kernels
@@ -11,7 +14,7 @@ from ..core.common import require_ids
 from ..core.relayout import resolve_to
 from ..core.tape import Context, differentiable, register_vjp
 from ..dtypes import accumulation_dtype, check_domain, promote
-from ..errors import DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.cotangent import match
 from ..ops.einsum import einsum
 from ..ops.elementwise.arithmetic import apply, gelu
@@ -43,9 +46,42 @@ def _need_dims(what: str, name: str, x: Any, dims: tuple[str, ...]) -> None:
         )
 
 
-def _check_layer_norm(x: Any, gain: Any, bias: Any, dim: str) -> None:
+def _weights(what: str, p: Any, prefix: str, names: tuple[str, ...]) -> list[ShardArray]:
+    """``p[prefix + name]`` for each of ``names``.
+
+    Raises:
+        DTypeError: ``p`` is not a dict, or a weight is not a ShardArray.
+        DimensionError: a weight is missing (the message names it and the prefix).
+    """
+    if not isinstance(p, Mapping):
+        raise DTypeError(
+            f"{what}: p must be the dict of parameters {{name: ShardArray}} (as sa.nn.init_transformer makes); got "
+            f"{type(p).__name__}"
+        )
+    missing = [prefix + n for n in names if prefix + n not in p]
+    if missing:
+        raise DimensionError(
+            f"{what}: p has no parameter {missing[0]!r} (prefix {prefix!r} + one of {names}); pass the prefix of "
+            f"one layer's weights, e.g. 'layer0.{'attn' if what == 'attention' else 'mlp'}.' for "
+            f"sa.nn.init_transformer's parameters"
+        )
+    out = [p[prefix + n] for n in names]
+    for n, w in zip(names, out):
+        if not isinstance(w, ShardArray):
+            raise DTypeError(f"{what}: p[{prefix + n!r}] must be a ShardArray; got {type(w).__name__}")
+    return out
+
+
+def _check_layer_norm(x: Any, gain: Any, bias: Any, dim: str, eps: Any) -> None:
     _need_dims("layer_norm", "x", x, (dim,))
     check_domain("layer_norm", [x], "real_float")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"layer_norm(eps={eps!r:.60}): eps must be a number >= 0, e.g. 1e-5")
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ArgumentError(
+            f"layer_norm(eps={eps!r}): eps (added to the variance) must be a finite number >= 0, e.g. 1e-5; a "
+            f"negative one gives NaN for rows of small variance"
+        )
     for name, p in (("gain", gain), ("bias", bias)):
         if isinstance(p, ShardArray):
             extra = [d for d in p.dims if d not in x.dims]
@@ -84,6 +120,11 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
     A float16 or bfloat16 ``x`` is normalized in float32 and the result rounded
     once, on every layout and backend (as the fused kernels).
 
+    Raises:
+        DimensionError: ``x`` lacks ``dim``, or ``gain``/``bias`` have dims or sizes ``x`` lacks.
+        DTypeError: ``x`` is not a real floating-point ShardArray, ``eps`` not a number.
+        ArgumentError: ``eps`` is negative or not finite (``eps = 0`` is allowed).
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.asarray(np.array([[1.0, 3.0]]), dims=("batch", "d_model"), mesh=mesh, layout={"d_model": "col"})
@@ -91,7 +132,7 @@ def layer_norm(x: ShardArray, gain: ShardArray, bias: ShardArray, dim: str = "d_
         >>> np.round(sa.nn.layer_norm(x, one, zero).numpy(), 4)
         array([[-1.,  1.]])
     """
-    _check_layer_norm(x, gain, bias, dim)
+    _check_layer_norm(x, gain, bias, dim, eps)
     if _fused_layer_norm(x, gain, bias, dim):
         x = resolve_to(x)
         k = _row_kernels(x)
@@ -193,9 +234,13 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
     (``ops.causal_softmax``). Scores narrower than float32 (float16,
     bfloat16) are scaled by ``1/sqrt(d_kv)`` and normalized in float32; the
     probabilities return to the scores' dtype for the next einsum.
+
+    Raises:
+        DimensionError: ``x`` lacks one of its dims, or ``p`` lacks one of ``prefix + ("wq", "wk", "wv", "wo")``.
+        DTypeError: ``x`` or a weight is not a ShardArray, ``p`` not a dict.
     """
     _need_dims("attention", "x", x, ("batch", "seq", "d_model"))
-    wq, wk, wv, wo = (p[prefix + n] for n in ("wq", "wk", "wv", "wo"))
+    wq, wk, wv, wo = _weights("attention", p, prefix, ("wq", "wk", "wv", "wo"))
     xk = rename(x, {"seq": "kseq"})
     q = einsum("batch seq d_model, d_model heads d_kv -> batch seq heads d_kv", x, wq)
     k = einsum("batch kseq d_model, d_model heads d_kv -> batch kseq heads d_kv", xk, wk)
@@ -210,10 +255,16 @@ def attention(x: ShardArray, p: Params, prefix: str) -> ShardArray:
 
 
 def mlp(x: ShardArray, p: Params, prefix: str) -> ShardArray:
-    """``gelu(x·W_in + b_in)·W_out + b_out``; ``x`` is (batch, seq, d_model)."""
-    _need_dims("mlp", "x", x, ("d_model",))
-    h = gelu(einsum("batch seq d_model, d_model d_ff -> batch seq d_ff", x, p[prefix + "w_in"]) + p[prefix + "b_in"])
-    return einsum("batch seq d_ff, d_ff d_model -> batch seq d_model", h, p[prefix + "w_out"]) + p[prefix + "b_out"]
+    """``gelu(x·W_in + b_in)·W_out + b_out``; ``x`` is (batch, seq, d_model).
+
+    Raises:
+        DimensionError: ``x`` lacks one of its dims, or ``p`` one of ``prefix + ("w_in", "b_in", "w_out", "b_out")``.
+        DTypeError: ``x`` or a weight is not a ShardArray, ``p`` not a dict.
+    """
+    _need_dims("mlp", "x", x, ("batch", "seq", "d_model"))
+    w_in, b_in, w_out, b_out = _weights("mlp", p, prefix, ("w_in", "b_in", "w_out", "b_out"))
+    h = gelu(einsum("batch seq d_model, d_model d_ff -> batch seq d_ff", x, w_in) + b_in)
+    return einsum("batch seq d_ff, d_ff d_model -> batch seq d_model", h, w_out) + b_out
 
 
 def cross_entropy(logits: ShardArray, targets: ShardArray, dim: str = "vocab") -> ShardArray:

@@ -134,11 +134,21 @@ def param_layout(strategy: str | None, name: str, dims: tuple[str, ...], rules: 
     parameter's dims; ``tesseract`` splits a weight's input dim over ``row``
     and its output dims over ``col`` (see the module docstring).
 
+    Raises:
+        LayoutError: an unknown strategy (a misspelt one gave the rules' layout without a word).
+
     Example:
         >>> rules = sa.nn.strategy_rules("tesseract", {"row": 2, "col": 2, "dep": 2})
         >>> sa.nn.param_layout("tesseract", "layer0.mlp.w_in", ("d_model", "d_ff"), rules)
         {'d_model': 'row', 'd_ff': 'col'}
     """
+    if strategy is not None and strategy not in STRATEGIES:
+        close = difflib.get_close_matches(strategy, STRATEGIES, n=1) if isinstance(strategy, str) else []
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LayoutError(
+            f"param_layout: unknown strategy {strategy!r}{guess}; choose one of {STRATEGIES}, or None for the "
+            f"mesh's rules ('auto': pass the rules sa.nn.auto_rules gives with strategy=None)"
+        )
     if strategy != "tesseract":
         return {d: rules[d] for d in dims if d in rules}
     spec = {d: "col" for d in dims if d in ("d_model", "heads", "d_ff", "vocab")}

@@ -12,7 +12,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import require_ids
 from ..dtypes import as_dtype, is_real_float
-from ..errors import DimensionError, DTypeError, OutOfBoundsError
+from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from ..layout import make_layout
 from ..memo_hook import layer
 from ..mesh import Mesh
@@ -67,7 +67,7 @@ def init_transformer(
             the next best and the best named strategy). A mesh without rules
             takes the chosen rules (so the tokens and activations follow them);
             a mesh with other rules keeps its own, and only the parameters follow.
-        seed: the random seed, an integer (not None: every process and mesh must
+        seed: the random seed, an integer in [-2**63, 2**64) (not None: every process and mesh must
             draw the same parameters).
         dtype: parameter dtype, a float dtype.
         hardware: ``"auto"`` only: the hardware profile to model (a name of
@@ -83,7 +83,7 @@ def init_transformer(
             ``sa.Mesh`` (e.g. a dict of axis sizes), ``seed`` not an integer, or
             ``dtype`` not a float dtype.
         LayoutError: an unknown strategy, or a mesh the strategy cannot use.
-        ArgumentError: ``"auto"`` finds no layout within ``memory_limit_bytes``.
+        ArgumentError: ``"auto"`` finds no layout within ``memory_limit_bytes``; a seed out of range.
 
     Example:
         >>> cfg = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=6)
@@ -125,7 +125,8 @@ def init_transformer(
             params[name] = full(mesh, shape_map, 0.0, dtype=dtype, layout=layout)
         else:
             stream = zlib.crc32(name.encode())
-            w = rnd.normal(mesh, shape_map, seed=seed * 1_000_003 + stream, dtype=dtype, layout=layout)
+            key = (int(seed) * 1_000_003 + stream) % 2**64  # (1_000_003 is odd: distinct seeds, distinct keys)
+            w = rnd.normal(mesh, shape_map, seed=key, dtype=dtype, layout=layout)
             params[name] = w * _std(name, cfg)
     return params
 
@@ -145,6 +146,12 @@ def _check_init(cfg: Any, mesh: Any, seed: Any, dtype: Any) -> None:
         raise DTypeError(
             f"init_transformer(seed={seed!r}): the seed must be an integer such as 0 (the same seed gives the "
             f"same parameters on every mesh and process; there is no random seed)"
+        )
+    lo, hi = rnd.SEED_RANGE
+    if not lo <= int(seed) < hi:
+        raise ArgumentError(
+            f"init_transformer(seed={seed}): the seed must lie in the 64-bit seeds [-2**63, 2**64) (as "
+            f"sa.random's; it would draw what seed % 2**64 draws): pass seed % 2**64"
         )
     dt = as_dtype(dtype)
     if not is_real_float(dt):  # (bfloat16 too: its NumPy kind is "V")

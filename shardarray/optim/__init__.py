@@ -4,7 +4,10 @@ The state (moments) lives in the parameters' layouts, so an update is local
 to each shard: no communication. ``lr`` is a number or a schedule
 ``step -> lr`` (the step counts from 1). Params, grads and state are paired
 by key path (``sa.tree``), so a dict in another key order updates each
-parameter with its own gradient. Moments and update arithmetic of a
+parameter with its own gradient; within a leaf, a positional gradient (or
+moment, or master copy) pairs with its parameter by axis, whatever its
+internal dim names (``g.T.T``, ``xp.reshape(g, w.shape)``), and a named one
+by dim name, in any dim order. Moments and update arithmetic of a
 low-precision parameter (a float narrower than float32: float16, bfloat16)
 are float32, and such a parameter is updated through a float32 master copy
 in the state (``master_dtype="float32"``, the default; ``None`` turns it off);

@@ -13,10 +13,12 @@ from ..core.relayout import to_axes
 from ..dtypes import accumulation_dtype, is_complex, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError, MeshError
 from ..ops.creation.basic import full
+from ..ops.manipulation.structure import rename, transpose
 from ..tree import tree_flatten, tree_leaves_like, tree_paths
 
 LR = float | Callable[[int], float]
 _FIX = "make the state from these params with state = opt.init(params)"
+_GRAD_FIX = "pass the gradients of these params, e.g. from sa.value_and_grad(loss)(params, ...)"
 
 
 def moment_dtype(dtype: Any) -> np.dtype:
@@ -145,7 +147,8 @@ def float_params(params: Any, what: str) -> tuple[list[Any], Any]:
 def _check(
     params: Any, grads: Any, what: str = "optimizer update"
 ) -> tuple[list[ShardArray], list[ShardArray], list[str], Any]:
-    """Leaves of params and grads paired by key path, their paths and the params' structure."""
+    """Leaves of params and grads paired by key path (and inside, by ``paired``), their paths and the params'
+    structure."""
     p, treedef = float_params(params, what)
     paths = tree_paths(params, "")
     g = tree_leaves_like(
@@ -153,36 +156,27 @@ def _check(
         grads,
         "grads",
         "params",
-        hint="Pass the gradients of these params, e.g. from sa.value_and_grad(loss)(params, ...)",
+        hint=_GRAD_FIX[0].upper() + _GRAD_FIX[1:],
     )
+    out = []
     for path, a, b in zip(paths, p, g):
-        if a.dims != b.dims or a.shape != b.shape:
-            raise DimensionError(
-                f"grads{path} has sizes {b.sizes} but params{path} has {a.sizes}: pass the gradients of these "
-                f"params, e.g. from sa.value_and_grad(loss)(params, ...)"
-            )
-        _real_float(
-            b,
-            f"grads{path}",
-            f"params{path}",
-            "pass the gradients of these params, e.g. from "
-            "sa.value_and_grad(loss)(params, ...), or cast it: g.astype(params_dtype)",
-        )
-    return p, [in_layout_of(b, a, f"grads{path}", path) for path, a, b in zip(paths, p, g)], paths, treedef
+        b = paired(b, a, f"grads{path}", path, _GRAD_FIX)
+        _real_float(b, f"grads{path}", f"params{path}", f"{_GRAD_FIX}, or cast it: g.astype(params_dtype)")
+        out.append(in_layout_of(b, a, f"grads{path}", path))
+    return p, out, paths, treedef
 
 
 def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name: str) -> list[ShardArray]:
-    """The moment leaves ``state[name]``, paired with the params by key path and checked against them."""
+    """The moment leaves ``state[name]``, paired with the params by key path (and inside, by ``paired``) and
+    checked against them."""
     what = f"state[{name!r}]"
-    out = tree_leaves_like(params, tree, what, "params", hint=_FIX[0].upper() + _FIX[1:])
-    for path, x, m in zip(paths, p, out):
-        if m.dims != x.dims or m.shape != x.shape:
-            raise DimensionError(
-                f"{what}{path} has sizes {m.sizes} but params{path} has {x.sizes}: "
-                f"the state belongs to other params; {_FIX}"
-            )
+    leaves = tree_leaves_like(params, tree, what, "params", hint=_FIX[0].upper() + _FIX[1:])
+    out = []
+    for path, x, m in zip(paths, p, leaves):
+        m = paired(m, x, f"{what}{path}", path, f"the state belongs to other params; {_FIX}")
         _real_float(m, f"{what}{path}", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}")
-    return [in_layout_of(m, x, f"{what}{path}", path) for path, x, m in zip(paths, p, out)]
+        out.append(in_layout_of(m, x, f"{what}{path}", path))
+    return out
 
 
 def _real_float(a: ShardArray, name: str, param: str, fix: str) -> None:
@@ -191,6 +185,28 @@ def _real_float(a: ShardArray, name: str, param: str, fix: str) -> None:
     bool one is no gradient or state the optimizers ever make."""
     if not is_real_float(a.dtype):
         raise DTypeError(f"{name} has dtype {a.dtype}, but {param}'s update needs a real floating-point one; {fix}")
+
+
+def paired(a: ShardArray, x: ShardArray, name: str, path: str, fix: str) -> ShardArray:
+    """``a`` (a gradient, moment or master copy of parameter ``x``) with ``x``'s dims, in ``x``'s dim order.
+
+    Positional arrays (``shardarray.array_api``'s) pair by axis, as NumPy's and optax's updates do: when either
+    is positional and the shapes are equal, ``a`` takes ``x``'s dim names (a positional array's dim names are
+    internal: ``g = w.T.T`` or ``xp.reshape(g, w.shape)`` name them otherwise). Named arrays pair by dim name:
+    ``a`` with ``x``'s dims in another order is transposed to ``x``'s order (local, no communication).
+
+    Raises:
+        DimensionError: the shapes (positional) or the ``{dim: size}`` (named) differ; the message names both.
+    """
+    if a.dims == x.dims and a.shape == x.shape:
+        return a
+    if type(a) is not ShardArray or type(x) is not ShardArray:  # positional: by axis
+        if a.shape == x.shape:
+            return like_kind(rename(a, dict(zip(a.dims, x.dims))), a)
+        raise DimensionError(f"{name} has shape {a.shape} but params{path} has shape {x.shape}: {fix}")
+    if a.sizes == x.sizes:  # the same dims in another order
+        return like_kind(transpose(a, x.dims), a)
+    raise DimensionError(f"{name} has sizes {a.sizes} but params{path} has {x.sizes}: {fix}")
 
 
 def in_layout_of(a: ShardArray, x: ShardArray, name: str, path: str) -> ShardArray:

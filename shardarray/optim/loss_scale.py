@@ -9,8 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..array import ShardArray, like_kind
 from ..autograd.api import value_and_grad
+from ..dtypes import is_real_float
 from ..errors import ArgumentError, DTypeError
+from ..ops.manipulation.structure import astype
 from ..tree import tree_unflatten
 from .clip import _norm, _resolved
 from .common import _in_range, _number
@@ -166,18 +169,35 @@ class DynamicLossScale:
         """``f(state, params, *args) -> (loss, scaled grads)``: the loss unscaled, the gradients of ``loss * scale``.
 
         ``fn(params, *args)`` returns the loss, as for ``sa.value_and_grad``;
-        pass the scaled gradients to ``apply`` (or ``unscale``).
+        pass the scaled gradients to ``apply`` (or ``unscale``). A float16 or
+        bfloat16 loss is scaled in float32 (as PyTorch's GradScaler scales the
+        float32 loss autocast makes): the scaled value does not overflow (a
+        float16 loss of 2 times the default scale 2**15 is beyond float16's
+        65504), and the loss returned is the unscaled one, in its own dtype.
+        The gradients flow back in the model's dtypes, scaled, and overflow
+        there when they must (``apply`` then skips the step).
         """
 
         def scaled_fn(params: Any, s: float, *args: Any, **kwargs: Any) -> Any:
-            return fn(params, *args, **kwargs) * s
+            loss = fn(params, *args, **kwargs)
+            if not isinstance(loss, ShardArray):
+                raise DTypeError(
+                    f"DynamicLossScale.value_and_grad: fn must return the loss, a 0-d ShardArray; got "
+                    f"{type(loss).__name__} (a (loss, aux) pair: compute aux apart, or scale the loss yourself "
+                    f"with scaler.scale(loss, ls) inside sa.value_and_grad(fn, has_aux=True))"
+                )
+            dtype = loss.dtype
+            if is_real_float(dtype) and dtype.itemsize < 4:
+                loss = astype(loss, "float32")  # (its VJP rounds the cotangent, the scale, to the loss's dtype)
+            return loss * s, dtype
 
-        vg = value_and_grad(scaled_fn)
+        vg = value_and_grad(scaled_fn, has_aux=True)
 
         def wrapped(state: dict[str, Any], params: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
             s = self._check_state(state, "value_and_grad")
-            loss, grads = vg(params, s, *args, **kwargs)
-            return loss * (1.0 / s), grads
+            (loss, dtype), grads = vg(params, s, *args, **kwargs)
+            loss = loss * (1.0 / s)
+            return (like_kind(astype(loss, dtype), loss) if loss.dtype != dtype else loss), grads
 
         return wrapped
 
@@ -190,7 +210,19 @@ class DynamicLossScale:
         params and optimizer state unchanged (``state["finite"]`` is False).
         One allreduce for all gradients: a max of the flags, or, with
         ``max_norm``, a sum of float64 squared norms (the flag and the norm).
+
+        Raises:
+            DTypeError: ``opt`` is no optimizer, ``state`` is no loss-scale state, a gradient is not a float.
+            ArgumentError: ``max_norm`` negative or not finite.
         """
+        if isinstance(opt, dict) or not (
+            callable(getattr(opt, "update", None)) and callable(getattr(opt, "init", None))
+        ):
+            raise DTypeError(
+                f"DynamicLossScale.apply: opt must be an optimizer (sa.optim.SGD, sa.optim.Adam, ...: init(params) "
+                f"and update(params, grads, state)); got {type(opt).__name__}. Call "
+                f"scaler.apply(opt, params, grads, opt_state, ls)"
+            )
         s = self._check_state(state, "apply")
         if max_norm is None:
             grads, finite = self.unscale(grads, state)

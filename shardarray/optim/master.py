@@ -35,10 +35,10 @@ import numpy as np
 
 from ..array import ShardArray, like_kind
 from ..dtypes import as_dtype, is_real_float
-from ..errors import DimensionError, DTypeError
+from ..errors import DTypeError
 from ..ops.manipulation.structure import astype
 from ..tree import tree_flatten, tree_paths
-from .common import _FIX, _real_float, in_layout_of, moment_dtype
+from .common import _FIX, _real_float, in_layout_of, moment_dtype, paired
 
 
 def check_master_dtype(owner: str, master_dtype: Any) -> np.dtype | None:
@@ -99,11 +99,7 @@ def working_values(
                 f"(state['master'] lacks {path!r}: a state made before the parameter became {x.dtype}, or by "
                 f"an optimizer with master_dtype=None); {_FIX}"
             )
-        if m.dims != x.dims or m.shape != x.shape:
-            raise DimensionError(
-                f"state['master'][{path!r}] has sizes {m.sizes} but params{path} has {x.sizes}: "
-                f"the state belongs to other params; {_FIX}"
-            )
+        m = paired(m, x, f"state['master'][{path!r}]", path, f"the state belongs to other params; {_FIX}")
         _real_float(
             m, f"state['master'][{path!r}]", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}"
         )

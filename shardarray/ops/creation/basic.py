@@ -115,18 +115,18 @@ def full(
 
 
 def zeros(mesh: Mesh, sizes: Mapping[str, int], dtype: Any = "float32", layout: Any = None) -> ShardArray:
-    """An array of zeros (see ``full``).
+    """An array of zeros (see ``full``); ``dtype=None`` is the default, float32.
 
     Example:
         >>> sa.zeros(sa.Mesh({"row": 2, "col": 2}), {"batch": 8, "io": 4}, layout={"batch": "row"}).layout
         {'batch': ('row',)}
     """
-    return full(mesh, sizes, 0, dtype, layout)
+    return full(mesh, sizes, 0, "float32" if dtype is None else dtype, layout)
 
 
 def ones(mesh: Mesh, sizes: Mapping[str, int], dtype: Any = "float32", layout: Any = None) -> ShardArray:
-    """An array of ones (see ``full``)."""
-    return full(mesh, sizes, 1, dtype, layout)
+    """An array of ones (see ``full``); ``dtype=None`` is the default, float32."""
+    return full(mesh, sizes, 1, "float32" if dtype is None else dtype, layout)
 
 
 def zeros_like(x: ShardArray) -> ShardArray:

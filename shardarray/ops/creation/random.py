@@ -2,7 +2,8 @@
 
 The same seed gives the same global array on every mesh, layout and backend;
 each device hashes the global indices of its own block (splitmix64), so the
-global array is never built.
+global array is never built. The draws are named arrays (``sizes`` names
+the dims); ``xp.asarray(x)`` views one positionally, with the same blocks.
 """
 
 from __future__ import annotations
@@ -35,9 +36,25 @@ def _mix_int(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def _key(seed: int, stream: int) -> int:
+#: the seeds taken: 64-bit integers, signed or not (a negative seed is its two's complement, as JAX's int64 seeds)
+SEED_RANGE = (-(1 << 63), _TWO64)
+
+
+def _key(seed: int, stream: int, what: str) -> int:
+    """The key of ``stream`` for ``seed``.
+
+    Raises:
+        DTypeError: ``seed`` is not an integer.
+        ArgumentError: ``seed`` is outside [-2**63, 2**64): it would be taken modulo 2**64, so ``2**64`` would
+            draw what ``0`` draws.
+    """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise DTypeError(f"seed must be an integer; got {seed!r}")
+        raise DTypeError(f"{what}: seed must be an integer; got {seed!r}")
+    if not SEED_RANGE[0] <= int(seed) < SEED_RANGE[1]:
+        raise ArgumentError(
+            f"{what}: seed={seed} is outside the 64-bit seeds [-2**63, 2**64) (it would draw what seed % 2**64 draws); "
+            f"pass seed % 2**64, or derive seeds in range (e.g. with hash(...) % 2**64)"
+        )
     return _mix_int((int(seed) * _GOLDEN + stream * 0xD1B54A32D192ED03) & _MASK)
 
 
@@ -65,7 +82,8 @@ def _block(xp: Any, bounds: tuple[tuple[int, int], ...], sizes: tuple[int, ...],
     wraps by design.
     """
     idx = _index(xp, bounds, sizes)
-    return sample(xp, idx.reshape(-1)).astype(dtype).reshape(idx.shape)
+    with np.errstate(over="ignore"):  # normal samples beyond a narrow dtype's range round to +-inf, as documented
+        return sample(xp, idx.reshape(-1)).astype(dtype).reshape(idx.shape)
 
 
 def _real(value: Any, name: str, what: str) -> float:
@@ -136,6 +154,20 @@ def uniform(
 ) -> ShardArray:
     """Uniform samples in [low, high), identical for every mesh, layout and backend.
 
+    Args:
+        mesh: the mesh.
+        sizes: ``{dim: size}`` in dim order (``{}``: one sample, a 0-d array).
+        low, high: the bounds, real numbers; ``high < low`` gives samples in (high, low], ``high == low`` gives
+            ``low`` (as NumPy's ``uniform``). A sample that rounds onto ``high`` in ``dtype`` is moved to the value
+            of ``dtype`` nearest ``high`` inside the interval.
+        seed: an integer in [-2**63, 2**64): the values depend only on (seed, global index).
+        dtype: a real float dtype; None is the default, float32 (as ``sa.full``'s floats).
+        layout: ``{dim: axes}``; None follows the mesh's rules.
+
+    Raises:
+        DTypeError: a non-float ``dtype``, a non-integer ``seed``, bounds that are not real numbers.
+        ArgumentError: non-finite bounds or span, bounds that overflow ``dtype``, a seed out of range.
+
     Example:
         >>> a = sa.random.uniform(sa.Mesh({"row": 2, "col": 2}), {"i": 5, "j": 3}, seed=7, layout={"i": "row"})
         >>> b = sa.random.uniform(sa.Mesh({"d": 1}), {"i": 5, "j": 3}, seed=7)
@@ -144,9 +176,9 @@ def uniform(
     """
 
     def prepare() -> tuple[np.dtype, Any]:
-        dt = as_float_dtype(dtype, "sa.random.uniform")
+        dt = as_float_dtype("float32" if dtype is None else dtype, "sa.random.uniform")
         lo, hi = _uniform_bounds(low, high, dt)
-        key = _key(seed, 1)
+        key = _key(seed, 1, "sa.random.uniform")
         return dt, lambda xp, i: _below(xp, lo + (hi - lo) * _unit(xp, _hash(xp, i, key), False), dt, lo, hi)
 
     return _make(mesh, sizes, layout, "sa.random.uniform", prepare)
@@ -176,17 +208,23 @@ def _uniform_bounds(low: Any, high: Any, dtype: np.dtype) -> tuple[float, float]
 
 
 def _below(xp: Any, v: Any, dtype: np.dtype, low: float, high: float) -> Any:
-    """``v`` rounded to ``dtype``, the values that round up to ``high`` moved to the largest one below it.
+    """``v`` rounded to ``dtype``, the values that round onto ``high`` (or past it) moved to the value of ``dtype``
+    nearest ``high`` on ``low``'s side.
 
     A float64 sample just under ``high`` rounds to ``high`` itself in a
     narrow dtype (bfloat16 has 8 significant bits: 0.999 -> 1.0); the
-    interval stays half-open.
+    interval stays half-open, [low, high) or, for ``high < low``, (high, low].
+    A value of ``dtype`` strictly inside stays a possible sample: in float16,
+    [1, 1.001) holds 1 and 1.0009765625 (``high`` rounds to the latter).
     """
     out = v.astype(dtype)
-    if not high > low:
+    if high == low:
         return out
-    top = np.asarray(high).astype(dtype)[()]
-    return xp.where(out >= top, np.nextafter(top, np.asarray(low).astype(dtype)[()]), out)
+    up = high > low
+    edge = np.asarray(high).astype(dtype)[()]  # the value of dtype nearest high, then the last inside the interval
+    if float(edge) >= high if up else float(edge) <= high:
+        edge = np.nextafter(edge, np.asarray(-np.inf if up else np.inf).astype(dtype)[()])
+    return xp.where(out > edge, edge, out) if up else xp.where(out < edge, edge, out)
 
 
 # the layout search replays it (shardarray.plan.memo; the seed changes values only); a no-op elsewhere
@@ -200,7 +238,20 @@ def normal(
     dtype: Any = "float32",
     layout: Any = None,
 ) -> ShardArray:
-    """Normal samples (Box-Muller on two hashed streams), identical for every mesh and layout.
+    """Normal samples (Box-Muller on two hashed streams), identical for every mesh, layout and backend.
+
+    Args:
+        mesh: the mesh.
+        sizes: ``{dim: size}`` in dim order (``{}``: one sample, a 0-d array).
+        mean, std: real numbers, ``std >= 0`` (``std == 0`` gives ``mean``; infinite ones give infinities, as NumPy's
+            ``normal``).
+        seed: an integer in [-2**63, 2**64): the values depend only on (seed, global index).
+        dtype: a real float dtype; None is the default, float32. Samples beyond its range round to +-inf.
+        layout: ``{dim: axes}``; None follows the mesh's rules.
+
+    Raises:
+        DTypeError: a non-float ``dtype``, a non-integer ``seed``, ``mean`` or ``std`` not a real number.
+        ArgumentError: ``std`` negative or NaN, a seed out of range.
 
     Example:
         >>> x = sa.random.normal(sa.Mesh({"row": 2, "col": 2}), {"batch": 8, "io": 4}, seed=0, layout={"io": "col"})
@@ -209,11 +260,11 @@ def normal(
     """
 
     def prepare() -> tuple[np.dtype, Any]:
-        dt = as_float_dtype(dtype, "sa.random.normal")
+        dt = as_float_dtype("float32" if dtype is None else dtype, "sa.random.normal")
         mu, sigma = _real(mean, "mean", "sa.random.normal"), _real(std, "std", "sa.random.normal")
         if not sigma >= 0:
             raise ArgumentError(f"sa.random.normal needs std >= 0 (a standard deviation); got std={std!r}")
-        k1, k2 = _key(seed, 2), _key(seed, 3)
+        k1, k2 = _key(seed, 2, "sa.random.normal"), _key(seed, 3, "sa.random.normal")
 
         def sample(xp: Any, i: Any) -> Any:
             u1 = _unit(xp, _hash(xp, i, k1), True)
@@ -229,12 +280,25 @@ def randint(
     mesh: Any,
     sizes: Mapping[str, int],
     low: int,
-    high: int,
+    high: int | None = None,
     seed: int = 0,
     dtype: Any = "int64",
     layout: Any = None,
 ) -> ShardArray:
-    """Integers in [low, high) (e.g. token ids), identical for every mesh and layout.
+    """Integers in [low, high) (e.g. token ids), identical for every mesh, layout and backend, all equally likely.
+
+    Args:
+        mesh: the mesh.
+        sizes: ``{dim: size}`` in dim order.
+        low, high: integer bounds (real numbers are truncated toward zero, as NumPy's ``integers``); with ``high``
+            None the integers are in [0, low), as NumPy's ``integers(low)``.
+        seed: an integer in [-2**63, 2**64): the values depend only on (seed, global index).
+        dtype: an integer dtype holding [low, high); None is the default, int64.
+        layout: ``{dim: axes}``; None follows the mesh's rules.
+
+    Raises:
+        DTypeError: a non-integer ``dtype`` or ``seed``, bounds that are not real numbers.
+        ArgumentError: ``high <= low``, bounds outside ``dtype`` or not finite, a seed out of range.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -245,20 +309,25 @@ def randint(
     what = "sa.random.randint"
 
     def prepare() -> tuple[np.dtype, Any]:
-        dt = as_dtype(dtype)
+        dt = as_dtype("int64" if dtype is None else dtype)
         if dt.kind not in "iu":
             raise DTypeError(f"{what} makes integers; dtype {dt.name!r} is not an integer dtype")
-        lo, hi = _integer(low, "low", what), _integer(high, "high", what)
+        lo, hi = (
+            (0, _integer(low, "low", what))
+            if high is None
+            else (_integer(low, "low", what), _integer(high, "high", what))
+        )
         if not hi > lo:
-            raise ArgumentError(f"{what} needs high > low; got low={low}, high={high}")
+            got = f"low={low}, high={high}" if high is not None else f"high=None and low={low}: [0, {low})"
+            raise ArgumentError(f"{what} needs high > low; got {got}")
         info = np.iinfo(dt)
         if lo < int(info.min) or hi - 1 > int(info.max):
             raise ArgumentError(
-                f"{what}: [low, high) = [{low}, {high}) is out of bounds for {dt.name}, whose values are "
+                f"{what}: [low, high) = [{lo}, {hi}) is out of bounds for {dt.name}, whose values are "
                 f"{info.min}..{info.max}; pass a wider dtype or bounds inside it"
             )
         span, offset = hi - lo, lo % _TWO64
-        key = _key(seed, 4)
+        key = _key(seed, 4, what)
         return dt, lambda xp, i: _below_span(xp, i, key, span) + xp.uint64(offset)  # uint64 wraps: lo may be < 0
 
     return _make(mesh, sizes, layout, what, prepare)
