@@ -46,6 +46,7 @@ from .. import linalg as L
 from ..array import ShardArray
 from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError, LinAlgError
+from ..linalg.dense import inv_or_nan
 from ..linalg.diagonal import diagonal as diagonal_of
 from ..ops.manipulation.structure import copy, rename
 from ._align import axes_dims, broadcast_shape, fresh
@@ -282,7 +283,9 @@ def cond(x: Array, p: Any = None) -> Array:
     ``p`` None, 2 or -2: the ratio of the largest and smallest singular values (``svdvals``: TSQR on row-split tall
     matrices); ``"fro"``, ``"nuc"``, 1, -1, inf, -inf: ``matrix_norm(x) * matrix_norm(inv(x))`` of square matrices.
     NaN results become inf unless ``x`` holds NaN, as NumPy's (the SVD of a matrix holding NaN raises
-    ``LinAlgError``, as ``svdvals``). Differentiable.
+    ``LinAlgError``, as ``svdvals``): a singular matrix of a stack (an exact zero pivot of its LU, where ``inv``
+    raises) has condition number inf in every norm, the others theirs (``sa.linalg.dense.inv_or_nan``). Empty
+    matrices raise ``LinAlgError``, as NumPy's. Differentiable.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -293,7 +296,7 @@ def cond(x: Array, p: Any = None) -> Array:
     xp = _xp()
     x = _float64(x, "cond")
     if 0 in x.shape[-2:]:
-        raise ArgumentError(f"linalg.cond: not defined on empty matrices; got shape {x.shape}")
+        raise LinAlgError(f"linalg.cond: not defined on empty matrices (NumPy's LinAlgError); got shape {x.shape}")
     if p is None or (not isinstance(p, str) and p in (2, -2)):
         s = svdvals(x)
         with np.errstate(divide="ignore", invalid="ignore"):  # (a singular matrix: inf, as NumPy)
@@ -303,7 +306,7 @@ def cond(x: Array, p: Any = None) -> Array:
             raise ArgumentError(f"linalg.cond: p must be None, 2, -2, 'fro', 'nuc', 1, -1, inf or -inf; got {p!r}")
         if x.shape[-1] != x.shape[-2]:
             raise DimensionError(f"linalg.cond: p={p!r} needs square matrices; got shape {x.shape}")
-        r = xp.linalg.matrix_norm(x, ord=p) * xp.linalg.matrix_norm(inv(x), ord=p)
+        r = xp.linalg.matrix_norm(x, ord=p) * xp.linalg.matrix_norm(_pos(inv_or_nan(x, _m(x))), ord=p)
         r = xp.real(r) if r.dtype.kind == "c" else r
     bad = xp.isnan(r) & ~xp.any(xp.isnan(x), axis=(-2, -1))
     return xp.where(bad, xp.asarray(math.inf, dtype=r.dtype, device=x.device), r)

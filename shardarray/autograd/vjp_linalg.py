@@ -3,15 +3,15 @@
 Complex cotangents follow JAX's convention, as every VJP of the library (``dL/dx - i dL/dy``): a holomorphic
 op takes plain transposes (no conjugates), a real-valued function of a complex matrix (``eigvalsh``,
 ``svdvals``, ``log|det|``) the conjugate of the real formula. The factorizations whose formulas below are
-real-only (``cholesky``, ``qr``, the singular and eigen vectors) raise a ``DTypeError`` on a complex matrix
-instead of returning a wrong gradient.
+real-only (the singular vectors, ``pinv``) raise a ``DTypeError`` on a complex matrix instead of returning a
+wrong gradient; ``cholesky``, ``qr`` and ``eigh``'s vectors take complex matrices too.
 
 * ``Y = inv(A)``: ``gA = -Y^T G Y^T`` (one einsum of three operands).
 * ``d = det(A)``: ``gA = g d inv(A)^T`` (an ``inv`` and a broadcast product).
 * ``X = solve(A, B)``: ``gB = solve(A^T, G)``, ``gA = -gB X^T`` (one einsum).
-* ``L = cholesky(A)``: ``Φ(S + S^T)`` with ``S = L^{-T} Φ(L^T Ḡ) L^{-1}`` (Murray 2016; Φ: lower triangle,
-  halved diagonal), by two distributed back substitutions.
-* ``Q, R = qr(A)`` (reduced, ``m >= n``): ``(Q̄ + Q copyltu(R R̄^T - Q̄^T Q)) R^{-T}``.
+* ``L = cholesky(A)``: ``Φ(S + S^H)`` with ``S = L^{-T} Φ(L^T Ḡ) conj(L)^{-1}`` (Murray 2016; Φ: lower
+  triangle, halved diagonal; complex too), by two distributed back substitutions.
+* ``Q, R = qr(A)`` (reduced, ``m >= n``): ``(Q̄ + Q copyltu(R R̄^T - Q̄^T Q)) R^{-T}`` (complex: see ``_qr``).
 * ``s = svdvals(A)``: ``U diag(ḡ) V^T``; ``slogdet(A).logabsdet``: ``ḡ A^{-T}``; a complex ``slogdet(A).sign``:
   ``i Im(ḡ sign) A^{-T}``.
 * ``U, S, Vh = svd(A)``: one share per factor (``_svd_part``); ``1/(s_j² - s_i²)`` split into
@@ -40,7 +40,8 @@ from ..linalg.svd import svd
 from ..ops.cotangent import match
 from ..ops.creation.basic import asarray, from_blocks
 from ..ops.einsum import einsum
-from ..ops.elementwise.arithmetic import add, conj, divide, imag, multiply, not_equal, real, subtract, where
+from ..ops.elementwise.arithmetic import abs as absolute
+from ..ops.elementwise.arithmetic import add, conj, divide, greater, imag, multiply, not_equal, real, subtract, where
 from ..ops.manipulation.structure import astype, rename
 from ..ops.reduction import reduce as red
 
@@ -73,6 +74,7 @@ def _real_only(x: ShardArray, what: str) -> None:
 
 
 @register_vjp("linalg.inv")
+@register_vjp("linalg.inv_or_nan")
 def _inv(ctx: Context, g: ShardArray) -> list[Any]:
     a, y = ctx.args[0], ctx.out  # holomorphic: Y^T, no conjugate
     i, j = _matrix(ctx)
@@ -136,8 +138,6 @@ def _solve(ctx: Context, g: ShardArray) -> list[Any]:
 # ---- cholesky, qr, svdvals, slogdet (issue 19 follow-up) ----------------------------------------------------
 def _mask(like: ShardArray, rows: str, cols: str, diag: float, kind: str = "lower") -> ShardArray:
     """1 below the diagonal, ``diag`` on it, 0 above, on dims (rows, cols) with ``like``'s split of them."""
-    import numpy as np
-
     mesh, n, m = like.mesh, like.sizes[rows], like.sizes[cols]
     lay = Layout((rows, cols), (n, m), (like.spec.of(rows), like.spec.of(cols)))
     backend = mesh.backend
@@ -154,25 +154,28 @@ def _mask(like: ShardArray, rows: str, cols: str, diag: float, kind: str = "lowe
 
 @register_vjp("linalg.cholesky")
 def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
-    """``A = L L^T`` (real; Murray 2016): ``P = Φ(L^T Ḡ)``, ``S = L^{-T} P L^{-1}``, ``Ā = Φ(S + S^T)`` (Φ: the
-    lower triangle with the diagonal halved; only A's lower triangle is read). ``L^{-T}`` by the distributed
-    back substitution (``linalg.spd.solve_lh``: per panel a reduce and a broadcast); ``upper=True`` is the same
-    on ``x^T``."""
+    """``A = L L^H`` (Murray 2016): ``P = Φ(L^T Ḡ)``, ``S = L^{-T} P conj(L)^{-1}``, ``Ā = Φ(S + S^H)`` (Φ: the
+    lower triangle with the diagonal halved; only A's lower triangle and its diagonal's real part are read: a
+    strictly lower entry gets ``S_ij + conj(S_ji)``, a diagonal one ``Re S_ii``, the upper triangle 0). Complex
+    cotangents follow JAX's convention (``dL = Re Σ Ā ∘ dA``); real matrices: ``S = L^{-T} P L^{-1}``. ``L^{-T}``
+    as ``conj(L^{-H} conj(·))`` by the distributed back substitution (``linalg.spd.solve_lh``: per panel a reduce
+    and a broadcast); ``upper=True`` is the same on ``x^T``."""
 
     a = ctx.args[0]
-    _real_only(a, "sa.linalg.cholesky")
     i, j = _matrix(ctx)
     swap = {i: j, j: i}
     low, g = ctx.out, resolve_to(g)
     if ctx.kwargs.get("upper"):  # U = chol(x^T)^T: work on L = U^T and x^T
         low, g = rename(low, swap), rename(g, swap)
     batch = tuple(d for d in low.dims if d not in (i, j))
+    cx = low.dtype.kind == "c"
     m = rename(_plain(einsum)(rename(low, {j: "_va"}), g, out=(*batch, "_va", j)), {"_va": i})
     phi = _mask(low, i, j, 0.5)
     p = multiply(m, phi)
-    z = solve_lh(low, p, i, j, i, j)  # L^{-T} P
-    st = solve_lh(low, rename(z, swap), i, j, i, j)  # (L^{-T} P L^{-1})^T
-    ga = multiply(add(rename(st, swap), st), phi)
+    z = solve_lh(low, conj(p) if cx else p, i, j, i, j)
+    z = conj(z) if cx else z  # L^{-T} P
+    st = solve_lh(low, rename(z, swap), i, j, i, j)  # S^T = L^{-H} (L^{-T} P)^T
+    ga = multiply(add(rename(st, swap), conj(st) if cx else st), phi)  # Φ(S + S^H)
     if ctx.kwargs.get("upper"):
         ga = rename(ga, swap)
     return [match(ga, a)] + [None] * (len(ctx.args) - 1)
@@ -180,13 +183,13 @@ def _cholesky(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("linalg.qr_part")
 def _qr(ctx: Context, g: ShardArray) -> list[Any]:
-    """Reduced QR, ``m >= n`` (real): ``M = R R̄^T - Q̄^T Q``, ``Ā = (Q̄ + Q copyltu(M)) R^{-T}``
-    (``copyltu(M) = tril(M) + tril(M, -1)^T``). ``Q̄^T Q`` sums over the split rows (an allreduce of ``n²``);
+    """Reduced QR, ``m >= n``: ``M = R R̄^T - Q̄^T Q``, ``Ā = (Q̄ + Q copyltu(M)) R^{-T}`` (real;
+    ``copyltu(M) = tril(M) + tril(M, -1)^T``). Complex (JAX's convention, ``R``'s diagonal real as ``qr`` makes
+    it): ``Ā = (Q̄ + conj(Q) W) R^{-T}``, ``W`` the strict lower triangle of ``conj(M)``, ``Re diag(M)`` and the
+    strict upper one of ``M^T`` (the adjoint of ``dQ = Q C + (I - Q Q^H) dA R^{-1}``, ``C = Q^H dQ`` skew-Hermitian
+    with ``Im diag C = Im diag(Q^H dA R^{-1})``). ``Q̄^T Q`` sums over the split rows (an allreduce of ``n²``);
     the rest is local (``R`` is replicated)."""
-    import numpy as np
-
     x, q, r, which = ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3]
-    _real_only(x, "sa.linalg.qr")
     rows, cols = ctx.args[4], ctx.args[5]
     new = next(d for d in q.dims if d in r.dims and d not in x.dims)
     batch = tuple(d for d in r.dims if d not in (new, cols))
@@ -199,7 +202,13 @@ def _qr(ctx: Context, g: ShardArray) -> list[Any]:
     n = r.sizes[new]
     low = astype(asarray(np.tril(np.ones((n, n))), dims=(new, vb), mesh=x.mesh), x.dtype)
     strict = astype(asarray(np.tril(np.ones((n, n)), -1), dims=(new, vb), mesh=x.mesh), x.dtype)
-    c = add(multiply(mm, low), rename(multiply(mm, strict), {new: vb, vb: new}))
+    upper = rename(multiply(mm, strict), {new: vb, vb: new})
+    if x.dtype.kind == "c":
+        diag = multiply(astype(real(mm), x.dtype), subtract(low, strict))
+        c = add(add(multiply(conj(mm), strict), diag), upper)
+        q = conj(q)
+    else:
+        c = add(multiply(mm, low), upper)
     b = rename(_plain(einsum)(q, c, out=(*batch, rows, vb)), {vb: new})
     if which == 0:
         b = add(b, g)
@@ -274,14 +283,16 @@ def _eigh_values(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("linalg.eigh_vectors")
 def _eigh_vectors(ctx: Context, g: ShardArray) -> list[Any]:
-    """``Ā = herm(V (F ∘ (V^H V̄)) V^H)``, ``F_ij = 1/(w_j - w_i)`` (0 where the eigenvalues are equal)."""
+    """``Ā = herm(V (F ∘ (V^H V̄)) V^H)``, ``F_ij = 1/(w_j - w_i)`` (0 where the eigenvalues are equal). Complex
+    (JAX's convention, its JVP ``dV = V (F ∘ (V^H dA V))``): ``Ā = herm(conj(V (F ∘ (V^H conj(V̄))) V^H))``, exact
+    for losses that do not depend on the eigenvectors' phases (which LAPACK fixes, not the matrix)."""
     x, w, v, rows, cols, new = _eig_parts(ctx)
-    _real_only(x, "sa.linalg.eigh's eigenvectors")
     new2 = _fresh(new + "_", x, v)
     batch = tuple(d for d in x.dims if d not in (rows, cols))
-    inner = einsum(_h(v), rename(resolve_to(g), {new: new2}), out=(*batch, new, new2))  # V^H V̄, summed over rows
+    g = _h(resolve_to(g))
+    inner = einsum(_h(v), rename(g, {new: new2}), out=(*batch, new, new2))  # V^H conj(V̄), summed over rows
     f = _reciprocal_gaps(w, new, new2)
-    a = _hermitian_part(_v_m_vh(v, multiply(inner, f), rows, cols, new, new2), rows, cols)
+    a = _hermitian_part(_h(_v_m_vh(v, multiply(inner, f), rows, cols, new, new2)), rows, cols)
     return [match(a, x), None, None, None, None]
 
 
@@ -342,10 +353,28 @@ def _reciprocal(d: ShardArray) -> ShardArray:
     return where(nz, divide(1.0, where(nz, d, 1.0)), 0.0)
 
 
+#: values within ``GAP_ULPS * n * eps * max|w|`` of each other count as equal (``_reciprocal_gaps``)
+GAP_ULPS = 8
+
+
 def _reciprocal_gaps(w: ShardArray, new: str, new2: str) -> ShardArray:
     """``F_ij = 1 / (w_j - w_i)`` over (new, new2), 0 where the values are equal (the diagonal among them): the
-    factor of the eigenvector VJP (``eigh``) and of the singular-vector one (``svd``, with the singular values)."""
-    return _reciprocal(subtract(rename(w, {new: new2}), w))
+    factor of the eigenvector VJP (``eigh``, ``eig``) and of the singular-vector one (``svd``, with the singular
+    values).
+
+    "Equal" is up to the solver's rounding: ``|w_j - w_i| <= GAP_ULPS * n * eps * max|w|`` per matrix. A repeated
+    eigenvalue of ``Q diag(1, 1, 3) Q^T`` comes back from LAPACK as two values an ulp or so apart; their exact
+    ``1 / (w_j - w_i)`` (about ``1e16``) would multiply the rounding of ``V^H V̄`` into an O(1) error of a gradient
+    that is exact for basis-invariant losses at a tie (and vectors that close are not determined by the matrix).
+    """
+    d = subtract(rename(w, {new: new2}), w)
+    n = w.sizes[new]
+    if not n:
+        return _reciprocal(d)
+    eps = float(np.finfo(np.dtype(w.dtype.char.lower()) if w.dtype.kind == "c" else w.dtype).eps)
+    tie = multiply(red.max(absolute(w), new), GAP_ULPS * n * eps)  # per matrix
+    apart = greater(absolute(d), tie)
+    return where(apart, divide(1.0, where(apart, d, 1.0)), 0.0)
 
 
 def _svd_factors(s: ShardArray, new: str, new2: str, part: str) -> ShardArray:

@@ -44,7 +44,7 @@ from ..core.tape import differentiable, keeps_kind
 from ..errors import ArgumentError, DimensionError, LinAlgError
 from ..ops.elementwise.arithmetic import exp, multiply
 from ..ops.manipulation.structure import astype, rename, transpose
-from ._checks import cholesky_failed, eigh_failed, finite_only, lu_failed
+from ._checks import cholesky_failed, eigh_failed, finite_only, lu_failed, nan_where
 from ._matrix import float_dtype, local_op, matrix_dims, require_square
 from ._parts import eigh_values, eigh_vectors, slogdet_logabs, slogdet_sign, traced, untraced
 from .cholesky2d import cholesky_2d
@@ -106,6 +106,8 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
     positive definite raises ``sa.linalg.LinAlgError`` (a ``numpy.linalg.LinAlgError``) on every device and
     process, naming the first such matrix's batch index and device where there is a batch.
 
+    Differentiable, real and complex (Murray 2016; the gradient lives in the triangle read, its diagonal real).
+
     Args:
         x: float or complex array.
         dims: ``(rows, cols)``; default the last two dims.
@@ -127,7 +129,7 @@ def cholesky(x: ShardArray, dims: Any = None, *, upper: bool = False, panel: int
     if panel is not None and (not isinstance(panel, (int, np.integer)) or isinstance(panel, bool) or panel < 1):
         raise ArgumentError(f"sa.linalg.cholesky: panel must be a positive int (a panel width); got {panel!r}")
     xp, n = x.mesh.backend.xp, x.sizes[rows]
-    if n and is_split(x, rows, cols):
+    if n and (x.spec.of(rows) or x.spec.of(cols)):  # a split matrix, on meta too (the factor's shapes need no values)
         return _cholesky_2d(x, rows, cols, upper, panel)
 
     check = not x.mesh.backend.linalg_raises  # CuPy: test the factor on the device (NumPy raises itself)
@@ -211,6 +213,48 @@ def inv(x: ShardArray, dims: Any = None) -> ShardArray:
 
     outs = [((rows, cols), {rows: n, cols: n}, x.dtype)]
     return local_op([x], [(rows, cols)], fn, outs, "inv", _NOT_SPD, fails=_singular("inv", x, rows, cols))[0]
+
+
+@differentiable("linalg.inv_or_nan")
+def inv_or_nan(x: ShardArray, dims: Any = None) -> ShardArray:
+    """``inv`` with NaN matrices where ``x`` is singular (an exact zero pivot) instead of ``LinAlgError``: NumPy's
+    ``cond`` computes its inverses so (``inv`` with its errors ignored), and answers inf for those matrices.
+
+    Collectives: ``inv``'s (a split Hermitian positive-definite matrix: the 2-D Cholesky path; any other split
+    matrix: the replicated LU fallback, ``ReplicatedFallbackWarning``), but no agreement on a verdict (nothing
+    raises). On CuPy shards (no exception to catch) a matrix is singular where its LU meets an exact zero pivot
+    (``slogdet``'s sign 0: one more LU); the stack is solved with those matrices swapped for the identity, so that
+    one singular matrix cannot spoil its stack's others. Differentiable (``inv``'s VJP).
+    """
+    x, rows, cols = _square(x, dims, "inv")
+    xp, n = x.mesh.backend.xp, x.sizes[rows]
+    if n and is_split(x, rows, cols):
+        out = spd_inv(x, rows, cols)
+        if out is not None:
+            return out
+    raises = x.mesh.backend.linalg_raises
+
+    def fn(s: Any) -> tuple[Any]:
+        if not n:
+            return (s.copy(),)
+        if not raises:  # CuPy: no exception; an exact zero pivot of the LU (slogdet's sign 0) flags a matrix
+            bad = (xp.linalg.slogdet(s)[0] == 0) & xp.all(xp.isfinite(s), axis=(-2, -1))
+            # solved with the flagged matrices swapped for I: one singular matrix cannot spoil its stack's others
+            eye = xp.eye(n, dtype=s.dtype)
+            return (nan_where(xp, _inv_by_solve(xp, xp.where(bad[..., None, None], eye, s)), bad, 2),)
+        try:
+            return (xp.linalg.inv(s),)
+        except np.linalg.LinAlgError:  # NumPy raised on the stack: the singular matrices alone become NaN
+            out = xp.full(s.shape, float("nan"), dtype=s.dtype)
+            for idx in np.ndindex(*s.shape[:-2]):
+                try:
+                    out[idx] = xp.linalg.inv(s[idx])
+                except np.linalg.LinAlgError:
+                    pass
+            return (out,)
+
+    outs = [((rows, cols), {rows: n, cols: n}, x.dtype)]
+    return local_op([x], [(rows, cols)], fn, outs, "inv", _NOT_SPD)[0]
 
 
 def _inv_by_solve(xp: Any, s: Any) -> Any:
@@ -307,8 +351,12 @@ def eigh(x: ShardArray, dims: Any = None, *, new: str | None = None) -> EighResu
 
     Differentiable, for Hermitian inputs (the gradient is Hermitian, as the input is taken to be):
     ``Ā = V (diag(w̄) + F ∘ (V^H V̄)) V^H`` with ``F_ij = 1 / (w_j - w_i)``. Where two eigenvalues are equal
-    their eigenvectors are not unique and ``F_ij`` is taken as 0: the gradient is then exact for losses that do
-    not depend on the choice of basis within an eigenspace (eigenvalues, projectors), as with ``eigvalsh``.
+    their eigenvectors are not unique and ``F_ij`` is taken as 0 (equal up to the solver's rounding: JAX gives
+    inf or NaN there): the gradient is then exact for losses that do not depend on the choice of basis within an
+    eigenspace (eigenvalues, projectors), as with ``eigvalsh``. Complex matrices too (JAX's convention; the
+    eigenvectors' phases are LAPACK's choice, so exact for losses that do not depend on them, e.g. ``|v|²``). The
+    gradient is that of a function of a Hermitian matrix (JAX's ``symmetrize_input``): for a loss of ``x``'s read
+    triangle alone, differentiate ``eigh((x + x^H) / 2)``.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

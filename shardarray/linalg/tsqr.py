@@ -23,8 +23,10 @@ Householder signs are arbitrary (often negative); ``Q @ R`` and ``Q^H Q`` agree.
 
 A matrix split over its columns (or in 2-D) is first brought to the row layout
 by one alltoall moving the column axes onto the rows. Wide matrices
-(``m < n``) and ``mode="complete"`` with ``m > n`` need the whole ``m x m``
-``Q``: they take the replicated fallback (a ``ReplicatedFallbackWarning``).
+(``m < n``) are distributed over their columns (``wide_qr``: one allgather of
+the leading ``m x m`` block, ``R = Q^H A`` per column block);
+``mode="complete"`` with ``m > n`` needs the whole ``m x m`` ``Q``: the
+replicated fallback (a ``ReplicatedFallbackWarning``).
 Batch dims keep their split: each device factors its own matrices.
 """
 
@@ -234,7 +236,7 @@ def qr(x: ShardArray, dims: Any = None, *, mode: str = "reduced", new: str | Non
     (``m < n``): column-split, an allgather of the leading ``m x m`` block, and
     ``R = Q^H A`` per column block. ``mode="complete"`` with ``m > n``:
     replicated fallback (``ReplicatedFallbackWarning``). R's diagonal is real
-    and non-negative. Differentiable (real, ``mode="reduced"``, ``m >= n``;
+    and non-negative. Differentiable (real and complex, ``mode="reduced"``, ``m >= n``;
     other cases raise ``ArgumentError`` under a gradient).
 
     Args:

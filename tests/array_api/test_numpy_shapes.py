@@ -298,7 +298,7 @@ def test_cond(mesh):
         xp.linalg.cond(xp.asarray(a, device=mesh))
     a = np.eye(3, dtype=np.float32) * 2
     _same(xp.linalg.cond(xp.asarray(a, device=mesh)), np.asarray(np.linalg.cond(a)), exact=False, rtol=1e-6)
-    with pytest.raises(sa.ArgumentError):
+    with pytest.raises(np.linalg.LinAlgError):  # (NumPy: "cond is not defined on empty arrays")
         xp.linalg.cond(xp.asarray(np.zeros((0, 0)), device=mesh))
     with pytest.raises(sa.ArgumentError):
         xp.linalg.cond(xp.asarray(np.eye(2), device=mesh), 3)

@@ -76,13 +76,16 @@ def test_linalg_runs_on_meta_as_on_numpy(name, dtype):
 
 @pytest.mark.numpy_only(reason="compares the meta backend with NumPy shards")
 def test_a_split_spd_matrix_is_priced_by_the_replicated_path_on_meta():
-    """The 2-D Cholesky path decides on the data (its positive-definiteness test), which a meta array has not:
-    on ``meta`` a split matrix's ``cholesky``/``inv``/``solve`` runs the replicated path (``spd.is_split``), so
-    its results come back unsplit, with the allgather that path makes, and the op still runs."""
+    """``inv``/``solve`` of a split matrix choose their path on the data (the 2-D Cholesky's positive-definiteness
+    test), which a meta array has not: on ``meta`` they run the replicated path (``spd.is_split``), so their results
+    come back unsplit, with the allgather that path makes. ``cholesky`` has no other path (a matrix that is not
+    positive definite fails on any): on meta too it runs the 2-D algorithm, its result split as on NumPy shards."""
     mesh = sa.Mesh({"row": 2, "col": 2}, backend="meta")
     x = sa.zeros(mesh, {"i": 8, "j": 8}, layout={"i": "row", "j": "col"})
     with warnings.catch_warnings(), sa.comm_log() as log:
         warnings.simplefilter("ignore", L.ReplicatedFallbackWarning)
-        for out in (L.cholesky(x, ("i", "j")), L.inv(x, ("i", "j"))):
-            assert out.shape == (8, 8) and out.layout == {}
+        out = L.inv(x, ("i", "j"))
+    assert out.shape == (8, 8) and out.layout == {}
     assert {r.op for r in log.records} == {"allgather"}
+    low = L.cholesky(x, ("i", "j"))
+    assert low.shape == (8, 8) and low.layout == {"i": ("row",), "j": ("col",)}
