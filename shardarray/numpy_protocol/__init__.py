@@ -9,7 +9,9 @@
   ``keepdims=``, ``dtype=``, ``out=`` into a positional array), plus NumPy-only
   names composed from the namespace (``np.dot``, ``np.isclose``, ``np.vstack``,
   ``np.extract``, ``np.compress``...): ``positional_functions``,
-  ``positional_compose``, ``positional_select``, ``ndarray_views`` (``np.put``; NumPy's ``x.view``); ufuncs and their
+  ``positional_compose``, ``positional_select``, ``positional_linalg`` (``np.linalg``'s own
+  arguments: ``rcond``, ``hermitian``, ``tol``, ``UPLO``, ``mode='r'``), ``ndarray_views`` (``np.put``; NumPy's
+  ``x.view``); ufuncs and their
   ``reduce``/``accumulate``/``outer``: ``positional_ufuncs``.
 * **named** ShardArrays: a table of NumPy functions mapped to ``sa`` functions,
   axis ``k`` being ``x.dims[k]`` (``named_functions``, ``named_ufuncs``).
@@ -40,7 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import OPS
-from . import ndarray_views, positional_functions, positional_select, positional_ufuncs
+from . import ndarray_views, positional_functions, positional_linalg, positional_select, positional_ufuncs
 from .common import HOOKS, UFUNC_ALIASES
 from .named_functions import FUNCTIONS, KWARG_NAMES, Entry, array_function
 from .named_ufuncs import UFUNC_ACCUMULATIONS, UFUNC_OPERATORS, UFUNC_REDUCTIONS, array_ufunc
@@ -79,6 +81,7 @@ __all__ = [
     "lookup",
     "ndarray_views",
     "positional_functions",
+    "positional_linalg",
     "positional_select",
     "positional_ufuncs",
     "round_array",

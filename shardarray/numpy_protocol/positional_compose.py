@@ -464,16 +464,16 @@ def _einsum(xp: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
 def _trace(
     xp: Any, what: str, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
 ) -> Any:
-    moved = _to_end(xp, a, axis1, axis2, what)
+    moved = to_end(xp, a, axis1, axis2, what)
     return write_out(out, xp.linalg.trace(moved, offset=offset, dtype=dtype), what)
 
 
 @composed("diagonal")
 def _diagonal(xp: Any, what: str, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    return xp.linalg.diagonal(_to_end(xp, a, axis1, axis2, what), offset=offset)
+    return xp.linalg.diagonal(to_end(xp, a, axis1, axis2, what), offset=offset)
 
 
-def _to_end(xp: Any, a: ShardArray, axis1: Any, axis2: Any, what: str) -> Any:
+def to_end(xp: Any, a: ShardArray, axis1: Any, axis2: Any, what: str) -> Any:
     """``a`` with ``axis1`` and ``axis2`` moved to the end (in that order)."""
     (i,), (j,) = axes_of(axis1, a.ndim, what), axes_of(axis2, a.ndim, what)
     if i == j:
@@ -723,31 +723,3 @@ def _merged_nans_at(xp: Any, values: Any) -> int | None:
     of NaNs is read on the host (one replicated 0-d sum), as it sets the result's length."""
     k = int(xp.sum(xp.isnan(values)))
     return values.shape[0] - k if k > 1 else None
-
-
-# ------------------------------------------------------------------ linalg
-
-
-@composed("norm", space="linalg")
-def _norm(xp: Any, what: str, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    if axis is None:
-        if ord is None or x.ndim == 1:
-            return xp.linalg.vector_norm(x, axis=None, keepdims=keepdims, ord=2 if ord is None else ord)
-        if x.ndim != 2:
-            raise DimensionError(f"{what}: ord={ord!r} without axis needs a 1-D or 2-D array; got shape {x.shape}")
-        return xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    if len(axes) == 1:
-        return xp.linalg.vector_norm(x, axis=axes[0], keepdims=keepdims, ord=2 if ord is None else ord)
-    if len(axes) != 2:
-        raise DimensionError(f"{what}: axis must name one or two axes; got {axis!r}")
-    result = xp.linalg.matrix_norm(_to_end(xp, x, axes[0], axes[1], what), ord="fro" if ord is None else ord)
-    return xp.expand_dims(result, axis=axes_of(axes, x.ndim, what)) if keepdims else result
-
-
-@composed("svd", space="linalg")
-def _svd(
-    xp: Any, what: str, a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
-) -> Any:
-    _no_kwargs(what, hermitian=hermitian)
-    return xp.linalg.svd(a, full_matrices=full_matrices) if compute_uv else xp.linalg.svdvals(a)
