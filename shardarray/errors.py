@@ -74,6 +74,12 @@ class LinAlgError(ShardArrayError, _np_linalg.LinAlgError):
     ``numpy.linalg.LinAlgError``, so ``except numpy.linalg.LinAlgError`` catches it too."""
 
 
+class MatrixShapeError(DimensionError, LinAlgError):
+    """A linear-algebra function given what is not a (stack of) matrices of the shape it needs: fewer than 2 dims,
+    or matrices that are not square where they must be. A ``DimensionError`` that is also the ``LinAlgError`` NumPy
+    raises there, so ``except numpy.linalg.LinAlgError`` catches it."""
+
+
 class OutOfBoundsError(DimensionError, IndexError):
     """An index or axis out of range for its dim or array: a ``DimensionError`` that is also the ``IndexError``
     NumPy raises there (``x[5]`` of 5 entries, ``np.take``, ``x.item(9)``; NumPy's ``AxisError`` for an axis is an

@@ -45,7 +45,7 @@ import numpy as np
 from .. import linalg as L
 from ..array import ShardArray
 from ..dtypes import is_real_float
-from ..errors import ArgumentError, DimensionError, DTypeError, LinAlgError
+from ..errors import ArgumentError, DimensionError, DTypeError, LinAlgError, MatrixShapeError
 from ..linalg.dense import inv_or_nan
 from ..linalg.diagonal import diagonal as diagonal_of
 from ..ops.manipulation.structure import copy, rename
@@ -102,7 +102,8 @@ def _arr(x: _A, what: str, min_ndim: int = 2, floating: bool = True) -> _A:
     if not isinstance(x, ShardArray):
         raise DTypeError(f"linalg.{what}: expects an array; got {type(x).__name__}. Make one with xp.asarray(...)")
     if x.ndim < min_ndim:
-        raise DimensionError(f"linalg.{what}: needs at least {min_ndim} dimensions; got shape {x.shape}")
+        error = MatrixShapeError if min_ndim >= 2 else DimensionError
+        raise error(f"linalg.{what}: needs at least {min_ndim} dimensions; got shape {x.shape}")
     if floating and is_real_float(x.dtype) and x.dtype.itemsize < 4:
         raise DTypeError(
             f"linalg.{what}: {x.dtype} is floating-point, but LAPACK has no 16-bit routines (NumPy "
@@ -214,7 +215,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
     x1 = _arr(x1, "solve")
     x2 = _arr(x2, "solve", 1)
     if x1.shape[-1] != x1.shape[-2]:
-        raise DimensionError(f"linalg.solve: x1 must be square matrices; got shape {x1.shape}")
+        raise MatrixShapeError(f"linalg.solve: x1 must be square matrices; got shape {x1.shape}")
     vec = x2.ndim == 1
     if vec:
         x2 = xp.expand_dims(x2, axis=-1)
@@ -305,7 +306,7 @@ def cond(x: Array, p: Any = None) -> Array:
         if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
             raise ArgumentError(f"linalg.cond: p must be None, 2, -2, 'fro', 'nuc', 1, -1, inf or -inf; got {p!r}")
         if x.shape[-1] != x.shape[-2]:
-            raise DimensionError(f"linalg.cond: p={p!r} needs square matrices; got shape {x.shape}")
+            raise MatrixShapeError(f"linalg.cond: p={p!r} needs square matrices; got shape {x.shape}")
         r = xp.linalg.matrix_norm(x, ord=p) * xp.linalg.matrix_norm(_pos(inv_or_nan(x, _m(x))), ord=p)
         r = xp.real(r) if r.dtype.kind == "c" else r
     bad = xp.isnan(r) & ~xp.any(xp.isnan(x), axis=(-2, -1))
@@ -376,7 +377,7 @@ def matrix_power(x: Array, n: int, /) -> Array:
         raise ArgumentError(f"linalg.matrix_power: n must be an int; got {n!r}")
     n = operator.index(n)
     if x.shape[-1] != x.shape[-2]:
-        raise DimensionError(f"linalg.matrix_power: needs square matrices; got shape {x.shape}")
+        raise MatrixShapeError(f"linalg.matrix_power: needs square matrices; got shape {x.shape}")
     if n == 0:
         eye = xp.eye(x.shape[-1], dtype=x.dtype, device=x.mesh)
         return xp.broadcast_to(eye, x.shape)

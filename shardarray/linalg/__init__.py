@@ -15,7 +15,7 @@ one, on CuPy shards too (checked on the devices, read once per op:
 ``_checks``).
 """
 
-from ..errors import LinAlgError
+from ..errors import LinAlgError, MatrixShapeError
 from ._matrix import ReplicatedFallbackWarning
 from .dense import EighResult, SlogdetResult, cholesky, det, eigh, eigvalsh, inv, slogdet, solve
 from .eig import EigResult, eig, eigvals
@@ -28,6 +28,7 @@ __all__ = [
     "EigResult",
     "EighResult",
     "LinAlgError",
+    "MatrixShapeError",
     "QRResult",
     "ReplicatedFallbackWarning",
     "SVDResult",

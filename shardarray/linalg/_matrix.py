@@ -24,7 +24,7 @@ from ..callsite import user_stacklevel
 from ..core.common import dims_arg, map_blocks_multi, new_array, require_array
 from ..core.relayout import relayout
 from ..dtypes import is_real_float
-from ..errors import DimensionError, DTypeError, GatherWarning
+from ..errors import DimensionError, DTypeError, GatherWarning, MatrixShapeError
 from ..ops.manipulation.structure import transpose
 from ._checks import guard, raise_if
 
@@ -54,7 +54,7 @@ def matrix_dims(x: Any, dims: Any, what: str, name: str = "x") -> tuple[ShardArr
     """``(x, rows, cols)``: the two matrix dims named by ``dims`` (default: the last two dims)."""
     x = require_array(x, f"sa.linalg.{what}", name)
     if x.ndim < 2:
-        raise DimensionError(
+        raise MatrixShapeError(
             f"sa.linalg.{what}: {name} needs at least 2 dims (a matrix); got dims {x.sizes}. "
             f"Add one with sa.expand_dims"
         )
@@ -70,7 +70,7 @@ def matrix_dims(x: Any, dims: Any, what: str, name: str = "x") -> tuple[ShardArr
 
 def require_square(x: ShardArray, rows: str, cols: str, what: str) -> None:
     if x.sizes[rows] != x.sizes[cols]:
-        raise DimensionError(
+        raise MatrixShapeError(
             f"sa.linalg.{what}: needs square matrices; dims {rows!r} ({x.sizes[rows]}) and {cols!r} "
             f"({x.sizes[cols]}) differ. Use sa.linalg.lstsq-style pinv/qr for rectangular matrices"
         )

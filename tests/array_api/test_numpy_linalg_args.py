@@ -85,3 +85,46 @@ def test_bad_linalg_arguments_are_typed_errors():
             np.linalg.qr(x, mode="raw")
         with pytest.raises(sa.ShardArrayError, match="asarray"):
             np.linalg.matrix_rank(x, tol=np.ones(3))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, v: np.linalg.inv(m),
+        lambda m, v: np.linalg.det(m),
+        lambda m, v: np.linalg.slogdet(m),
+        lambda m, v: np.linalg.cholesky(m),
+        lambda m, v: np.linalg.eigvalsh(m),
+        lambda m, v: np.linalg.eig(m),
+        lambda m, v: np.linalg.solve(m, v),
+        lambda m, v: np.linalg.matrix_power(m, 2),
+        lambda m, v: np.linalg.inv(v),
+        lambda m, v: np.linalg.svd(v),
+        lambda m, v: np.linalg.qr(v),
+        lambda m, v: np.linalg.pinv(v),
+    ],
+    ids=[
+        "inv",
+        "det",
+        "slogdet",
+        "cholesky",
+        "eigvalsh",
+        "eig",
+        "solve",
+        "matrix_power",
+        "inv-1d",
+        "svd-1d",
+        "qr-1d",
+        "pinv-1d",
+    ],
+)
+def test_matrices_of_the_wrong_shape_raise_numpys_linalg_error(call):
+    """Not square, or fewer than 2 dims: NumPy raises ``LinAlgError``; here ``sa.linalg.MatrixShapeError``, a
+    ``DimensionError`` that is also NumPy's ``LinAlgError`` (a ``DimensionError`` alone before)."""
+    m, v = np.ones((3, 4)), np.ones(4)
+    with pytest.raises(np.linalg.LinAlgError):
+        call(m, v)
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        with pytest.raises(sa.linalg.MatrixShapeError) as caught:
+            call(xp.asarray(m), xp.asarray(v))
+    assert isinstance(caught.value, np.linalg.LinAlgError) and isinstance(caught.value, sa.DimensionError)
