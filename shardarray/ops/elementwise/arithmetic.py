@@ -166,9 +166,11 @@ class _Plan:
         "direct",
         "float_ints",
         "layout",
+        "max_bytes",
         "mesh",
         "moves",
         "pending",
+        "scalar_at",
         "scalars",
         "slots",
         "template",
@@ -205,15 +207,32 @@ def apply(
         lead: the index, among the array operands, of the one whose dims come first
             in the result and whose layout wins a tie of traffic (0: the first array).
     """
-    key: Any = (
-        name,
-        kind,
-        domain,
-        lead,
-        plans.context_key(),
-        leader.KEEP_FIRST.get(),  # (the layout rule: ``leader.choose``); plans.array_key per array operand, inlined
-        *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
-    )
+    # the key: the op, the dispatch context, the layout rule (``leader.choose``) and plans.array_key per array
+    # operand, inlined; two operands (most ops) without the list a comprehension builds (about 1.3 us, as much as
+    # the rest of the key)
+    context, keep_first = plans.context_key(), leader.KEEP_FIRST.get()
+    if len(args) == 2:
+        a, b = args
+        key: Any = (
+            name,
+            kind,
+            domain,
+            lead,
+            context,
+            keep_first,
+            (id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a),
+            (id(b.mesh), b._layout, b.dtype, b.pending) if isinstance(b, ShardArray) else type(b),
+        )
+    else:
+        key = (
+            name,
+            kind,
+            domain,
+            lead,
+            context,
+            keep_first,
+            *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
+        )
     if (kind == "mul" or kind == "div") and _any_pending(args):
         key = (*key, _scales_exactly(kind, args))  # whether a pending sum passes depends on the scalars' values
     plan = plans.ELEMENTWISE.get(key)
@@ -225,22 +244,36 @@ def apply(
         a = args[i]
         shard_lists.append((a if move is None else to_axes(a, move[0], move[1])).shards)
     xp = plan.xp
+    block: Callable[..., Any]
     if plan.direct:
 
-        def block(*shards: Any) -> Any:
+        def direct(*shards: Any) -> Any:
             return fn(xp, *shards)
+
+        block = direct
+    elif plan.scalar_at is not None:  # (an array and a scalar, as they are: the operators' common case)
+        c = _device_scalar(args[plan.scalar_at]) if plan.float_ints else args[plan.scalar_at]
+
+        def array_scalar(s: Any) -> Any:
+            return fn(xp, s, c)
+
+        def scalar_array(s: Any) -> Any:
+            return fn(xp, c, s)
+
+        block = array_scalar if plan.scalar_at else scalar_array
     else:
         template = list(plan.template)
         for i in plan.scalars:
             template[i] = _device_scalar(args[i]) if plan.float_ints else args[i]
         slots = plan.slots
 
-        def block(*shards: Any) -> Any:
+        def general(*shards: Any) -> Any:
             vals = list(template)
             for i, s in zip(slots, shards):
                 vals[i] = s if template[i] is None else template[i](s)
             return fn(xp, *vals)
 
+        block = general
         if plan.bf16 is not None:
             block = (_in_float32 if plan.bf16_wide else _rounded)(block, plan.bf16)
     mesh = plan.mesh
@@ -248,7 +281,9 @@ def apply(
         if plan.classes is None:
             shards = map_blocks(mesh, plan.used, block, *shard_lists)
         else:
-            shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists, mesh.backend)
+            # (operands too small for the copy pool in any case: no pool checks on every call)
+            pool = mesh.backend if plan.max_bytes >= plans.MIN_BYTES else None
+            shards = plans.map_classes(mesh.size, plan.classes, block, shard_lists, pool)
     except OverflowError as e:  # NumPy 2 (and CuPy): a Python int scalar outside the array dtype's range
         if isinstance(e, ShardArrayError):
             raise
@@ -328,6 +363,9 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         bf16_wide = xp is np or not _has_rule(dts)
     used = {a for ax in axes.values() for a in ax}.union(pending)
     fast = mesh.backend.has_data and mesh.backend.device_scope is None
+    classes = mesh.replica_classes(used) if fast else None
+    direct = not scalars and bf16 is None and all(template[i] is None for i in slots)
+    alone = not direct and bf16 is None and len(args) == 2 and len(slots) == 1 and template[slots[0]] is None
     return _Plan(
         mesh=mesh,
         xp=xp,
@@ -335,11 +373,15 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         moves=tuple(moves),
         template=tuple(t if i in slots else None for i, t in enumerate(template)),
         scalars=scalars,
-        direct=not scalars and bf16 is None and all(template[i] is None for i in slots),
+        direct=direct,
+        scalar_at=scalars[0] if alone else None,
         bf16=bf16,
         bf16_wide=bf16_wide,
         float_ints=xp is not np and (kind == "div" or _inexact(arrays)),  # (true division: a float result)
-        classes=mesh.replica_classes(used) if fast else None,
+        classes=classes,
+        # the most operand bytes ``map_classes`` can see (every operand whole, per class): below the copy pool's
+        # threshold the pool is not asked
+        max_bytes=len(classes or ()) * sum(a.size * a.dtype.itemsize for a in arrays),
         used=frozenset(used),
         layout=Layout(dims, tuple(sizes[d] for d in dims), tuple(axes.get(d, ()) for d in dims)),
         pending=mesh_order(mesh, pending),

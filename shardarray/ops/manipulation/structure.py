@@ -76,7 +76,7 @@ def astype(x: ShardArray, dtype: Any) -> ShardArray:
         )
     x = resolve(x, x.spec.axes)
     xp = x.mesh.backend.xp  # CuPy blocks cast between float32 and 16-bit floats by one vectorized kernel
-    shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: cuda_kernels.cast(xp, s, dt), x.shards)
+    shards = map_blocks(x.mesh, x.spec.used_axes, lambda s: cuda_kernels.cast(xp, s, dt), x.shards, pure=True)
     return ShardArray(x.mesh, x.spec, dt, shards)
 
 
