@@ -30,12 +30,14 @@ go through NCCL (``NcclCommunicator``).
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -45,7 +47,23 @@ from ..errors import BackendError, CommError, MeshError
 from . import buffers
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
-from .spmd import blocks_extra, enter, layout_extra, start_watchdog
+from .spmd import blocks_extra, enter, layout_extra, leave, start_watchdog
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def collective(fn: _F) -> _F:
+    """``fn`` (a collective of the job) marks its end for the deadlock check (``comm.spmd.leave``): a process
+    counts as waiting in its last collective only while inside it."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            leave()
+
+    return cast("_F", run)
 
 
 def _mpi() -> Any:
@@ -105,6 +123,7 @@ def _whole(sl: tuple[slice, ...], shape: tuple[int, ...]) -> bool:
     return all(len(range(*s.indices(n))) == n for s, n in zip(sl, shape))
 
 
+@collective
 def gather_blocks(
     world: Any, local: np.ndarray, slices: Sequence[tuple[slice, ...]], shape: tuple[int, ...], dtype: Any
 ) -> np.ndarray:
@@ -160,6 +179,7 @@ def log_spmd(
     *,
     group: Sequence[int] | None = None,
     dim: int | None = None,
+    check: bool = False,
 ) -> None:
     """Enter one collective of an SPMD job and record it: the largest buffer over every process.
 
@@ -167,15 +187,20 @@ def log_spmd(
     job instead of hanging it) and, with ``SHARDARRAY_CHECK_SPMD=1``, compares
     its signature over the job; ``group`` (this process's group, by rank) and
     ``dim`` (the array axis along which the members' blocks may differ)
-    sharpen that check (see ``comm.spmd.enter``).
+    sharpen that check (see ``comm.spmd.enter``). ``check`` compares, over the
+    job, only that every process enters this collective now (its op and
+    axes: ``MpiCommunicator._ready``).
     """
     if n > 1:
-        enter(world, op, axes, local, group=group, dim=dim)
+        enter(world, op, axes, local, group=group, dim=dim, check=check, order_only=True)
         if _ACTIVE:
-            size = int(world.allreduce(int(local.size), op=_mpi().MAX))
+            mine, most = np.array([local.size], dtype=np.int64), np.empty(1, dtype=np.int64)
+            world.Allreduce(mine, most, op=_mpi().MAX)  # (a buffer call: mpi4py's object allreduce holds the GIL)
+            size = int(most[0])
             record(op, axes, n, size, local.dtype.itemsize, str(local.dtype))
 
 
+@collective
 def check_array(
     world: Any,
     what: str,
@@ -204,8 +229,10 @@ def check_array(
 
 #: the collectives' codes in the header (``MpiCommunicator._agree``)
 _OPS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce", "alltoallv")
-#: int64s in a header: op, dtype, ndim, then up to 8 dims (a ninth and later dims are not compared)
-HEADER = 11
+#: int64s in a header: op, dtype, ndim, up to 8 dims (a ninth and later dims are not compared), then the root
+#: (broadcast, reduce; else -1)
+HEADER = 12
+_DIMS = HEADER - 4  # dims in a header
 _DTYPE_NAMES: dict[int, str] = {}  # code -> name, for the messages (every dtype a shard can have is listed)
 
 
@@ -224,19 +251,21 @@ for _dt in (
     _dtype_code(_dt)
 
 
-def _header(op: str, x: np.ndarray) -> np.ndarray:
+def _header(op: str, x: np.ndarray, root: int = -1) -> np.ndarray:
     h = np.full(HEADER, -1, dtype=np.int64)
     h[0], h[1], h[2] = _OPS.index(op), _dtype_code(x.dtype), x.ndim
-    shape = x.shape[: HEADER - 3]
+    shape = x.shape[:_DIMS]
     h[3 : 3 + len(shape)] = shape
+    h[-1] = root
     return h
 
 
 def _describe_header(h: np.ndarray) -> str:
     op = _OPS[int(h[0])] if 0 <= h[0] < len(_OPS) else f"collective {int(h[0])}"
     dtype = _DTYPE_NAMES.get(int(h[1]), f"dtype #{int(h[1])}")
-    shape = tuple(int(n) for n in h[3 : 3 + min(int(h[2]), HEADER - 3)])
-    return f"{op} of a {dtype} block of shape {shape}"
+    shape = tuple(int(n) for n in h[3 : 3 + min(int(h[2]), _DIMS)])
+    root = f" to/from root {int(h[-1])}" if h[-1] >= 0 else ""
+    return f"{op}{root} of a {dtype} block of shape {shape}"
 
 
 def reduce_op(op: str, dtype: Any = None) -> Any:
@@ -280,12 +309,34 @@ def _nan_op(op: str) -> Any:
 
 
 def host_allreduce(world: Any, value: Any, op: str) -> Any:
-    """``op`` of a host scalar over ``world``: floats by NumPy's rules (a NaN anywhere gives NaN everywhere), in one
-    allgather; other values by MPI's reduction."""
-    if op != "sum" and isinstance(value, (float, np.floating)):
-        values = np.asarray(world.allgather(float(value)))
-        return float(values.max() if op == "max" else values.min())
-    return world.allreduce(value, op=reduce_op(op))
+    """``op`` of a host scalar over ``world``, in one allgather, the same on every process: floats by NumPy's rules
+    (a NaN anywhere gives NaN everywhere), sums in rank order.
+
+    Not MPI's reduction of Python objects: mpi4py runs it holding the interpreter lock, so the watchdog
+    (``comm.spmd``) could not see a process stuck in it. A process out of step (in another collective of
+    ``COMM_WORLD``) sends something that is no number: ``CommError``, not a NumPy error of the reduction.
+    """
+    if op not in REDUCE_OPS:
+        raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
+    floating = isinstance(value, (float, np.floating))
+    values = world.allgather(float(value) if floating else value)
+    if not all(isinstance(v, (numbers.Real, np.bool_)) for v in values):
+        kinds = sorted({type(v).__name__ for v in values})
+        raise CommError(
+            f"SPMD mismatch: a host {op} over the job received {kinds} from the processes where each sends a "
+            f"number: a process is out of step, in another collective of COMM_WORLD. Every process must run the same "
+            f"ops in the same order; look for an argument that differs between processes or an error that only "
+            f"some of them raised and caught"
+        )
+    if floating and op != "sum":
+        every = np.asarray(values, dtype=np.float64)
+        return float(every.max() if op == "max" else every.min())
+    if op == "sum":
+        total = values[0]
+        for v in values[1:]:
+            total = total + v
+        return total
+    return max(values) if op == "max" else min(values)
 
 
 #: (world, groups along some axes) -> (this process's sub-communicator, its position in it), for every mesh
@@ -321,6 +372,8 @@ class MpiCommunicator(Communicator):
             key = (self.world.py2f(), groups)
             found = _SUBS.get(key)
             if found is None:
+                # (Split is a collective of COMM_WORLD: the collective that needs it was entered with a check over
+                # the job, see ``_ready``)
                 for color, group in enumerate(groups):
                     if self.rank in group:
                         pos = group.index(self.rank)
@@ -331,6 +384,18 @@ class MpiCommunicator(Communicator):
             found = cast("tuple[Any, int]", found)  # this rank is in exactly one group along any axes
             self._subs[axes] = found
         return found
+
+    def _ready(self, axes: tuple[str, ...]) -> bool:
+        """Whether this process has the sub-communicator of ``axes`` already.
+
+        When it has not, the collective that needs it is entered with a check over the whole job (one small
+        allgather, once per axes: ``log_spmd(check=True)``) before ``_sub`` splits ``COMM_WORLD``: a process
+        elsewhere on ``COMM_WORLD`` (e.g. in ``numpy()``'s check, after an argument that differs between
+        processes) then raises ``CommError`` with the others, instead of unpickling the Split's bytes (a raw
+        ``MemoryError`` there, the others waiting forever)."""
+        if axes in self._subs:
+            return True
+        return (self.world.py2f(), tuple(tuple(g) for g in self.mesh.groups(axes))) in _SUBS
 
     _op = staticmethod(reduce_op)
 
@@ -347,7 +412,8 @@ class MpiCommunicator(Communicator):
     ) -> int:
         n = self.mesh.axes_size(axes)
         group = self._group(axes) if n > 1 else None
-        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim)
+        check = n > 1 and not self._ready(axes)
+        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim, check=check)
         return n
 
     @contextmanager
@@ -362,25 +428,32 @@ class MpiCommunicator(Communicator):
                 f"run with SHARDARRAY_CHECK_SPMD=1 to compare them before every collective"
             ) from e
 
-    def _agree(self, sub: Any, op: str, axes: tuple[str, ...], x: np.ndarray, free: int | None = None) -> None:
-        """Every member of the group enters the same collective on the same dtype (and block shape, but along
-        ``free``; ``free=-1``: any shape), or each raises the same ``CommError`` naming the members.
+    def _agree(
+        self, sub: Any, op: str, axes: tuple[str, ...], x: np.ndarray, free: int | None = None, root: int = -1
+    ) -> None:
+        """Every member of the group enters the same collective on the same dtype, with the same ``root`` (and
+        block shape, but along ``free``; ``free=-1``: any shape), or each raises the same ``CommError`` naming the
+        members.
 
-        One ``Allgather`` of a small header (op, dtype, shape: ``HEADER`` int64s) before the data moves, always
-        on: members that disagree would otherwise crash MPI ("Message truncated") or wait forever.
+        One ``Allgather`` of a small header (op, dtype, shape, root: ``HEADER`` int64s) before the data moves,
+        always on: members that disagree would otherwise crash MPI ("Message truncated"), wait forever, or (a
+        broadcast whose members name different roots, e.g. ``x[i]`` of a split array with an ``i`` that differs
+        between processes) return other processes' values without an error.
         """
-        mine = _header(op, x)
+        mine = _header(op, x, root)
         every = np.empty((sub.Get_size(), mine.size), dtype=np.int64)
         with self._calling(op, axes, x):
             sub.Allgather(mine, every)
         keep = np.ones(mine.size, dtype=bool)
         if free == -1:
-            keep[2:] = False
-        elif free is not None:
+            keep[2 : 3 + _DIMS] = False
+        elif free is not None and free < _DIMS:
             keep[3 + free] = False
         if (every[:, keep] == every[0, keep]).all():
             return
-        raise self._mismatch(op, axes, [_describe_header(h) for h in every], "in the collective, its dtype or shape")
+        raise self._mismatch(
+            op, axes, [_describe_header(h) for h in every], "in the collective, its root, dtype or shape"
+        )
 
     def _mismatch(self, op: str, axes: tuple[str, ...], shapes: Sequence[Any], what: str) -> CommError:
         group = self._group(axes)
@@ -412,10 +485,12 @@ class MpiCommunicator(Communicator):
     ) -> None:
         check_array(self.world, what, sizes, dtype, layout=layout, failure=failure)
 
+    @collective
     def host_reduce(self, value: float, op: str) -> float:
         enter(self.world, f"host_reduce({op})", (), np.asarray(value))
         return host_allreduce(self.world, value, op)
 
+    @collective
     def assemble(
         self,
         shards: Sequence[Any],
@@ -428,6 +503,7 @@ class MpiCommunicator(Communicator):
         a collective over the whole job (see ``gather_blocks``)."""
         return gather_blocks(self.world, shards[self.rank], slices, shape, dtype)
 
+    @collective
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
         n = self._log("allreduce", axes, shards)
         if n == 1:
@@ -441,6 +517,7 @@ class MpiCommunicator(Communicator):
             sub.Allreduce(send, recv, op=self._op(op, send.dtype))
         return self._out(recv.astype(x.dtype, copy=False))
 
+    @collective
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         n = self._log("allgather", axes, shards, dim=dim)
         if n == 1:
@@ -467,6 +544,7 @@ class MpiCommunicator(Communicator):
             )
         return self._out(np.moveaxis(recv, 0, dim))
 
+    @collective
     def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
         n = self._log("reduce_scatter", axes, shards)
         if n == 1:
@@ -488,6 +566,7 @@ class MpiCommunicator(Communicator):
             )
         return self._out(np.moveaxis(recv.astype(x.dtype, copy=False), 0, dim))
 
+    @collective
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
         n = self._log("alltoall", axes, shards, dim=concat_dim)
         if n == 1:
@@ -531,6 +610,7 @@ class MpiCommunicator(Communicator):
             lo += sh[concat_dim]
         return self._out(out)
 
+    @collective
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
         n = self.mesh.axes_size(axes)
         self._check_root(root, axes, n)
@@ -539,7 +619,7 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, pos = self._sub(axes)
         x = shards[self.rank]
-        self._agree(sub, "broadcast", axes, x, free=-1)  # (the receivers take the root's shape)
+        self._agree(sub, "broadcast", axes, x, free=-1, root=root)  # (the receivers take the root's shape)
         # the dtype by name: ml_dtypes' bfloat16 has str "<V2", which would come back as raw void bytes
         shape, dtype = sub.bcast((x.shape, x.dtype.name) if pos == root else None, root=root)
         buf = contiguous(x) if pos == root else buffers.empty(shape, np.dtype(dtype))
@@ -547,6 +627,7 @@ class MpiCommunicator(Communicator):
             sub.Bcast(buf.reshape(-1).view(np.uint8), root=root)  # (reshape first: a 0-d array has no byte view)
         return self._out(buf)
 
+    @collective
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
         n = self.mesh.axes_size(axes)
         self._check_root(root, axes, n)
@@ -555,23 +636,27 @@ class MpiCommunicator(Communicator):
             return list(shards)
         sub, pos = self._sub(axes)
         x = shards[self.rank]
-        self._agree(sub, "reduce", axes, x)
+        self._agree(sub, "reduce", axes, x, root=root)
         send = self._wide(x)
         recv = buffers.empty(send.shape, send.dtype) if pos == root else None
         with self._calling("reduce", axes, x):
             sub.Reduce(send, recv, op=self._op(op, send.dtype), root=root)
         return self._out(cast("np.ndarray", recv).astype(x.dtype, copy=False) if pos == root else x)
 
+    @collective
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         """One ``Alltoallv`` per group with per-pair byte counts; only the pieces' shapes travel pickled."""
         n = self.mesh.axes_size(axes)
         pieces = [contiguous(p) for p in send[self.rank]]
         if n == 1:
             return self._out(pieces[0])
-        sub, pos = self._sub(axes)
+        group = self._group(axes)
+        pos = group.index(self.rank)
         mine = sum(int(p.size) for j, p in enumerate(pieces) if j != pos)
         dtype = pieces[0].dtype
-        log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=self._group(axes), dim=0)
+        check = not self._ready(axes)  # (see ``_ready``)
+        log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=group, dim=0, check=check)
+        sub, _ = self._sub(axes)
         self._agree(sub, "alltoallv", axes, pieces[pos], free=-1)  # (the pieces' shapes are compared below)
         shapes = sub.alltoall([(p.shape, p.dtype.str) for p in pieces])
         rest = {(s[:dim] + s[dim + 1 :], t) for s, t in shapes}
@@ -603,6 +688,7 @@ class MpiCommunicator(Communicator):
         return self._out(out)
 
 
+@collective
 def exchange_flat(
     world: Any,
     send: Sequence[np.ndarray],
@@ -631,7 +717,8 @@ def exchange_flat(
     rank, size = world.Get_rank(), world.Get_size()
     bufs = [np.empty(0, dtype) if p == rank else contiguous(send[p], dtype=dtype).reshape(-1) for p in range(size)]
     if size > 1:
-        enter(world, "alltoall", tuple(axes), np.empty(0, dtype))
+        # (checked: a process elsewhere on COMM_WORLD would meet this Alltoallv with other bytes, or none)
+        enter(world, "alltoall", tuple(axes), np.empty(0, dtype), check=True)
         if elements:
             record("alltoall", tuple(axes), size, int(elements), dtype.itemsize, str(dtype), sent=True)
     counts = [0 if p == rank else int(c) for p, c in enumerate(recv_counts)]

@@ -23,6 +23,20 @@ each into a job that ends non-zero with a message naming the culprit.
   ``s`` of the job learns that process ``r`` left after ``c < s`` collectives,
   i.e. will never join, and ends the job naming ``r`` and the collective. A
   collective entered after such a notice raises ``CommError`` at once.
+* **Processes stuck in different collectives** (an argument that differs between
+  processes sent some into an allreduce over one mesh axis and the others into
+  ``numpy()``'s check of ``COMM_WORLD``: different communicators, so nothing
+  below ever compares them): a process that has waited in collective ``#s``
+  for ``SHARDARRAY_HANG_CHECK_S`` seconds (10 by default; 0: off) has its
+  watchdog send the signature of ``#s`` (op, axes, group) to the other members
+  of ``#s`` (a point-to-point message with another reserved tag: nothing while
+  no process is stuck). A process whose own ``#s`` was another collective, of
+  which one of the two is a member, ends the job naming both collectives. Only
+  facts are compared (which collective each process entered as its ``#s``; a
+  notice of a ``#s`` not reached yet waits until it is), so a process that is
+  merely slow, or waits for a third one, is never taken for a deadlock. The
+  collectives of ``MpiCommunicator`` mark their end (``leave``); a process
+  counts as stuck only while inside one.
 * **Processes that disagree** on the op, axes, dtype or block shapes of a
   collective (e.g. arrays of different global sizes): always, arrays are
   compared where they are made (``check_array``) and each MPI collective's
@@ -62,6 +76,9 @@ from .. import errors as _errors
 from ..errors import ArgumentError, CommError, ShardArrayError
 
 _TAG = 31_415  # below 32767, the least MPI_TAG_UB the standard allows
+_STUCK_TAG = 31_416  # the watchdogs' "stuck in collective #s" notices
+_HISTORY = 64  # how many of its last collectives' signatures a process keeps (to judge others' notices)
+_HANG_CHECK_S = 10.0  # SHARDARRAY_HANG_CHECK_S's default
 _POLL_S = 0.05  # how often the watchdog looks for departure notices
 _FORWARD_S = 0.2  # pause before aborting, so that the launcher forwards the last output
 
@@ -71,6 +88,11 @@ class _State:
     seq = 0  # collectives entered by this process (group size > 1)
     current: tuple | None = None  # the signature of the collective entered last (described only for a message)
     departed: ClassVar[dict[int, int]] = {}  # process -> the collectives it had entered when it exited
+    inflight = 0  # the collective this process is inside (0: none; ``leave`` ends it)
+    since = 0.0  # when it entered it (time.monotonic())
+    reported = 0  # the last collective this process told its group it is stuck in
+    history: ClassVar[dict[int, tuple]] = {}  # collective number -> its signature, the last _HISTORY
+    notices: ClassVar[dict[int, tuple]] = {}  # process -> the signature of the collective it said it is stuck in
     hooks = False
     watchdog: threading.Thread | None = None
     stop = threading.Event()
@@ -151,8 +173,14 @@ def install_hooks() -> None:
 
 # ------------------------------------------------------------------ departures
 def start_watchdog(world: Any) -> None:
-    """Start the thread that receives other processes' exit notices (once; needs MPI.THREAD_MULTIPLE)."""
+    """Start the thread that receives other processes' exit and stuck notices and tells the others when this
+    process is stuck (once; needs MPI.THREAD_MULTIPLE).
+
+    Raises:
+        ArgumentError: ``SHARDARRAY_HANG_CHECK_S`` is no number of seconds (``hang_check_s``).
+    """
     install_hooks()
+    limit = hang_check_s()
     with _State.lock:
         if _State.watchdog is not None:
             return
@@ -160,18 +188,122 @@ def start_watchdog(world: Any) -> None:
         if MPI.Query_thread() < MPI.THREAD_MULTIPLE:  # pragma: no cover - mpi4py asks for MULTIPLE by default
             return
         _State.watchdog = threading.Thread(
-            target=_watch, args=(world, MPI), name="shardarray-spmd-watchdog", daemon=True
+            target=_watch, args=(world, MPI, limit), name="shardarray-spmd-watchdog", daemon=True
         )
         _State.watchdog.start()
 
 
-def _watch(world: Any, MPI: Any) -> None:
+def hang_check_s() -> float:
+    """Seconds a process waits inside one collective before its watchdog tells its group (``SHARDARRAY_HANG_CHECK_S``;
+    10 by default, 0 turns the deadlock check off).
+
+    Raises:
+        ArgumentError: the variable is set to something other than a non-negative number of seconds.
+    """
+    text = os.environ.get("SHARDARRAY_HANG_CHECK_S", "").strip()
+    if not text:
+        return _HANG_CHECK_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ArgumentError(
+            f"SHARDARRAY_HANG_CHECK_S={text!r} is not a number of seconds: set it to a non-negative number (e.g. 10; "
+            f"0 turns the check for processes stuck in different collectives off) or unset it"
+        )
+    return value
+
+
+def _watch(world: Any, MPI: Any, limit: float) -> None:
     status = MPI.Status()
+    me, size = world.Get_rank(), world.Get_size()
+    sends: list[Any] = []
     while not _State.stop.is_set():
         while world.Iprobe(source=MPI.ANY_SOURCE, tag=_TAG, status=status):
             source = status.Get_source()
             _departed(source, world.recv(source=source, tag=_TAG))
+        while world.Iprobe(source=MPI.ANY_SOURCE, tag=_STUCK_TAG, status=status):
+            source = status.Get_source()
+            notice = world.recv(source=source, tag=_STUCK_TAG)  # (the signature of the collective it is stuck in)
+            if isinstance(notice, tuple) and len(notice) == 9:
+                with _State.lock:
+                    _State.notices[source] = notice
+        if limit > 0:
+            sends = [r for r in sends if not r.Test()]
+            sig, members = _stuck_in(me, size, limit)
+            sends.extend(world.isend(sig, dest=rank, tag=_STUCK_TAG) for rank in members)
+            _judge_notices(me, size)
         _State.stop.wait(_POLL_S)
+
+
+def leave(seq: int | None = None) -> None:
+    """Collective ``seq`` (``enter``'s number; None: whichever it is in) is over on this process: it no longer
+    waits in it."""
+    with _State.lock:
+        if seq is None or _State.inflight == seq:
+            _State.inflight = 0
+
+
+def _members(sig: tuple, size: int) -> set[int]:
+    """The processes a collective of signature ``sig`` needs: its group, or the whole job."""
+    group = sig[5]
+    return set(range(size)) if group is None else set(group)
+
+
+def _stuck_in(me: int, size: int, limit: float) -> tuple[tuple | None, list[int]]:
+    """The signature of the collective this process has waited in for over ``limit`` seconds and its other members,
+    when it has not told them yet (it then counts as told); else ``(None, [])``."""
+    with _State.lock:
+        seq = _State.inflight
+        if not seq or seq == _State.reported or time.monotonic() - _State.since < limit or seq not in _State.history:
+            return None, []
+        _State.reported = seq
+        sig = _State.history[seq]
+        return sig, sorted(_members(sig, size) - {me})
+
+
+def _judge_notices(me: int, size: int) -> None:
+    """End the job when a process said it is stuck in collective #s, and this process's #s was another collective
+    that one of the two needs the other for: they wait in different collectives, and neither will ever return.
+
+    A notice of a collective this process has not reached yet is kept until it does; older ones than the kept
+    history are dropped. Only facts are compared (which collective each process entered as its #s), so a process
+    that is merely slow (computing, or waiting for a third one) is never taken for a deadlock."""
+    with _State.lock:
+        oldest = min(_State.history, default=0)
+        verdict = None
+        for rank, theirs in list(_State.notices.items()):
+            seq = theirs[0]
+            mine = _State.history.get(seq)
+            if mine is None:
+                if seq < oldest:
+                    del _State.notices[rank]
+                continue
+            del _State.notices[rank]
+            if _same_collective(mine, theirs):
+                continue
+            if rank in _members(mine, size) or me in _members(theirs, size):
+                verdict = (rank, seq, mine, theirs, _State.inflight == seq)
+                break
+    if verdict is None:
+        return
+    rank, seq, mine, theirs, waiting = verdict
+    print(
+        f"shardarray: SPMD deadlock: process {rank} waits in collective #{seq} ({_describe(theirs, number=False)}) "
+        f"but process {me}'s collective #{seq} was {_describe(mine, number=False)}"
+        f"{' (it waits there)' if waiting else ''}; neither can return, ending the MPI job. Every process must run "
+        f"the same collectives in the same order: look for an argument that differs between processes (an index, "
+        f"an axis, a size or layout computed from the process index, a random value drawn per process) or for an "
+        f"error that only some processes raised and caught",
+        file=sys.stderr,
+    )
+    abort_job(1)
+
+
+def _same_collective(a: tuple, b: tuple) -> bool:
+    """Whether two processes' signatures of one numbered collective name the same call (op, axes, group)."""
+    return a[1:3] == b[1:3] and a[5] == b[5]
 
 
 def _departed(rank: int, entered: int) -> None:
@@ -220,7 +352,7 @@ def _at_exit() -> None:
 def _describe(sig: tuple, number: bool = True) -> str:
     seq, op, axes, dtype, shape, _group, _dim, whole, extra = sig
     where = f" over axes {axes}" if axes else ""
-    what = f" on a {dtype} block of shape {shape}" if shape is not None else f" ({dtype})"
+    what = f" on a {dtype} block of shape {shape}" if shape is not None else f" ({dtype})" if dtype != "?" else ""
     glob = f" of a global {whole}" if whole is not None else ""
     more = f" {extra[1]}" if extra is not None else ""
     return f"{f'#{seq} ' if number else ''}{op}{where}{what}{glob}{more}"
@@ -287,6 +419,7 @@ def enter(
     extra: tuple[str, str] | None = None,
     check: bool = False,
     failure: BaseException | None = None,
+    order_only: bool = False,
 ) -> int:
     """Count one collective of the job on this process, before it communicates; returns its number.
 
@@ -310,6 +443,9 @@ def enter(
             processes must agree on whether they exchange): it travels with the signature, and every process
             raises the error of the lowest process that failed, one class everywhere (``raise_agreed``), so that
             no process goes on alone. The other fields may then be placeholders.
+        order_only: with ``check`` (and without ``SHARDARRAY_CHECK_SPMD=1``), compare only the collective's number,
+            op, axes and group: that every process enters this collective now (its dtype and block shapes are
+            the group's to compare, e.g. ``MpiCommunicator._agree``).
     """
     sig_dtype, shape = str(getattr(local, "dtype", "?")), getattr(local, "shape", None)
     shape = tuple(shape) if shape is not None else None
@@ -318,21 +454,44 @@ def enter(
         seq = _State.seq
         sig = (seq, op, tuple(axes), sig_dtype, shape, tuple(group) if group is not None else None, dim, whole, extra)
         _State.current = sig
+        _State.history[seq] = sig
+        if len(_State.history) > _HISTORY:
+            for old in [k for k in _State.history if k <= seq - _HISTORY]:
+                del _State.history[old]
+        _State.inflight, _State.since = seq, time.monotonic()
         gone = {r: c for r, c in _State.departed.items() if c < seq}
-    if gone:
-        names = ", ".join(f"process {r} (after {c} collective(s))" for r, c in sorted(gone.items()))
-        raise CommError(
-            f"collective {_describe(sig)} needs every process of the job, but {names} already exited; "
-            f"every process must run the same collectives (SPMD)"
-        ) from failure
-    if failure is not None and not check:
-        raise failure
-    if check or check_enabled():
-        every = world.allgather((sig, None if failure is None else error_note(failure, world.Get_rank())))
-        check_payloads(every, sig)
-        raise_agreed([n for _, n in every], world.Get_rank(), failure)
-        compare([s for s, _ in every])
+    try:
+        if gone:
+            names = ", ".join(f"process {r} (after {c} collective(s))" for r, c in sorted(gone.items()))
+            raise CommError(
+                f"collective {_describe(sig)} needs every process of the job, but {names} already exited; "
+                f"every process must run the same collectives (SPMD)"
+            ) from failure
+        if failure is not None and not check:
+            raise failure
+        if check or check_enabled():
+            every = _allgather(world, (sig, None if failure is None else error_note(failure, world.Get_rank())), sig)
+            check_payloads(every, sig)
+            raise_agreed([n for _, n in every], world.Get_rank(), failure)
+            compare([s for s, _ in every], order_only=order_only and not check_enabled())
+    except BaseException:
+        leave(seq)
+        raise
     return seq
+
+
+def _allgather(world: Any, payload: Any, sig: tuple) -> list[Any]:
+    """``world.allgather(payload)``; ``CommError`` when what came back is no list of payloads (a process out of step
+    sent the bytes of another collective of ``COMM_WORLD``, which do not unpickle, or not into as much memory)."""
+    try:
+        return cast("list[Any]", world.allgather(payload))
+    except Exception as e:
+        raise CommError(
+            f"SPMD mismatch: collective {_describe(sig)} received something else than the other processes' check "
+            f"({type(e).__name__}: {e!s:.200}): a process is out of step, in another collective of COMM_WORLD (one "
+            f"of shardarray's, or the program's own). Every process must run the same ops in the same order; look "
+            f"for an argument that differs between processes or an error that only some of them raised and caught"
+        ) from e
 
 
 def _is_payload(item: Any) -> bool:
@@ -359,14 +518,28 @@ def check_payloads(every: Sequence[Any], sig: tuple) -> None:
         )
 
 
-def compare(sigs: Sequence[tuple]) -> None:
-    """Raise ``CommError`` (on every process alike) when the processes' collective signatures disagree."""
+def compare(sigs: Sequence[tuple], *, order_only: bool = False) -> None:
+    """Raise ``CommError`` (on every process alike) when the processes' collective signatures disagree.
+
+    ``order_only``: compare only the collectives' numbers, ops and axes (``enter(order_only=True)``); the message
+    still shows every process's whole signature."""
 
     def key(sig: tuple, token: bool = True) -> tuple:
         seq, op, axes, dtype, shape, _group, dim, whole, extra = sig
+        if order_only:
+            return seq, op, axes
         tok = extra[0] if token and extra is not None else None
         return seq, op, axes, dtype, None if shape is None else len(shape), dim, whole, tok
 
+    if order_only:
+        if len({key(s) for s in sigs}) > 1:
+            raise CommError(
+                f"SPMD mismatch in {sigs[0][1]} over axes {sigs[0][2]} (process 0's collective #{sigs[0][0]}, "
+                f"checked over the job): the processes enter different collectives: {_by_process(sigs)}. Every "
+                f"process must run the same ops in the same order on arrays of the same global sizes, dtypes and "
+                f"layouts; look for an argument that differs between processes"
+            )
+        return
     problem = ""
     if len({key(s, token=False) for s in sigs}) > 1:
         problem = "the op, axes, dtype or global shape"
@@ -383,12 +556,16 @@ def compare(sigs: Sequence[tuple]) -> None:
                 break
     if not problem:
         return
+    raise CommError(
+        f"SPMD mismatch: the processes disagree on {problem} of a collective: {_by_process(sigs)}. Every process "
+        f"must run the same ops in the same order on arrays of the same global sizes, dtypes and layouts (build "
+        f"them from the same data or seed on every process)"
+    )
+
+
+def _by_process(sigs: Sequence[tuple]) -> str:
+    """``"processes 0, 2: <signature>; process 1: <signature>"``: the processes grouped by signature."""
     by_sig: dict[str, list[int]] = {}
     for rank, sig in enumerate(sigs):
         by_sig.setdefault(_describe(sig), []).append(rank)
-    lines = "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {d}" for d, r in by_sig.items())
-    raise CommError(
-        f"SPMD mismatch: the processes disagree on {problem} of a collective: {lines}. Every process must run "
-        f"the same ops in the same order on arrays of the same global sizes, dtypes and layouts (build them from "
-        f"the same data or seed on every process)"
-    )
+    return "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {d}" for d, r in by_sig.items())
