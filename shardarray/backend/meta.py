@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import promote
 from ..errors import BackendError
 from .base import Backend
 
@@ -668,7 +669,7 @@ class MetaNamespace:
             raise ValueError(f"matmul: the contracted dims differ: {sa} @ {sb} ({a2[-1]} vs {b2[-2]})")
         lead = np.broadcast_shapes(a2[:-2], b2[:-2])
         out = (*lead, *((a2[-2],) if len(sa) > 1 else ()), *((b2[-1],) if len(sb) > 1 else ()))
-        return MetaArray(out, np.result_type(_dtype_of(a), _dtype_of(b)))
+        return MetaArray(out, promote(_dtype_of(a), _dtype_of(b)))
 
     @staticmethod
     def diagonal(a: MetaArray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> MetaArray:
@@ -755,12 +756,12 @@ class MetaNamespace:
         arrays = list(arrays)
         shape = list(arrays[0].shape)
         shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, len(arrays))
-        return MetaArray(tuple(shape), np.result_type(*(a.dtype for a in arrays)))
+        return MetaArray(tuple(shape), promote(*(a.dtype for a in arrays)))
 
     @staticmethod
     def concatenate(arrays: Any, axis: Any = 0, dtype: Any = None) -> MetaArray:
         arrays = list(arrays)
-        dt = dtype if dtype is not None else np.result_type(*(a.dtype for a in arrays))
+        dt = dtype if dtype is not None else promote(*(a.dtype for a in arrays))
         if axis is None:  # NumPy: the operands flattened
             return MetaArray((sum(a.size for a in arrays),), dt)
         shape = list(arrays[0].shape)
@@ -831,4 +832,4 @@ class MetaBackend(Backend):
 
     def einsum(self, equation: str, *arrays: Any) -> MetaArray:
         shape = _einsum_shape(equation, tuple(a.shape for a in arrays))
-        return MetaArray(shape, np.result_type(*(a.dtype for a in arrays)))
+        return MetaArray(shape, promote(*(a.dtype for a in arrays)))  # (np.result_type: no bfloat16 + float16)

@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from ..array import ShardArray
-from ..errors import LayoutError
+from ..errors import DTypeError, LayoutError
 from . import pattern, summa, tesseract
 from .summa import SummaPlan
 
@@ -38,10 +38,15 @@ def select(algorithm: str, operands: Sequence[ShardArray], out_dims: Sequence[st
     """The plan of an einsum under ``algorithm`` (None means allreduce).
 
     Raises:
+        DTypeError: ``algorithm`` is not a string.
         LayoutError: ``algorithm`` is unknown, or it is ``summa``/``tesseract``
             and the operands do not fit its pattern; the message names the
             layouts it expected for each operand.
     """
+    if not isinstance(algorithm, str):  # (an array or a list compares elementwise in ``in`` below)
+        raise DTypeError(
+            f"einsum algorithm must be a string, one of {ALGORITHMS}; got {type(algorithm).__name__} {algorithm!r}"
+        )
     if algorithm not in ALGORITHMS:
         raise LayoutError(f"unknown einsum algorithm {algorithm!r}; choose one of {ALGORITHMS}")
     if algorithm == "allreduce":

@@ -12,7 +12,8 @@ operands split different dims over one mesh axis), one of them must move:
 each operand is tried as the leader, and the layout whose moves receive the
 fewest elements per device wins (``_leader``: per moved operand its new block
 less what the device holds of it, plus the result block where contracted dims
-are split, the allreduce to come; the earlier operand on a tie). So of
+are split, the allreduce to come, and a pending operand's block where it must
+be resolved first; the earlier operand on a tie). So of
 ``x{m: a}`` and ``w{n: a}`` the smaller is allgathered over ``a`` and the
 result is split like the larger (a device needs a whole operand for its block
 of a result split over ``a``), unless moving ``a`` onto a contracted dim of
@@ -83,12 +84,11 @@ def plan_contract(
 ) -> ContractPlan:
     """Plan ``contract``: the computation layout, the operands' moves, the local equation, the pending axes."""
     mesh = operands[0].mesh
-    pending_ops = [i for i, op in enumerate(operands) if op.pending]
-    axes = _leader(operands, dims, sizes, out_dims) if len(operands) > 1 and not pending_ops else None
+    axes = _leader(operands, dims, sizes, out_dims) if len(operands) > 1 else None
     if axes is None:
         axes = merged_axes(operands, dims)
     used = {a for ax in axes.values() for a in ax}
-    keep = pending_ops[0] if pending_ops and not used.intersection(operands[pending_ops[0]].pending) else None
+    keep = _kept(operands, used)
     moves = []
     for i, op in enumerate(operands):
         target = tuple(axes[d] for d in op.dims)
@@ -118,6 +118,16 @@ def plan_contract(
     )
 
 
+def _kept(operands: Sequence[ShardArray], used: set[str]) -> int | None:
+    """The operand whose pending sum the result carries on (an einsum is linear in each operand): the first pending
+    one, when the computation layout uses none of its pending axes; None otherwise (every pending operand is then
+    resolved before the local einsums)."""
+    first = next((i for i, op in enumerate(operands) if op.pending), None)
+    if first is None or used.intersection(operands[first].pending):
+        return None
+    return first
+
+
 def _leader(
     operands: Sequence[ShardArray], dims: tuple[str, ...], sizes: dict[str, int], out_dims: tuple[str, ...]
 ) -> dict[str, tuple[str, ...]] | None:
@@ -127,7 +137,9 @@ def _leader(
 
     The cost of a layout is what a device receives: ``core.leader.move_cost`` (for each operand that must give up
     an axis, not reachable by local slices, its new block less what it holds of it), plus the result block when a
-    contracted dim is split there (its allreduce to come). The earlier operand wins a tie.
+    contracted dim is split there (its allreduce to come). A pending operand is priced too: resolved first (about
+    its block) where the layout uses one of its pending axes, else carried on by the result (``_kept``: the result
+    block's allreduce to come). The earlier operand wins a tie.
     """
     mesh = operands[0].mesh
     candidates = leader.candidates(operands, dims)
@@ -150,7 +162,11 @@ def _leader(
 
     def cost(axes: dict[str, tuple[str, ...]]) -> int:
         total = leader.move_cost(operands, axes)
-        if any(leader.real(mesh, axes[d]) for d in dims if d not in out_dims):
+        kept = _kept(operands, {a for ax in axes.values() for a in ax})
+        for i, op in enumerate(operands):
+            if op.pending and i != kept:  # resolved first: an allreduce (or reduce-scatter) of about its block
+                total += leader.block(mesh, op.shape, [axes[d] for d in op.dims])
+        if kept is not None or any(leader.real(mesh, axes[d]) for d in dims if d not in out_dims):
             total += leader.block(mesh, [sizes[d] for d in out_dims], [axes[d] for d in out_dims])
         return total
 

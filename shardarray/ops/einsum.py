@@ -37,6 +37,12 @@ def parse_equation(equation: str, n_operands: int) -> tuple[list[tuple[str, ...]
     if not isinstance(equation, str):
         raise DimensionError(f"einsum equation must be a string; got {equation!r}")
     lhs, arrow, rhs = equation.partition("->")
+    if "->" in rhs or "," in rhs:
+        what = "a second '->'" if "->" in rhs else "a ','"
+        raise DimensionError(
+            f"einsum equation {equation!r} has {what} in its output; the output is one term of dim names after a "
+            f"single '->', e.g. 'batch io, io hidden -> batch hidden'"
+        )
     terms = [tuple(t.split()) for t in lhs.split(",")]
     if len(terms) != n_operands:
         raise DimensionError(
