@@ -116,13 +116,15 @@ class Communicator(ABC):
         dtype: Any,
         *,
         layout: Any = None,
+        values: Mapping[str, Any] | None = None,
         failure: BaseException | None = None,
     ) -> None:
         """Check that every process of an SPMD job makes the same array here (a no-op in one process).
 
         Under ``comm="mpi"`` the processes compare ``what``, the dim sizes,
-        the dtype and ``layout`` (a ``Layout`` or ``{dim: axes}``, when given)
-        in one small allgather, always, and each raises ``CommError`` naming
+        the dtype, ``layout`` (a ``Layout`` or ``{dim: axes}``, when given)
+        and ``values`` (the arguments that decide the data, compared by their
+        ``repr``: a fill value, a seed and bounds) in one small allgather, always, and each raises ``CommError`` naming
         which processes differ; creation functions call it so that arrays of
         different global sizes or layouts are caught where they are made, not
         at a later collective (or never, when only partial sums of the same

@@ -47,7 +47,7 @@ from ..errors import BackendError, CommError, MeshError
 from . import buffers
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
-from .spmd import blocks_extra, enter, layout_extra, leave, start_watchdog
+from .spmd import blocks_extra, creation_extra, enter, leave, start_watchdog
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -208,10 +208,11 @@ def check_array(
     dtype: Any,
     *,
     layout: Any = None,
+    values: Mapping[str, Any] | None = None,
     failure: BaseException | None = None,
 ) -> None:
-    """Every process makes an array of these dims, sizes and dtype (and ``layout``, when given), or each raises
-    ``CommError`` naming who differs (see ``Communicator.check_spmd``): one small allgather, always on. With
+    """Every process makes an array of these dims, sizes and dtype (and ``layout`` and ``values``, when given), or
+    each raises ``CommError`` naming who differs (see ``Communicator.check_spmd``): one small allgather, always on. With
     ``failure`` (this process's error making the array) every process raises the lowest failing process's error
     (``comm.spmd.enter``); the other arguments are then not compared."""
     dims = tuple(sizes)
@@ -221,7 +222,7 @@ def check_array(
         (),
         SimpleNamespace(dtype=np.dtype(dtype) if dtype is not None else "?"),
         whole=tuple(int(sizes[d]) for d in dims),
-        extra=layout_extra(layout) if layout is not None else None,
+        extra=creation_extra(layout, values),
         check=True,
         failure=failure,
     )
@@ -481,9 +482,10 @@ class MpiCommunicator(Communicator):
         dtype: Any,
         *,
         layout: Any = None,
+        values: Mapping[str, Any] | None = None,
         failure: BaseException | None = None,
     ) -> None:
-        check_array(self.world, what, sizes, dtype, layout=layout, failure=failure)
+        check_array(self.world, what, sizes, dtype, layout=layout, values=values, failure=failure)
 
     @collective
     def host_reduce(self, value: float, op: str) -> float:

@@ -470,10 +470,17 @@ class NcclCommunicator(Communicator):
 
     # ------------------------------------------------------------ host side
     def check_spmd(
-        self, what: str, sizes: Any, dtype: Any, *, layout: Any = None, failure: BaseException | None = None
+        self,
+        what: str,
+        sizes: Any,
+        dtype: Any,
+        *,
+        layout: Any = None,
+        values: Any = None,
+        failure: BaseException | None = None,
     ) -> None:
         if self.world is not None:
-            check_array(self.world, what, sizes, dtype, layout=layout, failure=failure)
+            check_array(self.world, what, sizes, dtype, layout=layout, values=values, failure=failure)
         elif failure is not None:
             raise failure
 

@@ -69,7 +69,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 from .. import errors as _errors
@@ -364,6 +364,18 @@ def layout_extra(layout: Any) -> tuple[str, str]:
     split = layout.as_dict() if hasattr(layout, "as_dict") else {d: a for d, a in dict(layout).items() if a}
     text = repr({d: tuple(a) if isinstance(a, (tuple, list)) else a for d, a in split.items()})
     return text, f"with layout {text}"
+
+
+def creation_extra(layout: Any, values: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """The ``extra`` of ``enter`` for an array made with ``layout`` and from ``values`` (its fill value, seed,
+    bounds: compared by their ``repr``, shown as ``from fill_value=...``); None when neither is given."""
+    parts = [layout_extra(layout)] if layout is not None else []
+    if values:
+        text = ", ".join(f"{k}={v!r:.40}" for k, v in values.items())
+        parts.append((repr(sorted((k, repr(v)) for k, v in values.items())), f"from {text}"))
+    if not parts:
+        return None
+    return " | ".join(p[0] for p in parts), " ".join(p[1] for p in parts)
 
 
 def blocks_extra(slices: Sequence[tuple[slice, ...]], shape: Sequence[int]) -> tuple[str, str]:

@@ -489,3 +489,25 @@ def test_hang_check_settings(monkeypatch):
     monkeypatch.setenv("SHARDARRAY_HANG_CHECK_S", "2.5")
     assert comm_spmd.hang_check_s() == 2.5
     assert os.environ["SHARDARRAY_HANG_CHECK_S"] == "2.5"
+
+
+@mpi4
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m, r: sa.full(m, {"i": 8}, float(r), layout={"i": "row"}),
+        lambda m, r: sa.random.uniform(m, {"i": 8}, seed=r, layout={"i": "row"}),
+        lambda m, r: sa.random.normal(m, {"i": 8}, std=1.0 + r, layout={"i": "row"}),
+        lambda m, r: sa.random.randint(m, {"i": 8}, 0, 10 + r, layout={"i": "row"}),
+    ],
+    ids=["full", "uniform-seed", "normal-std", "randint-high"],
+)
+def test_a_fill_value_or_seed_that_differs_between_processes_raises_everywhere(make):
+    """``sa.full`` with a per-process fill value, ``sa.random`` with a per-process seed or bounds: each process
+    filled its blocks with its own values, silently (replicas of one block disagreed). Now ``CommError`` on every
+    process where the array is made, naming the values; the same arguments go on."""
+    mesh = sa.Mesh({"row": 4}, comm="mpi", backend="numpy")
+    r = mesh.process_index
+    _every_process_raises(lambda: make(mesh, r), match="from ")
+    same = make(mesh, 0).numpy()
+    agree(None if same.shape == (8,) else f"shape {same.shape}")

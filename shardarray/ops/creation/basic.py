@@ -109,7 +109,8 @@ def full(
     except Exception as e:
         mesh.comm.check_spmd("full", {}, None, failure=e)
         raise
-    mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt, layout=lay)  # SPMD: every process, the same array
+    # SPMD: every process, the same array (its fill value too: a per-process value would differ between replicas)
+    mesh.comm.check_spmd("full", dict(zip(dims, shape)), dt, layout=lay, values={"fill_value": fill})
     xp = mesh.backend.xp
     return from_blocks(mesh, lay, dt, lambda b: xp.full(tuple(e - s for s, e in b), fill, dtype=dt))
 

@@ -123,10 +123,16 @@ def _unit(xp: Any, h: Any, open_zero: bool) -> Any:
 
 
 def _make(
-    mesh: Any, sizes: Mapping[str, int], layout: Any, what: str, prepare: Callable[[], tuple[np.dtype, Any]]
+    mesh: Any,
+    sizes: Mapping[str, int],
+    layout: Any,
+    what: str,
+    prepare: Callable[[], tuple[np.dtype, Any]],
+    values: Mapping[str, Any],
 ) -> ShardArray:
     """The array of samples: ``prepare()`` checks the arguments and gives ``(dtype, sample)``. An argument that
-    one process finds bad is an error on every process of an MPI job (``comm.spmd.raise_agreed``)."""
+    one process finds bad is an error on every process of an MPI job (``comm.spmd.raise_agreed``); ``values`` (the
+    seed and the distribution's parameters) differing between processes is a ``CommError`` on every process."""
     mesh = _check_mesh(mesh, what)
     try:
         dtype, sample = prepare()
@@ -135,7 +141,7 @@ def _make(
     except Exception as e:
         mesh.comm.check_spmd(what, {}, None, failure=e)
         raise
-    mesh.comm.check_spmd(what, dict(zip(dims, shape)), dtype, layout=lay)
+    mesh.comm.check_spmd(what, dict(zip(dims, shape)), dtype, layout=lay, values=values)
     backend = mesh.backend
     xp = backend.xp
     if not backend.has_data:
@@ -181,7 +187,7 @@ def uniform(
         key = _key(seed, 1, "sa.random.uniform")
         return dt, lambda xp, i: _below(xp, lo + (hi - lo) * _unit(xp, _hash(xp, i, key), False), dt, lo, hi)
 
-    return _make(mesh, sizes, layout, "sa.random.uniform", prepare)
+    return _make(mesh, sizes, layout, "sa.random.uniform", prepare, {"low": low, "high": high, "seed": seed})
 
 
 def _uniform_bounds(low: Any, high: Any, dtype: np.dtype) -> tuple[float, float]:
@@ -273,7 +279,7 @@ def normal(
 
         return dt, sample
 
-    return _make(mesh, sizes, layout, "sa.random.normal", prepare)
+    return _make(mesh, sizes, layout, "sa.random.normal", prepare, {"mean": mean, "std": std, "seed": seed})
 
 
 def randint(
@@ -330,7 +336,7 @@ def randint(
         key = _key(seed, 4, what)
         return dt, lambda xp, i: _below_span(xp, i, key, span) + xp.uint64(offset)  # uint64 wraps: lo may be < 0
 
-    return _make(mesh, sizes, layout, what, prepare)
+    return _make(mesh, sizes, layout, what, prepare, {"low": low, "high": high, "seed": seed})
 
 
 def _below_span(xp: Any, index: Any, key: int, span: int) -> Any:
