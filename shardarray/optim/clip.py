@@ -60,11 +60,16 @@ def _max_abs(xp: Any, block: Any) -> Any:
     return xp.asarray(0.0 if block.size == 0 else float(xp.abs(_wide(block)).max()), dtype=np.float64)
 
 
+#: below this norm float64 squares may have underflowed (values under about 1e-154 square to subnormals or 0)
+_TINY_NORM = 1e-146
+
+
 def _norm(leaves: list[ShardArray], what: str) -> float:
-    """The global L2 norm: one allreduce; two more only where float64 squares overflow (values beyond 1e154),
-    which are then summed scaled by the largest magnitude. Non-finite gradients give a non-finite norm."""
+    """The global L2 norm: one allreduce; two more only where float64 squares overflow (values beyond 1e154) or
+    underflow (a norm under 1e-146: values of 6e-170 squared to 0 and gave a norm of 0), which are then summed
+    scaled by the largest magnitude. Non-finite gradients give a non-finite norm."""
     norm = math.sqrt(allreduce_tree(leaves, _sum_squares, "sum", what))
-    if math.isfinite(norm):
+    if math.isfinite(norm) and norm >= _TINY_NORM:
         return norm
     top = allreduce_tree(leaves, _max_abs, "max", what)
     if not math.isfinite(top) or top == 0.0:
@@ -77,8 +82,10 @@ def global_norm(grads: Any) -> float:
     """The L2 norm of all the leaves of ``grads`` together, with ONE allreduce (sum, one float64).
 
     Each device sums the squares of its blocks in float64 (finite for any
-    finite 32-bit gradients; float64 ones beyond 1e154 are summed scaled by
-    the largest magnitude, two more allreduces); a block held by several
+    finite 32-bit gradients; float64 ones beyond 1e154, or a norm under
+    1e-146 whose squares may have underflowed, all-zero gradients included,
+    are summed scaled by the largest magnitude: one or two more allreduces);
+    a block held by several
     devices counts once; one allreduce over all mesh axes adds the partials.
 
     Communication: one ``allreduce`` of 1 float64 element over all mesh axes

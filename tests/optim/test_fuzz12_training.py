@@ -493,3 +493,15 @@ def test_zeros_and_ones_with_dtype_none_are_the_default_float32():
     for make in (sa.zeros, sa.ones):
         assert make(mesh, {"i": 2}, dtype=None).dtype == np.float32
         assert make(mesh, {"i": 2}).dtype == np.float32
+
+
+def test_global_norm_of_tiny_gradients_does_not_underflow():
+    """Gradients of about 1e-170: their float64 squares underflow to 0, and the norm was 0 (so clipping saw no
+    gradient); they are now summed scaled by the largest magnitude, as overflowing ones were."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = np.array([6.165994990956604e-170, -3e-171, 0.0, 1e-160])
+    g = {"g": sa.asarray(a, dims=("i",), mesh=mesh, layout={"i": "row"})}
+    want = float(np.max(np.abs(a)) * np.sqrt(np.sum((a / np.max(np.abs(a))) ** 2)))
+    assert math.isclose(sa.optim.global_norm(g), want, rel_tol=1e-12)
+    _, norm = sa.optim.clip_by_global_norm(g, 1.0, return_norm=True)
+    assert math.isclose(norm, want, rel_tol=1e-12)

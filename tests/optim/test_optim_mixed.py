@@ -39,8 +39,9 @@ def test_clip_by_global_norm_against_numpy_with_one_allreduce(data, mesh, n, max
     # the one collective: a single float64 summed over every mesh axis, whatever the layouts and the count
     records = list(log.records)
     if mesh.size > 1:
-        assert [(r.op, set(r.axes), r.elements, r.dtype) for r in records] == [
-            ("allreduce", set(mesh.axis_names), 1, "float64")]
+        one = ("allreduce", set(mesh.axis_names), 1, "float64")
+        # (a norm under 1e-146, zero gradients included, reads the largest magnitude too: squares may underflow)
+        assert [(r.op, set(r.axes), r.elements, r.dtype) for r in records] == [one] * (1 if norm_ref >= 1e-146 else 2)
     else:
         assert records == []
     factor = min(1.0, max_norm / norm_ref) if norm_ref > 0 else 1.0
