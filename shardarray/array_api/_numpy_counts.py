@@ -30,7 +30,7 @@ from ..ops.indexing.take import take as named_take
 from ..ops.manipulation.concat import concat as named_concat
 from ..ops.manipulation.structure import rename, stop_gradient
 from ..ops.reduction import reduce
-from ._align import fresh, no_out
+from ._align import fresh
 from ._array import Array, wrap
 from ._creation import full
 from ._elementwise import (
@@ -50,7 +50,6 @@ from ._elementwise import (
     where,
 )
 from ._manipulation import concat, flip, reshape
-from ._nanfuncs import nanmean
 from ._numpy_stats import cov
 from ._quantile import nanquantile, quantile
 from ._sorting import argsort, searchsorted, sort
@@ -176,14 +175,13 @@ def bincount(x: Array, /, weights: Any = None, minlength: int = 0) -> Array:
     x = _check_bins_x(x, "bincount")
     if isinstance(minlength, bool) or not isinstance(minlength, (int, np.integer)) or minlength < 0:
         raise ArgumentError(f"bincount: minlength must be a non-negative integer; got {minlength!r}")
-    w = None
-    if weights is not None:
-        w = _like(weights, x, "bincount: weights")
+    w = None if weights is None else _like(weights, x, "bincount: weights")
+    if x.shape[0] == 0:  # (NumPy: int64 zeros, weights or not, before it casts the weights: complex ones too)
+        return _counts(x, int(minlength), None, np.dtype(np.int64))
+    if w is not None:
         if w.dtype.kind not in "biuf":
             raise DTypeError(f"bincount: weights must be real numbers; got {w.dtype}. Count xp.real/xp.imag apart")
         w = w if w.dtype == np.dtype(np.float64) else w.astype("float64")
-    if x.shape[0] == 0:  # (NumPy: int64 zeros, weights or not)
-        return _counts(x, int(minlength), None, np.dtype(np.int64))
     lo = int(_min(x))
     if lo < 0:
         raise ArgumentError(f"bincount: x must have no negative entries; its minimum is {lo}")
@@ -553,14 +551,7 @@ def _fraction(q: Any, what: str) -> Any:
 
 
 def _percentiles(fn: Any, a: Array, f: Any, *args: Any, weights: Any) -> Array:
-    """``fn(a, f, *args)`` (a quantile function), also for an empty 1-D ``f``: NumPy's empty leading axis."""
-    if isinstance(f, np.ndarray) and f.ndim == 1 and f.size == 0:
-        if a.size == 0 and weights is None:  # (no data, no percentiles: NumPy's shape and dtype, from NumPy)
-            axis, _, _, method, keepdims = args
-            empty = np.quantile(np.empty(a.shape, dtype=a.dtype), f, axis=axis, method=method, keepdims=keepdims)
-            return full(empty.shape, 0, dtype=empty.dtype, device=a.mesh)
-        one = fn(a, np.full(1, 0.5, dtype=f.dtype), *args, weights=weights)
-        return wrap(one[0:0])
+    """``fn(a, f, *args)`` (a quantile function: it takes ``f`` of any shape, empty ones included)."""
     return cast(Array, fn(a, f, *args, weights=weights))
 
 
@@ -618,9 +609,6 @@ def nanpercentile(
     """
     a = _check(a, "nanpercentile")
     f = _fraction(q, "nanpercentile")
-    if a.size == 0 and weights is None:  # (NumPy's nanpercentile of no data: nanmean's NaN, whatever q)
-        no_out(out, "nanpercentile")
-        return nanmean(a, axis=axis, keepdims=keepdims)
     return _percentiles(nanquantile, a, f, axis, out, overwrite_input, method, keepdims, weights=weights)
 
 

@@ -42,15 +42,15 @@ from ._statistical import _check
 _NAN_METHODS = ("linear", "lower", "higher", "midpoint")
 
 
-def _q_values(q: Any, what: str) -> tuple[np.ndarray, bool]:
+def _q_values(q: Any, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The quantiles ``q`` asked for, flattened, and their shape (``()`` for a scalar: NumPy's result has ``q``'s
+    shape in front of the reduced array's)."""
     if isinstance(q, ShardArray):
         q = q.numpy()  # the quantiles asked for: a few numbers
     qa = np.asarray(q, dtype=np.float64)
-    if qa.ndim > 1:
-        raise DimensionError(f"{what}: q must be a scalar or 1-D; got shape {qa.shape}")
     if not np.all((qa >= 0) & (qa <= 1)):
         raise ArgumentError(f"{what}: quantiles must be in the range [0, 1]; got {q!r:.80}")
-    return qa.reshape(-1), qa.ndim == 0
+    return qa.reshape(-1), qa.shape
 
 
 def _one_axis(x: Array, axis: Any, what: str) -> tuple[Array, int, list[int]]:
@@ -301,9 +301,11 @@ def _quantile(
                 f"use one of the methods that pick a value, {_PICKING}, or cast first: xp.astype(x, xp.float64)"
             )
         method = "lower"  # (integer quantiles 0 and 1 with "linear": NumPy picks the extreme values, as booleans)
-    qs, scalar_q = _q_values(q, what)
+    qs, qshape = _q_values(q, what)
+    if len(qshape) > 2:  # (NumPy's limit: "q must be a scalar or 1d", also for the 2-D q it takes)
+        raise DimensionError(f"{what}: q must be a scalar, 1-D or 2-D (as in NumPy); got shape {qshape}")
     want = _result_dtype(x.dtype, q, method)
-    if x.dtype.kind in "biu":
+    if x.dtype.kind in "biu" and want.kind in "fc":  # (a picking method reads integers as they are: exact)
         x = wrap(astype(x, np.float64))
     # (floats keep their dtype: NumPy subtracts the neighbours in it, then interpolates in ``want``, float64 for
     # a float64 ``q`` array)
@@ -327,37 +329,40 @@ def _quantile(
             has_nan = mu.isnan(pick(s, dim, n - 1))
             outs = [ew.where(has_nan, np.nan, o) for o in outs]
     outs = [o if o.dtype == want else astype(o, want) for o in outs]
-    out = outs[0] if scalar_q else stack(outs, fresh(s.dims, 1, "quantile")[0])
+    out = outs[0] if not qshape else stack(outs, fresh(s.dims, 1, "quantile")[0])
     res: Array = wrap(as_kind(out, kind))
+    if len(qshape) > 1:  # (the stacked quantiles, an unsplit leading axis, take q's shape)
+        res = reshape(res, (*qshape, *res.shape[1:]))
     if keepdims:
-        lead = 0 if scalar_q else 1
         for p in reduced:
-            res = expand_dims(res, axis=lead + p)
+            res = expand_dims(res, axis=len(qshape) + p)
     return res
 
 
 def _quantiles(x: Any, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, what: str) -> Array:
-    """``_quantile``, also for an empty 1-D ``q`` (NumPy's empty leading axis: one quantile's result, sliced to
-    none) and, for ``nanquantile``, for no data (NumPy's ``nanmean(x, axis)``: NaN, whatever ``q``)."""
+    """``_quantile``, also for an empty ``q`` (NumPy's empty leading axes: one quantile's result, sliced to none)
+    and, for ``nanquantile``, for no data (NumPy's ``nanmean(x, axis)``: NaN, whatever ``q``)."""
     x = _check(x, what)
+    if x.dtype.kind == "c":  # (NumPy's TypeError, "a must be an array of real numbers", also without data)
+        raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
     if what == "nanquantile" and x.size == 0 and weights is None:
         _q_values(q, what)
         return nanmean(x, axis=axis, keepdims=keepdims)
-    shape = q.shape if isinstance(q, ShardArray) else np.shape(q)
-    if shape != (0,):
+    shape = tuple(q.shape if isinstance(q, ShardArray) else np.shape(q))
+    if not shape or math.prod(shape):
         return _quantile(x, q, axis, method, keepdims, weights, what)
     qd = _q_dtype(q)
     if x.size == 0 and weights is None and qd.kind in "biuf":  # (NumPy: empty, or its IndexError)
         try:
             empty = cast(Any, np.quantile)(
-                np.empty(x.shape, x.dtype), np.empty(0, qd), axis=axis, method=method, keepdims=keepdims
+                np.empty(x.shape, x.dtype), np.empty(shape, qd), axis=axis, method=method, keepdims=keepdims
             )  # (no data: NumPy's shape and dtype, computed on the host)
         except IndexError:
             empty = None
         if empty is not None:
             return _creation.full(empty.shape, 0, dtype=empty.dtype, device=x.mesh)
     one = _quantile(x, np.zeros(1, dtype=qd), axis, method, keepdims, weights, what)
-    return wrap(one[0:0])
+    return reshape(wrap(one[0:0]), (*shape, *one.shape[1:]))
 
 
 def quantile(
@@ -374,8 +379,8 @@ def quantile(
 ) -> Array:
     """The ``q``-th quantiles along ``axis`` (all axes when None), as ``np.quantile`` (a NumPy extra).
 
-    ``q`` a scalar or a 1-D sequence (then the result gains a leading axis of
-    ``len(q)``); every NumPy ``method`` without weights. A slice holding NaN
+    ``q`` a scalar or a 1-D or 2-D array (then the result gains ``q``'s
+    shape in front, as NumPy's); every NumPy ``method`` without weights. A slice holding NaN
     gives NaN (use ``nanquantile`` to skip them). The result's dtype is NumPy's: ``x``'s for the methods that
     pick a value (``lower``, ``higher``, ``nearest``, ...), else ``x``'s promoted with ``q``'s (a Python float
     keeps float32; integers give float64). Booleans take the methods that pick a value (and ``"linear"`` with
@@ -385,7 +390,10 @@ def quantile(
     ``quantile([-inf, inf], 0.5)``, ``quantile([inf, inf], q)`` and ``quantile([1.0, 2.0, inf], 0.5)`` are NaN
     (``inf - inf``, ``inf * 0``); ``median`` averages the middle values instead (``np.median([inf, inf])`` is
     inf). A float32 ``x`` with a float64 ``q`` array subtracts its neighbours in float32 and interpolates in
-    float64, as NumPy.
+    float64, as NumPy. Integers: a picking method returns them exactly, in their dtype; an interpolating one
+    computes in float64 (NumPy subtracts the two integer neighbours in their own dtype first, which wraps around
+    where they lie further apart than it holds: ``np.quantile(np.int8([-128, 127]), 0.5)`` is 127.5 there,
+    -0.5 here).
 
     Collectives: a sort along the axis (``xp.sort``: a sample sort over a
     split axis), then one ``broadcast`` of a result-sized row for each rank

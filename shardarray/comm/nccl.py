@@ -385,7 +385,7 @@ class NcclCommunicator(Communicator):
                     f"NCCL {what} over mesh axes {axes}: the buffers of devices {list(group)} have dtypes "
                     f"{[str(t) for t in dtypes]}; every member of a group must pass one dtype: cast with .astype first"
                 )
-            shapes = [tuple(np.shape(shards[d])) for d in group]
+            shapes = [tuple(shards[d].shape) for d in group]
             if free is None:
                 continue
             keep = [tuple(n for i, n in enumerate(s) if i not in free) for s in shapes]

@@ -57,7 +57,9 @@ def _sum_squares(xp: Any, block: Any) -> Any:
 def _max_abs(xp: Any, block: Any) -> Any:
     """The block's largest magnitude, in float64: a complex64 entry's ``|z|`` computed in complex64 overflows to inf
     (``3.4e38+3.4e38j``), which would read as a non-finite gradient."""
-    return xp.asarray(0.0 if block.size == 0 else float(xp.abs(_wide(block)).max()), dtype=np.float64)
+    if block.size == 0:
+        return xp.zeros((), dtype=np.float64)
+    return xp.asarray(xp.abs(_wide(block)).max(), dtype=np.float64)  # (on the device: no sync)
 
 
 #: below this norm float64 squares may have underflowed (values under about 1e-154 square to subnormals or 0)

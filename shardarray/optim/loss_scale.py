@@ -22,7 +22,9 @@ from .reduce_tree import allreduce_tree, scale_leaves
 
 def _nonfinite(xp: Any, block: Any) -> Any:
     """1.0 when the block holds an inf or NaN, else 0.0."""
-    return xp.asarray(0.0 if block.size == 0 else float(not bool(xp.isfinite(block).all())), dtype=np.float64)
+    if block.size == 0:
+        return xp.zeros((), dtype=np.float64)
+    return xp.asarray(xp.logical_not(xp.all(xp.isfinite(block))), dtype=np.float64)  # (on the device: no sync)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,9 @@ CuPy fails:
   ``accumulate`` exist for ``add`` and ``multiply`` only, ``reduceat`` for
   ``add``, ``at`` for the scatter ufuncs with their dtypes
   (``UFUNC_METHODS``); ``lexsort(keys)`` takes one 2-D array and no
-  ``axis``; sort ``kind`` is None or ``"stable"``; integer array indices
+  ``axis``; sort ``kind`` is None or ``"stable"``; an in-place ``sort``/``partition`` of a view that is not
+  C-contiguous raises; partitions take ``kth`` as a Python int or a sequence (a NumPy integer raises) and
+  ``argpartition`` of an empty axis has shape ``(0,)``; integer array indices
   (``x[idx]``, ``take``, ``take_along_axis``) wrap around instead of raising;
   ``x[basic] = host_array`` raises (non-scalar fill); ``cupy.linalg`` does not
   raise ``LinAlgError`` for singular or non positive definite input (CuPy's
@@ -45,6 +47,10 @@ CuPy fails:
   values on the stand-in.
 * ``cupy.cuda``: devices, streams, events, ``runtime``, ``cublas``, ``nccl``
   from ``FakeCupy``; a memory pool.
+* The library's rules, beyond CuPy's: a NumPy function a ``shardarray`` module applies to a device array (which
+  CuPy takes, through ``__array_function__``) is recorded in ``NUMPY_ON_DEVICE``, or raises where
+  ``NUMPY_DISPATCH = "raise"``; its implicit device-to-host reads (``bool``/``int``/``float``/``complex`` of a
+  device array, ``.item()``, ``.tolist()``: each a sync on a GPU) are recorded in ``HOST_SYNCS``.
 
 Entry points:
 
@@ -73,10 +79,11 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import fake_gpu
 import ml_dtypes  # noqa: F401  (registers np.dtype("bfloat16"))
 import numpy as np
-import fake_gpu
 from fake_gpu import FakeCupy
+from numpy.lib.array_utils import normalize_axis_index
 
 # ==================================================================================================== the API (data)
 #: where the tables below come from: ``python tests/support/strict_cupy.py --derive <git dir> v14.2.0``
@@ -781,6 +788,54 @@ def _wrap(r: Any, keep: dict[int, ndarray] | None = None, gpu: int | None = None
     return r
 
 
+#: ``"record"``: each NumPy function the library (a ``shardarray`` module) applies to a device array is appended to
+#: ``NUMPY_ON_DEVICE``; ``"raise"``: it raises ``TypeError`` instead (tests/test_fuzz12_cupy_paths.py sets it). CuPy
+#: itself takes such calls (``__array_function__``/``__array_ufunc__`` send them to ``cupy.<name>``), but the
+#: library's rule is that shards go through ``mesh.backend.xp`` only: a NumPy function on a shard reaches CuPy only
+#: where CuPy has that function with those arguments, and dispatches through NumPy's protocol on every call.
+NUMPY_DISPATCH = "record"
+#: ``(NumPy function, "module:line")`` of each such call seen in ``"record"`` mode
+NUMPY_ON_DEVICE: list[tuple[str, str]] = []
+#: ``(conversion, "module:line")`` of each implicit device-to-host read by the library: ``bool(a)``, ``int(a)``,
+#: ``float(a)``, ``complex(a)``, ``a.item()``, ``a.tolist()`` (each a device sync on a GPU; the explicit copies,
+#: ``a.get()`` and ``cupy.asnumpy``, which ``backend.to_numpy`` makes, are not recorded). Always recorded: a test
+#: clears it, runs an op, and reads where the op waited on the device.
+HOST_SYNCS: list[tuple[str, str]] = []
+
+
+def _library_frame(depth: int) -> str | None:
+    """``"module:line"`` of the caller ``depth`` frames up, past NumPy's frames, where it is the library's."""
+    frame = sys._getframe(depth + 1)
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in ("numpy", "ml_dtypes"):
+        frame = frame.f_back
+    module = "" if frame is None else frame.f_globals.get("__name__", "")
+    if module.partition(".")[0] != "shardarray":
+        return None
+    return f"{module}:{frame.f_lineno}"  # type: ignore[union-attr]
+
+
+def _host_sync(what: str) -> None:
+    """Note an implicit device-to-host read made by the library's code (``HOST_SYNCS``)."""
+    where = _library_frame(2)
+    if where is not None:
+        HOST_SYNCS.append((what, where))
+
+
+def _numpy_on_device(name: str) -> None:
+    """Note (or refuse, ``NUMPY_DISPATCH``) ``numpy.<name>`` applied to a device array by the library's code.
+
+    The caller is the first frame outside NumPy above NumPy's dispatch; the stand-in's own operators (``x + 1``
+    reaches ``np.add`` as CuPy's operators do) and calls from tests are not the library's.
+    """
+    where = _library_frame(2)
+    if where is None:
+        return
+    if NUMPY_DISPATCH == "raise":
+        raise TypeError(f"numpy.{name} applied to a cupy.ndarray at {where}: the library sends shards through "
+                        f"mesh.backend.xp (tests/support/strict_cupy.py, NUMPY_DISPATCH)")
+    NUMPY_ON_DEVICE.append((name, where))
+
+
 class _Default(str):
     """A default value as CuPy's source spells it (shown as written: ``axis=None``)."""
 
@@ -1050,9 +1105,11 @@ class ndarray:
         self._a[...] = arr
 
     def item(self) -> Any:
+        _host_sync("item()")
         return self._a.item()
 
     def tolist(self) -> Any:
+        _host_sync("tolist()")
         return self._a.tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
@@ -1063,6 +1120,7 @@ class ndarray:
         raise TypeError(_IMPLICIT)
 
     def __bool__(self) -> bool:
+        _host_sync("bool()")
         if self.size == 0:
             warnings.warn("The truth value of an empty array is ambiguous. Returning False, but in future this "
                           "will result in an error. Use `array.size > 0` to check that an array is not empty.",
@@ -1074,12 +1132,15 @@ class ndarray:
                          "a.all()")
 
     def __int__(self) -> int:
+        _host_sync("int()")
         return int(self._a.copy())
 
     def __float__(self) -> float:
+        _host_sync("float()")
         return float(self._a.copy())
 
     def __complex__(self) -> complex:
+        _host_sync("complex()")
         return complex(self._a.copy())
 
     def __len__(self) -> int:
@@ -1142,6 +1203,7 @@ class ndarray:
     # ------------------------------------------------------------------ NumPy's protocols (CuPy's dispatch)
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """``np.<ufunc>(device array)`` -> ``cupy.<ufunc>`` (CuPy's ``_ndarray_base.__array_ufunc__``)."""
+        _numpy_on_device(ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}")
         inout = inputs
         if "out" in kwargs:
             out = kwargs["out"]
@@ -1167,6 +1229,7 @@ class ndarray:
 
     def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
         """``np.<function>(device array)`` -> ``cupy.<function>`` where CuPy has it (``__array_function__``)."""
+        _numpy_on_device(func.__name__)
         try:
             module = functools.reduce(getattr, func.__module__.split(".")[1:], _MODULE)
             cupy_func = getattr(module, func.__name__)
@@ -1221,8 +1284,25 @@ class ndarray:
             raise ValueError("kind can only be None or 'stable'")
 
     def sort(self, axis: int = -1, kind: Any = None) -> None:
+        """In place; CuPy sorts only arrays with their own C-contiguous data (``_ndarray_sort``)."""
         self._check_kind(kind)
+        _own_data(self, "Sorting")
         self._a.sort(axis=axis, kind="stable")
+
+    def partition(self, kth: Any, axis: int = -1) -> None:
+        """In place, as ``_ndarray_partition``: C-contiguous arrays only, CuPy's ``kth`` (``_kth``)."""
+        _own_data(self, "Sorting")
+        axis = normalize_axis_index(axis, self.ndim)
+        self._a.partition(_kth(kth, self._a.shape[axis]), axis=axis)
+
+    def argpartition(self, kth: Any, axis: Any = -1) -> ndarray:
+        """As ``_ndarray_argpartition``: CuPy's ``kth``; an empty axis gives shape ``(0,)``, whatever the array's."""
+        data = self._a.reshape(-1) if axis is None else self._a
+        axis = normalize_axis_index(-1 if axis is None else axis, data.ndim)
+        if data.shape[axis] == 0:
+            return ndarray._new(np.empty((0,), dtype=np.int64), _current_gpu())
+        ks = _kth(kth, data.shape[axis])
+        return ndarray._new(np.argpartition(data, ks, axis=axis).astype(np.int64), _current_gpu())
 
     def argsort(self, axis: Any = -1, kind: Any = None) -> ndarray:
         self._check_kind(kind)
@@ -1264,6 +1344,30 @@ class ndarray:
 
     def toDlpack(self) -> Any:
         return self.__dlpack__()
+
+
+def _own_data(a: ndarray, what: str) -> None:
+    """CuPy's in-place sorts: a 0-d array has no axis; a view that is not C-contiguous is refused."""
+    if a.ndim == 0:
+        raise np.exceptions.AxisError(f"{what} arrays with the rank of zero is not supported")
+    if not a._a.flags.c_contiguous:
+        raise NotImplementedError(f"{what} non-contiguous array is not supported.")
+
+
+def _kth(kth: Any, length: int) -> list[int]:
+    """``kth`` as CuPy's partitions read it (``cdef Py_ssize_t k``, v14.2.0): a Python int (``isinstance(kth,
+    int)``), else iterated, so a NumPy integer or a 0-d array raises ``TypeError`` (NumPy takes both); each in
+    ``[-length, length)``."""
+    ks = (kth,) if isinstance(kth, int) else kth
+    out = []
+    for k in ks:  # (a NumPy integer: "'numpy.int64' object is not iterable")
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError(f"an integer is required (kth holds {type(k).__name__})")
+        k = int(k) + length if k < 0 else int(k)
+        if not 0 <= k < length:
+            raise ValueError(f"kth(={k}) out of bounds {length}")
+        out.append(k)
+    return out
 
 
 def _method(name: str, params: str) -> Callable[..., Any]:
@@ -1760,6 +1864,20 @@ def _lexsort(keys: Any) -> Any:
     return ndarray._new(np.lexsort(keys._a))
 
 
+def _partition(a: Any, kth: Any, axis: Any = -1) -> Any:
+    """``cupy.partition``: a copy (flattened for ``axis=None``), partitioned in place (``ndarray.partition``)."""
+    _refuse_host([a])
+    ret = a.flatten() if axis is None else a.copy()
+    ret.partition(kth, axis=-1 if axis is None else axis)
+    return ret
+
+
+def _argpartition(a: Any, kth: Any, axis: Any = -1) -> Any:
+    """``cupy.argpartition``: ``a.argpartition(kth, axis=axis)``."""
+    _refuse_host([a])
+    return a.argpartition(kth, axis=axis)
+
+
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None) -> Any:
     """``cupy.take``: host indices accepted; out-of-range indices wrap around."""
     _refuse_host([a, out])
@@ -2002,7 +2120,7 @@ _DEVICE_LEVEL: dict[str, Callable[..., Any]] = {
     "array": _array, "asarray": _asarray, "asanyarray": _asarray, "ascontiguousarray": _ascontiguousarray,
     "asnumpy": _asnumpy, "lexsort": _lexsort, "take": _take, "result_type": _result_type, "can_cast": _can_cast,
     "get_array_module": _get_array_module, "ndim": _ndim, "is_available": lambda: True, "full": _full,
-    "full_like": _full_like, "copyto": _copyto,
+    "full_like": _full_like, "copyto": _copyto, "partition": _partition, "argpartition": _argpartition,
 }
 #: functions carried out on the NumPy data by something other than NumPy's function of the same name
 _OVERRIDES: dict[str, Callable[..., Any]] = {
@@ -2061,9 +2179,6 @@ class _MemoryPool:
 
     def get_limit(self) -> int:
         return self._limit
-
-    def malloc(self, size: int) -> Any:
-        raise NotImplementedError("the CuPy stand-in allocates host memory through NumPy")
 
 
 def _namespace_module(name: str) -> types.ModuleType:
@@ -2682,5 +2797,5 @@ if __name__ == "__main__":
     print(format_api(derive_api(git, tag), git, tag))
 
 
-__all__ = ["CUPY_SOURCE", "CUPY_VERSION", "KERNEL_MODELS", "StrictCupy", "build_module", "derive_api",
-           "install_session", "is_stand_in", "ndarray", "ufunc"]
+__all__ = ["CUPY_SOURCE", "CUPY_VERSION", "HOST_SYNCS", "KERNEL_MODELS", "NUMPY_DISPATCH", "NUMPY_ON_DEVICE",
+           "StrictCupy", "build_module", "derive_api", "install_session", "is_stand_in", "ndarray", "ufunc"]

@@ -155,7 +155,7 @@ class _Plan:
         def count(mb: Any) -> Any:
             if isinstance(mb, MetaArray):
                 return MetaArray((1,), np.int64)
-            return xp.asarray([int(xp.count_nonzero(mb))], dtype=np.int64)
+            return xp.reshape(xp.asarray(xp.count_nonzero(mb), dtype=np.int64), (1,))  # (on the device: no sync)
 
         c = map_blocks(mesh, self.axes, count, self.mf)
         g = mesh.comm.allgather(c, self.axes, 0) if self.axes else c

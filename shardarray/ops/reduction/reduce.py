@@ -307,6 +307,16 @@ def _gather_partials(x: ShardArray, red_axes: tuple[str, ...], shards: list[Any]
     return x.mesh.comm.allgather(lead, red_axes, 0)
 
 
+def _fold_product(s: Any) -> Any:
+    """``s[0] * s[1] * ...`` along the leading axis, without NumPy's identity first: ``xp.prod`` starts from
+    ``1 + 0j``, and ``(1+0j) * (inf+infj)`` is NaN, so a partial product of ``inf+infj`` would turn into NaN where
+    NumPy's own product of the data keeps it."""
+    out = s[0]
+    for k in range(1, s.shape[0]):
+        out = out * s[k]
+    return out
+
+
 @differentiable("prod", resolve_inputs=True)
 def prod(x: ShardArray, dims: Any = None) -> ShardArray:
     """Product over ``dims`` (names, positions, or all when None), as ``np.prod``.
@@ -318,7 +328,11 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
     every split reduced dim has size 1: a ``squeeze`` of them instead (one
     alltoall; see ``size_one``).
     Low-precision floats multiply in float32 and are rounded once; integer
-    and bool arrays give NumPy's dtype (int64 for narrow integers).
+    and bool arrays give NumPy's dtype (int64 for narrow integers). Complex
+    values with infinite parts may differ from NumPy's (NaN parts where
+    NumPy has infinities, or the reverse): complex multiplication with
+    infinities is not associative, and the blocks' partial products are
+    multiplied in another order than NumPy's left-to-right one.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -347,7 +361,7 @@ def prod(x: ShardArray, dims: Any = None) -> ShardArray:
         shards = map_blocks(
             x.mesh,
             x.spec.used_axes,
-            lambda s: _on_meta(s, (0,), s.dtype) if isinstance(s, MetaArray) else xp.prod(s, axis=0),
+            lambda s: _on_meta(s, (0,), s.dtype) if isinstance(s, MetaArray) else _fold_product(s),
             gathered,
         )
     out = new_array(x.mesh, keep, x.sizes, axes, shards)
