@@ -42,6 +42,7 @@ class Procs:
         if self.world is not None:
             spmd.enter(self.world, "checkpoint barrier", (), _BYTES)
             _wait(self.world.Ibarrier())
+            spmd.leave()  # (the watchdog: no longer waiting in a collective)
 
     def allgather(self, text: str) -> list[str]:
         """Every process's ``text``, in rank order (two MPI buffer allgathers: lengths, then bytes).
@@ -59,6 +60,7 @@ class Procs:
         out = np.empty(int(counts.sum()), dtype=np.uint8)
         displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
         _wait(self.world.Iallgatherv(data, [out, counts.tolist(), displs.tolist(), _mpi_byte()]))
+        spmd.leave()  # (the watchdog: no longer waiting in a collective)
         return [out[int(o) : int(o) + int(n)].tobytes().decode() for o, n in zip(displs, counts)]
 
     def bcast(self, text: str) -> str:
