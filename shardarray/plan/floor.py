@@ -273,6 +273,8 @@ class ComputeFloor:
         written: the whole step's bytes made by memory-bound ops on one device by ``(dims, WRITTEN)``
             (``_dim_figures``), or None: ``memory(rules)`` is then 0.0.
         forced: the allreduces the step makes under every rule set (``step.forced``): ``comm(rules)``.
+        layer_written: the same bytes for one of the identical layers (``layer_all``), or None.
+        layer_forced: the allreduces one of the identical layers adds (``layer_all``).
     """
 
     def __init__(
@@ -284,12 +286,15 @@ class ComputeFloor:
         hw: HardwareProfile,
         written: Groups | None = None,
         forced: Sequence[Allreduce] = (),
+        layer_written: Groups | None = None,
+        layer_forced: Sequence[Allreduce] = (),
     ) -> None:
         self.mesh_shape = dict(mesh_shape)
         self._axes = _Axes(mesh_shape)
         self._comm = CommFloor(forced, mesh_shape, hw)
-        self._whole, self._one, self._layer, self._written = (
-            self._seconds(g or {}, hw) for g in (whole, one, layer, written)
+        self._comm_layer = CommFloor(layer_forced, mesh_shape, hw)
+        self._whole, self._one, self._layer, self._written, self._layer_written = (
+            self._seconds(g or {}, hw) for g in (whole, one, layer, written, layer_written)
         )
 
     @staticmethod
@@ -332,6 +337,14 @@ class ComputeFloor:
         """A floor under the compute time of one of the step's identical layers under ``rules``."""
         return self._floor(self._layer, rules)
 
+    def layer_all(self, rules: Mapping[str, Any]) -> float:
+        """A floor under what one of the step's identical layers adds to the step time under ``rules``: its
+        compute, memory-bound and communication floors together (the cost model adds the three).
+
+        The search's one-layer bound walk counts the ``L - 1`` layers it leaves out at this much each, so at
+        depth it stops as soon as the first layer's figures leave too little room under the cut."""
+        return self._floor(self._layer, rules) + self._floor(self._layer_written, rules) + self._comm_layer.time(rules)
+
 
 def repeats(step: Any) -> tuple[Any, Any, int] | None:
     """``(step.lower_bound, step.two_layers, step.layers)`` of a step of identical layers (``steps._repeat``),
@@ -360,7 +373,23 @@ def compute_floor(step: Any, mesh_shape: Mapping[str, int], hw: HardwareProfile)
     whole = {k: g1.get(k, 0.0) + (layers - 1) * f for k, f in layer.items()}
     # (bytes by the affine rule, group by group: a step of identical layers makes the same buffers in each)
     written = {k: max(0.0, w1.get(k, 0.0) + (layers - 1) * (w2.get(k, 0.0) - w1.get(k, 0.0))) for k in w1.keys() | w2}
-    return ComputeFloor(whole, g1, layer, mesh_shape, hw, written, forced)
+    layer_written = _increment(w1, w2)
+    layer_forced = _forced_increment(getattr(one, "forced", ()), getattr(two, "forced", ()))
+    return ComputeFloor(whole, g1, layer, mesh_shape, hw, written, forced, layer_written, layer_forced)
+
+
+def _forced_increment(one: Sequence[Allreduce], two: Sequence[Allreduce]) -> tuple[Allreduce, ...]:
+    """The allreduces one more layer adds: the two-layer step's declared allreduces less the one-layer step's, by
+    (contracted, result) dims (calls and bytes; none where the difference is not positive in both)."""
+    totals: dict[tuple[tuple[str, ...], tuple[str, ...]], list[float]] = {}
+    for sign, forced in ((-1, one), (1, two)):
+        for f in forced:
+            t = totals.setdefault((tuple(sorted(f.contracted)), tuple(sorted(f.result))), [0.0, 0.0])
+            t[0] += sign * f.count
+            t[1] += sign * f.count * f.nbytes
+    return tuple(
+        Allreduce(c, r, b / n, int(n)) for (c, r), (n, b) in sorted(totals.items()) if n >= 1 and b > 0
+    )
 
 
 def _increment(g1: Groups, g2: Groups) -> Groups:

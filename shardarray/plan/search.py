@@ -79,7 +79,9 @@ And one cuts most rule sets before any trace or walk:
   cost model adds compute, memory-bound and comm times, so a rule set whose three floors together pass the
   cut is cut too (``SearchStats.memory_cuts``, ``comm_cuts``). Those floors see the collectives that decide
   the cuts of latency-bound and deep steps (``tests/plan/test_plan_comm_floor.py``: below traced times,
-  and the same plans as brute force and as the search without them).
+  and the same plans as brute force and as the search without them). A layer's three floors together
+  (``ComputeFloor.layer_all``: its flops, its bytes and the allreduces one more layer declares) are what the
+  one-layer bound walk counts for each of the ``L - 1`` layers it leaves out.
 
 And one makes each trace cheaper without changing it:
 
@@ -546,7 +548,7 @@ def _search_graph(
                         stats.comm_cuts += 1
                     continue
                 c_one, c_layer = compute.one(rules), compute.layer(rules)
-                rest = (layers - 1) * c_layer
+                rest = (layers - 1) * (compute.layer_all(rules) if _COMM_FLOOR else c_layer)
             if one is not None and (cut < math.inf or defer is not None):
                 top = cut * _ROUNDING
                 try:

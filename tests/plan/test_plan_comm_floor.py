@@ -46,6 +46,27 @@ def test_the_floors_are_below_the_traced_times(name, mesh, hw):
     assert tight  # (the floor sees most of the comm of some rule sets)
 
 
+@pytest.mark.parametrize("mesh", MESHES, ids=lambda m: "x".join(map(str, m.values())))
+@pytest.mark.parametrize("name", ["mlp_3layers", "transformer_3layers_uneven"])
+def test_the_layer_floor_is_below_a_layers_traced_increment(name, mesh):
+    """``ComputeFloor.layer_all`` (a layer's compute, memory-bound and comm floors, which the one-layer bound walk
+    counts for each layer it leaves out) never passes what one more layer adds to the traced step time, and
+    sees its collectives: above the compute floor alone where a layer's allreduces span devices."""
+    step, profile = STEPS[name](), get_profile("a100")
+    floor = compute_floor(step, mesh, profile)
+    assert floor is not None
+    rule_sets = sa.plan.candidates(step, mesh)
+    more = 0
+    for rules in [*rule_sets[:: max(1, len(rule_sets) // 9)], {}]:
+        t1, t2 = (
+            sa.plan.evaluate_layout(s, mesh, rules, hardware=profile).step_time_s
+            for s in (step.lower_bound, step.two_layers)
+        )
+        assert floor.layer(rules) <= floor.layer_all(rules) <= (t2 - t1) * (1 + 1e-9), rules
+        more += floor.layer_all(rules) > floor.layer(rules) * (1 + 1e-9)
+    assert more
+
+
 def test_the_comm_floor_prices_an_allreduce_at_its_least():
     """Data parallel over both axes of 2×2 (inside one node): each of 3 weights' gradients, 2 (n - 1) latencies
     and 2 (n - 1) / n of its bytes at NVLink's bandwidth; a weight split over an axis is summed over the other."""
