@@ -387,9 +387,7 @@ def _forced_increment(one: Sequence[Allreduce], two: Sequence[Allreduce]) -> tup
             t = totals.setdefault((tuple(sorted(f.contracted)), tuple(sorted(f.result))), [0.0, 0.0])
             t[0] += sign * f.count
             t[1] += sign * f.count * f.nbytes
-    return tuple(
-        Allreduce(c, r, b / n, int(n)) for (c, r), (n, b) in sorted(totals.items()) if n >= 1 and b > 0
-    )
+    return tuple(Allreduce(c, r, b / n, int(n)) for (c, r), (n, b) in sorted(totals.items()) if n >= 1 and b > 0)
 
 
 def _increment(g1: Groups, g2: Groups) -> Groups:
