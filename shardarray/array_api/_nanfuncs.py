@@ -12,7 +12,8 @@ reduction's identity with a local ``where``, then the plain reduction runs
 (one allreduce or allgather of per-device partials over the reduced axes'
 mesh axes; the scans one allgather of block totals). ``nanargmax``/``nanargmin``
 also reduce one flag per result element to refuse an all-NaN slice, as
-NumPy does. Nothing is gathered. Where a slice has no non-NaN value (or no
+NumPy does (on a meta mesh, which has no values, the flags are reduced and
+none is taken as set). Nothing is gathered. Where a slice has no non-NaN value (or no
 degrees of freedom left) the result is NaN with NumPy's ``RuntimeWarning``
 (``Mean of empty slice``, ``Degrees of freedom <= 0 for slice.``, ``All-NaN
 slice encountered``): the result is resolved and read for NaN on each device
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..backend.meta import truth
 from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.elementwise import arithmetic as ew
@@ -296,7 +298,8 @@ def _nanarg(x: Any, axis: Any, keepdims: bool, what: str) -> Array:
     nan = wrap(mu.isnan(x))
     dims = axes_dims(x, axis, what)
     all_nan = _statistical.all(nan, axis=axis)
-    if (dims or x.ndim == 0) and bool(_statistical.any(all_nan)):  # (NumPy: a 0-d NaN is an all-NaN slice too)
+    # (NumPy: a 0-d NaN is an all-NaN slice too; a meta mesh has no values: taken as none)
+    if (dims or x.ndim == 0) and truth(_statistical.any(all_nan), False):
         raise DimensionError(
             f"{what}: an all-NaN slice has no {what[3:]} (as in NumPy, 'All-NaN slice encountered'); "
             f"array of shape {x.shape}, axis {axis!r}. Fill NaN first: xp.where(xp.isnan(x), value, x)"

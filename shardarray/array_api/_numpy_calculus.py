@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..backend.meta import truth
 from ..errors import ArgumentError, DimensionError
 from ._align import axis_dim
 from ._array import Array
@@ -34,16 +35,24 @@ def _column(c: Array, ndim: int, k: int) -> Array:
 
 
 def _spacing(h: Any, n: int, device: Any, what: str) -> Array | float:
-    """A scalar spacing, or the differences of coordinates of length ``n`` (an array)."""
+    """A scalar spacing, or the differences of coordinates of length ``n`` (an array; one 0-d array where they are
+    all equal, NumPy's uniform formula). Host coordinates are differenced and compared on the host (no traffic);
+    an array's differences take one allreduce of a bool to compare, and on a meta mesh (no values) they are
+    taken as unequal: the general formula's traffic."""
     if isinstance(h, numbers.Real) and not isinstance(h, bool):
         return float(h)
+    if not isinstance(h, Array):
+        hc = np.asarray(h, dtype=np.float64)
+        if hc.ndim == 1 and hc.shape[0] == n:
+            dh = np.diff(hc)
+            return asarray(dh[0] if bool(np.all(dh == dh[0])) else dh, device=device)
     c = h if isinstance(h, Array) else asarray(np.asarray(h, dtype=np.float64), device=device)
     if c.ndim == 0:
         return c
     if c.ndim != 1 or c.shape[0] != n:
         raise DimensionError(f"{what}: a coordinate array must be 1-D with the axis' length {n}; got shape {c.shape}")
     dx: Array = diff(c.astype("float64") if c.dtype.kind in "biu" else c)
-    if bool(_all(dx == dx[0])):  # (NumPy: equal steps take the uniform formula)
+    if truth(_all(dx == dx[0]), False):  # (NumPy: equal steps take the uniform formula; meta: the general one)
         return dx[0]
     return dx
 
@@ -86,7 +95,9 @@ def gradient(f: Array, /, *varargs: Any, axis: int | tuple[int, ...] | None = No
     ``varargs``: nothing (spacing 1), one spacing for every axis, or one per axis, each a scalar or the axis'
     coordinates (a 1-D array of its length: host data or an array of the namespace). ``edge_order`` 1 or 2 at the
     ends. One array for one axis, else a tuple, as NumPy; integers give float64. Collectives: along a split axis,
-    the slices' ``alltoallv`` (at most a block each) and the ``concat``'s. Differentiable.
+    the slices' ``alltoallv`` (at most a block each) and the ``concat``'s; coordinates given as an array also one
+    allreduce of a bool (are their steps equal: NumPy's uniform formula then; a meta mesh, without values, prices
+    the general one). Differentiable.
 
     Example:
         >>> import shardarray.array_api as xp

@@ -22,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray, as_kind
+from ..backend.meta import truth
 from ..core.common import common_mesh
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as named_asarray
@@ -192,14 +193,20 @@ def bincount(x: Array, /, weights: Any = None, minlength: int = 0) -> Array:
 # ------------------------------------------------------------------------------------------------ digitize
 
 
-def _monotonic(b: Array) -> int:
-    """1 for a non-decreasing ``b``, -1 for a non-increasing one, else 0 (NumPy's ``_monotonicity``)."""
+def _monotonic(bins: Any, b: Array) -> int:
+    """1 for non-decreasing bins, -1 for non-increasing ones, else 0 (NumPy's ``_monotonicity``: comparisons of
+    neighbours, so unsigned bins cannot wrap around). Host bins are checked on the host (``b`` is their
+    replicated copy: no traffic either way), an array by a scalar allreduce or two. On a meta mesh (no values)
+    array bins are taken as increasing after the first allreduce: the traffic of increasing bins (decreasing
+    ones add an allreduce of a bool and a local flip)."""
     if b.shape[0] < 2:
         return 1
-    d = b[1:] - b[:-1] if b.dtype.kind != "b" else b[1:].astype("int8") - b[:-1].astype("int8")
-    if bool(_all(d >= 0)):
+    if not isinstance(bins, ShardArray):
+        h = np.asarray(bins)
+        return 1 if bool(np.all(h[1:] >= h[:-1])) else -1 if bool(np.all(h[1:] <= h[:-1])) else 0
+    if truth(_all(greater_equal(b[1:], b[:-1])), True):
         return 1
-    return -1 if bool(_all(d <= 0)) else 0
+    return -1 if bool(_all(less_equal(b[1:], b[:-1]))) else 0
 
 
 def digitize(x: Any, bins: Any, right: bool = False) -> Array:
@@ -207,8 +214,9 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Array:
 
     ``bins``: 1-D and monotonic (increasing: ``bins[i-1] <= x < bins[i]`` gives ``i``, or ``<`` then ``<=`` with
     ``right=True``; decreasing alike), host data or an array. int64, ``x``'s shape. Collectives: none for host
-    bins (replicated, searched locally); an array of bins costs two scalar allreduces (its monotonicity) and
-    ``searchsorted``'s (by the bins' layout). Not differentiable (integer results).
+    bins (replicated, searched locally); an array of bins costs one or two scalar allreduces (its monotonicity)
+    and ``searchsorted``'s (by the bins' layout). On a meta mesh array bins are priced as increasing. Not
+    differentiable (integer results).
 
     Raises:
         ArgumentError: ``bins`` is not monotonic.
@@ -227,7 +235,7 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Array:
         raise DTypeError(f"digitize: x and bins must be real; got {x.dtype} and {b.dtype}. Use xp.real(...)")
     if b.ndim != 1:
         raise DimensionError(f"digitize: bins must be 1-D; got shape {b.shape}")
-    mono = _monotonic(b)
+    mono = _monotonic(bins, b)
     if mono == 0:
         raise ArgumentError("digitize: bins must be monotonically increasing or decreasing")
     side = "left" if right else "right"
@@ -241,7 +249,9 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Array:
 
 def _outer_edges(a: Array, range: Any) -> tuple[Any, Any, Any]:
     """NumPy's ``_get_outer_edges``: the range, or the data's min and max (an allreduce each), widened by 0.5 when
-    equal; and those min and max as arrays (None for a range or no data)."""
+    equal; and those min and max as arrays (None for a range or no data). On a meta mesh the data's min and max
+    are stand-ins 0 and 1 of its dtype (the edges' number and dtype, and so every shape and collective after
+    them, do not depend on their values)."""
     extremes = None
     if range is not None:
         try:
@@ -256,6 +266,8 @@ def _outer_edges(a: Array, range: Any) -> tuple[Any, Any, Any]:
         first, last = 0, 1
     else:
         extremes = (_min(a), _max(a))
+        if not a.mesh.backend.has_data:  # meta: the edges' values are unknown, their number and dtype are not
+            return np.zeros((), a.dtype)[()], np.ones((), a.dtype)[()], extremes
         first = np.asarray(stop_gradient(extremes[0]).numpy())[()]
         last = np.asarray(stop_gradient(extremes[1]).numpy())[()]
         if not (np.isfinite(first) and np.isfinite(last)):
@@ -291,7 +303,9 @@ def _edges(a: Array, bins: Any, range: Any) -> tuple[np.ndarray | Array, Any]:
 
 
 def _any_true(d: Any) -> Any:
-    return np.any(d) if isinstance(d, np.ndarray) else bool(_sum(d.astype("int64")) > 0)
+    """Whether any entry of the bool ``d`` (host data, or an array: one allreduce) is true; False on a meta mesh
+    (no values: the edges are taken as valid)."""
+    return np.any(d) if isinstance(d, np.ndarray) else truth(_sum(d.astype("int64")) > 0, False)
 
 
 def _moving_edges(edges: Array, lo: Array, hi: Array) -> Array:
@@ -314,8 +328,10 @@ def histogram(
     increasing edges (host data or an array); each bin is half-open ``[e_i, e_i+1)`` but the last, which is closed.
     ``hist``: int64 counts, or the sums of ``weights`` (``a``'s shape) in their dtype; ``density=True`` divides
     by the total and the bin widths (float64). Collectives: the edges are searched locally (replicated), each
-    device counts its block (one-hot sums) and one allreduce of the bins completes the counts. Differentiable in
-    ``weights`` and, for computed edges, ``bin_edges`` in the data's min and max.
+    device counts its block (one-hot sums) and one allreduce of the bins completes the counts; an array of edges
+    is checked increasing by one scalar allreduce. None of it depends on the values: a meta mesh answers the
+    shapes and logs the same collectives (its edges' values unknown). Differentiable in ``weights`` and, for
+    computed edges, ``bin_edges`` in the data's min and max.
 
     Raises:
         ArgumentError: bins not positive or not increasing, an estimator name, a bad or non-finite range.
@@ -537,9 +553,14 @@ def _scalar(v: Any, dtype: np.dtype, what: str) -> Any:
 
 
 def _fraction(q: Any, what: str) -> Any:
-    """NumPy's ``q / 100`` (a Python number stays weak: float32 data keeps float32), checked in ``[0, 100]``."""
+    """NumPy's ``q / 100`` (a Python number stays weak: float32 data keeps float32), checked in ``[0, 100]``.
+
+    ``q`` given as an array is read to the host (a few numbers); on a meta mesh (no values) it stands as
+    medians (50) of its shape and dtype: the result's shapes do not depend on the values, its traffic is priced
+    for interior percentiles."""
     if isinstance(q, ShardArray):
-        q = q.numpy()  # the percentiles asked for: a few numbers
+        has = q.mesh.backend.has_data
+        q = q.numpy() if has else np.full(q.shape, 50, np.float32 if q.dtype.name == "bfloat16" else q.dtype)
     weak = type(q) in (int, float)
     try:
         f = np.true_divide(q, 100)

@@ -5,7 +5,7 @@
 
 Each takes NumPy's arguments and gives NumPy's result (the dtypes of NumPy's ufunc loops: ``cbrt`` of integers is
 float64, ``frexp``'s exponent int32), composed of the namespace's own elementwise functions, whose collectives and
-gradients it inherits: all are local but ``gcd``/``lcm`` (one allreduce of a bool per Euclid step) and
+gradients it inherits (``gcd``/``lcm`` are the array module's ufuncs on each block): all are local but
 ``real_if_close`` (one allreduce and a host read); none gathers a split axis. ``np.fmod``, ``np.divmod``, ... (ufuncs,
 ``__array_ufunc__``) and ``np.fix``, ``np.angle``, ... (``__array_function__``) dispatch here by name. float16 and
 float32 are computed in float64 where rounding or CuPy's flush-to-zero of float32 subnormals would differ from NumPy.
@@ -19,8 +19,10 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
+from ..core.tape import nondifferentiable
 from ..errors import DTypeError
 from ..ops.elementwise import math_binary as mb
+from ..ops.elementwise.arithmetic import apply
 from ._align import no_out
 from ._array import Array, elementwise
 from ._creation import asarray, zeros_like
@@ -31,7 +33,6 @@ from ._elementwise import (
     copysign,
     exp,
     floor,
-    floor_divide,
     greater,
     imag,
     isfinite,
@@ -52,11 +53,9 @@ from ._elementwise import (
     trunc,
 )
 from ._elementwise import where as _where
-from ._manipulation import broadcast_arrays
 from ._numpy_math import _loop_dtype
 from ._statistical import _check
 from ._statistical import all as _all
-from ._statistical import any as _any
 
 __all__ = [
     "angle",
@@ -360,14 +359,31 @@ def _ldexp(x: Array, e: Array) -> Array:
 
 # ------------------------------------------------------------------------------------------- integers
 
-_EUCLID_STEPS = 95  # (Euclid's algorithm takes at most ~93 steps on 64-bit integers: Fibonacci's bound)
+
+def _gcd_block(xp: Any, a: Any, b: Any) -> Any:
+    return xp.gcd(a, b)
+
+
+def _lcm_block(xp: Any, a: Any, b: Any) -> Any:
+    return xp.lcm(a, b)
+
+
+@nondifferentiable("gcd")
+def _gcd(a: ShardArray, b: ShardArray) -> ShardArray:
+    return apply("gcd", _gcd_block, (a, b), domain="integer")
+
+
+@nondifferentiable("lcm")
+def _lcm(a: ShardArray, b: ShardArray) -> ShardArray:
+    return apply("lcm", _lcm_block, (a, b), domain="integer")
 
 
 def gcd(x1: Any, x2: Any, /) -> Array:
     """The greatest common divisor of ``|x1|`` and ``|x2|`` (``gcd(0, 0) = 0``), as ``np.gcd`` (integers only).
 
-    Euclid's algorithm elementwise (``remainder``); after each step one allreduce of a bool (``any``) and a host
-    read end the loop once every element is done (at most ~93 steps on 64-bit integers). Integer result: not
+    The array module's ``gcd`` on each block (NumPy's or CuPy's ufunc): no communication beyond aligning the
+    operands' layouts, and none that depends on the values (an earlier elementwise Euclid's algorithm read
+    one flag per step, so its traffic grew with the data and a meta mesh could not run it). Integer result: not
     differentiable.
 
     Example:
@@ -377,24 +393,14 @@ def gcd(x1: Any, x2: Any, /) -> Array:
         array([4, 2, 8, 1])
     """
     a, b = _binary(x1, x2, np.gcd, "gcd")
-    return _gcd(a, b)
-
-
-def _gcd(a: Array, b: Array) -> Array:
-    a, b = broadcast_arrays(abs(a), abs(b))
-    for _ in range(_EUCLID_STEPS):
-        live = not_equal(b, 0)
-        if not bool(_any(live)):
-            break
-        r = remainder(a, where(live, b, 1))
-        a, b = where(live, b, a), where(live, r, 0)
-    return a
+    return elementwise(_gcd, a, b, what="gcd")
 
 
 def lcm(x1: Any, x2: Any, /) -> Array:
     """The least common multiple of ``|x1|`` and ``|x2|`` (0 where either is 0), as ``np.lcm`` (integers only).
 
-    ``|x1| // gcd * |x2|`` (``gcd``'s collectives). Integer result: not differentiable.
+    The array module's ``lcm`` on each block, as ``gcd``: no communication beyond aligning layouts. Integer
+    result: not differentiable.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -403,8 +409,7 @@ def lcm(x1: Any, x2: Any, /) -> Array:
         array([12,  6,  0])
     """
     a, b = _binary(x1, x2, np.lcm, "lcm")
-    g = _gcd(a, b)
-    return abs(floor_divide(a, where(g == 0, 1, g)) * b)
+    return elementwise(_lcm, a, b, what="lcm")
 
 
 # ------------------------------------------------------------------------------------------- rounding, angles

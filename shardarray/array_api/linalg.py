@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import linalg as L
 from ..array import ShardArray
+from ..backend.meta import truth
 from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError, LinAlgError, MatrixShapeError
 from ..linalg.dense import inv_or_nan
@@ -320,7 +321,8 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
     ``rcond = eps * max(M, N)``, ``rcond=-1`` machine precision); ``residuals`` the squared 2-norms of the columns of
     ``b - a x`` where ``rank == N < M`` (shape ``(K,)``, ``(1,)`` for a 1-D ``b``), else empty, as NumPy's; ``rank``
     and ``s`` as ``matrix_rank`` and ``svdvals``. ``a`` is one (M, N) matrix and ``b`` (M,) or (M, K), as in NumPy.
-    The rank is read on the host (the residuals' shape depends on it); ``a`` holding NaN or inf raises
+    The rank is read on the host (the residuals' shape depends on it; a meta mesh, without values, takes ``a`` as
+    of full rank and finite, the shapes and traffic of a well-posed problem); ``a`` holding NaN or inf raises
     ``LinAlgError`` ("SVD did not converge in Linear Least Squares"), as NumPy's does where its LAPACK returns.
     Collectives: the SVDs' (TSQR on a row-split tall ``a``) and the products' (allreduces over a split M).
 
@@ -347,7 +349,7 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
     m, n = a.shape
     rtol = float(np.finfo(np.dtype(dt)).eps) if rcond == -1 else rcond
     s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.finfo(dt).dtype, device=a.mesh)
-    if m and n and bool(xp.any(xp.isnan(s))):  # (a holds inf: NaN singular values; NaN raised in svdvals)
+    if m and n and truth(xp.any(xp.isnan(s)), False):  # (a holds inf: NaN singular values; NaN raised in svdvals)
         raise LinAlgError(
             f"linalg.lstsq: SVD did not converge in Linear Least Squares (a of shape {a.shape} holds inf), as "
             f"NumPy's lstsq raises"
@@ -358,7 +360,7 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
         if m and n
         else xp.asarray(np.int32(0), device=a.mesh)
     )
-    if int(rank) == n and m > n:
+    if m > n and truth(rank == n, True):  # (meta: full rank, the residuals' shape for a well-posed problem)
         r = b - matmul(a, x)
         res = xp.sum(xp.abs(r) ** 2 if dt.kind == "c" else r * r, axis=0)
         res = xp.reshape(res, (1,)) if b.ndim == 1 else res

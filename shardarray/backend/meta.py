@@ -10,7 +10,9 @@ comparisons elementwise) without allocating an array of its size; a value of
 it (``bool``, ``float``, a boolean mask's count) raises ``BackendError``
 naming the op the user called, never a guess.
 Decisions that depend on the data take their data-free branch on meta (a split
-positive-definite matrix is priced by the replicated path: ``linalg.spd``).
+positive-definite matrix is priced by the replicated path: ``linalg.spd``); a
+check of the input read to the host (``truth``) is skipped after the
+collectives that compute it, which are logged as on real shards.
 """
 
 from __future__ import annotations
@@ -59,6 +61,26 @@ def _needs_values(what: str) -> BackendError:
         f"{op + ': ' if op else ''}{what}, but the meta backend holds shapes and dtypes only (the result depends on "
         f"the data); run it on a mesh with backend='numpy' (or 'cupy')"
     )
+
+
+def truth(flag: Any, assumed: bool) -> bool:
+    """``bool(flag)`` of a 0-d array (a check of the input, a branch on the data); ``assumed`` on a mesh without
+    data (``backend="meta"``).
+
+    The collectives that computed ``flag`` have run, and are logged, on every backend; only the host read is
+    skipped on meta, which takes the branch of ``assumed``: the one valid input takes (no error raised), or the
+    branch the caller documents as the planner's model (e.g. increasing bins, full rank). The result's shapes
+    never depend on it, or the caller says so.
+
+    Example:
+        >>> m = sa.Mesh({"row": 2}, backend="meta")
+        >>> truth(sa.any(sa.zeros(m, {"i": 4}, dtype="bool"), "i"), False)
+        False
+    """
+    mesh = getattr(flag, "mesh", None)
+    if mesh is not None and not mesh.backend.has_data:
+        return assumed
+    return bool(flag)
 
 
 class NoMetaFunction(BackendError, AttributeError):

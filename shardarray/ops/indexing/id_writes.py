@@ -18,6 +18,9 @@ other axes (``x`` replicated there, so every replica needs every write, or
 axes of ``x``'s other dims) they are allgathered over those axes first, with
 a ``GatherWarning`` naming the bytes (``route.warn_gather``). Not differentiable: writing into an
 array being recorded raises ``TapeError``.
+
+On a meta mesh (no values) the same alltoallvs run, in the same order and dtypes, with sizes modeled for ids
+spread uniformly over ``x``'s rows (``_modeled``); the counts' alltoallv is exact.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...array import ShardArray
+from ...backend.meta import MetaArray
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
@@ -105,10 +109,13 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
             "the values like the indices and x's other dims to avoid it",
             "the value",
         )
-    if not backend.has_data or coords[0].size == 0:
+    if coords[0].size == 0:
         return
     spare = tuple(a for a in group if a not in coords[0].spec.used_axes)
     reps = mesh.axes_size(spare)
+    if not backend.has_data:
+        _modeled(x, pos, group, coords[0], spare, mode, None if scalar else v)
+        return
     cbounds = block_bounds(mesh, coords[0].spec)
     owner: list[Any] = [None] * mesh.size
     rows: list[Any] = [None] * mesh.size
@@ -161,6 +168,63 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
     x.shards = tuple(out)
     x.host_range = None
     x._resolved = None
+
+
+def _modeled(
+    x: ShardArray,
+    pos: tuple[int, ...],
+    group: tuple[str, ...],
+    ids: ShardArray,
+    spare: tuple[str, ...],
+    mode: str,
+    v: Any,
+) -> None:
+    """The routing of ``write_at`` on a meta mesh (no values): the real path's alltoallvs, in its order and dtypes,
+    with modeled sizes.
+
+    How many entries go to each owner depends on the ids' values; the model takes them uniform over ``x``'s rows:
+    each device sends its share of its index block (``1/reps`` of it where replicas split the work) to the members
+    of its group in proportion to the rows each member owns (an owner of an empty block gets nothing). Skewed ids
+    (all in one block) send more to one owner; the model is the typical cost, not a bound.
+    """
+    mesh = x.mesh
+    p = mesh.axes_size(group)
+    if p == 1:
+        return
+    bounds = block_bounds(mesh, x.spec)
+    reps = mesh.axes_size(spare)
+    total = math.prod(x.shape[i] for i in pos)
+    counts: list[Any] = [None] * mesh.size
+    sizes: list[list[int]] = [[] for _ in range(mesh.size)]
+    for g in mesh.groups(group):
+        rows = [math.prod(bounds[m][i][1] - bounds[m][i][0] for i in pos) for m in g]
+        cum = [sum(rows[:i]) for i in range(p + 1)]
+        for d in g:
+            if ids.shards[d] is None:
+                continue
+            k = int(ids.shards[d].size)
+            if reps > 1:
+                share = 0
+                for a in spare:
+                    share = share * mesh.axis_size(a) + mesh.coords(d)[a]
+                k = len(range(share, k, reps))
+            sizes[d] = [k * cum[i + 1] // max(total, 1) - k * cum[i] // max(total, 1) for i in range(p)]
+            counts[d] = [MetaArray((1,), np.int64) for _ in range(p)]
+    mesh.comm.alltoallv(counts, group, 0)
+    held = [d for d in range(mesh.size) if counts[d] is not None]
+
+    def send(shape: tuple[int, ...], dtype: Any) -> None:
+        pieces: list[Any] = [None] * mesh.size
+        for d in held:
+            pieces[d] = [MetaArray((c, *shape), dtype) for c in sizes[d]]
+        mesh.comm.alltoallv(pieces, group, 0)
+
+    send((), np.int64)  # the rows in the owners' blocks
+    if mode == "set":
+        send((), np.int64)  # the global positions (the last write wins)
+    if v is not None:
+        vb = next(b for b in v.shards if b is not None)
+        send((math.prod(vb.shape[ids.ndim :]),), x.dtype)
 
 
 __all__ = ["write_at"]

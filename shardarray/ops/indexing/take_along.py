@@ -12,6 +12,10 @@ rows returned by a **reduce-scatter** over them (one per axis): either way the r
 split like the ids. The VJP is
 ``take``'s: a scatter-add of the cotangent into each device's block of ``x``
 (no communication beyond bringing the cotangent to the ids' layout).
+
+On a meta mesh the result and the collectives are those of NumPy shards, except for ids split over ``dim``'s
+axes with at least ``take.ROUTE_MIN_IDS`` a device: ``take`` routes those only on shards with data (the
+owners' counts are read), so meta logs the allgather and reduce-scatter path instead of the routed alltoallvs.
 """
 
 from __future__ import annotations

@@ -50,6 +50,15 @@ Traffic per device: about ``m`` entries in each alltoallv plus ``3(p - 1) + 1``
 int64 in the allgathers. Regular sampling bounds every bucket by about
 ``2 m`` (Shi & Schaeffer 1992); ``LAST_PEAK`` holds the largest bucket of the
 last call in units of ``ceil(n / p)`` so tests can check it.
+
+On a meta mesh (``backend="meta"``: shapes only) the same four collectives are issued, in the same order, with
+the same dtypes and the same sizes where they do not depend on the values (both allgathers). The two alltoallvs'
+sizes do depend on them; meta logs the planner's model of data in random order (``_modeled``): every device cuts
+its block into ``p`` equal pieces (sizes differing by at most one, the expected cuts of random data: regular
+sampling puts the splitters near the global ``p``-quantiles), so bucket ``i`` receives the ``i``-th piece of every
+block; the rebalancing then moves the buckets into the canonical blocks exactly as the real path does for those
+lengths. Sorted or constant data send less (down to nothing beyond neighbours' overlaps), skewed data up to the
+``2 m`` bound: the model is the typical cost, not a bound.
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ...backend.meta import MetaArray
 from ...chunks import group_chunk
 from ...comm.parallel import run_all, usable
 from ...mesh import Mesh
@@ -216,6 +226,8 @@ def sample_sort(
         >>> [mesh.backend.to_numpy(b).tolist() for b in sample_sort(mesh, ("row", "col"), blocks, 6)]
         [[0.0, 1.0], [2.0], [3.0, 4.0], [5.0]]
     """
+    if not mesh.backend.has_data:
+        return _modeled(mesh, axes, blocks, n, payload, dtype, keep)
     xp, scope = mesh.backend.xp, mesh.backend.scope
     groups = mesh.groups(axes)
     p = len(groups[0])
@@ -315,6 +327,63 @@ def sample_sort(
         return keys, r[:, w] if pdtype is None else from_words(xp, r[:, w:], pdtype)
 
     return _once(mesh, [None if r is None else id(r) for r in out], unpack)
+
+
+def _modeled(
+    mesh: Mesh, axes: tuple[str, ...], blocks: Sequence[Any], n: int, payload: Any, dtype: Any, keep: bool
+) -> list[Any]:
+    """``sample_sort`` on meta blocks: the real path's collectives, its value-dependent sizes modeled (module
+    docstring: every block cut into ``p`` equal pieces); the result blocks are the canonical ones."""
+    groups = mesh.groups(axes)
+    p = len(groups[0])
+    radix = [mesh.axis_size(a) for a in axes]
+    held = [b for b in blocks if b is not None]
+    dtype = np.dtype(dtype if dtype is not None else held[0].dtype)
+    cols = held[0].shape[1] if held[0].ndim == 2 else None
+    row = () if cols is None else (cols,)
+    kw = width(key_dtype(dtype)) * (1 if cols is None else cols)  # int64 words of a key
+    pdtype = None
+    if payload is not None and not isinstance(payload, str):
+        pdtype = np.dtype(next(b for b in payload if b is not None).dtype)
+    pw = 0 if payload is None else 1 if pdtype is None else width(pdtype)
+    member_of: dict[int, int] = {d: j for g in groups for j, d in enumerate(g)}
+    # 2. samples: (member, position, value words) rows
+    mesh.comm.allgather([None if b is None else MetaArray((p - 1, 2 + kw), np.int64) for b in blocks], axes, 0)
+
+    # 3. the buckets: keys alone, or (key, payload) words
+    def piece(k: int) -> MetaArray:
+        return MetaArray((k, *row), dtype) if payload is None else MetaArray((k, kw + pw), np.int64)
+
+    def cuts(m: int) -> list[MetaArray]:
+        return [piece(m * (i + 1) // p - m * i // p) for i in range(p)]
+
+    recv = mesh.comm.alltoallv([None if b is None else cuts(b.shape[0]) for b in blocks], axes, 0)
+    # 5. the bucket lengths
+    mesh.comm.allgather([None if r is None else MetaArray((1,), np.int64) for r in recv], axes, 0)
+    length = {d: r.shape[0] for d, r in enumerate(recv) if r is not None}
+    block = -(-n // p) if p else 0
+    peak = max(length.values(), default=0)
+    LAST_PEAK.update(elements=peak, block=block, ratio=float(peak) / max(block, 1))
+    # 6. rebalance into the canonical blocks
+    out_bounds = [group_chunk(0, n, radix, i) for i in range(p)]
+
+    def bucket(k: int) -> MetaArray:  # (what travels: the (key, payload) words, the keys, or the payload)
+        if keep:
+            return MetaArray((k, kw + pw), np.int64)
+        return MetaArray((k, *row), dtype) if payload is None else MetaArray((k,), pdtype or np.int64)
+
+    group_of = {d: g for g in groups for d in g}
+    send: list[Any] = [None] * mesh.size
+    for d in length:
+        g = group_of[d]
+        lo = sum(length[e] for e in g[: member_of[d]])
+        hi = lo + length[d]
+        send[d] = [bucket(max(0, min(hi, ohi) - max(lo, olo))) for olo, ohi in out_bounds]
+    out = list(mesh.comm.alltoallv(send, axes, 0))
+    if not keep:
+        return out
+    pay = np.dtype(np.int64) if pdtype is None else pdtype
+    return [None if r is None else (MetaArray((r.shape[0], *row), dtype), MetaArray((r.shape[0],), pay)) for r in out]
 
 
 __all__ = [
