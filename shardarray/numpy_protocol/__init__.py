@@ -12,7 +12,8 @@
   ``positional_compose``, ``positional_select``, ``positional_linalg`` (``np.linalg``'s own
   arguments: ``rcond``, ``hermitian``, ``tol``, ``UPLO``, ``mode='r'``), ``ndarray_views`` (``np.put``; NumPy's
   ``x.view``); ufuncs and their
-  ``reduce``/``accumulate``/``outer``: ``positional_ufuncs``.
+  ``reduce``/``accumulate``/``outer``: ``positional_ufuncs``; the products (bools, ``np.matvec``/``np.vecmat``,
+  the gufuncs' ``axes=``): ``positional_products``.
 * **named** ShardArrays: a table of NumPy functions mapped to ``sa`` functions,
   axis ``k`` being ``x.dims[k]`` (``named_functions``, ``named_ufuncs``).
 
@@ -42,7 +43,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import OPS
-from . import ndarray_views, positional_functions, positional_linalg, positional_select, positional_ufuncs
+from . import (
+    ndarray_views,
+    positional_functions,
+    positional_linalg,
+    positional_products,
+    positional_select,
+    positional_ufuncs,
+)
 from .common import HOOKS, UFUNC_ALIASES
 from .named_functions import FUNCTIONS, KWARG_NAMES, Entry, array_function
 from .named_ufuncs import UFUNC_ACCUMULATIONS, UFUNC_OPERATORS, UFUNC_REDUCTIONS, array_ufunc
@@ -82,6 +90,7 @@ __all__ = [
     "ndarray_views",
     "positional_functions",
     "positional_linalg",
+    "positional_products",
     "positional_select",
     "positional_ufuncs",
     "round_array",

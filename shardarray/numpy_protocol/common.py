@@ -107,13 +107,13 @@ def loop_key(value: Any) -> Any:
     return next((t for t in (int, float, complex) if isinstance(value, t)), value)
 
 
-def dtype_loop(ufunc: np.ufunc, args: list[Any], dtype: Any) -> tuple[np.dtype, ...]:
-    """The input dtypes of the loop NumPy runs for ``ufunc(*args, dtype=dtype)``.
+def dtype_loop(ufunc: np.ufunc, args: list[Any], dtype: Any, casting: str = "same_kind") -> tuple[np.dtype, ...]:
+    """The input dtypes of the loop NumPy runs for ``ufunc(*args, dtype=dtype, casting=casting)``.
 
     ``dtype=`` fixes the loop's output dtype, as NumPy's ``signature=(None, ..., dtype)`` does, and the operands
-    are cast to the loop's inputs under ``same_kind`` casting: ``np.add(f64, f64, dtype=float32)`` adds in
-    float32, ``np.less(f64, f64, dtype=bool)`` compares the float64 values, ``np.add(f64, f64, dtype=int8)`` is
-    refused.
+    are cast to the loop's inputs under ``casting`` (NumPy's default ``same_kind``): ``np.add(f64, f64,
+    dtype=float32)`` adds in float32, ``np.less(f64, f64, dtype=bool)`` compares the float64 values,
+    ``np.add(f64, f64, dtype=int8)`` is refused (allowed with ``casting='unsafe'``).
 
     Raises:
         DTypeError: NumPy has no such loop for these operands (NumPy's TypeError).
@@ -121,7 +121,9 @@ def dtype_loop(ufunc: np.ufunc, args: list[Any], dtype: Any) -> tuple[np.dtype, 
     keys = (*map(loop_key, args), *(None,) * ufunc.nout)
     try:
         sig = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
-        loop = ufunc.resolve_dtypes(keys, signature=sig, casting="same_kind")
+        loop = ufunc.resolve_dtypes(keys, signature=sig, casting=casting)  # type: ignore[arg-type]
     except (TypeError, ValueError) as e:
-        raise DTypeError(f"np.{ufunc.__name__}: dtype={np.dtype(dtype)} does not fit these operands: {e}") from None
+        raise DTypeError(
+            f"np.{ufunc.__name__}: dtype={np.dtype(dtype)} does not fit these operands under casting={casting!r}: {e}"
+        ) from None
     return tuple(loop[: ufunc.nin])

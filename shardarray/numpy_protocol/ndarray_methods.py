@@ -39,7 +39,7 @@ from .positional_args import refuse, signature
 FUNCTION_METHODS: tuple[str, ...] = (
     *("argmax", "argmin", "max", "min", "sum", "mean", "prod", "std", "var", "all", "any", "cumsum", "cumprod"),
     *("clip", "round", "repeat", "take", "nonzero", "searchsorted", "diagonal", "trace", "swapaxes", "argsort"),
-    *("dot", "ravel", "squeeze", "copy", "conj", "conjugate"),
+    *("dot", "ravel", "squeeze", "copy", "conj", "conjugate", "choose"),
 )
 
 #: methods that return the array itself for a real dtype, as NumPy's do
@@ -102,8 +102,10 @@ def astype(
     self: ShardArray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
 ) -> Any:
     """NumPy's ``x.astype(dtype)``: a cast copy (``copy=False`` returns the array itself when the dtype matches);
-    a cast that ``casting`` forbids (``"safe"``, ``"same_kind"``, ...) raises ``DTypeError``, as NumPy's TypeError."""
-    if order not in ("K", "C", "A"):
+    a cast that ``casting`` forbids (``"safe"``, ``"same_kind"``, ...) raises ``DTypeError``, as NumPy's TypeError.
+    ``order`` is NumPy's memory order of the copy, which a distributed array does not have: any of NumPy's values
+    (``"K"``, ``"C"``, ``"A"``, ``"F"``) gives the same values, as in NumPy."""
+    if order not in ("K", "C", "A", "F"):
         raise refuse("x.astype", "order", order)
     dtype = as_dtype(dtype)  # (a name NumPy does not know: sa's DTypeError)
     if not np.can_cast(self.dtype, dtype, casting):  # type: ignore[arg-type]

@@ -145,14 +145,25 @@ def axes_of(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def write_out(out: Any, result: Any, what: str) -> Any:
+def write_out(out: Any, result: Any, what: str, casting: str = "same_kind") -> Any:
     """NumPy's ``out=``: ``result`` written in place into the positional array ``out``, which is returned.
 
-    None (or ``(None,)``) returns ``result``. ``out`` must be a ShardArray of the
-    result's shape on its mesh, and the result's dtype must cast to ``out``'s under
-    ``same_kind`` (NumPy's rule); a NumPy array is refused (a ``DTypeError``, a
-    TypeError as NumPy raises for an ``out`` it cannot use).
+    None (or a tuple of Nones) returns ``result``. ``out`` must be a ShardArray of the result's shape on its
+    mesh, and the result's dtype must cast to ``out``'s under ``casting`` (NumPy's ``same_kind`` by default); a
+    NumPy array is refused (a ``DTypeError``, a TypeError as NumPy raises for an ``out`` it cannot use). A tuple
+    ``result`` (``np.divmod``, ``np.modf``: a ufunc of several outputs) takes a tuple ``out`` of one entry per
+    output, each an array or None (that output is returned as computed), as NumPy's.
     """
+    if out is None or (isinstance(out, tuple) and all(o is None for o in out)):
+        return result  # (a named tuple stays one: np.linalg.qr(x).Q)
+    if isinstance(result, tuple):
+        outs = out if isinstance(out, tuple) else None
+        if outs is None or len(outs) != len(result):
+            raise DTypeError(  # (NumPy's TypeError: 'out' must be a tuple of arrays / ValueError for its length)
+                f"{what}: out= must be a tuple of {len(result)} entries (arrays or None), one per output; got "
+                f"{short(out)}"
+            )
+        return tuple(write_out(o, r, what, casting) for o, r in zip(outs, result))
     if isinstance(out, tuple):
         if len(out) != 1:
             raise ArgumentError(f"{what}: out= must hold one array for a function with one result; got {len(out)}")
@@ -169,10 +180,11 @@ def write_out(out: Any, result: Any, what: str) -> Any:
     dtype = result.dtype if isinstance(result, ShardArray) else np.result_type(result)
     if out.shape != shape:
         raise DimensionError(f"{what}: out= has shape {out.shape}, the result has shape {shape}")
-    if not np.can_cast(dtype, out.dtype, "same_kind"):
+    if not np.can_cast(dtype, out.dtype, casting):  # type: ignore[arg-type]
         raise DTypeError(
             f"{what}: the result's dtype {dtype} cannot be written into out= of dtype {out.dtype} under NumPy's "
-            f"same_kind casting; cast explicitly (xp.astype) or give an out of dtype {dtype}"
+            f"{casting} casting; cast explicitly (xp.astype) or give an out of dtype {dtype}"
+            + (" (or casting='unsafe')" if casting != "unsafe" else "")
         )
     if isinstance(result, ShardArray) and result.mesh != out.mesh:
         raise MeshError(

@@ -9,9 +9,11 @@ for distributed arrays, the choice is an experienced NumPy user's:
   bool as NumPy does: the one value read is a replicated 0-d reduction, not a
   gather of the arrays;
 * ``np.shape``, ``np.ndim`` and ``np.size`` read metadata only;
-* ``np.dot`` of arrays of at most 2 dims is ``xp.matmul``, above that
-  ``xp.tensordot`` over (last axis of ``a``, second-to-last of ``b``), NumPy's
-  definition;
+* ``np.dot`` of arrays of at most 2 dims is ``matmul``, above that
+  ``tensordot`` over (last axis of ``a``, second-to-last of ``b``), NumPy's
+  definition (``positional_dots``, with the other products, ``np.einsum`` and
+  ``np.choose``: bools as NumPy's, registered here);
+* ``np.round`` of bools is NumPy's float16 (``decimals=0``);
 * ``np.unique`` (no ``axis``) is ``xp.unique_values``/``xp.unique_all``: sorted
   values, the NaNs merged into one as NumPy's default ``equal_nan=True`` does
   (counts summed, the first index, the inverse of every NaN pointing at it;
@@ -39,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import numbers
@@ -57,7 +58,6 @@ from ..ops.creation.basic import asarray as from_host
 from ..ops.manipulation.structure import rename
 from ..ops.sorting.unique import unique as _unique_op
 from .common import mixing_error, short
-from .named_functions import einsum_by_letters
 from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, write_out
 from .positional_ufuncs import scalar_operand
 
@@ -406,60 +406,6 @@ def _flipud(xp: Any, what: str, m: Any) -> Any:
     return xp.flip(m, axis=_need(1, 0, "flipud")(m))
 
 
-# ------------------------------------------------------------------ products
-
-
-@composed("dot")
-def _dot(xp: Any, what: str, a: Any, b: Any, out: Any = None) -> Any:
-    x, y = _arrays(xp, what, [a, b])
-    if x.ndim == 0 or y.ndim == 0:
-        result = xp.multiply(x, y)
-    elif x.ndim <= 2 and y.ndim <= 2:
-        result = xp.matmul(x, y)
-    else:
-        result = xp.tensordot(x, y, axes=([x.ndim - 1], [max(y.ndim - 2, 0)]))
-    return write_out(out, result, what)
-
-
-@composed("vdot")
-def _vdot(xp: Any, what: str, a: Any, b: Any) -> Any:
-    x, y = (xp.reshape(v, (-1,)) for v in _arrays(xp, what, [a, b]))
-    if np.dtype(x.dtype).kind == "c":
-        x = xp.conj(x)
-    if x.dtype == np.bool_ and y.dtype == np.bool_:
-        return xp.any(xp.logical_and(x, y))  # NumPy's dot of bools: or of ands
-    products = x * y
-    return xp.sum(products, dtype=products.dtype)  # the operands' dtype, as NumPy's (no widening of integers)
-
-
-@composed("inner")
-def _inner(xp: Any, what: str, a: Any, b: Any) -> Any:
-    x, y = _arrays(xp, what, [a, b])
-    if x.ndim == 0 or y.ndim == 0:
-        return xp.multiply(x, y)
-    return xp.tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 1]))
-
-
-@composed("outer")
-def _outer(xp: Any, what: str, a: Any, b: Any, out: Any = None) -> Any:
-    x, y = _arrays(xp, what, [a, b])
-    return write_out(out, xp.multiply(xp.reshape(x, (-1, 1)), xp.reshape(y, (1, -1))), what)
-
-
-@composed("multi_dot", space="linalg")
-def _multi_dot(xp: Any, what: str, arrays: Any, *, out: Any = None) -> Any:
-    return write_out(out, functools.reduce(xp.matmul, _arrays(xp, what, list(arrays))), what)
-
-
-@composed("einsum")
-def _einsum(xp: Any, what: str, *operands: Any, **kwargs: Any) -> Any:
-    ref = _ref(*operands)
-    for i, v in enumerate(operands):
-        if isinstance(v, np.ndarray) and v.ndim:
-            raise mixing_error(what, v, i, ref)  # (as every other function: not NumPy's TypeError of no dispatch)
-    return einsum_by_letters(None, what, *operands, **kwargs)
-
-
 @composed("trace")
 def _trace(
     xp: Any, what: str, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
@@ -547,10 +493,9 @@ def _array_equiv(xp: Any, what: str, a1: Any, a2: Any) -> bool:
 def _round(xp: Any, what: str, a: Any, decimals: int = 0, out: Any = None) -> Any:
     d = operator.index(decimals)
     if a.dtype == np.bool_:
-        raise DTypeError(
-            f"{what}: bools have no rounding that keeps them bool (NumPy gives float16, or refuses for decimals != 0); "
-            f"cast first with x.astype"
-        )
+        if d != 0:  # NumPy scales float16 bools and cannot write them back into bool (its UFuncTypeError)
+            raise DTypeError(f"{what}: bools round with decimals=0 only, as in NumPy; cast first with x.astype")
+        return write_out(out, xp.astype(a, np.float16), what)  # NumPy's loop for bools: float16 (0. and 1.)
     if d == 0:
         result = xp.round(a)
     elif np.dtype(a.dtype).kind in "iu" and d > 0:

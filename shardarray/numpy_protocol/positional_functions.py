@@ -80,6 +80,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..errors import ArgumentError, DTypeError
+from . import positional_dots  # noqa: F401  (registers the products in COMPOSED)
 from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
 from .positional_ufuncs import counterpart, masked_operand, where_mask

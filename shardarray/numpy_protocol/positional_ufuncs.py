@@ -29,13 +29,24 @@ The methods:
   has no running maximum or minimum, so ``np.maximum.accumulate`` raises
   NumPy's TypeError;
 * ``outer(a, b)`` is the ufunc on ``a`` reshaped to ``a.shape + (1,) * b.ndim``
-  and ``b`` (the broadcast NumPy defines it by).
+  and ``b`` (the broadcast NumPy defines it by); a Python scalar operand is an
+  array of NumPy's default dtype there, as NumPy's ``outer`` makes it
+  (``np.add.outer(int32_array, 2)`` is int64).
+
+``__call__`` takes NumPy's ``out=`` (a positional array, or a tuple of one per
+output: ``np.divmod(x, 3, out=(q, r))``), ``where=`` with ``out=`` (the other
+entries of ``out`` kept; without ``out=`` NumPy leaves them uninitialized: an
+``ArgumentError``), ``dtype=`` and ``casting=`` (the rule for the operands'
+casts to the loop, for the loop ``dtype=`` picks, and for the write into
+``out``).
 
 ``np.add.at``/``np.subtract.at`` write into a positional array in place
 (``Array.__array_ufunc__``: integer-array keys are routed to the owners of the
-rows, repeated indices add every time). A ufunc or method without a
-counterpart (``np.fmod``, ``np.maximum.at``, ``reduceat``) returns
-NotImplemented: NumPy raises its TypeError, nothing is gathered. The
+rows, repeated indices add every time). The gufuncs ``np.matmul``,
+``np.matvec``, ``np.vecmat`` and ``np.vecdot`` are ``positional_products``'s (bools
+too, ``axes=``). A ufunc or method without a counterpart (``np.fmod``,
+``np.maximum.at``, ``reduceat``, ``np.maximum.accumulate``, a gufunc's methods)
+returns NotImplemented: NumPy raises its TypeError, nothing is gathered. The
 collectives are those of the namespace function called.
 
 Example:
@@ -59,6 +70,7 @@ from ..dtypes import SUPPORTED, scalar_for_write
 from ..errors import ArgumentError, DimensionError, DTypeError
 from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
+from .positional_products import GUFUNCS, call_gufunc
 
 # ufunc.accumulate -> the namespace's scan (ufunc.reduce: common.UFUNC_REDUCTIONS)
 ACCUMULATE: dict[str, str] = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
@@ -121,7 +133,9 @@ def scalar_operand(xp: Any, value: Any, ref: ShardArray | None, *, inplace: bool
     return xp.asarray(value, device=ref.mesh)
 
 
-def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any], dtype: Any = None) -> list[Any]:
+def loop_operands(
+    xp: Any, ufunc: np.ufunc, args: list[Any], dtype: Any = None, casting: str = "same_kind"
+) -> list[Any]:
     """The operands of ``ufunc`` cast to the input dtypes of the loop NumPy picks for them.
 
     ``ufunc.resolve_dtypes`` picks the loop from the array operands' dtypes
@@ -138,15 +152,20 @@ def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any], dtype: Any = None) 
         ufunc: The NumPy ufunc.
         args: Its operands: positional arrays and Python scalars.
         dtype: NumPy's ``dtype=`` (None: the loop of the operands' dtypes).
+        casting: NumPy's ``casting=``: the rule each array operand's cast to the loop's input dtype must follow
+            (``"no"``/``"equiv"``/``"safe"`` refuse ``int64 + 1.5``'s cast of the integers; Python scalars are
+            weak and exempt, as in NumPy); with ``dtype=``, the rule the loop is picked under.
 
     Returns:
         The operands, arrays cast where the loop's dtype differs.
 
     Raises:
-        DTypeError: ``dtype`` names a loop NumPy refuses for these operands (NumPy's TypeError).
+        DTypeError: ``dtype`` names a loop NumPy refuses for these operands, or ``casting`` forbids an
+            operand's cast (NumPy's TypeError).
     """
+    given = args
     if dtype is not None:
-        loop = dtype_loop(ufunc, args, dtype)
+        loop = dtype_loop(ufunc, args, dtype, casting)
         args = [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
     if ufunc.__name__ in LOGICAL:
         return [xp.not_equal(a, 0) if isinstance(a, ShardArray) and a.dtype != np.bool_ else a for a in args]
@@ -154,7 +173,110 @@ def loop_operands(xp: Any, ufunc: np.ufunc, args: list[Any], dtype: Any = None) 
         loop = ufunc.resolve_dtypes((*map(loop_key, args), *(None,) * ufunc.nout))
     except (TypeError, ValueError):
         return args
+    if casting not in ("same_kind", "unsafe"):  # (the default loops cast their operands safely)
+        for i, (a, dt) in enumerate(zip(given, loop)):
+            if isinstance(a, ShardArray) and not np.can_cast(a.dtype, dt, casting):  # type: ignore[arg-type]
+                raise DTypeError(
+                    f"np.{ufunc.__name__}: cannot cast operand {i} from {a.dtype} to the loop's {dt} under "
+                    f"casting={casting!r} (NumPy's UFuncTypeError); cast it first or pass a looser casting="
+                )
     return [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
+
+
+def _python_scalar(value: Any) -> bool:
+    """Whether ``value`` is a Python bool, int, float or complex (NEP 50's weak scalars)."""
+    return isinstance(value, (bool, int, float, complex))
+
+
+def _broadcast_to_out(xp: Any, result: Any, out: Any) -> Any:
+    """The result broadcast to ``out``'s shape, as NumPy's ufuncs broadcast their outputs
+    (``np.add(row, 1, out=matrix)`` fills every row); other shapes are left for ``write_out`` to refuse."""
+    if isinstance(result, tuple):
+        outs = out if isinstance(out, tuple) else (None,) * len(result)
+        return tuple(_broadcast_to_out(xp, r, o) for r, o in zip(result, outs))
+    o = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if not isinstance(o, ShardArray) or not isinstance(result, ShardArray) or o.shape == result.shape:
+        return result
+    try:
+        if np.broadcast_shapes(result.shape, o.shape) != o.shape:
+            return result
+    except ValueError:
+        return result
+    return xp.broadcast_to(result, o.shape)
+
+
+def _signature(ufunc: np.ufunc, what: str, sig: Any, dtype: Any) -> tuple[Any, ...] | None:
+    """NumPy's ``signature=`` as a tuple of one dtype (or None) per operand and output: a tuple, or a string of
+    type codes (``"dd->d"``); None when not given."""
+    if sig is None:
+        return None
+    if dtype is not None:
+        raise ArgumentError(f"{what}: give dtype= or signature=, not both (as NumPy)")
+    if isinstance(sig, str):
+        ins, arrow, outs = sig.partition("->")
+        codes = list(ins) + list(outs) if arrow else []
+        if len(codes) != ufunc.nin + ufunc.nout:
+            raise ArgumentError(f"{what}: signature {sig!r} must name {ufunc.nin} input and {ufunc.nout} output types")
+        sig = tuple(codes)
+    if not isinstance(sig, (tuple, list)) or len(sig) != ufunc.nin + ufunc.nout:
+        raise ArgumentError(
+            f"{what}: signature= must be a tuple of {ufunc.nin + ufunc.nout} dtypes (or None) or a string like "
+            f"'dd->d'; got {sig!r}"
+        )
+    try:
+        return tuple(None if d is None else np.dtype(d) for d in sig)
+    except TypeError:
+        raise DTypeError(f"{what}: signature={sig!r} names an unknown dtype") from None
+
+
+def _signature_operands(
+    xp: Any, ufunc: np.ufunc, args: list[Any], sig: tuple[Any, ...], casting: str, what: str
+) -> list[Any]:
+    """The operands cast to the inputs of the loop NumPy picks for ``signature=sig`` under ``casting``."""
+    keys = (*map(loop_key, args), *(None,) * ufunc.nout)
+    try:
+        loop = ufunc.resolve_dtypes(keys, signature=sig, casting=casting)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as e:
+        raise DTypeError(f"{what}: signature= does not fit these operands under casting={casting!r}: {e}") from None
+    return [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
+
+
+#: NumPy's ``casting=`` values
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _casting(what: str, casting: Any) -> str:
+    """NumPy's ``casting=`` checked (an unknown rule is NumPy's ValueError: an ``ArgumentError``)."""
+    if casting not in CASTINGS:
+        raise ArgumentError(f"{what}: casting must be one of {CASTINGS}; got {casting!r}")
+    return str(casting)
+
+
+def masked_write(xp: Any, out: Any, result: Any, where: Any, what: str, casting: str) -> Any:
+    """A ufunc's result written into ``out`` where ``where`` holds (``out`` keeps its values elsewhere), NumPy's
+    ``np.add(x, y, out=o, where=mask)``: the result cast to ``out``'s dtype (under ``casting``), then one local
+    ``where``, written in place. Without ``out`` NumPy leaves the other entries uninitialized: refused, with
+    ``out=`` named.
+
+    Raises:
+        ArgumentError: ``where=`` without ``out=``.
+    """
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o is None for o in outs):
+        raise ArgumentError(
+            f"{what}: where= without out= leaves the unselected entries uninitialized (NumPy warns so); pass out= "
+            f"(a positional array holding the values to keep there), or use xp.where(mask, {what}(...), other)"
+        )
+    results = result if isinstance(result, tuple) else (result,)
+    kept = []
+    for o, r in zip(outs, results):
+        if isinstance(o, ShardArray) and isinstance(r, ShardArray):
+            if not np.can_cast(r.dtype, o.dtype, casting):  # type: ignore[arg-type]
+                write_out(o, r, what, casting)  # (its DTypeError names the rule)
+            mask = where_mask(xp, where, o, what)
+            r = xp.where(mask, r if r.dtype == o.dtype else xp.astype(r, o.dtype), o)
+        kept.append(r)
+    return write_out(out, tuple(kept) if isinstance(result, tuple) else kept[0], what, casting)
 
 
 def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -165,25 +287,45 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
         return NotImplemented
     outs = kwargs.get("out") or ()
     ref = next((a for a in (*inputs, *outs) if isinstance(a, ShardArray)), None)
+    if ufunc.signature is not None:  # a gufunc: the products of positional_products, called (no methods)
+        if method != "__call__" or name not in GUFUNCS or len(inputs) != 2:
+            return NotImplemented
+        args = [host_value(what, scalar_operand(xp, a, ref), i, ref) for i, a in enumerate(inputs)]
+        args = loop_operands(xp, ufunc, args, kwargs.pop("dtype", None))
+        return call_gufunc(xp, ufunc, what, args, kwargs)
     fn = elementwise(xp, name)
     if method in ("__call__", "outer"):
         if fn is None or (method == "outer" and len(inputs) != 2):
             return NotImplemented
         out, dtype = kwargs.pop("out", None), kwargs.pop("dtype", None)
+        where, casting = kwargs.pop("where", True), _casting(what, kwargs.pop("casting", "same_kind"))
+        if kwargs.get("order") in ("C", "F", "A", "K"):
+            kwargs.pop("order")  # (the output's memory order: the same values)
+        loop_sig = _signature(ufunc, what, kwargs.pop("signature", None), dtype)
         params = signature(fn).parameters
         extra = {k: v for k, v in kwargs.items() if k in params}
         for key, value in kwargs.items():
             if key not in params and not is_neutral(key, value):
                 raise refuse(what, key, value)
         args = [host_value(what, scalar_operand(xp, a, ref), i, ref) for i, a in enumerate(inputs)]
-        args = loop_operands(xp, ufunc, args, dtype)
+        if method == "outer" and ref is not None:  # NumPy's outer makes arrays of its operands: no weak scalars
+            args = [xp.asarray(np.asarray(a), device=ref.mesh) if _python_scalar(a) else a for a in args]
+        if loop_sig is not None:
+            args = _signature_operands(xp, ufunc, args, loop_sig, casting, what)
+            dtype = None
+        args = loop_operands(xp, ufunc, args, dtype, casting)
         if name in BOOL_IDENTITY and isinstance(args[0], ShardArray) and args[0].dtype == np.bool_:
-            return write_out(out, xp.astype(args[0], args[0].dtype, copy=True), what)
-        if method == "outer":
-            a, b = args
-            if isinstance(a, ShardArray):
-                args[0] = xp.reshape(a, a.shape + (1,) * (b.ndim if isinstance(b, ShardArray) else 0))
-        return write_out(out, fn(*args, **extra), what)
+            result = xp.astype(args[0], args[0].dtype, copy=True)
+        else:
+            if method == "outer":
+                a, b = args
+                if isinstance(a, ShardArray):
+                    args[0] = xp.reshape(a, a.shape + (1,) * (b.ndim if isinstance(b, ShardArray) else 0))
+            result = fn(*args, **extra)
+        result = _broadcast_to_out(xp, result, out)
+        if not is_neutral("where", where):
+            return masked_write(xp, out, result, where, what, casting)
+        return write_out(out, result, what, casting)
     if method not in ("reduce", "accumulate") or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
         return NotImplemented
     table = UFUNC_REDUCTIONS if method == "reduce" else ACCUMULATE
@@ -274,7 +416,7 @@ def _reduce_or_scan(
             raise refuse(what, "axis", axis)  # NumPy's accumulate takes one axis
         if keepdims or initial is not np._NoValue:
             raise refuse(what, "keepdims" if keepdims else "initial", keepdims if keepdims else initial)
-        return write_out(out, target(x, axis=axes_of(axis, x.ndim, what)[0], **kw), what)
+        return write_out(out, target(x, axis=axes_of(axis, x.ndim, what)[0], **kw), what, "unsafe")
     zero_d = x.ndim == 0 and isinstance(axis, int) and axis in (0, -1)  # NumPy reduces a 0-d array over axis 0
     axes = () if zero_d else axes_of(axis, x.ndim, what)
     if dtype is not None and name in LOGICAL and np.dtype(dtype) != np.bool_:
@@ -285,11 +427,11 @@ def _reduce_or_scan(
     if given and target in (xp.max, xp.min) and any(x.shape[k] == 0 for k in axes):
         shape = tuple(1 if k in axes else n for k, n in enumerate(x.shape) if keepdims or k not in axes)
         value = scalar_for_write(initial, x.dtype, f"{what}: initial").item()  # nothing to compare: initial
-        return write_out(out, xp.full(shape, value, dtype=x.dtype, device=x.mesh), what)
+        return write_out(out, xp.full(shape, value, dtype=x.dtype, device=x.mesh), what, "unsafe")
     result = target(x, axis=axes, keepdims=bool(keepdims), **kw)
     if given:
         if fn is None:  # pragma: no cover - every reduction's ufunc has a counterpart
             return NotImplemented
         # NumPy casts it to the result's dtype, refusing a Python integer out of its range, NaN into integers
         result = fn(result, scalar_for_write(initial, result.dtype, f"{what}: initial").item())
-    return write_out(out, result, what)
+    return write_out(out, result, what, "unsafe")  # (NumPy's reductions cast into out= unsafely)
