@@ -102,14 +102,27 @@ def value_and_grad(fn: Callable[..., Any], has_aux: bool = False) -> Callable[..
     Collectives of the backward pass follow from the layouts (the VJP of an
     einsum is an einsum; of a relayout, the inverse relayout).
 
-    Parameters are real (complex ones raise ``DTypeError``: pass the real and
-    imaginary parts as two real parameters). Complex values inside ``fn``
+    Parameters are real floating-point arrays: complex ones raise ``DTypeError``
+    (pass the real and imaginary parts as two real parameters), and so do
+    integer and bool ones, as ``jax.grad`` refuses them (pass integer inputs
+    such as token ids as later arguments). Complex values inside ``fn``
     follow JAX's convention: a complex value's cotangent is ``dL/dx - i dL/dy``
     for ``z = x + iy``, so the gradients of the real parts that reach the
     parameters are the plain partial derivatives. At ties the cotangent is
     shared as in JAX (``max``/``min`` reductions: equally among the maxima;
-    ``maximum``/``minimum``: half to each side; ``clip``: all to ``x`` at its
-    bounds, as PyTorch's ``clamp``).
+    ``maximum``/``minimum``: half to each side; ``sort``: along the stable
+    order, descending too; ``top_k``: the lower index first; ``clip``: all to
+    ``x`` at its bounds, as PyTorch's ``clamp``). Where a function has no
+    derivative, ``abs`` and ``sign`` take 0 at 0 and a real ``std`` 0 where the
+    spread is 0 (PyTorch's choices; JAX's real ``abs`` takes 1), while
+    ``sqrt`` takes ``inf`` at 0 and the 2-norm of a zero vector NaN (JAX's).
+
+    Inside ``fn``, an in-place operator (``x += v`` on a positional array) is
+    recorded like ``x = x + v``, every name bound to ``x`` seeing the new
+    value as in NumPy; ``x[idx] = v`` (NumPy's ``out=`` and ``np.copyto``
+    too) into an array the gradient depends on, or of a traced ``v`` into a
+    constant, raises ``TapeError`` (as JAX's immutable arrays refuse it):
+    build the new array with ``where``.
 
     Args:
         fn: ``fn(params, *args) -> loss`` (or ``(loss, aux)``).

@@ -3,8 +3,10 @@
 Complex cotangents follow JAX's convention, as every VJP of the library (``dL/dx - i dL/dy``): a holomorphic
 op takes plain transposes (no conjugates), a real-valued function of a complex matrix (``eigvalsh``,
 ``svdvals``, ``log|det|``) the conjugate of the real formula. The factorizations whose formulas below are
-real-only (the singular vectors, ``pinv``) raise a ``DTypeError`` on a complex matrix instead of returning a
-wrong gradient; ``cholesky``, ``qr`` and ``eigh``'s vectors take complex matrices too.
+real-only (the singular vectors, ``pinv``) are refused on a complex matrix instead of returning a wrong gradient:
+``svd`` and ``pinv`` record no node for one, so the traced matrix's read raises ``TapeError`` (as for
+``svd(full_matrices=True)`` of a non-square matrix, which JAX and PyTorch refuse too), and their VJPs also raise
+``DTypeError`` should one reach them; ``cholesky``, ``qr`` and ``eigh``'s vectors take complex matrices too.
 
 * ``Y = inv(A)``: ``gA = -Y^T G Y^T`` (one einsum of three operands).
 * ``d = det(A)``: ``gA = g d inv(A)^T`` (an ``inv`` and a broadcast product).
