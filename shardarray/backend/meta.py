@@ -721,6 +721,11 @@ class MetaNamespace:
     def argsort(a: MetaArray, axis: Any = -1, **kwargs: Any) -> MetaArray:
         return MetaArray(a.shape if axis is not None else (a.size,), np.intp)
 
+    @staticmethod
+    def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> MetaArray:
+        """Positions of ``v`` in the sorted 1-D ``a``: ``v``'s shape, ``intp`` (NumPy's)."""
+        return MetaArray(_shape(v), np.intp)
+
     def argmax(self, a: MetaArray, axis: Any = None, keepdims: bool = False) -> MetaArray:
         return self._reduce(a, axis, keepdims, np.intp)
 

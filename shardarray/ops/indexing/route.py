@@ -54,11 +54,18 @@ def _read(mesh: Mesh, arrays: Sequence[Any]) -> list[Any]:
 class Route:
     """The requests of every device sorted by owner, and the counts each member sends and receives.
 
+    On a ``meta`` mesh (no values, ``has_data`` false) the owners are not known: the counts follow a model, each
+    device's requests spread over the members of its group in proportion to the rows each one owns (``rows``;
+    equal shares without it), the typical cost of ids uniform over the rows (skewed ids send more to one owner).
+    The same collectives run, in the same order and dtypes, so the comm log has the data path's shape.
+
     Args:
         mesh: the mesh.
         axes: the mesh axes of the groups (the axes that split the owned array).
         owner: per device, a 1-D int array of the owner member (``0 .. p-1``) of each request, or ``None`` for
             a device this process does not hold.
+        rows: on a meta mesh, per device the rows each member of its group owns (the model above); ignored where
+            the mesh has data.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -70,10 +77,15 @@ class Route:
         [[11], [20], [10, 12], [30]]
     """
 
-    def __init__(self, mesh: Mesh, axes: tuple[str, ...], owner: Sequence[Any]) -> None:
+    def __init__(
+        self, mesh: Mesh, axes: tuple[str, ...], owner: Sequence[Any], rows: Sequence[Any] | None = None
+    ) -> None:
         self.mesh, self.axes = mesh, axes
         self.p = p = mesh.axes_size(axes)
         xp, scope = mesh.backend.xp, mesh.backend.scope
+        if not mesh.backend.has_data:
+            self._modeled(owner, rows)
+            return
         self.order: list[Any] = [None] * mesh.size
         cuts: list[Any] = [None] * mesh.size
         for d, o in enumerate(owner):
@@ -92,6 +104,30 @@ class Route:
                     counts[d] = [diff[i : i + 1] for i in range(p)]
         got = mesh.comm.alltoallv(counts, axes, 0) if p > 1 else [None if c is None else c[0] for c in counts]
         self.recv = _read(mesh, got)
+
+    def _modeled(self, owner: Sequence[Any], rows: Sequence[Any] | None) -> None:
+        """The counts of a meta mesh (the class docstring's model): each device's requests in proportion to the rows
+        its group's members own, the counts' alltoallv logged, every member's received counts from the model."""
+        mesh, p = self.mesh, self.p
+        self.order = list(owner)  # (a meta array per device: ``send`` picks rows of its shape)
+        self.cuts = [None] * mesh.size
+        for d, o in enumerate(owner):
+            if o is None:
+                continue
+            k = int(o.shape[0])
+            share = [1] * p if rows is None else [int(r) for r in rows[d]]
+            total = sum(share)
+            cum = np.cumsum([0, *share])
+            self.cuts[d] = cum * k // total if total else np.zeros(p + 1, dtype=np.int64)
+        counts = [None if c is None else [MetaArray((1,), np.int64) for _ in range(p)] for c in self.cuts]
+        if p > 1:
+            mesh.comm.alltoallv(counts, self.axes, 0)
+        self.recv = [None] * mesh.size
+        for group in mesh.groups(self.axes):
+            sent = [np.zeros(p, dtype=np.int64) if self.cuts[d] is None else np.diff(self.cuts[d]) for d in group]
+            for j, d in enumerate(group):
+                if self.cuts[d] is not None:
+                    self.recv[d] = np.array([s[j] for s in sent], dtype=np.int64)
 
     def send(self, payload: Sequence[Any]) -> list[Any]:
         """Each device's ``payload`` rows (one per request, in request order) at their owners: per device the

@@ -83,10 +83,8 @@ class _Plan:
         #: the ids' own dims share mesh axes with ``dim``: route requests to the owners (``take_routed.py``)
         # (blocks of fewer than ROUTE_MIN_IDS ids, or than the group has members, stay on the lookup-and-sum
         # path: the counts' host reads would outweigh them)
-        self.routed = (
-            bool(own_axes.intersection(split))
-            and x.mesh.backend.has_data
-            and _largest_block(ids) >= max(x.mesh.axes_size(split), ROUTE_MIN_IDS)
+        self.routed = bool(own_axes.intersection(split)) and _largest_block(ids) >= max(
+            x.mesh.axes_size(split), ROUTE_MIN_IDS
         )
         if self.routed:
             self.axes = {d: x.spec.of(d) for d in x.dims}

@@ -13,9 +13,9 @@ split like the ids. The VJP is
 ``take``'s: a scatter-add of the cotangent into each device's block of ``x``
 (no communication beyond bringing the cotangent to the ids' layout).
 
-On a meta mesh the result and the collectives are those of NumPy shards, except for ids split over ``dim``'s
-axes with at least ``take.ROUTE_MIN_IDS`` a device: ``take`` routes those only on shards with data (the
-owners' counts are read), so meta logs the allgather and reduce-scatter path instead of the routed alltoallvs.
+On a meta mesh the result and the collectives are those of NumPy shards; for ids split over ``dim``'s axes with
+at least ``take.ROUTE_MIN_IDS`` a device, ``take`` routes there too, with the counts of ids spread uniformly
+over the owners' rows (``route.Route``'s model: the bytes of random ids, not of skewed ones).
 """
 
 from __future__ import annotations

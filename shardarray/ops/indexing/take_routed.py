@@ -18,7 +18,9 @@ the ``p`` block starts, known on every device), and then
   leave the result pending over those axes.
 
 Traffic per device is proportional to its block of ids (and of the result),
-never to the whole index array.
+never to the whole index array. On a ``meta`` mesh (the planner's) the same
+collectives run with the counts of ids spread uniformly over the owners' rows
+(``route.Route``'s model).
 """
 
 from __future__ import annotations
@@ -43,9 +45,12 @@ def _rows(plan: Any, xp: Any, ib: Any, ids_dims: tuple[str, ...], n: int) -> tup
     return flat, s, o
 
 
-def _requests(plan: Any, spec: Layout, ids: ShardArray, keep: Any = None) -> tuple[list[Any], list[Any], list[Any]]:
-    """Per device: the owner member and the row in the owner's (S * n_owner) table of each request, and which of
-    the device's (S*O) entries they are (``keep``: a per-device selector, or all)."""
+def _requests(
+    plan: Any, spec: Layout, ids: ShardArray, keep: Any = None
+) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """Per device: the owner member and the row in the owner's (S * n_owner) table of each request, which of
+    the device's (S*O) entries they are (``keep``: a per-device selector, or all), and the rows of ``dim`` each
+    member of its group owns (``Route``'s model on a meta mesh)."""
     mesh = ids.mesh
     xp, backend = mesh.backend.xp, mesh.backend
     i = spec.dims.index(plan.dim)
@@ -53,6 +58,8 @@ def _requests(plan: Any, spec: Layout, ids: ShardArray, keep: Any = None) -> tup
     owner: list[Any] = [None] * mesh.size
     rows: list[Any] = [None] * mesh.size
     picked: list[Any] = [None] * mesh.size
+    owned: list[Any] = [None] * mesh.size
+    bounds = block_bounds(mesh, spec)
     for d, ib in enumerate(ids.shards):
         if ib is None:
             continue
@@ -65,7 +72,8 @@ def _requests(plan: Any, spec: Layout, ids: ShardArray, keep: Any = None) -> tup
             m, rel = locate(mesh, spec, (i,), (flat,), d)
             counts = _block_lengths(mesh, spec, i, d, m)
             owner[d], rows[d], picked[d] = m, (which // max(o, 1)) * counts + rel, which
-    return owner, rows, picked
+            owned[d] = owner_table(mesh, spec.axes[i], bounds, i, d)[3]
+    return owner, rows, picked, owned
 
 
 def _table(block: Any, lead: int) -> Any:
@@ -88,8 +96,8 @@ def routed_take(plan: Any, x: ShardArray, ids: ShardArray) -> ShardArray:
     x_perm = tuple(x.dims.index(d) for d in plan.x_order)
     if ids.size == 0 or x.sizes[plan.dim] == 0:  # nothing to ask (or no rows: ids must be empty, else clipped)
         return _empty_take(plan, x, ids)
-    owner, rows, _ = _requests(plan, x.spec, ids)
-    route = Route(mesh, axes, owner)
+    owner, rows, _, owned = _requests(plan, x.spec, ids)
+    route = Route(mesh, axes, owner, owned)
     got = route.send(rows)
     answers: list[Any] = [None] * mesh.size
     for d, r in enumerate(got):
@@ -155,7 +163,7 @@ def routed_scatter_add(plan: Any, g: ShardArray, ids: ShardArray, spec: Layout) 
             for d, gb in enumerate(g.shards)
         ]
         return ShardArray(mesh, spec, g.dtype, zeros)
-    owner, rows, picked = _requests(plan, spec, ids, keep)
+    owner, rows, picked, owned = _requests(plan, spec, ids, keep)
     local = (*plan.shared, *plan.own, *plan.rest)
     g_perm = tuple(g.dims.index(dm) for dm in local)
     vals: list[Any] = [None] * mesh.size
@@ -165,7 +173,7 @@ def routed_scatter_add(plan: Any, g: ShardArray, ids: ShardArray, spec: Layout) 
         with backend.scope(d):
             gl = xp.transpose(gb, g_perm)
             vals[d] = _table(gl, len(plan.shared) + len(plan.own))[picked[d]]
-    route = Route(mesh, axes, owner)
+    route = Route(mesh, axes, owner, owned)
     got_rows, got_vals = route.send(rows), route.send(vals)
     x_perm = tuple(spec.dims.index(dm) for dm in plan.x_order)
     back = tuple(plan.x_order.index(dm) for dm in spec.dims)
