@@ -27,10 +27,11 @@ _A = TypeVar("_A")  # the argument's own type: the check returns it unchanged
 
 
 def _numeric(x: _A, what: str) -> _A:
-    """``x`` itself, once it is an array of a numeric dtype."""
+    """``x`` itself, once it is an array of a numeric or boolean dtype (bool products are NumPy's: the or of ands,
+    a bool result; the standard leaves them out, NumPy and this namespace take them)."""
     if not isinstance(x, ShardArray):
         raise DTypeError(f"{what}: expects arrays; got {type(x).__name__}. Make one with xp.asarray(...)")
-    if x.dtype.kind not in "iufc" and x.dtype.name != "bfloat16":
+    if x.dtype.kind not in "biufc" and x.dtype.name != "bfloat16":
         raise DTypeError(f"{what}: needs numeric arrays; got dtype {x.dtype} (shape {x.shape}). Cast with xp.astype")
     return x
 
