@@ -736,7 +736,16 @@ def _untracked_read(x: ShardArray) -> None:
     else:
         op = None
         while frame is not None and ours(frame):  # the outermost frame of the package: the op the user called
-            op = frame.f_code.co_name
+            name = frame.f_code.co_name
+            module = frame.f_globals.get("__name__", "")
+            if name in ("__array_function__", "__array_ufunc__"):  # NumPy's function or ufunc, as the user named it
+                func = frame.f_locals.get("func", frame.f_locals.get("ufunc"))
+                space = {"numpy.linalg": "np.linalg.", "numpy.fft": "np.fft."}.get(
+                    getattr(func, "__module__", ""), "np."
+                )
+                op = f"{space}{getattr(func, '__name__', name)}"
+            elif module != "shardarray.core.tape":  # (the tape's wrappers and runners are not the op)
+                op = name
             frame = frame.f_back
         where = f"sa op {op!r}" if op else "an op"
     node = x._node

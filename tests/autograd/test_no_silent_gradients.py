@@ -9,11 +9,14 @@ against float64 finite differences.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from gradcheck import check_grad
 
 import shardarray as sa
+import shardarray.array_api as xp
 
 MESHES = [{"d": 1}, {"row": 2, "col": 2}, {"dep": 2, "row": 2, "col": 2}]
 
@@ -247,3 +250,28 @@ def test_a_loss_computed_in_another_thread_raises_instead_of_a_zero_gradient():
     t.start()
     t.join()
     assert done == [12.0]
+
+
+def test_the_refusal_names_the_function_the_user_called():
+    """The TapeError names NumPy's function or ufunc (``np.linalg.svd``, ``np.add``) or the sa op (``svd``), not
+    the dispatch or the tape's wrapper it passed through (``__array_function__``, ``wrapper``)."""
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    with sa.default_mesh(mesh):
+        p = xp.asarray(np.random.default_rng(0).random((4, 3)))
+
+        def out_add(p):
+            c = xp.zeros((4, 3))
+            np.add(p, 1, out=c)
+            return xp.sum(c)
+
+        w = sa.random.normal(mesh, {"i": 4, "j": 3})
+        cases = [
+            (lambda p: xp.sum(np.linalg.svd(p)[1]), p, "'np.linalg.svd'"),
+            (out_add, p, "'np.add'"),
+            (lambda w: sa.linalg.svd(w, ("i", "j"), full_matrices=True)[1].sum(), w, "'svd'"),
+        ]
+        for fn, arg, name in cases:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sa.GatherWarning)
+                with pytest.raises(sa.TapeError, match=f"sa op {name} was given"):
+                    sa.grad(fn)(arg)
