@@ -535,3 +535,11 @@ def test_einsum_keywords_as_numpy():
     with pytest.raises(TypeError):
         np.einsum("ij->j", x, out=xp.zeros(4, dtype=xp.float32, device=mesh))
     _close(np.einsum("ij,ij->i", x > 3, x > 5, order="F"), np.einsum("ij,ij->i", a > 3, a > 5, order="F"))
+
+
+def test_choose_method_as_numpy():
+    """``x.choose(choices)`` is ``np.choose(x, choices)`` (the method was an AttributeError)."""
+    mesh = _mesh({"row": 2, "col": 2})
+    i = np.array([[0, 1], [2, 1], [1, 0]])
+    ch = [np.ones((3, 2)), np.zeros((3, 2)), np.full((3, 2), 7.0)]
+    _close(xp.asarray(i, device=mesh).choose([xp.asarray(c, device=mesh) for c in ch]), i.choose(ch))

@@ -54,15 +54,27 @@ def _wrap_all(out: Any) -> Any:
 
 
 def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
-    """``fn(*args)`` with NumPy's positional broadcasting of the array arguments (scalars pass through)."""
+    """``fn(*args)`` with NumPy's positional broadcasting of the array arguments (scalars pass through).
+
+    An untraced array with a Python scalar, one array, or two arrays of one layout take the op's short path where
+    it has one (``arithmetic.scalar_op``, ``arithmetic.arrays_op``: the same result, without the op mechanism's
+    wrapper); the rest run ``fn`` itself.
+    """
     if len(args) == 1 and isinstance(args[0], ShardArray):  # (a unary function: no alignment)
-        return wrap(in_order(fn(*args), args[0].dims))
+        out = ew.arrays_op(fn, args, Array)  # (None: not on the short path)
+        return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
     if len(args) == 2:  # (one array and a scalar, the common case of operators, without the list and generator)
         a, b = args
         if isinstance(a, ShardArray) and not isinstance(b, ShardArray):
-            return wrap(in_order(fn(a, b), a.dims))
+            out = ew.scalar_op(fn, a, b, False, Array)  # (None: not on the short path)
+            return out if out is not None else wrap(in_order(fn(a, b), a.dims))
         if isinstance(b, ShardArray) and not isinstance(a, ShardArray):
-            return wrap(in_order(fn(a, b), b.dims))
+            out = ew.scalar_op(fn, b, a, True, Array)
+            return out if out is not None else wrap(in_order(fn(a, b), b.dims))
+        if isinstance(a, ShardArray) and a.dims == b.dims and a.shape == b.shape:  # (two arrays already aligned)
+            out = ew.arrays_op(fn, args, Array)
+            if out is not None:
+                return out
     idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
     if not idx:
         raise DimensionError(f"{what} needs at least one array argument")
@@ -77,6 +89,11 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     return wrap(in_order(fn(*full), dims))
 
 
+_PY_SCALARS = frozenset((bool, int, float, complex))
+#: the order comparisons, as they compare real operands (``logical.less`` of complex ones is NumPy's order)
+_REAL_ORDER = {logical.less: ew.less, logical.less_equal: ew.less_equal, logical.greater: ew.greater,
+               logical.greater_equal: ew.greater_equal}  # fmt: skip
+
 #: the NumPy ufunc of each operator, for NumPy scalar operands (``_binary``)
 _UFUNCS = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide, "pow": np.power,
@@ -89,8 +106,18 @@ _UFUNCS = {
 
 def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
     ufunc = _UFUNCS[name]
+    real = _REAL_ORDER.get(fn)
 
     def op(self: Array, other: Any) -> Any:
+        if type(other) in _PY_SCALARS:  # an untraced array and a Python scalar: the short path, where it applies
+            if real is None:
+                out = ew.scalar_op(fn, self, other, reflected, Array)
+            elif self.dtype.kind != "c" and type(other) is not complex:  # (complex values: NumPy's order)
+                out = ew.scalar_op(real, self, other, reflected, Array)
+            else:
+                out = None
+            if out is not None:
+                return out
         if isinstance(other, (np.number, np.bool_)) and not isinstance(other, (int, float, complex)):
             # a NumPy scalar is a typed operand (NEP 50): NumPy's ufunc protocol decides its dtype, as for
             # ``np.add(x, np.float32(2))``, and a loop NumPy lacks (``x // np.complex64(1j)``) is a typed error
@@ -331,6 +358,7 @@ class Array(ShardArray):
     diagonal, trace, swapaxes = _np_method("diagonal"), _np_method("trace"), _np_method("swapaxes")
     argsort, dot, ravel, squeeze = _np_method("argsort"), _np_method("dot"), _np_method("ravel"), _np_method("squeeze")
     copy, conj, conjugate = _np_method("copy"), _np_method("conj"), _np_method("conjugate")
+    choose = _np_method("choose")
     reshape, flatten, transpose, astype = _methods.reshape, _methods.flatten, _methods.transpose, _methods.astype
     sort, fill, tolist = _methods.sort, _methods.fill, _methods.tolist
     view, put = _views.view, _views.put
@@ -387,13 +415,15 @@ class Array(ShardArray):
         return bool(HOOKS.namespace().any(self == value))
 
     def __neg__(self) -> Array:
-        return wrap(ew.negative(self))
+        out = ew.arrays_op(ew.negative, (self,), Array)  # (None: not on the short path)
+        return out if out is not None else wrap(ew.negative(self))
 
     def __pos__(self) -> Array:
         return wrap(math_unary.positive(self))
 
     def __abs__(self) -> Array:
-        return wrap(ew.abs(self))
+        out = ew.arrays_op(ew.abs, (self,), Array)
+        return out if out is not None else wrap(ew.abs(self))
 
     def __invert__(self) -> Array:
         return wrap(logical.bitwise_invert(self))

@@ -87,7 +87,9 @@ class PlanCache:
 ELEMENTWISE = PlanCache("elementwise")
 REDUCE = PlanCache("reduce")
 EINSUM = PlanCache("einsum")
-CACHES: tuple[PlanCache, ...] = (ELEMENTWISE, REDUCE, EINSUM)
+#: the short path of untraced small ops (``ops.elementwise.arithmetic.scalar_op``, ``arrays_op``)
+SHORT = PlanCache("short")
+CACHES: tuple[PlanCache, ...] = (ELEMENTWISE, REDUCE, EINSUM, SHORT)
 
 
 def clear_plans() -> None:
@@ -152,6 +154,8 @@ def map_classes(
     fn: Callable[..., Any],
     shard_lists: Sequence[Sequence[Any]],
     backend: Any = None,
+    *,
+    out_bytes: int = 0,
 ) -> list[Any]:
     """``common.map_blocks`` with the replica classes already looked up (data backends without device scopes).
 
@@ -159,13 +163,15 @@ def map_classes(
     classes run on the copy pool at once, as separate devices would (``comm.parallel.run_all``: NumPy shards
     in one process, ``MIN_BYTES`` of operands at least); small ones stay serial, with no pool overhead. Ops
     whose blocks call the BLAS (matmuls, the fused attention) pass no backend: the BLAS threads them, and
-    several BLAS calls at once would oversubscribe the cores.
+    several BLAS calls at once would oversubscribe the cores. ``out_bytes`` (the result blocks' bytes, all classes,
+    as far as the caller knows them) counts toward ``MIN_BYTES`` with the operands': a broadcast writes more than it
+    reads.
     """
     out: list[Any] = [None] * size
     one = shard_lists[0] if len(shard_lists) == 1 else None  # one operand (most ops): no argument list to build
     if backend is not None and len(classes) > 1:
         rep0 = classes[0][0]
-        nbytes = len(classes) * sum(int(getattr(s[rep0], "nbytes", 0)) for s in shard_lists)
+        nbytes = len(classes) * sum(int(getattr(s[rep0], "nbytes", 0)) for s in shard_lists) + out_bytes
         if nbytes >= MIN_BYTES and usable(backend):
             jobs = [functools.partial(fn, *(s[rep] for s in shard_lists)) for rep, _ in classes]
             for (_, devices), r in zip(classes, run_all(jobs, nbytes, backend)):

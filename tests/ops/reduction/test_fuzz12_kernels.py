@@ -242,15 +242,15 @@ def test_small_elementwise_skips_the_pool(monkeypatch) -> None:
     seen: list[object] = []
     real = plans.map_classes
 
-    def spy(size, classes, fn, shard_lists, backend=None):
+    def spy(size, classes, fn, shard_lists, backend=None, **kw):
         seen.append(backend)
-        return real(size, classes, fn, shard_lists, backend)
+        return real(size, classes, fn, shard_lists, backend, **kw)
 
     monkeypatch.setattr(plans, "map_classes", spy)
     mesh = cached_mesh({"row": 2, "col": 2})
     small = as_kind(sa.asarray(np.arange(64.0), dims=("i",), mesh=mesh, layout={"i": "row"}), xp.Array)
     assert np.array_equal((small * 2).numpy(), np.arange(64.0) * 2)
-    assert seen == [None]
+    assert all(b is None for b in seen)  # (the short path of ``arithmetic.scalar_op`` runs small blocks inline)
     with on_the_pool():
         assert np.array_equal((small * 2).numpy(), np.arange(64.0) * 2)
-    assert seen[1] is mesh.backend
+    assert seen[-1] is mesh.backend
