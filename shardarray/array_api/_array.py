@@ -25,7 +25,7 @@ from ..numpy_protocol import ndarray_methods as _methods
 from ..numpy_protocol import ndarray_views as _views
 from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
-from ..ops.elementwise import logical, math_binary, math_unary
+from ..ops.elementwise import logical, math_binary, math_unary, short_path
 from ..ops.indexing.mask import bool_key, bool_lead, getitem_mask, setitem_mask
 from ..ops.indexing.writes import WRITES, check_host_value, swap_in
 from ..ops.manipulation.reshard import reshard
@@ -57,22 +57,22 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     """``fn(*args)`` with NumPy's positional broadcasting of the array arguments (scalars pass through).
 
     An untraced array with a Python scalar, one array, or two arrays of one layout take the op's short path where
-    it has one (``arithmetic.scalar_op``, ``arithmetic.arrays_op``: the same result, without the op mechanism's
+    it has one (``short_path.scalar_op``, ``short_path.arrays_op``: the same result, without the op mechanism's
     wrapper); the rest run ``fn`` itself.
     """
     if len(args) == 1 and isinstance(args[0], ShardArray):  # (a unary function: no alignment)
-        out = ew.arrays_op(fn, args, Array)  # (None: not on the short path)
+        out = short_path.arrays_op(fn, args, Array)  # (None: not on the short path)
         return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
     if len(args) == 2:  # (one array and a scalar, the common case of operators, without the list and generator)
         a, b = args
         if isinstance(a, ShardArray) and not isinstance(b, ShardArray):
-            out = ew.scalar_op(fn, a, b, False, Array)  # (None: not on the short path)
+            out = short_path.scalar_op(fn, a, b, False, Array)  # (None: not on the short path)
             return out if out is not None else wrap(in_order(fn(a, b), a.dims))
         if isinstance(b, ShardArray) and not isinstance(a, ShardArray):
-            out = ew.scalar_op(fn, b, a, True, Array)
+            out = short_path.scalar_op(fn, b, a, True, Array)
             return out if out is not None else wrap(in_order(fn(a, b), b.dims))
         if isinstance(a, ShardArray) and a.dims == b.dims and a.shape == b.shape:  # (two arrays already aligned)
-            out = ew.arrays_op(fn, args, Array)
+            out = short_path.arrays_op(fn, args, Array)
             if out is not None:
                 return out
     idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
@@ -111,9 +111,9 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
     def op(self: Array, other: Any) -> Any:
         if type(other) in _PY_SCALARS:  # an untraced array and a Python scalar: the short path, where it applies
             if real is None:
-                out = ew.scalar_op(fn, self, other, reflected, Array)
+                out = short_path.scalar_op(fn, self, other, reflected, Array)
             elif self.dtype.kind != "c" and type(other) is not complex:  # (complex values: NumPy's order)
-                out = ew.scalar_op(real, self, other, reflected, Array)
+                out = short_path.scalar_op(real, self, other, reflected, Array)
             else:
                 out = None
             if out is not None:
@@ -415,14 +415,14 @@ class Array(ShardArray):
         return bool(HOOKS.namespace().any(self == value))
 
     def __neg__(self) -> Array:
-        out = ew.arrays_op(ew.negative, (self,), Array)  # (None: not on the short path)
+        out = short_path.arrays_op(ew.negative, (self,), Array)  # (None: not on the short path)
         return out if out is not None else wrap(ew.negative(self))
 
     def __pos__(self) -> Array:
         return wrap(math_unary.positive(self))
 
     def __abs__(self) -> Array:
-        out = ew.arrays_op(ew.abs, (self,), Array)
+        out = short_path.arrays_op(ew.abs, (self,), Array)
         return out if out is not None else wrap(ew.abs(self))
 
     def __invert__(self) -> Array:

@@ -87,7 +87,7 @@ class PlanCache:
 ELEMENTWISE = PlanCache("elementwise")
 REDUCE = PlanCache("reduce")
 EINSUM = PlanCache("einsum")
-#: the short path of untraced small ops (``ops.elementwise.arithmetic.scalar_op``, ``arrays_op``)
+#: the short path of untraced small ops (``ops.elementwise.short_path``)
 SHORT = PlanCache("short")
 CACHES: tuple[PlanCache, ...] = (ELEMENTWISE, REDUCE, EINSUM, SHORT)
 
