@@ -291,7 +291,7 @@ def _quantile(
     )
     if method not in methods:
         raise ArgumentError(f"{what}: method {method!r} is not supported; use one of {methods}")
-    if x.dtype.kind == "c":
+    if x.dtype.kind == "c" and combine is _lerp:  # (NumPy's medians take complex values: their sort order)
         raise DTypeError(f"{what}: complex values ({x.dtype}) have no order; use xp.real(x)")
     if x.dtype == np.bool_ and method not in _PICKING and combine is _lerp:
         # (NumPy cannot subtract booleans to interpolate; its median averages the two middle values, in float64)
@@ -316,7 +316,7 @@ def _quantile(
     n = s.sizes[dim]
     if n == 0:
         raise DimensionError(f"{what}: axis {axis!r} of the array of shape {x.shape} is empty; it has no quantiles")
-    floats = x.dtype.kind == "f" or x.dtype.name == "bfloat16"
+    floats = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"  # (complex: the medians; NaN parts sort last)
     qdt = _q_dtype(q)
     if nan and floats:
         valid = reduce.sum(ew.where(mu.isnan(s), 0.0, 1.0), dim).resolve()  # (exact index arithmetic on it)
@@ -446,7 +446,11 @@ def median(
     """The median along ``axis``, as ``np.median`` (``quantile(x, 0.5)``; a NumPy extra).
 
     The median of an empty slice is NaN with NumPy's ``RuntimeWarning: Mean of empty slice`` (NumPy takes the
-    mean of the middle values, none); integers give float64."""
+    mean of the middle values, none); integers give float64. Complex values take NumPy's sort order (real part,
+    then imaginary part; a value with a NaN part sorts last and makes its slice's median ``nan+0j``) and the mean
+    of the middle two, as ``np.median`` (``quantile`` refuses them, as NumPy's); where a middle value has an
+    infinite part the result may differ from NumPy's in NaN parts (NumPy's mean of the middle values divides
+    complex infinities, and its sum of one complex value turns ``1.5+infj`` into ``nan+infj``)."""
     no_out(out, "median")
     if _no_values(x, axis, "median"):  # (NumPy warns once, also where there is no slice: shape (0, 0), axis=1)
         with warnings.catch_warnings(record=True) as caught:
@@ -472,7 +476,7 @@ def nanmedian(
     """The median of the non-NaN entries along ``axis``, as ``np.nanmedian`` (``nanquantile(x, 0.5)``).
 
     An all-NaN slice gives NaN with NumPy's ``RuntimeWarning: All-NaN slice encountered``; an empty one NaN
-    with ``Mean of empty slice``."""
+    with ``Mean of empty slice``. Complex values as ``median``'s, those with a NaN part skipped."""
     no_out(out, "nanmedian")
     if _no_values(x, axis, "nanmedian"):
         return nanmean(x, axis=axis, keepdims=keepdims)

@@ -6,7 +6,14 @@ their block totals in **one allgather** (one value per device per index of
 the other dims: the block with the dim cut to length 1), and each device
 combines the totals of the blocks before its own (an exclusive scan, done
 locally on the gathered totals) with its local scan: an add for ``cumsum``, a
-multiply for ``cumprod``. Nothing else moves. float16/bfloat16 accumulate in
+multiply for ``cumprod`` (integers and bools); a float or complex block is
+scanned again from that prefix on (``cum([prefix, b0, b1, ...])``), NumPy's
+left-to-right order within the block, so that an overflow to inf, an
+underflow to 0 and complex infinities (``(1+4j) * (-inf+0j)`` is
+``-inf-infj``, where the block's own ``1.5 * (-inf+0j)`` first would give NaN
+parts) come out as NumPy's wherever the prefix is NumPy's running value (for
+the second block, exactly; later blocks' prefixes are products or sums of
+block totals, in another order than NumPy's). Nothing else moves. float16/bfloat16 accumulate in
 float32 and are rounded once at the end. The sign of zero is NumPy's: the
 totals before a block are combined by a scan, not a sum (which starts from
 +0.0), the first block adds nothing, and an empty block's total is -0.0 (the
@@ -88,6 +95,15 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
             return xp.flip(cum(xp.flip(s, axis=i), axis=i), axis=i)
         return cum(s, axis=i)
 
+    def carried(s: Any, prefix: Any) -> Any:
+        """The scan of the block ``s`` continued from ``prefix`` (the earlier blocks' total, 1 along ``dim``)."""
+        s = s.astype(acc)
+        if reverse:
+            z = xp.flip(xp.concatenate([s, prefix], axis=i), axis=i)
+            return xp.flip(cum(z, axis=i), axis=i)[(slice(None),) * i + (slice(0, s.shape[i]),)]
+        return cum(xp.concatenate([prefix, s], axis=i), axis=i)[(slice(None),) * i + (slice(1, None),)]
+
+    inexact = np.dtype(acc).kind in "fc"
     used = x.spec.used_axes.union(x.pending)
     scanned = map_blocks(mesh, used, local, x.shards)
     if axes:
@@ -119,7 +135,10 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
                 continue
             # the last of a scan of the totals: a sum starts from +0.0 and would make -0.0 + -0.0 +0.0
             prefix = cum(before, axis=i)[idx + (slice(k - 1, k),)].astype(acc)
-            combined[d] = s + prefix if op == "sum" else s * prefix
+            if inexact:  # (the block scanned again from the prefix on: NumPy's left-to-right order)
+                combined[d] = carried(x.shards[d], prefix)
+            else:
+                combined[d] = s + prefix if op == "sum" else s * prefix
         scanned = combined
     shards = [
         s
@@ -137,7 +156,8 @@ def cumsum(x: ShardArray, dim: Any = None, dtype: Any = None) -> ShardArray:
     Over a split dim: a local cumsum per block, **one allgather** over the
     dim's mesh axes of each block's total (one element per device per index
     of the other dims), then each device adds the sum of the totals of the
-    blocks before its own. Along a dim of size 0 or 1 (split or not) the scan
+    blocks before its own (a float or complex block is scanned again from
+    that sum on, NumPy's order; see the module docstring). Along a dim of size 0 or 1 (split or not) the scan
     is local (the values in the result's dtype) and, where the dtype stays, a
     pending sum stays pending. float16/bfloat16 accumulate in float32. The VJP is
     a reverse cumsum (the same collectives). A 1-D array may leave ``dim`` out.
@@ -167,7 +187,8 @@ def cumprod(x: ShardArray, dim: Any = None, dtype: Any = None) -> ShardArray:
 
     Collectives as ``cumsum``: one allgather of each block's product over the
     dim's mesh axes, then a local multiply by the product of the earlier
-    blocks' totals. The VJP is ``reverse_cumsum(g * y) / x``, exact where
+    blocks' totals (a float or complex block scanned again from that product
+    on: an overflow to inf stays inf, as NumPy's). The VJP is ``reverse_cumsum(g * y) / x``, exact where
     ``x`` has no zeros (a zero in ``x`` gives NaN/inf gradients there, as the
     formula divides by it).
 
