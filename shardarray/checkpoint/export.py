@@ -66,11 +66,16 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
     out = user_path(file, "sa.checkpoint.export_safetensors: file")
     base = src.base.resolve()
     where = out.resolve()
-    if where == base or base in where.parents or out.is_dir():
+    if out.is_dir():
+        into = base.parent if where == base or base in where.parents else out  # (never inside the checkpoint)
         raise CheckpointError(
-            f"export_safetensors: the output {file} is {'a folder' if out.is_dir() else 'inside the checkpoint'} "
-            f"{src.base}; writing there would replace a file of the checkpoint. Give a file path outside it, e.g. "
-            f"{base.parent / (base.name + '.safetensors')}"
+            f"export_safetensors: the output {file} is a folder; give the path of the file to write, outside the "
+            f"checkpoint, e.g. {into / (base.name + '.safetensors')}"
+        )
+    if where == base or base in where.parents:
+        raise CheckpointError(
+            f"export_safetensors: the output {file} is inside the checkpoint {src.base}; writing there would replace "
+            f"a file of the checkpoint. Give a file path outside it, e.g. {base.parent / (base.name + '.safetensors')}"
         )
     m = src.manifest
     names = list(m["arrays"])

@@ -54,9 +54,10 @@ def _plain_file(file: Path) -> Source:
             keys = f.keys()
             entries = {k: (f.get_slice(k).get_shape(), f.get_slice(k).get_dtype()) for k in keys}
     except (SafetensorError, OSError, ValueError) as e:  # a damaged file, or not safetensors
+        hint = f"; pass the checkpoint's folder {file.parent}" if file.name == MANIFEST else ""
         raise CheckpointError(
             f"checkpoint {file}: not a readable safetensors file ({type(e).__name__}: {e}); "
-            f"the file is truncated or damaged, or not safetensors"
+            f"the file is truncated or damaged, or not safetensors{hint}"
         ) from None
     extra: dict[str, Any] = {}
     if EXPORT_KEY in meta:

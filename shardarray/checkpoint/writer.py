@@ -17,7 +17,7 @@ from . import commit as _commit
 from .blocks import distinct_blocks, process_of
 from .manifest import FORMAT, MANIFEST, VERSION, manifest_checksum
 from .paths import user_path
-from .procs import procs_in
+from .procs import Procs, procs_in
 from .stfile import fsync_dir, st_dtype, write_file
 from .treespec import Node, encode
 
@@ -207,6 +207,31 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     token = procs.bcast(_commit.new_token() if procs.rank == 0 else "")
     target = Path(procs.bcast(str(_commit.next_in_run(path)) if procs.rank == 0 else "")) if keep else path
     tmp = _commit.temp_path(target, token)
+    try:
+        return _write(path, arrays, spec, procs, tmp, target, token, keep)
+    except BaseException as e:
+        # a failed save leaves nothing behind: its temporary directory (a partial checkpoint) is removed, by
+        # process 0 once every process is past its writes (a CheckpointError comes from an agreement, which
+        # every process reached), or by the one process of the job whatever stopped it
+        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write(
+    path: Path,
+    arrays: list[tuple[str, ShardArray]],
+    spec: Node,
+    procs: Procs,
+    tmp: Path,
+    target: Path,
+    token: str,
+    keep: int | None,
+) -> Path:
+    """``save``'s writes into the temporary directory ``tmp`` (its blocks, then process 0's manifest) and the
+    commit of ``tmp`` to ``target`` (or to the newest number of the run directory ``path``); returns the path
+    committed to."""
+    error = None
     try:
         if procs.rank == 0:
             tmp.mkdir()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,22 +64,61 @@ def absent(path: Path, overwrite: bool, what: str) -> None:
         raise ExistingFileError(f"{what}: {path} exists; pass overwrite=True to replace it, or write to a new path")
 
 
+def first_missing(local: Path) -> Path | None:
+    """The outermost folder of ``local``'s path that does not exist yet (``local`` itself at most), or None."""
+    missing = None
+    for p in (local, *local.parents):
+        if p.exists():
+            return missing
+        missing = p
+    return missing
+
+
+def remove_if_empty(folder: Path) -> None:
+    """Remove ``folder`` (made by a create that then failed) when it holds folders only, no file."""
+    try:
+        if folder.is_dir() and not any(p.is_file() or p.is_symlink() for p in folder.rglob("*")):
+            shutil.rmtree(folder)
+    except OSError:  # only tidying: the error being raised is the one to report
+        pass
+
+
+def link_target(path: Path) -> Path:
+    """``path``, or the path a symbolic link there points to (followed to the end): what a write replaces, so that
+    writing through a link updates the file it names (as ``np.save`` does) instead of replacing the link."""
+    try:
+        return path.resolve() if path.is_symlink() else path
+    except OSError:  # (a folder on the way this process may not search: the write reports it)
+        return path
+
+
+def discard(path: Path) -> None:
+    """Remove the file or folder ``path`` (a failed write's temporary copy) if it is there; quietly, as the error
+    being raised is the one to report."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def file_dtype(found: np.dtype, expected: Any, path: Any, shape: tuple[int, ...], what: str) -> np.dtype:
     """The dtype the shards get for a file of dtype ``found``: a native-order supported dtype, checked against
-    ``expected`` (the user's ``dtype=``). Items of 2 bytes of no type (``'|V2'``) are how NumPy and h5py store
+    ``expected`` (the user's ``dtype=``; its byte order is ignored, as the file's is: ``dtype='>f8'`` expects
+    float64 items stored either way). Items of 2 bytes of no type (``'|V2'``) are how NumPy and h5py store
     bfloat16: read as bfloat16 when ``expected`` says so."""
-    want = None if expected is None else as_dtype(expected)
-    if found.kind == "V" and found.itemsize == 2 and not found.names and want == BFLOAT16:
+    want = None if expected is None else _native(as_dtype(expected))  # (byte order is how a file stores items)
+    untyped = found.kind == "V" and found.itemsize == 2 and not found.names
+    if untyped and want == BFLOAT16:
         return BFLOAT16
-    native = found.newbyteorder("=") if found.byteorder not in ("=", "|") else found
+    native = _native(found)
     if native.name not in SUPPORTED:
-        hint = (
-            " (np.save, h5py and sa.io store bfloat16 this way: pass dtype='bfloat16')"
-            if found.kind == "V" and found.itemsize == 2
-            else ""
-        )
+        hint = " (np.save, h5py and sa.io store bfloat16 this way: pass dtype='bfloat16')" if untyped else ""
+        shown = found.descr if found.names else found.str  # (a record's fields, not its '|V<n>' items)
         raise DTypeError(
-            f"{what}: {path} holds an array of shape {shape} and dtype {found.str!r}{hint}, which shardarray does "
+            f"{what}: {path} holds an array of shape {shape} and dtype {shown!r}{hint}, which shardarray does "
             f"not support; shards take one of {SUPPORTED}"
         )
     dt = as_dtype(native)
@@ -88,6 +128,11 @@ def file_dtype(found: np.dtype, expected: Any, path: Any, shape: tuple[int, ...]
             f"pass dtype={dt.name!r} (or leave dtype out) and cast after reading with .astype({want.name!r})"
         )
     return dt
+
+
+def _native(dt: np.dtype) -> np.dtype:
+    """``dt`` in this machine's byte order (``'>f8'`` -> ``float64``)."""
+    return dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
 
 
 def file_shape(found: Sequence[int], expected: Any, path: Any, dtype: Any, what: str) -> tuple[int, ...]:
@@ -105,15 +150,22 @@ def file_shape(found: Sequence[int], expected: Any, path: Any, dtype: Any, what:
 
 def _expected_shape(expected: Any, shape: tuple[int, ...], what: str) -> tuple[Any, ...]:
     """The user's ``shape=`` as a tuple: an int (Python or NumPy) is a 1-d shape; anything that is not a sequence
-    (a float, a bool) is a ``DimensionError``."""
+    of ints (a float, a bool, ``(4.0, 6)``) is a ``DimensionError``."""
     if isinstance(expected, (int, np.integer)) and not isinstance(expected, (bool, np.bool_)):
         return (int(expected),)
-    if isinstance(expected, (bool, np.bool_, str, bytes)) or not isinstance(expected, Iterable):
+    given = (
+        None
+        if isinstance(expected, (bool, np.bool_, str, bytes)) or not isinstance(expected, Iterable)
+        else tuple(expected)
+    )
+    if given is None or not all(
+        isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in given
+    ):  # a float size (4.0) is refused, as np.zeros((4.0,)) refuses it
         raise DimensionError(
             f"{what}: shape={expected!r} is not a shape; give a tuple of ints (the file holds shape={shape}), "
             f"or leave shape out"
         )
-    return tuple(expected)
+    return tuple(int(n) for n in given)
 
 
 def file_meta(

@@ -104,6 +104,23 @@ def _replaceable(h5py: Any, f: Any, dataset: str, path: Path, what: str) -> None
         )
 
 
+def _discard(h5py: Any, p: Path, dataset: str, made: list[Path], created: list[bool]) -> None:
+    """Remove what a failed ``write_hdf5`` left: the file (and folders) when it made it, else the dataset it
+    created (partly written: zeros where blocks are missing), so that a reader finds no dataset rather than wrong
+    values."""
+    try:
+        if made and made[0] == p:
+            p.unlink(missing_ok=True)
+            for folder in made[1:]:
+                checks.remove_if_empty(folder)
+        elif created:
+            with h5py.File(p, "r+") as f:
+                if dataset in f:
+                    del f[dataset]
+    except (OSError, KeyError, RuntimeError, ValueError):  # only tidying: the error being raised is the one to report
+        pass
+
+
 def read_hdf5(
     path: str | os.PathLike[str],
     mesh: Mesh | None,
@@ -210,6 +227,13 @@ def write_hdf5(
     Collectives: a pending sum is resolved first (an allreduce); otherwise no array data moves
     (under MPI, one allgather of a few bytes per process's turn, which orders the turns).
 
+    An existing dataset is replaced in place, as h5py's ``del f[name]`` and ``create_dataset`` do: HDF5
+    reuses the space it frees only while the file stays open, so a copy written first and renamed would
+    grow the file by the dataset's size on every overwrite. A write that fails half-way (on any process)
+    removes the dataset it created (partly written: a reader finds no dataset, never zeros), or the
+    file when the write created it; other datasets of the file are kept. (``write_npy`` and
+    ``write_zarr`` keep the old array instead: they write a copy and rename it.)
+
     Args:
         path: the HDF5 file (created if missing; other datasets in it are kept).
         x: the array (named or positional).
@@ -244,11 +268,18 @@ def write_hdf5(
     p = checks.user_path(path, what)
     procs = checks.job(x.mesh)
 
+    made: list[Path] = []  # the file and folders this write made (removed again if the write fails)
+    created: list[bool] = []  # whether the dataset was created (removed again if the write fails)
+
     def create() -> None:
         if procs.rank != 0:
             return
+        first = checks.first_missing(p.parent)
+        made.extend([first] if first is not None else [])
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
+            if not p.exists():
+                made.insert(0, p)
             f = h5py.File(p, "a")
         except OSError as e:
             raise ArgumentError(f"{what}: cannot open {p} as an HDF5 file to add dataset {dataset!r} ({e})") from None
@@ -259,7 +290,9 @@ def write_hdf5(
                     raise ExistingFileError(
                         f"{what}: {p} already holds {dataset!r}; pass overwrite=True to replace it, or another dataset="
                     )
-                del f[dataset]
+                old = True
+            else:
+                old = False
             try:
                 h5py.h5t.py_create(x.dtype, logical=True)
             except TypeError as e:
@@ -267,8 +300,11 @@ def write_hdf5(
                     f"{what}: {p}: HDF5 cannot store dtype {x.dtype.name} ({e}); cast first, e.g. x.astype('float32'), "
                     f"or write .npy (sa.io.write_npy keeps bfloat16)"
                 ) from None
+            if old:  # replaced in place, as h5py's del + create: the space it frees is reused by the new one (a
+                del f[dataset]  # copy written first and renamed would grow the file by the dataset on every overwrite)
             try:
                 f.create_dataset(dataset, shape=x.shape, dtype=x.dtype, chunks=grid)
+                created.append(True)
             except (TypeError, ValueError, OSError) as e:  # a chunk larger than the array; a dataset on the path
                 raise ArgumentError(
                     f"{what}: {p}: cannot create dataset {dataset!r} of shape {x.shape} with chunks={chunks!r} ({e})"
@@ -289,9 +325,14 @@ def write_hdf5(
             for b, host in mine:
                 ds.write_direct(np.ascontiguousarray(host), dest_sel=b.slices() if host.ndim else None)
 
-    checks.together(procs, create, what)
-    for rank in range(procs.size):
-        checks.together(procs, lambda r=rank: turn(r), what)  # type: ignore[misc]
+    try:
+        checks.together(procs, create, what)
+        for rank in range(procs.size):
+            checks.together(procs, lambda r=rank: turn(r), what)  # type: ignore[misc]
+    except BaseException as e:  # the half-written dataset (or the file, when this write made it) is removed
+        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):
+            _discard(h5py, p, dataset, made, created)
+        raise
     return p
 
 

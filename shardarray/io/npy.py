@@ -4,7 +4,8 @@ NumPy's format is a header and the array's bytes; a memory map of the file
 (``np.lib.format.open_memmap``) lets a device copy out just its block (the
 pages of its rows), and lets the processes of an MPI job write their blocks
 into one file side by side: process 0 writes the header (and sizes the
-file), every process then writes its distinct blocks into the map.
+file), every process then writes its distinct blocks into the map. The map
+is of a temporary sibling that one rename makes the file (see ``write_npy``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from numpy.lib.format import open_memmap
 
 from ..array import ShardArray
 from ..dtypes import BFLOAT16
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, DTypeError, ShardArrayError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
@@ -113,7 +114,12 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
     saved as NumPy saves it (2-byte void items: ``read_npy(..., dtype="bfloat16")``).
 
     Collectives: a pending sum is resolved first (an allreduce); otherwise no array data moves
-    (under MPI, two allgathers of a few bytes that agree on errors and act as barriers).
+    (under MPI, three allgathers of a few bytes that agree on errors and act as barriers).
+
+    The blocks go into a hidden sibling ``.<name>.writing`` that one rename then makes ``path``
+    (``os.replace``, atomic): a write that fails half-way (on any process) leaves what was at ``path``
+    as it was, the temporary file removed, and ``np.load`` never sees a partly written file. (NumPy's
+    ``np.save`` writes in place; two jobs writing the same path at once are not supported.)
 
     Args:
         path: the file to write.
@@ -142,6 +148,10 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
     if x.dtype.kind == "O":  # pragma: no cover - shards never hold objects
         raise DTypeError(f"{what}: {p}: object arrays cannot be written")
 
+    dest = checks.link_target(p)  # (a symbolic link: the file it points to is replaced, as np.save writes it)
+    tmp = dest.parent / f".{dest.name}.writing"  # the same name on every process: no agreement needed
+    made: list[Path] = []  # folders this write made on the way to ``p`` (removed again if it fails)
+
     def create() -> None:
         if procs.rank == 0:
             if p.is_dir():  # first: overwrite=True would not replace it either
@@ -149,11 +159,12 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
                     f"{what}: {p} is a directory, and write_npy replaces only files; write to a file path"
                 )
             checks.absent(p, overwrite, what)
+            first = checks.first_missing(dest.parent)
+            made.extend([first] if first is not None else [])
             try:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                if p.exists():
-                    p.unlink()  # a fresh file: a process still mapping the old one keeps its pages
-                mm = open_memmap(p, mode="w+", dtype=x.dtype, shape=x.shape)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                checks.discard(tmp)  # (a killed write's leftover)
+                mm = open_memmap(tmp, mode="w+", dtype=x.dtype, shape=x.shape)
                 mm.flush()
                 del mm
             except OSError as e:
@@ -164,10 +175,11 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
         if not mine:
             return
         try:
-            mm = open_memmap(p, mode="r+")
+            mm = open_memmap(tmp, mode="r+")
         except (OSError, ValueError) as e:
             raise ArgumentError(
-                f"{what}: process {procs.rank} cannot open {p} to write its blocks ({type(e).__name__}: {e})"
+                f"{what}: process {procs.rank} cannot open {p} (as {tmp.name}) to write its blocks "
+                f"({type(e).__name__}: {e})"
             ) from None
         into = mm.view(x.dtype) if mm.dtype != x.dtype else mm  # bfloat16: the file holds 2-byte void items
         for b, host in mine:
@@ -175,8 +187,23 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
         mm.flush()
         del mm
 
-    checks.together(procs, create, what)
-    checks.together(procs, fill, what)
+    def commit() -> None:
+        if procs.rank == 0:
+            try:
+                os.replace(tmp, dest)
+            except OSError as e:
+                raise ArgumentError(f"{what}: cannot rename {tmp} to {dest} ({type(e).__name__}: {e})") from None
+
+    try:
+        checks.together(procs, create, what)
+        checks.together(procs, fill, what)
+        checks.together(procs, commit, what)
+    except BaseException as e:  # nothing half-written is left, and what was at ``p`` is kept
+        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):  # every process is past its
+            checks.discard(tmp)  # writes (the error was agreed on), or there is only this one
+            for folder in made:
+                checks.remove_if_empty(folder)
+        raise
     return p
 
 

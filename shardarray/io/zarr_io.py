@@ -12,7 +12,6 @@ whole chunk, and one of the writes would be lost.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..checkpoint import commit as _commit
 from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError, ShardArrayError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
@@ -151,6 +151,19 @@ def read_zarr(
     return blocks.build(mesh, lay, dt, positional, read, what, path)
 
 
+def _chunk_dim(key: Any, x: ShardArray, chunks: Mapping[Any, Any], what: str) -> str:
+    """The dim a key of a ``chunks`` dict names: a dim name, or an axis number (negative from the end), as the
+    readers' layouts take them."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)) and -x.ndim <= key < x.ndim:
+        return x.dims[int(key)]
+    if isinstance(key, str) and key in x.dims:
+        return key
+    raise DimensionError(
+        f"{what}: chunks={dict(chunks)} names {[key]}, not dims of the array {x.sizes}: use its dim names or axis "
+        f"numbers 0..{x.ndim - 1}"
+    )
+
+
 def _chunks(x: ShardArray, chunks: Any, processes: int, path: Any, what: str) -> tuple[int, ...]:
     """The chunk shape: ``chunks`` checked (ints >= 1, one per dim; a dict gives some dims and the blocks the
     rest), or the largest that tiles every block; chunks that do not tile the blocks only from one process."""
@@ -158,10 +171,10 @@ def _chunks(x: ShardArray, chunks: Any, processes: int, path: Any, what: str) ->
     if chunks is None:
         return tiled
     if isinstance(chunks, Mapping):
-        unknown = [d for d in chunks if d not in x.dims]
-        if unknown:
-            raise DimensionError(f"{what}: chunks={dict(chunks)} names {unknown}, not dims of the array {x.sizes}")
-        given = tuple(chunks.get(d, c) for d, c in zip(x.dims, tiled))
+        by_dim = {_chunk_dim(k, x, chunks, what): c for k, c in chunks.items()}
+        if len(by_dim) < len(chunks):
+            raise DimensionError(f"{what}: chunks={dict(chunks)} names one dim twice (by name and by axis number)")
+        given = tuple(by_dim.get(d, c) for d, c in zip(x.dims, tiled))
     elif isinstance(chunks, (int, np.integer)) and not isinstance(chunks, (bool, np.bool_)):
         given = (chunks,) * x.ndim
     else:
@@ -230,25 +243,6 @@ def _create(zarr: Any, store: Any, x: ShardArray, grid: tuple[int, ...], overwri
         raise ArgumentError(f"{what}: cannot create a Zarr array at {path} ({type(e).__name__}: {e})") from None
 
 
-def _first_missing(local: Path) -> Path | None:
-    """The outermost folder of ``local``'s path that does not exist yet (``local`` itself at most), or None."""
-    missing = None
-    for p in (local, *local.parents):
-        if p.exists():
-            return missing
-        missing = p
-    return missing
-
-
-def _remove_if_empty(folder: Path) -> None:
-    """Remove ``folder`` (made by a create that then failed) when it holds folders only, no file."""
-    try:
-        if folder.is_dir() and not any(p.is_file() or p.is_symlink() for p in folder.rglob("*")):
-            shutil.rmtree(folder)
-    except OSError:  # only tidying: the error being raised is the one to report
-        pass
-
-
 def write_zarr(
     path: PathOrStore,
     x: ShardArray,
@@ -266,14 +260,21 @@ def write_zarr(
     tiles them), so no two processes touch one chunk. Under MPI every process
     must call ``write_zarr`` with the same path, on a shared file system.
 
+    A local array is written into a hidden sibling folder ``.<name>.writing``
+    that process 0 then makes ``path`` by one rename (an atomic exchange with
+    the array it replaces, as a checkpoint's commit): a write that fails
+    half-way (on any process) keeps what was at ``path`` and removes the
+    partial copy. A zarr-python store or URL is written in place (with
+    ``overwrite=True``, zarr-python deletes the old array first).
+
     Collectives: a pending sum is resolved first (an allreduce); otherwise no array data moves
-    (under MPI, two allgathers of a few bytes that agree on errors and act as barriers).
+    (under MPI, four allgathers of a few bytes that agree on errors and act as barriers).
 
     Args:
         path: the array's directory, or a zarr-python store.
         x: the array (named or positional).
         chunks: the chunk shape: one int per dim, one int for every dim, a dict
-            ``{dim: size}`` (other dims: their block size), or None (the blocks).
+            ``{dim or axis number: size}`` (other dims: their block size), or None (the blocks).
             Under MPI they must tile the blocks.
         overwrite: replace an existing Zarr array (or fill an empty folder); anything else at ``path`` is refused.
 
@@ -305,24 +306,26 @@ def write_zarr(
     procs = checks.job(x.mesh)
     grid = _chunks(x, chunks, procs.size, path, what)
     store = local if local is not None else path
+    # a local array is written into a hidden sibling folder that one rename (an atomic exchange) makes ``path``
+    dest = checks.link_target(local) if local is not None else None  # (a link: the folder it points to is replaced)
+    tmp = dest.parent / f".{dest.name}.writing" if dest is not None else None
+    into = tmp if tmp is not None else store
+    made: list[Path] = []  # folders this write made on the way to ``path`` (removed again if it fails)
 
     def create() -> None:
         if procs.rank != 0:
             return
-        if local is not None:  # first what overwrite=True would not replace either, then what it would
-            _replaceable(zarr, local, what)
+        if local is not None and tmp is not None:  # first what overwrite=True would not replace either, then what
+            _replaceable(zarr, local, what)  # it would
             checks.absent(local, overwrite, what)
-        made = _first_missing(local) if local is not None else None
-        try:
-            _create(zarr, store, x, grid, overwrite, path, what)
-        except ShardArrayError:
-            if made is not None:  # a refused write leaves nothing behind (zarr-python makes the folders first)
-                _remove_if_empty(made)
-            raise
+            first = checks.first_missing(tmp.parent)
+            made.extend([first] if first is not None else [])
+            checks.discard(tmp)  # a killed write's leftover
+        _create(zarr, into, x, grid, overwrite or tmp is not None, path, what)
 
     def fill() -> Any:
         try:
-            arr = _open_for_blocks(zarr, store, x.dtype)
+            arr = _open_for_blocks(zarr, into, x.dtype)
             for b, host in blocks.my_blocks(x, procs.rank):
                 arr[b.slices()] = host
         except OSError as e:
@@ -331,8 +334,27 @@ def write_zarr(
             ) from None
         return arr
 
-    checks.together(procs, create, what)
-    return checks.together(procs, fill, what)
+    def commit() -> None:
+        if procs.rank == 0 and dest is not None and tmp is not None:
+            try:
+                _commit.commit(tmp, dest, _commit.new_token())
+            except OSError as e:
+                raise ArgumentError(f"{what}: cannot rename {tmp} to {dest} ({type(e).__name__}: {e})") from None
+
+    try:
+        checks.together(procs, create, what)
+        arr = checks.together(procs, fill, what)
+        if local is None:
+            return arr
+        checks.together(procs, commit, what)
+    except BaseException as e:  # what was at ``path`` is kept; the half-written copy and the folders made removed
+        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):
+            if tmp is not None:
+                checks.discard(tmp)
+            for folder in made:
+                checks.remove_if_empty(folder)
+        raise
+    return checks.together(procs, lambda: _open_for_blocks(zarr, store, x.dtype), what)
 
 
 __all__ = ["read_zarr", "write_zarr"]
