@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend.meta import truth
 from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from . import _scans
@@ -67,11 +68,11 @@ def _weights(w: Any, n: int, name: str, integral: bool, device: Any) -> Array:
     w = _check(w if isinstance(w, Array) else asarray(w, device=device), f"cov: {name}")
     if w.ndim != 1 or w.shape[0] != n:
         raise DimensionError(f"cov: {name} must be 1-D with one weight per observation ({n}); got shape {w.shape}")
-    if integral and w.dtype.kind == "f" and not bool(_all(w == floor(w))):
+    if integral and w.dtype.kind == "f" and not truth(_all(w == floor(w)), True):
         raise DTypeError("cov: fweights must be integers (whole numbers)")
     if w.dtype.kind not in "iuf":
         raise DTypeError(f"cov: {name} must be real numbers; got {w.dtype}")
-    if bool(_any(w < 0)):
+    if truth(_any(w < 0), False):  # (meta: no values, the weights taken as valid)
         raise ArgumentError(f"cov: {name} must be non-negative")
     return w
 
@@ -132,7 +133,7 @@ def cov(
         fact = n - (0 if bias else 1) if ddof is None else n - ddof
     else:
         v1 = _sum(w)
-        if float(v1) == 0:  # (one number read: NumPy's ZeroDivisionError, before any division)
+        if truth(v1 == 0, False):  # (one number read: NumPy's ZeroDivisionError, before any division; meta: no)
             names = " * ".join(k for k, v in (("fweights", fweights), ("aweights", aweights)) if v is not None)
             raise ArgumentError(
                 f"cov: the weights ({names}) of the {n} observations sum to zero, so the weighted mean is undefined "
@@ -142,7 +143,7 @@ def cov(
         d = (0 if bias else 1) if ddof is None else ddof
         fact = v1 - d * _sum(w * a) / v1 if aweights is not None and d else v1 - d
     # (NumPy: a warning, then 0 degrees of freedom, so inf or nan; a weighted count is read, one number)
-    if (fact if isinstance(fact, (int, float)) else float(fact)) <= 0:
+    if fact <= 0 if isinstance(fact, (int, float)) else truth(fact <= 0, False):
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=user_stacklevel())
         fact = 0.0
     dev = x - avg

@@ -112,8 +112,6 @@ def _rows(x: ShardArray, dim: str, payload: Any) -> ShardArray:
     xp, scope = mesh.backend.xp, mesh.backend.scope
     axes = x.spec.of(dim)
     dtype = x.dtype if payload is None else np.dtype(np.int64) if isinstance(payload, str) else payload.dtype
-    if not mesh.backend.has_data:
-        return ShardArray(mesh, x.spec, dtype, [None if s is None else MetaArray(s.shape, dtype) for s in x.shards])
     bounds = block_bounds(mesh, x.spec)
     local_rows = [int(np.prod([b - a for k, (a, b) in enumerate(dev) if k != i], dtype=np.int64)) for dev in bounds]
     rows = max(local_rows)
