@@ -2,8 +2,9 @@
 
 ``axis``/``axes`` pick dims by position. Collectives are those of ``sa.fft``:
 none along an unsplit axis; two alltoalls over the axis's mesh axes (there and
-back, ``(k-1)/k`` of a block each) along a split axis; a split 1-D array takes
-the four-step algorithm. The 1-D transforms keep the input's layout.
+back, ``(k-1)/k`` of a block each) along a split axis; a split 1-D array (or an
+axis whose split no other axis takes evenly) takes the four-step algorithm. The
+1-D transforms keep the input's layout.
 
 ``fftn``/``ifftn`` leave the result's layout to the algorithm (a layout is not
 part of a positional array's meaning, as JAX leaves an output's sharding to the
@@ -12,7 +13,8 @@ alltoall that moves its split onto another axis, and no alltoall back. A 2-D
 FFT of a row-split array is one alltoall, and its result is split along its
 columns (``sa.fft.fftn`` keeps the input's layout: two alltoalls per split dim).
 
-Where the standard is silent the n-D forms and the shifts do what NumPy does: ``s``
+NumPy's 2-D forms ``fft2``/``ifft2``/``rfft2``/``irfft2`` (not in the standard) are the n-D forms over
+``axes=(-2, -1)`` by default. Where the standard is silent the n-D forms and the shifts do what NumPy does: ``s``
 without ``axes`` transforms the last ``len(s)`` axes; an axis named twice in ``axes``
 is transformed twice (shifted twice), one 1-D transform per entry in NumPy's order;
 an ``s`` entry of -1 means the input's size.
@@ -24,10 +26,12 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import fft as _f
 from ..array import ShardArray
 from ..dtypes import as_dtype
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DTypeError
 from ..fft.transforms import c2c_any_layout, is_minus_one
 from ._align import at_least_1d, axes_dims, axis_dim
 from ._array import Array, wrap
@@ -59,9 +63,8 @@ def _many(fn: Any, name: str) -> Any:
         x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str = "backward"
     ) -> Array:
         x = at_least_1d(x, f"fft.{name}")
+        s = _lengths(s, f"fft.{name}")
         if axes is None and s is not None:  # (NumPy's and JAX's rule: the last len(s) axes)
-            if not isinstance(s, (tuple, list)):
-                raise ArgumentError(f"fft.{name}: s must be a tuple of lengths; got s={s!r}")
             axes = tuple(range(-len(s), 0))
         if axes is not None:
             dims = tuple(axis_dim(x, a, f"fft.{name}") for a in _seq(axes))
@@ -88,7 +91,20 @@ def _many(fn: Any, name: str) -> Any:
 
 
 def _seq(axes: Any) -> list[Any]:
-    return list(axes) if isinstance(axes, (tuple, list)) else [axes]
+    """``axes``: an int, or a sequence of them (a tuple, list, range or 1-D NumPy array, as NumPy takes them)."""
+    if isinstance(axes, np.ndarray) and axes.ndim == 1:
+        return axes.tolist()
+    return list(axes) if isinstance(axes, (tuple, list, range)) else [axes]
+
+
+def _lengths(s: Any, what: str) -> Any:
+    """``s`` (None, or a tuple, list, range or 1-D NumPy array of lengths) as None or a tuple; anything else is
+    NumPy's ``TypeError`` (a ``DTypeError``)."""
+    if s is None or isinstance(s, (tuple, list)):
+        return s
+    if isinstance(s, range) or (isinstance(s, np.ndarray) and s.ndim == 1):
+        return tuple(s.tolist() if isinstance(s, np.ndarray) else s)
+    raise DTypeError(f"{what}: s must be a tuple of lengths (NumPy's TypeError); got s={s!r}")
 
 
 def _repeated(x: ShardArray, name: str, dims: tuple[str, ...], s: Any, norm: str) -> ShardArray:
@@ -101,7 +117,9 @@ def _repeated(x: ShardArray, name: str, dims: tuple[str, ...], s: Any, norm: str
         s = [x.sizes[d] for d in dims]
         if name == "irfftn":
             s[-1] = 2 * (x.sizes[dims[-1]] - 1)
-    elif not isinstance(s, (tuple, list)) or len(s) != len(dims):
+    elif not isinstance(s, (tuple, list)):
+        raise DTypeError(f"{what}: s must be a tuple of lengths (NumPy's TypeError); got s={s!r}")
+    elif len(s) != len(dims):
         raise ArgumentError(f"{what}: s must give one length per entry of axes ({len(dims)}); got s={s!r}")
     ns = [x.sizes[d] if is_minus_one(v) else v for v, d in zip(s, dims)]
     k = len(dims)
@@ -130,6 +148,31 @@ fftn = _many(functools.partial(c2c_any_layout, inverse=False, what="fftn"), "fft
 ifftn = _many(functools.partial(c2c_any_layout, inverse=True, what="ifftn"), "ifftn")
 rfftn = _many(_f.rfftn, "rfftn")
 irfftn = _many(_f.irfftn, "irfftn")
+
+
+def _two(nd: Any, name: str) -> Any:
+    """NumPy's 2-D form of the n-D transform ``nd``: ``axes`` defaults to the last two (not in the standard)."""
+
+    def op(
+        x: ShardArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str = "backward"
+    ) -> Array:
+        return nd(x, s=s, axes=axes, norm=norm)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (
+        f"``numpy.fft.{name}``: ``{nd.__name__}`` over ``axes`` (default the last two; NumPy's extra, not in the "
+        f"standard).\n\n    Example:\n"
+        f"        >>> import shardarray.array_api as xp\n"
+        f'        >>> with sa.default_mesh(sa.Mesh({{"row": 2, "col": 2}})):\n'
+        f"        ...     y = xp.fft.{name}(xp.ones((3, 4, 4), dtype=xp.{_example_dtype(nd.__name__)}))\n"
+    )
+    return op
+
+
+fft2 = _two(fftn, "fft2")
+ifft2 = _two(ifftn, "ifft2")
+rfft2 = _two(rfftn, "rfft2")
+irfft2 = _two(irfftn, "irfft2")
 
 
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
@@ -201,4 +244,4 @@ def _shift(x: ShardArray, axes: Any, fn: Any, what: str) -> ShardArray:
     return x
 
 
-__all__ = list(_f.__all__)  # one positional function for each named one
+__all__ = sorted([*_f.__all__, "fft2", "ifft2", "irfft2", "rfft2"])  # each named one, and NumPy's 2-D forms

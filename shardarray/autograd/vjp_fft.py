@@ -18,8 +18,9 @@ input length ``m`` and transform length ``n``:
   ``conj(x)``, swapped norm): the conjugate of that.
 
 Each runs as one ``pencil.along`` over the dim, so its collectives are the
-forward op's (two alltoalls when the dim is split); on a split 1-D array the
-adjoint is itself a four-step transform (``fft/split1d.py``: three alltoalls).
+forward op's (two alltoalls when the dim is split); on a split 1-D array (or a
+split dim no other dim takes evenly) the adjoint is itself a four-step
+transform (``fft/split1d.py``: three alltoalls).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _c2r(ctx: Context, g: ShardArray) -> list[Any]:
     h = n // 2 + 1
 
     def local(b: Any, axis: int) -> Any:
-        y = g.mesh.backend.fft.rfft(b, n=n, axis=axis, norm=inner)
+        y = g.mesh.backend.fft.rfft(b.astype(real_dtype(b.dtype), copy=False), n=n, axis=axis, norm=inner)
         w = xp.full((h,), 2.0, dtype=real_dtype(b.dtype))
         w[0] = 1.0
         if n % 2 == 0:
@@ -113,5 +114,5 @@ def _c2r(ctx: Context, g: ShardArray) -> list[Any]:
     real = x.dtype.kind != "c"
     if applies(g, dim, n):
         y = split1d.r2c(g, dim, n, inner, False, m, complex_dtype(x.dtype), h)
-        return [split1d.weigh_out(y, n, hermitian, x.dtype if real else None, complex_dtype(x.dtype))] + _rest(ctx)
+        return [split1d.weigh_out(y, dim, n, hermitian, x.dtype if real else None, complex_dtype(x.dtype))] + _rest(ctx)
     return [along(g, dim, local, m, x.dtype if real else complex_dtype(x.dtype))] + _rest(ctx)

@@ -1,4 +1,8 @@
-"""The four-step (Bailey) FFT of a split 1-D array: three alltoalls of about one block each, no gather.
+"""The four-step (Bailey) FFT along a split dim: three alltoalls of about one block each, no gather.
+
+It serves a split 1-D array (no other dim can take the split) and a dim whose other dims are too short to take
+it evenly (``applies``): every other dim is then a batch that stays where it is (each block is viewed as rows
+``(entries, batch)``; the index maps below act on the entries). For one column:
 
 A length ``n = n1·n2`` DFT along a dim split over mesh axes ``A`` (``k``
 devices, canonical nested ceil-blocks) is computed as
@@ -38,6 +42,11 @@ import numpy as np
 from ..array import ShardArray
 from ..chunks import group_chunk
 from ..layout import Layout
+from .pencil import crowding
+
+CROWDED = 1.5
+"""The transposition method's crowding (``pencil.crowding``) above which a factorable length takes the four-step
+algorithm: the transposition's two alltoalls then move more than the four-step's three (each at most a block)."""
 
 Pre = Callable[[Any, int], Any]
 """``pre(block, start)``: a local map of an input block whose first entry has global index ``start``."""
@@ -110,8 +119,9 @@ def _plan(m: int, lim: int, n1: int, n2: int, size: int, keep: int, radix: tuple
     return {"c1": c1, "c2": c2, "flat_out": flat_out, "send1": send1, "recv1": recv1, "send3": send3, "recv3": recv3}
 
 
-def _alltoallv(x: ShardArray, axes: tuple[str, ...], make: Callable[[int, Any], list[Any]]) -> list[Any]:
-    """One alltoallv of 1-D pieces over ``axes``: ``make(member, shard)`` gives a member's pieces."""
+def _alltoallv(x: Any, axes: tuple[str, ...], make: Callable[[int, Any], list[Any]]) -> list[Any]:
+    """One alltoallv of 2-D (entries, batch) pieces over ``axes``: ``make(member, block)`` gives a member's pieces,
+    joined along the entries."""
     mesh = x.mesh
     send: list[Any] = [None] * mesh.size
     for group in mesh.groups(axes):
@@ -133,13 +143,15 @@ def four_step(
     pre: Pre | None = None,
     dtype: Any = np.complex128,
 ) -> ShardArray:
-    """The length-``n`` DFT of the split 1-D array ``x`` (inverse: the IDFT), as a ``size``-entry array.
+    """The length-``n`` DFT along the split dim ``dim`` of ``x`` (inverse: the IDFT), as ``size`` entries there.
 
     Input entries ``>= min(n, lim)`` are ignored (zero-padding/truncation to
     ``n`` is folded into alltoall 1); output entry ``t < min(n, keep, size)``
     is ``X[t]``, the rest zeros (folded into alltoall 3). ``pre`` maps input
-    blocks locally first (Hermitian weights). ``dtype``: the complex dtype.
-    The result has ``x``'s layout, ``dim`` of ``size`` in canonical ceil-blocks.
+    blocks locally first (Hermitian weights; ``dim`` first). ``dtype``: the
+    complex dtype. Every other dim is a batch: its blocks stay where they are
+    (the groups of ``dim``'s axes hold the same batch block). The result has
+    ``x``'s layout, ``dim`` of ``size`` in canonical ceil-blocks.
 
     Collectives: three alltoalls (``alltoallv``) over ``dim``'s axes, each
     sending at most a device's block; none other.
@@ -147,9 +159,10 @@ def four_step(
     mesh = x.mesh
     xp, data = mesh.backend.xp, mesh.backend.has_data
     fft = mesh.backend.fft if data else None  # (meta shards: shapes only, nothing to transform)
-    axes = x.spec.axes[0]
+    i_dim = x.dims.index(dim)
+    axes = x.spec.axes[i_dim]
     radix = tuple(mesh.axis_size(a) for a in axes)
-    m = x.shape[0]
+    m = x.shape[i_dim]
     n1, n2 = cast("tuple[int, int]", factor(n, math.prod(radix)))  # callers check applies(): n factors
     lim = min(m, n, m if lim is None else lim)
     keep = min(n, size, size if keep is None else keep)
@@ -163,7 +176,7 @@ def four_step(
 
     def take(b: Any, idx: np.ndarray) -> Any:
         if not data:
-            return xp.zeros((idx.size,), dtype=b.dtype)
+            return xp.zeros((idx.size, b.shape[1]), dtype=b.dtype)
         return b[xp.asarray(idx)] if idx.size else b[:0]
 
     def make1(j: int, b: Any) -> list[Any]:
@@ -171,56 +184,74 @@ def four_step(
             b = pre(b, flat_in[j][0])
         return [take(b, idx) for idx in P["send1"][j]]
 
-    recv = _alltoallv(x, axes, make1)
+    rows_in = _Blocks(mesh, [None if b is None else _rows(xp, b, i_dim) for b in x.shards])
+    recv = _alltoallv(rows_in, axes, make1)
 
     def stage2(i: int, buf: Any) -> Any:
         w = c2[i][1] - c2[i][0]
-        cols = xp.zeros((n1 * w,), dtype=dtype)
+        cols = xp.zeros((n1 * w, buf.shape[1]), dtype=dtype)
         if data and buf.size:
             cols[xp.asarray(P["recv1"][i])] = buf
-        cols = cols.reshape(n1, w)
+        cols = cols.reshape(n1, w, buf.shape[1])
         if data and cols.size:
             cols = getattr(fft, sub)(cols, axis=0, norm=sub_norm).astype(dtype, copy=False)
-            k1 = np.arange(n1, dtype=np.int64)[:, None]
-            j2 = np.arange(*c2[i], dtype=np.int64)[None, :]
+            k1 = np.arange(n1, dtype=np.int64)[:, None, None]
+            j2 = np.arange(*c2[i], dtype=np.int64)[None, :, None]
             tw = np.exp((sign * 2j * np.pi / n) * ((k1 * j2) % n)) * scale(n, norm, inverse)
             cols = cols * xp.asarray(tw.astype(dtype))
         return cols
 
-    mid = _shards(x, axes, recv, stage2)
+    mid = _shards(mesh, axes, recv, stage2)
 
     def make2(j: int, b: Any) -> list[Any]:
-        return [b[lo:hi].reshape(-1) for lo, hi in c1]
+        return [b[lo:hi].reshape((hi - lo) * b.shape[1], b.shape[2]) for lo, hi in c1]
 
-    recv = _alltoallv(_wrap(x, mid), axes, make2)
+    recv = _alltoallv(_Blocks(mesh, mid), axes, make2)
 
     def stage3(i: int, buf: Any) -> Any:
-        h = c1[i][1] - c1[i][0]
+        h, batch = c1[i][1] - c1[i][0], buf.shape[1]
         parts, pos = [], 0
         for lo, hi in c2:
-            parts.append(buf[pos : pos + h * (hi - lo)].reshape(h, hi - lo))
+            parts.append(buf[pos : pos + h * (hi - lo)].reshape(h, hi - lo, batch))
             pos += h * (hi - lo)
-        rows = xp.concatenate(parts, axis=1) if parts else xp.zeros((h, 0), dtype=dtype)
+        rows = xp.concatenate(parts, axis=1) if parts else xp.zeros((h, 0, batch), dtype=dtype)
         if data and rows.size:
             rows = getattr(fft, sub)(rows, axis=1, norm=sub_norm).astype(dtype, copy=False)
-        return rows.reshape(-1)
+        return rows.reshape(h * n2, batch)
 
-    rows = _shards(x, axes, recv, stage3)
-    recv = _alltoallv(_wrap(x, rows), axes, lambda j, b: [take(b, idx) for idx in P["send3"][j]])
+    rows = _shards(mesh, axes, recv, stage3)
+    recv = _alltoallv(_Blocks(mesh, rows), axes, lambda j, b: [take(b, idx) for idx in P["send3"][j]])
 
     def place(i: int, buf: Any) -> Any:
-        out = xp.zeros((flat_out[i][1] - flat_out[i][0],), dtype=dtype)
+        out = xp.zeros((flat_out[i][1] - flat_out[i][0], buf.shape[1]), dtype=dtype)
         if data and buf.size:
             out[xp.asarray(P["recv3"][i])] = buf
         return out
 
-    shards = _shards(x, axes, recv, place)
-    return ShardArray(mesh, Layout(x.dims, (size,), x.spec.axes), dtype, shards)
+    flat = _shards(mesh, axes, recv, place)
+    shards = [None if b is None else _unrows(xp, b, x.shards[d].shape, i_dim) for d, b in enumerate(flat)]
+    return ShardArray(mesh, Layout(x.dims, _resized(x.shape, i_dim, size), x.spec.axes), dtype, shards)
 
 
-def _shards(x: ShardArray, axes: tuple[str, ...], recv: list[Any], fn: Callable[[int, Any], Any]) -> list[Any]:
-    out: list[Any] = [None] * x.mesh.size
-    for group in x.mesh.groups(axes):
+def _rows(xp: Any, b: Any, axis: int) -> Any:
+    """The block ``b`` with ``axis`` first, as a 2-D (entries, batch) array."""
+    t = xp.moveaxis(b, axis, 0) if axis else b
+    return t.reshape(t.shape[0], math.prod(t.shape[1:]))
+
+
+def _unrows(xp: Any, r: Any, like: tuple[int, ...], axis: int) -> Any:
+    """The 2-D ``r`` (entries, batch) back in the shape of a block like ``like`` (``axis`` of ``r.shape[0]``)."""
+    t = r.reshape((r.shape[0],) + like[:axis] + like[axis + 1 :])
+    return xp.moveaxis(t, 0, axis) if axis else t
+
+
+def _resized(shape: tuple[int, ...], axis: int, size: int) -> tuple[int, ...]:
+    return shape[:axis] + (size,) + shape[axis + 1 :]
+
+
+def _shards(mesh: Any, axes: tuple[str, ...], recv: list[Any], fn: Callable[[int, Any], Any]) -> list[Any]:
+    out: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
         for i, d in enumerate(group):
             if recv[d] is not None:
                 out[d] = fn(i, recv[d])
@@ -234,30 +265,35 @@ class _Blocks:
         self.mesh, self.shards = mesh, shards
 
 
-def _wrap(x: ShardArray, shards: list[Any]) -> Any:
-    return _Blocks(x.mesh, shards)
+def applies(x: ShardArray, dim: str, n: int, avoid: tuple[str, ...] = ()) -> bool:
+    """Whether the four-step algorithm computes a transform of length ``n`` along ``dim`` of ``x``: ``dim`` split
+    (``k`` devices), ``n = n1·n2`` with both factors ``>= k``, and no other dim takes the split evenly enough
+    for the transposition method (``pencil.crowding`` above ``CROWDED``: a 1-D array, or every other dim shorter
+    than its devices times ``k``, where the transposition would pile the array on a few devices)."""
+    i = x.dims.index(dim)
+    k = x.mesh.axes_size(x.spec.axes[i])
+    return k > 1 and factor(n, k) is not None and crowding(x, dim, avoid) > CROWDED
 
 
-def applies(x: ShardArray, dim: str, n: int) -> bool:
-    """Whether the four-step algorithm handles a transform of length ``n`` along ``dim`` of ``x``: a split
-    1-D array and ``n = n1·n2`` with both factors ``>=`` the number of devices on the dim's axes."""
-    if x.ndim != 1 or x.dims[0] != dim:
-        return False
-    k = x.mesh.axes_size(x.spec.axes[0])
-    return k > 1 and factor(n, k) is not None
+def per_block(x: ShardArray, dim: str, fn: Callable[[Any, int], Any], dtype: Any) -> ShardArray:
+    """``fn(block, start)`` on every block of ``x`` (``dim`` moved first; ``start``: the global offset of the
+    block's first entry along ``dim``)."""
+    mesh, i = x.mesh, x.dims.index(dim)
+    axes = x.spec.axes[i]
+    starts = _chunks(x.shape[i], tuple(mesh.axis_size(a) for a in axes))
+    xp = mesh.backend.xp
+    out: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
+        for j, d in enumerate(group):
+            b = x.shards[d]
+            if b is None:
+                continue
+            if not mesh.backend.has_data:
+                out[d] = b.astype(dtype)
+                continue
+            t = xp.moveaxis(fn(xp.moveaxis(b, i, 0), starts[j][0]), 0, i)
+            out[d] = t if t.dtype == dtype else t.astype(dtype)
+    return ShardArray(mesh, x.spec, dtype, out)
 
 
-def per_block(x: ShardArray, fn: Callable[[Any, int], Any], dtype: Any) -> ShardArray:
-    """``fn(block, start)`` on every block of the 1-D array ``x`` (``start``: the block's global offset)."""
-    axes = x.spec.axes[0]
-    radix = tuple(x.mesh.axis_size(a) for a in axes)
-    starts = _chunks(x.shape[0], radix)
-    out: list[Any] = [None] * x.mesh.size
-    for group in x.mesh.groups(axes):
-        for i, d in enumerate(group):
-            if x.shards[d] is not None:
-                out[d] = fn(x.shards[d], starts[i][0]) if x.mesh.backend.has_data else x.shards[d].astype(dtype)
-    return ShardArray(x.mesh, x.spec, dtype, out)
-
-
-__all__ = ["applies", "factor", "four_step", "per_block", "scale"]
+__all__ = ["CROWDED", "applies", "factor", "four_step", "per_block", "scale"]

@@ -57,7 +57,7 @@ def fftfreq(
         >>> sa.fft.fftfreq(mesh, 4, layout="row").numpy()
         array([ 0.  ,  0.25, -0.5 , -0.25])
     """
-    n = cast(int, check_n(n, "fftfreq"))  # n: int, so not None
+    n = cast(int, check_n(n, "fftfreq", type_error=False))  # n: int, so not None
     return _freqs(mesh, n, n, d, dim, dtype, layout, "fftfreq")
 
 
@@ -73,7 +73,7 @@ def rfftfreq(
         >>> sa.fft.rfftfreq(mesh, 4, layout="row").numpy()
         array([0.  , 0.25, 0.5 ])
     """
-    n = cast(int, check_n(n, "rfftfreq"))  # n: int, so not None
+    n = cast(int, check_n(n, "rfftfreq", type_error=False))  # n: int, so not None
     return _freqs(mesh, n // 2 + 1, n, d, dim, dtype, layout, "rfftfreq")
 
 

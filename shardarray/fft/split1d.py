@@ -1,7 +1,9 @@
-"""The 1-D transforms of a split 1-D array by the four-step algorithm (``four_step.py``), for the primitives
-and their VJPs: complex, real-input (truncated output) and Hermitian (weighted input, real output) forms.
+"""The 1-D transforms along a split dim by the four-step algorithm (``four_step.py``: a split 1-D array, or a
+dim whose split no other dim takes evenly), for the primitives and their VJPs: complex, real-input (truncated
+output) and Hermitian (weighted input, real output) forms.
 
-Each is one ``four_step`` (three alltoalls over the dim's axes) plus local per-block maps.
+Each is one ``four_step`` (three alltoalls over the dim's axes) plus local per-block maps (the other dims are a
+batch; the maps see blocks with the dim first).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def _weigh(xp: Any, n: int, conj: bool = False) -> Any:
 
     def pre(b: Any, start: int) -> Any:
         b = xp.conj(b) if conj else b
-        return b * xp.asarray(w(np.arange(start, start + b.shape[0])).astype(b.real.dtype))
+        v = w(np.arange(start, start + b.shape[0])).astype(b.real.dtype)
+        return b * xp.asarray(v.reshape(v.shape + (1,) * (b.ndim - 1)))
 
     return pre
 
@@ -42,7 +45,7 @@ def c2c(
 ) -> ShardArray:
     """DFT (or IDFT) of length ``n``; output resized to ``size``; ``real_out``: keep the real part (that dtype)."""
     y = four_step(x, dim, n, inverse, norm, size, dtype=dtype)
-    return y if real_out is None else per_block(y, lambda b, s: b.real.astype(real_out), real_out)
+    return y if real_out is None else per_block(y, dim, lambda b, s: b.real.astype(real_out), real_out)
 
 
 def r2c(
@@ -61,7 +64,7 @@ def r2c(
     xp = x.mesh.backend.xp
     pre = (lambda b, s: xp.conj(b)) if conj else None
     y = four_step(x, dim, n, inverse, norm, size, keep=keep, pre=pre, dtype=dtype)
-    return y if real_out is None else per_block(y, lambda b, s: b.real.astype(real_out), real_out)
+    return y if real_out is None else per_block(y, dim, lambda b, s: b.real.astype(real_out), real_out)
 
 
 def c2r(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, real_dtype: Any, dtype: Any) -> ShardArray:
@@ -69,10 +72,10 @@ def c2r(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, real_dtype: A
     ``irfft`` (inverse) or ``hfft`` (forward)."""
     xp = x.mesh.backend.xp
     y = four_step(x, dim, n, inverse, norm, n, lim=n // 2 + 1, pre=_weigh(xp, n), dtype=dtype)
-    return per_block(y, lambda b, s: b.real.astype(real_dtype), real_dtype)
+    return per_block(y, dim, lambda b, s: b.real.astype(real_dtype), real_dtype)
 
 
-def weigh_out(y: ShardArray, n: int, conj: bool, real_out: Any, dtype: Any) -> ShardArray:
+def weigh_out(y: ShardArray, dim: str, n: int, conj: bool, real_out: Any, dtype: Any) -> ShardArray:
     """The irfft VJP's output map: Hermitian weights from global indices, then ``conj``/real part."""
     xp = y.mesh.backend.xp
     pre = _weigh(xp, n, conj)
@@ -81,7 +84,7 @@ def weigh_out(y: ShardArray, n: int, conj: bool, real_out: Any, dtype: Any) -> S
         b = pre(b, s)
         return b.real.astype(real_out) if real_out is not None else b.astype(dtype)
 
-    return per_block(y, fn, real_out if real_out is not None else dtype)
+    return per_block(y, dim, fn, real_out if real_out is not None else dtype)
 
 
 __all__ = ["c2c", "c2r", "hermitian_weights", "r2c", "weigh_out"]

@@ -9,15 +9,21 @@ shards when SciPy is installed, else ``numpy.fft``; ``cupy.fft`` on GPUs) on blo
   moves the split onto another dim, the transform runs locally, one alltoall
   back restores the input's layout. Per device each alltoall sends
   ``(k-1)/k`` of its block (input block there, output block back).
-- a 1-D array split over ``A``: the four-step algorithm (``four_step.py``):
-  three alltoalls over ``A`` of at most a block each; only a length ``n``
-  with no factors ``n1·n2`` both ``>= k`` (prime, or too small) falls back to
-  one allgather of the dim (each device keeps its own output block).
+- a 1-D array split over ``A``, or one whose other dims are too short to take
+  the split evenly (the transposition would pile the array on a few devices:
+  ``pencil.crowding``): the four-step algorithm (``four_step.py``), three
+  alltoalls over ``A`` of at most a block each, the other dims a batch. Only
+  a length ``n`` with no factors ``n1·n2`` both ``>= k`` (prime, or too small)
+  falls back: a 1-D array to one allgather of the dim (each device keeps its
+  own output block), a short partner dim to the transposition (both warn
+  ``sa.GatherWarning`` past ``route.GATHER_WARN_BYTES``).
 
 The result always has the input's layout (the array API user's expectation),
 with a dim whose size changed (``n``, rfft's ``n//2+1``) in canonical
 ceil-blocks. Single precision stays single (complex64 in, complex64 out;
-float32 real input gives complex64). ``norm`` is "backward" (default: no
+float32 real input gives complex64); float16 is computed in single precision
+and, as in NumPy 2, gives complex64, or float16 from irfft/hfft of float16.
+``norm`` is "backward" (default: no
 scaling forward, ``1/n`` inverse), "ortho" (``1/sqrt(n)`` both ways) or
 "forward" (``1/n`` forward). All are differentiable (``autograd/vjp_fft.py``).
 An n-D form's ``s`` entry of -1 means the input's size along that dim (the
@@ -53,8 +59,14 @@ def complex_dtype(dt: Any) -> np.dtype:
 
 
 def real_dtype(dt: Any) -> np.dtype:
-    """The real dtype of a complex-to-real transform of ``dt``."""
+    """The real dtype a complex-to-real transform of ``dt`` computes in."""
     return np.dtype(np.float32) if complex_dtype(dt) == np.complex64 else np.dtype(np.float64)
+
+
+def c2r_dtype(dt: Any) -> np.dtype:
+    """The result dtype of a complex-to-real transform (irfft, hfft) of ``dt``: NumPy 2's ``result_type(dt.real,
+    1.0)``, so float16 input gives float16 (computed in single precision), complex64 float32, float32 float32."""
+    return np.dtype(np.float16) if np.dtype(dt) == np.float16 else real_dtype(dt)
 
 
 def check_norm(norm: Any, what: str) -> str:
@@ -65,10 +77,19 @@ def check_norm(norm: Any, what: str) -> str:
     return norm
 
 
-def check_n(n: Any, what: str, name: str = "n") -> int | None:
+def check_n(n: Any, what: str, name: str = "n", type_error: bool = True) -> int | None:
+    """``n`` (a transform length, or None) as an int: a non-integer is a ``DTypeError`` (NumPy's ``TypeError``;
+    ``type_error=False``: an ``ArgumentError``, as ``numpy.fft.fftfreq``'s ``ValueError``), ``n < 1`` an
+    ``ArgumentError`` (NumPy's ``ValueError``)."""
     if n is None:
         return None
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+    integer = isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+    if not integer and type_error:
+        raise DTypeError(
+            f"{what}: {name} must be an integer (the transform length) or None; got {name}={n!r} of type "
+            f"{type(n).__name__} (NumPy's TypeError). Pass int({name}), e.g. {name}=8"
+        )
+    if not integer or n < 1:
         raise ArgumentError(
             f"{what}: {name} must be a positive integer (the transform length) or None; got "
             f"{name}={n!r}. Pass the number of points, e.g. {name}=8"
@@ -124,9 +145,9 @@ def c2c(
         return getattr(fft, name)(b.astype(dt, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
-    if applies(x, dim, n):  # a split 1-D array: the four-step algorithm (three alltoalls)
+    if applies(x, dim, n, avoid):  # a split 1-D array (or no even partner): the four-step algorithm
         return split1d.c2c(x, dim, n, norm, inverse, n, dt)
-    return along(x, dim, local, n, dt, avoid, back)
+    return along(x, dim, local, n, dt, avoid, back, need=n)
 
 
 @differentiable("fft_r2c")
@@ -140,9 +161,9 @@ def r2c(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
         return getattr(fft, name)(b.astype(rt, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
-    if applies(x, dim, n):  # rfft = fft[:n//2+1], ihfft = ifft[:n//2+1] of the real input (same norm)
+    if applies(x, dim, n, avoid):  # rfft = fft[:n//2+1], ihfft = ifft[:n//2+1] of the real input (same norm)
         return split1d.r2c(x, dim, n, norm, hermitian, n // 2 + 1, complex_dtype(x.dtype), n // 2 + 1)
-    return along(x, dim, local, n // 2 + 1, complex_dtype(x.dtype), avoid)
+    return along(x, dim, local, n // 2 + 1, complex_dtype(x.dtype), avoid, need=n)
 
 
 @differentiable("fft_c2r")
@@ -158,9 +179,9 @@ def c2r(x: ShardArray, dim: str, n: int, norm: str, hermitian: bool, avoid: tupl
         return getattr(fft, name)(b.astype(ct, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
-    if applies(x, dim, n):  # irfft = Re(ifft(w·x)), hfft = Re(fft(w·x)), w = 1, 2, ..., 2, 1 (same norm)
-        return split1d.c2r(x, dim, n, norm, not hermitian, real_dtype(x.dtype), ct)
-    return along(x, dim, local, n, real_dtype(x.dtype), avoid)
+    if applies(x, dim, n, avoid):  # irfft = Re(ifft(w·x)), hfft = Re(fft(w·x)), w = 1, 2, ..., 2, 1 (same norm)
+        return split1d.c2r(x, dim, n, norm, not hermitian, c2r_dtype(x.dtype), ct)
+    return along(x, dim, local, n, c2r_dtype(x.dtype), avoid, need=n // 2 + 1)
 
 
 # ------------------------------------------------------------------ 1-D public forms
@@ -181,8 +202,10 @@ def fft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -
 
     Collectives: none when ``dim`` is unsplit; else two alltoalls over its
     axes, each ``(k-1)/k`` of a device's block (see the module docstring); a
-    split 1-D array: three alltoalls (four-step), or one allgather when ``n``
-    has no factors ``n1·n2`` both ``>= k``. The result has ``x``'s layout.
+    split 1-D array, or a split dim whose other dims are too short to take the
+    split evenly: three alltoalls (four-step), or (a 1-D array) one allgather
+    when ``n`` has no factors ``n1·n2`` both ``>= k``. The result has ``x``'s
+    layout.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -287,7 +310,9 @@ def _dims_s(x: ShardArray, dims: Any, s: Any, what: str) -> tuple[tuple[str, ...
         raise DimensionError(f"{what}: needs at least one dim to transform; got dims={dims!r} on {x.dims}")
     if s is None:
         return names, [None] * len(names)
-    if not isinstance(s, (tuple, list)) or len(s) != len(names):
+    if not isinstance(s, (tuple, list)):
+        raise DTypeError(f"{what}: s must be a tuple of lengths (NumPy's TypeError); got s={s!r}. Pass s=({s!r},)")
+    if len(s) != len(names):
         raise ArgumentError(
             f"{what}: s must give one length per transformed dim {names}; got s={s!r}. "
             f"Pass a tuple of {len(names)} positive integers (or s=None)"

@@ -890,15 +890,15 @@ def _fft_cases(label, name):
         good = [(lambda p: t.one(_c(p), 1, n=6), (5, 4)), (lambda p: t.one(_c(p), 1, n=7, norm="ortho"), (5, 4)),
                 (lambda p: t.one(_c(p), 0), (5, 3)), (lambda p: t.one(_c(p), 0, n=12), (7,))]
         bugs = {"imag of the input": (lambda p: t.one(_z(p), 1, n=6), (5, 4), True)}
-    elif name in ("fftn", "ifftn"):
+    elif name in ("fftn", "ifftn", "fft2", "ifft2"):
         good = [(lambda p: t.real(t.many(p)), (5, 6)), (lambda p: t.real(t.many(p, (1, 0), norm="ortho")), (5, 6)),
                 (lambda p: t.real(t.many(_c(p), (0, 1), s=(4, 7))), (5, 6))]
         bugs = {"complex in and out": (lambda p: t.many(_z(p)), (5, 6), True)}
-    elif name == "rfftn":
+    elif name in ("rfftn", "rfft2"):
         good = [(lambda p: t.real(t.many(p)), (5, 6)),
                 (lambda p: t.real(t.many(p, (0, 1), s=(4, 7), norm="ortho")), (5, 6))]
         bugs = {"imag of the output": (lambda p: t.imag(t.many(p)), (5, 6))}
-    elif name == "irfftn":
+    elif name in ("irfftn", "irfft2"):
         good = [(lambda p: t.many(_c(p), s=(5, 6)), (5, 4)), (lambda p: t.many(_c(p), s=(5, 7), norm="ortho"), (5, 4))]
         bugs = {"imag of the input": (lambda p: t.many(_z(p), s=(5, 6)), (5, 4), True)}
     else:  # fftshift, ifftshift: real in, real out
@@ -925,6 +925,8 @@ for _label in ("sa", "xp"):
         for _what, _build in _bugs.items():
             # (wrong until the FFT VJPs took JAX's convention)
             VARIANTS[f"{_label}.fft.{_n}: {_what}"] = (f"{_label}.fft.{_n}", _build)
+for _n in ("fft2", "ifft2", "rfft2", "irfft2"):  # NumPy's 2-D forms (xp only): the n-D cases over 2-D inputs
+    DIFFERENTIABLE[f"xp.fft.{_n}"] = _fft_cases("xp", _n)[0]
 
 
 # ---------------------------------------------------------------------------------------- NONDIFFERENTIABLE
