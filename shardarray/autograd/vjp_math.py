@@ -77,6 +77,8 @@ _unary("atanh", lambda xp, g, a: g / (1 - a * a))
 _unary("expm1", lambda xp, g, o: g * (o + 1), use_out=True)
 _unary("expm1_std", lambda xp, g, o: g * (o + 1), use_out=True)  # the standard's special values (array_api)
 _unary("log1p", lambda xp, g, a: g / (1 + a))
+# the square root of a variance (complex ``std``, ``nanstd``): 0 where it is 0, as ``std``'s VJP below
+_unary("spread_sqrt", lambda xp, g, o: xp.where(o == 0, 0.0, g * 0.5 / xp.where(o == 0, 1.0, o)), use_out=True)
 _unary("log2", lambda xp, g, a: g / (a * math.log(2.0)))
 _unary("log10", lambda xp, g, a: g / (a * math.log(10.0)))
 

@@ -147,7 +147,7 @@ def nanvar(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArr
 
 def nanstd(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
     """``std`` of the non-NaN entries (``np.nanstd``)."""
-    return ew.sqrt(nanvar(require_array(x, "nanstd"), dims, correction))
+    return red.spread_sqrt(nanvar(require_array(x, "nanstd"), dims, correction))
 
 
 __all__ = ["nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar"]

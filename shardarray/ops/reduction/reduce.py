@@ -531,7 +531,15 @@ def _complex_spread(x: ShardArray, dims: tuple[str, ...], correction: float, roo
     if correction:
         n = math.prod(x.sizes[d] for d in dims)
         spread = ew.multiply(spread, n / (n - correction) if n > correction else math.inf)
-    return ew.sqrt(spread) if root else spread
+    return spread_sqrt(spread) if root else spread
+
+
+@differentiable("spread_sqrt", resolve_inputs=True)
+def spread_sqrt(v: ShardArray) -> ShardArray:
+    """``sqrt`` of a spread (a variance: real, never negative) whose gradient is 0 where the spread is 0, as
+    ``std``'s (PyTorch's choice; ``sqrt``'s own would be ``0 * inf = NaN`` there): the square root of complex
+    ``var`` and of ``nanvar`` (``nanstd``)."""
+    return ew.sqrt.__wrapped__(v)
 
 
 def std(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArray:
