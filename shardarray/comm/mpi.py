@@ -18,10 +18,13 @@ No process hangs when another fails: an uncaught exception on any rank aborts
 the whole job (``MPI.COMM_WORLD.Abort``), a rank that exits while others wait
 for it ends the job. Every array made is compared over the job (global
 sizes, dtype: ``check_array``) and every collective's group compares a small
-header (op, dtype, block shape) before its data moves, so processes that
-disagree raise ``CommError`` instead of crashing MPI ("Message truncated");
-``SHARDARRAY_CHECK_SPMD=1`` also compares every collective's op, axes, dtype
-and block shapes over the whole job (``comm.spmd``).
+header (op, dtype, block shape, root, and a crc of the host arguments an op
+noted to agree on, e.g. ``top_k``'s ``k``: ``comm.spmd.note``) before its data
+moves, so processes that disagree raise ``CommError`` instead of crashing MPI
+("Message truncated") or mixing their blocks; ``SHARDARRAY_CHECK_SPMD=1`` also
+compares every collective's op, axes, dtype and block shapes, and the host
+arguments of the ops run since the last collective, over the whole job
+(``comm.spmd``).
 Converting a replicated array (``float(loss)``) needs no communication.
 
 Shards must be NumPy arrays (``backend="numpy"``); GPU shards across processes
@@ -47,7 +50,7 @@ from ..errors import BackendError, CommError, MeshError
 from . import buffers
 from .base import REDUCE_OPS, Communicator
 from .log import _ACTIVE, record
-from .spmd import blocks_extra, creation_extra, enter, leave, start_watchdog
+from .spmd import blocks_extra, creation_extra, enter, leave, notes_mismatch, start_watchdog, take_agreed
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -230,10 +233,11 @@ def check_array(
 
 #: the collectives' codes in the header (``MpiCommunicator._agree``)
 _OPS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce", "alltoallv")
-#: int64s in a header: op, dtype, ndim, up to 8 dims (a ninth and later dims are not compared), then the root
+#: int64s in a header: op, dtype, ndim, up to 8 dims (a ninth and later dims are not compared), a crc32 of the
+#: host arguments noted to agree on since the last comparison (``comm.spmd.note``; 0: none), then the root
 #: (broadcast, reduce; else -1)
-HEADER = 12
-_DIMS = HEADER - 4  # dims in a header
+HEADER = 13
+_DIMS = HEADER - 5  # dims in a header
 _DTYPE_NAMES: dict[int, str] = {}  # code -> name, for the messages (every dtype a shard can have is listed)
 
 
@@ -252,12 +256,12 @@ for _dt in (
     _dtype_code(_dt)
 
 
-def _header(op: str, x: np.ndarray, root: int = -1) -> np.ndarray:
+def _header(op: str, x: np.ndarray, root: int = -1, agreed: int = 0) -> np.ndarray:
     h = np.full(HEADER, -1, dtype=np.int64)
     h[0], h[1], h[2] = _OPS.index(op), _dtype_code(x.dtype), x.ndim
     shape = x.shape[:_DIMS]
     h[3 : 3 + len(shape)] = shape
-    h[-1] = root
+    h[-2], h[-1] = agreed, root
     return h
 
 
@@ -441,10 +445,15 @@ class MpiCommunicator(Communicator):
         broadcast whose members name different roots, e.g. ``x[i]`` of a split array with an ``i`` that differs
         between processes) return other processes' values without an error.
         """
-        mine = _header(op, x, root)
+        crc, agreed = take_agreed()
+        mine = _header(op, x, root, crc)
         every = np.empty((sub.Get_size(), mine.size), dtype=np.int64)
         with self._calling(op, axes, x):
             sub.Allgather(mine, every)
+        if len(set(every[:, -2].tolist())) > 1:  # (every member sees it: all exchange their notes for the message)
+            group = self._group(axes)
+            where = f"in {op} over axes {axes} of mesh {self.mesh} (group {group})"
+            raise CommError(notes_mismatch(sub.allgather((agreed, len(agreed))), where, group))
         keep = np.ones(mine.size, dtype=bool)
         if free == -1:
             keep[2 : 3 + _DIMS] = False

@@ -38,7 +38,10 @@ the cache (the next collective makes new ones) and raises ``sa.CommError``
 naming the collective, the axes and the mesh. Under SPMD only this
 process's communicator is aborted: the peers are not told (as with NCCL
 itself), so the uncaught CommError must end the job (mpiexec then stops
-every process).
+every process). Under SPMD each collective marks its end for the hang
+watchdog (``comm.spmd.leave``, as ``MpiCommunicator``'s do): a process counts
+as stuck only while inside one, so a long computation after it is not
+reported as waiting in it.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ import numpy as np
 from ..chunks import group_chunk
 from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
 from .base import REDUCE_OPS, Communicator
-from .mpi import check_array, gather_blocks, host_allreduce, log_spmd
+from .mpi import check_array, collective, gather_blocks, host_allreduce, log_spmd
 from .spmd import enter
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``
@@ -484,6 +487,7 @@ class NcclCommunicator(Communicator):
         elif failure is not None:
             raise failure
 
+    @collective
     def host_reduce(self, value: float, op: str) -> float:
         if self.world is None:
             return value
@@ -491,6 +495,7 @@ class NcclCommunicator(Communicator):
         enter(self.world, f"host_reduce({op})", (), np.asarray(value))
         return host_allreduce(self.world, value, op)
 
+    @collective
     def assemble(
         self,
         shards: Sequence[Any],
@@ -509,6 +514,7 @@ class NcclCommunicator(Communicator):
         return out
 
     # ------------------------------------------------------------ collectives
+    @collective
     def allreduce(self, shards: Sequence[Any], axes: tuple[str, ...], op: str = "sum") -> list[Any]:
         n = self._log("allreduce", axes, shards)
         if n == 1:
@@ -533,6 +539,7 @@ class NcclCommunicator(Communicator):
         self._grouped("allreduce", axes, calls)
         return self._narrow(out, shards[next(iter(members))].dtype, list(members))
 
+    @collective
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         n = self._log("allgather", axes, shards, dim=dim)
         if n == 1:
@@ -573,6 +580,7 @@ class NcclCommunicator(Communicator):
         self._grouped("allgather", axes, calls)
         return out
 
+    @collective
     def reduce_scatter(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int, op: str = "sum") -> list[Any]:
         n = self._log("reduce_scatter", axes, shards)
         if n == 1:
@@ -608,6 +616,7 @@ class NcclCommunicator(Communicator):
         self._grouped("reduce_scatter", axes, calls)
         return self._narrow(out, shards[next(iter(members))].dtype, list(members))
 
+    @collective
     def alltoall(self, shards: Sequence[Any], axes: tuple[str, ...], split_dim: int, concat_dim: int) -> list[Any]:
         n = self._log("alltoall", axes, shards, dim=concat_dim)
         if n == 1:
@@ -639,6 +648,7 @@ class NcclCommunicator(Communicator):
                 out[d] = xp.concatenate(received, axis=concat_dim)
         return out
 
+    @collective
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
         n = self.mesh.axes_size(axes)
         self._check_root(root, axes, n)
@@ -665,6 +675,7 @@ class NcclCommunicator(Communicator):
         self._grouped("broadcast", axes, calls)
         return out
 
+    @collective
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
         n = self.mesh.axes_size(axes)
         self._check_root(root, axes, n)
@@ -692,6 +703,7 @@ class NcclCommunicator(Communicator):
         self._grouped("reduce", axes, calls)
         return self._narrow(out, shards[next(iter(members))].dtype, [d for d, m in members.items() if m.pos == root])
 
+    @collective
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
         """Grouped send/recv of the pieces of any size (see ``Communicator.alltoallv``); empty pieces post nothing.
 

@@ -35,8 +35,8 @@ each into a job that ends non-zero with a message naming the culprit.
   facts are compared (which collective each process entered as its ``#s``; a
   notice of a ``#s`` not reached yet waits until it is), so a process that is
   merely slow, or waits for a third one, is never taken for a deadlock. The
-  collectives of ``MpiCommunicator`` mark their end (``leave``); a process
-  counts as stuck only while inside one.
+  collectives of ``MpiCommunicator`` and (across processes) ``NcclCommunicator`` mark their end (``leave``);
+  a process counts as stuck only while inside one.
 * **Processes that disagree** on the op, axes, dtype or block shapes of a
   collective (e.g. arrays of different global sizes): always, arrays are
   compared where they are made (``check_array``) and each MPI collective's
@@ -50,6 +50,22 @@ each into a job that ends non-zero with a message naming the culprit.
   device's block bounds: processes that made the same array with different
   layouts would otherwise assemble a scrambled one); creation checks compare
   the layout where the caller gives it (``from_local``).
+
+* **Processes that pass an op different host arguments** (``x + r``, ``x[r] = v``, ``x[2] = r``,
+  ``sa.top_k(x, k=r + 1)``, an axis, shape, dtype, ``keepdims``, slice bound or dim name computed from the
+  process index or drawn per process): each process computes something else and the blocks of one array
+  silently mix, with no collective to tell. Ops note their host arguments (``note``; the op mechanism notes
+  every op's through ``note_op``). With ``SHARDARRAY_CHECK_SPMD=1`` each process keeps a digest of the notes
+  since its last collective, and that collective's job-wide check compares it (no extra message per op; a
+  second small allgather only when the digests differ, for the message): ``CommError`` on every process
+  naming the op and each process's arguments. A mismatch after the last collective ends the job at exit
+  (status 1, the message on process 0). Always on, and free (a crc in the header that travels anyway), where
+  the op's own collective follows: ``top_k``'s ``k`` over a split dim, the index and value of a write that
+  moves data (an array value, integer ids, a mask) are compared by that collective's group
+  (``note(agree=True)``). A scalar written at ints and slices, which each device writes locally, is
+  compared with the check on only. With the check on, ops that some processes run on purpose (a value printed
+  under ``if mesh.process_index == 0``) count as a mismatch too; ops on meshes of this process alone
+  (``comm="emulated"``) are never noted.
 
 A check may also carry this process's own error (``enter(..., failure=e)``):
 an argument that only one process finds wrong (``from_local``'s block shape)
@@ -65,10 +81,12 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import re
 import signal
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
@@ -81,6 +99,9 @@ _HISTORY = 64  # how many of its last collectives' signatures a process keeps (t
 _HANG_CHECK_S = 10.0  # SHARDARRAY_HANG_CHECK_S's default
 _POLL_S = 0.05  # how often the watchdog looks for departure notices
 _FORWARD_S = 0.2  # pause before aborting, so that the launcher forwards the last output
+_NOTES = 32  # how many noted ops a process keeps for a message (the digest covers every one)
+_SHOW = 120  # characters of one op's host arguments kept for a message
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # an object's address in its repr (differs between processes)
 
 
 class _State:
@@ -96,6 +117,15 @@ class _State:
     hooks = False
     watchdog: threading.Thread | None = None
     stop = threading.Event()
+    job = False  # this process is one of a job of several (a comm="mpi" mesh was made): ``note`` keeps agreed notes
+    noting = False  # SHARDARRAY_CHECK_SPMD=1 in such a job, as read at the last collective: ``note`` records
+    notes: ClassVar[list[tuple[str, str]]] = []  # (op, host arguments) since the last collective: the first _NOTES
+    noted = 0  # how many were noted since the last collective
+    digest: Any = None  # a blake2b of every note since the last collective (None: nothing noted)
+    agreed: ClassVar[list[tuple[str, str]]] = []  # ``note(agree=True)``s not compared yet (the first _NOTES)
+    agreed_crc = 0  # a crc32 over all of them (0: none)
+    exit_notes: ClassVar[dict[int, tuple]] = {}  # process -> (digest, notes) it sent when it exited (the check on)
+    before: tuple[str | None, Any] = (None, ([], 0))  # (digest, notes) of the ops run before the last collective
 
 
 def check_enabled() -> bool:
@@ -182,6 +212,7 @@ def start_watchdog(world: Any) -> None:
     install_hooks()
     limit = hang_check_s()
     with _State.lock:
+        _State.job = _State.job or world.Get_size() > 1
         if _State.watchdog is not None:
             return
         MPI = sys.modules["mpi4py.MPI"]
@@ -306,16 +337,26 @@ def _same_collective(a: tuple, b: tuple) -> bool:
     return a[1:3] == b[1:3] and a[5] == b[5]
 
 
-def _departed(rank: int, entered: int) -> None:
+def _departed(rank: int, notice: Any) -> None:
+    """Process ``rank`` exited (``_at_exit``'s notice: the collectives it entered, or ``(entered, digest, notes)``
+    with ``SHARDARRAY_CHECK_SPMD=1``)."""
+    entered = notice[0] if isinstance(notice, tuple) else int(notice)
     with _State.lock:
         _State.departed[rank] = entered
-        seq, current = _State.seq, _State.current
+        if isinstance(notice, tuple):
+            _State.exit_notes[rank] = notice[1:]
+        seq, current, before = _State.seq, _State.current, _State.before
     if seq > entered:  # we wait in collective `seq` (so one was entered), which `rank` never joined
+        why = ""
+        if isinstance(notice, tuple) and entered == seq - 1 and before[0] is not None and before[0] != notice[1]:
+            # (both ran the same collectives before this one, and then different ops: the likely cause)
+            me = int(_rank()) if _rank().isdigit() else -1
+            why = f" {notes_mismatch([before[1], notice[2]], 'since collective #' + str(entered), [me, rank])}."
         print(
             f"shardarray: process {rank} exited after {entered} collective(s) while process {_rank()} waits "
             f"for it in collective #{seq} ({_describe(cast('tuple', current), number=False)}); ending the MPI job. "
             f"Every process must run the same collectives (SPMD): look for an early sys.exit/return or a collective "
-            f"(a split array's numpy(), a sum over a split dim) inside `if mesh.process_index == ...`",
+            f"(a split array's numpy(), a sum over a split dim) inside `if mesh.process_index == ...`{why}",
             file=sys.stderr,
         )
         abort_job(1)
@@ -340,12 +381,199 @@ def _at_exit() -> None:
     world = MPI.COMM_WORLD
     me, n = world.Get_rank(), world.Get_size()
     with _State.lock:
-        entered, known = _State.seq, dict(_State.departed)
-    requests = [world.issend(entered, dest=r, tag=_TAG) for r in range(n) if r != me]
+        entered, known = _State.seq, set(_State.departed)
+        digest, noted = _take_notes()  # (None unless SHARDARRAY_CHECK_SPMD=1 now)
+    notice = entered if digest is None else (entered, digest, noted)
+    requests = [world.issend(notice, dest=r, tag=_TAG) for r in range(n) if r != me]
     receives = {r: world.irecv(source=r, tag=_TAG) for r in range(n) if r != me and r not in known}
     for r, request in receives.items():
-        known[r] = request.wait()
+        got = request.wait()
+        if isinstance(got, tuple):
+            with _State.lock:
+                _State.exit_notes[r] = got[1:]
     MPI.Request.waitall(requests)
+    if digest is not None:
+        _exit_notes(me, n, (digest, noted))
+
+
+def _exit_notes(me: int, n: int, mine: tuple[str, Any]) -> None:
+    """With ``SHARDARRAY_CHECK_SPMD=1``: when the processes' notes since their last collective differ (``note``: an
+    op whose host arguments differ, with no collective after it, e.g. ``float(x + r)`` of a replicated ``x``), the
+    lowest process prints which, and every process ends with status 1 (each compares the same notices)."""
+    with _State.lock:
+        every = {**_State.exit_notes, me: mine}
+    if len(every) < n or len({every[r][0] for r in range(n)}) == 1:
+        return
+    if me == 0:
+        text = notes_mismatch([every[r][1] for r in range(n)], "at exit (after the last collective)")
+        print(f"shardarray: {text}", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # pragma: no cover
+            pass
+    os._exit(1)
+
+
+# ------------------------------------------------------------------ host arguments of ops
+def noting() -> bool:
+    """Whether ops note their host arguments now (``SHARDARRAY_CHECK_SPMD=1`` in a job of several processes, as
+    read at this process's last collective): a caller may skip building ``note``'s arguments otherwise."""
+    return _State.noting
+
+
+def show(value: Any) -> str:
+    """``value`` as ``note`` compares it: its ``repr``, a NumPy array by its shape, dtype and a digest of its bytes,
+    an array of the mesh by its global shape and dtype (its values are compared by its own collectives), a
+    mapping, list or tuple item by item."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k!r}: {show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(show(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    if _is_array(value):
+        return f"<array {tuple(getattr(value, 'shape', ()))} {getattr(value, 'dtype', '?')}>"
+    ndim = getattr(value, "ndim", None)
+    if ndim and hasattr(value, "__array_interface__"):  # a NumPy array (not a scalar)
+        data = hashlib.blake2b(value.tobytes(), digest_size=4).hexdigest()
+        return f"<ndarray {value.shape} {value.dtype} {data}>"
+    if isinstance(value, (set, frozenset)):  # (in an order of their own: string hashes differ between processes)
+        return "{" + ", ".join(sorted(show(v) for v in value)) + "}"
+    if callable(value) and not isinstance(value, type):  # (a function: by name, not by its address)
+        return f"<{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', type(value).__name__)}>"
+    return _ADDRESS.sub("", repr(value))
+
+
+def _is_array(value: Any) -> bool:
+    """Whether ``value`` is a ``ShardArray`` (which ``comm`` cannot import), asked of its class: reading ``shards``
+    of an array being differentiated raises ``TapeError``."""
+    return hasattr(type(value), "shards") and hasattr(type(value), "dims")
+
+
+def _mesh_of(values: Any) -> Any:
+    """The mesh of the first array of the mesh among ``values`` (one level into lists and tuples), or None."""
+    for v in values:
+        for w in v if isinstance(v, (list, tuple)) else (v,):
+            if _is_array(w):
+                return getattr(w, "mesh", None)
+    return None
+
+
+def note_op(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """``note`` the host arguments of the op ``name`` called with ``args`` and ``kwargs`` (its arrays are left out:
+    their collectives compare them), on the mesh of its first array; for the op mechanism, with
+    ``SHARDARRAY_CHECK_SPMD=1`` (``noting``)."""
+    if not _State.noting:
+        return
+    mesh = _mesh_of((*args, *kwargs.values()))
+    if mesh is None or getattr(mesh, "comm_kind", None) != "mpi":
+        return
+    host = [(f"arg{i}", a) for i, a in enumerate(args) if _mesh_of((a,)) is None]
+    host += [(k, v) for k, v in kwargs.items() if _mesh_of((v,)) is None]
+    _record(name, ", ".join(f"{k}={show(v)}" for k, v in host), False)
+
+
+def note(mesh: Any, op: str, /, agree: bool = False, **values: Any) -> None:
+    """Note that this process runs ``op`` with these host arguments (Python scalars, indices, axes, sizes, names):
+    every process of the job must pass the same ones.
+
+    With ``SHARDARRAY_CHECK_SPMD=1`` every note since this process's last collective goes into a digest that the
+    next collective's job-wide check compares (``enter``): processes that ran ``x + r`` with an ``r`` of their
+    own raise ``CommError`` there, naming the op and each process's arguments. ``agree=True`` also compares
+    them without the check, at the next collective whose group compares a header (``MpiCommunicator._agree``) or
+    that is checked over the job: for an op whose own collective follows (``top_k``'s ``k`` over a split dim), where
+    the comparison costs nothing more than a few bytes in a header that travels anyway. An op on a mesh of this
+    process alone (not ``comm="mpi"``), outside a job of several processes, or without the check and ``agree``,
+    notes nothing.
+
+    Args:
+        mesh: the op's mesh.
+        op: the op, as a message names it (``"add"``, ``"top_k"``, ``"x[...] = v"``).
+        agree: compare at the op's own collective, always (see above).
+        values: the host arguments, by name (``show`` says how each is compared).
+    """
+    if not (_State.noting or (agree and _State.job)) or getattr(mesh, "comm_kind", None) != "mpi":
+        return
+    _record(op, ", ".join(f"{k}={show(v)}" for k, v in values.items()), agree)
+
+
+def _record(op: str, text: str, agree: bool) -> None:
+    """Keep the note ``op(text)`` (see ``note``)."""
+    with _State.lock:
+        if _State.noting:
+            if _State.digest is None:
+                _State.digest = hashlib.blake2b(digest_size=8)
+            _State.digest.update(f"{op}({text})\0".encode())
+            if _State.noted < _NOTES:
+                _State.notes.append((op, text[:_SHOW]))
+            _State.noted += 1
+        if agree and _State.job:
+            _State.agreed_crc = zlib.crc32(f"{op}({text})\0".encode(), _State.agreed_crc) or 1
+            if len(_State.agreed) < _NOTES:
+                _State.agreed.append((op, text[:_SHOW]))
+
+
+def _take_notes() -> tuple[str | None, tuple[list[tuple[str, str]], int]]:
+    """The digest of the notes since the last collective (None: without ``SHARDARRAY_CHECK_SPMD=1``) and the notes,
+    for ``enter``; forgets them and reads the variable again (call holding the lock)."""
+    checking = check_enabled()
+    digest = None
+    if checking:  # (turned on since the last collective: nothing noted yet, on every process alike)
+        digest = _State.digest.hexdigest() if _State.noting and _State.digest is not None else ""
+    taken = (_State.notes, _State.noted)
+    _State.notes, _State.noted, _State.digest = [], 0, None
+    _State.noting = checking
+    return digest, taken
+
+
+def take_agreed() -> tuple[int, list[tuple[str, str]]]:
+    """``(a crc32 of the notes to agree on that no collective compared yet, those notes)``, then forgets them: for
+    a collective that compares them over its group (0 and ``[]``: none). Every process takes them at the same
+    collectives (a group's header, a check over the job), so they stay in step."""
+    with _State.lock:
+        taken = (_State.agreed_crc, _State.agreed)
+        _State.agreed, _State.agreed_crc = [], 0
+    return taken
+
+
+def notes_mismatch(lists: Sequence[Any], where: str, ranks: Sequence[int] | None = None) -> str:
+    """The message for processes whose notes (``lists[i]``: ``(notes, how many)`` of process ``ranks[i]``, by default
+    ``i``) differ, ``where`` naming the collective that compared them: the first op whose arguments differ, each
+    process's arguments."""
+    rows = [(list(n), int(c)) for n, c in lists]
+    ranks = list(range(len(rows))) if ranks is None else list(ranks)
+    first = 0
+    while all(first < len(n) for n, _ in rows) and len({n[first] for n, _ in rows}) == 1:
+        first += 1
+    here = [n[first] if first < len(n) else None for n, _ in rows]
+    ops = {h[0] for h in here if h is not None}
+    if len(ops) == 1 and None not in here:
+        (op,) = ops
+        lead = f"the processes ran {op} with different arguments"
+        by = _grouped([h[1] for h in cast("list[tuple[str, str]]", here)], ranks)
+    elif all(h is None for h in here):
+        lead = f"the processes ran more than {first} noted op(s) alike, then others"
+        by = _grouped([f"{c} op(s) noted" for _, c in rows], ranks)
+    else:
+        lead = "the processes ran different ops"
+        by = _grouped(["nothing more" if h is None else f"{h[0]}({h[1]})" for h in here], ranks)
+    return (
+        f"SPMD mismatch {where}: {lead} ({'' if not first else f'after {first} op(s) alike; '}{by}). Every process "
+        f"must run the same ops with the same host arguments (Python scalars, indices, k, axes, sizes, dim names, "
+        f"seeds): a value computed from mesh.process_index, drawn at random per process or read from a "
+        f"per-process file makes each process compute something else, and the blocks of one array silently mix. "
+        f"Compute such values alike on every process (per-process data belongs in an array: sa.from_local). Ops "
+        f"run on purpose on some processes only (a value printed under `if mesh.process_index == 0`) count too "
+        f"with SHARDARRAY_CHECK_SPMD=1: run them on every process"
+    )
+
+
+def _grouped(texts: Sequence[str], ranks: Sequence[int]) -> str:
+    """``"processes 0, 2: a; process 1: b"``: the processes (``ranks[i]`` said ``texts[i]``) grouped by their text."""
+    by: dict[str, list[int]] = {}
+    for rank, text in zip(ranks, texts):
+        by.setdefault(text, []).append(rank)
+    return "; ".join(f"process{'es' if len(r) > 1 else ''} {', '.join(map(str, r))}: {t}" for t, r in by.items())
 
 
 # ------------------------------------------------------------------ collectives
@@ -472,6 +700,9 @@ def enter(
                 del _State.history[old]
         _State.inflight, _State.since = seq, time.monotonic()
         gone = {r: c for r, c in _State.departed.items() if c < seq}
+        _State.job = True
+        digest, noted = _take_notes()
+        _State.before = (digest, noted)
     try:
         if gone:
             names = ", ".join(f"process {r} (after {c} collective(s))" for r, c in sorted(gone.items()))
@@ -481,15 +712,42 @@ def enter(
             ) from failure
         if failure is not None and not check:
             raise failure
-        if check or check_enabled():
-            every = _allgather(world, (sig, None if failure is None else error_note(failure, world.Get_rank())), sig)
+        if check or digest is not None:  # (digest: SHARDARRAY_CHECK_SPMD=1)
+            crc, agreed = take_agreed()
+            failed = None if failure is None else error_note(failure, world.Get_rank())
+            every = _allgather(world, (sig, failed, (crc, digest)), sig)
             check_payloads(every, sig)
-            raise_agreed([n for _, n in every], world.Get_rank(), failure)
-            compare([s for s, _ in every], order_only=order_only and not check_enabled())
+            raise_agreed([p[1] for p in every], world.Get_rank(), failure)
+            try:
+                compare([p[0] for p in every], order_only=order_only and digest is None)
+            except CommError as e:
+                _compare_notes(world, every, (agreed, len(agreed)), noted, e)
+                raise
+            _compare_notes(world, every, (agreed, len(agreed)), noted, None)
     except BaseException:
         leave(seq)
         raise
     return seq
+
+
+def _compare_notes(
+    world: Any, every: Sequence[Any], agreed: tuple[list, int], noted: tuple[list, int], then: CommError | None
+) -> None:
+    """Raise ``CommError`` on every process when the processes' notes since their last collective differ (``note``):
+    those to agree on (always), or with ``SHARDARRAY_CHECK_SPMD=1`` (every process sent a digest) all of them.
+    Then one more allgather of the notes themselves, for the message (every process saw the same payloads).
+    ``then``: the signatures' mismatch (``compare``), which the host arguments probably caused: appended."""
+    crcs = [p[2][0] if len(p) > 2 else 0 for p in every]
+    digests = [p[2][1] if len(p) > 2 else None for p in every]
+    if None not in digests and len(set(digests)) > 1:
+        lists = world.allgather(noted)
+    elif len(set(crcs)) > 1:
+        lists = world.allgather(agreed)
+    else:
+        return
+    first = every[0][0]  # (process 0's signature: one message on every process)
+    text = notes_mismatch(lists, f"before collective {_describe(first)} (process 0's)")
+    raise CommError(text if then is None else f"{text}. Then: {then}") from then
 
 
 def _allgather(world: Any, payload: Any, sig: tuple) -> list[Any]:
@@ -507,8 +765,11 @@ def _allgather(world: Any, payload: Any, sig: tuple) -> list[Any]:
 
 
 def _is_payload(item: Any) -> bool:
-    """Whether ``item`` is what ``enter`` sends: ``(signature, None or an error_note)``."""
-    if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple) and len(item[0]) == 9):
+    """Whether ``item`` is what ``enter`` sends: ``(signature, None or an error_note, (crc of the notes to agree on,
+    digest of the notes or None))`` (the last may be absent)."""
+    if not (isinstance(item, tuple) and len(item) in (2, 3) and isinstance(item[0], tuple) and len(item[0]) == 9):
+        return False
+    if len(item) == 3 and not (isinstance(item[2], tuple) and len(item[2]) == 2 and isinstance(item[2][0], int)):
         return False
     note = item[1]
     return note is None or (isinstance(note, tuple) and len(note) == 2 and all(isinstance(t, str) for t in note))

@@ -7,7 +7,8 @@ from the right, NumPy style; missing dims broadcast) is moved into ``x``'s
 layout one selected dim at a time with ``movement.move`` (one ``alltoallv``
 over that dim's axes when it is split, each device sending at most its block
 of ``v``), then each device writes the part that falls in its block. Every
-replica of a block receives the same write. Not differentiable: writing into
+replica of a block receives the same write. Under MPI every process must
+write the same index and value (``writes.note_write``). Not differentiable: writing into
 an array being recorded by ``value_and_grad``, or one an op recorded there was given (its gradient
 reads it), raises ``TapeError`` (``core.tape.refuse_write``).
 """
@@ -35,7 +36,7 @@ from .id_writes import write_at
 from .mask import mask_assign
 from .route import moved_to
 from .take import _check_range
-from .writes import check_host_value, serialized
+from .writes import check_host_value, note_write, serialized
 
 
 def _box(x: ShardArray, items: Mapping[str, Any]) -> dict[str, tuple[int, int, int, bool]]:
@@ -170,6 +171,7 @@ def setitem(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
     """
     refuse_write(x, "x[...] = v", "build it with sa.where(mask, v, x) or sa.concat")
     check_host_value(v, "x[...] = v")
+    note_write(x, items, v)
     ids = {d: k for d, k in items.items() if _is_ids(k)}
     if ids:
         _write_ids(x, items, ids, v)

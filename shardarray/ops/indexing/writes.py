@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from ...array import ShardArray
+from ...comm.spmd import note, noting
 from ...core.relayout import to_axes
 from ...errors import DTypeError
 from ..manipulation.structure import astype, rename, transpose
@@ -50,6 +51,21 @@ def check_host_value(v: Any, what: str) -> None:
                 f"{what}: the value {v!r:.80} is not a rectangular array (its nested sequences differ in length); "
                 f"give a scalar, an array, or nested lists of equal lengths"
             ) from None
+
+
+def note_write(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
+    """Note the host index and value of ``x[items] = v`` for the SPMD checks (``comm.spmd.note``): every process of
+    an MPI job must write the same entries with the same value, or the blocks of ``x`` silently mix (each process
+    writes its own index or value into the part it holds).
+
+    A write that moves data (an array value, integer ids, a mask) compares them always, at the next collective that
+    compares anything (a group's header, a check over the job: usually its own); a scalar written at ints and
+    slices, which each device writes locally with no collective, compares them with ``SHARDARRAY_CHECK_SPMD=1`` at
+    the next collective.
+    """
+    moves = isinstance(v, ShardArray) or not all(isinstance(k, (int, np.integer, slice)) for k in items.values())
+    if moves or noting():
+        note(x.mesh, "x[...] = v", agree=moves, index=items, value=v)
 
 
 def swap_in(x: ShardArray, new: ShardArray) -> None:

@@ -13,6 +13,11 @@ pair), and every device picks the final ``k`` locally. The local step is a
 partition (O(block)) plus a sort of the ``k`` candidates only. The new dim is not
 split (k is small); the other dims keep their layout. Everything runs on the
 backend's array module (NumPy or CuPy); nothing is read to the host.
+
+Under MPI every process must pass the same ``k``: over a split dim the
+exchange's header compares it (``comm.spmd.note``), so processes that pass
+different ones raise ``sa.CommError`` naming each one's ``k``, where each
+would otherwise have kept its own number of candidates.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 
 from ...array import ShardArray
 from ...backend.meta import MetaArray
+from ...comm.spmd import note
 from ...core.common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
 from ...core.relayout import resolve
 from ...core.tape import differentiable, keeps_kind
@@ -226,6 +232,11 @@ def top_k(x: ShardArray, k: int, dim: Any = None, new_dim: str = "k") -> tuple[S
                [2, 3]]), ('b', 'k'), [('allgather', 4)])
     """
     x, k, dim, new_dim = _check(x, k, dim, new_dim)
+    # every process must pass the same k (each would keep its own number of candidates, and the exchange would
+    # silently mix them): compared in the exchange's header, always, when one follows (a split dim), and with
+    # SHARDARRAY_CHECK_SPMD=1 at the next collective otherwise
+    exchanges = k > 0 and x.mesh.axes_size(x.spec.of(dim)) > 1
+    note(x.mesh, "top_k", agree=exchanges, k=k, dim=dim, new_dim=new_dim)
     box: list = []
     values = _top_k_values(x, k, dim, new_dim, box)
     return values, box[0]
