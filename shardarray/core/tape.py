@@ -29,6 +29,7 @@ from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
 from ..array import OPS, ShardArray
+from ..comm.spmd import note_op, noting
 from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
 from ..memo_hook import (
@@ -223,6 +224,8 @@ def differentiable(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if noting():  # (SHARDARRAY_CHECK_SPMD=1 under MPI: the host arguments go into the next check)
+                note_op(name, args, kwargs)
             kind = kind_of(args, kwargs)
             if kind is not None:  # positional arrays: the op runs on named views, its results come back positional
                 return in_kind(kind, named, args, kwargs)
@@ -403,6 +406,8 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
     def deco(fn: Callable[P, R]) -> Op[P, R]:
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            if noting():  # (SHARDARRAY_CHECK_SPMD=1 under MPI: the host arguments go into the next check)
+                note_op(name, args, kwargs)
             kind = kind_of(args, kwargs)
             if kind is not None:  # positional arrays: the op runs on named views, its results come back positional
                 return cast("R", in_kind(kind, named, args, kwargs))

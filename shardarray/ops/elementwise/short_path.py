@@ -22,6 +22,7 @@ import numpy as np
 from ... import profiler
 from ...array import ShardArray
 from ...backend import cuda_kernels
+from ...comm.spmd import noting
 from ...core import plans
 from ...core.common import map_blocks
 from ...layout import Layout
@@ -128,7 +129,7 @@ def scalar_op(op: Any, x: ShardArray, c: Any, reflected: bool, cls: type[_A]) ->
         array([0., 2., 4., 6.])
     """
     spec = FAST.get(op)
-    if spec is None or type(c) not in _PY_SCALARS or x.pending or profiler.ACTIVE:
+    if spec is None or type(c) not in _PY_SCALARS or x.pending or profiler.ACTIVE or noting():
         return None
     if (x._node is not None and plans._TAPE.get() is not None) or OP_MEMO.get() is not None:
         return None
@@ -165,7 +166,7 @@ def arrays_op(op: Any, arrays: tuple[ShardArray, ...], cls: type[_A]) -> _A | No
     ``cls`` array, on the short path of ``scalar_op`` (which says when it applies and what it skips); None where it
     does not."""
     spec = FAST.get(op)
-    if spec is None or profiler.ACTIVE or OP_MEMO.get() is not None:
+    if spec is None or profiler.ACTIVE or OP_MEMO.get() is not None or noting():
         return None
     taped = plans._TAPE.get() is not None
     for a in arrays:
