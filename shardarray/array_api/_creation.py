@@ -92,12 +92,22 @@ def _copy(x: ShardArray) -> Array:
 
 
 def _build(
-    mesh: Mesh, shape: tuple[int, ...], dtype: np.dtype, make: Callable[[tuple[tuple[int, int], ...]], np.ndarray]
+    mesh: Mesh,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    make: Callable[[tuple[tuple[int, int], ...]], np.ndarray],
+    what: str,
+    values: dict[str, Any],
 ) -> Array:
-    """An array of ``shape`` on ``mesh`` whose block is ``make(bounds)`` (NumPy, moved to the block's device)."""
+    """An array of ``shape`` on ``mesh`` whose block is ``make(bounds)`` (NumPy, moved to the block's device).
+
+    Under MPI the processes compare the shape, dtype and ``values`` (the arguments that decide the data: ``arange``'s
+    start and step, ``eye``'s diagonal) where the array is made (``Communicator.check_spmd``, one small allgather, as
+    every creation function): a start of each process's own would fill each one's blocks from its own values."""
     dims = _dims(len(shape))
     shape = check_sizes(dims, shape, f"array of shape {shape}")  # (sizes and element counts within int64)
     lay = make_layout(mesh, dims, shape, _layout(mesh, dims), what=f"array of shape {shape}")
+    mesh.comm.check_spmd(what, dict(zip(dims, shape)), dtype, layout=lay, values=values)
     backend = mesh.backend
     if not backend.has_data:  # shapes only: no values to compute
         return wrap(_cr.from_blocks(mesh, lay, dtype, lambda b: backend.xp.full(_block_shape(b), 0, dtype=dtype)))
@@ -277,7 +287,7 @@ def arange(
             return (start + i * step).astype(dt)
         return (float(start) + np.arange(lo, hi, dtype=np.float64) * float(step)).astype(dt)
 
-    return _build(mesh, (n,), dt, make)
+    return _build(mesh, (n,), dt, make, "arange", {"start": start, "step": step})
 
 
 def _check_fits(dt: np.dtype, values: tuple[int, ...], what: str) -> None:
@@ -343,7 +353,7 @@ def linspace(
             y[-1] = z
         return y.astype(dt)
 
-    return _build(mesh, (num,), dt, make)
+    return _build(mesh, (num,), dt, make, "linspace", {"start": start, "stop": stop, "endpoint": endpoint})
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None) -> Array:
@@ -368,7 +378,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
             return np.zeros((r1 - r0, c1 - c0), dtype=dt)
         return (np.arange(c0, c1)[None, :] - np.arange(r0, r1)[:, None] == k).astype(dt)
 
-    return _build(mesh, shp, dt, make)
+    return _build(mesh, shp, dt, make, "eye", {"k": k})
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
@@ -393,7 +403,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
         (r0, r1), (c0, c1) = b
         return (np.arange(c0, c1)[None, :] - np.arange(r0, r1)[:, None] <= k).astype(dt)
 
-    return _build(_mesh(device, "tri"), shp, dt, make)
+    return _build(_mesh(device, "tri"), shp, dt, make, "tri", {"k": k})
 
 
 def identity(n: int, dtype: Any = None, *, device: Any = None) -> Array:

@@ -31,7 +31,7 @@ from ..ops.indexing.setitem import setitem as _setitem
 from ..ops.indexing.slicing import isel, parse_key
 from ..ops.indexing.take import _check_range
 from ..ops.indexing.take import take as _take
-from ..ops.indexing.writes import check_host_value
+from ..ops.indexing.writes import check_host_value, note_write
 from ..ops.manipulation.dims import expand_dims, squeeze
 from ..ops.manipulation.structure import astype, broadcast_to, rename, transpose
 from ._align import align, axis_dim, broadcast_shape, fresh, merge
@@ -460,6 +460,8 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
         return
     key = normalize_key(x, key, "x[...] = v")
     if any(_is_ids(k) for k in key):
+        # (host ids or a mask: under MPI every process must write the same entries, compared at the next collective)
+        note_write(x, {f"axis{i}": k for i, k in enumerate(key)}, value)
         _write_ids(x, key, value)
         return
     items, new = parse_key(x, key)

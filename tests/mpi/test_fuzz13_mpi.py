@@ -497,3 +497,56 @@ def test_the_header_carries_the_agreed_notes_and_the_root():
     h = mpi_comm._header("broadcast", np.zeros((2, 3)), root=1, agreed=77)
     assert h.size == mpi_comm.HEADER and h[-2] == 77 and h[-1] == 1 and h[3:5].tolist() == [2, 3]
     assert mpi_comm._describe_header(h) == "broadcast to/from root 1 of a float64 block of shape (2, 3)"
+
+
+# ========================================================================== 5. creation and positional host ids
+
+
+@mpi4
+@pytest.mark.parametrize("case", ["arange", "linspace", "eye"])
+def test_array_api_creation_with_a_value_that_differs_raises_everywhere(monkeypatch, case):
+    """``xp.arange(r, r + 8)``, ``xp.linspace(0, r, 8)``, ``xp.eye(4, k=r % 2)``: the same shape everywhere, so each
+    process filled its blocks from its own value, silently. Their creation check compares those values, always
+    (one small allgather, as every creation function)."""
+    _check(monkeypatch, False)
+    mesh = _mesh({"row": 4})
+    r = mesh.process_index
+    make = {
+        "arange": lambda: xp.arange(r, r + 8, device=mesh),
+        "linspace": lambda: xp.linspace(0.0, float(r), 8, device=mesh),
+        "eye": lambda: xp.eye(4, k=r % 2, device=mesh),
+    }[case]
+    _every_process_raises(make, match=(case,))
+    same = {"arange": lambda: xp.arange(8, device=mesh), "linspace": lambda: xp.linspace(0.0, 1.0, 8, device=mesh),
+            "eye": lambda: xp.eye(4, device=mesh)}[case]()  # fmt: skip
+    agree(None if same.shape[0] in (4, 8) else "creation")
+    _in_step(mesh)
+
+
+@mpi4
+def test_asarray_of_host_data_that_differs_is_named_by_the_check(monkeypatch):
+    """``xp.asarray(np.array([r, 0]))``: each process put its own data in its blocks. With ``SHARDARRAY_CHECK_SPMD=1``
+    the creation check compares a digest of the host data."""
+    _check(monkeypatch, True)
+    mesh = _mesh({"row": 4})
+    r = mesh.process_index
+    _every_process_raises(lambda: xp.asarray(np.array([float(r), 0.0, 1.0, 2.0]), device=mesh), match=("asarray",))
+    agree(None if xp.asarray(np.arange(4.0), device=mesh).numpy().tolist() == [0.0, 1.0, 2.0, 3.0] else "asarray")
+    _in_step(mesh)
+
+
+@mpi4
+def test_a_positional_write_at_host_ids_that_differ_is_refused(monkeypatch):
+    """``x[np.array([r % 2])] = -1.0`` on a positional array: the host ids travel in the write's check, always."""
+    _check(monkeypatch, False)
+    mesh = _mesh({"row": 4})
+    x = as_kind(_named(mesh), xp.Array)
+    r = mesh.process_index
+    y = xp.asarray(x, copy=True)
+
+    def write():
+        y[np.array([r % 2])] = -1.0
+        y.numpy()
+
+    _every_process_raises(write, match=("x[...] = v",))
+    _in_step(mesh)

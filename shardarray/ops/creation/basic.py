@@ -10,6 +10,7 @@ import numpy as np
 
 from ...array import ShardArray
 from ...backend.classlist import ClassList
+from ...comm import spmd
 from ...core.common import map_blocks
 from ...core.relayout import relayout
 from ...dtypes import as_dtype, is_bfloat16, scalar_for_write
@@ -295,7 +296,9 @@ def asarray(
     except Exception as e:
         mesh.comm.check_spmd("asarray", {}, None, failure=e)
         raise
-    mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype, layout=lay)
+    # (the host data: with SHARDARRAY_CHECK_SPMD=1 its digest, as every process must pass the same; a cost per byte)
+    data = {"data": spmd.show(host)} if spmd.check_enabled() else None
+    mesh.comm.check_spmd("asarray", dict(zip(dims, host.shape)), host.dtype, layout=lay, values=data)
     slices = block_slices(mesh, lay)
     backend = mesh.backend
     # host[(*idx, ...)] is an array even for 0-d data (host[()] would be a NumPy scalar). Shards in host memory
