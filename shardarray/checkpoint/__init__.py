@@ -5,7 +5,10 @@ process, each distinct block once) and commits it by an atomic rename;
 ``load`` reads into a target tree's meshes, layouts and dtypes (or by a
 mesh's rules), each device reading only the saved bytes its block needs;
 ``export_safetensors`` writes the global arrays into one standard file. No
-pickle anywhere. See ``checkpoint.manifest`` for the format.
+pickle anywhere. See ``checkpoint.manifest`` for the format. Complex64 and
+complex128 arrays are stored as float32/float64 pairs (a trailing axis of 2,
+``torch.view_as_real``'s layout, the same bytes) and load back complex; an
+export holds the pairs under the array's name.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -14,7 +14,7 @@ from .manifest import EXPORT_KEY
 from .paths import user_path
 from .reader import _Files, _read_block
 from .source import open_source
-from .stfile import write_file
+from .stfile import as_stored, stored_dtype, stored_shape, write_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -31,9 +31,19 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
     Tensor names are the arrays' tree paths joined by ``/`` (``"params/embed"``);
     ``safetensors.numpy.load_file(file)`` reads it, as does any safetensors
     reader. The file's ``__metadata__["shardarray"]`` holds the tree, the dim
-    names and which arrays are positional as JSON, so
+    names, which arrays are positional and which are complex as JSON, so
     ``sa.checkpoint.load(file, mesh=mesh)`` restores the whole tree (positional
-    arrays positional); ``load(file, target)`` works for any safetensors file.
+    arrays positional, complex ones complex); ``load(file, target)`` works for
+    any safetensors file.
+
+    Complex arrays: safetensors has no complex dtype every reader knows (``C64``
+    only from safetensors 0.7, no ``C128``), so a complex64 (complex128) array is
+    exported under its own name as a float32 (float64) tensor of its shape plus
+    a trailing axis of 2, the real and imaginary parts: PyTorch's
+    ``torch.view_as_real`` layout, which ``torch.view_as_complex(t)`` (or NumPy's
+    ``t.view(np.complex64)[..., 0]``) turns back, and which every safetensors
+    version reads. The metadata's ``"complex"`` entry (``{name: dtype}``) lets
+    ``sa.checkpoint.load`` give the complex array back.
 
     Runs in one process, reading the block files directly (no mesh, no
     collectives). Memory: one global array at a time; the file is written to
@@ -86,9 +96,15 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
             f"rename that key in the tree and save again (the checkpoint itself loads as it is)"
         )
     positional = [n for n in names if m["arrays"][n].get("kind") == "positional"]
+    complex_ = {n: m["arrays"][n]["dtype"] for n in names if as_dtype(m["arrays"][n]["dtype"]).kind == "c"}
     meta = {
         EXPORT_KEY: json.dumps(
-            {"tree": m["tree"], "dims": {n: m["arrays"][n]["dims"] for n in names}, "positional": positional}
+            {
+                "tree": m["tree"],
+                "dims": {n: m["arrays"][n]["dims"] for n in names},
+                "positional": positional,
+                **({"complex": complex_} if complex_ else {}),
+            }
         )
     }
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
@@ -104,7 +120,8 @@ def export_safetensors(path: str | os.PathLike[str], file: str | os.PathLike[str
             def __iter__(self) -> Iterator[tuple[str, np.ndarray]]:
                 for n in names:
                     entry = m["arrays"][n]
-                    yield n, _read_block(files, n, entry, tuple((0, s) for s in entry["sizes"]), verify)
+                    block = _read_block(files, n, entry, tuple((0, s) for s in entry["sizes"]), verify)
+                    yield n, as_stored(block)  # (complex: its real pairs, as the header says)
 
         tensors = [(n, _Shape(m["arrays"][n])) for n in names]
         try:
@@ -121,8 +138,9 @@ class _Shape:
     """Shape and dtype of a tensor whose data comes later (for the file header)."""
 
     def __init__(self, entry: dict) -> None:
-        self.shape = tuple(entry["sizes"])
-        self.dtype = as_dtype(entry["dtype"])
+        dtype = as_dtype(entry["dtype"])
+        self.shape = tuple(stored_shape(entry["sizes"], dtype))  # (complex: its real pairs, a trailing 2)
+        self.dtype = stored_dtype(dtype)
         self.size = 1
         for s in self.shape:
             self.size *= s

@@ -16,8 +16,13 @@ The manifest::
                                    "key": "name@offsets", "checksum": "gridsum:<hex>"}]}}}
 
 The blocks of an array tile it exactly (each distinct block of the saved
-layout once). A plain safetensors file (``export_safetensors``, or weights
-from elsewhere) reads as the same structure with one block per array.
+layout once). A block's ``shape`` is its shape in the array; a complex64
+(complex128) array's blocks are stored in the files as float32 (float64)
+tensors of that shape plus a trailing axis of 2 (real and imaginary parts,
+``torch.view_as_real``'s layout: the same bytes, so the checksum is that of
+the complex block's bytes), and the entry's ``dtype`` stays the complex one.
+A plain safetensors file (``export_safetensors``, or weights from elsewhere)
+reads as the same structure with one block per array.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
-from .stfile import ALGORITHMS, ST_DTYPES
+from .stfile import ALGORITHMS, COMPLEX_PAIRS, ST_DTYPES
 from .treespec import check_spec
 
 FORMAT = "shardarray-checkpoint"
@@ -124,7 +129,7 @@ def validate(m: dict[str, Any], path: Path) -> None:
             not all(isinstance(d, str) and d for d in a["dims"]) or len(set(a["dims"])) != nd
         ):
             raise bad(f"dims {a['dims']!r} are not {nd} distinct non-empty names")
-        if a.get("dtype") not in ST_DTYPES:
+        if a.get("dtype") not in ST_DTYPES and a.get("dtype") not in COMPLEX_PAIRS:
             raise bad(f"unknown dtype {a.get('dtype')!r}")
         covered = 0
         for b in a.get("blocks", []):

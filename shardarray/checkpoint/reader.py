@@ -23,7 +23,7 @@ from .blocks import checker, overlap, whole
 from .paths import user_path
 from .procs import Procs, procs_in
 from .source import Source, open_source
-from .stfile import CHUNK, hasher, np_dtype, read_header, read_into
+from .stfile import CHUNK, from_stored, hasher, np_dtype, read_header, read_into, stored_dtype, stored_shape
 from .treespec import Node, build, describe, encode, value_of
 
 
@@ -118,10 +118,14 @@ def _check_cast(name: str, saved: Any, target: Any, casting: str, src: Source) -
     ``casting="unsafe"``; as NumPy's ``np.can_cast(saved, target, "same_kind")``."""
     a, b = as_dtype(saved), as_dtype(target)
     if casting != "unsafe" and _KIND_RANK.get(b.kind, 2) < _KIND_RANK.get(a.kind, 2):
+        why = (
+            "the imaginary parts would be dropped"
+            if a.kind == "c"
+            else f"NaN, inf and out-of-range numbers have no {b} value"
+        )
         raise CheckpointError(
             f"checkpoint {src.where}: array {name!r} was saved as {a} and the target is {b}; that cast can change "
-            f"the values (NaN, inf and out-of-range numbers have no {b} value). Give a {a} target, or pass "
-            f"casting='unsafe' to cast as NumPy's astype does"
+            f"the values ({why}). Give a {a} target, or pass casting='unsafe' to cast as NumPy's astype does"
         )
 
 
@@ -200,11 +204,15 @@ class _Files:
                     f"from {self.src.base / b['file']}; the file is damaged"
                 )
             sl = f.get_slice(b["key"])
-            if list(sl.get_shape()) != b["shape"] or np_dtype(sl.get_dtype()) != as_dtype(entry["dtype"]):
+            dtype = as_dtype(entry["dtype"])  # (a complex block is stored as real pairs: stfile.as_stored)
+            shape, st = stored_shape(b["shape"], dtype), np_dtype(sl.get_dtype())
+            native = st == dtype and list(sl.get_shape()) == b["shape"]  # (a plain file's C64 tensor)
+            if not native and (list(sl.get_shape()) != shape or st != stored_dtype(dtype)):
+                pairs = f" (stored as {stored_dtype(dtype)} pairs {shape})" if dtype.kind == "c" else ""
                 raise CheckpointError(
                     f"checkpoint {self.src.where}: array {name!r}: block {b['key']!r} in {b['file']} holds "
-                    f"{sl.get_dtype()} {sl.get_shape()}, the manifest says {entry['dtype']} {b['shape']}; the "
-                    f"file is damaged"
+                    f"{sl.get_dtype()} {sl.get_shape()}, the manifest says {entry['dtype']} {b['shape']}{pairs}; "
+                    f"the file is damaged"
                 )
 
     def read_whole(self, name: str, b: dict[str, Any], dtype: np.dtype, verify: bool) -> np.ndarray:
@@ -266,7 +274,7 @@ def _read_block(
             data = files.read_whole(name, b, dtype, verify)
         else:
             local = tuple(slice(lo - o, hi - o) for (lo, hi), o in zip(ov, b["offset"]))
-            data = f.get_slice(b["key"])[local]
+            data = from_stored(f.get_slice(b["key"])[local], dtype)  # (complex: from its real pairs)
             if verify:
                 files.verify(name, b, dtype)
         if ov == bounds:
@@ -294,7 +302,9 @@ def load(
     overlapping region (safetensors ``get_slice`` over a memory map), so a
     checkpoint saved on one mesh shape, process count or backend loads onto
     any other. Values are bit-exact where the dtype is kept; a different
-    target dtype casts (float32 -> bfloat16 via ml_dtypes). Everything is
+    target dtype casts (float32 -> bfloat16 via ml_dtypes). Complex64 and
+    complex128 arrays (stored as float pairs, see ``checkpoint.manifest``)
+    load complex, resharded as any other array. Everything is
     validated (manifest, tree, dims, sizes, files, block headers) before any
     block is read, and arrays are built only after every read succeeded on
     every process, so nothing is partially loaded.

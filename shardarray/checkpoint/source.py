@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import CheckpointError
 from . import commit as _commit
 from .manifest import EXPORT_KEY, MANIFEST, read_manifest, validate
-from .stfile import FROM_ST
+from .stfile import COMPLEX_PAIRS, FROM_ST, READ_ONLY_ST, np_dtype
 
 
 @dataclass
@@ -67,20 +67,30 @@ def _plain_file(file: Path) -> Source:
             extra = {}
     dims = extra.get("dims", {}) if isinstance(extra, dict) else {}
     positional = extra.get("positional", []) if isinstance(extra, dict) else []
-    if not isinstance(dims, dict) or not isinstance(positional, list):
-        dims, positional = {}, []
+    complex_ = extra.get("complex", {}) if isinstance(extra, dict) else {}
+    if not isinstance(dims, dict) or not isinstance(positional, list) or not isinstance(complex_, dict):
+        dims, positional, complex_ = {}, [], {}
     arrays = {}
     for key, (shape, st) in entries.items():
-        if st not in FROM_ST:
+        readable = np_dtype(st)
+        if readable is None:
             raise CheckpointError(
                 f"checkpoint {file}: tensor {key!r} has safetensors dtype {st}, which shardarray "
-                f"cannot load; convert it to one of {sorted(FROM_ST)}"
+                f"cannot load; convert it to one of {sorted([*FROM_ST, *READ_ONLY_ST])}"
             )
+        dtype = readable.name
+        if key in complex_:  # an exported complex array: its real pairs (export_safetensors' doc)
+            if COMPLEX_PAIRS.get(complex_[key]) != dtype or not shape or shape[-1] != 2:
+                raise CheckpointError(
+                    f"checkpoint {file}: tensor {key!r} is {st} {list(shape)}, but the file's metadata says it holds "
+                    f"a {complex_[key]!r} array as real pairs (a trailing axis of 2); the file is damaged"
+                )
+            dtype, shape = complex_[key], shape[:-1]
         arrays[key] = {
             **({"kind": "positional"} if key in positional else {}),
             "dims": dims.get(key),
             "sizes": list(shape),
-            "dtype": FROM_ST[st],
+            "dtype": dtype,
             "blocks": [
                 {"offset": [0] * len(shape), "shape": list(shape), "file": file.name, "key": key, "checksum": None}
             ],

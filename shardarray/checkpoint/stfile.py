@@ -2,7 +2,12 @@
 
 The safetensors format is an 8-byte little-endian header length, a JSON header
 ``{key: {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}``
-and the raw C-order little-endian bytes. ``safetensors.numpy.save_file``
+and the raw C-order little-endian bytes. The format names no complex dtype
+that every reader knows (``C64`` came in safetensors 0.7, and there is no
+``C128``), so a complex64 (complex128) block is stored as its float32
+(float64) pairs: the same bytes, with a trailing axis of 2 holding the real
+and imaginary parts, as ``torch.view_as_real`` gives (``as_stored``;
+``from_stored`` undoes it). The checkpoint's manifest keeps the complex dtype. ``safetensors.numpy.save_file``
 needs every tensor as one ``bytes`` object first (a copy of the whole file in
 memory); ``write_file`` streams each block from its own buffer instead, so a
 save needs no memory beyond the arrays themselves. The files are read with the
@@ -43,6 +48,11 @@ ST_DTYPES = {
     "float64": "F64",
 }
 FROM_ST = {v: k for k, v in ST_DTYPES.items()}
+#: complex dtypes a checkpoint holds, stored as pairs of this real dtype (see the module doc)
+COMPLEX_PAIRS = {"complex64": "float32", "complex128": "float64"}
+#: safetensors dtypes read but never written: ``C64`` (complex64, safetensors >= 0.7; ``safetensors.torch`` writes a
+#: complex64 tensor so), read from plain files of weights
+READ_ONLY_ST = {"C64": "complex64"}
 CHUNK = 64 << 20  # bytes hashed and written per call (bounded temporaries for large blocks)
 PIECE = 2 << 20  # bytes per read or write call; a piece is hashed right after its read (still in cache)
 
@@ -52,14 +62,52 @@ def st_dtype(dtype: np.dtype, what: str) -> str:
     name = np.dtype(dtype).name
     if name not in ST_DTYPES:
         raise CheckpointError(
-            f"{what} has dtype {name}, which safetensors cannot store; save x.astype(...) in one of "
-            f"{sorted(ST_DTYPES)} (a complex array: its real and imaginary parts as two arrays)"
+            f"{what} has dtype {name}, which safetensors cannot store; save x.astype(...) in one of {sorted(ST_DTYPES)}"
         )
     return ST_DTYPES[name]
 
 
-def np_dtype(st: str) -> np.dtype:
-    return as_dtype(FROM_ST[st])
+def check_storable(dtype: np.dtype, what: str) -> None:
+    """CheckpointError unless a checkpoint can hold ``dtype``: a safetensors dtype, or complex64/complex128 (as
+    float pairs)."""
+    if np.dtype(dtype).name not in COMPLEX_PAIRS:
+        st_dtype(dtype, what)
+
+
+def np_dtype(st: str) -> np.dtype | None:
+    """The dtype of the safetensors dtype name ``st`` (``READ_ONLY_ST`` too); None for a name shardarray does not
+    read."""
+    name = FROM_ST.get(st, READ_ONLY_ST.get(st))
+    return None if name is None else as_dtype(name)
+
+
+def stored_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a block of ``dtype`` is stored in: the real dtype of a complex one's pairs, else ``dtype``."""
+    name = np.dtype(dtype).name
+    return as_dtype(COMPLEX_PAIRS[name]) if name in COMPLEX_PAIRS else np.dtype(dtype)
+
+
+def stored_shape(shape: Sequence[int], dtype: np.dtype) -> list[int]:
+    """The shape a block of ``shape`` and ``dtype`` is stored with: a trailing 2 for a complex one's pairs."""
+    return [*shape, 2] if np.dtype(dtype).name in COMPLEX_PAIRS else list(shape)
+
+
+def as_stored(a: np.ndarray) -> np.ndarray:
+    """``a`` as stored: a complex block as its real pairs (``torch.view_as_real``: a trailing axis of 2, the same
+    bytes), any other as it is."""
+    if a.dtype.kind != "c":
+        return a
+    shape = a.shape  # (before ascontiguousarray, which makes a 0-d array 1-d)
+    return np.ascontiguousarray(a).reshape(-1).view(stored_dtype(a.dtype)).reshape((*shape, 2))
+
+
+def from_stored(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A block of ``dtype`` from the stored array ``a`` (a complex block from its real pairs, with no copy where
+    ``a`` is contiguous)."""
+    if np.dtype(dtype).kind != "c" or a.dtype.kind == "c":
+        return a
+    shape = a.shape[:-1]
+    return np.ascontiguousarray(a).reshape(-1).view(np.dtype(dtype)).reshape(shape)
 
 
 def _bytes(a: np.ndarray) -> memoryview:

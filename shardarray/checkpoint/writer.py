@@ -18,7 +18,7 @@ from .blocks import distinct_blocks, process_of
 from .manifest import FORMAT, MANIFEST, VERSION, manifest_checksum
 from .paths import user_path
 from .procs import Procs, procs_in
-from .stfile import fsync_dir, st_dtype, write_file
+from .stfile import as_stored, check_storable, fsync_dir, write_file
 from .treespec import Node, encode
 
 
@@ -27,13 +27,13 @@ def _file(rank: int) -> str:
 
 
 def _check(name: str, x: ShardArray, path: Path) -> None:
-    """``x`` can be saved: it holds values, of a dtype safetensors stores."""
+    """``x`` can be saved: it holds values, of a dtype safetensors stores (or complex64/complex128: float pairs)."""
     if not x.mesh.backend.has_data:
         raise CheckpointError(
             f"checkpoint {path}: array {name!r} {x.sizes} lives on the {x.mesh.backend.name!r} backend, which holds "
             f"no values to save; save arrays of a numpy or cupy mesh (a meta mesh can be a load target)"
         )
-    st_dtype(x.dtype, f"checkpoint {path}: array {name!r} {x.sizes}")
+    check_storable(x.dtype, f"checkpoint {path}: array {name!r} {x.sizes}")
 
 
 def _refuse_non_checkpoint(path: Path, keep: int | None) -> None:
@@ -91,7 +91,9 @@ def save(path: str | os.PathLike[str], tree: Any, *, overwrite: bool = False, ke
     Each distinct block of each array is written once, by the process holding
     the lowest-numbered device with that block, into that process's
     ``blocks-<rank>.safetensors``; process 0 writes ``manifest.json`` (see
-    ``checkpoint.manifest``). Everything goes into a temporary sibling
+    ``checkpoint.manifest``). Complex64/complex128 arrays are saved as their
+    float32/float64 pairs (a trailing axis of 2, the same bytes; the manifest
+    keeps the complex dtype) and load back complex. Everything goes into a temporary sibling
     directory that one rename turns into ``path`` (see ``checkpoint.commit``):
     a crash leaves the previous checkpoint intact. Under MPI (``comm="mpi"``)
     every process must call ``save`` with the same tree and path (a shared
@@ -245,7 +247,8 @@ def _write(
     for name, x in arrays:
         for b in plans[name]:
             if process_of(x, b.writer) == procs.rank:
-                mine.append((f"{name}@{b.key_suffix}", x.mesh.backend.to_numpy(x.shards[b.writer])))
+                block = x.mesh.backend.to_numpy(x.shards[b.writer])
+                mine.append((f"{name}@{b.key_suffix}", as_stored(block)))  # (complex: float pairs)
     sums: dict[str, str] = {}
     try:
         if mine or procs.size == 1:

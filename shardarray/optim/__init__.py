@@ -13,6 +13,15 @@ are float32, and such a parameter is updated through a float32 master copy
 in the state (``master_dtype="float32"``, the default; ``None`` turns it off);
 the new parameter is the master rounded once to its dtype.
 
+Complex parameters (complex64, complex128) are updated as PyTorch's
+optimizers do: as two real parameters, the real and imaginary parts (the
+update on ``torch.view_as_real(p)``), from a complex gradient
+``dL/dRe + 1j * dL/dIm`` (PyTorch's ``z.grad``; ``jax.grad`` gives its
+conjugate). Their moments are complex (Adam's ``v`` holds the two parts'
+second moments as ``Re(g)**2 + 1j * Im(g)**2``) and checkpoint as any array.
+``sa.value_and_grad`` differentiates real parameters only: differentiate
+the parts as two real parameters and pass ``g_re + 1j * g_im``.
+
 Mixed precision: ``clip_by_global_norm(grads, max_norm)`` and
 ``DynamicLossScale`` (float16) each use one allreduce for all gradients.
 

@@ -25,9 +25,11 @@ from .common import (
     _state,
     _up,
     _zeros_for,
+    componentwise,
     float_params,
     moment_dtype,
     next_step,
+    real_dtype,
 )
 from .master import check_master_dtype, finish, init_master, working_dtype, working_values
 
@@ -43,6 +45,16 @@ class Adam:
     float32 master copy in the state (``master_dtype="float32"``, the default;
     see ``shardarray.optim.master``), and the returned parameter is the master
     rounded once; ``master_dtype=None`` turns the copy off.
+
+    Complex parameters (complex64, complex128) are updated as PyTorch's Adam
+    does: as two real parameters, the real and imaginary parts (Adam on
+    ``torch.view_as_real(p)``). Their gradient is ``dL/dRe + 1j * dL/dIm``
+    (PyTorch's ``z.grad``; ``jax.grad`` gives the conjugate, so pass
+    ``sa.conj(g)`` of a JAX-convention gradient); ``m`` is complex, and so is
+    ``v``, holding the two parts' second moments ``Re(g)**2 + 1j * Im(g)**2``
+    (not ``|g|**2``), so each part takes its own step ``m_hat / (sqrt(v_hat) + eps)``.
+    ``sa.value_and_grad`` differentiates real parameters only: differentiate
+    the parts as two real parameters and pass ``g_re + 1j * g_im``.
 
     Raises:
         ArgumentError: at construction, ``b1`` or ``b2`` outside [0, 1),
@@ -131,19 +143,22 @@ class Adam:
             m = apply("adam_m", lambda xp, m, d, ct=ct: _axpby(_up(xp, m, ct), b1, _up(xp, d, ct), 1.0 - b1), (m, dx))
 
             def v_fn(xp: Any, v: Any, d: Any, ct: Any = ct) -> Any:
-                d = _up(xp, d, ct)
-                return _axpby(_up(xp, v, ct), b2, d * d, 1.0 - b2)
+                d = componentwise(xp, lambda d: d * d, _up(xp, d, ct))  # (complex: re² + 1j im², view_as_real's)
+                return _axpby(_up(xp, v, ct), b2, d, 1.0 - b2)
 
             v = apply("adam_v", v_fn, (v, dx))
 
             def step_fn(xp: Any, a: Any, m: Any, v: Any, *sc: Any, ct: Any = ct) -> Any:
-                size, c, dec = (step_size, c2, decay) if not sc else (s.astype(ct) for s in sc)
-                den = xp.sqrt(v * (1.0 / c))
-                den += eps
-                upd = m * -size
-                upd /= den
-                a = _up(xp, a, ct)
-                return a * dec + upd if wd else a + upd
+                size, c, dec = (step_size, c2, decay) if not sc else (s.astype(real_dtype(ct)) for s in sc)
+
+                def real_step(a: Any, m: Any, v: Any) -> Any:
+                    den = xp.sqrt(v * (1.0 / c))
+                    den += eps
+                    upd = m * -size
+                    upd /= den
+                    return a * dec + upd if wd else a + upd
+
+                return componentwise(xp, real_step, _up(xp, a, ct), m, v)  # (complex: its parts as two reals)
 
             new_p.append(apply("adam", step_fn, (x, m, v, *scalars)))
             new_m.append(m)
@@ -162,8 +177,8 @@ class Adam:
 def _fused(x: ShardArray, m: ShardArray, v: ShardArray) -> bool:
     """Adam's update fused per block: moments laid out like the parameter and of its moment dtype, and CuPy
     shards (the kernel) or NumPy float32/float64 shards (``ops.fused_numpy.adam``)."""
-    if not (fused_numpy.is_numpy(x) or fused.kernels_for(x, "adam")):
-        return False
+    if x.dtype.kind == "c" or not (fused_numpy.is_numpy(x) or fused.kernels_for(x, "adam")):
+        return False  # (complex: the kernels square a real gradient; the unfused path splits the parts)
     ct = moment_dtype(x.dtype)
     return (m.spec == x.spec and m.dtype == ct and not m.pending) and (
         v.spec == x.spec and v.dtype == ct and not v.pending

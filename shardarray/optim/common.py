@@ -123,19 +123,11 @@ def next_step(step: Any, lr: LR, owner: str) -> tuple[Any, Any]:
 
 
 def float_params(params: Any, what: str) -> tuple[list[Any], Any]:
-    """The leaves and structure of ``params``, refusing any that is not a real floating-point ShardArray: an
-    update of an integer or bool parameter would be truncated to nothing without a word, and a complex one needs
-    a convention (a conjugated gradient, moments of the real and imaginary parts) that ``sa.value_and_grad``,
-    which differentiates real parameters only, never feeds."""
+    """The leaves and structure of ``params``, refusing any that is not a floating-point ShardArray, real or
+    complex: an update of an integer or bool parameter would be truncated to nothing without a word."""
     p, treedef = tree_flatten(params)
     for path, x in zip(tree_paths(params, ""), p):
-        if isinstance(x, ShardArray) and is_complex(x.dtype):
-            raise DTypeError(
-                f"{what}: params{path} has dtype {x.dtype}; the optimizers update real floating-point parameters "
-                f"(as sa.value_and_grad differentiates them). Optimize the real and imaginary parts as two real "
-                f"parameters: sa.real(z) and sa.imag(z), combined in the model"
-            )
-        if isinstance(x, ShardArray) and not is_real_float(x.dtype):
+        if isinstance(x, ShardArray) and not (is_real_float(x.dtype) or is_complex(x.dtype)):
             raise DTypeError(
                 f"{what}: params{path} has dtype {x.dtype}; gradient updates need floating-point parameters (an "
                 f"integer update would be truncated). Keep it out of the optimized tree, or cast it: "
@@ -161,7 +153,7 @@ def _check(
     out = []
     for path, a, b in zip(paths, p, g):
         b = paired(b, a, f"grads{path}", path, _GRAD_FIX)
-        _real_float(b, f"grads{path}", f"params{path}", f"{_GRAD_FIX}, or cast it: g.astype(params_dtype)")
+        _float_like(b, a, f"grads{path}", f"params{path}", f"{_GRAD_FIX}, or cast it: g.astype(params_dtype)")
         out.append(in_layout_of(b, a, f"grads{path}", path))
     return p, out, paths, treedef
 
@@ -174,7 +166,7 @@ def _moments(params: Any, p: list[ShardArray], paths: list[str], tree: Any, name
     out = []
     for path, x, m in zip(paths, p, leaves):
         m = paired(m, x, f"{what}{path}", path, f"the state belongs to other params; {_FIX}")
-        _real_float(m, f"{what}{path}", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}")
+        _float_like(m, x, f"{what}{path}", f"params{path}", f"the state is damaged or belongs to other params; {_FIX}")
         out.append(in_layout_of(m, x, f"{what}{path}", path))
     return out
 
@@ -185,6 +177,45 @@ def _real_float(a: ShardArray, name: str, param: str, fix: str) -> None:
     bool one is no gradient or state the optimizers ever make."""
     if not is_real_float(a.dtype):
         raise DTypeError(f"{name} has dtype {a.dtype}, but {param}'s update needs a real floating-point one; {fix}")
+
+
+def _float_like(a: ShardArray, x: ShardArray, name: str, param: str, fix: str) -> None:
+    """``DTypeError`` unless ``a`` (a gradient or moment of parameter ``x``) is floating point of ``x``'s kind:
+    complex for a complex parameter (a real one would leave its imaginary part unchanged without a word: a
+    gradient of the real part alone?), real otherwise (``_real_float``)."""
+    if not is_complex(x.dtype):
+        _real_float(a, name, param, fix)
+    elif not is_complex(a.dtype):
+        what = (
+            "the gradient of a complex parameter is dL/dRe + 1j * dL/dIm, of its real and imaginary parts "
+            "(PyTorch's z.grad): g_re + 1j * g_im from sa.value_and_grad of the two parts"
+            if name.startswith("grads")
+            else fix
+        )
+        raise DTypeError(
+            f"{name} has dtype {a.dtype}, but {param} is {x.dtype} and its update needs a complex one; {what}"
+        )
+
+
+def real_dtype(dtype: Any) -> np.dtype:
+    """The real dtype of ``dtype``'s parts: float32 for complex64, float64 for complex128; a real dtype itself."""
+    dt = np.dtype(dtype)
+    return np.finfo(dt).dtype if dt.kind == "c" else dt
+
+
+def componentwise(xp: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn`` (an update of real blocks) applied to the real parts and to the imaginary parts of the complex
+    blocks among ``args`` separately, combined into a complex block: a complex parameter updated as two real ones
+    (PyTorch's optimizers on ``torch.view_as_real``); ``fn(*args)`` when none is complex. Real arrays and scalars
+    among ``args`` go to both calls as they are."""
+    if not any(getattr(a, "dtype", None) is not None and a.dtype.kind == "c" for a in args):
+        return fn(*args)
+    re = fn(*(a.real if getattr(a, "dtype", None) is not None and a.dtype.kind == "c" else a for a in args))
+    im = fn(*(a.imag if getattr(a, "dtype", None) is not None and a.dtype.kind == "c" else a for a in args))
+    out = xp.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
+    out.real = re
+    out.imag = im
+    return out
 
 
 def paired(a: ShardArray, x: ShardArray, name: str, path: str, fix: str) -> ShardArray:

@@ -25,6 +25,7 @@ from .common import (
     float_params,
     moment_dtype,
     next_step,
+    real_dtype,
 )
 from .master import check_master_dtype, finish, init_master, working_dtype, working_values
 
@@ -35,6 +36,10 @@ class SGD:
 
     With ``momentum`` μ the velocity is ``v = μ v + g`` and the step ``-lr v``, or ``-lr (g + μ v)`` with
     ``nesterov=True`` (PyTorch's ``SGD(nesterov=True)``, optax's ``sgd(nesterov=True)``).
+
+    Complex parameters (complex64, complex128) take a complex gradient ``dL/dRe + 1j * dL/dIm`` (PyTorch's
+    ``z.grad``; pass ``sa.conj(g)`` of a ``jax.grad``-convention one) and a complex velocity: every step is linear
+    with real coefficients, so it is SGD on the real and imaginary parts as two real parameters (PyTorch's).
 
     Parameters narrower than ``master_dtype`` (float16, bfloat16 under the
     default "float32") are updated through a float32 master copy kept in the
@@ -108,7 +113,7 @@ class SGD:
             if isinstance(lr, ShardArray):  # a schedule's rate computed on the device: a 0-d operand of the update
 
                 def sgd(xp: Any, a: Any, d: Any, rate: Any, ct: Any = ct) -> Any:
-                    rate = rate.astype(ct)
+                    rate = rate.astype(real_dtype(ct))
                     out = _up(xp, a, ct) * (1.0 - rate * wd)
                     out -= _up(xp, d, ct) * rate
                     return out

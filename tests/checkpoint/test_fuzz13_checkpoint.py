@@ -2,8 +2,7 @@
 size-0 arrays, uneven and empty blocks) with optimizer state, saved on one mesh (1, 2x2, 4, 2x2x2, 3x2) and loaded
 onto another with other axis names and sizes, by ``mesh=`` and into a target tree; positional arrays stay
 positional. Then overwrites that fail half-way (the previous checkpoint still loads, nothing is left behind) and
-bad input (a corrupt manifest, a truncated or missing block file, a file or folder that is no checkpoint, complex
-arrays) giving a ``CheckpointError`` that names the path and says what to do.
+bad input (a corrupt manifest, a truncated or missing block file, a file or folder that is no checkpoint) giving a ``CheckpointError`` that names the path and says what to do.
 
 ``FUZZ13_EXAMPLES=<n>`` runs the fuzzer with ``n`` examples (``HYPOTHESIS_PROFILE=explore`` draws new ones).
 """
@@ -192,10 +191,6 @@ def test_damaged_checkpoints_are_checkpoint_errors_naming_the_path(tmp_path):
 
 def test_bad_trees_and_targets_are_refused_naming_the_array(tmp_path):
     mesh, x, tree = _saved(tmp_path)
-    z = sa.asarray(np.ones((2, 2), np.complex64), dims=("a", "b"), mesh=mesh)
-    with pytest.raises(sa.CheckpointError, match=r"array 'opt/z' .* complex64, which safetensors cannot store"):
-        sa.checkpoint.save(tmp_path / "c", {"opt": {"z": z}})
-    assert not (tmp_path / "c").exists()
     sa.checkpoint.save(tmp_path / "ck", tree)
     with pytest.raises(sa.CheckpointError, match=r"exists; pass overwrite=True"):
         sa.checkpoint.save(tmp_path / "ck", tree)
