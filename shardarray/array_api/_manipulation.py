@@ -36,6 +36,7 @@ from ..ops.manipulation.structure import broadcast_to as _broadcast_to
 from ..ops.manipulation.structure import rename, transpose
 from ._align import align, axes_dims, axes_size, axis_dim, broadcast_shape, fresh, merge
 from ._array import Array, wrap
+from ._dtypes import _weak
 from ._indexing import take_positions
 
 
@@ -140,10 +141,24 @@ def concat(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int | 
                 f"concat along axis {axis}: arrays[0] has shape {x0.shape} but arrays[{i}] has "
                 f"shape {a.shape}; they may differ along axis {axis} only"
             )
+    _common_dtype(arrs, "concat")
     arrs = _positional(arrs, x0)
     if len(arrs) == 1:  # a new array, as NumPy's concatenate (x itself would share later writes)
         return wrap(arrs[0].__copy__())
     return wrap(_concat.concat(arrs, dim))
+
+
+def _common_dtype(arrs: Sequence[ShardArray], what: str) -> None:
+    """Raise a ``DTypeError`` when the arrays' dtypes have no common dtype (NumPy has no promotion rule for
+    bfloat16 with int64, for one: its bare DTypePromotionError)."""
+    try:
+        np.result_type(*(a.dtype for a in arrs))
+    except TypeError:
+        names = sorted({str(a.dtype) for a in arrs})
+        raise DTypeError(
+            f"{what}: arrays of dtypes {', '.join(names)} have no common dtype (NumPy has no promotion rule for "
+            f"them); cast them to one dtype first with xp.astype"
+        ) from None
 
 
 def stack(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int = 0) -> Array:
@@ -163,6 +178,7 @@ def stack(arrays: tuple[ShardArray, ...] | list[ShardArray], /, *, axis: int = 0
             f"use {-(x0.ndim + 1)}..{x0.ndim}"
         )
     pos = pos + x0.ndim + 1 if pos < 0 else pos
+    _common_dtype(arrs, "stack")
     arrs = _positional(arrs, x0)
     (name,) = fresh(x0.dims, 1)
     out = _concat.stack(arrs, name)
@@ -530,20 +546,22 @@ def diff(
     ``prepend``/``append`` have ``x``'s shape except along ``axis`` and are
     concatenated first (``concat``, dtypes promoted); a scalar or 0-d array
     is broadcast to length 1 along ``axis``, and a Python scalar has NumPy's
-    dtype (``1.5``: float64), as in NumPy. ``n`` and ``axis`` may also be given by
+    dtype (``1.5``: float64), as in NumPy; a Python int where NumPy has no rule
+    for int64 with ``x``'s dtype (bfloat16) is weak: ``x``'s dtype, as in the
+    namespace's arithmetic. ``n=0`` returns ``x`` (a 0-d one too), as NumPy. ``n`` and ``axis`` may also be given by
     position, in NumPy's order (``xp.diff(x, 2)``: scikit-learn's ``roc_curve`` does). Each order is two slices (one
     ``alltoallv`` each on a split axis) and a local subtraction (``ops.diff``;
     ``not_equal`` for bool); an ``n`` beyond the axis' length leaves it empty.
     """
 
     x = _array(x, "diff")
+    n = _int(n, "diff: n")
+    if n == 0:  # as NumPy: x itself, without prepend and append (nor a check of axis: a 0-d x too)
+        return wrap(x)
     if x.ndim == 0:
         raise DimensionError("diff: a 0-d array has no axis to difference")
     dim = axis_dim(x, axis, "diff")
     k = x.dims.index(dim)
-    n = _int(n, "diff: n")
-    if n == 0:  # as NumPy: x itself, without prepend and append
-        return wrap(x)
     parts = [_diff_end(p, x, k) for p in (prepend, x, append) if p is not None]
     if len(parts) > 1:
         x = concat(parts, axis=k)
@@ -556,9 +574,19 @@ def _diff_end(v: Any, x: ShardArray, k: int) -> Any:
     along axis ``k`` (a Python scalar in NumPy's dtype for it); anything else as it is."""
     if not isinstance(v, ShardArray) and np.ndim(v) == 0:
         value = np.asarray(v)
+        dtype = value.dtype
+        try:
+            np.result_type(dtype, x.dtype)
+        except TypeError:  # (no NumPy rule: bfloat16 with int64) a Python int is weak, as in xp's arithmetic
+            if type(v) is not int:
+                raise DTypeError(
+                    f"diff: prepend/append of {dtype} has no common dtype with the array's {x.dtype} (NumPy has no "
+                    f"promotion rule for them); cast it first, or pass a Python scalar"
+                ) from None
+            dtype = _weak(x.dtype, v)
         sizes = dict(x.sizes, **{x.dims[k]: 1})
         layout = {d: (x.spec.of(d) or None) for d in x.dims if d != x.dims[k]}  # no move to join x
-        return full(x.mesh, sizes, value.item(), dtype=value.dtype, layout=layout)
+        return full(x.mesh, sizes, value.item(), dtype=dtype, layout=layout)
     if isinstance(v, ShardArray) and v.ndim == 0:
         return broadcast_to(v, x.shape[:k] + (1,) + x.shape[k + 1 :])
     return v

@@ -1,4 +1,5 @@
-"""NumPy-compatible extras beyond the array API standard: ``pad``, ``transpose``, ``sliding_window_view``.
+"""NumPy-compatible extras beyond the array API standard: ``pad``, ``transpose``, ``sliding_window_view``,
+``logaddexp2``, ``fabs`` and ``spacing``.
 
 The standard is silent on these; NumPy has them and clients that take duck
 arrays call them on the namespace (xarray's ``rolling``/``shift``/``pad`` call
@@ -12,18 +13,19 @@ inherits; none gathers a split axis:
   pad pieces: slices of the edge blocks (reversed for ``reflect`` and
   ``symmetric``: a slice with step -1), a broadcast edge row (``edge``) or a
   constant block made in place (``constant``, zeros: one ``move``).
+- ``logaddexp2``, ``fabs`` and ``spacing`` are elementwise (no collectives but aligning operands).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..array import ShardArray, as_kind
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.creation.basic import asarray as from_host
 from ..ops.creation.basic import full
 from ..ops.elementwise import arithmetic as ew
@@ -37,6 +39,10 @@ from ..ops.manipulation.structure import transpose as transpose_named
 from ..ops.reduction import reduce
 from ._align import axis_dim, fresh
 from ._array import Array, wrap
+from ._elementwise import abs as _abs
+from ._elementwise import add, equal, isfinite, less, log1p, maximum, multiply, negative, nextafter, signbit, subtract
+from ._elementwise import pow as _pow
+from ._elementwise import where as _where
 from ._manipulation import permute_dims
 from ._quantile import median
 from ._statistical import _check
@@ -413,4 +419,133 @@ lib = SimpleNamespace(stride_tricks=SimpleNamespace(sliding_window_view=sliding_
 lib.__doc__ = "NumPy's ``np.lib`` as far as clients use it on duck arrays: ``lib.stride_tricks.sliding_window_view``."
 
 
-__all__ = ["lib", "pad", "sliding_window_view", "transpose"]
+#: log2(e), NumPy's ``NPY_LOG2E``
+_LOG2E = 1.4426950408889634
+
+
+def logaddexp2(x1: Array | float, x2: Array | float, /) -> Array:
+    """``log2(2 ** x1 + 2 ** x2)`` without overflow, as ``np.logaddexp2`` (a NumPy extra).
+
+    NumPy's formula, elementwise: ``x1 + 1`` where ``x1 == x2`` (equal
+    infinities too), else ``max(x1, x2) + log2(e) * log1p(2 ** -|x1 - x2|)``
+    (NaN propagates), in NumPy's dtype: integers and bools floating as
+    NumPy's loop (int8 and bools float16, int64 float64), float16 and
+    bfloat16 computed in float32, Python scalars weak; complex values are
+    refused, as NumPy has no complex loop. float16, bfloat16 and the small
+    integers give NumPy's values; float32 and float64 agree with NumPy's to
+    an ulp or two of ``max(|x1|, |x2|, 1)`` (NumPy's loop calls the C
+    library's ``exp2`` and ``log1p``, the blocks NumPy's ufuncs, which may
+    round the last bit otherwise; near a result of 0, where the formula
+    cancels, that is more ulps of the result).
+    Elementwise: no collectives but aligning the operands. Differentiable;
+    at ``x1 == x2`` the gradient is 1/2 to each operand.
+
+    Raises:
+        DTypeError: no array operand, or a complex one (NumPy's TypeError).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.logaddexp2(xp.asarray([0.0, 1.0, 100.0]), xp.asarray([0.0, 3.0, 100.0])).numpy()
+        array([  1.        ,   3.32192809, 101.        ])
+    """
+    if not isinstance(x1, ShardArray) and not isinstance(x2, ShardArray):
+        raise DTypeError("logaddexp2: needs an array operand; make one with xp.asarray(...)")
+    dtype = _logaddexp2_dtype(x1, x2)
+    work = np.dtype(np.float32) if dtype.itemsize < 4 else dtype  # (float16, bfloat16: as NumPy's loops)
+    a, b = (_operand(v, work) for v in (x1, x2))
+    same = equal(a, b)
+    # the other entries, with 0 where x1 == x2 (not inf - inf: the unused branch's gradient stays finite there)
+    p, q = (_select(same, 0.0, v) if isinstance(v, ShardArray) else v for v in (a, b))
+    apart = add(maximum(p, q), multiply(_LOG2E, log1p(_pow(2.0, negative(_abs(subtract(p, q)))))))
+    # x1 exactly where x1 == x2, the gradient halved between the two (0 elsewhere: no inf - inf there)
+    half_a, half_b = (multiply(_select(same, v, 0.0), 0.5) if isinstance(v, ShardArray) else v * 0.5 for v in (a, b))
+    tie = add(add(half_a, half_b), 1.0)
+    out = _select(same, tie, apart)
+    return out if out.dtype == dtype else wrap(astype(out, dtype))
+
+
+def _operand(v: Any, work: np.dtype) -> Array | float:
+    """An operand of ``logaddexp2`` in the dtype it is computed in (a scalar: a weak Python float)."""
+    if isinstance(v, ShardArray):
+        return wrap(v if v.dtype == work else astype(v, work))
+    return float(v)
+
+
+def _select(condition: Array, x1: Array | float, x2: Array | float) -> Array:
+    """The namespace's three-argument ``where`` (one array)."""
+    return cast(Array, _where(condition, x1, x2))
+
+
+def _logaddexp2_dtype(x1: Any, x2: Any) -> np.dtype:
+    """The dtype of NumPy's ``logaddexp2`` loop for these operands (Python scalars weak, NumPy scalars not)."""
+    keys = [
+        v.dtype if isinstance(v, (ShardArray, np.generic)) else np.dtype(bool) if isinstance(v, bool) else type(v)
+        for v in (x1, x2)
+    ]
+    try:
+        return np.dtype(np.logaddexp2.resolve_dtypes((*keys, None))[-1])
+    except (TypeError, ValueError):
+        names = ", ".join(str(getattr(k, "name", None) or getattr(k, "__name__", k)) for k in keys)
+        raise DTypeError(
+            f"logaddexp2: not defined for operands of {names} (NumPy has no such loop: real floating point, "
+            f"integers and bools only)"
+        ) from None
+
+
+def fabs(x: Array, /) -> Array:
+    """``|x|`` in floating point, as ``np.fabs`` (a NumPy extra): NumPy's loop dtype (int8, uint8 and bools
+    float16, int64 float64), complex values refused as NumPy has no complex loop. ``abs`` of that: elementwise,
+    no collectives; differentiable.
+
+    Raises:
+        DTypeError: a complex (or other unsupported) array (NumPy's TypeError).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.fabs(xp.asarray([-1, 2, -3])).numpy()
+        array([1., 2., 3.])
+    """
+    return _abs(_loop_input(np.fabs, _check(x, "fabs")))
+
+
+def spacing(x: Array, /) -> Array:
+    """The distance from ``x`` to the next representable number away from 0 (``-0.0`` as 0), as ``np.spacing``
+    (a NumPy extra): NaN for infinities and NaN, ``inf`` at the largest finite number; NumPy's loop dtype (int8
+    and bools float16, int64 float64) and its loops' quirks (float16: the step up, positive for negative ``x``
+    too; bfloat16, ml_dtypes': ``-0.0`` steps down). ``nextafter(x, ±inf) - x``, exact: elementwise, no
+    collectives; not differentiable (``nextafter``'s).
+
+    Raises:
+        DTypeError: a complex (or other unsupported) array (NumPy's TypeError).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.spacing(xp.asarray([1.0, -1.0, 2.0**10], dtype=xp.float32)).numpy()
+        array([ 1.1920929e-07, -1.1920929e-07,  1.2207031e-04], dtype=float32)
+    """
+    x = _loop_input(np.spacing, _check(x, "spacing"))
+    finite = isfinite(x)
+    base = _select(finite, x, 0.0)  # (infinities and NaN give NaN, without inf - inf's warning, as NumPy)
+    if x.dtype == np.float16:  # (NumPy's float16 loop steps up always: a positive result)
+        return _select(finite, subtract(nextafter(base, np.inf), base), np.nan)
+    # away from 0 (-0.0 as 0); ml_dtypes' bfloat16 loop by the sign bit (-0.0 steps down)
+    down = signbit(base) if x.dtype.name == "bfloat16" else less(base, 0)
+    toward = wrap(astype(_select(down, -np.inf, np.inf), x.dtype))
+    return _select(finite, subtract(nextafter(base, toward), base), np.nan)
+
+
+def _loop_input(ufunc: np.ufunc, x: ShardArray) -> Array:
+    """``x`` in the input dtype of NumPy's loop of the one-operand ``ufunc`` (integers and bools floating)."""
+    try:
+        dtype = np.dtype(ufunc.resolve_dtypes((x.dtype, None))[0])
+    except (TypeError, ValueError):
+        raise DTypeError(
+            f"{ufunc.__name__}: not defined for an array of {x.dtype} (NumPy has no such loop: real numbers only)"
+        ) from None
+    return wrap(x if x.dtype == dtype else astype(x, dtype))
+
+
+__all__ = ["fabs", "lib", "logaddexp2", "pad", "sliding_window_view", "spacing", "transpose"]

@@ -372,7 +372,8 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
 def matrix_power(x: Array, n: int, /) -> Array:
     """``x`` to the integer power ``n`` by repeated squaring (matmuls: einsum's collectives); ``n < 0`` inverts
     first (``inv``; integers and bools in float64 then, as NumPy's ``matrix_power``), ``n == 0`` gives the
-    identity in ``x``'s dtype. Bool matrices are refused (``matmul``'s domain)."""
+    identity in ``x``'s dtype. Bool matrices give bools (``matmul`` of bools: the or of ands; ``n == 0`` the bool
+    identity), as NumPy's ``matrix_power``."""
     xp = _xp()
     x = _arr(x, "matrix_power", 2, floating=False)
     if isinstance(n, bool) or not hasattr(n, "__index__"):

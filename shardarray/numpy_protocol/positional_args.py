@@ -108,6 +108,23 @@ def host_value(what: str, value: Any, key: int | str, ref: Any) -> Any:
     return value
 
 
+def host_setting(value: Any) -> Any:
+    """A host setting (a shape, axes, widths: not an operand) as the namespace takes it: a NumPy array as (nested)
+    tuples of Python values, a NumPy scalar as a Python one, inside lists and tuples too; others as given."""
+    if isinstance(value, np.ndarray):
+        return value.item() if value.ndim == 0 else _tuples(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (np.ndarray, np.generic, list, tuple)) for v in value):
+        return type(value)(host_setting(v) for v in value)
+    return value
+
+
+def _tuples(value: Any) -> Any:
+    """Nested lists (``ndarray.tolist()``) as nested tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 def cast_to(xp: Any, value: Any, dtype: Any, casting: str, what: str) -> Any:
     """``value`` (an array or a sequence of arrays) cast to ``dtype``, for a function without ``dtype=``; a cast
     that NumPy's ``casting`` rule forbids (``np.concatenate``'s default ``same_kind``) is a ``DTypeError``."""

@@ -548,7 +548,10 @@ def _flatnonzero(xp: Any, what: str, a: Any) -> Any:
 
 @composed("ptp")
 def _ptp(xp: Any, what: str, a: Any, axis: Any = None, out: Any = None, keepdims: Any = np._NoValue) -> Any:
+    """``max - min``; ``axis=0`` (or -1) of a 0-d array is its one element, as NumPy's ``maximum.reduce`` reads it."""
     kd = keepdims is True
+    if a.ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and int(axis) in (0, -1):
+        axis = None
     return write_out(out, xp.max(a, axis=axis, keepdims=kd) - xp.min(a, axis=axis, keepdims=kd), what)
 
 
@@ -563,22 +566,28 @@ def _average(
         count = math.prod(x.shape[k] for k in axes_of(axis, x.ndim, what))
         return (avg, xp.full_like(avg, count)) if returned else avg
     w = _array(xp, what, weights, "weights", a)
+    rdt = _average_dtype(a.dtype, w.dtype)  # (NumPy's result_type(a, weights[, float64 for integer a]))
+    x, w = (v if v.dtype == rdt else xp.astype(v, rdt) for v in (x, w))
     if w.shape != x.shape:
         if axis is None or w.ndim != 1 or isinstance(axis, (tuple, list)):
             raise DimensionError(f"{what}: weights of shape {w.shape} differ from the array's {x.shape}; give axis=")
+        _nonzero_weights(xp, what, xp.sum(w), axis)  # (NumPy checks the 1-D weights' sum: an empty x too)
         (k,) = axes_of(axis, x.ndim, what)
         w = xp.reshape(w, tuple(n if i == k else 1 for i, n in enumerate(x.shape)))
         w = xp.broadcast_to(w, x.shape)
-    rdt = _average_dtype(a.dtype, w.dtype)  # (NumPy's result_type(a, weights[, float64 for integer a]))
-    x, w = (v if v.dtype == rdt else xp.astype(v, rdt) for v in (x, w))
     total = xp.sum(w, axis=axis, keepdims=kd)
-    if bool(xp.any(total == 0)):  # (one boolean read: NumPy's ZeroDivisionError, before any division)
+    _nonzero_weights(xp, what, total, axis)
+    avg = xp.sum(x * w, axis=axis, keepdims=kd) / total
+    return (avg, xp.broadcast_to(total, avg.shape)) if returned else avg
+
+
+def _nonzero_weights(xp: Any, what: str, total: Any, axis: Any) -> None:
+    """Raise where a sum of weights is zero (one boolean read): NumPy's ZeroDivisionError, before any division."""
+    if bool(xp.any(total == 0)):
         raise ArgumentError(
             f"{what}: the weights sum to zero along axis={axis!r}, so the weighted average is undefined (NumPy "
             f"raises ZeroDivisionError); give weights with a nonzero sum over each slice"
         )
-    avg = xp.sum(x * w, axis=axis, keepdims=kd) / total
-    return (avg, xp.broadcast_to(total, avg.shape)) if returned else avg
 
 
 def _average_dtype(a: Any, w: Any) -> np.dtype:

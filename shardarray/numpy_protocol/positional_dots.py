@@ -29,7 +29,7 @@ from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from . import positional_products as products
 from .common import mixing_error, short
 from .named_functions import einsum_by_letters
-from .positional_args import cast_to, write_out
+from .positional_args import cast_to, host_setting, write_out
 from .positional_compose import _arrays, _ref, composed
 
 
@@ -68,7 +68,7 @@ def _inner(xp: Any, what: str, a: Any, b: Any) -> Any:
 @composed("tensordot", space="linalg")
 def _tensordot(xp: Any, what: str, a: Any, b: Any, axes: Any = 2) -> Any:
     x, y = _arrays(xp, what, [a, b])
-    return products.tensordot(xp, what, x, y, axes)
+    return products.tensordot(xp, what, x, y, host_setting(axes))  # (NumPy arrays of axes: their values)
 
 
 @composed("matmul", space="linalg")

@@ -47,9 +47,16 @@ NumPy's semantics where the standard's differ:
   and so do Python lists where the namespace takes host values (indices,
   ``q``, counts); ``np.polyval``'s coefficients may be a NumPy array
   (``HOST_FIRST``), as ``xp.polyval``'s, and ``np.copyto(x, host)`` is the
-  write ``x[...] = host``;
-* ``axis=0`` (or -1) of a 0-d array is NumPy's legacy reading of it as 1-D
-  for ``np.sum``/``argmax``/``cumsum``/``argsort``/... (``ZERO_D_AXIS``).
+  write ``x[...] = host``. Host settings are no operands: a NumPy array is
+  read as its values for ``np.quantile``'s ``q`` (a NumPy scalar ``q`` keeps
+  its dtype, as in NumPy), ``np.fft``'s ``s``/``axes``, shapes, axes and
+  widths (``HOST_PARAMS``; an array ``axis`` only where NumPy takes one,
+  ``HOST_AXIS``), and ``np.diff``'s NumPy scalar ``prepend``/``append``
+  keeps its dtype (``STRONG_SCALARS``);
+* ``axis=0`` (or -1, NumPy's default for ``np.argsort``) of a 0-d array is
+  NumPy's legacy reading of it as 1-D for ``np.sum``/``argmax``/``cumsum``/
+  ``argsort``/``nansum``/``count_nonzero``/... (``ZERO_D_AXIS``; the
+  nan-moments of floats only, as NumPy).
 
 NumPy-only names are composed from the namespace's functions
 (``positional_compose``: ``np.dot``, ``np.isclose``, ``np.vstack``...). A name
@@ -81,7 +88,7 @@ import numpy as np
 from ..array import ShardArray
 from ..errors import ArgumentError, DTypeError
 from . import positional_dots  # noqa: F401  (registers the products in COMPOSED)
-from .positional_args import axes_of, cast_to, host_value, is_neutral, refuse, signature, write_out
+from .positional_args import axes_of, cast_to, host_setting, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
 from .positional_ufuncs import counterpart, masked_operand, where_mask
 
@@ -117,10 +124,28 @@ HOST_FIRST = frozenset({"polyval"})
 #: reductions reduce the one element, the scans and ``argsort`` give a 1-element array
 ZERO_D_AXIS = frozenset(
     {"sum", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin", "nanargmax", "nanargmin"}
+    | {"nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanstd", "nanvar", "count_nonzero"}
     | {"cumsum", "cumprod", "argsort"}
 )
 #: of ``ZERO_D_AXIS``, those that reduce the one element (``axis=None``) rather than read the 0-d array as 1-D
 _ZERO_D_REDUCE = frozenset({"argmax", "argmin", "nanargmax", "nanargmin"})
+
+#: NumPy parameters that are host settings, not operands: a NumPy array there is read as its values, as the
+#: namespace takes a list (``np.quantile(x, np.array([.1, .9]))``, ``np.fft.fftn(x, s=np.array([4, 6]))``,
+#: ``np.pad(x, np.array([[1, 1], [2, 0]]))``); ``q`` is passed as given (its NumPy dtype sets the result's, as
+#: NumPy's: ``np.percentile(float32_x, np.float64(30))`` is float64), the others as (nested) tuples of Python
+#: values. NumPy arrays as operands (data) stay refused, and so does an array ``axis`` where NumPy refuses one
+#: (``np.sum(x, axis=np.array([0]))`` is NumPy's TypeError): ``axis`` is a setting only for ``HOST_AXIS``.
+HOST_PARAMS = frozenset(
+    {"q", "s", "axes", "shape", "newshape", "new_shape", "reps", "pad_width", "shift", "source", "destination", "kth"}
+)
+#: NumPy parameters whose NumPy scalar (or 0-d array) keeps its dtype, as NumPy's promotion does
+#: (``np.diff(int8_x, prepend=np.int8(1))`` is int8, not int64 as a Python int would make it)
+STRONG_SCALARS = frozenset({"prepend", "append"})
+#: NumPy functions that read an array ``axis`` as a sequence of axes (elsewhere it is NumPy's TypeError)
+HOST_AXIS = frozenset({"flip", "roll", "quantile", "percentile", "nanquantile", "nanpercentile"})
+#: of ``ZERO_D_AXIS``, those NumPy reads so for floating (and complex) data only (of integers it is ``np.mean``'s)
+_ZERO_D_FLOATS = frozenset({"nanmean", "nanstd", "nanvar"})
 
 #: NumPy functions that join a sequence of arrays: its scalars are 0-d arrays, as NumPy's ``asanyarray`` makes them
 JOINS = frozenset({"stack", "concatenate"})
@@ -400,10 +425,7 @@ def call_derived(
     if name in JOINS and isinstance(given.get(first), (list, tuple)) and isinstance(ref, ShardArray):
         given[first] = [_scalar_array(xp, v, ref) for v in given[first]]
     host_ok = name in HOST_FIRST
-    given = {
-        k: (v if k == first and (host_ok or not _host_array(v)) else host_value(what, v, k, ref))
-        for k, v in given.items()
-    }
+    given = {k: _host_argument(what, name, k, v, k == first, host_ok, ref) for k, v in given.items()}
     keepdims = bool(given.pop("keepdims")) if "keepdims" in given and "keepdims" not in tparams else False
     sort_kind = given.pop("kind", None) if "kind" not in tparams else None
     if sort_kind is not None and name in ("sort", "argsort") and _stable_kind(sort_kind, given.get("stable"), what):
@@ -423,7 +445,14 @@ def call_derived(
             if not (np_param.default is tparams[key].default or np_param.default == tparams[key].default):
                 given[key] = np_param.default
     x = given.get(first)
-    if isinstance(x, ShardArray) and x.ndim == 0 and name in ZERO_D_AXIS and _is_first_axis(given.get("axis")):
+    axis_given = given["axis"] if "axis" in given else getattr(np_params.get("axis"), "default", None)
+    if (
+        isinstance(x, ShardArray)
+        and x.ndim == 0
+        and name in ZERO_D_AXIS
+        and _is_first_axis(axis_given)
+        and (name not in _ZERO_D_FLOATS or x.dtype.kind in "fc")
+    ):
         if name in FLATTEN_ON_NONE and name not in _ZERO_D_REDUCE:
             given[first], given["axis"] = xp.reshape(x, (1,)), 0  # (NumPy's scan or sort of the 0-d array as 1-D)
         else:
@@ -472,6 +501,19 @@ def call_derived(
     if result_dtype is not None and isinstance(result, ShardArray) and result.dtype != result_dtype:
         result = xp.astype(result, result_dtype)
     return write_out(out, result, what)
+
+
+def _host_argument(what: str, name: str, key: str, value: Any, first: bool, host_ok: bool, ref: Any) -> Any:
+    """NumPy's argument ``key`` as the namespace takes it: the first (an array; host data only for ``HOST_FIRST``),
+    a host setting (``HOST_PARAMS``, ``HOST_AXIS``), a NumPy scalar kept (``STRONG_SCALARS``), else ``host_value``
+    (NumPy scalars as Python ones, a NumPy array of 1 or more dims refused)."""
+    if first:
+        return value if host_ok or not _host_array(value) else host_value(what, value, key, ref)
+    if key in HOST_PARAMS or (key == "axis" and name in HOST_AXIS):
+        return value if key == "q" else host_setting(value)
+    if key in STRONG_SCALARS and isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
+        return value
+    return host_value(what, value, key, ref)
 
 
 def _scalar_array(xp: Any, value: Any, ref: ShardArray) -> Any:

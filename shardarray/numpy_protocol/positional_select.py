@@ -51,7 +51,7 @@ import numpy as np
 from ..array import ShardArray
 from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
 from .common import mixing_error, short
-from .positional_args import axes_of, host_value, write_out
+from .positional_args import axes_of, host_setting, host_value, write_out
 from .positional_compose import composed
 
 
@@ -183,6 +183,7 @@ def _reshape(xp: Any, what: str, a: Any, shape: Any = None, order: str = "C", *,
         return NotImplemented
     if shape is None:
         raise ArgumentError(f"{what}: the new shape is required (np.reshape(a, shape))")
+    shape = host_setting(shape)  # (a NumPy array of sizes: its values, as NumPy reads it)
     try:
         shape = (operator.index(shape),)
     except TypeError:

@@ -1011,6 +1011,7 @@ NONDIFFERENTIABLE.update({
     "xp.linalg.matrix_rank": ("usable", lambda m: (xp.linalg.matrix_rank, _pos(m, (5, 3)))),
     "xp.nextafter": ("raises", lambda m: (lambda p: xp.nextafter(p, 0.0), _pos(m, (5, 3)),
                                           r"sa\.nextafter is not differentiable")),
+    "xp.spacing": ("raises", lambda m: (xp.spacing, _pos(m, (5, 3)), r"sa\.nextafter is not differentiable")),
 })
 
 
@@ -1256,6 +1257,8 @@ DIFFERENTIABLE.update({
     "xp.cbrt": lambda m: [(xp.cbrt, _pos(m, (5, 3)))],
     "xp.fmax": lambda m: [(lambda p: xp.fmax(p, xp.flip(p, axis=0)), _pos(m, (5, 3)))],
     "xp.fmin": lambda m: [(lambda p: xp.fmin(p, 0.5), _pos(m, (5, 3)))],
+    "xp.logaddexp2": lambda m: [(lambda p: xp.logaddexp2(p, p * 0.5 + 1.0), _pos(m, (5, 3)))],
+    "xp.fabs": lambda m: [(xp.fabs, _pos(m, (5, 3)))],
     "xp.deg2rad": lambda m: [(xp.deg2rad, _pos(m, (5, 3)))],
     "xp.radians": lambda m: [(xp.radians, _pos(m, (5, 3)))],
     "xp.rad2deg": lambda m: [(xp.rad2deg, _pos(m, (5, 3)))],
