@@ -360,3 +360,21 @@ def test_median_of_complex_values_as_numpy(shape):
         _same(xp.median(x[:1, :4], axis=1, keepdims=True).numpy(), np.median(a[:1, :4], axis=1, keepdims=True))
     with pytest.raises(sa.DTypeError):
         np.quantile(x, 0.5)
+
+
+@pytest.mark.parametrize("shape", [{"d": 1}, {"row": 2, "col": 2}, {"p": 3, "q": 2}], ids=str)
+def test_median_of_complex_infinities_has_numpys_nan_parts(shape):
+    """NumPy's median divides the middle values' sum by their count in complex arithmetic: ``inf+1j`` gives
+    ``inf+nanj`` (odd count), ``1.5+infj`` ``nan+infj``; the same NaN parts here (the middle value was returned)."""
+    cases = [
+        np.array([[complex(np.inf, 1.1248426)]], np.complex64),
+        np.array([1.5 + np.inf * 1j, 2, 3]),
+        np.array([1 + 2j, complex(np.inf, 1), 3 + 0j, 5 + 1j]),
+    ]
+    with sa.default_mesh(sa.Mesh(shape)), np.errstate(invalid="ignore"):
+        for a in cases:
+            for axis in (None, -1):
+                want, got = np.median(a, axis=axis), xp.median(xp.asarray(a), axis=axis).numpy()
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+                np.testing.assert_allclose(got, want, equal_nan=True)

@@ -370,6 +370,10 @@ METHOD_CALLS: dict[str, tuple[Callable[[Env, Any], Any], Any]] = {
     "round": (lambda e, x: x.round(1), lambda v: v.round(1)),
     "repeat": (lambda e, x: x.repeat(2, axis=0), lambda v: v.repeat(2, 0)),
     "take": (lambda e, x: x.take(e.IDS, axis=0), lambda v: v.take(IDS_NP, 0)),
+    "choose": (
+        lambda e, x: (x > 0.2).astype(xp.int64).choose([x, x * 2]),
+        lambda v: (v > 0.2).astype(np.int64).choose([v, v * 2]),
+    ),
     "nonzero": (lambda e, x: (x > 0.3).nonzero(), lambda v: (v > 0.3).nonzero()),
     "searchsorted": (lambda e, x: e.V.searchsorted(x), lambda v: A_NP[0].searchsorted(v)),
     "diagonal": (lambda e, x: x.diagonal(), lambda v: v.diagonal()),

@@ -93,11 +93,16 @@ def _lerp(a: ShardArray, b: ShardArray, t: Any, want: np.dtype | None = None) ->
 
 def _mean_of_two(a: ShardArray, b: ShardArray, t: Any, want: np.dtype | None = None) -> ShardArray:
     """NumPy's median between the two middle values: their mean, ``(a + b) / 2`` (inf and inf give inf, where the
-    quantile's ``_lerp`` gives NaN); ``a`` itself where ``t`` is 0 (an odd count)."""
-    mid = ew.multiply(ew.add(a, b), 0.5)
+    quantile's ``_lerp`` gives NaN); ``a`` itself where ``t`` is 0 (an odd count). Complex values are divided by
+    the count as NumPy's mean divides them (``a / 1``, ``(a + b) / 2`` in complex arithmetic: an infinite part
+    gives NumPy's NaN parts, ``inf+1j`` -> ``inf+nanj``); real ones are exact either way."""
+    if a.dtype.kind == "c":
+        one, mid = ew.divide(a, 1), ew.divide(ew.add(a, b), 2)
+    else:
+        one, mid = a, ew.multiply(ew.add(a, b), 0.5)
     if isinstance(t, ShardArray):
-        return ew.where(ew.equal(t, 0.0), a, mid)
-    return a if t == 0 else mid
+        return ew.where(ew.equal(t, 0.0), one, mid)
+    return one if t == 0 else mid
 
 
 def _virtual_index(n: int, q: float, method: str, qdt: np.dtype) -> np.ndarray:
@@ -146,8 +151,8 @@ def _static_rank(
         lo = math.floor(v)
         g = v - lo
         a = pick(s, dim, lo)
-        if g == 0 or lo + 1 >= n:
-            return a
+        if g == 0 or lo + 1 >= n:  # (the median of an odd count: NumPy's mean of one value, ``a / 1``)
+            return combine(a, a, 0.0) if combine is _mean_of_two else a
         return combine(a, pick(s, dim, lo + 1), g)
     vi = _virtual_index(n, q, method, qdt)
     if vi >= n - 1:  # (NumPy's previous index -1: the last value twice, weight v - (-1))
@@ -448,9 +453,9 @@ def median(
     The median of an empty slice is NaN with NumPy's ``RuntimeWarning: Mean of empty slice`` (NumPy takes the
     mean of the middle values, none); integers give float64. Complex values take NumPy's sort order (real part,
     then imaginary part; a value with a NaN part sorts last and makes its slice's median ``nan+0j``) and the mean
-    of the middle two, as ``np.median`` (``quantile`` refuses them, as NumPy's); where a middle value has an
-    infinite part the result may differ from NumPy's in NaN parts (NumPy's mean of the middle values divides
-    complex infinities, and its sum of one complex value turns ``1.5+infj`` into ``nan+infj``)."""
+    of the middle two, as ``np.median`` (``quantile`` refuses them, as NumPy's), divided by their count in complex
+    arithmetic as NumPy's mean divides (so a middle value with an infinite part gives NumPy's NaN parts:
+    ``inf+1j`` -> ``inf+nanj``, ``1.5+infj`` -> ``nan+infj``)."""
     no_out(out, "median")
     if _no_values(x, axis, "median"):  # (NumPy warns once, also where there is no slice: shape (0, 0), axis=1)
         with warnings.catch_warnings(record=True) as caught:
