@@ -406,3 +406,10 @@ def test_fabs_and_spacing_refuse_complex_and_fabs_differentiates():
                 fn(xp.asarray([1j, 2.0]))
         g = sa.grad(lambda t: xp.sum(xp.fabs(t)))(xp.asarray([-1.0, 2.0, -0.5]))
         np.testing.assert_array_equal(np.asarray(g), [-1.0, 1.0, -1.0])
+
+
+def test_result_type_without_a_common_dtype_is_typed():
+    """``xp.result_type(bfloat16, int64)``: NumPy's bare ``DTypePromotionError`` before; a ``sa.DTypeError`` (a
+    ``TypeError``) naming the dtypes now."""
+    with pytest.raises(sa.DTypeError, match="bfloat16, int64 have no common dtype"):
+        xp.result_type("bfloat16", xp.int64)

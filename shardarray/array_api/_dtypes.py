@@ -236,7 +236,13 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
             f"result_type needs at least one array or dtype; got only the Python scalars {scalars!r} "
             f"(their dtypes are the defaults: xp.asarray(s).dtype)"
         )
-    out = np.result_type(*dtypes)
+    try:
+        out = np.result_type(*dtypes)
+    except TypeError:  # (NumPy's DTypePromotionError: bfloat16 with an integer or complex dtype, say)
+        raise DTypeError(
+            f"result_type: the dtypes {', '.join(str(d) for d in dtypes)} have no common dtype; cast one of them "
+            f"first (xp.astype)"
+        ) from None
     for s in scalars:
         out = _weak(out, s)
     return out
