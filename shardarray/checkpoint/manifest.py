@@ -38,10 +38,12 @@ from .stfile import ALGORITHMS, COMPLEX_PAIRS, ST_DTYPES
 from .treespec import check_spec
 
 FORMAT = "shardarray-checkpoint"
+#: 4: version 3 with complex arrays (their blocks stored as float pairs); written only by a checkpoint that holds
+#: one, so a shardarray that reads up to 3 still reads every other checkpoint and names the version for these;
 #: 3: the manifest checksums itself ("checksum": "sha256:<hex>" of the rest) and every block has a checksum;
 #: 2: block checksums "gridsum:<hex>" (see stfile.GridSum); 1: "crc32:<hex>"
-VERSION = 3
-READABLE = (1, 2, 3)  # versions this shardarray loads (a block's checksum names its algorithm)
+VERSION = 4
+READABLE = (1, 2, 3, 4)  # versions this shardarray loads (a block's checksum names its algorithm)
 MANIFEST = "manifest.json"
 EXPORT_KEY = "shardarray"  # safetensors __metadata__ key of an exported file: {"tree", "dims", "positional"} as JSON
 

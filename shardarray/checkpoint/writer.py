@@ -266,7 +266,7 @@ def _write(
         try:
             manifest = {
                 "format": FORMAT,
-                "version": VERSION,
+                "version": VERSION if any(x.dtype.kind == "c" for _, x in arrays) else 3,  # (manifest.VERSION)
                 "tree": spec,
                 "arrays": {
                     name: {

@@ -306,3 +306,21 @@ def test_adam_on_a_complex_param_with_the_step_counted_on_the_device():
         p, state = opt.update(p, sa.asarray(gi, dims=("a", "b"), mesh=mesh), state)
     want, _, _ = _adam_reference(p0, gs, 0.1, opt.b1, opt.b2, opt.eps, 0.01)
     np.testing.assert_allclose(p.numpy(), want, rtol=1e-12, atol=1e-13)
+
+
+def test_a_checkpoint_with_complex_arrays_is_format_version_4_and_others_stay_3(tmp_path, monkeypatch):
+    """Only a checkpoint that holds a complex array is version 4, so a shardarray that reads versions up to 3 still
+    reads every other checkpoint and, for these, names the version instead of calling a complex dtype damaged."""
+    from shardarray.checkpoint import manifest
+
+    mesh = cached_mesh({"row": 2, "col": 2})
+    real = sa.asarray(np.arange(6.0).reshape(2, 3), dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+    cplx = sa.asarray(np.arange(6.0).reshape(2, 3) * 1j, dims=("a", "b"), mesh=mesh, layout={"a": "row"})
+    sa.checkpoint.save(tmp_path / "r", {"w": real})
+    sa.checkpoint.save(tmp_path / "c", {"w": real, "z": cplx})
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["version"] == 3
+    assert json.loads((tmp_path / "c" / "manifest.json").read_text())["version"] == sa.checkpoint.VERSION == 4
+    monkeypatch.setattr(manifest, "READABLE", (1, 2, 3))  # (an older shardarray)
+    sa.checkpoint.load(tmp_path / "r", mesh=mesh)
+    with pytest.raises(sa.CheckpointError, match="format version 4 is unknown to this shardarray"):
+        sa.checkpoint.load(tmp_path / "c", mesh=mesh)
