@@ -22,7 +22,7 @@ from ..array import OPS, ShardArray
 from ..core import relayout
 from . import show
 from .elementwise import arithmetic as elementwise
-from .elementwise import logical, math_unary, operators
+from .elementwise import logical, math_unary, operators, short_path
 from .indexing import setitem, slicing
 from .manipulation import dims, reshape, structure
 from .reduction import reduce, search
@@ -32,6 +32,37 @@ def _setitem(x: ShardArray, key: Any, value: Any) -> None:
     """``x[key] = value``: the key parsed as ``x[key]`` parses it, then the in-place write."""
     items, _ = slicing.parse_key(x, key)
     setitem.setitem(x, items, value)
+
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _operator(op: Any) -> Any:
+    """``op`` as a named array's operator: an untraced array with a Python scalar, or two arrays of one layout, take
+    the op's short path (``short_path``: the same plan, checks, errors and blocks, without the op mechanism's
+    wrapper), everything else ``op`` itself. Only plain named arrays (``type(x) is ShardArray``): a positional one
+    has its own operators, and a mix of the two is ``op``'s to refuse."""
+
+    def run(x: Any, y: Any) -> Any:
+        out = None
+        if type(x) is ShardArray:
+            if type(y) in _PY_SCALARS:
+                out = short_path.scalar_op(op, x, y, False, ShardArray)
+            elif type(y) is ShardArray and x.dims == y.dims and x.shape == y.shape:
+                out = short_path.arrays_op(op, (x, y), ShardArray)
+        elif type(y) is ShardArray and type(x) in _PY_SCALARS:
+            out = short_path.scalar_op(op, y, x, True, ShardArray)
+        return op(x, y) if out is None else out
+
+    run.__name__ = run.__qualname__ = getattr(op, "__name__", "operator")
+    run.__doc__ = op.__doc__
+    return run
+
+
+def _negative(x: ShardArray) -> ShardArray:
+    """``-x``: the short path of an untraced plain named array, else ``arithmetic.negative``."""
+    out = short_path.arrays_op(elementwise.negative, (x,), ShardArray) if type(x) is ShardArray else None
+    return elementwise.negative(x) if out is None else out
 
 
 _TABLE: dict[str, Any] = {
@@ -45,9 +76,10 @@ _TABLE: dict[str, Any] = {
     **{name: getattr(reduce, name) for name in ("sum", "mean", "max", "min", "prod", "var", "std", "all", "any")},
     # arithmetic and comparison operators
     **{
-        name: getattr(elementwise, name)
-        for name in ("add", "subtract", "multiply", "divide", "power", "negative", "equal", "not_equal")
+        name: _operator(getattr(elementwise, name))
+        for name in ("add", "subtract", "multiply", "divide", "power", "equal", "not_equal")
     },
+    "negative": _negative,
     **{name: getattr(logical, name) for name in ("greater", "greater_equal", "less", "less_equal")},
     **{
         name: getattr(operators, name)

@@ -201,3 +201,40 @@ def test_an_out_of_range_int_is_the_ops_typed_error(c):
         x + c
     with pytest.raises(sa.ArgumentError, match="negative integer powers"):
         x**-1
+
+
+NAMED_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow,
+             "==": operator.eq, "!=": operator.ne}  # fmt: skip
+
+
+def _named_outcome(fn, *args):
+    """``_outcome`` of a named result (its dims and blocks as they are)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            out = fn(*args)
+    except Exception as e:  # (compared below)
+        return ("error", type(e), str(e))
+    blocks = tuple(np.asarray(s).tobytes() for s in out.shards) if out.mesh.backend.xp is np else ()
+    return ("ok", type(out), out.dims, out.dtype, out.layout, out.pending, np.asarray(out.numpy()).tobytes(), blocks)
+
+
+@fuzz(60, "SHORT_PATH_EXAMPLES")
+@given(cases())
+def test_named_operators_take_the_short_path_as_the_op(case):
+    """The operators of plain named arrays (``ShardArray.__mul__`` and the others, ``ops.methods._operator``) on the
+    short path give what the op gives with the short path off: result, dims, layout, blocks and errors."""
+    mesh, shape, layout, dtype, c, name, reflected = case
+    dims = tuple(f"d{i}" for i in range(len(shape)))
+    x = sa.asarray(_value(shape, dtype, 0), dims=dims, mesh=mesh, layout=layout)
+    if isinstance(c, tuple):
+        c = sa.asarray(_value(shape, c[0], 1), dims=dims, mesh=mesh, layout=c[1])
+    if c is None:
+        op, args = operator.neg, (x,)
+    else:
+        op = NAMED_OPS.get(name, operator.add)
+        args = (c, x) if reflected else (x, c)
+    short = _named_outcome(op, *args)
+    with mock.patch.dict(short_path.FAST, clear=True):
+        full = _named_outcome(op, *args)
+    assert short == full
