@@ -65,14 +65,15 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
         return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
     if len(args) == 2:  # (one array and a scalar, the common case of operators, without the list and generator)
         a, b = args
+        fast = _real_form(fn, a, b)  # (the op as the short path knows it, or None)
         if isinstance(a, ShardArray) and not isinstance(b, ShardArray):
-            out = short_path.scalar_op(fn, a, b, False, Array)  # (None: not on the short path)
+            out = short_path.scalar_op(fast, a, b, False, Array)  # (None: not on the short path)
             return out if out is not None else wrap(in_order(fn(a, b), a.dims))
         if isinstance(b, ShardArray) and not isinstance(a, ShardArray):
-            out = short_path.scalar_op(fn, b, a, True, Array)
+            out = short_path.scalar_op(fast, b, a, True, Array)
             return out if out is not None else wrap(in_order(fn(a, b), b.dims))
         if isinstance(a, ShardArray) and a.dims == b.dims and a.shape == b.shape:  # (two arrays already aligned)
-            out = short_path.arrays_op(fn, args, Array)
+            out = short_path.arrays_op(fast, args, Array)
             if out is not None:
                 return out
     idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
@@ -93,6 +94,21 @@ _PY_SCALARS = frozenset((bool, int, float, complex))
 #: the order comparisons, as they compare real operands (``logical.less`` of complex ones is NumPy's order)
 _REAL_ORDER = {logical.less: ew.less, logical.less_equal: ew.less_equal, logical.greater: ew.greater,
                logical.greater_equal: ew.greater_equal}  # fmt: skip
+#: the functions whose real form is another op (``math_binary.maximum`` of complex values is NumPy's order)
+_REAL_FORMS = {**_REAL_ORDER, math_binary.maximum: ew.maximum, math_binary.minimum: ew.minimum}
+
+
+def _real_form(fn: Any, a: Any, b: Any) -> Any:
+    """``fn`` as the short path knows it for operands ``a`` and ``b``: its real form (``_REAL_FORMS``) where neither
+    is complex, None where one is (the complex form has no short path), ``fn`` itself for the other ops."""
+    real = _REAL_FORMS.get(fn)
+    if real is None:
+        return fn
+    for v in (a, b):
+        if (v.dtype.kind == "c") if isinstance(v, ShardArray) else isinstance(v, complex):
+            return None
+    return real
+
 
 #: the NumPy ufunc of each operator, for NumPy scalar operands (``_binary``)
 _UFUNCS = {

@@ -735,13 +735,21 @@ def maximum(x: Any, y: Any) -> ShardArray:
         array([[1., 0.],
                [3., 0.]])
     """
-    return apply("maximum", lambda xp, a, b: xp.maximum(a, b), (x, y), domain="real")
+    return apply("maximum", _max_block, (x, y), domain="real")
+
+
+def _max_block(xp: Any, a: Any, b: Any) -> Any:
+    return xp.maximum(a, b)
 
 
 @differentiable("minimum")
 def minimum(x: Any, y: Any) -> ShardArray:
     """Elementwise minimum, broadcasting by dim name (see ``maximum``)."""
-    return apply("minimum", lambda xp, a, b: xp.minimum(a, b), (x, y), domain="real")
+    return apply("minimum", _min_block, (x, y), domain="real")
+
+
+def _min_block(xp: Any, a: Any, b: Any) -> Any:
+    return xp.minimum(a, b)
 
 
 @differentiable("where")

@@ -38,6 +38,8 @@ from .arithmetic import (
     _le_block,
     _log_block,
     _lt_block,
+    _max_block,
+    _min_block,
     _mul_block,
     _ne_block,
     _neg_block,
@@ -55,6 +57,8 @@ from .arithmetic import (
     less,
     less_equal,
     log,
+    maximum,
+    minimum,
     multiply,
     negative,
     not_equal,
@@ -82,6 +86,8 @@ FAST: dict[Any, tuple[str, Callable[..., Any], str | None, str | None]] = {
     log: ("log", _log_block, None, "inexact"),
     sqrt: ("sqrt", _sqrt_block, None, "inexact"),
     abs: ("abs", _abs_block, None, None),
+    maximum: ("maximum", _max_block, None, "real"),
+    minimum: ("minimum", _min_block, None, "real"),
 }
 _PY_SCALARS = frozenset((bool, int, float, complex))
 _A = TypeVar("_A", bound=ShardArray)

@@ -33,7 +33,8 @@ SCALARS = (True, 0, 3, -7, 200, 2**40, 2**70, 1.5, -0.0, float("inf"), float("na
 OPS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow,
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "add": xp.add, "multiply": xp.multiply, "less": xp.less,
+    "add": xp.add, "multiply": xp.multiply, "less": xp.less, "greater_equal": xp.greater_equal,
+    "maximum": xp.maximum, "minimum": xp.minimum,
 }  # fmt: skip
 UNARY = {
     "neg": operator.neg,
@@ -44,7 +45,8 @@ UNARY = {
     "negative": xp.negative,
 }
 NP_OPS = {"add": np.add, "multiply": np.multiply, "less": np.less, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-          "negative": np.negative}  # fmt: skip
+          "negative": np.negative, "greater_equal": np.greater_equal, "maximum": np.maximum,
+          "minimum": np.minimum}  # fmt: skip
 EXACT = ("bool", "int64", "float64", "complex128")  # dtypes whose values NumPy gives the same on every backend
 
 
