@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 
 import shardarray as sa
 from shardarray.core import plans
+from shardarray.ops.elementwise import short_path
 from helpers import HYPOTHESIS_SHAPES, layouts, rand
+
+
+@pytest.fixture(autouse=True)
+def _full_path(monkeypatch):
+    """These tests are about ``apply``'s plans: the operators' short path (``short_path``, with plans of its own,
+    checked against the full path in tests/ops/elementwise/test_scalar_short_path.py) is off here."""
+    monkeypatch.setattr(short_path, "FAST", {})
 
 DTYPES = ["float64", "float32", "float16", "bfloat16", "int64"]
 SHARED_MESHES = [sa.Mesh(shape) for shape in HYPOTHESIS_SHAPES]
