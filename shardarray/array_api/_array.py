@@ -63,19 +63,15 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     if len(args) == 1 and isinstance(args[0], ShardArray):  # (a unary function: no alignment)
         out = short_path.arrays_op(fn, args, Array)  # (None: not on the short path)
         return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
-    if len(args) == 2:  # (one array and a scalar, the common case of operators, without the list and generator)
+    if len(args) == 2:  # (an array and a Python scalar, or two arrays of one layout: the operators' common case)
         a, b = args
-        fast = _real_form(fn, a, b)  # (the op as the short path knows it, or None)
-        if isinstance(a, ShardArray) and not isinstance(b, ShardArray):
-            out = short_path.scalar_op(fast, a, b, False, Array)  # (None: not on the short path)
-            return out if out is not None else wrap(in_order(fn(a, b), a.dims))
-        if isinstance(b, ShardArray) and not isinstance(a, ShardArray):
-            out = short_path.scalar_op(fast, b, a, True, Array)
-            return out if out is not None else wrap(in_order(fn(a, b), b.dims))
-        if isinstance(a, ShardArray) and a.dims == b.dims and a.shape == b.shape:  # (two arrays already aligned)
-            out = short_path.arrays_op(fast, args, Array)
-            if out is not None:
-                return out
+        out = short_path.binary(_real_form(fn, a, b), a, b, Array)  # (None: not on the short path)
+        if out is not None:
+            return out
+        if not isinstance(b, ShardArray):  # (one array and a scalar: nothing to align)
+            return wrap(in_order(fn(a, b), a.dims))
+        if not isinstance(a, ShardArray):
+            return wrap(in_order(fn(a, b), b.dims))
     idx = [i for i, a in enumerate(args) if isinstance(a, ShardArray)]
     if not idx:
         raise DimensionError(f"{what} needs at least one array argument")
@@ -90,12 +86,11 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
     return wrap(in_order(fn(*full), dims))
 
 
-_PY_SCALARS = frozenset((bool, int, float, complex))
-#: the order comparisons, as they compare real operands (``logical.less`` of complex ones is NumPy's order)
-_REAL_ORDER = {logical.less: ew.less, logical.less_equal: ew.less_equal, logical.greater: ew.greater,
-               logical.greater_equal: ew.greater_equal}  # fmt: skip
-#: the functions whose real form is another op (``math_binary.maximum`` of complex values is NumPy's order)
-_REAL_FORMS = {**_REAL_ORDER, math_binary.maximum: ew.maximum, math_binary.minimum: ew.minimum}
+#: the functions whose real form is another op (``logical.less`` and ``math_binary.maximum`` of complex values are
+#: NumPy's order; of real ones, ``arithmetic.less`` and ``arithmetic.maximum``)
+_REAL_FORMS = {logical.less: ew.less, logical.less_equal: ew.less_equal, logical.greater: ew.greater,
+               logical.greater_equal: ew.greater_equal, math_binary.maximum: ew.maximum,
+               math_binary.minimum: ew.minimum}  # fmt: skip
 
 
 def _real_form(fn: Any, a: Any, b: Any) -> Any:
@@ -122,18 +117,14 @@ _UFUNCS = {
 
 def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
     ufunc = _UFUNCS[name]
-    real = _REAL_ORDER.get(fn)
 
     def op(self: Array, other: Any) -> Any:
-        if type(other) in _PY_SCALARS:  # an untraced array and a Python scalar: the short path, where it applies
-            if real is None:
-                out = short_path.scalar_op(fn, self, other, reflected, Array)
-            elif self.dtype.kind != "c" and type(other) is not complex:  # (complex values: NumPy's order)
-                out = short_path.scalar_op(real, self, other, reflected, Array)
-            else:
-                out = None
-            if out is not None:
-                return out
+        if type(other) in short_path.PY_SCALARS:  # a Python scalar: the short path, else the op (nothing to align)
+            out = short_path.scalar_op(_real_form(fn, self, other), self, other, reflected, Array)
+            return (
+                out if out is not None else wrap(in_order(fn(other, self) if reflected else fn(self, other), self.dims))
+            )
+        args = (other, self) if reflected else (self, other)
         if isinstance(other, (np.number, np.bool_)) and not isinstance(other, (int, float, complex)):
             # a NumPy scalar is a typed operand (NEP 50): NumPy's ufunc protocol decides its dtype, as for
             # ``np.add(x, np.float32(2))``, and a loop NumPy lacks (``x // np.complex64(1j)``) is a typed error
@@ -146,7 +137,6 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
                     f"Array implicitly (as NumPy arrays do not). Convert it with xp.asarray(value, device=x.device)"
                 )
             return NotImplemented
-        args = (other, self) if reflected else (self, other)
         return elementwise(fn, *args, what=name)
 
     op.__name__ = name

@@ -34,24 +34,14 @@ def _setitem(x: ShardArray, key: Any, value: Any) -> None:
     setitem.setitem(x, items, value)
 
 
-_PY_SCALARS = (bool, int, float, complex)
-
-
 def _operator(op: Any) -> Any:
-    """``op`` as a named array's operator: an untraced array with a Python scalar, or two arrays of one layout, take
-    the op's short path (``short_path``: the same plan, checks, errors and blocks, without the op mechanism's
-    wrapper), everything else ``op`` itself. Only plain named arrays (``type(x) is ShardArray``): a positional one
-    has its own operators, and a mix of the two is ``op``'s to refuse."""
+    """``op`` as a named array's operator: an untraced plain named array (``type(x) is ShardArray``) with a Python
+    scalar, or two of one layout, take the op's short path (``short_path.binary``: the same plan, checks, errors and
+    blocks, without the op mechanism's wrapper), everything else ``op`` itself (a positional array has its own
+    operators, and a mix of the two is ``op``'s to refuse)."""
 
     def run(x: Any, y: Any) -> Any:
-        out = None
-        if type(x) is ShardArray:
-            if type(y) in _PY_SCALARS:
-                out = short_path.scalar_op(op, x, y, False, ShardArray)
-            elif type(y) is ShardArray and x.dims == y.dims and x.shape == y.shape:
-                out = short_path.arrays_op(op, (x, y), ShardArray)
-        elif type(y) is ShardArray and type(x) in _PY_SCALARS:
-            out = short_path.scalar_op(op, y, x, True, ShardArray)
+        out = short_path.binary(op, x, y, ShardArray)
         return op(x, y) if out is None else out
 
     run.__name__ = run.__qualname__ = getattr(op, "__name__", "operator")

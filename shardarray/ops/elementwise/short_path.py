@@ -89,7 +89,8 @@ FAST: dict[Any, tuple[str, Callable[..., Any], str | None, str | None]] = {
     maximum: ("maximum", _max_block, None, "real"),
     minimum: ("minimum", _min_block, None, "real"),
 }
-_PY_SCALARS = frozenset((bool, int, float, complex))
+#: the Python scalar types the short path takes as operands (weak, as NumPy takes them)
+PY_SCALARS = frozenset((bool, int, float, complex))
 _A = TypeVar("_A", bound=ShardArray)
 
 
@@ -135,7 +136,7 @@ def scalar_op(op: Any, x: ShardArray, c: Any, reflected: bool, cls: type[_A]) ->
         array([0., 2., 4., 6.])
     """
     spec = FAST.get(op)
-    if spec is None or type(c) not in _PY_SCALARS or x.pending or profiler.ACTIVE or noting():
+    if spec is None or type(c) not in PY_SCALARS or x.pending or profiler.ACTIVE or noting():
         return None
     if (x._node is not None and plans._TAPE.get() is not None) or OP_MEMO.get() is not None:
         return None
@@ -213,6 +214,20 @@ def arrays_op(op: Any, arrays: tuple[ShardArray, ...], cls: type[_A]) -> _A | No
     except (OverflowError, ValueError):
         return None
     return cls._trusted(plan.mesh, layout, out[plan.local].dtype, out, ())  # type: ignore[return-value]
+
+
+def binary(op: Any, x: Any, y: Any, cls: type[_A]) -> _A | None:
+    """``op(x, y)`` as a ``cls`` array on the short path where one operand is a ``cls`` array (that very type) and
+    the other a Python scalar (``scalar_op``) or a ``cls`` array of the same dims and shape (``arrays_op``); None
+    elsewhere, and where those answer None (the caller then runs ``op`` itself). ``op`` None: no short path."""
+    if type(x) is cls:
+        if type(y) in PY_SCALARS:
+            return scalar_op(op, x, y, False, cls)
+        if type(y) is cls and x.dims == y.dims and x.shape == y.shape:
+            return arrays_op(op, (x, y), cls)
+    elif type(y) is cls and type(x) in PY_SCALARS:
+        return scalar_op(op, y, x, True, cls)
+    return None
 
 
 def _scalar_first(fn: Callable[..., Any], xp: Any, c: Any, s: Any) -> Any:
