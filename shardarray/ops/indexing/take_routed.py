@@ -70,9 +70,9 @@ def _requests(
                 which = keep(d, which)
                 flat = flat[which]
             m, rel = locate(mesh, spec, (i,), (flat,), d)
-            counts = _block_lengths(mesh, spec, i, d, m)
+            owned[d] = owner_table(mesh, spec.axes[i], bounds, i, d)[3]  # (each member's block length of ``dim``)
+            counts = backend.from_numpy(owned[d])[m]  # (the owner's block length of each request)
             owner[d], rows[d], picked[d] = m, (which // max(o, 1)) * counts + rel, which
-            owned[d] = owner_table(mesh, spec.axes[i], bounds, i, d)[3]
     return owner, rows, picked, owned
 
 
@@ -80,12 +80,6 @@ def _table(block: Any, lead: int) -> Any:
     """``block`` as a 2-D table: its first ``lead`` axes merged into rows, the others into columns (either may be
     empty: ``reshape(-1, 0)`` cannot infer the rows of a block whose trailing axes hold no entries)."""
     return block.reshape(math.prod(block.shape[:lead]), math.prod(block.shape[lead:]))
-
-
-def _block_lengths(mesh: Any, spec: Layout, i: int, d: int, member: Any) -> Any:
-    """The length of the owner's block of ``dim`` for each request (member index -> length), on the device."""
-    lens = owner_table(mesh, spec.axes[i], block_bounds(mesh, spec), i, d)[3]
-    return mesh.backend.from_numpy(lens)[member]
 
 
 def routed_take(plan: Any, x: ShardArray, ids: ShardArray) -> ShardArray:
