@@ -65,7 +65,8 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
         return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
     if len(args) == 2:  # (an array and a Python scalar, or two arrays of one layout: the operators' common case)
         a, b = args
-        out = short_path.binary(_real_form(fn, a, b), a, b, Array)  # (None: not on the short path)
+        fast = _real_form(fn, a, b) if fn in _REAL_FORMS else fn  # (the op as the short path knows it, or None)
+        out = short_path.binary(fast, a, b, Array)  # (None: not on the short path)
         if out is not None:
             return out
         if not isinstance(b, ShardArray):  # (one array and a scalar: nothing to align)
@@ -120,7 +121,8 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
 
     def op(self: Array, other: Any) -> Any:
         if type(other) in short_path.PY_SCALARS:  # a Python scalar: the short path, else the op (nothing to align)
-            out = short_path.scalar_op(_real_form(fn, self, other), self, other, reflected, Array)
+            fast = _real_form(fn, self, other) if fn in _REAL_FORMS else fn
+            out = short_path.scalar_op(fast, self, other, reflected, Array)
             return (
                 out if out is not None else wrap(in_order(fn(other, self) if reflected else fn(self, other), self.dims))
             )

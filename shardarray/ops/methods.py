@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..array import OPS, ShardArray
@@ -38,15 +39,9 @@ def _operator(op: Any) -> Any:
     """``op`` as a named array's operator: an untraced plain named array (``type(x) is ShardArray``) with a Python
     scalar, or two of one layout, take the op's short path (``short_path.binary``: the same plan, checks, errors and
     blocks, without the op mechanism's wrapper), everything else ``op`` itself (a positional array has its own
-    operators, and a mix of the two is ``op``'s to refuse)."""
-
-    def run(x: Any, y: Any) -> Any:
-        out = short_path.binary(op, x, y, ShardArray)
-        return op(x, y) if out is None else out
-
-    run.__name__ = run.__qualname__ = getattr(op, "__name__", "operator")
-    run.__doc__ = op.__doc__
-    return run
+    operators, and a mix of the two is ``op``'s to refuse). A partial, so the operator adds no Python call of its
+    own (a training step's call count is bounded: tests/core/test_dispatch_floor.py)."""
+    return functools.partial(short_path.binary, op, cls=ShardArray, otherwise=op)
 
 
 def _negative(x: ShardArray) -> ShardArray:

@@ -216,18 +216,21 @@ def arrays_op(op: Any, arrays: tuple[ShardArray, ...], cls: type[_A]) -> _A | No
     return cls._trusted(plan.mesh, layout, out[plan.local].dtype, out, ())  # type: ignore[return-value]
 
 
-def binary(op: Any, x: Any, y: Any, cls: type[_A]) -> _A | None:
+def binary(op: Any, x: Any, y: Any, cls: type[_A], otherwise: Callable[[Any, Any], Any] | None = None) -> Any:
     """``op(x, y)`` as a ``cls`` array on the short path where one operand is a ``cls`` array (that very type) and
-    the other a Python scalar (``scalar_op``) or a ``cls`` array of the same dims and shape (``arrays_op``); None
-    elsewhere, and where those answer None (the caller then runs ``op`` itself). ``op`` None: no short path."""
+    the other a Python scalar (``scalar_op``) or a ``cls`` array of the same dims and shape (``arrays_op``).
+    Elsewhere, and where those answer None: ``otherwise(x, y)``, or None without it (the caller then runs ``op``).
+    ``op`` None: no short path. ``functools.partial(binary, op, cls=..., otherwise=op)`` is ``op`` with the short
+    path in front (a named array's operators, ``ops.methods``), one Python call deep."""
+    out = None
     if type(x) is cls:
         if type(y) in PY_SCALARS:
-            return scalar_op(op, x, y, False, cls)
-        if type(y) is cls and x.dims == y.dims and x.shape == y.shape:
-            return arrays_op(op, (x, y), cls)
+            out = scalar_op(op, x, y, False, cls)
+        elif type(y) is cls and x.dims == y.dims and x.shape == y.shape:
+            out = arrays_op(op, (x, y), cls)
     elif type(y) is cls and type(x) in PY_SCALARS:
-        return scalar_op(op, y, x, True, cls)
-    return None
+        out = scalar_op(op, y, x, True, cls)
+    return otherwise(x, y) if out is None and otherwise is not None else out
 
 
 def _scalar_first(fn: Callable[..., Any], xp: Any, c: Any, s: Any) -> Any:
