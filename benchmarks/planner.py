@@ -20,7 +20,8 @@ every rule set priced from the step's op graph, ``sa.plan.graph``: recorded once
 Python), ``graph`` (the default search: ``no_floor`` with the compute floor, ``sa.plan.floor``, and a deep
 model's paths built from its five-layer twin's, ``sa.plan.deep``; the default pair is no_floor, graph) and
 ``no_deep`` (``graph`` with every path traced, for the layer series) and ``no_defer`` (``graph`` pricing every rule
-set that survives the affine rule exactly at once, not only those that can make the top k: ``search._Deferred``) and
+set that survives the affine rule exactly at once, not only those that can make the top k:
+``search_graphed.Deferred``) and
 ``no_comm`` (``graph`` with the compute floor only: without the floors under the memory-bound and comm times that
 ``sa.plan.floor`` adds, ``ComputeFloor.memory`` and ``CommFloor``),
 interleaved A B A B over ``--repeat`` rounds (each round runs every case, layer count and mode once, so a drift
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 import shardarray as sa
 
@@ -81,6 +83,17 @@ class _Budget(Exception):
     """The search passed its time budget."""
 
 
+def _switch(name: str) -> tuple[Any, str] | None:
+    """Where a search switch lives: ``plan.ranking.NAME`` (this tree) or ``plan.search._NAME`` (the trees before
+    the search was split in three); None in a tree from before the switch."""
+    ranking = getattr(sa.plan, "ranking", None)
+    if ranking is not None and hasattr(ranking, name):
+        return ranking, name
+    if hasattr(sa.plan.search, "_" + name):
+        return sa.plan.search, "_" + name
+    return None
+
+
 def run_case(name: str, mode: str, budget: float, memory: float, top: int, layers: int | None = None) -> dict:
     """One search of case ``name`` in ``mode``, stopped after ``budget`` seconds (``layers``: override n_layers)."""
     cfg, batch, mesh = CASES[name]
@@ -113,18 +126,12 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
         "budget_s": budget,
         "memory_limit_bytes": memory,
     }
-    saved = getattr(sa.plan.search, "_AFFINE_LAYERS", None)  # None: a tree from before the affine rule
-    if saved is not None:
-        sa.plan.search._AFFINE_LAYERS = affine
-    saved_floor = getattr(sa.plan.search, "_COMPUTE_FLOOR", None)  # None: a tree from before the compute floor
-    if saved_floor is not None:
-        sa.plan.search._COMPUTE_FLOOR = floor
-    saved_comm = getattr(sa.plan.search, "_COMM_FLOOR", None)  # None: a tree from before the comm floor
-    if saved_comm is not None:
-        sa.plan.search._COMM_FLOOR = comm
-    saved_defer = getattr(sa.plan.search, "_DEFER", None)  # None: a tree from before the deferral of exact figures
-    if saved_defer is not None:
-        sa.plan.search._DEFER = defer
+    saved = []  # (module, name, value) of each switch set for this run, put back after
+    for name, value in (("AFFINE_LAYERS", affine), ("COMPUTE_FLOOR", floor), ("COMM_FLOOR", comm), ("DEFER", defer)):
+        place = _switch(name)
+        if place is not None:
+            saved.append((*place, getattr(*place)))
+            setattr(*place, value)
     deep = getattr(sa.plan, "deep", None)  # None: a tree from before deep paths were built (plan.deep)
     saved_deep = None if deep is None else deep.DEEP
     if deep is not None and not deep_on:
@@ -145,16 +152,10 @@ def run_case(name: str, mode: str, budget: float, memory: float, top: int, layer
     except _Budget:
         row.update(finished=False)
     finally:
-        if saved is not None:
-            sa.plan.search._AFFINE_LAYERS = saved
-        if saved_floor is not None:
-            sa.plan.search._COMPUTE_FLOOR = saved_floor
+        for module, name, value in saved:
+            setattr(module, name, value)
         if deep is not None:
             deep.DEEP = saved_deep
-        if saved_defer is not None:
-            sa.plan.search._DEFER = saved_defer
-        if saved_comm is not None:
-            sa.plan.search._COMM_FLOOR = saved_comm
     seconds = time.perf_counter() - t0
     cpu = time.process_time() - c0  # (less disturbed than the wall time by other tenants of a shared machine)
     row.update(seconds=seconds, cpu_seconds=cpu, rule_sets_done=done[0], legal=stats.legal, stats=stats.as_dict())

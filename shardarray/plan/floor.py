@@ -396,3 +396,27 @@ def _increment(g1: Groups, g2: Groups) -> Groups:
 
 
 __all__ = ["Allreduce", "CommFloor", "ComputeFloor", "compute_floor", "dim_flops", "repeats"]
+
+
+def layer_floor(step: Any, mesh_shape: Mapping[str, int], hw: HardwareProfile) -> float:
+    """A lower bound on what the layers ``step.lower_bound`` leaves out add to the step time, under any rules.
+
+    ``step`` is ``step.layers`` identical layers and ``step.lower_bound`` the same with one
+    (``transformer_step``, ``mlp_step``): the step's time is the bound's plus ``layers - 1`` times one
+    layer's. One layer's time is at least its einsums' time, and the device with the largest blocks
+    (the one priced) does at least ``1 / devices`` of the layer's flops: the flops of one layer on a
+    single device (``step.two_layers`` minus ``step.lower_bound``, traced once each) over the device
+    count. 0.0 when ``step`` does not say it repeats.
+    """
+    repeated = repeats(step)
+    if repeated is None:
+        return 0.0
+    one, two, layers = repeated
+    flops = []
+    for s in (one, two):
+        with profiler.profile() as prof:
+            s(Mesh({"one": 1}, backend="meta"))
+        flops.append(prof.flops_by_dtype)
+    devices = math.prod(mesh_shape.values())  # (a shape the search has checked)
+    per_layer = sum(max(0.0, f - flops[0].get(d, 0.0)) / flop_rate(hw, d) for d, f in flops[1].items())
+    return (layers - 1) * per_layer / devices

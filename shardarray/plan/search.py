@@ -36,7 +36,7 @@ Two more cut the traces without changing the answer:
   and ``mlp_step`` for more than one layer): the same step with one layer runs a
   subset of the step's ops, so under any rules it costs no more; and every
   further layer costs at least its einsums' flops over the device count
-  (``layer_floor``, traced once on one device). A rule set whose one-layer
+  (``plan.floor.layer_floor``, traced once on one device). A rule set whose one-layer
   trace plus that floor passes the cut is cut without its full trace. The
   search measures whether this pays (share cut × a full trace's wall time
   against the bound trace's) and stops tracing the bound where it does not.
@@ -53,15 +53,15 @@ Two more cut the traces without changing the answer:
   Only rule sets that could make the top k are traced in full, so their figures are bit for bit
   those of the full trace. Where the full trace's own early stop is already cheap (the cut falls
   early in the trace), the two short traces do not pay: the search measures both ways' wall time
-  per rule set as it goes and takes the cheaper (``_Chooser``; the answer is the same).
+  per rule set as it goes and takes the cheaper (``search_traced._Chooser``; the answer is the same).
 
-* **Exact figures only where they can place** (``_Deferred``, the graph search of a step the affine rule applies
-  to): after a rule set's complete one- and two-layer walks, the affine rule gives every summed figure (step time,
-  comm bytes, flops); only the peak memory needs the step's own walk (a deep step's probe walk and five- and
-  six-layer traces). Where the memory limit cannot bind (no limit, or the bytes made live in the whole step plus an
-  op's largest excursion, ``Figures.allocated_bytes``, fit it), the rule set is kept with those figures, counted in
-  the cut, and priced exactly at the end only if its time can still make the top k. The plans and every figure are
-  those of pricing each rule set at once (``_DEFER = False``; ``tests/plan/test_plan_deferred.py``).
+* **Exact figures only where they can place** (``search_graphed.Deferred``, the graph search of a step the affine
+  rule applies to): after a rule set's complete one- and two-layer walks, the affine rule gives every summed figure
+  (step time, comm bytes, flops); only the peak memory needs the step's own walk (a deep step's probe walk and five-
+  and six-layer traces). Where the memory limit cannot bind (no limit, or the bytes made live in the whole step plus
+  an op's largest excursion, ``Figures.allocated_bytes``, fit it), the rule set is kept with those figures, counted
+  in the cut, and priced exactly at the end only if its time can still make the top k. The plans and every figure
+  are those of pricing each rule set at once (``ranking.DEFER = False``; ``tests/plan/test_plan_deferred.py``).
 
 And one cuts most rule sets before any trace or walk:
 
@@ -112,61 +112,41 @@ And one prices most rule sets without a trace at all:
 Tofu's coarsening lives in the tracer: identical blocks (every layer's,
 every replica's) are computed once per operand shape on the meta backend.
 Layers share their decisions because they share their dim names.
+
+Where each part lives: this module enumerates and orders the rule sets and takes one of two searches with the
+same cuts and the same answer, ``plan.search_graphed`` (the default: op graphs walked) or ``plan.search_traced``
+(``graph=False``: a trace per rule set, the reference); ``plan.ranking`` keeps the distinct costs found (ties: the
+simplest rule set) and holds the switches the benchmark turns off; ``plan.fit`` finds the least memory any layout
+needs when none fits the limit.
 """
 
 from __future__ import annotations
 
-import bisect
 import gc
 import math
 import numbers
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ArgumentError, LayoutError
+from ..errors import ArgumentError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import Mesh
 from ..profiler import Profile, profile
-from .deep import deep_graphs, shallow_twin
-from .evaluate import check_mesh_shape, check_step, evaluate_layout
-from .floor import compute_floor, repeats
-from .graph import Figures, GraphSet, Stop
+from .deep import shallow_twin
+from .evaluate import check_mesh_shape, check_step
+from .fit import no_fit_message
 from .memo import OpMemo
-from .model import Clock, Plan, flop_rate
+from .model import Plan
+from .ranking import SearchStats, relabel
 from .record import GraphMemo
+from .search_graphed import search_graphed
+from .search_traced import search_traced
 from .space import Rules, legal_rule_sets
 from .steps import Step
-from .symmetry import axis_symmetries, orbit_key
+from .symmetry import axis_symmetries
 
-
-class _Stop(BaseException):
-    """Raised from the profile hook to end a trace that cannot make the top k (not an error)."""
-
-
-class SearchStats:
-    """What a search did: rule sets enumerated, priced in full, stopped early, refused."""
-
-    def __init__(self) -> None:
-        self.legal = self.complete = self.stopped_time = self.stopped_memory = self.refused = 0
-        self.symmetric = 0  # rule sets skipped as a renaming of interchangeable axes of one priced
-        self.stopped_bound = 0  # rule sets cut by a cheaper trace that costs no more (``step.lower_bound``)
-        self.memo_hits = self.memo_misses = 0  # op calls replayed / run and recorded by the op memo (``plan.memo``)
-        self.affine_cuts = 0  # of ``stopped_bound``: cut by the two-layer trace's extrapolation (the affine rule)
-        self.compute_cuts = 0  # of ``stopped_bound``: cut by the floors alone (``plan.floor``), no walk
-        self.memory_cuts = 0  # of ``compute_cuts``: cut only with the floor under the memory-bound time added
-        self.comm_cuts = 0  # of ``compute_cuts``: cut only with the floor under the comm time added too
-        self.graph_paths = self.traces = 0  # op graphs recorded (``plan.graph``) and the full traces that took
-        self.deferred = 0  # rule sets kept with the figures of the affine rule, priced exactly only if they can place
-        self.deferred_priced = 0  # of ``deferred``: priced exactly at the end (the others could not make the top k)
-        self.full_walks = self.full_traces = 0  # the graph search's pricings of the step itself, and its traces
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(vars(self))
-
-    def __repr__(self) -> str:
-        return f"SearchStats({self.as_dict()})"
+__all__ = ["SearchStats", "candidates", "check_memory_limit", "discover", "pricing_order", "search_layouts"]
 
 
 def discover(step: Step, mesh_shape: Mapping[str, int]) -> Profile:
@@ -332,381 +312,19 @@ def search_layouts(
     op_memo = (GraphMemo() if graph else OpMemo()) if memo else None
     if isinstance(op_memo, GraphMemo):
         with _collector_paused():
-            found = _search_graph(
+            found = search_graphed(
                 step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats, op_memo
             )
     else:
-        found = _search(
+        found = search_traced(
             step, bound, mesh_shape, rule_sets, order, hw, limit, top_k, prune, symmetries, progress, stats, op_memo
         )
     if op_memo is not None:
         stats.memo_hits, stats.memo_misses = op_memo.hits, op_memo.misses
     if not found:
-        raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit))
+        raise ArgumentError(no_fit_message(step, mesh_shape, rule_sets, hw, limit))
     ranked = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][1]))[:top_k]
-    return [_relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
-
-
-def _search(
-    step: Step,
-    bound: Step | None,
-    mesh_shape: Mapping[str, int],
-    rule_sets: list[Rules],
-    order: list[int],
-    hw: HardwareProfile,
-    limit: float,
-    top_k: int,
-    prune: bool,
-    symmetries: list[dict[str, str]],
-    progress: Callable[[int, int], None] | None,
-    stats: SearchStats,
-    memo: OpMemo | None = None,
-) -> dict[tuple, tuple[Plan, int]]:
-    """Branch and bound over ``rule_sets``: ``{costs: (plan, index of the first with them in rule_sets)}``.
-
-    ``bound``: a step costing no more than ``step`` under any rules (its one-layer version), traced
-    first; passing the cut there cuts the rule set without its full trace. The rule sets are priced
-    in ``order`` (``pricing_order``: the seeds first, to set a tight cut early); ties keep the
-    meaning of the proxy order: each distinct cost is reported as its simplest rule set, and equal
-    simplicity goes to the earlier index, whatever order they were priced in.
-    """
-    found: dict[tuple, tuple[Plan, int]] = {}  # distinct costs -> (simplest rule set with them, first index)
-    cut = [math.inf]  # the k-th best distinct time so far
-    cache: dict[tuple, float] = {}  # collective times, shared by every rule set
-    seen: set[tuple] = set()  # orbits under the mesh's axis symmetries already priced
-
-    def watch(prof: Profile, clock: Clock) -> None:
-        if prof.peak_memory_bytes_per_device > limit:
-            stats.stopped_memory += 1
-            raise _Stop
-        if prune and clock.total(prof) > cut[0]:
-            stats.stopped_time += 1
-            raise _Stop
-
-    floor = layer_floor(step, mesh_shape, hw) if bound is not None else 0.0
-    two = getattr(step, "two_layers", None) if bound is not None and _AFFINE_LAYERS else None
-    layers = getattr(step, "layers", 0) or 0
-    if two is None or layers <= 2 or two is step:
-        two = None  # the affine rule needs a two-layer step that is cheaper than the step itself
-    one_time = [0.0]  # the one-layer step time of the rule set being priced (the affine rule's intercept)
-
-    def watch_two(prof: Profile, clock: Clock) -> None:
-        # t(L) = t(1) + (L - 1) (t(2) - t(1)), and the running t(2) only grows: a lower bound on t(L)
-        if one_time[0] + (layers - 1) * (clock.total(prof) - one_time[0]) > cut[0] * _ROUNDING:
-            stats.stopped_bound += 1
-            stats.affine_cuts += 1
-            raise _Stop
-
-    def watch_bound(prof: Profile, clock: Clock) -> None:
-        if clock.total(prof) + floor > cut[0] * _ROUNDING:
-            stats.stopped_bound += 1
-            raise _Stop
-
-    simplest: dict[tuple, int] = {}  # costs -> index of the plan kept
-    gain = _BoundGain()
-    chain = _Chooser()  # whether the one- and two-layer traces (the affine rule) pay on this search
-
-    def price_one(rules: Rules, affine: bool) -> Plan:
-        if bound is not None and cut[0] < math.inf and (affine or gain.worth_it()):
-            t0 = time.perf_counter()
-            try:
-                one = evaluate_layout(bound, mesh_shape, rules, hw, watch=watch_bound, cache=cache, memo=memo)
-            except _Stop:
-                gain.bound(time.perf_counter() - t0, cut=True)
-                raise
-            gain.bound(time.perf_counter() - t0, cut=False)
-            if affine and two is not None:
-                one_time[0] = one.step_time_s
-                t2 = evaluate_layout(two, mesh_shape, rules, hw, watch=watch_two, cache=cache, memo=memo)
-                if one.step_time_s + (layers - 1) * (t2.step_time_s - one.step_time_s) > cut[0] * _ROUNDING:
-                    stats.stopped_bound += 1  # (the watch sees the final totals too; this is a safeguard)
-                    stats.affine_cuts += 1
-                    raise _Stop
-        t0 = time.perf_counter()
-        try:
-            return evaluate_layout(step, mesh_shape, rules, hw, watch=watch, cache=cache, memo=memo)
-        finally:
-            gain.full(time.perf_counter() - t0)
-
-    for n, i in enumerate(order):
-        rules = rule_sets[i]
-        if progress is not None and n:
-            progress(n, len(rule_sets))
-        if symmetries:
-            key = orbit_key(rules, symmetries)
-            if key in seen:
-                stats.symmetric += 1
-                continue
-            seen.add(key)
-        timed = two is not None and cut[0] < math.inf
-        affine = timed and chain.pick()
-        start = time.perf_counter()
-        try:
-            plan = price_one(rules, affine)
-        except _Stop:
-            continue
-        except LayoutError:
-            stats.refused += 1
-            continue
-        finally:
-            if timed:
-                chain.add(affine, time.perf_counter() - start)
-        stats.complete += 1
-        if plan.memory_bytes_per_device <= limit:
-            _keep(found, simplest, plan, i)
-            times = sorted(k[0] for k in found)
-            if len(times) >= top_k:
-                cut[0] = times[top_k - 1]
-    if progress is not None:
-        progress(len(rule_sets), len(rule_sets))
-    return found
-
-
-def _search_graph(
-    step: Step,
-    bound: Step | None,
-    mesh_shape: Mapping[str, int],
-    rule_sets: list[Rules],
-    order: list[int],
-    hw: HardwareProfile,
-    limit: float,
-    top_k: int,
-    prune: bool,
-    symmetries: list[dict[str, str]],
-    progress: Callable[[int, int], None] | None,
-    stats: SearchStats,
-    memo: GraphMemo,
-) -> dict[tuple, tuple[Plan, int]]:
-    """``_search`` with every rule set priced from op graphs (``plan.graph``) instead of traces: the same
-    cuts (the one-layer bound with its floor, the affine rule in the layer count, the k-th best time,
-    the memory limit) on the same figures, each step (one layer, two, all) recorded once per path."""
-    found: dict[tuple, tuple[Plan, int]] = {}
-    simplest: dict[tuple, int] = {}
-    cut = math.inf
-    cache: dict[tuple, float] = {}
-    seen: set[tuple] = set()
-    shape = check_mesh_shape(mesh_shape)
-    full = deep_graphs(step, shape, hw, memo, cache)  # (a deep step's paths built from a shallow twin's: plan.deep)
-    compute = compute_floor(step, shape, hw) if prune and _COMPUTE_FLOOR else None
-    # what the layers the one-layer step leaves out add at least; with the compute floor, (L - 1) layer floors
-    # (each layer's flops group by group, never less than ``layer_floor``'s flops over every device)
-    floor = layer_floor(step, mesh_shape, hw) if bound is not None and compute is None else 0.0
-    one = GraphSet(bound, shape, hw, memo, cache) if bound is not None else None
-    two_step = getattr(step, "two_layers", None) if bound is not None and _AFFINE_LAYERS else None
-    layers = getattr(step, "layers", 0) or 0
-    two = None
-    if two_step is not None and layers > 2 and two_step is not step:
-        two = GraphSet(two_step, shape, hw, memo, cache)
-    sets = [g for g in (full, one, two) if g is not None]
-    # the exact figures deferred to the end for the rule sets the affine rule prices (see ``_Deferred``)
-    defer = _Deferred(top_k, layers) if two is not None and prune and _DEFER else None
-
-    def exact(rules: Rules, i: int, bar: float, c_all: float) -> None:
-        """Price ``rules`` from the step's own graphs; keep it in ``found`` unless it passes ``bar`` or the limit."""
-        stats.full_walks += 1
-        try:
-            fig = full.figures(rules, bar * _ROUNDING if prune else math.inf, limit, compute=c_all)
-        except Stop:
-            stats.stopped_time += 1
-            return
-        if fig.memory_bytes > limit:
-            stats.stopped_memory += 1
-            return
-        if prune and fig.step_time_s > bar:
-            stats.stopped_time += 1
-            return
-        stats.complete += 1
-        _keep(found, simplest, _plan_of(fig, rules, shape, hw), i)
-
-    for n, i in enumerate(order):
-        rules = rule_sets[i]
-        if progress is not None and n:
-            progress(n, len(rule_sets))
-        if symmetries:
-            key = orbit_key(rules, symmetries)
-            if key in seen:
-                stats.symmetric += 1
-                continue
-            seen.add(key)
-        try:
-            rest = floor
-            c_one = c_layer = c_all = 0.0  # floors under the compute time of one layer's step, a layer, the step
-            if compute is not None and cut < math.inf:
-                c_all = compute.time(rules)
-                if c_all > cut * _ROUNDING:
-                    stats.stopped_bound += 1
-                    stats.compute_cuts += 1
-                    continue
-                # with the floors under the memory-bound and comm times (the cost model adds the three)
-                bar = c_all + (compute.memory(rules) if _COMM_FLOOR else 0.0)
-                if bar > cut * _ROUNDING or (_COMM_FLOOR and bar + compute.comm(rules) > cut * _ROUNDING):
-                    stats.stopped_bound += 1
-                    stats.compute_cuts += 1
-                    if bar > cut * _ROUNDING:
-                        stats.memory_cuts += 1
-                    else:
-                        stats.comm_cuts += 1
-                    continue
-                c_one, c_layer = compute.one(rules), compute.layer(rules)
-                rest = (layers - 1) * (compute.layer_all(rules) if _COMM_FLOOR else c_layer)
-            if one is not None and (cut < math.inf or defer is not None):
-                top = cut * _ROUNDING
-                try:
-                    f1 = one.figures(rules, top - rest, compute=c_one)
-                except Stop:
-                    stats.stopped_bound += 1
-                    continue
-                t1 = f1.step_time_s
-                if two is not None:
-                    f2 = None
-                    try:  # t(L) = t1 + (L - 1)(t2 - t1) passes the cut as soon as t2 passes this
-                        f2 = two.figures(rules, t1 + (top - t1) / (layers - 1), compute=c_one + c_layer)
-                        t2 = f2.step_time_s
-                    except Stop:
-                        t2 = math.inf
-                    if t1 + (layers - 1) * (t2 - t1) > top:
-                        stats.stopped_bound += 1
-                        stats.affine_cuts += 1
-                        continue
-                    if defer is not None and f2 is not None and defer.add(f1, f2, limit, i, rules):
-                        stats.deferred += 1
-                        cut = defer.cut(found, stats)
-                        continue
-            # (a cut that counts deferred rule sets is their figures' to rounding: an exact time at it is kept)
-            exact(rules, i, cut * _ROUNDING if defer is not None else cut, c_all)
-        except LayoutError:
-            stats.refused += 1
-            continue
-        if defer is not None:
-            cut = defer.cut(found, stats)
-        else:
-            times = sorted(k[0] for k in found)
-            if len(times) >= top_k:
-                cut = times[top_k - 1]
-    if defer is not None:  # the deferred rule sets in their order of time, until the next cannot make the top k
-        for n, (t, _, _, i, rules) in enumerate(defer.items):
-            times = sorted(k[0] for k in found)
-            bar = times[top_k - 1] if len(times) >= top_k else math.inf
-            if t > bar * _ROUNDING:  # (its exact time is its extrapolation's to rounding: past the k-th)
-                stats.stopped_bound += len(defer.items) - n
-                stats.affine_cuts += len(defer.items) - n
-                break
-            stats.deferred_priced += 1
-            try:
-                exact(rules, i, bar, compute.time(rules) if compute is not None and bar < math.inf else 0.0)
-            except LayoutError:
-                stats.refused += 1
-    if progress is not None:
-        progress(len(rule_sets), len(rule_sets))
-    stats.graph_paths = sum(len(g.graphs) for g in sets)
-    stats.traces = sum(g.traces for g in sets)
-    stats.full_traces = full.traces
-    if not found:  # the least memory any layout needs, from the same graphs
-        raise ArgumentError(_no_fit_message(step, mesh_shape, rule_sets, hw, limit, full))
-    return found
-
-
-def _keep(found: dict[tuple, tuple[Plan, int]], simplest: dict[tuple, int], plan: Plan, i: int) -> None:
-    """Add rule set ``i``'s ``plan`` to ``found``: each distinct cost once, as its simplest rule set (then the
-    earliest), with the first index that had it."""
-    key = _cost(plan)
-    if key not in found:
-        found[key], simplest[key] = (plan, i), i
-    else:
-        kept, first = found[key]
-        if (_size(plan), i) < (_size(kept), simplest[key]):
-            kept, simplest[key] = plan, i
-        found[key] = (kept, min(first, i))
-
-
-class _Deferred:
-    """The rule sets whose exact figures a graph search defers: their figures from the affine rule, and the cut.
-
-    After a rule set's complete one- and two-layer walks, the affine rule gives its step time, comm bytes and flops
-    (every summed figure) to rounding: ``t(L) = t1 + (L - 1)(t2 - t1)``. Only the peak memory needs the step's own
-    walk (or the deep path's probe and traces, ``plan.deep``). Where the memory limit cannot bind, the rule set is
-    kept here instead, priced exactly at the end only if it can make the top k. The limit cannot bind when it is
-    infinite, or when a proven bound of the step's peak is within it: the live bytes never pass the bytes made live
-    in the whole walk (``Figures.allocated_bytes``, a summed figure, affine too) plus the largest live-memory
-    excursion of an op, which is at most the one- or two-layer walk's peak (the deep step runs the same ops).
-
-    The cut (the k-th best distinct time) counts the exact figures found and these: a rule set kept here counts
-    unless its time, comm bytes and flops are those of an exact cost or of another one counted to ``_SAME``
-    (relative), so that two counted never stand for one exact cost; counting fewer can only make the cut looser,
-    never wrong. Its time is the exact one's to rounding, which the cut's ``_ROUNDING`` margin absorbs. A rule set
-    kept here whose time passes the cut is dropped (it is an affine cut). At the end they are priced exactly in
-    order of time until the next one's time passes the k-th best exact time; ties are broken as always (``_keep``),
-    so the answer, and every figure of it, is the search's without deferral.
-
-    Args:
-        top_k: the plans the search returns.
-        layers: the step's layer count ``L``.
-    """
-
-    def __init__(self, top_k: int, layers: int) -> None:
-        self.top_k, self.layers = top_k, layers
-        self.items: list[tuple[float, float, float, int, Rules]] = []  # (time, comm bytes, flops, index, rules)
-
-    def add(self, one: Figures, two: Figures, limit: float, i: int, rules: Rules) -> bool:
-        """Keep rule set ``i`` from its one- and two-layer walks' figures if the memory limit cannot bind."""
-        k = self.layers - 1
-        if limit < math.inf:
-            made = one.allocated_bytes + k * (two.allocated_bytes - one.allocated_bytes)
-            if not made + max(one.memory_bytes, two.memory_bytes) <= limit:
-                return False
-        t = one.step_time_s + k * (two.step_time_s - one.step_time_s)
-        comm = one.comm_bytes + k * (two.comm_bytes - one.comm_bytes)
-        flops = one.flops + k * (two.flops - one.flops)
-        bisect.insort(self.items, (t, comm, flops, i, rules), key=lambda x: (x[0], x[3]))
-        return True
-
-    def cut(self, found: Mapping[tuple, Any], stats: SearchStats) -> float:
-        """The k-th best distinct time of the exact costs ``found`` and the rule sets kept here (see the class);
-        drops the ones kept whose time passes it."""
-        exact = sorted((k[0], k[2], k[3]) for k in found)
-        times = [e[0] for e in exact]
-        counted: list[tuple] = []
-        for c in self.items:
-            t = c[0]
-            lo = bisect.bisect_left(times, t / (1.0 + _SAME) - _TINY)
-            hi = bisect.bisect_right(times, t * (1.0 + _SAME) + _TINY)
-            if any(_same(c, e) for e in exact[lo:hi]):
-                continue
-            n = len(counted) - 1
-            while n >= 0 and counted[n][0] >= t / (1.0 + _SAME) - _TINY and not _same(c, counted[n]):
-                n -= 1
-            if n >= 0 and counted[n][0] >= t / (1.0 + _SAME) - _TINY:
-                continue
-            counted.append(c)
-        every = sorted(times + [c[0] for c in counted])
-        bar = every[self.top_k - 1] if len(every) >= self.top_k else math.inf
-        n = bisect.bisect_right(self.items, bar * _ROUNDING, key=lambda x: x[0])
-        if n < len(self.items):
-            stats.stopped_bound += len(self.items) - n
-            stats.affine_cuts += len(self.items) - n
-            del self.items[n:]
-        return bar
-
-
-def _same(a: tuple, b: tuple) -> bool:
-    """Whether time, comm bytes and flops (the first three) agree to ``_SAME`` (relative)."""
-    return all(abs(x - y) <= _SAME * max(abs(x), abs(y)) + _TINY for x, y in zip(a[:3], b[:3]))
-
-
-def _plan_of(fig: Figures, rules: Rules, mesh_shape: dict[str, int], hw: HardwareProfile) -> Plan:
-    return Plan(
-        rules={d: tuple(a) for d, a in rules.items() if a},
-        mesh_shape=dict(mesh_shape),
-        step_time_s=fig.step_time_s,
-        compute_time_s=fig.compute_time_s,
-        memory_time_s=fig.memory_time_s,
-        comm_time_s=fig.comm_time_s,
-        memory_bytes_per_device=int(fig.memory_bytes),
-        comm_bytes_per_device=fig.comm_bytes,
-        wire_bytes_per_device=fig.wire_bytes,
-        flops_per_device=fig.flops,
-        hardware=hw.name,
-    )
+    return [relabel(plan, f"search #{n}") for n, (_, (plan, _)) in enumerate(ranked, 1)]
 
 
 @contextmanager
@@ -729,97 +347,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-# A lower-bound trace sums the same terms in another order: allow its last bits to differ.
-_ROUNDING = 1.0 + 1e-9
-
-# The compute floor (``plan.floor``); the benchmark turns it off to time the search without it.
-_COMPUTE_FLOOR = True
-
-# The floors under the memory-bound and comm times (``plan.floor``); the benchmark turns them off to time the
-# search with the compute floor only.
-_COMM_FLOOR = True
-
-# The affine rule in the layer count (``step.two_layers``); the benchmark turns it off to time the search without it.
-_AFFINE_LAYERS = True
-
-# The exact figures of the rule sets the affine rule prices deferred to the end (``_Deferred``); the benchmark and
-# the tests turn it off to compare (the same answer).
-_DEFER = True
-
-# Two figures this close (relative) may be one exact figure extrapolated (``_Deferred.cut``); far wider than the
-# affine rule's rounding (1e-12), within the cut's margin (``_ROUNDING``). ``_TINY``: the same, absolute (zeros).
-_SAME = 1e-10
-_TINY = 1e-300
-
-
-class _BoundGain:
-    """Whether the bound trace pays: the share of rule sets it cuts times a full trace's mean wall time
-    against its own (measured as the search goes; the answer is the same either way, only the time differs)."""
-
-    def __init__(self) -> None:
-        self.tries = self.cuts = self.fulls = 0
-        self.bound_s = self.full_s = 0.0
-
-    def worth_it(self) -> bool:
-        if self.tries < 16 or self.fulls < 4 or self.fulls % 64 == 0:  # measure first, look again now and then
-            return True
-        return self.cuts / self.tries * self.full_s / self.fulls > self.bound_s / self.tries
-
-    def bound(self, seconds: float, cut: bool) -> None:
-        self.tries, self.cuts, self.bound_s = self.tries + 1, self.cuts + cut, self.bound_s + seconds
-
-    def full(self, seconds: float) -> None:
-        self.fulls, self.full_s = self.fulls + 1, self.full_s + seconds
-
-
-class _Chooser:
-    """Whether to price a rule set through the affine rule (one- and two-layer traces first) or by its full
-    trace alone, stopped at the cut: the mean wall time per rule set of each, measured as the search goes
-    (both at first, then the cheaper, trying the other now and then). The answer is the same either way."""
-
-    def __init__(self) -> None:
-        self.n = [0, 0]
-        self.s = [0.0, 0.0]
-        self.calls = 0
-
-    def pick(self) -> bool:
-        self.calls += 1
-        n, s = self.n, self.s
-        if n[0] < 8 or n[1] < 8:
-            return n[1] <= n[0]
-        if self.calls % 32 == 0:  # look at the other again now and then: the later rule sets stop sooner
-            return not s[1] / n[1] <= s[0] / n[0]
-        return s[1] / n[1] <= s[0] / n[0]
-
-    def add(self, affine: bool, seconds: float) -> None:
-        self.n[affine] += 1
-        self.s[affine] += seconds
-
-
-def layer_floor(step: Step, mesh_shape: Mapping[str, int], hw: HardwareProfile) -> float:
-    """A lower bound on what the layers ``step.lower_bound`` leaves out add to the step time, under any rules.
-
-    ``step`` is ``step.layers`` identical layers and ``step.lower_bound`` the same with one
-    (``transformer_step``, ``mlp_step``): the step's time is the bound's plus ``layers - 1`` times one
-    layer's. One layer's time is at least its einsums' time, and the device with the largest blocks
-    (the one priced) does at least ``1 / devices`` of the layer's flops: the flops of one layer on a
-    single device (``step.two_layers`` minus ``step.lower_bound``, traced once each) over the device
-    count. 0.0 when ``step`` does not say it repeats.
-    """
-    repeated = repeats(step)
-    if repeated is None:
-        return 0.0
-    one, two, layers = repeated
-    flops = []
-    for s in (one, two):
-        with profile() as prof:
-            s(Mesh({"one": 1}, backend="meta"))
-        flops.append(prof.flops_by_dtype)
-    devices = math.prod(check_mesh_shape(mesh_shape).values())
-    per_layer = sum(max(0.0, f - flops[0].get(d, 0.0)) / flop_rate(hw, d) for d, f in flops[1].items())
-    return (layers - 1) * per_layer / devices
-
-
 def pricing_order(rule_sets: list[Rules]) -> list[int]:
     """Indices of ``rule_sets`` in pricing order: the seeds (at most one dim split), then the rest.
 
@@ -830,78 +357,3 @@ def pricing_order(rule_sets: list[Rules]) -> list[int]:
     """
     seeds = [i for i, r in enumerate(rule_sets) if len(r) <= 1]
     return seeds + [i for i, r in enumerate(rule_sets) if len(r) > 1]
-
-
-def _size(plan: Plan) -> tuple[int, int]:
-    """How much a rule set splits: dims split, then axes used (of two with equal costs, the smaller is kept)."""
-    return len(plan.rules), sum(len(x) for x in plan.rules.values())
-
-
-def _cost(plan: Plan) -> tuple[float, int, float, float]:
-    return (plan.step_time_s, plan.memory_bytes_per_device, plan.comm_bytes_per_device, plan.flops_per_device)
-
-
-def _relabel(plan: Plan, label: str) -> Plan:
-    from dataclasses import replace
-
-    return replace(plan, label=label)
-
-
-def least_memory(
-    step: Step,
-    mesh_shape: Mapping[str, int],
-    rule_sets: list[Rules],
-    hw: HardwareProfile,
-    graphs: GraphSet | None = None,
-) -> Plan | None:
-    """The rule set with the least peak memory (branch and bound on memory).
-
-    Args:
-        graphs: the step's op graphs (``plan.graph``): each rule set is then priced by a walk, stopped as soon
-            as its live memory passes the least so far, instead of a trace.
-    """
-    least: list[Plan] = []
-    shape = check_mesh_shape(mesh_shape)
-
-    def watch(prof: Profile, clock: Clock) -> None:
-        if least and prof.peak_memory_bytes_per_device >= least[0].memory_bytes_per_device:
-            raise _Stop
-
-    for rules in rule_sets:
-        try:
-            if graphs is None:
-                plan = evaluate_layout(step, mesh_shape, rules, hw, watch=watch)
-            else:
-                fig = graphs.figures(rules, limit=least[0].memory_bytes_per_device if least else math.inf)
-                if least and fig.memory_bytes >= least[0].memory_bytes_per_device:
-                    continue
-                plan = _plan_of(fig, rules, shape, hw)
-        except (_Stop, Stop, LayoutError):
-            continue
-        least[:] = [plan]
-    return least[0] if least else None
-
-
-def _no_fit_message(
-    step: Step,
-    mesh_shape: Mapping[str, int],
-    rule_sets: list[Rules],
-    hw: HardwareProfile,
-    limit: float,
-    graphs: GraphSet | None = None,
-) -> str:
-    low = least_memory(step, mesh_shape, rule_sets, hw, graphs)
-    where = f"on mesh {dict(mesh_shape)}"
-    if low is None:
-        return f"no legal layout rule set runs {where}: every one of the {len(rule_sets)} was refused"
-    return (
-        f"no layout fits the memory limit of {_bytes(limit)} per device {where}: of {len(rule_sets)} legal "
-        f"rule sets the least memory is {_bytes(low.memory_bytes_per_device)} per device "
-        f"({low.describe()}). Raise memory_limit_bytes, use a larger mesh, or shrink the batch or model"
-    )
-
-
-def _bytes(n: float) -> str:
-    """A byte count exactly and in GiB (``16 bytes (1.49e-08 GiB)``): the limit and the least memory of
-    ``_no_fit_message`` side by side, never two different tiny sizes both shown as ``0.000 GiB``."""
-    return f"{n:,.0f} bytes ({n / 2**30:.3g} GiB)"

@@ -56,7 +56,7 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
     step.same_ops = True  # type: ignore[attr-defined]  # the same ops on every mesh: ``plan.floor``
     if strategy is None:  # (the parameters and tokens follow the rules)
         step.forced = _transformer_allreduces(cfg, batch, dtype)  # type: ignore[attr-defined]  # plan.floor
-    if cfg.n_layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
+    if cfg.n_layers > 1:  # the same step with one and two layers: see ``plan.floor.layer_floor``
         one = transformer_step(replace(cfg, n_layers=1), batch, dtype, strategy)
         two = step if cfg.n_layers == 2 else transformer_step(replace(cfg, n_layers=2), batch, dtype, strategy)
         _repeat(step, one, two, cfg.n_layers)
@@ -142,7 +142,7 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
             (("hidden", "io"), d_hidden * d_io),
         )
     )
-    if layers > 1:  # the same step with one and two layers: see ``plan.search.layer_floor``
+    if layers > 1:  # the same step with one and two layers: see ``plan.floor.layer_floor``
         two = step if layers == 2 else mlp_step(batch, d_io, d_hidden, 2, dtype)
         _repeat(step, mlp_step(batch, d_io, d_hidden, 1, dtype), two, layers)
         step.with_layers = lambda n: mlp_step(batch, d_io, d_hidden, n, dtype)  # type: ignore[attr-defined]  # plan.deep

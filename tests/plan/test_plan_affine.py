@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 
 import shardarray as sa
-from shardarray.plan import search
+from shardarray.plan import ranking, search, search_traced
 from shardarray.plan.memo import OpMemo
 
 _CFG = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=4, d_kv=4, d_ff=32, n_layers=1, seq_len=8)
@@ -65,7 +65,7 @@ def test_one_and_two_layers_extrapolate_to_the_full_trace(name):
 @pytest.mark.parametrize("name", ["transformer_2x2", "mlp_2x2x2"])
 def test_the_affine_search_equals_brute_force(name, monkeypatch):
     """The affine rule on every rule set (the search's ``_Chooser`` picks it only where it pays)."""
-    monkeypatch.setattr(search._Chooser, "pick", lambda self: True)
+    monkeypatch.setattr(search_traced._Chooser, "pick", lambda self: True)
     make, mesh = CASES[name]
     step = make(3)
     dims = ("batch", "heads", "d_ff", "vocab", "d_model", "hidden", "io")  # a subset keeps brute force quick
@@ -82,7 +82,7 @@ def test_the_affine_rule_can_be_turned_off_with_the_same_answer(monkeypatch):
     step = make(3)
     dims = ("batch", "heads", "d_ff", "seq")
     on = sa.plan.search_layouts(step, mesh, top_k=4, dims=dims)
-    monkeypatch.setattr(search, "_AFFINE_LAYERS", False)
+    monkeypatch.setattr(ranking, "AFFINE_LAYERS", False)
     off_stats = sa.plan.SearchStats()
     off = sa.plan.search_layouts(step, mesh, top_k=4, dims=dims, stats=off_stats)
     assert on == off and off_stats.affine_cuts == 0

@@ -8,7 +8,9 @@ import pytest
 
 import shardarray as sa
 from shardarray.hardware import get_profile
-from shardarray.plan.search import _BoundGain, layer_floor, pricing_order
+from shardarray.plan.floor import layer_floor
+from shardarray.plan.search import pricing_order
+from shardarray.plan.search_traced import _BoundGain
 
 TINY2 = sa.nn.TransformerConfig(vocab=2, d_model=1, heads=2, d_kv=1, d_ff=2, n_layers=2, seq_len=2)
 CASES = {

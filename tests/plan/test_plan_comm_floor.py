@@ -9,7 +9,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.hardware import get_profile
-from shardarray.plan import search as search_mod
+from shardarray.plan import ranking
 from shardarray.plan.floor import Allreduce, CommFloor, compute_floor
 
 TINY = sa.nn.TransformerConfig(vocab=6, d_model=6, heads=3, d_kv=2, d_ff=9, n_layers=3, seq_len=4)
@@ -94,7 +94,7 @@ def test_the_search_cuts_on_the_floors_and_keeps_its_answer(make, mesh, k, brute
     dims = ("batch", "d_model", "heads", "d_ff") if brute and "rows" in mesh else None  # (brute force kept small)
     stats = sa.plan.SearchStats()
     fast = sa.plan.search_layouts(step, mesh, top_k=k, stats=stats, dims=dims)
-    monkeypatch.setattr(search_mod, "_COMM_FLOOR", False)
+    monkeypatch.setattr(ranking, "COMM_FLOOR", False)
     plain = sa.plan.SearchStats()
     runs = [fast, sa.plan.search_layouts(step, mesh, top_k=k, stats=plain, dims=dims)]
     if brute:

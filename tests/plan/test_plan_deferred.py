@@ -1,10 +1,10 @@
-"""The graph search's deferral (``plan.search._Deferred``): exact figures only for the rule sets that can place.
+"""The graph search's deferral (``plan.search_graphed.Deferred``): exact figures only for the rule sets that can place.
 
 After a rule set's one- and two-layer walks the affine rule in the layer count gives its step time, comm bytes and
 flops; where the memory limit cannot bind (no limit, or the bytes made live in the whole step plus an op's largest
 excursion fit it: ``Figures.allocated_bytes``), the search keeps the rule set with those figures and prices it
 exactly at the end only if it can make the top k. These tests hold the search with deferral against the search
-without it (``search._DEFER``) plan for plan, every figure bit for bit, on shallow and deep models, four meshes,
+without it (``plan.ranking.DEFER``) plan for plan, every figure bit for bit, on shallow and deep models, four meshes,
 limits that bind and that do not, and top-k cuts through ties; against brute force on small cases; the memory
 bound against the traced peak on random rule sets; and the cut's counting of deferred rule sets by hand.
 """
@@ -20,7 +20,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.hardware import get_profile
-from shardarray.plan import deep, search
+from shardarray.plan import deep, ranking, search, search_graphed
 from shardarray.plan.graph import Figures, GraphSet
 
 _CFG = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=4, d_kv=4, d_ff=32, n_layers=1, seq_len=8)
@@ -43,7 +43,7 @@ RUNS = (("none", 1), ("loose", 5), ("binding", 2), ("binding", 5))
 
 
 def _search(step, mesh, limit, k, defer, monkeypatch, **kw):
-    monkeypatch.setattr(search, "_DEFER", defer)
+    monkeypatch.setattr(ranking, "DEFER", defer)
     stats = sa.plan.SearchStats()
     plans = sa.plan.search_layouts(step, mesh, limit, top_k=k, dims=DIMS, stats=stats, **kw)
     total = stats.complete + stats.stopped_time + stats.stopped_memory + stats.stopped_bound + stats.symmetric
@@ -162,7 +162,7 @@ def test_the_cut_counts_a_deferred_cost_once():
     """Deferred rule sets of one cost (to rounding), or of an exact cost found, count once in the cut: counting
     them twice would make it tighter than the k-th best distinct exact time."""
     stats = search.SearchStats()
-    d = search._Deferred(top_k=3, layers=3)
+    d = search_graphed.Deferred(top_k=3, layers=3)
     found = {(1.0, 10, 5.0, 7.0): None}
     assert d.add(_fig(2.0), _fig(2.0), math.inf, 0, {})
     assert d.add(_fig(2.0 * (1 + 1e-14)), _fig(2.0 * (1 + 1e-14)), math.inf, 1, {})  # (one cost, rounded apart)
@@ -177,7 +177,7 @@ def test_the_cut_counts_a_deferred_cost_once():
 
 def test_a_finite_limit_defers_only_where_the_allocated_bound_fits():
     """The bytes made (``L - 1`` times the second layer's more) plus the larger walk peak must fit the limit."""
-    d = search._Deferred(top_k=1, layers=4)
+    d = search_graphed.Deferred(top_k=1, layers=4)
     one, two = _fig(1.0, peak=30, made=100.0), _fig(2.0, peak=40, made=150.0)  # bound: 100 + 3 * 50 + 40 = 290
     assert not d.add(one, two, 289.0, 0, {})
     assert d.add(one, two, 290.0, 1, {})

@@ -8,7 +8,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.hardware import get_profile
-from shardarray.plan import search as search_mod
+from shardarray.plan import ranking
 from shardarray.plan.floor import compute_floor, dim_flops
 from shardarray.plan.graph import GraphSet, Stop
 
@@ -82,7 +82,7 @@ def test_the_search_cuts_on_the_floor_and_keeps_its_answer(make, mesh, k, brute,
     step = make()
     stats = sa.plan.SearchStats()
     fast = sa.plan.search_layouts(step, mesh, top_k=k, stats=stats)
-    monkeypatch.setattr(search_mod, "_COMPUTE_FLOOR", False)
+    monkeypatch.setattr(ranking, "COMPUTE_FLOOR", False)
     runs = [fast, sa.plan.search_layouts(step, mesh, top_k=k)]
     if brute:
         runs.append(sa.plan.search_layouts(step, mesh, top_k=k, prune=False, symmetric=False, memo=False))

@@ -16,7 +16,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.hardware import get_profile
-from shardarray.plan import search
+from shardarray.plan import ranking, search
 from shardarray.plan.graph import GraphMemo, GraphSet
 
 _CFG = sa.nn.TransformerConfig(vocab=64, d_model=16, heads=4, d_kv=4, d_ff=32, n_layers=1, seq_len=8)
@@ -101,7 +101,7 @@ def test_memoised_steps_read_the_rules_inside_the_ops():
         a, b = _plain(step, mesh, rules), _plain(reference, mesh, rules)
         assert (a is None) == (b is None)
         if a is not None:
-            assert search._cost(a) == search._cost(b), rules
+            assert ranking.cost_key(a) == ranking.cost_key(b), rules
 
 
 def test_a_step_reading_the_rules_between_ops_is_traced_in_full():
@@ -129,8 +129,8 @@ def _brute(step, mesh, limit, k, dims):
             plans.append(plan)
     best: dict = {}
     for p in plans:  # equal costs count once, as the one splitting the fewest dims
-        key = search._cost(p)
-        if key not in best or search._size(p) < search._size(best[key]):
+        key = ranking.cost_key(p)
+        if key not in best or ranking.split_size(p) < ranking.split_size(best[key]):
             best[key] = p
     ranked = sorted(best.values(), key=lambda p: (p.step_time_s, p.memory_bytes_per_device))[:k]
     return [(p.describe(), p.step_time_s, p.memory_bytes_per_device) for p in ranked]
