@@ -3,7 +3,8 @@
 ``axis``/``axes`` pick dims by position. Collectives are those of ``sa.fft``:
 none along an unsplit axis; two alltoalls over the axis's mesh axes (there and
 back, ``(k-1)/k`` of a block each) along a split axis; a split 1-D array (or an
-axis whose split no other axis takes evenly) takes the four-step algorithm. The
+axis whose split no other axis takes evenly) takes the four-step algorithm, or
+Bluestein's for a prime length past 64 KiB (``sa.fft.fft``). The
 1-D transforms keep the input's layout.
 
 ``fftn``/``ifftn`` leave the result's layout to the algorithm (a layout is not

@@ -20,7 +20,8 @@ input length ``m`` and transform length ``n``:
 Each runs as one ``pencil.along`` over the dim, so its collectives are the
 forward op's (two alltoalls when the dim is split); on a split 1-D array (or a
 split dim no other dim takes evenly) the adjoint is itself a four-step
-transform (``fft/split1d.py``: three alltoalls).
+transform (``fft/split1d.py``: three alltoalls), or Bluestein's (nine) for a
+length with no four-step factors (``fft/bluestein.py``).
 """
 
 from __future__ import annotations

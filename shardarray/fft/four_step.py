@@ -27,7 +27,9 @@ transposition method on a 2-D array costs 2, but a 1-D array has no other dim
 to take the split; the old fallback was one allgather of ``(k-1)`` blocks).
 ``n1`` and ``n2`` are the divisor pair nearest ``√n`` with both ``>= k``
 (preferring multiples of ``k``: even blocks); a prime ``n`` or one too small
-to factor that way has no such pair and keeps the allgather fallback.
+to factor that way has no such pair: Bluestein's algorithm (``bluestein.py``)
+computes it with three four-step transforms of a length ``m >= 2n - 1`` that
+factors, or (at most ``GATHER_MAX_BYTES`` per device) the gather fallback.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import numpy as np
 from ..array import ShardArray
 from ..chunks import group_chunk
 from ..layout import Layout
-from .pencil import crowding
+from .pencil import crowding, partner
 
 CROWDED = 1.5
 """The transposition method's crowding (``pencil.crowding``) above which a factorable length takes the four-step
@@ -142,13 +144,17 @@ def four_step(
     lim: int | None = None,
     pre: Pre | None = None,
     dtype: Any = np.complex128,
+    weights: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> ShardArray:
     """The length-``n`` DFT along the split dim ``dim`` of ``x`` (inverse: the IDFT), as ``size`` entries there.
 
     Input entries ``>= min(n, lim)`` are ignored (zero-padding/truncation to
     ``n`` is folded into alltoall 1); output entry ``t < min(n, keep, size)``
     is ``X[t]``, the rest zeros (folded into alltoall 3). ``pre`` maps input
-    blocks locally first (Hermitian weights; ``dim`` first). ``dtype``: the
+    blocks locally first (Hermitian weights; ``dim`` first). ``weights(j)``:
+    factors of the input entries from their global indices ``j`` (an int64
+    array), applied after alltoall 1, so entries travel in ``x``'s dtype (a
+    real input stays real on the wire; Bluestein's chirp). ``dtype``: the
     complex dtype. Every other dim is a batch: its blocks stay where they are
     (the groups of ``dim``'s axes hold the same batch block). The result has
     ``x``'s layout, ``dim`` of ``size`` in canonical ceil-blocks.
@@ -193,6 +199,9 @@ def four_step(
         if data and buf.size:
             cols[xp.asarray(P["recv1"][i])] = buf
         cols = cols.reshape(n1, w, buf.shape[1])
+        if weights is not None and data and cols.size:
+            j = np.arange(n1, dtype=np.int64)[:, None] * n2 + np.arange(*c2[i], dtype=np.int64)[None, :]
+            cols = cols * xp.asarray(weights(j).astype(dtype)[:, :, None])
         if data and cols.size:
             cols = getattr(fft, sub)(cols, axis=0, norm=sub_norm).astype(dtype, copy=False)
             k1 = np.arange(n1, dtype=np.int64)[:, None, None]
@@ -265,14 +274,48 @@ class _Blocks:
         self.mesh, self.shards = mesh, shards
 
 
+GATHER_MAX_BYTES = 65536
+"""The most bytes a device may hold in the fallback of a length with no four-step factors (``gather_bytes``) for
+the fallback to be kept; past it Bluestein's algorithm runs (``bluestein.py``). 64 KiB, the library's gather
+warning threshold (``route.GATHER_WARN_BYTES``' default): below it the fallback's one collective moves fewer
+bytes than Bluestein's nine alltoalls on fewer than about a dozen devices; past it, memory per device matters."""
+
+
+def gather_bytes(x: ShardArray, dim: str, n: int, onto: str | None) -> int:
+    """The most bytes a device holds in the fallback for a length-``n`` transform along ``dim`` (the allgather of
+    a 1-D array: the whole transform; the transposition onto a short partner dim ``onto``: its share of the
+    batch)."""
+    i = x.dims.index(dim)
+    width = max(n, x.shape[i])
+    batch = math.prod(s for j, s in enumerate(x.shape) if j != i)
+    share = 1.0
+    if onto is not None:
+        j = x.dims.index(onto)
+        p = x.shape[j]
+        devices = x.mesh.axes_size(x.spec.axes[j]) * x.mesh.axes_size(x.spec.axes[i])
+        share = math.ceil(p / devices) / p if p else 0.0
+    itemsize = 8 if np.dtype(x.dtype) in (np.float16, np.float32, np.complex64) else 16
+    return int(width * batch * share * itemsize)
+
+
 def applies(x: ShardArray, dim: str, n: int, avoid: tuple[str, ...] = ()) -> bool:
-    """Whether the four-step algorithm computes a transform of length ``n`` along ``dim`` of ``x``: ``dim`` split
-    (``k`` devices), ``n = n1·n2`` with both factors ``>= k``, and no other dim takes the split evenly enough
-    for the transposition method (``pencil.crowding`` above ``CROWDED``: a 1-D array, or every other dim shorter
-    than its devices times ``k``, where the transposition would pile the array on a few devices)."""
+    """Whether a transform of length ``n`` along ``dim`` of ``x`` runs here (``split1d``: the four-step algorithm,
+    or Bluestein's for a length it cannot factor) instead of the transposition method or the gather: ``dim``
+    split (``k`` devices) and no other dim takes the split evenly enough for the transposition (``pencil.crowding``
+    above ``CROWDED``: a 1-D array, or every other dim shorter than its devices times ``k``, where the
+    transposition would pile the array on a few devices). A length ``n = n1·n2`` with both factors ``>= k`` takes
+    the four-step; any other takes Bluestein when the fallback is a gather (a 1-D array, or crowding of 2 or more:
+    a device holding two even shares or more) holding more than ``GATHER_MAX_BYTES`` on a device."""
     i = x.dims.index(dim)
     k = x.mesh.axes_size(x.spec.axes[i])
-    return k > 1 and factor(n, k) is not None and crowding(x, dim, avoid) > CROWDED
+    if k <= 1:
+        return False
+    crowd = crowding(x, dim, avoid)
+    if crowd <= CROWDED:
+        return False
+    if factor(n, k) is not None:
+        return True
+    return crowd >= 2 and gather_bytes(x, dim, n, partner(x, dim, avoid)) > GATHER_MAX_BYTES
 
 
 def per_block(x: ShardArray, dim: str, fn: Callable[[Any, int], Any], dtype: Any) -> ShardArray:
@@ -296,4 +339,4 @@ def per_block(x: ShardArray, dim: str, fn: Callable[[Any, int], Any], dtype: Any
     return ShardArray(mesh, x.spec, dtype, out)
 
 
-__all__ = ["CROWDED", "applies", "factor", "four_step", "per_block", "scale"]
+__all__ = ["CROWDED", "GATHER_MAX_BYTES", "applies", "factor", "four_step", "gather_bytes", "per_block", "scale"]

@@ -12,13 +12,14 @@ sends to the others). A 2-D/3-D transform on a 2-D mesh is therefore the pencil
 decomposition: each dim is transformed while unsplit.
 
 A partner dim shorter than its devices piles the array on a few devices: the transforms take the four-step
-algorithm there instead when ``n`` factors (``four_step.applies``), else ``along`` warns ``sa.GatherWarning``
-past ``route.GATHER_WARN_BYTES`` when a device would receive two even shares or more.
+algorithm there instead when ``n`` factors, or Bluestein's (``bluestein.py``) when it does not and a device
+would hold more than ``four_step.GATHER_MAX_BYTES`` (``four_step.applies``); else ``along`` warns
+``sa.GatherWarning`` past ``route.GATHER_WARN_BYTES`` when a device would receive two even shares or more.
 
 A 1-D array has no partner dim: ``along`` then gathers the leading entries ``local`` reads (one allgather of
 at most ``dim``, a ``sa.GatherWarning`` past ``route.GATHER_WARN_BYTES``, over ``A``), runs ``local`` and keeps
 its own block (no traffic); the FFTs avoid this with the four-step algorithm (``four_step.py``) when ``n``
-factors.
+factors, and with Bluestein's past ``four_step.GATHER_MAX_BYTES`` when it does not (a prime).
 """
 
 from __future__ import annotations

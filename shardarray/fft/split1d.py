@@ -2,8 +2,10 @@
 dim whose split no other dim takes evenly), for the primitives and their VJPs: complex, real-input (truncated
 output) and Hermitian (weighted input, real output) forms.
 
-Each is one ``four_step`` (three alltoalls over the dim's axes) plus local per-block maps (the other dims are a
-batch; the maps see blocks with the dim first).
+Each is one ``dft``: the four-step (three alltoalls over the dim's axes) when the length has two factors ``>=``
+the dim's devices, else Bluestein's algorithm (``bluestein.py``: nine alltoalls, each at most a block of the
+length-``m`` transform, ``m >= 2n - 1``), plus local per-block maps (the other dims are a batch; the maps see
+blocks with the dim first).
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from .four_step import four_step, per_block
+from .bluestein import bluestein
+from .four_step import factor, four_step, per_block
+
+
+def dft(x: ShardArray, dim: str, n: int, inverse: bool, norm: str, size: int, **kw: Any) -> ShardArray:
+    """``four_step.four_step`` when ``n`` has two factors ``>=`` the devices of ``dim``, else ``bluestein`` (the
+    same contract: ``keep``, ``lim``, ``pre``, ``dtype``)."""
+    k = x.mesh.axes_size(x.spec.axes[x.dims.index(dim)])
+    run = four_step if factor(n, k) is not None else bluestein
+    return run(x, dim, n, inverse, norm, size, **kw)
 
 
 def hermitian_weights(n: int) -> Any:
@@ -44,7 +55,7 @@ def c2c(
     x: ShardArray, dim: str, n: int, norm: str, inverse: bool, size: int, dtype: Any, real_out: Any = None
 ) -> ShardArray:
     """DFT (or IDFT) of length ``n``; output resized to ``size``; ``real_out``: keep the real part (that dtype)."""
-    y = four_step(x, dim, n, inverse, norm, size, dtype=dtype)
+    y = dft(x, dim, n, inverse, norm, size, dtype=dtype)
     return y if real_out is None else per_block(y, dim, lambda b, s: b.real.astype(real_out), real_out)
 
 
@@ -63,7 +74,7 @@ def r2c(
     """The first ``keep`` outputs of the DFT/IDFT of ``x`` (``conj``: of ``conj(x)``), resized to ``size``."""
     xp = x.mesh.backend.xp
     pre = (lambda b, s: xp.conj(b)) if conj else None
-    y = four_step(x, dim, n, inverse, norm, size, keep=keep, pre=pre, dtype=dtype)
+    y = dft(x, dim, n, inverse, norm, size, keep=keep, pre=pre, dtype=dtype)
     return y if real_out is None else per_block(y, dim, lambda b, s: b.real.astype(real_out), real_out)
 
 
@@ -71,7 +82,7 @@ def c2r(x: ShardArray, dim: str, n: int, norm: str, inverse: bool, real_dtype: A
     """``Re`` of the DFT/IDFT of length ``n`` of the Hermitian half ``x[:n//2+1]`` weighted 1, 2, ..., 2, 1:
     ``irfft`` (inverse) or ``hfft`` (forward)."""
     xp = x.mesh.backend.xp
-    y = four_step(x, dim, n, inverse, norm, n, lim=n // 2 + 1, pre=_weigh(xp, n), dtype=dtype)
+    y = dft(x, dim, n, inverse, norm, n, lim=n // 2 + 1, pre=_weigh(xp, n), dtype=dtype)
     return per_block(y, dim, lambda b, s: b.real.astype(real_dtype), real_dtype)
 
 
@@ -87,4 +98,4 @@ def weigh_out(y: ShardArray, dim: str, n: int, conj: bool, real_out: Any, dtype:
     return per_block(y, dim, fn, real_out if real_out is not None else dtype)
 
 
-__all__ = ["c2c", "c2r", "hermitian_weights", "r2c", "weigh_out"]
+__all__ = ["c2c", "c2r", "dft", "hermitian_weights", "r2c", "weigh_out"]

@@ -12,11 +12,16 @@ shards when SciPy is installed, else ``numpy.fft``; ``cupy.fft`` on GPUs) on blo
 - a 1-D array split over ``A``, or one whose other dims are too short to take
   the split evenly (the transposition would pile the array on a few devices:
   ``pencil.crowding``): the four-step algorithm (``four_step.py``), three
-  alltoalls over ``A`` of at most a block each, the other dims a batch. Only
-  a length ``n`` with no factors ``n1·n2`` both ``>= k`` (prime, or too small)
-  falls back: a 1-D array to one allgather of the dim (each device keeps its
-  own output block), a short partner dim to the transposition (both warn
-  ``sa.GatherWarning`` past ``route.GATHER_WARN_BYTES``).
+  alltoalls over ``A`` of at most a block each, the other dims a batch. A
+  length ``n`` with no factors ``n1·n2`` both ``>= k`` (prime, or too small)
+  takes Bluestein's algorithm (``bluestein.py``: a circular convolution of
+  length ``m >= 2n - 1`` by two four-step transforms and a pointwise product,
+  nine alltoalls of about a block of the length-``m`` transform each) when the
+  fallback would hold more than ``four_step.GATHER_MAX_BYTES`` (64 KiB) on a
+  device; below that the fallback stays (fewer bytes and collectives): a 1-D
+  array gathers the dim (one allgather, each device keeping its own output
+  block), a short partner dim takes the transposition. A large prime split
+  dim never gathers.
 
 The result always has the input's layout (the array API user's expectation),
 with a dim whose size changed (``n``, rfft's ``n//2+1``) in canonical
@@ -145,7 +150,7 @@ def c2c(
         return getattr(fft, name)(b.astype(dt, copy=False), n=n, axis=axis, norm=norm)
 
     x = resolve_to(x) if x.pending else x
-    if applies(x, dim, n, avoid):  # a split 1-D array (or no even partner): the four-step algorithm
+    if applies(x, dim, n, avoid):  # a split 1-D array (or no even partner): the four-step algorithm (or Bluestein)
         return split1d.c2c(x, dim, n, norm, inverse, n, dt)
     return along(x, dim, local, n, dt, avoid, back, need=n)
 
@@ -203,9 +208,11 @@ def fft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -
     Collectives: none when ``dim`` is unsplit; else two alltoalls over its
     axes, each ``(k-1)/k`` of a device's block (see the module docstring); a
     split 1-D array, or a split dim whose other dims are too short to take the
-    split evenly: three alltoalls (four-step), or (a 1-D array) one allgather
-    when ``n`` has no factors ``n1·n2`` both ``>= k``. The result has ``x``'s
-    layout.
+    split evenly: three alltoalls (four-step), or nine (Bluestein) when ``n``
+    has no factors ``n1·n2`` both ``>= k`` (prime), each at most a block of
+    the transform; one allgather instead (a 1-D array) while the gathered
+    transform is at most 64 KiB (``four_step.GATHER_MAX_BYTES``). The result
+    has ``x``'s layout.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
