@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
 from ..default_mesh import get_default_mesh
-from ..dtypes import as_dtype, scalar_for_write
+from ..dtypes import as_dtype, is_real_float, scalar_for_write
 from ..errors import ArgumentError, CastError, DimensionError, DTypeError, MeshError
 from ..layout import Layout, check_sizes, make_layout
 from ..mesh import Mesh
@@ -74,11 +74,15 @@ def _shape(shape: Any, what: str) -> tuple[int, ...]:
 
 
 def _scalar_dtype(value: Any) -> np.dtype:
-    """The default dtype of a Python scalar (bool, int64, float64, complex128)."""
+    """The default dtype of a Python scalar (bool, int64, float64, complex128; uint64 for an integer in
+    [2**63, 2**64), as NumPy 2); a NumPy scalar keeps its dtype."""
     if isinstance(value, (bool, np.bool_)):
         return _DEFAULT["b"]
     if isinstance(value, (int, np.integer)):
-        return np.dtype(value.dtype) if isinstance(value, np.integer) else _DEFAULT["i"]
+        if isinstance(value, np.integer):
+            return np.dtype(value.dtype)
+        # NumPy 2's dtype of a Python integer: int64, or uint64 for one in [2**63, 2**64) (np.asarray(2**63))
+        return np.dtype(np.uint64) if 2**63 <= value < 2**64 else _DEFAULT["i"]
     if isinstance(value, (float, np.floating)):
         return np.dtype(value.dtype) if isinstance(value, np.floating) else _DEFAULT["f"]
     if isinstance(value, (complex, np.complexfloating)):
@@ -232,11 +236,15 @@ def arange(
 ) -> Array:
     """Evenly spaced values in ``[start, stop)``: each device computes its own block ``start + i * step``.
 
-    Integer ``start``/``stop``/``step`` are exact in an integer dtype. Otherwise the values are computed in float64
-    and cast to ``dtype`` once: a float32 result is the correctly rounded value (NumPy's float32 ``arange`` adds a
-    rounded step and may differ by an ulp), and an integer ``dtype`` truncates each value toward zero
-    (``arange(0.5, 3.7, 0.4, dtype=int64)`` is ``[0, 0, 1, 1, 2, 2, 2, 3]``; NumPy's fills from the
-    difference of its first two truncated values and gives all zeros there).
+    The length is NumPy's, ``ceil((stop - start) / step)`` (0 when negative). Integer ``start``/``stop``/``step``
+    are exact in an integer dtype (uint64 included, with a negative step or values beyond int64). Otherwise the
+    values are NumPy's float64 ones, ``start + i * delta`` with ``delta = (start + step) - start`` (the second
+    value is ``start + step``: NumPy fills from the difference of its first two values), so float64 results equal
+    NumPy's bit for bit; they are cast to ``dtype`` once: a float32, float16 or bfloat16 result is that value
+    correctly rounded (NumPy's float32 and float16 ``arange`` do their arithmetic in the narrow dtype and may
+    differ by an ulp), and an integer ``dtype`` truncates each value toward zero (``arange(0.5, 3.7, 0.4,
+    dtype=int64)`` is ``[0, 0, 1, 1, 2, 2, 2, 3]``; NumPy's fills from the difference of its first two truncated
+    values and gives all zeros there).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -254,7 +262,7 @@ def arange(
         raise ArgumentError("arange: step must not be 0")
     ints = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     dt = (_DEFAULT["i"] if ints else _DEFAULT["f"]) if dtype is None else as_dtype(dtype)
-    if dt.kind not in "iuf":
+    if dt.kind not in "iu" and not is_real_float(dt):
         raise DTypeError(f"arange makes integer or real floating-point values; got dtype {dt.name}")
     mesh = _mesh(device, "arange")
     if ints:
@@ -262,32 +270,60 @@ def arange(
         # len(range(...)) without range's limit (an OverflowError past 2**63)
         n = max(0, (stop - start + step - 1) // step) if step > 0 else max(0, (start - stop - step - 1) // -step)
     else:
-        if not all(math.isfinite(float(v)) for v in (start, stop, step)):
-            raise ArgumentError(f"arange({start!r}, {stop!r}, {step!r}): start, stop and step must be finite")
-        n = max(math.ceil((float(stop) - float(start)) / float(step)), 0)
+        f_start, f_stop, f_step = (_finite(v, start, stop, step) for v in (start, stop, step))
+        n = max(math.ceil((f_stop - f_start) / f_step), 0)
     if n > np.iinfo(np.int64).max:
         raise ArgumentError(
             f"arange({start!r}, {stop!r}, {step!r}) would have {n:.3g} elements, more than an array "
             f"can index (2**63 - 1); narrow the range or use a larger step"
         )
-    if n and dt.kind in "iu":
-        last = start + (n - 1) * step
-        ends = (int(start), int(last)) if ints else (math.trunc(float(start)), math.trunc(float(last)))
-        _check_fits(dt, ends, "arange")
     exact = ints and dt.kind in "iu"  # integer values in an integer dtype; others are computed in float64
     if n <= 1:
         step = 1  # one value (start) at most: a step beyond int64 must not overflow the block's arithmetic
+    if not exact:  # NumPy's float64 values: the second is start + step, the others step by their difference
+        first = _finite(start, start, stop, step)
+        second = first + _finite(step, start, stop, step)
+        delta = second - first
+    if n and dt.kind in "iu":
+        last = start + (n - 1) * step if exact else (second if n == 2 else first + (n - 1) * delta)
+        ends = (int(start), int(last)) if exact else (math.trunc(first), math.trunc(last))
+        _check_fits(dt, ends, "arange")
 
     def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
         lo, hi = b[0]
-        if exact:
-            i = np.arange(lo, hi, dtype=np.int64)
-            if dt == np.uint64 and start + max(n - 1, 0) * step > np.iinfo(np.int64).max:
-                return np.uint64(start) + i.astype(np.uint64) * np.uint64(step)
-            return (start + i * step).astype(dt)
-        return (float(start) + np.arange(lo, hi, dtype=np.float64) * float(step)).astype(dt)
+        i = np.arange(lo, hi, dtype=np.int64)
+        if exact:  # modulo 2**64: every value fits dt (checked above), so the wrapped uint64 arithmetic is exact
+            return (np.uint64(start % 2**64) + i.astype(np.uint64) * np.uint64(step % 2**64)).astype(dt)
+        y = first + i.astype(np.float64) * delta
+        if lo <= 1 < hi:
+            y[1 - lo] = second
+        return y.astype(dt)
 
     return _build(mesh, (n,), dt, make, "arange", {"start": start, "step": step})
+
+
+def _finite(v: Any, start: Any, stop: Any, step: Any) -> float:
+    """``arange``'s argument ``v`` as a finite float.
+
+    Raises:
+        ArgumentError: ``v`` is NaN or infinite, or an integer beyond the range of a float64.
+    """
+    try:
+        f = float(v)
+    except OverflowError:
+        f = math.inf
+    if not math.isfinite(f):
+        raise ArgumentError(
+            f"arange({start!r:.40}, {stop!r:.40}, {step!r:.40}): start, stop and step must be finite float64 "
+            f"values; got {v!r:.40}"
+        )
+    return f
+
+
+def _short_int(v: int) -> str:
+    """``v`` for a message: its digits, or their first few and their count for a long one (a float's 300)."""
+    digits = str(v)
+    return digits if len(digits) <= 24 else f"{digits[:8]}...({len(digits.lstrip('-'))} digits)"
 
 
 def _check_fits(dt: np.dtype, values: tuple[int, ...], what: str) -> None:
@@ -296,8 +332,8 @@ def _check_fits(dt: np.dtype, values: tuple[int, ...], what: str) -> None:
     for v in values:
         if not info.min <= v <= info.max:
             raise CastError(
-                f"{what}: the value {v} does not fit {dt} [{info.min}, {info.max}]; give a wider dtype, or a range "
-                f"inside [{info.min}, {info.max}]"
+                f"{what}: the value {_short_int(v)} does not fit {dt} [{info.min}, {info.max}]; give a wider dtype, "
+                f"or a range inside [{info.min}, {info.max}]"
             )
 
 
@@ -307,8 +343,14 @@ def linspace(
     """``num`` evenly spaced values from ``start`` to ``stop``; each device computes its own block.
 
     Values are ``start + i * (stop - start) / div`` (``div`` is ``num - 1``
-    with the endpoint, else ``num``), as NumPy computes them; the last is
-    exactly ``stop`` when ``endpoint``.
+    with the endpoint, else ``num``), as NumPy computes them, in NumPy's
+    dtype (float64 or complex128 for Python numbers; a NumPy scalar keeps its
+    float dtype, as NEP 50: ``np.float32`` endpoints compute and give float32);
+    the last is exactly ``stop`` when ``endpoint``. An integer ``dtype``
+    floors the values as NumPy 2 does (``linspace(-5, 5, 4, dtype=int64)`` is
+    ``[-5, -2, 1, 5]``); values it cannot hold (beyond its range, NaN) are a
+    ``CastError`` rather than NumPy's silent wrap. A bool ``dtype`` is
+    ``values != 0``, as NumPy's cast.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -325,35 +367,75 @@ def linspace(
     for name, v in (("start", start), ("stop", stop)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, complex, np.number)):
             raise DTypeError(f"linspace: {name} must be a real or complex number; got {type(v).__name__} {v!r:.80}")
-    cplx = isinstance(start, (complex, np.complexfloating)) or isinstance(stop, (complex, np.complexfloating))
-    dt = (_DEFAULT["c"] if cplx else _DEFAULT["f"]) if dtype is None else as_dtype(dtype)
-    if dt.kind not in "fc":
-        raise DTypeError(f"linspace makes floating-point values; got dtype {dt.name}")
-    if cplx and dt.kind != "c":
+    start, stop = _weak_float(start, "start"), _weak_float(stop, "stop")
+    work = _linspace_dtype(start, stop)
+    dt = work if dtype is None else as_dtype(dtype)
+    if dt.kind not in "iubc" and not is_real_float(dt):
+        raise DTypeError(f"linspace makes numbers; got dtype {dt.name}")
+    if work.kind == "c" and dt.kind != "c":
         raise DTypeError(f"linspace: complex start/stop need a complex dtype; got {dt.name}")
-    # NumPy's arithmetic: in complex128 for complex start/stop, else in float64 (cast to a complex dtype at the end)
-    work = np.complex128 if cplx else np.float64
-    a, z = work(cast(Any, start)), work(cast(Any, stop))
+    a, z = work.type(start), work.type(stop)
     div = (num - 1) if endpoint else num
-    delta = z - a
-    step = delta / div if div > 0 else delta * np.nan
+    with np.errstate(all="ignore"):  # (inf - inf is NaN, as NumPy's; NumPy warns in its own arithmetic)
+        delta = z - a
+        step = delta / div if div > 0 else delta * np.nan
+
+    def values(i: np.ndarray) -> np.ndarray:
+        """The samples at the indices ``i``, in ``work`` (NumPy's arithmetic; the ``dtype`` cast not done)."""
+        w = i.astype(work)  # (NumPy's np.arange(num, dtype=work); i itself finds the last sample)
+        with np.errstate(all="ignore"):
+            if div > 0 and step == 0:  # (NumPy's handling of subnormal steps)
+                y = (w / div) * delta + a
+            elif div > 0:
+                y = w * step + a
+            else:
+                y = w * delta + a
+        y = np.asarray(y, dtype=work)
+        if endpoint and num > 1:
+            y = np.where(i == num - 1, z, y)
+        if dt.kind in "iu":
+            y = np.floor(y)
+        return y
+
+    if dt.kind in "iu" and num:
+        ends = values(np.asarray([0, num - 1], dtype=np.int64))
+        if not np.isfinite(ends).all():
+            raise CastError(
+                f"linspace({start!r}, {stop!r}, {num}) holds {ends[~np.isfinite(ends)][0]}, which {dt.name} cannot "
+                f"hold (no NaN or inf); give a float dtype or finite start and stop"
+            )
+        _check_fits(dt, tuple(int(v) for v in ends), "linspace")
     mesh = _mesh(device, "linspace")
 
     def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
         lo, hi = b[0]
-        i = np.arange(lo, hi, dtype=np.float64)
-        if div > 0 and step == 0:
-            y = (i / div) * delta + a
-        elif div > 0:
-            y = i * step + a
-        else:
-            y = i * delta + a
-        y = np.asarray(y, dtype=work)
-        if endpoint and num > 1 and hi == num and hi > lo:
-            y[-1] = z
-        return y.astype(dt)
+        return values(np.arange(lo, hi, dtype=np.int64)).astype(dt)
 
     return _build(mesh, (num,), dt, make, "linspace", {"start": start, "stop": stop, "endpoint": endpoint})
+
+
+def _weak_float(v: Any, name: str) -> Any:
+    """``linspace``'s Python integer endpoint as the Python float it is computed in (one beyond int64 too: NumPy
+    makes an object array of it and fails); other values as they are.
+
+    Raises:
+        ArgumentError: an integer beyond the range of a float64.
+    """
+    if not isinstance(v, int):
+        return v
+    try:
+        return float(v)
+    except OverflowError:
+        raise ArgumentError(
+            f"linspace: {name}={_short_int(v)} is beyond the range of a float64; give a smaller value"
+        ) from None
+
+
+def _linspace_dtype(start: Any, stop: Any) -> np.dtype:
+    """NumPy's dtype of ``linspace``'s arithmetic: the result type of ``start`` and ``stop`` (Python numbers weak,
+    NumPy scalars strong, as NEP 50), float64 where that is not a float or complex dtype."""
+    dt = np.result_type(start, stop)
+    return dt if dt.kind in "fc" else _DEFAULT["f"]
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None) -> Array:
@@ -543,6 +625,8 @@ def meshgrid(*arrays: ShardArray, indexing: str = "xy") -> list[Array]:
     with ``"ij"`` they are not (matrix). Each output is the named
     ``broadcast_to`` of its input into dims ``dim0..`` laid out axis ``k`` over
     mesh axis ``k``: every device builds its block from its own rows of the input.
+    Each output keeps its input's dtype, as NumPy's ``meshgrid`` (the standard
+    asks for one dtype; inputs of several dtypes are not refused).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -565,8 +649,6 @@ def meshgrid(*arrays: ShardArray, indexing: str = "xy") -> list[Array]:
     for a in arrays[1:]:
         if a.mesh is not mesh and a.mesh != mesh:
             raise MeshError(f"meshgrid: the arrays live on different meshes ({mesh} and {a.mesh}); use one mesh")
-    if len({a.dtype for a in arrays}) > 1:
-        raise DTypeError(f"meshgrid: the arrays must have one dtype; got {[a.dtype.name for a in arrays]}")
     n = len(arrays)
     pos = list(range(n))  # pos[i]: the output axis of input i
     if indexing == "xy" and n > 1:

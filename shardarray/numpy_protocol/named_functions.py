@@ -349,7 +349,7 @@ def _like(fill: Any) -> Callable[..., Any]:
         dtype = bound.pop("dtype", None)
         shape = bound.pop("shape", None)
         for key, v in bound.items():
-            if key not in ("a", "order", "subok", "device") or (key == "order" and v not in ("K", "C")):
+            if key not in ("a", "prototype", "order", "subok", "device") or (key == "order" and v not in ("K", "C")):
                 raise ArgumentError(f"{what}: {key}={v!r} is not supported on ShardArrays; call it without {key}=")
         if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
             raise ArgumentError(
@@ -564,6 +564,7 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.zeros_like: Entry("zeros_like", "custom", handler=_like(0)),
     np.ones_like: Entry("ones_like", "custom", handler=_like(1)),
     np.full_like: Entry("full_like", "custom", handler=_like(None)),
+    np.empty_like: Entry("empty_like", "custom", handler=_like(0)),  # (zeros: nothing is left uninitialised)
     np.einsum: Entry("einsum", "custom", handler=einsum_by_letters),
     np.expand_dims: Entry("expand_dims", "custom", handler=_expand_dims),
     np.round: Entry("round", "custom", handler=_round),
