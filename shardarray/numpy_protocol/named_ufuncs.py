@@ -4,9 +4,11 @@ A ufunc maps by its name to the ``shardarray`` function of that name (or its
 standard spelling, ``common.UFUNC_ALIASES``), else to the ShardArray operator
 (``np.add`` -> ``x + y``). ``reduce`` of ``add``/``multiply``/``maximum``/
 ``minimum``/``logical_and``/``logical_or`` is ``sa.sum``/``prod``/``max``/``min``/
-``all``/``any``; ``accumulate`` of ``add``/``multiply`` is ``sa.cumsum``/``cumprod``
-(shardarray has no running maximum, so ``np.maximum.accumulate`` raises NumPy's
-TypeError). Positional axes are dims: axis ``k`` of ``x`` is ``x.dims[k]``.
+``all``/``any``; ``accumulate`` of ``add``/``multiply`` is ``sa.cumsum``/``cumprod``,
+of ``maximum``/``minimum``/``fmax``/``fmin`` and the ``logical_*``/``bitwise_*``
+ufuncs the running value of ``ops.reduction.scan.accumulate`` (NumPy's dtypes;
+the running extremes differentiable). Positional axes are dims: axis ``k`` of
+``x`` is ``x.dims[k]``.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -17,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,7 @@ from ..array import ShardArray
 from ..core.common import dims_arg
 from ..errors import ArgumentError, DTypeError
 from ..ops.manipulation.structure import astype
+from ..ops.reduction.scan import ACCUMULATES, LOGICAL, accumulate
 from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, mixing_error, same, short
 
 # NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
@@ -59,7 +63,7 @@ UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
 #: gives floats; ``np.conjugate`` of bools is int8): their operand is cast to the loop's dtype first
 LOOP_DTYPE = frozenset({"rint", "conjugate"})
 
-# ufunc.accumulate -> the shardarray scan (only those that exist: no running maximum/minimum)
+# ufunc.accumulate -> the shardarray scan (the other associative ufuncs: scan.ACCUMULATES, scan.accumulate)
 UFUNC_ACCUMULATIONS: dict[str, str] = {"add": "cumsum", "multiply": "cumprod"}
 
 _NEUTRAL: dict[str, Any] = {
@@ -126,12 +130,18 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
     if method in ("reduce", "accumulate"):
         table = UFUNC_REDUCTIONS if method == "reduce" else UFUNC_ACCUMULATIONS
         fn = HOOKS.lookup(table[name]) if name in table else None
+        if method == "accumulate" and name in ACCUMULATES:  # (the running extremes, truth values and bits)
+            fn = functools.partial(accumulate, op=name)
         if fn is None or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
             return NotImplemented
         kw = dict(kwargs)
         axis = kw.pop("axis", 0)
         dtype = check_ufunc_kwargs(what, kw)
-        x = inputs[0] if dtype is None else astype(inputs[0], dtype)
+        if method == "accumulate" and name in LOGICAL and dtype is not None and np.dtype(dtype) != np.bool_:
+            raise DTypeError(
+                f"{what}: dtype={np.dtype(dtype)} has no loop: NumPy's {name} computes in bool only; omit dtype="
+            )
+        x = inputs[0] if dtype is None else astype(inputs[0], dtype)  # (NumPy's loop of dtype= reads x cast)
         if method == "accumulate":
             return fn(x, one_dim(x, axis, what))
         return fn(x, dims_of(x, axis, what))

@@ -25,9 +25,12 @@ The methods:
   ``CastError``) and combined with the result by the ufunc, and a ``maximum``/
   ``minimum`` reduction over an empty axis is ``initial``, as in NumPy);
 * ``accumulate`` of ``add``/``multiply`` is ``xp.cumulative_sum``/
-  ``cumulative_prod`` (``axis=0`` by default, ``dtype``, ``out``); the namespace
-  has no running maximum or minimum, so ``np.maximum.accumulate`` raises
-  NumPy's TypeError;
+  ``cumulative_prod``; of ``maximum``/``minimum``/``fmax``/``fmin``, the
+  ``logical_*`` and the ``bitwise_*`` ufuncs the running value of
+  ``ops.reduction.scan.accumulate`` (NaN, complex order and dtypes as NumPy's
+  loops; the running extremes differentiable); ``axis=0`` by default (None for
+  1-D), ``dtype`` (the operand cast to it first, as NumPy's loop of that dtype
+  reads it; ``logical_*`` compute in bool only), ``out``;
 * ``outer(a, b)`` is the ufunc on ``a`` reshaped to ``a.shape + (1,) * b.ndim``
   and ``b`` (the broadcast NumPy defines it by); a Python scalar operand is an
   array of NumPy's default dtype there, as NumPy's ``outer`` makes it
@@ -45,7 +48,7 @@ casts to the loop, for the loop ``dtype=`` picks, and for the write into
 rows, repeated indices add every time). The gufuncs ``np.matmul``,
 ``np.matvec``, ``np.vecmat`` and ``np.vecdot`` are ``positional_products``'s (bools
 too, ``axes=``). A ufunc or method without a counterpart (``np.fmod``,
-``np.maximum.at``, ``reduceat``, ``np.maximum.accumulate``, a gufunc's methods)
+``np.maximum.at``, ``reduceat``, ``np.subtract.accumulate``, a gufunc's methods)
 returns NotImplemented: NumPy raises its TypeError, nothing is gathered. The
 collectives are those of the namespace function called.
 
@@ -55,6 +58,9 @@ Example:
     ...     x = xp.asarray([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
     >>> np.asarray(np.maximum.reduce(x, axis=1)), np.asarray(np.add.accumulate(x))[1]
     (array([5., 6.]), array([5., 7., 9.]))
+    >>> np.asarray(np.maximum.accumulate(x, axis=1))
+    array([[1., 5., 5.],
+           [4., 4., 6.]])
 """
 
 from __future__ import annotations
@@ -68,6 +74,8 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import SUPPORTED, scalar_for_write
 from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops.reduction.scan import ACCUMULATES, accumulate
+from ..ops.reduction.scan import LOGICAL as LOGICAL_SCANS
 from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 from .positional_products import GUFUNCS, call_gufunc
@@ -330,9 +338,24 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
         return NotImplemented
     table = UFUNC_REDUCTIONS if method == "reduce" else ACCUMULATE
     target = counterpart(xp, table[name]) if name in table else None
+    if method == "accumulate" and name in ACCUMULATES:
+        target = RUNNING[name]
     if target is None:
         return NotImplemented
     return _reduce_or_scan(xp, target, fn, method, inputs[0], what, **kwargs)
+
+
+def _running(op: str) -> Callable[..., Any]:
+    """The namespace-style target of ``np.<op>.accumulate`` (``scan.ACCUMULATES``): ``target(x, axis=k)``."""
+
+    def target(x: ShardArray, axis: int) -> Any:
+        return accumulate(x, x.dims[axis], op)  # (positional in, positional out: the op keeps the kind)
+
+    return target
+
+
+#: ufunc.accumulate of the other associative ufuncs -> its target (built once: ``signature`` caches by function)
+RUNNING: dict[str, Callable[..., Any]] = {op: _running(op) for op in ACCUMULATES}
 
 
 def where_mask(xp: Any, where: Any, x: ShardArray, what: str) -> ShardArray:
@@ -401,6 +424,10 @@ def _reduce_or_scan(
     params = signature(target).parameters
     kw: dict[str, Any] = {}
     if dtype is not None:
+        if name in LOGICAL_SCANS and method == "accumulate" and np.dtype(dtype) != np.bool_:
+            raise DTypeError(
+                f"{what}: dtype={np.dtype(dtype)} has no loop: NumPy's {name} computes in bool only; omit dtype="
+            )
         if "dtype" in params:
             kw["dtype"] = dtype
         else:

@@ -1,4 +1,4 @@
-"""Cumulative sums and products along one named dim: local scan, exclusive scan of block totals, local fix-up.
+"""Cumulative sums, products and running extremes along one dim: local scan, scan of block totals, local fix-up.
 
 Along an unsplit dim the scan is local. Along a split dim each device scans
 its block, then the devices of each group along the dim's mesh axes exchange
@@ -21,21 +21,30 @@ exact additive identity), so a cumsum of -0.0 stays -0.0. Along a split dim
 of size 0 or 1 the scan is local too (the one entry is its own prefix: the
 values in the result's dtype; the empty blocks stay empty), and a pending sum
 whose dtype the scan keeps stays pending (a scan is linear).
+
+The other associative ufuncs' ``accumulate`` (``np.maximum``/``minimum``/``fmax``/``fmin``: the running
+extremes, differentiable; ``logical_*``, ``bitwise_*``) run the same plan with any associative combine
+(``block_scan``): a local scan of elementwise rounds, one allgather of each block's last running value, a
+local combine with the carry of the blocks before.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from ...array import ShardArray
 from ...backend.meta import MetaArray
-from ...core.common import map_blocks, new_array, one_dim_arg, require_array
-from ...core.relayout import resolve
-from ...core.tape import differentiable
-from ...dtypes import accumulation_dtype, is_complex, is_real_float
-from ...errors import DTypeError
+from ...core.common import map_blocks, map_blocks_multi, new_array, one_dim_arg, require_array
+from ...core.relayout import resolve, resolve_to
+from ...core.tape import Context, differentiable, nondifferentiable, register_vjp
+from ...dtypes import BFLOAT16, accumulation_dtype, is_complex, is_real_float
+from ...errors import ArgumentError, DTypeError
+from ...layout import block_bounds
+from ..cotangent import match
+from ..elementwise.logical import complex_choose
 
 
 def scan_dtype(dtype: np.dtype) -> np.dtype:
@@ -202,4 +211,272 @@ def cumprod(x: ShardArray, dim: Any = None, dtype: Any = None) -> ShardArray:
     return scan(x, dim, "prod", dtype=dtype)
 
 
-__all__ = ["cumprod", "cumsum"]
+# ------------------------------------------------------------------ the other associative ufuncs' accumulate
+
+#: ``ufunc.accumulate`` of these is ``accumulate``: running extremes (differentiable), truth values and bits (not)
+EXTREMES = ("maximum", "minimum", "fmax", "fmin")
+LOGICAL = ("logical_and", "logical_or", "logical_xor")
+BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+ACCUMULATES = EXTREMES + LOGICAL + BITWISE
+
+Parts = tuple[Any, ...]
+Combine = Callable[[Parts, Parts], Parts]
+
+
+def _steps(xp: Any, parts: Parts, i: int, combine: Combine) -> Parts:
+    """The inclusive scan of the blocks ``parts`` (one element: a tuple of equal-shape blocks) along axis ``i``.
+
+    Hillis-Steele: ``ceil(log2(n))`` elementwise rounds, each combining every element with the one ``s``
+    before it (``s`` = 1, 2, 4, ...), so only the backend's elementwise ops run (CuPy's ``ufunc.accumulate`` is
+    ``add``/``multiply`` only). ``combine(earlier, later)`` must be associative.
+    """
+    n = parts[0].shape[i]
+    pre = (slice(None),) * i
+    s = 1
+    while s < n:
+        done = combine(tuple(p[pre + (slice(0, n - s),)] for p in parts), tuple(p[pre + (slice(s, n),)] for p in parts))
+        parts = tuple(xp.concatenate([p[pre + (slice(0, s),)], c], axis=i) for p, c in zip(parts, done))
+        s *= 2
+    return parts
+
+
+def block_scan(
+    x: ShardArray,
+    dim: str,
+    shard_lists: Sequence[Sequence[Any]],
+    make: Callable[..., Parts],
+    combine: Combine,
+    dtypes: tuple[Any, ...],
+    reverse: bool = False,
+) -> tuple[list[Any], list[Any]]:
+    """An associative scan along ``dim`` with ``x``'s layout (resolved): per device its scanned parts and the
+    combined total of the blocks before its own (its *carry*; None for the first nonempty block or where the
+    scan is local).
+
+    ``make(*blocks)`` turns one device's blocks (one from each list of ``shard_lists``) into the scan's parts
+    (``dtypes`` theirs); ``combine(earlier, later)`` is associative, ``earlier`` first in the scan's order
+    (``reverse``: from the end). Along a split ``dim`` of size > 1, **one allgather per part** over the dim's
+    mesh axes of each block's total (its last scanned element: one value per device per index of the other
+    dims); each device folds the totals of the nonempty blocks before its own (block lengths are host ints)
+    and combines that carry with its scanned block. Nothing else moves.
+    """
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    i = x.dims.index(dim)
+    pre = (slice(None),) * i
+    used = x.spec.used_axes
+    k = len(dtypes)
+
+    def local(*blocks: Any) -> Parts:
+        if isinstance(blocks[0], MetaArray):
+            return tuple(MetaArray(blocks[0].shape, dt) for dt in dtypes)
+        parts = make(*blocks)
+        if reverse:
+            parts = tuple(xp.flip(p, axis=i) for p in parts)
+        parts = _steps(xp, parts, i, combine)
+        return tuple(xp.flip(p, axis=i) for p in parts) if reverse else parts
+
+    scanned = map_blocks(mesh, used, local, *shard_lists)
+    axes = x.spec.of(dim) if x.sizes[dim] > 1 else ()
+    if not axes:
+        return list(scanned), [None] * mesh.size
+
+    def total(parts: Parts) -> Parts:
+        p0 = parts[0]
+        shape = p0.shape[:i] + (1,) + p0.shape[i + 1 :]
+        if isinstance(p0, MetaArray):
+            return tuple(MetaArray(shape, dt) for dt in dtypes)
+        if p0.shape[i] == 0:  # (an empty block's entry is never read: the lengths are known)
+            return tuple(xp.zeros(shape, dtype=dt) for dt in dtypes)
+        at = 0 if reverse else p0.shape[i] - 1
+        return tuple(xp.ascontiguousarray(p[pre + (slice(at, at + 1),)]) for p in parts)
+
+    totals = map_blocks_multi(mesh, used, k, total, scanned)
+    gathered = [mesh.comm.allgather(t, axes, dim=i) for t in totals]
+    bounds = block_bounds(mesh, x.spec)
+    carries: list[Any] = [None] * mesh.size
+    combined: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
+        full = [j for j, d in enumerate(group) if bounds[d][i][1] > bounds[d][i][0]]
+        for j, d in enumerate(group):
+            parts = scanned[d]
+            combined[d] = parts
+            if parts is None or isinstance(parts[0], MetaArray):
+                continue
+            before = [m for m in full if (m > j if reverse else m < j)]
+            carry = None
+            for m in sorted(before, reverse=reverse):
+                t = tuple(g[d][pre + (slice(m, m + 1),)] for g in gathered)
+                carry = t if carry is None else combine(carry, t)
+            if carry is not None:
+                carries[d] = carry
+                combined[d] = combine(carry, parts)
+    return combined, carries
+
+
+def _ufunc_combine(xp: Any, op: str, dtype: np.dtype) -> Combine:
+    """The ufunc ``op`` of the backend on one-part elements (complex extremes in NumPy's order, bit for bit)."""
+    if dtype.kind == "c" and op in EXTREMES:  # lexicographic, a NaN part propagating (maximum/minimum)
+        return lambda a, b: (complex_choose(xp, op, a[0], b[0]),)
+    fn = getattr(xp, op)
+    return lambda a, b: (fn(a[0], b[0]),)
+
+
+def _accumulate(x: ShardArray, dim: str, op: str) -> ShardArray:
+    """``np.<op>.accumulate`` of ``x`` along ``dim``, in ``x``'s dtype (bool for the ``logical_*`` ops)."""
+    x = resolve(x, x.spec.axes)
+    dtype = np.dtype(bool) if op in LOGICAL else x.dtype
+    work = np.dtype(np.float32) if dtype == BFLOAT16 else dtype  # (max/min are exact in float32)
+    xp = x.mesh.backend.xp
+    combine = _ufunc_combine(xp, op, work)
+
+    def make(s: Any) -> Parts:
+        if op in LOGICAL:
+            return (s.astype(bool, copy=False) if s.dtype == np.bool_ else s != 0,)
+        return (s.astype(work, copy=False),)
+
+    scanned, _ = block_scan(x, dim, [x.shards], make, combine, (work,))
+    shards = [
+        None
+        if p is None
+        else (MetaArray(p[0].shape, dtype) if isinstance(p[0], MetaArray) else p[0].astype(dtype, copy=False))
+        for p in scanned
+    ]
+    return new_array(x.mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, dtype=dtype)
+
+
+def _scan_arg(x: Any, dim: Any, op: str, ops: tuple[str, ...], what: str) -> tuple[ShardArray, str]:
+    x = require_array(x, f"sa.{what}")
+    dim = one_dim_arg(x, dim, what, "scan", none_on_1d=True)
+    if op not in ops:
+        raise ArgumentError(f"{what}: op must be one of {ops}; got {op!r}")
+    kinds = "biu" if op in BITWISE else "biufc"
+    if x.dtype.kind not in kinds and not (x.dtype == BFLOAT16 and op not in BITWISE):
+        need = "an integer or bool" if op in BITWISE else "a numeric or bool"
+        raise DTypeError(
+            f"{what}: np.{op}.accumulate needs {need} array; got dtype {x.dtype} (array {x.sizes}), as NumPy has no "
+            f"{op} loop for it; cast it first"
+        )
+    return x, dim
+
+
+@differentiable("cumulative_extreme", resolve_inputs=True)
+def cumulative_extreme(x: ShardArray, dim: Any = None, op: str = "maximum") -> ShardArray:
+    """The running maximum (``op`` "maximum", "minimum", "fmax" or "fmin") of ``x`` along ``dim``:
+    ``np.maximum.accumulate`` and its kin, in ``x``'s dtype (NumPy's loops; bool, ints, float16/bfloat16,
+    complex).
+
+    NaN as NumPy: ``maximum``/``minimum`` propagate it from its first position on, ``fmax``/``fmin`` skip it
+    (a NaN only while every value so far is one). Complex values in NumPy's lexicographic order (real part,
+    then imaginary part), a value with a NaN part propagating. Of tied values (``0.0`` and ``-0.0``) the one
+    the backend's elementwise ``op`` of the running value and the next picks: the sign of a tied zero may differ
+    from NumPy's accumulate loops, which themselves differ there between ``maximum`` and ``fmax``.
+
+    Collectives: along a split ``dim`` (size > 1), **one allgather** over the dim's mesh axes of each block's
+    last running value (one element per device per index of the other dims), then each device combines the
+    values of the nonempty blocks before its own with its local scan; nothing else moves. A local scan takes
+    ``ceil(log2(n))`` elementwise rounds of the backend (``block_scan``).
+
+    Gradient: the cotangent of ``y[i]`` goes to the one position ``j <= i`` holding the running value: the
+    **last** ``j`` with ``x[j] == y[i]`` (a NaN counting as equal to a NaN), PyTorch's ``cummax`` index
+    convention. JAX's ``lax.cummax`` differentiates its ``associative_scan``, whose ``lax.max`` halves a tie at
+    each combine, so its split of a tie follows its tree (``[1, 1]``: 0.5 each; the last output of ``[1, 1, 1]``:
+    0.25, 0.25, 0.5); that split would change with the block layout here, so one position takes it all. Away
+    from ties both agree. The VJP is a reverse segmented sum: along a split ``dim`` two allgathers of one value
+    per line (a flag and a partial sum).
+
+    Args:
+        x: the array.
+        dim: the dim to scan (a name or a position; a 1-D array may leave it out).
+        op: "maximum", "minimum", "fmax" or "fmin".
+
+    Example:
+        >>> from shardarray.ops.reduction.scan import cumulative_extreme
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([1.0, 3.0, 2.0, 5.0, 4.0]), dims=("t",), mesh=mesh, layout={"t": ("row", "col")})
+        >>> with sa.comm_log() as log:
+        ...     y = cumulative_extreme(x, "t")
+        >>> y.numpy(), [(r.op, r.elements) for r in log.records]
+        (array([1., 3., 3., 5., 5.]), [('allgather', 1)])
+    """
+    x, dim = _scan_arg(x, dim, op, EXTREMES, "cumulative_extreme")
+    return _accumulate(x, dim, op)
+
+
+@nondifferentiable("cumulative_bits")
+def cumulative_bits(x: ShardArray, dim: Any = None, op: str = "logical_or") -> ShardArray:
+    """``np.<op>.accumulate`` of ``x`` along ``dim`` for the ``logical_*`` (a bool result; a non-bool ``x`` read
+    as ``x != 0``, as NumPy's loops read it) and ``bitwise_*`` ops (ints and bools, in ``x``'s dtype).
+
+    Collectives as ``cumulative_extreme``: one allgather of each block's last running value along a split
+    ``dim``. No gradient (bool and integer results).
+
+    Example:
+        >>> from shardarray.ops.reduction.scan import cumulative_bits
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> x = sa.asarray(np.array([0, 0, 2, 0, 1]), dims=("t",), mesh=mesh, layout={"t": "col"})
+        >>> cumulative_bits(x, "t", "logical_or").numpy(), cumulative_bits(x, "t", "bitwise_xor").numpy()
+        (array([False, False,  True,  True,  True]), array([0, 0, 2, 2, 3]))
+    """
+    x, dim = _scan_arg(x, dim, op, LOGICAL + BITWISE, "cumulative_bits")
+    return _accumulate(x, dim, op)
+
+
+def accumulate(x: ShardArray, dim: Any, op: str) -> ShardArray:
+    """``np.<op>.accumulate`` for the associative ufuncs beyond ``add``/``multiply`` (``ACCUMULATES``): the
+    running extremes (``cumulative_extreme``, differentiable) and the running truth values and bits
+    (``cumulative_bits``)."""
+    if op in EXTREMES:
+        return cumulative_extreme(x, dim, op)
+    return cumulative_bits(x, dim, op)
+
+
+@register_vjp("cumulative_extreme")
+def _cumulative_extreme_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    """``x̄[k] = Σ ȳ[i]`` over the ``i >= k`` whose running value ``x[k]`` holds (``k`` the last hit up to ``i``).
+
+    A hit is ``x[k] == y[k]`` (a NaN equal to a NaN). With ``z[k]`` the sum of ``ȳ`` from ``k`` up to the next
+    hit (0 at a hit), ``z[k] = (0 if hit[k] else ȳ[k] + z[k+1])``: a reverse scan of affine maps ``(a, b)``
+    (``a`` = not hit), exact (no differences of sums); ``x̄[k] = hit[k] * (ȳ[k] + z[k+1])``, with ``z`` past a
+    block's end its carry from the blocks after it.
+    """
+    x, y = ctx.args[0], ctx.out
+    dim = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("dim")
+    dim = x.dims[0] if dim is None else (dim if isinstance(dim, str) else x.dims[int(dim)])
+    g = resolve_to(cast(ShardArray, match(g, y)))
+    mesh, xp = x.mesh, x.mesh.backend.xp
+    i = x.dims.index(dim)
+    pre = (slice(None),) * i
+    work = accumulation_dtype(g.dtype) or g.dtype
+
+    def hits(xb: Any, yb: Any) -> Any:
+        return (xb == yb) | (xp.isnan(xb) & xp.isnan(yb))
+
+    def make(xb: Any, yb: Any, gb: Any) -> Parts:
+        hit = hits(xb, yb)
+        return (~hit, xp.where(hit, xp.zeros((), dtype=work), gb.astype(work)))
+
+    def combine(e: Parts, later: Parts) -> Parts:  # later ∘ e: (a_l a_e, a_l b_e + b_l)
+        return (later[0] & e[0], xp.where(later[0], e[1] + later[1], later[1]))
+
+    scanned, carries = block_scan(
+        x, dim, [x.shards, y.shards, g.shards], make, combine, (np.dtype(bool), work), reverse=True
+    )
+    shards: list[Any] = [None] * mesh.size
+    for d in range(mesh.size):
+        parts, xb = scanned[d], x.shards[d]
+        if parts is None or isinstance(xb, MetaArray):
+            shards[d] = None if parts is None else MetaArray(xb.shape, x.dtype)
+            continue
+        z = parts[1]
+        if z.shape[i] == 0:
+            shards[d] = xp.zeros(xb.shape, dtype=x.dtype)
+            continue
+        after = carries[d][1] if carries[d] is not None else xp.zeros(z.shape[:i] + (1,) + z.shape[i + 1 :], work)
+        nxt = xp.concatenate([z[pre + (slice(1, None),)], after.astype(work)], axis=i)
+        gb = g.shards[d].astype(work)
+        shards[d] = xp.where(hits(xb, y.shards[d]), gb + nxt, xp.zeros((), dtype=work)).astype(x.dtype)
+    gx = new_array(mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, dtype=x.dtype)
+    return [match(gx, x)] + [None] * (len(ctx.args) - 1)
+
+
+__all__ = ["accumulate", "cumprod", "cumsum", "cumulative_bits", "cumulative_extreme"]
