@@ -408,8 +408,10 @@ def test_fabs_and_spacing_refuse_complex_and_fabs_differentiates():
         np.testing.assert_array_equal(np.asarray(g), [-1.0, 1.0, -1.0])
 
 
-def test_result_type_without_a_common_dtype_is_typed():
-    """``xp.result_type(bfloat16, int64)``: NumPy's bare ``DTypePromotionError`` before; a ``sa.DTypeError`` (a
-    ``TypeError``) naming the dtypes now."""
-    with pytest.raises(sa.DTypeError, match="bfloat16, int64 have no common dtype"):
-        xp.result_type("bfloat16", xp.int64)
+def test_result_type_agrees_with_the_ops_and_types_its_refusals():
+    """``xp.result_type(bfloat16, int64)``: NumPy's bare ``DTypePromotionError`` once, then a ``sa.DTypeError``; now
+    float64, the dtype ``bf16 + int64`` has always had (round 14); a dtype shardarray lacks is a ``sa.DTypeError``
+    (a ``TypeError``) naming it."""
+    assert xp.result_type("bfloat16", xp.int64) == xp.float64
+    with pytest.raises(sa.DTypeError, match="datetime64"):
+        xp.result_type("datetime64[s]", xp.int64)

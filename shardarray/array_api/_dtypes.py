@@ -9,6 +9,13 @@ standard's table for the combinations it specifies (NumPy 2 agrees with it
 there); mixed kinds, which the standard leaves to the implementation, follow
 NumPy 2 (``int64`` with ``float32`` gives ``float64``). Python scalars are
 weak, as in the 2024.12 standard: ``result_type(xp.int8, 1)`` is ``int8``.
+
+bfloat16 (``ml_dtypes.bfloat16``, which the namespace's arrays may hold) is a real
+floating dtype here as in every op: ``result_type`` promotes it as the ops do
+(``shardarray.dtypes.promote``: with float16 or a 16-bit integer float32, with a
+32/64-bit integer float64, where NumPy has no rule), a Python ``float`` keeps it
+and a ``complex`` makes complex64; ``can_cast``, ``finfo`` and ``isdtype`` (``"real
+floating"``) treat it as the float it is.
 """
 
 from __future__ import annotations
@@ -17,10 +24,11 @@ import builtins
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..array import ShardArray
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, is_real_float, promote
 from ..errors import ArgumentError, DTypeError, MeshError
 from ..mesh import Mesh
 from ..ops.manipulation import structure
@@ -106,8 +114,8 @@ def can_cast(from_: Any, to: Any, /) -> builtins.bool:
     """Whether ``from_`` (a dtype or an array) promotes to ``to`` by the standard's type promotion rules.
 
     Only casts within a kind are promotions (``int8`` to ``int16``, ``uint8``
-    to ``int16``, ``float32`` to ``complex64``); ``int64`` to ``float64`` is
-    not (``astype`` still does it).
+    to ``int16``, ``float32`` to ``complex64``, ``bfloat16`` to ``float32``); ``int64`` to ``float64`` is
+    not (``astype`` still does it), nor is ``float16`` to ``bfloat16`` or back (they promote to float32).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -119,7 +127,7 @@ def can_cast(from_: Any, to: Any, /) -> builtins.bool:
         return True
     if (f.kind == "b") != (t.kind == "b") or (f.kind in "iu") != (t.kind in "iu"):
         return False
-    return np.result_type(f, t) == t
+    return promote(f, t) == t
 
 
 @dataclass(frozen=True)
@@ -153,9 +161,9 @@ def finfo(type: Any, /) -> finfo_object:
         (32, 2.220446049250313e-16)
     """
     dt = _dtype_of(type, "finfo")
-    if dt.kind not in "fc":
+    if dt.kind != "c" and not is_real_float(dt):
         raise DTypeError(f"finfo takes a floating-point dtype; got {dt.name} (use xp.iinfo for integer dtypes)")
-    fi = np.finfo(dt)
+    fi = ml_dtypes.finfo(dt)  # (NumPy's finfo, and bfloat16's, which NumPy's refuses)
     return finfo_object(
         int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal), np.dtype(fi.dtype)
     )
@@ -187,11 +195,11 @@ def _is_kind(dt: np.dtype, kind: Any) -> builtins.bool:
         if kind == "integral":
             return dt.kind in "iu"
         if kind == "real floating":
-            return dt.kind == "f"
+            return is_real_float(dt)
         if kind == "complex floating":
             return dt.kind == "c"
         if kind == "numeric":
-            return dt.kind in "iufc"
+            return dt.kind in "iuc" or is_real_float(dt)
         raise ArgumentError(f"isdtype: unknown kind {kind!r}; use a dtype or one of {_KINDS}")
     return dt == _dtype_of(kind, "isdtype")
 
@@ -237,8 +245,8 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
             f"(their dtypes are the defaults: xp.asarray(s).dtype)"
         )
     try:
-        out = np.result_type(*dtypes)
-    except TypeError:  # (NumPy's DTypePromotionError: bfloat16 with an integer or complex dtype, say)
+        out = promote(*dtypes)
+    except TypeError:  # (NumPy's DTypePromotionError: no common dtype)
         raise DTypeError(
             f"result_type: the dtypes {', '.join(str(d) for d in dtypes)} have no common dtype; cast one of them "
             f"first (xp.astype)"
@@ -249,17 +257,18 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
 
 
 def _weak(dt: np.dtype, s: Any) -> np.dtype:
-    """``dt`` combined with the Python scalar ``s`` (NumPy 2's weak scalars)."""
+    """``dt`` combined with the Python scalar ``s`` (NumPy 2's weak scalars; bfloat16 as the ops treat it: a
+    ``float`` keeps it, a ``complex`` makes complex64)."""
     if isinstance(s, builtins.bool):
         return dt
     if isinstance(s, int):
         return dt if dt.kind != "b" else np.dtype(int64)
     if isinstance(s, float):
-        return dt if dt.kind in "fc" else np.dtype(float64)
+        return dt if dt.kind == "c" or is_real_float(dt) else np.dtype(float64)
     if dt.kind == "c":
         return dt
-    if dt.kind == "f":
-        return np.result_type(dt, np.complex64)
+    if is_real_float(dt):
+        return promote(dt, np.complex64)
     return np.dtype(complex128)
 
 

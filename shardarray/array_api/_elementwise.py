@@ -328,7 +328,8 @@ def ceil(x: Array, /) -> Array:
 
 
 def conj(x: Array, /) -> Array:
-    """The complex conjugate (of a real array, a new array of the same values, as NumPy's)."""
+    """The complex conjugate (of a real array, a new array of the same values, as NumPy's; of a bool array a bool
+    array, as JAX's ``conj``: NumPy's ufunc has no bool loop and gives int8, the standard defines numeric dtypes)."""
     out = _unary(ew.conj, x, "conj")
     return wrap(out.__copy__()) if out is x else out
 

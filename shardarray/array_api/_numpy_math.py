@@ -15,6 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray
+from ..dtypes import compute_dtype
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ._array import Array
 from ._creation import asarray, eye, zeros, zeros_like
@@ -61,6 +62,13 @@ def _astype(x: Array, dtype: Any) -> Array:
     return cast(Array, astype(x, dtype))
 
 
+def _strong(v: Any, ref: ShardArray) -> Any:
+    """A NumPy scalar or 0-d NumPy array as a 0-d array of its own dtype on ``ref``'s mesh (NEP 50: not weak)."""
+    if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
+        return asarray(v, device=ref.mesh)
+    return v
+
+
 def _as(x: Any, dtype: np.dtype | None) -> Any:
     """An array operand cast to ``dtype`` (None, or a scalar: unchanged)."""
     return astype(x, dtype) if isinstance(x, ShardArray) and dtype is not None and x.dtype != dtype else x
@@ -95,11 +103,12 @@ def exp2(x: Array, /) -> Array:
     return where(logical_and(isfinite(re), isfinite(im)), pow(2.0, x), out)
 
 
-def heaviside(x1: Array, x2: Array | float, /) -> Array:
+def heaviside(x1: Array | float, x2: Array | float, /) -> Array:
     """The Heaviside step of ``x1``: 0 below zero, 1 above, ``x2`` at zero (NaN stays NaN), as ``np.heaviside``.
 
-    Local ``where``s on the broadcast operands (integers give float64, NumPy's loop); no collectives but
-    ``where``'s aligning of an array ``x2`` laid out otherwise than ``x1``.
+    Local ``where``s on the broadcast operands (NumPy's loop dtype: integers give float64, Python scalars are
+    weak, NumPy scalars keep their dtype, as NEP 50 has it); either operand may be a scalar, the other an array.
+    No collectives but ``where``'s aligning of an array ``x2`` laid out otherwise than ``x1``.
     Differentiable: the gradient is 0 for ``x1`` and flows to ``x2`` where ``x1 == 0``.
 
     Example:
@@ -108,9 +117,12 @@ def heaviside(x1: Array, x2: Array | float, /) -> Array:
         ...     xp.heaviside(xp.asarray([-1.5, 0.0, 2.0]), 0.5).numpy()
         array([0. , 0.5, 1. ])
     """
-    x1 = _check(x1, "heaviside")
+    ref = cast(Array, _check(x2 if isinstance(x2, ShardArray) and not isinstance(x1, ShardArray) else x1, "heaviside"))
+    x1, x2 = _strong(x1, ref), _strong(x2, ref)
     dt = _loop_dtype(np.heaviside, [x1, x2], "heaviside")
     x1, x2 = _as(x1, dt), _as(x2, dt)
+    if not isinstance(x1, ShardArray):  # (a scalar x1, an array x2: a 0-d array, broadcast by the wheres)
+        x1 = asarray(x1, dtype=dt, device=ref.mesh)
     step = where(x1 > 0, 1.0, where(x1 == 0, x2, zeros_like(x1)))
     return where(isnan(x1), math.nan, step)
 
@@ -118,7 +130,8 @@ def heaviside(x1: Array, x2: Array | float, /) -> Array:
 def sinc(x: Array) -> Array:
     """The normalized sinc, ``sin(pi x) / (pi x)`` and 1 at 0, as ``np.sinc`` (a NumPy extra).
 
-    NumPy's formula (``pi x`` replaced by the dtype's eps at 0); integers give float64. Elementwise, no
+    NumPy's formula (``pi x`` replaced by the dtype's eps at 0); integers give float64, bfloat16 is computed in
+    float32 and rounded once (``dtypes.compute_dtype``; NumPy with ml_dtypes gives float32 there). Elementwise, no
     collectives. Differentiable (0 at 0).
 
     Example:
@@ -128,6 +141,9 @@ def sinc(x: Array) -> Array:
         array([ 1.      ,  0.63662 , -0.212207])
     """
     x = _check(x, "sinc")
+    wide = compute_dtype(x.dtype)
+    if wide is not None:
+        return _astype(sinc(_astype(x, wide)), x.dtype)
     if x.dtype.kind in "biu":
         x = _astype(x, np.float64)
     y = math.pi * x

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..core.tape import nondifferentiable
+from ..dtypes import compute_dtype
 from ..errors import DTypeError
 from ..ops.elementwise import math_binary as mb
 from ..ops.elementwise.arithmetic import apply
@@ -53,7 +54,7 @@ from ._elementwise import (
     trunc,
 )
 from ._elementwise import where as _where
-from ._numpy_math import _loop_dtype
+from ._numpy_math import _loop_dtype, _strong
 from ._statistical import _check
 from ._statistical import all as _all
 
@@ -95,13 +96,6 @@ def _astype(x: Any, dtype: Any) -> Array:
     return cast(Array, astype(x, dtype)) if x.dtype != np.dtype(dtype) else cast(Array, x)
 
 
-def _scalar(v: Any) -> Any:
-    """A NumPy scalar (or 0-d NumPy array) as the Python scalar of its kind; anything else unchanged."""
-    if isinstance(v, np.ndarray) and v.ndim == 0:
-        v = v[()]
-    return v.item() if isinstance(v, np.generic) else v
-
-
 def _unary(x: Any, ufunc: np.ufunc, what: str) -> Array:
     """``x`` checked and cast to the input dtype of NumPy's loop of ``ufunc`` for it."""
     x = _check(x, what)
@@ -115,15 +109,16 @@ def _unary(x: Any, ufunc: np.ufunc, what: str) -> Array:
 
 
 def _binary(x1: Any, x2: Any, ufunc: np.ufunc, what: str) -> tuple[Array, Array]:
-    """The operands of a binary ``ufunc``, cast to the input dtypes of NumPy's loop (Python scalars weak, as
-    NEP 50 types them) and made arrays on the array operand's mesh (0-d for a scalar), not yet broadcast."""
-    x1, x2 = _scalar(x1), _scalar(x2)
+    """The operands of a binary ``ufunc``, cast to the input dtypes of NumPy's loop (Python scalars weak, NumPy
+    scalars and 0-d NumPy arrays strong, as NEP 50 types them: ``fmax(float32_array, np.float64(1))`` is float64)
+    and made arrays on the array operand's mesh (0-d for a scalar), not yet broadcast."""
     ref = x1 if isinstance(x1, ShardArray) else x2 if isinstance(x2, ShardArray) else None
     if ref is None:
         raise DTypeError(
             f"{what}: expects an array operand; got {type(x1).__name__} and {type(x2).__name__}. "
             f"Make one with xp.asarray(...)"
         )
+    x1, x2 = (_strong(v, ref) for v in (x1, x2))
     keys = [a.dtype if isinstance(a, ShardArray) else a for a in (x1, x2)]
     try:
         loop = ufunc.resolve_dtypes(
@@ -707,7 +702,8 @@ def i0(x: Any) -> Array:
     """The modified Bessel function of the first kind, order 0, as ``np.i0`` (integers give float64, complex
     refused as NumPy).
 
-    NumPy's Cephes Chebyshev expansions of ``exp(-|x|) I0(x)`` (``|x| <= 8`` and above), in ``x``'s dtype.
+    NumPy's Cephes Chebyshev expansions of ``exp(-|x|) I0(x)`` (``|x| <= 8`` and above), in ``x``'s dtype
+    (bfloat16: in float32, rounded once, ``dtypes.compute_dtype``; NumPy with ml_dtypes gives float64 there).
     Elementwise, no collectives. Differentiable (``I1(x)``).
 
     Example:
@@ -719,6 +715,9 @@ def i0(x: Any) -> Array:
     x = _check(x, "i0")
     if x.dtype.kind == "c":
         raise DTypeError(f"i0: not supported for complex values (as in NumPy); got {x.dtype}")
+    wide = compute_dtype(x.dtype)
+    if wide is not None:
+        return _astype(i0(_astype(x, wide)), x.dtype)
     if x.dtype.kind in "biu":
         x = _astype(x, np.float64)
     ax = abs(x)

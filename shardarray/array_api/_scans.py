@@ -35,6 +35,11 @@ def _cumulative(x: Any, axis: int | None, dtype: Any, include_initial: bool, op:
         axis = 0
     dim = axis_dim(x, axis, what)
     out_dtype = as_dtype(dtype) if dtype is not None else scan_dtype(x.dtype)
+    if x.dtype.kind == "c" and out_dtype.kind != "c":  # (as sum's dtype=: the imaginary parts are not dropped)
+        raise DTypeError(
+            f"{what}: dtype={out_dtype.name} would drop the imaginary parts of a {x.dtype.name} x; take "
+            f"xp.real(x) first, or a complex dtype"
+        )
     y = (cumsum if op == "sum" else cumprod)(x, dim, dtype=out_dtype)
     if include_initial:
         sizes = dict(x.sizes, **{dim: 1})

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..callsite import user_stacklevel
+from ..dtypes import as_dtype
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, zeros
@@ -61,9 +62,13 @@ def _reduce(fn: Callable[..., ShardArray], x: Any, axis: Any, keepdims: bool, wh
 
 
 def _accumulator(x: ShardArray, dtype: Any, what: str) -> np.dtype:
-    """The standard's result dtype of ``sum``/``prod``: ``dtype``, else the default (u)int for integers."""
+    """The standard's result dtype of ``sum``/``prod``: ``dtype`` (a supported one: else ``DTypeError``), else the
+    default (u)int for integers."""
     if dtype is not None:
-        return np.dtype(dtype)
+        try:
+            return as_dtype(dtype)
+        except DTypeError as err:
+            raise DTypeError(f"{what}: dtype= {err}") from None
     if x.dtype.kind == "u":
         return np.dtype(np.uint64)
     if x.dtype.kind in "ib":

@@ -14,7 +14,10 @@ reduction. As in NumPy, an all-NaN slice gives 0 (``nansum``), 1
 alltoall (``reduce.size_one``: the reductions squeeze them). As in NumPy, the non-NaN entries are counted
 in int64 and the sums divided by the count in float64, rounded once to the
 input's precision: ``nanmean`` of float32 is float32, ``nanvar`` of complex64
-float32.
+float32. Narrow floats (float16, bfloat16) are averaged in float32 and rounded
+once, as ``mean`` and ``var`` do (``dtypes.accumulation_dtype``): a float16
+``nanmean`` whose sum passes 65504 is finite (NumPy's float16 sum overflows to
+inf), and ``nanvar`` equals ``var`` where there is no NaN.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -31,7 +34,7 @@ import numpy as np
 
 from ...array import ShardArray
 from ...core.common import dims_arg, require_array
-from ...dtypes import is_complex, is_real_float
+from ...dtypes import accumulation_dtype, is_complex, is_real_float
 from ...errors import DimensionError
 from ..elementwise import arithmetic as ew
 from ..elementwise import math_unary as mu
@@ -116,6 +119,9 @@ def _mean(x: ShardArray, dims: Any, count: ShardArray) -> ShardArray:
 def nanmean(x: ShardArray, dims: Any = None) -> ShardArray:
     """``mean`` of the non-NaN entries (``np.nanmean``); an all-NaN slice gives NaN."""
     x = require_array(x, "nanmean")
+    wide = accumulation_dtype(x.dtype)
+    if wide is not None:  # (narrow floats: in float32, rounded once; see the module doc)
+        return astype(nanmean(astype(x, wide), dims), x.dtype)
     picked = _size_one(x, dims, "nanmean")
     if picked is not None:
         return squeeze(nanmean(x, picked[1]), picked[0])
@@ -129,6 +135,9 @@ def nanvar(x: ShardArray, dims: Any = None, correction: float = 0.0) -> ShardArr
     x = require_array(x, "nanvar")
     if not _has_nan(x):
         return red.var(x, dims, correction)
+    wide = accumulation_dtype(x.dtype)
+    if wide is not None:  # (narrow floats: in float32, rounded once, as var; see the module doc)
+        return astype(nanvar(astype(x, wide), dims, correction), x.dtype)
     names = x.dims if dims is None else dims_arg(x, dims, "nanvar")
     picked = _size_one(x, names, "nanvar")
     if picked is not None:  # split size-1 dims: local, then a squeeze (one alltoall; see reduce.size_one)
