@@ -488,3 +488,16 @@ def test_cumulative_sum_of_complex_to_a_real_dtype_is_refused_as_sum():
     for fn in (xp.sum, xp.cumulative_sum, xp.cumulative_prod):
         with pytest.raises(sa.DTypeError, match="imaginary"):
             fn(x, dtype=xp.float32)
+
+
+def test_numpy_functions_name_a_bad_dtype_and_take_bfloat16_moments():
+    """``np.mean(x, dtype="foo")`` raised NumPy's bare TypeError and ``np.var(bf16_x, dtype=np.int64)`` leaked
+    NumPy's ``DTypePromotionError``: a ``sa.DTypeError`` naming the function, and the moment as for float32."""
+    mesh = cached_mesh({"row": 2, "col": 2})
+    h = np.arange(6.0).reshape(2, 3)
+    x = xp.asarray(h, device=mesh)
+    for fn in (np.mean, np.std, np.sum, np.nanvar):
+        with pytest.raises(sa.DTypeError, match=rf"np\.{fn.__name__}: dtype= unknown dtype 'foo'"):
+            fn(x, dtype="foo")
+    b = xp.astype(x, "bfloat16")
+    assert int(np.var(b, dtype=np.int64)) == np.var(h.astype(np.float32), dtype=np.int64)

@@ -86,6 +86,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
+from ..dtypes import as_dtype, promote
 from ..errors import ArgumentError, DTypeError
 from . import positional_dots  # noqa: F401  (registers the products in COMPOSED)
 from .positional_args import axes_of, cast_to, host_setting, host_value, is_neutral, refuse, signature, write_out
@@ -205,6 +206,12 @@ def array_function(
         return NotImplemented
     space, name = where_of(func)
     what = f"np.{space + '.' if space else ''}{name}"
+    dtype = kwargs.get("dtype")
+    if dtype is not None and not isinstance(dtype, ShardArray):
+        try:
+            as_dtype(dtype)  # (a dtype shardarray lacks, or no dtype at all: a DTypeError naming the function)
+        except DTypeError as err:
+            raise DTypeError(f"{what}: dtype= {err}") from None
     if not space and name in _INTEGER_MOMENTS and _integer_moment_call(func, name, args, kwargs):
         return _integer_moment(xp, func, name, what, args, kwargs)
     if (space, name) in FLOAT_INPUT:
@@ -295,7 +302,7 @@ def _integer_moment(
     if ddof is None:
         result = mean
     else:
-        rt = np.result_type(x.dtype, dtype)
+        rt = promote(x.dtype, dtype)
         d = xp.astype(x, rt) - xp.astype(mean, rt)
         ss = np.sum(d * d, axis=axes, dtype=dtype, keepdims=True, where=where)
         dof = xp.maximum(count - ddof, 0) if isinstance(count, ShardArray) else max(count - ddof, 0)
