@@ -16,7 +16,11 @@ per element on the wire) and round the result to bfloat16 once.
 
 No process hangs when another fails: an uncaught exception on any rank aborts
 the whole job (``MPI.COMM_WORLD.Abort``), a rank that exits while others wait
-for it ends the job. Every array made is compared over the job (global
+for it ends the job. Every collective first compares the job's header over
+``COMM_WORLD`` (one small allgather: the collective and a digest of the
+outermost op that issued it with its host arguments, ``comm.spmd.exchange_header``),
+so processes that an argument sent different ways raise ``CommError`` instead
+of waiting in different collectives. Every array made is compared over the job (global
 sizes, dtype: ``check_array``) and every collective's group compares a small
 header (op, dtype, block shape, root, and a crc of the host arguments an op
 noted to agree on, e.g. ``top_k``'s ``k``: ``comm.spmd.note``) before its data
@@ -183,6 +187,8 @@ def log_spmd(
     group: Sequence[int] | None = None,
     dim: int | None = None,
     check: bool = False,
+    header: bool = True,
+    root: int = -1,
 ) -> None:
     """Enter one collective of an SPMD job and record it: the largest buffer over every process.
 
@@ -192,10 +198,13 @@ def log_spmd(
     ``dim`` (the array axis along which the members' blocks may differ)
     sharpen that check (see ``comm.spmd.enter``). ``check`` compares, over the
     job, only that every process enters this collective now (its op and
-    axes: ``MpiCommunicator._ready``).
+    axes: ``MpiCommunicator._ready``). ``header``: compare the job's header first (``comm.spmd.exchange_header``:
+    the collective and the outermost op that issued it, with its host arguments; False for NCCL's collectives).
+    ``root``: a broadcast's or reduce's root (-1: none), compared with the collective.
     """
     if n > 1:
-        enter(world, op, axes, local, group=group, dim=dim, check=check, order_only=True)
+        extra = (f"root {root}", f"to/from root {root}") if root >= 0 else None
+        enter(world, op, axes, local, group=group, dim=dim, extra=extra, check=check, order_only=True, header=header)
         if _ACTIVE:
             mine, most = np.array([local.size], dtype=np.int64), np.empty(1, dtype=np.int64)
             world.Allreduce(mine, most, op=_mpi().MAX)  # (a buffer call: mpi4py's object allreduce holds the GIL)
@@ -414,11 +423,12 @@ class MpiCommunicator(Communicator):
         shards: Sequence[Any],
         devices: Sequence[int] | None = None,
         dim: int | None = None,
+        root: int = -1,
     ) -> int:
         n = self.mesh.axes_size(axes)
         group = self._group(axes) if n > 1 else None
         check = n > 1 and not self._ready(axes)
-        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim, check=check)
+        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim, check=check, root=root)
         return n
 
     @contextmanager
@@ -625,7 +635,7 @@ class MpiCommunicator(Communicator):
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
         n = self.mesh.axes_size(axes)
         self._check_root(root, axes, n)
-        self._log("broadcast", axes, shards)
+        self._log("broadcast", axes, shards, root=root)
         if n == 1:
             return list(shards)
         sub, pos = self._sub(axes)
@@ -642,7 +652,7 @@ class MpiCommunicator(Communicator):
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
         n = self.mesh.axes_size(axes)
         self._check_root(root, axes, n)
-        self._log("reduce", axes, shards)
+        self._log("reduce", axes, shards, root=root)
         if n == 1:
             return list(shards)
         sub, pos = self._sub(axes)

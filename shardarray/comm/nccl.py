@@ -41,7 +41,9 @@ itself), so the uncaught CommError must end the job (mpiexec then stops
 every process). Under SPMD each collective marks its end for the hang
 watchdog (``comm.spmd.leave``, as ``MpiCommunicator``'s do): a process counts
 as stuck only while inside one, so a long computation after it is not
-reported as waiting in it.
+reported as waiting in it. They skip the job's header over ``COMM_WORLD``
+that MPI's collectives compare first (``comm.spmd.exchange_header``): a host
+round trip per collective would cost every step of a GPU job.
 """
 
 from __future__ import annotations
@@ -468,7 +470,7 @@ class NcclCommunicator(Communicator):
 
         n = self.mesh.axes_size(axes)
         group = next(g for g in self.mesh.groups(axes) if self.rank in g) if n > 1 else None
-        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim)
+        log_spmd(self.world, op, axes, n, shards[self.rank], group=group, dim=dim, header=False)
         return n
 
     # ------------------------------------------------------------ host side
@@ -492,7 +494,7 @@ class NcclCommunicator(Communicator):
         if self.world is None:
             return value
 
-        enter(self.world, f"host_reduce({op})", (), np.asarray(value))
+        enter(self.world, f"host_reduce({op})", (), np.asarray(value), header=False)
         return host_allreduce(self.world, value, op)
 
     @collective
@@ -722,7 +724,7 @@ class NcclCommunicator(Communicator):
             group = next(g for g in self.mesh.groups(axes) if d in g)
             pos = group.index(d)
             mine = sum(int(p.size) for j, p in enumerate(send[d]) if j != pos)
-            log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=group, dim=0)
+            log_spmd(self.world, "alltoall", axes, n, np.empty(mine, dtype=dtype), group=group, dim=0, header=False)
         dt = self._type(dtype, "alltoallv")
         xp = self.mesh.backend.xp
         out: list[Any] = [None] * len(send)

@@ -16,6 +16,11 @@ higher-order gradients; nesting ``value_and_grad`` raises).
 
 The tape is per thread (a ``contextvars`` variable): two threads can run
 ``value_and_grad`` at the same time, each on its own tape.
+
+In a process of an MPI job (``comm.spmd.JOB.job``) every op runs through
+``comm.spmd.as_op``, which keeps the outermost op (a reference) for the
+headers of the collectives it issues; elsewhere that costs one attribute
+lookup per op.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
 from ..array import OPS, ShardArray
-from ..comm.spmd import note_op, noting
+from ..comm.spmd import JOB, as_op
 from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
 from ..memo_hook import (
@@ -224,8 +229,8 @@ def differentiable(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if noting():  # (SHARDARRAY_CHECK_SPMD=1 under MPI: the host arguments go into the next check)
-                note_op(name, args, kwargs)
+            if JOB.job:  # (a process of an MPI job: the op's host arguments go into its collectives' headers)
+                return as_op(name, fn, body, args, kwargs)
             kind = kind_of(args, kwargs)
             if kind is not None:  # positional arrays: the op runs on named views, its results come back positional
                 return in_kind(kind, named, args, kwargs)
@@ -233,6 +238,12 @@ def differentiable(
                 with profiler.scope(name, (*args, *kwargs.values())):
                     return run(*args, **kwargs)
             return run(*args, **kwargs)
+
+        def body(*args: Any, **kwargs: Any) -> Any:  # wrapper's work, in a job (``comm.spmd.as_op`` runs it)
+            kind = kind_of(args, kwargs)
+            if kind is not None:
+                return in_kind(kind, named, args, kwargs)
+            return named(*args, **kwargs)
 
         def named(*args: Any, **kwargs: Any) -> Any:  # wrapper on arrays known to be named (no kind to check)
             if profiler.ACTIVE:
@@ -308,10 +319,18 @@ def keeps_kind(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if JOB.job:  # (a process of an MPI job: the function's host arguments go into its collectives' headers)
+            return cast("R", as_op(fn.__name__, fn, body, args, kwargs))
         kind = kind_of(args, kwargs)
         if kind is None:
             return fn(*args, **kwargs)
         return cast("R", in_kind(kind, fn, args, kwargs))
+
+    def body(*args: Any, **kwargs: Any) -> Any:
+        kind = kind_of(args, kwargs)
+        if kind is None:
+            return fn(*args, **kwargs)
+        return in_kind(kind, fn, args, kwargs)
 
     return wrapper
 
@@ -406,8 +425,8 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
     def deco(fn: Callable[P, R]) -> Op[P, R]:
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            if noting():  # (SHARDARRAY_CHECK_SPMD=1 under MPI: the host arguments go into the next check)
-                note_op(name, args, kwargs)
+            if JOB.job:  # (a process of an MPI job: the op's host arguments go into its collectives' headers)
+                return cast("R", as_op(name, fn, body, args, kwargs))
             kind = kind_of(args, kwargs)
             if kind is not None:  # positional arrays: the op runs on named views, its results come back positional
                 return cast("R", in_kind(kind, named, args, kwargs))
@@ -415,6 +434,12 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
             if tape is None or tape.paused:  # (named's first test, inlined: the common case)
                 return fn(*args, **kwargs)
             return cast("R", named(*args, **kwargs))
+
+        def body(*args: Any, **kwargs: Any) -> Any:  # wrapper's work, in a job (``comm.spmd.as_op`` runs it)
+            kind = kind_of(args, kwargs)
+            if kind is not None:
+                return in_kind(kind, named, args, kwargs)
+            return named(*args, **kwargs)
 
         def named(*args: Any, **kwargs: Any) -> Any:  # wrapper on arrays known to be named
             tape = _TAPE.get()

@@ -124,8 +124,8 @@ CASES = [
         'x = sa.ones(mesh, {"m": 4, "k": 4}, layout={"k": "col"})\n'
         'y = sa.einsum("m k, k n -> m n", x, sa.ones(mesh, {"k": 4, "n": 4}, layout={"k": "col"}))\n'
         'y = y.astype("float16") if rank == 1 else y\n'
-        'y.resolve({"m": "col"}).numpy()\n'),
-        names=("SPMD mismatch in", "float16", "float32")),
+        'y.resolve({"m": "col"}).numpy()\n'),  # (the astype's allreduce meets the relayout's reduce-scatter)
+        names=("SPMD mismatch", "reached different collectives", "float16", "float32")),
     MpiCase("mpi-sort-of-other-sizes", MESH + (  # was a NumPy reshape error inside the sort
         'import numpy as np\n'
         'x = sa.asarray(np.arange(8.0 if rank == 0 else 12.0)[::-1], dims=("i",), mesh=mesh, layout={"i": "row"})\n'
