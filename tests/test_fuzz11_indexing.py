@@ -135,7 +135,7 @@ def keys(draw, mesh, shape: tuple, writes: bool = False):
             key.append(draw(either(m, mesh, ("host", "xp", "list"))))
         i += width
     for _ in range(draw(st.integers(0, 2))):
-        zero_d = [] if arrays else [True, False, np.True_, np.array(False)]  # (with arrays: refused, documented)
+        zero_d = [] if arrays else [True, False, np.True_, np.array(False)]  # (with arrays: tests/ops/test_fuzz14_indexing)
         extra = draw(st.sampled_from([None, None, Ellipsis, *zero_d]))
         if extra is Ellipsis and any(k is Ellipsis for k in key):
             continue

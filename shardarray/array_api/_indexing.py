@@ -12,6 +12,7 @@ from the end; indices out of range raise ``DimensionError``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..core.relayout import resolve_to
 from ..dtypes import scalar_for_write
 from ..errors import ArgumentError, DimensionError, DTypeError, IndexingError, IndexTypeError
 from ..ops.creation.basic import asarray as _asarray
+from ..ops.creation.basic import zeros
 from ..ops.elementwise import arithmetic as ew
 from ..ops.indexing.basic import check_host_ids, host_ids, normalize_int, normalize_slice
 from ..ops.indexing.id_writes import write_at
@@ -31,7 +33,7 @@ from ..ops.indexing.setitem import setitem as _setitem
 from ..ops.indexing.slicing import isel, parse_key
 from ..ops.indexing.take import _check_range
 from ..ops.indexing.take import take as _take
-from ..ops.indexing.writes import check_host_value, note_write
+from ..ops.indexing.writes import check_host_value, note_write, typed_host_value
 from ..ops.manipulation.dims import expand_dims, squeeze
 from ..ops.manipulation.structure import astype, broadcast_to, rename, transpose
 from ._align import align, axis_dim, broadcast_shape, fresh, merge
@@ -100,7 +102,25 @@ def take(x: ShardArray, indices: ShardArray, /, *, axis: int | None = None) -> A
         if x.ndim != 1:
             raise DimensionError(f"take: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
         axis = 0
-    return wrap(take_positions(x, axis_dim(x, axis, "take"), indices))
+    dim = axis_dim(x, axis, "take")
+    if not math.prod(x.shape[: x.dims.index(dim)]):
+        return wrap(_take_nothing(x, dim, indices))
+    return wrap(take_positions(x, dim, indices))
+
+
+def _take_nothing(x: ShardArray, dim: str, indices: Any) -> ShardArray:
+    """``take`` when a dim of ``x`` before ``dim`` is empty: the result is empty whatever the ids, and NumPy
+    reads none of them then (its loop runs over the leading entries first: ``np.take(np.zeros((0, 3)), [5],
+    axis=1)`` is an empty (0, 1) array, while ``np.take(np.zeros((3, 0, 0)), [0], axis=1)`` raises), so none is
+    range-checked here either; their dtype and number of dims are. The result is laid out like ``x``."""
+    ids = indices if isinstance(indices, ShardArray) else np.asarray(indices)
+    if ids.dtype.kind not in "iu" and (ids.size or ids.dtype.kind == "b"):  # (an empty list is float64: no ids)
+        raise DTypeError(f"take: indices must be integers; got {ids.dtype}")
+    if ids.ndim != 1:
+        raise DimensionError(f"take: indices must be 1-dimensional; got shape {tuple(ids.shape)}")
+    count = ids.shape[0]
+    sizes = {d: count if d == dim else n for d, n in x.sizes.items()}
+    return zeros(x.mesh, sizes, x.dtype, {d: a for d, a in x.layout.items() if d != dim})
 
 
 def take_along_axis(x: ShardArray, indices: ShardArray, /, *, axis: int = -1) -> Array:
@@ -152,11 +172,42 @@ __all__ = ["take", "take_along_axis"]
 
 
 # ----------------------------------------------------------------- x[key] and x[key] = v
+def _array_index(k: Any) -> bool:
+    """Whether ``k`` is an index array of one or more dims that is no boolean mask (a list, a NumPy array or a
+    ShardArray: integer ids; NumPy reads an empty list as integer ids too)."""
+    if isinstance(k, ShardArray):
+        return k.ndim >= 1 and k.dtype.kind != "b"
+    if isinstance(k, (list, np.ndarray)):
+        arr = np.asarray(k)
+        return arr.ndim >= 1 and arr.dtype.kind != "b"
+    return False
+
+
+def _nothing_selected(x: ShardArray, key: tuple[Any, ...], what: str) -> tuple[int, ...]:
+    """The shape NumPy's selection of ``key`` has when a 0-d ``False`` stands beside integer arrays: it is the
+    advanced index ``[]``, so the arrays' broadcast shape ends in 0 and nothing is read (their ids unchecked; the
+    ints are checked, as NumPy checks them). Shape arithmetic on a 0-byte view, with zeros for the arrays' ids;
+    NumPy's errors (shapes that do not broadcast, an int out of range) as ``IndexingError``."""
+    dummy: list[Any] = []
+    for k in key:
+        if isinstance(k, ShardArray):
+            k = np.zeros(k.shape, np.int64) if k.ndim else k.numpy()[()]  # (a 0-d one: its value, read)
+        dummy.append(k)  # (a list as it is: NumPy reads [] as integer ids)
+    try:
+        return np.broadcast_to(np.empty((), np.uint8), x.shape)[tuple(dummy)].shape
+    except IndexError as e:
+        raise IndexingError(f"{what}: {e} (the array of shape {x.shape})") from None
+
+
+def _bools(key: tuple[Any, ...]) -> bool:
+    """Whether ``key`` still holds a 0-d boolean (``split_bools`` left it, beside integer arrays)."""
+    return any(_zero_d_bool(k) for k in key)
+
+
 def _part2(what: str) -> ArgumentError:
     return ArgumentError(
-        f"{what}: a 0-d boolean index (True/False) together with integer-array indices is not supported (ints, "
-        f"slices, None, Ellipsis and masks of one or more axes are); index in two steps (x[idx][None] for True, "
-        f"an empty selection for False)"
+        f"{what}: a 0-d boolean index (True/False) stands where it cannot be read; use it in a positional key "
+        f"(x[idx, True]) or index in two steps"
     )
 
 
@@ -190,12 +241,14 @@ def split_bools(x: ShardArray, key: Any, what: str) -> tuple[tuple[Any, ...], tu
     """A positional key without booleans, and where a 0-d boolean left its axis: NumPy's rules for boolean indices.
 
     A mask of ``k >= 1`` axes anywhere in the key is its ``nonzero()``: ``k`` integer arrays in its place (NumPy's
-    own definition), after its shape is checked against the axes it covers (``DimensionError``); a split mask's
+    own definition), after its shape is checked against the axes it covers (``DimensionError``; an axis of
+    length 0 of the mask matches any, as NumPy lets it: it selects nothing); a split mask's
     indices come from ``sa.nonzero`` (no gather). 0-d booleans (``x[True]``, ``x[0, False]``) index no axis and
     add one of length 1 (all True) or 0: they are taken out, and the second value is ``(all true, position of
     that axis in the result)``, or None for a key without them. As in NumPy, they and the ints are advanced
-    indices: their axis stands where the first of them stood when they are adjacent, else first. Together with
-    integer arrays they raise ``ArgumentError`` (not supported).
+    indices: their axis stands where the first of them stood when they are adjacent, else first. Beside integer
+    arrays (lists too) they stay in the key, the second value None: NumPy reads them there as the ids ``[0]``
+    or ``[]`` of an axis of length 1, broadcast with the arrays (``getitem``, ``_write_beside_ids``).
     """
     if not isinstance(key, tuple):
         key = (key,)
@@ -211,17 +264,16 @@ def split_bools(x: ShardArray, key: Any, what: str) -> tuple[tuple[Any, ...], tu
             out.append(k)
             continue
         start = sum(eats[:i]) if i < dots else x.ndim - sum(eats[i:])
-        if tuple(mask.shape) != x.shape[start : start + mask.ndim] or start + mask.ndim > x.ndim or start < 0:
+        covered = x.shape[start : start + mask.ndim]  # (a mask axis of length 0 matches any, as NumPy's does)
+        if any(m not in (n, 0) for m, n in zip(mask.shape, covered)) or start + mask.ndim > x.ndim or start < 0:
             raise IndexingError(
                 f"{what}: the boolean mask of shape {tuple(mask.shape)} at index position {i} must match the axes "
                 f"{start}..{start + mask.ndim - 1} it covers of the array of shape {x.shape}"
             )
         out.extend(_nonzero(mask) if isinstance(mask, ShardArray) else np.nonzero(mask))
     bools = [i for i, k in enumerate(out) if _zero_d_bool(k)]
-    if not bools:
+    if not bools or any(_array_index(k) for k in out):
         return tuple(out), None
-    if any(_is_ids(k) and not _zero_d_bool(k) and np.ndim(k) for k in out):
-        raise _part2(what)
     truth = all(bool(out[i]) for i in bools)
     adv = [i for i, k in enumerate(out) if i in bools or _int_like(k)]
     at = 0
@@ -233,14 +285,18 @@ def split_bools(x: ShardArray, key: Any, what: str) -> tuple[tuple[Any, ...], tu
     return tuple(k for i, k in enumerate(out) if i not in bools), (truth, at)
 
 
-def normalize_key(x: ShardArray, key: Any, what: str = "x[...]") -> tuple[Any, ...]:
+def normalize_key(x: ShardArray, key: Any, what: str = "x[...]", bools: bool = False) -> tuple[Any, ...]:
     """A positional key as a tuple: 0-d integer arrays become ints (their one value is read on the host);
-    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/indexing/mask.py``); lists and NumPy
-    arrays become integer NumPy arrays."""
+    boolean indices here raise ``ArgumentError`` (a mask as the whole key is ``ops/indexing/mask.py``), but with
+    ``bools`` a 0-d one (beside integer arrays) stays, as Python's ``True``; lists and NumPy arrays become integer
+    NumPy arrays."""
     if not isinstance(key, tuple):
         key = (key,)
-    out = []
+    out: list[Any] = []
     for k in key:
+        if bools and _zero_d_bool(k):
+            out.append(True)
+            continue
         if isinstance(k, (bool, np.bool_)):
             raise _part2(what)
         if isinstance(k, ShardArray):
@@ -267,6 +323,21 @@ def _is_ids(k: Any) -> bool:
     return isinstance(k, (ShardArray, np.ndarray))
 
 
+def _emptied(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A normalized key whose integer arrays broadcast to an empty shape, with them as empty ids of that shape:
+    they select nothing, so no id of theirs is out of range (NumPy checks the ids it reads: ``x[[5], []]`` is
+    empty for any ``x``; its ints are still checked, as NumPy checks them). Other keys as given."""
+    shapes = [tuple(k.shape) for k in key if _is_ids(k)]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return key  # (the broadcast's own IndexingError follows)
+    if math.prod(shape):
+        return key
+    empty = np.zeros(shape, np.int64)
+    return tuple(empty if _is_ids(k) else k for k in key)
+
+
 def getitem(x: ShardArray, key: Any) -> ShardArray:
     """``x[key]`` by position (NumPy rules): ints, slices, Ellipsis, None, integer arrays and boolean masks.
 
@@ -284,7 +355,11 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
     counts); a mask over the leading axes alone is ``x[mask]``
     (``ops/indexing/mask.py``). 0-d booleans (``x[True]``, ``x[0, :, False]``)
     add an axis of length 1 (all True) or 0 where NumPy puts it; beside
-    integer arrays they raise ``ArgumentError``.
+    integer arrays they are NumPy's advanced indices ``[0]`` or ``[]`` of an
+    axis of length 1: ``True`` changes only where the arrays' axes go (it
+    counts for whether they stand side by side), ``False`` broadcasts with
+    them to an empty selection (``x[ids, False]``; an ``IndexingError`` where
+    the shapes do not broadcast).
 
     The result is a new array, never a view: a write into it does not reach
     ``x``, nor a later write into ``x`` it (JAX's value semantics; NumPy's
@@ -292,6 +367,11 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
     """
 
     key, zero_d = split_bools(x, key, "x[...]")
+    if _bools(key):  # beside integer arrays: advanced indices [0] or [] of an axis of length 1, as NumPy's
+        if all(bool(k) for k in key if _zero_d_bool(k)):
+            return _advanced(x, _emptied(normalize_key(x, key, bools=True)))
+        shape = _nothing_selected(x, key, "x[...]")
+        return wrap(zeros(x.mesh, dict(zip(fresh(x.dims, len(shape), "sel"), shape)), x.dtype))
     if zero_d is not None:  # a new axis of length 1 (True) or 0 (False), where NumPy puts it
         out = getitem(x, key)
         (name,) = fresh(out.dims, 1)
@@ -299,7 +379,7 @@ def getitem(x: ShardArray, key: Any) -> ShardArray:
         return out if zero_d[0] else isel(out, {name: slice(0, 0)})
     key = normalize_key(x, key)
     if any(_is_ids(k) for k in key):
-        return _advanced(x, key)
+        return _advanced(x, _emptied(key))
     items, new = parse_key(x, key)
     out = isel(x, items)
     for p in new:
@@ -333,13 +413,15 @@ def _adjacent(key: tuple[Any, ...]) -> bool:
 
 
 def _new_axes(x: ShardArray, key: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool, list[int], int]:
-    """For an integer-array key with ``None``: the key without them, whether its ints and arrays stand side by
-    side (a ``None`` between them separates them, as a slice does), the positions of the new axes in the result
+    """For an integer-array key with ``None`` (or ``True``, ``normalize_key(bools=True)``'s: an advanced index of
+    an axis of length 1, which it adds to no selection beside arrays of 1 or more dims): the key without them,
+    whether its ints, arrays and ``True`` stand side by side (a ``None`` between them separates them, as a slice
+    does), the positions of the new axes in the result
     (ascending) and the result's number of axes, by NumPy's rule: the broadcast axes where the first int or array
     stood when side by side, else first; the slices' and new axes in their order around them."""
     adjacent = _adjacent(key)
     nd = max(k.ndim for k in key if _is_ids(k))
-    real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    real = sum(1 for k in key if k is not None and k is not Ellipsis and k is not True)
     count, seen, at = 0, False, []
     for k in key:
         if k is None:
@@ -351,7 +433,7 @@ def _new_axes(x: ShardArray, key: tuple[Any, ...]) -> tuple[tuple[Any, ...], boo
             seen = True
     if not any(k is Ellipsis for k in key):
         count += max(x.ndim - real, 0)
-    return tuple(k for k in key if k is not None), adjacent, at, nd + count
+    return tuple(k for k in key if k is not None and k is not True), adjacent, at, nd + count
 
 
 def _drop_new_axes(value: Any, at: list[int], ndim: int, what: str) -> Any:
@@ -381,7 +463,7 @@ def _drop_new_axes(value: Any, at: list[int], ndim: int, what: str) -> Any:
 def _advanced(x: ShardArray, key: tuple[Any, ...], adjacent: bool | None = None) -> ShardArray:
     """Integer-array indexing: the arrays and ints broadcast together index the merged indexed axes (``adjacent``:
     whether they stood side by side in the user's key, if it differs from ``key``)."""
-    if any(k is None for k in key):
+    if any(k is None or k is True for k in key):
         bare, side, new, _ = _new_axes(x, key)
         out = _advanced(x, bare, side)
         for p in new:
@@ -415,6 +497,12 @@ def _advanced(x: ShardArray, key: tuple[Any, ...], adjacent: bool | None = None)
             ids = astype(ids, np.int64)
         arrays.append(ew.multiply(ids, strides[i]) if strides[i] != 1 else ids)
     aligned, dims, shape = align(arrays, "x[...] (broadcasting the index arrays)", IndexingError)
+    if not math.prod(shape):  # nothing selected: an empty result, without merging (moving) x's indexed axes
+        rest = [d for d in x.dims if d not in adv_dims]
+        at = adv[0] if (_adjacent(key) if adjacent is None else adjacent) else 0
+        sizes = {**{d: x.sizes[d] for d in rest}, **dict(zip(dims, shape))}
+        out = zeros(x.mesh, sizes, x.dtype, {d: a for d, a in x.layout.items() if d in rest})
+        return transpose(out, (*rest[:at], *dims, *rest[at:]))
     flat = aligned[0]
     for a in aligned[1:]:
         flat = ew.add(flat, a)
@@ -447,12 +535,21 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
       into integers), except that a complex value (array or scalar) into a real array raises ``sa.DTypeError``
       where NumPy would drop the imaginary part with a warning; a scalar is checked first (``sa.CastError`` for
       an integer out of range or NaN into an integer dtype, where NumPy raises too).
-    * Integer arrays write with ``:`` slices only (others raise ``ArgumentError``: slice first); 0-d booleans
-      beside integer arrays raise ``ArgumentError``.
+    * A host list (or tuple) value is converted to ``x``'s dtype as NumPy converts it (``np.asarray(v,
+      x.dtype)``): a Python integer out of the dtype's range, or NaN into integers, raises ``sa.CastError``
+      (NumPy's OverflowError/ValueError), a float truncates.
+    * Integer arrays mixed with slices write through ids of the sliced axes too (the slice's positions, broadcast
+      against the arrays: one id per written entry, routed to its owner like the arrays'); 0-d booleans beside
+      integer arrays are NumPy's ``[0]``/``[]`` of an axis of length 1 (``True`` places the arrays' axes, ``False``
+      selects nothing: the value is only checked), as ``getitem`` reads them.
     """
 
     check_host_value(value, "x[...] = v")
+    value = typed_host_value(x, value, "x[...] = v")
     key, zero_d = split_bools(x, key, "x[...] = v")
+    if _bools(key):
+        _write_beside_ids(x, key, value, "set")
+        return
     if zero_d is not None:
         value = _past_bool_axis(x, key, zero_d, value, "x[...] = v")
         if zero_d[0]:
@@ -462,7 +559,7 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
     if any(_is_ids(k) for k in key):
         # (host ids or a mask: under MPI every process must write the same entries, compared at the next collective)
         note_write(x, {f"axis{i}": k for i, k in enumerate(key)}, value)
-        _write_ids(x, key, value)
+        _write_ids(x, _emptied(key), value)
         return
     items, new = parse_key(x, key)
     value = _host_value(x, value)
@@ -471,15 +568,33 @@ def setitem(x: ShardArray, key: Any, value: Any) -> None:
     _setitem(x, items, value)
 
 
+def _write_beside_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str) -> None:
+    """``x[key] = value`` (``np.add.at`` with ``mode="add"``) for a key with 0-d booleans beside integer arrays:
+    with all of them True, the write of the key without them (their place still separating or joining the
+    arrays); with a False, nothing is written, once the value is checked against the empty selection."""
+    what = "x[...] = v" if mode == "set" else "np.add.at"
+    if all(bool(k) for k in key if _zero_d_bool(k)):
+        key = normalize_key(x, key, what, bools=True)
+        note_write(x, {f"axis{i}": k for i, k in enumerate(key)}, value)
+        _write_ids(x, _emptied(key), value, mode)
+        return
+    sel = _nothing_selected(x, key, what)
+    if not isinstance(value, ShardArray) and np.ndim(value) == 0:
+        scalar_for_write(value, x.dtype, f"{what} (the {x.dtype} array {x.sizes})")
+    elif not _broadcasts(tuple(np.shape(value) if not isinstance(value, ShardArray) else value.shape), sel):
+        raise DimensionError(f"{what}: v of shape {np.shape(value)} does not broadcast to the selection's {sel}")
+
+
 def _past_bool_axis(x: ShardArray, key: tuple[Any, ...], zero_d: tuple[bool, int], value: Any, what: str) -> Any:
     """The value of a write whose key held 0-d booleans (``split_bools``), checked against NumPy's selection (the
     rest of the key's, with their axis of length 1 or 0 at its place) and with its axis at that place dropped: the
     value for the key without them. A scalar is checked against ``x``'s dtype even when nothing is written."""
     truth, at = zero_d
     nk = normalize_key(x, key, what)
-    if any(_is_ids(k) for k in nk):
-        raise _part2(what)
-    parse_key(x, nk)  # (typed errors for ints out of range, too many indices)
+    items, _ = parse_key(x, nk)  # (typed errors for too many indices)
+    for d, k in items.items():  # (and for ints out of range: the shape arithmetic below would raise NumPy's)
+        if isinstance(k, (int, np.integer)):
+            normalize_int(x, d, k)
     rest = np.broadcast_to(np.empty((), np.uint8), x.shape)[nk].shape  # (shape arithmetic on a 0-byte view)
     sel = (*rest[:at], 1 if truth else 0, *rest[at:])
     if not isinstance(value, ShardArray):
@@ -539,22 +654,19 @@ def _write_ids(
     x: ShardArray, key: tuple[Any, ...], value: Any, mode: str = "set", adjacent: bool | None = None
 ) -> None:
     """``x[key] = value`` (or, with ``mode="add"``, ``np.add.at(x, key, value)``) for a key with integer arrays:
-    the arrays and ints broadcast together index their axes, the other entries must be ``:``. The (index,
-    value) pairs go to the devices owning the rows (``ops/indexing/id_writes.py``: alltoallv, no gather). ``None``
-    in the key adds axes of length 1 to the selection (the value's axes there must be 1)."""
-    if any(k is None for k in key):
+    the arrays and ints broadcast together index their axes; a slice other than ``:`` indexes its axis by its
+    positions, broadcast against the arrays (one id per written entry). The (index, value) pairs go to the devices
+    owning the rows (``ops/indexing/id_writes.py``: alltoallv, no gather). ``None`` in the key adds axes of length
+    1 to the selection (the value's axes there must be 1)."""
+    if any(k is None or k is True for k in key):
         key, adjacent, new, ndim = _new_axes(x, key)
         value = _drop_new_axes(value, new, ndim, "x[...] = v")
     full = _expand(x, key)
-    if any(isinstance(k, slice) and k != slice(None) for k in full):
-        raise ArgumentError(
-            "x[...] = v: integer-array indices together with slices other than ':' are not supported for "
-            "writing; slice first (y = x[a:b]; y[idx] = v; x[a:b] = y) or index every axis with arrays"
-        )
     adv = [i for i, k in enumerate(full) if not isinstance(k, slice)]
     adv_dims = tuple(x.dims[i] for i in adv)
     nd = max(k.ndim for k in full if _is_ids(k))
     bnames = tuple(fresh(x.dims, nd, "ids"))
+    cut = {x.dims[i]: normalize_slice(x, x.dims[i], k) for i, k in enumerate(full) if _sliced(k)}
     arrays = []
     for i in adv:
         k, d = full[i], x.dims[i]
@@ -570,8 +682,17 @@ def _write_ids(
     coords = [a if a.shape == shape and a.ndim == nd else _spread(a, sizes, bnames) for a in arrays]
     rest = [d for d in x.dims if d not in adv_dims]
     at = adv[0] if (_adjacent(key) if adjacent is None else adjacent) else 0
-    names = rest[:at] + list(bnames) + rest[at:]
-    target = {**{d: x.sizes[d] for d in rest}, **sizes}
+    snames = dict(zip(cut, fresh([*x.dims, *bnames], len(cut), "cut")))  # (the sliced axes' names in the value)
+    names = [snames.get(d, d) for d in rest[:at]] + list(bnames) + [snames.get(d, d) for d in rest[at:]]
+    target = {**{snames.get(d, d): cut[d][2] if d in cut else x.sizes[d] for d in rest}, **sizes}
+    if cut:  # the sliced axes' positions as ids too, every id array over the arrays' and the slices' axes
+        grid = {**sizes, **{snames[d]: cut[d][2] for d in cut}}
+        order = (*bnames, *snames.values())
+        coords = [transpose(broadcast_to(c, grid), order) for c in coords]
+        for d, (start, step, count) in cut.items():
+            pos = _asarray(start + step * np.arange(count, dtype=np.int64), dims=(snames[d],), mesh=x.mesh)
+            coords.append(transpose(broadcast_to(pos, grid), order))
+        adv_dims = (*adv_dims, *cut)
     if isinstance(value, ShardArray):
         common_mesh([x, value], "x[...] = v")
         while value.ndim > len(names) and value.shape[0] == 1:
@@ -601,6 +722,11 @@ def _write_ids(
         dims = tuple(fresh(x.dims, host.ndim, "v"))
         return _write_ids(x, key, wrap(_asarray(host, dims=dims, mesh=x.mesh)), mode, adjacent)
     write_at(x, adv_dims, coords, value, mode)
+
+
+def _sliced(k: Any) -> bool:
+    """Whether key entry ``k`` is a slice other than ``:`` (a write with integer arrays makes it ids too)."""
+    return isinstance(k, slice) and k != slice(None)
 
 
 def _spread(ids: ShardArray, sizes: dict[str, int], names: tuple[str, ...]) -> ShardArray:
@@ -633,6 +759,9 @@ def add_at(x: ShardArray, key: Any, value: Any) -> None:
             )
         key = _nonzero(mask) if isinstance(mask, ShardArray) else np.nonzero(mask)
     key, zero_d = split_bools(x, key, "np.add.at")
+    if _bools(key):
+        _write_beside_ids(x, key, value, "add")
+        return
     if zero_d is not None:  # each selected entry once: x[key] += v
         value = _past_bool_axis(x, key, zero_d, value, "np.add.at")
         if zero_d[0]:
@@ -640,7 +769,7 @@ def add_at(x: ShardArray, key: Any, value: Any) -> None:
         return
     key = normalize_key(x, key, "np.add.at")
     if any(_is_ids(k) for k in key):
-        _write_ids(x, key, value, "add")
+        _write_ids(x, _emptied(key), value, "add")
         return
     setitem(x, key, wrap(getitem(x, key)) + _host_value(x, value))  # (a host array value: onto the mesh, unsplit)
 

@@ -203,9 +203,10 @@ def unstack(x: ShardArray, /, *, axis: int = 0) -> tuple[Array, ...]:
     out = []
     for i in range(x.sizes[dim]):
         part = isel(x, {dim: i})
-        if freed and part.ndim:
+        free = tuple(a for a in freed if a not in part.spec.used_axes)  # (isel may have used them already)
+        if free and part.ndim:
             big = max(part.dims, key=lambda d: part.sizes[d] // axes_size(part, part.spec.of(d)))
-            axes = part.spec.of(big) + freed
+            axes = part.spec.of(big) + free
             if part.sizes[big] >= axes_size(part, axes):
                 part = relayout(part, {d: (axes if d == big else part.spec.of(d)) or None for d in part.dims})
         out.append(wrap(part))
@@ -235,8 +236,14 @@ def expand_dims(x: ShardArray, /, axis: int | tuple[int, ...] = 0) -> Array:
 
 
 def squeeze(x: ShardArray, /, axis: int | tuple[int, ...]) -> Array:
-    """``x`` without the size-1 axes ``axis`` (``ValueError`` for an axis of another size)."""
+    """``x`` without the size-1 axes ``axis`` (``ValueError`` for an axis of another size).
+
+    A 0-d ``x`` with an integer ``axis`` of 0 or -1 is returned as it is, as NumPy's ``np.squeeze`` does (its
+    legacy reading of a 0-d array's one "axis"); a tuple, or another axis, is out of bounds there, as in NumPy.
+    """
     x = _array(x, "squeeze")
+    if x.ndim == 0 and not isinstance(axis, (tuple, list, bool)) and _int(axis, "squeeze: axis") in (0, -1):
+        return wrap(x)
     dims = axes_dims(x, axis, "squeeze")
     bad = [x.dims.index(d) for d in dims if x.sizes[d] != 1]
     if bad:
@@ -441,7 +448,8 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
     one ``alltoallv`` over its axes (``sa.repeat``: a device receives at
     most its output block, nothing is gathered) and the axis keeps its split. An array ``repeats`` makes
     the result's size depend on data: its values are read on the host (it is
-    one number per element of the axis), and ``x`` is indexed with the
+    one number per element of the axis; a NumPy array or a list of counts is
+    taken as NumPy takes it), and ``x`` is indexed with the
     repeated positions (``take``; on a split axis one allreduce of the result).
     """
     x = _array(x, "repeat")
@@ -450,9 +458,9 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
         axis = 0
     dim = axis_dim(x, axis, "repeat")
     n = x.sizes[dim]
-    if isinstance(repeats, ShardArray):
-        if repeats.dtype.kind not in "iu":
-            raise DTypeError(f"repeat: repeats must be integers; got {repeats.dtype}")
+    if isinstance(repeats, (ShardArray, np.ndarray, list, tuple)) and np.ndim(repeats):
+        if np.asarray(repeats).dtype.kind not in "iu" and np.size(repeats):
+            raise DTypeError(f"repeat: repeats must be integers; got {np.asarray(repeats).dtype}")
         reps = np.asarray(repeats).astype(np.int64)
         if reps.ndim != 1 or reps.shape[0] not in (1, n):
             raise DimensionError(

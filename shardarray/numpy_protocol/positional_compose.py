@@ -29,7 +29,10 @@ for distributed arrays, the choice is an experienced NumPy user's:
 * ``np.where`` takes any condition (a non-bool one is ``condition != 0``),
   ``np.take`` indices of any shape (they replace the axis, NumPy's
   ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``), and ``np.split``
-  counts negative indices from the end, as NumPy does.
+  counts negative indices from the end, as NumPy does;
+* ``np.put_along_axis`` writes in place through ``x[idx] = values`` (NumPy's
+  open grid of the other axes' positions with the indices; the last of
+  repeated indices wins) and returns None, as NumPy's.
 
 Example:
     >>> import shardarray.array_api as xp
@@ -52,9 +55,11 @@ from typing import Any, cast
 import numpy as np
 
 from ..array import ShardArray, like_kind
+from ..core.tape import refuse_write
 from ..dtypes import is_complex, is_real_float
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError, IndexTypeError
 from ..ops.creation.basic import asarray as from_host
+from ..ops.indexing.writes import WRITES, swap_in
 from ..ops.manipulation.structure import rename
 from ..ops.sorting.unique import unique as _unique_op
 from .common import mixing_error, short
@@ -394,6 +399,45 @@ COMPOSED[("", "array_split")] = _splitter(False)
 COMPOSED[("", "hsplit")] = _splitter(True, lambda a: _need(1, 1 if a.ndim > 1 else 0, "hsplit")(a))
 COMPOSED[("", "vsplit")] = _splitter(True, _need(2, 0, "vsplit"))
 COMPOSED[("", "dsplit")] = _splitter(True, _need(3, 2, "dsplit"))
+
+
+@composed("put_along_axis")
+def _put_along_axis(xp: Any, what: str, arr: Any, indices: Any, values: Any, axis: Any) -> None:
+    """``np.put_along_axis``: ``arr[idx] = values`` in place, ``idx`` NumPy's open grid of the other axes'
+    positions with ``indices`` along ``axis`` (they broadcast together: an axis of ``indices`` of length 1 spreads
+    over ``arr``'s), so its collectives are those of an integer-array write (the pairs routed to the rows' owners,
+    no gather), repeated indices keeping the last value as NumPy's write does. ``axis=None`` writes the flattened
+    array (1-D ``indices``): a reshape there and back (about two blocks a device each way on split axes)."""
+    if not isinstance(arr, ShardArray):
+        raise DTypeError(
+            f"{what}: the array written into must be a shardarray array (a NumPy array cannot take the write of "
+            f"distributed indices); convert it with xp.asarray(arr, device=indices.device)"
+        )
+    if isinstance(indices, np.ndarray) or (isinstance(values, np.ndarray) and values.ndim):
+        host = indices if isinstance(indices, np.ndarray) else values
+        raise mixing_error(what, np.asarray(host), "indices" if host is indices else "values", arr)
+    if not isinstance(indices, ShardArray) or indices.dtype.kind not in "iu":
+        got = indices.dtype if isinstance(indices, ShardArray) else type(indices).__name__
+        raise IndexTypeError(f"{what}: indices must be an integer array (as in NumPy); got {got}")
+    if axis is None:
+        if indices.ndim != 1:
+            raise DimensionError(f"{what}: with axis=None, indices must be 1-D (as in NumPy); got {indices.shape}")
+        refuse_write(arr, what, "build it with xp.where")
+        with WRITES:  # (the read, the write and the swap as one write)
+            flat = xp.reshape(arr, (-1,))
+            flat[indices] = values
+            swap_in(arr, xp.reshape(flat, arr.shape))
+        return
+    (k,) = axes_of(axis, arr.ndim, what)
+    if indices.ndim != arr.ndim:
+        raise DimensionError(
+            f"{what}: indices (shape {indices.shape}) must have as many dimensions as the array (shape {arr.shape})"
+        )
+    grid = tuple(
+        indices if i == k else np.arange(n).reshape([n if j == i else 1 for j in range(arr.ndim)])
+        for i, n in enumerate(arr.shape)
+    )
+    arr[grid] = values
 
 
 @composed("fliplr")

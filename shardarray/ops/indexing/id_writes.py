@@ -33,13 +33,13 @@ import numpy as np
 
 from ...array import ShardArray
 from ...backend.meta import MetaArray
-from ...core.relayout import resolve_to, to_axes
+from ...core.relayout import resolve_to
 from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
 from ...layout import block_bounds
 from ..manipulation.structure import astype, transpose
 from ..sorting.samplesort import lex_order
-from .route import Route, locate, moved_to, warn_gather
+from .route import Route, locate, moved_to
 from .writes import serialized
 
 
@@ -85,16 +85,18 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
     rest = tuple(d for d in x.dims if d not in dims)
     group = tuple(a for d in dims for a in x.spec.of(d))
     bdims = coords[0].dims
-    keep = tuple(tuple(a for a in ax if a in group) for ax in coords[0].spec.axes)
-    dropped = sorted(coords[0].spec.used_axes.difference(group), key=mesh.axis_names.index)
-    warn_gather(
-        "x[idx] = v",
-        coords[0],
-        dropped,
-        "x is not split over them (every replica needs every write) or "
-        "splits its other dims there; split the indices like the dims they index to avoid it",
+    coords = [c if c.dims == bdims else transpose.__wrapped__(c, bdims) for c in coords]
+    # (the coordinates' common layout: the one keeping most of x's axes of ``dims``; the others move to it, and
+    # an axis any of them loses is an allgather, announced: the coordinates may be laid out differently)
+    keep = max(
+        (tuple(tuple(a for a in ax if a in group) for ax in c.spec.axes) for c in coords),
+        key=lambda k: sum(len(ax) for ax in k),
     )
-    coords = [to_axes(transpose.__wrapped__(c, bdims), keep, False) for c in coords]
+    advice = (
+        "x is not split over them (every replica needs every write) or splits its other dims there; split the "
+        "indices like the dims they index to avoid it"
+    )
+    coords = [moved_to("x[idx] = v", c, keep, advice) for c in coords]
     scalar = not isinstance(v, ShardArray)
     if scalar:
         sv = scalar_for_write(v, x.dtype, f"x[idx] = v (the {x.dtype} array {x.sizes})")

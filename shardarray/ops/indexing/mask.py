@@ -50,13 +50,13 @@ from ...core.tape import Context, differentiable, refuse_write, register_vjp
 from ...dtypes import scalar_for_write
 from ...errors import BackendError, DimensionError, DTypeError, IndexingError
 from ...layout import Layout
-from ..creation.basic import asarray, zeros_like
+from ..creation.basic import asarray, zeros, zeros_like
 from ..elementwise import arithmetic as ew
 from ..manipulation.dims import expand_dims
 from ..manipulation.structure import astype, broadcast_to, rename, transpose
 from .basic import pick, slice_dim
 from .route import RowMajor, moved_to
-from .writes import check_host_value, serialized, swap_in
+from .writes import serialized, swap_in, typed_host_value
 
 
 def _as_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
@@ -397,12 +397,21 @@ def _in_layout_of(x: ShardArray, mask: ShardArray) -> ShardArray:
 
 
 def _positional_mask(x: ShardArray, mask: Any, what: str) -> ShardArray:
-    """A positional mask (ShardArray or NumPy bool) naming ``x``'s leading dims by position."""
+    """A positional mask (ShardArray or NumPy bool) naming ``x``'s leading dims by position. An axis of length 0
+    of the mask matches any (NumPy's rule: such a mask selects nothing); it is then all False over the axes it
+    covers, laid out like them."""
     shape = tuple(mask.shape)
-    if len(shape) > x.ndim or shape != x.shape[: len(shape)]:
+    if len(shape) > x.ndim or any(m not in (n, 0) for m, n in zip(shape, x.shape)):
         raise IndexingError(
             f"{what}: a boolean mask of shape {shape} must match the leading axes of the array of shape {x.shape}"
+            f" (an axis of length 0 matches any)"
         )
+    if shape != x.shape[: len(shape)]:  # (a mask with an axis of length 0: it selects nothing)
+        if getattr(mask, "dtype", np.dtype(bool)).kind != "b":
+            raise DTypeError(f"{what}: the mask must be boolean; got dtype {mask.dtype}")
+        covered = x.dims[: len(shape)]
+        sizes = {d: x.sizes[d] for d in covered}
+        return zeros(x.mesh, sizes, np.bool_, {d: a for d, a in x.layout.items() if d in covered})
     if isinstance(mask, ShardArray):
         if mask.dtype.kind != "b":
             raise DTypeError(f"{what}: the mask must be boolean; got dtype {mask.dtype}")
@@ -483,7 +492,7 @@ def setitem_mask(x: ShardArray, mask: Any, v: Any, whole: bool = False) -> None:
     scalar or a 1-d ``v`` only, as NumPy's boolean assignment does (a leading size-1 axis is refused there, though
     it broadcasts after ``...``).
     """
-    check_host_value(v, "x[mask] = v")
+    v = typed_host_value(x, v, "x[mask] = v")
     ndim = v.ndim if isinstance(v, ShardArray) else np.ndim(v)
     if whole and np.ndim(mask) == x.ndim and ndim > 1:
         raise DimensionError(

@@ -26,7 +26,7 @@ from ...core.movement import k_range, move
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
-from ...errors import ArgumentError, DimensionError, DTypeError, IndexTypeError
+from ...errors import DimensionError, DTypeError, IndexTypeError
 from ...layout import block_bounds
 from ..creation.basic import asarray
 from ..elementwise.arithmetic import add, less, where
@@ -96,17 +96,28 @@ def _write_ids(x: ShardArray, items: Mapping[str, Any], ids: dict[str, Any], v: 
     goes to the device owning its row, one alltoallv; no gather).
 
     The id arrays broadcast together by name (same-named dims of equal sizes); a NumPy array (1-D) takes the name
-    of the dim it indexes. Negative ids count from the end, as NumPy's. ``v``: a scalar, or a ShardArray over the
-    ids' dims and ``x``'s other dims (any order; missing and size-1 dims broadcast). Where ids repeat, one of their
-    values is written, as in NumPy.
+    of the dim it indexes. Negative ids count from the end, as NumPy's. Ints and slices of other dims beside them
+    index those dims by their positions (an int drops its dim, a slice keeps it, as ``isel`` does): ids too, one
+    per written entry. ``v``: a scalar, or a ShardArray over the ids' dims, the sliced dims and ``x``'s other dims
+    (any order; missing and size-1 dims broadcast). Where ids repeat, the last value is written, as in NumPy.
     """
-    if len(ids) != len(items):
-        raise ArgumentError(
-            f"x[...] = v: id arrays for {sorted(ids)} together with ints or slices for "
-            f"{sorted(set(items) - set(ids))} are not supported in a write; select first "
-            f"(y = x.isel(...); y[{{...: ids}}] = v; x[...] = y)"
-        )
-    coords = []
+    coords, cuts = [], {}
+    for d, k in items.items():  # ints and slices beside the ids: ids of their positions (a slice keeps its dim)
+        if d in ids:
+            continue
+        if d not in x.dims:
+            raise DimensionError(f"x[...] = v: {d!r} is not a dim of x; its dims are {x.sizes}")
+        if isinstance(k, slice):
+            start, step, count = normalize_slice(x, d, k)
+            cuts[d] = f"{d}__cut"
+            coords.append(asarray(start + step * np.arange(count, dtype=np.int64), dims=(cuts[d],), mesh=x.mesh))
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            coords.append(asarray(np.int64(normalize_int(x, d, k)), dims=(), mesh=x.mesh))
+        else:
+            raise IndexTypeError(
+                f"x[...] = v: index {k!r:.60} for dim {d!r} beside id arrays is not supported in a named write; "
+                f"use ints, slices or integer id arrays"
+            )
     for d, k in ids.items():
         if d not in x.dims:
             raise DimensionError(f"x[...] = v: {d!r} is not a dim of x; its dims are {x.sizes}")
@@ -126,11 +137,14 @@ def _write_ids(x: ShardArray, items: Mapping[str, Any], ids: dict[str, Any], v: 
             k = where(less(k, 0), add(k, n), k)
         _check_range(k, n, d)
         coords.append(k)
+    coords = coords[len(items) - len(ids) :] + coords[: len(items) - len(ids)]  # (the ids' first: their dims lead)
     dims, sizes = union_dims(coords, "x[...] = v (the id arrays)")
     coords = [c if c.dims == dims else transpose.__wrapped__(broadcast_to(c, sizes), dims) for c in coords]
+    indexed = (*ids, *(d for d in items if d not in ids))
     if isinstance(v, ShardArray):
         common_mesh([x, v], "x[...] = v")
-        target = {**sizes, **{d: x.sizes[d] for d in x.dims if d not in ids}}
+        v = rename(v, {d: cuts[d] for d in v.dims if d in cuts}) if cuts else v
+        target = {**sizes, **{d: x.sizes[d] for d in x.dims if d not in indexed}}
         extra = [d for d in v.dims if d not in target]
         if extra or any(v.sizes[d] not in (1, target[d]) for d in v.dims):
             raise DimensionError(
@@ -145,7 +159,7 @@ def _write_ids(x: ShardArray, items: Mapping[str, Any], ids: dict[str, Any], v: 
             f"x[...] = v: v must be a scalar or a ShardArray; got a {type(v).__name__} of shape {np.shape(v)}. "
             f"Wrap it with sa.asarray(v, dims=(...), mesh=x.mesh), dims the ids' and x's other dims"
         )
-    write_at(x, tuple(ids), coords, v, "set")
+    write_at(x, indexed, coords, v, "set")
 
 
 @serialized

@@ -20,7 +20,7 @@ import numpy as np
 from ...array import ShardArray
 from ...comm.spmd import note, noting
 from ...core.relayout import to_axes
-from ...errors import DTypeError
+from ...errors import CastError, DTypeError
 from ..manipulation.structure import astype, rename, transpose
 
 WRITES = threading.RLock()
@@ -51,6 +51,26 @@ def check_host_value(v: Any, what: str) -> None:
                 f"{what}: the value {v!r:.80} is not a rectangular array (its nested sequences differ in length); "
                 f"give a scalar, an array, or nested lists of equal lengths"
             ) from None
+
+
+def typed_host_value(x: ShardArray, value: Any, what: str) -> Any:
+    """A host list or tuple value of a write converted to ``x``'s dtype as NumPy's assignment converts it
+    (``np.asarray(value, dtype=x.dtype)``): a Python integer out of range, or NaN into integers, raises
+    ``CastError`` (NumPy's OverflowError/ValueError), a float truncates into integers; a complex list into a real
+    array is left to the write's ``DTypeError``. Other values as given."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    check_host_value(value, what)
+    host = np.asarray(value)
+    if host.dtype.kind not in "biufc" or (host.dtype.kind == "c" and x.dtype.kind != "c"):
+        return value
+    try:
+        return np.asarray(value, dtype=x.dtype)
+    except (OverflowError, ValueError) as e:
+        raise CastError(
+            f"{what}: the value {value!r:.60} does not convert to the array's dtype {x.dtype} ({e}); write values "
+            f"in range, or cast the array to a wider dtype first (x.astype('int64'), x.astype('float64'))"
+        ) from None
 
 
 def note_write(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
