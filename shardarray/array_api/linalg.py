@@ -318,7 +318,9 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
     """NumPy's ``linalg.lstsq``: the least-squares solution of ``a x = b`` as ``(x, residuals, rank, s)``.
 
     ``x = pinv(a) b``, the minimum-norm solution (singular values ``<= rcond * max(s)`` dropped; NumPy's default
-    ``rcond = eps * max(M, N)``, ``rcond=-1`` machine precision); ``residuals`` the squared 2-norms of the columns of
+    ``rcond = eps * max(M, N)``, a negative ``rcond`` machine precision ``eps``). As NumPy's, it computes in double
+    precision (float32/complex64 and integers in float64/complex128, ``eps`` float64's) and casts ``x``,
+    ``residuals`` and ``s`` back to the operands' precision; ``residuals`` the squared 2-norms of the columns of
     ``b - a x`` where ``rank == N < M`` (shape ``(K,)``, ``(1,)`` for a 1-D ``b``), else empty, as NumPy's; ``rank``
     and ``s`` as ``matrix_rank`` and ``svdvals``. ``a`` is one (M, N) matrix and ``b`` (M,) or (M, K), as in NumPy.
     The rank is read on the host (the residuals' shape depends on it; a meta mesh, without values, takes ``a`` as
@@ -345,10 +347,12 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
             f"linalg.lstsq: b must be (M,) or (M, K) with M = {a.shape[0]} rows of a; got shape {b.shape}"
         )
     dt = xp.result_type(a.dtype, b.dtype, xp.float64 if a.dtype.kind not in "fc" else a.dtype)
-    a, b = xp.astype(a, dt), xp.astype(b, dt)
+    cx = np.dtype(dt).kind == "c"
+    work = xp.complex128 if cx else xp.float64  # (NumPy's: LAPACK in double precision, the results cast back)
+    a, b = xp.astype(a, work), xp.astype(b, work)
     m, n = a.shape
-    rtol = float(np.finfo(np.dtype(dt)).eps) if rcond == -1 else rcond
-    s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.finfo(dt).dtype, device=a.mesh)
+    rtol = None if rcond is None else float(np.finfo(np.float64).eps) if rcond < 0 else rcond
+    s = svdvals(a) if m and n else xp.zeros((0,), dtype=xp.float64, device=a.mesh)
     if m and n and truth(xp.any(xp.isnan(s)), False):  # (a holds inf: NaN singular values; NaN raised in svdvals)
         raise LinAlgError(
             f"linalg.lstsq: SVD did not converge in Linear Least Squares (a of shape {a.shape} holds inf), as "
@@ -360,13 +364,14 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None) -> tuple[Array, Arr
         if m and n
         else xp.asarray(np.int32(0), device=a.mesh)
     )
+    real = xp.finfo(dt).dtype
     if m > n and truth(rank == n, True):  # (meta: full rank, the residuals' shape for a well-posed problem)
         r = b - matmul(a, x)
-        res = xp.sum(xp.abs(r) ** 2 if dt.kind == "c" else r * r, axis=0)
-        res = xp.reshape(res, (1,)) if b.ndim == 1 else res
+        res = xp.sum(xp.abs(r) ** 2 if cx else r * r, axis=0)
+        res = xp.astype(xp.reshape(res, (1,)) if b.ndim == 1 else res, real)
     else:
-        res = xp.zeros((0,), dtype=xp.finfo(dt).dtype, device=a.mesh)
-    return x, res, rank, s
+        res = xp.zeros((0,), dtype=real, device=a.mesh)
+    return xp.astype(x, dt), res, rank, xp.astype(s, real)
 
 
 def matrix_power(x: Array, n: int, /) -> Array:

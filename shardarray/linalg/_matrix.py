@@ -72,7 +72,8 @@ def require_square(x: ShardArray, rows: str, cols: str, what: str) -> None:
     if x.sizes[rows] != x.sizes[cols]:
         raise MatrixShapeError(
             f"sa.linalg.{what}: needs square matrices; dims {rows!r} ({x.sizes[rows]}) and {cols!r} "
-            f"({x.sizes[cols]}) differ. Use sa.linalg.lstsq-style pinv/qr for rectangular matrices"
+            f"({x.sizes[cols]}) differ. For rectangular matrices use sa.linalg.pinv (least squares: pinv(a) @ b), "
+            f"qr or svd"
         )
 
 

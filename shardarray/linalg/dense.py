@@ -177,7 +177,9 @@ def _cholesky_2d(x: ShardArray, rows: str, cols: str, upper: bool, panel: int | 
 def inv(x: ShardArray, dims: Any = None) -> ShardArray:
     """Inverse of square matrices (LU per matrix), batched locally: no communication of the data, and under MPI
     **one host reduction** of one int over the job (a singular matrix raises ``sa.linalg.LinAlgError`` on every
-    process, naming the first one's batch index and device).
+    process, naming the first one's batch index and device). The result's dims are ``x``'s batch dims, then
+    ``rows``, ``cols`` (the names ``dims`` gives, not swapped): entry ``(r, c)`` is ``inv(A)[r, c]`` of the matrix
+    ``A[rows, cols]``, NumPy's positional result (``pinv``, whose result is ``cols x rows``, swaps the names).
 
     A split matrix that is Hermitian positive definite: the 2-D Cholesky (see
     ``cholesky``; its final allreduce carries a Hermitian test), then forward

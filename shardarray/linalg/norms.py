@@ -34,6 +34,9 @@ def _max0(a: ShardArray, dims: Any) -> ShardArray:
 def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArray:
     """The ``ord``-norm over ``dims`` (default all): ``(sum |x|^ord)^(1/ord)``; ``inf``/``-inf``: max/min ``|x|``;
     ``0``: the count of non-zeros. Real result. Collectives: those of the sum/max over split dims (one allreduce).
+    Over empty ``dims``: 0 for ``ord`` 0, ``inf`` and the positive orders, ``inf`` for the negative orders and for
+    ``-inf`` (``min``'s identity over nothing, as the named reductions and ``jax.lax.reduce_min`` give it; NumPy
+    raises for ``-inf``, and so does the positional ``xp.linalg.vector_norm``).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -64,7 +67,8 @@ def vector_norm(x: ShardArray, dims: Any = None, *, ord: float = 2) -> ShardArra
 def matrix_norm(x: ShardArray, dims: Any = None, *, ord: Any = "fro") -> ShardArray:
     """Matrix norm over ``dims`` (rows, cols; default the last two): ``"fro"``, ``"nuc"``, ``1``, ``-1``, ``2``,
     ``-2``, ``inf``, ``-inf``. Collectives: fro/1/inf: sums and max over split dims (allreduces of output-sized
-    partials); 2/-2/nuc: ``svdvals`` (TSQR).
+    partials); 2/-2/nuc: ``svdvals`` (TSQR). Of empty matrices ``-1``/``-inf``/``-2`` take ``min``'s identity
+    over an empty extent (``inf``), as the named reductions do, where NumPy raises (``xp.linalg.matrix_norm`` does).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})

@@ -5,8 +5,9 @@ Each gives NumPy's result, not an approximation of it: ``norm`` (``ord``/``axis`
 two differ for a matrix with singular values between them, so the default is passed on explicitly), ``svd``,
 ``pinv`` and ``matrix_rank`` with ``hermitian=True`` (the matrix NumPy's ``eigh`` reads: its lower triangle),
 ``matrix_rank`` with ``tol=`` or ``rtol=``, ``eigh``/``eigvalsh`` with ``UPLO='U'`` (the upper triangle:
-``eigh`` of the conjugate transpose, whose lower triangle it is) and ``qr(mode='r')`` (R alone). The work is the
-namespace's (``xp.linalg``) on the distributed arrays: no gather beyond what those functions do.
+``eigh`` of the conjugate transpose, whose lower triangle it is), ``qr(mode='r')`` (R alone), and ``tensorinv``/
+``tensorsolve`` (reshapes around ``inv``/``solve``, NumPy's). The work is the namespace's (``xp.linalg``) on the
+distributed arrays: no gather beyond what those functions do.
 
 Example:
     >>> import shardarray.array_api as xp
@@ -19,15 +20,16 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
 from ..dtypes import is_complex
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError, DimensionError, MatrixShapeError
 from .common import mixing_error
-from .positional_args import axes_of, host_value
+from .positional_args import axes_of, host_setting, host_value
 from .positional_compose import composed, to_end
 
 
@@ -149,3 +151,53 @@ def _qr(xp: Any, what: str, a: Any, mode: str = "reduced") -> Any:
     if mode == "r":
         return xp.linalg.qr(a).R
     return xp.linalg.qr(a, mode=mode)
+
+
+def _float_dtype(dtype: np.dtype) -> np.dtype:
+    """``dtype``, float64 for integers and bools: NumPy's ``inv``/``solve`` convert them so."""
+    return np.dtype(np.float64) if dtype.kind in "biu" else dtype
+
+
+@composed("tensorinv", space="linalg")
+def _tensorinv(xp: Any, what: str, a: Any, ind: Any = 2) -> Any:
+    """NumPy's ``tensorinv``: ``a`` reshaped to a matrix of ``prod(a.shape[ind:])`` rows, inverted, reshaped to
+    ``a.shape[ind:] + a.shape[:ind]``. The reshapes and ``inv`` are the namespace's: a split ``a`` costs their
+    traffic (``inv`` of a split matrix: its distributed or gathered path, with its warning)."""
+    ind = host_value(what, ind, "ind", a)
+    if isinstance(ind, bool) or not isinstance(ind, int) or ind <= 0:
+        raise ArgumentError(f"{what}: ind must be a positive int (the number of leading axes); got {ind!r}")
+    rows = math.prod(a.shape[ind:])
+    if rows == 0 or a.size != rows * rows:
+        raise MatrixShapeError(
+            f"{what}: a of shape {a.shape} must reshape to a non-empty square matrix of prod(a.shape[{ind}:]) = "
+            f"{rows} rows (NumPy: prod(a.shape[ind:]) == prod(a.shape[:ind]))"
+        )
+    inverse = xp.linalg.inv(xp.astype(xp.reshape(a, (rows, rows)), _float_dtype(a.dtype)))
+    return xp.reshape(inverse, (*a.shape[ind:], *a.shape[:ind]))
+
+
+@composed("tensorsolve", space="linalg")
+def _tensorsolve(xp: Any, what: str, a: Any, b: Any, axes: Any = None) -> Any:
+    """NumPy's ``tensorsolve``: ``x`` of shape ``a.shape[b.ndim:]`` with ``tensordot(a, x, x.ndim) == b``, by
+    ``solve`` of ``a`` reshaped to a square matrix (``axes``, if given, moved to the end first, as NumPy's) and
+    ``b`` flattened. The reshapes and ``solve`` are the namespace's, with their traffic."""
+    if not isinstance(a, ShardArray):
+        raise mixing_error(what, np.asarray(a), "a", b)
+    b = host_value(what, b, "b", a)
+    if not isinstance(b, ShardArray):
+        if not isinstance(b, (bool, int, float, complex)):
+            raise mixing_error(what, np.asarray(b), "b", a)
+        b = xp.asarray(b, device=a.mesh)
+    if axes is not None:
+        moved = [axes_of(k, a.ndim, what)[0] for k in host_setting(axes)]  # (in the order given, as NumPy's)
+        a = xp.permute_dims(a, (*(k for k in range(a.ndim) if k not in moved), *moved))
+    shape = a.shape[-(a.ndim - b.ndim) :]  # (NumPy's slice: all of a.shape when b.ndim == a.ndim)
+    n = math.prod(shape)
+    if a.size != n * n or b.size != n:
+        raise MatrixShapeError(
+            f"{what}: a of shape {a.shape} (axes moved) and b of shape {b.shape} must satisfy "
+            f"prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim]) == b.size (NumPy's requirement)"
+        )
+    dt = xp.result_type(_float_dtype(a.dtype), _float_dtype(b.dtype))
+    x = xp.linalg.solve(xp.astype(xp.reshape(a, (n, n)), dt), xp.astype(xp.reshape(b, (n,)), dt))
+    return xp.reshape(x, shape)
