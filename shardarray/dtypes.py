@@ -294,8 +294,10 @@ def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
     A value that is not a number (a string; ``None``, which NumPy would write as NaN) is a ``DTypeError``.
     Refused (``CastError``), where NumPy 2 raises and an unchecked cast would store something else silently: a
     Python ``int`` out of an integer dtype's range (300 into int8 would store 44; -1 into uint8, 255), a Python
-    ``float`` that truncates out of it (300.0 into uint8, -1.5 into uint8; NumPy scalars are cast, as NumPy casts
-    them), and NaN or ±inf into an integer (or bool) dtype. A complex value into a real dtype is a ``DTypeError``.
+    ``float`` that truncates out of it (300.0 into uint8, -1.5 into uint8; NumPy floats are cast, as NumPy casts
+    them), and NaN or ±inf into an integer (or bool) dtype. A NumPy integer out of range is refused too: NumPy 2
+    raises for some (``np.int64(300)`` into int8) and wraps others (``np.int32(-2)`` into uint8 stores 254); one rule
+    here, nothing stored silently changed. A complex value into a real dtype is a ``DTypeError``.
     Other values are cast as NumPy casts them (3.7 into an integer dtype is 3).
 
     Example:
@@ -322,7 +324,8 @@ def scalar_for_write(value: Any, dtype: Any, what: str) -> np.ndarray:
             info = np.iinfo(dt)
             if not info.min <= int(value) <= info.max:
                 raise CastError(
-                    f"{what}: the Python integer {int(value)} is out of range for {dt} [{info.min}, {info.max}]; "
+                    f"{what}: the {'Python' if isinstance(value, int) else 'NumPy'} integer {int(value)} is out of "
+                    f"range for {dt} [{info.min}, {info.max}]; "
                     f"write a value in range, or cast the array to a wider dtype first (x.astype('int64'))"
                 )
         if arr.dtype.kind == "f" and not np.isfinite(arr):

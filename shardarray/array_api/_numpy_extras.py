@@ -285,7 +285,12 @@ def _stat_row(x: ShardArray, dim: str, start: int, count: int, mode: str) -> Sha
         if count != n:
             pos = _iota(x, dim, np.arange(n))
             inside = lg.logical_and(ew.greater_equal(pos, start), ew.less(pos, start + count))
-            fill = 0 if mode == "mean" else reduce._identity(x.dtype, "max" if mode == "maximum" else "min")
+            if mode == "mean":
+                fill: Any = 0
+            elif x.dtype.kind == "c":  # (the least and the greatest in NumPy's lexicographic order)
+                fill = complex(-np.inf, -np.inf) if mode == "maximum" else complex(np.inf, np.inf)
+            else:
+                fill = reduce._identity(x.dtype, "max" if mode == "maximum" else "min")
             src = ew.where(inside, x, fill)
         if mode == "mean":
             wide = np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype
@@ -324,7 +329,8 @@ def _ramp(x: ShardArray, dim: str, width: int, end: Any, edge_at: int, reverse: 
     step = ew.divide(delta, float(width))
     ramp = np.arange(width, dtype=dt)
     i = _iota(x, dim, ramp[::-1].copy() if reverse else ramp)
-    if bool(reduce.max(astype(ew.equal(step, 0), np.int8)).numpy()):  # (NumPy's "any step is 0": one read)
+    zero = reduce.max(astype(ew.equal(step, 0), np.int8))  # (NumPy's "any step is 0": one read; meta reads none)
+    if x.mesh.backend.has_data and bool(zero.numpy()):
         y = ew.multiply(ew.divide(i, float(width)), delta)
     else:
         y = ew.multiply(i, step)
@@ -361,6 +367,8 @@ def _odd_reflect(x: ShardArray, dim: str, before: int, after: int, symmetric: bo
             parts.append(_in_dims(ew.subtract(ew.multiply(pick(cur, dim, size - 1), 2), chunk), cur.dims))
         cur = concat(parts, dim)
         before, after = before - lb, after - la
+    if cur.dtype != x.dtype:  # (bools: 2 * edge - reflection is an integer; NumPy's result stays bool, nonzero)
+        cur = ew.not_equal(cur, 0) if x.dtype == np.bool_ else astype(cur, x.dtype)
     return cur
 
 

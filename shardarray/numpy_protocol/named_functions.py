@@ -435,11 +435,13 @@ def _explicit(
         if "..." in t:
             k = t.index("...")
             for c, n in zip(ell[len(ell) - w :], a.shape[k : k + w]):
-                sizes[c] = max(sizes.get(c, 1), n)
+                if sizes.get(c, 1) == 1:  # (a size-1 axis broadcasts against any other, 0 included)
+                    sizes[c] = n
     for t, a, w in zip(terms, arrays, widths):  # the plain letters' sizes: a size-1 axis broadcasts, as NumPy's
         k = t.index("...") if "..." in t else len(t)
         for c, n in zip(t[:k] + t[k + 3 :], a.shape[:k] + a.shape[k + w :]):
-            sizes[c] = max(sizes.get(c, 1), n)
+            if sizes.get(c, 1) == 1:
+                sizes[c] = n
     singles = "".join(sorted(c for c in used if c.isalpha() and "".join(terms).count(c) == 1))
     if rhs is None:
         out = "".join(ell) + singles
@@ -457,14 +459,14 @@ def _explicit(
         if "..." in t:
             k = t.index("...")
             mine = ell[len(ell) - w :]
-            drop = [a.dims[k + j] for j, c in enumerate(mine) if a.shape[k + j] == 1 and sizes[c] > 1]
+            drop = [a.dims[k + j] for j, c in enumerate(mine) if a.shape[k + j] == 1 and sizes[c] != 1]
             letters = [c for j, c in enumerate(mine) if a.dims[k + j] not in drop]
             a = a.isel({d: 0 for d in drop}) if drop else a
             t = t[:k] + "".join(letters) + t[k + 3 :]
         # a letter's size-1 axis against a longer one elsewhere broadcasts (NumPy's einsum): drop it here
         ones: list[int] = []
         if len(t) == a.ndim:  # (a term of another length is refused by the caller)
-            ones = [j for j, c in enumerate(t) if a.shape[j] == 1 and sizes.get(c, 1) > 1 and t.count(c) == 1]
+            ones = [j for j, c in enumerate(t) if a.shape[j] == 1 and sizes.get(c, 1) != 1 and t.count(c) == 1]
         if ones:
             a = a.isel({a.dims[j]: 0 for j in ones})
             t = "".join(c for j, c in enumerate(t) if j not in ones)
