@@ -219,11 +219,15 @@ def test_fuzz_scans_and_statistics_edges(c, data):
         lambda: xp.cumulative_sum(x, axis=axis, include_initial=ii),
         tol,
     )
-    check(
-        lambda: np.cumulative_prod(a, axis=axis, include_initial=ii, dtype=dt),
-        lambda: xp.cumulative_prod(x, axis=axis, include_initial=ii, dtype=dt),
-        tol,
-    )
+    if a.dtype.kind == "c" and dt is not None:  # (refused since round 14, as xp.sum's dtype=: NumPy drops the imag)
+        with pytest.raises(sa.DTypeError, match="imaginary"):
+            xp.cumulative_prod(x, axis=axis, include_initial=ii, dtype=dt)
+    else:
+        check(
+            lambda: np.cumulative_prod(a, axis=axis, include_initial=ii, dtype=dt),
+            lambda: xp.cumulative_prod(x, axis=axis, include_initial=ii, dtype=dt),
+            tol,
+        )
     check(lambda: np.cumsum(a, axis=some), lambda: np.cumsum(x, axis=some), tol)
     for name in ("argmax", "argmin", "nanargmax", "nanargmin"):
         f = getattr(np, name)
