@@ -2,7 +2,7 @@
 ``np.put`` (modes, repeats, cyclic values, host and distributed indices and values), ``x.view(dtype)`` (same and
 other itemsizes, the split last axis refused), ``np.reshape``/``x.reshape`` with ``order="F"``/``"A"`` and
 ``np.ravel``/``x.flatten`` orders, on random meshes (1, 2x2, 4, 2x2x2, 3x2) and layouts with uneven and empty
-blocks; and ``np.add.at`` of floats into integers (refused on purpose, see ``array_api/_indexing.add_at``).
+blocks; and ``np.add.at`` of floats into integers (refused on purpose, see ``array_api/_indexing.ufunc_at``).
 
 ``FUZZ10_EXAMPLES=<n>`` runs every fuzzer with ``n`` examples (``HYPOTHESIS_PROFILE=explore`` draws new ones).
 """
@@ -274,7 +274,7 @@ def test_reshape_order_regressions():
 
 
 def test_add_at_float_into_int_refused_with_the_reason():
-    """Kept refusal (documented in ``add_at``): NumPy truncates every partial sum (per-step unsafe casts)."""
+    """Kept refusal (documented in ``ufunc_at``): NumPy truncates every partial sum (per-step unsafe casts)."""
     x = xp.asarray(np.array([1, -3], np.int8), device=_mesh({"row": 2, "col": 2}))
     with pytest.raises(sa.DTypeError, match="truncate every partial sum"):
         np.add.at(x, [0, 0, 1], 0.5)

@@ -334,8 +334,15 @@ class Array(ShardArray):
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs on Arrays with NumPy's meaning: the namespace's function of that name (positional
         broadcasting), ``reduce``/``accumulate``/``outer`` by the namespace's reductions and scans, ``out=`` into
-        an Array; ``np.add.at``/``np.subtract.at`` into an Array in place (repeated indices add every time);
+        an Array; ``np.add.at``/``np.subtract.at``/``np.maximum.at``/``np.minimum.at`` into an Array in place (repeated
+        indices combine every time);
         one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
+        if method == "at" and ufunc in (np.maximum, np.minimum) and len(inputs) == 3 and isinstance(inputs[0], Array):
+            x, key, value = inputs
+            check_host_value(value, f"np.{ufunc.__name__}.at")
+            if not kwargs:
+                HOOKS.ufunc_at(x, key, np.asarray(value) if isinstance(value, (list, tuple)) else value, ufunc.__name__)
+                return None
         if method == "at" and ufunc in (np.add, np.subtract) and len(inputs) == 3 and isinstance(inputs[0], Array):
             x, key, value = inputs
             check_host_value(value, f"np.{ufunc.__name__}.at")  # (a ragged list: a typed error, not NumPy's)
@@ -345,7 +352,7 @@ class Array(ShardArray):
                 value = np.asarray(value, dtype=x.dtype)  # (True is 1 of x's dtype: NumPy refuses bool - bool only)
                 boolean = False
             if not kwargs and (ufunc is np.add or not boolean):  # NumPy refuses bool subtraction
-                HOOKS.add_at(x, key, value if ufunc is np.add else -value)
+                HOOKS.ufunc_at(x, key, value if ufunc is np.add else -value)
                 return None
         return _wrap_all(positional_ufuncs.array_ufunc(HOOKS.namespace(), ufunc, method, *inputs, **kwargs))
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..array import ShardArray
 from ..core.common import common_mesh
 from ..core.relayout import resolve_to
-from ..dtypes import scalar_for_write
+from ..dtypes import BFLOAT16, scalar_for_write
 from ..errors import ArgumentError, DimensionError, DTypeError, IndexingError, IndexTypeError
 from ..ops.creation.basic import asarray as _asarray
 from ..ops.creation.basic import zeros
@@ -572,7 +572,7 @@ def _write_beside_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str
     """``x[key] = value`` (``np.add.at`` with ``mode="add"``) for a key with 0-d booleans beside integer arrays:
     with all of them True, the write of the key without them (their place still separating or joining the
     arrays); with a False, nothing is written, once the value is checked against the empty selection."""
-    what = "x[...] = v" if mode == "set" else "np.add.at"
+    what = "x[...] = v" if mode == "set" else f"np.{mode}.at"
     if all(bool(k) for k in key if _zero_d_bool(k)):
         key = normalize_key(x, key, what, bools=True)
         note_write(x, {f"axis{i}": k for i, k in enumerate(key)}, value)
@@ -627,7 +627,7 @@ def _host_value(x: ShardArray, value: Any) -> Any:
     if isinstance(value, ShardArray) or not isinstance(value, (np.ndarray, list, tuple)):
         return value
     host = np.asarray(value)
-    if host.ndim == 0 or host.dtype.kind not in "biufc":
+    if host.ndim == 0 or (host.dtype.kind not in "biufc" and host.dtype != BFLOAT16):
         return value
     dims = tuple(fresh(x.dims, host.ndim, "v"))
     return wrap(_asarray(host, dims=dims, mesh=x.mesh, layout={}))
@@ -736,58 +736,74 @@ def _spread(ids: ShardArray, sizes: dict[str, int], names: tuple[str, ...]) -> S
     return transpose(broadcast_to(squeeze(ids, ones) if ones else ids, sizes), names)
 
 
-def add_at(x: ShardArray, key: Any, value: Any) -> None:
-    """``np.add.at(x, key, value)`` in place: unbuffered, so an index repeated in ``key`` adds every time.
+def ufunc_at(x: ShardArray, key: Any, value: Any, op: str = "add") -> None:
+    """``np.add.at(x, key, value)`` in place (``op="maximum"``/``"minimum"``: ``np.maximum.at``/``np.minimum.at``):
+    unbuffered, so an index repeated in ``key`` adds (or takes the larger or smaller) every time.
 
     Integer-array keys route their (index, value) pairs to the devices owning the rows (``ops/indexing/
-    id_writes.py``, ``mode="add"``: alltoallv, no gather); a boolean mask over the leading axes is its
-    ``nonzero`` indices; a key of ints and slices selects each entry once, so it is ``x[key] = x[key] + value``.
-    A value whose dtype does not cast to ``x``'s under NumPy's ``same_kind`` rule (floats into integers) raises
-    ``DTypeError``, as ``x += value`` does. This departs from NumPy on purpose: NumPy's ``ufunc.at`` casts
-    *unsafely at every step* (each partial sum truncated: ``np.add.at(np.int8([1]), [0, 0], 0.5)`` leaves 1,
-    ``np.add.at(np.int8([-3]), [0], 2.5)`` gives 0), a silently lossy result that depends on the order of the
-    repeats and that neither casting the values first nor casting the sum reproduces; cast the values to
-    ``x``'s dtype (the truncation made explicit) or ``x`` to the promoted dtype first.
+    id_writes.py``, ``mode=op``: alltoallv, no gather); a boolean mask over the leading axes is its
+    ``nonzero`` indices; a key of ints and slices selects each entry once, so it is ``x[key] = x[key] + value``
+    (``xp.maximum(x[key], value)``). A value whose dtype does not cast to ``x``'s under NumPy's ``same_kind`` rule
+    (floats into integers) raises ``DTypeError``, as ``x += value`` does. This departs from NumPy on purpose:
+    NumPy's ``ufunc.at`` casts *unsafely at every step* (each partial sum truncated: ``np.add.at(np.int8([1]),
+    [0, 0], 0.5)`` leaves 1, ``np.add.at(np.int8([-3]), [0], 2.5)`` gives 0), a silently lossy result that depends
+    on the order of the repeats and that neither casting the values first nor casting the sum reproduces; cast the
+    values to ``x``'s dtype (the truncation made explicit) or ``x`` to the promoted dtype first. The running
+    extremes of complex values (NumPy's lexicographic order) are refused (``DTypeError``): take them on the real
+    and imaginary parts, or write with ``xp.where``.
     """
-    _check_same_kind(x, value)
+    what = f"np.{op}.at"
+    if op != "add" and (x.dtype.kind == "c" or getattr(getattr(value, "dtype", None), "kind", None) == "c"):
+        raise DTypeError(
+            f"{what}: complex values have no scatter-{op[:3]} here (NumPy orders them lexicographically); combine "
+            f"the real parts, or compute the result with xp.where"
+        )
+    _check_same_kind(x, value, what)
     mask = bool_key(np.asarray(key) if isinstance(key, list) else key)
     if mask is not None and np.ndim(mask):
         if tuple(mask.shape) != x.shape[: np.ndim(mask)]:
             raise DimensionError(
-                f"np.add.at: the boolean mask of shape {tuple(mask.shape)} does not match the leading axes of "
+                f"{what}: the boolean mask of shape {tuple(mask.shape)} does not match the leading axes of "
                 f"the array of shape {x.shape}"
             )
         key = _nonzero(mask) if isinstance(mask, ShardArray) else np.nonzero(mask)
-    key, zero_d = split_bools(x, key, "np.add.at")
+    key, zero_d = split_bools(x, key, what)
     if _bools(key):
-        _write_beside_ids(x, key, value, "add")
+        _write_beside_ids(x, key, value, op)
         return
     if zero_d is not None:  # each selected entry once: x[key] += v
-        value = _past_bool_axis(x, key, zero_d, value, "np.add.at")
+        value = _past_bool_axis(x, key, zero_d, value, what)
         if zero_d[0]:
-            add_at(x, key, value)
+            ufunc_at(x, key, value, op)
         return
-    key = normalize_key(x, key, "np.add.at")
+    key = normalize_key(x, key, what)
     if any(_is_ids(k) for k in key):
-        _write_ids(x, _emptied(key), value, "add")
+        _write_ids(x, _emptied(key), value, op)
         return
-    setitem(x, key, wrap(getitem(x, key)) + _host_value(x, value))  # (a host array value: onto the mesh, unsplit)
+    old, new = wrap(getitem(x, key)), _host_value(x, value)  # (a host array value: onto the mesh, unsplit)
+    if op == "add":
+        setitem(x, key, old + new)
+        return
+    if isinstance(new, np.ndarray):  # (a 0-d host value: NumPy's scalar of its dtype, as the operators take it)
+        new = new[()]
+    setitem(x, key, getattr(HOOKS.namespace(), op)(old, new))
 
 
-def _check_same_kind(x: ShardArray, value: Any) -> None:
+def _check_same_kind(x: ShardArray, value: Any, what: str = "np.add.at") -> None:
     """Raise ``DTypeError`` when adding ``value`` (Python scalars weak) gives a dtype that does not cast back to
     ``x``'s under ``same_kind``; a string (which ``np.result_type`` reads as a dtype name) or None is no value."""
     if isinstance(value, (str, bytes)) or value is None:
-        raise DTypeError(f"np.add.at: the values must be numbers or arrays; got {type(value).__name__} {value!r:.40}")
+        raise DTypeError(f"{what}: the values must be numbers or arrays; got {type(value).__name__} {value!r:.40}")
     dtype = np.result_type(x.dtype, value.dtype if hasattr(value, "dtype") else value)
     if not np.can_cast(dtype, x.dtype, "same_kind"):
         raise DTypeError(
-            f"np.add.at: values that make dtype {dtype} cannot be added in place into an array of dtype {x.dtype} "
-            f"(NumPy's same_kind casting refuses {dtype} -> {x.dtype}, as x += v does; NumPy's np.add.at would "
-            f"truncate every partial sum silently); cast the values to {x.dtype} first, or the array to {dtype} "
+            f"{what}: values that make dtype {dtype} cannot be combined in place into an array of dtype {x.dtype} "
+            f"(NumPy's same_kind casting refuses {dtype} -> {x.dtype}, as x += v does; NumPy's {what} would "
+            f"truncate every partial {'sum' if what == 'np.add.at' else 'result'} silently); cast the values to "
+            f"{x.dtype} first, or the array to {dtype} "
             f"(xp.astype(x, xp.{dtype}))"
         )
 
 
-# Array.__getitem__/__setitem__ and np.add.at/np.subtract.at on an Array call these
-HOOKS.getitem, HOOKS.setitem, HOOKS.add_at = getitem, setitem, add_at
+# Array.__getitem__/__setitem__ and np.add/subtract/maximum/minimum.at on an Array call these
+HOOKS.getitem, HOOKS.setitem, HOOKS.ufunc_at = getitem, setitem, ufunc_at

@@ -151,6 +151,22 @@ class Backend(ABC):
             return table[0][ids[0]][None]
         return table[self.xp.arange(table.shape[0])[:, None], ids]
 
+    def extreme_at(self, table: Any, rows: Any, values: Any, op: str) -> Any:
+        """``table`` (n, R) with each ``values[o]`` combined into row ``rows[o]`` by ``op`` (``"maximum"`` or
+        ``"minimum"``: NumPy's ``ufunc.at``, every repeat combined; NaN propagates as ``np.maximum``'s).
+
+        ``xp.<op>.at`` does it. CuPy's takes float32/64 and 32/64-bit integers only: another real dtype is combined
+        in float32 (floats) or int64 (integers, bools) and cast back, exact for a maximum or minimum of values of
+        ``table``'s dtype. Returns the combined table (``table`` itself where no cast was needed).
+        """
+        xp = self.xp
+        dt = table.dtype
+        fits = dt.name in _SCATTER_DTYPES and dt.name != "float16"
+        acc = dt if fits else (np.dtype("float32") if is_real_float(dt) else np.dtype("int64"))
+        t = table if acc == dt else table.astype(acc)
+        getattr(xp, op).at(t, rows, values.astype(acc))
+        return t if acc == dt else t.astype(dt)
+
     def scatter_rows(self, ids: Any, values: Any, n: int) -> Any:
         """The transpose of ``take_rows``: a (S, n, R) array with ``values[s, o]`` added at row ``ids[s, o]``.
 

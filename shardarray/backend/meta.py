@@ -857,6 +857,9 @@ class MetaBackend(Backend):
     def scatter_rows(self, ids: Any, values: Any, n: int) -> MetaArray:
         return MetaArray((values.shape[0], n, values.shape[2]), values.dtype)
 
+    def extreme_at(self, table: Any, rows: Any, values: Any, op: str) -> Any:
+        return table
+
     def einsum(self, equation: str, *arrays: Any) -> MetaArray:
         shape = _einsum_shape(equation, tuple(a.shape for a in arrays))
         return MetaArray(shape, promote(*(a.dtype for a in arrays)))  # (np.result_type: no bfloat16 + float16)

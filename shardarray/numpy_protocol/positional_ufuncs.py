@@ -43,12 +43,12 @@ entries of ``out`` kept; without ``out=`` NumPy leaves them uninitialized: an
 casts to the loop, for the loop ``dtype=`` picks, and for the write into
 ``out``).
 
-``np.add.at``/``np.subtract.at`` write into a positional array in place
-(``Array.__array_ufunc__``: integer-array keys are routed to the owners of the
-rows, repeated indices add every time). The gufuncs ``np.matmul``,
+``np.add.at``/``np.subtract.at``/``np.maximum.at``/``np.minimum.at`` write into a
+positional array in place (``Array.__array_ufunc__``: integer-array keys are routed
+to the owners of the rows, repeated indices combine every time). The gufuncs ``np.matmul``,
 ``np.matvec``, ``np.vecmat`` and ``np.vecdot`` are ``positional_products``'s (bools
 too, ``axes=``). A ufunc or method without a counterpart (``np.fmod``,
-``np.maximum.at``, ``reduceat``, ``np.subtract.accumulate``, a gufunc's methods)
+``np.multiply.at``, ``reduceat``, ``np.subtract.accumulate``, a gufunc's methods)
 returns NotImplemented: NumPy raises its TypeError, nothing is gathered. The
 collectives are those of the namespace function called.
 

@@ -10,7 +10,8 @@ its global position for ``"set"``) and **one alltoallv of the values** (one
 row of ``x``'s other dims per entry), over the mesh axes of ``dims``. The
 owners then write in their blocks: ``"set"`` keeps, for each row written
 several times, the value of the last index entry (NumPy's order), ``"add"``
-adds every one (``np.add.at``). Devices holding the same index block
+adds every one (``np.add.at``), ``"maximum"``/``"minimum"`` keep the largest or smallest of the row and every
+value written to it (``np.maximum.at``). Devices holding the same index block
 (replicas along those axes) send disjoint shares, so each pair is sent once.
 
 The index arrays may stay split over the axes of ``dims`` only; split over
@@ -64,7 +65,7 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
         dims: the dims of ``x`` the coordinates index.
         coords: one integer array per dim of ``dims``, all of the same dims and sizes, each in range.
         v: a scalar, or a ShardArray with the coords' dims followed by ``x``'s other dims (any order).
-        mode: ``"set"`` or ``"add"``.
+        mode: ``"set"``, ``"add"``, ``"maximum"`` or ``"minimum"``.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -164,8 +165,10 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
                     rs = r[order]
                     last = xp.concatenate([rs[1:] != rs[:-1], xp.ones((1,), dtype=bool)])
                     table[rs[last]] = val[order][last]
-                else:
+                elif mode == "add":
                     table = table + backend.scatter_rows(r.reshape(1, -1), val.reshape(1, *val.shape), n)[0]
+                else:
+                    table = backend.extreme_at(table, r, val, mode)
             out[d] = xp.transpose(table.reshape(shape), back)
     x.shards = tuple(out)
     x.host_range = None
