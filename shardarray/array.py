@@ -677,6 +677,41 @@ class ShardArray:
         """``round(x)`` / ``round(x, 2)``: elementwise rounding (half to even, as NumPy), a new ShardArray."""
         return OPS.round_array(self, ndigits)
 
+    @property
+    def flat(self) -> FlatIndexer:
+        """NumPy's ``x.flat``: the elements in row-major order of the dims, indexed as a 1-D array.
+
+        ``x.flat[k]`` reads ``np.ravel(x)[k]`` (a distributed reshape, then the indexing op) and
+        ``x.flat[k] = v`` writes in place through ``np.put(x, k, v)`` (``k`` an integer, a slice, a list, a host
+        or distributed integer array), so ``x`` changes as NumPy's does. A copy, not NumPy's iterator object over
+        the memory: ``len`` and iteration are those of ``np.ravel(x)``. For positional (``shardarray.array_api``)
+        arrays; a named array has no ``np.ravel`` (NumPy's TypeError: merge its dims with ``merge_dims``).
+        """
+        return FlatIndexer(self)
+
+
+class FlatIndexer:
+    """``x.flat`` (``ShardArray.flat``): reads through ``np.ravel(x)``, writes in place through ``np.put``."""
+
+    def __init__(self, base: ShardArray) -> None:
+        self.base = base
+
+    def __getitem__(self, key: Any) -> Any:
+        return np.ravel(self.base)[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, slice):  # the positions it names (only those: no host array of the whole size)
+            key = np.arange(*key.indices(self.base.size))
+        elif not isinstance(key, ShardArray) and np.asarray(key).dtype == bool:
+            key = np.flatnonzero(key)
+        np.put(self.base, key, value)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return self.base.size
+
+    def __iter__(self) -> Any:
+        return iter(np.ravel(self.base))
+
 
 profiler.ARRAY_TYPES = (ShardArray,)  # the profiler counts the memory of these (it sits below this module)
 

@@ -359,6 +359,7 @@ MUST_DISPATCH = {
     "linalg.solve", "linalg.det", "linalg.cholesky", "linalg.qr", "linalg.svd", "linalg.eigh", "fft.fft",
     "fft.ifft", "fft.rfft", "fft.fft2", "fft.fftn", "fft.fftshift", "exp", "add", "maximum", "add.reduce",
     "maximum.reduce", "add.accumulate", "multiply.accumulate", "multiply.outer", "shape", "ndim", "size",
+    "add.reduceat", "maximum.reduceat", "multiply.at", "divide.at", "negative.at", "bitwise_or.at",
 }
 
 

@@ -334,8 +334,8 @@ class Array(ShardArray):
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs on Arrays with NumPy's meaning: the namespace's function of that name (positional
         broadcasting), ``reduce``/``accumulate``/``outer`` by the namespace's reductions and scans, ``out=`` into
-        an Array; ``np.add.at``/``np.subtract.at``/``np.maximum.at``/``np.minimum.at`` into an Array in place (repeated
-        indices combine every time);
+        an Array; ``np.add.at``/``np.maximum.at``/``np.minimum.at`` (and the other ufuncs' ``at`` through
+        ``positional_ufuncs``) into an Array in place (repeated indices combine every time, in key order);
         one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
         if method == "at" and ufunc in (np.maximum, np.minimum) and len(inputs) == 3 and isinstance(inputs[0], Array):
             x, key, value = inputs
@@ -343,16 +343,11 @@ class Array(ShardArray):
             if not kwargs:
                 HOOKS.ufunc_at(x, key, np.asarray(value) if isinstance(value, (list, tuple)) else value, ufunc.__name__)
                 return None
-        if method == "at" and ufunc in (np.add, np.subtract) and len(inputs) == 3 and isinstance(inputs[0], Array):
+        if method == "at" and ufunc is np.add and len(inputs) == 3 and isinstance(inputs[0], Array):
             x, key, value = inputs
-            check_host_value(value, f"np.{ufunc.__name__}.at")  # (a ragged list: a typed error, not NumPy's)
-            value = np.asarray(value) if isinstance(value, (list, tuple)) else value
-            boolean = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b"
-            if boolean and ufunc is np.subtract and x.dtype != bool and not isinstance(value, ShardArray):
-                value = np.asarray(value, dtype=x.dtype)  # (True is 1 of x's dtype: NumPy refuses bool - bool only)
-                boolean = False
-            if not kwargs and (ufunc is np.add or not boolean):  # NumPy refuses bool subtraction
-                HOOKS.ufunc_at(x, key, value if ufunc is np.add else -value)
+            check_host_value(value, "np.add.at")  # (a ragged list: a typed error, not NumPy's)
+            if not kwargs:
+                HOOKS.ufunc_at(x, key, np.asarray(value) if isinstance(value, (list, tuple)) else value)
                 return None
         return _wrap_all(positional_ufuncs.array_ufunc(HOOKS.namespace(), ufunc, method, *inputs, **kwargs))
 

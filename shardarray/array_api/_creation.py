@@ -350,7 +350,10 @@ def linspace(
     floors the values as NumPy 2 does (``linspace(-5, 5, 4, dtype=int64)`` is
     ``[-5, -2, 1, 5]``); values it cannot hold (beyond its range, NaN) are a
     ``CastError`` rather than NumPy's silent wrap. A bool ``dtype`` is
-    ``values != 0``, as NumPy's cast.
+    ``values != 0``, as NumPy's cast. A 0-d array endpoint (``r.max()``) is
+    read as the NumPy scalar of its value, as NumPy and JAX take it (its dtype
+    kept, NEP 50); ``np.linspace`` with arrays of more dims is NumPy's own
+    (``numpy_protocol.positional_compose``).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -364,6 +367,7 @@ def linspace(
         raise DimensionError(f"linspace: num must be an integer; got {num!r}") from None
     if num < 0:
         raise DimensionError(f"linspace: num must be >= 0; got {num}")
+    start, stop = _endpoint(start), _endpoint(stop)
     for name, v in (("start", start), ("stop", stop)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, complex, np.number)):
             raise DTypeError(f"linspace: {name} must be a real or complex number; got {type(v).__name__} {v!r:.80}")
@@ -412,6 +416,17 @@ def linspace(
         return values(np.arange(lo, hi, dtype=np.int64)).astype(dt)
 
     return _build(mesh, (num,), dt, make, "linspace", {"start": start, "stop": stop, "endpoint": endpoint})
+
+
+def _endpoint(v: Any) -> Any:
+    """A 0-d array endpoint of ``linspace`` (``xp.linspace(0, r.max(), 200)``, as NumPy and JAX take it) as the
+    NumPy scalar of its value and dtype (a replicated value read on the host; a NumPy 0-d array alike); others as
+    they are."""
+    if isinstance(v, ShardArray) and v.ndim == 0:
+        return v.numpy()[()]
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    return v
 
 
 def _weak_float(v: Any, name: str) -> Any:
@@ -617,6 +632,56 @@ def full_like(x: ShardArray, /, fill_value: bool | complex, *, dtype: Any = None
     return _like(x, fill_value, dtype, device, "full_like")
 
 
+# ----------------------------------------------------------------- indices
+def indices(dimensions: Sequence[int], dtype: Any = int, sparse: bool = False, *, device: Any = None) -> Any:
+    """The grid of indices of an array of shape ``dimensions``, as ``np.indices``: ``out[k][i0, i1, ...]`` is
+    ``ik``, in an array of shape ``(len(dimensions), *dimensions)`` (dtype ``int64`` by default; any real
+    ``dtype``). Each device builds its own block from the block's index ranges (no collective), axis ``k`` split
+    over mesh axis ``k`` as every creation function's; ``np.fromfunction(f, shape, like=x)`` calls ``f`` on it.
+
+    With ``sparse=True`` a tuple of ``len(dimensions)`` arrays comes back, the ``k``-th of shape
+    ``(1, ..., dimensions[k], ..., 1)`` (NumPy's broadcastable grid).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     grid = xp.indices((2, 3))
+        >>> grid.shape, grid.numpy()[1].tolist()
+        ((2, 2, 3), [[0, 1, 2], [0, 1, 2]])
+    """
+    try:
+        dims = tuple(dimensions)
+    except TypeError:
+        raise DimensionError(f"indices: dimensions must be a sequence of sizes; got {dimensions!r:.80}") from None
+    shp = _shape(dims, "indices")
+    dt = as_dtype(dtype)
+    if dt.kind not in "iuf":
+        raise DTypeError(f"indices: dtype must be a real numeric dtype; got {dt.name}")
+    mesh = _mesh(device, "indices")
+    n = len(shp)
+
+    def ramp(b: tuple[tuple[int, int], ...], k: int, first: int) -> np.ndarray:
+        """Index ``k`` over the block ``b[first:]`` of the grid."""
+        line = np.arange(*b[first + k], dtype=dt).reshape([-1 if i == k else 1 for i in range(n)])
+        return np.broadcast_to(line, _block_shape(b[first:]))
+
+    if sparse:
+
+        def axis_of(k: int) -> Array:
+            one = tuple(shp[j] if j == k else 1 for j in range(n))
+            return _build(mesh, one, dt, lambda b: ramp(b, k, 0), "indices", {})
+
+        return tuple(axis_of(k) for k in range(n))
+
+    def make(b: tuple[tuple[int, int], ...]) -> np.ndarray:
+        out = np.empty(_block_shape(b), dtype=dt)
+        for k in range(*b[0]):
+            out[k - b[0][0]] = ramp(b, k, 1)
+        return out
+
+    return _build(mesh, (n, *shp), dt, make, "indices", {})
+
+
 # ----------------------------------------------------------------- meshgrid
 def meshgrid(*arrays: ShardArray, indexing: str = "xy") -> list[Array]:
     """Coordinate arrays from 1-D arrays: each input broadcast over the others' lengths.
@@ -676,6 +741,7 @@ __all__ = [
     "full",
     "full_like",
     "identity",
+    "indices",
     "linspace",
     "meshgrid",
     "ones",

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import OPS, ShardArray
 from ..core.common import common_mesh
 from ..core.relayout import resolve_to
 from ..dtypes import BFLOAT16, scalar_for_write
@@ -579,6 +579,8 @@ def _write_beside_ids(x: ShardArray, key: tuple[Any, ...], value: Any, mode: str
         _write_ids(x, _emptied(key), value, mode)
         return
     sel = _nothing_selected(x, key, what)
+    if value is None:  # (a unary ufunc's at: nothing to check)
+        return
     if not isinstance(value, ShardArray) and np.ndim(value) == 0:
         scalar_for_write(value, x.dtype, f"{what} (the {x.dtype} array {x.sizes})")
     elif not _broadcasts(tuple(np.shape(value) if not isinstance(value, ShardArray) else value.shape), sel):
@@ -660,7 +662,7 @@ def _write_ids(
     1 to the selection (the value's axes there must be 1)."""
     if any(k is None or k is True for k in key):
         key, adjacent, new, ndim = _new_axes(x, key)
-        value = _drop_new_axes(value, new, ndim, "x[...] = v")
+        value = value if value is None else _drop_new_axes(value, new, ndim, "x[...] = v")
     full = _expand(x, key)
     adv = [i for i, k in enumerate(full) if not isinstance(k, slice)]
     adv_dims = tuple(x.dims[i] for i in adv)
@@ -737,28 +739,44 @@ def _spread(ids: ShardArray, sizes: dict[str, int], names: tuple[str, ...]) -> S
 
 
 def ufunc_at(x: ShardArray, key: Any, value: Any, op: str = "add") -> None:
-    """``np.add.at(x, key, value)`` in place (``op="maximum"``/``"minimum"``: ``np.maximum.at``/``np.minimum.at``):
-    unbuffered, so an index repeated in ``key`` adds (or takes the larger or smaller) every time.
+    """``np.add.at(x, key, value)`` in place (``op`` names the ufunc: ``"maximum"`` is ``np.maximum.at``, any other
+    binary ufunc of the backend too; ``value`` None for a unary one, ``np.negative.at(x, key)``): unbuffered, so
+    an index repeated in ``key`` combines every time, in the key's order (NumPy's).
 
     Integer-array keys route their (index, value) pairs to the devices owning the rows (``ops/indexing/
-    id_writes.py``, ``mode=op``: alltoallv, no gather); a boolean mask over the leading axes is its
+    id_writes.py``, ``mode=op``: alltoallv, no gather; where the order of a row's pairs changes the result --
+    ``np.multiply.at`` of floats, ``np.subtract.at``, ``np.divide.at``, ``np.power.at`` -- their positions in the
+    key travel too and each owner applies them in key order); a boolean mask over the leading axes is its
     ``nonzero`` indices; a key of ints and slices selects each entry once, so it is ``x[key] = x[key] + value``
-    (``xp.maximum(x[key], value)``). A value whose dtype does not cast to ``x``'s under NumPy's ``same_kind`` rule
-    (floats into integers) raises ``DTypeError``, as ``x += value`` does. This departs from NumPy on purpose:
-    NumPy's ``ufunc.at`` casts *unsafely at every step* (each partial sum truncated: ``np.add.at(np.int8([1]),
-    [0, 0], 0.5)`` leaves 1, ``np.add.at(np.int8([-3]), [0], 2.5)`` gives 0), a silently lossy result that depends
-    on the order of the repeats and that neither casting the values first nor casting the sum reproduces; cast the
-    values to ``x``'s dtype (the truncation made explicit) or ``x`` to the promoted dtype first. The running
-    extremes of complex values (NumPy's lexicographic order) are refused (``DTypeError``): take them on the real
-    and imaginary parts, or write with ``xp.where``.
+    (``np.<op>(x[key], value)`` cast to ``x``'s dtype). A value whose dtype does not cast to ``x``'s under NumPy's
+    ``same_kind`` rule (floats into integers) raises ``DTypeError``, as ``x += value`` does; the values are cast
+    to ``x``'s dtype and the ufunc runs in ``x``'s dtype (its result cast back: ``np.less.at`` of floats writes
+    0.0/1.0). This departs from NumPy on purpose: NumPy's ``ufunc.at`` casts *unsafely at every step* (each
+    partial sum truncated: ``np.add.at(np.int8([1]), [0, 0], 0.5)`` leaves 1, ``np.add.at(np.int8([-3]), [0],
+    2.5)`` gives 0), a silently lossy result that depends on the order of the repeats and that neither casting
+    the values first nor casting the sum reproduces; cast the values to ``x``'s dtype (the truncation made
+    explicit) or ``x`` to the promoted dtype first. The running extremes of complex values (NumPy's
+    lexicographic order) are refused (``DTypeError``): take them on the real and imaginary parts, or write with
+    ``xp.where``.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     x = xp.asarray([1.0, 2.0, 3.0, 4.0, 5.0])
+        ...     i = xp.asarray([4, 0, 4])
+        >>> np.multiply.at(x, i, 3.0); np.subtract.at(x, [1, 1], 0.5); np.asarray(x)
+        array([ 3.,  1.,  3.,  4., 45.])
     """
     what = f"np.{op}.at"
-    if op != "add" and (x.dtype.kind == "c" or getattr(getattr(value, "dtype", None), "kind", None) == "c"):
+    extreme = op in ("maximum", "minimum", "fmax", "fmin")
+    if extreme and (x.dtype.kind == "c" or getattr(getattr(value, "dtype", None), "kind", None) == "c"):
         raise DTypeError(
             f"{what}: complex values have no scatter-{op[:3]} here (NumPy orders them lexicographically); combine "
             f"the real parts, or compute the result with xp.where"
         )
-    _check_same_kind(x, value, what)
+    unary = getattr(np, op).nin == 1
+    if not unary:  # (None is refused as a value, typed)
+        _check_same_kind(x, value, what)
     mask = bool_key(np.asarray(key) if isinstance(key, list) else key)
     if mask is not None and np.ndim(mask):
         if tuple(mask.shape) != x.shape[: np.ndim(mask)]:
@@ -772,7 +790,8 @@ def ufunc_at(x: ShardArray, key: Any, value: Any, op: str = "add") -> None:
         _write_beside_ids(x, key, value, op)
         return
     if zero_d is not None:  # each selected entry once: x[key] += v
-        value = _past_bool_axis(x, key, zero_d, value, what)
+        if not unary:
+            value = _past_bool_axis(x, key, zero_d, value, what)
         if zero_d[0]:
             ufunc_at(x, key, value, op)
         return
@@ -786,7 +805,16 @@ def ufunc_at(x: ShardArray, key: Any, value: Any, op: str = "add") -> None:
         return
     if isinstance(new, np.ndarray):  # (a 0-d host value: NumPy's scalar of its dtype, as the operators take it)
         new = new[()]
-    setitem(x, key, getattr(HOOKS.namespace(), op)(old, new))
+    if op in ("maximum", "minimum"):
+        setitem(x, key, getattr(HOOKS.namespace(), op)(old, new))
+        return
+    ufunc = getattr(np, op)
+    if unary:
+        got = ufunc(old)
+    else:  # (the values in x's dtype, as the routed path casts them)
+        new = astype(new, x.dtype) if isinstance(new, ShardArray) else scalar_for_write(new, x.dtype, what)
+        got = ufunc(old, new)
+    setitem(x, key, got if got.dtype == x.dtype else astype(got, x.dtype))
 
 
 def _check_same_kind(x: ShardArray, value: Any, what: str = "np.add.at") -> None:
@@ -805,5 +833,7 @@ def _check_same_kind(x: ShardArray, value: Any, what: str = "np.add.at") -> None
         )
 
 
-# Array.__getitem__/__setitem__ and np.add/subtract/maximum/minimum.at on an Array call these
+# Array.__getitem__/__setitem__ and np.add/subtract/maximum/minimum.at on an Array call these; the other ufuncs'
+# ``at`` (``numpy_protocol.positional_ufuncs``) reads it from the package's table
 HOOKS.getitem, HOOKS.setitem, HOOKS.ufunc_at = getitem, setitem, ufunc_at
+OPS.positional_ufunc_at = ufunc_at

@@ -39,11 +39,31 @@ from ..ops.manipulation.structure import transpose as transpose_named
 from ..ops.reduction import reduce
 from ._align import axis_dim, fresh
 from ._array import Array, wrap
+from ._dtypes import astype as _astype
 from ._elementwise import abs as _abs
-from ._elementwise import add, equal, isfinite, less, log1p, maximum, multiply, negative, nextafter, signbit, subtract
+from ._elementwise import (
+    add,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    equal,
+    isfinite,
+    less,
+    log1p,
+    maximum,
+    multiply,
+    negative,
+    nextafter,
+    not_equal,
+    signbit,
+    subtract,
+)
 from ._elementwise import pow as _pow
 from ._elementwise import where as _where
-from ._manipulation import permute_dims
+from ._manipulation import concat as _concat
+from ._manipulation import permute_dims, reshape
+from ._manipulation import stack as _stack
 from ._quantile import median
 from ._statistical import _check
 
@@ -556,4 +576,97 @@ def _loop_input(ufunc: np.ufunc, x: ShardArray) -> Array:
     return wrap(x if x.dtype == dtype else astype(x, dtype))
 
 
-__all__ = ["fabs", "lib", "logaddexp2", "pad", "sliding_window_view", "spacing", "transpose"]
+def _bits_axis(x: Any, axis: Any, what: str) -> tuple[Array, int]:
+    """``x`` and the axis ``packbits``/``unpackbits`` work along (``axis=None``: ``x`` flattened, axis 0)."""
+    if not isinstance(x, ShardArray):
+        raise DTypeError(f"{what} takes an array; got {type(x).__name__}. Make one with xp.asarray")
+    if axis is None:
+        return reshape(x, (-1,)), 0
+    return cast(Array, x), x.dims.index(axis_dim(x, axis, what))
+
+
+def _bit_shifts(bitorder: str, what: str) -> range:
+    """The shift of each of a byte's 8 bits in output order: most significant first for ``'big'``."""
+    if bitorder not in ("big", "little"):
+        raise ArgumentError(f"{what}: bitorder must be 'big' or 'little'; got {bitorder!r}")
+    return range(7, -1, -1) if bitorder == "big" else range(8)
+
+
+def unpackbits(x: Array, /, axis: int | None = None, count: int | None = None, bitorder: str = "big") -> Array:
+    """The bits of the ``uint8`` array ``x`` along ``axis`` (flattened when None), each element becoming 8
+    elements 0 or 1 (most significant first for ``bitorder='big'``), as ``np.unpackbits``; ``count`` keeps the
+    first ``count`` bits (a negative one drops as many from the end; beyond the bits, zeros follow, where NumPy
+    leaves an empty input's unset).
+
+    Elementwise shifts stacked along a new axis after ``axis`` and merged into it: each device unpacks its own
+    block (a split ``axis`` stays split, its blocks 8 times as long; no collective).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     bits = xp.unpackbits(xp.asarray(np.array([[2], [7], [23]], dtype=np.uint8)), axis=1)
+        >>> bits.numpy()[2].tolist()
+        [0, 0, 0, 1, 0, 1, 1, 1]
+    """
+    if not isinstance(x, ShardArray) or x.dtype != np.uint8:
+        got = x.dtype if isinstance(x, ShardArray) else type(x).__name__
+        raise DTypeError(f"unpackbits expects an array of unsigned bytes (uint8); got {got}. Cast it with astype")
+    a, k = _bits_axis(x, axis, "unpackbits")
+    bits = _stack([bitwise_and(bitwise_right_shift(a, s), 1) for s in _bit_shifts(bitorder, "unpackbits")], axis=k + 1)
+    n = 8 * a.shape[k]
+    out = reshape(bits, (*a.shape[:k], n, *a.shape[k + 1 :]))
+    if count is None:
+        return out
+    if count < -n:
+        raise ArgumentError(f"unpackbits: count={count} drops more than the {n} bits along the axis")
+    keep = int(count) if count >= 0 else n + int(count)
+    if keep <= n:
+        return out[(slice(None),) * k + (slice(0, keep),)]
+    zeros = full(out.mesh, {**out.sizes, out.dims[k]: keep - n}, 0, np.dtype(np.uint8), {})
+    return _concat([out, wrap(zeros)], axis=k)
+
+
+def packbits(x: Array, /, axis: int | None = None, bitorder: str = "big") -> Array:
+    """The nonzero-ness of ``x`` (integers or bools) along ``axis`` (flattened when None) packed 8 to a
+    ``uint8``, as ``np.packbits`` (the first element the most significant bit for ``bitorder='big'``; a length
+    not a multiple of 8 padded with zeros).
+
+    A split ``axis`` is reshaped into (bytes, 8), which moves the entries whose byte straddles a block boundary
+    (a relayout, never a gather); the 8 bits of a byte are then combined where they lie.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.packbits(xp.asarray(np.array([1, 0, 1, 1, 0, 0, 0, 1, 1]))).numpy().tolist()
+        [177, 128]
+    """
+    if not isinstance(x, ShardArray) or x.dtype.kind not in "biu":
+        got = x.dtype if isinstance(x, ShardArray) else type(x).__name__
+        raise DTypeError(f"packbits expects an array of integers or bools; got {got}")
+    a, k = _bits_axis(x, axis, "packbits")
+    n = a.shape[k]
+    m = -(-n // 8)
+    b = _astype(not_equal(a, 0), np.dtype(np.uint8))
+    if 8 * m > n:
+        zeros = full(b.mesh, {**b.sizes, b.dims[k]: 8 * m - n}, 0, np.dtype(np.uint8), {})
+        b = _concat([b, wrap(zeros)], axis=k)
+    b = reshape(b, (*a.shape[:k], m, 8, *a.shape[k + 1 :]))
+    head = (slice(None),) * (k + 1)
+    out = None
+    for i, s in enumerate(_bit_shifts(bitorder, "packbits")):
+        bit = bitwise_left_shift(b[head + (i,)], s)
+        out = bit if out is None else bitwise_or(out, bit)
+    return cast(Array, out)
+
+
+__all__ = [
+    "fabs",
+    "lib",
+    "logaddexp2",
+    "packbits",
+    "pad",
+    "sliding_window_view",
+    "spacing",
+    "transpose",
+    "unpackbits",
+]

@@ -27,6 +27,12 @@ def contraction(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
 
 #: the dtypes CuPy's ``add.at`` (scatter-add) takes; ``Backend.scatter_rows`` adds others in a wider one
 _SCATTER_DTYPES = frozenset({"float16", "float32", "float64", "int32", "int64", "uint32", "uint64"})
+#: the ufuncs whose ``at`` CuPy has beyond add/maximum/minimum (its scatter kernels), and the dtypes they take
+_NATIVE_AT = {
+    "bitwise_and": frozenset({"int32", "int64", "uint32", "uint64"}),
+    "bitwise_or": frozenset({"int32", "int64", "uint32", "uint64"}),
+    "bitwise_xor": frozenset({"int32", "int64", "uint32", "uint64"}),
+}
 
 
 class Backend(ABC):
@@ -167,6 +173,51 @@ class Backend(ABC):
         getattr(xp, op).at(t, rows, values.astype(acc))
         return t if acc == dt else t.astype(dt)
 
+    def apply_at(self, table: Any, rows: Any, values: Any, op: str) -> Any:
+        """``table`` (n, R) with the ufunc ``op`` applied at row ``rows[o]`` for every ``o``, in the given order:
+        NumPy's unbuffered ``np.<op>.at(table, rows, values)`` (``values`` (len(rows), R), or None for a unary
+        ``op``), every repeat applied after the ones before it, each result cast back to ``table``'s dtype.
+
+        Where the array module has ``<op>.at`` for the dtype (CuPy: the ``bitwise_*`` ops on 32/64-bit integers;
+        the order of their repeats does not matter) it does it; otherwise in rounds: the pairs sorted by row
+        (stably, so each row's keep their order), round ``k`` applies every row's ``k``-th pair (distinct rows:
+        one gather, one elementwise ``op``, one write), as many rounds as a row has pairs at most (one host read
+        of that count). Returns the table (``table`` itself, changed in place, where possible).
+        """
+        xp = self.xp
+        if op in _NATIVE_AT and table.dtype.name in _NATIVE_AT[op] and values is not None:
+            getattr(xp, op).at(table, rows, values.astype(table.dtype))
+            return table
+        k = rows.shape[0]
+        if k == 0:
+            return table
+        fn = getattr(xp, op)
+        order = xp.argsort(rows, kind="stable")
+        rs = rows[order]
+        vs = None if values is None else values[order]
+        new = xp.concatenate([xp.ones((1,), dtype=bool), rs[1:] != rs[:-1]])
+        starts = xp.flatnonzero(new)
+        rank = xp.arange(k, dtype=np.int64) - starts[xp.cumsum(new) - 1]
+        rounds = int(self.to_numpy(rank.max())) + 1
+        for j in range(rounds):
+            sel = xp.flatnonzero(rank == j)
+            r = rs[sel]
+            got = fn(table[r]) if vs is None else fn(table[r], vs[sel])
+            table[r] = got.astype(table.dtype, copy=False)
+        return table
+
+    def reduceat_rows(self, block: Any, starts: Any, stops: Any, op: str, axis: int) -> Any | None:
+        """The ``op`` reduction of ``block`` over each range ``[starts[k], stops[k])`` along ``axis`` (each range
+        nonempty, ``stops[k] <= block.shape[axis]``; host int arrays) where the array module's ``<op>.reduceat``
+        does it (CuPy's: ``add`` only), else None (the caller composes it). NumPy's loop in the block's dtype.
+
+        One ``reduceat`` of the ranges' ends interleaved (``[s0, e0, s1, e1, ...]``, every other result kept),
+        the block padded by one entry where a range ends at its end.
+        """
+        if op != "add":
+            return None
+        return reduceat_ranges(self.xp, self.xp.add, block, starts, stops, axis, self.from_numpy)
+
     def scatter_rows(self, ids: Any, values: Any, n: int) -> Any:
         """The transpose of ``take_rows``: a (S, n, R) array with ``values[s, o]`` added at row ``ids[s, o]``.
 
@@ -195,3 +246,15 @@ class Backend(ABC):
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
+
+
+def reduceat_ranges(xp: Any, ufunc: Any, block: Any, starts: Any, stops: Any, axis: int, put: Any) -> Any:
+    """``ufunc.reduceat`` of ``block`` over the nonempty ranges ``[starts[k], stops[k])`` along ``axis`` (host int
+    arrays; ``put`` makes a host array a device one): the ends interleaved, every other result kept."""
+    n = block.shape[axis]
+    if len(starts) and int(stops.max()) >= n:  # (reduceat's indices must be < n: one entry more, never read)
+        pre = (slice(None),) * axis
+        block = xp.concatenate([block, block[pre + (slice(0, 1),)]], axis=axis)
+    ends = np.stack([np.asarray(starts, np.int64), np.asarray(stops, np.int64)], axis=1).reshape(-1)
+    out = ufunc.reduceat(block, put(ends), axis=axis)
+    return out[(slice(None),) * axis + (slice(0, None, 2),)]

@@ -860,6 +860,12 @@ class MetaBackend(Backend):
     def extreme_at(self, table: Any, rows: Any, values: Any, op: str) -> Any:
         return table
 
+    def apply_at(self, table: Any, rows: Any, values: Any, op: str) -> Any:
+        return table
+
+    def reduceat_rows(self, block: Any, starts: Any, stops: Any, op: str, axis: int) -> MetaArray:
+        return MetaArray(block.shape[:axis] + (len(starts),) + block.shape[axis + 1 :], block.dtype)
+
     def einsum(self, equation: str, *arrays: Any) -> MetaArray:
         shape = _einsum_shape(equation, tuple(a.shape for a in arrays))
         return MetaArray(shape, promote(*(a.dtype for a in arrays)))  # (np.result_type: no bfloat16 + float16)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import BFLOAT16, promote
-from .base import Backend
+from .base import Backend, reduceat_ranges
 from .contract import contract2
 
 _F32 = np.dtype(np.float32)
@@ -69,6 +69,25 @@ class NumpyBackend(Backend):
             if out is not None:
                 return out
         return np.sum(x, axis=axis, dtype=dtype)
+
+    def apply_at(self, table: Any, rows: Any, values: Any, op: str) -> Any:
+        """``Backend.apply_at`` by NumPy's own unbuffered ``np.<op>.at`` (the pairs in the given order), in place;
+        bfloat16 tables (no ``ufunc.at`` loops) in the base class's rounds."""
+        if table.dtype == BFLOAT16:
+            return super().apply_at(table, rows, values, op)
+        ufunc = getattr(np, op)
+        if values is None:
+            ufunc.at(table, rows)
+        else:
+            ufunc.at(table, rows, values)
+        return table
+
+    def reduceat_rows(self, block: Any, starts: Any, stops: Any, op: str, axis: int) -> Any | None:
+        """``Backend.reduceat_rows`` by NumPy's ``np.<op>.reduceat``, for every ufunc (NumPy's loops: complex
+        extremes in its lexicographic order); bfloat16 blocks are left to the caller."""
+        if block.dtype == BFLOAT16:
+            return None
+        return reduceat_ranges(np, getattr(np, op), block, starts, stops, axis, np.asarray)
 
     def einsum_fn(self, equation: str, dtypes: Sequence[Any]) -> Callable[..., Any]:
         """Two operands of no narrow dtype: ``contract2`` itself (what ``einsum`` runs for them)."""

@@ -421,3 +421,35 @@ def new_array(
     if dtype is None:
         dtype = shards[mesh.local_device].dtype
     return ShardArray(mesh, layout, dtype, shards, mesh_order(mesh, pending))
+
+
+def holds_anywhere(arrays: Sequence[ShardArray], test: Callable[[Any, Any], Any]) -> bool:
+    """Whether ``test(xp, block)`` (a 0-d bool made on the block's device) holds for a block of any of ``arrays``,
+    anywhere in the job: each distinct block is tested where it lives, the flags are read in one device-to-host
+    read (``Backend.read_together``), and the processes of an MPI job agree by one host reduction, so every
+    process takes the same branch. False on the meta backend (no values) and for no arrays.
+
+    Example:
+        >>> mesh = sa.Mesh({"row": 2, "col": 2})
+        >>> y = sa.asarray(np.array([1.0, np.inf]), dims=("j",), mesh=mesh, layout={"j": "row"})
+        >>> holds_anywhere([y], lambda xp, b: xp.any(xp.isinf(b)))
+        True
+    """
+    if not arrays:
+        return False
+    mesh = arrays[0].mesh
+    backend = mesh.backend
+    if not backend.has_data:
+        return False
+    xp, parts, seen = backend.xp, [], set()
+    for a in arrays:
+        shards = a.shards
+        for d in mesh.local_devices:
+            block = shards[d]
+            if block is None or id(block) in seen or block.size == 0:
+                continue
+            seen.add(id(block))
+            with backend.scope(d):
+                parts.append((d, xp.reshape(test(xp, block), (1,))))
+    found = any(bool(flag[0]) for flag in backend.read_together(parts))
+    return mesh.comm.host_reduce(1.0 if found else 0.0, "max") > 0.0

@@ -92,7 +92,11 @@ def _array(xp: Any, what: str, value: Any, i: int | str, ref: Any) -> ShardArray
     if isinstance(value, (bool, int, float, complex)):
         return xp.asarray(value, device=ref.mesh)
     if isinstance(value, (list, tuple)):
-        raise mixing_error(what, np.asarray(value), i, ref)
+        raise DTypeError(
+            f"{what}: operand {i} is a Python {type(value).__name__} ({len(value)} items): host data does not mix "
+            f"with an Array implicitly (that would copy it onto the mesh), as CuPy and JAX refuse it too. Convert it "
+            f"with xp.asarray(values, device=x.device) (import shardarray.array_api as xp)"
+        )
     raise DTypeError(f"{what}: operand {i} must be an array or a scalar; got {short(value)}")
 
 
@@ -721,3 +725,120 @@ def _merged_nans_at(xp: Any, values: Any) -> int | None:
     of NaNs is read on the host (one replicated 0-d sum), as it sets the result's length."""
     k = int(xp.sum(xp.isnan(values)))
     return values.shape[0] - k if k > 1 else None
+
+
+# ------------------------------------------------------------------ creation from host data (NumPy's ``like=``)
+
+
+def _as_array(copy_default: Any) -> Callable[..., Any]:
+    def handler(
+        xp: Any,
+        what: str,
+        a: Any,
+        dtype: Any = None,
+        order: Any = None,
+        *,
+        copy: Any = copy_default,
+        subok: bool = False,
+        ndmin: int = 0,
+        device: Any = None,
+    ) -> Any:
+        """``np.array(obj, like=x)`` (``asanyarray``, ``ascontiguousarray``, ``asfortranarray`` alike; NEP 35's
+        ``like=`` is how a NumPy script makes arrays of the reference's kind) is ``xp.asarray(obj)`` on the default
+        mesh, as ``np.zeros(n, like=x)`` is ``xp.zeros``; ``ndmin`` prepends axes of size 1, as NumPy's."""
+        _no_kwargs(what, order=order, subok=subok, device=device)
+        out = xp.asarray(a, dtype=dtype, copy=copy)
+        n = operator.index(ndmin)
+        return xp.reshape(out, (1,) * (n - out.ndim) + tuple(out.shape)) if out.ndim < n else out
+
+    return handler
+
+
+COMPOSED[("", "array")] = _as_array(True)
+for _name in ("asanyarray", "ascontiguousarray", "asfortranarray"):
+    COMPOSED[("", _name)] = _as_array(None)
+
+
+@composed("fromiter")
+def _fromiter(xp: Any, what: str, iter: Any, dtype: Any, count: Any = -1) -> Any:
+    """``np.fromiter(it, dtype, like=x)``: the host iterable read by NumPy, then ``xp.asarray`` (the copy onto the
+    default mesh, as ``np.array(list, like=x)``)."""
+    return xp.asarray(np.fromiter(iter, dtype, count))
+
+
+@composed("fromfunction")
+def _fromfunction(
+    xp: Any, what: str, function: Callable[..., Any], shape: Any, *, dtype: Any = float, **kw: Any
+) -> Any:
+    """``np.fromfunction(f, shape, like=x)`` is NumPy's ``f(*np.indices(shape, dtype=dtype), **kw)`` with the
+    namespace's ``xp.indices``: each device builds its block of the grid, ``f`` runs on distributed arrays."""
+    return function(*xp.indices(shape, dtype=dtype), **kw)
+
+
+# ------------------------------------------------------------------ np.emath (numpy.lib.scimath)
+
+#: the real dtypes that ``np.emath`` makes complex64 (NumPy's ``_tocomplex``); the others become complex128
+_SINGLE_COMPLEX = frozenset({"float32", "int8", "int16", "uint8", "uint16"})
+
+
+def _emath_operand(xp: Any, what: str, v: Any, i: int, ref: Any, outside: Callable[[Any], Any]) -> Any:
+    """NumPy's domain fix of an ``np.emath`` operand: a real one with an element where ``outside`` holds becomes
+    complex (``_fix_real_lt_zero`` and friends). The test is one replicated bool read of a distributed operand, as
+    the result's dtype depends on it; a host operand stays a NumPy 0-d array (strong, as NumPy's ``asarray``)."""
+    v = v if isinstance(v, ShardArray) else _host_operand(what, v, i, ref)
+    if v.dtype.kind not in "iuf" or not bool(outside(v).any()):
+        return v
+    return v.astype(np.complex64 if v.dtype.name in _SINGLE_COMPLEX else np.complex128)
+
+
+def _host_operand(what: str, v: Any, i: int, ref: Any) -> np.ndarray:
+    """A host operand of ``np.emath`` as NumPy's ``asarray`` makes it (a NumPy scalar keeps its dtype; arrays of
+    one or more dims are refused, as everywhere: ``xp.asarray`` them)."""
+    return np.asarray(v if isinstance(v, np.generic) else host_value(what, v, i, ref))
+
+
+def _emath(ufunc: np.ufunc, outside: Callable[[Any], Any]) -> Callable[..., Any]:
+    def handler(xp: Any, what: str, *args: Any) -> Any:
+        ref = _ref(*args)
+        return ufunc(*(_emath_operand(xp, what, v, i, ref, outside) for i, v in enumerate(args)))
+
+    return handler
+
+
+def _negative(v: Any) -> Any:
+    return v < 0
+
+
+def _beyond_one(v: Any) -> Any:
+    return abs(v) > 1
+
+
+for _name, _ufunc, _outside in (
+    ("sqrt", np.sqrt, _negative),
+    ("log", np.log, _negative),
+    ("log2", np.log2, _negative),
+    ("log10", np.log10, _negative),
+    ("arccos", np.arccos, _beyond_one),
+    ("arcsin", np.arcsin, _beyond_one),
+    ("arctanh", np.arctanh, _beyond_one),
+):
+    COMPOSED[("emath", _name)] = _emath(_ufunc, _outside)
+
+
+@composed("logn", space="emath")
+def _emath_logn(xp: Any, what: str, n: Any, x: Any) -> Any:
+    """``np.emath.logn(n, x)``: ``log(x) / log(n)`` of the domain-fixed operands, NumPy's definition."""
+    ref = _ref(n, x)
+    a, b = (_emath_operand(xp, what, v, i, ref, _negative) for i, v in enumerate((n, x)))
+    return np.log(b) / np.log(a)
+
+
+@composed("power", space="emath")
+def _emath_power(xp: Any, what: str, x: Any, p: Any) -> Any:
+    """``np.emath.power(x, p)``: a negative real ``x`` makes it complex, a negative integer ``p`` float64
+    (``p * 1.0``), as NumPy's."""
+    ref = _ref(x, p)
+    base = _emath_operand(xp, what, x, 0, ref, _negative)
+    q = p if isinstance(p, ShardArray) else _host_operand(what, p, 1, ref)
+    q = q * 1.0 if q.dtype.kind in "iu" and bool((q < 0).any()) else q
+    return np.power(base, q)

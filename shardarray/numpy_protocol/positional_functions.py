@@ -185,10 +185,26 @@ _INTEGER_MOMENTS = frozenset({"mean", "var", "std", "nanmean", "nanvar", "nanstd
 _NAN_PLAIN: dict[str, Callable[..., Any]] = {"nansum": np.sum, "nanprod": np.prod, "nanmax": np.max, "nanmin": np.min}
 
 
+#: NumPy submodules whose functions share a name with a main-namespace function of another meaning (their module
+#: prefix -> the space they dispatch in): ``np.emath.sqrt`` of a negative number is complex, ``np.char.equal``
+#: compares strings; they go to their own handlers (``positional_compose``: ``np.emath``) or raise NumPy's TypeError
+OWN_SPACES: dict[str, str] = {
+    "numpy.lib.scimath": "emath",
+    "numpy.lib._scimath": "emath",
+    "numpy.char": "char",
+    "numpy._core.defchararray": "char",
+    "numpy.strings": "strings",
+    "numpy._core.strings": "strings",
+    "numpy.rec": "rec",
+    "numpy._core.records": "rec",
+}
+
+
 def where_of(func: Callable[..., Any]) -> tuple[str, str]:
-    """(NumPy submodule: ``""``, ``"linalg"`` or ``"fft"``; the function's name)."""
+    """(NumPy submodule: ``""``, ``"linalg"``, ``"fft"`` or one of ``OWN_SPACES``; the function's name)."""
     module = str(getattr(func, "__module__", "") or "")
     space = "linalg" if module.startswith("numpy.linalg") else "fft" if module.startswith("numpy.fft") else ""
+    space = next((v for k, v in OWN_SPACES.items() if module.startswith(k)), space)
     return space, str(getattr(func, "__name__", ""))
 
 

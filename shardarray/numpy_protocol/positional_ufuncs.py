@@ -43,12 +43,17 @@ entries of ``out`` kept; without ``out=`` NumPy leaves them uninitialized: an
 casts to the loop, for the loop ``dtype=`` picks, and for the write into
 ``out``).
 
-``np.add.at``/``np.subtract.at``/``np.maximum.at``/``np.minimum.at`` write into a
-positional array in place (``Array.__array_ufunc__``: integer-array keys are routed
-to the owners of the rows, repeated indices combine every time). The gufuncs ``np.matmul``,
+``ufunc.at`` of every unary and binary ufunc with a counterpart writes into a positional array in
+place (``np.add.at``/``np.subtract.at``/``np.maximum.at``/``np.minimum.at`` from ``Array.__array_ufunc__``, the
+others from ``ufunc_at`` here; ``np.multiply.at``, ``np.divide.at``, ``np.bitwise_or.at``, ``np.negative.at``,
+...): integer-array keys are routed to the owners of the rows, repeated indices combine every time, in key
+order where the result depends on it; the ufunc's result must cast back to the array's dtype under
+``same_kind``. ``ufunc.reduceat`` of ``add``/``multiply``, the extremes, ``logical_*`` and ``bitwise_*`` is
+``ops.reduction.segment.segment_reduce`` (``reduceat`` here: along a split axis one alltoallv of the segments'
+partials, no gather). The gufuncs ``np.matmul``,
 ``np.matvec``, ``np.vecmat`` and ``np.vecdot`` are ``positional_products``'s (bools
-too, ``axes=``). A ufunc or method without a counterpart (``np.fmod``,
-``np.multiply.at``, ``reduceat``, ``np.subtract.accumulate``, a gufunc's methods)
+too, ``axes=``). A ufunc or method without a counterpart (``np.subtract.reduceat``,
+``np.subtract.accumulate``, ``np.divmod.at``, a gufunc's methods)
 returns NotImplemented: NumPy raises its TypeError, nothing is gathered. The
 collectives are those of the namespace function called.
 
@@ -61,6 +66,9 @@ Example:
     >>> np.asarray(np.maximum.accumulate(x, axis=1))
     array([[1., 5., 5.],
            [4., 4., 6.]])
+    >>> np.asarray(np.add.reduceat(x, [0, 2], axis=1))
+    array([[6., 3.],
+           [6., 6.]])
 """
 
 from __future__ import annotations
@@ -71,11 +79,13 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import OPS, ShardArray
 from ..dtypes import SUPPORTED, scalar_for_write
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, BackendError, DimensionError, DTypeError
+from ..ops.indexing.writes import check_host_value
 from ..ops.reduction.scan import ACCUMULATES, accumulate
 from ..ops.reduction.scan import LOGICAL as LOGICAL_SCANS
+from ..ops.reduction.segment import REDUCEATS, segment_reduce
 from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 from .positional_products import GUFUNCS, call_gufunc
@@ -334,6 +344,12 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
         if not is_neutral("where", where):
             return masked_write(xp, out, result, where, what, casting)
         return write_out(out, result, what, casting)
+    if method == "at":
+        return NotImplemented if fn is None else ufunc_at(ufunc, what, inputs, kwargs)
+    if method == "reduceat":
+        if name not in REDUCEATS or len(inputs) != 2 or not isinstance(inputs[0], ShardArray):
+            return NotImplemented
+        return reduceat(what, inputs[0], inputs[1], **kwargs)
     if method not in ("reduce", "accumulate") or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
         return NotImplemented
     table = UFUNC_REDUCTIONS if method == "reduce" else ACCUMULATE
@@ -343,6 +359,88 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
     if target is None:
         return NotImplemented
     return _reduce_or_scan(xp, target, fn, method, inputs[0], what, **kwargs)
+
+
+def ufunc_at(ufunc: np.ufunc, what: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``np.<ufunc>.at(x, key[, value])`` into the positional array ``x`` in place (``_indexing.ufunc_at``: the
+    pairs routed to the rows' owners, applied in key order), for a unary or binary ufunc with one output.
+
+    NumPy's loop must exist for ``x``'s dtype and the value's, and its result must cast back to ``x``'s dtype
+    under ``same_kind`` (as ``x op= value`` asks: ``np.divide.at`` of integers is refused, where NumPy truncates
+    each quotient): a ``DTypeError`` otherwise; a ufunc the backend's array module lacks (CuPy's ``spacing``) is a
+    ``BackendError`` (a TypeError). Returns None, or NotImplemented (NumPy's TypeError) for another
+    call (keywords, a gufunc, a second output, a missing or extra operand).
+    """
+    x = inputs[0]
+    if kwargs or not isinstance(x, ShardArray) or ufunc.nout != 1 or len(inputs) != ufunc.nin + 1:
+        return NotImplemented
+    if ufunc.nin not in (1, 2):
+        return NotImplemented
+    key, value = inputs[1], (inputs[2] if ufunc.nin == 2 else None)
+    if value is not None:
+        check_host_value(value, what)  # (a ragged list: a typed error, not NumPy's)
+        value = np.asarray(value) if isinstance(value, (list, tuple)) else value
+    kinds = [(x.dtype,)] if value is None else [(x.dtype, x.dtype), (x.dtype, _dtype_key(value))]
+    for operands in kinds:
+        try:
+            out = ufunc.resolve_dtypes((*operands, None))[-1]
+        except (TypeError, ValueError):
+            raise DTypeError(
+                f"{what}: NumPy has no {ufunc.__name__} loop for {' and '.join(map(str, operands))} (the array "
+                f"{x.shape} and the values); cast them first"
+            ) from None
+        if not np.can_cast(out, x.dtype, "same_kind"):
+            raise DTypeError(
+                f"{what}: the result dtype {out} does not cast back to the array's {x.dtype} under same_kind (as "
+                f"x op= v refuses it; NumPy's at truncates every step silently); cast the array to {out} first"
+            )
+    backend = x.mesh.backend
+    if backend.has_data and getattr(backend.xp, ufunc.__name__, None) is None:  # (CuPy has no np.spacing)
+        raise BackendError(
+            f"{what}: the {backend.name} backend's array module has no {ufunc.__name__} ufunc to apply on the "
+            f"devices; compute x[key] = np.{ufunc.__name__}(x[key], ...) with unique indices instead"
+        )
+    OPS.positional_ufunc_at(x, key, value, ufunc.__name__)
+    return None
+
+
+def _dtype_key(value: Any) -> Any:
+    """A ``ufunc.at`` value as ``ufunc.resolve_dtypes`` takes it: a dtype, or a Python scalar's type (weak)."""
+    dtype = getattr(value, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else loop_key(value)
+
+
+def reduceat(what: str, x: ShardArray, indices: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
+    """``np.<op>.reduceat(x, indices, axis=0, dtype=None, out=None)`` of a positional array (``op`` one of
+    ``segment.REDUCEATS``): ``ops.reduction.segment.segment_reduce`` along axis ``axis``, NumPy's semantics and
+    dtype; ``indices`` a list, a NumPy array or a positional array (read to the host: ``len(indices)`` ints).
+
+    Along a split axis the result's axis (``len(indices)`` long) is split over the same mesh axes, and one
+    alltoallv moves the partials of segments a device touches but does not hold (no gather); along an unsplit
+    one nothing moves.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     v = xp.asarray([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        >>> np.asarray(np.add.reduceat(v, [0, 2, 5])), np.asarray(np.maximum.reduceat(v, [4, 1]))
+        (array([ 3., 12.,  6.]), array([5., 6.]))
+
+    Raises:
+        DTypeError: a 0-d array (NumPy's TypeError), or no loop for the dtype.
+        OutOfBoundsError: an index outside ``[0, n)`` (NumPy's IndexError).
+    """
+    if x.ndim == 0:
+        raise DTypeError(f"{what}: cannot reduceat a 0-d array (NumPy's TypeError); reshape it to 1-D first")
+    if axis is None or isinstance(axis, (tuple, list)):
+        raise refuse(what, "axis", axis)  # (NumPy's reduceat takes one axis)
+    k = axes_of(axis, x.ndim, what)[0]
+    host = np.asarray(indices.numpy() if isinstance(indices, ShardArray) else indices)
+    starts: Any = host  # (segment_reduce refuses what is not 1-D ints, typed)
+    if host.dtype.kind in "iu" and host.ndim == 1:
+        starts = tuple(int(i) for i in host.tolist())  # (host ints: a job's processes compare them in its headers)
+    result = segment_reduce(x, x.dims[k], starts, what.split(".")[1], None if dtype is None else np.dtype(dtype))
+    return write_out(out, result, what, "unsafe")
 
 
 def _running(op: str) -> Callable[..., Any]:

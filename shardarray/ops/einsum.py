@@ -20,10 +20,10 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core import plans
-from ..core.common import check_rules, common_mesh, union_dims, wrap_hint
-from ..core.relayout import relayout
+from ..core.common import check_rules, common_mesh, holds_anywhere, union_dims, wrap_hint
+from ..core.relayout import relayout, resolve_to
 from ..core.tape import differentiable
-from ..dtypes import promote
+from ..dtypes import is_complex, is_real_float, promote
 from ..errors import DimensionError, DTypeError
 from ..layout import check_dims
 from ..matmul import select
@@ -85,6 +85,14 @@ def einsum(
         A ShardArray; if a split dim was contracted, its ``pending`` names the
         axes whose partial sums are still to be added.
 
+    A pending operand's sum is carried through the contraction (each device
+    contracts its partial sum), except where another operand holds an
+    infinity: a device's zero partial sum would meet it (``0 * inf = nan``)
+    where NumPy's contraction of the whole sum gives ``inf``, so the pending
+    operands are resolved first (``_meets_infinity``: one read of a flag per
+    device, and under MPI one host reduction, only for einsums with a pending
+    operand).
+
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
         >>> x = sa.random.normal(mesh, {"batch": 4, "io": 6}, layout={"batch": "row", "io": "col"})
@@ -104,6 +112,9 @@ def einsum(
     exact = _exact_dtype(operands)
     if exact is not None:  # bool/integer operands: contracted in the result dtype, as np.einsum does
         operands = tuple(astype(op, exact) for op in operands)
+        args = args[:first] + operands
+    if _any_pending(operands) and _meets_infinity(operands):
+        operands = tuple(resolve_to(op) if op.pending else op for op in operands)
         args = args[:first] + operands
     key = _plan_key(args, out, layout, algorithm)
     cached = plans.EINSUM.get(key)
@@ -136,6 +147,36 @@ def _exact_dtype(operands: Sequence[Any]) -> Any:
         if op.dtype.kind in "biu":
             exact = True
     return promote(*[op.dtype for op in operands]) if exact else None
+
+
+def _any_pending(operands: Sequence[Any]) -> bool:
+    """Whether an operand is a ShardArray with a pending sum (a loop: this runs for every einsum)."""
+    for op in operands:
+        if isinstance(op, ShardArray) and op.pending:
+            return True
+    return False
+
+
+def _meets_infinity(operands: Sequence[Any]) -> bool:
+    """Whether an operand other than the first pending one holds an infinity, on any device of the job.
+
+    The first pending operand is the one the contraction may carry on (``matmul.allreduce``); a device's partial
+    sum that is 0 (an empty block of the summed dim, cancelling terms) times an infinite entry of another operand
+    is NaN, where the whole sum times it is ``+-inf``. The other pending operands' partial sums are read as they
+    are (``core.common.holds_anywhere``: each device's blocks scanned where they live, the flags read at once, one
+    host reduction under MPI). False where a check cannot apply (meta shards, an
+    operand that is not a ShardArray or lives on another mesh: ``_plan`` refuses those).
+    """
+    first = next(i for i, op in enumerate(operands) if isinstance(op, ShardArray) and op.pending)
+    mesh = operands[first].mesh
+    if not all(isinstance(op, ShardArray) and op.mesh is mesh for op in operands):
+        return False
+    others = [op for i, op in enumerate(operands) if i != first and (is_real_float(op.dtype) or is_complex(op.dtype))]
+    return holds_anywhere(others, _has_infinity)
+
+
+def _has_infinity(xp: Any, block: Any) -> Any:
+    return xp.any(xp.isinf(block))
 
 
 def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> Any:

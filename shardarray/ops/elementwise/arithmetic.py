@@ -42,7 +42,16 @@ from ...array import ShardArray
 from ...backend import cuda_kernels
 from ...backend.meta import MetaArray
 from ...core import leader, plans
-from ...core.common import check_rules, common_mesh, map_blocks, merged_axes, mesh_order, union_dims, wrap_hint
+from ...core.common import (
+    check_rules,
+    common_mesh,
+    holds_anywhere,
+    map_blocks,
+    merged_axes,
+    mesh_order,
+    union_dims,
+    wrap_hint,
+)
 from ...core.relayout import resolve_to, to_axes
 from ...core.tape import differentiable, nondifferentiable
 from ...dtypes import check_domain, check_scalar_domain, is_bfloat16, is_complex, is_real_float, promote
@@ -70,23 +79,36 @@ def _check_args(name: str, args: tuple[Any, ...]) -> list[ShardArray]:
 
 
 def _scales_exactly(kind: str | None, args: tuple[Any, ...]) -> bool:
-    """Whether the scalar operands of a ``"mul"``/``"div"`` op scale a pending sum part by part exactly.
+    """Whether the other operands of a ``"mul"``/``"div"`` op scale a pending sum part by part exactly.
 
     Multiplying each device's partial sum by an infinite scalar gives ``0 * inf = nan`` where a partial is 0 (a
     device with an empty block of the contracted dim, or cancelling terms) though the sum times ``inf`` is
-    ``+-inf``; dividing the partials by 0 gives ``0 / 0 = nan`` likewise. Such scalars resolve the sum first.
+    ``+-inf``; dividing the partials by 0 gives ``0 / 0 = nan`` likewise. Such scalars resolve the sum first, and
+    so do float arrays holding an infinity (a factor) or a zero (a divisor) anywhere: ``core.common.holds_anywhere``,
+    one read of a flag per device (one host reduction under MPI), only for ops with a pending operand.
     """
     if kind not in ("mul", "div"):
         return True
+    factors = []  # (the array operands that scale the pending one: a divisor, or a factor that is not pending)
     for i, a in enumerate(args):
         if isinstance(a, ShardArray):
+            if (i == 1 if kind == "div" else not a.pending) and a.dtype.kind in "fc":
+                factors.append(a)
             continue
         try:
             if (kind == "div" and i == 1 and a == 0) or not (isinstance(a, numbers.Integral) or cmath.isfinite(a)):
                 return False
         except TypeError:  # not a number: refused by ``_plan`` with its message
             continue
-    return True
+    return not holds_anywhere(factors, _divides_by_zero if kind == "div" else _has_infinity)
+
+
+def _has_infinity(xp: Any, block: Any) -> Any:
+    return xp.any(xp.isinf(block))
+
+
+def _divides_by_zero(xp: Any, block: Any) -> Any:
+    return xp.any(block == 0)
 
 
 def _any_pending(args: tuple[Any, ...]) -> bool:
@@ -142,10 +164,13 @@ def _with_sum(out: ShardArray, name: str, fn: Callable[..., Any], settled: tuple
         out._resolved = (out._layout.axes, total)
 
 
-def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray]) -> bool:
-    """Whether op ``kind`` may run on the partial sums of its pending operands and leave the result pending."""
+def _keeps_pending(kind: str | None, args: tuple[Any, ...], arrays: list[ShardArray], exact: bool | None) -> bool:
+    """Whether op ``kind`` may run on the partial sums of its pending operands and leave the result pending
+    (``exact``: ``_scales_exactly``'s answer where the caller has it; it reads data, so it runs once a call)."""
     pend = [a for a in arrays if a.pending]
-    if not pend or kind is None or not _scales_exactly(kind, args) or not _sums_through(kind, args, pend):
+    if not pend or kind is None or not _sums_through(kind, args, pend):
+        return False
+    if not (_scales_exactly(kind, args) if exact is None else exact):
         return False
     if kind == "add":
         return len(pend) == len(args) and all(set(a.pending) == set(pend[0].pending) for a in pend)
@@ -234,11 +259,13 @@ def apply(
             keep_first,
             *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
         )
+    exact = None
     if (kind == "mul" or kind == "div") and _any_pending(args):
-        key = (*key, _scales_exactly(kind, args))  # whether a pending sum passes depends on the scalars' values
+        exact = _scales_exactly(kind, args)  # whether a pending sum passes depends on the other operands' values
+        key = (*key, exact)
     plan = plans.ELEMENTWISE.get(key)
     if plan is None:
-        plan = _plan(name, args, kind, domain, lead)
+        plan = _plan(name, args, kind, domain, lead, exact)
         plans.ELEMENTWISE.put(key, plan)
     shard_lists = []
     for i, move in zip(plan.slots, plan.moves):
@@ -306,7 +333,9 @@ def _describe(args: tuple[Any, ...]) -> str:
     return ", ".join(f"{a.sizes} {a.dtype}" for a in args if isinstance(a, ShardArray))
 
 
-def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None, lead: int) -> _Plan:
+def _plan(
+    name: str, args: tuple[Any, ...], kind: str | None, domain: str | None, lead: int, exact: bool | None = None
+) -> _Plan:
     """Check the operands of ``apply`` and plan it (raises on bad input; see ``apply``)."""
     arrays = _check_args(name, args)
     check_domain(name, arrays, domain)
@@ -321,7 +350,7 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         )
     mesh = common_mesh(arrays, name)
     xp = mesh.backend.xp
-    keep = _keeps_pending(kind, args, arrays)
+    keep = _keeps_pending(kind, args, arrays, exact)
     if len(arrays) == 1:
         x = arrays[0]
         dims, sizes, axes = x.dims, x.sizes, dict(zip(x.dims, x.spec.axes))
@@ -330,6 +359,8 @@ def _plan(name: str, args: tuple[Any, ...], kind: str | None, domain: str | None
         template: list[Any] = [None if isinstance(a, ShardArray) else a for a in args]
         pending = () if resolve_x else x.pending
     else:
+        if lead:  # (sizes checked in the call's order first, so that a message numbers the operands as the call)
+            union_dims(arrays, name)
         order = [arrays[lead], *(a for i, a in enumerate(arrays) if i != lead)] if lead else arrays
         dims, sizes = union_dims(order, name)
         check_rules(mesh, dims, sizes, f"the result of {name}")

@@ -11,7 +11,11 @@ row of ``x``'s other dims per entry), over the mesh axes of ``dims``. The
 owners then write in their blocks: ``"set"`` keeps, for each row written
 several times, the value of the last index entry (NumPy's order), ``"add"``
 adds every one (``np.add.at``), ``"maximum"``/``"minimum"`` keep the largest or smallest of the row and every
-value written to it (``np.maximum.at``). Devices holding the same index block
+value written to it (``np.maximum.at``); any other ufunc name applies that ufunc once per pair, NumPy's
+unbuffered ``np.<op>.at`` (``Backend.apply_at``; ``v=None`` for a unary one, ``np.negative.at``). Where the
+result depends on the order of a row's pairs (``ordered``: every float op but the extremes and the truth values,
+and the non-commutative ones), the pairs' global positions in the index travel too (one int64 each, as for
+``"set"``) and each owner applies its pairs in that order: NumPy's key order. Devices holding the same index block
 (replicas along those axes) send disjoint shares, so each pair is sent once.
 
 The index arrays may stay split over the axes of ``dims`` only; split over
@@ -43,6 +47,26 @@ from ..sorting.samplesort import lex_order
 from .route import Route, locate, moved_to
 from .writes import serialized
 
+#: ufuncs whose repeated application at one row gives the same result in any order, on integers and bools
+_ORDER_FREE_INTS = frozenset(
+    {"add", "multiply", "maximum", "minimum", "fmax", "fmin", "gcd", "lcm"}
+    | {f"{k}_{op}" for k in ("logical", "bitwise") for op in ("and", "or", "xor")}
+)
+#: ... and on floats and complex values (exact whatever the order: extremes and truth values)
+_ORDER_FREE = frozenset({"maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or", "logical_xor"})
+
+
+def ordered(mode: str, dtype: Any) -> bool:
+    """Whether ``write_at``'s ``mode`` must apply a row's pairs in key order (their result depends on it).
+
+    Example:
+        >>> ordered("multiply", np.float64), ordered("multiply", np.int64), ordered("add", np.float32)
+        (True, False, True)
+    """
+    if mode == "set" or mode in _ORDER_FREE:  # (float sums too: NumPy adds a row's repeats in key order)
+        return False
+    return not (np.dtype(dtype).kind in "biu" and mode in _ORDER_FREE_INTS)
+
 
 def _global_positions(xp: Any, backend: Any, bounds: Any, shape: Sequence[int]) -> Any:
     """The row-major global position of every entry of a block (``bounds``: its (start, stop) per dim)."""
@@ -65,7 +89,8 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
         dims: the dims of ``x`` the coordinates index.
         coords: one integer array per dim of ``dims``, all of the same dims and sizes, each in range.
         v: a scalar, or a ShardArray with the coords' dims followed by ``x``'s other dims (any order).
-        mode: ``"set"``, ``"add"``, ``"maximum"`` or ``"minimum"``.
+        mode: ``"set"``, ``"add"``, ``"maximum"``, ``"minimum"``, or the name of another ufunc of the backend
+            (applied per pair, in key order where it matters: ``ordered``); ``v`` None for a unary one.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -98,8 +123,12 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
         "indices like the dims they index to avoid it"
     )
     coords = [moved_to("x[idx] = v", c, keep, advice) for c in coords]
+    unary = v is None
     scalar = not isinstance(v, ShardArray)
-    if scalar:
+    keyed = mode == "set" or ordered(mode, x.dtype)  # (the pairs' global positions travel)
+    if unary:
+        sv = None
+    elif scalar:
         sv = scalar_for_write(v, x.dtype, f"x[idx] = v (the {x.dtype} array {x.sizes})")
     else:
         v = transpose.__wrapped__(v, (*bdims, *rest))
@@ -117,7 +146,7 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
     spare = tuple(a for a in group if a not in coords[0].spec.used_axes)
     reps = mesh.axes_size(spare)
     if not backend.has_data:
-        _modeled(x, pos, group, coords[0], spare, mode, None if scalar else v)
+        _modeled(x, pos, group, coords[0], spare, keyed, None if scalar else v)
         return
     cbounds = block_bounds(mesh, coords[0].spec)
     owner: list[Any] = [None] * mesh.size
@@ -138,14 +167,14 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
                 which = which[which % reps == share]
                 cs = [c[which] for c in cs]
             owner[d], rows[d] = locate(mesh, x.spec, pos, cs, d)
-            if mode == "set":
+            if keyed:
                 gpos[d] = _global_positions(xp, backend, cbounds[d], coords[0].shape)[which]
             if not scalar:
                 vb = v.shards[d]
                 vals[d] = vb.reshape(math.prod(vb.shape[: len(bdims)]), math.prod(vb.shape[len(bdims) :]))[which]
     route = Route(mesh, group, owner)
     got_rows = route.send(rows)
-    got_pos = route.send(gpos) if mode == "set" else [None] * mesh.size
+    got_pos = route.send(gpos) if keyed else [None] * mesh.size
     got_vals: list[Any] = [None] * mesh.size if scalar else route.send(vals)
     perm = (*pos, *(x.dims.index(d) for d in rest))
     back = tuple(perm.index(i) for i in range(x.ndim))
@@ -159,16 +188,23 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
             n = math.prod(shape[: len(dims)])
             table = xp.array(xb.reshape(n, math.prod(shape[len(dims) :])), copy=True)
             if r.shape[0] and table.size:
-                val: Any = xp.full((r.shape[0], table.shape[1]), sv, dtype=table.dtype) if scalar else got_vals[d]
+                val: Any = got_vals[d]
+                if scalar and not unary:
+                    val = xp.full((r.shape[0], table.shape[1]), sv, dtype=table.dtype)
                 if mode == "set":
                     order = lex_order(xp, [got_pos[d], r])
                     rs = r[order]
                     last = xp.concatenate([rs[1:] != rs[:-1], xp.ones((1,), dtype=bool)])
                     table[rs[last]] = val[order][last]
-                elif mode == "add":
+                elif mode == "add" and not keyed:  # (integers: the sum of a row's repeats, any order)
                     table = table + backend.scatter_rows(r.reshape(1, -1), val.reshape(1, *val.shape), n)[0]
-                else:
+                elif mode in ("maximum", "minimum"):
                     table = backend.extreme_at(table, r, val, mode)
+                else:  # (in key order where it matters: the pairs arrive grouped by sender)
+                    order = xp.argsort(got_pos[d], kind="stable") if keyed else None
+                    if order is not None:
+                        r, val = r[order], None if val is None else val[order]
+                    table = backend.apply_at(table, r, val, mode)
             out[d] = xp.transpose(table.reshape(shape), back)
     x.shards = tuple(out)
     x.host_range = None
@@ -181,7 +217,7 @@ def _modeled(
     group: tuple[str, ...],
     ids: ShardArray,
     spare: tuple[str, ...],
-    mode: str,
+    keyed: bool,
     v: Any,
 ) -> None:
     """The routing of ``write_at`` on a meta mesh (no values): the real path's alltoallvs, in its order and dtypes,
@@ -225,8 +261,8 @@ def _modeled(
         mesh.comm.alltoallv(pieces, group, 0)
 
     send((), np.int64)  # the rows in the owners' blocks
-    if mode == "set":
-        send((), np.int64)  # the global positions (the last write wins)
+    if keyed:
+        send((), np.int64)  # the global positions (the last write wins; the order of ordered ufuncs)
     if v is not None:
         vb = next(b for b in v.shards if b is not None)
         send((math.prod(vb.shape[ids.ndim :]),), x.dtype)
