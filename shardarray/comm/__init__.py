@@ -6,7 +6,7 @@ from .emulated import EmulatedCommunicator
 from .log import CommLog, CommRecord, comm_log, wire_bytes
 
 if launched_processes() > 1:  # under mpiexec/srun: a failing or exiting process ends the job (no MPI import here)
-    from .spmd import install_hooks
+    from .watchdog import install_hooks
 
     install_hooks()
 

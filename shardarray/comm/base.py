@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -53,6 +53,11 @@ _DTYPE_NAMES: dict[Any, str] = {}  # the comm log's dtype strings, by dtype
 
 class Communicator(ABC):
     """Collectives over mesh-axis subgroups."""
+
+    #: every collective first compares the job's header over ``COMM_WORLD`` (``comm.header.exchange_header``): an error
+    #: that leaves an op of this mesh on some processes only is told to the others there (``fail_together``). True for
+    #: ``MpiCommunicator`` only: an emulated mesh's processes may raise on their own, NCCL's collectives pay no header
+    job_header: ClassVar[bool] = False
 
     def __init__(self, mesh: MeshView) -> None:
         # held weakly: the mesh holds its communicator, and a cycle would leave every mesh that goes out of use

@@ -18,12 +18,14 @@ No process hangs when another fails: an uncaught exception on any rank aborts
 the whole job (``MPI.COMM_WORLD.Abort``), a rank that exits while others wait
 for it ends the job. Every collective first compares the job's header over
 ``COMM_WORLD`` (one small allgather: the collective and a digest of the
-outermost op that issued it with its host arguments, ``comm.spmd.exchange_header``),
+outermost op that issued it with its host arguments, ``comm.header.exchange_header``),
 so processes that an argument sent different ways raise ``CommError`` instead
-of waiting in different collectives. Every array made is compared over the job (global
+of waiting in different collectives, and an op that fails on some processes only
+is told to the others there (``comm.header.fail_together``; ``job_header``).
+Every array made is compared over the job (global
 sizes, dtype: ``check_array``) and every collective's group compares a small
 header (op, dtype, block shape, root, and a crc of the host arguments an op
-noted to agree on, e.g. ``top_k``'s ``k``: ``comm.spmd.note``) before its data
+noted to agree on, e.g. ``top_k``'s ``k``: ``comm.notes.note``) before its data
 moves, so processes that disagree raise ``CommError`` instead of crashing MPI
 ("Message truncated") or mixing their blocks; ``SHARDARRAY_CHECK_SPMD=1`` also
 compares every collective's op, axes, dtype and block shapes, and the host
@@ -52,21 +54,31 @@ from ..chunks import group_chunk
 from ..dtypes import BFLOAT16
 from ..errors import BackendError, CommError, MeshError
 from . import buffers
+from .agree import blocks_extra, creation_extra, enter
 from .base import REDUCE_OPS, Communicator
+from .job import _State, settle
 from .log import _ACTIVE, record
-from .spmd import blocks_extra, creation_extra, enter, leave, notes_mismatch, start_watchdog, take_agreed
+from .notes import notes_mismatch, take_agreed
+from .watchdog import leave, start_watchdog
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def collective(fn: _F) -> _F:
-    """``fn`` (a collective of the job) marks its end for the deadlock check (``comm.spmd.leave``): a process
-    counts as waiting in its last collective only while inside it."""
+    """``fn`` (a collective of the job) marks its end for the deadlock check (``comm.watchdog.leave``): a process
+    counts as waiting in its last collective only while inside it. An error raised after its header passed (the
+    others may be inside its data movement with this process, where no header reaches them) is not told to the
+    others at the end of the op (``comm.job.settle``): it ends the job uncaught, or the watchdog does."""
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
+        before = _State.seq
         try:
             return fn(*args, **kwargs)
+        except Exception as e:
+            if _State.inflight > before:  # (its header passed: the others may be moving its data with this process)
+                settle(e)  # (not told at the op's end, ``comm.header.fail_together``: the watchdog ends such a job)
+            raise
         finally:
             leave()
 
@@ -164,7 +176,7 @@ def mpi_world(mesh: Any) -> Any:
     """``MPI.COMM_WORLD`` after checking that the job has one process per mesh device.
 
     Also makes an uncaught exception on any rank, or a rank that exits while
-    others wait for it, end the whole job (see ``comm.spmd``).
+    others wait for it, end the whole job (see ``comm.watchdog``).
     """
     MPI = _mpi()
     world = MPI.COMM_WORLD
@@ -196,9 +208,9 @@ def log_spmd(
     job instead of hanging it) and, with ``SHARDARRAY_CHECK_SPMD=1``, compares
     its signature over the job; ``group`` (this process's group, by rank) and
     ``dim`` (the array axis along which the members' blocks may differ)
-    sharpen that check (see ``comm.spmd.enter``). ``check`` compares, over the
+    sharpen that check (see ``comm.agree.enter``). ``check`` compares, over the
     job, only that every process enters this collective now (its op and
-    axes: ``MpiCommunicator._ready``). ``header``: compare the job's header first (``comm.spmd.exchange_header``:
+    axes: ``MpiCommunicator._ready``). ``header``: compare the job's header first (``comm.header.exchange_header``:
     the collective and the outermost op that issued it, with its host arguments; False for NCCL's collectives).
     ``root``: a broadcast's or reduce's root (-1: none), compared with the collective.
     """
@@ -226,7 +238,7 @@ def check_array(
     """Every process makes an array of these dims, sizes and dtype (and ``layout`` and ``values``, when given), or
     each raises ``CommError`` naming who differs (see ``Communicator.check_spmd``): one small allgather, always on. With
     ``failure`` (this process's error making the array) every process raises the lowest failing process's error
-    (``comm.spmd.enter``); the other arguments are then not compared."""
+    (``comm.agree.enter``); the other arguments are then not compared."""
     dims = tuple(sizes)
     enter(
         world,
@@ -243,7 +255,7 @@ def check_array(
 #: the collectives' codes in the header (``MpiCommunicator._agree``)
 _OPS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce", "alltoallv")
 #: int64s in a header: op, dtype, ndim, up to 8 dims (a ninth and later dims are not compared), a crc32 of the
-#: host arguments noted to agree on since the last comparison (``comm.spmd.note``; 0: none), then the root
+#: host arguments noted to agree on since the last comparison (``comm.notes.note``; 0: none), then the root
 #: (broadcast, reduce; else -1)
 HEADER = 13
 _DIMS = HEADER - 5  # dims in a header
@@ -327,7 +339,7 @@ def host_allreduce(world: Any, value: Any, op: str) -> Any:
     (a NaN anywhere gives NaN everywhere), sums in rank order.
 
     Not MPI's reduction of Python objects: mpi4py runs it holding the interpreter lock, so the watchdog
-    (``comm.spmd``) could not see a process stuck in it. A process out of step (in another collective of
+    (``comm.watchdog``) could not see a process stuck in it. A process out of step (in another collective of
     ``COMM_WORLD``) sends something that is no number: ``CommError``, not a NumPy error of the reduction.
     """
     if op not in REDUCE_OPS:
@@ -359,6 +371,8 @@ _SUBS: dict[tuple[Any, tuple[tuple[int, ...], ...]], tuple[Any, int]] = {}
 
 class MpiCommunicator(Communicator):
     """Collectives over MPI sub-communicators, one per axis group (see the module docstring)."""
+
+    job_header = True  # every collective first compares the job's header over COMM_WORLD (``comm.header``)
 
     def __init__(self, mesh: Any) -> None:
         super().__init__(mesh)
@@ -463,7 +477,9 @@ class MpiCommunicator(Communicator):
         if len(set(every[:, -2].tolist())) > 1:  # (every member sees it: all exchange their notes for the message)
             group = self._group(axes)
             where = f"in {op} over axes {axes} of mesh {self.mesh} (group {group})"
-            raise CommError(notes_mismatch(sub.allgather((agreed, len(agreed))), where, group))
+            text = notes_mismatch(sub.allgather((agreed, len(agreed))), where, group)
+            leave()  # (no data moves: the op's end tells the other groups, ``comm.header.fail_together``)
+            raise CommError(text)
         keep = np.ones(mine.size, dtype=bool)
         if free == -1:
             keep[2 : 3 + _DIMS] = False
@@ -471,6 +487,7 @@ class MpiCommunicator(Communicator):
             keep[3 + free] = False
         if (every[:, keep] == every[0, keep]).all():
             return
+        leave()  # (as above: the group raises alike, no data moves)
         raise self._mismatch(
             op, axes, [_describe_header(h) for h in every], "in the collective, its root, dtype or shape"
         )

@@ -39,10 +39,10 @@ naming the collective, the axes and the mesh. Under SPMD only this
 process's communicator is aborted: the peers are not told (as with NCCL
 itself), so the uncaught CommError must end the job (mpiexec then stops
 every process). Under SPMD each collective marks its end for the hang
-watchdog (``comm.spmd.leave``, as ``MpiCommunicator``'s do): a process counts
+watchdog (``comm.watchdog.leave``, as ``MpiCommunicator``'s do): a process counts
 as stuck only while inside one, so a long computation after it is not
 reported as waiting in it. They skip the job's header over ``COMM_WORLD``
-that MPI's collectives compare first (``comm.spmd.exchange_header``): a host
+that MPI's collectives compare first (``comm.header.exchange_header``): a host
 round trip per collective would cost every step of a GPU job.
 """
 
@@ -59,9 +59,9 @@ import numpy as np
 
 from ..chunks import group_chunk
 from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
+from .agree import enter
 from .base import REDUCE_OPS, Communicator
 from .mpi import check_array, collective, gather_blocks, host_allreduce, log_spmd
-from .spmd import enter
 
 #: numpy dtype name -> the name of NCCL's type constant in ``cupy.cuda.nccl``
 DTYPES = {

@@ -17,10 +17,12 @@ higher-order gradients; nesting ``value_and_grad`` raises).
 The tape is per thread (a ``contextvars`` variable): two threads can run
 ``value_and_grad`` at the same time, each on its own tape.
 
-In a process of an MPI job (``comm.spmd.JOB.job``) every op runs through
-``comm.spmd.as_op``, which keeps the outermost op (a reference) for the
-headers of the collectives it issues; elsewhere that costs one attribute
-lookup per op.
+In a process of an MPI job (``comm.header.JOB.job``) every op runs through
+``comm.header.as_op``, which keeps the outermost op (a reference) for the
+headers of the collectives it issues, and tells the other processes of an
+error that leaves it on an MPI mesh (``comm.header.fail_together``: they
+raise ``CommError`` instead of waiting for this one); elsewhere that costs one
+attribute lookup per op, and nothing is caught.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
 from ..array import OPS, ShardArray
-from ..comm.spmd import JOB, as_op
+from ..comm.header import JOB, as_op
 from ..dtypes import BFLOAT16, is_real_float
 from ..errors import ShardArrayError, TapeError
 from ..memo_hook import (
@@ -239,7 +241,7 @@ def differentiable(
                     return run(*args, **kwargs)
             return run(*args, **kwargs)
 
-        def body(*args: Any, **kwargs: Any) -> Any:  # wrapper's work, in a job (``comm.spmd.as_op`` runs it)
+        def body(*args: Any, **kwargs: Any) -> Any:  # wrapper's work, in a job (``comm.header.as_op`` runs it)
             kind = kind_of(args, kwargs)
             if kind is not None:
                 return in_kind(kind, named, args, kwargs)
@@ -331,6 +333,23 @@ def keeps_kind(fn: Callable[P, R]) -> Callable[P, R]:
         if kind is None:
             return fn(*args, **kwargs)
         return in_kind(kind, fn, args, kwargs)
+
+    return wrapper
+
+
+def boundary(fn: Callable[P, R]) -> Callable[P, R]:
+    """Mark a public function that checks its arguments before it calls its ops (``xp.reshape``'s shape, ``x[i]``'s
+    index, ``sa.concat``'s dim) as an op boundary of an MPI job, as ``differentiable``, ``nondifferentiable`` and
+    ``keeps_kind`` ops are: in a process of a job of several (``comm.header.JOB.job``) it runs as the outermost op
+    (``comm.header.as_op``), so that an error it raises on some processes only is told to the others (they raise
+    ``CommError`` naming it instead of waiting for this process), and its host arguments go into its collectives'
+    headers. Elsewhere it costs one attribute lookup; arrays pass through as they are (no kind conversion)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if JOB.job:
+            return cast("R", as_op(fn.__name__, fn, fn, args, kwargs))
+        return fn(*args, **kwargs)
 
     return wrapper
 
@@ -435,7 +454,7 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
                 return fn(*args, **kwargs)
             return cast("R", named(*args, **kwargs))
 
-        def body(*args: Any, **kwargs: Any) -> Any:  # wrapper's work, in a job (``comm.spmd.as_op`` runs it)
+        def body(*args: Any, **kwargs: Any) -> Any:  # wrapper's work, in a job (``comm.header.as_op`` runs it)
             kind = kind_of(args, kwargs)
             if kind is not None:
                 return in_kind(kind, named, args, kwargs)

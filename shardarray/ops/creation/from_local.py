@@ -15,8 +15,8 @@ import numpy as np
 
 from ...array import ShardArray, as_kind
 from ...backend.meta import MetaArray
+from ...comm.job import check_enabled
 from ...comm.mpi import _mpi
-from ...comm.spmd import check_enabled
 from ...dtypes import as_dtype
 from ...errors import ArgumentError, CommError, DimensionError, DTypeError, MeshError
 from ...layout import Layout, block_bounds, check_dims, check_sizes, make_layout

@@ -22,7 +22,7 @@ import numpy as np
 from ... import profiler
 from ...array import ShardArray
 from ...backend import cuda_kernels
-from ...comm.spmd import noting
+from ...comm.notes import noting
 from ...core import plans
 from ...core.common import map_blocks
 from ...layout import Layout

@@ -18,7 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from ...array import ShardArray
-from ...comm.spmd import note, noting
+from ...comm.notes import note, noting
 from ...core.relayout import to_axes
 from ...errors import CastError, DTypeError
 from ..manipulation.structure import astype, rename, transpose

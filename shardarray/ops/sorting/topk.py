@@ -28,7 +28,7 @@ import numpy as np
 
 from ...array import ShardArray
 from ...backend.meta import MetaArray
-from ...comm.spmd import note
+from ...comm.notes import note
 from ...core.common import map_blocks, mesh_order, new_array, one_dim_arg, require_array
 from ...core.relayout import resolve
 from ...core.tape import differentiable, keeps_kind
