@@ -243,12 +243,14 @@ def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
 
     Real matrices with a scalar ``rtol`` go through ``sa.linalg.pinv`` (its closed-form gradient, right at
     repeated singular values too); complex ones, or an array ``rtol`` (one per matrix), are built here from
-    ``svd``."""
+    ``svd``. Empty matrices give the empty result in ``x``'s own dtype, whatever it is (NumPy's ``pinv``
+    returns before its LAPACK dtype checks: an empty int, bool or float16 ``x`` keeps its dtype)."""
     xp = _xp()
-    x = _arr(x, "pinv")
+    x = _arr(x, "pinv", floating=False)
     m, n = x.shape[-2:]
     if m == 0 or n == 0:
         return xp.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=x.mesh)
+    x = _arr(x, "pinv")
     if x.dtype.kind == "f" and not isinstance(rtol, ShardArray):
         return _pos(L.pinv(x, _m(x), rtol=None if rtol is None else float(rtol)))
     u, s, vh = svd(x, full_matrices=False)

@@ -123,8 +123,9 @@ def nanmean(x: ShardArray, dims: Any = None) -> ShardArray:
     if wide is not None:  # (narrow floats: in float32, rounded once; see the module doc)
         return astype(nanmean(astype(x, wide), dims), x.dtype)
     picked = _size_one(x, dims, "nanmean")
-    if picked is not None:
-        return squeeze(nanmean(x, picked[1]), picked[0])
+    if picked is not None:  # (a mean of one entry: + 0.0, NumPy's -0.0 -> 0.0; see reduce.plus_zero)
+        out = squeeze(nanmean(x, picked[1]), picked[0])
+        return out if picked[1] else red.plus_zero(out)
     if not _has_nan(x):
         return red.mean(x, dims)
     return _mean(x, dims, _count(x, dims))

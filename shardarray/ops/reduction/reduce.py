@@ -55,6 +55,15 @@ def size_one(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[str, ...], tup
     return ones, tuple(d for d in dims if d not in ones)
 
 
+def plus_zero(y: ShardArray) -> ShardArray:
+    """``y + 0.0`` for a float or complex ``y`` (not pending): a sum or mean of one entry as NumPy's, whose sum
+    starts from its identity ``+0.0``, so that ``-0.0`` gives ``0.0`` (a split size-1 dim's squeeze alone would
+    keep ``-0.0``, where the same dim unsplit gives ``0.0``); other dtypes and pending sums as they are."""
+    if y.pending or not (is_real_float(y.dtype) or y.dtype.kind == "c"):
+        return y
+    return ew.add(y, 0.0)
+
+
 def _split(x: ShardArray, dims: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:
     index = tuple(x.dims.index(d) for d in dims)
     keep = tuple(d for d in x.dims if d not in dims)
@@ -90,7 +99,8 @@ def sum(x: ShardArray, dims: Any = None) -> ShardArray:
     if isinstance(x, ShardArray) and 1 in x.shape:  # (dims_arg only then: sum is on every hot path)
         picked = size_one(x, dims_arg(x, dims, "sum"))
         if picked is not None:  # split size-1 dims: a squeeze (one alltoall), with the sum's dtype (see size_one)
-            return squeeze(sum.__wrapped__(x, picked[1]), picked[0])
+            out = squeeze(sum.__wrapped__(x, picked[1]), picked[0])
+            return out if picked[1] else plus_zero(out)
     key = _dims_key(dims)
     if key is not None:
         key = ("sum", key, plans.context_key(), *plans.array_key(x))
@@ -204,7 +214,8 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     dims = dims_arg(x, dims, "mean")
     picked = size_one(x, dims)
     if picked is not None:  # split size-1 dims: a squeeze (one alltoall; see size_one)
-        return squeeze(mean.__wrapped__(x, picked[1]), picked[0])
+        out = squeeze(mean.__wrapped__(x, picked[1]), picked[0])
+        return out if picked[1] else plus_zero(out)
     count = math.prod(x.sizes[d] for d in dims)  # divided by, as NumPy: `* (1 / 9)` makes the mean of 14s 13.999...
     if x.dtype.kind in "biu":  # float64 partial sums, as np.mean: no integer overflow
         if x.pending:  # (its value is the sum wrapped in its dtype, which float partials would not wrap)

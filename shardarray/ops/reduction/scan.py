@@ -1,31 +1,28 @@
 """Cumulative sums, products and running extremes along one dim: local scan, scan of block totals, local fix-up.
 
-Along an unsplit dim the scan is local. Along a split dim each device scans
-its block, then the devices of each group along the dim's mesh axes exchange
-their block totals in **one allgather** (one value per device per index of
-the other dims: the block with the dim cut to length 1), and each device
-combines the totals of the blocks before its own (an exclusive scan, done
-locally on the gathered totals) with its local scan: an add for ``cumsum``, a
-multiply for ``cumprod`` (integers and bools); a float or complex block is
-scanned again from that prefix on (``cum([prefix, b0, b1, ...])``), NumPy's
-left-to-right order within the block, so that an overflow to inf, an
-underflow to 0 and complex infinities (``(1+4j) * (-inf+0j)`` is
-``-inf-infj``, where the block's own ``1.5 * (-inf+0j)`` first would give NaN
-parts) come out as NumPy's wherever the prefix is NumPy's running value (for
-the second block, exactly; later blocks' prefixes are products or sums of
-block totals, in another order than NumPy's). Nothing else moves. float16/bfloat16 accumulate in
-float32 and are rounded once at the end. The sign of zero is NumPy's: the
-totals before a block are combined by a scan, not a sum (which starts from
-+0.0), the first block adds nothing, and an empty block's total is -0.0 (the
-exact additive identity), so a cumsum of -0.0 stays -0.0. Along a split dim
-of size 0 or 1 the scan is local too (the one entry is its own prefix: the
-values in the result's dtype; the empty blocks stay empty), and a pending sum
-whose dtype the scan keeps stays pending (a scan is linear).
+Every scan here runs on one skeleton, ``block_scan``, given its local step and its combine. Along an
+unsplit dim the scan is local. Along a split dim each device scans its block, then the devices of each
+group along the dim's mesh axes exchange their block totals in **one allgather** (one value per device per
+index of the other dims: the block with the dim cut to length 1), and each device folds the totals of the
+nonempty blocks before its own, along the dim's order (an exclusive scan, done locally on the gathered
+totals), and combines that carry with its local scan. Nothing else moves.
+
+``cumsum``/``cumprod`` (``scan``): a local ``xp.cumsum``/``xp.cumprod``; the carry is added (multiplied) to
+an integer or bool block; a float or complex block is scanned again from the carry on
+(``cum([carry, b0, b1, ...])``), NumPy's left-to-right order within the block, so that an overflow to inf,
+an underflow to 0 and complex infinities (``(1+4j) * (-inf+0j)`` is ``-inf-infj``, where the block's own
+``1.5 * (-inf+0j)`` first would give NaN parts) come out as NumPy's wherever the carry is NumPy's running
+value (for the second nonempty block, exactly; later blocks' carries are sums or products of block totals,
+in another order than NumPy's). float16/bfloat16 accumulate in float32 and are rounded once at the end. The
+sign of zero is NumPy's: the totals before a block are folded left to right (a sum would start from +0.0),
+the first nonempty block adds nothing and an empty block is skipped, so a cumsum of -0.0 stays -0.0. Along
+a split dim of size 0 or 1 the scan is local too (the one entry is its own prefix: the values in the
+result's dtype; the empty blocks stay empty), and a pending sum whose dtype the scan keeps stays pending (a
+scan is linear).
 
 The other associative ufuncs' ``accumulate`` (``np.maximum``/``minimum``/``fmax``/``fmin``: the running
-extremes, differentiable; ``logical_*``, ``bitwise_*``) run the same plan with any associative combine
-(``block_scan``): a local scan of elementwise rounds, one allgather of each block's last running value, a
-local combine with the carry of the blocks before.
+extremes, differentiable; ``logical_*``, ``bitwise_*``) and the running extremes' VJP (a reverse scan of
+affine maps) use a local scan of elementwise rounds (``steps``) and their combine for the carry.
 """
 
 from __future__ import annotations
@@ -45,6 +42,120 @@ from ...errors import ArgumentError, DTypeError
 from ...layout import block_bounds
 from ..cotangent import match
 from ..elementwise.logical import complex_choose
+
+Parts = tuple[Any, ...]
+#: ``combine(earlier, later)``: the associative step of a scan on parts (tuples of equal-shape blocks)
+Combine = Callable[[Parts, Parts], Parts]
+#: ``apply(carry, parts, *blocks)``: a device's scanned ``parts`` continued from the ``carry`` of the blocks before
+Apply = Callable[..., Parts]
+
+
+def block_scan(
+    x: ShardArray,
+    dim: str,
+    shard_lists: Sequence[Sequence[Any]],
+    local: Callable[..., Parts],
+    combine: Combine,
+    dtypes: tuple[Any, ...],
+    reverse: bool = False,
+    apply: Apply | None = None,
+) -> tuple[list[Any], list[Any]]:
+    """An associative scan along ``dim`` with ``x``'s layout (and pending axes): per device its scanned parts
+    and the combined total of the blocks before its own (its *carry*; None for the first nonempty block or
+    where the scan is local). Every scan of this module runs on it.
+
+    ``local(*blocks)`` scans one device's blocks (one from each list of ``shard_lists``) along ``dim`` (from
+    the end with ``reverse``) into the scan's parts (``dtypes`` theirs). ``combine(earlier, later)`` is
+    associative, ``earlier`` first in the scan's order. ``apply(carry, parts, *blocks)`` continues a device's
+    scan from its carry (default ``combine(carry, parts)``; the float sums and products scan the block again
+    from the carry, NumPy's order).
+
+    Along a split ``dim`` of size > 1, **one allgather per part** over the dim's mesh axes of each block's
+    total (its last scanned element: one value per device per index of the other dims); each device folds
+    the totals of the nonempty blocks before its own (block lengths are host ints: an empty block adds
+    nothing, not even an identity, which a complex ``(1+0j) * (inf+0j)`` would turn into NaN parts) and
+    applies that carry. Nothing else moves. Along an unsplit ``dim``, or one of size 0 or 1, the scan is local.
+
+    The fold runs along the dim's order, each total combined on its side (``combine(carry, t)`` forward,
+    ``combine(t, carry)`` with ``reverse``): ``((t0 + t1) + t2)`` forward, NumPy's order, and the same sums
+    as a forward scan of the totals from the end too (``t3 + (t2 + t1)`` is ``(t1 + t2) + t3`` bit for bit).
+    """
+    mesh = x.mesh
+    i = x.dims.index(dim)
+    pre = (slice(None),) * i
+    used = x.spec.used_axes.union(x.pending)
+    k = len(dtypes)
+
+    def scan_block(*blocks: Any) -> Parts:
+        if isinstance(blocks[0], MetaArray):
+            return tuple(MetaArray(blocks[0].shape, dt) for dt in dtypes)
+        return local(*blocks)
+
+    scanned = map_blocks(mesh, used, scan_block, *shard_lists)
+    axes = x.spec.of(dim) if x.sizes[dim] > 1 else ()
+    if not axes:
+        return list(scanned), [None] * mesh.size
+    xp = mesh.backend.xp
+
+    def total(parts: Parts) -> Parts:
+        p0 = parts[0]
+        shape = p0.shape[:i] + (1,) + p0.shape[i + 1 :]
+        if isinstance(p0, MetaArray):
+            return tuple(MetaArray(shape, dt) for dt in dtypes)
+        if p0.shape[i] == 0:  # (an empty block's entry is never read: the lengths are known)
+            return tuple(xp.zeros(shape, dtype=dt) for dt in dtypes)
+        at = 0 if reverse else p0.shape[i] - 1
+        return tuple(xp.ascontiguousarray(p[pre + (slice(at, at + 1),)]) for p in parts)
+
+    if k == 1:  # (the sums and the extremes: one part, without map_blocks_multi's regrouping)
+        totals = [map_blocks(mesh, used, lambda parts: total(parts)[0], scanned)]
+    else:
+        totals = map_blocks_multi(mesh, used, k, total, scanned)
+    gathered = [mesh.comm.allgather(t, axes, dim=i) for t in totals]
+    bounds = block_bounds(mesh, x.spec)
+    carries: list[Any] = [None] * mesh.size
+    combined: list[Any] = [None] * mesh.size
+    for group in mesh.groups(axes):
+        full = [j for j, d in enumerate(group) if bounds[d][i][1] > bounds[d][i][0]]
+        for j, d in enumerate(group):
+            parts = scanned[d]
+            combined[d] = parts
+            if parts is None or isinstance(parts[0], MetaArray):
+                continue
+            carry = None
+            for m in (m for m in full if (m > j if reverse else m < j)):  # (in the dim's order; see above)
+                t = tuple(g[d][pre + (slice(m, m + 1),)] for g in gathered)
+                carry = t if carry is None else (combine(t, carry) if reverse else combine(carry, t))
+            if carry is not None:
+                carries[d] = carry
+                blocks = tuple(s[d] for s in shard_lists)
+                combined[d] = combine(carry, parts) if apply is None else apply(carry, parts, *blocks)
+    return combined, carries
+
+
+def steps(xp: Any, i: int, make: Callable[..., Parts], combine: Combine, reverse: bool = False) -> Callable[..., Parts]:
+    """A ``local`` for ``block_scan``: ``make(*blocks)`` (the parts), then their inclusive scan along axis ``i``
+    (from the end with ``reverse``) in elementwise rounds of the backend.
+
+    Hillis-Steele: ``ceil(log2(n))`` rounds, each combining every element with the one ``s`` before it
+    (``s`` = 1, 2, 4, ...), so only the backend's elementwise ops run (CuPy's ``ufunc.accumulate`` is
+    ``add``/``multiply`` only). ``combine(earlier, later)`` must be associative.
+    """
+    pre = (slice(None),) * i
+
+    def local(*blocks: Any) -> Parts:
+        parts = make(*blocks)
+        if reverse:
+            parts = tuple(xp.flip(p, axis=i) for p in parts)
+        n, s = parts[0].shape[i], 1
+        while s < n:
+            head = tuple(p[pre + (slice(0, n - s),)] for p in parts)
+            done = combine(head, tuple(p[pre + (slice(s, n),)] for p in parts))
+            parts = tuple(xp.concatenate([p[pre + (slice(0, s),)], c], axis=i) for p, c in zip(parts, done))
+            s *= 2
+        return tuple(xp.flip(p, axis=i) for p in parts) if reverse else parts
+
+    return local
 
 
 def scan_dtype(dtype: np.dtype) -> np.dtype:
@@ -79,6 +190,9 @@ def _one_dim(x: Any, dim: Any, what: str) -> tuple[ShardArray, str]:
 def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = None) -> ShardArray:
     """The inclusive scan (``op`` "sum" or "prod") of ``x`` along ``dim``; ``reverse`` scans from the end.
 
+    ``block_scan`` with a local ``xp.cumsum``/``xp.cumprod`` and an add (multiply) of the carry; a float or
+    complex block is scanned again from its carry on (NumPy's order, see the module docstring).
+
     Collectives: one allgather over ``dim``'s mesh axes of one total per device per other-index (nothing when
     ``dim`` is unsplit or has size 0 or 1: the scan is local, and a sum scan that keeps the dtype keeps a
     pending sum pending).
@@ -89,73 +203,38 @@ def scan(x: ShardArray, dim: str, op: str, reverse: bool = False, dtype: Any = N
     # (a sum scan is linear: a pending sum can stay pending where the dtype stays and nothing is rounded twice)
     if not (local_only and op == "sum" and out_dtype == x.dtype and wide is None):
         x = resolve(x, x.spec.axes)
-    acc = wide or out_dtype
-    mesh, xp = x.mesh, x.mesh.backend.xp
+    acc = np.dtype(wide or out_dtype)
+    xp = x.mesh.backend.xp
     i = x.dims.index(dim)
-    axes = () if local_only else x.spec.of(dim)
-    ident = sum_identity(acc) if op == "sum" else 1
     cum = xp.cumsum if op == "sum" else xp.cumprod
+    fold = xp.add if op == "sum" else xp.multiply
 
-    def local(s: Any) -> Any:
-        if isinstance(s, MetaArray):
-            return MetaArray(s.shape, acc)
-        s = s.astype(acc)
+    def local(s: Any) -> Parts:
+        s = s.astype(acc, copy=False)  # (the scan writes a new array)
         if reverse:
-            return xp.flip(cum(xp.flip(s, axis=i), axis=i), axis=i)
-        return cum(s, axis=i)
+            return (xp.flip(cum(xp.flip(s, axis=i), axis=i), axis=i),)
+        return (cum(s, axis=i),)
 
-    def carried(s: Any, prefix: Any) -> Any:
-        """The scan of the block ``s`` continued from ``prefix`` (the earlier blocks' total, 1 along ``dim``)."""
-        s = s.astype(acc)
+    def combine(earlier: Parts, later: Parts) -> Parts:
+        return (fold(earlier[0], later[0]),)
+
+    def carried(carry: Parts, parts: Parts, s: Any) -> Parts:
+        """The block ``s`` scanned again from ``carry`` on: ``cum([carry, s0, s1, ...])``, NumPy's order."""
+        s, c = s.astype(acc, copy=False), carry[0]
         if reverse:
-            z = xp.flip(xp.concatenate([s, prefix], axis=i), axis=i)
-            return xp.flip(cum(z, axis=i), axis=i)[(slice(None),) * i + (slice(0, s.shape[i]),)]
-        return cum(xp.concatenate([prefix, s], axis=i), axis=i)[(slice(None),) * i + (slice(1, None),)]
+            z = xp.flip(xp.concatenate([s, c], axis=i), axis=i)
+            return (xp.flip(cum(z, axis=i), axis=i)[(slice(None),) * i + (slice(0, s.shape[i]),)],)
+        return (cum(xp.concatenate([c, s], axis=i), axis=i)[(slice(None),) * i + (slice(1, None),)],)
 
-    inexact = np.dtype(acc).kind in "fc"
-    used = x.spec.used_axes.union(x.pending)
-    scanned = map_blocks(mesh, used, local, x.shards)
-    if axes:
-
-        def total(s: Any) -> Any:
-            if isinstance(s, MetaArray):
-                return MetaArray(s.shape[:i] + (1,) + s.shape[i + 1 :], acc)
-            shape = s.shape[:i] + (1,) + s.shape[i + 1 :]
-            if s.shape[i] == 0:
-                return xp.full(shape, ident, dtype=acc)
-            at = 0 if reverse else s.shape[i] - 1
-            return xp.ascontiguousarray(s[(slice(None),) * i + (slice(at, at + 1),)])
-
-        totals = map_blocks(mesh, used, total, scanned)
-        gathered = mesh.comm.allgather(totals, axes, dim=i)
-        members = {d: j for g in mesh.groups(axes) for j, d in enumerate(g)}
-        combined: list[Any] = [None] * mesh.size
-        for d in range(mesh.size):
-            s, g = scanned[d], gathered[d]
-            if s is None or isinstance(s, MetaArray):
-                combined[d] = s
-                continue
-            j = members[d]
-            idx = (slice(None),) * i
-            before = g[idx + (slice(j + 1, None),)] if reverse else g[idx + (slice(0, j),)]
-            k = before.shape[i]
-            if k == 0:  # the first block: nothing before it
-                combined[d] = s
-                continue
-            # the last of a scan of the totals: a sum starts from +0.0 and would make -0.0 + -0.0 +0.0
-            prefix = cum(before, axis=i)[idx + (slice(k - 1, k),)].astype(acc)
-            if inexact:  # (the block scanned again from the prefix on: NumPy's left-to-right order)
-                combined[d] = carried(x.shards[d], prefix)
-            else:
-                combined[d] = s + prefix if op == "sum" else s * prefix
-        scanned = combined
+    apply = carried if acc.kind in "fc" else None
+    scanned, _ = block_scan(x, dim, [x.shards], local, combine, (acc,), reverse=reverse, apply=apply)
     shards = [
-        s
-        if s is None or (isinstance(s, MetaArray) and s.dtype == out_dtype)
-        else (MetaArray(s.shape, out_dtype) if isinstance(s, MetaArray) else s.astype(out_dtype, copy=False))
-        for s in scanned
+        None
+        if p is None
+        else (MetaArray(p[0].shape, out_dtype) if isinstance(p[0], MetaArray) else p[0].astype(out_dtype, copy=False))
+        for p in scanned
     ]
-    return new_array(mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, x.pending, dtype=out_dtype)
+    return new_array(x.mesh, x.dims, x.sizes, dict(zip(x.dims, x.spec.axes)), shards, x.pending, dtype=out_dtype)
 
 
 @differentiable("cumsum")
@@ -219,99 +298,6 @@ LOGICAL = ("logical_and", "logical_or", "logical_xor")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 ACCUMULATES = EXTREMES + LOGICAL + BITWISE
 
-Parts = tuple[Any, ...]
-Combine = Callable[[Parts, Parts], Parts]
-
-
-def _steps(xp: Any, parts: Parts, i: int, combine: Combine) -> Parts:
-    """The inclusive scan of the blocks ``parts`` (one element: a tuple of equal-shape blocks) along axis ``i``.
-
-    Hillis-Steele: ``ceil(log2(n))`` elementwise rounds, each combining every element with the one ``s``
-    before it (``s`` = 1, 2, 4, ...), so only the backend's elementwise ops run (CuPy's ``ufunc.accumulate`` is
-    ``add``/``multiply`` only). ``combine(earlier, later)`` must be associative.
-    """
-    n = parts[0].shape[i]
-    pre = (slice(None),) * i
-    s = 1
-    while s < n:
-        done = combine(tuple(p[pre + (slice(0, n - s),)] for p in parts), tuple(p[pre + (slice(s, n),)] for p in parts))
-        parts = tuple(xp.concatenate([p[pre + (slice(0, s),)], c], axis=i) for p, c in zip(parts, done))
-        s *= 2
-    return parts
-
-
-def block_scan(
-    x: ShardArray,
-    dim: str,
-    shard_lists: Sequence[Sequence[Any]],
-    make: Callable[..., Parts],
-    combine: Combine,
-    dtypes: tuple[Any, ...],
-    reverse: bool = False,
-) -> tuple[list[Any], list[Any]]:
-    """An associative scan along ``dim`` with ``x``'s layout (resolved): per device its scanned parts and the
-    combined total of the blocks before its own (its *carry*; None for the first nonempty block or where the
-    scan is local).
-
-    ``make(*blocks)`` turns one device's blocks (one from each list of ``shard_lists``) into the scan's parts
-    (``dtypes`` theirs); ``combine(earlier, later)`` is associative, ``earlier`` first in the scan's order
-    (``reverse``: from the end). Along a split ``dim`` of size > 1, **one allgather per part** over the dim's
-    mesh axes of each block's total (its last scanned element: one value per device per index of the other
-    dims); each device folds the totals of the nonempty blocks before its own (block lengths are host ints)
-    and combines that carry with its scanned block. Nothing else moves.
-    """
-    mesh, xp = x.mesh, x.mesh.backend.xp
-    i = x.dims.index(dim)
-    pre = (slice(None),) * i
-    used = x.spec.used_axes
-    k = len(dtypes)
-
-    def local(*blocks: Any) -> Parts:
-        if isinstance(blocks[0], MetaArray):
-            return tuple(MetaArray(blocks[0].shape, dt) for dt in dtypes)
-        parts = make(*blocks)
-        if reverse:
-            parts = tuple(xp.flip(p, axis=i) for p in parts)
-        parts = _steps(xp, parts, i, combine)
-        return tuple(xp.flip(p, axis=i) for p in parts) if reverse else parts
-
-    scanned = map_blocks(mesh, used, local, *shard_lists)
-    axes = x.spec.of(dim) if x.sizes[dim] > 1 else ()
-    if not axes:
-        return list(scanned), [None] * mesh.size
-
-    def total(parts: Parts) -> Parts:
-        p0 = parts[0]
-        shape = p0.shape[:i] + (1,) + p0.shape[i + 1 :]
-        if isinstance(p0, MetaArray):
-            return tuple(MetaArray(shape, dt) for dt in dtypes)
-        if p0.shape[i] == 0:  # (an empty block's entry is never read: the lengths are known)
-            return tuple(xp.zeros(shape, dtype=dt) for dt in dtypes)
-        at = 0 if reverse else p0.shape[i] - 1
-        return tuple(xp.ascontiguousarray(p[pre + (slice(at, at + 1),)]) for p in parts)
-
-    totals = map_blocks_multi(mesh, used, k, total, scanned)
-    gathered = [mesh.comm.allgather(t, axes, dim=i) for t in totals]
-    bounds = block_bounds(mesh, x.spec)
-    carries: list[Any] = [None] * mesh.size
-    combined: list[Any] = [None] * mesh.size
-    for group in mesh.groups(axes):
-        full = [j for j, d in enumerate(group) if bounds[d][i][1] > bounds[d][i][0]]
-        for j, d in enumerate(group):
-            parts = scanned[d]
-            combined[d] = parts
-            if parts is None or isinstance(parts[0], MetaArray):
-                continue
-            before = [m for m in full if (m > j if reverse else m < j)]
-            carry = None
-            for m in sorted(before, reverse=reverse):
-                t = tuple(g[d][pre + (slice(m, m + 1),)] for g in gathered)
-                carry = t if carry is None else combine(carry, t)
-            if carry is not None:
-                carries[d] = carry
-                combined[d] = combine(carry, parts)
-    return combined, carries
-
 
 def _ufunc_combine(xp: Any, op: str, dtype: np.dtype) -> Combine:
     """The ufunc ``op`` of the backend on one-part elements (complex extremes in NumPy's order, bit for bit)."""
@@ -334,7 +320,8 @@ def _accumulate(x: ShardArray, dim: str, op: str) -> ShardArray:
             return (s.astype(bool, copy=False) if s.dtype == np.bool_ else s != 0,)
         return (s.astype(work, copy=False),)
 
-    scanned, _ = block_scan(x, dim, [x.shards], make, combine, (work,))
+    local = steps(xp, x.dims.index(dim), make, combine)
+    scanned, _ = block_scan(x, dim, [x.shards], local, combine, (work,))
     shards = [
         None
         if p is None
@@ -458,9 +445,9 @@ def _cumulative_extreme_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     def combine(e: Parts, later: Parts) -> Parts:  # later ∘ e: (a_l a_e, a_l b_e + b_l)
         return (later[0] & e[0], xp.where(later[0], e[1] + later[1], later[1]))
 
-    scanned, carries = block_scan(
-        x, dim, [x.shards, y.shards, g.shards], make, combine, (np.dtype(bool), work), reverse=True
-    )
+    local = steps(xp, i, make, combine, reverse=True)
+    shard_lists = [x.shards, y.shards, g.shards]
+    scanned, carries = block_scan(x, dim, shard_lists, local, combine, (np.dtype(bool), work), reverse=True)
     shards: list[Any] = [None] * mesh.size
     for d in range(mesh.size):
         parts, xb = scanned[d], x.shards[d]
