@@ -346,4 +346,6 @@ def _exit_notes(me: int, n: int, mine: tuple[str, Any]) -> None:
             stream.flush()
         except Exception:  # pragma: no cover
             pass
+    if me != 0:  # (the launcher ends the job at the first exit: process 0's message must be out by then)
+        time.sleep(2 * _FORWARD_S)
     os._exit(1)
