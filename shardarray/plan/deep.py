@@ -368,9 +368,12 @@ def _built(step: Callable[[Mesh], Any]) -> bool:
 
 def shallow_twin(step: Callable[[Mesh], Any]) -> Callable[[Mesh], Any]:
     """A step with the dims and the distinct tensor dims of ``step`` (what ``search.discover`` reads), cheaper to
-    trace: the six-layer twin of a step of at least ``DEEP`` identical layers (its layers add no dim or tensor
-    shape of their own), else ``step`` itself."""
-    return step.with_layers(TEMPLATE + 1) if _built(step) else step  # type: ignore[attr-defined]
+    trace: the two-layer twin of a step of more than two identical layers (``step.two_layers``: the layers past
+    the second run the second's code on tensors of the same dims, so they add no dim or tensor shape of their own;
+    ``tests/plan/test_plan_deep.py`` checks the dims and tensors against the step's own at 3, 6 and 13 layers),
+    else ``step`` itself."""
+    two = getattr(step, "two_layers", None)
+    return two if two is not None and callable(two) and (getattr(step, "layers", 0) or 0) > 2 else step
 
 
 #: the least layer count whose paths are built (tracing the five- and six-layer twins, 11 layers, costs less)

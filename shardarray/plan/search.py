@@ -3,7 +3,8 @@
 The search (Tofu §4's goal, by branch and bound instead of its recursion):
 
 1. **Discover** the tensors: one trace of ``step`` with no rules gives every
-   dim, its size and the dim tuple of every tensor.
+   dim, its size and the dim tuple of every tensor (of a step of more than two
+   identical layers, the trace of its two-layer twin: ``deep.shallow_twin``).
 2. **Enumerate** the legal rule sets (``plan.space``): each dim unsplit, on
    one axis or on an ordered tuple of axes; no axis twice in a tensor.
 3. **Order** them by a cheap proxy (elements per device over all tensors),

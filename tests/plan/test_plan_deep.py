@@ -211,3 +211,26 @@ def test_a_deep_search_under_a_memory_limit_gives_the_plans_of_the_search_that_t
     for a, b in zip(built, traced):
         assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12)
         assert a.memory_bytes_per_device == b.memory_bytes_per_device
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: sa.plan.transformer_step(replace(_CFG, n_layers=n), batch=8),
+        lambda n: sa.plan.mlp_step(batch=8, d_io=8, d_hidden=16, layers=n),
+    ],
+    ids=["transformer", "mlp"],
+)
+def test_the_shallow_twin_has_the_dims_and_tensors_of_the_step(make):
+    """``search.candidates`` discovers a step of more than two identical layers from its two-layer twin: the same
+    dims, sizes and distinct tensor dims as the step's own trace, so the same rule sets in the same order."""
+    mesh = {"rows": 2, "cols": 2}
+    for n in (3, 6, 13):
+        step = make(n)
+        twin = deep.shallow_twin(step)
+        assert twin is step.two_layers
+        own, got = search.discover(step, mesh), search.discover(twin, mesh)
+        assert own.dims == got.dims and own.tensors == got.tensors
+    for n in (1, 2):  # (a step of one or two layers is its own twin)
+        step = make(n)
+        assert deep.shallow_twin(step) is step
