@@ -21,9 +21,11 @@ and ``fft`` extensions with part 3.
 
 from __future__ import annotations
 
+from types import FunctionType as _FunctionType
 from typing import Any
 
 from ..array import OPS as _ops_table
+from ..core.tape import boundary as _boundary
 from ..errors import ArgumentError
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 from ._array import HOOKS as _HOOKS
@@ -126,6 +128,16 @@ __all__ = [
     *_numpy_ufuncs_all,
     "linalg",
 ]
+
+# Every function of the namespace is an op boundary of an MPI job (``core.tape.boundary``): many check their
+# arguments before they call an op (``xp.reshape``'s shape, ``xp.sum``'s axis), and an error they raise on some
+# processes only then reaches the others as a ``CommError`` naming it, instead of leaving them in a collective.
+# Outside a job of several processes the wrapper costs one attribute lookup.
+for _name in __all__:
+    _fn = globals().get(_name)
+    if isinstance(_fn, _FunctionType):
+        globals()[_name] = _boundary(_fn)
+del _name, _fn
 
 # ShardArray.__array_namespace__ calls this (shardarray/array.py's table of ops filled in from above)
 _ops_table.array_namespace = namespace
