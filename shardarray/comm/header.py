@@ -35,8 +35,9 @@
   process alike, or one raised inside a collective whose data may be moving with the others (``settle``: the first
   is everyone's already, the second could not reach them, which the watchdog or the uncaught error's abort ends); an
   error of an emulated mesh's op (each process may raise on its own) or of an NCCL mesh's (no header: the watchdog);
-  an error raised before any op runs (the positional namespace checks most arguments before it calls its op): the
-  processes then meet at the failing process's next collective, where the header differs. A process that fails and
+  an error raised before any op runs (every function of the positional namespace counts as an op:
+  ``core.tape.boundary``; indexing and ``sa.concat`` check some arguments first): the processes then meet at the
+  failing process's next collective, where the header differs. A process that fails and
   then exits, or waits to tell processes that exit, is ended by the watchdog's departure notices with a message.
 """
 
