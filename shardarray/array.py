@@ -700,9 +700,22 @@ class FlatIndexer:
         return np.ravel(self.base)[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        """``x.flat[key] = value``: a boolean ``key`` (host or distributed) is a mask of ``x.size`` entries, as
+        NumPy's (its positions, ``np.flatnonzero``: a distributed one on the mesh, no gather); other keys are
+        positions (``np.put``).
+
+        Raises:
+            OutOfBoundsError: a boolean key that is not 1-D of ``x.size`` entries (NumPy's IndexError).
+        """
         if isinstance(key, slice):  # the positions it names (only those: no host array of the whole size)
             key = np.arange(*key.indices(self.base.size))
-        elif not isinstance(key, ShardArray) and np.asarray(key).dtype == bool:
+        elif (key.dtype if isinstance(key, ShardArray) else np.asarray(key).dtype) == np.bool_:
+            shape = tuple(key.shape) if isinstance(key, ShardArray) else np.shape(key)
+            if shape != (self.base.size,):
+                raise OutOfBoundsError(
+                    f"x.flat[mask] = v: the boolean mask of shape {shape} does not match the flat array of "
+                    f"{self.base.size} entries (x of shape {self.base.shape}); give a 1-D mask of {self.base.size}"
+                )
             key = np.flatnonzero(key)
         np.put(self.base, key, value)  # type: ignore[arg-type]
 

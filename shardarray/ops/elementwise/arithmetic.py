@@ -85,14 +85,15 @@ def _scales_exactly(kind: str | None, args: tuple[Any, ...]) -> bool:
     device with an empty block of the contracted dim, or cancelling terms) though the sum times ``inf`` is
     ``+-inf``; dividing the partials by 0 gives ``0 / 0 = nan`` likewise. Such scalars resolve the sum first, and
     so do float arrays holding an infinity (a factor) or a zero (a divisor) anywhere: ``core.common.holds_anywhere``,
-    one read of a flag per device (one host reduction under MPI), only for ops with a pending operand.
+    one read of a flag per device (one host reduction under MPI), only for ops with a pending operand. Every float
+    dtype counts, bfloat16 too (its NumPy kind is ``"V"``).
     """
     if kind not in ("mul", "div"):
         return True
     factors = []  # (the array operands that scale the pending one: a divisor, or a factor that is not pending)
     for i, a in enumerate(args):
         if isinstance(a, ShardArray):
-            if (i == 1 if kind == "div" else not a.pending) and a.dtype.kind in "fc":
+            if (i == 1 if kind == "div" else not a.pending) and (a.dtype.kind in "fc" or is_real_float(a.dtype)):
                 factors.append(a)
             continue
         try:

@@ -38,9 +38,11 @@ import numpy as np
 
 from ...array import ShardArray
 from ...backend.meta import MetaArray
+from ...core.common import holds_anywhere
 from ...core.relayout import resolve_to
 from ...core.tape import refuse_write
 from ...dtypes import scalar_for_write
+from ...errors import ArgumentError
 from ...layout import block_bounds
 from ..manipulation.structure import astype, transpose
 from ..sorting.samplesort import lex_order
@@ -91,6 +93,10 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
         v: a scalar, or a ShardArray with the coords' dims followed by ``x``'s other dims (any order).
         mode: ``"set"``, ``"add"``, ``"maximum"``, ``"minimum"``, or the name of another ufunc of the backend
             (applied per pair, in key order where it matters: ``ordered``); ``v`` None for a unary one.
+
+    Raises:
+        ArgumentError: ``"power"`` of a signed integer array with a negative value (NumPy's ValueError), on every
+            process before anything moves or is written.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -143,6 +149,7 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
         )
     if coords[0].size == 0:
         return
+    _refuse_negative_powers(x, mode, sv if scalar else v)
     spare = tuple(a for a in group if a not in coords[0].spec.used_axes)
     reps = mesh.axes_size(spare)
     if not backend.has_data:
@@ -209,6 +216,29 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
     x.shards = tuple(out)
     x.host_range = None
     x._resolved = None
+
+
+def _refuse_negative_powers(x: ShardArray, mode: str, v: Any) -> None:
+    """Raise ``ArgumentError`` for ``np.power.at`` of a signed integer array with a negative value, on every
+    process alike and before anything is written (NumPy's ValueError; the owners would raise it alone after the
+    exchange, and an MPI job would go on with some processes failed). A host value is read where it is; an array
+    of values is checked where each block lives, one flag per device (``holds_anywhere``: one host reduction under
+    MPI), only for this op and dtype."""
+    if mode != "power" or x.dtype.kind != "i" or v is None:
+        return
+    if isinstance(v, ShardArray):
+        negative = holds_anywhere([v], _has_negative)
+    else:
+        negative = bool(np.asarray(v) < 0)
+    if negative:
+        raise ArgumentError(
+            f"np.power.at: integers to negative integer powers are not allowed (the {x.dtype} array of shape "
+            f"{x.shape} was given a negative exponent, as NumPy refuses); cast the array to a float dtype first"
+        )
+
+
+def _has_negative(xp: Any, block: Any) -> Any:
+    return xp.any(block < 0)
 
 
 def _modeled(
