@@ -797,6 +797,8 @@ def ufunc_at(x: ShardArray, key: Any, value: Any, op: str = "add") -> None:
         return
     key = normalize_key(x, key, what)
     if any(_is_ids(k) for k in key):
+        # (host ids or values: under MPI every process must write the same, compared at the next collective)
+        note_write(x, {f"axis{i}": k for i, k in enumerate(key)}, value)
         _write_ids(x, _emptied(key), value, op)
         return
     old, new = wrap(getitem(x, key)), _host_value(x, value)  # (a host array value: onto the mesh, unsplit)

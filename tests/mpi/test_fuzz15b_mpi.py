@@ -291,7 +291,7 @@ def test_reduceat_failing_on_one_process_tells_the_others_and_stays_in_step():
 
 
 @inmpi
-@pytest.mark.parametrize("what", ["reduceat", "flat_read", "flat_write", "indices"])
+@pytest.mark.parametrize("what", ["reduceat", "flat_read", "flat_write", "indices", "add_at", "multiply_at"])
 def test_a_per_process_argument_of_a_new_op_raises_commerror_everywhere(what):
     """A host argument that differs between processes (a segment start, a flat position, a grid shape): every
     process raises ``CommError`` (the job's header), none waits or mixes blocks; then the job goes on in step."""
@@ -306,6 +306,9 @@ def test_a_per_process_argument_of_a_new_op_raises_commerror_everywhere(what):
             x.flat[[r % 2, 3]].numpy()
         elif what == "flat_write":
             x.flat[[r % 2]] = 5.0
+            x.numpy()
+        elif what in ("add_at", "multiply_at"):  # (host ids that differ: each process wrote its own, silently)
+            getattr(np, what[:-3]).at(x, [r % 2, 7], 2.0)
             x.numpy()
         else:
             xp.indices((2, 3) if r % 2 else (3, 2), device=mesh).numpy()
