@@ -8,6 +8,12 @@ names: axis ``k`` of ``x`` is ``x.dims[k]``. A function without a row, or whose
 TypeError and nothing is gathered. (Positional arrays, ``shardarray.array_api``,
 use ``positional_functions``: derived from the namespace, not listed.)
 
+NumPy's file writers (``np.save``, ``np.savez``, ``np.savez_compressed``, ``np.savetxt``) of a distributed
+array (named or positional) raise ``sa.DTypeError`` (a TypeError, as NumPy's own refusal) that names the
+ways to write it (``writer_error``): ``sa.io.write_npy`` writes each block once, no gather, and ``np.load``
+reads the file; ``np.save(file, x.numpy())`` writes the explicitly gathered copy. They do not gather
+implicitly: under MPI every process would write the whole array to the same file.
+
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
     >>> x = sa.asarray(np.arange(8.0).reshape(4, 2), dims=("batch", "io"), mesh=mesh, layout={"batch": "row"})
@@ -171,6 +177,23 @@ def _stack(fn: Callable[..., Any], arrays: list[ShardArray], axis: Any, what: st
 
 
 # custom handlers: (numpy function, "np.name", *numpy args, **numpy kwargs)
+
+#: NumPy's file writers, refused with ``writer_error``
+FILE_WRITERS = ("save", "savez", "savez_compressed", "savetxt")
+
+
+def writer_error(what: str) -> DTypeError:
+    """The refusal of NumPy's file writer ``what`` (``np.save``...) on a distributed array, naming the ways."""
+    return DTypeError(
+        f"{what}: NumPy's writers do not take a distributed array (that would gather it onto one host; under MPI "
+        f"every process would write the whole file). Write it with sa.io.write_npy(path, x) (each block written "
+        f"once, no gather; np.load reads the file, sa.io.read_npy reads it back onto a mesh), or write the "
+        f"explicitly gathered copy: {what}(file, x.numpy())"
+    )
+
+
+def _refuse_writer(func: Any, what: str, *args: Any, **kwargs: Any) -> Any:
+    raise writer_error(what)
 
 
 def _transpose(func: Any, what: str, a: Any, axes: Any = None) -> Any:
@@ -571,6 +594,8 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.expand_dims: Entry("expand_dims", "custom", handler=_expand_dims),
     np.round: Entry("round", "custom", handler=_round),
     np.around: Entry("round", "custom", handler=_round),
+    # refused with the ways to write a distributed array
+    **{getattr(np, name): Entry(name, "custom", handler=_refuse_writer) for name in FILE_WRITERS},
 }
 
 

@@ -1,4 +1,4 @@
-"""NumPy's ``x.view(dtype)`` and ``x.put(ind, v, mode)`` / ``np.put`` on positional arrays.
+"""NumPy's ``x.view(dtype)``, ``x.put(ind, v, mode)`` / ``np.put`` and ``np.fill_diagonal`` on positional arrays.
 
 ``x.view(dtype)`` reinterprets the bytes of every block, as NumPy's view does
 (each block is C-contiguous on its device): a dtype of the same itemsize
@@ -39,6 +39,16 @@ integer-array write of ``x[coords] = v`` (``ops/indexing/id_writes.py``: the
 as ``x[idx]`` takes them; float or boolean indices raise ``sa.DTypeError``
 (NumPy casts floats silently).
 
+``np.fill_diagonal(x, val, wrap=False)`` writes ``val`` on the main diagonal of ``x``, in place, as NumPy's
+(which is ``x.flat[:end:step] = val``): a 2-d ``x`` of any shape gets ``x[i, i]`` for ``i < min(n, m)``, a
+tall one with ``wrap=True`` the diagonal restarting every ``m + 1`` rows; an ``x`` of 3 or more dims must
+have all its sizes equal (else ``sa.DimensionError``, NumPy's ValueError) and gets ``x[i, i, ..., i]``; a
+1-d or 0-d ``x`` raises ``sa.DimensionError``. ``val`` is flattened and repeats cyclically, cast as
+``np.put`` casts: it is ``np.put`` at those flat positions (host positions, the routed write; no gather).
+
+NumPy's file writers (``np.save``, ``np.savez``...) refuse a distributed array here as for named arrays
+(``named_functions.writer_error``: ``sa.io.write_npy``, or the writer on ``x.numpy()``).
+
 Example:
     >>> import shardarray.array_api as xp
     >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
@@ -50,10 +60,14 @@ Example:
     >>> x.put([0, 3, 3], [9.0, 7.0, 8.0]); np.asarray(x)
     array([[9., 2.],
            [3., 8.]], dtype=float32)
+    >>> np.fill_diagonal(x, -1); np.asarray(x)
+    array([[-1.,  2.],
+           [ 3., -1.]], dtype=float32)
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -67,6 +81,7 @@ from ..dtypes import as_dtype
 from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError, OutOfBoundsError
 from ..layout import Layout
 from .common import short
+from .named_functions import FILE_WRITERS, writer_error
 from .positional_compose import composed
 
 MODES = ("raise", "wrap", "clip")
@@ -180,6 +195,30 @@ def _put(xp: Any, what: str, a: Any, ind: Any, v: Any, mode: str = "raise") -> N
     else:
         coords = list(np.unravel_index(flat, a.shape))
     a[tuple(coords)] = vals
+
+
+@composed("fill_diagonal")
+def _fill_diagonal(xp: Any, what: str, a: Any, val: Any, wrap: Any = False) -> None:
+    """``np.fill_diagonal(a, val, wrap)``: ``np.put`` at the diagonal's flat positions (module docstring). (NumPy
+    dispatches on ``a`` alone: ``a`` is a positional array here.)"""
+    if a.ndim < 2:
+        raise DimensionError(f"{what}: the array must be at least 2-d; got shape {a.shape}")
+    if a.ndim == 2:
+        step, end = a.shape[1] + 1, (a.size if wrap else min(a.size, a.shape[1] * a.shape[1]))
+    elif len(set(a.shape)) != 1:
+        raise DimensionError(
+            f"{what}: all the sizes of an array of {a.ndim} dims must be equal (NumPy's rule); got shape {a.shape}"
+        )
+    else:
+        step, end = 1 + sum(math.prod(a.shape[: k + 1]) for k in range(a.ndim - 1)), a.size
+    _put(xp, what, a, np.arange(0, end, step, dtype=np.int64), val)
+
+
+@composed(*FILE_WRITERS)
+def _refuse_writer(xp: Any, what: str, *args: Any, **kwargs: Any) -> None:
+    """``np.save``/``savez``/``savez_compressed``/``savetxt``: refused, naming ``sa.io.write_npy`` and the
+    explicit gather (``named_functions.writer_error``)."""
+    raise writer_error(what)
 
 
 def _empty_target(what: str, a: ShardArray) -> OutOfBoundsError:

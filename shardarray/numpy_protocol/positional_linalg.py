@@ -6,8 +6,10 @@ two differ for a matrix with singular values between them, so the default is pas
 ``pinv`` and ``matrix_rank`` with ``hermitian=True`` (the matrix NumPy's ``eigh`` reads: its lower triangle),
 ``matrix_rank`` with ``tol=`` or ``rtol=``, ``eigh``/``eigvalsh`` with ``UPLO='U'`` (the upper triangle:
 ``eigh`` of the conjugate transpose, whose lower triangle it is), ``qr(mode='r')`` (R alone), and ``tensorinv``/
-``tensorsolve`` (reshapes around ``inv``/``solve``, NumPy's). The work is the namespace's (``xp.linalg``) on the
-distributed arrays: no gather beyond what those functions do.
+``tensorsolve`` (reshapes around ``inv``/``solve``, NumPy's), and ``np.polyfit`` (NumPy's least squares: the
+Vandermonde matrix, its columns scaled to unit norm, ``lstsq``, the coefficients scaled back; ``w=``, ``full=``,
+``cov=`` as NumPy's, and its ``RankWarning`` when the rank is short). The work is the namespace's
+(``xp.linalg``) on the distributed arrays: no gather beyond what those functions do.
 
 Example:
     >>> import shardarray.array_api as xp
@@ -21,14 +23,16 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..array import ShardArray
+from ..callsite import user_stacklevel
 from ..dtypes import is_complex
-from ..errors import ArgumentError, DimensionError, MatrixShapeError
-from .common import mixing_error
+from ..errors import ArgumentError, DimensionError, DTypeError, MatrixShapeError
+from .common import mixing_error, short
 from .positional_args import axes_of, host_setting, host_value
 from .positional_compose import composed, to_end
 
@@ -201,3 +205,68 @@ def _tensorsolve(xp: Any, what: str, a: Any, b: Any, axes: Any = None) -> Any:
     dt = xp.result_type(_float_dtype(a.dtype), _float_dtype(b.dtype))
     x = xp.linalg.solve(xp.astype(xp.reshape(a, (n, n)), dt), xp.astype(xp.reshape(b, (n,)), dt))
     return xp.reshape(x, shape)
+
+
+def _fit_data(what: str, value: Any, name: str, ref: ShardArray) -> ShardArray:
+    """A ``polyfit`` operand: a positional array as NumPy's ``asarray(v) + 0.0`` makes it (integers and bools to
+    float64, floats and complex as they are); host arrays are refused as everywhere (``mixing_error``)."""
+    if isinstance(value, ShardArray):
+        return value + 0.0
+    if isinstance(value, np.ndarray):
+        raise mixing_error(what, value, name, ref)
+    raise DTypeError(
+        f"{what}: {name} must be an array like the others (xp.asarray(...) of the host values); got {short(value)}"
+    )
+
+
+@composed("polyfit")
+def _polyfit(
+    xp: Any, what: str, x: Any, y: Any, deg: Any, rcond: Any = None, full: Any = False, w: Any = None, cov: Any = False
+) -> Any:
+    """``np.polyfit(x, y, deg, rcond, full, w, cov)``, NumPy's algorithm on the mesh (module docstring): the
+    coefficients, highest power first (one column per column of a 2-d ``y``); ``full=True`` adds the residuals,
+    rank, singular values and ``rcond`` (NumPy's default ``len(x) * eps``); ``cov=True`` (or ``"unscaled"``)
+    the covariance of the coefficients. NumPy's TypeErrors on shapes are ``sa.DTypeError``s."""
+    ref = next(v for v in (x, y, w) if isinstance(v, ShardArray))
+    x, y = _fit_data(what, x, "x", ref), _fit_data(what, y, "y", ref)
+    order = int(deg) + 1
+    if deg < 0:
+        raise ArgumentError(f"{what}: deg must be >= 0 (NumPy's ValueError); got {deg!r}")
+    if x.ndim != 1 or x.shape[0] == 0:
+        raise DTypeError(f"{what}: x must be a non-empty 1-d array (NumPy's TypeError); got shape {x.shape}")
+    if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
+        raise DTypeError(
+            f"{what}: y must be a 1-d or 2-d array with x's length {x.shape[0]} along its first axis (NumPy's "
+            f"TypeError); got shape {y.shape}"
+        )
+    if rcond is None:
+        rcond = x.shape[0] * np.finfo(x.dtype).eps  # (a NumPy scalar of x's dtype, as NumPy's)
+    lhs, rhs = xp.vander(x, order), y
+    if w is not None:
+        w = _fit_data(what, w, "w", ref)
+        if w.ndim != 1 or w.shape[0] != y.shape[0]:
+            raise DTypeError(
+                f"{what}: w must be a 1-d array of y's length {y.shape[0]} (NumPy's TypeError); got shape {w.shape}"
+            )
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if rhs.ndim == 2 else w)
+    scale = xp.sqrt(xp.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = xp.linalg.lstsq(lhs, rhs, rcond=rcond)
+    c = c / (scale[:, None] if c.ndim == 2 else scale)
+    if int(rank) != order and not full:
+        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning, stacklevel=user_stacklevel())
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    vbase = xp.linalg.inv(xp.matrix_transpose(lhs) @ lhs) / (scale[:, None] * scale[None, :])
+    if cov == "unscaled":
+        return c, vbase if y.ndim == 1 else vbase[:, :, None]
+    if x.shape[0] <= order:
+        raise ArgumentError(
+            f"{what}: the number of data points ({x.shape[0]}) must exceed order ({order}) to scale the covariance "
+            f"matrix (NumPy's ValueError); pass cov='unscaled'"
+        )
+    fac = resids / (x.shape[0] - order)
+    return c, (vbase * fac if y.ndim == 1 else vbase[:, :, None] * fac)

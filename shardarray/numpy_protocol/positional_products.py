@@ -44,7 +44,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..dtypes import promote
-from ..errors import ArgumentError, DimensionError
+from ..errors import ArgumentError, DimensionError, DTypeError
 from .named_functions import einsum_by_letters
 from .positional_args import axes_of, is_neutral, refuse, write_out
 
@@ -58,7 +58,15 @@ GUFUNCS: dict[str, tuple[int | None, int | None]] = {
 
 
 def _core_check(what: str, name: str, signature: str, args: Sequence[Any]) -> None:
-    """NumPy's ValueError (a ``DimensionError``) for an operand with fewer dims than the gufunc's core."""
+    """NumPy's ValueError (a ``DimensionError``) for an operand with fewer dims than the gufunc's core; a Python
+    list or tuple operand (host data, which NumPy would convert) raises ``sa.DTypeError``, as ``np.dot``'s."""
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)):
+            raise DTypeError(
+                f"{what}: operand {i} is a Python {type(a).__name__} ({len(a)} items): host data does not mix with "
+                f"an Array implicitly (that would copy it onto the mesh), as CuPy and JAX refuse it too. Convert it "
+                f"with xp.asarray(values, device=x.device) (import shardarray.array_api as xp)"
+            )
     for i, (a, need) in enumerate(zip(args, GUFUNCS[name])):
         nd = a.ndim if isinstance(a, ShardArray) else 0
         if nd < (need or 1):
