@@ -37,10 +37,10 @@ from shardarray.bench.args import check_output, float_at_least, int_at_least, me
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mesh", type=mesh_shape, default={"rows": 2, "cols": 2}, help="mesh shape (default rows=2,cols=2)")
-    p.add_argument("--strategy", default="mesh2d", choices=(*sa.nn.STRATEGIES, "auto"),
+    p.add_argument("--strategy", default=None, choices=(*sa.nn.STRATEGIES, "auto"),
                    help="layout strategy (default mesh2d); auto: the planner's best rules for this mesh, printed")
-    p.add_argument("--hardware", default="h100", choices=sorted(sa.hardware.PROFILES),
-                   help="--strategy auto: the hardware profile to model (default h100)")
+    p.add_argument("--hardware", default=None, choices=sorted(sa.hardware.PROFILES),
+                   help="--strategy auto only: the hardware profile to model (default h100)")
     p.add_argument("--rules", default="", help="train with the layout rules of this JSON file (sa.nn.save_rules, "
                    "--rules-out, shardarray-bench plan --rules-out) instead of a strategy")
     p.add_argument("--rules-out", default="", help="write the rules trained with to this JSON file")
@@ -177,7 +177,7 @@ def resume(path: str, params: dict, state: dict, scale_state: Any,
         tree = sa.checkpoint.load(path, target)
     except sa.CheckpointError as e:  # name the flags that change the saved tree, as far as the message tells
         if not Path(path).exists():
-            raise
+            raise sa.CheckpointError(f"--resume {path}: {e}") from None
         hint = ("another --dtype changes the loss-scale state: resume with the --dtype of the run that saved it"
                 if "scale" in str(e) else "resume with the model flags of the run that saved it (--d-model, "
                 "--layers, --heads, ...), and check the path")
@@ -193,21 +193,90 @@ def resume(path: str, params: dict, state: dict, scale_state: Any,
     return tree["params"], tree["opt"], tree["scale"], data["next_step"], data["seed"]
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse flags that another flag would silently override, then fill in the defaults.
+
+    ``--rules`` replaces the strategy (an explicit ``--strategy`` beside it is refused), ``--hardware`` is only
+    read by ``--strategy auto``, ``--stop-at`` must fall inside ``--steps``, and ``--rules-out`` cannot hold
+    tesseract's layout (it gives each weight its own; no rules file does).
+    """
+    if args.rules and args.strategy is not None:
+        raise sa.ArgumentError(f"--rules {args.rules} and --strategy {args.strategy} both choose the layout: "
+                               f"give one of them (--rules trains with the file's rules)")
+    if args.hardware is not None and args.strategy != "auto":
+        raise sa.ArgumentError(f"--hardware {args.hardware} is only read by --strategy auto (the planner's cost "
+                               f"model); drop it, or add --strategy auto")
+    if args.stop_at > args.steps:
+        raise sa.ArgumentError(f"--stop-at {args.stop_at} is past --steps {args.steps}: the run would never stop "
+                               f"there; pass --stop-at at most {args.steps} (0: run to --steps)")
+    args.strategy = args.strategy or ("rules" if args.rules else "mesh2d")
+    args.hardware = args.hardware or "h100"
+    if args.rules_out and args.strategy == "tesseract":
+        raise sa.ArgumentError("--rules-out with --strategy tesseract: tesseract gives each weight its own layout, "
+                               "which no rules file holds; train it again with --strategy tesseract instead")
+
+
+def layout_rules(args: argparse.Namespace, cfg: sa.nn.TransformerConfig) -> tuple[dict, str | None]:
+    """The layout rules to train with and the strategy for ``init_transformer`` (None: the rules), from
+    ``--rules``, ``--strategy`` and ``--mesh``; the errors name the flags."""
+    if args.rules:
+        return rules_file(args.rules, args.mesh, cfg), None
+    if args.strategy == "auto":  # searched on the meta backend for this mesh shape, printed; then trained as the mesh's
+        return sa.nn.auto_rules(cfg, args.mesh, args.batch, args.hardware, dtype=_param_dtype(args.dtype)), None
+    try:
+        return sa.nn.strategy_rules(args.strategy, args.mesh), args.strategy
+    except sa.LayoutError as e:
+        raise sa.LayoutError(f"--strategy {args.strategy} does not fit --mesh {_mesh_text(args.mesh)}: {e} (on the "
+                             f"command line: --mesh {_EXAMPLE_MESH.get(args.strategy, 'd=4')}; or --strategy auto "
+                             f"for any mesh)") from None
+
+
+def rules_file(path: str, mesh: dict, cfg: sa.nn.TransformerConfig) -> dict:
+    """The rules of ``--rules path``, refused unless they split dims of the model over axes of ``--mesh`` (a
+    misspelt dim would train unsplit without a word) and hold rules at all (a tesseract plan has none)."""
+    if not Path(path).is_file():
+        raise sa.MissingFileError(f"--rules {path}: no such file; write one with --rules-out (or shardarray-bench "
+                                  f"plan --rules-out)")
+    try:
+        rules = sa.nn.load_rules(path)
+    except sa.ArgumentError as e:
+        raise sa.ArgumentError(f"--rules {path}: {e}") from None
+    body = json.loads(Path(path).read_text())
+    if body.get("strategy") == "tesseract":
+        raise sa.ArgumentError(f"--rules {path} holds a tesseract plan, which has no layout rules: train it with "
+                               f"--strategy tesseract --mesh row=q,col=q,dep=d")
+    dims = {"batch", *cfg.sizes}
+    unknown = sorted(d for d in rules if d not in dims)
+    if unknown:
+        raise sa.ArgumentError(f"--rules {path} splits {unknown}, which the model has no dim of (its dims: "
+                               f"{sorted(dims)}); fix the file's dim names")
+    missing = sorted({a for axes in rules.values() for a in axes} - set(mesh))
+    if missing:
+        made_for = body.get("mesh")
+        hint = f" (the file was made for --mesh {_mesh_text(made_for)})" if isinstance(made_for, dict) else ""
+        raise sa.ArgumentError(f"--rules {path} splits over mesh axes {missing}, which --mesh {_mesh_text(mesh)} "
+                               f"does not have; pass a --mesh with those axes{hint}")
+    return rules
+
+
+def _mesh_text(shape: dict) -> str:
+    """A mesh shape as ``--mesh`` spells it: ``rows=2,cols=2``."""
+    return ",".join(f"{a}={n}" for a, n in shape.items())
+
+
+#: a mesh each named strategy trains on, for the messages
+_EXAMPLE_MESH = {"megatron": "model=4 or data=2,model=2", "mesh2d": "rows=2,cols=2", "tesseract": "row=2,col=2,dep=2"}
+
+
 def train(args: argparse.Namespace) -> dict[str, Any]:
     """Run the training; returns the metrics (also printed)."""
     cfg = sa.nn.TransformerConfig(
         vocab=args.vocab, d_model=args.d_model, heads=args.heads, d_kv=args.d_kv, d_ff=args.d_ff,
         n_layers=args.layers, seq_len=args.seq, compute_dtype=_compute_dtype(args.dtype),
     )
-    strategy = args.strategy
+    check_flags(args)
     check_output("--rules-out", args.rules_out)  # before the search and the training, not after them
-    if args.rules:
-        rules, strategy = sa.nn.load_rules(args.rules), None
-    elif strategy == "auto":  # searched on the meta backend for this mesh shape, printed; then trained as the mesh's
-        rules = sa.nn.auto_rules(cfg, args.mesh, args.batch, args.hardware, dtype=_param_dtype(args.dtype))
-        strategy = None
-    else:
-        rules = sa.nn.strategy_rules(strategy, args.mesh)
+    rules, strategy = layout_rules(args, cfg)
     if args.rules_out:
         sa.nn.save_rules(args.rules_out, rules, mesh=args.mesh, strategy=args.strategy, batch=args.batch)
     mesh = sa.Mesh(args.mesh, backend=args.backend, rules=rules, comm=args.comm)
@@ -267,6 +336,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         if first > args.steps:
             raise sa.ArgumentError(f"--resume {args.resume}: the checkpoint is at step {first - 1}, and --steps is "
                                    f"{args.steps}: nothing is left to run; pass --steps greater than {first - 1}")
+        if data_seed != args.seed:  # the data stream is the saved one; the held-out set would be --seed's
+            raise sa.ArgumentError(f"--resume {args.resume}: the run was saved with --seed {data_seed}, this one has "
+                                   f"--seed {args.seed}; resume with --seed {data_seed}")
+        if 0 < args.stop_at < first:
+            raise sa.ArgumentError(f"--resume {args.resume}: the checkpoint is at step {first - 1}, and --stop-at "
+                                   f"{args.stop_at} is not after it; pass --stop-at greater than {first - 1} (or 0)")
     else:
         evals.append((0, evaluate(params, cfg, mesh, eval_rng_seed, 64)))
     start = time.perf_counter()

@@ -42,3 +42,29 @@ def test_flat_writes_name_only_the_positions(mesh, key):
     x.flat[key] = -7
     np.testing.assert_array_equal(x.numpy(), a)
     np.testing.assert_array_equal(np.asarray(x.flat[key]), a.flat[key])
+
+
+def test_a_masked_array_operand_is_refused_not_gathered(mesh):
+    """``x + masked``: NumPy's ufunc protocol refuses the mix (a host array), where ``np.ma``'s reflected operator
+    read the Array whole through ``__array__`` and returned a host MaskedArray."""
+    x = xp.asarray(np.array([1.0, 2.0]), device=mesh)
+    masked = np.ma.masked_values(np.array([1.0, -1.0]), -1.0)
+    with pytest.raises(sa.DTypeError, match=r"xp\.asarray"):
+        _ = x + masked
+    with pytest.raises(sa.DTypeError, match=r"xp\.asarray"):
+        _ = x * np.array([1.0, 2.0])
+
+
+@pytest.mark.parametrize("reflected", [False, True])
+def test_matmul_with_a_python_list_names_xp_asarray(mesh, reflected):
+    x = xp.asarray(np.array([1.0, 2.0]), device=mesh)
+    with pytest.raises(sa.DTypeError, match=r"xp\.asarray"):
+        _ = [1.0, 2.0] @ x if reflected else x @ [1.0, 2.0]
+
+
+def test_asarray_like_makes_a_positional_array(mesh):
+    with sa.default_mesh(mesh):
+        ref = xp.asarray(np.zeros(1))
+        got = np.asarray(np.array([1.0, 2.0]), like=ref)
+    assert isinstance(got, xp.Array)
+    np.testing.assert_array_equal(got.numpy(), [1.0, 2.0])

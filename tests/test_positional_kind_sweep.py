@@ -361,6 +361,7 @@ METHOD_CALLS: dict[str, tuple[Callable[[Env, Any], Any], Any]] = {
     "squeeze": (lambda e, x: x[None].squeeze(0), lambda v: v),
     "T": (lambda e, x: x.T, lambda v: v.T),
     "mT": (lambda e, x: x.mT, lambda v: v.T),
+    "flat": (lambda e, x: x.flat[1:6:2], lambda v: v.flat[1:6:2]),
     "real": (lambda e, x: x.real, lambda v: v),
     "imag": (lambda e, x: x.imag, lambda v: 0 * v),
     "copy": (lambda e, x: x.copy(), lambda v: v),

@@ -116,6 +116,14 @@ _UFUNCS = {
 }  # fmt: skip
 
 
+def _host_operand(name: str, other: list[Any] | tuple[Any, ...]) -> DTypeError:
+    """The error for a Python list or tuple operand of an operator (``x * [1, 2]``, ``x @ [1, 2]``)."""
+    return DTypeError(
+        f"{name}: the other operand is a Python {type(other).__name__}: host data does not mix with an "
+        f"Array implicitly (as NumPy arrays do not). Convert it with xp.asarray(value, device=x.device)"
+    )
+
+
 def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
     ufunc = _UFUNCS[name]
 
@@ -134,10 +142,9 @@ def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -
             return ufunc(other, self) if reflected else ufunc(self, other)
         if not isinstance(other, (ShardArray, bool, int, float, complex)):
             if isinstance(other, (list, tuple)):  # host data, as a NumPy array is (and x == [...] is not False)
-                raise DTypeError(
-                    f"{name}: the other operand is a Python {type(other).__name__}: host data does not mix with an "
-                    f"Array implicitly (as NumPy arrays do not). Convert it with xp.asarray(value, device=x.device)"
-                )
+                raise _host_operand(name, other)
+            if isinstance(other, np.ndarray):  # (NumPy's ufunc, whose protocol refuses the mix: a subclass's own
+                return ufunc(*args)  # operator, np.ma's, would read the Array whole through __array__ instead)
             return NotImplemented
         return elementwise(fn, *args, what=name)
 
@@ -415,9 +422,13 @@ class Array(ShardArray):
         return _write_back(self, other, lambda: HOOKS.matmul(self, other), "matmul")
 
     def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, (list, tuple)):
+            raise _host_operand("matmul", other)
         return HOOKS.matmul(self, other) if isinstance(other, ShardArray) else NotImplemented
 
     def __rmatmul__(self, other: Any) -> Any:
+        if isinstance(other, (list, tuple)):
+            raise _host_operand("matmul", other)
         return HOOKS.matmul(other, self) if isinstance(other, ShardArray) else NotImplemented
 
     def __contains__(self, value: Any) -> bool:

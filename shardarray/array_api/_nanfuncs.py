@@ -33,6 +33,7 @@ from ..backend.meta import truth
 from ..callsite import user_stacklevel
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..ops.elementwise import arithmetic as ew
+from ..ops.elementwise import logical as lg
 from ..ops.elementwise import math_unary as mu
 from ..ops.manipulation.structure import astype
 from ..ops.reduction import nanreduce, reduce
@@ -94,13 +95,17 @@ def nanprod(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None,
 def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **kw: Any) -> Array:
     x = _check(x, what)
     ints = x.dtype.kind in "biu"  # (no NaN: NumPy's nan-function is the plain one, with its warnings)
-    result_dtype = _integer_mean_dtype(x, dtype, what) if what == "nanmean" else None
-    if result_dtype is not None:
+    result_dtype = _integer_mean_dtype(x, dtype, what) if what in ("nanmean", "nanvar", "nanstd") else None
+    if result_dtype is not None and what == "nanmean":
         x, dtype = _cast(x, result_dtype), None  # NumPy: the values in that dtype, their mean cast back to it
-    if x.dtype.kind in "biu" and what in ("nanvar", "nanstd") and dtype is None:
+    elif result_dtype is None and dtype is not None and np.dtype(dtype).kind == "c" and what in ("nanvar", "nanstd"):
+        result_dtype = np.dtype(dtype)  # (NumPy sums the squared deviations in dtype=: complex, of real values)
+    if x.dtype.kind in "biu" and what in ("nanvar", "nanstd") and (dtype is None or np.dtype(dtype).kind not in "biu"):
         # (NumPy: no NaN to skip, so np.var/np.std: inf where N - ddof <= 0 and the deviations are not all 0)
         spread = _statistical.var if what == "nanvar" else _statistical.std
-        return spread(x, axis=axis, correction=kw["correction"], keepdims=keepdims)
+        x = x if dtype is None or np.dtype(dtype).kind == "c" else _cast(wrap(astype(x, np.float64)), dtype)
+        moment = spread(x, axis=axis, correction=kw["correction"], keepdims=keepdims)
+        return moment if result_dtype is None else _complex_of_real(moment, result_dtype)
     if x.dtype.kind in "biu" and what in ("nanmean", "nanvar", "nanstd"):
         x = wrap(astype(x, np.float64))  # NumPy: the mean of integers is float64
     x = _cast(x, dtype)
@@ -108,20 +113,29 @@ def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **
     if what in ("nanmax", "nanmin"):
         _check_nonempty(x, dims, what)
     if not dims:  # no axis reduced: the values themselves (a variance of one value: 0, or NaN; real for complex)
-        if not kw:
+        if what == "nanmean":  # (NumPy's sum from +0.0 divided by 1: -0.0 gives 0.0, inf+0j inf+nanj)
+            out = reduce.plus_zero(ew.divide(x, 1) if x.dtype.kind == "c" else x)
+        elif not kw:
             out = x
         else:
             ok = 1.0 - kw["correction"] > 0
             out = ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x), 0.0 if ok else np.nan))
         # (each value is a slice of one: NumPy warns where one is NaN, or for a variance without degrees of freedom)
-        return wrap(_warn_empty_slices(x, dims, out, what, kw.get("correction", 0.0)))
+        out = _warn_empty_slices(x, dims, out, what, kw.get("correction", 0.0))
+        return wrap(out) if result_dtype is None else _complex_of_real(out, result_dtype, what == "nanvar")
     if ints and what == "nanmean":  # (np.mean's warning: an empty reduction, even where there is no slice)
         _statistical.few_values(x, dims, 0.0, _EMPTY_SLICE[what])
         out = fn(x, dims, **kw)
     else:
         out = _warn_empty_slices(x, dims, fn(x, dims, **kw), what, kw.get("correction", 0.0))
+    if what == "nanmean" and out.dtype.kind == "c":  # (NumPy's total / count in complex arithmetic: a NaN or
+        out = ew.divide(out, 1)  # infinite part makes the other NaN, nan+nanj where a slice has no value)
     out = _keep(out, x, dims, keepdims)
-    return out if result_dtype is None else wrap(_cast(out, result_dtype))
+    if result_dtype is None:
+        return out
+    if result_dtype.kind == "c":
+        return _complex_of_real(out, result_dtype, what == "nanvar")
+    return wrap(_cast(out, result_dtype))
 
 
 #: NumPy's RuntimeWarning where a slice has no non-NaN value (or no degrees of freedom left)
@@ -179,15 +193,26 @@ def _warn_empty_slices(x: ShardArray, dims: tuple[str, ...], out: ShardArray, wh
     return out
 
 
+def _complex_of_real(r: ShardArray, dtype: np.dtype, nan_real: bool = False) -> Array:
+    """A real variance ``r`` in the complex ``dtype=``, as NumPy's ``nanvar(x, dtype=complex)``: ``r + 0j`` where
+    finite, else its complex division's NaN imaginary part (``inf+nanj``, ``nan+nanj``); with ``nan_real`` a NaN
+    ``r`` is ``nan+0j`` (NumPy's ``nanvar`` of floats writes a real NaN where a slice has no degree of freedom; its
+    NaN from ``inf - inf`` would be ``nan+nanj``: taken as the former)."""
+    c = astype(r, dtype)
+    ok = lg.logical_or(mu.isfinite(r), mu.isnan(r)) if nan_real else mu.isfinite(r)
+    return wrap(ew.where(ok, c, ew.add(c, complex(0.0, np.nan))))
+
+
 def _integer_mean_dtype(x: ShardArray, dtype: Any, what: str) -> np.dtype | None:
-    """The integer (or bool) ``dtype=`` of a mean of integers, which NumPy's result takes; None for no or an
-    inexact ``dtype``. An integer ``dtype`` for inexact values is a ``DTypeError``, NumPy's TypeError."""
+    """The integer (or bool) ``dtype=`` of a mean (or variance) of integers, which NumPy's result takes; None for no
+    or an inexact ``dtype``. An integer or bool ``dtype`` for inexact values is a ``DTypeError``, NumPy's TypeError
+    ("If a is inexact, then dtype must be inexact"), for ``nanmean``/``nanvar``/``nanstd`` alike."""
     if dtype is None or np.dtype(dtype).kind not in "biu":
         return None
     if x.dtype.kind not in "biu":
         raise DTypeError(
-            f"{what}: dtype={np.dtype(dtype)} for an array of {x.dtype}: the mean of inexact values needs an inexact "
-            f"dtype, as in NumPy; pass a float dtype, or cast the result with xp.astype"
+            f"{what}: dtype={np.dtype(dtype)} for an array of {x.dtype}: the mean or variance of inexact values needs "
+            f"an inexact dtype, as in NumPy; pass a float dtype, or cast the result with xp.astype"
         )
     return np.dtype(dtype)
 

@@ -95,9 +95,12 @@ def _mean_of_two(a: ShardArray, b: ShardArray, t: Any, want: np.dtype | None = N
     """NumPy's median between the two middle values: their mean, ``(a + b) / 2`` (inf and inf give inf, where the
     quantile's ``_lerp`` gives NaN); ``a`` itself where ``t`` is 0 (an odd count). Complex values are divided by
     the count as NumPy's mean divides them (``a / 1``, ``(a + b) / 2`` in complex arithmetic: an infinite part
-    gives NumPy's NaN parts, ``inf+1j`` -> ``inf+nanj``); real ones are exact either way."""
+    gives NumPy's NaN parts, ``inf+1j`` -> ``inf+nanj``); real ones are exact either way. NumPy's mean sums from
+    ``+0.0``, so a middle ``-0.0`` (or two) gives ``0.0``: so does ``+ 0.0`` here."""
     if a.dtype.kind == "c":
-        one, mid = ew.divide(a, 1), ew.divide(ew.add(a, b), 2)
+        one, mid = ew.divide(ew.add(a, 0.0), 1), ew.divide(ew.add(ew.add(a, b), 0.0), 2)
+    elif a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        one, mid = ew.add(a, 0.0), ew.multiply(ew.add(ew.add(a, b), 0.0), 0.5)
     else:
         one, mid = a, ew.multiply(ew.add(a, b), 0.5)
     if isinstance(t, ShardArray):
@@ -330,9 +333,10 @@ def _quantile(
         outs = [_nan_rank(s, dim, valid, float(v), method, combine, qdt, want) for v in qs]
     else:
         outs = [_static_rank(s, dim, n, float(v), method, combine, qdt, want) for v in qs]
-        if floats:  # NumPy: a slice holding NaN has a NaN quantile (NaN sort last)
-            has_nan = mu.isnan(pick(s, dim, n - 1))
-            outs = [ew.where(has_nan, np.nan, o) for o in outs]
+        if floats:  # NumPy: a slice holding NaN has its last sorted value, a NaN (complex: nan-3j, as NumPy's)
+            last = pick(s, dim, n - 1)
+            has_nan = mu.isnan(last)
+            outs = [ew.where(has_nan, last, o) for o in outs]
     outs = [o if o.dtype == want else astype(o, want) for o in outs]
     out = outs[0] if not qshape else stack(outs, fresh(s.dims, 1, "quantile")[0])
     res: Array = wrap(as_kind(out, kind))
@@ -452,7 +456,7 @@ def median(
 
     The median of an empty slice is NaN with NumPy's ``RuntimeWarning: Mean of empty slice`` (NumPy takes the
     mean of the middle values, none); integers give float64. Complex values take NumPy's sort order (real part,
-    then imaginary part; a value with a NaN part sorts last and makes its slice's median ``nan+0j``) and the mean
+    then imaginary part; a value with a NaN part sorts last and is its slice's median, as NumPy's) and the mean
     of the middle two, as ``np.median`` (``quantile`` refuses them, as NumPy's), divided by their count in complex
     arithmetic as NumPy's mean divides (so a middle value with an infinite part gives NumPy's NaN parts:
     ``inf+1j`` -> ``inf+nanj``, ``1.5+infj`` -> ``nan+infj``)."""

@@ -82,10 +82,19 @@ def _accumulate(fn: Callable[..., ShardArray], x: Any, axis: Any, dtype: Any, ke
     target = _accumulator(x, dtype, what)
     if x.dtype != target:
         x = astype(x, target)
-    out = fn(x, dims) if dims else x
+    out = fn(x, dims) if dims else _identity_applied(fn, x)
     if out.dtype != target:
         out = astype(out, target)
     return _keep(out, x, dims, keepdims)
+
+
+def _identity_applied(fn: Callable[..., ShardArray], x: ShardArray) -> ShardArray:
+    """A sum or product over no axis (``axis=()``, or a 0-d ``x``) as NumPy's: each value combined with the
+    reduction's identity, ``x + 0.0`` (``-0.0`` gives ``0.0``) and ``x * 1`` (complex: ``inf+0j`` gives NumPy's
+    ``inf+nanj``); other dtypes, and real products, are the values themselves."""
+    if fn is reduce.sum:
+        return reduce.plus_zero(x)
+    return ew.multiply(x, 1) if x.dtype.kind == "c" else x
 
 
 def sum(x: Array, /, *, axis: _Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:
@@ -159,7 +168,10 @@ def mean(x: Array, /, *, axis: _Axis = None, keepdims: bool = False) -> Array:
     """The arithmetic mean over ``axis`` (a pending sum, scaled); the mean of an empty axis is NaN, with NumPy's
     ``RuntimeWarning: Mean of empty slice``."""
     x = _check(x, "mean")
-    few_values(x, axes_dims(x, axis, "mean"), 0.0, "Mean of empty slice")
+    dims = axes_dims(x, axis, "mean")
+    few_values(x, dims, 0.0, "Mean of empty slice")
+    if not dims:  # (NumPy's mean of one value: its sum from +0.0 divided by 1; -0.0 gives 0.0, inf+0j inf+nanj)
+        return wrap(reduce.plus_zero(reduce.mean(x, dims)))
     return _reduce(reduce.mean, x, axis, keepdims, "mean")
 
 

@@ -241,17 +241,18 @@ def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     """Moore-Penrose pseudo-inverse from the SVD (TSQR-based on row-split tall matrices): ``V diag(1/S) U^H``
     with singular values ``<= rtol * max(S)`` dropped (default ``rtol = max(M, N) * eps``).
 
-    Real matrices with a scalar ``rtol`` go through ``sa.linalg.pinv`` (its closed-form gradient, right at
-    repeated singular values too); complex ones, or an array ``rtol`` (one per matrix), are built here from
-    ``svd``. Empty matrices give the empty result in ``x``'s own dtype, whatever it is (NumPy's ``pinv``
-    returns before its LAPACK dtype checks: an empty int, bool or float16 ``x`` keeps its dtype)."""
+    Real and complex matrices with a scalar ``rtol`` go through ``sa.linalg.pinv`` (its closed-form gradient, right
+    at repeated singular values too); an array ``rtol`` (one per matrix) is built here from ``svd`` (its gradient:
+    ``svd``'s, real matrices only). Empty matrices give the empty result in ``x``'s own dtype, whatever it is
+    (NumPy's ``pinv`` returns before its LAPACK dtype checks: an empty int, bool or float16 ``x`` keeps its
+    dtype)."""
     xp = _xp()
     x = _arr(x, "pinv", floating=False)
     m, n = x.shape[-2:]
     if m == 0 or n == 0:
         return xp.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=x.mesh)
     x = _arr(x, "pinv")
-    if x.dtype.kind == "f" and not isinstance(rtol, ShardArray):
+    if x.dtype.kind in "fc" and not isinstance(rtol, ShardArray):
         return _pos(L.pinv(x, _m(x), rtol=None if rtol is None else float(rtol)))
     u, s, vh = svd(x, full_matrices=False)
     cut = _cutoff(xp, s, x, rtol)

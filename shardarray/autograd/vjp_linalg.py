@@ -3,10 +3,11 @@
 Complex cotangents follow JAX's convention, as every VJP of the library (``dL/dx - i dL/dy``): a holomorphic
 op takes plain transposes (no conjugates), a real-valued function of a complex matrix (``eigvalsh``,
 ``svdvals``, ``log|det|``) the conjugate of the real formula. The factorizations whose formulas below are
-real-only (the singular vectors, ``pinv``) are refused on a complex matrix instead of returning a wrong gradient:
-``svd`` and ``pinv`` record no node for one, so the traced matrix's read raises ``TapeError`` (as for
-``svd(full_matrices=True)`` of a non-square matrix, which JAX and PyTorch refuse too), and their VJPs also raise
-``DTypeError`` should one reach them; ``cholesky``, ``qr`` and ``eigh``'s vectors take complex matrices too.
+real-only (the singular vectors) are refused on a complex matrix instead of returning a wrong gradient:
+``svd`` records no node for one, so the traced matrix's read raises ``TapeError`` (as for
+``svd(full_matrices=True)`` of a non-square matrix, which JAX and PyTorch refuse too), and its VJP also raises
+``DTypeError`` should one reach it; ``cholesky``, ``qr``, ``eigh``'s vectors and ``pinv`` take complex matrices
+too.
 
 * ``Y = inv(A)``: ``gA = -Y^T G Y^T`` (one einsum of three operands).
 * ``d = det(A)``: ``gA = g d inv(A)^T`` (an ``inv`` and a broadcast product).
@@ -18,7 +19,8 @@ real-only (the singular vectors, ``pinv``) are refused on a complex matrix inste
   ``i Im(ḡ sign) A^{-T}``.
 * ``U, S, Vh = svd(A)``: one share per factor (``_svd_part``); ``1/(s_j² - s_i²)`` split into
   ``1/(s_j - s_i)`` (dropped for equal values) and ``1/(s_j + s_i)`` (kept).
-* ``P = pinv(A)``: ``-PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)`` (Golub & Pereyra), from three ``k x k`` products.
+* ``P = pinv(A)``: ``-PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)`` (Golub & Pereyra), from three ``k x k`` products;
+  complex: ``-PᵀGPᵀ + conj[(I - AP)GᵀPPᴴ] + conj[PᴴPGᵀ(I - PA)]`` (``_pinv_part``).
 
 Their collectives are those of the ops they call (batched locally; the
 distributed Cholesky/TSQR paths or the replicated fallback when a matrix dim is split).
@@ -428,9 +430,14 @@ def _svd_part(ctx: Context, g: ShardArray) -> list[Any]:
 
 @register_vjp("linalg.pinv_part")
 def _pinv_part(ctx: Context, g: ShardArray) -> list[Any]:
-    """``P = pinv(A)`` (real; Golub & Pereyra 1973), the derivative where A's rank stays constant:
+    """``P = pinv(A)`` (Golub & Pereyra 1973), the derivative where A's rank stays constant:
     ``Ā = -PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA) = Pᵀ M + N PPᵀ`` with ``M = PGᵀ(I - PA) - GPᵀ`` and
     ``N = (I - AP)Gᵀ``.
+
+    A complex A (the cotangents in JAX's convention): ``Ā = -PᵀGPᵀ + conj[(I - AP)GᵀPPᴴ] + conj[PᴴPGᵀ(I - PA)]``,
+    from ``dP = -P dA P + PPᴴ dAᴴ (I - AP) + (I - PA) dAᴴ PᴴP``: the real formula with each ᵀ read as ᴴ and G as
+    conj(G), conjugated. With ``H = conj(G)``, ``PHᴴ = PGᵀ`` and ``N`` are the real formula's, ``HPᴴ`` is
+    ``conj(GPᵀ)``, and ``PPᵀ``, ``Pᵀ`` become ``PPᴴ``, ``Pᴴ``: the same products, two conjugates more.
 
     A and G are first laid out like P (which has A's dims): the layout ``svd`` left its factors in, a split of
     the longer dim. The contractions over that dim give the ``k x k`` products ``PGᵀ``, ``PPᵀ`` and ``PA``
@@ -439,7 +446,7 @@ def _pinv_part(ctx: Context, g: ShardArray) -> list[Any]:
     """
 
     a, p, rows, cols = ctx.args
-    _real_only(a, "sa.linalg.pinv")
+    cx = a.dtype.kind == "c"
     if a.sizes[rows] < a.sizes[cols]:
         rows, cols = cols, rows
     c2 = _fresh(cols + "_", a)
@@ -448,13 +455,15 @@ def _pinv_part(ctx: Context, g: ShardArray) -> list[Any]:
     swap = {cols: c2, c2: cols}
     ein = _plain(einsum)
     x, g = relayout(a, p.layout), resolve_to(g, p.layout)  # A and G laid out like P
+    ph = _h(p)  # (conj(P) for a complex A: P Pᴴ and Pᴴ M)
 
     def gram(y: ShardArray, z: ShardArray) -> ShardArray:  # (Y Zᵀ)[cols, c2], summed over rows
         return resolve_to(ein(y, rename(z, {cols: c2}), out=(*batch, cols, c2)))
 
-    pg, pp, pa = gram(p, g), gram(p, p), gram(p, x)
+    pg, pp, pa = gram(p, g), gram(p, ph), gram(p, x)
     pgpa = ein(rename(pg, {c2: c3}), rename(pa, {cols: c3}), out=(*batch, cols, c2))  # PGᵀPA
-    m = subtract(subtract(pg, rename(pg, swap)), pgpa)  # PGᵀ - GPᵀ - PGᵀPA
+    m = subtract(subtract(pg, _h(rename(pg, swap))), pgpa)  # PGᵀ - GPᵀ - PGᵀPA (complex: HPᴴ = conj(GPᵀ))
     n = subtract(g, ein(rename(x, {cols: c2}), rename(pg, swap), out=a.dims))  # Gᵀ - APGᵀ, at (rows, cols)
-    ga = add(ein(rename(p, {cols: c2}), rename(m, swap), out=a.dims), ein(rename(n, {cols: c2}), pp, out=a.dims))
-    return [match(ga, a)] + [None] * (len(ctx.args) - 1)
+    pp = rename(pp, swap) if cx else pp  # (N PPᴴ sums N's cols against PPᴴ's rows: PPᵀ is symmetric, PPᴴ not)
+    ga = add(ein(rename(ph, {cols: c2}), rename(m, swap), out=a.dims), ein(rename(n, {cols: c2}), pp, out=a.dims))
+    return [match(conj(ga) if cx else ga, a)] + [None] * (len(ctx.args) - 1)

@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any
 
-from ..errors import LayoutError
+from ..errors import ArgumentError, LayoutError
 from ..hardware import PROFILES, get_profile
 from ..nn.config import TransformerConfig, param_count
 from ..plan import Plan, SearchStats, named_plans, transformer_step
@@ -33,8 +33,9 @@ GiB = 2**30
 
 
 def parse_bytes(text: str) -> float:
-    """``"16GiB"`` -> 17179869184.0; also GB, MiB, MB, plain numbers (bytes)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    """``"16GiB"`` -> 17179869184.0; also GB, MiB, MB, plain numbers (bytes), with an exponent (``1e3MiB``,
+    ``1E-3GiB``); the units in any case."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     size = float(m.group(1)) * _UNITS[m.group(2).lower()] if m and m.group(2).lower() in _UNITS else math.nan
     if not (0 < size < math.inf):
         raise argparse.ArgumentTypeError(f"--memory takes a finite size like 16GiB, 40GB or 512MiB; got {text!r}")
@@ -121,6 +122,11 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
         parser.error(str(e))
     hw = get_profile(args.hardware)
     strategy = getattr(args, "strategy", "auto")
+    if strategy == "tesseract" and getattr(args, "rules_out", ""):
+        raise ArgumentError(
+            f"--rules-out {args.rules_out} with --strategy tesseract: tesseract gives each weight its own layout, "
+            f"which no rules file holds; train it with the example's --strategy tesseract --mesh row=q,col=q,dep=d"
+        )
     plot = getattr(args, "plot", "")
     if plot:
         _import_matplotlib()  # fail before searching, not after
@@ -152,6 +158,12 @@ def cmd_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[
             )
     seconds = time.perf_counter() - t0
     explanation = _explain(cfg, args, hw, strategy, best, named, skipped)
+    needs = explanation.plan.memory_bytes_per_device
+    if strategy != "auto" and args.memory is not None and needs > args.memory:
+        raise ArgumentError(
+            f"--strategy {strategy} needs {needs:,.0f} bytes per device on mesh {args.mesh}, over --memory "
+            f"{args.memory:,.0f} bytes; raise --memory, or search the layouts that fit with --strategy auto"
+        )
     chosen = explanation.plan
     if getattr(args, "rules_out", ""):
         save_rules(
@@ -276,10 +288,11 @@ def print_plan(result: dict[str, Any]) -> None:
         )
     console = Console(width=max(Console().width, 140))
     console.print(t)
-    console.print(
-        f"searched {s['legal']} legal rule sets in {s['seconds']:.1f} s: {s['complete']} priced in full, "
-        f"{s['stopped_time']} stopped early on time, {s['stopped_memory']} on memory, {s['refused']} refused, "
-        f"{s.get('symmetric', 0)} skipped as renamings of interchangeable mesh axes"
-    )
+    if result["strategy"] == "auto":  # (a named strategy is priced, not searched)
+        console.print(
+            f"searched {s['legal']} legal rule sets in {s['seconds']:.1f} s: {s['complete']} priced in full, "
+            f"{s['stopped_time']} stopped early on time, {s['stopped_memory']} on memory, {s['refused']} refused, "
+            f"{s.get('symmetric', 0)} skipped as renamings of interchangeable mesh axes"
+        )
     for name, reason in result["skipped"].items():
         console.print(f"{name}: not applicable — {reason}")

@@ -43,8 +43,9 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
     Collectives: ``svd``'s (TSQR on a row-split tall matrix; under MPI one host reduction of one int, so that a
     matrix holding NaN raises on every process), then one einsum over the singular values.
 
-    Differentiable (real) in closed form (Golub & Pereyra 1973): with ``P = pinv(A)`` and cotangent ``G``,
-    ``Ā = -PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)``, the derivative wherever the rank of A is the same nearby:
+    Differentiable in closed form (Golub & Pereyra 1973): with ``P = pinv(A)`` and cotangent ``G``,
+    ``Ā = -PᵀGPᵀ + (I - AP)GᵀPPᵀ + PᵀPGᵀ(I - PA)`` (complex: ``-PᵀGPᵀ + conj[(I - AP)GᵀPPᴴ] + conj[PᴴPGᵀ(I -
+    PA)]``, JAX's convention of complex cotangents), the derivative wherever the rank of A is the same nearby:
     also at repeated singular values and for a rank-deficient A perturbed within its rank (the singular values
     dropped by ``rtol`` count as 0). Its collectives: A and G are moved to P's layout where theirs differs
     (an alltoall from a split in 2-D), then one allreduce each of ``PGᵀ``, ``PPᵀ`` and ``PA`` (``k x k``,
@@ -59,7 +60,7 @@ def pinv(x: ShardArray, dims: Any = None, *, rtol: float | None = None) -> Shard
     """
     x, rows, cols = matrix_dims(x, dims, "pinv")
     float_dtype(x, "sa.linalg.pinv")
-    if traced(x) and x.dtype.kind == "f":
+    if traced(x) and x.dtype.kind in "fc":
         with untraced():
             p = pinv(x, (rows, cols), rtol=rtol)
         return pinv_part(x, p, rows, cols)

@@ -35,8 +35,9 @@ import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import LayoutError
+from ..errors import LayoutError, MeshError
 from ..mesh import Mesh
+from ..mesh import _parse_shape as parse_shape
 
 STRATEGIES: tuple[str, ...] = ("replicated", "data", "megatron", "mesh2d", "tesseract")
 
@@ -63,7 +64,15 @@ _TESSERACT_INPUT = {
 
 
 def _axes_of(mesh: Mesh | Mapping[str, int]) -> tuple[str, ...]:
-    return mesh.axis_names if isinstance(mesh, Mesh) else tuple(mesh)
+    """The axis names of a mesh or mesh shape (``MeshError`` for anything else, or a size < 1, as ``sa.Mesh``)."""
+    if isinstance(mesh, Mesh):
+        return mesh.axis_names
+    if not isinstance(mesh, Mapping):
+        raise MeshError(
+            f"strategy_rules takes a sa.Mesh or a mesh shape {{axis: size}}, e.g. {{'rows': 2, 'cols': 2}}; got "
+            f"{type(mesh).__name__} {mesh!r:.60}"
+        )
+    return tuple(parse_shape(mesh)[0])
 
 
 def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, Any]:
@@ -72,6 +81,7 @@ def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, A
     Raises:
         LayoutError: the strategy is unknown or the mesh lacks (or has extra)
             axes it needs, naming them.
+        MeshError: ``mesh`` is neither a ``sa.Mesh`` nor a mesh shape ``{axis: size}`` with sizes >= 1.
 
     Example:
         >>> sa.nn.strategy_rules("mesh2d", {"rows": 2, "cols": 2})
@@ -118,7 +128,7 @@ def strategy_rules(strategy: str, mesh: Mesh | Mapping[str, int]) -> dict[str, A
 
 
 def _check_tesseract(mesh: Mesh | Mapping[str, int]) -> None:
-    shape = mesh.shape if isinstance(mesh, Mesh) else dict(mesh)
+    shape = mesh.shape if isinstance(mesh, Mesh) else dict(zip(*parse_shape(mesh)))
     q, c, d = shape["row"], shape["col"], shape["dep"]
     if q != c or d > q:
         raise LayoutError(

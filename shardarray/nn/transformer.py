@@ -83,7 +83,8 @@ def init_transformer(
             ``sa.Mesh`` (e.g. a dict of axis sizes), ``seed`` not an integer, or
             ``dtype`` not a float dtype.
         LayoutError: an unknown strategy, or a mesh the strategy cannot use.
-        ArgumentError: ``"auto"`` finds no layout within ``memory_limit_bytes``; a seed out of range.
+        ArgumentError: ``"auto"`` finds no layout within ``memory_limit_bytes``; a seed out of range; ``batch``
+            or ``memory_limit_bytes`` given with another strategy (they would be ignored).
 
     Example:
         >>> cfg = sa.nn.TransformerConfig(vocab=16, d_model=8, heads=2, d_kv=4, d_ff=16, n_layers=1, seq_len=6)
@@ -97,6 +98,12 @@ def init_transformer(
         >>> mesh.rules  # doctest: +SKIP
     """
     _check_init(cfg, mesh, seed, dtype)
+    ignored = [f"{k}={v!r}" for k, v in (("batch", batch), ("memory_limit_bytes", memory_limit_bytes)) if v is not None]
+    if strategy != "auto" and ignored:
+        raise ArgumentError(
+            f"init_transformer(strategy={strategy!r}, {', '.join(ignored)}): batch and memory_limit_bytes are read "
+            f"by strategy='auto' (the planner's search) only; drop them, or pass strategy='auto'"
+        )
     if strategy == "auto":
         rules = AUTO["choose"](cfg, mesh, batch, hardware, memory_limit_bytes, dtype)
         chosen = {d: mesh.parse_axes(spec, f"layout rule {d!r} -> {spec!r}") for d, spec in rules.items()}

@@ -755,7 +755,7 @@ def _as_array(copy_default: Any) -> Callable[..., Any]:
 
 
 COMPOSED[("", "array")] = _as_array(True)
-for _name in ("asanyarray", "ascontiguousarray", "asfortranarray"):
+for _name in ("asarray", "asanyarray", "ascontiguousarray", "asfortranarray"):
     COMPOSED[("", _name)] = _as_array(None)
 
 

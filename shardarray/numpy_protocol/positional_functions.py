@@ -29,12 +29,16 @@ NumPy's semantics where the standard's differ:
   ``np.clip(ints, -1.5, 1.5)`` is float64), as NumPy does;
 * keywords NumPy takes through ``**kwargs`` (``np.pad``'s ``constant_values=``)
   are passed on when the namespace's function takes them;
-* ``out=`` writes into a positional array in place (``positional_args.write_out``);
+* ``out=`` writes into a positional array in place (``positional_args.write_out``), under NumPy's casting:
+  ``unsafe`` for the reductions (``np.max(floats, out=ints)``: ``UNSAFE_OUT``), an integer one for the index
+  searches, an inexact one for ``nanmean``/``nanvar``/``nanstd`` of inexact data, ``same_kind`` elsewhere
+  (``np.std``'s square root, ``np.percentile``); a complex ``dtype=`` of ``np.var``/``std`` gives a complex result;
 * ``initial=`` of ``np.sum``/``prod``/``max``/``min`` is the ufunc's ``reduce``
   (``np.add.reduce``...), as NumPy defines them, and so is their ``where=`` (and
   ``np.any``/``np.all``'s); ``where=`` of ``np.mean``/``std``/``var`` and of the
   ``nan*`` reductions is a masked sum over a masked count (a local ``where``,
-  the reductions' collectives), with NumPy's dtypes;
+  the reductions' collectives), with NumPy's dtypes; ``initial=`` of ``np.nansum``/
+  ``nanprod``/``nanmax``/``nanmin`` too (a NaN ``initial`` of ``nanmax`` is skipped, as NumPy's ``fmax``);
 * ``np.concatenate``'s ``dtype=`` honours its ``casting=`` (``same_kind``);
 * keywords with a no-op value (``order="C"``, ``where=True``, ...) are
   accepted; any other value the namespace cannot honour is a typed
@@ -86,7 +90,7 @@ from typing import Any
 import numpy as np
 
 from ..array import ShardArray
-from ..dtypes import as_dtype, promote
+from ..dtypes import as_dtype, is_real_float, promote
 from ..errors import ArgumentError, DTypeError
 from . import positional_dots  # noqa: F401  (registers the products in COMPOSED)
 from .positional_args import axes_of, cast_to, host_setting, host_value, is_neutral, refuse, signature, write_out
@@ -179,6 +183,14 @@ REDUCING_UFUNCS: dict[str, np.ufunc] = {
 WHERE_UFUNCS: dict[str, np.ufunc] = {**REDUCING_UFUNCS, "any": np.logical_or, "all": np.logical_and}
 #: NumPy statistics whose ``where=`` is honoured here: a masked reduction (``_where_statistic``)
 WHERE_STATS = frozenset({"mean", "std", "var", "nanmean", "nanstd", "nanvar", "nansum", "nanprod", "nanmax", "nanmin"})
+#: NumPy reductions that write into ``out=`` under ``unsafe`` casting, as NumPy's (``np.max(floats, out=ints)``
+#: truncates; ``np.std``'s ``sqrt``, ``np.percentile``/``np.ptp`` keep their ufuncs' ``same_kind``)
+UNSAFE_OUT = frozenset(
+    {"sum", "prod", "max", "min", "amax", "amin", "mean", "var", "any", "all", "cumsum", "cumprod", "median"}
+    | {"nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nancumsum", "nancumprod", "nanmedian"}
+)
+#: NumPy's index searches: an integer ``out=`` (any, the indices cast into it), not a float one
+_ARG_OUT = frozenset({"argmax", "argmin", "nanargmax", "nanargmin"})
 #: NumPy moments whose integer ``dtype=`` is computed as NumPy does it (``_integer_moment``)
 _INTEGER_MOMENTS = frozenset({"mean", "var", "std", "nanmean", "nanvar", "nanstd"})
 #: the nan-reductions with ``where=`` as the plain ones on the masked data (NaN left out with the mask)
@@ -228,11 +240,13 @@ def array_function(
             as_dtype(dtype)  # (a dtype shardarray lacks, or no dtype at all: a DTypeError naming the function)
         except DTypeError as err:
             raise DTypeError(f"{what}: dtype= {err}") from None
+    if not space and name in ("nanmean", "nanvar", "nanstd"):
+        _inexact_out(func, what, args, kwargs)
     if not space and name in _INTEGER_MOMENTS and _integer_moment_call(func, name, args, kwargs):
         return _integer_moment(xp, func, name, what, args, kwargs)
-    if (space, name) in FLOAT_INPUT:
+    if (space, name) in FLOAT_INPUT and not _empty_pinv(space, name, args, kwargs):
         args = tuple(_float_input(xp, a) for a in args)
-        kwargs = {k: v if k == "where" else _float_input(xp, v) for k, v in kwargs.items()}
+        kwargs = {k: v if k in ("where", "out") else _float_input(xp, v) for k, v in kwargs.items()}  # (out= in place)
     composed = COMPOSED.get((space, name))
     if composed is not None:
         return composed(xp, what, *args, **kwargs)
@@ -242,7 +256,7 @@ def array_function(
         masked = masked or not is_neutral("mean", bound.get("mean", np._NoValue))  # (var(mean=): NumPy 2's)
         if name in WHERE_UFUNCS and (masked or (name in REDUCING_UFUNCS and "initial" in bound)):
             return _reduce_with_initial(func, WHERE_UFUNCS[name], args, kwargs)
-        if masked:
+        if masked or (name in _NAN_PLAIN and "initial" in bound):
             return _where_statistic(xp, func, name, what, args, kwargs)
     target = target_of(xp, space, name)
     if target is None:
@@ -262,9 +276,10 @@ def _reduce_with_initial(func: Callable[..., Any], ufunc: np.ufunc, args: tuple[
 
 
 def _integer_dtype(dtype: Any) -> bool:
-    """Whether ``dtype`` (a ``dtype=`` argument, None for none) is an integer dtype."""
+    """Whether ``dtype`` (a ``dtype=`` argument, None for none) is an integer or the bool dtype (NumPy's moments
+    compute in it alike: ``np.var(ints, dtype=bool)`` is a bool)."""
     try:
-        return dtype is not None and np.dtype(dtype).kind in "iu"
+        return dtype is not None and np.dtype(dtype).kind in "biu"
     except TypeError:
         return False
 
@@ -277,6 +292,20 @@ def _ddof(given: dict[str, Any], what: str) -> Any:
             raise ArgumentError(f"{what}: give ddof= or correction=, not both (as in NumPy)")
         ddof = given.pop("correction")
     return ddof
+
+
+def _inexact_out(func: Callable[..., Any], what: str, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    """NumPy's TypeError of ``np.nanmean``/``nanvar``/``nanstd`` of inexact data into an integer or bool ``out=``
+    ("If a is inexact, then out must be inexact"), a ``DTypeError`` here."""
+    bound = signature(func).bind(*args, **kw).arguments
+    x, out = bound.get(next(iter(signature(func).parameters))), bound.get("out")
+    if not (isinstance(x, ShardArray) and isinstance(out, ShardArray)):
+        return
+    if (x.dtype.kind == "c" or is_real_float(x.dtype)) and out.dtype.kind in "biu":
+        raise DTypeError(
+            f"{what}: out= of dtype {out.dtype} for an array of {x.dtype}: the result of inexact values needs an "
+            f"inexact out=, as in NumPy; give a float out= or none"
+        )
 
 
 def _integer_moment_call(func: Callable[..., Any], name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
@@ -327,7 +356,7 @@ def _integer_moment(
         message = "Mean of empty slice" if ddof is None else "Degrees of freedom <= 0 for slice"
         warnings.warn(message, RuntimeWarning, stacklevel=4)
     if name.endswith("std"):
-        if out is not None or keepdims or len(axes) < x.ndim:
+        if out is not None or (keepdims and x.ndim) or len(axes) < x.ndim:  # (a 0-d keepdims result: a scalar)
             raise DTypeError(
                 f"{what}: cannot cast the square root (float64) into dtype={dtype} under same_kind casting, as "
                 f"NumPy's ufunc 'sqrt' cannot; give a floating dtype= (or none)"
@@ -335,7 +364,7 @@ def _integer_moment(
         result = xp.astype(xp.sqrt(xp.astype(result, xp.float64)), dtype)
     if not keepdims and axes:
         result = xp.squeeze(result, axis=axes)
-    return write_out(out, result, what)
+    return write_out(out, result, what, "unsafe" if name in UNSAFE_OUT else "same_kind")
 
 
 def _where_statistic(
@@ -349,11 +378,26 @@ def _where_statistic(
     if not isinstance(x, ShardArray):
         return NotImplemented
     mask, mean = where_mask(xp, given.pop("where", True), x, what), given.pop("mean", None)
-    if name.startswith("nan") and x.dtype.kind in "fc":
+    inexact = x.dtype.kind == "c" or is_real_float(x.dtype)  # (bfloat16 too: its NaN are left out, as xp.nan*'s)
+    if name in ("nansum", "nanprod") and inexact:  # (NumPy's: NaN read as +0.0 or 1, the entries where= skips left out)
+        x = xp.where(xp.isnan(x), 0.0 if name == "nansum" else 1.0, x)
+    elif name.startswith("nan") and inexact:
         mask = xp.logical_and(mask, xp.logical_not(xp.isnan(x)))
+    if name.startswith("nan") and name in _INTEGER_MOMENTS and inexact and _integer_dtype(given.get("dtype")):
+        raise DTypeError(
+            f"{what}: dtype={np.dtype(given['dtype'])} for an array of {x.dtype}: the mean or variance of inexact "
+            f"values needs an inexact dtype, as in NumPy; pass a float dtype, or cast the result with xp.astype"
+        )
     if name in _NAN_PLAIN:
-        ufunc_name = {"nansum": "add", "nanprod": "multiply"}.get(name, "maximum")
+        ufunc_name = {"nansum": "add", "nanprod": "multiply", "nanmax": "maximum", "nanmin": "minimum"}[name]
         filled = masked_operand(xp, ufunc_name, x, mask, given.get("initial", np._NoValue), what)
+        start = given.get("initial")
+        if name in ("nanmax", "nanmin") and isinstance(start, (float, np.floating)) and math.isnan(start):
+            # (NumPy's fmax/fmin loop from a NaN initial skips it: NaN only where the slice has no value)
+            given["initial"] = -math.inf if name == "nanmax" else math.inf
+            result = _NAN_PLAIN[name](filled, **{**given, "out": None})
+            seen = xp.any(mask, axis=given.get("axis"), keepdims=bool(given.get("keepdims", False)))
+            return write_out(given.get("out"), xp.where(seen, result, math.nan), what, "unsafe")  # (nanmax's)
         return _NAN_PLAIN[name](filled, **given)
     out, keepdims, dtype = given.pop("out", None), bool(given.pop("keepdims", False)), given.pop("dtype", None)
     axes = axes_of(given.pop("axis", None), x.ndim, what)
@@ -361,12 +405,12 @@ def _where_statistic(
     for key, value in given.items():
         if not is_neutral(key, value, None):
             raise refuse(what, key, value)
-    nan_bad = name.startswith("nan") and x.dtype.kind in "fc"  # (NumPy's nanvar of floats: NaN where dof <= 0)
+    nan_bad = name.startswith("nan") and inexact  # (NumPy's nanvar of floats: NaN where dof <= 0)
     result = _masked_moment(xp, x, mask, axes, dtype, None if name.endswith("mean") else ddof, nan_bad, mean)
     result = xp.sqrt(result) if name.endswith("std") else result
     if not keepdims and axes:
         result = xp.squeeze(result, axis=axes)
-    return write_out(out, result, what)
+    return write_out(out, result, what, "unsafe" if name in UNSAFE_OUT else "same_kind")
 
 
 def _masked_moment(
@@ -407,6 +451,8 @@ def _masked_moment(
     var = xp.where(dof > 0, var, over)
     real = np.dtype(np.float32) if want.kind == "c" and want.itemsize == 8 else want
     real = np.dtype(np.float64) if real.kind == "c" else real
+    if dtype is not None and want.kind == "c":  # (NumPy sums the squared deviations in dtype=: complex stays)
+        return _complex_of_real(xp, var, want, nan_bad)
     return var if var.dtype == real else xp.astype(var, real)
 
 
@@ -461,7 +507,7 @@ def call_derived(
         if dtype is not None:
             casting = given.pop("casting", "same_kind") if "casting" in np_params else "unsafe"
             given[first] = cast_to(xp, given.get(first), dtype, casting, what)
-            result_dtype = np.dtype(dtype) if np.dtype(dtype).kind in "iub" else None
+            result_dtype = np.dtype(dtype) if np.dtype(dtype).kind in "iubc" else None
     for key in ("axis", "axes"):  # NumPy's default axis where the namespace's differs
         np_param = np_params.get(key)
         if np_param is not None and key not in given and key in tparams and np_param.default is not P.empty:
@@ -522,8 +568,28 @@ def call_derived(
     if keep_all and isinstance(result, ShardArray) and isinstance(x, ShardArray):
         result = xp.reshape(result, (1,) * x.ndim)
     if result_dtype is not None and isinstance(result, ShardArray) and result.dtype != result_dtype:
-        result = xp.astype(result, result_dtype)
-    return write_out(out, result, what)
+        if result_dtype.kind != "c":
+            result = xp.astype(result, result_dtype)
+        elif result.dtype.kind != "c":  # (np.var(x, dtype=complex): the complex dtype)
+            result = _complex_of_real(xp, result, result_dtype)
+    if name in _ARG_OUT and isinstance(out, ShardArray):
+        if not np.can_cast(out.dtype, np.int64, "safe"):  # (NumPy: out= must cast to intp safely, then any int)
+            raise DTypeError(
+                f"{what}: out= of dtype {out.dtype} cannot hold the indices (NumPy asks an integer out=, one that "
+                f"casts to int64 safely); give an integer out= or none"
+            )
+        return write_out(out, result, what, "unsafe")
+    return write_out(out, result, what, "unsafe" if name in UNSAFE_OUT else "same_kind")
+
+
+def _complex_of_real(xp: Any, r: ShardArray, dtype: np.dtype, nan_real: bool = False) -> ShardArray:
+    """A real variance (or standard deviation) ``r`` in the complex ``dtype``, as NumPy's ``np.var(x,
+    dtype=complex)`` gives it: ``r + 0j`` where finite; where not (no degree of freedom, an infinite or NaN
+    entry) NumPy's complex division makes the imaginary part NaN (``inf+nanj``, ``nan+nanj``). ``nan_real``:
+    a NaN ``r`` is ``nan+0j`` (``np.nanvar`` of floats writes a real NaN where a slice has no degree of freedom)."""
+    c = xp.astype(r, dtype)
+    ok = xp.logical_or(xp.isfinite(r), xp.isnan(r)) if nan_real else xp.isfinite(r)
+    return xp.where(ok, c, c + complex(0.0, math.nan))
 
 
 def _host_argument(what: str, name: str, key: str, value: Any, first: bool, host_ok: bool, ref: Any) -> Any:
@@ -583,6 +649,14 @@ def _host_array(value: Any) -> bool:
     """Whether ``value`` is a NumPy array of 1 or more dims, or a list or tuple holding one: host data that the
     dispatch refuses as an operand wherever it stands (first or not), as ``host_value`` does."""
     return any(isinstance(v, np.ndarray) and v.ndim > 0 for v in _leaves((value,)))
+
+
+def _empty_pinv(space: str, name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+    """Whether the call is ``np.linalg.pinv`` of an array whose matrices are empty (a last-two dim of size 0): NumPy
+    returns an empty result of the array's own dtype then (integers too), as ``xp.linalg.pinv`` does, so the
+    array is not cast to float64 first."""
+    x = args[0] if args else kw.get("a")
+    return (space, name) == ("linalg", "pinv") and isinstance(x, ShardArray) and x.ndim >= 2 and 0 in x.shape[-2:]
 
 
 def _float_input(xp: Any, value: Any) -> Any:

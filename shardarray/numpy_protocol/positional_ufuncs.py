@@ -17,7 +17,8 @@ np.int64(2)`` is int64): they become 0-d arrays on the array's mesh
 The methods:
 
 * ``reduce`` of ``add``/``multiply``/``maximum``/``minimum``/``logical_and``/
-  ``logical_or`` is ``xp.sum``/``prod``/``max``/``min``/``all``/``any`` (NumPy's
+  ``logical_or`` is ``xp.sum``/``prod``/``max``/``min``/``all``/``any``, of ``fmax``/``fmin``
+  ``xp.nanmax``/``nanmin`` (NaN skipped; an all-NaN slice NaN without a warning) (NumPy's
   default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``,
   ``where`` (the left-out entries filled with the reduction's identity, or
   ``initial`` for ``maximum``/``minimum``, which NumPy then asks for);
@@ -73,14 +74,16 @@ Example:
 
 from __future__ import annotations
 
+import math
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..array import OPS, ShardArray
-from ..dtypes import SUPPORTED, scalar_for_write
+from ..dtypes import SUPPORTED, is_real_float, scalar_for_write
 from ..errors import ArgumentError, BackendError, DimensionError, DTypeError
 from ..ops.indexing.writes import check_host_value
 from ..ops.reduction.scan import ACCUMULATES, accumulate
@@ -90,6 +93,8 @@ from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_k
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 from .positional_products import GUFUNCS, call_gufunc
 
+#: ufunc.reduce of the NaN-skipping extrema -> the namespace's reduction (their all-NaN slice: NaN, no warning)
+NAN_REDUCTIONS: dict[str, str] = {"fmax": "nanmax", "fmin": "nanmin"}
 # ufunc.accumulate -> the namespace's scan (ufunc.reduce: common.UFUNC_REDUCTIONS)
 ACCUMULATE: dict[str, str] = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
 #: ufuncs on truth values: NumPy reads a non-bool operand as ``x != 0``
@@ -198,7 +203,25 @@ def loop_operands(
                     f"np.{ufunc.__name__}: cannot cast operand {i} from {a.dtype} to the loop's {dt} under "
                     f"casting={casting!r} (NumPy's UFuncTypeError); cast it first or pass a looser casting="
                 )
-    return [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
+    cast = [xp.astype(a, dt) if isinstance(a, ShardArray) and a.dtype != dt else a for a, dt in zip(args, loop)]
+    return _pinned_scalars(xp, ufunc, cast, loop)
+
+
+def _pinned_scalars(xp: Any, ufunc: np.ufunc, args: list[Any], loop: tuple[np.dtype, ...]) -> list[Any]:
+    """``args`` (cast to ``loop``'s inputs), with each Python scalar made a 0-d array of its input dtype on the
+    arrays' mesh where the cast operands would pick another loop: ``np.ldexp(2, bools)`` runs NumPy's float64
+    loop (``(int, bool)`` -> ``dd``... ``di->d``), but ``(int, int32)``, once the bools are int32, would pick
+    the float16 one (``ei->e``); the scalar as a float64 array keeps NumPy's."""
+    ref = next((a for a in args if isinstance(a, ShardArray)), None)
+    if ref is None or not any(_python_scalar(a) for a in args):
+        return args
+    try:
+        again = ufunc.resolve_dtypes((*map(loop_key, args), *(None,) * ufunc.nout))
+    except (TypeError, ValueError):
+        again = None
+    if again is not None and tuple(again) == tuple(loop):
+        return args
+    return [xp.asarray(a, dtype=dt, device=ref.mesh) if _python_scalar(a) else a for a, dt in zip(args, loop)]
 
 
 def _python_scalar(value: Any) -> bool:
@@ -352,7 +375,7 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
         return reduceat(what, inputs[0], inputs[1], **kwargs)
     if method not in ("reduce", "accumulate") or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
         return NotImplemented
-    table = UFUNC_REDUCTIONS if method == "reduce" else ACCUMULATE
+    table = {**UFUNC_REDUCTIONS, **NAN_REDUCTIONS} if method == "reduce" else ACCUMULATE
     target = counterpart(xp, table[name]) if name in table else None
     if method == "accumulate" and name in ACCUMULATES:
         target = RUNNING[name]
@@ -487,6 +510,7 @@ def masked_operand(xp: Any, name: str, x: ShardArray, where: Any, initial: Any, 
     if name in WHERE_IDENTITY:
         fill: Any = WHERE_IDENTITY[name]
         fill = bool(fill) if x.dtype == np.bool_ else fill
+        fill = -0.0 if name == "add" and is_real_float(x.dtype) else fill  # (x + -0.0 is x: -0.0 keeps its sign)
     elif initial is np._NoValue or initial is None:
         raise ArgumentError(
             f"{what}: where= needs initial= here (NumPy's rule: the reduction has no identity to fill the masked "
@@ -494,7 +518,20 @@ def masked_operand(xp: Any, name: str, x: ShardArray, where: Any, initial: Any, 
         )
     else:
         fill = scalar_for_write(initial, x.dtype, f"{what}: initial").item()
+        fill = _least(x.dtype, name in ("maximum", "fmax"), fill)  # (initial joins after: fn(initial, result))
+        fill = math.nan if name in NAN_REDUCTIONS and is_real_float(x.dtype) else fill  # (skipped, as NaN are)
     return xp.where(mask, x, fill)
+
+
+def _least(dtype: np.dtype, maximum: bool, fill: Any) -> Any:
+    """The value that never wins a ``maximum`` (``minimum``: flipped) of real ``dtype``: -inf, the least integer,
+    False; so that a left-out entry does not stand in a tie of signed zeros (``initial`` joins the result after, as
+    NumPy's loop starts from it). Complex values (lexicographic: no such value) keep ``fill``."""
+    if is_real_float(dtype):
+        return -math.inf if maximum else math.inf
+    if dtype.kind in "iu":
+        return int(np.iinfo(dtype).min if maximum else np.iinfo(dtype).max)
+    return (not maximum) if dtype.kind == "b" else fill
 
 
 def _reduce_or_scan(
@@ -526,10 +563,10 @@ def _reduce_or_scan(
             raise DTypeError(
                 f"{what}: dtype={np.dtype(dtype)} has no loop: NumPy's {name} computes in bool only; omit dtype="
             )
-        if "dtype" in params:
+        if "dtype" in params and not (is_real_float(dtype) and not is_real_float(x.dtype)):
             kw["dtype"] = dtype
-        else:
-            x = xp.astype(x, dtype)  # (before the mask: initial fills it in the loop's dtype, 2.5 stays 2.5)
+        else:  # (before the mask: initial fills it in the loop's dtype, 2.5 stays 2.5; a float loop's -0.0 too)
+            x = xp.astype(x, dtype)
     if not is_neutral("where", where):
         if method != "reduce":
             raise refuse(what, "where", where)
@@ -549,14 +586,42 @@ def _reduce_or_scan(
             f"{what}: dtype={np.dtype(dtype)} has no loop: NumPy's {name} computes in bool only; omit dtype="
         )
     given = initial is not np._NoValue and initial is not None
-    if given and target in (xp.max, xp.min) and any(x.shape[k] == 0 for k in axes):
+    if given and target in (xp.max, xp.min, xp.nanmax, xp.nanmin) and any(x.shape[k] == 0 for k in axes):
         shape = tuple(1 if k in axes else n for k, n in enumerate(x.shape) if keepdims or k not in axes)
         value = scalar_for_write(initial, x.dtype, f"{what}: initial").item()  # nothing to compare: initial
         return write_out(out, xp.full(shape, value, dtype=x.dtype, device=x.mesh), what, "unsafe")
-    result = target(x, axis=axes, keepdims=bool(keepdims), **kw)
+    with warnings.catch_warnings():
+        if name in NAN_REDUCTIONS:  # (np.fmax.reduce of an all-NaN slice is NaN, silently)
+            warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        result = target(x, axis=axes, keepdims=bool(keepdims), **kw)
     if given:
         if fn is None:  # pragma: no cover - every reduction's ufunc has a counterpart
             return NotImplemented
         # NumPy casts it to the result's dtype, refusing a Python integer out of its range, NaN into integers
-        result = fn(result, scalar_for_write(initial, result.dtype, f"{what}: initial").item())
+        start = scalar_for_write(initial, result.dtype, f"{what}: initial").item()
+        result = _with_initial(xp, fn, name, start, x, axes, bool(keepdims), result)
     return write_out(out, result, what, "unsafe")  # (NumPy's reductions cast into out= unsafely)
+
+
+def _with_initial(
+    xp: Any,
+    fn: Callable[..., Any],
+    name: str,
+    start: Any,
+    x: ShardArray,
+    axes: tuple[int, ...],
+    keep: bool,
+    result: Any,
+) -> Any:
+    """The reduction ``result`` of ``x`` over ``axes`` combined with ``initial=`` (``start``) as NumPy's loop does,
+    from ``initial``: ``fn(start, result)``, so that a tie of signed zeros gives NumPy's (``np.max([-0.0],
+    initial=0.0)`` is ``-0.0``: its ``maximum`` keeps the later operand of equal ones). A sum from a real
+    ``initial=-0.0`` is ``-0.0`` where every entry is ``-0.0`` (the entries ``where=`` leaves out are ``-0.0``
+    too: ``masked_operand``), as NumPy's running sum from it, where the sum alone is ``+0.0``."""
+    out = fn(start, result)
+    if name != "add" or not isinstance(start, float) or start != 0.0 or not math.copysign(1.0, start) < 0:
+        return out
+    if not (isinstance(result, ShardArray) and is_real_float(result.dtype) and is_real_float(x.dtype)):
+        return out
+    negative_zero = xp.logical_and(xp.equal(x, 0), xp.signbit(x))
+    return xp.where(xp.all(negative_zero, axis=axes, keepdims=keep), -0.0, out)

@@ -9,6 +9,7 @@ from ..core.tape import OP_MEMO
 from ..errors import DTypeError, MeshError
 from ..hardware import HardwareProfile, get_profile
 from ..mesh import AxesSpec, Mesh
+from ..mesh import _parse_shape as parse_shape
 from ..profiler import Profile, profile
 from .memo import OpMemo, RuleWatch
 from .model import Clock, Plan, price
@@ -35,14 +36,15 @@ def check_step(step: Any, what: str) -> None:
 
 
 def check_mesh_shape(mesh_shape: Any) -> dict[str, int]:
-    """The mesh shape as a dict ``{axis: size}`` with at least one axis (``MeshError`` otherwise; ``Mesh`` checks the
-    names and sizes). A one-device mesh is ``{"x": 1}``."""
+    """The mesh shape as a dict ``{axis: size}`` with at least one axis, its names non-empty strings and its sizes
+    integers >= 1 (``MeshError`` otherwise, as ``sa.Mesh`` checks them). A one-device mesh is ``{"x": 1}``."""
     if not isinstance(mesh_shape, Mapping) or not mesh_shape:
         raise MeshError(
             f"the planner takes the mesh as {{axis: size}} with at least one axis, e.g. {{'rows': 2, 'cols': 4}} "
             f"(one device: {{'x': 1}}); got {mesh_shape!r}"
         )
-    return dict(mesh_shape)
+    names, sizes = parse_shape(mesh_shape)  # (a size of 0 made a batch of 0 "per device" before Mesh saw it)
+    return dict(zip(names, sizes))
 
 
 def evaluate_layout(

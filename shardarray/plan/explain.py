@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..comm.log import CommRecord
+from ..errors import LayoutError
 from ..hardware import HardwareProfile, collective_time, get_profile
 from ..mesh import AxesSpec, Mesh
 from ..nn.config import TransformerConfig
@@ -385,7 +386,18 @@ def explain_transformer(
         >>> ex = sa.plan.explain_transformer(cfg, 8, {"rows": 2, "cols": 2}, {"batch": "rows"}, label="mine")
         >>> ex.baseline.plan.label in ("data", "megatron", "mesh2d", "tesseract")
         True
+
+    Raises:
+        LayoutError: a rule names a dim the model does not have (a typo would explain the unsplit layout).
     """
+    if isinstance(rules, Mapping) and isinstance(cfg, TransformerConfig):
+        dims = {"batch", *cfg.sizes}
+        unknown = sorted(str(d) for d in rules if d not in dims)
+        if unknown:
+            raise LayoutError(
+                f"explain_transformer: the rules split {unknown}, which the transformer has no dim of; its dims are "
+                f"{sorted(dims)}"
+            )
     hw = get_profile(hardware)
     base = None
     if against_named:

@@ -9,12 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from ..autograd.api import value_and_grad
-from ..dtypes import as_dtype
-from ..errors import DimensionError, DTypeError
+from ..dtypes import as_dtype, is_real_float
+from ..errors import DimensionError, DTypeError, LayoutError
 from ..memo_hook import layer
 from ..mesh import Mesh
 from ..nn.config import TransformerConfig, param_shapes
-from ..nn.strategies import strategy_rules
+from ..nn.strategies import STRATEGIES, strategy_rules
 from ..nn.transformer import _std, init_transformer, transformer_loss
 from ..ops.creation import random as rnd
 from ..ops.creation.basic import full, zeros
@@ -39,11 +39,17 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         >>> plan = sa.plan.evaluate_layout(step, {"rows": 2, "cols": 2}, rules)
         >>> plan.flops_per_device > 0, plan.rules["d_ff"]
         (True, ('cols',))
+
+    Raises:
+        DTypeError: ``cfg`` is not a ``TransformerConfig`` or ``dtype`` not a float dtype.
+        DimensionError: ``batch`` is not a positive integer.
+        LayoutError: ``strategy`` is neither None nor one of ``sa.nn.STRATEGIES``.
     """
     if not isinstance(cfg, TransformerConfig):
         raise DTypeError(f"transformer_step needs a sa.nn.TransformerConfig; got {type(cfg).__name__} {cfg!r:.60}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise DimensionError(f"transformer_step needs a positive integer batch; got {batch!r}")
+    _check_step_args(dtype, strategy)
 
     def step(mesh: Mesh) -> Any:
         params = init_transformer(cfg, mesh, strategy=strategy, dtype=dtype) if strategy else _params(cfg, mesh, dtype)
@@ -63,6 +69,19 @@ def transformer_step(cfg: TransformerConfig, batch: int, dtype: str = "float32",
         if strategy is None:  # (layers labelled: ``plan.deep``)
             step.with_layers = lambda n: transformer_step(replace(cfg, n_layers=n), batch, dtype)  # type: ignore[attr-defined]
     return step
+
+
+def _check_step_args(dtype: Any, strategy: Any) -> None:
+    """Refuse a dtype or strategy ``transformer_step`` cannot build, when it is made rather than when it runs
+    (inside the search, after a strategy of ``"auto"`` had started a search of its own)."""
+    if strategy is not None and (not isinstance(strategy, str) or strategy not in STRATEGIES):
+        raise LayoutError(
+            f"transformer_step(strategy={strategy!r}): give one of {STRATEGIES}, or None for the mesh's rules (what "
+            f"the search varies; sa.plan.search_layouts is strategy 'auto')"
+        )
+    dt = as_dtype(dtype)
+    if not is_real_float(dt):
+        raise DTypeError(f"transformer_step(dtype={dt.name!r}): the parameters need a float dtype such as 'float32'")
 
 
 def _params(cfg: TransformerConfig, mesh: Mesh, dtype: str) -> dict[str, Any]:

@@ -1143,6 +1143,7 @@ NO_ARRAY_INPUT.update({
     "xp.eye": "creation: from a shape",
     "xp.identity": "creation: from a shape",
     "xp.tri": "creation: from a shape",
+    "xp.indices": "creation: a grid of indices from a shape",
     "xp.full": "creation: from a shape and a scalar",
     "xp.linspace": "creation: from scalars",
     "xp.ones": "creation: from a shape",
@@ -1273,6 +1274,10 @@ DIFFERENTIABLE.update({
     "xp.i0": lambda m: [(lambda p: xp.i0(p * 6.0), _pos(m, (5, 3)))],
 })
 NONDIFFERENTIABLE.update({
+    "xp.packbits": ("int_input", lambda m: (lambda p: xp.packbits(p > 0, axis=0), _pos(m, (5, 3)),
+                                            lambda p: xp.packbits(p))),
+    "xp.unpackbits": ("int_input", lambda m: (lambda p: xp.unpackbits(xp.astype(xp.abs(p) * 60, xp.uint8), axis=1),
+                                              _pos(m, (5, 3)), lambda p: xp.unpackbits(p))),
     "xp.gcd": ("int_input", lambda m: (lambda p: xp.gcd(xp.astype(p * 10, xp.int64), 6), _pos(m, (5, 3)),
                                        lambda p: xp.gcd(p, p))),
     "xp.lcm": ("int_input", lambda m: (lambda p: xp.lcm(xp.astype(p * 10, xp.int64), 4), _pos(m, (5, 3)),

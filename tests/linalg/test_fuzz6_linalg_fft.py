@@ -77,7 +77,7 @@ def test_gradients_through_complex_matrices_match_finite_differences(op, shape, 
         np.testing.assert_allclose(analytic, fd, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("op", ["svd", "pinv"])
+@pytest.mark.parametrize("op", ["svd"])  # (pinv's complex gradient exists since round 15)
 @pytest.mark.parametrize("shape, layout", MESHES[:2])
 def test_real_only_gradients_refuse_a_complex_matrix(op, shape, layout):
     """The singular vectors' and ``pinv``'s VJPs take real matrices only: a complex one is a typed refusal, never a
