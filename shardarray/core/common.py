@@ -423,6 +423,20 @@ def new_array(
     return ShardArray(mesh, layout, dtype, shards, mesh_order(mesh, pending))
 
 
+def any_pending(values: Sequence[Any]) -> bool:
+    """Whether one of ``values`` is a ShardArray with a pending sum (a loop, not a generator: the elementwise ops and
+    einsum ask it on every call)."""
+    for v in values:
+        if isinstance(v, ShardArray) and v.pending:
+            return True
+    return False
+
+
+def has_infinity(xp: Any, block: Any) -> Any:
+    """``holds_anywhere``'s test for an infinite entry (a 0-d bool on the block's device)."""
+    return xp.any(xp.isinf(block))
+
+
 def holds_anywhere(arrays: Sequence[ShardArray], test: Callable[[Any, Any], Any]) -> bool:
     """Whether ``test(xp, block)`` (a 0-d bool made on the block's device) holds for a block of any of ``arrays``,
     anywhere in the job: each distinct block is tested where it lives, the flags are read in one device-to-host

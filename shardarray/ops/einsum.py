@@ -20,7 +20,7 @@ from typing import Any
 
 from ..array import ShardArray
 from ..core import plans
-from ..core.common import check_rules, common_mesh, holds_anywhere, union_dims, wrap_hint
+from ..core.common import any_pending, check_rules, common_mesh, has_infinity, holds_anywhere, union_dims, wrap_hint
 from ..core.relayout import relayout, resolve_to
 from ..core.tape import differentiable
 from ..dtypes import is_complex, is_real_float, promote
@@ -113,7 +113,7 @@ def einsum(
     if exact is not None:  # bool/integer operands: contracted in the result dtype, as np.einsum does
         operands = tuple(astype(op, exact) for op in operands)
         args = args[:first] + operands
-    if _any_pending(operands) and _meets_infinity(operands):
+    if any_pending(operands) and _meets_infinity(operands):
         operands = tuple(resolve_to(op) if op.pending else op for op in operands)
         args = args[:first] + operands
     key = _plan_key(args, out, layout, algorithm)
@@ -149,14 +149,6 @@ def _exact_dtype(operands: Sequence[Any]) -> Any:
     return promote(*[op.dtype for op in operands]) if exact else None
 
 
-def _any_pending(operands: Sequence[Any]) -> bool:
-    """Whether an operand is a ShardArray with a pending sum (a loop: this runs for every einsum)."""
-    for op in operands:
-        if isinstance(op, ShardArray) and op.pending:
-            return True
-    return False
-
-
 def _meets_infinity(operands: Sequence[Any]) -> bool:
     """Whether an operand other than the first pending one holds an infinity, on any device of the job.
 
@@ -172,11 +164,7 @@ def _meets_infinity(operands: Sequence[Any]) -> bool:
     if not all(isinstance(op, ShardArray) and op.mesh is mesh for op in operands):
         return False
     others = [op for i, op in enumerate(operands) if i != first and (is_real_float(op.dtype) or is_complex(op.dtype))]
-    return holds_anywhere(others, _has_infinity)
-
-
-def _has_infinity(xp: Any, block: Any) -> Any:
-    return xp.any(xp.isinf(block))
+    return holds_anywhere(others, has_infinity)
 
 
 def _plan_key(args: tuple[Any, ...], out: Any, layout: Any, algorithm: Any) -> Any:

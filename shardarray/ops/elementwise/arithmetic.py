@@ -43,8 +43,10 @@ from ...backend import cuda_kernels
 from ...backend.meta import MetaArray
 from ...core import leader, plans
 from ...core.common import (
+    any_pending,
     check_rules,
     common_mesh,
+    has_infinity,
     holds_anywhere,
     map_blocks,
     merged_axes,
@@ -101,23 +103,11 @@ def _scales_exactly(kind: str | None, args: tuple[Any, ...]) -> bool:
                 return False
         except TypeError:  # not a number: refused by ``_plan`` with its message
             continue
-    return not holds_anywhere(factors, _divides_by_zero if kind == "div" else _has_infinity)
-
-
-def _has_infinity(xp: Any, block: Any) -> Any:
-    return xp.any(xp.isinf(block))
+    return not holds_anywhere(factors, _divides_by_zero if kind == "div" else has_infinity)
 
 
 def _divides_by_zero(xp: Any, block: Any) -> Any:
     return xp.any(block == 0)
-
-
-def _any_pending(args: tuple[Any, ...]) -> bool:
-    """Whether an array operand has a pending sum (a loop: this runs for every multiply and divide)."""
-    for a in args:
-        if isinstance(a, ShardArray) and a.pending:
-            return True
-    return False
 
 
 def _sums_through(kind: str, args: tuple[Any, ...], pend: list[ShardArray]) -> bool:
@@ -261,7 +251,7 @@ def apply(
             *[(id(a.mesh), a._layout, a.dtype, a.pending) if isinstance(a, ShardArray) else type(a) for a in args],
         )
     exact = None
-    if (kind == "mul" or kind == "div") and _any_pending(args):
+    if (kind == "mul" or kind == "div") and any_pending(args):
         exact = _scales_exactly(kind, args)  # whether a pending sum passes depends on the other operands' values
         key = (*key, exact)
     plan = plans.ELEMENTWISE.get(key)
