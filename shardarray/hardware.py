@@ -73,6 +73,9 @@ class HardwareProfile:
         return device // self.gpus_per_node
 
 
+#: an A100's peak dense flop/s per dtype (16-bit floats on tensor cores), the same chip in both A100 profiles
+_A100_FLOPS = {"float16": 312e12, "bfloat16": 312e12, "float32": 19.5e12, "float64": 9.7e12}
+
 PROFILES: dict[str, HardwareProfile] = {
     p.name: p
     for p in (
@@ -80,7 +83,7 @@ PROFILES: dict[str, HardwareProfile] = {
             "a100",
             "nodes of 4 A100-40GB (Meluxina, tesseract.txt §4): NVLink 200 GB/s, InfiniBand 200 Gb/s per node",
             gpus_per_node=4,
-            peak_flops={"float16": 312e12, "bfloat16": 312e12, "float32": 19.5e12, "float64": 9.7e12},
+            peak_flops=dict(_A100_FLOPS),
             intra=Link(200e9, 5e-6),
             inter=Link(200e9 / 8, 10e-6),
             memory_bandwidth=1.555e12,
@@ -98,7 +101,7 @@ PROFILES: dict[str, HardwareProfile] = {
             "a100-dgx",
             "DGX A100 nodes of 8 A100-80GB: NVLink 3 300 GB/s per direction, 8×200 Gb/s InfiniBand per node",
             gpus_per_node=8,
-            peak_flops={"float16": 312e12, "bfloat16": 312e12, "float32": 19.5e12, "float64": 9.7e12},
+            peak_flops=dict(_A100_FLOPS),
             intra=Link(300e9, 5e-6),
             inter=Link(8 * 200e9 / 8, 10e-6),
             memory_bandwidth=2.039e12,

@@ -21,6 +21,7 @@ floating"``) treat it as the float it is.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +58,16 @@ DTYPES: dict[str, type] = {
     np.dtype(d).name: d
     for d in (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, complex128)
 }
-_KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric")
+#: the standard's dtype kinds (``isdtype``), each with its test of a dtype
+_KINDS: dict[str, Callable[[np.dtype], builtins.bool]] = {
+    "bool": lambda dt: dt.kind == "b",
+    "signed integer": lambda dt: dt.kind == "i",
+    "unsigned integer": lambda dt: dt.kind == "u",
+    "integral": lambda dt: dt.kind in "iu",
+    "real floating": is_real_float,
+    "complex floating": lambda dt: dt.kind == "c",
+    "numeric": lambda dt: dt.kind in "iuc" or is_real_float(dt),
+}
 
 
 def _dtype_of(x: Any, what: str) -> np.dtype:
@@ -186,21 +196,10 @@ def iinfo(type: Any, /) -> iinfo_object:
 
 def _is_kind(dt: np.dtype, kind: Any) -> builtins.bool:
     if isinstance(kind, str):
-        if kind == "bool":
-            return dt.kind == "b"
-        if kind == "signed integer":
-            return dt.kind == "i"
-        if kind == "unsigned integer":
-            return dt.kind == "u"
-        if kind == "integral":
-            return dt.kind in "iu"
-        if kind == "real floating":
-            return is_real_float(dt)
-        if kind == "complex floating":
-            return dt.kind == "c"
-        if kind == "numeric":
-            return dt.kind in "iuc" or is_real_float(dt)
-        raise ArgumentError(f"isdtype: unknown kind {kind!r}; use a dtype or one of {_KINDS}")
+        test = _KINDS.get(kind)
+        if test is None:
+            raise ArgumentError(f"isdtype: unknown kind {kind!r}; use a dtype or one of {tuple(_KINDS)}")
+        return test(dt)
     return dt == _dtype_of(kind, "isdtype")
 
 

@@ -95,9 +95,12 @@ class Communicator(ABC):
             record(op, axes, n, int(biggest.size), dt.itemsize, name)
         return n
 
-    def _check_root(self, root: int, axes: tuple[str, ...], n: int) -> None:
+    def _rooted(self, axes: tuple[str, ...], root: int) -> int:
+        """The group size along ``axes`` of a broadcast or reduce to member ``root``, after checking ``root``."""
+        n = self.mesh.axes_size(axes)
         if not 0 <= root < n:
             raise MeshError(f"root {root} is outside the groups of size {n} along axes {axes} of mesh {self.mesh}")
+        return n
 
     def assemble(
         self,

@@ -25,6 +25,9 @@ from ..dtypes import BFLOAT16
 from .base import REDUCE_OPS, Communicator, fill_block
 from .parallel import run_all
 
+_Ids = tuple[int, ...]  # a group's devices, or the ids of their send lists (the key of what a group sends)
+_Keyed = tuple[_Ids, _Ids]  # (a group's devices, its key)
+
 
 def _take(array: Any, dim: int, lo: int, hi: int) -> Any:
     index = [slice(None)] * array.ndim
@@ -164,8 +167,7 @@ class EmulatedCommunicator(Communicator):
         return self._per_group(shards, axes, run)
 
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
-        n = self.mesh.axes_size(axes)
-        self._check_root(root, axes, n)
+        n = self._rooted(axes, root)
         roots = [g[root] for g in self.mesh.groups(axes)]
         self._log("broadcast", axes, shards, roots)
         if n == 1:
@@ -174,8 +176,7 @@ class EmulatedCommunicator(Communicator):
 
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
         reducer = self._reducer(op)
-        n = self.mesh.axes_size(axes)
-        self._check_root(root, axes, n)
+        n = self._rooted(axes, root)
         self._log("reduce", axes, shards)
         if n == 1:
             return list(shards)
@@ -193,25 +194,14 @@ class EmulatedCommunicator(Communicator):
         when they are big (``comm.parallel``), as real devices would at once."""
         self._log_alltoallv(send, axes)
         xp = self.mesh.backend.xp
-        out: list[Any] = [None] * len(send)
-        members: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-        jobs: dict[tuple[int, ...], list[Callable[[], Any]]] = {}
-        nbytes = 0
-        for group in self.mesh.groups(axes):
-            if any(send[d] is None for d in group):
-                continue
-            key = tuple(id(send[d]) for d in group)
-            members.append((group, key))
-            if key not in jobs:
-                jobs[key] = [functools.partial(_join, xp, [send[j][i] for j in group], dim) for i in range(len(group))]
-                nbytes += sum(int(getattr(p, "nbytes", 0)) for d in group for p in send[d])
+        members, firsts = self._distinct_groups(send, axes)
+        jobs = {
+            key: [functools.partial(_join, xp, [send[j][i] for j in group], dim) for i in range(len(group))]
+            for key, group in firsts.items()
+        }
+        nbytes = sum(int(getattr(p, "nbytes", 0)) for group in firsts.values() for d in group for p in send[d])
         flat = [job for group_jobs in jobs.values() for job in group_jobs]
-        blocks = iter(run_all(flat, nbytes, self.mesh.backend))
-        done = {key: [next(blocks) for _ in group_jobs] for key, group_jobs in jobs.items()}
-        for group, key in members:
-            for d, r in zip(group, done[key]):
-                out[d] = r
-        return out
+        return _spread(len(send), members, jobs, run_all(flat, nbytes, self.mesh.backend))
 
     def alltoallv_boxes(
         self,
@@ -227,18 +217,11 @@ class EmulatedCommunicator(Communicator):
         self._log_alltoallv(send, axes, dtype)
         xp = self.mesh.backend.xp
         scope = self.mesh.backend.device_scope
-        out: list[Any] = [None] * len(send)
-        jobs: dict[tuple[int, ...], list[Callable[[], Any]]] = {}
-        members: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-        for group in self.mesh.groups(axes):
-            if any(send[d] is None for d in group):
-                continue
-            key = tuple(id(send[d]) for d in group)
-            members.append((group, key))
-            if key not in jobs:
-                jobs[key] = self._place(
-                    xp, [send[d] for d in group], [boxes[d] for d in group], [shapes[d] for d in group], dtype
-                )
+        members, firsts = self._distinct_groups(send, axes)
+        jobs = {
+            key: self._place(xp, [send[d] for d in group], [boxes[d] for d in group], [shapes[d] for d in group], dtype)
+            for key, group in firsts.items()
+        }
         flat = [job for group_jobs in jobs.values() for job in group_jobs]
         if not flat:
             blocks = []
@@ -248,14 +231,21 @@ class EmulatedCommunicator(Communicator):
         else:  # every shard on one GPU (devices=[g, g, ...]): fill there
             with scope(members[0][0][0]):
                 blocks = [job() for job in flat]
-        done, pos = {}, 0
-        for key, group_jobs in jobs.items():
-            done[key] = blocks[pos : pos + len(group_jobs)]
-            pos += len(group_jobs)
-        for group, key in members:
-            for d, block in zip(group, done[key]):
-                out[d] = block
-        return out
+        return _spread(len(send), members, jobs, blocks)
+
+    def _distinct_groups(self, send: Sequence[Any], axes: tuple[str, ...]) -> tuple[list[_Keyed], dict[_Ids, _Ids]]:
+        """The groups along ``axes`` whose devices all hold their ``send`` lists, as ``(devices, key)`` (the key: the
+        ids of the members' lists), and ``{key: its first group}``: groups sending the very same lists (replicas along
+        other axes) compute one result."""
+        members: list[_Keyed] = []
+        firsts: dict[_Ids, _Ids] = {}
+        for group in self.mesh.groups(axes):
+            if any(send[d] is None for d in group):
+                continue
+            key = tuple(id(send[d]) for d in group)
+            members.append((group, key))
+            firsts.setdefault(key, group)
+        return members, firsts
 
     @staticmethod
     def _place(xp: Any, send: list[Any], boxes: list[Any], shapes: list[Any], dtype: Any) -> list[Callable[[], Any]]:
@@ -270,6 +260,18 @@ class EmulatedCommunicator(Communicator):
             )
             for i, shape in enumerate(shapes)
         ]
+
+
+def _spread(size: int, members: list[_Keyed], jobs: dict[_Ids, list[Any]], blocks: Sequence[Any]) -> list[Any]:
+    """The ``size`` devices' results (None where no group of ``members`` serves one): ``blocks``, the results of
+    ``jobs``'s lists in order, each group of ``members`` taking its key's, member by member."""
+    out: list[Any] = [None] * size
+    results = iter(blocks)
+    done = {key: [next(results) for _ in group_jobs] for key, group_jobs in jobs.items()}
+    for group, key in members:
+        for d, block in zip(group, done[key]):
+            out[d] = block
+    return out
 
 
 def _join(xp: Any, pieces: list[Any], dim: int) -> Any:

@@ -334,14 +334,16 @@ def _nan_op(op: str) -> Any:
     return got
 
 
-def host_allreduce(world: Any, value: Any, op: str) -> Any:
+def host_allreduce(world: Any, value: Any, op: str, header: bool = True) -> Any:
     """``op`` of a host scalar over ``world``, in one allgather, the same on every process: floats by NumPy's rules
-    (a NaN anywhere gives NaN everywhere), sums in rank order.
+    (a NaN anywhere gives NaN everywhere), sums in rank order. Entered first as a collective of the job
+    (``comm.agree.enter``; ``header``: compare the job's header first, False for NCCL's).
 
     Not MPI's reduction of Python objects: mpi4py runs it holding the interpreter lock, so the watchdog
     (``comm.watchdog``) could not see a process stuck in it. A process out of step (in another collective of
     ``COMM_WORLD``) sends something that is no number: ``CommError``, not a NumPy error of the reduction.
     """
+    enter(world, f"host_reduce({op})", (), np.asarray(value), header=header)
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction {op!r}; one of {REDUCE_OPS}")
     floating = isinstance(value, (float, np.floating))
@@ -525,7 +527,6 @@ class MpiCommunicator(Communicator):
 
     @collective
     def host_reduce(self, value: float, op: str) -> float:
-        enter(self.world, f"host_reduce({op})", (), np.asarray(value))
         return host_allreduce(self.world, value, op)
 
     @collective
@@ -650,8 +651,7 @@ class MpiCommunicator(Communicator):
 
     @collective
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
-        n = self.mesh.axes_size(axes)
-        self._check_root(root, axes, n)
+        n = self._rooted(axes, root)
         self._log("broadcast", axes, shards, root=root)
         if n == 1:
             return list(shards)
@@ -667,8 +667,7 @@ class MpiCommunicator(Communicator):
 
     @collective
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
-        n = self.mesh.axes_size(axes)
-        self._check_root(root, axes, n)
+        n = self._rooted(axes, root)
         self._log("reduce", axes, shards, root=root)
         if n == 1:
             return list(shards)

@@ -59,7 +59,6 @@ import numpy as np
 
 from ..chunks import group_chunk
 from ..errors import CommError, DimensionError, DTypeError, ShardArrayError
-from .agree import enter
 from .base import REDUCE_OPS, Communicator
 from .mpi import check_array, collective, gather_blocks, host_allreduce, log_spmd
 
@@ -293,22 +292,9 @@ class NcclCommunicator(Communicator):
         for j in range(len(pieces)):
             if j == m.pos:
                 continue
-            if pieces[j].size:
-                calls.append(
-                    _Call(
-                        m.comm.send,
-                        (self._ptr(pieces[j]), self._count(pieces[j]), dt, j, self._stream(d)),
-                        (pieces[j],),
-                    )
-                )
-            if received[j].size:
-                calls.append(
-                    _Call(
-                        m.comm.recv,
-                        (self._ptr(received[j]), self._count(received[j]), dt, j, self._stream(d)),
-                        (received[j],),
-                    )
-                )
+            for fn, buf in ((m.comm.send, pieces[j]), (m.comm.recv, received[j])):
+                if buf.size:
+                    calls.append(_Call(fn, (self._ptr(buf), self._count(buf), dt, j, self._stream(d)), (buf,)))
         return calls
 
     def _grouped(self, what: str, axes: tuple[str, ...], calls: list[_Call]) -> None:
@@ -491,11 +477,7 @@ class NcclCommunicator(Communicator):
 
     @collective
     def host_reduce(self, value: float, op: str) -> float:
-        if self.world is None:
-            return value
-
-        enter(self.world, f"host_reduce({op})", (), np.asarray(value), header=False)
-        return host_allreduce(self.world, value, op)
+        return value if self.world is None else host_allreduce(self.world, value, op, header=False)
 
     @collective
     def assemble(
@@ -521,25 +503,7 @@ class NcclCommunicator(Communicator):
         n = self._log("allreduce", axes, shards)
         if n == 1:
             return list(shards)
-        dt, red = self._check("allreduce", axes, shards, op=op)
-        xp = self.mesh.backend.xp
-        out, calls = list(shards), []
-        members = self.members(axes)
-        for d, m in members.items():
-            with self.mesh.backend.scope(d):
-                send = self._reducible(shards[d])
-                recv = xp.empty_like(send)
-            out[d] = recv
-            if send.size:
-                calls.append(
-                    _Call(
-                        m.comm.allReduce,
-                        (self._ptr(send), self._ptr(recv), self._count(send), dt, red, self._stream(d)),
-                        (send, recv),
-                    )
-                )
-        self._grouped("allreduce", axes, calls)
-        return self._narrow(out, shards[next(iter(members))].dtype, list(members))
+        return self._reduction("allreduce", axes, shards, op)
 
     @collective
     def allgather(self, shards: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:
@@ -652,8 +616,7 @@ class NcclCommunicator(Communicator):
 
     @collective
     def broadcast(self, shards: Sequence[Any], axes: tuple[str, ...], root: int) -> list[Any]:
-        n = self.mesh.axes_size(axes)
-        self._check_root(root, axes, n)
+        n = self._rooted(axes, root)
         self._log("broadcast", axes, shards, [g[root] for g in self.mesh.groups(axes)])
         if n == 1:
             return list(shards)
@@ -679,31 +642,35 @@ class NcclCommunicator(Communicator):
 
     @collective
     def reduce(self, shards: Sequence[Any], axes: tuple[str, ...], root: int, op: str = "sum") -> list[Any]:
-        n = self.mesh.axes_size(axes)
-        self._check_root(root, axes, n)
+        n = self._rooted(axes, root)
         self._log("reduce", axes, shards)
         if n == 1:
             return list(shards)
-        dt, red = self._check("reduce", axes, shards, op=op)
+        return self._reduction("reduce", axes, shards, op, root)
+
+    def _reduction(
+        self, what: str, axes: tuple[str, ...], shards: Sequence[Any], op: str, root: int | None = None
+    ) -> list[Any]:
+        """An allreduce (``root`` None: ``allReduce``, every member gets the reduction) or a reduce (``reduce``
+        to member ``root``; the others keep their buffers), in ``WIDE``'s dtype and cast back."""
+        dt, red = self._check(what, axes, shards, op=op)
         xp = self.mesh.backend.xp
-        out, calls = list(shards), []
+        out, calls, got = list(shards), [], []
         members = self.members(axes)
         for d, m in members.items():
+            gets = root is None or m.pos == root
             with self.mesh.backend.scope(d):
                 send = self._reducible(shards[d])
-                recv = xp.empty_like(send) if m.pos == root else send
+                recv = xp.empty_like(send) if gets else send
             if send.size:
-                calls.append(
-                    _Call(
-                        m.comm.reduce,
-                        (self._ptr(send), self._ptr(recv), self._count(send), dt, red, root, self._stream(d)),
-                        (send, recv),
-                    )
-                )
-            if m.pos == root:
+                fn, to = (m.comm.allReduce, ()) if root is None else (m.comm.reduce, (root,))
+                args = (self._ptr(send), self._ptr(recv), self._count(send), dt, red, *to, self._stream(d))
+                calls.append(_Call(fn, args, (send, recv)))
+            if gets:
                 out[d] = recv
-        self._grouped("reduce", axes, calls)
-        return self._narrow(out, shards[next(iter(members))].dtype, [d for d, m in members.items() if m.pos == root])
+                got.append(d)
+        self._grouped(what, axes, calls)
+        return self._narrow(out, shards[next(iter(members))].dtype, got)
 
     @collective
     def alltoallv(self, send: Sequence[Any], axes: tuple[str, ...], dim: int) -> list[Any]:

@@ -196,6 +196,19 @@ def _c2c_public(x: Any, dim: Any, n: Any, norm: Any, inverse: bool, what: str) -
     return c2c(x, d, _length(x, d, check_n(n, what), what), check_norm(norm, what), inverse)
 
 
+def _r2c_public(x: Any, dim: Any, n: Any, norm: Any, hermitian: bool, what: str) -> ShardArray:
+    x = _input(x, what, "f", "real floating-point")
+    d = _one_dim(x, dim, what)
+    return r2c(x, d, _length(x, d, check_n(n, what), what), check_norm(norm, what), hermitian)
+
+
+def _c2r_public(x: Any, dim: Any, n: Any, norm: Any, hermitian: bool, what: str) -> ShardArray:
+    """irfft's and hfft's checks; ``n`` defaults to ``2*(m-1)`` for ``m`` inputs."""
+    x = _input(x, what, "fc", "floating-point (complex or real)")
+    d = _one_dim(x, dim, what)
+    return c2r(x, d, _length(x, d, check_n(n, what), what, 2 * (x.sizes[d] - 1)), check_norm(norm, what), hermitian)
+
+
 def fft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -> ShardArray:
     """The 1-D discrete Fourier transform along ``dim``, as ``numpy.fft.fft``.
 
@@ -246,9 +259,7 @@ def rfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") 
         >>> sa.fft.rfft(x, "c").shape
         (4, 4)
     """
-    x = _input(x, "rfft", "f", "real floating-point")
-    d = _one_dim(x, dim, "rfft")
-    return r2c(x, d, _length(x, d, check_n(n, "rfft"), "rfft"), check_norm(norm, "rfft"), False)
+    return _r2c_public(x, dim, n, norm, False, "rfft")
 
 
 def irfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -> ShardArray:
@@ -262,10 +273,7 @@ def irfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward")
         >>> sa.fft.irfft(sa.fft.rfft(x, "c"), "c", n=6).numpy()[0]
         array([1., 1., 1., 1., 1., 1.])
     """
-    x = _input(x, "irfft", "fc", "floating-point (complex or real)")
-    d = _one_dim(x, dim, "irfft")
-    n = _length(x, d, check_n(n, "irfft"), "irfft", 2 * (x.sizes[d] - 1))
-    return c2r(x, d, n, check_norm(norm, "irfft"), False)
+    return _c2r_public(x, dim, n, norm, False, "irfft")
 
 
 def hfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -> ShardArray:
@@ -279,10 +287,7 @@ def hfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") 
         >>> sa.fft.hfft(x, "c").numpy()[0]
         array([4., 0., 0., 0.])
     """
-    x = _input(x, "hfft", "fc", "floating-point (complex or real)")
-    d = _one_dim(x, dim, "hfft")
-    n = _length(x, d, check_n(n, "hfft"), "hfft", 2 * (x.sizes[d] - 1))
-    return c2r(x, d, n, check_norm(norm, "hfft"), True)
+    return _c2r_public(x, dim, n, norm, True, "hfft")
 
 
 def ihfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward") -> ShardArray:
@@ -294,9 +299,7 @@ def ihfft(x: ShardArray, dim: Any, n: int | None = None, norm: str = "backward")
         >>> sa.fft.ihfft(x, "c").numpy()[0].real
         array([1., 0., 0.])
     """
-    x = _input(x, "ihfft", "f", "real floating-point")
-    d = _one_dim(x, dim, "ihfft")
-    return r2c(x, d, _length(x, d, check_n(n, "ihfft"), "ihfft"), check_norm(norm, "ihfft"), True)
+    return _r2c_public(x, dim, n, norm, True, "ihfft")
 
 
 # ------------------------------------------------------------------ n-D forms

@@ -1,5 +1,6 @@
 """The checks every reader and writer shares: the file exists, its shape and dtype are the ones expected, the
-optional library is installed; and ``together``, which makes an error on one MPI process an error on all.
+optional library is installed; ``together``, which makes an error on one MPI process an error on all; and the
+writers' staging copy and its removal after a failed write (``staging``, ``undo_write``).
 
 Every error is one of ``sa``'s typed errors (a ``ValueError`` or ``TypeError``)
 whose message names the path, the shape and dtype found and what to do.
@@ -21,7 +22,7 @@ from ..checkpoint.paths import user_path
 from ..checkpoint.procs import Procs
 from ..comm import spmd
 from ..dtypes import BFLOAT16, SUPPORTED, as_dtype
-from ..errors import DimensionError, DTypeError, ExistingFileError, MissingFileError
+from ..errors import DimensionError, DTypeError, ExistingFileError, MissingFileError, ShardArrayError
 
 T = TypeVar("T")
 
@@ -90,6 +91,28 @@ def link_target(path: Path) -> Path:
         return path.resolve() if path.is_symlink() else path
     except OSError:  # (a folder on the way this process may not search: the write reports it)
         return path
+
+
+def staging(dest: Path) -> Path:
+    """The hidden sibling ``.<name>.writing`` a write fills before one rename makes it ``dest`` (the same name on
+    every process: no agreement needed)."""
+    return dest.parent / f".{dest.name}.writing"
+
+
+def tidies(procs: Procs, error: BaseException) -> bool:
+    """Whether this process removes what a write that failed with ``error`` left: process 0, once every process is
+    past its writes (the error was agreed on, a ``ShardArrayError`` from ``together``, or there is only this one)."""
+    return procs.rank == 0 and (procs.size == 1 or isinstance(error, ShardArrayError))
+
+
+def undo_write(procs: Procs, error: BaseException, tmp: Path | None, made: Iterable[Path]) -> None:
+    """After a write that failed with ``error``, the half-written copy ``tmp`` and the folders ``made`` on the way to
+    the path removed (by one process: ``tidies``); what was at the path is kept."""
+    if tidies(procs, error):
+        if tmp is not None:
+            discard(tmp)
+        for folder in made:
+            remove_if_empty(folder)
 
 
 def discard(path: Path) -> None:

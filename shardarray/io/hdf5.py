@@ -330,7 +330,7 @@ def write_hdf5(
         for rank in range(procs.size):
             checks.together(procs, lambda r=rank: turn(r), what)  # type: ignore[misc]
     except BaseException as e:  # the half-written dataset (or the file, when this write made it) is removed
-        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):
+        if checks.tidies(procs, e):
             _discard(h5py, p, dataset, made, created)
         raise
     return p

@@ -21,7 +21,7 @@ from numpy.lib.format import open_memmap
 
 from ..array import ShardArray
 from ..dtypes import BFLOAT16
-from ..errors import ArgumentError, DTypeError, ShardArrayError
+from ..errors import ArgumentError, DTypeError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
@@ -149,7 +149,7 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
         raise DTypeError(f"{what}: {p}: object arrays cannot be written")
 
     dest = checks.link_target(p)  # (a symbolic link: the file it points to is replaced, as np.save writes it)
-    tmp = dest.parent / f".{dest.name}.writing"  # the same name on every process: no agreement needed
+    tmp = checks.staging(dest)
     made: list[Path] = []  # folders this write made on the way to ``p`` (removed again if it fails)
 
     def create() -> None:
@@ -199,10 +199,7 @@ def write_npy(path: str | os.PathLike[str], x: ShardArray, *, overwrite: bool = 
         checks.together(procs, fill, what)
         checks.together(procs, commit, what)
     except BaseException as e:  # nothing half-written is left, and what was at ``p`` is kept
-        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):  # every process is past its
-            checks.discard(tmp)  # writes (the error was agreed on), or there is only this one
-            for folder in made:
-                checks.remove_if_empty(folder)
+        checks.undo_write(procs, e, tmp, made)
         raise
     return p
 

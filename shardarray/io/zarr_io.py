@@ -20,7 +20,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..checkpoint import commit as _commit
-from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError, ShardArrayError
+from ..errors import ArgumentError, DimensionError, DTypeError, LayoutError
 from ..layout import Layout
 from ..mesh import AxesSpec, Mesh
 from . import blocks, checks
@@ -308,7 +308,7 @@ def write_zarr(
     store = local if local is not None else path
     # a local array is written into a hidden sibling folder that one rename (an atomic exchange) makes ``path``
     dest = checks.link_target(local) if local is not None else None  # (a link: the folder it points to is replaced)
-    tmp = dest.parent / f".{dest.name}.writing" if dest is not None else None
+    tmp = checks.staging(dest) if dest is not None else None
     into = tmp if tmp is not None else store
     made: list[Path] = []  # folders this write made on the way to ``path`` (removed again if it fails)
 
@@ -348,11 +348,7 @@ def write_zarr(
             return arr
         checks.together(procs, commit, what)
     except BaseException as e:  # what was at ``path`` is kept; the half-written copy and the folders made removed
-        if procs.rank == 0 and (procs.size == 1 or isinstance(e, ShardArrayError)):
-            if tmp is not None:
-                checks.discard(tmp)
-            for folder in made:
-                checks.remove_if_empty(folder)
+        checks.undo_write(procs, e, tmp, made)
         raise
     return checks.together(procs, lambda: _open_for_blocks(zarr, store, x.dtype), what)
 

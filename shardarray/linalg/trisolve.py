@@ -34,29 +34,35 @@ def _reduce(g: Grid, vals: dict[int, Any], axes: tuple[str, ...], root: int) -> 
     return {d: out[d] for d in g.devs}
 
 
+def _zeros(xp: Any, like: Any, rows: int) -> Any:
+    """Zeros of ``rows`` rows in the batch and column shape and dtype of the right-hand side block ``like``."""
+    return xp.zeros(like.shape[:-2] + (rows, like.shape[-1]), dtype=like.dtype)
+
+
+def _diagonal(g: Grid, L: dict[int, Any], d: int, s: int, e: int) -> Any:
+    """Device ``d``'s part of the diagonal block ``L[s:e, s:e]`` of panel ``[s, e)`` (all of it on its owner)."""
+    (r0, _), (c0, _) = g.rows(d), g.cols(d)
+    return L[d][..., s - r0 : e - r0, s - c0 : e - c0]
+
+
 def forward(g: Grid, L: dict[int, Any], B: dict[int, Any]) -> dict[int, Any]:
     """``Y = L^{-1} B``: ``B[d]`` holds rows ``g.rows(d)``; returns ``Y[d]`` with rows ``g.cols(d)``."""
     xp = g.mesh.backend.xp
-    Y = {}
-    for d in g.devs:
-        c0, c1 = g.cols(d)
-        Y[d] = xp.zeros(B[d].shape[:-2] + (c1 - c0, B[d].shape[-1]), dtype=B[d].dtype)
+    Y = {d: _zeros(xp, B[d], g.cols(d)[1] - g.cols(d)[0]) for d in g.devs}
     for s, e, rk, ck in g.panels:
         part = {}
         for d in g.devs:
             (r0, _), (c0, c1) = g.rows(d), g.cols(d)
-            k = B[d].shape[-1]
             if g.rm[d] == rk:
                 j = min(max(s - c0, 0), c1 - c0)
                 part[d] = L[d][..., s - r0 : e - r0, :j] @ Y[d][..., :j, :]
             else:
-                part[d] = xp.zeros(B[d].shape[:-2] + (e - s, k), dtype=B[d].dtype)
+                part[d] = _zeros(xp, B[d], e - s)
         part = _reduce(g, part, g.caxes, ck)
         for d in g.devs:
-            (r0, _), (c0, _) = g.rows(d), g.cols(d)
             if g.rm[d] == rk and g.cm[d] == ck:
-                lkk = L[d][..., s - r0 : e - r0, s - c0 : e - c0]
-                part[d] = xp.linalg.solve(lkk, B[d][..., s - r0 : e - r0, :] - part[d])
+                r0 = g.rows(d)[0]
+                part[d] = xp.linalg.solve(_diagonal(g, L, d, s, e), B[d][..., s - r0 : e - r0, :] - part[d])
         part = _bcast(g, part, g.raxes, rk)
         for d in g.devs:
             if g.cm[d] == ck:
@@ -68,26 +74,21 @@ def forward(g: Grid, L: dict[int, Any], B: dict[int, Any]) -> dict[int, Any]:
 def backward(g: Grid, L: dict[int, Any], Y: dict[int, Any]) -> dict[int, Any]:
     """``X = L^{-H} Y``: ``Y[d]`` holds rows ``g.cols(d)``; returns ``X[d]`` with rows ``g.rows(d)``."""
     xp = g.mesh.backend.xp
-    X = {}
-    for d in g.devs:
-        r0, r1 = g.rows(d)
-        X[d] = xp.zeros(Y[d].shape[:-2] + (r1 - r0, Y[d].shape[-1]), dtype=Y[d].dtype)
+    X = {d: _zeros(xp, Y[d], g.rows(d)[1] - g.rows(d)[0]) for d in g.devs}
     for s, e, rk, ck in reversed(g.panels):
         part = {}
         for d in g.devs:
             (r0, r1), (c0, _) = g.rows(d), g.cols(d)
-            k = Y[d].shape[-1]
             if g.cm[d] == ck:
                 i = min(max(e - r0, 0), r1 - r0)
                 part[d] = _h(xp, L[d][..., i:, s - c0 : e - c0]) @ X[d][..., i:, :]
             else:
-                part[d] = xp.zeros(Y[d].shape[:-2] + (e - s, k), dtype=Y[d].dtype)
+                part[d] = _zeros(xp, Y[d], e - s)
         part = _reduce(g, part, g.raxes, rk)
         for d in g.devs:
-            (r0, _), (c0, _) = g.rows(d), g.cols(d)
             if g.rm[d] == rk and g.cm[d] == ck:
-                lkk = L[d][..., s - r0 : e - r0, s - c0 : e - c0]
-                part[d] = xp.linalg.solve(_h(xp, lkk), Y[d][..., s - c0 : e - c0, :] - part[d])
+                c0 = g.cols(d)[0]
+                part[d] = xp.linalg.solve(_h(xp, _diagonal(g, L, d, s, e)), Y[d][..., s - c0 : e - c0, :] - part[d])
         part = _bcast(g, part, g.caxes, ck)
         for d in g.devs:
             if g.rm[d] == rk:

@@ -90,6 +90,7 @@ def _make(
 _BLOCK: dict[str, Callable[[Any, Any], Any]] = {"round": lambda xp, a: a if a.dtype.kind in "iu" else xp.rint(a)}
 _INT = ("1", "-2", "3", "0")
 _RND = ("0.5", "-1.5", "2.5", "-0.0")
+_SPECIAL = ("np.nan", "1.0", "-np.inf", "0.0")
 
 # rounding: zero gradient almost everywhere (registered, so a gradient through them is an explicit zero)
 sign = _make("sign", "sign", "numeric", "Elementwise sign: -1, 0 or 1 (0 for ``±0.0``; nan stays nan).", _RND)
@@ -130,37 +131,22 @@ log1p = _make("log1p", "log1p", "inexact", "Elementwise ``log(1 + x)``, accurate
 log2 = _make("log2", "log2", "inexact", "Elementwise base-2 logarithm.", ("0.25", "2.0", "8.0", "1.0"))
 log10 = _make("log10", "log10", "inexact", "Elementwise base-10 logarithm.", ("0.25", "10.0", "100.0", "1.0"))
 
-isnan = _make(
-    "isnan",
-    "isnan",
-    None,
-    "Elementwise test for NaN (a bool array).",
-    ("np.nan", "1.0", "-np.inf", "0.0"),
-    differentiable_=False,
-)
-isinf = _make(
-    "isinf",
-    "isinf",
-    None,
-    "Elementwise test for ±inf (a bool array).",
-    ("np.nan", "1.0", "-np.inf", "0.0"),
-    differentiable_=False,
-)
-isfinite = _make(
-    "isfinite",
-    "isfinite",
-    None,
-    "Elementwise test for finite values (a bool array).",
-    ("np.nan", "1.0", "-np.inf", "0.0"),
-    differentiable_=False,
-)
-signbit = _make(
-    "signbit",
+
+def _predicate(
+    name: str, domain: str | None, doc: str, values: tuple[str, ...] = _SPECIAL
+) -> Callable[[ShardArray], ShardArray]:
+    """A classification function ``name`` (NumPy's of the same name; a bool array, not differentiable)."""
+    return _make(name, name, domain, doc, values, differentiable_=False)
+
+
+isnan = _predicate("isnan", None, "Elementwise test for NaN (a bool array).")
+isinf = _predicate("isinf", None, "Elementwise test for ±inf (a bool array).")
+isfinite = _predicate("isfinite", None, "Elementwise test for finite values (a bool array).")
+signbit = _predicate(
     "signbit",
     "real",
     "Elementwise test of the sign bit (true for -0.0 and negatives).",
     ("-0.0", "1.0", "-np.inf", "0.0"),
-    differentiable_=False,
 )
 
 
