@@ -16,7 +16,9 @@ floor passes the k-th best time without tracing or walking it (``plan.search``).
 The same trace gives the bytes the memory-bound ops make, by the same groups: the device priced makes at least
 ``1 / P`` of each op's (``ComputeFloor.memory``, a floor under the memory-bound time). And a step may declare the
 allreduces it makes under every rule set (``step.forced``, ``Allreduce``: each weight's gradient summed over the
-batch, the residual stream's sums over the attention heads and the MLP's hidden dim); ``CommFloor`` prices each at
+tokens, and each sum a function that is not linear in it reads: the residual stream's over the attention heads and
+the MLP's hidden dim, the scores' over ``d_kv``, the MLP's first matmul's and the layer norms' statistics' over
+``d_model``, ``plan.steps``); ``CommFloor`` prices each at
 the least the alpha-beta model gives an allreduce along the axes its partial sums span. The cost model adds the
 three times (nothing overlaps, ``plan.model``), so the search cuts a rule set whose three floors together pass the
 cut; on the 0.14B model on 2×4 that cuts as many rule sets at 96 layers as at one (``docs/guides/planner.md``).

@@ -171,25 +171,56 @@ def mlp_step(batch: int, d_io: int, d_hidden: int, layers: int = 2, dtype: str =
 def _transformer_allreduces(cfg: TransformerConfig, batch: int, dtype: str) -> tuple[Allreduce, ...]:
     """The allreduces ``transformer_step`` makes under every rule set (``plan.floor.Allreduce``).
 
-    * Each parameter's gradient is a sum over the batch (every parameter acts on every example, and none has
-      the ``batch`` dim): one allreduce each, of the parameter's dims, resolved as the backward pass ends.
+    An einsum contracts each device's blocks and leaves the sum over the mesh axes of its split contracted dims
+    pending (``ops.einsum``); a sum must be complete before a function that is not linear in it reads it, and the
+    result then holds its dims' layout, whole on every device along the summed axes that its dims do not use (an
+    allreduce, or collectives that cost at least as much under the alpha-beta model, ``floor.CommFloor``):
+
+    * Each parameter's gradient is a sum over every token (``batch`` and ``seq``; ``pos``, which has ``seq``, over
+      the batch; the keys' and values' projections, whose tokens carry ``kseq``, over the batch only), resolved
+      as the backward pass ends: one allreduce each, of the parameter's dims.
     * Each layer's forward pass sums the attention's output projection over ``heads`` and ``d_kv`` and the MLP's
       second matmul over ``d_ff`` into the residual stream (``batch``, ``seq``, ``d_model``). The next layer
       norm squares it (not linear), so each sum is complete before it: one allreduce per layer for each, one
-      after the other. (The backward pass sums over the same dims too, but its cotangents are linear in
-      what they sum, so this floor does not count on when they are resolved.)
+      after the other.
+    * Each layer's attention scores (``batch``, ``heads``, ``seq``, ``kseq``) sum over ``d_kv`` before the softmax,
+      and its MLP's first matmul (``batch``, ``seq``, ``d_ff``) over ``d_model`` before the GELU.
+    * Each layer norm (two per layer and the final one) sums over ``d_model`` for its statistics: at least one
+      allreduce of a (``batch``, ``seq``) array.
+
+    The backward pass sums over the same dims too, but its cotangents are linear in what they sum, so this floor
+    does not count on when they are resolved. Every array is counted in the narrower of ``dtype`` and the config's
+    compute dtype: in mixed precision the gradients are summed in the compute dtype before they are cast back.
+    ``tests/plan/test_plan_comm_floor.py`` holds the floor under the traced comm times of every (third) rule set of
+    small models on 2×2 and of sampled ones on 3×2, 2×2×2 and 2×4, mixed precision included.
     """
     size = as_dtype(dtype).itemsize
+    act = size if cfg.compute_dtype is None else min(size, as_dtype(cfg.compute_dtype).itemsize)
     sizes = cfg.sizes
     out = [
-        Allreduce(("batch",), dims, size * float(math.prod(sizes[d] for d in dims)))
-        for dims in param_shapes(cfg).values()
+        Allreduce(_tokens_of(name, dims), dims, act * float(math.prod(sizes[d] for d in dims)))
+        for name, dims in param_shapes(cfg).items()
     ]
+    tokens = batch * cfg.seq_len
     residual = ("batch", "seq", "d_model")
-    stream = float(batch * cfg.seq_len * cfg.d_model * size)
-    out.append(Allreduce(("heads", "d_kv"), residual, stream, cfg.n_layers))
-    out.append(Allreduce(("d_ff",), residual, stream, cfg.n_layers))
+    stream = float(tokens * cfg.d_model * act)
+    layers = cfg.n_layers
+    out.append(Allreduce(("heads", "d_kv"), residual, stream, layers))
+    out.append(Allreduce(("d_ff",), residual, stream, layers))
+    out.append(
+        Allreduce(("d_kv",), ("batch", "heads", "seq", "kseq"), float(tokens * cfg.heads * cfg.seq_len * act), layers)
+    )
+    out.append(Allreduce(("d_model",), ("batch", "seq", "d_ff"), float(tokens * cfg.d_ff * act), layers))
+    out.append(Allreduce(("d_model",), ("batch", "seq"), float(tokens * act), 2 * layers + 1))
     return tuple(out)
+
+
+def _tokens_of(name: str, dims: tuple[str, ...]) -> tuple[str, ...]:
+    """The dims parameter ``name``'s gradient sums over: every token (``batch``, ``seq``), but over the batch only for
+    a parameter with ``seq`` (``pos``) and for the keys' and values' projections (their tokens carry ``kseq``)."""
+    if "seq" in dims or name.endswith(("attn.wk", "attn.wv")):
+        return ("batch",)
+    return ("batch", "seq")
 
 
 def _repeat(step: Any, one: Step, two: Step, layers: int) -> None:
