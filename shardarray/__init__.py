@@ -24,9 +24,11 @@ from .errors import (
     BackendError,
     CastError,
     CommError,
+    CopyWriteWarning,
     DimensionError,
     DTypeError,
     ExistingFileError,
+    ExportError,
     GatherWarning,
     GraphError,
     IndexingError,
@@ -60,6 +62,7 @@ from .ops.elementwise.arithmetic import (
 from .ops.reduction.reduce import max, mean, min, sum
 from .ops.indexing.take import one_hot, take
 from .core.relayout import relayout
+from .core import tape as _core_tape
 from .ops.show import show
 from .ops.reduction.softmax import logsumexp, softmax
 from .ops.manipulation.structure import broadcast_to, stop_gradient
@@ -217,9 +220,11 @@ __all__ = [
     "CommError",
     "CommLog",
     "CommRecord",
+    "CopyWriteWarning",
     "DTypeError",
     "DimensionError",
     "ExistingFileError",
+    "ExportError",
     "GatherWarning",
     "GraphError",
     "IndexTypeError",
@@ -385,3 +390,16 @@ __all__ = [
     "where",
     "zeros",
 ]
+
+# Every function of the namespace is an op boundary of an MPI job (``core.tape.boundary``), as the positional
+# namespace's are: ``sa.concat``'s dim and ``sa.isel``'s indices are checked before any op runs, and an error raised
+# on some processes only then reaches the others as a ``CommError`` naming it. Not the functions that take the
+# program's own functions (their repr differs between processes), that only manage state, or that make an array
+# from per-process arguments, which agree over the job themselves first (``Communicator.check_spmd``, naming each
+# process's global shape).
+_core_tape.boundaries(
+    globals(),
+    set(__all__)
+    - {"comm_log", "default_mesh", "get_default_mesh", "grad", "profile", "set_default_mesh", "value_and_grad", "vjp"}
+    - {"asarray", "from_local", "full", "ones", "zeros"},
+)

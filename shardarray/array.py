@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import profiler
+from . import copies, profiler
 from .backend.classlist import ClassList
 from .errors import ArgumentError, BackendError, DimensionError, DTypeError, OutOfBoundsError, TapeError, ZeroDimError
 from .layout import Layout, block_slices
@@ -61,7 +61,10 @@ class ShardArray:
         array([ 2., 10., 18., 26.])
     """
 
-    __slots__ = ("__weakref__", "_layout", "_node", "_resolved", "_shards", "dtype", "host_range", "mesh", "pending")
+    __slots__ = (
+        *("__weakref__", "_layout", "_node", "_resolved", "_shards", "dtype", "host_range", "mesh", "pending"),
+        "_copy_of",  # (set on a positional basic index's result only: ``copies.mark``; unset elsewhere)
+    )
     __array_priority__ = 100
     #: whether arrays of this class are positional (``shardarray.array_api``'s ``Array``: NumPy's broadcasting
     #: and indexing) rather than named; kept by gradients, optimizers, resharding and checkpoints
@@ -121,7 +124,10 @@ class ShardArray:
 
     @shards.setter
     def shards(self, value: Any) -> None:
+        """Every in-place write ends here (``x[...] = v``, ``x += y``, ``out=``, ``np.add.at``, ``.flat``, ...): a
+        write into a positional basic index's copy is watched for being lost (``copies.written``)."""
         self._shards = value
+        copies.written(self)
 
     # ------------------------------------------------------------- metadata
     @property
@@ -153,6 +159,17 @@ class ShardArray:
     def spec(self) -> Layout:
         """The full ``Layout`` record (every dim, split or not)."""
         return self._layout
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element, as NumPy's ``ndarray.itemsize``."""
+        return int(self.dtype.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole array (``size * itemsize``, the global figure as NumPy's and JAX's ``nbytes``; a
+        device holds ``nbytes_per_device``). Nothing is gathered."""
+        return math.prod(self._layout.sizes) * int(self.dtype.itemsize)
 
     @property
     def nbytes_per_device(self) -> int:

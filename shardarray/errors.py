@@ -97,8 +97,20 @@ class IndexTypeError(DTypeError, IndexError):
     ``TypeError``) that is also the ``IndexError`` NumPy raises there, so ``except IndexError`` catches it."""
 
 
+class ExportError(LayoutError, BufferError):
+    """``__dlpack__``/``np.from_dlpack`` of an array that no single buffer holds (split, or a pending sum): a
+    ``LayoutError`` that is also the ``BufferError`` the array API's DLPack protocol names, so consumers that fall back
+    to another conversion on ``BufferError`` (``np.asarray(x)``, the explicit gather) do."""
+
+
 class ZeroDimError(DimensionError, TypeError):
     """``len()``/``iter()`` of a 0-d ShardArray: a DimensionError that is also the TypeError Python expects."""
+
+
+class CopyWriteWarning(UserWarning):
+    """A write into the copy a positional basic index returned (``x[1:-1, ::2][mask] = v``, ``out=y[::2]``) was lost:
+    the copy was freed without being read, where NumPy's view would have carried the write into the array it was read
+    from (``shardarray.copies``). Write into that array directly, or keep the copy on purpose (``x[1:3].copy()``)."""
 
 
 class GatherWarning(UserWarning):

@@ -539,7 +539,7 @@ EXCLUDED: dict[str, str] = {
     # attributes and internals that are not derived arrays
     **{f"Array.{n}": "metadata, not an array" for n in
        ("dims", "dtype", "layout", "mesh", "device", "ndim", "shape", "size", "sizes", "spec", "pending",
-        "positional", "nbytes_per_device", "host_range")},
+        "positional", "nbytes_per_device", "host_range", "itemsize", "nbytes")},
     "Array.shards": "the raw per-device blocks (backend arrays), by design not ShardArrays",
     **{f"Array.{n}": "Python object machinery" for n in
        ("__init__", "__slots__", "__weakref__", "__module__", "__doc__", "__init_subclass__", "__subclasshook__")},

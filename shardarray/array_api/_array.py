@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import copies
 from ..array import OpTable, ShardArray, as_kind
 from ..core import leader
 from ..core.relayout import relayout
-from ..core.tape import in_use
-from ..errors import DimensionError, DTypeError, LayoutError, MeshError
+from ..core.tape import boundary, in_use
+from ..errors import DimensionError, DTypeError, ExportError, MeshError
 from ..mesh import Mesh
 from ..numpy_protocol import ndarray_methods as _methods
 from ..numpy_protocol import ndarray_views as _views
@@ -27,7 +28,7 @@ from ..numpy_protocol import positional_functions, positional_ufuncs
 from ..ops.elementwise import arithmetic as ew
 from ..ops.elementwise import logical, math_binary, math_unary, short_path
 from ..ops.indexing.mask import bool_key, bool_lead, getitem_mask, setitem_mask
-from ..ops.indexing.writes import WRITES, check_host_value, swap_in
+from ..ops.indexing.writes import WRITES, swap_in
 from ..ops.manipulation.reshard import reshard
 from ..ops.manipulation.structure import transpose
 from . import _ew_special as special
@@ -317,10 +318,11 @@ class Array(ShardArray):
         """Export by DLPack: only a whole array lives in one buffer, so the array must not be split.
 
         A replicated array (no split dim, no pending sum) exports its local shard with no copy
-        unless ``copy=True``; a split array raises (``np.asarray(x)`` is the explicit gather).
+        unless ``copy=True``; a split array raises ``sa.ExportError``, a ``BufferError`` as the standard's DLPack
+        protocol says (``np.asarray(x)`` is the explicit gather).
         """
         if self.mesh.axes_size(self._layout.used_axes) > 1 or self.mesh.axes_size(self.pending) > 1:
-            raise LayoutError(
+            raise ExportError(
                 f"__dlpack__: the array {self.sizes} is split over mesh axes {self.layout or self.pending}, so no "
                 f"single buffer holds it; gather it explicitly with np.asarray(x), or make it replicated first "
                 f"with x.relayout({{}})"
@@ -341,21 +343,9 @@ class Array(ShardArray):
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs on Arrays with NumPy's meaning: the namespace's function of that name (positional
         broadcasting), ``reduce``/``accumulate``/``outer`` by the namespace's reductions and scans, ``out=`` into
-        an Array; ``np.add.at``/``np.maximum.at``/``np.minimum.at`` (and the other ufuncs' ``at`` through
-        ``positional_ufuncs``) into an Array in place (repeated indices combine every time, in key order);
-        one without a counterpart raises NumPy's TypeError (``numpy_protocol.positional_ufuncs``)."""
-        if method == "at" and ufunc in (np.maximum, np.minimum) and len(inputs) == 3 and isinstance(inputs[0], Array):
-            x, key, value = inputs
-            check_host_value(value, f"np.{ufunc.__name__}.at")
-            if not kwargs:
-                HOOKS.ufunc_at(x, key, np.asarray(value) if isinstance(value, (list, tuple)) else value, ufunc.__name__)
-                return None
-        if method == "at" and ufunc is np.add and len(inputs) == 3 and isinstance(inputs[0], Array):
-            x, key, value = inputs
-            check_host_value(value, "np.add.at")  # (a ragged list: a typed error, not NumPy's)
-            if not kwargs:
-                HOOKS.ufunc_at(x, key, np.asarray(value) if isinstance(value, (list, tuple)) else value)
-                return None
+        an Array; ``ufunc.at`` (``np.add.at``, ``np.maximum.at``, ``np.multiply.at``, ...) into an Array in place
+        (repeated indices combine every time, in key order); one without a counterpart raises NumPy's TypeError
+        (all of it ``numpy_protocol.positional_ufuncs``, one path)."""
         return _wrap_all(positional_ufuncs.array_ufunc(HOOKS.namespace(), ufunc, method, *inputs, **kwargs))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -450,12 +440,16 @@ class Array(ShardArray):
         return wrap(logical.bitwise_invert(self))
 
     # ------------------------------------------------------------- indexing
+    @boundary
     def __getitem__(self, key: Any) -> Array:
         """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
 
-        A dict key indexes by name (``ShardArray.__getitem__``). New axes get
-        fresh names; a boolean mask over the leading axes (``x[mask]``, ``x[mask, ...]``) is ``ops/indexing/mask.py``,
-        and a mask followed by basic indices (``x[mask, :]``, ``x[mask, 1]``) is ``x[mask][:, ...]``.
+        A basic index's result (ints, slices, ``...``, ``None``) of one or more dims is a copy where NumPy's is a
+        view: a write into it does not change ``x``, and one the program never reads warns ``sa.CopyWriteWarning``
+        when the copy is freed (``shardarray.copies``: ``x[1:3][0] = 5``). A dict key indexes by name
+        (``ShardArray.__getitem__``). New axes get fresh names; a boolean mask over the leading axes (``x[mask]``,
+        ``x[mask, ...]``) is ``ops/indexing/mask.py``, and a mask followed by basic indices (``x[mask, :]``,
+        ``x[mask, 1]``) is ``x[mask][:, ...]``.
         See ``_indexing.getitem`` for the data movement.
         """
         if isinstance(key, Mapping):
@@ -466,8 +460,13 @@ class Array(ShardArray):
         if lead is not None:  # x[mask, 1:3]: x[mask][:, 1:3], as NumPy gives
             masked = wrap(getitem_mask(self, lead[0]))
             return wrap(HOOKS.getitem(masked, (slice(None), *lead[1])))
-        return wrap(HOOKS.getitem(self, key))
+        out = wrap(HOOKS.getitem(self, key))
+        text = basic_key_text(key)
+        # NumPy's result of a basic index is a view: a write into this copy that is never read was lost
+        # (``copies``); not a 0-d one (all ints: NumPy's is a scalar, which takes no writes)
+        return copies.mark(out, text) if text is not None and out is not self and out.ndim else out
 
+    @boundary
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[key] = value`` in place; an array value broadcasts right-aligned by position."""
         if isinstance(key, Mapping):
@@ -477,3 +476,22 @@ class Array(ShardArray):
             setitem_mask(self, bool_key(key), value, whole=not (isinstance(key, tuple) and len(key) == 2))
             return
         HOOKS.setitem(self, key, value)
+
+
+def basic_key_text(key: Any) -> str | None:
+    """``key`` as NumPy code (``"x[1:-1, ::2]"``) when it is a basic index (ints, slices, ``...``, ``None``: NumPy's
+    result is a view), else None (an integer array or a mask: NumPy's result is a copy too)."""
+    items = key if isinstance(key, tuple) else (key,)
+    parts = []
+    for k in items:
+        if isinstance(k, slice):
+            parts.append(":".join("" if v is None else str(v) for v in (k.start, k.stop, k.step)).rstrip(":") or ":")
+        elif k is Ellipsis:
+            parts.append("...")
+        elif k is None:
+            parts.append("None")
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            parts.append(str(int(k)))
+        else:
+            return None
+    return f"x[{', '.join(parts) or '()'}]"

@@ -244,7 +244,8 @@ def arange(
     correctly rounded (NumPy's float32 and float16 ``arange`` do their arithmetic in the narrow dtype and may
     differ by an ulp), and an integer ``dtype`` truncates each value toward zero (``arange(0.5, 3.7, 0.4,
     dtype=int64)`` is ``[0, 0, 1, 1, 2, 2, 2, 3]``; NumPy's fills from the difference of its first two truncated
-    values and gives all zeros there).
+    values and gives all zeros there). A complex ``dtype`` holds the real values (``np.arange(3, dtype=complex)``,
+    as NumPy; ``start``/``stop``/``step`` stay real numbers).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -253,6 +254,7 @@ def arange(
         >>> a.numpy(), a.layout, a.shards[2]
         (array([1, 3, 5, 7, 9]), {'dim0': ('row',)}, array([7, 9]))
     """
+    start, stop, step = (_host_bound(v) for v in (start, stop, step))
     if stop is None:
         start, stop = 0, start
     for name, v in (("start", start), ("stop", stop), ("step", step)):
@@ -262,8 +264,8 @@ def arange(
         raise ArgumentError("arange: step must not be 0")
     ints = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     dt = (_DEFAULT["i"] if ints else _DEFAULT["f"]) if dtype is None else as_dtype(dtype)
-    if dt.kind not in "iu" and not is_real_float(dt):
-        raise DTypeError(f"arange makes integer or real floating-point values; got dtype {dt.name}")
+    if dt.kind not in "iuc" and not is_real_float(dt):
+        raise DTypeError(f"arange makes integer, real or complex floating-point values; got dtype {dt.name}")
     mesh = _mesh(device, "arange")
     if ints:
         start, stop, step = int(start), int(stop), int(step)
@@ -300,6 +302,15 @@ def arange(
         return y.astype(dt)
 
     return _build(mesh, (n,), dt, make, "arange", {"start": start, "step": step})
+
+
+def _host_bound(v: Any) -> Any:
+    """An ``arange`` bound given as a 0-d array (NumPy takes ``np.arange(1, np.asarray(4.0))``; SciPy passes them)
+    as the Python number it holds (read to the host: the length depends on it), an int for an integer dtype; others
+    as given."""
+    if isinstance(v, ShardArray) and v.ndim == 0 and np.dtype(v.dtype).kind in "iuf":
+        return int(v) if np.dtype(v.dtype).kind in "iu" else float(v)
+    return v
 
 
 def _finite(v: Any, start: Any, stop: Any, step: Any) -> float:
@@ -604,10 +615,24 @@ def ones(shape: int | tuple[int, ...], *, dtype: Any = None, device: Any = None)
 
 
 def full(shape: int | tuple[int, ...], fill_value: bool | complex, *, dtype: Any = None, device: Any = None) -> Array:
-    """An array of ``shape`` filled with ``fill_value`` (dtype from the value: bool, int64, float64, complex128)."""
-    if isinstance(fill_value, ShardArray) or np.ndim(fill_value) != 0:
-        raise DTypeError(f"full: fill_value must be a Python scalar; got {type(fill_value).__name__}")
+    """An array of ``shape`` filled with ``fill_value`` (dtype from the value: bool, int64, float64, complex128).
+
+    A 0-d array ``fill_value`` (NumPy's ``np.full(3, np.asarray(1.0))``; SciPy passes them) fills with its value
+    and dtype, read on the devices (no host read), on its mesh unless ``device`` names another."""
+    if isinstance(fill_value, ShardArray):
+        return _filled(_full(shape, False, dtype or fill_value.dtype, device or fill_value.mesh, "full"), fill_value)
+    if np.ndim(fill_value) != 0:
+        raise DTypeError(f"full: fill_value must be a Python scalar or a 0-d array; got {type(fill_value).__name__}")
     return _full(shape, fill_value, dtype, device, "full")
+
+
+def _filled(template: Array, fill: ShardArray) -> Array:
+    """``template``'s shape, layout and dtype, every entry ``fill`` (a 0-d array): ``where(True, fill, fill)``, one
+    elementwise op on each device's block (signed zeros and NaN payload classes as ``fill``'s)."""
+    if fill.ndim != 0:
+        raise DTypeError(f"full: an array fill_value must be 0-d (a scalar); got shape {fill.shape}")
+    f = fill if fill.dtype == template.dtype else astype(fill, template.dtype)
+    return wrap(where(template == False, f, f))  # noqa: E712  # (a bool array of the layout: True everywhere)
 
 
 def empty_like(x: ShardArray, /, *, dtype: Any = None, device: Any = None) -> Array:
@@ -626,9 +651,14 @@ def ones_like(x: ShardArray, /, *, dtype: Any = None, device: Any = None) -> Arr
 
 
 def full_like(x: ShardArray, /, fill_value: bool | complex, *, dtype: Any = None, device: Any = None) -> Array:
-    """``fill_value`` everywhere, like ``x``: its mesh, dims, layout and (default) dtype."""
-    if isinstance(fill_value, ShardArray) or np.ndim(fill_value) != 0:
-        raise DTypeError(f"full_like: fill_value must be a Python scalar; got {type(fill_value).__name__}")
+    """``fill_value`` everywhere, like ``x``: its mesh, dims, layout and (default) dtype (a 0-d array
+    ``fill_value``: its value, as ``full``)."""
+    if isinstance(fill_value, ShardArray):
+        return _filled(_like(x, False, dtype or x.dtype, device, "full_like"), fill_value)
+    if np.ndim(fill_value) != 0:
+        raise DTypeError(
+            f"full_like: fill_value must be a Python scalar or a 0-d array; got {type(fill_value).__name__}"
+        )
     return _like(x, fill_value, dtype, device, "full_like")
 
 

@@ -835,7 +835,7 @@ def _check_same_kind(x: ShardArray, value: Any, what: str = "np.add.at") -> None
         )
 
 
-# Array.__getitem__/__setitem__ and np.add/subtract/maximum/minimum.at on an Array call these; the other ufuncs'
-# ``at`` (``numpy_protocol.positional_ufuncs``) reads it from the package's table
-HOOKS.getitem, HOOKS.setitem, HOOKS.ufunc_at = getitem, setitem, ufunc_at
-OPS.positional_ufunc_at = ufunc_at
+# Array.__getitem__/__setitem__ call these; every ufunc's ``at`` on an Array (``numpy_protocol.positional_ufuncs``)
+# reads the write and its same_kind check from the package's table
+HOOKS.getitem, HOOKS.setitem = getitem, setitem
+OPS.positional_ufunc_at, OPS.positional_at_check = ufunc_at, _check_same_kind

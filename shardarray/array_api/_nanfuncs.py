@@ -122,7 +122,10 @@ def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **
             out = ew.where(mu.isnan(x), np.nan, ew.multiply(ew.abs(x), 0.0 if ok else np.nan))
         # (each value is a slice of one: NumPy warns where one is NaN, or for a variance without degrees of freedom)
         out = _warn_empty_slices(x, dims, out, what, kw.get("correction", 0.0))
-        return wrap(out) if result_dtype is None else _complex_of_real(out, result_dtype, what == "nanvar")
+        if result_dtype is None:
+            return wrap(out)
+        bad = _no_dof(x, dims, keepdims, kw["correction"]) if what == "nanvar" else None
+        return _complex_of_real(out, result_dtype, bad)
     if ints and what == "nanmean":  # (np.mean's warning: an empty reduction, even where there is no slice)
         _statistical.few_values(x, dims, 0.0, _EMPTY_SLICE[what])
         out = fn(x, dims, **kw)
@@ -134,7 +137,8 @@ def _named(fn: Any, x: Any, axis: Any, dtype: Any, keepdims: bool, what: str, **
     if result_dtype is None:
         return out
     if result_dtype.kind == "c":
-        return _complex_of_real(out, result_dtype, what == "nanvar")
+        bad = _no_dof(x, dims, keepdims, kw["correction"]) if what == "nanvar" else None
+        return _complex_of_real(out, result_dtype, bad)
     return wrap(_cast(out, result_dtype))
 
 
@@ -193,14 +197,22 @@ def _warn_empty_slices(x: ShardArray, dims: tuple[str, ...], out: ShardArray, wh
     return out
 
 
-def _complex_of_real(r: ShardArray, dtype: np.dtype, nan_real: bool = False) -> Array:
+def _complex_of_real(r: ShardArray, dtype: np.dtype, no_dof: Any = None) -> Array:
     """A real variance ``r`` in the complex ``dtype=``, as NumPy's ``nanvar(x, dtype=complex)``: ``r + 0j`` where
-    finite, else its complex division's NaN imaginary part (``inf+nanj``, ``nan+nanj``); with ``nan_real`` a NaN
-    ``r`` is ``nan+0j`` (NumPy's ``nanvar`` of floats writes a real NaN where a slice has no degree of freedom; its
-    NaN from ``inf - inf`` would be ``nan+nanj``: taken as the former)."""
+    finite, else its complex division's NaN imaginary part (``inf+nanj``, and ``nan+nanj`` for the NaN of an
+    infinite value's ``inf - inf``); where ``no_dof`` (a bool array, or None) holds, ``nan+0j``: the real NaN
+    NumPy's ``nanvar`` writes where a slice has no degree of freedom left."""
     c = astype(r, dtype)
-    ok = lg.logical_or(mu.isfinite(r), mu.isnan(r)) if nan_real else mu.isfinite(r)
+    ok = mu.isfinite(r) if no_dof is None else lg.logical_or(mu.isfinite(r), no_dof)
     return wrap(ew.where(ok, c, ew.add(c, complex(0.0, np.nan))))
+
+
+def _no_dof(x: ShardArray, dims: tuple[str, ...], keepdims: bool, correction: float) -> ShardArray:
+    """Where a slice of ``x`` over ``dims`` has ``correction`` or fewer non-NaN values (NumPy's ``nanvar``'s
+    "bad" slices: one allreduce of the counts, result-sized)."""
+    present = ew.where(mu.isnan(x), 0.0, 1.0)
+    count = reduce.sum(present, dims).resolve() if dims else present
+    return ew.less_equal(_keep(count, x, dims, keepdims) if dims else count, correction)
 
 
 def _integer_mean_dtype(x: ShardArray, dtype: Any, what: str) -> np.dtype | None:
@@ -251,7 +263,7 @@ def nanmin(x: Array, /, axis: _Axis = None, out: Any = None, keepdims: bool = Fa
 def nanmean(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Array:
     """The mean of the non-NaN entries over ``axis``, as ``np.nanmean`` (a NumPy extra beyond the standard).
 
-    Integers give float64. An all-NaN slice gives NaN. Collectives: two
+    Integers give float64. An all-NaN slice gives NaN (NumPy's ``0 / 0``, sign bit included). Collectives: two
     (pending) sums of result size, the values and the counts. Differentiable.
 
     Example:
@@ -261,7 +273,8 @@ def nanmean(x: Array, /, axis: _Axis = None, dtype: Any = None, out: Any = None,
         array([2., 4.])
     """
     no_out(out, "nanmean")
-    return _named(nanreduce.nanmean, x, axis, dtype, keepdims, "nanmean")
+    # (NumPy's sum of the non-NaN values over their count: each NaN of it that of 0 / 0 or inf - inf, sign bit too)
+    return wrap(_statistical.invalid_nan(_named(nanreduce.nanmean, x, axis, dtype, keepdims, "nanmean")))
 
 
 def _ddof(ddof: Any, correction: Any, what: str) -> float:

@@ -1,5 +1,5 @@
 """NumPy's math and polynomial extras beyond the array API standard: ``exp2``, ``heaviside``, ``sinc``,
-``nan_to_num``, ``polyval``, ``kron``, ``diag`` and ``convolve``.
+``nan_to_num``, ``polyval``, ``kron``, ``diag``, ``convolve`` and ``cross``.
 
 Each takes NumPy's arguments and gives NumPy's result (NumPy's dtypes: ``exp2``/``heaviside`` of integers are
 floating, as their ufunc loops are), composed of the namespace's own functions, whose collectives and gradients it
@@ -22,9 +22,10 @@ from ._creation import asarray, eye, zeros, zeros_like
 from ._dtypes import astype, finfo
 from ._elementwise import cos, divide, imag, isfinite, isnan, logical_and, logical_not, pow, real, sin
 from ._elementwise import where as _where
-from ._manipulation import reshape
+from ._manipulation import moveaxis, reshape
 from ._numpy_extras import pad
 from ._statistical import _check
+from .linalg import cross as _cross3
 from .linalg import diagonal
 
 _MODES = ("full", "same", "valid")
@@ -367,4 +368,42 @@ def convolve(a: Any, v: Any, mode: str = "full") -> Array:
     return out != 0 if dt == np.bool_ else _as(out, dt)
 
 
-__all__ = ["convolve", "diag", "exp2", "heaviside", "kron", "nan_to_num", "polyval", "sinc"]
+def cross(a: Array, b: Array, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None) -> Array:
+    """NumPy's ``cross``: the cross product of 3-vectors along ``axisa`` of ``a`` and ``axisb`` of ``b`` (``axis``
+    sets all three), broadcasting the other axes, the vectors along ``axisc`` of the result (``xp.linalg.cross``,
+    the standard's form with one ``axis``, on the vectors moved last; its collectives: a split vector axis
+    exchanges single elements). xarray's ``xr.cross`` calls it on a namespace.
+
+    Raises:
+        DimensionError: a 0-d operand, an axis out of range, or vectors of another length than 3 (NumPy 2
+            deprecated its 2-vector form; pad a zero z component: ``xp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, 1)])``).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     c = xp.cross(xp.asarray([[1.0, 2, 3], [0, 0, 1]]), xp.asarray([4.0, 5, 6]))
+        >>> c.numpy()
+        array([[-3.,  6., -3.],
+               [-5.,  4.,  0.]])
+    """
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    ref = a if isinstance(a, ShardArray) else b if isinstance(b, ShardArray) else None
+    x, y = _operand(a, ref, "cross"), _operand(b, ref, "cross")
+    for v, ax, name in ((x, axisa, "axisa"), (y, axisb, "axisb")):
+        if v.ndim == 0 or not -v.ndim <= ax < v.ndim:
+            raise DimensionError(f"cross: {name}={ax} is out of range for an operand of shape {v.shape}")
+        if v.shape[ax] != 3:
+            raise DimensionError(
+                f"cross: the vectors along {name}={ax} of the operand of shape {v.shape} have {v.shape[ax]} "
+                f"components; cross takes 3-vectors (pad a 2-vector with a zero z component)"
+            )
+    out = _cross3(moveaxis(x, axisa, -1), moveaxis(y, axisb, -1), axis=-1)
+    if out.ndim > 1:
+        if not -out.ndim <= axisc < out.ndim:
+            raise DimensionError(f"cross: axisc={axisc} is out of range for a result of {out.ndim} dims")
+        out = moveaxis(out, -1, axisc)
+    return out
+
+
+__all__ = ["convolve", "cross", "diag", "exp2", "heaviside", "kron", "nan_to_num", "polyval", "sinc"]

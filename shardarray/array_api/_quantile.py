@@ -7,8 +7,9 @@ library, whose collectives and gradients it inherits; none gathers a split axis:
 
 - ``quantile``/``median`` sort along the axis (``xp.sort``: a sample sort over a split axis), then read the
   needed ranks: one ``broadcast`` of a result-sized row per rank;
-- ``nanquantile``/``nanmedian``: the rank depends on each slice's NaN count, so the picks are masked sums, one
-  allreduce of result size each.
+- ``nanquantile``/``nanmedian``: the rank depends on each slice's NaN count, so the picks are masked reductions
+  (a maximum over ``-inf`` for real floats, keeping a ``-0.0``; a sum otherwise), one allreduce of result size
+  each.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..array import ShardArray, as_kind
 from ..callsite import user_stacklevel
+from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks
@@ -171,7 +173,11 @@ def _static_rank(
 
 
 def _masked_rank(s: ShardArray, dim: str, pos: ShardArray, rank: ShardArray) -> ShardArray:
-    """``s[rank]`` along ``dim`` with a per-slice ``rank``: a masked (pending) sum, no data movement."""
+    """``s[rank]`` along ``dim`` with a per-slice ``rank``: a masked reduction (one allreduce of the result's
+    size), no data movement. Real floats take the maximum over ``-inf`` elsewhere, so a ``-0.0`` read stays
+    ``-0.0`` (NumPy's quantile of it; a sum from ``+0.0`` would flip it); other dtypes a masked sum."""
+    if is_real_float(s.dtype):
+        return reduce.max(ew.where(ew.equal(pos, rank), s, -math.inf), dim)
     # (resolved: arithmetic on a pending sum runs on each device's partial, rounding otherwise than NumPy's)
     return reduce.sum(ew.where(ew.equal(pos, rank), s, 0.0), dim).resolve()
 
@@ -200,7 +206,7 @@ def _nan_rank(
 ) -> ShardArray:
     """The ``q`` quantile of the first ``valid`` entries of sorted ``s`` along ``dim`` (NaN sort last), by NumPy's
     index arithmetic for ``method`` on the per-slice count ``valid`` (NumPy's ``_quantile`` on each slice's
-    non-NaN values: see ``_static_rank``). A signed zero read comes back +0.0 (a masked sum)."""
+    non-NaN values: see ``_static_rank``), signed zeros as NumPy's (``_masked_rank``)."""
     qdt = np.dtype(np.float64) if qdt is None else np.dtype(qdt)
     integer_q = method == "linear" and qdt.kind in "biu" and combine is _lerp
     n = s.sizes[dim]
@@ -435,8 +441,10 @@ def nanquantile(
 
     Every NumPy ``method`` (the index arithmetic on each slice's count of non-NaN
     entries). An all-NaN slice gives NaN. Collectives: a sort along the axis, an allreduce of the
-    non-NaN counts, then one masked sum of result size per rank read (the
-    rank differs per slice): allreduces over the axis's mesh axes.
+    non-NaN counts, then one masked reduction of result size per rank read (the
+    rank differs per slice): allreduces over the axis's mesh axes. Signed zeros are NumPy's where a slice's
+    zeros share a sign; where it holds both ``-0.0`` and ``0.0``, which NumPy reads depends on the order its
+    partition leaves equal values in, here the stable sort's.
 
     Example:
         >>> import shardarray.array_api as xp

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..array import ShardArray
 from ..callsite import user_stacklevel
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError
 from ..layout import Layout
 from ..ops.creation.basic import from_blocks, zeros
@@ -36,6 +36,17 @@ from ._array import Array, wrap
 _A = TypeVar("_A")  # the argument's own type: the check returns it unchanged
 
 _Axis = int | tuple[int, ...] | None
+
+with np.errstate(invalid="ignore"):
+    #: the NaN an invalid operation gives on this host (``0.0 / 0.0``; x86's has its sign bit set): NumPy's result
+    #: where a mean divides the empty sum of a slice by its zero count
+    HOST_NAN = float(np.float64(0.0) / np.float64(0.0))
+
+
+def invalid_nan(out: ShardArray) -> ShardArray:
+    """``out`` with each NaN as ``HOST_NAN``, the NaN NumPy's ``0 / 0`` (or ``inf - inf``) gives there, sign bit
+    included; for results whose every NaN such an operation makes (nothing but real floats: others unchanged)."""
+    return ew.where(math_unary.isnan(out), HOST_NAN, out) if is_real_float(out.dtype) else out
 
 
 def _check(x: _A, what: str) -> _A:
@@ -222,11 +233,15 @@ def _spread(
     fn: Callable[..., ShardArray], x: Any, axis: Any, correction: Any, keepdims: bool, ddof: Any, what: str
 ) -> Array:
     """``var``/``std``, with NumPy's ``RuntimeWarning`` where ``N - correction <= 0`` (the result is then inf or
-    NaN, as NumPy's)."""
+    NaN, as NumPy's; over an empty axis the NaN of NumPy's ``0 / 0``: ``invalid_nan``)."""
     x = _floats(x, what)
     c = _ddof_or(correction, ddof, what)
-    few_values(_check(x, what), axes_dims(x, axis, what), c, "Degrees of freedom <= 0 for slice")
-    return _reduce(fn, x, axis, keepdims, what, correction=c)
+    dims = axes_dims(_check(x, what), axis, what)
+    few_values(x, dims, c, "Degrees of freedom <= 0 for slice")
+    out = _reduce(fn, x, axis, keepdims, what, correction=c)
+    if dims and not math.prod(x.sizes[d] for d in dims):  # (an empty slice: NumPy's 0 / 0, its NaN's sign bit)
+        return wrap(invalid_nan(out))
+    return out
 
 
 def std(

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import fft as _f
 from ..array import ShardArray
+from ..core.tape import boundaries as _boundaries
 from ..dtypes import as_dtype
 from ..errors import ArgumentError, DTypeError
 from ..fft.transforms import c2c_any_layout, is_minus_one
@@ -246,3 +247,5 @@ def _shift(x: ShardArray, axes: Any, fn: Any, what: str) -> ShardArray:
 
 
 __all__ = sorted([*_f.__all__, "fft2", "ifft2", "irfft2", "rfft2"])  # each named one, and NumPy's 2-D forms
+
+_boundaries(globals(), __all__)  # each function an op boundary of an MPI job (``core.tape.boundary``)

@@ -45,6 +45,7 @@ import numpy as np
 from .. import linalg as L
 from ..array import ShardArray
 from ..backend.meta import truth
+from ..core.tape import boundaries as _boundaries
 from ..dtypes import is_real_float
 from ..errors import ArgumentError, DimensionError, DTypeError, LinAlgError, MatrixShapeError
 from ..linalg.dense import inv_or_nan
@@ -541,3 +542,5 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+_boundaries(globals(), __all__)  # each function an op boundary of an MPI job (``core.tape.boundary``)

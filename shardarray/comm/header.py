@@ -98,7 +98,7 @@ def as_op(name: str, fn: Callable[..., Any], run: Callable[..., Any], args: tupl
     it is then raised as it is.
     """
     if _State.noting:
-        note_op(name, args, kwargs)
+        note_op(name, args, kwargs, fn)
     here = _OP
     if here.current is not None:
         return run(*args, **kwargs)

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -35,17 +36,23 @@ def noting() -> bool:
     return _State.noting
 
 
-def note_op(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+def note_op(name: str, args: Sequence[Any], kwargs: Mapping[str, Any], fn: Any = None) -> None:
     """``note`` the host arguments of the op ``name`` called with ``args`` and ``kwargs`` (its arrays are left out:
     their collectives compare them), on the mesh of its first array; for the op mechanism, with
-    ``SHARDARRAY_CHECK_SPMD=1`` (``noting``)."""
+    ``SHARDARRAY_CHECK_SPMD=1`` (``noting``). Given the op's function ``fn``, the arguments go by its parameters'
+    names (``key=0, value=5.0`` of ``x[0] = 5.0``), else by position (``arg1=0``)."""
     if not _State.noting:
         return
     mesh = _mesh_of((*args, *kwargs.values()))
     if mesh is None or getattr(mesh, "comm_kind", None) != "mpi":
         return
-    host = [(f"arg{i}", a) for i, a in enumerate(args) if _mesh_of((a,)) is None]
-    host += [(k, v) for k, v in kwargs.items() if _mesh_of((v,)) is None]
+    pairs = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    if fn is not None:
+        try:
+            pairs = list(inspect.signature(fn).bind_partial(*args, **kwargs).arguments.items())
+        except (TypeError, ValueError):  # (arguments the op itself refuses; a builtin without a signature)
+            pass
+    host = [(k, v) for k, v in pairs if _mesh_of((v,)) is None]
     _record(name, ", ".join(f"{k}={show(v)}" for k, v in host), False)
 
 

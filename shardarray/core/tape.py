@@ -30,8 +30,9 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
+from types import FunctionType
 from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar, cast
 
 from .. import profiler
@@ -50,6 +51,9 @@ VJP = Callable[["Context", ShardArray], Sequence[Any]]
 VJPS: dict[str, VJP] = {}
 #: the ops declared without a gradient (``nondifferentiable``)
 NONDIFFERENTIABLE: set[str] = set()
+#: the attribute every op wrapper carries (``differentiable``, ``nondifferentiable``, ``keeps_kind``, ``boundary``):
+#: ``boundaries`` leaves those functions as they are
+_OP_MARK = "_shardarray_op"
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -309,6 +313,7 @@ def differentiable(
         # the op itself, never recorded (memoised during a layout search); inspect.signature/help()/
         # typing.get_type_hints follow __wrapped__ (to fn through direct's own), so the op shows its real parameters
         wrapper.__wrapped__ = direct
+        vars(wrapper)[_OP_MARK] = True
         return wrapper
 
     return deco
@@ -334,6 +339,7 @@ def keeps_kind(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         return in_kind(kind, fn, args, kwargs)
 
+    vars(wrapper)[_OP_MARK] = True
     return wrapper
 
 
@@ -343,15 +349,29 @@ def boundary(fn: Callable[P, R]) -> Callable[P, R]:
     ``keeps_kind`` ops are: in a process of a job of several (``comm.header.JOB.job``) it runs as the outermost op
     (``comm.header.as_op``), so that an error it raises on some processes only is told to the others (they raise
     ``CommError`` naming it instead of waiting for this process), and its host arguments go into its collectives'
-    headers. Elsewhere it costs one attribute lookup; arrays pass through as they are (no kind conversion)."""
+    headers. Elsewhere it costs one attribute lookup; arrays pass through as they are (no kind conversion). The op's
+    name in those messages is the function's, without underscores (``x[i]``'s ``__getitem__`` is ``getitem``)."""
+    op = fn.__name__.strip("_")
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if JOB.job:
-            return cast("R", as_op(fn.__name__, fn, fn, args, kwargs))
+            return cast("R", as_op(op, fn, fn, args, kwargs))
         return fn(*args, **kwargs)
 
+    vars(wrapper)[_OP_MARK] = True
     return wrapper
+
+
+def boundaries(namespace: dict[str, Any], names: Iterable[str]) -> None:
+    """Make each plain function among ``namespace[name]`` an op boundary (``boundary``), in place: a namespace
+    module's public functions (``sa``, ``xp``, ``xp.linalg``, ``sa.fft``, ...), whose argument checks then run as the
+    outermost op of an MPI job. Classes, modules and ops already wrapped by the op mechanism are left as they are
+    (a boundary around an op costs one more call and changes nothing)."""
+    for name in names:
+        fn = namespace.get(name)
+        if isinstance(fn, FunctionType) and not vars(fn).get(_OP_MARK):
+            namespace[name] = boundary(fn)
 
 
 def in_kind(kind: type[ShardArray], op: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -481,6 +501,7 @@ def nondifferentiable(name: str) -> Callable[[Callable[P, R]], Op[P, R]]:
             return out
 
         wrapper.__wrapped__ = fn
+        vars(wrapper)[_OP_MARK] = True
         NONDIFFERENTIABLE.add(name)
         return cast("Op[P, R]", wrapper)
 

@@ -9,6 +9,7 @@ algorithm, or Bluestein's for a length without two factors ``>=`` its devices (a
 input's layout.
 """
 
+from ..core.tape import boundaries as _boundaries
 from .freq import fftfreq, rfftfreq
 from .shift import fftshift, ifftshift
 from .transforms import fft, fftn, hfft, ifft, ifftn, ihfft, irfft, irfftn, rfft, rfftn
@@ -29,3 +30,5 @@ __all__ = [
     "rfftfreq",
     "rfftn",
 ]
+
+_boundaries(globals(), __all__)  # each function an op boundary of an MPI job (``core.tape.boundary``)

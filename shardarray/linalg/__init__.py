@@ -15,6 +15,7 @@ one, on CuPy shards too (checked on the devices, read once per op:
 ``_checks``).
 """
 
+from ..core.tape import boundaries as _boundaries
 from ..errors import LinAlgError, MatrixShapeError
 from ._matrix import ReplicatedFallbackWarning
 from .dense import EighResult, SlogdetResult, cholesky, det, eigh, eigvalsh, inv, slogdet, solve
@@ -50,3 +51,5 @@ __all__ = [
     "svdvals",
     "vector_norm",
 ]
+
+_boundaries(globals(), __all__)  # each function an op boundary of an MPI job (``core.tape.boundary``)

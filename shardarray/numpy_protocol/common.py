@@ -127,3 +127,29 @@ def dtype_loop(ufunc: np.ufunc, args: list[Any], dtype: Any, casting: str = "sam
             f"np.{ufunc.__name__}: dtype={np.dtype(dtype)} does not fit these operands under casting={casting!r}: {e}"
         ) from None
     return tuple(loop[: ufunc.nin])
+
+
+#: NumPy's sums and products that compute in their ufunc's loop for ``out=``'s dtype and the array's
+OUT_LOOPS: dict[str, np.ufunc] = {
+    **dict.fromkeys(("sum", "nansum", "cumsum", "nancumsum"), np.add),
+    **dict.fromkeys(("prod", "nanprod", "cumprod", "nancumprod"), np.multiply),
+}
+
+
+def out_loop(ufunc: np.ufunc, x: np.dtype, out: Any, any_kind: bool = False) -> np.dtype | None:
+    """The ``dtype=`` that makes a sum or product (``ufunc`` ``add``/``multiply``, ``reduce`` or ``accumulate``) of
+    ``x`` values compute as NumPy's into the positional ``out``: NumPy's loop for ``out``'s dtype and ``x``'s
+    (``np.add.reduce(float32_x, out=float64_out)`` sums in float64, ``np.multiply.reduce(int64_x,
+    out=float64_out)`` multiplies in float64: no integer wrap), where it is inexact and not ``x``'s own; None
+    where the plain computation cast into ``out`` is NumPy's (integer loops wrap alike; bool loops). ``any_kind``:
+    the loop whatever it is, ``x``'s own too (``ufunc.reduce``/``accumulate``, which NumPy runs in it with
+    ``out=``: ``np.maximum.reduce(bools, initial=2, out=int8)`` is 2, ``np.multiply.accumulate(int8_x,
+    out=bools)`` wraps in int8, where the namespace's scan would widen to int64).
+    """
+    if not isinstance(out, ShardArray) or x.name == "bfloat16" or out.dtype.name == "bfloat16":
+        return None
+    try:
+        loop = np.dtype(ufunc.resolve_dtypes((out.dtype, x, None))[2])
+    except (TypeError, ValueError):
+        return None
+    return loop if any_kind or (loop.kind in "fc" and loop != x) else None

@@ -610,6 +610,11 @@ def _average(
     x = a if is_real_float(a.dtype) or is_complex(a.dtype) else xp.astype(a, xp.float64)  # (bfloat16 kept)
     kd = keepdims is True
     if weights is None:
+        if x.size == 0 and any(n == 0 for k, n in enumerate(x.shape) if k not in axes_of(axis, x.ndim, what)):
+            raise ArgumentError(  # (NumPy divides a.size by the result's size, 0 / 0: its ZeroDivisionError)
+                f"{what}: the average over axis={axis!r} of the array of shape {x.shape} has no element (a kept "
+                f"axis is empty), and NumPy raises ZeroDivisionError for it; check x.size before averaging"
+            )
         avg = xp.mean(x, axis=axis, keepdims=kd)
         count = math.prod(x.shape[k] for k in axes_of(axis, x.ndim, what))
         return (avg, xp.full_like(avg, count)) if returned else avg

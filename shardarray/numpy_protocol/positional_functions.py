@@ -29,6 +29,10 @@ NumPy's semantics where the standard's differ:
   ``np.clip(ints, -1.5, 1.5)`` is float64), as NumPy does;
 * keywords NumPy takes through ``**kwargs`` (``np.pad``'s ``constant_values=``)
   are passed on when the namespace's function takes them;
+* the sums and products (``np.sum``, ``prod``, ``cumsum``, their nan-versions) into an ``out=`` of another
+  dtype compute in NumPy's loop for ``out``'s dtype and the array's (``float32`` data into a ``float64`` out
+  sums in float64, integers into a float out in float64: ``positional_moments.out_loop``), and ``np.mean``/
+  ``var``/``std`` and their nan-versions through ``out`` as NumPy does (``positional_moments``);
 * ``out=`` writes into a positional array in place (``positional_args.write_out``), under NumPy's casting:
   ``unsafe`` for the reductions (``np.max(floats, out=ints)``: ``UNSAFE_OUT``), an integer one for the index
   searches, an inexact one for ``nanmean``/``nanvar``/``nanstd`` of inexact data, ``same_kind`` elsewhere
@@ -93,8 +97,10 @@ from ..array import ShardArray
 from ..dtypes import as_dtype, is_real_float, promote
 from ..errors import ArgumentError, DTypeError
 from . import positional_dots  # noqa: F401  (registers the products in COMPOSED)
+from .common import OUT_LOOPS, out_loop
 from .positional_args import axes_of, cast_to, host_setting, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
+from .positional_moments import MOMENTS, moment_into_out, through_out, wide_nanvar
 from .positional_ufuncs import counterpart, masked_operand, where_mask
 
 P = inspect.Parameter
@@ -242,6 +248,12 @@ def array_function(
             raise DTypeError(f"{what}: dtype= {err}") from None
     if not space and name in ("nanmean", "nanvar", "nanstd"):
         _inexact_out(func, what, args, kwargs)
+    if (
+        not space
+        and name in MOMENTS
+        and (through_out(func, name, args, kwargs) or wide_nanvar(func, name, args, kwargs))
+    ):
+        return moment_into_out(xp, func, name, what, args, kwargs)
     if not space and name in _INTEGER_MOMENTS and _integer_moment_call(func, name, args, kwargs):
         return _integer_moment(xp, func, name, what, args, kwargs)
     if (space, name) in FLOAT_INPUT and not _empty_pinv(space, name, args, kwargs):
@@ -490,6 +502,9 @@ def call_derived(
     if name in PROMOTES_WITH and isinstance(ref, ShardArray):
         given[first] = _promoted(xp, ref, [given.get(k) for k in PROMOTES_WITH[name]])
     out = given.pop("out", None)
+    if name in OUT_LOOPS and given.get("dtype") is None and isinstance(given.get(first), ShardArray):
+        loop = out_loop(OUT_LOOPS[name], given[first].dtype, out)
+        given["dtype"] = loop if loop is not None else given.get("dtype")
     ref = next((v for v in _leaves(given.values()) if isinstance(v, ShardArray)), ref)
     if name in JOINS and isinstance(given.get(first), (list, tuple)) and isinstance(ref, ShardArray):
         given[first] = [_scalar_array(xp, v, ref) for v in given[first]]

@@ -21,7 +21,11 @@ The methods:
   ``xp.nanmax``/``nanmin`` (NaN skipped; an all-NaN slice NaN without a warning) (NumPy's
   default ``axis=0``; ``axis=None``, ``keepdims``, ``dtype``, ``initial``, ``out``,
   ``where`` (the left-out entries filled with the reduction's identity, or
-  ``initial`` for ``maximum``/``minimum``, which NumPy then asks for);
+  ``initial`` for ``maximum``/``minimum``, which NumPy then asks for); of ``bitwise_and``/``bitwise_or``/
+  ``bitwise_xor``/``logical_xor`` ``positional_bits.SEGMENT_REDUCTIONS`` (one ``reduceat`` segment per axis);
+  with ``out=`` and no ``dtype=`` in NumPy's loop for ``out``'s dtype and the array's
+  (``common.out_loop``: ``np.add.reduce(float32_x, out=float64_out)`` sums in float64; no loop is NumPy's
+  TypeError);
   ``initial`` is cast to the result's dtype as NumPy casts it (out of range:
   ``CastError``) and combined with the result by the ufunc, and a ``maximum``/
   ``minimum`` reduction over an empty axis is ``initial``, as in NumPy);
@@ -89,8 +93,9 @@ from ..ops.indexing.writes import check_host_value
 from ..ops.reduction.scan import ACCUMULATES, accumulate
 from ..ops.reduction.scan import LOGICAL as LOGICAL_SCANS
 from ..ops.reduction.segment import REDUCEATS, segment_reduce
-from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error
+from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error, out_loop
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
+from .positional_bits import COMPOSED_UFUNCS, SEGMENT_REDUCTIONS, identity
 from .positional_products import GUFUNCS, call_gufunc
 
 #: ufunc.reduce of the NaN-skipping extrema -> the namespace's reduction (their all-NaN slice: NaN, no warning)
@@ -112,8 +117,10 @@ def counterpart(ns: Any, name: str) -> Callable[..., Any] | None:
 
 
 def elementwise(xp: Any, name: str) -> Callable[..., Any] | None:
-    """The namespace's function for the ufunc ``name`` (by NumPy's name or the standard's spelling)."""
-    return counterpart(xp, name) or (counterpart(xp, UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
+    """The namespace's function for the ufunc ``name`` (by NumPy's name or the standard's spelling), else its
+    composition from the namespace's functions (``positional_bits.COMPOSED_UFUNCS``: ``np.bitwise_count``)."""
+    fn = counterpart(xp, name) or (counterpart(xp, UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
+    return fn if fn is not None or xp is None else COMPOSED_UFUNCS.get(name)
 
 
 def _same_kind_result(value: np.dtype, ref: np.dtype) -> bool:
@@ -379,6 +386,8 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
     target = counterpart(xp, table[name]) if name in table else None
     if method == "accumulate" and name in ACCUMULATES:
         target = RUNNING[name]
+    if method == "reduce" and name in SEGMENT_REDUCTIONS:
+        target = SEGMENT_REDUCTIONS[name]
     if target is None:
         return NotImplemented
     return _reduce_or_scan(xp, target, fn, method, inputs[0], what, **kwargs)
@@ -400,17 +409,24 @@ def ufunc_at(ufunc: np.ufunc, what: str, inputs: tuple[Any, ...], kwargs: dict[s
     if ufunc.nin not in (1, 2):
         return NotImplemented
     key, value = inputs[1], (inputs[2] if ufunc.nin == 2 else None)
-    if value is not None:
+    if ufunc.nin == 2:
         check_host_value(value, what)  # (a ragged list: a typed error, not NumPy's)
         value = np.asarray(value) if isinstance(value, (list, tuple)) else value
-    kinds = [(x.dtype,)] if value is None else [(x.dtype, x.dtype), (x.dtype, _dtype_key(value))]
-    for operands in kinds:
+        OPS.positional_at_check(x, value, what)  # (x op= value's same_kind rule, first: its message names it)
+    kinds = [(x.dtype,)] if ufunc.nin == 1 else [(x.dtype, _dtype_key(value)), (x.dtype, x.dtype)]
+    for i, operands in enumerate(kinds):
         try:
             out = ufunc.resolve_dtypes((*operands, None))[-1]
         except (TypeError, ValueError):
+            if i == 1:  # (np.ldexp: NumPy's loop for the values' dtype, not for x's own)
+                raise DTypeError(
+                    f"{what}: the values are applied in the array's dtype {x.dtype} here, and NumPy's "
+                    f"{ufunc.__name__} has no loop for two {x.dtype} operands; compute x[key] = "
+                    f"np.{ufunc.__name__}(x[key], values) with unique indices instead"
+                ) from None
             raise DTypeError(
-                f"{what}: NumPy has no {ufunc.__name__} loop for {' and '.join(map(str, operands))} (the array "
-                f"{x.shape} and the values); cast them first"
+                f"{what}: NumPy has no {ufunc.__name__} loop for {' and '.join(map(_type_name, operands))} (the array "
+                f"{x.shape} and the values), as NumPy's TypeError says; cast them first"
             ) from None
         if not np.can_cast(out, x.dtype, "same_kind"):
             raise DTypeError(
@@ -425,6 +441,11 @@ def ufunc_at(ufunc: np.ufunc, what: str, inputs: tuple[Any, ...], kwargs: dict[s
         )
     OPS.positional_ufunc_at(x, key, value, ufunc.__name__)
     return None
+
+
+def _type_name(key: Any) -> str:
+    """A dtype, or a Python scalar's type (``float``), as a message names it."""
+    return key.__name__ if isinstance(key, type) else str(key)
 
 
 def _dtype_key(value: Any) -> Any:
@@ -507,8 +528,10 @@ def masked_operand(xp: Any, name: str, x: ShardArray, where: Any, initial: Any, 
     (``maximum``/``minimum`` have none: by ``initial``, which NumPy asks for), so the plain reduction is NumPy's
     masked one: a local ``where``, no collective beyond the reduction's."""
     mask = where_mask(xp, where, x, what)
-    if name in WHERE_IDENTITY:
-        fill: Any = WHERE_IDENTITY[name]
+    if name in SEGMENT_REDUCTIONS:
+        fill: Any = identity(name, x.dtype if name != "logical_xor" else np.dtype(np.bool_))
+    elif name in WHERE_IDENTITY:
+        fill = WHERE_IDENTITY[name]
         fill = bool(fill) if x.dtype == np.bool_ else fill
         fill = -0.0 if name == "add" and is_real_float(x.dtype) else fill  # (x + -0.0 is x: -0.0 keeps its sign)
     elif initial is np._NoValue or initial is None:
@@ -558,6 +581,11 @@ def _reduce_or_scan(
         raise DTypeError(f"{what}: cannot accumulate on a 0-d array (NumPy's TypeError); reshape it to 1-D first")
     params = signature(target).parameters
     kw: dict[str, Any] = {}
+    o = out[0] if isinstance(out, tuple) and len(out) == 1 else out  # (NumPy passes a method's out= as a tuple)
+    if dtype is None and isinstance(o, ShardArray):  # (NumPy's loop for out='s dtype and x's: f32 into f64)
+        _out_has_loop(getattr(np, name), what, x.dtype, o.dtype)
+        if name not in LOGICAL:  # (the logical ufuncs compute in bool, whatever out= is)
+            dtype = out_loop(getattr(np, name), x.dtype, o, any_kind=True)
     if dtype is not None:
         if name in LOGICAL_SCANS and method == "accumulate" and np.dtype(dtype) != np.bool_:
             raise DTypeError(
@@ -601,6 +629,20 @@ def _reduce_or_scan(
         start = scalar_for_write(initial, result.dtype, f"{what}: initial").item()
         result = _with_initial(xp, fn, name, start, x, axes, bool(keepdims), result)
     return write_out(out, result, what, "unsafe")  # (NumPy's reductions cast into out= unsafely)
+
+
+def _out_has_loop(ufunc: np.ufunc, what: str, x: np.dtype, out: np.dtype) -> None:
+    """Raise NumPy's TypeError (a ``DTypeError``) where a reduction or scan of ``x`` values into an ``out=`` of
+    dtype ``out`` has no loop: NumPy picks it for the two dtypes (``np.bitwise_or.reduce(ints, out=floats)``)."""
+    if "bfloat16" in (x.name, out.name):  # (no NumPy promotion for it: the plain path's own rules)
+        return
+    try:
+        ufunc.resolve_dtypes((out, x, None))
+    except (TypeError, ValueError):
+        raise DTypeError(
+            f"{what}: NumPy has no {ufunc.__name__} loop for out= of dtype {out} and the array's {x} (a reduction "
+            f"or scan into out= computes in a loop for both, as NumPy's TypeError says); give dtype= or another out="
+        ) from None
 
 
 def _with_initial(

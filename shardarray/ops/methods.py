@@ -21,6 +21,7 @@ from typing import Any
 
 from ..array import OPS, ShardArray
 from ..core import relayout
+from ..core.tape import boundary
 from . import show
 from .elementwise import arithmetic as elementwise
 from .elementwise import logical, math_unary, operators, short_path
@@ -29,6 +30,7 @@ from .manipulation import dims, reshape, structure
 from .reduction import reduce, search
 
 
+@boundary
 def _setitem(x: ShardArray, key: Any, value: Any) -> None:
     """``x[key] = value``: the key parsed as ``x[key]`` parses it, then the in-place write."""
     items, _ = slicing.parse_key(x, key)

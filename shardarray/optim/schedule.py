@@ -23,7 +23,7 @@ def cosine_schedule(peak: float, total_steps: int, warmup: int = 0, final: float
 
     Raises:
         ArgumentError: ``peak`` or ``final`` negative or not finite,
-            ``total_steps`` < 1 or ``warmup`` < 0.
+            ``total_steps`` < 1, ``warmup`` < 0 or ``warmup`` > ``total_steps`` (a warm-up longer than the run).
 
     Example:
         >>> lr = sa.optim.cosine_schedule(1e-3, 100, warmup=10)
@@ -35,6 +35,11 @@ def cosine_schedule(peak: float, total_steps: int, warmup: int = 0, final: float
     for name, value, least in (("total_steps", total_steps, 1), ("warmup", warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ArgumentError(f"cosine_schedule({name}={value!r}): {name} must be an integer >= {least}")
+    if warmup > total_steps:  # (the peak would never be reached: a warm-up meant for a longer run)
+        raise ArgumentError(
+            f"cosine_schedule(total_steps={total_steps}, warmup={warmup}): the warm-up is longer than the run, so the "
+            f"rate would never reach its peak {peak}; pass warmup <= total_steps (e.g. warmup=min(warmup, total_steps))"
+        )
 
     def lr(step: Any) -> Any:
         if isinstance(step, ShardArray):  # a step counted on the device (sa.graphed): the same formula there

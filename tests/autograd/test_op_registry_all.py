@@ -1079,7 +1079,7 @@ def _mask_assign(p):
 
 # ------------------------------------------------------------------------------------------- NO_ARRAY_INPUT
 _ERRORS = ("ArgumentError", "BackendError", "CastError", "CheckpointError", "CommError", "DTypeError",
-           "DimensionError", "ExistingFileError", "LayoutError", "MeshError", "MissingFileError", "ShardArrayError",
+           "DimensionError", "ExistingFileError", "ExportError", "LayoutError", "MeshError", "MissingFileError", "ShardArrayError",
            "TapeError")
 NO_ARRAY_INPUT = {f"sa.{n}": "class: an exception type" for n in _ERRORS}
 NO_ARRAY_INPUT.update({f"sa.{n}": "module" for n in (
@@ -1114,6 +1114,7 @@ NO_ARRAY_INPUT.update({
     "sa.linalg.MatrixShapeError": "class: an exception type",
     "sa.linalg.ReplicatedFallbackWarning": "class: a warning type",
     "sa.GatherWarning": "class: a warning type",
+    "sa.CopyWriteWarning": "class: a warning type",
     "sa.GraphError": "class: an exception type",
     "sa.OutOfBoundsError": "class: an exception type",
     "sa.IndexingError": "class: an exception type",
@@ -1172,6 +1173,8 @@ DIFFERENTIABLE["xp.polyval"] = lambda m: [(lambda p: xp.polyval([1.0, -2.0, 0.5]
                                           (lambda p: xp.polyval(p[:, 0], p[:3, 1]), _pos(m, (5, 3)))]
 DIFFERENTIABLE["xp.kron"] = lambda m: [(lambda p: xp.kron(p, p[:2, :2]), _pos(m, (5, 3))),
                                        (lambda p: xp.kron(p[:, 0], p[:2, 1]), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.cross"] = lambda m: [(lambda p: xp.cross(p[:, 0:3], p[0, 0:3]), _pos(m, (5, 3))),
+                                        (lambda p: xp.cross(p[0:3, :], p[0:3, 1:2], axisa=0, axisb=0), _pos(m, (5, 3)))]
 DIFFERENTIABLE["xp.diag"] = lambda m: [(lambda p: xp.diag(p, 1), _pos(m, (5, 3))),
                                        (lambda p: xp.diag(p[:, 0], -2), _pos(m, (5, 3)))]
 DIFFERENTIABLE["xp.convolve"] = lambda m: [(lambda p, md=md: xp.convolve(p[:, 0], p[:3, 1], mode=md), _pos(m, (5, 3)))

@@ -31,7 +31,8 @@ Skipped (not run; no array solution, or NumPy internals):
 * 62 (``np.nditer``), 76's, 81's and 84's ``as_strided``: NumPy's iterator and strides (their
   ``sliding_window_view`` solutions run);
 * 88 (the Game of Life): ``Z[1:-1, 1:-1][birth | survive] = 1`` writes through a view into ``Z``; a
-  getitem result here is a copy (as JAX's), so the write is lost;
+  getitem result here is a copy (as JAX's), which refuses the write with ``sa.ArgumentError`` (it was lost
+  silently before round 16; ``tests/test_fuzz16_followups.py``);
 * 92's ``%timeit``: timing (its three expressions run).
 
 What the exercises needed, tested beyond their inputs below: ``np.emath`` (it ran ``xp.sqrt``, so a negative

@@ -143,7 +143,8 @@ def test_top_k_with_the_same_k_compares_nothing_more():
 def test_a_scalar_write_that_differs_between_processes_is_named_by_the_check(monkeypatch, case):
     """``x[r] = 5.0``, ``x[2] = r``, ``x[r:] = 1.0``, ``x[{"a": r}] = 1.0``: each device wrote locally, the blocks mixed
     silently (``x[r] = 5`` wrote index 0 only). With ``SHARDARRAY_CHECK_SPMD=1``: ``CommError`` at the next
-    collective (here ``numpy()``) on every process, naming the write and each process's index or value."""
+    collective (here ``numpy()``) on every process, naming the write (``setitem``, an op boundary since round 16) and
+    each process's key or value."""
     _check(monkeypatch, True)
     mesh = _mesh({"row": 4})
     x = as_kind(_named(mesh), xp.Array)
@@ -151,7 +152,7 @@ def test_a_scalar_write_that_differs_between_processes_is_named_by_the_check(mon
     y = xp.asarray(x, copy=True)
     if case == "index":
         y[r] = 5.0
-        want = ("index={'a': 0}", "index={'a': 1}")
+        want = ("key=0", "key=1")
     elif case == "value":
         y[2] = float(r)
         want = ("value=0.0", "value=1.0")
@@ -161,8 +162,8 @@ def test_a_scalar_write_that_differs_between_processes_is_named_by_the_check(mon
     else:
         z = as_kind(y, sa.ShardArray)
         z[{"b": r % 3}] = 1.0
-        want = ("index={'b': 0}", "index={'b': 1}")
-    _every_process_raises(lambda: y.numpy(), match=("x[...] = v", "different arguments", *want))
+        want = ("key={'b': 0}", "key={'b': 1}")
+    _every_process_raises(lambda: y.numpy(), match=("ran setitem", "different arguments", *want))
     _in_step(mesh)
 
 

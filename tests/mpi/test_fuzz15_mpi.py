@@ -39,7 +39,10 @@ mpi4 = pytest.mark.skipif(WORLD != 4, reason="needs mpiexec -n 4 (see .ci/run)")
 one = pytest.mark.skipif(WORLD > 1, reason="changes this process's SPMD state: one process")
 JOBS = str(ROOT / "tests" / "support" / "mpi_fuzz15_jobs.py")
 ENV = {"SHARDARRAY_HANG_CHECK_S": "300", "SHARDARRAY_CHECK_SPMD": "0"}  # (the watchdog cannot end a case in time)
-CASES = ("reshape", "dim", "cumsum", "dtype", "einsum", "top_k", "xp_reshape", "xp_axis", "xp_dtype")
+CASES = (
+    *("reshape", "dim", "cumsum", "dtype", "einsum", "top_k", "xp_reshape", "xp_axis", "xp_dtype"),
+    *("getitem", "named_getitem", "isel", "setitem", "concat", "xp_fft"),
+)
 QUICK_S = 5.0  # a case that takes longer waited for something
 
 

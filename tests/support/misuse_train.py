@@ -90,6 +90,8 @@ CASES = [
     Case("sgd-momentum-one", lambda: sa.optim.SGD(momentum=1.0), sa.ArgumentError, ("momentum", "1.0"), ("[0, 1)",)),
     Case("cosine-total-steps-zero", lambda: sa.optim.cosine_schedule(1e-3, 0), sa.ArgumentError,
          ("total_steps", "0"), (">= 1",)),
+    Case("cosine-warmup-past-the-run", lambda: sa.optim.cosine_schedule(1e-3, 10, warmup=20), sa.ArgumentError,
+         ("total_steps=10", "warmup=20", "longer than the run"), ("warmup <= total_steps",)),
     Case("schedule-returns-nan", _update(sa.optim.Adam(lr=lambda step: float("nan")), sa.optim.Adam().init),
          sa.ArgumentError, ("schedule", "nan", "step 1"), ("finite number >= 0",)),
     # ---- optimizer state and grads that do not belong to the params

@@ -53,7 +53,21 @@ def cases(bad: bool) -> dict:
         "xp_reshape": (lambda: xp.reshape(x, (5, -1) if bad else (4, -1)), sa.DimensionError, "reshape"),
         "xp_axis": (lambda: xp.sum(x, axis=2 if bad else 0), sa.OutOfBoundsError, "sum"),
         "xp_dtype": (lambda: xp.astype(x, "bogus" if bad else xp.float32), sa.DTypeError, "astype"),
+        # (round 16: indexing, concat and the submodules' functions check before their first op too)
+        "getitem": (lambda: x[9 if bad else 1], sa.OutOfBoundsError, "getitem"),
+        "named_getitem": (lambda: n[{"a": 9 if bad else 1}], sa.OutOfBoundsError, "getitem"),
+        "isel": (lambda: n.isel(a=9 if bad else 1), sa.OutOfBoundsError, "isel"),
+        "setitem": (lambda: _set(x, 9 if bad else 1), sa.OutOfBoundsError, "setitem"),
+        "concat": (lambda: sa.concat([n, n], "z" if bad else "a"), sa.DimensionError, "concat"),
+        "xp_fft": (lambda: xp.fft.fft(x, axis=5 if bad else 0), sa.OutOfBoundsError, "fft"),
     }
+
+
+def _set(a, i):
+    """``a[i] = 0`` on a copy; the copy (its own op) is returned."""
+    b = xp.asarray(a, copy=True)
+    b[i] = 0.0
+    return b
 
 
 def run(name: str, failing: set[int]) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 from ...array import ShardArray
 from ...core.common import require_array
 from ...core.relayout import resolve_to
+from ...core.tape import boundary
 from ...errors import ArgumentError, DimensionError, DTypeError, IndexingError, IndexTypeError, OutOfBoundsError
 from ..creation.basic import asarray
 from ..elementwise import arithmetic as ew
@@ -91,6 +92,7 @@ def _take_ids(x: ShardArray, dim: str, ids: Any) -> ShardArray:
     return transpose(out, tuple(order))
 
 
+@boundary
 def isel(x: ShardArray, indexers: Mapping[str, Any] | None = None, /, **dims: Any) -> ShardArray:
     """Select along named dims: ``{dim: int | slice | integer ids}``.
 
@@ -211,6 +213,7 @@ def parse_key(x: ShardArray, key: Any) -> tuple[dict[str, Any], list[int]]:
     return items, new
 
 
+@boundary
 def getitem(x: ShardArray, key: Any) -> ShardArray:
     """``x[key]``: a dict ``{dim: index}`` (named) or a positional key (see ``parse_key``), via ``isel``."""
     items, new = parse_key(x, key)

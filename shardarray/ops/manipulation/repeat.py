@@ -1,6 +1,7 @@
 """``tile`` and ``repeat``: local along unsplit dims (every device repeats its own block); along a split dim
-``repeat`` is one ``movement.move`` (an ``alltoallv``) and ``tile`` a concatenation of copies (one ``alltoallv``):
-no gather."""
+``repeat`` is one ``movement.move`` (an ``alltoallv``: strided segments for a few repeats, else each device fetches
+the few input entries covering its output block and repeats them locally) and ``tile`` a concatenation of copies
+(one ``alltoallv``): no gather."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...array import ShardArray
+from ...backend.classlist import by_value
 from ...backend.meta import MetaArray
 from ...core.common import dims_arg, int_arg, map_blocks, one_dim_arg, require_array
 from ...core.movement import move
 from ...core.relayout import resolve_to
 from ...core.tape import Context, differentiable, keeps_kind, register_vjp
 from ...errors import ArgumentError
-from ...layout import Layout
+from ...layout import Layout, block_bounds
 from ..cotangent import match
 from .concat import concat
 from .dims import expand_dims, squeeze
@@ -101,8 +103,14 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
     ``alltoallv`` over its axes (``movement.move``, ``repeats`` strided
     segments): the result's ``dim`` (``repeats`` times longer) keeps the
     axes in the block layout and a device receives at most its output
-    block, nothing is gathered (a pending sum is resolved first).
-    Differentiable (VJP: the sum of the ``repeats`` strided slices).
+    block, nothing is gathered (a pending sum is resolved first). Fewer
+    ``repeats`` than devices along the dim's axes move ``repeats`` strided
+    segments (a device receives at most its output block); more, and each
+    device fetches only the input entries covering its output block (at
+    most ``ceil(block / repeats) + 1`` of them), repeats them locally and
+    trims. Differentiable (VJP: the sum of the strided slices; with the
+    fetch, each device sums its block's runs of ``repeats`` locally and one
+    ``alltoallv`` per device of the group adds them back to the owners).
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -117,6 +125,8 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
     dim = one_dim_arg(x, dim, "repeat", "repeat")
     n = _count(repeats, "repeat", dim)
     if x.spec.of(dim):
+        if n > 1 and n >= x.mesh.axes_size(x.spec.of(dim)):
+            return _repeat_fetch(x, n, dim)
         return _repeat_split(x, n, dim)
     return _repeat_local(x, n, dim)
 
@@ -154,6 +164,82 @@ def _repeat_split_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     n = x.sizes[dim]
     parts = [move([g], dim, n, [(j, r, 0, 1, n)]) for j in range(r)]
     total = parts[0] if parts else move([g], dim, n, [])
+    for p in parts[1:]:
+        total = total + p
+    return [match(total, x), None, None]
+
+
+class _Fetch:
+    """Where each device's output block of a split ``repeat`` comes from.
+
+    The output's ``dim`` (``n * repeats``) is in the canonical block layout
+    over the input's axes; a device whose block is ``[a, b)`` needs input
+    entries ``[a // repeats, ceil(b / repeats))`` (``L`` at most). They are
+    fetched into an array of ``p * L`` entries along ``dim`` (``p`` devices
+    along its axes: a block of exactly ``L`` each, zeros past the needed
+    ones) by one ``movement.move`` of ``p`` segments, one per output block.
+    ``params`` holds each device's ``(offset, count)``: its output block is
+    entries ``offset .. offset + count`` of its fetched block repeated.
+    """
+
+    def __init__(self, x: ShardArray, repeats: int, dim: str) -> None:
+        self.k = k = x.dims.index(dim)
+        mesh, n = x.mesh, x.sizes[dim]
+        self.spec = Layout(x.dims, tuple(s * repeats if j == k else s for j, s in enumerate(x.shape)), x.spec.axes)
+        out = [dev[k] for dev in block_bounds(mesh, self.spec)]
+        lo = [a // repeats for a, _ in out]
+        hi = [max(-(-b // repeats), a) for (_, b), a in zip(out, lo)]
+        self.width = max([1] + [h - a for a, h in zip(lo, hi)])
+        p = mesh.axes_size(x.spec.of(dim))
+        wspec = Layout(x.dims, tuple(p * self.width if j == k else s for j, s in enumerate(x.shape)), x.spec.axes)
+        starts = [dev[k][0] for dev in block_bounds(mesh, wspec)]
+        self.size = p * self.width
+        self.segments = sorted({(a, 1, w, 1, h - a) for a, h, w in zip(lo, hi, starts) if h > a and a < n})
+        self.params = by_value([(a - s * repeats, b - a) for (a, b), s in zip(out, lo)])
+
+
+@differentiable("repeat_fetch")
+def _repeat_fetch(x: ShardArray, repeats: int, dim: str) -> ShardArray:
+    """``repeat`` along a split ``dim`` with many ``repeats`` (the recorded op): one ``movement.move`` of the few
+    input entries each device's output block covers, then a local repeat and trim (``_Fetch``)."""
+    x = resolve_to(x) if x.pending else x
+    plan = _Fetch(x, repeats, dim)
+    w = move([x] * len(plan.segments), dim, plan.size, plan.segments)
+    k, xp = plan.k, x.mesh.backend.xp
+
+    def local(b: Any, prm: tuple[int, int]) -> Any:
+        off, count = prm
+        if isinstance(b, MetaArray):
+            return MetaArray(tuple(count if j == k else s for j, s in enumerate(b.shape)), b.dtype)
+        return xp.take(b, xp.arange(off, off + count, dtype=xp.int64) // repeats, axis=k)
+
+    shards = map_blocks(x.mesh, plan.spec.used_axes, local, w.shards, plan.params)
+    return ShardArray(x.mesh, plan.spec, x.dtype, shards)
+
+
+@register_vjp("repeat_fetch")
+def _repeat_fetch_vjp(ctx: Context, g: ShardArray) -> list[Any]:
+    x, r, dim = ctx.args
+    x = resolve_to(x) if x.pending else x
+    g = resolve_to(g) if g.pending else g
+    plan = _Fetch(x, r, dim)
+    k, xp = plan.k, x.mesh.backend.xp
+    wspec = Layout(g.dims, tuple(plan.size if j == k else s for j, s in enumerate(g.shape)), g.spec.axes)
+
+    def local(b: Any, prm: tuple[int, int]) -> Any:  # (each run of r output entries summed into its input entry)
+        off, count = prm
+        shape = tuple(plan.width if j == k else s for j, s in enumerate(b.shape))
+        if isinstance(b, MetaArray):
+            return MetaArray(shape, b.dtype)
+        pad = [tuple(off if j == k else s for j, s in enumerate(b.shape))]
+        pad.append(tuple(plan.width * r - off - count if j == k else s for j, s in enumerate(b.shape)))
+        full = xp.concatenate([xp.zeros(pad[0], dtype=b.dtype), b, xp.zeros(pad[1], dtype=b.dtype)], axis=k)
+        return xp.sum(xp.reshape(full, shape[: k + 1] + (r,) + shape[k + 1 :]), axis=k + 1)
+
+    gw = ShardArray(g.mesh, wspec, g.dtype, map_blocks(g.mesh, wspec.used_axes, local, g.shards, plan.params))
+    n = x.sizes[dim]
+    parts = [move([gw], dim, n, [(w, 1, a, 1, c)]) for a, _, w, _, c in plan.segments]
+    total = parts[0] if parts else move([gw], dim, n, [])
     for p in parts[1:]:
         total = total + p
     return [match(total, x), None, None]

@@ -16,6 +16,16 @@ lengths happens near block edges only). The holders combine a segment's partials
 (left to right, NumPy's order for a non-commutative rounding). Nothing else moves; the other dims keep their
 layout (split or not: no traffic for them). Who sends what is known on the host from the indices and the
 block bounds: no counts are exchanged.
+
+Floating-point sums and products of a segment that crosses a block edge round differently from NumPy's, by
+design. NumPy reduces a segment as one run (``x[s] + pairwise(x[s+1:e])``: a left-to-right loop under 9
+values, eight interleaved accumulators above); no combination of per-block partials reproduces that, and
+carrying the running value from block to block would need each block's raw values after the carry, that is
+moving every crossing segment whole (a gather of it, for long segments most of ``x``). Measured on random
+float32 data over 4 blocks: about a third of the crossing segments' results differ from NumPy's, by at most
+one ulp of the sum of the magnitudes, and their error against the exact sum is NumPy's own (0.150 against
+0.151 such ulps on average). Segments inside one block, and integer, bool and extreme reductions, are NumPy's
+bit for bit.
 """
 
 from __future__ import annotations
