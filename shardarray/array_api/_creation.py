@@ -20,7 +20,7 @@ import numpy as np
 from ..array import ShardArray
 from ..default_mesh import get_default_mesh
 from ..dtypes import as_dtype, is_real_float, scalar_for_write
-from ..errors import ArgumentError, CastError, DimensionError, DTypeError, MeshError
+from ..errors import ArgumentError, CastError, DimensionError, DTypeError, MeshError, OutOfBoundsError
 from ..layout import Layout, check_sizes, make_layout
 from ..mesh import Mesh
 from ..ops.creation import basic as _cr
@@ -30,6 +30,7 @@ from ..ops.manipulation.reshard import reshard
 from ..ops.manipulation.structure import astype, broadcast_to, rename
 from ._align import in_order
 from ._array import Array, wrap
+from ._elementwise import pow as _pow
 
 _DEFAULT = {"b": np.dtype("bool"), "i": np.dtype("int64"), "f": np.dtype("float64"), "c": np.dtype("complex128")}
 
@@ -429,6 +430,50 @@ def linspace(
     return _build(mesh, (num,), dt, make, "linspace", {"start": start, "stop": stop, "endpoint": endpoint})
 
 
+def logspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    base: Any = 10.0,
+    dtype: Any = None,
+    axis: int = 0,
+    *,
+    device: Any = None,
+) -> Array:
+    """``base ** linspace(start, stop, num, endpoint=endpoint)``, as ``np.logspace`` (a NumPy extension).
+
+    The exponents are ``linspace``'s (NumPy's values, bit for bit; scalar or 0-d array endpoints) and the
+    power is ``pow``'s, elementwise on each device's block (no communication). The dtype is NumPy's: a
+    Python number ``base`` is weak (``float32`` endpoints give float32), a NumPy scalar or 0-d array
+    ``base`` keeps its dtype; ``dtype`` casts the powers at the end (an integer ``dtype`` truncates, as
+    NumPy's ``astype``). The result is 1-D, so ``axis`` is 0 or -1 (NumPy's ``AxisError`` otherwise, an
+    ``OutOfBoundsError`` here); ``np.logspace`` of endpoint arrays with dims is NumPy's own
+    (``numpy_protocol.positional_compose``).
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     xp.logspace(0, 3, 4).numpy()
+        array([   1.,   10.,  100., 1000.])
+    """
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) or axis not in (0, -1):
+        raise OutOfBoundsError(f"logspace: axis {axis!r} is out of bounds for the 1-D result; use 0 or -1")
+    y = linspace(start, stop, num, endpoint=endpoint, device=device)
+    if isinstance(base, ShardArray):
+        if base.ndim:
+            raise DimensionError(
+                f"logspace: base must be a scalar or a 0-d array; got shape {base.shape} (np.logspace broadcasts "
+                f"array bases)"
+            )
+        base = _endpoint(base)
+    if isinstance(base, (bool, np.bool_)) or not isinstance(base, (int, float, complex, np.number)):
+        raise DTypeError(f"logspace: base must be a real or complex number; got {type(base).__name__} {base!r:.80}")
+    b: Any = base  # (a NumPy scalar keeps its dtype in ``pow``, as in NumPy's ``power``)
+    out = _pow(b, y)
+    return out if dtype is None else wrap(astype(out, as_dtype(dtype)))
+
+
 def _endpoint(v: Any) -> Any:
     """A 0-d array endpoint of ``linspace`` (``xp.linspace(0, r.max(), 200)``, as NumPy and JAX take it) as the
     NumPy scalar of its value and dtype (a replicated value read on the host; a NumPy 0-d array alike); others as
@@ -773,6 +818,7 @@ __all__ = [
     "identity",
     "indices",
     "linspace",
+    "logspace",
     "meshgrid",
     "ones",
     "ones_like",

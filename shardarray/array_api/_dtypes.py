@@ -50,6 +50,10 @@ uint32 = np.uint32
 uint64 = np.uint64
 float32 = np.float32
 float64 = np.float64
+#: NumPy's half precision (an extension: the standard has no float16). A real floating dtype everywhere
+#: (``isdtype(float16, "real floating")``, ``finfo``, promotion as NumPy's), but not among the standard's dtypes
+#: that ``__array_namespace_info__().dtypes()`` lists, as NumPy's own info object leaves it out too.
+float16 = np.float16
 complex64 = np.complex64
 complex128 = np.complex128
 
@@ -278,6 +282,7 @@ __all__ = [
     "complex64",
     "complex128",
     "finfo",
+    "float16",
     "float32",
     "float64",
     "iinfo",

@@ -22,18 +22,22 @@ from ..array import ShardArray
 from ..core.common import common_mesh, int_arg
 from ..core.relayout import relayout
 from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
-from ..layout import check_sizes
-from ..ops.creation.basic import full, zeros
+from ..layout import Layout, check_sizes
+from ..ops.creation.basic import from_blocks, full, zeros
 from ..ops.indexing.basic import slice_dim
 from ..ops.indexing.slicing import isel
 from ..ops.manipulation import concat as _concat
 from ..ops.manipulation import dims as _dims
 from ..ops.manipulation import flip as _flip
 from ..ops.manipulation import repeat as _repeat
+from ..ops.manipulation import structure as _structure
 from ..ops.manipulation.diff import diff as _diff
 from ..ops.manipulation.reshape import split_dim
 from ..ops.manipulation.structure import broadcast_to as _broadcast_to
 from ..ops.manipulation.structure import rename, transpose
+from ..ops.reduction import reduce as _reduce
+from ..ops.reduction.scan import cumsum as _cumsum
+from ..ops.sorting.searchsorted import searchsorted as _searchsorted
 from ._align import align, axes_dims, axes_size, axis_dim, broadcast_shape, fresh, merge
 from ._array import Array, wrap
 from ._dtypes import _weak
@@ -446,11 +450,22 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
 
     An integer ``repeats`` is local on an unsplit axis; on a split axis it is
     one ``alltoallv`` over its axes (``sa.repeat``: a device receives at
-    most its output block, nothing is gathered) and the axis keeps its split. An array ``repeats`` makes
-    the result's size depend on data: its values are read on the host (it is
-    one number per element of the axis; a NumPy array or a list of counts is
-    taken as NumPy takes it), and ``x`` is indexed with the
-    repeated positions (``take``; on a split axis one allreduce of the result).
+    most its output block, with many repeats only the few entries covering
+    it; nothing is gathered) and the axis keeps its split.
+
+    An array ``repeats`` (one count per element of the axis) makes the
+    result's length data-dependent. Its values stay distributed: the
+    inclusive scan of the counts (``cumsum``: a local scan and one allgather
+    of one total per device), their sum and their minimum (two allreduces
+    of one scalar, read on the host: the length, and NumPy's check that no
+    count is negative), then each output position's source index is the
+    number of scan entries not above it (``searchsorted`` of positions laid
+    out like the result's axis, routed to the owners of the scan's blocks)
+    and ``x`` is indexed with them (``take``; routed along a split axis:
+    traffic proportional to each device's output block). A NumPy array or a
+    list of counts is on the host already and is taken as NumPy takes it. A
+    one-element ``repeats`` repeats every element that many times (NumPy's
+    broadcast).
     """
     x = _array(x, "repeat")
     if axis is None:
@@ -458,7 +473,9 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
         axis = 0
     dim = axis_dim(x, axis, "repeat")
     n = x.sizes[dim]
-    if isinstance(repeats, (ShardArray, np.ndarray, list, tuple)) and np.ndim(repeats):
+    if isinstance(repeats, ShardArray) and repeats.ndim:
+        return wrap(_repeat_array(x, dim, repeats, axis))
+    if isinstance(repeats, (np.ndarray, list, tuple)) and np.ndim(repeats):
         if np.asarray(repeats).dtype.kind not in "iu" and np.size(repeats):
             raise DTypeError(f"repeat: repeats must be integers; got {np.asarray(repeats).dtype}")
         reps = np.asarray(repeats).astype(np.int64)
@@ -476,6 +493,35 @@ def repeat(x: ShardArray, repeats: int | ShardArray, /, *, axis: int | None = No
     if r < 0:
         raise ArgumentError(f"repeat: repeats must be >= 0; got {r}")
     return wrap(_repeat_int(x, dim, r))
+
+
+def _repeat_array(x: ShardArray, dim: str, counts: ShardArray, axis: int) -> ShardArray:
+    """``repeat`` by a 1-D array of counts, kept distributed (see ``repeat``)."""
+    common_mesh([x, counts], "repeat")
+    n = x.sizes[dim]
+    if counts.dtype.kind not in "iu" and counts.size:
+        raise DTypeError(f"repeat: repeats must be integers; got {counts.dtype}")
+    if counts.ndim != 1 or counts.shape[0] not in (1, n):
+        raise DimensionError(
+            f"repeat: repeats has shape {counts.shape}; give one count, or one per element ({n}) of axis {axis}"
+        )
+    counts = _structure.astype(counts, np.int64)
+    if n == 0:  # (nothing to repeat: an empty result, no count read)
+        return take_positions(x, dim, np.zeros(0, dtype=np.int64))
+    lowest = int(_reduce.min(counts).numpy())
+    if lowest < 0:
+        raise ArgumentError(f"repeat: repeats must be >= 0; got a count of {lowest}")
+    if counts.shape[0] == 1:
+        return _repeat_int(x, dim, int(_reduce.sum(counts).numpy()))
+    total = int(_reduce.sum(counts).numpy())
+    if total == 0:
+        return take_positions(x, dim, np.zeros(0, dtype=np.int64))
+    ends = _cumsum(counts, counts.dims[0])
+    (name,) = fresh(list(x.dims) + list(counts.dims), 1, "pos")
+    spec = Layout((name,), (total,), (x.spec.of(dim),))
+    xp = x.mesh.backend.xp
+    pos = from_blocks(x.mesh, spec, np.dtype(np.int64), lambda b: xp.arange(b[0][0], b[0][1], dtype=xp.int64))
+    return take_positions(x, dim, _searchsorted(ends, pos, side="right"))
 
 
 def _tile_split(x: ShardArray, dim: str, r: int) -> ShardArray:

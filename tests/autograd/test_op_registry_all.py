@@ -1147,6 +1147,7 @@ NO_ARRAY_INPUT.update({
     "xp.indices": "creation: a grid of indices from a shape",
     "xp.full": "creation: from a shape and a scalar",
     "xp.linspace": "creation: from scalars",
+    "xp.logspace": "creation: from scalars",
     "xp.ones": "creation: from a shape",
     "xp.zeros": "creation: from a shape",
     "xp.can_cast": "dtype helper: dtypes in, bool out",
@@ -1159,7 +1160,7 @@ NO_ARRAY_INPUT.update({
 })
 NO_ARRAY_INPUT.update({f"xp.{n}": "constant: a Python float (or None)" for n in ("e", "pi", "inf", "nan", "newaxis")})
 NO_ARRAY_INPUT.update({f"xp.{n}": "dtype object" for n in (
-    "bool", "complex64", "complex128", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "bool", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64")})
 
 

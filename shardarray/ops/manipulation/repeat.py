@@ -13,13 +13,14 @@ from ...backend.classlist import by_value
 from ...backend.meta import MetaArray
 from ...core.common import dims_arg, int_arg, map_blocks, one_dim_arg, require_array
 from ...core.movement import move
-from ...core.relayout import resolve_to
+from ...core.relayout import resolve_to, to_axes
 from ...core.tape import Context, differentiable, keeps_kind, register_vjp
 from ...errors import ArgumentError
 from ...layout import Layout, block_bounds
 from ..cotangent import match
 from .concat import concat
 from .dims import expand_dims, squeeze
+from .structure import transpose
 
 
 def _count(value: Any, what: str, dim: str) -> int:
@@ -125,7 +126,7 @@ def repeat(x: ShardArray, repeats: int, dim: Any) -> ShardArray:
     dim = one_dim_arg(x, dim, "repeat", "repeat")
     n = _count(repeats, "repeat", dim)
     if x.spec.of(dim):
-        if n > 1 and n >= x.mesh.axes_size(x.spec.of(dim)):
+        if n > 1 and x.sizes[dim] and n >= x.mesh.axes_size(x.spec.of(dim)):
             return _repeat_fetch(x, n, dim)
         return _repeat_split(x, n, dim)
     return _repeat_local(x, n, dim)
@@ -223,6 +224,7 @@ def _repeat_fetch_vjp(ctx: Context, g: ShardArray) -> list[Any]:
     x = resolve_to(x) if x.pending else x
     g = resolve_to(g) if g.pending else g
     plan = _Fetch(x, r, dim)
+    g = to_axes(transpose(g, x.dims), plan.spec.axes, False)
     k, xp = plan.k, x.mesh.backend.xp
     wspec = Layout(g.dims, tuple(plan.size if j == k else s for j, s in enumerate(g.shape)), g.spec.axes)
 
