@@ -32,7 +32,6 @@ The environment:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import types
@@ -41,6 +40,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import own_suite_outcomes
 import pytest
 from helpers import EnvMeshes, gpu_available
 
@@ -60,7 +60,7 @@ STRICT_TESTS = (
 _VALUES = os.environ.get("XARRAY_OWN_SUITE_VALUES", "1") != "0"
 
 _MESHES: dict[str, sa.Mesh] = {}
-_OUTCOMES: dict[str, list[str]] = {}
+_OUTCOMES = own_suite_outcomes.OUTCOMES
 _RECORDS: dict[str, list[np.ndarray]] = {}
 
 
@@ -190,32 +190,10 @@ def _check_values() -> None:
             _OUTCOMES[ours] = ["failed", f"value differs from NumPy's: {why}"]
 
 
-def _message(report: pytest.TestReport) -> str:
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if crash is not None:
-        return str(crash.message).splitlines()[0][:300]
-    if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
-        return str(report.longrepr[2])[:300]
-    return str(report.longrepr).strip().splitlines()[-1][:300] if report.longrepr else ""
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if hasattr(report, "wasxfail"):
-        outcome = "xfailed" if report.skipped else "xpassed"
-        _OUTCOMES[report.nodeid] = [outcome, str(report.wasxfail)]
-    elif report.failed:
-        if _OUTCOMES.get(report.nodeid, [""])[0] != "failed":  # the first failure of setup, call, teardown
-            where = "failed" if report.when == "call" else f"error in {report.when}"
-            _OUTCOMES[report.nodeid] = ["failed", f"{where}: {_message(report)}"]
-    elif report.skipped:
-        _OUTCOMES[report.nodeid] = ["skipped", _message(report)]
-    elif report.when == "call":
-        _OUTCOMES[report.nodeid] = ["passed", ""]
+    own_suite_outcomes.record(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     _check_values()
-    path = os.environ.get("XARRAY_OWN_SUITE_REPORT")
-    if path:
-        with open(path, "w") as f:
-            json.dump(_OUTCOMES, f, indent=0, sort_keys=True)
+    own_suite_outcomes.write("XARRAY_OWN_SUITE_REPORT")

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json
 import os
 import sys
 import types
@@ -53,6 +52,7 @@ from typing import Any
 
 import einops.array_api
 import numpy as np
+import own_suite_outcomes
 import pytest
 from array_api_extra.testing import _testing
 from helpers import EnvMeshes, gpu_available
@@ -85,7 +85,7 @@ EINOPS_TESTS = frozenset(
 )
 
 _MESHES: dict[str, Any] = {}
-_OUTCOMES: dict[str, list[str]] = {}
+_OUTCOMES = own_suite_outcomes.OUTCOMES
 _AS_NUMPY = _testing._as_numpy_array
 
 
@@ -211,31 +211,9 @@ def infinity(library: ShardarrayBackend) -> float:
     return 1.7976931348623157e308
 
 
-def _message(report: pytest.TestReport) -> str:
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if crash is not None:
-        return str(crash.message).splitlines()[0][:300]
-    if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
-        return str(report.longrepr[2])[:300]
-    return str(report.longrepr).strip().splitlines()[-1][:300] if report.longrepr else ""
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if hasattr(report, "wasxfail"):
-        outcome = "xfailed" if report.skipped else "xpassed"
-        _OUTCOMES[report.nodeid] = [outcome, str(report.wasxfail)]
-    elif report.failed:
-        if _OUTCOMES.get(report.nodeid, [""])[0] != "failed":  # the first failure of setup, call, teardown
-            where = "failed" if report.when == "call" else f"error in {report.when}"
-            _OUTCOMES[report.nodeid] = ["failed", f"{where}: {_message(report)}"]
-    elif report.skipped:
-        _OUTCOMES[report.nodeid] = ["skipped", _message(report)]
-    elif report.when == "call":
-        _OUTCOMES[report.nodeid] = ["passed", ""]
+    own_suite_outcomes.record(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = os.environ.get("XPX_OWN_SUITE_REPORT")
-    if path:
-        with open(path, "w") as f:
-            json.dump(_OUTCOMES, f, indent=0, sort_keys=True)
+    own_suite_outcomes.write("XPX_OWN_SUITE_REPORT")
