@@ -382,6 +382,12 @@ METHOD_CALLS: dict[str, tuple[Callable[[Env, Any], Any], Any]] = {
     "swapaxes": (lambda e, x: x.swapaxes(0, 1), lambda v: v.swapaxes(0, 1)),
     "argsort": (lambda e, x: x.argsort(axis=1), lambda v: v.argsort(1, kind="stable")),
     "sort": (lambda e, x: (x.copy(), x.copy().sort(axis=1))[0], lambda v: np.sort(v, 1)),
+    "partition": (lambda e, x: (y := x.copy(), y.partition(1, axis=1), y[:, 1])[2], lambda v: np.sort(v, 1)[:, 1]),
+    "argpartition": (
+        lambda e, x: xp.take_along_axis(x, x.argpartition(1, axis=1), axis=1)[:, 1],
+        lambda v: np.sort(v, 1)[:, 1],
+    ),
+    "compress": (lambda e, x: x.compress([True, False, True], axis=1), lambda v: v.compress([True, False, True], 1)),
     "dot": (lambda e, x: x.dot(e.B), lambda v: v.dot(B_NP)),
     "ravel": (lambda e, x: x.ravel(), lambda v: v.ravel()),
     "flatten": (lambda e, x: x.flatten(), lambda v: v.flatten()),

@@ -365,9 +365,10 @@ class Array(ShardArray):
     diagonal, trace, swapaxes = _np_method("diagonal"), _np_method("trace"), _np_method("swapaxes")
     argsort, dot, ravel, squeeze = _np_method("argsort"), _np_method("dot"), _np_method("ravel"), _np_method("squeeze")
     copy, conj, conjugate = _np_method("copy"), _np_method("conj"), _np_method("conjugate")
-    choose = _np_method("choose")
+    choose, argpartition = _np_method("choose"), _np_method("argpartition")
     reshape, flatten, transpose, astype = _methods.reshape, _methods.flatten, _methods.transpose, _methods.astype
     sort, fill, tolist = _methods.sort, _methods.fill, _methods.tolist
+    partition, compress = _methods.partition, _methods.compress
     view, put = _views.view, _views.put
     real, imag = property(_methods.real), property(_methods.imag)
 

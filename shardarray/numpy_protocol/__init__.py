@@ -11,14 +11,19 @@
   ``np.extract``, ``np.compress``...): ``positional_functions``,
   ``positional_compose``, ``positional_select``, ``positional_linalg`` (``np.linalg``'s own
   arguments: ``rcond``, ``hermitian``, ``tol``, ``UPLO``, ``mode='r'``), ``ndarray_views`` (``np.put``; NumPy's
-  ``x.view``); ufuncs and their
+  ``x.view``), ``positional_extras`` (``np.may_share_memory``, ``np.unravel_index``,
+  ``np.histogram_bin_edges``, ``np.apply_along_axis``; the printing functions' refusal); ufuncs and their
   ``reduce``/``accumulate``/``outer``: ``positional_ufuncs``; the products (bools, ``np.matvec``/``np.vecmat``,
   the gufuncs' ``axes=``): ``positional_products``.
 * **named** ShardArrays: a table of NumPy functions mapped to ``sa`` functions,
   axis ``k`` being ``x.dims[k]`` (``named_functions``, ``named_ufuncs``).
 
 A ufunc or function without a counterpart returns ``NotImplemented``, so NumPy
-raises its ``TypeError``: nothing is gathered silently. ``np.asarray(x)``
+raises its ``TypeError``: nothing is gathered silently. A ufunc that is not
+NumPy's own (``scipy.special.gamma``: ``np.<its name>`` is another function or
+none) raises ``sa.DTypeError`` (a TypeError) naming ``SCIPY_ARRAY_API=1`` and
+``x.numpy()``: its name says nothing of its meaning, so it is not dispatched by
+name. ``np.asarray(x)``
 (``x.__array__``, ``x.numpy()``) stays the one explicit gather. The
 collectives of each call are those of the ops it maps to (see their
 docstrings); the dispatch itself moves nothing.

@@ -97,6 +97,19 @@ def mixing_error(what: str, a: np.ndarray, i: int | str, ref: Any) -> DTypeError
     )
 
 
+def not_numpys(ufunc: np.ufunc, kind: str) -> DTypeError:
+    """The error for a ufunc that is not NumPy's own (``scipy.special.gamma``, ``scipy.special.round``): its name
+    says nothing of its meaning (SciPy's ``round`` rounds half away from zero, NumPy's ``rint`` half to even), so
+    it is not dispatched by name to the namespace's function of that name."""
+    name = ufunc.__name__
+    other = "is another function" if hasattr(np, name) else "does not exist"
+    return DTypeError(
+        f"ufunc {name!r} on {kind}: it is not NumPy's own (numpy.{name} {other}), so it has no counterpart of "
+        f"known meaning on a distributed array. With SciPy, set SCIPY_ARRAY_API=1 before importing it (SciPy then "
+        f"calls the array's namespace); or apply it to the gathered values explicitly: {name}(x.numpy())"
+    )
+
+
 def loop_key(value: Any) -> Any:
     """An operand as ``ufunc.resolve_dtypes`` takes it: an array's dtype, bool for a Python bool (NumPy's bool is
     not weak), the type of a Python int, float or complex (weak, NEP 50)."""

@@ -29,7 +29,7 @@ from ..core.common import dims_arg
 from ..errors import ArgumentError, DTypeError
 from ..ops.manipulation.structure import astype
 from ..ops.reduction.scan import ACCUMULATES, LOGICAL, accumulate
-from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, mixing_error, same, short
+from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, mixing_error, not_numpys, same, short
 
 # NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
 UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
@@ -112,6 +112,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
     what = f"np.{name}" if method == "__call__" else f"np.{name}.{method}"
     if foreign(inputs):
         return NotImplemented
+    if getattr(np, name, None) is not ufunc:
+        raise not_numpys(ufunc, "a ShardArray")
     ref = next((a for a in inputs if isinstance(a, ShardArray)), None)
     if method == "__call__":
         fn = HOOKS.lookup(name) or (HOOKS.lookup(UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)

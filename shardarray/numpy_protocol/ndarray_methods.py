@@ -6,7 +6,7 @@ Each method is the NumPy function of the same name applied to the array
 distributed algorithms; ``shardarray.array_api.Array`` takes them as its
 methods. A dim name where NumPy takes an axis (``x.sum("dim0")``, or the named
 API's ``dims=``) is accepted too, for code written against named arrays.
-NumPy's in-place methods (``x.sort()``, ``x.fill(v)``) write into the array
+NumPy's in-place methods (``x.sort()``, ``x.partition(kth)``, ``x.fill(v)``) write into the array
 (``x[...] = ...``), as NumPy does; ``x.tolist()`` is an explicit gather, as
 ``np.asarray(x)`` is. ``x.astype(dtype, casting=...)`` refuses a cast the rule
 forbids with ``sa.DTypeError`` (NumPy's TypeError).
@@ -39,7 +39,7 @@ from .positional_args import refuse, signature
 FUNCTION_METHODS: tuple[str, ...] = (
     *("argmax", "argmin", "max", "min", "sum", "mean", "prod", "std", "var", "all", "any", "cumsum", "cumprod"),
     *("clip", "round", "repeat", "take", "nonzero", "searchsorted", "diagonal", "trace", "swapaxes", "argsort"),
-    *("dot", "ravel", "squeeze", "copy", "conj", "conjugate", "choose"),
+    *("dot", "ravel", "squeeze", "copy", "conj", "conjugate", "choose", "argpartition"),
 )
 
 #: methods that return the array itself for a real dtype, as NumPy's do
@@ -143,6 +143,24 @@ def sort(self: ShardArray, axis: Any = -1, kind: Any = None, order: Any = None, 
             "TypeError for None); sort the flattened array with np.sort(x, axis=None), which returns a new 1-D array"
         )
     self[...] = np.sort(self, axis=_axis(self, axis), kind=kind, order=order, stable=stable)
+
+
+def partition(self: ShardArray, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> None:
+    """NumPy's ``x.partition(kth, axis=-1)``: partitions in place (``np.partition``'s result written into ``x``),
+    as ``x.sort()`` sorts in place. ``axis=None`` raises ``DTypeError`` (a TypeError), as NumPy's method does:
+    the in-place partition keeps the array's shape; ``np.partition(x, kth, axis=None)`` returns the 1-D one."""
+    if axis is None:
+        raise DTypeError(
+            "x.partition: axis=None is not an axis (NumPy's ndarray.partition works in place along one axis and "
+            "raises TypeError for None); partition the flattened array with np.partition(x, kth, axis=None)"
+        )
+    self[...] = np.partition(self, kth, axis=_axis(self, axis), kind=kind, order=order)  # type: ignore[call-overload]
+
+
+def compress(self: ShardArray, condition: Any, axis: Any = None, out: Any = None) -> Any:
+    """NumPy's ``x.compress(condition, axis=None, out=None)``: ``np.compress(condition, x, axis, out)`` (the
+    method takes the condition first and the array as ``self``; ``axis=None`` selects from the flattened array)."""
+    return np.compress(condition, self, axis=_axis(self, axis), out=out)
 
 
 def fill(self: ShardArray, value: Any) -> None:

@@ -496,6 +496,12 @@ def _cross(
 def _isclose(
     xp: Any, what: str, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
 ) -> Any:
+    """0-d Array tolerances are read as Python floats (a 0-d read); where neither ``a`` nor ``b`` is an Array
+    (``numpy.testing.assert_allclose(host, host, atol=xp_scalar)``) the result is NumPy's on the host values."""
+    host = _ref(a, b) is None
+    rtol, atol = (_tolerance(what, name, v, host) for name, v in (("rtol", rtol), ("atol", atol)))
+    if host:
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     x, y = _arrays(xp, what, [a, b])
     x, y = (v if np.dtype(v.dtype).kind in "fc" else xp.astype(v, xp.float64) for v in (x, y))
     result = xp.logical_or(
@@ -506,11 +512,24 @@ def _isclose(
     return result
 
 
+def _tolerance(what: str, name: str, value: Any, host: bool) -> Any:
+    """A tolerance of ``np.isclose``: a 0-d Array as its Python value, an n-d one next to Arrays as it is (one next
+    to host operands only is refused: its values would be gathered implicitly)."""
+    if not isinstance(value, ShardArray) or (value.ndim and not host):
+        return value
+    if value.ndim == 0:
+        return value.item()
+    raise DTypeError(
+        f"{what}: {name} is an Array of shape {value.shape}; an array of tolerances does not mix with host "
+        f"operands, nor is it read implicitly: pass {name}={name}.numpy() (an explicit gather) or a scalar"
+    )
+
+
 @composed("allclose")
 def _allclose(
     xp: Any, what: str, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
 ) -> bool:
-    return bool(xp.all(_isclose(xp, what, a, b, rtol, atol, equal_nan)))
+    return bool(np.all(_isclose(xp, what, a, b, rtol, atol, equal_nan)))
 
 
 @composed("array_equal")
@@ -607,6 +626,7 @@ def _ptp(xp: Any, what: str, a: Any, axis: Any = None, out: Any = None, keepdims
 def _average(
     xp: Any, what: str, a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: Any = False
 ) -> Any:
+    a = _array(xp, what, a, "a", _ref(a, weights))
     x = a if is_real_float(a.dtype) or is_complex(a.dtype) else xp.astype(a, xp.float64)  # (bfloat16 kept)
     kd = keepdims is True
     if weights is None:

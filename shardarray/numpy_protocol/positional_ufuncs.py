@@ -93,7 +93,16 @@ from ..ops.indexing.writes import check_host_value
 from ..ops.reduction.scan import ACCUMULATES, accumulate
 from ..ops.reduction.scan import LOGICAL as LOGICAL_SCANS
 from ..ops.reduction.segment import REDUCEATS, segment_reduce
-from .common import UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, loop_key, mixing_error, out_loop
+from .common import (
+    UFUNC_ALIASES,
+    UFUNC_REDUCTIONS,
+    dtype_loop,
+    foreign,
+    loop_key,
+    mixing_error,
+    not_numpys,
+    out_loop,
+)
 from .positional_args import axes_of, host_value, is_neutral, refuse, signature, write_out
 from .positional_bits import COMPOSED_UFUNCS, SEGMENT_REDUCTIONS, identity
 from .positional_products import GUFUNCS, call_gufunc
@@ -333,6 +342,8 @@ def array_ufunc(xp: Any, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: A
     what = f"np.{name}" if method == "__call__" else f"np.{name}.{method}"
     if foreign(inputs):
         return NotImplemented
+    if getattr(np, name, None) is not ufunc:
+        raise not_numpys(ufunc, "an Array")
     outs = kwargs.get("out") or ()
     ref = next((a for a in (*inputs, *outs) if isinstance(a, ShardArray)), None)
     if ufunc.signature is not None:  # a gufunc: the products of positional_products, called (no methods)

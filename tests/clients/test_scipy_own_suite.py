@@ -64,15 +64,14 @@ SLOW = (
 )
 
 #: class (a): shardarray gaps; SciPy test id -> the NumPy reproducer (strict xfail until fixed)
-GAPS: dict[str, str] = {
-    "integrate/tests/test_quadrature.py::TestQMCQuad::test_basic[shardarray.array_api-8-256]": (
-        "np.isclose(np.float64(1.0), np.float64(1.05), atol=xp.asarray(0.1)) raises AttributeError (no mesh: only "
-        "the tolerance is an Array; numpy.testing.assert_allclose passes it so); NumPy gives True"
-    ),
-}
+GAPS: dict[str, str] = {}
 
 #: SciPy tests that failed on a shardarray gap this suite found and that a fix made pass (they run and must pass)
 FIXED: dict[str, str] = {
+    "integrate/tests/test_quadrature.py::TestQMCQuad::test_basic[shardarray.array_api-8-256]": (
+        "np.isclose(np.float64(1.0), np.float64(1.05), atol=xp.asarray(0.1)) raised AttributeError (only the "
+        "tolerance an Array, as numpy.testing.assert_allclose passes it)"
+    ),
     "stats/tests/test_continued_fraction.py::TestContinuedFraction::test_maxiter[shardarray.array_api]": (
         "xp.full(3, xp.asarray(1.0)) raised DTypeError (a 0-d array fill_value)"
     ),

@@ -101,13 +101,6 @@ EXTRA_ESTIMATORS = (
 
 BUG, SKIP = "bug", "skip"
 
-MAY_SHARE_MEMORY = (
-    "bug (a): np.may_share_memory(np.asarray(x), x) of a shardarray.array_api Array raises TypeError 'no "
-    "implementation found for numpy.may_share_memory' (NumPy: False, np.asarray(x) is a new array); "
-    "scikit-learn's check_array(copy=True) calls it when array API dispatch is off (the check's np.asarray path)"
-)
-#: the transformers whose transform reaches np.may_share_memory(np.asarray(X), X) with dispatch off
-MAY_SHARE_USERS = ("Binarizer", "FeatureUnion", "KernelCenterer", "MinMaxScaler", "Normalizer", "StandardScaler")
 SK_SAME_NAMESPACE = (
     "scikit-learn xfails check_array_api_same_namespace for it itself ('check_same_namespace not yet added'): its "
     "transform/predict does not check the namespace, so a NumPy X either runs or meets shardarray's typed "
@@ -179,8 +172,6 @@ def estimator_verdict(est: Any, check: str) -> tuple[str, str] | None:
     name, params = type(est).__name__, est.get_params(deep=False)
     if name == "LabelEncoder":
         return SKIP, LABEL_ENCODER
-    if name in MAY_SHARE_USERS and check in X_OURS and check != "same_namespace":
-        return BUG, MAY_SHARE_MEMORY
     if check == "same_namespace" and name in SK_NO_SAME_NAMESPACE:
         assert "check_array_api_same_namespace" in PER_ESTIMATOR_XFAIL_CHECKS[type(est)]
         return SKIP, SK_SAME_NAMESPACE
