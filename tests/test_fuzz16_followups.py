@@ -138,3 +138,43 @@ def test_a_written_copy_costs_nothing_once_read():
     assert type(y) is xp.Array and type(y._shards) is not tuple
     y.numpy()
     assert type(y) is xp.Array and type(y._shards) is tuple
+
+
+# ============================================================ the Scientific Python Lectures' gaps (round 16)
+
+
+@pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"row": 3, "col": 2}, {"d": 4}], ids=str)
+def test_a_tuple_or_range_inside_an_index_is_a_list_of_ids(shape):
+    a = np.arange(42).reshape(6, 7)
+    x = xp.asarray(a, device=sa.Mesh(shape))
+    np.testing.assert_array_equal(x[(0, 1, 2, 3, 4), (1, 2, 3, 4, 5)].numpy(), a[(0, 1, 2, 3, 4), (1, 2, 3, 4, 5)])
+    np.testing.assert_array_equal(x[range(5), range(1, 6)].numpy(), a[range(5), range(1, 6)])
+    np.testing.assert_array_equal(x[1:3, range(0, 7, 3)].numpy(), a[1:3, range(0, 7, 3)])
+    assert int(x[(1, 2)]) == a[(1, 2)]  # (the key itself a tuple: two ints)
+    x[range(5), range(5)] = -1
+    b = a.copy()
+    b[range(5), range(5)] = -1
+    np.testing.assert_array_equal(x.numpy(), b)
+
+
+@pytest.mark.parametrize("new", [(8,), (2, 3), (0,), 5, (3, 4)], ids=str)
+def test_resize_in_place_as_numpy(new):
+    mesh = sa.Mesh({"row": 2, "col": 2})
+    a = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(a, device=mesh)
+    x.resize(new)
+    want = np.arange(12.0).reshape(3, 4).copy()
+    want.resize(new, refcheck=False)
+    assert x.shape == want.shape and type(x) is xp.Array
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+@pytest.mark.parametrize(
+    "p", [[3.0, 2, -1], [1.0, 0, 1], [0, 0, 1.0, -3, 2, 0, 0], [5.0], [0.0, 0], [1.0, -6, 11, -6], [2, 0, 0]]
+)
+def test_roots_as_numpy(p):
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        got = np.roots(xp.asarray(np.array(p)))
+    want = np.roots(np.array(p))
+    assert isinstance(got, xp.Array) and got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(np.sort_complex(got.numpy()), np.sort_complex(want), atol=1e-12)

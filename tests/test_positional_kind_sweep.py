@@ -382,6 +382,7 @@ METHOD_CALLS: dict[str, tuple[Callable[[Env, Any], Any], Any]] = {
     "swapaxes": (lambda e, x: x.swapaxes(0, 1), lambda v: v.swapaxes(0, 1)),
     "argsort": (lambda e, x: x.argsort(axis=1), lambda v: v.argsort(1, kind="stable")),
     "sort": (lambda e, x: (x.copy(), x.copy().sort(axis=1))[0], lambda v: np.sort(v, 1)),
+    "resize": (lambda e, x: (y := x.copy(), y.resize((2, 3)), y)[2], lambda v: np.resize(v.ravel(), (2, 3))),
     "partition": (lambda e, x: (y := x.copy(), y.partition(1, axis=1), y[:, 1])[2], lambda v: np.sort(v, 1)[:, 1]),
     "argpartition": (
         lambda e, x: xp.take_along_axis(x, x.argpartition(1, axis=1), axis=1)[:, 1],

@@ -340,6 +340,7 @@ class Array(ShardArray):
         return shard.__dlpack__(**kwargs)
 
     # ------------------------------------------------------------- NumPy protocols
+    @boundary
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs on Arrays with NumPy's meaning: the namespace's function of that name (positional
         broadcasting), ``reduce``/``accumulate``/``outer`` by the namespace's reductions and scans, ``out=`` into
@@ -348,6 +349,7 @@ class Array(ShardArray):
         (all of it ``numpy_protocol.positional_ufuncs``, one path)."""
         return _wrap_all(positional_ufuncs.array_ufunc(HOOKS.namespace(), ufunc, method, *inputs, **kwargs))
 
+    @boundary
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NumPy functions on Arrays with NumPy's meaning: ``np.X`` is ``xp.X`` (``np.linalg``, ``np.fft`` too) or
         composed from the namespace; others raise TypeError (``numpy_protocol.positional_functions``)."""
@@ -368,7 +370,7 @@ class Array(ShardArray):
     choose, argpartition = _np_method("choose"), _np_method("argpartition")
     reshape, flatten, transpose, astype = _methods.reshape, _methods.flatten, _methods.transpose, _methods.astype
     sort, fill, tolist = _methods.sort, _methods.fill, _methods.tolist
-    partition, compress = _methods.partition, _methods.compress
+    partition, compress, resize = _methods.partition, _methods.compress, _methods.resize
     view, put = _views.view, _views.put
     real, imag = property(_methods.real), property(_methods.imag)
 

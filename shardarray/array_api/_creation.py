@@ -255,6 +255,8 @@ def arange(
         >>> a.numpy(), a.layout, a.shards[2]
         (array([1, 3, 5, 7, 9]), {'dim0': ('row',)}, array([7, 9]))
     """
+    if device is None:  # (0-d array bounds: their mesh, as xp.full's 0-d fill_value)
+        device = _array_mesh(start, stop, step)
     start, stop, step = (_host_bound(v) for v in (start, stop, step))
     if stop is None:
         start, stop = 0, start
@@ -303,6 +305,14 @@ def arange(
         return y.astype(dt)
 
     return _build(mesh, (n,), dt, make, "arange", {"start": start, "step": step})
+
+
+def _array_mesh(*values: Any) -> Mesh | None:
+    """The mesh of the first array among ``values`` (0-d array bounds or endpoints), or None."""
+    for v in values:
+        if isinstance(v, ShardArray):
+            return v.mesh
+    return None
 
 
 def _host_bound(v: Any) -> Any:
@@ -379,6 +389,8 @@ def linspace(
         raise DimensionError(f"linspace: num must be an integer; got {num!r}") from None
     if num < 0:
         raise DimensionError(f"linspace: num must be >= 0; got {num}")
+    if device is None:  # (0-d array endpoints: their mesh, as xp.full's 0-d fill_value)
+        device = _array_mesh(start, stop)
     start, stop = _endpoint(start), _endpoint(stop)
     for name, v in (("start", start), ("stop", stop)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, complex, np.number)):
@@ -665,17 +677,22 @@ def full(shape: int | tuple[int, ...], fill_value: bool | complex, *, dtype: Any
     A 0-d array ``fill_value`` (NumPy's ``np.full(3, np.asarray(1.0))``; SciPy passes them) fills with its value
     and dtype, read on the devices (no host read), on its mesh unless ``device`` names another."""
     if isinstance(fill_value, ShardArray):
+        _zero_d(fill_value)  # (before the array is made: under MPI, a check each process makes alike)
         return _filled(_full(shape, False, dtype or fill_value.dtype, device or fill_value.mesh, "full"), fill_value)
     if np.ndim(fill_value) != 0:
         raise DTypeError(f"full: fill_value must be a Python scalar or a 0-d array; got {type(fill_value).__name__}")
     return _full(shape, fill_value, dtype, device, "full")
 
 
+def _zero_d(fill: ShardArray) -> None:
+    """Refuse an array ``fill_value`` that is not 0-d (``DTypeError``)."""
+    if fill.ndim != 0:
+        raise DTypeError(f"full: an array fill_value must be 0-d (a scalar); got shape {fill.shape}")
+
+
 def _filled(template: Array, fill: ShardArray) -> Array:
     """``template``'s shape, layout and dtype, every entry ``fill`` (a 0-d array): ``where(True, fill, fill)``, one
     elementwise op on each device's block (signed zeros and NaN payload classes as ``fill``'s)."""
-    if fill.ndim != 0:
-        raise DTypeError(f"full: an array fill_value must be 0-d (a scalar); got shape {fill.shape}")
     f = fill if fill.dtype == template.dtype else astype(fill, template.dtype)
     return wrap(where(template == False, f, f))  # noqa: E712  # (a bool array of the layout: True everywhere)
 
@@ -699,6 +716,7 @@ def full_like(x: ShardArray, /, fill_value: bool | complex, *, dtype: Any = None
     """``fill_value`` everywhere, like ``x``: its mesh, dims, layout and (default) dtype (a 0-d array
     ``fill_value``: its value, as ``full``)."""
     if isinstance(fill_value, ShardArray):
+        _zero_d(fill_value)
         return _filled(_like(x, False, dtype or x.dtype, device, "full_like"), fill_value)
     if np.ndim(fill_value) != 0:
         raise DTypeError(

@@ -252,6 +252,9 @@ def split_bools(x: ShardArray, key: Any, what: str) -> tuple[tuple[Any, ...], tu
     """
     if not isinstance(key, tuple):
         key = (key,)
+    # a tuple or range inside the key is a sequence of indices, as NumPy reads it (``x[(0, 1), (2, 3)]``,
+    # ``x[range(5), range(5)]``): the list it holds
+    key = tuple(list(k) if isinstance(k, (tuple, range)) else k for k in key)
     eats = [
         0 if k is None or k is Ellipsis or _zero_d_bool(k) else (a.ndim if (a := _bool_array(k)) is not None else 1)
         for k in key

@@ -271,7 +271,10 @@ def exchange_header(world: Any, sig: tuple, payload: Any, failed: bool = False) 
         take_agreed()  # (every process takes them here, as the failing ones did)
         raise settle(CommError(peer_failed(peers, sig)))
     whats = {row[2] for row in rows} - {-1}
-    if len(whats) <= 1 and len({(row[1], row[3], row[4]) for row in rows}) == 1:
+    # (a process that failed the step a check is about sends placeholders for its op: the op's digest too is not
+    # compared then, so that the check that follows tells every process that process's error: ``enter``)
+    same = {(row[1], row[4]) if -1 in {r[2] for r in rows} else (row[1], row[3], row[4]) for row in rows}
+    if len(whats) <= 1 and len(same) == 1:
         return [row[5] for row in rows] if payload is not None else None
     take_agreed()  # (every process raises here: the notes to agree on before it are void alike)
     cur = _OP.current

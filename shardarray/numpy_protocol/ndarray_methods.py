@@ -26,13 +26,14 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..array import ShardArray
 from ..dtypes import as_dtype
-from ..errors import DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DTypeError
+from ..ops.indexing.writes import rebind
 from .positional_args import refuse, signature
 
 #: NumPy ndarray methods that are the NumPy function of the same name applied to the array
@@ -161,6 +162,32 @@ def compress(self: ShardArray, condition: Any, axis: Any = None, out: Any = None
     """NumPy's ``x.compress(condition, axis=None, out=None)``: ``np.compress(condition, x, axis, out)`` (the
     method takes the condition first and the array as ``self``; ``axis=None`` selects from the flattened array)."""
     return np.compress(condition, self, axis=_axis(self, axis), out=out)
+
+
+def resize(self: ShardArray, *new_shape: Any, refcheck: bool = True) -> None:
+    """NumPy's ``x.resize(new_shape)``: ``x`` itself takes ``new_shape``, its values in C order cut to the new size
+    or followed by zeros (``np.reshape(x, -1)``, ``np.concatenate`` with zeros, ``np.reshape``: their collectives),
+    rebound in place (``ops.indexing.writes.rebind``). ``refcheck`` is accepted and has nothing to check: no array
+    here is a view of another, so no other array refers to ``x``'s blocks (NumPy's check refuses a resize of an
+    array a view refers to).
+
+    Raises:
+        ArgumentError: a negative size. DTypeError: a size that is not an integer.
+    """
+    shape = new_shape[0] if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)) else new_shape
+    try:
+        dims = tuple(operator.index(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    except TypeError:
+        raise DTypeError(f"x.resize: the new shape must be integers; got {shape!r:.80}") from None
+    if any(n < 0 for n in dims):
+        raise ArgumentError(f"x.resize: negative dimensions are not allowed; got {dims}")
+    size = int(np.prod(dims, dtype=np.int64))
+    flat = np.reshape(self, (-1,))
+    if size > self.size:
+        flat = np.concatenate([flat, np.zeros(size - self.size, dtype=self.dtype, like=self)])
+    elif size < self.size:
+        flat = flat[:size]
+    rebind(self, cast(ShardArray, np.reshape(flat, dims)), "x.resize(...)")
 
 
 def fill(self: ShardArray, value: Any) -> None:

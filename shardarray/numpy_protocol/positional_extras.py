@@ -17,6 +17,8 @@ distributed arrays:
   computes cost one allreduce of the bins). ``weights`` only matter to NumPy's estimators, which are refused.
 * ``np.array2string``, ``np.array_str``, ``np.array_repr``: printing the values gathers the array, so they raise
   ``sa.DTypeError`` naming the explicit gather ``x.numpy()`` (``repr(x)`` shows the metadata).
+* ``np.roots(p)``: the companion matrix's eigenvalues, built from the coefficients read whole (a polynomial's
+  handful; ``sa.GatherWarning`` past 64 KiB per device), ``xp.linalg.eigvals`` on it replicated.
 * ``np.apply_along_axis(func1d, axis, arr, *args, **kwargs)``: NumPy's loop. ``func1d`` receives each 1-D slice
   along ``axis`` as an Array (a distributed slice: one call and one getitem per slice, so its cost grows with the
   number of slices: prefer a vectorized expression of the namespace, ``xp.sum(x, axis=axis)``, where one exists);
@@ -41,8 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from ..array import ShardArray
+from ..array import ShardArray, like_kind
 from ..errors import ArgumentError, DimensionError, DTypeError, OutOfBoundsError
+from ..ops.creation.basic import asarray as from_host
+from ..ops.indexing.route import moved_to
 from .common import short
 from .positional_args import axes_of, host_setting
 from .positional_compose import _array, _ref, composed
@@ -184,3 +188,35 @@ def _apply_along_axis(xp: Any, what: str, func1d: Any, axis: Any, arr: Any, *arg
     n, m = len(outer), len(rshape)
     perm = (*range(k), *range(n, n + m), *range(k, n))
     return out if perm == tuple(range(n + m)) else xp.permute_dims(out, perm)
+
+
+# ------------------------------------------------------------------ polynomial roots
+
+
+@composed("roots")
+def _roots(xp: Any, what: str, p: Any) -> Any:
+    """``np.roots(p)``: the eigenvalues of the companion matrix of ``p``'s coefficients (highest power first), as
+    NumPy's, with NumPy's trimming (leading zeros dropped, trailing zeros roots at 0) and dtype (complex only when
+    a root is: one boolean read). The coefficients, a polynomial's handful, are brought whole to every device
+    (``moved_to``: ``sa.GatherWarning`` past 64 KiB per device) and read to the host, which builds the companion
+    matrix; ``xp.linalg.eigvals`` runs on it replicated (no communication), and the roots come back replicated."""
+    c = _array(xp, what, p, "p", _ref(p))
+    if c.ndim != 1:
+        raise DimensionError(f"{what}: the coefficients must be a 1-D array; got shape {c.shape}")
+    host = moved_to(what, c, [()], "np.roots reads its coefficients whole").numpy()
+    nz = np.flatnonzero(host)
+    trailing = 0 if nz.size == 0 else host.size - 1 - int(nz[-1])
+    host = host[int(nz[0]) : int(nz[-1]) + 1] if nz.size else host[:0]
+    dt = np.result_type(host.dtype, np.float64)
+    n = max(host.size - 1, 0)
+    companion = np.eye(n, k=-1, dtype=dt)
+    if n:
+        companion[0, :] = -host[1:] / host[0]
+
+    def replicated(values: np.ndarray) -> Any:
+        return like_kind(from_host(values, dims=tuple(f"dim{k}" for k in range(values.ndim)), mesh=c.mesh), c)
+
+    roots = xp.linalg.eigvals(replicated(companion)) if n else replicated(np.zeros(0, dtype=np.complex128))
+    if not bool(xp.any(xp.imag(roots) != 0)):
+        roots = xp.real(roots)
+    return xp.concat([roots, replicated(np.zeros(trailing, dtype=roots.dtype))]) if trailing else roots

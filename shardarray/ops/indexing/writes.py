@@ -20,6 +20,7 @@ import numpy as np
 from ...array import ShardArray
 from ...comm.notes import note, noting
 from ...core.relayout import to_axes
+from ...core.tape import refuse_write
 from ...errors import CastError, DTypeError
 from ..manipulation.structure import astype, rename, transpose
 
@@ -86,6 +87,18 @@ def note_write(x: ShardArray, items: Mapping[str, Any], v: Any) -> None:
     moves = isinstance(v, ShardArray) or not all(isinstance(k, (int, np.integer, slice)) for k in items.values())
     if moves or noting():
         note(x.mesh, "x[...] = v", agree=moves, index=items, value=v)
+
+
+def rebind(x: ShardArray, new: ShardArray, what: str) -> None:
+    """Make ``x`` hold ``new`` whole, its shape and layout too (NumPy's ``x.resize``): under ``WRITES``, refused
+    inside a gradient that depends on ``x`` (``core.tape.refuse_write``), the blocks swapped in through the
+    ``shards`` setter (the end of every in-place write). ``new`` has ``x``'s dtype and mesh."""
+    with WRITES:
+        refuse_write(x, what, "build the new array with xp.reshape / xp.concat and bind it to a name")
+        x._layout = new._layout
+        x.shards, x.pending = new.shards, new.pending
+        x.host_range = None
+        x._resolved = None
 
 
 def swap_in(x: ShardArray, new: ShardArray) -> None:
