@@ -1,13 +1,16 @@
-"""Writes into the copy a positional basic index returns, where NumPy's view would carry them on.
+"""Writes into the copy a positional basic index (or ``ravel``, ``reshape``, ``T``...) returns, where NumPy's view
+would carry them on.
 
-``x[1:-1, ::2]`` is a view in NumPy: a write into it changes ``x``. Here a getitem result is a copy (no views, as
-JAX's), so the same write changes only the copy. When the program then reads the copy, it wanted the copy's new
-value and nothing is lost (array-api-extra's ``at(c)[i].set(v)`` with ``copy=None``, SciPy's ``stats.mode``); when
-the copy is freed unread, the write went nowhere (``Z[1:-1, 1:-1][mask] = 1``, ``np.power(2, x, out=y[::2])``,
-scikit-learn's ``_add_to_diagonal(cov[k, :, :], eps)``): that write is what NumPy's view would have carried into
-the array it was read from, and ``sa.CopyWriteWarning`` says so at the line that freed the copy.
+``x[1:-1, ::2]``, ``x.ravel()``, ``x.T`` are views in NumPy: a write into them changes ``x``. Here they are copies
+(no views, as JAX's), so the same write changes only the copy. When the program then reads the copy, it wanted the
+copy's new value and nothing is lost (array-api-extra's ``at(c)[i].set(v)`` with ``copy=None``, SciPy's
+``stats.mode``); when the copy is freed unread, the write went nowhere (``Z[1:-1, 1:-1][mask] = 1``,
+``np.power(2, x, out=y[::2])``, scikit-learn's ``_add_to_diagonal(cov[k, :, :], eps)``): that write is what NumPy's
+view would have carried into the array it was read from, and ``sa.CopyWriteWarning`` says so at the line that
+freed the copy.
 
-How: ``mark`` tags the copy (``Array.__getitem__``); the array's one write path (the ``shards`` setter every
+How: ``mark`` tags the copy (``Array.__getitem__``, and ``Array.ravel``/``reshape``/``transpose``/``swapaxes``/
+``squeeze``/``T``/``mT``); the array's one write path (the ``shards`` setter every
 in-place write ends in) calls ``written``, which hands the copy its new blocks in a tuple that notes the first time
 they are read (``_Blocks``: every op, ``numpy()``, ``repr`` and ``copy`` iterate or index an array's blocks) and
 then gives the copy a plain tuple again, and a ``weakref.finalize`` warns if the copy dies with its blocks unread.
@@ -36,7 +39,8 @@ _PENDING: dict[int, list[bool]] = {}
 
 
 def mark(x: Any, key: str) -> Any:
-    """Tag ``x``, a positional basic index's new result, with the index as NumPy code (``"x[1:-1, ::2]"``)."""
+    """Tag ``x``, the new result of what NumPy makes a view (a positional basic index, ``ravel``, ``reshape``,
+    ``transpose``, ``T``...), with that expression as NumPy code (``"x[1:-1, ::2]"``, ``"x.ravel()"``)."""
     x._copy_of = key
     return x
 
@@ -88,11 +92,12 @@ def _freed(ident: int, key: str, shape: tuple[int, ...], flag: list[bool]) -> No
     if _PENDING.get(ident) is flag:
         del _PENDING[ident]
     if flag[0]:
+        direct = f"{key} = v, or xp.where(mask, v, {key}) for a mask" if key.startswith("x[") else "x[...] = v"
         warnings.warn(
-            f"a write into {key} (a copy of shape {shape}) was lost: the copy was freed without being read. A "
-            f"getitem result is a copy here (shardarray arrays have no views, as JAX's), so the write did not reach "
-            f"the array it was read from, as NumPy's view would. Write into that array directly ({key} = v, "
-            f"or xp.where(mask, v, {key}) for a mask), or keep the copy on purpose (y = {key}.copy()) and use y",
+            f"a write into {key} (a copy of shape {shape}) was lost: the copy was freed without being read. {key} is "
+            f"a new array here (shardarray arrays have no views, as JAX's), so the write did not reach the array it "
+            f"came from, as NumPy's view would. Write into that array directly ({direct}), or keep the copy on "
+            f"purpose (y = {key}.copy()) and use y",
             CopyWriteWarning,
             stacklevel=3,
         )

@@ -10,6 +10,7 @@ treated positionally too (Python asks the subclass first).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,6 +44,19 @@ def wrap(x: Any) -> Any:
 
 
 _np_method = _methods.numpy_method
+
+
+def _view_of(method: Callable[..., Any], text: str) -> Callable[..., Any]:
+    """``method`` (``ravel``, ``reshape``, ``transpose``, ``T``...: a view of ``x`` in NumPy, a new array here) with
+    its new result tagged as a copy of ``x`` (``copies.mark``): a write into it freed unread warns
+    ``sa.CopyWriteWarning``, as one into ``x[1:3]`` does (the book's ``Z_ = Z.ravel(); Z_[ids] = 1``)."""
+
+    @functools.wraps(method)
+    def tagged(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        return copies.mark(out, text) if isinstance(out, ShardArray) and out is not self and out.ndim else out
+
+    return tagged
 
 
 def _wrap_all(out: Any) -> Any:
@@ -260,11 +274,22 @@ class Array(ShardArray):
 
     # ------------------------------------------------------------- attributes
     @property
+    def shape(self) -> tuple[int, ...]:
+        """The global shape; assigning one reshapes the array in place, as NumPy's ``x.shape = s``
+        (``ndarray_methods.set_shape``)."""
+        return self._layout.sizes
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        _methods.set_shape(self, value)
+
+    @property
     def device(self) -> Any:
         """The mesh the array lives on (the standard's device)."""
         return self.mesh
 
     @property
+    @functools.partial(_view_of, text="x.mT")
     def mT(self) -> Array:
         """The last two axes swapped (a local transpose)."""
         if self.ndim < 2:
@@ -273,6 +298,7 @@ class Array(ShardArray):
         return wrap(transpose(self, (*d[:-2], d[-1], d[-2])))
 
     @property
+    @functools.partial(_view_of, text="x.T")
     def T(self) -> Array:
         """The transpose of a 2-D array (the standard defines ``T`` for 2 dimensions only)."""
         if self.ndim != 2:
@@ -364,11 +390,14 @@ class Array(ShardArray):
     cumsum, cumprod = _np_method("cumsum"), _np_method("cumprod")
     clip, round, repeat, take = _np_method("clip"), _np_method("round"), _np_method("repeat"), _np_method("take")
     nonzero, searchsorted = _np_method("nonzero"), _np_method("searchsorted")
-    diagonal, trace, swapaxes = _np_method("diagonal"), _np_method("trace"), _np_method("swapaxes")
-    argsort, dot, ravel, squeeze = _np_method("argsort"), _np_method("dot"), _np_method("ravel"), _np_method("squeeze")
+    diagonal, trace = _np_method("diagonal"), _np_method("trace")
+    swapaxes = _view_of(_np_method("swapaxes"), "x.swapaxes(...)")
+    argsort, dot = _np_method("argsort"), _np_method("dot")
+    ravel, squeeze = _view_of(_np_method("ravel"), "x.ravel()"), _view_of(_np_method("squeeze"), "x.squeeze(...)")
     copy, conj, conjugate = _np_method("copy"), _np_method("conj"), _np_method("conjugate")
     choose, argpartition = _np_method("choose"), _np_method("argpartition")
-    reshape, flatten, transpose, astype = _methods.reshape, _methods.flatten, _methods.transpose, _methods.astype
+    reshape, transpose = _view_of(_methods.reshape, "x.reshape(...)"), _view_of(_methods.transpose, "x.transpose(...)")
+    flatten, astype = _methods.flatten, _methods.astype
     sort, fill, tolist = _methods.sort, _methods.fill, _methods.tolist
     partition, compress, resize = _methods.partition, _methods.compress, _methods.resize
     view, put = _views.view, _views.put

@@ -1,5 +1,5 @@
 """NumPy's math and polynomial extras beyond the array API standard: ``exp2``, ``heaviside``, ``sinc``,
-``nan_to_num``, ``polyval``, ``kron``, ``diag``, ``convolve`` and ``cross``.
+``nan_to_num``, ``polyval``, ``kron``, ``diag``, ``convolve``, ``correlate`` and ``cross``.
 
 Each takes NumPy's arguments and gives NumPy's result (NumPy's dtypes: ``exp2``/``heaviside`` of integers are
 floating, as their ufunc loops are), composed of the namespace's own functions, whose collectives and gradients it
@@ -20,9 +20,9 @@ from ..errors import ArgumentError, DimensionError, DTypeError
 from ._array import Array
 from ._creation import asarray, eye, zeros, zeros_like
 from ._dtypes import astype, finfo
-from ._elementwise import cos, divide, imag, isfinite, isnan, logical_and, logical_not, pow, real, sin
+from ._elementwise import conj, cos, divide, imag, isfinite, isnan, logical_and, logical_not, pow, real, sin
 from ._elementwise import where as _where
-from ._manipulation import moveaxis, reshape
+from ._manipulation import flip, moveaxis, reshape
 from ._numpy_extras import pad
 from ._statistical import _check
 from .linalg import cross as _cross3
@@ -368,6 +368,27 @@ def convolve(a: Any, v: Any, mode: str = "full") -> Array:
     return out != 0 if dt == np.bool_ else _as(out, dt)
 
 
+def correlate(a: Any, v: Any, mode: str = "valid") -> Array:
+    """The cross-correlation of two 1-D arrays, as ``np.correlate`` (``c[k] = sum_n a[n + k] * conj(v[n])``; modes
+    ``valid`` (NumPy's default), ``same``, ``full``): ``convolve(a, conj(flip(v)), mode)``, which is NumPy's
+    definition for either length order, complex values included. Its collectives are ``convolve``'s (meant for
+    short kernels) and ``flip``'s; differentiable in both.
+
+    Example:
+        >>> import shardarray.array_api as xp
+        >>> with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        ...     c = xp.correlate(xp.asarray([0.0, 1, 2, 3, 4]), xp.asarray([1.0, 2]))
+        >>> c.numpy()
+        array([ 2.,  5.,  8., 11.])
+    """
+    ref = a if isinstance(a, ShardArray) else v if isinstance(v, ShardArray) else None
+    w = _operand(v, ref, "correlate")
+    if w.ndim != 1:
+        raise DimensionError(f"correlate: v must be 1-D; got shape {w.shape}")
+    w = flip(w)
+    return convolve(a, conj(w) if np.dtype(w.dtype).kind == "c" else w, mode)
+
+
 def cross(a: Array, b: Array, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None) -> Array:
     """NumPy's ``cross``: the cross product of 3-vectors along ``axisa`` of ``a`` and ``axisb`` of ``b`` (``axis``
     sets all three), broadcasting the other axes, the vectors along ``axisc`` of the result (``xp.linalg.cross``,
@@ -406,4 +427,4 @@ def cross(a: Array, b: Array, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     return out
 
 
-__all__ = ["convolve", "cross", "diag", "exp2", "heaviside", "kron", "nan_to_num", "polyval", "sinc"]
+__all__ = ["convolve", "correlate", "cross", "diag", "exp2", "heaviside", "kron", "nan_to_num", "polyval", "sinc"]

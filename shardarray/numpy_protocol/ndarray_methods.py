@@ -190,6 +190,13 @@ def resize(self: ShardArray, *new_shape: Any, refcheck: bool = True) -> None:
     rebind(self, cast(ShardArray, np.reshape(flat, dims)), "x.resize(...)")
 
 
+def set_shape(self: ShardArray, shape: Any) -> None:
+    """NumPy's ``x.shape = s``: ``x`` reshaped in place, ``np.reshape(x, s)`` (one ``-1`` allowed; its collectives)
+    rebound into ``x`` (``ops.indexing.writes.rebind``, as ``x.resize``). NumPy refuses it where the reshape would
+    need a copy; here no array is a view, so it never does."""
+    rebind(self, cast(ShardArray, np.reshape(self, shape)), "x.shape = ...")
+
+
 def fill(self: ShardArray, value: Any) -> None:
     """NumPy's ``x.fill(value)``: every element set to ``value``, in place."""
     self[...] = value

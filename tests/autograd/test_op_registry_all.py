@@ -1174,6 +1174,8 @@ DIFFERENTIABLE["xp.polyval"] = lambda m: [(lambda p: xp.polyval([1.0, -2.0, 0.5]
                                           (lambda p: xp.polyval(p[:, 0], p[:3, 1]), _pos(m, (5, 3)))]
 DIFFERENTIABLE["xp.kron"] = lambda m: [(lambda p: xp.kron(p, p[:2, :2]), _pos(m, (5, 3))),
                                        (lambda p: xp.kron(p[:, 0], p[:2, 1]), _pos(m, (5, 3)))]
+DIFFERENTIABLE["xp.correlate"] = lambda m: [(lambda p, md=md: xp.correlate(p[:, 0], p[:3, 1], mode=md), _pos(m, (5, 3)))
+                                            for md in ("valid", "same", "full")]
 DIFFERENTIABLE["xp.cross"] = lambda m: [(lambda p: xp.cross(p[:, 0:3], p[0, 0:3]), _pos(m, (5, 3))),
                                         (lambda p: xp.cross(p[0:3, :], p[0:3, 1:2], axisa=0, axisb=0), _pos(m, (5, 3)))]
 DIFFERENTIABLE["xp.diag"] = lambda m: [(lambda p: xp.diag(p, 1), _pos(m, (5, 3))),
