@@ -178,3 +178,37 @@ def test_roots_as_numpy(p):
     want = np.roots(np.array(p))
     assert isinstance(got, xp.Array) and got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(np.sort_complex(got.numpy()), np.sort_complex(want), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"row": 3, "col": 2}], ids=str)
+def test_copyto_where_as_numpy(shape):
+    """``np.copyto(dst, src, where=mask)`` was refused (``where=`` not supported): From Python to NumPy's notes."""
+    a = np.arange(12.0).reshape(3, 4)
+    m = a % 3 == 0
+    mesh = sa.Mesh(shape)
+    for src, where in [(-1.0, m), (np.full((3, 4), 7.0), m), (np.arange(4.0), m), (5, [True, False, True, False])]:
+        d, want = xp.asarray(a, device=mesh), a.copy()
+        np.copyto(d, src, where=where)
+        np.copyto(want, src, where=where)
+        np.testing.assert_array_equal(d.numpy(), want)
+    d = xp.asarray(a, device=mesh)
+    np.copyto(d, xp.asarray(-a, device=mesh), where=xp.asarray(m, device=mesh))
+    np.testing.assert_array_equal(d.numpy(), np.where(m, -a, a))
+    with pytest.raises(sa.DTypeError, match="where= must be booleans"):
+        np.copyto(d, 1.0, where=xp.asarray(a, device=mesh))
+
+
+def test_shape_setter_and_correlate_as_numpy():
+    with sa.default_mesh(sa.Mesh({"row": 2, "col": 2})):
+        x = xp.asarray(np.arange(12.0).reshape(3, 4))
+        x.shape = 12
+        assert x.shape == (12,) and type(x) is xp.Array
+        x.shape = (2, -1)
+        np.testing.assert_array_equal(x.numpy(), np.arange(12.0).reshape(2, 6))
+        with pytest.raises(sa.DimensionError):
+            x.shape = (5, 5)
+        a, v = np.arange(9.0), np.array([1.0, 2.0, 3.0j])
+        for mode in ("valid", "same", "full"):
+            np.testing.assert_allclose(
+                np.correlate(xp.asarray(a), xp.asarray(v), mode).numpy(), np.correlate(a, v, mode)
+            )

@@ -682,8 +682,8 @@ def _copy(xp: Any, what: str, a: Any, order: str = "K", subok: bool = False) -> 
 def _copyto(xp: Any, what: str, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> Any:
     """``np.copyto(dst, src)`` is the write ``dst[...] = src``: like positional writes it takes host data for
     ``src`` (a NumPy array too, broadcast and cast under ``casting``); a NumPy ``dst`` is refused (filling it
-    would gather ``src``)."""
-    _no_kwargs(what, where=where)
+    would gather ``src``). ``where=mask`` (an array or host booleans broadcast to ``dst``'s shape) writes
+    ``xp.where(mask, src, dst)``: one elementwise op per block, the entries where the mask is False unchanged."""
     if isinstance(dst, np.ndarray):
         raise mixing_error(what, dst, "dst", src)
     if not isinstance(dst, ShardArray):
@@ -692,7 +692,15 @@ def _copyto(xp: Any, what: str, dst: Any, src: Any, casting: str = "same_kind", 
     dtype = value.dtype if isinstance(value, ShardArray) else np.result_type(value)
     if not np.can_cast(dtype, dst.dtype, casting):  # type: ignore[arg-type]
         raise DTypeError(f"{what}: cannot cast {dtype} to {dst.dtype} under casting={casting!r}")
-    dst[...] = value
+    if where is True:
+        dst[...] = value
+        return None
+    # (host booleans too: a write takes host data, as ``src`` and ``dst[mask] = v`` do)
+    mask = where if isinstance(where, ShardArray) else xp.asarray(np.asarray(where), device=dst.mesh)
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"{what}: where= must be booleans; got dtype {mask.dtype}")
+    v = value if isinstance(value, ShardArray) else xp.asarray(np.asarray(value, dtype=dst.dtype), device=dst.mesh)
+    dst[...] = xp.where(xp.broadcast_to(mask, dst.shape), xp.astype(v, dst.dtype), dst)
     return None
 
 
