@@ -212,3 +212,13 @@ def test_shape_setter_and_correlate_as_numpy():
             np.testing.assert_allclose(
                 np.correlate(xp.asarray(a), xp.asarray(v), mode).numpy(), np.correlate(a, v, mode)
             )
+
+
+def test_np_take_takes_host_integer_indices_as_getitem_does():
+    """``np.take(x, np.array([0, 5]))`` was refused (NumPy data mixed in) while ``x[np.array([0, 2])]`` took it."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(a, device=sa.Mesh({"row": 2, "col": 2}))
+    np.testing.assert_array_equal(np.take(x, np.array([0, 5, 7])).numpy(), np.take(a, np.array([0, 5, 7])))
+    np.testing.assert_array_equal(np.take(x, np.array([[0, 2]]), axis=1).numpy(), np.take(a, np.array([[0, 2]]), 1))
+    with pytest.raises(sa.DTypeError):
+        np.take(x, np.array([0.5]))

@@ -597,7 +597,9 @@ def _take(xp: Any, what: str, a: Any, indices: Any, axis: Any = None, out: Any =
     a = _array(xp, what, a, 0, _ref(a, indices))
     x = xp.reshape(a, (-1,)) if (axis is None or a.ndim == 0) and a.ndim != 1 else a  # (0-d: read as 1-D)
     (k,) = axes_of(0 if axis is None else axis, x.ndim, what)
-    ids = host_value(what, indices, "indices", a)
+    # (host integer indices, a NumPy array too, as ``x[np.array([0, 2])]`` takes them: an index is host data)
+    host_ids = isinstance(indices, np.ndarray) and indices.dtype.kind in "iu"
+    ids = indices if host_ids else host_value(what, indices, "indices", a)
     if isinstance(ids, ShardArray):
         shape, flat = ids.shape, xp.reshape(ids, (-1,)) if ids.ndim != 1 else ids
     else:
