@@ -222,3 +222,22 @@ def test_np_take_takes_host_integer_indices_as_getitem_does():
     np.testing.assert_array_equal(np.take(x, np.array([[0, 2]]), axis=1).numpy(), np.take(a, np.array([[0, 2]]), 1))
     with pytest.raises(sa.DTypeError):
         np.take(x, np.array([0.5]))
+
+
+@pytest.mark.parametrize("shape", [{"row": 2, "col": 2}, {"row": 3, "col": 2}, {"d": 4}], ids=str)
+def test_putmask_and_place_as_numpy(shape):
+    """``np.putmask`` and ``np.place`` had no implementation (From Python to NumPy's notes); values repeat."""
+    mesh = sa.Mesh(shape)
+    a = np.arange(15.0).reshape(3, 5)
+    m = a % 3 == 1
+    for vals in ([-1.0, -2.0], -5.0, np.arange(100.0), np.arange(15.0).reshape(3, 5) * 10):
+        for fn in (np.putmask, np.place):
+            x, want = xp.asarray(a, device=mesh), a.copy()
+            fn(x, m, vals)
+            fn(want, m, vals)
+            np.testing.assert_array_equal(x.numpy(), want)
+    x = xp.asarray(a, device=mesh)
+    np.putmask(x, xp.asarray(m, device=mesh), xp.asarray(-a, device=mesh))
+    np.testing.assert_array_equal(x.numpy(), np.where(m, -a, a))
+    with pytest.raises(sa.ArgumentError, match="empty"):
+        np.place(xp.asarray(a, device=mesh), m, [])

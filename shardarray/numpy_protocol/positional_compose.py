@@ -706,6 +706,56 @@ def _copyto(xp: Any, what: str, dst: Any, src: Any, casting: str = "same_kind", 
     return None
 
 
+def _cycled(xp: Any, what: str, values: Any, ranks: Any, dst: ShardArray) -> Any:
+    """``values`` (flattened; host data or an array) at ``ranks % values.size`` (an int64 array): NumPy's repetition
+    of a short ``values`` in ``putmask``/``place`` (a routed ``take`` of the values, the size of ``ranks``)."""
+    v = values if isinstance(values, ShardArray) else xp.asarray(np.asarray(values, dtype=dst.dtype), device=dst.mesh)
+    v = xp.reshape(v, (-1,))
+    if v.size == 0:
+        raise ArgumentError(f"{what}: the values are empty; give at least one value to write (NumPy's ValueError)")
+    return xp.take(xp.astype(v, dst.dtype), ranks % v.size, axis=0)
+
+
+def _write_mask(xp: Any, what: str, a: Any, mask: Any) -> tuple[ShardArray, Any]:
+    """``putmask``/``place``'s array (an Array, written in place) and its mask as a boolean Array of its shape (host
+    booleans too: a write takes host data)."""
+    if not isinstance(a, ShardArray):
+        raise mixing_error(what, a, "a", mask)
+    m = mask if isinstance(mask, ShardArray) else xp.asarray(np.asarray(mask), device=a.mesh)
+    if m.dtype != np.bool_:
+        m = xp.not_equal(m, 0)  # (NumPy reads any mask by its truth)
+    if m.shape != a.shape:
+        raise DimensionError(f"{what}: the mask has shape {m.shape}, the array {a.shape}; they must be the same")
+    return a, m
+
+
+@composed("putmask")
+def _putmask(xp: Any, what: str, a: Any, mask: Any, values: Any) -> None:
+    """``np.putmask(a, mask, values)``: ``a.flat[n] = values.flat[n % values.size]`` where ``mask.flat[n]``, in place
+    (``xp.where`` of the values laid out on ``a``'s shape: one routed ``take`` when ``values`` is shorter)."""
+    a, m = _write_mask(xp, what, a, mask)
+    size = a.size
+    src = values if isinstance(values, ShardArray) and values.shape == a.shape else None
+    if src is None:
+        flat = _cycled(xp, what, values, xp.arange(size, dtype=xp.int64, device=a.mesh), a)
+        src = xp.reshape(flat, a.shape)
+    a[...] = xp.where(m, xp.astype(src, a.dtype), a)
+
+
+@composed("place")
+def _place(xp: Any, what: str, arr: Any, mask: Any, vals: Any) -> None:
+    """``np.place(arr, mask, vals)``: the k-th True entry of ``mask`` (in C order) takes ``vals[k % len(vals)]``, in
+    place (the ranks are a distributed scan of the flattened mask: ``xp.cumulative_sum``; then a routed ``take``)."""
+    arr, m = _write_mask(xp, what, arr, mask)
+    flat = xp.reshape(m, (-1,))
+    if not bool(xp.any(flat)):
+        return None
+    ranks = xp.cumulative_sum(xp.astype(flat, xp.int64)) - 1
+    src = _cycled(xp, what, vals, xp.where(flat, ranks, 0), arr)
+    arr[...] = xp.where(m, xp.reshape(src, arr.shape), arr)
+    return None
+
+
 @composed("unique")
 def _unique(
     xp: Any,

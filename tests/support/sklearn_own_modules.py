@@ -40,15 +40,16 @@ from typing import Any
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # before SciPy is imported (scikit-learn imports it)
 
-import own_suite_outcomes  # noqa: E402
-import pytest  # noqa: E402
-import sklearn.utils._array_api as sk_array_api  # noqa: E402
-import sklearn.utils._testing as sk_testing  # noqa: E402
-import sklearn.utils.estimator_checks as sk_checks  # noqa: E402
-from helpers import EnvMeshes, gpu_available  # noqa: E402
+import own_suite_outcomes
+import pytest
+import sklearn.utils._array_api as sk_array_api
+import sklearn.utils._testing as sk_testing
+import sklearn.utils.estimator_checks as sk_checks
+import strict_cupy
+from helpers import EnvMeshes, gpu_available
 
-import shardarray as sa  # noqa: E402
-import shardarray.array_api as sxp  # noqa: E402
+import shardarray as sa
+import shardarray.array_api as sxp
 
 NS = "shardarray.array_api"
 _MESHES: dict[str, Any] = {}
@@ -97,8 +98,6 @@ def _mesh() -> sa.Mesh:
 def pytest_configure(config: pytest.Config) -> None:
     if _backend() == "cupy":
         if not gpu_available():
-            import strict_cupy  # noqa: PLC0415 (only on the CuPy run)
-
             strict_cupy.install_session(gpus=8)
         sys.modules["shardarray.default_mesh"]._ENV_CACHE = EnvMeshes("cupy")  # type: ignore[attr-defined]
 
