@@ -63,7 +63,7 @@ class ShardArray:
 
     __slots__ = (
         *("__weakref__", "_layout", "_node", "_resolved", "_shards", "dtype", "host_range", "mesh", "pending"),
-        "_copy_of",  # (set on a positional basic index's result only: ``copies.mark``; unset elsewhere)
+        "_copy_of",  # (a positional basic index's result only: ``copies.mark``'s (expression, source); else unset)
     )
     __array_priority__ = 100
     #: whether arrays of this class are positional (``shardarray.array_api``'s ``Array``: NumPy's broadcasting

@@ -7,7 +7,8 @@ copy's new value and nothing is lost (array-api-extra's ``at(c)[i].set(v)`` with
 ``stats.mode``); when the copy is freed unread, the write went nowhere (``Z[1:-1, 1:-1][mask] = 1``,
 ``np.power(2, x, out=y[::2])``, scikit-learn's ``_add_to_diagonal(cov[k, :, :], eps)``): that write is what NumPy's
 view would have carried into the array it was read from, and ``sa.CopyWriteWarning`` says so at the line that
-freed the copy.
+freed the copy, if that array still lives (when it is gone too, NumPy's write would have been lost alike:
+scikit-learn's ``svd_flip`` scaling ``U[:, :k]`` in place and rebinding ``U`` to it).
 
 How: ``mark`` tags the copy (``Array.__getitem__``, and ``Array.ravel``/``reshape``/``transpose``/``swapaxes``/
 ``squeeze``/``T``/``mT``); the array's one write path (the ``shards`` setter every
@@ -38,24 +39,27 @@ from .errors import CopyWriteWarning
 _PENDING: dict[int, list[bool]] = {}
 
 
-def mark(x: Any, key: str) -> Any:
-    """Tag ``x``, the new result of what NumPy makes a view (a positional basic index, ``ravel``, ``reshape``,
-    ``transpose``, ``T``...), with that expression as NumPy code (``"x[1:-1, ::2]"``, ``"x.ravel()"``)."""
-    x._copy_of = key
+def mark(x: Any, key: str, source: Any) -> Any:
+    """Tag ``x``, the new result of what NumPy makes a view of ``source`` (a positional basic index, ``ravel``,
+    ``reshape``, ``transpose``, ``T``...), with that expression as NumPy code (``"x[1:-1, ::2]"``, ``"x.ravel()"``)
+    and a weak reference to ``source``: a lost write is told only while ``source`` lives (once it is gone, NumPy's
+    view would have carried the write into an array nobody reads either)."""
+    x._copy_of = (key, weakref.ref(source))
     return x
 
 
 def written(x: Any) -> None:
     """Note an in-place write into ``x`` if it is a tagged copy (``mark``); the write itself has happened."""
-    key = getattr(x, "_copy_of", None)
-    if key is None or type(x._shards) is not tuple:  # (not a copy; or a meta mesh's classes of blocks)
+    tag = getattr(x, "_copy_of", None)
+    if tag is None or type(x._shards) is not tuple:  # (not a copy; or a meta mesh's classes of blocks)
         return
+    key, source = tag
     last = _PENDING.get(id(x))
     if last is not None:  # (written again before any read: the newer write's flag speaks for both)
         last[0] = False
     flag = _PENDING[id(x)] = [True]
     x._shards = _Blocks(x._shards, flag, weakref.ref(x))
-    weakref.finalize(x, _freed, id(x), key, x.shape, flag).atexit = False
+    weakref.finalize(x, _freed, id(x), key, x.shape, flag, source).atexit = False
 
 
 class _Blocks(tuple):
@@ -87,11 +91,11 @@ class _Blocks(tuple):
         return tuple.__getitem__(self, i)
 
 
-def _freed(ident: int, key: str, shape: tuple[int, ...], flag: list[bool]) -> None:
-    """The finalizer of a written copy: warn if it dies with its last write unread."""
+def _freed(ident: int, key: str, shape: tuple[int, ...], flag: list[bool], source: weakref.ref[Any]) -> None:
+    """The finalizer of a written copy: warn if it dies with its last write unread while its source lives."""
     if _PENDING.get(ident) is flag:
         del _PENDING[ident]
-    if flag[0]:
+    if flag[0] and source() is not None:
         direct = f"{key} = v, or xp.where(mask, v, {key}) for a mask" if key.startswith("x[") else "x[...] = v"
         warnings.warn(
             f"a write into {key} (a copy of shape {shape}) was lost: the copy was freed without being read. {key} is "

@@ -9,9 +9,10 @@ scikit-learn's own conftest applying): the rest of this suite has imported SciPy
 parametrizations need their own session. Under ``--backend=cupy`` the subprocess puts the mesh on CuPy shards
 (the strict stand-in without a GPU).
 
-CI size: every module of ``MODULES`` in float64 only (``DTYPES``; about 480 tests). With both dtypes (as for
-array-api-strict: ``SKLEARN_OWN_MODULES_DTYPES=float64,float32`` in the plugin's environment) 959 tests ran in
-round 16: 923 pass, 2 skip (``mpmath`` missing), 34 fail, none for a shardarray bug; every failure is in
+CI size: every module of ``MODULES`` in float64 only (``DTYPES``; 481 tests, about 35 s of CPU). With both dtypes
+(as for array-api-strict: ``SKLEARN_OWN_MODULES_DTYPES=float64,float32`` in the plugin's environment) 961 tests ran
+in round 16, on NumPy and CuPy shards alike: 920 pass, 2 skip (``mpmath`` missing), 39 fail, none for a shardarray
+bug (the same on a 3x2 and a 1-D 4-device default mesh, ``SKLEARN_OWN_MODULES_MESH``); every failure is in
 ``BY_DESIGN`` with its class and the message it must fail with:
 
 - (b) host mixing: with array API dispatch on, scikit-learn's metrics still put a NumPy array and ours into one
@@ -79,6 +80,9 @@ MODULES = [
     "model_selection/tests/test_validation.py",
 ]
 
+#: under ``--backend=cupy`` (the CuPy stand-in, slower) the first eight, the modules of the brief
+RUN = MODULES[:8] if backend_name() == "cupy" else MODULES
+
 _HOST_MIXING = "NumPy arrays do not mix with an Array"
 _CONTINUOUS = "|".join(f"{kind}_continuous_classification_metric" for kind in ("binary", "multiclass", "multilabel"))
 
@@ -143,14 +147,14 @@ def outcomes(tmp_path_factory):
     env.pop("PYTEST_ADDOPTS", None)  # this session's options (--backend=...) are not theirs
     command = [
         sys.executable, "-m", "pytest", "-p", "sklearn_own_modules", "-c", os.devnull, "--rootdir", str(SITE),
-        "-p", "no:cacheprovider", "-q", *(str(SITE / "sklearn" / module) for module in MODULES),
+        "-p", "no:cacheprovider", "-q", *(str(SITE / "sklearn" / module) for module in RUN),
     ]  # fmt: skip
     proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert report.exists(), (proc.stdout[-3000:], proc.stderr[-3000:])
     return json.loads(report.read_text())
 
 
-@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("module", RUN)
 def test_sklearn_own_module_passes(outcomes, module):
     """Every test of theirs passes on shardarray, but those failing by design, which fail as they should."""
     mine = {nodeid: result for nodeid, result in outcomes.items() if nodeid.startswith(f"sklearn/{module}::")}
@@ -174,4 +178,5 @@ def test_only_linalg_gathers(outcomes):
 
 def test_sklearn_own_modules_ran_broadly(outcomes):
     passed = sum(outcome == "passed" for outcome, _ in outcomes.values())
-    assert passed >= 420, f"only {passed} of their tests passed on shardarray: did the plugin deselect them?"
+    least = 420 if RUN is MODULES else 250
+    assert passed >= least, f"only {passed} of their tests passed on shardarray: did the plugin deselect them?"
