@@ -1078,7 +1078,10 @@ class ndarray:
         return 2, self._gpu  # kDLCUDA
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        raise NotImplementedError("the CuPy stand-in exports no DLPack capsule (a real GPU does)")
+        # CuPy raises BufferError where it cannot export to what the consumer asks (np.from_dlpack asks for host
+        # memory without a copy); the stand-in exports no capsule at all, and says so the same way, so consumers that
+        # fall back on BufferError (np.asarray: the explicit gather) do as they would on a GPU
+        raise BufferError("the CuPy stand-in exports no DLPack capsule (a real GPU exports device memory)")
 
     # ------------------------------------------------------------------ host transfers
     def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None, blocking: bool = True) -> Any:
