@@ -40,8 +40,8 @@ import warnings
 import numpy as np
 import pytest
 import sp_lectures_cases as sc
+from clients import leaves, same
 from clients import mesh as mesh  # (the fixture: a 2x2 mesh, the default one of xp.asarray)
-from clients import values
 from fuzzing import cached_meshes, fuzz
 from helpers import layouts
 from hypothesis import given
@@ -182,26 +182,6 @@ SKIPPED = {
 XFAILS: dict[str, str] = {}  # (none left: a tuple or range inside an index, x.resize and np.roots came in round 16)
 
 
-def _leaves(result):
-    if isinstance(result, (tuple, list)):
-        return [leaf for item in result for leaf in _leaves(item)]
-    return [result]
-
-
-def _same(got, want, label="", host=False):
-    if isinstance(want, (np.dtype, str)):
-        assert got == want, (label, got, want)
-        return
-    if isinstance(want, np.ndarray) and want.ndim and not host:
-        assert isinstance(got, xp.Array), (label, type(got))
-    got, want = np.asarray(values(got)), np.asarray(want)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape), (label, got.dtype, got.shape, want.dtype, want.shape)
-    if want.dtype.kind in "fc":
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=label)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=label)
-
-
 def _params():
     for name in CASES:
         marks = []
@@ -232,10 +212,10 @@ def _run(name, arrays_ours, ref, split=True):
         assert not split or any(issubclass(w.category, WARNS[name]) for w in gathered), gathered
         gathered = [w for w in gathered if not issubclass(w.category, WARNS[name])]
     assert not gathered, [str(w.message) for w in gathered]
-    want_leaves, got_leaves = _leaves(want), _leaves(got)
+    want_leaves, got_leaves = leaves(want), leaves(got)
     assert len(got_leaves) == len(want_leaves), (got, want)
     for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
-        _same(g, w, f"{name} result {k}", host=name in HOST)
+        same(g, w, f"{name} result {k}", host=name in HOST)
 
 
 @pytest.mark.parametrize("name", list(_params()))
