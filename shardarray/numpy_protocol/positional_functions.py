@@ -96,7 +96,7 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import as_dtype, is_real_float, promote
 from ..errors import ArgumentError, DTypeError
-from . import positional_dots, positional_extras  # noqa: F401  (register the products and extras in COMPOSED)
+from . import positional_dots, positional_extras, positional_writes  # noqa: F401  (register them in COMPOSED)
 from .common import OUT_LOOPS, out_loop
 from .positional_args import axes_of, cast_to, host_setting, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED
