@@ -43,8 +43,10 @@ def mark(x: Any, key: str, source: Any) -> Any:
     """Tag ``x``, the new result of what NumPy makes a view of ``source`` (a positional basic index, ``ravel``,
     ``reshape``, ``transpose``, ``T``...), with that expression as NumPy code (``"x[1:-1, ::2]"``, ``"x.ravel()"``)
     and a weak reference to ``source``: a lost write is told only while ``source`` lives (once it is gone, NumPy's
-    view would have carried the write into an array nobody reads either)."""
-    x._copy_of = (key, weakref.ref(source))
+    view would have carried the write into an array nobody reads either). Only a new array of one or more dims is
+    tagged: ``source`` itself and a 0-d result (NumPy's is a scalar, which takes no writes) pass as they are."""
+    if x is not source and x.ndim:
+        x._copy_of = (key, weakref.ref(source))
     return x
 
 

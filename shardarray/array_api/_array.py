@@ -54,7 +54,7 @@ def _view_of(method: Callable[..., Any], text: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def tagged(self: Any, *args: Any, **kwargs: Any) -> Any:
         out = method(self, *args, **kwargs)
-        return copies.mark(out, text, self) if isinstance(out, ShardArray) and out is not self and out.ndim else out
+        return copies.mark(out, text, self) if isinstance(out, ShardArray) else out
 
     return tagged
 
@@ -494,9 +494,8 @@ class Array(ShardArray):
             return wrap(HOOKS.getitem(masked, (slice(None), *lead[1])))
         out = wrap(HOOKS.getitem(self, key))
         text = basic_key_text(key)
-        # NumPy's result of a basic index is a view: a write into this copy that is never read was lost
-        # (``copies``); not a 0-d one (all ints: NumPy's is a scalar, which takes no writes)
-        return copies.mark(out, text, self) if text is not None and out is not self and out.ndim else out
+        # NumPy's result of a basic index is a view: a write into this copy that is never read was lost (``copies``)
+        return copies.mark(out, text, self) if text is not None else out
 
     @boundary
     def __setitem__(self, key: Any, value: Any) -> None:
