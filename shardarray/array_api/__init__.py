@@ -21,11 +21,10 @@ and ``fft`` extensions with part 3.
 
 from __future__ import annotations
 
-from types import FunctionType as _FunctionType
 from typing import Any
 
 from ..array import OPS as _ops_table
-from ..core.tape import boundary as _boundary
+from ..core.tape import boundaries as _boundaries
 from ..errors import ArgumentError
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 from ._array import HOOKS as _HOOKS
@@ -133,11 +132,7 @@ __all__ = [
 # arguments before they call an op (``xp.reshape``'s shape, ``xp.sum``'s axis), and an error they raise on some
 # processes only then reaches the others as a ``CommError`` naming it, instead of leaving them in a collective.
 # Outside a job of several processes the wrapper costs one attribute lookup.
-for _name in __all__:
-    _fn = globals().get(_name)
-    if isinstance(_fn, _FunctionType):
-        globals()[_name] = _boundary(_fn)
-del _name, _fn
+_boundaries(globals(), __all__)
 
 # ShardArray.__array_namespace__ calls this (shardarray/array.py's table of ops filled in from above)
 _ops_table.array_namespace = namespace
