@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import copies, profiler
+from . import copies, host_reads, profiler
 from .backend.classlist import ClassList
 from .errors import ArgumentError, BackendError, DimensionError, DTypeError, OutOfBoundsError, TapeError, ZeroDimError
 from .layout import Layout, block_slices
@@ -289,6 +289,7 @@ class ShardArray:
                 f"is always a copy (a gather); use np.asarray(x) or copy=None"
             )
         self._check_off_tape("np.asarray(x)")
+        host_reads.warn_if_numpy_reads(self._describe(), self.nbytes, any(self._layout.axes) or bool(self.pending))
         out = self.numpy()
         return out if dtype is None else out.astype(dtype)
 

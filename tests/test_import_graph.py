@@ -2,7 +2,8 @@
 
 The floors, bottom up:
 
-* the basement: errors, the user's line for warnings (callsite), lost writes into copies (copies), dtypes, chunk arithmetic, the launcher's process
+* the basement: errors, the user's line for warnings (callsite), lost writes into copies (copies),
+  NumPy's own whole-array reads (host_reads), dtypes, chunk arithmetic, the launcher's process
   count, layouts, meshes, backends, communicators, the profiler, BLAS threads;
 * ``array.py``: the ``ShardArray`` data type (its methods call the ops
   through ``array.OPS``, which the ops fill in from above);
@@ -21,7 +22,7 @@ from import_graph import build
 
 BASEMENT = (
     "backend", "callsite", "chunks", "comm", "dtypes", "errors", "launch", "layout", "mesh", "profiler", "threads",
-    "memo_hook", "copies",
+    "memo_hook", "copies", "host_reads",
 )  # fmt: skip
 #: imports of the package's own modules made inside functions (lazy imports of optional dependencies, CuPy and
 #: mpi4py, stay where they are): none; a table filled from above (array.OPS) replaces them

@@ -34,6 +34,7 @@ from ...callsite import user_stacklevel
 from ...chunks import group_chunk
 from ...core.relayout import to_axes
 from ...errors import GatherWarning
+from ...host_reads import GATHER_WARN_BYTES  # (per device: a handful of indices stays silent)
 from ...layout import block_bounds
 from ...mesh import Mesh
 
@@ -338,10 +339,6 @@ class RowMajor:
                 box = self.boxes[self.member[d]]
                 out[d] = g.reshape(tuple(hi - lo for lo, hi in box) + tuple(g.shape[1:]))
         return out
-
-
-#: gathers of at most this many bytes per device stay silent (a handful of indices); larger ones warn
-GATHER_WARN_BYTES = 65536
 
 
 def warn_gather(op: str, arr: Any, axes: Sequence[str], advice: str, what: str = "the index array") -> None:
