@@ -43,12 +43,10 @@ number gave NaN where NumPy gives a complex root), ``np.array``/``asanyarray``/`
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
+from clients import Book, positional, values
 from clients import mesh as mesh  # (the fixture: a 2x2 mesh, the default one of xp.asarray)
-from clients import values
 from fuzzing import cached_meshes, fuzz
 from helpers import layouts
 from hypothesis import given
@@ -57,85 +55,29 @@ from numpy100_cases import CASES
 
 import shardarray as sa
 import shardarray.array_api as xp
-from shardarray.array import as_kind
 
-#: NumPy's creation functions that take NEP 35's ``like=``
-LIKE = frozenset({"array", "asarray", "arange", "empty", "eye", "fromiter", "full", "identity", "ones", "zeros"})
-#: creation functions without ``like=``: the namespace's
-NAMESPACE = frozenset({"linspace", "indices"})
-
+#: the typed error and a regex of what its message says to do
 REFUSED: dict[str, tuple[type[Exception], str]] = {
-    "66": (sa.DTypeError, "xp.asarray"),
-    "80": (sa.DTypeError, "xp.asarray"),
+    "66": (sa.DTypeError, r"xp\.asarray"),
+    "80": (sa.DTypeError, r"xp\.asarray"),
 }
 
 #: documented gathers: the determinant of a general (not positive definite) matrix split over a mesh axis
 #: gathers the matrix (``ReplicatedFallbackWarning``, a ``GatherWarning`` naming its bytes)
 GATHERS = {"47": "det"}
 
-
-class OnMesh:
-    """``numpy`` as a script on distributed arrays sees it: creation functions make arrays like ``ref``."""
-
-    def __init__(self, ref: xp.Array) -> None:
-        self.ref = ref
-
-    def __getattr__(self, name: str):
-        if name in LIKE:
-            return lambda *args, **kwargs: getattr(np, name)(*args, like=self.ref, **kwargs)
-        if name in NAMESPACE:
-            return getattr(xp, name)
-        return getattr(np, name)
+#: the creation functions are the mesh's (``clients.OnMesh``: ``like=``, or ``xp.linspace``/``xp.indices``); every
+#: float result to 1e-10 (float32 too)
+BOOK = Book(CASES, refused=REFUSED, gathers=GATHERS, tol=(1e-10, 1e-12))
 
 
-def _leaves(result):
-    if isinstance(result, (tuple, list)):
-        return [leaf for item in result for leaf in _leaves(item)]
-    return [result]
-
-
-def _inputs(arrays, convert):
-    return [convert(a.copy()) if isinstance(a, np.ndarray) else a for a in arrays]
-
-
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", BOOK.params())
 @pytest.mark.usefixtures("mesh")
 def test_exercise_matches_numpy(name):
-    fn, arrays = CASES[name]
-    with np.errstate(all="ignore"):
-        want = fn(np, *_inputs(arrays, lambda a: a))
-    ours = OnMesh(xp.asarray(np.zeros(1)))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", sa.GatherWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's invalid-value warnings, as NumPy's run)
-        if name in REFUSED:
-            kind, hint = REFUSED[name]
-            with pytest.raises(kind, match=hint.replace(".", r"\.")):
-                fn(ours, *_inputs(arrays, xp.asarray))
-            return
-        got = fn(ours, *_inputs(arrays, xp.asarray))
-    gathered = [str(w.message) for w in caught if issubclass(w.category, sa.GatherWarning)]
-    assert all(GATHERS.get(name, "(none)") in m for m in gathered) and bool(gathered) == (name in GATHERS), gathered
-    want_leaves, got_leaves = _leaves(want), _leaves(got)
-    assert len(got_leaves) == len(want_leaves), (got, want)
-    for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
-        if isinstance(w, np.ndarray) and w.ndim:
-            assert isinstance(g, xp.Array), (k, type(g))
-        w, g = np.asarray(w), np.asarray(values(g))
-        assert (g.dtype, g.shape) == (w.dtype, w.shape), (k, g.dtype, g.shape, w.dtype, w.shape)
-        if w.dtype.kind in "fc":
-            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=f"result {k}")
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=f"result {k}")
+    BOOK.run_on_2x2(name)
 
 
 # ---------------------------------------------------------------- the counterparts the exercises needed
-
-
-def _positional(a, on, lay):
-    a = np.asarray(a)
-    dims = tuple(f"dim{k}" for k in range(a.ndim))
-    return as_kind(sa.asarray(a, dims=dims, mesh=on, layout=lay), xp.Array)
 
 
 def _same(got, want, label=""):
@@ -237,10 +179,10 @@ def test_unpackbits_packbits_match_numpy(data, on):
     v = rng.integers(0, 256, shape).astype(np.uint8)
     n = 8 * (v.size if axis is None else shape[axis])
     count = data.draw(st.none() | st.integers(-n, n + 9), label="count") if n else None
-    _same(xp.unpackbits(_positional(v, on, lay), axis=axis, count=count, bitorder=bitorder),
+    _same(xp.unpackbits(positional(v, on, lay), axis=axis, count=count, bitorder=bitorder),
           np.unpackbits(v, axis=axis, count=count, bitorder=bitorder), "unpackbits")  # fmt: skip
     b = rng.integers(0, 3, shape).astype(data.draw(st.sampled_from([np.int64, np.uint8, np.bool_]), label="dtype"))
-    _same(np.packbits(_positional(b, on, lay), axis=axis, bitorder=bitorder),
+    _same(np.packbits(positional(b, on, lay), axis=axis, bitorder=bitorder),
           np.packbits(b, axis=axis, bitorder=bitorder), "packbits")  # fmt: skip
 
 

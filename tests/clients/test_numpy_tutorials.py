@@ -48,8 +48,8 @@ import warnings
 import numpy as np
 import numpy_tutorials_cases as tc
 import pytest
+from clients import Book, leaves, positional, same, values
 from clients import mesh as mesh  # (the fixture: a 2x2 mesh, the default one of xp.asarray)
-from clients import values
 from fuzzing import cached_meshes, fuzz
 from helpers import layouts
 from hypothesis import given
@@ -57,24 +57,6 @@ from hypothesis import strategies as st
 
 import shardarray as sa
 import shardarray.array_api as xp
-from shardarray.array import as_kind
-
-LIKE = frozenset({"array", "asarray", "arange", "empty", "eye", "full", "identity", "ones", "zeros"})
-
-
-class OnMesh:
-    """``numpy`` as a script on distributed arrays sees it: creation functions make arrays like ``ref``."""
-
-    def __init__(self, ref: xp.Array) -> None:
-        self.ref = ref
-
-    def __getattr__(self, name: str):
-        if name in LIKE:
-            return lambda *args, **kwargs: getattr(np, name)(*args, like=self.ref, **kwargs)
-        if name == "linspace":
-            return xp.linspace
-        return getattr(np, name)
-
 
 _POLLUTANTS = tc.air_averages(np, tc.AIR)[3]  # (the 24-hour and 8-hour means of the section before)
 _AQI = tc.air_quality_index(np, _POLLUTANTS)[1]
@@ -119,48 +101,23 @@ CASES = {
 GATHERS = {"svd/gray": "svd", "svd/color": "svd", "static_equilibrium/beam": "solve"}
 
 
-def _leaves(result):
-    if isinstance(result, (tuple, list)):
-        return [leaf for item in result for leaf in _leaves(item)]
-    return [result]
+#: every float and complex result to ``(rtol, atol)``
+TOL = (1e-9, 1e-9)
+#: the creation functions are the mesh's (``clients.OnMesh``: ``like=``, or ``xp.linspace``)
+BOOK = Book(CASES, gathers=GATHERS, tol=TOL)
 
 
 def _same(got, want, label=""):
-    if isinstance(want, np.ndarray) and want.ndim:
-        assert isinstance(got, xp.Array), (label, type(got))
-    got, want = np.asarray(values(got)), np.asarray(want)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape), (label, got.dtype, got.shape, want.dtype, want.shape)
-    if want.dtype.kind in "fc":
-        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True, err_msg=label)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=label)
+    same(got, want, label, tol=TOL)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", BOOK.params())
 @pytest.mark.usefixtures("mesh")
 def test_tutorial_section_matches_numpy(name):
-    fn, arrays = CASES[name]
-    with np.errstate(all="ignore"):
-        want = fn(np, *[a.copy() for a in arrays])
-    ours = OnMesh(xp.asarray(np.zeros(1)))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", sa.GatherWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's invalid-value warnings, as NumPy's run)
-        got = fn(ours, *[xp.asarray(a) for a in arrays])
-    gathered = [str(w.message) for w in caught if issubclass(w.category, sa.GatherWarning)]
-    assert all(GATHERS.get(name, "(none)") in m for m in gathered) and bool(gathered) == (name in GATHERS), gathered
-    want_leaves, got_leaves = _leaves(want), _leaves(got)
-    assert len(got_leaves) == len(want_leaves), (got, want)
-    for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
-        _same(g, w, f"{name} result {k}")
+    BOOK.run_on_2x2(name)
 
 
 # ---------------------------------------------------------------- what the tutorials needed, and their refusals
-
-
-def _positional(a, on, lay):
-    a = np.asarray(a)
-    return as_kind(sa.asarray(a, dims=tuple(f"dim{k}" for k in range(a.ndim)), mesh=on, layout=lay), xp.Array)
 
 
 @fuzz(40)
@@ -182,11 +139,11 @@ def test_fill_diagonal_matches_numpy(data, on):
     host = (rng.standard_normal(k) * 3 + 0.5).astype(np.float64 if dtype != np.complex128 else dtype)
     val = data.draw(st.sampled_from(["scalar", "list", "array"]), label="val kind") if k else "list"
     val_host = {"scalar": host[:1].item() if k else 1.5, "list": host.tolist(), "array": host}[val]
-    val_ours = _positional(host, on, {}) if val == "array" else val_host
+    val_ours = positional(host, on, {}) if val == "array" else val_host
     wrap = data.draw(st.booleans(), label="wrap")
     want = a.copy()
     np.fill_diagonal(want, val_host, wrap=wrap)
-    x = _positional(a, on, lay)
+    x = positional(a, on, lay)
     assert np.fill_diagonal(x, val_ours, wrap=wrap) is None
     _same(x, want)
 
@@ -312,7 +269,7 @@ def test_polyfit_matches_numpy(data, on):
     want, want_warned = _outcome(lambda: np.polyfit(x, y, deg, w=w, **kw))
     got, warned = _outcome(
         lambda: np.polyfit(
-            _positional(x, on, lay_x), _positional(y, on, lay_y), deg, w=None if w is None else _positional(w, on, {}),
+            positional(x, on, lay_x), positional(y, on, lay_y), deg, w=None if w is None else positional(w, on, {}),
             **kw,
         )
     )  # fmt: skip
@@ -322,7 +279,7 @@ def test_polyfit_matches_numpy(data, on):
     assert not isinstance(got, Exception), got
     assert bool(warned) == bool(want_warned), (warned, want_warned)
     tol = 1e-4 if dtype == np.float32 else 1e-7
-    for k, (g, v) in enumerate(zip(_leaves(got), _leaves(want), strict=True)):
+    for k, (g, v) in enumerate(zip(leaves(got), leaves(want), strict=True)):
         g, v = np.asarray(values(g)), np.asarray(v)
         assert (g.dtype, g.shape) == (v.dtype, v.shape), (k, g.dtype, g.shape, v.dtype, v.shape)
         np.testing.assert_allclose(g, v, rtol=tol, atol=tol, err_msg=f"result {k}")

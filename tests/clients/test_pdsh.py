@@ -30,42 +30,16 @@ The classes of what does not match (the tables below the cases):
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pdsh_cases as pc
 import pytest
-from clients import leaves, same
+from clients import Book, sized
 from clients import mesh as mesh  # (the fixture: a 2x2 mesh, the default one of xp.asarray)
 from fuzzing import cached_meshes, fuzz
-from helpers import layouts
 from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
-import shardarray.array_api as xp
-from shardarray.array import as_kind
-
-LIKE = frozenset({"array", "asarray", "arange", "empty", "eye", "full", "identity", "ones", "zeros"})
-
-
-class OnMesh:
-    """``numpy`` as a script on distributed arrays sees it: creation functions make arrays like ``ref``."""
-
-    def __init__(self, ref: xp.Array) -> None:
-        self.ref = ref
-
-    def __getattr__(self, name: str):
-        if name in LIKE:
-            return lambda *args, **kwargs: getattr(np, name)(*args, like=self.ref, **kwargs)
-        if name == "linspace":
-            return xp.linspace
-        return getattr(np, name)
-
-
-def _sized(fn, n):
-    return lambda np_, *arrays: fn(np_, *arrays, n)
-
 
 #: name -> (the example's function, its inputs); the names say the section, ``@n`` a size, ``_odd`` odd sizes
 CASES = {
@@ -77,8 +51,8 @@ CASES = {
     "02.02/print": (pc.basics_print, []),
     "02.02/indexing": (pc.basics_indexing, [pc.X1, pc.X2]),
     "02.02/indexing_odd": (pc.basics_indexing, [pc.X1_ODD, pc.X2_ODD]),
-    "02.02/slicing_1d@10": (_sized(pc.basics_slicing_1d, 10), []),
-    "02.02/slicing_1d@11": (_sized(pc.basics_slicing_1d, 11), []),
+    "02.02/slicing_1d@10": (sized(pc.basics_slicing_1d, 10), []),
+    "02.02/slicing_1d@11": (sized(pc.basics_slicing_1d, 11), []),
     "02.02/slicing_2d": (pc.basics_slicing_2d, [pc.X2]),
     "02.02/slicing_2d_odd": (pc.basics_slicing_2d, [pc.X2_ODD]),
     "02.02/views": (pc.basics_views, [pc.X2]),
@@ -87,22 +61,22 @@ CASES = {
     "02.02/reshape": (pc.basics_reshape, []),
     "02.02/concatenate": (pc.basics_concatenate, []),
     "02.02/concatenate_list": (pc.basics_concatenate_list, []),
-    "02.02/split@4": (_sized(pc.basics_split, 4), []),
-    "02.02/split@5": (_sized(pc.basics_split, 5), []),
+    "02.02/split@4": (sized(pc.basics_split, 4), []),
+    "02.02/split@5": (sized(pc.basics_split, 5), []),
     "02.03/reciprocals": (pc.ufunc_reciprocals, [np.arange(1.0, 8.0)]),
-    "02.03/intro@3": (_sized(pc.ufunc_intro, 3), []),
-    "02.03/intro@5": (_sized(pc.ufunc_intro, 5), []),
-    "02.03/arithmetic@4": (_sized(pc.ufunc_arithmetic, 4), []),
-    "02.03/arithmetic@7": (_sized(pc.ufunc_arithmetic, 7), []),
+    "02.03/intro@3": (sized(pc.ufunc_intro, 3), []),
+    "02.03/intro@5": (sized(pc.ufunc_intro, 5), []),
+    "02.03/arithmetic@4": (sized(pc.ufunc_arithmetic, 4), []),
+    "02.03/arithmetic@7": (sized(pc.ufunc_arithmetic, 7), []),
     "02.03/absolute": (pc.ufunc_absolute, []),
     "02.03/trigonometric": (pc.ufunc_trigonometric, []),
     "02.03/exponents": (pc.ufunc_exponents, []),
     "02.03/out": (pc.ufunc_out, []),
     "02.03/out_view": (pc.ufunc_out_view, []),
-    "02.03/aggregates@5": (_sized(pc.ufunc_aggregates, 5), []),
-    "02.03/aggregates@7": (_sized(pc.ufunc_aggregates, 7), []),
-    "02.03/outer@5": (_sized(pc.ufunc_outer, 5), []),
-    "02.03/outer@7": (_sized(pc.ufunc_outer, 7), []),
+    "02.03/aggregates@5": (sized(pc.ufunc_aggregates, 5), []),
+    "02.03/aggregates@7": (sized(pc.ufunc_aggregates, 7), []),
+    "02.03/outer@5": (sized(pc.ufunc_outer, 5), []),
+    "02.03/outer@7": (sized(pc.ufunc_outer, 7), []),
     "02.04/sum_min_max": (pc.agg_sum, [pc.BIG]),
     "02.04/sum_min_max_even": (pc.agg_sum, [pc.L]),
     "02.04/multidimensional": (pc.agg_multidimensional, [pc.M34]),
@@ -117,8 +91,8 @@ CASES = {
     "02.05/rules": (pc.broadcast_rules, []),
     "02.05/centering": (pc.broadcast_centering, [pc.X103]),
     "02.05/centering_odd": (pc.broadcast_centering, [pc.X93]),
-    "02.05/plotting@50": (_sized(pc.broadcast_plotting, 50), []),
-    "02.05/plotting@51": (_sized(pc.broadcast_plotting, 51), []),
+    "02.05/plotting@50": (sized(pc.broadcast_plotting, 50), []),
+    "02.05/plotting@51": (sized(pc.broadcast_plotting, 51), []),
     "02.06/operators": (pc.compare_operators, []),
     "02.06/counting": (pc.compare_counting, [pc.RAND_3x4]),
     "02.06/counting_odd": (pc.compare_counting, [pc.RAND_5x7]),
@@ -140,8 +114,8 @@ CASES = {
     "02.08/axes_odd": (pc.sort_axes, [pc.SORT_5x7]),
     "02.08/partition": (pc.sort_partition, [pc.SORT_4x6]),
     "02.08/partition_odd": (pc.sort_partition, [pc.SORT_5x7]),
-    "02.08/knn": (_sized(pc.sort_knn, 2), [pc.POINTS10]),
-    "02.08/knn_odd": (_sized(pc.sort_knn, 3), [pc.POINTS11]),
+    "02.08/knn": (sized(pc.sort_knn, 2), [pc.POINTS10]),
+    "02.08/knn_odd": (sized(pc.sort_knn, 3), [pc.POINTS11]),
     "02.09/structured": (pc.structured, []),
     "02.09/structured_columns": (pc.structured_columns, []),
 }
@@ -169,56 +143,16 @@ SKIPPED = {
 XFAILS: dict[str, str] = {}  # (none left: x.itemsize/x.nbytes came in round 16)
 
 
-def _params():
-    for name in CASES:
-        marks = []
-        if name in SKIPPED:
-            marks.append(pytest.mark.skip(reason=SKIPPED[name]))
-        if name in XFAILS:
-            marks.append(pytest.mark.xfail(strict=True, reason=XFAILS[name]))
-        yield pytest.param(name, marks=marks, id=name)
+BOOK = Book(CASES, refused=REFUSED, skipped=SKIPPED, xfails=XFAILS)
 
 
-def _run(name, arrays_ours, ref):
-    """The case ``name`` on NumPy and on ``arrays_ours`` (creation functions like ``ref``), compared."""
-    fn, arrays = CASES[name]
-    with np.errstate(all="ignore"):
-        want = fn(np, *[a.copy() for a in arrays])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", sa.GatherWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's invalid-value warnings, as NumPy's run)
-        if name in REFUSED:
-            kind, hint = REFUSED[name]
-            with pytest.raises(kind, match=hint):
-                fn(OnMesh(ref), *arrays_ours)
-            return
-        got = fn(OnMesh(ref), *arrays_ours)
-    gathered = [str(w.message) for w in caught if issubclass(w.category, sa.GatherWarning)]
-    assert not gathered, gathered
-    want_leaves, got_leaves = leaves(want), leaves(got)
-    assert len(got_leaves) == len(want_leaves), (got, want)
-    for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
-        same(g, w, f"{name} result {k}")
-
-
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name", BOOK.params())
 @pytest.mark.usefixtures("mesh")
 def test_handbook_example_matches_numpy(name):
-    _run(name, [xp.asarray(a) for a in CASES[name][1]], xp.asarray(np.zeros(1)))
-
-
-#: the examples that take inputs and run (each input can be laid out at will)
-WITH_INPUTS = sorted(n for n, (_, arrays) in CASES.items() if arrays and n not in {**SKIPPED, **REFUSED, **XFAILS})
+    BOOK.run_on_2x2(name)
 
 
 @fuzz(40)
 @given(data=st.data(), on=cached_meshes())
 def test_handbook_example_on_meshes_and_layouts(data, on):
-    name = data.draw(st.sampled_from(WITH_INPUTS), label="example")
-    ours = []
-    for a in CASES[name][1]:
-        dims = tuple(f"dim{k}" for k in range(a.ndim))
-        lay = data.draw(layouts(on, dims), label="layout")
-        ours.append(as_kind(sa.asarray(a, dims=dims, mesh=on, layout=lay), xp.Array))
-    with sa.default_mesh(on):
-        _run(name, ours, xp.asarray(np.zeros(1)))
+    BOOK.run_laid_out(data, on)

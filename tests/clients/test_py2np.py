@@ -41,42 +41,17 @@ The classes of what does not match (the tables below the cases):
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import py2np_cases as pc
 import pytest
-from clients import leaves, same
+from clients import Book, OnMesh, sized
 from clients import mesh as mesh  # (the fixture: a 2x2 mesh, the default one of xp.asarray)
 from fuzzing import cached_meshes, fuzz
-from helpers import layouts
 from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
 import shardarray.array_api as xp
-from shardarray.array import as_kind
-
-LIKE = frozenset({"array", "asarray", "arange", "empty", "eye", "full", "identity", "ones", "zeros"})
-
-
-class OnMesh:
-    """``numpy`` as a script on distributed arrays sees it: creation functions make arrays like ``ref``."""
-
-    def __init__(self, ref: xp.Array) -> None:
-        self.ref = ref
-
-    def __getattr__(self, name: str):
-        if name in LIKE:
-            return lambda *args, **kwargs: getattr(np, name)(*args, like=self.ref, **kwargs)
-        if name == "linspace":
-            return xp.linspace
-        return getattr(np, name)
-
-
-def _sized(fn, *n):
-    return lambda np_, *arrays: fn(np_, *arrays, *n)
-
 
 #: name -> (the example's function, its inputs); the names say the chapter, ``@n`` a size, ``_odd`` odd sizes
 CASES = {
@@ -98,11 +73,11 @@ CASES = {
     "4.2/life_argwhere": (pc.life_argwhere, [pc.LIFE_ODD]),
     "4.2/gray_scott": (pc.gray_scott, [pc.GS_NOISE_U, pc.GS_NOISE_V]),
     "4.2/gray_scott_odd": (pc.gray_scott, [pc.GS_NOISE_U_ODD, pc.GS_NOISE_V_ODD]),
-    "4.2/mandelbrot@24x16": (_sized(pc.mandelbrot, 24, 16), []),
-    "4.2/mandelbrot@23x15": (_sized(pc.mandelbrot, 23, 15), []),
-    "4.3/mandelbrot_temporal@24x16": (_sized(pc.mandelbrot_temporal, 24, 16), []),
-    "4.3/mandelbrot_temporal@23x15": (_sized(pc.mandelbrot_temporal, 23, 15), []),
-    "4.3/mandelbrot_temporal_escaping@13x7": (_sized(pc.mandelbrot_temporal, 13, 7, 20, 2.0, 1.0), []),
+    "4.2/mandelbrot@24x16": (sized(pc.mandelbrot, 24, 16), []),
+    "4.2/mandelbrot@23x15": (sized(pc.mandelbrot, 23, 15), []),
+    "4.3/mandelbrot_temporal@24x16": (sized(pc.mandelbrot_temporal, 24, 16), []),
+    "4.3/mandelbrot_temporal@23x15": (sized(pc.mandelbrot_temporal, 23, 15), []),
+    "4.3/mandelbrot_temporal_escaping@13x7": (sized(pc.mandelbrot_temporal, 13, 7, 20, 2.0, 1.0), []),
     "4.2/fractal_dimension": (pc.fractal_dimension, [pc.COAST]),
     "4.2/fractal_dimension_odd": (pc.fractal_dimension, [pc.COAST_ODD]),
     "4.2/fractal_dimension_list": (pc.fractal_dimension_list, [pc.COAST]),
@@ -122,8 +97,8 @@ CASES = {
     "2/find_subsequence": (pc.find_subsequence, [pc.SEQ, pc.SUB]),
     "3/view_write": (pc.anatomy_view_write, []),
     "4.2/gray_scott_structured": (pc.gray_scott_structured, []),
-    "4.3/mandelbrot_shape_set@24x16": (_sized(pc.mandelbrot_temporal_shape_set, 24, 16), []),
-    "4.3/mandelbrot_mgrid@24x16": (_sized(pc.mandelbrot_mgrid, 24, 16), []),
+    "4.3/mandelbrot_shape_set@24x16": (sized(pc.mandelbrot_temporal_shape_set, 24, 16), []),
+    "4.3/mandelbrot_mgrid@24x16": (sized(pc.mandelbrot_mgrid, 24, 16), []),
     "4.4/boids_wraparound": (pc.boids_wraparound, [pc.BOIDS_POSITION, pc.BOIDS_VELOCITY]),
 }
 
@@ -154,42 +129,13 @@ REFUSED: dict[str, tuple[type[Exception], str]] = {
 XFAILS: dict[str, str] = {}  # (none left: np.correlate, the shape setter and ravel's copies came in round 16)
 
 
-def _params():
-    for name in CASES:
-        marks = []
-        if name in SKIPPED:
-            marks.append(pytest.mark.skip(reason=SKIPPED[name]))
-        if name in XFAILS:
-            marks.append(pytest.mark.xfail(strict=True, reason=XFAILS[name]))
-        yield pytest.param(name, marks=marks, id=name)
+BOOK = Book(CASES, refused=REFUSED, skipped=SKIPPED, xfails=XFAILS)
 
 
-def _run(name, arrays_ours, ref):
-    """The case ``name`` on NumPy and on ``arrays_ours`` (creation functions like ``ref``), compared."""
-    fn, arrays = CASES[name]
-    with np.errstate(all="ignore"):
-        want = fn(np, *[a.copy() for a in arrays])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", sa.GatherWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's invalid-value warnings, as NumPy's run)
-        if name in REFUSED:
-            kind, hint = REFUSED[name]
-            with pytest.raises(kind, match=hint):
-                fn(OnMesh(ref), *arrays_ours)
-            return
-        got = fn(OnMesh(ref), *arrays_ours)
-    gathered = [str(w.message) for w in caught if issubclass(w.category, sa.GatherWarning)]
-    assert not gathered, gathered
-    want_leaves, got_leaves = leaves(want), leaves(got)
-    assert len(got_leaves) == len(want_leaves), (got, want)
-    for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
-        same(g, w, f"{name} result {k}")
-
-
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name", BOOK.params())
 @pytest.mark.usefixtures("mesh")
 def test_py2np_example_matches_numpy(name):
-    _run(name, [xp.asarray(a) for a in CASES[name][1]], xp.asarray(np.zeros(1)))
+    BOOK.run_on_2x2(name)
 
 
 #: the book's writes through a view (``SKIPPED``): (the case, its input) -> an xfail reason where no warning comes
@@ -216,18 +162,7 @@ def test_view_write_warns(name):
         fn(OnMesh(xp.asarray(np.zeros(1))), *[xp.asarray(a) for a in arrays])
 
 
-#: the examples that take inputs and run (each input can be laid out at will)
-WITH_INPUTS = sorted(n for n, (_, arrays) in CASES.items() if arrays and n not in {**SKIPPED, **REFUSED, **XFAILS})
-
-
 @fuzz(40)
 @given(data=st.data(), on=cached_meshes())
 def test_py2np_example_on_meshes_and_layouts(data, on):
-    name = data.draw(st.sampled_from(WITH_INPUTS), label="example")
-    ours = []
-    for a in CASES[name][1]:
-        dims = tuple(f"dim{k}" for k in range(a.ndim))
-        lay = data.draw(layouts(on, dims), label="layout")
-        ours.append(as_kind(sa.asarray(a, dims=dims, mesh=on, layout=lay), xp.Array))
-    with sa.default_mesh(on):
-        _run(name, ours, xp.asarray(np.zeros(1)))
+    BOOK.run_laid_out(data, on)

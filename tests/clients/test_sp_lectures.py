@@ -35,43 +35,17 @@ The classes of what does not match (the tables below the cases):
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import sp_lectures_cases as sc
-from clients import leaves, same
+from clients import Book, sized
 from clients import mesh as mesh  # (the fixture: a 2x2 mesh, the default one of xp.asarray)
 from fuzzing import cached_meshes, fuzz
-from helpers import layouts
 from hypothesis import given
 from hypothesis import strategies as st
 
 import shardarray as sa
-import shardarray.array_api as xp
-from shardarray.array import as_kind
 from shardarray.linalg import ReplicatedFallbackWarning
-
-LIKE = frozenset({"array", "asarray", "arange", "empty", "eye", "full", "identity", "ones", "zeros"})
-
-
-class OnMesh:
-    """``numpy`` as a script on distributed arrays sees it: creation functions make arrays like ``ref``."""
-
-    def __init__(self, ref: xp.Array) -> None:
-        self.ref = ref
-
-    def __getattr__(self, name: str):
-        if name in LIKE:
-            return lambda *args, **kwargs: getattr(np, name)(*args, like=self.ref, **kwargs)
-        if name == "linspace":
-            return xp.linspace
-        return getattr(np, name)
-
-
-def _sized(fn, *n):
-    return lambda np_, *arrays: fn(np_, *arrays, *n)
-
 
 #: name -> (the example's function, its inputs); the names say the section, ``@n`` a size, ``_odd`` odd sizes
 CASES = {
@@ -81,13 +55,13 @@ CASES = {
     "1.3.1/dtypes_basic": (sc.dtypes_basic, []),
     "1.3.1/dtypes_strings": (sc.dtypes_strings, []),
     "1.3.1/indexing": (sc.indexing_basic, []),
-    "1.3.1/slicing@10": (_sized(sc.slicing, 10), []),
-    "1.3.1/slicing@13": (_sized(sc.slicing, 13), []),
+    "1.3.1/slicing@10": (sized(sc.slicing, 10), []),
+    "1.3.1/slicing@13": (sized(sc.slicing, 13), []),
     "1.3.1/slicing_figure": (sc.slicing_figure, []),
     "1.3.1/views_write": (sc.views_write, []),
     "1.3.1/copies": (sc.copies, []),
-    "1.3.1/sieve@100": (_sized(sc.sieve, 100), []),
-    "1.3.1/sieve@101": (_sized(sc.sieve, 101), []),
+    "1.3.1/sieve@100": (sized(sc.sieve, 100), []),
+    "1.3.1/sieve@101": (sized(sc.sieve, 101), []),
     "1.3.1/sieve_of@53": (sc.sieve_of, [np.ones(53, dtype=bool)]),
     "1.3.1/fancy_mask": (sc.fancy_mask, [sc.RAND15]),
     "1.3.1/fancy_integers": (sc.fancy_integers, []),
@@ -133,13 +107,13 @@ CASES = {
     "1.3.5/picture": (sc.picture, [sc.FACE]),
     "1.3.5/picture_odd": (sc.picture, [sc.FACE_ODD]),
     "1.3.5/picture_diagonal": (sc.picture_diagonal, [sc.FACE_ODD]),
-    "1.3.5/mandelbrot@20x20": (_sized(sc.mandelbrot, 20, 20), []),
-    "1.3.5/mandelbrot@21x19": (_sized(sc.mandelbrot, 21, 19), []),
+    "1.3.5/mandelbrot@20x20": (sized(sc.mandelbrot, 20, 20), []),
+    "1.3.5/mandelbrot@21x19": (sized(sc.mandelbrot, 21, 19), []),
     "1.3.5/mandelbrot_of": (sc.mandelbrot_of, [np.linspace(-2, 1, 13), np.linspace(-1.5, 1.5, 9)]),
     "1.3.5/markov_power": (sc.markov_power, [sc.MARKOV_P, sc.MARKOV_P0]),
     "1.3.5/markov_eig": (sc.markov_eig, [sc.MARKOV_P, sc.MARKOV_P0]),
-    "1.3.5/crude_integral@24x12x6": (_sized(sc.crude_integral, 24, 12, 6), []),
-    "1.3.5/crude_integral@25x13x7": (_sized(sc.crude_integral, 25, 13, 7), []),
+    "1.3.5/crude_integral@24x12x6": (sized(sc.crude_integral, 24, 12, 6), []),
+    "1.3.5/crude_integral@25x13x7": (sized(sc.crude_integral, 25, 13, 7), []),
     "1.3.5/crude_integral_of": (
         sc.crude_integral_of,
         [np.linspace(0, 1, 24), np.linspace(0, 1, 12), np.linspace(0, 1, 6)],
@@ -182,60 +156,17 @@ SKIPPED = {
 XFAILS: dict[str, str] = {}  # (none left: a tuple or range inside an index, x.resize and np.roots came in round 16)
 
 
-def _params():
-    for name in CASES:
-        marks = []
-        if name in SKIPPED:
-            marks.append(pytest.mark.skip(reason=SKIPPED[name]))
-        if name in XFAILS:
-            marks.append(pytest.mark.xfail(strict=True, reason=XFAILS[name]))
-        yield pytest.param(name, marks=marks, id=name)
+BOOK = Book(CASES, refused=REFUSED, skipped=SKIPPED, xfails=XFAILS, warns=WARNS, host=HOST)
 
 
-def _run(name, arrays_ours, ref, split=True):
-    """The case ``name`` on NumPy and on ``arrays_ours`` (creation functions like ``ref``), compared; ``split``:
-    the inputs are split (on 2x2), so that a ``WARNS`` case must warn (elsewhere it may)."""
-    fn, arrays = CASES[name]
-    with np.errstate(all="ignore"):
-        want = fn(np, *[a.copy() for a in arrays])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", sa.GatherWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's invalid-value warnings, as NumPy's run)
-        if name in REFUSED:
-            kind, hint = REFUSED[name]
-            with pytest.raises(kind, match=hint):
-                fn(OnMesh(ref), *arrays_ours)
-            return
-        got = fn(OnMesh(ref), *arrays_ours)
-    gathered = [w for w in caught if issubclass(w.category, sa.GatherWarning)]
-    if name in WARNS:
-        assert not split or any(issubclass(w.category, WARNS[name]) for w in gathered), gathered
-        gathered = [w for w in gathered if not issubclass(w.category, WARNS[name])]
-    assert not gathered, [str(w.message) for w in gathered]
-    want_leaves, got_leaves = leaves(want), leaves(got)
-    assert len(got_leaves) == len(want_leaves), (got, want)
-    for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
-        same(g, w, f"{name} result {k}", host=name in HOST)
-
-
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name", BOOK.params())
 @pytest.mark.usefixtures("mesh")
 def test_lectures_example_matches_numpy(name):
-    _run(name, [xp.asarray(a) for a in CASES[name][1]], xp.asarray(np.zeros(1)))
-
-
-#: the examples that take inputs and run (each input can be laid out at will)
-WITH_INPUTS = sorted(n for n, (_, arrays) in CASES.items() if arrays and n not in {**SKIPPED, **REFUSED, **XFAILS})
+    BOOK.run_on_2x2(name)
 
 
 @fuzz(60)
 @given(data=st.data(), on=cached_meshes())
 def test_lectures_example_on_meshes_and_layouts(data, on):
-    name = data.draw(st.sampled_from(WITH_INPUTS), label="example")
-    ours = []
-    for a in CASES[name][1]:
-        dims = tuple(f"dim{k}" for k in range(a.ndim))
-        lay = data.draw(layouts(on, dims), label="layout")
-        ours.append(as_kind(sa.asarray(a, dims=dims, mesh=on, layout=lay), xp.Array))
-    with sa.default_mesh(on):
-        _run(name, ours, xp.asarray(np.zeros(1)), split=False)
+    """On the other meshes a ``WARNS`` case may warn (its inputs may be unsplit there) and need not."""
+    BOOK.run_laid_out(data, on, split=False)

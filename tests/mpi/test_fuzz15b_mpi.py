@@ -18,50 +18,20 @@ the mesh raised ``DTypeError`` (NumPy's mask; a host mask of another shape was t
 
 from __future__ import annotations
 
-import faulthandler
-import importlib.util
-import shutil
-
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mpi_fuzz15b_cases import CASES, check, gathered, mesh_of, placed, quiet, run_on
+from mpi_case_jobs import gathered, mesh_of, placed, quiet, run_on
+from mpi_case_tests import agree, case_tests, in_step, inmpi
+from mpi_case_tests import guard as guard  # (autouse: the hang guard)
+from mpi_fuzz15b_cases import CASES, check
 from mpi_fuzzing import SHAPES, mpi_fuzz
-from mpi_fuzzing import agree as _agree_job
 from mpi_fuzzing import world as _world
-from mpi_jobs import ROOT, mpiexec
 from spmd import WORLD
 
 import shardarray as sa
 import shardarray.array_api as xp
-
-HAVE_MPI = shutil.which("mpiexec") is not None and importlib.util.find_spec("mpi4py") is not None
-inmpi = pytest.mark.skipif(WORLD < 2, reason="runs inside an MPI job (mpiexec -n 2 or -n 4)")
-outside = pytest.mark.skipif(WORLD > 1 or not HAVE_MPI, reason="launches mpiexec itself: needs mpiexec and mpi4py")
-GUARD_S = 120  # a test that takes this long hangs: the job ends with every thread's traceback
-JOB = str(ROOT / "tests" / "support" / "mpi_fuzz15b_cases.py")
-
-
-@pytest.fixture(autouse=True)
-def guard():
-    faulthandler.dump_traceback_later(GUARD_S, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
-
-def agree(message: str | None) -> None:
-    """Fail on every process when any one has a ``message`` (outside MPI: fail here; mpi4py is not started)."""
-    if WORLD > 1:
-        _agree_job(message)
-    else:
-        assert message is None, message
-
-
-def _in_step(mesh: sa.Mesh) -> None:
-    """The processes are still in step: the next collectives give the right answers on every process."""
-    x = xp.asarray(sa.asarray(np.arange(8.0), dims=("i",), mesh=mesh, layout={"i": mesh.axis_names}))
-    agree(None if float(xp.sum(x)) == 28.0 and x.numpy()[7] == 7.0 else "out of step")
 
 
 def _outcome(call) -> str:
@@ -75,21 +45,10 @@ def _outcome(call) -> str:
 # =============================================================================================== 1. each case
 
 
-@inmpi
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_each_feature_matches_numpy_and_the_emulated_comm_log(name):
-    for shape in SHAPES:
-        agree(check(name, shape))
-
-
-@outside
-def test_every_case_under_mpiexec_n_2():
-    """The same cases in a job of 2 processes (CI runs tests/mpi with 4)."""
-    proc = mpiexec(2, JOB, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    assert not [w for w in lines if w.startswith("wrong")], proc.stdout[-3000:]
-    assert sum(w.startswith("ok ") for w in lines) == len(CASES), proc.stdout[-3000:]
+#: inside an MPI job each case on the job's meshes; outside one, ``mpi_fuzz15b_cases.py`` as a job of 2 processes
+test_each_feature_matches_numpy_and_the_emulated_comm_log, test_every_case_under_mpiexec_n_2 = case_tests(
+    CASES, check, "mpi_fuzz15b_cases"
+)
 
 
 # =============================================================================================== 2. the fuzzer
@@ -244,7 +203,7 @@ def test_power_at_of_integers_to_negative_powers_is_refused_typed_before_anythin
     if WORLD > 1:
         agree(None if (said, said2) == ("ArgumentError", "ArgumentError") else f"{said}, {said2}")
         agree(None if np.array_equal(x.numpy(), np.arange(1, 8)) else "written")
-        _in_step(mesh)
+        in_step(mesh)
         return
     assert (said, said2) == ("ArgumentError", "ArgumentError")
     np.testing.assert_array_equal(x.numpy(), np.arange(1, 8))
@@ -287,7 +246,7 @@ def test_reduceat_failing_on_one_process_tells_the_others_and_stays_in_step():
     r = mesh.process_index
     said = _outcome(lambda: np.add.reduceat(x, [0, 9 if r == 1 else 3]).numpy())
     agree(None if said == ("OutOfBoundsError" if r == 1 else "CommError") else said)
-    _in_step(mesh)
+    in_step(mesh)
 
 
 @inmpi
@@ -315,7 +274,7 @@ def test_a_per_process_argument_of_a_new_op_raises_commerror_everywhere(what):
 
     said = _outcome(call)
     agree(None if said == "CommError" else said)
-    _in_step(mesh)
+    in_step(mesh)
 
 
 @pytest.mark.parametrize("kind", ["mul", "div"])

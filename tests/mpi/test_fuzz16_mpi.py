@@ -23,9 +23,6 @@ agreed check tells every process the failing one's error).
 
 from __future__ import annotations
 
-import faulthandler
-import importlib.util
-import shutil
 import warnings
 from collections import Counter
 
@@ -33,21 +30,16 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mpi_fuzz15b_cases import mesh_of, placed, quiet
+from mpi_case_jobs import mesh_of, placed, quiet
+from mpi_case_tests import agree, case_tests, in_step, inmpi, outside
+from mpi_case_tests import guard as guard  # (autouse: the hang guard)
 from mpi_fuzz16_cases import CASES, _bits_differ, check, run_on
 from mpi_fuzzing import SHAPES, mpi_fuzz
-from mpi_fuzzing import agree as _agree_job
 from mpi_jobs import ROOT, mpiexec
-from spmd import WORLD
 
 import shardarray as sa
 import shardarray.array_api as xp
 
-HAVE_MPI = shutil.which("mpiexec") is not None and importlib.util.find_spec("mpi4py") is not None
-inmpi = pytest.mark.skipif(WORLD < 2, reason="runs inside an MPI job (mpiexec -n 2 or -n 4)")
-outside = pytest.mark.skipif(WORLD > 1 or not HAVE_MPI, reason="launches mpiexec itself: needs mpiexec and mpi4py")
-GUARD_S = 120  # a test that takes this long hangs: the job ends with every thread's traceback
-CASES_JOB = str(ROOT / "tests" / "support" / "mpi_fuzz16_cases.py")
 FAIL_JOB = str(ROOT / "tests" / "support" / "mpi_fuzz16_jobs.py")
 ENV = {"SHARDARRAY_HANG_CHECK_S": "300", "SHARDARRAY_CHECK_SPMD": "0"}  # (the watchdog cannot end a case in time)
 QUICK_S = 5.0  # a case that takes longer waited for something
@@ -59,44 +51,13 @@ AGREED = ("random_normal",)  # (every process raises the failing process's own e
 DIVERGING = 11  # (the job's diverge_* cases)
 
 
-@pytest.fixture(autouse=True)
-def guard():
-    faulthandler.dump_traceback_later(GUARD_S, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
-
-def agree(message: str | None) -> None:
-    """Fail on every process when any one has a ``message`` (outside MPI: fail here; mpi4py is not started)."""
-    if WORLD > 1:
-        _agree_job(message)
-    else:
-        assert message is None, message
-
-
-def _in_step(mesh: sa.Mesh) -> None:
-    x = xp.asarray(sa.asarray(np.arange(8.0), dims=("i",), mesh=mesh, layout={"i": mesh.axis_names}))
-    agree(None if float(xp.sum(x)) == 28.0 and x.numpy()[7] == 7.0 else "out of step")
-
-
 # =============================================================================================== 1. each case
 
 
-@inmpi
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_each_feature_matches_numpy_and_the_emulated_comm_log(name):
-    for shape in SHAPES:
-        agree(check(name, shape))
-
-
-@outside
-def test_every_case_under_mpiexec_n_2():
-    """The same cases in a job of 2 processes (CI runs tests/mpi with 4)."""
-    proc = mpiexec(2, CASES_JOB, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    assert not [w for w in lines if w.startswith("wrong")], proc.stdout[-3000:]
-    assert sum(w.startswith("ok ") for w in lines) == len(CASES), proc.stdout[-3000:]
+#: inside an MPI job each case on the job's meshes; outside one, ``mpi_fuzz16_cases.py`` as a job of 2 processes
+test_each_feature_matches_numpy_and_the_emulated_comm_log, test_every_case_under_mpiexec_n_2 = case_tests(
+    CASES, check, "mpi_fuzz16_cases"
+)
 
 
 # =============================================================================================== 2. the fuzzer
@@ -192,7 +153,7 @@ def test_repeat_counts_wrong_on_one_process_tells_the_others_and_stays_in_step()
     except sa.CommError as e:
         said = None if r != 1 and "process 1" in str(e) and "ArgumentError" in str(e) else str(e)[:300]
     agree(said)
-    _in_step(mesh)
+    in_step(mesh)
 
 
 @inmpi
@@ -210,4 +171,4 @@ def test_writes_into_copies_freed_unread_warn_alike_on_every_process():
         seen = float(xp.sum(kept))
     n = sum(issubclass(w.category, sa.CopyWriteWarning) for w in caught)
     agree(None if (n, seen, bool(z.numpy().any())) == (2, 5.0, False) else f"warned {n}, kept {seen}")
-    _in_step(mesh)
+    in_step(mesh)

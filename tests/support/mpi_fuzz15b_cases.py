@@ -9,44 +9,14 @@ the emulated mesh logs for the same op). Blocks are uneven and some empty (7 row
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from mpi_case_jobs import check_case, placed, run_cases
 
 import shardarray as sa
 import shardarray.array_api as xp
-
-_MESHES: dict = {}
-
-
-def mesh_of(shape: dict, comm: str) -> sa.Mesh:
-    """The mesh of ``shape`` with ``comm`` ("mpi" or "emulated"), NumPy shards, built once."""
-    key = (tuple(shape.items()), comm)
-    if key not in _MESHES:
-        _MESHES[key] = sa.Mesh(dict(shape), comm=comm, backend="numpy")
-    return _MESHES[key]
-
-
-def placed(h: np.ndarray, mesh: sa.Mesh, layout: list[Any]) -> Any:
-    """``h`` as a positional array on ``mesh``, axis ``k`` split over ``layout[k]`` (mesh axes, or None)."""
-    dims = tuple(f"d{i}" for i in range(h.ndim))
-    lay = {d: tuple(a) for d, a in zip(dims, layout) if a}
-    return xp.asarray(sa.asarray(h, dims=dims, mesh=mesh, layout=lay))
-
-
-def gathered(v: Any) -> Any:
-    """NumPy values of a result (``numpy()`` of each array: a collective every process enters)."""
-    if isinstance(v, (list, tuple)):
-        return [gathered(u) for u in v]
-    return v.numpy() if isinstance(v, sa.ShardArray) else np.asarray(v)
-
-
-def quiet(fn: Callable[[], Any]) -> Any:
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return fn()
 
 
 def _inplace(op: Callable[[Any], None], make: Callable[[], Any]) -> Any:
@@ -264,61 +234,11 @@ def _cases() -> dict[str, tuple[Callable, Callable]]:
 CASES = _cases()
 
 
-def _records(log: Any) -> list[tuple[Any, ...]]:
-    return [(r.op, r.axes, r.group_size, r.elements, r.bytes) for r in log.records]
-
-
-def _differs(got: Any, want: Any) -> str | None:
-    if isinstance(want, list):
-        if not isinstance(got, list) or len(got) != len(want):
-            return f"got {type(got).__name__} of {len(got)}; NumPy a list of {len(want)}"
-        return next((m for m in (_differs(g, w) for g, w in zip(got, want)) if m), None)
-    g, w = np.asarray(got), np.asarray(want)
-    if g.dtype != w.dtype or g.shape != w.shape:
-        return f"got {g.dtype}{g.shape}, NumPy {w.dtype}{w.shape}"
-    if not np.array_equal(g, w, equal_nan=g.dtype.kind in "fc"):
-        return f"got {g!r:.300}, NumPy {w!r:.300}"
-    return None
-
-
-def run_on(mesh: sa.Mesh, fn: Callable) -> tuple[list[Any] | None, Any, str | None]:
-    """``fn(mesh, axes)`` with its comm log and gathered value, or the error it raised (type name)."""
-    try:
-        with sa.comm_log() as log:
-            got = quiet(lambda: fn(mesh, tuple(mesh.axis_names)))
-        return _records(log), quiet(lambda: gathered(got)), None
-    except Exception as e:  # (judged by the caller: the emulated mesh must raise the same)
-        return None, None, f"{type(e).__name__}: {e!s:.200}"
-
-
 def check(name: str, shape: dict) -> str | None:
-    """Case ``name`` on the MPI mesh of ``shape`` against NumPy and the emulated mesh's log: None, or what is
-    wrong (on this process)."""
-    fn, want = CASES[name]
-    log_e, _, err_e = run_on(mesh_of(shape, "emulated"), fn)
-    log_m, got, err_m = run_on(mesh_of(shape, "mpi"), fn)
-    if err_m or err_e:
-        return f"{name}: raised on MPI {err_m}, emulated {err_e}"
-    if log_m != log_e:
-        return f"{name}: comm log {log_m}, emulated {log_e}"
-    wrong = _differs(got, quiet(want))
-    return None if wrong is None else f"{name}: {wrong}"
-
-
-def main() -> None:
-    """The job: every case on each mesh of the job's size; prints ``ok <case>`` or ``wrong: ...`` per case."""
-    from mpi4py import MPI
-
-    world = MPI.COMM_WORLD
-    n = world.Get_size()
-    shapes = [{"row": n}] + ([{"row": 2, "col": n // 2}] if n % 2 == 0 and n > 2 else [])
-    for shape in shapes:
-        for name in CASES:
-            said = world.allgather(check(name, shape))
-            bad = [f"process {r}: {m}" for r, m in enumerate(said) if m]
-            if world.Get_rank() == 0:
-                print(f"wrong: {shape} {'; '.join(bad)}" if bad else f"ok {name}", flush=True)
+    """Case ``name`` on the MPI mesh of ``shape`` against NumPy (values exactly) and the emulated mesh's log: None,
+    or what is wrong (on this process)."""
+    return check_case(name, CASES[name], shape)
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(CASES, check)

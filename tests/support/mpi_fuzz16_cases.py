@@ -12,7 +12,7 @@ devices, 2 over 4). The cases: ``xp.repeat`` by an Array of counts (a scan, two 
 
 The one difference the comm logs may show: the nan-reductions' ``any_true`` (``array_api/_nanfuncs.py``) reads a
 flag on the host of an emulated mesh (no collective) and allreduces it under MPI (one 1-byte bool, so that every
-process warns alike); such records are left out of the MPI log before the comparison (``_records``).
+process warns alike); such records are left out of the MPI log before the comparison (``_any_true_flag``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from mpi_fuzz15b_cases import _differs, gathered, mesh_of, placed, quiet
+from mpi_case_jobs import Record, check_case, differs, placed, run_cases
+from mpi_case_jobs import run_on as _run_on
 
 import shardarray as sa
 import shardarray.array_api as xp
@@ -239,20 +240,15 @@ def _cases() -> dict[str, tuple[Callable, Callable]]:
 CASES = _cases()
 
 
-def _records(log: Any, mpi: bool) -> list[tuple[Any, ...]]:
-    out = [(r.op, r.axes, r.group_size, r.elements, r.bytes) for r in log.records]
-    # (``any_true``'s flag: an allreduce of one bool under MPI, a host read on the emulated mesh)
-    return [r for r in out if not (mpi and r[0] == "allreduce" and r[3:] == (1, 1))]
+def _any_true_flag(record: Record) -> bool:
+    """``any_true``'s flag: an allreduce of one bool under MPI, a host read on the emulated mesh (not compared)."""
+    return record[0] == "allreduce" and record[3:] == (1, 1)
 
 
-def run_on(mesh: sa.Mesh, fn: Callable) -> tuple[list[Any] | None, Any, str | None]:
-    """``fn(mesh, axes)`` with its comm log and gathered value, or the error it raised (type name)."""
-    try:
-        with sa.comm_log() as log:
-            got = quiet(lambda: fn(mesh, tuple(mesh.axis_names)))
-        return _records(log, mesh.comm_kind == "mpi"), quiet(lambda: gathered(got)), None
-    except Exception as e:  # (judged by the caller: the emulated mesh must raise the same)
-        return None, None, f"{type(e).__name__}: {e!s:.200}"
+def run_on(mesh: sa.Mesh, fn: Callable) -> tuple[list[Record] | None, Any, str | None]:
+    """``fn(mesh, axes)`` with its comm log (less ``any_true``'s flag under MPI) and gathered value, or the error it
+    raised (type name)."""
+    return _run_on(mesh, fn, _any_true_flag)
 
 
 def _bits_differ(got: Any, want: Any) -> str | None:
@@ -260,7 +256,7 @@ def _bits_differ(got: Any, want: Any) -> str | None:
     zeros included (a NaN's sign is the hardware's: not compared)."""
     if isinstance(want, list):
         if not isinstance(got, list) or len(got) != len(want):
-            return _differs(got, want)
+            return differs(got, want)
         return next((m for m in map(_bits_differ, got, want) if m), None)
     g, w = np.asarray(got), np.asarray(want)
     if g.dtype != w.dtype or g.shape != w.shape:
@@ -273,33 +269,10 @@ def _bits_differ(got: Any, want: Any) -> str | None:
 
 
 def check(name: str, shape: dict) -> str | None:
-    """Case ``name`` on the MPI mesh of ``shape`` against NumPy and the emulated mesh's log: None, or what is
-    wrong (on this process)."""
-    fn, want = CASES[name]
-    log_e, _, err_e = run_on(mesh_of(shape, "emulated"), fn)
-    log_m, got, err_m = run_on(mesh_of(shape, "mpi"), fn)
-    if err_m or err_e:
-        return f"{name}: raised on MPI {err_m}, emulated {err_e}"
-    if log_m != log_e:
-        return f"{name}: comm log {log_m}, emulated {log_e}"
-    wrong = _bits_differ(got, quiet(want))
-    return None if wrong is None else f"{name}: {wrong}"
-
-
-def main() -> None:
-    """The job: every case on each mesh of the job's size; prints ``ok <case>`` or ``wrong: ...`` per case."""
-    from mpi4py import MPI
-
-    world = MPI.COMM_WORLD
-    n = world.Get_size()
-    shapes = [{"row": n}] + ([{"row": 2, "col": n // 2}] if n % 2 == 0 and n > 2 else [])
-    for shape in shapes:
-        for name in CASES:
-            said = world.allgather(check(name, shape))
-            bad = [f"process {r}: {m}" for r, m in enumerate(said) if m]
-            if world.Get_rank() == 0:
-                print(f"wrong: {shape} {'; '.join(bad)}" if bad else f"ok {name}", flush=True)
+    """Case ``name`` on the MPI mesh of ``shape`` against NumPy (``_bits_differ``) and the emulated mesh's log: None,
+    or what is wrong (on this process)."""
+    return check_case(name, CASES[name], shape, _bits_differ, _any_true_flag)
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(CASES, check)
