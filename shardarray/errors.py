@@ -30,6 +30,12 @@ class ArgumentError(ShardArrayError, ValueError):
     """An argument's value is outside its legal range (a negative size, a probability > 1, an unknown name)."""
 
 
+class DivisionByZeroError(ArgumentError, ZeroDivisionError):
+    """A quotient with nothing to divide by: ``np.average`` with weights summing to zero along a slice, or of an
+    empty slice whose result is empty too. An ``ArgumentError`` (a ``ValueError``) that is also the
+    ``ZeroDivisionError`` NumPy raises there, so ``except ZeroDivisionError`` written for NumPy catches it."""
+
+
 class MissingFileError(ArgumentError, FileNotFoundError):
     """``sa.io``: no file or array at the path; also the ``FileNotFoundError`` an ``except`` for it expects."""
 

@@ -375,7 +375,7 @@ def linspace(
     ``values != 0``, as NumPy's cast. A 0-d array endpoint (``r.max()``) is
     read as the NumPy scalar of its value, as NumPy and JAX take it (its dtype
     kept, NEP 50); ``np.linspace`` with arrays of more dims is NumPy's own
-    (``numpy_protocol.positional_compose``).
+    (``numpy_protocol.positional_creation``).
 
     Example:
         >>> import shardarray.array_api as xp
@@ -461,7 +461,7 @@ def logspace(
     ``base`` keeps its dtype; ``dtype`` casts the powers at the end (an integer ``dtype`` truncates, as
     NumPy's ``astype``). The result is 1-D, so ``axis`` is 0 or -1 (NumPy's ``AxisError`` otherwise, an
     ``OutOfBoundsError`` here); ``np.logspace`` of endpoint arrays with dims is NumPy's own
-    (``numpy_protocol.positional_compose``).
+    (``numpy_protocol.positional_creation``).
 
     Example:
         >>> import shardarray.array_api as xp

@@ -26,7 +26,7 @@ from ..ops.creation.basic import asarray as _asarray
 from ..ops.creation.basic import zeros
 from ..ops.elementwise import arithmetic as ew
 from ..ops.indexing.basic import check_host_ids, host_ids, normalize_int, normalize_slice
-from ..ops.indexing.id_writes import write_at
+from ..ops.indexing.id_writes import value_dtype, write_at
 from ..ops.indexing.mask import bool_key
 from ..ops.indexing.nonzero import nonzero as _nonzero
 from ..ops.indexing.setitem import setitem as _setitem
@@ -817,7 +817,8 @@ def ufunc_at(x: ShardArray, key: Any, value: Any, op: str = "add") -> None:
     if unary:
         got = ufunc(old)
     else:  # (the values in x's dtype, as the routed path casts them)
-        new = astype(new, x.dtype) if isinstance(new, ShardArray) else scalar_for_write(new, x.dtype, what)
+        vdt = value_dtype(op, x.dtype)  # (np.ldexp.at: int64 exponents)
+        new = astype(new, vdt) if isinstance(new, ShardArray) else scalar_for_write(new, vdt, what)
         got = ufunc(old, new)
     setitem(x, key, got if got.dtype == x.dtype else astype(got, x.dtype))
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..backend.meta import truth
 from ..callsite import user_stacklevel
-from ..errors import ArgumentError, DimensionError, DTypeError
+from ..errors import ArgumentError, DimensionError, DivisionByZeroError, DTypeError
 from . import _scans
 from ._align import no_out
 from ._array import Array
@@ -135,9 +135,9 @@ def cov(
         v1 = _sum(w)
         if truth(v1 == 0, False):  # (one number read: NumPy's ZeroDivisionError, before any division; meta: no)
             names = " * ".join(k for k, v in (("fweights", fweights), ("aweights", aweights)) if v is not None)
-            raise ArgumentError(
+            raise DivisionByZeroError(
                 f"cov: the weights ({names}) of the {n} observations sum to zero, so the weighted mean is undefined "
-                f"(NumPy raises ZeroDivisionError); give weights with a positive sum"
+                f"(a ZeroDivisionError, as NumPy's); give weights with a positive sum"
             )
         avg = _sum(x * w, axis=1, keepdims=True) / v1
         d = (0 if bias else 1) if ddof is None else ddof

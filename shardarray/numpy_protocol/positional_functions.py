@@ -96,7 +96,17 @@ import numpy as np
 from ..array import ShardArray
 from ..dtypes import as_dtype, is_real_float, promote
 from ..errors import ArgumentError, DTypeError
-from . import positional_dots, positional_extras, positional_writes  # noqa: F401  (register them in COMPOSED)
+from . import (  # noqa: F401  (register them in COMPOSED)
+    positional_compare,
+    positional_creation,
+    positional_dots,
+    positional_elementwise,
+    positional_extras,
+    positional_indexing,
+    positional_reductions,
+    positional_shapes,
+    positional_writes,
+)
 from .common import OUT_LOOPS, out_loop
 from .positional_args import axes_of, cast_to, host_setting, host_value, is_neutral, refuse, signature, write_out
 from .positional_compose import COMPOSED

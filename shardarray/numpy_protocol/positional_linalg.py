@@ -34,7 +34,8 @@ from ..dtypes import is_complex
 from ..errors import ArgumentError, DimensionError, DTypeError, MatrixShapeError
 from .common import mixing_error, short
 from .positional_args import axes_of, host_setting, host_value
-from .positional_compose import composed, to_end
+from .positional_compose import composed
+from .positional_shapes import to_end
 
 
 def _lower_hermitian(xp: Any, a: ShardArray) -> ShardArray:

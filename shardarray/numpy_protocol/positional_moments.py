@@ -1,4 +1,4 @@
-"""NumPy's moments through an ``out=`` of another dtype: ``np.mean``/``var``/``std`` and their nan-versions.
+"""NumPy's moments computed in NumPy's own steps: ``np.mean``/``var``/``std`` and their nan-versions.
 
 NumPy computes these *through* ``out``: the numerator (the sum for a mean, the sum of squared deviations for a
 variance) is summed in NumPy's ``add`` loop for ``out``'s dtype and the values' (``dtype=`` where given, or the
@@ -9,9 +9,24 @@ out=int8_out)`` wraps the sum into int8 before dividing, and a float16 ``out`` r
 first. ``positional_functions`` sends a call here when ``out=`` is a positional array whose dtype differs from the
 one the numerator is summed in (``numerator_dtype``) or from the plain result's (``through_out``); else the plain
 result, cast into ``out``, is the same. ``np.nanvar``/``nanstd`` with a ``dtype=`` other than the data's come
-here without ``out=`` too (``wide_nanvar``). The steps follow NumPy's ``_methods._mean``/``_var`` and
-``nanfunctions.nanmean``/``_nanvar`` in order, with the namespace's functions: the collectives are their sums
-(the numerator, the count, the mean), each resolved before it is divided.
+here without ``out=`` too (``wide_nanvar``), and so do two calls whose plain result is not NumPy's:
+
+* the spreads and the nan-mean of float16 data (``np.var``/``std``/``nanvar``/``nanstd``/``nanmean``,
+  ``dtype=`` None or float16; ``half_moment``): NumPy computes them in float16 (its float16 sums, each
+  accumulated in float32 and rounded to float16 once, its float16 mean, deviations and squares, the square
+  root of the float16 variance), so a deviation beyond 256 squares to inf: ``np.var`` and ``np.std`` of
+  ``np.float16([60000, -60000])`` are inf, ``np.nanmean(np.float16([6e4, 6e4]))`` too. The protocol follows
+  NumPy there (``np.std(x)`` is ``np.std(x.numpy())``, the float16 rounding steps included); the array API's
+  ``xp.var``/``xp.std``/``xp.nanmean`` keep their float32 computation (JAX's choice: ``xp.std`` of those two is
+  60000), and ``np.mean`` of float16 is computed in float32 by NumPy too;
+* the mean of integers and bools (``np.mean``/``nanmean``, ``dtype=`` None or a float; ``integer_mean``):
+  NumPy's float64 sum divided once by the count: the float64 total is resolved (one allreduce, as reading the
+  mean would do) and then divided, never each device's partial sum (an ulp or so away). A float64 sum of int64
+  values cannot overflow, and is exact, as NumPy's, while it stays below 2**53 in magnitude.
+
+The steps follow NumPy's ``_methods._mean``/``_var`` and ``nanfunctions.nanmean``/``_nanvar`` in order, with the
+namespace's functions: the collectives are their sums (the numerator, the count, the mean), each resolved before
+it is divided.
 """
 
 from __future__ import annotations
@@ -29,6 +44,8 @@ from .positional_ufuncs import masked_operand, where_mask
 
 #: the moments computed through ``out=`` (``mean`` the plain mean, the others the spreads)
 MOMENTS = frozenset({"mean", "var", "std", "nanmean", "nanvar", "nanstd"})
+#: the moments NumPy computes in float16 for float16 data (``np.mean`` passes ``dtype=float32`` itself)
+_HALF = frozenset({"var", "std", "nanvar", "nanstd", "nanmean"})
 
 
 def _inexact(dtype: np.dtype) -> bool:
@@ -63,13 +80,19 @@ def numerator_dtype(name: str, x: np.dtype, dtype: Any, out: np.dtype) -> np.dty
 
 
 def through_out(func: Any, name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
-    """Whether the call has a positional ``out=`` whose dtype is not the numerator's (``numerator_dtype``) or
-    not the plain result's (the two differ for ``np.mean`` of float16: a float32 sum, a float16 mean)."""
+    """Whether ``moment_into_out`` computes the call, NumPy's steps: a positional ``out=`` whose dtype is not the
+    numerator's (``numerator_dtype``) or not the plain result's (the two differ for ``np.mean`` of float16: a
+    float32 sum, a float16 mean), a spread or nan-mean of float16 data (``half_moment``) or a mean of integers
+    (``integer_mean``)."""
     bound = signature(func).bind(*args, **kw).arguments
     x, out = bound.get(next(iter(signature(func).parameters))), bound.get("out")
-    if not (isinstance(x, ShardArray) and isinstance(out, ShardArray)) or x.dtype.name == "bfloat16":
+    if not isinstance(x, ShardArray) or x.dtype.name == "bfloat16":
         return False
     dtype = bound.get("dtype")
+    if half_moment(name, x.dtype, dtype) or integer_mean(name, x.dtype, dtype):
+        return True
+    if not isinstance(out, ShardArray):
+        return False
     want = numerator_dtype(name, x.dtype, dtype, out.dtype)
     if want is None:
         return False
@@ -77,6 +100,20 @@ def through_out(func: Any, name: str, args: tuple[Any, ...], kw: dict[str, Any])
     if name.endswith(("var", "std")) and result.kind == "c":
         result = np.dtype(np.float32) if result.itemsize == 8 else np.dtype(np.float64)
     return out.dtype != want or out.dtype != result
+
+
+def half_moment(name: str, x: np.dtype, dtype: Any) -> bool:
+    """Whether ``np.<name>`` of ``x`` data is a moment NumPy computes in float16 (module docstring): a spread or
+    ``nanmean`` of float16 data, ``dtype=`` None or float16 (``np.mean`` sums float16 in float32)."""
+    return name in _HALF and x == np.float16 and (dtype is None or np.dtype(dtype) == np.float16)
+
+
+def integer_mean(name: str, x: np.dtype, dtype: Any) -> bool:
+    """Whether ``np.<name>`` of ``x`` data is a mean of integers or bools summed in a float dtype (float64, or a
+    real float ``dtype=``), which NumPy divides once, after the sum (module docstring)."""
+    if name not in ("mean", "nanmean") or x.kind not in "biu":
+        return False
+    return dtype is None or (np.dtype(dtype).kind == "f" and np.dtype(dtype).name != "bfloat16")
 
 
 def wide_nanvar(func: Any, name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
@@ -108,8 +145,9 @@ def moment_into_out(xp: Any, func: Any, name: str, what: str, args: tuple[Any, .
         if not is_neutral(key, value, None):
             raise refuse(what, key, value)
     nan = name.startswith("nan") and _inexact(x.dtype)  # (integers: NumPy's nan-function is the plain one)
-    summed = numerator_dtype(name, x.dtype, dtype, out.dtype if out is not None else np.dtype(dtype))
-    into = out.dtype if out is not None else summed if summed is not None else x.dtype  # (no out=: wide_nanvar)
+    plain = np.dtype(dtype) if dtype is not None else x.dtype  # (no out=: the result's own dtype, as NumPy's)
+    summed = numerator_dtype(name, x.dtype, dtype, out.dtype if out is not None else plain)
+    into = out.dtype if out is not None else summed if summed is not None else x.dtype
     base = name[3:] if name.startswith("nan") else name
     if base == "std" and into.kind in "biu":
         raise DTypeError(

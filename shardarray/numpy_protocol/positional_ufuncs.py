@@ -89,6 +89,7 @@ import numpy as np
 from ..array import OPS, ShardArray
 from ..dtypes import SUPPORTED, is_real_float, scalar_for_write
 from ..errors import ArgumentError, BackendError, DimensionError, DTypeError
+from ..ops.indexing.id_writes import value_dtype
 from ..ops.indexing.writes import check_host_value
 from ..ops.reduction.scan import ACCUMULATES, accumulate
 from ..ops.reduction.scan import LOGICAL as LOGICAL_SCANS
@@ -424,7 +425,8 @@ def ufunc_at(ufunc: np.ufunc, what: str, inputs: tuple[Any, ...], kwargs: dict[s
         check_host_value(value, what)  # (a ragged list: a typed error, not NumPy's)
         value = np.asarray(value) if isinstance(value, (list, tuple)) else value
         OPS.positional_at_check(x, value, what)  # (x op= value's same_kind rule, first: its message names it)
-    kinds = [(x.dtype,)] if ufunc.nin == 1 else [(x.dtype, _dtype_key(value)), (x.dtype, x.dtype)]
+    applied = value_dtype(ufunc.__name__, x.dtype)  # (the values' dtype on the devices: x's, ldexp's int64)
+    kinds = [(x.dtype,)] if ufunc.nin == 1 else [(x.dtype, _dtype_key(value)), (x.dtype, applied)]
     for i, operands in enumerate(kinds):
         try:
             out = ufunc.resolve_dtypes((*operands, None))[-1]

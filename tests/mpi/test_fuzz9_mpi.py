@@ -18,7 +18,7 @@ so all processes fail together; a case that hangs ends the job after ``mpi_fuzzi
 traceback (``faulthandler``).
 
 ``np.unique(x, axis=k)`` is fuzzed on named arrays (``np.unique`` of a positional array still refuses ``axis=``:
-``numpy_protocol/positional_compose.py``'s ``_unique``), its positional form through ``unique_along_axis``; results
+``numpy_protocol/positional_reductions.py``'s ``_unique``), its positional form through ``unique_along_axis``; results
 above ``REPLICATE_MAX`` values (split, not replicated) are reached by lowering it.
 
 No process ever ended otherwise than the others or hung. The bug it found (the same on every process; also on the

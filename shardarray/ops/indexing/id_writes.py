@@ -58,6 +58,12 @@ _ORDER_FREE_INTS = frozenset(
 _ORDER_FREE = frozenset({"maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or", "logical_xor"})
 
 
+def value_dtype(mode: str, dtype: Any) -> np.dtype:
+    """The dtype the values of a write in ``mode`` into an array of ``dtype`` travel and apply in: the array's,
+    but int64 for ``np.ldexp.at`` (its exponents: NumPy's loops take a float and an integer, none two floats)."""
+    return np.dtype(np.int64) if mode == "ldexp" else np.dtype(dtype)
+
+
 def ordered(mode: str, dtype: Any) -> bool:
     """Whether ``write_at``'s ``mode`` must apply a row's pairs in key order (their result depends on it).
 
@@ -132,13 +138,14 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
     unary = v is None
     scalar = not isinstance(v, ShardArray)
     keyed = mode == "set" or ordered(mode, x.dtype)  # (the pairs' global positions travel)
+    vdt = value_dtype(mode, x.dtype)
     if unary:
         sv = None
     elif scalar:
-        sv = scalar_for_write(v, x.dtype, f"x[idx] = v (the {x.dtype} array {x.sizes})")
+        sv = scalar_for_write(v, vdt, f"x[idx] = v (the {x.dtype} array {x.sizes})")
     else:
         v = transpose.__wrapped__(v, (*bdims, *rest))
-        v = astype(v, x.dtype) if v.dtype != x.dtype else v
+        v = astype(v, vdt) if v.dtype != vdt else v
         v = moved_to(
             "x[idx] = v",
             v,
@@ -197,7 +204,7 @@ def write_at(x: ShardArray, dims: Sequence[str], coords: Sequence[ShardArray], v
             if r.shape[0] and table.size:
                 val: Any = got_vals[d]
                 if scalar and not unary:
-                    val = xp.full((r.shape[0], table.shape[1]), sv, dtype=table.dtype)
+                    val = xp.full((r.shape[0], table.shape[1]), sv, dtype=vdt)
                 if mode == "set":
                     order = lex_order(xp, [got_pos[d], r])
                     rs = r[order]

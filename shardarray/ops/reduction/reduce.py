@@ -201,6 +201,8 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     ulp or so from NumPy's, as any other order of summation is: the mean of six
     ones split unevenly over 2×2 devices is ``0.9999999999999999``. Call
     ``x.sum(dims).resolve() / count`` for one rounding after the allreduce.
+    Integers and bools are summed in float64 and resolved first, then divided
+    once, as NumPy (exact, NumPy's quotient, while the sum is below 2**53).
 
     Low-precision floats are averaged in float32 and rounded once, as NumPy
     does: the mean of 30000 float16 threes is 3, though their sum overflows.
@@ -220,7 +222,9 @@ def mean(x: ShardArray, dims: Any = None) -> ShardArray:
     if x.dtype.kind in "biu":  # float64 partial sums, as np.mean: no integer overflow
         if x.pending:  # (its value is the sum wrapped in its dtype, which float partials would not wrap)
             x = resolve(x, x.spec.axes)
-        return _partial_sum(x, dims, np.dtype(np.float64)) / count
+        total = _partial_sum(x, dims, np.dtype(np.float64))
+        # (resolved, then divided once, as NumPy: exact sums of integers while below 2**53, NumPy's quotient)
+        return (resolve(total, total.spec.axes) if total.pending else total) / count
     acc = accumulation_dtype(x.dtype)
     if acc is None:
         return sum.__wrapped__(x, dims) / count
