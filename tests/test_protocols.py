@@ -144,18 +144,16 @@ def test_ufunc_reduce_maps_to_the_reductions(mesh):
     np.testing.assert_allclose(np.add.reduce(x).numpy(), v.sum(0))  # NumPy's default axis is 0
 
 
-def _absent_ufuncs():
-    names = ["spacing", "frexp", "heaviside", "gcd", "ldexp", "cbrt", "fmod", "deg2rad", "float_power", "modf"]
-    return [n for n in names if not _has_counterpart(n)]
-
-
-@pytest.mark.parametrize("name", _absent_ufuncs()[:3])
-def test_ufunc_without_counterpart_raises_typeerror_no_gather_no_collective(name, no_gather):
+@pytest.mark.parametrize("name", ["vecdot", "matvec"])
+def test_ufunc_without_named_meaning_raises_typeerror_no_gather_no_collective(name, no_gather):
+    """NumPy's gufuncs contract or make unnamed axes: a named array refuses them with a TypeError naming
+    ``xp.asarray(x)``, before any data moves (the elementwise ufuncs without an ``sa`` function dispatch,
+    aligned by name: ``test_named_parity17``)."""
     mesh = sa.Mesh({"row": 2, "col": 2})
     x, _ = _x(mesh, positive=True)
     ufunc = getattr(np, name)
     args = (x,) * ufunc.nin
-    with sa.comm_log() as log, pytest.raises(TypeError):
+    with sa.comm_log() as log, pytest.raises(TypeError, match=r"xp\.asarray"):
         ufunc(*args)
     assert log.records == []
 
@@ -164,9 +162,11 @@ def test_ufunc_method_without_counterpart_raises_typeerror(no_gather):
     x, _ = _x(sa.Mesh({"row": 2, "col": 2}))
     with sa.comm_log() as log:
         with pytest.raises(TypeError):
-            np.add.outer(x, x)
+            np.subtract.accumulate(x, axis=0)
         with pytest.raises(TypeError):
             np.subtract.reduce(x, axis=0)
+        with pytest.raises(sa.DimensionError):  # (an outer product of an array with itself: its dims twice)
+            np.add.outer(x, x)
     assert log.records == []
 
 
@@ -272,8 +272,8 @@ def test_function_table_looks_names_up_at_call_time(monkeypatch):
 def test_functions_without_counterpart_raise_typeerror_no_gather_no_collective(no_gather):
     x, _ = _x(sa.Mesh({"row": 2, "col": 2}))
     with sa.comm_log() as log:
-        for call in (lambda: np.median(x), lambda: np.percentile(x, 50), lambda: np.linalg.norm(x),
-                     lambda: np.histogram(x), lambda: np.polyfit(x, x, 1), lambda: np.ptp(x)):
+        for call in (lambda: np.reshape(x, (15,)), lambda: np.dot(x, x), lambda: np.percentile(x, [10, 50]),
+                     lambda: np.histogram(x), lambda: np.polyfit(x, x, 1)):
             with pytest.raises(TypeError):
                 call()
     assert log.records == []
@@ -454,8 +454,8 @@ def test_positional_functions_without_counterpart_raise_typeerror_no_gather(no_g
     a, _ = _p(sa.Mesh({"row": 2, "col": 2}))
     c0, c1 = a[:, 0], a[:, 1]
     with sa.comm_log() as log:
-        for call in (lambda: np.polyder(c0), lambda: np.ldexp.at(a, [0], 2),
-                     lambda: np.subtract.reduceat(a, [0, 2])):  # (eig, eigvals, histogram2d, polyfit,
+        for call in (lambda: np.polyder(c0),
+                     lambda: np.subtract.reduceat(a, [0, 2])):  # (eig, eigvals, histogram2d, polyfit, ldexp.at,
             # maximum.at, multiply.at and add.reduceat dispatch since)
             with pytest.raises(TypeError):
                 call()

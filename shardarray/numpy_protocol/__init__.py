@@ -9,16 +9,22 @@
   ``keepdims=``, ``dtype=``, ``out=`` into a positional array), plus NumPy-only
   names composed from the namespace (``np.dot``, ``np.isclose``, ``np.vstack``,
   ``np.extract``, ``np.compress``...): ``positional_functions``,
-  ``positional_compose``, ``positional_select``, ``positional_linalg`` (``np.linalg``'s own
+  ``positional_compose`` (the registry) with ``positional_shapes``, ``positional_creation``,
+  ``positional_compare``, ``positional_indexing``, ``positional_elementwise``, ``positional_reductions``,
+  ``positional_select``, ``positional_linalg`` (``np.linalg``'s own
   arguments: ``rcond``, ``hermitian``, ``tol``, ``UPLO``, ``mode='r'``), ``ndarray_views`` (``np.put``; NumPy's
   ``x.view``), ``positional_extras`` (``np.may_share_memory``, ``np.unravel_index``,
   ``np.histogram_bin_edges``, ``np.apply_along_axis``; the printing functions' refusal); ufuncs and their
   ``reduce``/``accumulate``/``outer``: ``positional_ufuncs``; the products (bools, ``np.matvec``/``np.vecmat``,
   the gufuncs' ``axes=``): ``positional_products``.
 * **named** ShardArrays: a table of NumPy functions mapped to ``sa`` functions,
-  axis ``k`` being ``x.dims[k]`` (``named_functions``, ``named_ufuncs``).
+  axis ``k`` being ``x.dims[k]`` (``named_functions``, ``named_ufuncs``); the positional side's other functions
+  and ufunc methods where every dim keeps its name (``np.fmax`` aligned by name, ``np.median(x, axis=0)``,
+  ``np.copyto``, ``np.putmask``, ``np.add.at``): the positional view's answer, named again
+  (``named_bridge``); the rest (reshapes, joins, contractions, new unnamed axes) raise ``sa.DTypeError`` naming
+  ``xp.asarray(x)`` and the ``sa`` function where one exists.
 
-A ufunc or function without a counterpart returns ``NotImplemented``, so NumPy
+A ufunc or function without a counterpart on either side returns ``NotImplemented``, so NumPy
 raises its ``TypeError``: nothing is gathered silently. A ufunc that is not
 NumPy's own (``scipy.special.gamma``: ``np.<its name>`` is another function or
 none) raises ``sa.DTypeError`` (a TypeError) naming ``SCIPY_ARRAY_API=1`` and

@@ -3,10 +3,15 @@
 ``FUNCTIONS`` has one row per NumPy function, naming the ``shardarray``
 function by attribute name, looked up when called (an op added to
 ``shardarray`` later works as soon as it exists). Positional axes become dim
-names: axis ``k`` of ``x`` is ``x.dims[k]``. A function without a row, or whose
-``sa`` function does not exist, returns NotImplemented: NumPy raises its
-TypeError and nothing is gathered. (Positional arrays, ``shardarray.array_api``,
-use ``positional_functions``: derived from the namespace, not listed.)
+names: axis ``k`` of ``x`` is ``x.dims[k]``. A function without a row runs
+through the positional dispatch on the same blocks when its result keeps its
+dims (``named_bridge.BRIDGED``: ``np.median``, ``np.isclose``, ``np.fft.rfft``,
+``np.linalg.inv``, ...; the writers ``np.copyto``/``putmask``/``place`` in place:
+``named_bridge.WRITES``); any other raises ``sa.DTypeError`` (a TypeError, as
+NumPy's refusal) naming the positional view ``xp.asarray(x)`` and the ``sa``
+function (``named_bridge.refusal``); nothing is gathered. (Positional arrays,
+``shardarray.array_api``, use ``positional_functions``: derived from the
+namespace, not listed.)
 
 NumPy's file writers (``np.save``, ``np.savez``, ``np.savez_compressed``, ``np.savetxt``) of a distributed
 array (named or positional) raise ``sa.DTypeError`` (a TypeError, as NumPy's own refusal) that names the
@@ -39,6 +44,7 @@ from ..layout import Layout
 from ..ops.creation.basic import from_blocks, full
 from ..ops.manipulation.structure import astype, rename, transpose
 from .common import HOOKS, same, short
+from .named_bridge import BRIDGED, WHY, WRITES, broadcast_to_shape, call_function, call_write, refusal, tile_by_reps
 from .named_ufuncs import dims_of, one_dim
 from .python_protocols import round_array
 
@@ -572,9 +578,9 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
     np.real: Entry("real"),
     np.imag: Entry("imag"),
     np.roll: Entry("roll", "custom", handler=_roll),
-    np.tile: Entry("tile"),
+    np.tile: Entry("tile", "custom", handler=tile_by_reps),
     np.repeat: Entry("repeat", "custom", handler=_repeat),
-    np.broadcast_to: Entry("broadcast_to"),
+    np.broadcast_to: Entry("broadcast_to", "custom", handler=broadcast_to_shape),
     np.nonzero: Entry("nonzero"),
     np.unique: Entry("unique"),
     np.pad: Entry("pad", "custom", handler=_pad),
@@ -601,9 +607,18 @@ FUNCTIONS: dict[Callable[..., Any], Entry] = {
 
 def array_function(func: Callable[..., Any], types_: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``ShardArray.__array_function__``: the NumPy function as a shardarray op, or NotImplemented (TypeError)."""
-    entry = FUNCTIONS.get(func)
-    if entry is None:
-        return NotImplemented
     if not all(issubclass(t, (ShardArray, np.ndarray)) for t in types_):
         return NotImplemented
+    entry = FUNCTIONS.get(func)
+    if entry is None:
+        module, name = str(getattr(func, "__module__", "")), str(getattr(func, "__name__", ""))
+        space = "linalg" if module.startswith("numpy.linalg") else "fft" if module.startswith("numpy.fft") else ""
+        key = f"{space}.{name}" if space else name
+        if key in BRIDGED:
+            return call_function(func, key, args, kwargs)
+        if key in WRITES:
+            return call_write(func, key, args, kwargs)
+        flat = (a for v in (*args, *kwargs.values()) for a in (v if isinstance(v, (list, tuple)) else (v,)))
+        ref = next((a for a in flat if isinstance(a, ShardArray)), None)
+        raise refusal(f"np.{key}", name, ref.dims if ref is not None else None, WHY.get(name, ""))
     return _call(entry, func, args, kwargs)

@@ -8,7 +8,13 @@ standard spelling, ``common.UFUNC_ALIASES``), else to the ShardArray operator
 of ``maximum``/``minimum``/``fmax``/``fmin`` and the ``logical_*``/``bitwise_*``
 ufuncs the running value of ``ops.reduction.scan.accumulate`` (NumPy's dtypes;
 the running extremes differentiable). Positional axes are dims: axis ``k`` of
-``x`` is ``x.dims[k]``.
+``x`` is ``x.dims[k]``. The other ufuncs and methods (``np.fmax``, ``np.gcd``,
+``np.bitwise_count``, ``np.logical_and`` of numbers, ``np.bitwise_or.reduce``,
+``np.multiply.outer``, ``np.add.reduceat``, ``np.add.at``...) run through the
+positional dispatch with their operands aligned by dim name
+(``named_bridge.call_ufunc``); a gufunc without an ``sa`` function (``np.vecdot``,
+``np.matvec``: core axes by position) and a method the positional side lacks
+raise ``sa.DTypeError`` naming ``xp.asarray(x)``.
 
 Example:
     >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -30,6 +36,7 @@ from ..errors import ArgumentError, DTypeError
 from ..ops.manipulation.structure import astype
 from ..ops.reduction.scan import ACCUMULATES, LOGICAL, accumulate
 from .common import HOOKS, UFUNC_ALIASES, UFUNC_REDUCTIONS, dtype_loop, foreign, mixing_error, not_numpys, same, short
+from .named_bridge import call_ufunc, refusal
 
 # NumPy ufunc name -> (ShardArray method, reflected method): the operators, used when ``shardarray`` has no function
 UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
@@ -58,6 +65,12 @@ UFUNC_OPERATORS: dict[str, tuple[str, str | None]] = {
     "absolute": ("__abs__", None),
     "invert": ("__invert__", None),
 }
+
+#: the ufuncs whose ``sa`` function takes bools only (NumPy's take any dtype: their truth values)
+LOGICAL_UFUNCS = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not"})
+
+#: why a gufunc (``np.vecdot``, ``np.matvec``...) without an ``sa`` function is refused on named arrays
+GUFUNC_WHY = "its core axes are positions (the last ones); contract dims by name with sa.einsum or x @ y"
 
 #: ufuncs whose ``sa`` counterpart keeps a dtype NumPy's loop converts (``sa.round`` keeps integers, ``np.rint``
 #: gives floats; ``np.conjugate`` of bools is int8): their operand is cast to the loop's dtype first
@@ -117,8 +130,10 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
     ref = next((a for a in inputs if isinstance(a, ShardArray)), None)
     if method == "__call__":
         fn = HOOKS.lookup(name) or (HOOKS.lookup(UFUNC_ALIASES[name]) if name in UFUNC_ALIASES else None)
-        if fn is None and name not in UFUNC_OPERATORS:
-            return NotImplemented
+        if ufunc.signature is not None and fn is None and name not in UFUNC_OPERATORS:
+            raise refusal(what, name, ref.dims if ref is not None else None, GUFUNC_WHY)
+        if (fn is None and name not in UFUNC_OPERATORS) or (name in LOGICAL_UFUNCS and _not_all_bool(inputs)):
+            return call_ufunc(ufunc, method, inputs, kwargs)  # (NumPy's loop by position, dims aligned by name)
         dtype = check_ufunc_kwargs(what, dict(kwargs))
         args = [_operand(a, what, i, ref) for i, a in enumerate(inputs)]
         if dtype is not None:  # (NumPy's loop for that output dtype: np.less(x, y, dtype=bool) compares x and y)
@@ -135,7 +150,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
         if method == "accumulate" and name in ACCUMULATES:  # (the running extremes, truth values and bits)
             fn = functools.partial(accumulate, op=name)
         if fn is None or len(inputs) != 1 or not isinstance(inputs[0], ShardArray):
-            return NotImplemented
+            return call_ufunc(ufunc, method, inputs, kwargs)
         kw = dict(kwargs)
         axis = kw.pop("axis", 0)
         dtype = check_ufunc_kwargs(what, kw)
@@ -147,7 +162,13 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
         if method == "accumulate":
             return fn(x, one_dim(x, axis, what))
         return fn(x, dims_of(x, axis, what))
-    return NotImplemented
+    return call_ufunc(ufunc, method, inputs, kwargs)  # (outer, reduceat; at is refused there)
+
+
+def _not_all_bool(inputs: tuple[Any, ...]) -> bool:
+    """Whether an operand of a ``logical_*`` ufunc is not bool (NumPy reads its truth: ``sa.logical_and`` takes
+    bools only, so the call runs through the positional dispatch, NumPy's loop)."""
+    return any(not (isinstance(a, ShardArray) and a.dtype == np.bool_) for a in inputs)
 
 
 def _in_loop_dtype(ufunc: np.ufunc, a: Any) -> Any:
