@@ -91,8 +91,8 @@ def show(value: Any) -> str:
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     if _is_array(value):
         return f"<array {tuple(getattr(value, 'shape', ()))} {getattr(value, 'dtype', '?')}>"
-    ndim = getattr(value, "ndim", None)
-    if ndim and hasattr(value, "__array_interface__"):  # a NumPy array (not a scalar)
+    ndim = getattr(value, "ndim", None)  # (a class such as ``np.float64``: its ``ndim`` is a descriptor, and true)
+    if ndim and not isinstance(value, type) and hasattr(value, "__array_interface__"):  # a NumPy array (not a scalar)
         data = hashlib.blake2b(value.tobytes(), digest_size=4).hexdigest()
         return f"<ndarray {value.shape} {value.dtype} {data}>"
     if isinstance(value, (set, frozenset)):  # (in an order of their own: string hashes differ between processes)

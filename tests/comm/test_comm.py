@@ -7,6 +7,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.comm import wire_bytes
+from shardarray.comm.job import show
 from helpers import device_blocks, host, rand
 
 
@@ -222,3 +223,11 @@ def test_one_buffer_finds_the_buffer_pieces_are_cut_from():
     assert one_buffer([base[::2]]) is None  # a strided piece
     assert one_buffer([np.asfortranarray(np.ones((3, 2)))[:, 0]]) is None  # a root that is not C-contiguous
     assert one_buffer([]) is None
+
+
+def test_spmd_check_shows_numpy_scalar_types_by_name():
+    """``SHARDARRAY_CHECK_SPMD=1`` compares every op's arguments across processes with ``comm.job.show``: a NumPy
+    scalar type (``xp.astype(x, np.float64)``, ``np.sum(x, dtype=np.float64)``) is a class whose ``ndim`` is a
+    true descriptor, and it was read as an array (``np.float64.tobytes()``: a TypeError on every process)."""
+    assert show(np.float64) == repr(np.float64)
+    assert show((np.float32, np.arange(3.0)))[:30] == "(<class 'numpy.float32'>, <nda"
