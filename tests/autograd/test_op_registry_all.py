@@ -1079,7 +1079,7 @@ def _mask_assign(p):
 
 # ------------------------------------------------------------------------------------------- NO_ARRAY_INPUT
 _ERRORS = ("ArgumentError", "BackendError", "CastError", "CheckpointError", "CommError", "DTypeError",
-           "DimensionError", "ExistingFileError", "ExportError", "LayoutError", "MeshError", "MissingFileError", "ShardArrayError",
+           "DimensionError", "DivisionByZeroError", "ExistingFileError", "ExportError", "LayoutError", "MeshError", "MissingFileError", "ShardArrayError",
            "TapeError")
 NO_ARRAY_INPUT = {f"sa.{n}": "class: an exception type" for n in _ERRORS}
 NO_ARRAY_INPUT.update({f"sa.{n}": "module" for n in (
