@@ -63,12 +63,14 @@ def astype(x: ShardArray, dtype: Any) -> ShardArray:
     """``x`` cast to ``dtype`` on every shard (a pending sum is resolved first).
 
     A complex array is not cast to a real dtype (which would drop the
-    imaginary part): take ``sa.real(x)`` or ``abs(x)`` first.
+    imaginary part): take ``sa.real(x)`` or ``abs(x)`` first. To bool it is
+    the standard's cast (and NumPy's): ``0 + 0j`` is False, every other value
+    True (the imaginary part counts).
     """
     dt = as_dtype(dtype)
     if dt == x.dtype:
         return x
-    if x.dtype.kind == "c" and dt.kind != "c":
+    if x.dtype.kind == "c" and dt.kind not in "cb":
         raise DTypeError(
             f"astype: casting the complex array with dims {x.sizes} ({x.dtype}) to {dt.name} would drop its "
             f"imaginary part; take the real part or the magnitude first (sa.real(x), "
