@@ -60,7 +60,7 @@ def _cpu() -> dict[str, Any]:
 def _free_page_reporting() -> bool | None:
     """Whether the kernel hands free memory back to a hypervisor (virtio-balloon free page reporting): then a
     page freed for about two seconds faults on the host when touched again, and every fresh big allocation
-    after idle time costs (``shardarray.comm.buffers`` says how much). None where it cannot be told."""
+    after idle time costs (``shardarray.backend.host_buffers`` says how much). None where it cannot be told."""
     devices = Path("/sys/bus/virtio/devices")
     if not devices.is_dir():
         return None if not Path("/sys/module").is_dir() else False

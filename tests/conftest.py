@@ -49,10 +49,10 @@ def _mpi_test_timeout():
 
 @pytest.fixture(autouse=True)
 def _mpi_buffers_pooled(monkeypatch):
-    """In an MPI job every buffer a collective fills comes from the reused pool (``comm.buffers``), however small:
+    """In an MPI job every buffer a collective fills comes from the reused pool (``backend.host_buffers``), however small:
     the job's tests then check that no array a collective returned is ever written by a later one."""
     if WORLD > 1:
-        from shardarray.comm import buffers
+        from shardarray.backend import host_buffers as buffers
 
         monkeypatch.setattr(buffers, "MIN_BYTES", 0)
     yield

@@ -33,6 +33,7 @@ import numpy as np
 from ..callsite import user_stacklevel
 from ..dtypes import BFLOAT16, accumulation_dtype
 from ..errors import BackendError, DTypeError
+from . import host_buffers
 
 SOURCES = ("softmax", "layer_norm", "gelu", "adam", "gemm_pointers", "elementwise")
 _SUFFIX = {BFLOAT16: "bf16", np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -397,8 +398,8 @@ def cast(xp: Any, x: Any, dtype: Any) -> Any:
         >>> cast(np, np.ones(2), "float32")
         array([1., 1.], dtype=float32)
     """
-    if xp is np:  # (NumPy first: its hot path)
-        return x.astype(dtype)
+    if xp is np:  # (NumPy first: its hot path; a big result into a reused host buffer)
+        return host_buffers.astype(x, dtype)
     dtype = np.dtype(dtype)
     kernel = CASTS.get((np.dtype(x.dtype), dtype)) if _flat_arrays(xp, x) else None
     if kernel is not None and supports(xp, np.float32, "elementwise"):

@@ -50,10 +50,10 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from ..backend import host_buffers as buffers
 from ..chunks import group_chunk
 from ..dtypes import BFLOAT16
 from ..errors import BackendError, CommError, MeshError
-from . import buffers
 from .agree import blocks_extra, creation_extra, enter
 from .base import REDUCE_OPS, Communicator
 from .job import _State, settle
@@ -98,7 +98,7 @@ def _mpi() -> Any:
 
 def contiguous(x: Any, dtype: Any = None) -> np.ndarray:
     """``x`` as a C-contiguous NumPy array of the same shape (``np.ascontiguousarray`` makes 0-d arrays 1-d); a
-    copy, where one is needed, on a reused buffer (``comm.buffers``)."""
+    copy, where one is needed, on a reused buffer (``backend.host_buffers``)."""
     a = np.asarray(x)
     dt = a.dtype if dtype is None else np.dtype(dtype)
     if a.dtype == dt and a.flags.c_contiguous:

@@ -6,7 +6,7 @@ same global data, runs each case on a ``comm="mpi"`` mesh (``{"row": n}``; under
 splits axis ``k`` over mesh axis ``k``) and the same call on NumPy arrays, and compares the gathered result with
 NumPy's (dtype, shape, values to 1e-8; float32 to 1e-5). Then the processes exchange their outcome and a digest of
 what each gathered (on a communicator of this script's own): a result that differs between processes is a divergence
-(a host read that disagreed). Every buffer a collective fills comes from the reused pool (``comm.buffers.MIN_BYTES =
+(a host read that disagreed). Every buffer a collective fills comes from the reused pool (``backend.host_buffers.MIN_BYTES =
 0``, as in tests/mpi), so a result that a later collective overwrote would show. Each process writes
 ``OUTDIR/rank<r>.txt``, one tab-separated line per event: ``start <mesh> <case>`` before a case, then ``<outcome>
 <mesh> <case> <seconds> <message>`` with outcome ``ok``, ``wrong`` (NumPy's value differs), ``raised`` (an
@@ -75,7 +75,7 @@ from sklearn.utils.multiclass import type_of_target, unique_labels
 
 import shardarray as sa
 import shardarray.array_api as xp
-from shardarray.comm import buffers
+from shardarray.backend import host_buffers as buffers
 
 CASE_S = 60  # a case still running after this long hangs: the job ends with every thread's stack
 N, D = 37, 5

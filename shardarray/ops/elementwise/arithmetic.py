@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ...array import ShardArray
-from ...backend import cuda_kernels
+from ...backend import cuda_kernels, host_buffers
 from ...backend.meta import MetaArray
 from ...core import leader, plans
 from ...core.common import (
@@ -263,6 +263,8 @@ def apply(
         a = args[i]
         shard_lists.append((a if move is None else to_axes(a, move[0], move[1])).shards)
     xp = plan.xp
+    if xp is np and plan.max_bytes >= host_buffers.MIN_BYTES:  # (big NumPy results: into reused host buffers)
+        fn = POOLED.get(fn, fn)
     block: Callable[..., Any]
     if plan.direct:
 
@@ -931,3 +933,40 @@ def gelu(x: ShardArray) -> Any:
         return fused.map_like(resolve_to(x), cuda_kernels.gelu), None
     t = apply("gelu_tanh", _gelu_tanh, (x,))
     return apply("gelu", lambda xp, a, t: (0.5 * a) * (1.0 + t), (x, t)), t
+
+
+def _pooled_block(ufunc: np.ufunc) -> Callable[..., Any]:
+    """A block function computing ``ufunc`` of NumPy blocks into a reused host buffer (``backend.host_buffers``)."""
+
+    def block(xp: Any, *operands: Any) -> Any:
+        return host_buffers.ufunc(ufunc, *operands)
+
+    block.__name__ = f"pooled_{ufunc.__name__}"
+    return block
+
+
+#: block functions that are one NumPy ufunc (the operators' and the common math ops'): ``apply`` runs big NumPy
+#: blocks through the ufunc with ``out=`` a reused host buffer (``backend.host_buffers``: no page faults of a fresh
+#: result; the same values, the ufunc's own loop)
+POOLED: dict[Callable[..., Any], Callable[..., Any]] = {
+    fn: _pooled_block(ufunc)
+    for fn, ufunc in (
+        (cuda_kernels.add, np.add),
+        (_sub_block, np.subtract),
+        (_mul_block, np.multiply),
+        (_div_block, np.divide),
+        (_eq_block, np.equal),
+        (_ne_block, np.not_equal),
+        (_gt_block, np.greater),
+        (_ge_block, np.greater_equal),
+        (_lt_block, np.less),
+        (_le_block, np.less_equal),
+        (_neg_block, np.negative),
+        (_exp_block, np.exp),
+        (_log_block, np.log),
+        (_sqrt_block, np.sqrt),
+        (_abs_block, np.abs),
+        (_max_block, np.maximum),
+        (_min_block, np.minimum),
+    )
+}

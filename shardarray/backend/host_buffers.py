@@ -1,16 +1,20 @@
-"""Host buffers the MPI communicator receives into, reused once the arrays on them are gone.
+"""Host buffers reused once the arrays on them are gone: the MPI communicator's receives and the big NumPy
+results of elementwise ops.
 
-Every collective fills new blocks: the pieces it receives, a send buffer it packs. A new big NumPy array is
-fresh memory from the kernel (glibc maps every block over 32 MiB anew and unmaps it when freed), and the
-first write to each page faults. On a virtual machine that hands the guest's free memory back to its host
-(virtio-balloon free page reporting, on the machines this project is measured on), a page freed for about
-two seconds is the host's again, and touching it faults on the host too: measured here, a 128 MiB
-``Allgatherv`` into fresh memory took 0.23 to 0.32 s after three idle seconds, 0.03 s into memory the
-process had kept. That is the case of any program that calls a collective now and then (a step, then other
-work), and of a benchmark that interleaves frameworks.
+Every collective fills new blocks (the pieces it receives, a send buffer it packs), and every elementwise op a
+new result block. A new big NumPy array is fresh memory from the kernel (glibc maps every block over 32 MiB
+anew and unmaps it when freed), and the first write to each page faults: ``x * x`` of a 64 MB block took about
+20 ms here where the same product into a buffer already touched takes 5 ms. On a virtual machine that hands the
+guest's free memory back to its host (virtio-balloon free page reporting, on the machines this project is
+measured on), a page freed for about two seconds is the host's again, and touching it faults on the host too:
+measured here, a 128 MiB ``Allgatherv`` into fresh memory took 0.23 to 0.32 s after three idle seconds, 0.03 s
+into memory the process had kept. That is the case of any program that calls a collective now and then (a
+step, then other work), and of a benchmark that interleaves frameworks.
 
 So, as CuPy's memory pool and PyTorch's caching host allocator do, the communicator takes its big buffers
-(``MIN_BYTES`` and over) from a pool (``empty``). A buffer is an ``np.uint8`` array that owns its memory;
+(``MIN_BYTES`` and over) from a pool (``empty``), and the elementwise ops write big NumPy results into the pool's
+buffers (``ufunc``: a NumPy ufunc with ``out=``, ``astype``: a cast with ``np.copyto``; the same loops, so the
+same values bit for bit; CuPy blocks have CuPy's own pool). A buffer is an ``np.uint8`` array that owns its memory;
 what the collective returns is a view of it, so NumPy keeps the buffer (every view's ``base``) alive as long
 as any array made from it lives. The pool holds every buffer it made, and one whose reference count shows
 that no array uses it any more is free: ``empty`` hands it out again for a request of its size class (sizes
@@ -20,11 +24,16 @@ bytes (``SHARDARRAY_BUFFER_CACHE``, bytes, default 1 GiB; 0 turns the pool off) 
 The cost: up to ``limit()`` bytes stay mapped in the process after the arrays on them are gone (as with
 any caching allocator). The results are the same: only where the bytes live differs.
 
-Example (the MPI communicator calls this; any code can):
-    >>> from shardarray.comm import buffers
-    >>> a = buffers.empty((1024, 1024), "float64")
+Example (the MPI communicator and the elementwise ops call these; any code can):
+    >>> from shardarray.backend import host_buffers
+    >>> a = host_buffers.empty((1024, 1024), "float64")
     >>> a.shape, a.dtype.name
     ((1024, 1024), 'float64')
+    >>> start = a.__array_interface__["data"][0]
+    >>> del a  # its buffer is free again ...
+    >>> b = host_buffers.ufunc(np.add, np.ones((1024, 1024)), 1.0)
+    >>> b.__array_interface__["data"][0] == start, float(b[0, 0])  # ... and holds the next big result
+    (True, 2.0)
 """
 
 from __future__ import annotations
@@ -144,6 +153,31 @@ def _trim(cap: int) -> None:
             del _BUFFERS[cls]
 
 
+def ufunc(fn: np.ufunc, *operands: Any) -> Any:
+    """``fn(*operands)`` (NumPy arrays and Python or NumPy scalars, broadcast as NumPy does), a result of
+    ``MIN_BYTES`` or more written into a pooled buffer: the same loop, values and dtype as ``fn(*operands)``."""
+    kinds = tuple(o.dtype if isinstance(o, np.ndarray) else type(o) for o in operands)
+    try:
+        dt = fn.resolve_dtypes((*kinds, None))[-1]
+        shape = np.broadcast_shapes(*(np.shape(o) for o in operands))
+    except (TypeError, ValueError):  # (no loop, shapes that do not broadcast: the ufunc raises its own error)
+        return fn(*operands)
+    if int(np.prod(shape, dtype=np.int64)) * dt.itemsize < MIN_BYTES or dt.hasobject:
+        return fn(*operands)
+    return fn(*operands, out=empty(shape, dt))
+
+
+def astype(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """``x.astype(dtype)``, a result of ``MIN_BYTES`` or more in a pooled buffer (NumPy's own numeric dtypes:
+    ``np.copyto(..., casting="unsafe")``, the cast loop of ``astype``'s default)."""
+    dt = np.dtype(dtype)
+    if x.size * dt.itemsize < MIN_BYTES or dt.kind not in "biufc" or x.dtype.kind not in "biufc":
+        return x.astype(dt)
+    out = empty(x.shape, dt)
+    np.copyto(out, x, casting="unsafe")
+    return out
+
+
 def cached_bytes() -> tuple[int, int]:
     """``(free, in_use)``: the bytes of the pool's buffers no array uses, and of those some array uses."""
     with _LOCK:
@@ -163,4 +197,4 @@ def clear() -> None:
         _BUFFERS.clear()
 
 
-__all__ = ["ENV", "MIN_BYTES", "cached_bytes", "clear", "empty", "limit", "size_class"]
+__all__ = ["ENV", "MIN_BYTES", "astype", "cached_bytes", "clear", "empty", "limit", "size_class", "ufunc"]

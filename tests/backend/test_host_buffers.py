@@ -1,4 +1,4 @@
-"""``comm.buffers``: a buffer is handed out again only once no array uses it, whatever view of it is alive."""
+"""``backend.host_buffers``: a buffer is handed out again only once no array uses it, whatever view of it is alive."""
 
 import ctypes
 import gc
@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from shardarray.comm import buffers
+from shardarray.backend import host_buffers as buffers
 
 MiB = 1 << 20
 
