@@ -80,6 +80,9 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
         return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
     if len(args) == 2:  # (an array and a Python scalar, or two arrays of one layout: the operators' common case)
         a, b = args
+        if type(a) is Array and type(b) is Array and a._layout.dims == b._layout.dims:
+            if a._layout.sizes == b._layout.sizes:  # two arrays of one shape: nothing to align
+                return _same_shape(fn, args)
         fast = _real_form(fn, a, b) if fn in _REAL_FORMS else fn  # (the op as the short path knows it, or None)
         out = short_path.binary(fast, a, b, Array)  # (None: not on the short path)
         if out is not None:
@@ -107,6 +110,15 @@ def elementwise(fn: Callable[..., ShardArray], *args: Any, what: str) -> Array:
 _REAL_FORMS = {logical.less: ew.less, logical.less_equal: ew.less_equal, logical.greater: ew.greater,
                logical.greater_equal: ew.greater_equal, math_binary.maximum: ew.maximum,
                math_binary.minimum: ew.minimum}  # fmt: skip
+
+
+def _same_shape(fn: Callable[..., ShardArray], args: tuple[Any, ...]) -> Array:
+    """``fn(*args)`` of two ``Array``s of one dims and shape: the op's short path (``short_path.arrays_op``), else
+    ``fn`` itself (nothing to align). The operators run the same inline (``_binary``)."""
+    a, b = args
+    fast = fn if fn not in _REAL_FORMS else None if "c" in (a.dtype.kind, b.dtype.kind) else _REAL_FORMS[fn]
+    out = short_path.arrays_op(fast, args, Array) if fast is not None else None
+    return out if out is not None else wrap(in_order(fn(*args), a.dims))
 
 
 def _real_form(fn: Any, a: Any, b: Any) -> Any:
@@ -140,16 +152,27 @@ def _host_operand(name: str, other: list[Any] | tuple[Any, ...]) -> DTypeError:
 
 
 def _binary(fn: Callable[..., ShardArray], name: str, reflected: bool = False) -> Callable[[Array, Any], Any]:
+    """The operator ``name`` of ``Array`` (``__add__``; ``__radd__`` when ``reflected``): ``fn`` with NumPy's
+    operands and broadcasting. A Python scalar, or an ``Array`` of the same dims and shape, tries the op's short path
+    first (``short_path.scalar_op``, ``arrays_op``: the same result), then runs ``fn`` with nothing to align."""
     ufunc = _UFUNCS[name]
+    real = fn in _REAL_FORMS  # (decided once: the operators' hot path)
+    py_scalars = short_path.PY_SCALARS
 
     def op(self: Array, other: Any) -> Any:
-        if type(other) in short_path.PY_SCALARS:  # a Python scalar: the short path, else the op (nothing to align)
-            fast = _real_form(fn, self, other) if fn in _REAL_FORMS else fn
-            out = short_path.scalar_op(fast, self, other, reflected, Array)
+        kind = type(other)
+        if kind in py_scalars:  # a Python scalar: the short path, else the op (nothing to align)
+            out = short_path.scalar_op(_real_form(fn, self, other) if real else fn, self, other, reflected, Array)
             return (
                 out if out is not None else wrap(in_order(fn(other, self) if reflected else fn(self, other), self.dims))
             )
         args = (other, self) if reflected else (self, other)
+        if kind is Array and type(self) is Array:
+            mine, its = self._layout, other._layout
+            if mine.dims == its.dims and mine.sizes == its.sizes:  # (``_same_shape``, inlined: the hot path)
+                fast = fn if not real else None if "c" in (self.dtype.kind, other.dtype.kind) else _REAL_FORMS[fn]
+                out = short_path.arrays_op(fast, args, Array) if fast is not None else None
+                return out if out is not None else wrap(in_order(fn(*args), args[0].dims))
         if isinstance(other, (np.number, np.bool_)) and not isinstance(other, (int, float, complex)):
             # a NumPy scalar is a typed operand (NEP 50): NumPy's ufunc protocol decides its dtype, as for
             # ``np.add(x, np.float32(2))``, and a loop NumPy lacks (``x // np.complex64(1j)``) is a typed error

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
@@ -21,13 +22,13 @@ import numpy as np
 
 from ... import profiler
 from ...array import ShardArray
-from ...backend import cuda_kernels
-from ...comm.notes import noting
+from ...backend import cuda_kernels, host_buffers
+from ...comm.job import _State  # (``comm.notes.noting()``, inlined)
 from ...core import plans
 from ...core.common import map_blocks
-from ...layout import Layout
 from ...memo_hook import OP_MEMO
 from .arithmetic import (
+    POOLED,
     _abs_block,
     _device_scalar,
     _div_block,
@@ -92,22 +93,31 @@ FAST: dict[Any, tuple[str, Callable[..., Any], str | None, str | None]] = {
 #: the Python scalar types the short path takes as operands (weak, as NumPy takes them)
 PY_SCALARS = frozenset((bool, int, float, complex))
 _A = TypeVar("_A", bound=ShardArray)
+# (module-level names of the hot path: ``plans.SHORT`` clears its dict in place, so ``_PLANS`` stays its dict)
+_SHORT = plans.SHORT
+_PLANS = _SHORT._plans
+_ENABLED, _TAPE = plans._ENABLED, plans._TAPE
 
 
 class _ShortPlan:
-    """What the short path runs on every call, for one operand signature: ``_plan``'s parts it needs, and the
-    layout objects its key names by ``id`` (held, so that no other object takes their ids while it is stored)."""
+    """What the short path runs on every call, for one operand signature: ``_plan``'s parts it needs, how it runs
+    small blocks inline (``reps``, ``pick``, ``run``) and the layouts and dtypes its key names by ``id`` (``held``:
+    so that no other object takes their ids while it is stored)."""
 
-    __slots__ = ("block", "classes", "float_ints", "layouts", "local", "max_bytes", "mesh", "out_bytes", "size",
-                 "used", "xp")  # fmt: skip
+    __slots__ = ("block", "classes", "float_ints", "held", "local", "max_bytes", "mesh", "out_bytes", "pick", "reps",
+                 "run", "scalars", "size", "used", "xp")  # fmt: skip
     block: Callable[..., Any]
     classes: Any  # (``mesh.replica_classes``; None: device scopes, ``map_blocks``)
     float_ints: bool
-    layouts: tuple[Layout, ...]
+    held: tuple[Any, ...]
     local: int
     max_bytes: int
     mesh: Any
     out_bytes: int
+    pick: Callable[[tuple[Any, ...]], Any] | None  # the class results -> every device's block (None: they are)
+    reps: tuple[int, ...] | None  # one device a class (None: no classes, device scopes: ``map_blocks``)
+    run: Callable[..., Any]  # ``block`` without ``xp``: ``operator.mul`` for ``_mul_block``...
+    scalars: bool  # (a 0-d array: a NumPy block may come back as a NumPy scalar)
     size: int
     used: frozenset[str]
     xp: Any
@@ -118,16 +128,16 @@ def scalar_op(op: Any, x: ShardArray, c: Any, reflected: bool, cls: type[_A]) ->
     array, on a short path; None where it does not apply (the caller then runs ``op`` itself).
 
     The short path applies to the ops of ``FAST`` when nothing records the op (no autograd tape traces ``x``, no
-    profiler, no layout search), ``x`` has no pending sum and the op moves nothing. Its result is ``op``'s: the same
-    plan (``_plan``, which also checks the operands and raises the op's typed errors), the same blocks computed
-    once per replica class (big ones on the copy pool), the Python scalar weak as NumPy takes it. What it skips is
-    the op mechanism's wrapper (named views of positional arrays, the tape's checks, the result's kind) and
-    ``apply``'s general plan key. A scalar the blocks refuse (a Python int beyond the dtype's range, an integer to a
-    negative integer power) leaves the op to raise its typed error.
+    profiler, no layout search, no SPMD check notes), ``x`` has no pending sum and the op moves nothing. Its result
+    is ``op``'s: the same plan (``_plan``, which also checks the operands and raises the op's typed errors), the same
+    blocks computed once per replica class (big ones on the copy pool), the Python scalar weak as NumPy takes it.
+    What it skips is the op mechanism's wrapper (named views of positional arrays, the tape's checks, the result's
+    kind) and ``apply``'s general plan key. A scalar the blocks refuse (a Python int beyond the dtype's range, an
+    integer to a negative integer power) leaves the op to raise its typed error.
 
     Plans are kept in ``plans.SHORT`` per operand signature by value, and per the *identity* of the operands'
-    layout objects (``id``: no hash of a layout); the result takes ``x``'s layout object, so each op of a chain finds
-    the plan of the one before.
+    layout and dtype objects (``id``: no hash of a layout or dtype); the result takes ``x``'s layout object (and
+    NumPy's dtype objects are shared), so each op of a chain finds the plan of the one before.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -136,33 +146,41 @@ def scalar_op(op: Any, x: ShardArray, c: Any, reflected: bool, cls: type[_A]) ->
         array([0., 2., 4., 6.])
     """
     spec = FAST.get(op)
-    if spec is None or type(c) not in PY_SCALARS or x.pending or profiler.ACTIVE or noting():
+    ctype = type(c)
+    if spec is None or ctype not in PY_SCALARS or x.pending or profiler.ACTIVE or _State.noting:
         return None
-    if (x._node is not None and plans._TAPE.get() is not None) or OP_MEMO.get() is not None:
+    node = x._node
+    if OP_MEMO.get() is not None or (node is not None and _TAPE.get() is not None):
         return None
-    layout = x._layout
-    key = (spec[0], reflected, type(c), id(x.mesh), id(layout), x.dtype)
-    plan = plans.SHORT._plans.get(key) if plans._ENABLED.get() else None  # (``plans.SHORT.get``, inlined)
+    layout, dtype = x._layout, x.dtype
+    key = (spec[0], reflected, ctype, id(x.mesh), id(layout), id(dtype))
+    plan = _PLANS.get(key) if _ENABLED.get() else None  # (``plans.SHORT.get``, inlined)
     if plan is None:
-        plan = _short_plan(key, spec, (c, x) if reflected else (x, c), (layout,), (4,))
+        plan = _short_plan(key, spec, (c, x) if reflected else (x, c), (layout, dtype), (4, 5))
     else:
-        plans.SHORT.hits += 1
+        _SHORT.hits += 1
     if plan is False:
         return None
-    fn, xp, classes, shards = plan.block, plan.xp, plan.classes, x.shards
+    shards = x._shards if node is None else x.shards  # (the property's checks need a tape node)
     if plan.float_ints:
         c = _device_scalar(c)
     try:
-        if classes is not None and plan.max_bytes < plans.MIN_BYTES:  # small NumPy blocks: map_classes' loop inlined
-            out: list[Any] = [None] * plan.size
-            for rep, devices in classes:
-                r = fn(xp, c, shards[rep]) if reflected else fn(xp, shards[rep], c)
-                if isinstance(r, np.generic):  # (a 0-d block gives a NumPy scalar)
-                    r = np.asarray(r)
-                for d in devices:
-                    out[d] = r
+        reps = plan.reps
+        if reps is not None and plan.max_bytes < plans.MIN_BYTES:  # small blocks: computed inline, once a class
+            f, n = plan.run, len(reps)  # (one or two classes unrolled: a comprehension is a call in Python 3.11)
+            if n == 1:
+                rs: tuple[Any, ...] = (f(c, shards[reps[0]]) if reflected else f(shards[reps[0]], c),)
+            elif n == 2:
+                a, b = shards[reps[0]], shards[reps[1]]
+                rs = (f(c, a), f(c, b)) if reflected else (f(a, c), f(b, c))
+            else:
+                rs = tuple(f(c, shards[i]) for i in reps) if reflected else tuple(f(shards[i], c) for i in reps)
+            if plan.scalars:
+                rs = tuple(_as_block(r) for r in rs)
+            out = rs if plan.pick is None else plan.pick(rs)
         else:
-            out = _blocks(plan, functools.partial(_scalar_first if reflected else _scalar_second, fn, xp, c), (shards,))
+            out = _blocks(plan, functools.partial(_scalar_first if reflected else _scalar_second, plan.block,
+                                                  plan.xp, c), (shards,))  # fmt: skip
     except (OverflowError, ValueError):
         return None
     return cls._trusted(plan.mesh, layout, out[plan.local].dtype, out, ())  # type: ignore[return-value]
@@ -173,44 +191,51 @@ def arrays_op(op: Any, arrays: tuple[ShardArray, ...], cls: type[_A]) -> _A | No
     ``cls`` array, on the short path of ``scalar_op`` (which says when it applies and what it skips); None where it
     does not."""
     spec = FAST.get(op)
-    if spec is None or profiler.ACTIVE or OP_MEMO.get() is not None or noting():
+    if spec is None or profiler.ACTIVE or _State.noting or OP_MEMO.get() is not None:
         return None
-    taped = plans._TAPE.get() is not None
-    for a in arrays:
-        if a.pending or (taped and a._node is not None):
-            return None
     x = arrays[0]
+    one = len(arrays) == 1
+    y = x if one else arrays[1]
+    if x.pending or y.pending:
+        return None
+    if (x._node is not None or y._node is not None) and _TAPE.get() is not None:
+        return None
     layout = x._layout
-    if len(arrays) == 1:
-        key: tuple[Any, ...] = (spec[0], id(x.mesh), id(layout), x.dtype)
+    if one:
+        key: tuple[Any, ...] = (spec[0], id(x.mesh), id(layout), id(x.dtype))
     else:
-        y = arrays[1]
         if y.mesh is not x.mesh:
             return None
-        key = (spec[0], id(x.mesh), id(layout), x.dtype, id(y._layout), y.dtype)
-    plan = plans.SHORT._plans.get(key) if plans._ENABLED.get() else None
+        key = (spec[0], id(x.mesh), id(layout), id(x.dtype), id(y._layout), id(y.dtype))
+    plan = _PLANS.get(key) if _ENABLED.get() else None
     if plan is None:
-        if len(arrays) == 1:
-            plan = _short_plan(key, spec, arrays, (layout,), (2,))
+        if one:
+            plan = _short_plan(key, spec, arrays, (layout, x.dtype), (2, 3))
         else:
-            plan = _short_plan(key, spec, arrays, (layout, arrays[1]._layout), (2, 4))
+            plan = _short_plan(key, spec, arrays, (layout, x.dtype, y._layout, y.dtype), (2, 3, 4, 5))
     else:
-        plans.SHORT.hits += 1
+        _SHORT.hits += 1
     if plan is False:
         return None
-    fn, xp, classes = plan.block, plan.xp, plan.classes
+    s0 = x._shards if x._node is None else x.shards
+    s1 = s0 if one else y._shards if y._node is None else y.shards
     try:
-        if classes is not None and plan.max_bytes < plans.MIN_BYTES:
-            out: list[Any] = [None] * plan.size
-            s0, s1 = x.shards, arrays[-1].shards  # (``s1`` unread for one array)
-            for rep, devices in classes:
-                r = fn(xp, s0[rep]) if len(arrays) == 1 else fn(xp, s0[rep], s1[rep])
-                if isinstance(r, np.generic):
-                    r = np.asarray(r)
-                for d in devices:
-                    out[d] = r
+        reps = plan.reps
+        if reps is not None and plan.max_bytes < plans.MIN_BYTES:
+            f, n = plan.run, len(reps)
+            if n == 1:
+                i = reps[0]
+                rs: tuple[Any, ...] = (f(s0[i]) if one else f(s0[i], s1[i]),)
+            elif n == 2:
+                i, j = reps
+                rs = (f(s0[i]), f(s0[j])) if one else (f(s0[i], s1[i]), f(s0[j], s1[j]))
+            else:
+                rs = tuple(f(s0[i]) for i in reps) if one else tuple(f(s0[i], s1[i]) for i in reps)
+            if plan.scalars:
+                rs = tuple(_as_block(r) for r in rs)
+            out = rs if plan.pick is None else plan.pick(rs)
         else:
-            out = _blocks(plan, functools.partial(fn, xp), tuple(a.shards for a in arrays))
+            out = _blocks(plan, functools.partial(plan.block, plan.xp), (s0,) if one else (s0, s1))
     except (OverflowError, ValueError):
         return None
     return cls._trusted(plan.mesh, layout, out[plan.local].dtype, out, ())  # type: ignore[return-value]
@@ -253,27 +278,26 @@ def _short_plan(
     key: tuple[Any, ...],
     spec: tuple[str, Callable[..., Any], str | None, str | None],
     args: tuple[Any, ...],
-    layouts: tuple[Layout, ...],
+    held: tuple[Any, ...],
     at: tuple[int, ...],
 ) -> _ShortPlan | Literal[False]:
     """The short path's plan where none is stored under ``key`` (whose items ``at`` are the ids of the operands'
-    ``layouts``): the plan stored under the layouts themselves (equal layouts, other objects), else a new one, then
-    stored under ``key`` too (holding ``layouts``); False where the short path does not apply."""
-    cache = plans.SHORT
-    if not plans._ENABLED.get():  # plans off in this context: planned afresh
+    layouts and dtypes, ``held``): the plan stored under those objects themselves (equal ones, other objects), else a
+    new one, then stored under ``key`` too (holding them); False where the short path does not apply."""
+    if not _ENABLED.get():  # plans off in this context: planned afresh
         return _new_short_plan(spec, args)
     parts = list(key)
-    for i, o in zip(at, layouts):
+    for i, o in zip(at, held):
         parts[i] = o
     by_value = tuple(parts)
-    plan = cache.get(by_value)
+    plan = _SHORT.get(by_value)
     if plan is None:
         plan = _new_short_plan(spec, args)
-        cache.put(by_value, plan)
+        _SHORT.put(by_value, plan)
     if plan is not False:
         plan = copy.copy(plan)
-        plan.layouts = layouts
-        cache.put(key, plan)
+        plan.held = held
+        _SHORT.put(key, plan)
     return plan
 
 
@@ -290,8 +314,63 @@ def _new_short_plan(
         return False
     if p.layout != arrays[0]._layout:  # (the result takes the first operand's layout object)
         return False
+    if p.xp is np and p.max_bytes >= host_buffers.MIN_BYTES:  # (big NumPy results: into reused host buffers)
+        block = POOLED.get(block, block)
     plan = _ShortPlan()
-    plan.block, plan.xp, plan.mesh, plan.used, plan.layouts = block, p.xp, p.mesh, p.used, ()
+    plan.block, plan.xp, plan.mesh, plan.used, plan.held = block, p.xp, p.mesh, p.used, ()
     plan.classes, plan.float_ints, plan.size, plan.local = p.classes, p.float_ints, p.mesh.size, p.mesh.local_device
     plan.max_bytes, plan.out_bytes = p.max_bytes, p.out_bytes
+    plan.run = _direct(block, p.xp)
+    plan.scalars = not arrays[0].dims
+    plan.reps, plan.pick = _inline(p.classes, p.mesh.size)
     return plan
+
+
+def _direct(block: Callable[..., Any], xp: Any) -> Callable[..., Any]:
+    """``block`` without its ``xp`` argument: the operator it applies, or NumPy's ufunc it calls on NumPy blocks (one C
+    call a block instead of a Python call around it), else ``block`` with ``xp`` bound (another array module's
+    function is looked up at each call, as the block does)."""
+    if block is cuda_kernels.add and xp is np:  # (NumPy blocks: ``a + b``; CuPy ones may take the fused kernel)
+        return operator.add
+    op = _OPERATORS.get(block)
+    if op is not None:
+        return op
+    name = _XP_FUNCTIONS.get(block)
+    return getattr(xp, name) if name is not None and xp is np else functools.partial(block, xp)
+
+
+def _inline(classes: Any, size: int) -> tuple[tuple[int, ...] | None, Callable[[tuple[Any, ...]], Any] | None]:
+    """How small blocks run inline: the representative device of each replica class, and the function from their
+    results (one a class) to every device's block (None: the results are every device's blocks already; None for
+    the devices no class lists, an MPI process's others); (None, None) on device scopes (no classes)."""
+    if classes is None:
+        return None, None
+    reps = tuple(rep for rep, _ in classes)
+    of = {d: k for k, (_, devices) in enumerate(classes) for d in devices}
+    order = tuple(of.get(d, len(reps)) for d in range(size))  # (``len(reps)``: no class lists the device)
+    if order == tuple(range(len(reps))):
+        return reps, None
+    get = operator.itemgetter(*order)  # (two devices at least here: a tuple of blocks)
+    return reps, (get if len(reps) not in order else functools.partial(_with_others, get))
+
+
+def _with_others(get: Callable[[tuple[Any, ...]], Any], results: tuple[Any, ...]) -> Any:
+    """Every device's block, None for those no class lists (``_inline``)."""
+    return get((*results, None))
+
+
+def _as_block(r: Any) -> Any:
+    """A block of a 0-d array: NumPy's ufuncs give a NumPy scalar for a 0-d block, the blocks are 0-d arrays."""
+    return np.asarray(r) if isinstance(r, np.generic) else r
+
+
+#: the block functions of ``FAST`` that are one Python operator on their blocks (``_mul_block`` is ``a * b``)
+_OPERATORS: dict[Callable[..., Any], Callable[..., Any]] = {
+    _sub_block: operator.sub, _mul_block: operator.mul, _div_block: operator.truediv, _gt_block: operator.gt,
+    _ge_block: operator.ge, _lt_block: operator.lt, _le_block: operator.le, _neg_block: operator.neg,
+}  # fmt: skip
+#: the block functions of ``FAST`` that are one function of the array module (``_exp_block`` is ``xp.exp(a)``): NumPy's
+_XP_FUNCTIONS: dict[Callable[..., Any], str] = {
+    _eq_block: "equal", _ne_block: "not_equal", _exp_block: "exp", _log_block: "log", _sqrt_block: "sqrt",
+    _abs_block: "abs", _max_block: "maximum", _min_block: "minimum",
+}  # fmt: skip
