@@ -44,8 +44,17 @@ def mark(x: Any, key: str, source: Any) -> Any:
     ``reshape``, ``transpose``, ``T``...), with that expression as NumPy code (``"x[1:-1, ::2]"``, ``"x.ravel()"``)
     and a weak reference to ``source``: a lost write is told only while ``source`` lives (once it is gone, NumPy's
     view would have carried the write into an array nobody reads either). Only a new array of one or more dims is
-    tagged: ``source`` itself and a 0-d result (NumPy's is a scalar, which takes no writes) pass as they are."""
+    tagged: ``source`` itself and a 0-d result (NumPy's is a scalar, which takes no writes) pass as they are.
+
+    A copy of a copy (``r0, r1 = x.reshape(2, -1)``: rows of a reshape) is tagged with the first copy's source
+    and both expressions (``x.reshape(2, -1)[0]``): NumPy's view of a view writes into that array, and the
+    copy in between, freed at once, would otherwise hide the lost write."""
     if x is not source and x.ndim:
+        outer = getattr(source, "_copy_of", None)
+        if outer is not None and outer[1]() is not None:  # (a copy of a live array: follow it back)
+            inner, origin = outer
+            key = key.replace("x", inner, 1) if key.startswith("x") else f"{inner}, then {key}"
+            source = origin()
         x._copy_of = (key, weakref.ref(source))
     return x
 

@@ -49,7 +49,7 @@ def axis_dim(x: ShardArray, axis: Any, what: str) -> str:
         ) from None
     if not -x.ndim <= i < x.ndim:
         raise OutOfBoundsError(
-            f"{what}: axis {i} is out of bounds for an array of {x.ndim} dimension(s) (shape {x.shape})"
+            f"{what}: axis {i} is out of bounds for array of dimension {x.ndim} (shape {x.shape}; NumPy's wording)"
         )
     return x.dims[i]
 

@@ -31,7 +31,7 @@ from ..ops.elementwise import logical, math_binary, math_unary, short_path
 from ..ops.indexing.mask import bool_key, bool_lead, getitem_mask, setitem_mask
 from ..ops.indexing.writes import WRITES, swap_in
 from ..ops.manipulation.reshard import reshard
-from ..ops.manipulation.structure import transpose
+from ..ops.manipulation.structure import astype, transpose
 from . import _ew_special as special
 from ._align import align, in_order
 
@@ -223,8 +223,12 @@ def _inplace(fn: Callable[..., ShardArray], name: str) -> Callable[[Array, Any],
 
     The standard forbids an in-place operator to change the shape or dtype of
     its left operand: ``x += y`` with a ``y`` that broadcasts ``x`` to a bigger
-    shape raises a ``DimensionError``, one that promotes ``x`` to another dtype
-    (``int8 += int16``, ``int += 1.5``) a ``DTypeError``.
+    shape raises a ``DimensionError``. A ``y`` that promotes ``x`` to another
+    dtype of the same kind (``int8 += int16``, ``float32 += float64``) is cast
+    back to ``x``'s dtype, as NumPy's and PyTorch's in-place operators do
+    (``same_kind``; integers wrap as NumPy's do); one of another kind
+    (``int += 1.5``, ``float += complex``) raises ``DTypeError`` (NumPy: a
+    TypeError too).
     """
 
     def op(self: Array, other: Any) -> Any:
@@ -243,8 +247,7 @@ def _write_back(x: Array, other: Any, compute: Callable[[], ShardArray], name: s
     """``compute()`` (``x op other``) checked to keep ``x``'s shape and dtype and written into ``x`` (returned),
     under the lock of in-place writes; the result itself where the tape depends on ``x`` or on it (``_inplace``)."""
     with WRITES, leader.keep_first():  # computed in x's layout: the result goes back there (core.leader)
-        out = compute()
-        _check_inplace(x, other, out, name)
+        out = _check_inplace(x, other, compute(), name)
         if in_use(x) or in_use(out):
             if (x._node is not None and x._node.name is None) or set(out.dims) != set(x.dims):
                 return out  # a parameter (or dims named otherwise): a new array, x's name rebound (JAX's way)
@@ -259,19 +262,24 @@ def _write_back(x: Array, other: Any, compute: Callable[[], ShardArray], name: s
     return x
 
 
-def _check_inplace(x: ShardArray, other: Any, out: ShardArray, name: str) -> None:
-    """Raise when an in-place operator would change the shape or dtype of its left operand."""
+def _check_inplace(x: ShardArray, other: Any, out: ShardArray, name: str) -> ShardArray:
+    """``out`` (``x op other``) in ``x``'s dtype, cast as NumPy's in-place operators cast (``same_kind``:
+    ``int32 += int64`` and ``float32 += float64`` keep the left operand's dtype); raise where the operator would
+    change ``x``'s shape, or its dtype beyond ``same_kind`` (``int += 1.5``, ``float += complex``)."""
     if out.shape != x.shape:
         raise DimensionError(
             f"{name}: the in-place operator would change the left operand's shape {x.shape} to {out.shape} "
             f"(the right operand has shape {getattr(other, 'shape', ())}); use the binary operator (x = x op y)"
         )
     if out.dtype != x.dtype:
+        if np.can_cast(out.dtype, x.dtype, "same_kind"):
+            return astype(out, x.dtype)
         raise DTypeError(
             f"{name}: the in-place operator would change the left operand's dtype {x.dtype} to {out.dtype} "
-            f"(the right operand is {getattr(other, 'dtype', type(other).__name__)}); use the binary operator "
-            f"(x = x op y) or cast the right operand to {x.dtype}"
+            f"(the right operand is {getattr(other, 'dtype', type(other).__name__)}), which NumPy's same_kind "
+            f"rule does not cast back; use the binary operator (x = x op y) or cast the right operand to {x.dtype}"
         )
+    return out
 
 
 #: what ``Array``'s indexing, ``@`` and namespace protocol call, filled in by the modules above this one:
@@ -496,6 +504,13 @@ class Array(ShardArray):
 
     # ------------------------------------------------------------- indexing
     @boundary
+    def __iter__(self) -> Any:
+        """``iter(x)``: ``x[0]``, ``x[1]``, ... along the first axis (NumPy's rows), each a copy tagged as a basic
+        index's is (``copies.mark``): ``r0, r1 = x`` then a write into ``r0`` freed unread warns
+        ``sa.CopyWriteWarning`` (NumPy's row is a view of ``x``)."""
+        rows = super().__iter__()  # (0-d: the typed error, at once)
+        return (copies.mark(row, f"x[{i}]", self) for i, row in enumerate(rows))
+
     def __getitem__(self, key: Any) -> Array:
         """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
 

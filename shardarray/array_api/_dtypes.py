@@ -225,10 +225,12 @@ def isdtype(dtype: Any, kind: Any) -> builtins.bool:
 def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     """The dtype the standard's type promotion gives ``arrays_and_dtypes`` (arrays, dtypes and Python scalars).
 
-    At least one argument must be an array or a dtype. Python scalars are weak:
-    they take the dtype of the arrays (a ``float`` with an integer array gives
-    the default float, as NumPy does; a ``complex`` with ``float32`` gives
-    ``complex64``).
+    Python scalars are weak: they take the dtype of the arrays (a ``float``
+    with an integer array gives the default float, as NumPy does; a
+    ``complex`` with ``float32`` gives ``complex64``). Python scalars alone
+    (the standard asks for an array or a dtype) give NumPy's answer, the
+    default dtype of their highest kind: ``result_type(-2, 1, 10.0)`` is
+    float64, ``result_type(1)`` int64, ``result_type(True)`` bool.
 
     Example:
         >>> import shardarray.array_api as xp
@@ -243,10 +245,11 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
         else:
             dtypes.append(_dtype_of(a, "result_type"))
     if not dtypes:
-        raise DTypeError(
-            f"result_type needs at least one array or dtype; got only the Python scalars {scalars!r} "
-            f"(their dtypes are the defaults: xp.asarray(s).dtype)"
-        )
+        if not scalars:
+            raise DTypeError("result_type needs at least one array, dtype or Python scalar; got none")
+        first = scalars[0]
+        kind = builtins.bool if isinstance(first, builtins.bool) else int if isinstance(first, int) else type(first)
+        dtypes = [np.dtype({builtins.bool: np.bool_, int: int64, float: float64, complex: np.complex128}[kind])]
     try:
         out = promote(*dtypes)
     except TypeError:  # (NumPy's DTypePromotionError: no common dtype)

@@ -34,7 +34,7 @@ def _axis(x: ShardArray, axis: Any, what: str) -> int:
     if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
         raise ArgumentError(f"{what}: axis must be an int; got {axis!r}")
     if not -x.ndim <= int(axis) < x.ndim:
-        raise OutOfBoundsError(f"{what}: axis {axis} is out of bounds for an array of {x.ndim} dimensions")
+        raise OutOfBoundsError(f"{what}: axis {axis} is out of bounds for array of dimension {x.ndim}")
     return int(axis) % x.ndim
 
 

@@ -155,7 +155,7 @@ def axes_of(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
                 f"{what}: axis must be an integer or a tuple of integers; got {axis!r}. Pass int(axis)"
             ) from None
         if not -ndim <= k < ndim:
-            raise OutOfBoundsError(f"{what}: axis {k} is out of bounds for an array of {ndim} dimensions")
+            raise OutOfBoundsError(f"{what}: axis {k} is out of bounds for array of dimension {ndim}")
         out.append(k % ndim)
     if len(set(out)) != len(out):
         raise DimensionError(f"{what}: axis {axis!r} repeats an axis")

@@ -225,8 +225,11 @@ def test_result_type_scalars(mesh):
     assert xp.result_type(xp.float32, 1j) == xp.complex64
     assert xp.result_type(xp.bool, True) == xp.bool
     assert xp.result_type(xp.asarray([1], dtype=xp.uint8), xp.int8) == xp.int16
+    # Python scalars alone: NumPy's answer, the default dtype of their highest kind (SciPy's signal._logspace)
+    for scalars in [(1, 2.0), (-2, 1, 10.0), (1,), (True,), (True, 2), (1, 2j, 3.0)]:
+        assert xp.result_type(*scalars) == np.result_type(*scalars), scalars
     with pytest.raises(DTypeError, match="at least one"):
-        xp.result_type(1, 2.0)
+        xp.result_type()
 
 
 def test_finfo_iinfo(mesh):

@@ -4,6 +4,9 @@ wrong, round 2", item 2), so changing the host array afterwards changes nothing,
 
 from __future__ import annotations
 
+import gc
+import warnings
+
 import numpy as np
 import pytest
 
@@ -47,3 +50,49 @@ def test_copy_true_of_an_array_shares_nothing():
     assert all(x is None or y is None or not np.shares_memory(x, y) for x, y in zip(a.shards, b.shards))
     c = xp.astype(a, a.dtype, copy=True)
     assert all(x is None or y is None or not np.shares_memory(x, y) for x, y in zip(a.shards, c.shards))
+
+
+def _lost(fn) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+        gc.collect()
+    return [str(w.message) for w in caught if issubclass(w.category, sa.CopyWriteWarning)]
+
+
+def test_a_lost_write_into_a_row_of_iteration_warns():
+    """``r0, r1 = x`` (NumPy's rows are views of ``x``), then a write into ``r0`` freed unread (SciPy's
+    ``_tanhsinh``: ``fr, fl = xp.reshape(fj, (2, -1))`` then ``fr[mask] = ...``)."""
+    x = xp.reshape(xp.arange(6.0, device=sa.Mesh({"row": 2, "col": 2})), (2, 3))
+
+    def write_a_row():
+        r0, _ = x
+        r0[0] = -1.0
+
+    got = _lost(write_a_row)
+    assert len(got) == 1 and "x[0]" in got[0], got
+    assert float(x[0, 0]) == 0.0  # (the copy's write, not x's: value semantics)
+
+
+def test_a_copy_of_a_copy_names_the_array_it_came_from():
+    """Rows of ``x.reshape(...)``: the reshape's copy is freed at once, so the rows are tagged with ``x`` itself."""
+    x = xp.arange(6.0, device=sa.Mesh({"row": 2, "col": 2}))
+
+    def write_a_reshaped_row():
+        f0, _ = x.reshape(2, 3)
+        f0[1] = -1.0
+
+    got = _lost(write_a_reshaped_row)
+    assert len(got) == 1 and "x.reshape(...)[0]" in got[0], got
+
+
+def test_rows_read_after_their_write_do_not_warn():
+    x = xp.reshape(xp.arange(6.0, device=sa.Mesh({"row": 2, "col": 2})), (2, 3))
+
+    def write_and_read():
+        r0, r1 = x
+        r0[0] = -1.0
+        assert float(r0[0]) == -1.0 and float(r1[0]) == 3.0
+
+    assert _lost(write_and_read) == []
+    assert [float(r[0]) for r in x] == [0.0, 3.0]
