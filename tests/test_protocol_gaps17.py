@@ -183,3 +183,36 @@ def test_cov_with_weights_summing_to_zero_is_numpys_zero_division_error():
         np.cov(x, aweights=xp.zeros(4, device=x.device))
     with pytest.raises(sa.ArgumentError):
         xp.cov(x, fweights=xp.zeros(4, dtype=xp.int64, device=x.device))
+
+
+# ------------------------------------------------------------------------------------------------- np.piecewise
+@fuzz(40, ENV)
+@given(data=st.data(), mesh=cached_meshes(), shape=SHAPES, case=st.integers(0, 3))
+def test_piecewise_matches_numpy(data, mesh, shape, case):
+    """``np.piecewise`` (SciPy's BSpline tests build their reference with it): conditions in order, a callable
+    applied to the selected entries only (with extra arguments), a value, an otherwise-function; masks on the mesh."""
+    h = np.linspace(-3.0, 3.0, int(np.prod(shape))).reshape(shape)
+    x = _placed(data, mesh, h)
+    calls = [
+        lambda m: np.piecewise(m, [m < 0, m >= 0], [lambda v: -v, lambda v: v**2]),
+        lambda m: np.piecewise(m, [m < -1, m > 1], [0.5, lambda v: v * 3, lambda v: v + 100]),
+        lambda m: np.piecewise(m, [m > 100], [lambda v, k: v * k, 9.0], 2.0),
+        lambda m: np.piecewise(m, [m > 0, m > 1], [lambda v: v + 1, lambda v: v - 1]),  # (the later one wins)
+    ]
+    got = calls[case](x)
+    assert isinstance(got, xp.Array)
+    _same(got, calls[case](h))
+
+
+def test_piecewise_reads_condlist_as_numpy():
+    mesh = cached_mesh({"row": 2, "col": 2})
+    h1, h2 = np.linspace(-3, 3, 11), np.linspace(-3, 3, 15).reshape(3, 5)
+    x1, x2 = xp.asarray(h1, device=mesh), xp.asarray(h2, device=mesh)
+    _same(np.piecewise(x1, x1 > 0, [lambda v: v * 2]), np.piecewise(h1, h1 > 0, [lambda v: v * 2]))  # (one 1-D)
+    _same(np.piecewise(x1, [True] * 11, [4.0]), np.piecewise(h1, [True] * 11, [4.0]))  # (a list of bools: one)
+    with pytest.raises(ValueError, match="3 condition"):  # (a bare 2-D array is its rows, as NumPy reads it)
+        np.piecewise(x2, x2 > 0, [lambda v: v])
+    with pytest.raises(ValueError, match="3 condition"):
+        np.piecewise(h2, h2 > 0, [lambda v: v])
+    with pytest.raises(ValueError, match="either 2 or 3 functions"):
+        np.piecewise(x1, [x1 > 0, x1 < 0], [1.0])

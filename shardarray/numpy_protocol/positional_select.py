@@ -1,6 +1,6 @@
 """NumPy's selections by a condition on positional arrays, composed without a gather: ``np.extract``,
-``np.compress``, ``np.argwhere``; and ``np.repeat`` with per-entry counts, ``np.ravel`` and ``np.reshape`` in Fortran
-order.
+``np.compress``, ``np.argwhere``, ``np.piecewise``; and ``np.repeat`` with per-entry counts, ``np.ravel`` and
+``np.reshape`` in Fortran order.
 
 Each handler registers in ``positional_compose.COMPOSED`` and builds its result from the namespace's
 distributed ops (``xp.nonzero``, ``xp.take``, ``xp.repeat``, ``xp.permute_dims``, ``xp.reshape``), whose
@@ -44,6 +44,7 @@ Example:
 from __future__ import annotations
 
 import operator
+from builtins import bool as builtins_bool
 from typing import Any
 
 import numpy as np
@@ -123,6 +124,62 @@ def _compress(xp: Any, what: str, condition: Any, a: Any, axis: Any = None, out:
     x = _flat(xp, a) if axis is None or a.ndim == 0 else a  # (NumPy reads a 0-d array as 1-D here)
     (k,) = axes_of(0 if axis is None else axis, x.ndim, what)
     return write_out(out, _select(xp, what, x, k, cond), what)
+
+
+@composed("piecewise")
+def _piecewise(xp: Any, what: str, x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
+    """NumPy's ``np.piecewise``: ``y = zeros_like(x)``, then for each condition in order ``y[cond] = f(x[cond],
+    *args, **kw)`` (a callable, called only where some entry is selected) or ``y[cond] = f`` (a value); with one
+    function more than conditions, the last one applies where no condition holds. Boolean masks on the mesh
+    (``x[cond]`` and ``y[cond] = v``: a count per device and one exchange of the selected entries, no gather)."""
+    if not isinstance(x, ShardArray):
+        raise _host_operand(what, x, "x", condlist)
+    # NumPy's reading of condlist: a bool, or a sequence whose first entry is a scalar (a bare 1-D array, a list
+    # of bools) is one condition; an array of more dims is the list of its rows
+    if isinstance(condlist, (bool, np.bool_)) or (isinstance(condlist, ShardArray) and condlist.ndim == 0):
+        condlist = [condlist]
+    elif isinstance(condlist, ShardArray):
+        condlist = [condlist] if condlist.ndim == 1 and x.ndim != 0 else list(condlist)
+    elif isinstance(condlist, (list, tuple)) and condlist and x.ndim != 0:
+        if not isinstance(condlist[0], (ShardArray, list, tuple)):
+            condlist = [condlist]
+    funcs = list(funclist) if isinstance(funclist, (list, tuple)) else [funclist]
+    if len(funcs) not in (len(condlist), len(condlist) + 1):
+        raise ArgumentError(
+            f"{what}: with {len(condlist)} condition(s), either {len(condlist)} or {len(condlist) + 1} functions "
+            f"are expected (NumPy's ValueError); got {len(funcs)}"
+        )
+    conds = [_condition(xp, what, c, x) for c in condlist]
+    if len(funcs) == len(conds) + 1:
+        rest = conds[0] if conds else xp.zeros(x.shape, dtype=xp.bool, device=x.device)
+        for c in conds[1:]:
+            rest = xp.logical_or(rest, c)
+        conds.append(xp.logical_not(rest))
+    y = xp.zeros_like(x)
+    for cond, f in zip(conds, funcs):
+        if not callable(f):
+            y[cond] = f
+        else:
+            vals = x[cond]
+            if vals.size:
+                y[cond] = f(vals, *args, **kw)
+    return y
+
+
+def _condition(xp: Any, what: str, c: Any, x: ShardArray) -> ShardArray:
+    """One condition of ``np.piecewise`` as a bool array of ``x``'s shape (NumPy's ``asarray(c, dtype=bool)``)."""
+    if isinstance(c, (bool, np.bool_)):
+        return xp.full(x.shape, builtins_bool(c), dtype=xp.bool, device=x.device)
+    if isinstance(c, (list, tuple)):
+        c = xp.asarray(np.asarray(c, dtype=bool), device=x.device)
+    elif not isinstance(c, ShardArray):
+        raise _host_operand(what, c, "condlist", x)
+    c = c if c.dtype == np.bool_ else xp.not_equal(c, 0)
+    if c.shape != x.shape:
+        raise DimensionError(
+            f"{what}: each condition must have x's shape {x.shape} (NumPy indexes x with it); got {c.shape}"
+        )
+    return c
 
 
 @composed("argwhere")
