@@ -10,12 +10,14 @@ view would have carried into the array it was read from, and ``sa.CopyWriteWarni
 freed the copy, if that array still lives (when it is gone too, NumPy's write would have been lost alike:
 scikit-learn's ``svd_flip`` scaling ``U[:, :k]`` in place and rebinding ``U`` to it).
 
-How: ``mark`` tags the copy (``Array.__getitem__``, and ``Array.ravel``/``reshape``/``transpose``/``swapaxes``/
-``squeeze``/``T``/``mT``); the array's one write path (the ``shards`` setter every
-in-place write ends in) calls ``written``, which hands the copy its new blocks in a tuple that notes the first time
-they are read (``_Blocks``: every op, ``numpy()``, ``repr`` and ``copy`` iterate or index an array's blocks) and
-then gives the copy a plain tuple again, and a ``weakref.finalize`` warns if the copy dies with its blocks unread.
-Arrays that were never written this way pay nothing: not one check on the ops' read path.
+How: ``mark`` tags the copy (``Array.__getitem__``, ``Array.__iter__``'s rows, ``Array.ravel``/``reshape``/
+``transpose``/``swapaxes``/``squeeze``/``T``/``mT``, and ``xp.reshape``/``permute_dims``/``squeeze``/``moveaxis``/
+``expand_dims``/``flip``/``matrix_transpose``; a copy of a copy with the array the first came from); the array's
+one write path (the ``shards`` setter every in-place write ends in) calls ``written``, which hands the copy its new
+blocks in a tuple that notes the first time they are read (``_Blocks``: every op, ``numpy()``, ``repr`` and
+``copy`` iterate or index an array's blocks) and then gives the copy a plain tuple again, and a
+``weakref.finalize`` warns if the copy dies with its blocks unread. Arrays that were never written this way pay
+nothing: not one check on the ops' read path.
 
 Example:
     >>> import warnings, numpy as np, shardarray.array_api as xp
@@ -29,11 +31,15 @@ Example:
 
 from __future__ import annotations
 
+import re
 import warnings
 import weakref
 from typing import Any
 
 from .errors import CopyWriteWarning
+
+#: the array's name in an expression (``"x[0]"``, ``"xp.reshape(x, ...)"``): where a copy of a copy puts the inner one
+_VARIABLE = re.compile(r"\bx\b")
 
 #: id of a written copy -> the flag of its last write, while no read has followed it
 _PENDING: dict[int, list[bool]] = {}
@@ -53,7 +59,7 @@ def mark(x: Any, key: str, source: Any) -> Any:
         outer = getattr(source, "_copy_of", None)
         if outer is not None and outer[1]() is not None:  # (a copy of a live array: follow it back)
             inner, origin = outer
-            key = key.replace("x", inner, 1) if key.startswith("x") else f"{inner}, then {key}"
+            key = _VARIABLE.sub(lambda _: inner, key, count=1)  # ("x[0]" of "x.reshape(...)": "x.reshape(...)[0]")
             source = origin()
         x._copy_of = (key, weakref.ref(source))
     return x

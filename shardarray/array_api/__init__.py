@@ -28,7 +28,7 @@ from ..core.tape import boundaries as _boundaries
 from ..errors import ArgumentError
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 from ._array import HOOKS as _HOOKS
-from ._array import Array
+from ._array import Array, _view_of
 from ._creation import *  # noqa: F403
 from ._creation import __all__ as _creation_all
 from ._dtypes import *  # noqa: F403
@@ -133,6 +133,12 @@ __all__ = [
 # processes only then reaches the others as a ``CommError`` naming it, instead of leaving them in a collective.
 # Outside a job of several processes the wrapper costs one attribute lookup.
 _boundaries(globals(), __all__)
+
+# NumPy's reshape, transpose, squeeze... give views of x: their results here are copies, tagged as the methods' are
+# (``_array._view_of``), so a write into one that is freed unread warns ``sa.CopyWriteWarning`` (SciPy's
+# ``fr, fl = xp.reshape(fj, (2, -1))``, then writes into ``fr`` that NumPy carries into ``fj``)
+for _name in ("reshape", "permute_dims", "squeeze", "moveaxis", "matrix_transpose", "expand_dims", "flip"):
+    globals()[_name] = _view_of(globals()[_name], f"xp.{_name}(x, ...)")
 
 # ShardArray.__array_namespace__ calls this (shardarray/array.py's table of ops filled in from above)
 _ops_table.array_namespace = namespace

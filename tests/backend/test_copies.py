@@ -96,3 +96,26 @@ def test_rows_read_after_their_write_do_not_warn():
 
     assert _lost(write_and_read) == []
     assert [float(r[0]) for r in x] == [0.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "view, text",
+    [
+        (lambda x: xp.reshape(x, (4, 2)), "xp.reshape(x, ...)"),
+        (lambda x: xp.permute_dims(xp.reshape(x, (2, 4)), (1, 0)), "xp.permute_dims(xp.reshape(x, ...), ...)"),
+        (lambda x: xp.flip(x), "xp.flip(x, ...)"),
+        (lambda x: np.reshape(x, (2, 4)), "xp.reshape(x, ...)"),  # (NumPy's function dispatches to xp.reshape)
+    ],
+)
+def test_a_lost_write_into_the_namespaces_views_warns(view, text):
+    """NumPy's ``reshape``/``transpose``/``flip`` give views: a write into the namespace's copy freed unread warns,
+    naming the expression back to the array it came from (a chain of copies included)."""
+    x = xp.arange(8.0, device=sa.Mesh({"row": 2, "col": 2}))
+
+    def write():
+        y = view(x)
+        y[(0,) * y.ndim] = -1.0
+
+    got = _lost(write)
+    assert len(got) == 1 and text in got[0], got
+    assert float(x[0]) == 0.0
