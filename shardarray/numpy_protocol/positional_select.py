@@ -65,7 +65,7 @@ def _host_operand(what: str, value: Any, key: str, ref: Any) -> Exception:
     """The error for an array operand that is not a distributed array beside a distributed condition ``ref``."""
     if isinstance(value, np.ndarray):
         return mixing_error(what, value, key, ref)
-    return DTypeError(f"{what}: {key} must be an array (xp.asarray(value, device=x.device)); got {short(value)}")
+    return DTypeError(f"{what}: {key} must be an array (xp.asarray(value, device=x.mesh)); got {short(value)}")
 
 
 def _select(xp: Any, what: str, x: ShardArray, k: int, condition: Any) -> ShardArray:
@@ -151,7 +151,7 @@ def _piecewise(xp: Any, what: str, x: Any, condlist: Any, funclist: Any, *args: 
         )
     conds = [_condition(xp, what, c, x) for c in condlist]
     if len(funcs) == len(conds) + 1:
-        rest = conds[0] if conds else xp.zeros(x.shape, dtype=xp.bool, device=x.device)
+        rest = conds[0] if conds else xp.zeros(x.shape, dtype=xp.bool, device=x.mesh)
         for c in conds[1:]:
             rest = xp.logical_or(rest, c)
         conds.append(xp.logical_not(rest))
@@ -169,9 +169,9 @@ def _piecewise(xp: Any, what: str, x: Any, condlist: Any, funclist: Any, *args: 
 def _condition(xp: Any, what: str, c: Any, x: ShardArray) -> ShardArray:
     """One condition of ``np.piecewise`` as a bool array of ``x``'s shape (NumPy's ``asarray(c, dtype=bool)``)."""
     if isinstance(c, (bool, np.bool_)):
-        return xp.full(x.shape, builtins_bool(c), dtype=xp.bool, device=x.device)
+        return xp.full(x.shape, builtins_bool(c), dtype=xp.bool, device=x.mesh)
     if isinstance(c, (list, tuple)):
-        c = xp.asarray(np.asarray(c, dtype=bool), device=x.device)
+        c = xp.asarray(np.asarray(c, dtype=bool), device=x.mesh)
     elif not isinstance(c, ShardArray):
         raise _host_operand(what, c, "condlist", x)
     c = c if c.dtype == np.bool_ else xp.not_equal(c, 0)
