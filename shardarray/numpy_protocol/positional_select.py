@@ -65,7 +65,7 @@ def _host_operand(what: str, value: Any, key: str, ref: Any) -> Exception:
     """The error for an array operand that is not a distributed array beside a distributed condition ``ref``."""
     if isinstance(value, np.ndarray):
         return mixing_error(what, value, key, ref)
-    return DTypeError(f"{what}: {key} must be an array (xp.asarray(value, device=x.mesh)); got {short(value)}")
+    return DTypeError(f"{what}: {key} must be an array (xp.asarray(value, device=x.device)); got {short(value)}")
 
 
 def _select(xp: Any, what: str, x: ShardArray, k: int, condition: Any) -> ShardArray:
