@@ -35,7 +35,10 @@ GATHER_WARN_BYTES = 65536
 def numpy_caller(depth: int) -> FrameType | None:
     """The frame ``depth`` levels above the caller of this function when it runs NumPy's own Python code (not
     ``numpy.testing``), else None."""
-    frame: FrameType | None = sys._getframe(depth + 1)
+    try:
+        frame: FrameType | None = sys._getframe(depth + 1)
+    except ValueError:  # (called from C with no Python frame that deep: not NumPy's Python code)
+        return None
     name = frame.f_globals.get("__name__", "") if frame is not None else ""
     if isinstance(name, str) and name.startswith("numpy.") and not name.startswith("numpy.testing"):
         return frame

@@ -63,3 +63,10 @@ def test_the_values_are_numpys():
     want = np.ma.masked_greater(np.arange(N, dtype=np.float64), 10.0)
     np.testing.assert_array_equal(m.mask, want.mask)
     assert m.sum() == want.sum()
+
+
+def test_a_stack_shallower_than_asked_is_not_numpys():
+    """``__array__`` called from C with no Python frames above (a thread of an extension): no NumPy caller."""
+    from shardarray.host_reads import numpy_caller
+
+    assert numpy_caller(10_000) is None
