@@ -10,6 +10,7 @@ import pytest
 
 import shardarray as sa
 import shardarray.array_api as xp
+from shardarray.host_reads import numpy_caller
 
 N = 20_000  # 160,000 bytes of float64: past the 64 KiB threshold
 
@@ -67,6 +68,4 @@ def test_the_values_are_numpys():
 
 def test_a_stack_shallower_than_asked_is_not_numpys():
     """``__array__`` called from C with no Python frames above (a thread of an extension): no NumPy caller."""
-    from shardarray.host_reads import numpy_caller
-
     assert numpy_caller(10_000) is None
