@@ -503,7 +503,6 @@ class Array(ShardArray):
         return wrap(logical.bitwise_invert(self))
 
     # ------------------------------------------------------------- indexing
-    @boundary
     def __iter__(self) -> Any:
         """``iter(x)``: ``x[0]``, ``x[1]``, ... along the first axis (NumPy's rows), each a copy tagged as a basic
         index's is (``copies.mark``): ``r0, r1 = x`` then a write into ``r0`` freed unread warns
@@ -511,6 +510,7 @@ class Array(ShardArray):
         rows = super().__iter__()  # (0-d: the typed error, at once)
         return (copies.mark(row, f"x[{i}]", self) for i, row in enumerate(rows))
 
+    @boundary
     def __getitem__(self, key: Any) -> Array:
         """Positional indexing (NumPy rules): ints, slices, Ellipsis, None, integer arrays (0-d ones are ints).
 

@@ -7,6 +7,7 @@ import pytest
 
 import shardarray as sa
 from shardarray.comm import wire_bytes
+from shardarray.comm.header import JOB
 from shardarray.comm.job import show
 from helpers import device_blocks, host, rand
 
@@ -231,3 +232,16 @@ def test_spmd_check_shows_numpy_scalar_types_by_name():
     true descriptor, and it was read as an array (``np.float64.tobytes()``: a TypeError on every process)."""
     assert show(np.float64) == repr(np.float64)
     assert show((np.float32, np.arange(3.0)))[:30] == "(<class 'numpy.float32'>, <nda"
+
+
+def test_one_process_alone_is_not_a_job_of_several():
+    """A collective on a one-process ``comm="mpi"`` mesh left ``JOB.job`` set for the rest of the process, and every
+    later op ran through the job's checks (``comm.header.as_op``: a frame and a try more per op), with nobody to
+    agree with."""
+    mpi = pytest.importorskip("mpi4py.MPI")
+    if mpi.COMM_WORLD.Get_size() > 1:
+        pytest.skip("inside a job of several processes")
+    mesh = sa.Mesh({"row": 1}, comm="mpi")
+    x = sa.asarray(np.arange(4.0), dims=("a",), mesh=mesh, layout={"a": "row"})
+    assert float(x.sum()) == 6.0
+    assert JOB.job is False
