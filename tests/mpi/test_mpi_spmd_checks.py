@@ -166,6 +166,9 @@ class _World:
     def Get_rank(self):
         return self.rank
 
+    def Get_size(self):
+        return len(self.others) + 1
+
     def allgather(self, mine):
         every = list(self.others)
         every.insert(self.rank, mine)
