@@ -101,7 +101,7 @@ _ENABLED, _TAPE = plans._ENABLED, plans._TAPE
 
 class _ShortPlan:
     """What the short path runs on every call, for one operand signature: ``_plan``'s parts it needs, how it runs
-    small blocks inline (``reps``, ``pick``, ``run``) and the layouts and dtypes its key names by ``id`` (``held``:
+    small blocks inline (``reps``, ``pick``, ``run``) and the layouts its key names by ``id`` (``held``:
     so that no other object takes their ids while it is stored)."""
 
     __slots__ = ("block", "classes", "float_ints", "held", "local", "max_bytes", "mesh", "out_bytes", "pick", "reps",
@@ -136,8 +136,9 @@ def scalar_op(op: Any, x: ShardArray, c: Any, reflected: bool, cls: type[_A]) ->
     integer to a negative integer power) leaves the op to raise its typed error.
 
     Plans are kept in ``plans.SHORT`` per operand signature by value, and per the *identity* of the operands'
-    layout and dtype objects (``id``: no hash of a layout or dtype); the result takes ``x``'s layout object (and
-    NumPy's dtype objects are shared), so each op of a chain finds the plan of the one before.
+    layout objects (``id``: no hash of a layout) and by their dtypes' values (a CuPy array's dtype objects need
+    not be NumPy's shared ones); the result takes ``x``'s layout object, so each op of a chain finds the plan of the
+    one before.
 
     Example:
         >>> mesh = sa.Mesh({"row": 2, "col": 2})
@@ -153,10 +154,10 @@ def scalar_op(op: Any, x: ShardArray, c: Any, reflected: bool, cls: type[_A]) ->
     if OP_MEMO.get() is not None or (node is not None and _TAPE.get() is not None):
         return None
     layout, dtype = x._layout, x.dtype
-    key = (spec[0], reflected, ctype, id(x.mesh), id(layout), id(dtype))
+    key = (spec[0], reflected, ctype, id(x.mesh), id(layout), dtype)
     plan = _PLANS.get(key) if _ENABLED.get() else None  # (``plans.SHORT.get``, inlined)
     if plan is None:
-        plan = _short_plan(key, spec, (c, x) if reflected else (x, c), (layout, dtype), (4, 5))
+        plan = _short_plan(key, spec, (c, x) if reflected else (x, c), (layout,), (4,))
     else:
         _SHORT.hits += 1
     if plan is False:
@@ -202,17 +203,17 @@ def arrays_op(op: Any, arrays: tuple[ShardArray, ...], cls: type[_A]) -> _A | No
         return None
     layout = x._layout
     if one:
-        key: tuple[Any, ...] = (spec[0], id(x.mesh), id(layout), id(x.dtype))
+        key: tuple[Any, ...] = (spec[0], id(x.mesh), id(layout), x.dtype)
     else:
         if y.mesh is not x.mesh:
             return None
-        key = (spec[0], id(x.mesh), id(layout), id(x.dtype), id(y._layout), id(y.dtype))
+        key = (spec[0], id(x.mesh), id(layout), x.dtype, id(y._layout), y.dtype)
     plan = _PLANS.get(key) if _ENABLED.get() else None
     if plan is None:
         if one:
-            plan = _short_plan(key, spec, arrays, (layout, x.dtype), (2, 3))
+            plan = _short_plan(key, spec, arrays, (layout,), (2,))
         else:
-            plan = _short_plan(key, spec, arrays, (layout, x.dtype, y._layout, y.dtype), (2, 3, 4, 5))
+            plan = _short_plan(key, spec, arrays, (layout, y._layout), (2, 4))
     else:
         _SHORT.hits += 1
     if plan is False:
